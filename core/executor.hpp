@@ -1,0 +1,81 @@
+// Executors: where data lives and kernels run (DESIGN.md §2). Every kernel takes one.
+// This header is free of CUDA so that CPU-only code and CPU-only builds can include it.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+
+namespace heptane {
+
+enum class ExecKind { cpu, cuda };
+
+class Executor : public std::enable_shared_from_this<Executor> {
+public:
+    virtual ~Executor() = default;
+    virtual ExecKind kind() const noexcept = 0;
+    /// Human-readable name, e.g. "cpu (16 threads)" or "cuda:0 (NVIDIA H100 80GB HBM3)".
+    virtual std::string name() const = 0;
+    /// Raw allocation of `bytes` on this executor; throws DeviceError on failure.
+    virtual void* alloc(std::size_t bytes) const = 0;
+    virtual void free(void* ptr) const noexcept = 0;
+    /// Wait until all work queued on this executor is done.
+    virtual void synchronize() const = 0;
+    bool is_cpu() const noexcept { return kind() == ExecKind::cpu; }
+    bool is_cuda() const noexcept { return kind() == ExecKind::cuda; }
+};
+
+/// Host executor; kernels are OpenMP-parallel over omp_get_max_threads() threads.
+class CpuExecutor final : public Executor {
+public:
+    static std::shared_ptr<const CpuExecutor> create();
+    ExecKind kind() const noexcept override { return ExecKind::cpu; }
+    std::string name() const override;
+    void* alloc(std::size_t bytes) const override;
+    void free(void* ptr) const noexcept override;
+    void synchronize() const override {}
+    int threads() const noexcept;
+};
+
+/// One CUDA device with its own stream, cuBLAS handle and cuSPARSE handle. All kernels and
+/// transfers of this executor are queued on its stream. Plain cudaMalloc, no managed memory.
+class CudaExecutor final : public Executor {
+public:
+    /// Throws NotSupported in a build without CUDA and DeviceError when the device is absent.
+    static std::shared_ptr<const CudaExecutor> create(int device = 0);
+    /// Number of CUDA devices visible; 0 in a CPU-only build or on a machine without a GPU.
+    static int device_count() noexcept;
+    ~CudaExecutor() override;
+    ExecKind kind() const noexcept override { return ExecKind::cuda; }
+    std::string name() const override;
+    void* alloc(std::size_t bytes) const override;
+    void free(void* ptr) const noexcept override;
+    void synchronize() const override;
+    int device() const noexcept;
+    /// Opaque handles (cudaStream_t, cublasHandle_t, cusparseHandle_t); core/cuda_common.hpp
+    /// gives typed accessors for CUDA code.
+    void* stream_handle() const noexcept;
+    void* cublas_handle() const noexcept;
+    void* cusparse_handle() const noexcept;
+    /// Device properties used by kernels to size their grids.
+    int multiprocessors() const noexcept;
+
+    struct Impl;
+
+private:
+    explicit CudaExecutor(std::unique_ptr<Impl> impl);
+    std::unique_ptr<Impl> impl_;
+};
+
+/// The process-wide host executor.
+std::shared_ptr<const CpuExecutor> cpu_executor();
+
+/// Copy `bytes` from `src` on `src_exec` to `dst` on `dst_exec` (host↔host, host↔device,
+/// device↔device); returns when the copy is complete.
+void copy_bytes(const Executor& src_exec, const void* src, const Executor& dst_exec, void* dst,
+                std::size_t bytes);
+
+/// True when this build of heptane contains the CUDA back end.
+bool built_with_cuda() noexcept;
+
+}  // namespace heptane

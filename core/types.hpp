@@ -1,0 +1,31 @@
+// Basic scalar and index types shared by every layer of heptane.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace heptane {
+
+/// Row and column indices. A matrix has fewer than 2^31 rows and columns.
+using index_t = std::int32_t;
+/// Counts of stored entries and CSR row pointers: nnz may pass 2^31.
+using offset_t = std::int64_t;
+
+/// Which product a kernel computes: y = alpha*A*x + beta*y or y = alpha*A^T*x + beta*y.
+enum class Op { normal, transpose };
+
+/// Value precision of a matrix/vector pair: double (fp64 values and vectors), single (fp32
+/// values and vectors) or mixed (fp32 matrix values, fp64 vectors and accumulation).
+enum class Precision { double_, single, mixed };
+
+inline const char* to_string(Precision p)
+{
+    switch (p) {
+    case Precision::double_: return "double";
+    case Precision::single: return "single";
+    case Precision::mixed: return "mixed";
+    }
+    return "?";
+}
+
+}  // namespace heptane

@@ -1,0 +1,61 @@
+// BDIA-GH: block-diagonal storage for matrices whose Nc x Nc blocks lie on a few block
+// diagonals (DESIGN.md §1). For block offsets d_0..d_{D-1} and block size Nc there are
+// D*Nc element diagonals k = q*Nc + s, each a column of length `rows`:
+//
+//     value(r, k)  = data[k*rows + r]
+//     column(r, k) = r - (r mod Nc) + d_q*Nc + s        (a slot is valid if 0 <= column < cols)
+//
+// No column indices are stored. A^T is the BDIA matrix with offsets -d and transposed
+// blocks, so A^T x is a gather over the same data (no atomics, no stored copy).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "formats/coo/coo.hpp"
+
+namespace heptane {
+
+template <class T>
+struct Bdia {
+    index_t rows = 0;  ///< multiple of block_size
+    index_t cols = 0;  ///< multiple of block_size
+    index_t block_size = 1;                 ///< Nc
+    std::vector<index_t> block_offsets;     ///< d_q, ascending, in blocks (host copy)
+    Array<T> data;                          ///< D*Nc*rows values, column-major
+    Array<std::uint64_t> pattern;           ///< bitset over data: 1 = stored entry
+
+    index_t num_block_diagonals() const noexcept
+    {
+        return static_cast<index_t>(block_offsets.size());
+    }
+    index_t num_diagonals() const noexcept { return num_block_diagonals() * block_size; }
+    /// Element offset of diagonal k: d_q*Nc + s.
+    index_t offset(index_t k) const noexcept
+    {
+        return block_offsets[k / block_size] * block_size + k % block_size;
+    }
+    offset_t slots() const noexcept { return static_cast<offset_t>(num_diagonals()) * rows; }
+    const std::shared_ptr<const Executor>& exec() const noexcept { return data.exec(); }
+    Bdia to(std::shared_ptr<const Executor> exec) const
+    {
+        return Bdia{rows, cols, block_size, block_offsets, data.to(exec), pattern.to(exec)};
+    }
+};
+
+/// Build from canonical COO with block size Nc. With `block_offsets` empty, the distinct
+/// block offsets of the pattern are used; otherwise every entry must lie on one of the
+/// given block offsets (InputError naming the first that does not).
+template <class T>
+Bdia<T> bdia_from_coo(const Coo<T>& a, index_t block_size,
+                      std::vector<index_t> block_offsets = {});
+template <class T>
+Coo<T> to_coo(const Bdia<T>& a);
+
+/// An all-zero BDIA matrix with the given structure, every valid slot marked as stored
+/// (generators fill `data` directly for sizes too large for COO).
+template <class T>
+Bdia<T> bdia_zeros(index_t rows, index_t cols, index_t block_size,
+                   std::vector<index_t> block_offsets);
+
+}  // namespace heptane

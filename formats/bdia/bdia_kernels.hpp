@@ -1,0 +1,27 @@
+// SpMV kernels for Bdia, declared once; bdia_cpu.cpp (OpenMP) and bdia.cu (CUDA) implement
+// them side by side. Instantiated for (MT, VT) = (double, double), (float, float) and
+// (float, double) (mixed: fp32 values, fp64 vectors and accumulation).
+#pragma once
+
+#include "core/executor.hpp"
+#include "core/types.hpp"
+#include "formats/bdia/bdia.hpp"
+
+namespace heptane::kernels {
+
+/// CUDA BDIA kernel choice: `thesis` is the plain kernel of the source thesis (offsets in
+/// shared memory, one thread per row), kept as the baseline; `optimized` is the one aimed at
+/// the bandwidth floor; automatic = optimized.
+enum class BdiaKernel { automatic, thesis, optimized };
+
+/// y = alpha * op(A) * x + beta * y, op(A) = A or A^T. x and y live in the executor's memory
+/// (length cols and rows of op(A)). When beta == 0, y is only written, never read (it may hold
+/// NaN). Throws DimensionMismatch if A is not on this executor.
+template <class MT, class VT>
+void spmv(const CpuExecutor& exec, const Bdia<MT>& a, Op op, VT alpha, const VT* x, VT beta,
+          VT* y);
+template <class MT, class VT>
+void spmv(const CudaExecutor& exec, const Bdia<MT>& a, Op op, VT alpha, const VT* x, VT beta,
+          VT* y, BdiaKernel kernel = BdiaKernel::automatic);
+
+}  // namespace heptane::kernels

@@ -1,0 +1,148 @@
+#include "formats/coo/coo.hpp"
+
+#include <algorithm>
+#include <numeric>
+
+#include "core/error.hpp"
+
+namespace heptane {
+
+template <class T>
+void canonicalize(Coo<T>& a, DuplicatePolicy policy)
+{
+    HEPTANE_ENSURE(a.row.on_host() && a.col.on_host() && a.val.on_host(), NotSupported,
+                   "canonicalize works on host COO");
+    const offset_t nnz = a.nnz();
+    HEPTANE_ENSURE(offset_t(a.row.size()) == nnz && offset_t(a.col.size()) == nnz,
+                   DimensionMismatch,
+                   "COO arrays differ in length: row " << a.row.size() << ", col "
+                                                       << a.col.size() << ", val " << nnz);
+    HEPTANE_ENSURE(a.rows >= 0 && a.cols >= 0, InputError,
+                   "negative matrix size " << a.rows << " x " << a.cols);
+    const index_t* r = a.row.data();
+    const index_t* c = a.col.data();
+    // 1. indices in range (report the first bad one)
+    offset_t bad = nnz;
+#pragma omp parallel for reduction(min : bad)
+    for (offset_t k = 0; k < nnz; ++k)
+        if (r[k] < 0 || r[k] >= a.rows || c[k] < 0 || c[k] >= a.cols) bad = std::min(bad, k);
+    HEPTANE_ENSURE(bad == nnz, InputError,
+                   "entry " << bad << " at (" << r[bad] << ", " << c[bad]
+                            << ") (0-based) lies outside the " << a.rows << " x " << a.cols
+                            << " matrix");
+    // 2. counting sort by row (stable: equal rows keep their input order)
+    std::vector<offset_t> ptr(std::size_t(a.rows) + 1, 0);
+    for (offset_t k = 0; k < nnz; ++k) ++ptr[r[k] + 1];
+    std::partial_sum(ptr.begin(), ptr.end(), ptr.begin());
+    std::vector<offset_t> perm(nnz);
+    {
+        std::vector<offset_t> next(ptr.begin(), ptr.end() - 1);
+        for (offset_t k = 0; k < nnz; ++k) perm[next[r[k]]++] = k;
+    }
+    // 3. sort each row by column (stable), then merge duplicates in place
+    std::vector<offset_t> kept(a.rows, 0);
+    offset_t dup_row = a.rows;  // first row with a duplicate, if any
+#pragma omp parallel for schedule(dynamic, 256) reduction(min : dup_row)
+    for (index_t i = 0; i < a.rows; ++i) {
+        auto b = perm.begin() + ptr[i], e = perm.begin() + ptr[i + 1];
+        std::stable_sort(b, e, [&](offset_t x, offset_t y) { return c[x] < c[y]; });
+        offset_t out = ptr[i];
+        index_t last_col = -1;  // columns are >= 0, so the first entry is always kept
+        for (offset_t k = ptr[i]; k < ptr[i + 1]; ++k) {
+            const index_t col = c[perm[k]];
+            if (col == last_col) {
+                if (policy == DuplicatePolicy::error) dup_row = std::min<offset_t>(dup_row, i);
+                perm[k] = -1 - perm[k];  // merged into the previous kept entry by the gather
+                continue;
+            }
+            last_col = col;
+            ++out;
+        }
+        kept[i] = out - ptr[i];
+    }
+    if (dup_row < a.rows) {
+        // find the first duplicated column of that row for the message
+        index_t col = -1;
+        for (offset_t k = ptr[dup_row]; k < ptr[dup_row + 1]; ++k)
+            if (perm[k] < 0) {
+                col = c[-1 - perm[k]];
+                break;
+            }
+        HEPTANE_THROW(InputError, "duplicate entry at (" << dup_row + 1 << ", " << col + 1
+                                                         << ") (1-based)");
+    }
+    // 4. gather into new arrays
+    std::vector<offset_t> out_ptr(std::size_t(a.rows) + 1, 0);
+    for (index_t i = 0; i < a.rows; ++i) out_ptr[i + 1] = out_ptr[i] + kept[i];
+    const offset_t nout = out_ptr[a.rows];
+    std::vector<index_t> nr(nout), nc(nout);
+    std::vector<T> nv(nout);
+    const T* v = a.val.data();
+#pragma omp parallel for schedule(dynamic, 256)
+    for (index_t i = 0; i < a.rows; ++i) {
+        offset_t o = out_ptr[i] - 1;
+        for (offset_t k = ptr[i]; k < ptr[i + 1]; ++k) {
+            const offset_t p = perm[k];
+            if (p >= 0) {
+                ++o;
+                nr[o] = i;
+                nc[o] = c[p];
+                nv[o] = v[p];
+            } else if (policy == DuplicatePolicy::sum) {
+                nv[o] += v[-1 - p];
+            } else {  // keep_last
+                nv[o] = v[-1 - p];
+            }
+        }
+    }
+    a.row = Array<index_t>(std::move(nr));
+    a.col = Array<index_t>(std::move(nc));
+    a.val = Array<T>(std::move(nv));
+}
+
+template <class T>
+bool is_canonical(const Coo<T>& a)
+{
+    if (!a.row.on_host()) return false;
+    const offset_t nnz = a.nnz();
+    if (offset_t(a.row.size()) != nnz || offset_t(a.col.size()) != nnz) return false;
+    for (offset_t k = 0; k < nnz; ++k) {
+        if (a.row[k] < 0 || a.row[k] >= a.rows || a.col[k] < 0 || a.col[k] >= a.cols)
+            return false;
+        if (k > 0 && (a.row[k] < a.row[k - 1] ||
+                      (a.row[k] == a.row[k - 1] && a.col[k] <= a.col[k - 1])))
+            return false;
+    }
+    return true;
+}
+
+template <class U, class T>
+Coo<U> convert_values(const Coo<T>& a)
+{
+    auto host = a.exec()->is_cpu() ? a : a.to(cpu_executor());
+    std::vector<U> v(host.val.size());
+    for (std::size_t k = 0; k < v.size(); ++k) v[k] = static_cast<U>(host.val[k]);
+    return Coo<U>{a.rows, a.cols, host.row, host.col, Array<U>(std::move(v))};
+}
+
+template <class T>
+std::vector<offset_t> row_lengths(const Coo<T>& a)
+{
+    std::vector<offset_t> len(a.rows, 0);
+    for (offset_t k = 0; k < a.nnz(); ++k) ++len[a.row[k]];
+    return len;
+}
+
+#define HEPTANE_INSTANTIATE(T)                                     \
+    template void canonicalize<T>(Coo<T>&, DuplicatePolicy);       \
+    template bool is_canonical<T>(const Coo<T>&);                  \
+    template std::vector<offset_t> row_lengths<T>(const Coo<T>&);
+HEPTANE_INSTANTIATE(double)
+HEPTANE_INSTANTIATE(float)
+#undef HEPTANE_INSTANTIATE
+template Coo<float> convert_values<float, double>(const Coo<double>&);
+template Coo<double> convert_values<double, float>(const Coo<float>&);
+template Coo<double> convert_values<double, double>(const Coo<double>&);
+template Coo<float> convert_values<float, float>(const Coo<float>&);
+
+}  // namespace heptane

@@ -1,0 +1,72 @@
+#include "formats/csr/csr.hpp"
+
+#include <numeric>
+
+#include "core/error.hpp"
+
+namespace heptane {
+
+template <class T>
+Csr<T> csr_from_coo(const Coo<T>& a)
+{
+    HEPTANE_ENSURE(a.exec()->is_cpu(), NotSupported, "csr_from_coo works on host COO");
+    HEPTANE_ENSURE(is_canonical(a), InputError, "csr_from_coo needs canonical COO");
+    Csr<T> m;
+    m.rows = a.rows;
+    m.cols = a.cols;
+    std::vector<offset_t> ptr(std::size_t(a.rows) + 1, 0);
+    for (offset_t k = 0; k < a.nnz(); ++k) ++ptr[a.row[k] + 1];
+    std::partial_sum(ptr.begin(), ptr.end(), ptr.begin());
+    m.row_ptr = Array<offset_t>(std::move(ptr));
+    m.col_idx = a.col;  // canonical order is CSR order
+    m.values = a.val;
+    return m;
+}
+
+template <class T>
+Coo<T> to_coo(const Csr<T>& a)
+{
+    HEPTANE_ENSURE(a.exec()->is_cpu(), NotSupported, "to_coo works on host CSR");
+    std::vector<index_t> r(a.nnz());
+#pragma omp parallel for schedule(dynamic, 1024)
+    for (index_t i = 0; i < a.rows; ++i)
+        for (offset_t k = a.row_ptr[i]; k < a.row_ptr[i + 1]; ++k) r[k] = i;
+    return Coo<T>{a.rows, a.cols, Array<index_t>(std::move(r)), a.col_idx, a.values};
+}
+
+template <class T>
+Csr<T> transpose(const Csr<T>& a)
+{
+    HEPTANE_ENSURE(a.exec()->is_cpu(), NotSupported, "transpose works on host CSR");
+    Csr<T> t;
+    t.rows = a.cols;
+    t.cols = a.rows;
+    std::vector<offset_t> ptr(std::size_t(a.cols) + 1, 0);
+    const offset_t nnz = a.nnz();
+    for (offset_t k = 0; k < nnz; ++k) ++ptr[a.col_idx[k] + 1];
+    std::partial_sum(ptr.begin(), ptr.end(), ptr.begin());
+    std::vector<index_t> ci(nnz);
+    std::vector<T> v(nnz);
+    std::vector<offset_t> next(ptr.begin(), ptr.end() - 1);
+    // rows in increasing order, so each transposed row comes out sorted by column
+    for (index_t i = 0; i < a.rows; ++i)
+        for (offset_t k = a.row_ptr[i]; k < a.row_ptr[i + 1]; ++k) {
+            const offset_t p = next[a.col_idx[k]]++;
+            ci[p] = i;
+            v[p] = a.values[k];
+        }
+    t.row_ptr = Array<offset_t>(std::move(ptr));
+    t.col_idx = Array<index_t>(std::move(ci));
+    t.values = Array<T>(std::move(v));
+    return t;
+}
+
+#define HEPTANE_INSTANTIATE(T)                           \
+    template Csr<T> csr_from_coo<T>(const Coo<T>&);      \
+    template Coo<T> to_coo<T>(const Csr<T>&);            \
+    template Csr<T> transpose<T>(const Csr<T>&);
+HEPTANE_INSTANTIATE(double)
+HEPTANE_INSTANTIATE(float)
+#undef HEPTANE_INSTANTIATE
+
+}  // namespace heptane
