@@ -1,0 +1,32 @@
+// The one interface that formats, preconditioners, solvers and the distributed operator
+// share (DESIGN.md §2). A solver is written once against it.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "core/executor.hpp"
+#include "core/types.hpp"
+
+namespace heptane {
+
+/// A linear map y = alpha * op(A) * x + beta * y on vectors of value type VT that live in the
+/// memory of executor(). When beta == 0, y is not read.
+template <class VT>
+class Operator {
+public:
+    virtual ~Operator() = default;
+    virtual index_t rows() const = 0;
+    virtual index_t cols() const = 0;
+    virtual std::shared_ptr<const Executor> executor() const = 0;
+    /// y = alpha*A*x + beta*y
+    virtual void apply(VT alpha, const VT* x, VT beta, VT* y) const = 0;
+    /// y = alpha*A^T*x + beta*y. Throws NotSupported where the operator has no transpose.
+    virtual void apply_transpose(VT alpha, const VT* x, VT beta, VT* y) const = 0;
+    /// y = A x
+    void apply(const VT* x, VT* y) const { apply(VT(1), x, VT(0), y); }
+    /// Short description, e.g. "bdiagh 65536x65536 Nc=8 D=7 (fp64) on cuda:0".
+    virtual std::string describe() const = 0;
+};
+
+}  // namespace heptane

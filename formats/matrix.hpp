@@ -1,0 +1,54 @@
+// A sparse matrix in any format on any executor, as an Operator (DESIGN.md §2: file or
+// generator -> canonical COO -> chosen format on the chosen executor -> Operator).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/operator.hpp"
+#include "formats/coo/coo.hpp"
+#include "formats/csr/csr_kernels.hpp"
+#include "formats/bdia/bdia_kernels.hpp"
+
+namespace heptane {
+
+enum class Format { coo, csr, ell, hyb, dia, bsr, bdia };
+
+/// "coo", "csr", "ell", "hyb", "dia", "bsr", "bdiagh" (also accepted: "bdia").
+/// Throws InputError naming the valid choices.
+Format parse_format(const std::string& name);
+const char* to_string(Format f);
+
+/// How A^T x is computed for formats without a native transpose (CSR, COO, ELL, HYB, DIA,
+/// BSR): a transpose-free atomic scatter, or a stored transpose built once at setup.
+/// BDIA-GH always uses its native gather.
+enum class TransposeMode { scatter, stored };
+
+struct FormatOptions {
+    index_t block_size = 0;              ///< BSR and BDIA block size (0 = detect)
+    std::vector<index_t> block_offsets;  ///< BDIA block offsets (empty = from the pattern)
+    index_t hyb_width = -1;              ///< HYB ELL width (-1 = from the histogram)
+    TransposeMode transpose = TransposeMode::scatter;
+    kernels::CsrKernel csr_kernel = kernels::CsrKernel::automatic;
+    kernels::BdiaKernel bdia_kernel = kernels::BdiaKernel::automatic;
+};
+
+/// Build format `f` from canonical host COO, with values converted to MT, placed on `exec`,
+/// applied to vectors of VT. Instantiated for (MT, VT) = (double, double), (float, float),
+/// (float, double). Throws InputError when the matrix does not fit the format (e.g. BSR
+/// with a block size that does not divide the size).
+template <class MT, class VT>
+std::unique_ptr<Operator<VT>> make_matrix_operator(const Coo<double>& a, Format f,
+                                                   std::shared_ptr<const Executor> exec,
+                                                   const FormatOptions& opt = {});
+
+/// Bytes one y = A x moves at the floor (BENCHMARKS.md): the stored values and indices once,
+/// x once, y once (plus y again when beta != 0, not counted here).
+struct SpmvTraffic {
+    double matrix_bytes = 0;  ///< values + indices as stored (padding included)
+    double vector_bytes = 0;  ///< x read + y written
+    double total() const { return matrix_bytes + vector_bytes; }
+};
+
+}  // namespace heptane

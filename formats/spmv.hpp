@@ -1,0 +1,33 @@
+// Executor dispatch for the format kernels: spmv(exec, A, ...) calls the CPU or the CUDA
+// implementation declared in formats/<fmt>/<fmt>_kernels.hpp. A CPU-only build has no CUDA
+// implementation to link, so the CUDA branch is compiled only with HEPTANE_HAVE_CUDA.
+#pragma once
+
+#include "core/error.hpp"
+#include "core/executor.hpp"
+#include "formats/bdia/bdia_kernels.hpp"
+#include "formats/bsr/bsr_kernels.hpp"
+#include "formats/coo/coo_kernels.hpp"
+#include "formats/csr/csr_kernels.hpp"
+#include "formats/dia/dia_kernels.hpp"
+#include "formats/ell/ell_kernels.hpp"
+#include "formats/hyb/hyb_kernels.hpp"
+
+namespace heptane {
+
+/// y = alpha * op(A) * x + beta * y on `exec` (A, x and y in its memory).
+template <class Matrix, class VT>
+void spmv(const Executor& exec, const Matrix& a, Op op, VT alpha, const VT* x, VT beta, VT* y)
+{
+    if (exec.is_cpu()) {
+        kernels::spmv(static_cast<const CpuExecutor&>(exec), a, op, alpha, x, beta, y);
+        return;
+    }
+#ifdef HEPTANE_HAVE_CUDA
+    kernels::spmv(static_cast<const CudaExecutor&>(exec), a, op, alpha, x, beta, y);
+#else
+    HEPTANE_THROW(NotSupported, "CUDA SpMV requested in a build without CUDA");
+#endif
+}
+
+}  // namespace heptane
