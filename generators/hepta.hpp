@@ -1,0 +1,126 @@
+// General-hepta (GH) test systems (DESIGN.md §1): a J x H x I grid of cells (x fastest, then
+// y, then z), Nc unknowns per cell, each cell coupled to itself and to the cells at block
+// offsets {-J*H, -J, -1, +1, +J, +J*H} by dense Nc x Nc blocks.
+//
+//   cell c = j + J*(h + H*i),   row r = c*Nc + a (a in [0, Nc)),   N = J*H*I*Nc.
+//
+// Two variants:
+//  * banded: the seven block diagonals cut only at the matrix bounds (cell (J-1, h, i) couples
+//    to (0, h+1, i)). nnz = Nc^2 * (7G - 2 - 2J - 2JH), G = J*H*I: the sizes the source thesis
+//    tabulates (BENCHMARKS.md). With I = 1 the +-J*H diagonals have G - J*H = 0 blocks, so the
+//    same formula holds unchanged (it gives Nc^2 * (5G - 2 - 2J)) and they are not stored.
+//  * grid: a real box; a cell on a face has no neighbour across it.
+//    nnz = Nc^2 * (7G - 2(H*I + J*I + J*H)). A direction whose axis has one cell (I = 1 for
+//    2-D, H = I = 1 for 1-D) carries no couplings and is not stored.
+//
+// Every block that is present is dense: all Nc^2 entries are stored, even where a value is 0.
+//
+// Values are a pure function of (seed, indices) through a counter-based hash (splitmix64) and
+// heptane's own uniform -> normal, log and exp built from IEEE +,-,*,/,sqrt only, so the same
+// spec gives bit-identical matrices on every machine, with any number of OpenMP threads, from
+// the COO and from the BDIA path. (std::*_distribution and libm's exp/log are avoided: their
+// results are implementation-defined.)
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/types.hpp"
+#include "formats/bdia/bdia.hpp"
+#include "formats/coo/coo.hpp"
+
+namespace heptane {
+
+/// Coefficient model of a generated GH matrix.
+///  * uniform: every stored entry uniform in (0, 1), as in the source thesis. NOT diagonally
+///    dominant: fine for SpMV timing, not for solver tests.
+///  * reservoir: a finite-volume pressure / fully-implicit stencil. Per cell a layered
+///    log-normal permeability k (one log-mean per z-layer plus a per-cell perturbation),
+///    anisotropic (k_z = 0.1 k_x); transmissibility T = (area/distance) * harmonic mean of the
+///    two cells' permeabilities; off-diagonal block -T*C with C a coupled mobility block
+///    (dominant diagonal, smaller positive couplings, shared by both cells of a connection);
+///    diagonal block = accumulation (pore volume / dt) * I + sum over the present neighbours of
+///    T*(C + 2 diag(off-diagonal row sums of C)). Every row is diagonally dominant with margin
+///    exactly the accumulation term; with Nc = 1 the matrix is symmetric positive definite.
+///    Couplings that wrap across a face in the banded variant are treated as neighbours.
+enum class HeptaModel { uniform, reservoir };
+
+/// "uniform" or "reservoir". Throws InputError naming the valid choices.
+HeptaModel parse_model(const std::string& name);
+const char* to_string(HeptaModel m);
+
+struct HeptaSpec {
+    index_t J = 1;   ///< cells along x (fastest)
+    index_t H = 1;   ///< cells along y
+    index_t I = 1;   ///< cells along z (1: a 2-D, 5-point system)
+    index_t Nc = 1;  ///< unknowns per cell: the block size
+    bool banded = true;  ///< banded (thesis) variant; false: grid variant
+    HeptaModel model = HeptaModel::uniform;
+    std::uint64_t seed = 1;
+    /// Reservoir model only, >= 0. 0: well conditioned. Each +1 shrinks the accumulation term
+    /// by 10^3 and widens the permeability contrast (log-std per layer 0.5 + 1.5*difficulty,
+    /// per cell 0.25 + 0.5*difficulty). Rows stay (weakly) diagonally dominant at any value.
+    double difficulty = 0.0;
+
+    /// G = J*H*I (64-bit: valid only after validate()).
+    offset_t cells() const noexcept { return offset_t(J) * H * I; }
+    /// N = G*Nc.
+    offset_t rows() const noexcept { return cells() * Nc; }
+};
+
+/// Throws InputError unless J, H, I, Nc >= 1, N = J*H*I*Nc < 2^31, difficulty is finite and
+/// >= 0, and, for the banded variant, the stored offsets are distinct: J >= 2, and H >= 2
+/// when I > 1 (with J = 1 the +-1 and +-J diagonals coincide, with H = 1 +-J and +-J*H do).
+void validate(const HeptaSpec& spec);
+
+/// "banded GH 16x16x32, Nc=8, uniform, seed 1" (difficulty shown for the reservoir model).
+std::string describe(const HeptaSpec& spec);
+
+/// The block offsets that carry couplings, ascending: a subset of {-JH, -J, -1, 0, 1, J, JH}
+/// (banded: +-d is kept when d < G; grid: when its axis has more than one cell). These are
+/// the BDIA-GH offsets of generate_hepta_bdia. Validates the spec.
+std::vector<index_t> hepta_block_offsets(const HeptaSpec& spec);
+
+/// Stored entries of the generated matrix, by the closed formulas above (nothing is
+/// generated). Validates the spec.
+offset_t hepta_nnz(const HeptaSpec& spec);
+
+/// The matrix as canonical COO on the host (sorted by row, then column; no duplicates).
+/// OpenMP-parallel; identical for any thread count. Validates the spec. T = double or float
+/// (float entries are the double values rounded once).
+template <class T>
+Coo<T> generate_hepta_coo(const HeptaSpec& spec);
+
+/// The same matrix written straight into BDIA-GH (block size Nc, offsets
+/// hepta_block_offsets(spec)), for sizes whose COO would not fit in memory: D*Nc*N values,
+/// no index arrays. Slots of the grid variant whose neighbour is missing hold 0 and have their
+/// pattern bit cleared, so to_coo(generate_hepta_bdia(s)) == generate_hepta_coo(s) exactly.
+/// OpenMP-parallel; identical for any thread count. Validates the spec.
+template <class T>
+Bdia<T> generate_hepta_bdia(const HeptaSpec& spec);
+
+/// A known solution and its right-hand side.
+template <class T>
+struct LinearSystem {
+    std::vector<T> x_true;  ///< length N
+    std::vector<T> b;       ///< A * x_true, accumulated in double, rounded once to T
+};
+
+/// x_true for `spec`: smooth over the grid, not constant. For cell (j, h, i), component a,
+/// with u = (j + 1/2)/J, v = (h + 1/2)/H, w = (i + 1/2)/I:
+///     x = 1 + 0.5 * 16 u(1-u) v(1-v) + 0.25 w + 0.1 a/Nc + 0.02 (noise in [-1/2, 1/2)),
+/// the noise hashed from (spec.seed, row). Validates the spec.
+template <class T>
+std::vector<T> hepta_x_true(const HeptaSpec& spec);
+
+/// x_true = hepta_x_true(spec) and b = A x_true by a plain host loop (rows in parallel, each
+/// row summed in ascending column order in double). Throws DimensionMismatch if `a` is not
+/// N x N for `spec`, NotSupported if `a` is not on the host. The COO and the BDIA overloads
+/// give bit-identical b for the same matrix.
+template <class T>
+LinearSystem<T> make_rhs(const HeptaSpec& spec, const Coo<T>& a);
+template <class T>
+LinearSystem<T> make_rhs(const HeptaSpec& spec, const Bdia<T>& a);
+
+}  // namespace heptane
