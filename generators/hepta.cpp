@@ -123,8 +123,8 @@ constexpr int axis_of[num_dirs] = {2, 1, 0, -1, 0, 1, 2};
 struct Geometry {
     index_t J, H, I, G;
     bool banded;
-    std::array<index_t, num_dirs> d;       // block offsets
-    std::array<bool, num_dirs> active;     // direction carries couplings somewhere
+    std::array<index_t, num_dirs> d;    // block offsets
+    std::array<bool, num_dirs> active;  // direction carries couplings somewhere
 
     explicit Geometry(const HeptaSpec& s)
         : J(s.J), H(s.H), I(s.I), G(index_t(s.cells())), banded(s.banded)
@@ -150,13 +150,20 @@ struct Geometry {
             return n >= 0 && n < G;
         }
         switch (q) {
-        case 0: return i > 0;
-        case 1: return h > 0;
-        case 2: return j > 0;
-        case 4: return j < J - 1;
-        case 5: return h < H - 1;
-        case 6: return i < I - 1;
-        default: return true;
+            case 0:
+                return i > 0;
+            case 1:
+                return h > 0;
+            case 2:
+                return j > 0;
+            case 4:
+                return j < J - 1;
+            case 5:
+                return h < H - 1;
+            case 6:
+                return i < I - 1;
+            default:
+                return true;
         }
     }
     bool present(index_t c, int q) const noexcept
@@ -204,9 +211,15 @@ public:
         }
     }
 
-    const Geometry& geometry() const noexcept { return geo_; }
+    const Geometry& geometry() const noexcept
+    {
+        return geo_;
+    }
     /// Doubles needed by block_row's buffer.
-    std::size_t buffer_size() const noexcept { return std::size_t(num_dirs) * nc_ * nc_; }
+    std::size_t buffer_size() const noexcept
+    {
+        return std::size_t(num_dirs) * nc_ * nc_;
+    }
 
     /// The block row of cell c: present[q] for each direction, and for each present one its
     /// block in buf[(q*Nc + a)*Nc + s] (row a, column s of the block). Blocks that are not
@@ -312,8 +325,10 @@ HeptaModel parse_model(const std::string& name)
 const char* to_string(HeptaModel m)
 {
     switch (m) {
-    case HeptaModel::uniform: return "uniform";
-    case HeptaModel::reservoir: return "reservoir";
+        case HeptaModel::uniform:
+            return "uniform";
+        case HeptaModel::reservoir:
+            return "reservoir";
     }
     return "?";
 }
@@ -510,8 +525,8 @@ LinearSystem<T> make_rhs(const HeptaSpec& spec, const Coo<T>& a)
     LinearSystem<T> sys{hepta_x_true<T>(spec), {}};
     const index_t n = index_t(spec.rows());
     HEPTANE_ENSURE(a.rows == n && a.cols == n, DimensionMismatch,
-                   "make_rhs: matrix is " << a.rows << " x " << a.cols << ", spec " << describe(spec)
-                                          << " has N = " << n);
+                   "make_rhs: matrix is " << a.rows << " x " << a.cols << ", spec "
+                                          << describe(spec) << " has N = " << n);
     HEPTANE_ENSURE(a.exec()->is_cpu(), NotSupported, "make_rhs needs a host matrix");
     const offset_t nnz = a.nnz();
     const index_t* ri = a.row.data();
@@ -541,8 +556,8 @@ LinearSystem<T> make_rhs(const HeptaSpec& spec, const Bdia<T>& a)
     LinearSystem<T> sys{hepta_x_true<T>(spec), {}};
     const index_t n = index_t(spec.rows());
     HEPTANE_ENSURE(a.rows == n && a.cols == n, DimensionMismatch,
-                   "make_rhs: matrix is " << a.rows << " x " << a.cols << ", spec " << describe(spec)
-                                          << " has N = " << n);
+                   "make_rhs: matrix is " << a.rows << " x " << a.cols << ", spec "
+                                          << describe(spec) << " has N = " << n);
     HEPTANE_ENSURE(a.exec()->is_cpu(), NotSupported, "make_rhs needs a host matrix");
     const index_t nd = a.num_diagonals(), nc = a.block_size;
     const std::uint64_t* pat = a.pattern.data();
@@ -565,11 +580,11 @@ LinearSystem<T> make_rhs(const HeptaSpec& spec, const Bdia<T>& a)
     return sys;
 }
 
-#define HEPTANE_INSTANTIATE(T)                                                   \
-    template Coo<T> generate_hepta_coo<T>(const HeptaSpec&);                     \
-    template Bdia<T> generate_hepta_bdia<T>(const HeptaSpec&);                   \
-    template std::vector<T> hepta_x_true<T>(const HeptaSpec&);                   \
-    template LinearSystem<T> make_rhs<T>(const HeptaSpec&, const Coo<T>&);       \
+#define HEPTANE_INSTANTIATE(T)                                             \
+    template Coo<T> generate_hepta_coo<T>(const HeptaSpec&);               \
+    template Bdia<T> generate_hepta_bdia<T>(const HeptaSpec&);             \
+    template std::vector<T> hepta_x_true<T>(const HeptaSpec&);             \
+    template LinearSystem<T> make_rhs<T>(const HeptaSpec&, const Coo<T>&); \
     template LinearSystem<T> make_rhs<T>(const HeptaSpec&, const Bdia<T>&);
 HEPTANE_INSTANTIATE(double)
 HEPTANE_INSTANTIATE(float)

@@ -51,10 +51,10 @@ HeptaModel parse_model(const std::string& name);
 const char* to_string(HeptaModel m);
 
 struct HeptaSpec {
-    index_t J = 1;   ///< cells along x (fastest)
-    index_t H = 1;   ///< cells along y
-    index_t I = 1;   ///< cells along z (1: a 2-D, 5-point system)
-    index_t Nc = 1;  ///< unknowns per cell: the block size
+    index_t J = 1;       ///< cells along x (fastest)
+    index_t H = 1;       ///< cells along y
+    index_t I = 1;       ///< cells along z (1: a 2-D, 5-point system)
+    index_t Nc = 1;      ///< unknowns per cell: the block size
     bool banded = true;  ///< banded (thesis) variant; false: grid variant
     HeptaModel model = HeptaModel::uniform;
     std::uint64_t seed = 1;

@@ -109,7 +109,8 @@ BOOST_AUTO_TEST_CASE(thesis_sizes_match_benchmarks_table_by_formula)
         BOOST_TEST(hepta_nnz(s) == t.nnz);
         // and the thesis formula of DESIGN.md written out
         const offset_t G = offset_t(t.J) * t.H * t.I;
-        BOOST_TEST(offset_t(t.nc) * t.nc * (7 * G - 2 - 2 * t.J - 2 * offset_t(t.J) * t.H) == t.nnz);
+        BOOST_TEST(offset_t(t.nc) * t.nc * (7 * G - 2 - 2 * t.J - 2 * offset_t(t.J) * t.H) ==
+                   t.nnz);
     }
 }
 
@@ -128,9 +129,9 @@ BOOST_AUTO_TEST_CASE(smallest_three_thesis_sizes_generated_and_counted)
         offset_t bits = 0;
         for (auto w : b.pattern.host()) bits += __builtin_popcountll(w);
         BOOST_TEST(bits == t.nnz);
-        BOOST_TEST(b.block_offsets == (std::vector<index_t>{-t.J * t.H, -t.J, -1, 0, 1, t.J,
-                                                            t.J * t.H}),
-                   boost::test_tools::per_element());
+        BOOST_TEST(
+            b.block_offsets == (std::vector<index_t>{-t.J * t.H, -t.J, -1, 0, 1, t.J, t.J * t.H}),
+            boost::test_tools::per_element());
     }
 }
 
@@ -157,15 +158,15 @@ BOOST_AUTO_TEST_CASE(banded_2d_keeps_the_thesis_formula)
     BOOST_TEST(generate_hepta_coo<double>(s).nnz() == hepta_nnz(s));
     BOOST_TEST(hepta_block_offsets(s) == (std::vector<index_t>{-6, -1, 0, 1, 6}),
                boost::test_tools::per_element());
-    BOOST_TEST(hepta_block_offsets(spec(6, 5, 1, 1, false)) ==
-                   (std::vector<index_t>{-6, -1, 0, 1, 6}),
-               boost::test_tools::per_element());
+    BOOST_TEST(
+        hepta_block_offsets(spec(6, 5, 1, 1, false)) == (std::vector<index_t>{-6, -1, 0, 1, 6}),
+        boost::test_tools::per_element());
 }
 
 BOOST_AUTO_TEST_CASE(pattern_equals_brute_force_enumeration_over_cells)
 {
-    const std::tuple<index_t, index_t, index_t> shapes[] = {
-        {4, 3, 2}, {5, 4, 3}, {3, 2, 4}, {6, 5, 1}, {2, 2, 2}, {7, 3, 1}};
+    const std::tuple<index_t, index_t, index_t> shapes[] = {{4, 3, 2}, {5, 4, 3}, {3, 2, 4},
+                                                            {6, 5, 1}, {2, 2, 2}, {7, 3, 1}};
     for (bool banded : {true, false})
         for (auto [J, H, I] : shapes)
             for (index_t nc : {1, 2, 3}) {
@@ -273,8 +274,8 @@ BOOST_AUTO_TEST_CASE(values_are_pinned_across_machines)
 
 BOOST_AUTO_TEST_CASE(bdia_direct_equals_coo_path_exactly)
 {
-    const std::tuple<index_t, index_t, index_t> shapes[] = {
-        {4, 3, 2}, {5, 4, 3}, {6, 5, 1}, {8, 2, 3}, {1, 4, 3}, {3, 1, 1}};
+    const std::tuple<index_t, index_t, index_t> shapes[] = {{4, 3, 2}, {5, 4, 3}, {6, 5, 1},
+                                                            {8, 2, 3}, {1, 4, 3}, {3, 1, 1}};
     for (bool banded : {true, false})
         for (auto model : {HeptaModel::uniform, HeptaModel::reservoir})
             for (auto [J, H, I] : shapes)
@@ -332,7 +333,8 @@ BOOST_AUTO_TEST_CASE(reservoir_model_is_row_diagonally_dominant)
 BOOST_AUTO_TEST_CASE(reservoir_model_with_one_unknown_is_symmetric)
 {
     for (bool banded : {true, false}) {
-        const auto a = generate_hepta_coo<double>(spec(6, 5, 4, 1, banded, HeptaModel::reservoir, 2));
+        const auto a =
+            generate_hepta_coo<double>(spec(6, 5, 4, 1, banded, HeptaModel::reservoir, 2));
         const auto t = [&] {
             Coo<double> tr{a.rows, a.cols, a.col, a.row, a.val};
             canonicalize(tr);
@@ -391,8 +393,8 @@ BOOST_AUTO_TEST_CASE(invalid_specs_are_input_errors)
 {
     BOOST_CHECK_THROW(hepta_nnz(spec(0, 3, 2, 1, false)), InputError);
     BOOST_CHECK_THROW(hepta_nnz(spec(4, 3, 2, 0, false)), InputError);
-    BOOST_CHECK_THROW(hepta_nnz(spec(1, 3, 2, 1, true)), InputError);   // -1 and -J coincide
-    BOOST_CHECK_THROW(hepta_nnz(spec(4, 1, 2, 1, true)), InputError);   // -J and -JH coincide
+    BOOST_CHECK_THROW(hepta_nnz(spec(1, 3, 2, 1, true)), InputError);  // -1 and -J coincide
+    BOOST_CHECK_THROW(hepta_nnz(spec(4, 1, 2, 1, true)), InputError);  // -J and -JH coincide
     BOOST_CHECK_THROW(hepta_nnz(spec(2048, 2048, 1024, 1, false)), InputError);  // N >= 2^31
     BOOST_CHECK_THROW(hepta_nnz(spec(4, 3, 2, 1, true, HeptaModel::reservoir, 1, -1.0)),
                       InputError);
