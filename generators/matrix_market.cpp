@@ -49,6 +49,9 @@ enum class Field { real, integer, pattern };
 enum class Symmetry { general, symmetric, skew };
 
 constexpr std::int64_t max_dimension = std::numeric_limits<index_t>::max();
+// Below this many entries a loop runs serially: waking the OpenMP team costs more than it
+// saves (much more on a loaded machine).
+constexpr std::int64_t small = 1 << 16;
 
 // ---------------------------------------------------------------------------------------
 // Small text helpers. '\n' ends a line; '\r' (CRLF files), tabs and other blanks separate
@@ -755,7 +758,7 @@ Parsed<T> parse_data(std::string_view data, const std::string& name, const Heade
     const std::int64_t np = std::int64_t(pieces.size());
     // Pieces after one that failed are not needed: the walk below stops at the first failure.
     std::atomic<std::int64_t> first_failed{np};
-#pragma omp parallel for schedule(dynamic, 1) num_threads(nt)
+#pragma omp parallel for schedule(dynamic, 1) num_threads(nt) if (np > 1)
     for (std::int64_t c = 0; c < np; ++c) {
         Piece<T>& pc = pieces[std::size_t(c)];
         if (c > first_failed.load(std::memory_order_relaxed)) {
@@ -824,7 +827,7 @@ Coo<T> assemble_coordinate(Parsed<T>& parsed, const Header& h, int nt)
     }
     const T sign = h.sym == Symmetry::skew ? T(-1) : T(1);
     const std::int64_t np = std::int64_t(pieces.size());
-#pragma omp parallel for schedule(dynamic, 1) num_threads(nt)
+#pragma omp parallel for schedule(dynamic, 1) num_threads(nt) if (np > 1)
     for (std::int64_t c = 0; c < np; ++c) {
         auto& pc = pieces[std::size_t(c)];
         const std::size_t n = pc.val.size();
@@ -863,7 +866,7 @@ bool strictly_sorted(const Coo<T>& a, int nt)
     const index_t* c = a.col.data();
     const offset_t n = a.nnz();
     int unsorted = 0;
-#pragma omp parallel for reduction(| : unsorted) num_threads(nt)
+#pragma omp parallel for reduction(| : unsorted) num_threads(nt) if (n > small)
     for (offset_t k = 1; k < n; ++k)
         unsorted |= (r[k] < r[k - 1] || (r[k] == r[k - 1] && c[k] <= c[k - 1])) ? 1 : 0;
     return unsorted == 0;
@@ -933,7 +936,7 @@ Coo<T> assemble_array(Parsed<T>& parsed, const Header& h, int nt, bool& canonica
         row.resize(v.size());
         col.resize(v.size());
         val.resize(v.size());
-#pragma omp parallel for num_threads(nt)
+#pragma omp parallel for num_threads(nt) if (m * n > small)
         for (std::int64_t i = 0; i < m; ++i)
             for (std::int64_t j = 0; j < n; ++j) {
                 const std::size_t k = std::size_t(i * n + j);
@@ -1185,7 +1188,7 @@ void write_entries(AtomicFile& f, offset_t n, std::size_t line_chars, const Put&
     std::vector<std::size_t> len(static_cast<std::size_t>(nt));
     for (offset_t start = 0; start < n; start += block * nt) {
         const int nb = int(std::min<offset_t>(nt, (n - start + block - 1) / block));
-#pragma omp parallel for schedule(static, 1) num_threads(nt)
+#pragma omp parallel for schedule(static, 1) num_threads(nt) if (nb > 1)
         for (int b = 0; b < nb; ++b) {
             char* p = buf[std::size_t(b)].data();
             char* const p0 = p;
@@ -1265,7 +1268,7 @@ void write_matrix_market(const std::string& path, const Coo<T>& a_in, const std:
     const index_t* r = a.row.data();
     const index_t* c = a.col.data();
     offset_t bad = nnz;
-#pragma omp parallel for reduction(min : bad)
+#pragma omp parallel for reduction(min : bad) if (nnz > small)
     for (offset_t k = 0; k < nnz; ++k)
         if (r[k] < 0 || r[k] >= a.rows || c[k] < 0 || c[k] >= a.cols) bad = std::min(bad, k);
     HEPTANE_ENSURE(bad == nnz, InputError,
