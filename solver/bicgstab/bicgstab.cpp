@@ -1,0 +1,179 @@
+// BiCGStab written once against Operator::apply and the fused steps of
+// solver/vector/vector_kernels.hpp; the executor decides where it runs.
+//
+// One iteration (right preconditioning, M⁻¹ applied to the search directions):
+//
+//     p  = r + β (p − ω v)                 update_p      4 passes
+//     p̂  = M⁻¹ p                           precondition  (skipped for M = I: p̂ = p)
+//     v  = A p̂                             SpMV          matrix + 2 passes
+//     α  = ρ / (r̂, v)                      alpha         2 passes
+//     s  = r − α v,  (s, s)                update_s      3 passes
+//     ŝ  = M⁻¹ s                           precondition  (skipped for M = I)
+//     t  = A ŝ                             SpMV          matrix + 2 passes
+//     ω  = (t, s) / (t, t)                 omega         2 passes
+//     x += α p̂ + ω ŝ,  r = s − ω t,        update_xr     7 passes (8 with M ≠ I)
+//     (r̂, r), (r, r) → ρ, β, tests
+//
+// Traffic per iteration without preconditioner: 2 × matrix bytes + 22 · n·sizeof(VT)
+// (BENCHMARKS.md counts ≈ 25 passes for one kernel per vector operation; going down to
+// 15–17 needs the dot products fused into the SpMV itself, which the Operator interface
+// does not offer yet). With a preconditioner: + 2 applications, + 1 pass.
+// Launches: 7 (5 small reductions whose last block computes the scalars) + 2 SpMV
+// (+ 2 preconditioner applications); the host is not involved until the check.
+#include "solver/bicgstab/bicgstab.hpp"
+
+#include "solver/bicgstab/bicgstab_reference.hpp"
+#include "solver/krylov_driver.hpp"
+#include "solver/precond/preconditioner.hpp"
+
+namespace heptane {
+
+const char* to_string(BicgstabImpl impl) noexcept
+{
+    switch (impl) {
+    case BicgstabImpl::fused: return "fused";
+    case BicgstabImpl::reference: return "reference";
+    }
+    return "?";
+}
+
+BicgstabImpl parse_bicgstab_impl(const std::string& name)
+{
+    if (name == "fused") return BicgstabImpl::fused;
+    if (name == "reference" || name == "thesis") return BicgstabImpl::reference;
+    HEPTANE_THROW(InputError, "unknown BiCGStab implementation '" << name
+                                                                   << "' (choices: fused, reference)");
+}
+
+template <class VT>
+struct Bicgstab<VT>::Workspace {
+    Workspace(std::shared_ptr<const Executor> e, index_t n_, int max_it_, bool precond_)
+        : exec(e), n(n_), max_it(max_it_), precond(precond_), ops(e, max_it_),
+          r(e, n_), r_hat(e, n_), p(e, n_), v(e, n_), s(e, n_), t(e, n_),
+          p_hat(e, precond_ ? n_ : 0), s_hat(e, precond_ ? n_ : 0)
+    {}
+    bool fits(const std::shared_ptr<const Executor>& e, index_t n_, int max_it_,
+              bool precond_) const
+    {
+        return e.get() == exec.get() && n_ == n && max_it_ == max_it && precond_ == precond;
+    }
+    std::shared_ptr<const Executor> exec;
+    index_t n;
+    int max_it;
+    bool precond;
+    VectorOps<VT> ops;
+    Array<VT> r, r_hat, p, v, s, t, p_hat, s_hat;
+};
+
+template <class VT>
+Bicgstab<VT>::Bicgstab(SolverOptions options, BicgstabImpl impl)
+    : opts_(std::move(options)), impl_(impl)
+{}
+template <class VT>
+Bicgstab<VT>::~Bicgstab() = default;
+template <class VT>
+Bicgstab<VT>::Bicgstab(Bicgstab&&) noexcept = default;
+template <class VT>
+Bicgstab<VT>& Bicgstab<VT>::operator=(Bicgstab&&) noexcept = default;
+
+template <class VT>
+void Bicgstab<VT>::set_operator(std::shared_ptr<const Operator<VT>> a)
+{
+    a_ = std::move(a);
+}
+template <class VT>
+void Bicgstab<VT>::set_operator(const Operator<VT>& a)
+{
+    a_ = std::shared_ptr<const Operator<VT>>(&a, [](const Operator<VT>*) {});
+}
+template <class VT>
+void Bicgstab<VT>::set_preconditioner(std::shared_ptr<const Operator<VT>> m)
+{
+    m_ = std::move(m);
+}
+template <class VT>
+void Bicgstab<VT>::set_preconditioner(const Operator<VT>& m)
+{
+    m_ = std::shared_ptr<const Operator<VT>>(&m, [](const Operator<VT>*) {});
+}
+
+template <class VT>
+Status Bicgstab<VT>::solve(const Array<VT>& b_arr, Array<VT>& x_arr)
+{
+    detail::check_operands("Bicgstab", a_.get(), m_.get(), b_arr, x_arr);
+    detail::check_options(opts_);
+    if (impl_ == BicgstabImpl::reference) {
+        if constexpr (std::is_same_v<VT, double>) {
+            return detail::bicgstab_reference_solve(*a_, m_.get(), b_arr, x_arr, opts_);
+        } else {
+            HEPTANE_THROW(NotSupported,
+                          "the reference BiCGStab (cuBLAS Ddot/Daxpy) is double only; use "
+                          "BicgstabImpl::fused for float");
+        }
+    }
+
+    detail::Stopwatch setup_clock;
+    const Operator<VT>& A = *a_;
+    const bool identity = is_identity_preconditioner(m_.get());
+    const index_t n = A.rows();
+    if (!ws_ || !ws_->fits(A.executor(), n, opts_.max_it, !identity))
+        ws_ = std::make_unique<Workspace>(A.executor(), n, opts_.max_it, !identity);
+    Workspace& w = *ws_;
+    VectorOps<VT>& ops = w.ops;
+    const VT* b = b_arr.data();
+    VT* x = x_arr.data();
+    VT *r = w.r.data(), *r_hat = w.r_hat.data(), *p = w.p.data(), *v = w.v.data();
+    VT *s = w.s.data(), *t = w.t.data();
+    VT* p_hat = identity ? p : w.p_hat.data();
+    VT* s_hat = identity ? s : w.s_hat.data();
+
+    // r = b − A x0 (x0 = 0 unless the guess is nonzero)
+    if (opts_.nonzero_initial_guess) {
+        A.apply(x, r);
+        ops.axpby(n, VT(1), b, VT(-1), r);
+    } else {
+        ops.fill(n, VT(0), x);
+        ops.copy(n, b, r);
+    }
+    // r̂ = r, p = v = 0, ‖b‖, ‖r0‖, ρ = (r̂, r) = ‖r0‖²
+    ops.bicgstab_init(n, b, r, r_hat, p, v, detail::stop_params(opts_));
+    detail::KrylovDriver<VT> driver(ops, opts_);
+    const bool stopped = driver.start();
+    if (stopped && driver.initial_state().bnorm == 0.0) ops.fill(n, VT(0), x);  // b = 0: x = 0
+    Status st;
+    st.timings.setup_ms = setup_clock.ms();
+
+    detail::Stopwatch solve_clock;
+    if (!stopped) {
+        driver.run([&] {
+            ops.bicgstab_update_p(n, r, v, p);                 // p = r + β(p − ωv)
+            if (!identity) m_->apply(p, p_hat);                // p̂ = M⁻¹ p
+            A.apply(p_hat, v);                                 // v = A p̂
+            ops.bicgstab_alpha(n, r_hat, v);                   // α = ρ/(r̂, v)
+            ops.bicgstab_update_s(n, r, v, s);                 // s = r − αv
+            if (!identity) m_->apply(s, s_hat);                // ŝ = M⁻¹ s
+            A.apply(s_hat, t);                                 // t = A ŝ
+            ops.bicgstab_omega(n, t, s);                       // ω = (t,s)/(t,t)
+            ops.bicgstab_update_xr(n, p_hat, s_hat, s, t, r_hat, x, r);  // x, r, ρ, β
+        });
+    }
+    driver.finish(st);
+    st.timings.solve_ms = solve_clock.ms();
+    st.timings.per_iteration_ms = st.iterations > 0 ? st.timings.solve_ms / st.iterations : 0.0;
+
+    if (opts_.compute_true_residual) {
+        detail::Stopwatch clock;
+        A.apply(x, t);                         // t = A x
+        ops.axpby(n, VT(1), b, VT(-1), t);     // t = b − A x
+        st.true_residual_norm = ops.norm2(n, t);
+        st.true_relative_residual =
+            st.b_norm > 0 ? st.true_residual_norm / st.b_norm : st.true_residual_norm;
+        st.timings.true_residual_ms = clock.ms();
+    }
+    return st;
+}
+
+template class Bicgstab<double>;
+template class Bicgstab<float>;
+
+}  // namespace heptane

@@ -1,0 +1,214 @@
+// The host side of every fused Krylov loop (internal header): queue iterations in batches of
+// check_every, read the KrylovState and the batch's residual norms back through pinned
+// memory while the next batch is already queued, feed the history and the monitor, test
+// stagnation, and assemble the Status. BiCGStab and CG differ only in `iterate`.
+#pragma once
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <vector>
+
+#include "core/operator.hpp"
+#include "solver/solver.hpp"
+#include "solver/vector/vector_ops.hpp"
+
+namespace heptane::detail {
+
+/// Milliseconds since construction (host clock).
+class Stopwatch {
+public:
+    Stopwatch() : t0_(std::chrono::steady_clock::now()) {}
+    double ms() const
+    {
+        return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0_)
+            .count();
+    }
+
+private:
+    std::chrono::steady_clock::time_point t0_;
+};
+
+/// Throws InputError for options no solve can honour.
+inline void check_options(const SolverOptions& o)
+{
+    HEPTANE_ENSURE(o.rtol >= 0 && o.atol >= 0, InputError,
+                   "solver options: rtol (" << o.rtol << ") and atol (" << o.atol
+                                            << ") must be >= 0");
+    HEPTANE_ENSURE(o.dtol > 0, InputError, "solver options: dtol (" << o.dtol << ") must be > 0");
+    HEPTANE_ENSURE(o.max_it >= 0, InputError,
+                   "solver options: max_it (" << o.max_it << ") must be >= 0");
+    HEPTANE_ENSURE(o.check_every >= 1, InputError,
+                   "solver options: check_every (" << o.check_every << ") must be >= 1");
+    HEPTANE_ENSURE(o.stagnation_window >= 0, InputError,
+                   "solver options: stagnation_window (" << o.stagnation_window
+                                                         << ") must be >= 0");
+}
+
+/// The misuse checks every solve makes before touching the device (DESIGN.md §2: misuse is
+/// an error). `who` names the solver in the messages.
+template <class VT>
+void check_operands(const char* who, const Operator<VT>* a, const Operator<VT>* m,
+                    const Array<VT>& b, const Array<VT>& x)
+{
+    HEPTANE_ENSURE(a, InputError, who << "::solve: no operator (call set_operator first)");
+    HEPTANE_ENSURE(a->rows() == a->cols(), DimensionMismatch,
+                   who << ": the operator is " << a->rows() << " x " << a->cols()
+                       << ", not square");
+    const auto n = static_cast<std::size_t>(a->rows());
+    HEPTANE_ENSURE(b.size() == n, DimensionMismatch,
+                   who << ": b has " << b.size() << " entries, the operator " << n << " rows");
+    HEPTANE_ENSURE(x.size() == n, DimensionMismatch,
+                   who << ": x has " << x.size() << " entries, the operator " << n << " columns");
+    HEPTANE_ENSURE(n == 0 || b.data() != x.data(), InputError, who << ": b and x are one array");
+    const auto& ex = *a->executor();
+    HEPTANE_ENSURE(same_memory(ex, *b.exec()) && same_memory(ex, *x.exec()), DimensionMismatch,
+                   who << ": b (on " << b.exec()->name() << ") and x (on " << x.exec()->name()
+                       << ") must be in the memory of the operator's executor " << ex.name());
+    if (m) {
+        HEPTANE_ENSURE(m->rows() == a->rows() && m->cols() == a->cols(), DimensionMismatch,
+                       who << ": the preconditioner is " << m->rows() << " x " << m->cols()
+                           << ", the operator " << a->rows() << " x " << a->cols());
+        HEPTANE_ENSURE(same_executor(ex, *m->executor()), DimensionMismatch,
+                       who << ": the preconditioner lives on " << m->executor()->name()
+                           << ", the operator on " << ex.name()
+                           << " (one executor object: its stream orders the work)");
+    }
+}
+
+inline StopParams stop_params(const SolverOptions& o)
+{
+    return StopParams{o.rtol, o.atol, o.dtol, o.max_it};
+}
+
+template <class VT>
+class KrylovDriver {
+public:
+    KrylovDriver(VectorOps<VT>& ops, const SolverOptions& opts) : ops_(ops), opts_(opts) {}
+
+    /// After the init kernel: read the state (waits for the executor), record ‖r_0‖.
+    /// Returns true when the solve already stopped at iteration 0.
+    bool start()
+    {
+        state_ = ops_.read_state();
+        emit(0, state_.rnorm);
+        return state_.stop != 0;
+    }
+    const KrylovState& initial_state() const noexcept { return state_; }
+
+    /// Queue `iterate()` until the device stops or max_it iterations are queued.
+    template <class Iterate>
+    void run(Iterate&& iterate)
+    {
+        const int k = ops_.asynchronous() ? opts_.check_every : 1;
+        const std::size_t slot_bytes = sizeof(KrylovState) + sizeof(double) * std::size_t(k);
+        HostMirror mirrors[2] = {HostMirror(ops_.exec(), slot_bytes),
+                                 HostMirror(ops_.exec(), slot_bytes)};
+        struct Batch {
+            int slot = 0;
+            int first = 0;  // first iteration of the batch
+            int count = 0;
+            bool valid = false;
+        } prev;
+        int launched = 0, slot = 0;
+        bool stopped = false;
+        while (launched < opts_.max_it && !stopped) {
+            const int batch = std::min(k, opts_.max_it - launched);
+            for (int j = 0; j < batch; ++j) iterate();
+            Batch cur{slot, launched + 1, batch, true};
+            launched += batch;
+            HostMirror& m = mirrors[slot];
+            m.copy_async(ops_.state_address(), 0, sizeof(KrylovState));
+            m.copy_async(ops_.history_address() + cur.first, sizeof(KrylovState),
+                         sizeof(double) * std::size_t(batch));
+            m.record();
+            slot ^= 1;
+            if (ops_.asynchronous()) {
+                // wait for the batch before this one; the device works on this one meanwhile
+                if (prev.valid) stopped = process(mirrors[prev.slot], prev.first, prev.count);
+                prev = cur;
+            } else {
+                stopped = process(m, cur.first, cur.count);
+            }
+        }
+        // The final state is authoritative (a stop seen at a check, or requested by the
+        // stagnation test, is reached by the device after what was already queued).
+        state_ = ops_.read_state();
+        const int last = state_.iter;
+        if (last > seen_) {
+            std::vector<double> tail(std::size_t(last - seen_));
+            copy_bytes(*ops_.exec(), ops_.history_address() + seen_ + 1, *cpu_executor(),
+                       tail.data(), sizeof(double) * tail.size());
+            for (int i = seen_ + 1; i <= last; ++i) emit(i, tail[std::size_t(i - seen_ - 1)]);
+        }
+    }
+
+    /// Fill reason, iterations, norms and history of `st` from the last state read.
+    void finish(Status& st)
+    {
+        st.reason = static_cast<Reason>(state_.reason);
+        if (st.reason == Reason::iterating) st.reason = Reason::diverged_max_it;  // defensive
+        st.iterations = state_.iter;
+        st.b_norm = state_.bnorm;
+        st.initial_residual_norm = state_.r0norm;
+        st.residual_norm = state_.rnorm;
+        st.relative_residual = state_.bnorm > 0 ? state_.rnorm / state_.bnorm : 0.0;
+        if (opts_.record_history)
+            st.history = std::move(history_);
+        else
+            st.history.clear();
+    }
+
+private:
+    /// Handle one batch read back into `m`; returns true when the loop should stop queueing.
+    bool process(HostMirror& m, int first, int count)
+    {
+        m.wait();
+        KrylovState s;
+        std::memcpy(&s, m.data(), sizeof(KrylovState));
+        const double* seg =
+            reinterpret_cast<const double*>(static_cast<const char*>(m.data()) + sizeof(KrylovState));
+        const int last = std::min(s.iter, first + count - 1);
+        for (int i = std::max(seen_ + 1, first); i <= last; ++i) emit(i, seg[i - first]);
+        if (s.stop) return true;
+        if (stagnated()) {
+            ops_.request_stop(Reason::stagnation);
+            return true;
+        }
+        return false;
+    }
+
+    void emit(int i, double rnorm)
+    {
+        history_.push_back(rnorm);
+        prefix_min_.push_back(prefix_min_.empty() ? rnorm : std::min(prefix_min_.back(), rnorm));
+        seen_ = i;
+        if (opts_.monitor) {
+            IterationInfo info;
+            info.iteration = i;
+            info.residual_norm = rnorm;
+            info.relative_residual = state_.bnorm > 0 ? rnorm / state_.bnorm : 0.0;
+            opts_.monitor(info);
+        }
+    }
+
+    /// min ‖r‖ over the last `window` iterations not below (1 − stagnation_rtol)·(min before).
+    bool stagnated() const
+    {
+        const int w = opts_.stagnation_window;
+        if (w <= 0 || seen_ < w) return false;
+        double recent = history_[std::size_t(seen_)];
+        for (int i = seen_ - w + 1; i <= seen_; ++i) recent = std::min(recent, history_[std::size_t(i)]);
+        const double before = prefix_min_[std::size_t(seen_ - w)];
+        return !(recent < (1.0 - opts_.stagnation_rtol) * before);
+    }
+
+    VectorOps<VT>& ops_;
+    const SolverOptions& opts_;
+    KrylovState state_{};
+    std::vector<double> history_;
+    std::vector<double> prefix_min_;
+    int seen_ = -1;  // last iteration emitted
+};
+
+}  // namespace heptane::detail

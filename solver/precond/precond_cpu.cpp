@@ -1,0 +1,91 @@
+// Preconditioner kernels on the CPU (OpenMP).
+#include "solver/precond/precond_kernels.hpp"
+
+namespace heptane::kernels {
+
+template <class VT>
+void diag_scale(const CpuExecutor&, index_t n, const VT* d, const VT* r, VT* z)
+{
+#pragma omp parallel for schedule(static)
+    for (index_t i = 0; i < n; ++i) z[i] = d[i] * r[i];
+}
+
+template <class VT>
+void block_diag_apply(const CpuExecutor&, index_t nblocks, index_t nc, const VT* binv,
+                      const VT* r, VT* z)
+{
+    const std::size_t nc2 = std::size_t(nc) * nc;
+#pragma omp parallel for schedule(static)
+    for (index_t c = 0; c < nblocks; ++c) {
+        const VT* b = binv + nc2 * c;
+        const VT* rc = r + std::size_t(c) * nc;
+        VT* zc = z + std::size_t(c) * nc;
+        for (index_t a = 0; a < nc; ++a) {
+            VT sum = 0;
+            for (index_t k = 0; k < nc; ++k) sum += b[a * nc + k] * rc[k];
+            zc[a] = sum;
+        }
+    }
+}
+
+namespace {
+/// One block row of a triangular solve (see precond_kernels.hpp).
+template <class VT>
+inline void triangular_row(const TriangularFactor<VT>& f, index_t i, VT* in, VT* out)
+{
+    const index_t nc = f.nc;
+    const std::size_t nc2 = std::size_t(nc) * nc;
+    VT* w = in + std::size_t(i) * nc;
+    for (offset_t k = f.row_ptr[i]; k < f.row_ptr[i + 1]; ++k) {
+        const VT* blk = f.val + nc2 * std::size_t(k);
+        const VT* xj = out + std::size_t(f.col[k]) * nc;
+        for (index_t a = 0; a < nc; ++a) {
+            VT sum = 0;
+            for (index_t b = 0; b < nc; ++b) sum += blk[a * nc + b] * xj[b];
+            w[a] -= sum;
+        }
+    }
+    VT* zi = out + std::size_t(i) * nc;
+    if (!f.diag_inv) {
+        if (zi != w)
+            for (index_t a = 0; a < nc; ++a) zi[a] = w[a];
+        return;
+    }
+    const VT* d = f.diag_inv + nc2 * std::size_t(i);
+    for (index_t a = 0; a < nc; ++a) {
+        VT sum = 0;
+        for (index_t b = 0; b < nc; ++b) sum += d[a * nc + b] * w[b];
+        zi[a] = sum;
+    }
+}
+}  // namespace
+
+template <class VT>
+void triangular_solve(const CpuExecutor&, const TriangularFactor<VT>& f, VT* in, VT* out)
+{
+    // The lower solve reads finished y_j from `out`: run it on `out` from the start.
+    if (!f.diag_inv && in != out) {
+        const std::size_t n = std::size_t(f.block_rows) * f.nc;
+#pragma omp parallel for schedule(static)
+        for (std::size_t i = 0; i < n; ++i) out[i] = in[i];
+        in = out;
+    }
+    for (index_t l = 0; l < f.levels; ++l) {
+        const index_t begin = f.level_ptr[l], end = f.level_ptr[l + 1];
+        // small levels run on one thread: a parallel region costs more than their work
+#pragma omp parallel for schedule(static) if (end - begin >= 512)
+        for (index_t q = begin; q < end; ++q) triangular_row(f, f.level_rows[q], in, out);
+    }
+}
+
+#define HEPTANE_INSTANTIATE(VT)                                                             \
+    template void diag_scale<VT>(const CpuExecutor&, index_t, const VT*, const VT*, VT*);   \
+    template void block_diag_apply<VT>(const CpuExecutor&, index_t, index_t, const VT*,     \
+                                       const VT*, VT*);                                     \
+    template void triangular_solve<VT>(const CpuExecutor&, const TriangularFactor<VT>&, VT*, \
+                                       VT*);
+HEPTANE_INSTANTIATE(double)
+HEPTANE_INSTANTIATE(float)
+#undef HEPTANE_INSTANTIATE
+
+}  // namespace heptane::kernels

@@ -1,0 +1,88 @@
+// Preconditioners: each is an Operator whose apply is z = M⁻¹ r (DESIGN.md §3).
+//
+//   none          M = I. The solvers notice it and skip the copy (p̂ = p).
+//   jacobi        M = diag(A).
+//   block_jacobi  M = blockdiag(A) with Nc × Nc blocks, inverted at setup with partial
+//                 pivoting (the natural preconditioner for GH matrices).
+//   ilu0          ILU(0) for Nc = 1, block ILU(0) (BILU(0)) over Nc × Nc blocks for Nc > 1:
+//                 L U ≈ A with the block pattern of A, no fill. Factorised on the host at
+//                 setup; the triangular solves are level-scheduled (rows whose dependencies
+//                 are done form a level; on the GPU one kernel launch per level).
+//
+// Setup takes the canonical host CSR of A in double (whatever precision the solve uses),
+// the block size, and the executor the preconditioner lives on; the factors are stored in
+// VT on that executor. Setup errors (thrown as InputError, naming the block row and the
+// pivot): a zero diagonal (Jacobi), a singular diagonal block (block-Jacobi), a zero or
+// singular pivot block (ILU(0)), a size that Nc does not divide.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "core/array.hpp"
+#include "core/operator.hpp"
+#include "formats/csr/csr.hpp"
+
+namespace heptane {
+
+enum class PcType { none, jacobi, block_jacobi, ilu0 };
+
+/// "none", "jacobi", "bjacobi" (also "block_jacobi", "block-jacobi"), "ilu0" (also "ilu",
+/// "bilu0"). Throws InputError naming the choices.
+PcType parse_pc(const std::string& name);
+const char* to_string(PcType t) noexcept;
+
+/// Base of heptane's preconditioners. apply(alpha, r, beta, z) = alpha·M⁻¹ r + beta·z.
+template <class VT>
+class Preconditioner : public Operator<VT> {
+public:
+    index_t rows() const override { return n_; }
+    index_t cols() const override { return n_; }
+    std::shared_ptr<const Executor> executor() const override { return exec_; }
+    using Operator<VT>::apply;  // z = M⁻¹ r
+    void apply(VT alpha, const VT* r, VT beta, VT* z) const override;
+    /// M⁻ᵀ r: none and jacobi only (NotSupported for the others).
+    void apply_transpose(VT alpha, const VT* r, VT beta, VT* z) const override;
+    std::string describe() const override;
+
+    virtual PcType type() const noexcept = 0;
+    bool is_identity() const noexcept { return type() == PcType::none; }
+    index_t block_size() const noexcept { return nc_; }
+    /// Wall-clock milliseconds the setup took (host work and the upload).
+    double setup_ms() const noexcept { return setup_ms_; }
+
+protected:
+    Preconditioner(index_t n, index_t nc, std::shared_ptr<const Executor> exec)
+        : n_(n), nc_(nc), exec_(std::move(exec))
+    {}
+    /// z = M⁻¹ r (z and r do not alias).
+    virtual void solve(const VT* r, VT* z) const = 0;
+    virtual bool symmetric_apply() const noexcept { return false; }
+    virtual std::string details() const { return {}; }
+
+    index_t n_;
+    index_t nc_;
+    std::shared_ptr<const Executor> exec_;
+    double setup_ms_ = 0;
+
+private:
+    mutable Array<VT> tmp_;  // for alpha != 1 or beta != 0 (not used by the solvers)
+};
+
+/// Build a preconditioner from host CSR `a` (double) with block size `block_size` (≥ 1;
+/// used by block_jacobi and ilu0) on `exec`. Instantiated for VT = double and float.
+template <class VT>
+std::unique_ptr<Preconditioner<VT>> make_preconditioner(PcType type, const Csr<double>& a,
+                                                        index_t block_size,
+                                                        std::shared_ptr<const Executor> exec);
+
+/// True when `m` is null or a heptane preconditioner of type none.
+template <class VT>
+bool is_identity_preconditioner(const Operator<VT>* m)
+{
+    if (!m) return true;
+    const auto* p = dynamic_cast<const Preconditioner<VT>*>(m);
+    return p && p->is_identity();
+}
+
+}  // namespace heptane

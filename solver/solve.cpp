@@ -1,0 +1,174 @@
+#include "solver/solve.hpp"
+
+#include <chrono>
+
+#include "core/error.hpp"
+#include "formats/csr/csr.hpp"
+#include "solver/bicgstab/bicgstab_reference.hpp"
+#include "solver/cg/cg.hpp"
+
+namespace heptane {
+
+SolverType parse_solver(const std::string& name)
+{
+    if (name == "bicgstab" || name == "bcgs") return SolverType::bicgstab;
+    if (name == "cg") return SolverType::cg;
+    HEPTANE_THROW(InputError, "unknown solver '" << name << "' (choices: bicgstab, cg)");
+}
+
+const char* to_string(SolverType s) noexcept
+{
+    switch (s) {
+    case SolverType::bicgstab: return "bicgstab";
+    case SolverType::cg: return "cg";
+    }
+    return "?";
+}
+
+const char* to_string(SolveStage s) noexcept
+{
+    switch (s) {
+    case SolveStage::build_operator: return "build_operator";
+    case SolveStage::build_preconditioner: return "build_preconditioner";
+    case SolveStage::upload: return "upload";
+    case SolveStage::solve: return "solve";
+    case SolveStage::download: return "download";
+    }
+    return "?";
+}
+
+std::shared_ptr<const Executor> make_executor(const std::string& device)
+{
+    if (device == "cpu" || device == "host") return cpu_executor();
+    for (const char* prefix : {"cuda", "gpu"}) {
+        const std::string p(prefix);
+        if (device == p) return CudaExecutor::create(0);
+        if (device.rfind(p + ":", 0) == 0) {
+            const std::string num = device.substr(p.size() + 1);
+            std::size_t used = 0;
+            int id = -1;
+            try {
+                id = std::stoi(num, &used);
+            } catch (const std::exception&) {
+                used = 0;
+            }
+            HEPTANE_ENSURE(used == num.size() && !num.empty() && id >= 0, InputError,
+                           "bad device '" << device << "' (choices: cpu, cuda, cuda:N)");
+            return CudaExecutor::create(id);
+        }
+    }
+    HEPTANE_THROW(InputError, "unknown device '" << device << "' (choices: cpu, cuda, cuda:N)");
+}
+
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+double ms_since(clock_type::time_point t0)
+{
+    return std::chrono::duration<double, std::milli>(clock_type::now() - t0).count();
+}
+
+template <class MT, class VT>
+SolveResult run(const Coo<double>& a, const std::vector<double>& b, const SolveConfig& cfg,
+                const std::shared_ptr<const Executor>& exec, clock_type::time_point t_start)
+{
+    SolveResult res;
+    res.precision = cfg.precision;
+    res.device = exec->name();
+    auto stage = [&](SolveStage s) {
+        if (cfg.on_stage) cfg.on_stage(s, ms_since(t_start));
+    };
+    const PcType pc = cfg.pc ? *cfg.pc
+                             : (cfg.solver == SolverType::cg ? PcType::block_jacobi : PcType::ilu0);
+    const index_t nc = cfg.block_size > 0
+                           ? cfg.block_size
+                           : (cfg.format_options.block_size > 0 ? cfg.format_options.block_size : 1);
+    const bool reference = cfg.solver == SolverType::bicgstab && cfg.impl == BicgstabImpl::reference;
+
+    // the operator
+    stage(SolveStage::build_operator);
+    auto t0 = clock_type::now();
+    const Csr<double> csr = csr_from_coo(a);
+    std::shared_ptr<const Operator<VT>> op;
+    if (reference) {
+        if constexpr (std::is_same_v<MT, double> && std::is_same_v<VT, double>) {
+            op = make_cusparse_csr_operator(csr, exec);
+        } else {
+            HEPTANE_THROW(NotSupported, "the reference BiCGStab runs in double precision only");
+        }
+    } else {
+        op = make_matrix_operator<MT, VT>(a, cfg.format, exec, cfg.format_options);
+    }
+    exec->synchronize();
+    res.timings.operator_ms = ms_since(t0);
+    res.format = op->describe();
+
+    // the preconditioner
+    stage(SolveStage::build_preconditioner);
+    t0 = clock_type::now();
+    std::shared_ptr<const Preconditioner<VT>> m = make_preconditioner<VT>(pc, csr, nc, exec);
+    exec->synchronize();
+    res.timings.preconditioner_ms = ms_since(t0);
+    res.preconditioner = m->describe();
+
+    // vectors
+    stage(SolveStage::upload);
+    t0 = clock_type::now();
+    const Array<VT> b_dev = Array<VT>(std::vector<VT>(b.begin(), b.end())).to(exec);
+    Array<VT> x_dev = cfg.x0.empty() ? Array<VT>(exec, b.size())
+                                     : Array<VT>(std::vector<VT>(cfg.x0.begin(), cfg.x0.end())).to(exec);
+    res.timings.upload_ms = ms_since(t0);
+
+    stage(SolveStage::solve);
+    SolverOptions opts = cfg.options;
+    opts.nonzero_initial_guess = !cfg.x0.empty();
+    if (cfg.solver == SolverType::bicgstab) {
+        Bicgstab<VT> s(opts, cfg.impl);
+        s.set_operator(op);
+        s.set_preconditioner(m);
+        res.status = s.solve(b_dev, x_dev);
+        res.solver = std::string("bicgstab (") + to_string(cfg.impl) + ")";
+    } else {
+        Cg<VT> s(opts);
+        s.set_operator(op);
+        s.set_preconditioner(m);
+        res.status = s.solve(b_dev, x_dev);
+        res.solver = "cg";
+    }
+
+    stage(SolveStage::download);
+    t0 = clock_type::now();
+    const std::vector<VT> xh = x_dev.to_vector();
+    res.x.assign(xh.begin(), xh.end());
+    res.timings.download_ms = ms_since(t0);
+    res.timings.setup_ms = res.status.timings.setup_ms;
+    res.timings.solve_ms = res.status.timings.solve_ms;
+    res.timings.per_iteration_ms = res.status.timings.per_iteration_ms;
+    res.timings.true_residual_ms = res.status.timings.true_residual_ms;
+    return res;
+}
+
+}  // namespace
+
+SolveResult solve_system(const Coo<double>& a, const std::vector<double>& b, const SolveConfig& cfg)
+{
+    const auto t_start = clock_type::now();
+    HEPTANE_ENSURE(a.rows == a.cols, DimensionMismatch,
+                   "solve_system: A is " << a.rows << " x " << a.cols << ", not square");
+    HEPTANE_ENSURE(b.size() == std::size_t(a.rows), DimensionMismatch,
+                   "solve_system: b has " << b.size() << " entries, A has " << a.rows << " rows");
+    HEPTANE_ENSURE(cfg.x0.empty() || cfg.x0.size() == std::size_t(a.rows), DimensionMismatch,
+                   "solve_system: x0 has " << cfg.x0.size() << " entries, A has " << a.rows
+                                           << " rows");
+    const auto exec = make_executor(cfg.device);
+    SolveResult res;
+    switch (cfg.precision) {
+    case Precision::double_: res = run<double, double>(a, b, cfg, exec, t_start); break;
+    case Precision::single: res = run<float, float>(a, b, cfg, exec, t_start); break;
+    case Precision::mixed: res = run<float, double>(a, b, cfg, exec, t_start); break;
+    }
+    res.timings.total_ms = ms_since(t_start);
+    return res;
+}
+
+}  // namespace heptane

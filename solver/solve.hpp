@@ -1,0 +1,98 @@
+// One call from a host matrix and right-hand side to a solution, for the CLI (`heptane
+// solve`), the plugin and quick experiments: builds the operator (make_matrix_operator with
+// the chosen format, precision and device), the preconditioner, runs the solver and returns
+// x on the host with the Status, the timings and what was used.
+//
+//     SolveConfig cfg;                       // BiCGStab + ILU(0), CSR, double, on the CPU
+//     cfg.device = "cuda";
+//     cfg.format = Format::bdia;
+//     SolveResult res = solve_system(a, b, cfg);
+//     std::printf("%s\n", res.status.summary().c_str());
+//
+// Errors (thrown): a non-canonical or non-square A, b or x0 of the wrong length
+// (DimensionMismatch), an unknown device string (InputError), no CUDA (NotSupported /
+// DeviceError), what make_matrix_operator and make_preconditioner throw (e.g. a format that
+// cannot hold A, a singular block). Non-convergence is the returned Status.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/executor.hpp"
+#include "core/types.hpp"
+#include "formats/coo/coo.hpp"
+#include "formats/matrix.hpp"
+#include "solver/bicgstab/bicgstab.hpp"
+#include "solver/precond/preconditioner.hpp"
+#include "solver/solver.hpp"
+
+namespace heptane {
+
+enum class SolverType { bicgstab, cg };
+/// "bicgstab" (also "bcgs") or "cg". Throws InputError naming the choices.
+SolverType parse_solver(const std::string& name);
+const char* to_string(SolverType s) noexcept;
+
+/// "cpu", "cuda" (device 0), "cuda:N" (also "gpu", "gpu:N"). Throws InputError for anything
+/// else, NotSupported/DeviceError when CUDA is absent.
+std::shared_ptr<const Executor> make_executor(const std::string& device);
+
+/// The stages solve_system reports to SolveConfig::on_stage, in order.
+enum class SolveStage { build_operator, build_preconditioner, upload, solve, download };
+const char* to_string(SolveStage s) noexcept;
+
+struct SolveConfig {
+    SolverType solver = SolverType::bicgstab;
+    /// BiCGStab loop; reference = cuBLAS + cuSPARSE CSR (CUDA, double precision only; the
+    /// format is then always cuSPARSE CSR).
+    BicgstabImpl impl = BicgstabImpl::fused;
+    Format format = Format::csr;
+    FormatOptions format_options;
+    /// double: fp64 everywhere; single: fp32 matrix, vectors and preconditioner; mixed: fp32
+    /// matrix values, fp64 vectors and preconditioner.
+    Precision precision = Precision::double_;
+    /// Unset: ilu0 for BiCGStab, bjacobi for CG (ILU(0) is not symmetric).
+    std::optional<PcType> pc;
+    /// Preconditioner block size Nc. 0: format_options.block_size when > 0, else 1.
+    index_t block_size = 0;
+    std::string device = "cpu";
+    /// rtol, atol, max_it, check_every, monitor (per iteration progress), ...
+    SolverOptions options;
+    /// Initial guess (empty: zero). Non-empty sets options.nonzero_initial_guess.
+    std::vector<double> x0;
+    /// Called when a stage starts (for progress output of long runs); elapsed_ms since the
+    /// call to solve_system.
+    std::function<void(SolveStage stage, double elapsed_ms)> on_stage;
+};
+
+struct SolveTimingsFull {
+    double operator_ms = 0;        ///< build the format and upload it
+    double preconditioner_ms = 0;  ///< host setup (factorisation) and upload
+    double upload_ms = 0;          ///< b (and x0) to the device
+    double setup_ms = 0;           ///< solver workspace, initial residual (Status timings)
+    double solve_ms = 0;           ///< the iterations
+    double per_iteration_ms = 0;
+    double true_residual_ms = 0;
+    double download_ms = 0;        ///< x to the host
+    double total_ms = 0;           ///< the whole call
+};
+
+struct SolveResult {
+    std::vector<double> x;        ///< the last iterate, on the host
+    Status status;
+    std::string solver;           ///< e.g. "bicgstab (fused)"
+    std::string format;           ///< the operator's describe()
+    std::string preconditioner;   ///< the preconditioner's describe()
+    std::string device;           ///< the executor's name()
+    Precision precision = Precision::double_;
+    SolveTimingsFull timings;
+};
+
+/// Solve A x = b. `a` is canonical host COO (square); b has a.rows entries.
+SolveResult solve_system(const Coo<double>& a, const std::vector<double>& b,
+                         const SolveConfig& cfg);
+
+}  // namespace heptane

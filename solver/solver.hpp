@@ -1,0 +1,88 @@
+// The solver framework shared by every Krylov method of heptane: stopping options, the
+// reason a solve stopped, and the Status a solve returns (DESIGN.md §2-§3).
+//
+// Misuse is an error; numerics are a status. A solve throws only for misuse (sizes or
+// executors that do not fit, a solver used before set_operator) and for failed device calls
+// (DeviceError). Breakdown, divergence, NaN, stagnation and running out of iterations come
+// back as a Status with a Reason, never as an exception and never silently.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "solver/reason.hpp"
+
+namespace heptane {
+
+/// One line of convergence history, as a monitor sees it.
+struct IterationInfo {
+    int iteration = 0;             ///< 0 = the initial residual
+    double residual_norm = 0;      ///< recursive ‖r_i‖ (2-norm, unpreconditioned)
+    double relative_residual = 0;  ///< ‖r_i‖ / ‖b‖
+};
+
+/// Called once per iteration, in order, from the thread that called solve(). On a GPU the
+/// host learns the residual only every check_every iterations, so the calls arrive in
+/// batches of check_every, after the fact; the solve does not wait for the monitor.
+using Monitor = std::function<void(const IterationInfo&)>;
+
+/// Options of every Krylov solver. The names follow PETSc's (-ksp_rtol, -ksp_atol,
+/// -ksp_max_it, -ksp_divtol, -ksp_initial_guess_nonzero, -ksp_monitor).
+struct SolverOptions {
+    /// Converged when the recursive residual ‖r‖ ≤ max(rtol·‖b‖, atol).
+    double rtol = 1e-8;
+    /// Absolute tolerance on ‖r‖ (same units as b). 0 = off.
+    double atol = 0.0;
+    /// Diverged when ‖r‖ > dtol·‖r0‖ (PETSc's divtol, same default).
+    double dtol = 1e4;
+    /// At most this many iterations; 0 only evaluates the initial residual.
+    int max_it = 1000;
+    /// GPU: the host reads the residual every check_every iterations (one pinned copy and
+    /// one event, while the next batch is already queued); the device itself tests every
+    /// iteration and freezes x and r once stopped, so the result and the iteration count do
+    /// not depend on check_every, only up to 2·check_every wasted SpMVs at the end do.
+    /// CPU: the residual is on the host anyway; every iteration is checked. Must be ≥ 1.
+    int check_every = 8;
+    /// Stagnation: stop with Reason::stagnation when the smallest ‖r‖ of the last
+    /// stagnation_window iterations is not below (1 − stagnation_rtol) times the smallest
+    /// before them. 0 = off (the default, like PETSc). Evaluated at the host checks.
+    int stagnation_window = 0;
+    double stagnation_rtol = 1e-3;
+    /// Use x as given as the initial guess; otherwise x is overwritten with 0 first.
+    bool nonzero_initial_guess = false;
+    /// Keep ‖r_i‖ for every iteration in Status::history.
+    bool record_history = true;
+    /// Recompute ‖b − A x‖ at the end (one SpMV) and report it beside the recursive norm.
+    bool compute_true_residual = true;
+    /// Called per iteration (see Monitor). Empty = no monitor.
+    Monitor monitor;
+};
+
+/// Wall-clock times of one solve in milliseconds (host clock around synchronised regions).
+struct SolveTimings {
+    double setup_ms = 0;          ///< workspace, initial residual and norms
+    double solve_ms = 0;          ///< the iterations, up to the last host check
+    double per_iteration_ms = 0;  ///< solve_ms / iterations (0 when no iteration ran)
+    double true_residual_ms = 0;  ///< the final ‖b − A x‖
+};
+
+/// What a solve returns. All norms are 2-norms of unpreconditioned residuals.
+struct Status {
+    Reason reason = Reason::iterating;
+    int iterations = 0;                   ///< iterations completed (0: stopped at x0)
+    double b_norm = 0;                    ///< ‖b‖
+    double initial_residual_norm = 0;     ///< ‖b − A x0‖
+    double residual_norm = 0;             ///< recursive ‖r_k‖ at the stop
+    double relative_residual = 0;         ///< residual_norm / ‖b‖ (0 when b = 0)
+    double true_residual_norm = -1;       ///< ‖b − A x‖ recomputed; −1 when not computed
+    double true_relative_residual = -1;   ///< true_residual_norm / ‖b‖; −1 when not computed
+    std::vector<double> history;          ///< ‖r_i‖, i = 0..iterations (record_history)
+    SolveTimings timings;
+
+    bool converged() const noexcept { return is_converged(reason); }
+    /// One line, e.g. "converged_rtol in 42 iterations: ‖r‖/‖b‖ = 8.1e-09 (true 8.3e-09)".
+    std::string summary() const;
+};
+
+}  // namespace heptane

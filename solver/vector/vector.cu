@@ -1,0 +1,533 @@
+// Vector kernels on CUDA. All work is queued on the executor's stream; nothing here waits
+// for the device.
+//
+// Reductions are one launch each: every block reduces its grid-stride share, writes one
+// partial per sum, and takes a ticket; the last block to finish (atomicInc wraps the ticket
+// back to 0 for the next launch) adds the partials in block order and runs the finalize
+// function of krylov_state.hpp on the KrylovState in device memory. The sums are therefore
+// reproducible run to run for a given device, and alpha, beta, omega and the stopping tests
+// never visit the host.
+#include "core/cuda_common.hpp"
+#include "solver/vector/vector_kernels.hpp"
+
+namespace heptane::kernels {
+
+namespace {
+
+constexpr int block_size = 256;
+constexpr int max_sums = 4;  // partials per block (the widest reduction has 2 sums)
+
+int max_blocks(const CudaExecutor& exec) { return 8 * (exec.multiprocessors() > 0 ? exec.multiprocessors() : 16); }
+
+unsigned blocks_for(const CudaExecutor& exec, index_t n)
+{
+    const unsigned g = cuda::grid_for(n, block_size);
+    const unsigned m = static_cast<unsigned>(max_blocks(exec));
+    return g < m ? g : m;
+}
+
+/// Sum each of v[0..NS) over the block; the result is valid in thread 0.
+template <int NS>
+__device__ void block_sum(double (&v)[NS])
+{
+    __shared__ double sh[NS][32];
+    const int lane = threadIdx.x & 31;
+    const int warp = threadIdx.x >> 5;
+#pragma unroll
+    for (int k = 0; k < NS; ++k)
+        for (int off = 16; off > 0; off >>= 1) v[k] += __shfl_down_sync(0xffffffffu, v[k], off);
+    if (lane == 0)
+#pragma unroll
+        for (int k = 0; k < NS; ++k) sh[k][warp] = v[k];
+    __syncthreads();
+    if (warp == 0) {
+        const int nwarps = blockDim.x >> 5;
+#pragma unroll
+        for (int k = 0; k < NS; ++k) {
+            v[k] = lane < nwarps ? sh[k][lane] : 0.0;
+            for (int off = 16; off > 0; off >>= 1)
+                v[k] += __shfl_down_sync(0xffffffffu, v[k], off);
+        }
+    }
+    __syncthreads();  // sh is reused by the next call
+}
+
+/// Map: load(state) once per thread, then (i, acc) for each element. Fin(state, sums, hist)
+/// runs once, in the last block. gated: do nothing once state->stop is set.
+template <int NS, class Map, class Fin>
+__global__ void __launch_bounds__(block_size)
+    reduce_kernel(index_t n, Map map, Fin fin, StepContext ctx, bool gated)
+{
+    KrylovState* st = ctx.state;
+    if (gated && st->stop) return;
+    map.load(*st);
+    double acc[NS];
+#pragma unroll
+    for (int k = 0; k < NS; ++k) acc[k] = 0.0;
+    const long long stride = static_cast<long long>(blockDim.x) * gridDim.x;
+    for (long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+         i += stride)
+        map(i, acc);
+    block_sum<NS>(acc);
+    __shared__ bool last;
+    if (threadIdx.x == 0) {
+#pragma unroll
+        for (int k = 0; k < NS; ++k) ctx.partials[k * gridDim.x + blockIdx.x] = acc[k];
+        __threadfence();
+        last = atomicInc(&st->ticket, gridDim.x - 1) == gridDim.x - 1;
+    }
+    __syncthreads();
+    if (!last) return;
+    __threadfence();
+#pragma unroll
+    for (int k = 0; k < NS; ++k) acc[k] = 0.0;
+    for (unsigned b = threadIdx.x; b < gridDim.x; b += blockDim.x)
+#pragma unroll
+        for (int k = 0; k < NS; ++k) acc[k] += __ldcg(&ctx.partials[k * gridDim.x + b]);
+    block_sum<NS>(acc);
+    if (threadIdx.x == 0) fin(*st, acc, ctx.history);
+}
+
+/// Element-wise kernel, gated by state->stop.
+template <class Map>
+__global__ void __launch_bounds__(block_size) map_kernel(index_t n, Map map, StepContext ctx)
+{
+    if (ctx.state->stop) return;
+    map.load(*ctx.state);
+    const long long stride = static_cast<long long>(blockDim.x) * gridDim.x;
+    for (long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+         i += stride)
+        map(i);
+}
+
+template <int NS, class Map, class Fin>
+void launch_reduce(const CudaExecutor& exec, index_t n, Map map, Fin fin, StepContext ctx,
+                   bool gated)
+{
+    reduce_kernel<NS><<<blocks_for(exec, n), block_size, 0, cuda::stream(exec)>>>(n, map, fin,
+                                                                                ctx, gated);
+    HEPTANE_CUDA_LAUNCH_CHECK();
+}
+
+template <class Map>
+void launch_map(const CudaExecutor& exec, index_t n, Map map, StepContext ctx)
+{
+    map_kernel<<<blocks_for(exec, n), block_size, 0, cuda::stream(exec)>>>(n, map, ctx);
+    HEPTANE_CUDA_LAUNCH_CHECK();
+}
+
+// ---- plain kernels ------------------------------------------------------------------------
+
+template <class VT>
+__global__ void fill_kernel(index_t n, VT value, VT* x)
+{
+    const long long stride = static_cast<long long>(blockDim.x) * gridDim.x;
+    for (long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+         i += stride)
+        x[i] = value;
+}
+
+template <class VT>
+__global__ void axpby_kernel(index_t n, VT a, const VT* x, VT b, VT* y)
+{
+    const long long stride = static_cast<long long>(blockDim.x) * gridDim.x;
+    for (long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+         i += stride)
+        y[i] = b == VT(0) ? a * x[i] : a * x[i] + b * y[i];
+}
+
+__global__ void request_stop_kernel(KrylovState* st, int reason)
+{
+    if (!st->stop) {
+        st->stop = 1;
+        st->reason = reason;
+    }
+}
+
+// ---- maps and finalizers -------------------------------------------------------------------
+
+struct NoLoad {
+    __device__ void load(const KrylovState&) {}
+};
+
+template <class VT>
+struct DotMap : NoLoad {
+    const VT* x;
+    const VT* y;
+    __device__ void operator()(long long i, double (&a)[1]) const { a[0] += double(x[i]) * double(y[i]); }
+};
+struct ScratchFin {
+    int slot;
+    bool sqrt_it;
+    __device__ void operator()(KrylovState& s, const double (&v)[1], double*) const
+    {
+        s.scratch[slot] = sqrt_it ? sqrt(v[0]) : v[0];
+    }
+};
+
+template <class VT>
+struct BicgstabInitMap : NoLoad {
+    const VT* b;
+    const VT* r;
+    VT* r_hat;
+    VT* p;
+    VT* v;
+    __device__ void operator()(long long i, double (&a)[2]) const
+    {
+        const VT ri = r[i];
+        const VT bi = b[i];
+        r_hat[i] = ri;
+        p[i] = VT(0);
+        v[i] = VT(0);
+        a[0] += double(bi) * double(bi);
+        a[1] += double(ri) * double(ri);
+    }
+};
+template <class VT>
+struct NormsMap : NoLoad {  // (b, b), (r, r)
+    const VT* b;
+    const VT* r;
+    __device__ void operator()(long long i, double (&a)[2]) const
+    {
+        const VT bi = b[i], ri = r[i];
+        a[0] += double(bi) * double(bi);
+        a[1] += double(ri) * double(ri);
+    }
+};
+struct InitFin {
+    StopParams params;
+    __device__ void operator()(KrylovState& s, const double (&v)[2], double* hist) const
+    {
+        krylov::init_finalize(s, v[0], v[1], params, hist);
+    }
+};
+
+template <class VT>
+struct UpdatePMap {  // p = r + β (p − ω v)
+    const VT* r;
+    const VT* v;
+    VT* p;
+    VT beta, omega;
+    __device__ void load(const KrylovState& s)
+    {
+        beta = VT(s.beta);
+        omega = VT(s.omega);
+    }
+    __device__ void operator()(long long i) const { p[i] = r[i] + beta * (p[i] - omega * v[i]); }
+};
+
+struct AlphaFin {
+    __device__ void operator()(KrylovState& s, const double (&v)[1], double*) const
+    {
+        krylov::bicgstab_alpha_finalize(s, v[0]);
+    }
+};
+
+template <class VT>
+struct UpdateSMap {  // s = r − α v, (s, s)
+    const VT* r;
+    const VT* v;
+    VT* s;
+    VT alpha;
+    __device__ void load(const KrylovState& st) { alpha = VT(st.alpha); }
+    __device__ void operator()(long long i, double (&a)[1]) const
+    {
+        const VT si = r[i] - alpha * v[i];
+        s[i] = si;
+        a[0] += double(si) * double(si);
+    }
+};
+struct SFin {
+    __device__ void operator()(KrylovState& s, const double (&v)[1], double*) const
+    {
+        krylov::bicgstab_s_finalize(s, v[0]);
+    }
+};
+
+template <class VT>
+struct OmegaMap : NoLoad {  // (t, s), (t, t)
+    const VT* t;
+    const VT* s;
+    __device__ void operator()(long long i, double (&a)[2]) const
+    {
+        const double ti = t[i];
+        a[0] += ti * double(s[i]);
+        a[1] += ti * ti;
+    }
+};
+struct OmegaFin {
+    __device__ void operator()(KrylovState& s, const double (&v)[2], double*) const
+    {
+        krylov::bicgstab_omega_finalize(s, v[0], v[1]);
+    }
+};
+
+template <class VT>
+struct UpdateXrMap {  // x += α p̂ + ω ŝ; r = s − ω t; (r̂, r), (r, r)
+    const VT* p_hat;
+    const VT* s_hat;
+    const VT* s;
+    const VT* t;
+    const VT* r_hat;
+    VT* x;
+    VT* r;
+    VT alpha, omega;
+    bool use_s;
+    __device__ void load(const KrylovState& st)
+    {
+        alpha = VT(st.alpha);
+        omega = VT(st.omega);
+        use_s = st.omega != 0.0;
+    }
+    __device__ void operator()(long long i, double (&a)[2]) const
+    {
+        VT ri;
+        if (use_s) {
+            x[i] += alpha * p_hat[i] + omega * s_hat[i];
+            ri = s[i] - omega * t[i];
+        } else {
+            x[i] += alpha * p_hat[i];
+            ri = s[i];
+        }
+        r[i] = ri;
+        a[0] += double(r_hat[i]) * double(ri);
+        a[1] += double(ri) * double(ri);
+    }
+};
+struct XrFin {
+    __device__ void operator()(KrylovState& s, const double (&v)[2], double* hist) const
+    {
+        krylov::bicgstab_xr_finalize(s, v[0], v[1], hist);
+    }
+};
+
+template <class VT>
+struct CgStartMap : NoLoad {  // p = z, (r, z)
+    const VT* r;
+    const VT* z;
+    VT* p;
+    __device__ void operator()(long long i, double (&a)[1]) const
+    {
+        const VT zi = z[i];
+        p[i] = zi;
+        a[0] += double(r[i]) * double(zi);
+    }
+};
+struct CgRhoFin {
+    __device__ void operator()(KrylovState& s, const double (&v)[1], double*) const
+    {
+        krylov::cg_rho_finalize(s, v[0]);
+    }
+};
+struct CgAlphaFin {
+    __device__ void operator()(KrylovState& s, const double (&v)[1], double*) const
+    {
+        krylov::cg_alpha_finalize(s, v[0]);
+    }
+};
+template <class VT>
+struct CgXrMap {  // x += α p; r −= α q; (r, r)
+    const VT* p;
+    const VT* q;
+    VT* x;
+    VT* r;
+    VT alpha;
+    __device__ void load(const KrylovState& st) { alpha = VT(st.alpha); }
+    __device__ void operator()(long long i, double (&a)[1]) const
+    {
+        x[i] += alpha * p[i];
+        const VT ri = r[i] - alpha * q[i];
+        r[i] = ri;
+        a[0] += double(ri) * double(ri);
+    }
+};
+struct CgXrFin {
+    bool identity_pc;
+    __device__ void operator()(KrylovState& s, const double (&v)[1], double* hist) const
+    {
+        krylov::cg_xr_finalize(s, v[0], identity_pc, hist);
+    }
+};
+struct CgBetaFin {
+    __device__ void operator()(KrylovState& s, const double (&v)[1], double*) const
+    {
+        krylov::cg_beta_finalize(s, v[0]);
+    }
+};
+template <class VT>
+struct CgUpdatePMap {  // p = z + β p
+    const VT* z;
+    VT* p;
+    VT beta;
+    __device__ void load(const KrylovState& st) { beta = VT(st.beta); }
+    __device__ void operator()(long long i) const { p[i] = z[i] + beta * p[i]; }
+};
+
+}  // namespace
+
+std::size_t reduce_partials_size(const CudaExecutor& exec)
+{
+    return static_cast<std::size_t>(max_sums) * max_blocks(exec);
+}
+
+template <class VT>
+void fill(const CudaExecutor& exec, index_t n, VT value, VT* x)
+{
+    if (n <= 0) return;
+    fill_kernel<<<blocks_for(exec, n), block_size, 0, cuda::stream(exec)>>>(n, value, x);
+    HEPTANE_CUDA_LAUNCH_CHECK();
+}
+
+template <class VT>
+void copy(const CudaExecutor& exec, index_t n, const VT* x, VT* y)
+{
+    if (n <= 0 || x == y) return;
+    HEPTANE_CUDA_CHECK(cudaMemcpyAsync(y, x, sizeof(VT) * std::size_t(n),
+                                       cudaMemcpyDeviceToDevice, cuda::stream(exec)));
+}
+
+template <class VT>
+void axpby(const CudaExecutor& exec, index_t n, VT a, const VT* x, VT b, VT* y)
+{
+    if (n <= 0) return;
+    axpby_kernel<<<blocks_for(exec, n), block_size, 0, cuda::stream(exec)>>>(n, a, x, b, y);
+    HEPTANE_CUDA_LAUNCH_CHECK();
+}
+
+template <class VT>
+void dot(const CudaExecutor& exec, index_t n, const VT* x, const VT* y, StepContext ctx,
+         int slot)
+{
+    launch_reduce<1>(exec, n, DotMap<VT>{{}, x, y}, ScratchFin{slot, false}, ctx, false);
+}
+
+template <class VT>
+void norm2(const CudaExecutor& exec, index_t n, const VT* x, StepContext ctx, int slot)
+{
+    launch_reduce<1>(exec, n, DotMap<VT>{{}, x, x}, ScratchFin{slot, true}, ctx, false);
+}
+
+void request_stop(const CudaExecutor& exec, StepContext ctx, Reason reason)
+{
+    request_stop_kernel<<<1, 1, 0, cuda::stream(exec)>>>(ctx.state, static_cast<int>(reason));
+    HEPTANE_CUDA_LAUNCH_CHECK();
+}
+
+template <class VT>
+void bicgstab_init(const CudaExecutor& exec, index_t n, const VT* b, const VT* r, VT* r_hat,
+                   VT* p, VT* v, StopParams params, StepContext ctx)
+{
+    launch_reduce<2>(exec, n, BicgstabInitMap<VT>{{}, b, r, r_hat, p, v}, InitFin{params}, ctx,
+                     false);
+}
+
+template <class VT>
+void bicgstab_update_p(const CudaExecutor& exec, index_t n, const VT* r, const VT* v, VT* p,
+                       StepContext ctx)
+{
+    launch_map(exec, n, UpdatePMap<VT>{r, v, p, VT(0), VT(0)}, ctx);
+}
+
+template <class VT>
+void bicgstab_alpha(const CudaExecutor& exec, index_t n, const VT* r_hat, const VT* v,
+                    StepContext ctx)
+{
+    launch_reduce<1>(exec, n, DotMap<VT>{{}, r_hat, v}, AlphaFin{}, ctx, true);
+}
+
+template <class VT>
+void bicgstab_update_s(const CudaExecutor& exec, index_t n, const VT* r, const VT* v, VT* s,
+                       StepContext ctx)
+{
+    launch_reduce<1>(exec, n, UpdateSMap<VT>{r, v, s, VT(0)}, SFin{}, ctx, true);
+}
+
+template <class VT>
+void bicgstab_omega(const CudaExecutor& exec, index_t n, const VT* t, const VT* s,
+                    StepContext ctx)
+{
+    launch_reduce<2>(exec, n, OmegaMap<VT>{{}, t, s}, OmegaFin{}, ctx, true);
+}
+
+template <class VT>
+void bicgstab_update_xr(const CudaExecutor& exec, index_t n, const VT* p_hat, const VT* s_hat,
+                        const VT* s, const VT* t, const VT* r_hat, VT* x, VT* r,
+                        StepContext ctx)
+{
+    launch_reduce<2>(exec, n,
+                     UpdateXrMap<VT>{p_hat, s_hat, s, t, r_hat, x, r, VT(0), VT(0), false},
+                     XrFin{}, ctx, true);
+}
+
+template <class VT>
+void cg_init(const CudaExecutor& exec, index_t n, const VT* b, const VT* r, StopParams params,
+             StepContext ctx)
+{
+    launch_reduce<2>(exec, n, NormsMap<VT>{{}, b, r}, InitFin{params}, ctx, false);
+}
+
+template <class VT>
+void cg_start(const CudaExecutor& exec, index_t n, const VT* r, const VT* z, VT* p,
+              StepContext ctx)
+{
+    launch_reduce<1>(exec, n, CgStartMap<VT>{{}, r, z, p}, CgRhoFin{}, ctx, true);
+}
+
+template <class VT>
+void cg_alpha(const CudaExecutor& exec, index_t n, const VT* p, const VT* q, StepContext ctx)
+{
+    launch_reduce<1>(exec, n, DotMap<VT>{{}, p, q}, CgAlphaFin{}, ctx, true);
+}
+
+template <class VT>
+void cg_update_xr(const CudaExecutor& exec, index_t n, const VT* p, const VT* q, VT* x, VT* r,
+                  bool identity_pc, StepContext ctx)
+{
+    launch_reduce<1>(exec, n, CgXrMap<VT>{p, q, x, r, VT(0)}, CgXrFin{identity_pc}, ctx, true);
+}
+
+template <class VT>
+void cg_beta(const CudaExecutor& exec, index_t n, const VT* r, const VT* z, StepContext ctx)
+{
+    launch_reduce<1>(exec, n, DotMap<VT>{{}, r, z}, CgBetaFin{}, ctx, true);
+}
+
+template <class VT>
+void cg_update_p(const CudaExecutor& exec, index_t n, const VT* z, VT* p, StepContext ctx)
+{
+    launch_map(exec, n, CgUpdatePMap<VT>{z, p, VT(0)}, ctx);
+}
+
+#define HEPTANE_INSTANTIATE(VT)                                                                 \
+    template void fill<VT>(const CudaExecutor&, index_t, VT, VT*);                              \
+    template void copy<VT>(const CudaExecutor&, index_t, const VT*, VT*);                       \
+    template void axpby<VT>(const CudaExecutor&, index_t, VT, const VT*, VT, VT*);              \
+    template void dot<VT>(const CudaExecutor&, index_t, const VT*, const VT*, StepContext, int); \
+    template void norm2<VT>(const CudaExecutor&, index_t, const VT*, StepContext, int);         \
+    template void bicgstab_init<VT>(const CudaExecutor&, index_t, const VT*, const VT*, VT*,    \
+                                    VT*, VT*, StopParams, StepContext);                         \
+    template void bicgstab_update_p<VT>(const CudaExecutor&, index_t, const VT*, const VT*,     \
+                                        VT*, StepContext);                                      \
+    template void bicgstab_alpha<VT>(const CudaExecutor&, index_t, const VT*, const VT*,        \
+                                     StepContext);                                              \
+    template void bicgstab_update_s<VT>(const CudaExecutor&, index_t, const VT*, const VT*,     \
+                                        VT*, StepContext);                                      \
+    template void bicgstab_omega<VT>(const CudaExecutor&, index_t, const VT*, const VT*,        \
+                                     StepContext);                                              \
+    template void bicgstab_update_xr<VT>(const CudaExecutor&, index_t, const VT*, const VT*,    \
+                                         const VT*, const VT*, const VT*, VT*, VT*,             \
+                                         StepContext);                                          \
+    template void cg_init<VT>(const CudaExecutor&, index_t, const VT*, const VT*, StopParams,   \
+                              StepContext);                                                     \
+    template void cg_start<VT>(const CudaExecutor&, index_t, const VT*, const VT*, VT*,         \
+                               StepContext);                                                    \
+    template void cg_alpha<VT>(const CudaExecutor&, index_t, const VT*, const VT*, StepContext); \
+    template void cg_update_xr<VT>(const CudaExecutor&, index_t, const VT*, const VT*, VT*,     \
+                                   VT*, bool, StepContext);                                     \
+    template void cg_beta<VT>(const CudaExecutor&, index_t, const VT*, const VT*, StepContext);  \
+    template void cg_update_p<VT>(const CudaExecutor&, index_t, const VT*, VT*, StepContext);
+HEPTANE_INSTANTIATE(double)
+HEPTANE_INSTANTIATE(float)
+#undef HEPTANE_INSTANTIATE
+
+}  // namespace heptane::kernels

@@ -1,0 +1,258 @@
+// Vector kernels on the CPU (OpenMP). The KrylovState is in host memory; each step ends by
+// calling the same finalize function the CUDA kernels call from their last block.
+// Reductions use OpenMP's reduction clause over a static schedule (run-to-run
+// reproducible for a fixed thread count) and accumulate in double.
+#include "solver/vector/vector_kernels.hpp"
+
+namespace heptane::kernels {
+
+std::size_t reduce_partials_size(const CpuExecutor&) { return 0; }
+
+template <class VT>
+void fill(const CpuExecutor&, index_t n, VT value, VT* x)
+{
+#pragma omp parallel for schedule(static)
+    for (index_t i = 0; i < n; ++i) x[i] = value;
+}
+
+template <class VT>
+void copy(const CpuExecutor&, index_t n, const VT* x, VT* y)
+{
+#pragma omp parallel for schedule(static)
+    for (index_t i = 0; i < n; ++i) y[i] = x[i];
+}
+
+template <class VT>
+void axpby(const CpuExecutor&, index_t n, VT a, const VT* x, VT b, VT* y)
+{
+    if (b == VT(0)) {
+#pragma omp parallel for schedule(static)
+        for (index_t i = 0; i < n; ++i) y[i] = a * x[i];
+    } else {
+#pragma omp parallel for schedule(static)
+        for (index_t i = 0; i < n; ++i) y[i] = a * x[i] + b * y[i];
+    }
+}
+
+template <class VT>
+void dot(const CpuExecutor&, index_t n, const VT* x, const VT* y, StepContext ctx, int slot)
+{
+    double sum = 0;
+#pragma omp parallel for schedule(static) reduction(+ : sum)
+    for (index_t i = 0; i < n; ++i) sum += double(x[i]) * double(y[i]);
+    ctx.state->scratch[slot] = sum;
+}
+
+template <class VT>
+void norm2(const CpuExecutor&, index_t n, const VT* x, StepContext ctx, int slot)
+{
+    double sum = 0;
+#pragma omp parallel for schedule(static) reduction(+ : sum)
+    for (index_t i = 0; i < n; ++i) sum += double(x[i]) * double(x[i]);
+    ctx.state->scratch[slot] = std::sqrt(sum);
+}
+
+void request_stop(const CpuExecutor&, StepContext ctx, Reason reason)
+{
+    if (!ctx.state->stop) krylov::stop_with(*ctx.state, reason);
+}
+
+// ---- BiCGStab ----------------------------------------------------------------------------
+
+template <class VT>
+void bicgstab_init(const CpuExecutor&, index_t n, const VT* b, const VT* r, VT* r_hat, VT* p,
+                   VT* v, StopParams params, StepContext ctx)
+{
+    double bb = 0, rr = 0;
+#pragma omp parallel for schedule(static) reduction(+ : bb, rr)
+    for (index_t i = 0; i < n; ++i) {
+        const VT ri = r[i];
+        r_hat[i] = ri;
+        p[i] = VT(0);
+        v[i] = VT(0);
+        bb += double(b[i]) * double(b[i]);
+        rr += double(ri) * double(ri);
+    }
+    krylov::init_finalize(*ctx.state, bb, rr, params, ctx.history);
+}
+
+template <class VT>
+void bicgstab_update_p(const CpuExecutor&, index_t n, const VT* r, const VT* v, VT* p,
+                       StepContext ctx)
+{
+    const KrylovState& st = *ctx.state;
+    if (st.stop) return;
+    const VT beta = VT(st.beta), omega = VT(st.omega);
+#pragma omp parallel for schedule(static)
+    for (index_t i = 0; i < n; ++i) p[i] = r[i] + beta * (p[i] - omega * v[i]);
+}
+
+template <class VT>
+void bicgstab_alpha(const CpuExecutor&, index_t n, const VT* r_hat, const VT* v,
+                    StepContext ctx)
+{
+    if (ctx.state->stop) return;
+    double rv = 0;
+#pragma omp parallel for schedule(static) reduction(+ : rv)
+    for (index_t i = 0; i < n; ++i) rv += double(r_hat[i]) * double(v[i]);
+    krylov::bicgstab_alpha_finalize(*ctx.state, rv);
+}
+
+template <class VT>
+void bicgstab_update_s(const CpuExecutor&, index_t n, const VT* r, const VT* v, VT* s,
+                       StepContext ctx)
+{
+    if (ctx.state->stop) return;
+    const VT alpha = VT(ctx.state->alpha);
+    double ss = 0;
+#pragma omp parallel for schedule(static) reduction(+ : ss)
+    for (index_t i = 0; i < n; ++i) {
+        const VT si = r[i] - alpha * v[i];
+        s[i] = si;
+        ss += double(si) * double(si);
+    }
+    krylov::bicgstab_s_finalize(*ctx.state, ss);
+}
+
+template <class VT>
+void bicgstab_omega(const CpuExecutor&, index_t n, const VT* t, const VT* s, StepContext ctx)
+{
+    if (ctx.state->stop) return;
+    double ts = 0, tt = 0;
+    if (!ctx.state->half) {
+#pragma omp parallel for schedule(static) reduction(+ : ts, tt)
+        for (index_t i = 0; i < n; ++i) {
+            ts += double(t[i]) * double(s[i]);
+            tt += double(t[i]) * double(t[i]);
+        }
+    }
+    krylov::bicgstab_omega_finalize(*ctx.state, ts, tt);
+}
+
+template <class VT>
+void bicgstab_update_xr(const CpuExecutor&, index_t n, const VT* p_hat, const VT* s_hat,
+                        const VT* s, const VT* t, const VT* r_hat, VT* x, VT* r,
+                        StepContext ctx)
+{
+    if (ctx.state->stop) return;
+    const VT alpha = VT(ctx.state->alpha), omega = VT(ctx.state->omega);
+    const bool use_s = ctx.state->omega != 0.0;
+    double rhat_r = 0, rr = 0;
+#pragma omp parallel for schedule(static) reduction(+ : rhat_r, rr)
+    for (index_t i = 0; i < n; ++i) {
+        x[i] += use_s ? alpha * p_hat[i] + omega * s_hat[i] : alpha * p_hat[i];
+        const VT ri = use_s ? s[i] - omega * t[i] : s[i];
+        r[i] = ri;
+        rhat_r += double(r_hat[i]) * double(ri);
+        rr += double(ri) * double(ri);
+    }
+    krylov::bicgstab_xr_finalize(*ctx.state, rhat_r, rr, ctx.history);
+}
+
+// ---- CG ------------------------------------------------------------------------------------
+
+template <class VT>
+void cg_init(const CpuExecutor&, index_t n, const VT* b, const VT* r, StopParams params,
+             StepContext ctx)
+{
+    double bb = 0, rr = 0;
+#pragma omp parallel for schedule(static) reduction(+ : bb, rr)
+    for (index_t i = 0; i < n; ++i) {
+        bb += double(b[i]) * double(b[i]);
+        rr += double(r[i]) * double(r[i]);
+    }
+    krylov::init_finalize(*ctx.state, bb, rr, params, ctx.history);
+}
+
+template <class VT>
+void cg_start(const CpuExecutor&, index_t n, const VT* r, const VT* z, VT* p, StepContext ctx)
+{
+    if (ctx.state->stop) return;
+    double rz = 0;
+#pragma omp parallel for schedule(static) reduction(+ : rz)
+    for (index_t i = 0; i < n; ++i) {
+        p[i] = z[i];
+        rz += double(r[i]) * double(z[i]);
+    }
+    krylov::cg_rho_finalize(*ctx.state, rz);
+}
+
+template <class VT>
+void cg_alpha(const CpuExecutor&, index_t n, const VT* p, const VT* q, StepContext ctx)
+{
+    if (ctx.state->stop) return;
+    double pq = 0;
+#pragma omp parallel for schedule(static) reduction(+ : pq)
+    for (index_t i = 0; i < n; ++i) pq += double(p[i]) * double(q[i]);
+    krylov::cg_alpha_finalize(*ctx.state, pq);
+}
+
+template <class VT>
+void cg_update_xr(const CpuExecutor&, index_t n, const VT* p, const VT* q, VT* x, VT* r,
+                  bool identity_pc, StepContext ctx)
+{
+    if (ctx.state->stop) return;
+    const VT alpha = VT(ctx.state->alpha);
+    double rr = 0;
+#pragma omp parallel for schedule(static) reduction(+ : rr)
+    for (index_t i = 0; i < n; ++i) {
+        x[i] += alpha * p[i];
+        const VT ri = r[i] - alpha * q[i];
+        r[i] = ri;
+        rr += double(ri) * double(ri);
+    }
+    krylov::cg_xr_finalize(*ctx.state, rr, identity_pc, ctx.history);
+}
+
+template <class VT>
+void cg_beta(const CpuExecutor&, index_t n, const VT* r, const VT* z, StepContext ctx)
+{
+    if (ctx.state->stop) return;
+    double rz = 0;
+#pragma omp parallel for schedule(static) reduction(+ : rz)
+    for (index_t i = 0; i < n; ++i) rz += double(r[i]) * double(z[i]);
+    krylov::cg_beta_finalize(*ctx.state, rz);
+}
+
+template <class VT>
+void cg_update_p(const CpuExecutor&, index_t n, const VT* z, VT* p, StepContext ctx)
+{
+    if (ctx.state->stop) return;
+    const VT beta = VT(ctx.state->beta);
+#pragma omp parallel for schedule(static)
+    for (index_t i = 0; i < n; ++i) p[i] = z[i] + beta * p[i];
+}
+
+#define HEPTANE_INSTANTIATE(VT)                                                                \
+    template void fill<VT>(const CpuExecutor&, index_t, VT, VT*);                              \
+    template void copy<VT>(const CpuExecutor&, index_t, const VT*, VT*);                       \
+    template void axpby<VT>(const CpuExecutor&, index_t, VT, const VT*, VT, VT*);              \
+    template void dot<VT>(const CpuExecutor&, index_t, const VT*, const VT*, StepContext, int); \
+    template void norm2<VT>(const CpuExecutor&, index_t, const VT*, StepContext, int);         \
+    template void bicgstab_init<VT>(const CpuExecutor&, index_t, const VT*, const VT*, VT*,    \
+                                    VT*, VT*, StopParams, StepContext);                        \
+    template void bicgstab_update_p<VT>(const CpuExecutor&, index_t, const VT*, const VT*,     \
+                                        VT*, StepContext);                                     \
+    template void bicgstab_alpha<VT>(const CpuExecutor&, index_t, const VT*, const VT*,        \
+                                     StepContext);                                             \
+    template void bicgstab_update_s<VT>(const CpuExecutor&, index_t, const VT*, const VT*,     \
+                                        VT*, StepContext);                                     \
+    template void bicgstab_omega<VT>(const CpuExecutor&, index_t, const VT*, const VT*,        \
+                                     StepContext);                                             \
+    template void bicgstab_update_xr<VT>(const CpuExecutor&, index_t, const VT*, const VT*,    \
+                                         const VT*, const VT*, const VT*, VT*, VT*,            \
+                                         StepContext);                                         \
+    template void cg_init<VT>(const CpuExecutor&, index_t, const VT*, const VT*, StopParams,   \
+                              StepContext);                                                    \
+    template void cg_start<VT>(const CpuExecutor&, index_t, const VT*, const VT*, VT*,         \
+                               StepContext);                                                   \
+    template void cg_alpha<VT>(const CpuExecutor&, index_t, const VT*, const VT*, StepContext); \
+    template void cg_update_xr<VT>(const CpuExecutor&, index_t, const VT*, const VT*, VT*,     \
+                                   VT*, bool, StepContext);                                    \
+    template void cg_beta<VT>(const CpuExecutor&, index_t, const VT*, const VT*, StepContext);  \
+    template void cg_update_p<VT>(const CpuExecutor&, index_t, const VT*, VT*, StepContext);
+HEPTANE_INSTANTIATE(double)
+HEPTANE_INSTANTIATE(float)
+#undef HEPTANE_INSTANTIATE
+
+}  // namespace heptane::kernels

@@ -1,0 +1,168 @@
+// Vector kernels of the Krylov solvers, declared once; vector_cpu.cpp (OpenMP) and
+// vector.cu (CUDA) implement them side by side. Instantiated for VT = double and float
+// (mixed precision uses double vectors). Reductions always accumulate in double.
+//
+// Pointers are in the executor's memory; n is the vector length. The "step" kernels fuse
+// one BiCGStab/CG vector update with the dot products that follow it and finish with the
+// stopping logic of solver/vector/krylov_state.hpp on the KrylovState in the executor's
+// memory; a step kernel does nothing once `state->stop` is set. The math and the traffic
+// (in vector passes of n·sizeof(VT) bytes: one read or one write of a vector) are given
+// with each declaration; solver/bicgstab/bicgstab.cpp totals them per iteration.
+#pragma once
+
+#include "core/executor.hpp"
+#include "core/types.hpp"
+#include "solver/vector/krylov_state.hpp"
+
+namespace heptane::kernels {
+
+/// Where a step kernel finds its scalars. `partials` is reduction scratch in the executor's
+/// memory (CUDA: reduce_partials_size(exec) doubles; unused on the CPU); `history` has
+/// max_it + 1 entries, ‖r_i‖ is stored at index i.
+struct StepContext {
+    KrylovState* state = nullptr;
+    double* history = nullptr;
+    double* partials = nullptr;
+};
+
+/// Doubles of reduction scratch a StepContext needs on this executor.
+std::size_t reduce_partials_size(const CpuExecutor& exec);
+std::size_t reduce_partials_size(const CudaExecutor& exec);
+
+// ---- plain vector operations (not gated by state->stop) -------------------------------
+
+/// x = value                                                        1 pass
+template <class VT>
+void fill(const CpuExecutor& exec, index_t n, VT value, VT* x);
+template <class VT>
+void fill(const CudaExecutor& exec, index_t n, VT value, VT* x);
+
+/// y = x                                                            2 passes
+template <class VT>
+void copy(const CpuExecutor& exec, index_t n, const VT* x, VT* y);
+template <class VT>
+void copy(const CudaExecutor& exec, index_t n, const VT* x, VT* y);
+
+/// y = a x + b y (y not read when b == 0)                           2-3 passes
+template <class VT>
+void axpby(const CpuExecutor& exec, index_t n, VT a, const VT* x, VT b, VT* y);
+template <class VT>
+void axpby(const CudaExecutor& exec, index_t n, VT a, const VT* x, VT b, VT* y);
+
+/// state->scratch[slot] = (x, y)                                    2 passes
+template <class VT>
+void dot(const CpuExecutor& exec, index_t n, const VT* x, const VT* y, StepContext ctx,
+         int slot);
+template <class VT>
+void dot(const CudaExecutor& exec, index_t n, const VT* x, const VT* y, StepContext ctx,
+         int slot);
+
+/// state->scratch[slot] = ‖x‖₂                                      1 pass
+template <class VT>
+void norm2(const CpuExecutor& exec, index_t n, const VT* x, StepContext ctx, int slot);
+template <class VT>
+void norm2(const CudaExecutor& exec, index_t n, const VT* x, StepContext ctx, int slot);
+
+/// Stop the iteration with `reason` unless it has stopped already (the host's stagnation
+/// test uses it). A one-thread kernel on the GPU.
+void request_stop(const CpuExecutor& exec, StepContext ctx, Reason reason);
+void request_stop(const CudaExecutor& exec, StepContext ctx, Reason reason);
+
+// ---- BiCGStab (right-preconditioned) --------------------------------------------------
+
+/// r̂ = r, p = 0, v = 0, with (b, b) and (r, r); then krylov::init_finalize.   5 passes
+template <class VT>
+void bicgstab_init(const CpuExecutor& exec, index_t n, const VT* b, const VT* r, VT* r_hat,
+                   VT* p, VT* v, StopParams params, StepContext ctx);
+template <class VT>
+void bicgstab_init(const CudaExecutor& exec, index_t n, const VT* b, const VT* r, VT* r_hat,
+                   VT* p, VT* v, StopParams params, StepContext ctx);
+
+/// p = r + β (p − ω v)                                              4 passes
+template <class VT>
+void bicgstab_update_p(const CpuExecutor& exec, index_t n, const VT* r, const VT* v, VT* p,
+                       StepContext ctx);
+template <class VT>
+void bicgstab_update_p(const CudaExecutor& exec, index_t n, const VT* r, const VT* v, VT* p,
+                       StepContext ctx);
+
+/// α = ρ / (r̂, v)                                                   2 passes
+template <class VT>
+void bicgstab_alpha(const CpuExecutor& exec, index_t n, const VT* r_hat, const VT* v,
+                    StepContext ctx);
+template <class VT>
+void bicgstab_alpha(const CudaExecutor& exec, index_t n, const VT* r_hat, const VT* v,
+                    StepContext ctx);
+
+/// s = r − α v with (s, s) (the half-step convergence test)         3 passes
+template <class VT>
+void bicgstab_update_s(const CpuExecutor& exec, index_t n, const VT* r, const VT* v, VT* s,
+                       StepContext ctx);
+template <class VT>
+void bicgstab_update_s(const CudaExecutor& exec, index_t n, const VT* r, const VT* v, VT* s,
+                       StepContext ctx);
+
+/// ω = (t, s) / (t, t)                                              2 passes
+template <class VT>
+void bicgstab_omega(const CpuExecutor& exec, index_t n, const VT* t, const VT* s,
+                    StepContext ctx);
+template <class VT>
+void bicgstab_omega(const CudaExecutor& exec, index_t n, const VT* t, const VT* s,
+                    StepContext ctx);
+
+/// x += α p̂ + ω ŝ;  r = s − ω t;  with (r̂, r) and (r, r)
+/// 8 passes (7 when ŝ is s, i.e. no preconditioner; the ŝ term is skipped when ω = 0)
+template <class VT>
+void bicgstab_update_xr(const CpuExecutor& exec, index_t n, const VT* p_hat, const VT* s_hat,
+                        const VT* s, const VT* t, const VT* r_hat, VT* x, VT* r,
+                        StepContext ctx);
+template <class VT>
+void bicgstab_update_xr(const CudaExecutor& exec, index_t n, const VT* p_hat, const VT* s_hat,
+                        const VT* s, const VT* t, const VT* r_hat, VT* x, VT* r,
+                        StepContext ctx);
+
+// ---- CG (preconditioned) --------------------------------------------------------------
+
+/// (b, b) and (r, r); then krylov::init_finalize.                    2 passes
+template <class VT>
+void cg_init(const CpuExecutor& exec, index_t n, const VT* b, const VT* r, StopParams params,
+             StepContext ctx);
+template <class VT>
+void cg_init(const CudaExecutor& exec, index_t n, const VT* b, const VT* r, StopParams params,
+             StepContext ctx);
+
+/// p = z with ρ = (r, z)                                             3 passes
+template <class VT>
+void cg_start(const CpuExecutor& exec, index_t n, const VT* r, const VT* z, VT* p,
+              StepContext ctx);
+template <class VT>
+void cg_start(const CudaExecutor& exec, index_t n, const VT* r, const VT* z, VT* p,
+              StepContext ctx);
+
+/// α = ρ / (p, q), q = A p                                           2 passes
+template <class VT>
+void cg_alpha(const CpuExecutor& exec, index_t n, const VT* p, const VT* q, StepContext ctx);
+template <class VT>
+void cg_alpha(const CudaExecutor& exec, index_t n, const VT* p, const VT* q, StepContext ctx);
+
+/// x += α p;  r −= α q;  with (r, r) (and, without preconditioner, β = (r,r)/ρ)   6 passes
+template <class VT>
+void cg_update_xr(const CpuExecutor& exec, index_t n, const VT* p, const VT* q, VT* x, VT* r,
+                  bool identity_pc, StepContext ctx);
+template <class VT>
+void cg_update_xr(const CudaExecutor& exec, index_t n, const VT* p, const VT* q, VT* x, VT* r,
+                  bool identity_pc, StepContext ctx);
+
+/// β = (r, z) / ρ, ρ = (r, z)  (with a preconditioner only)          2 passes
+template <class VT>
+void cg_beta(const CpuExecutor& exec, index_t n, const VT* r, const VT* z, StepContext ctx);
+template <class VT>
+void cg_beta(const CudaExecutor& exec, index_t n, const VT* r, const VT* z, StepContext ctx);
+
+/// p = z + β p                                                       3 passes
+template <class VT>
+void cg_update_p(const CpuExecutor& exec, index_t n, const VT* z, VT* p, StepContext ctx);
+template <class VT>
+void cg_update_p(const CudaExecutor& exec, index_t n, const VT* z, VT* p, StepContext ctx);
+
+}  // namespace heptane::kernels

@@ -1,0 +1,8 @@
+# Solver layer: vector kernels and fused steps, preconditioners, BiCGStab and CG, the
+# one-call solve_system, and the real matrices. Each program also runs on the GPU (_gpu).
+find_package(Eigen3 3.3 REQUIRED NO_MODULE)
+
+heptane_add_test(test_solver_kernels SOURCES test_solver_kernels.cpp GPU LABELS solver)
+heptane_add_test(test_solver SOURCES test_solver.cpp GPU LABELS solver)
+target_link_libraries(test_solver PRIVATE Eigen3::Eigen)
+heptane_add_test(test_solver_data SOURCES test_solver_data.cpp DATA GPU LABELS solver)
