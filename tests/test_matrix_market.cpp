@@ -104,7 +104,7 @@ bool same(const Coo<T>& a, const Coo<T>& b)
     if (a.rows != b.rows || a.cols != b.cols || a.nnz() != b.nnz()) return false;
     const auto av = host(a.val), bv = host(b.val);
     return host(a.row) == host(b.row) && host(a.col) == host(b.col) &&
-           std::memcmp(av.data(), bv.data(), av.size() * sizeof(T)) == 0;
+           (av.empty() || std::memcmp(av.data(), bv.data(), av.size() * sizeof(T)) == 0);
 }
 
 const std::string general_banner = "%%MatrixMarket matrix coordinate real general\n";

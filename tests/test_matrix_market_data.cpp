@@ -58,8 +58,8 @@ template <class T>
 bool same(const Coo<T>& a, const Coo<T>& b)
 {
     return a.rows == b.rows && a.cols == b.cols && a.row.host() == b.row.host() &&
-           a.col.host() == b.col.host() &&
-           std::memcmp(a.val.data(), b.val.data(), a.val.bytes()) == 0;
+           a.col.host() == b.col.host() && a.val.bytes() == b.val.bytes() &&
+           (a.val.empty() || std::memcmp(a.val.data(), b.val.data(), a.val.bytes()) == 0);
 }
 
 }  // namespace
