@@ -1,0 +1,152 @@
+// ELL from canonical COO and back. Entry j of row r goes to slot j*rows + r, so a row's
+// entries keep their column order and padding (column -1, value 0) sits at the end of the row.
+#include "formats/ell/ell.hpp"
+
+#include <algorithm>
+
+#include "core/error.hpp"
+
+namespace heptane {
+
+namespace {
+
+// Loops over fewer items than this run serially: a parallel region costs more there.
+constexpr offset_t kParallelMin = offset_t(1) << 15;
+
+constexpr offset_t kChunk = 1024;  // rows per work item of the conversions
+
+// Row pointer of canonical host COO. The canonical check runs in parallel because these
+// conversions see 100 M+ entries; is_canonical() is serial.
+template <class T>
+std::vector<offset_t> canonical_row_ptr(const Coo<T>& a, const char* who)
+{
+    HEPTANE_ENSURE(a.row.on_host() && a.col.on_host() && a.val.on_host(), NotSupported,
+                   who << " works on host COO");
+    const offset_t nnz = a.nnz();
+    HEPTANE_ENSURE(offset_t(a.row.size()) == nnz && offset_t(a.col.size()) == nnz,
+                   DimensionMismatch,
+                   who << ": COO arrays differ in length (row " << a.row.size() << ", col "
+                       << a.col.size() << ", val " << nnz << ")");
+    const index_t* r = a.row.data();
+    const index_t* c = a.col.data();
+    offset_t bad = nnz;
+#pragma omp parallel for reduction(min : bad) if (nnz > kParallelMin)
+    for (offset_t k = 0; k < nnz; ++k) {
+        const bool in_range = r[k] >= 0 && r[k] < a.rows && c[k] >= 0 && c[k] < a.cols;
+        const bool ordered = k == 0 || r[k] > r[k - 1] || (r[k] == r[k - 1] && c[k] > c[k - 1]);
+        if (!in_range || !ordered) bad = std::min(bad, k);
+    }
+    HEPTANE_ENSURE(bad == nnz, InputError,
+                   who << " needs canonical COO (sorted by row and column, no duplicates, "
+                          "indices inside the "
+                       << a.rows << " x " << a.cols << " matrix); entry " << bad << " at ("
+                       << r[bad] << ", " << c[bad] << ") (0-based) breaks it");
+    // ptr[i] = first entry whose row is >= i: entry k starts rows (row[k-1], row[k]].
+    std::vector<offset_t> ptr(std::size_t(a.rows) + 1);
+#pragma omp parallel for if (nnz > kParallelMin)
+    for (offset_t k = 0; k <= nnz; ++k) {
+        const index_t lo = k == 0 ? 0 : r[k - 1] + 1;
+        const index_t hi = k == nnz ? a.rows : r[k];
+        for (index_t i = lo; i <= hi; ++i) ptr[i] = k;
+    }
+    return ptr;
+}
+
+}  // namespace
+
+template <class T>
+Ell<T> ell_from_coo(const Coo<T>& a, index_t width)
+{
+    const std::vector<offset_t> ptr = canonical_row_ptr(a, "ell_from_coo");
+    const index_t rows = a.rows;
+    offset_t longest = 0;
+    index_t longest_row = 0;
+    for (index_t i = 0; i < rows; ++i)
+        if (ptr[i + 1] - ptr[i] > longest) {
+            longest = ptr[i + 1] - ptr[i];
+            longest_row = i;
+        }
+    if (width < 0) width = static_cast<index_t>(longest);
+    HEPTANE_ENSURE(longest <= width, InputError,
+                   "ELL width " << width << " is too small: row " << longest_row
+                                << " (0-based) has " << longest
+                                << " entries (use HYB for a few long rows)");
+    Ell<T> m;
+    m.rows = rows;
+    m.cols = a.cols;
+    m.width = width;
+    const std::size_t slots = std::size_t(rows) * std::size_t(width);
+    std::vector<index_t> ci(slots);
+    std::vector<T> v(slots);
+    const index_t* c = a.col.data();
+    const T* av = a.val.data();
+    // Chunks of rows, slot by slot inside a chunk: each thread writes contiguous stretches of
+    // the column-major arrays and reads its chunk's COO entries from cache.
+    const offset_t nchunks = (offset_t(rows) + kChunk - 1) / kChunk;
+#pragma omp parallel for schedule(static) if (nchunks > 1)
+    for (offset_t ch = 0; ch < nchunks; ++ch) {
+        const index_t i0 = index_t(ch * kChunk),
+                      i1 = index_t(std::min<offset_t>(rows, (ch + 1) * kChunk));
+        for (index_t j = 0; j < width; ++j)
+            for (index_t i = i0; i < i1; ++i) {
+                const offset_t len = ptr[i + 1] - ptr[i];
+                const std::size_t s = std::size_t(j) * rows + i;
+                ci[s] = j < len ? c[ptr[i] + j] : -1;
+                v[s] = j < len ? av[ptr[i] + j] : T(0);
+            }
+    }
+    m.col_idx = Array<index_t>(std::move(ci));
+    m.values = Array<T>(std::move(v));
+    return m;
+}
+
+template <class T>
+Coo<T> to_coo(const Ell<T>& a)
+{
+    HEPTANE_ENSURE(a.exec()->is_cpu(), NotSupported, "to_coo works on host ELL");
+    const index_t rows = a.rows, width = a.width;
+    const index_t* ci = a.col_idx.data();
+    const T* v = a.values.data();
+    // Pass 1: entries per row (slots with column >= 0); pass 2: fill in row order. Chunks of
+    // rows so the column-major slots are read in contiguous stretches.
+    const offset_t nchunks = (offset_t(rows) + kChunk - 1) / kChunk;
+    std::vector<offset_t> ptr(std::size_t(rows) + 1, 0);
+#pragma omp parallel for schedule(static) if (nchunks > 1)
+    for (offset_t ch = 0; ch < nchunks; ++ch) {
+        const index_t i0 = index_t(ch * kChunk),
+                      i1 = index_t(std::min<offset_t>(rows, (ch + 1) * kChunk));
+        for (index_t j = 0; j < width; ++j)
+            for (index_t i = i0; i < i1; ++i) ptr[i + 1] += ci[std::size_t(j) * rows + i] >= 0;
+    }
+    for (index_t i = 0; i < rows; ++i) ptr[i + 1] += ptr[i];
+    const offset_t nnz = ptr[rows];
+    std::vector<index_t> r(nnz), c(nnz);
+    std::vector<T> val(nnz);
+#pragma omp parallel for schedule(static) if (nchunks > 1)
+    for (offset_t ch = 0; ch < nchunks; ++ch) {
+        const index_t i0 = index_t(ch * kChunk),
+                      i1 = index_t(std::min<offset_t>(rows, (ch + 1) * kChunk));
+        // next free position of each row of the chunk
+        std::vector<offset_t> next(ptr.begin() + i0, ptr.begin() + i1);
+        for (index_t j = 0; j < width; ++j)
+            for (index_t i = i0; i < i1; ++i) {
+                const std::size_t s = std::size_t(j) * rows + i;
+                if (ci[s] < 0) continue;
+                const offset_t o = next[i - i0]++;
+                r[o] = i;
+                c[o] = ci[s];
+                val[o] = v[s];
+            }
+    }
+    return Coo<T>{a.rows, a.cols, Array<index_t>(std::move(r)), Array<index_t>(std::move(c)),
+                  Array<T>(std::move(val))};
+}
+
+#define HEPTANE_INSTANTIATE(T)                               \
+    template Ell<T> ell_from_coo<T>(const Coo<T>&, index_t); \
+    template Coo<T> to_coo<T>(const Ell<T>&);
+HEPTANE_INSTANTIATE(double)
+HEPTANE_INSTANTIATE(float)
+#undef HEPTANE_INSTANTIATE
+
+}  // namespace heptane
