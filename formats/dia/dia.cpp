@@ -1,0 +1,151 @@
+// DIA from canonical COO and back. Entry (r, c) lies on offset c - r; the distinct offsets
+// are found with one flag per possible offset (rows + cols - 1 bytes, no hash map), and each
+// entry's diagonal by binary search in the short sorted offset list.
+#include "formats/dia/dia.hpp"
+
+#include <algorithm>
+#include <cstdint>
+
+#include "core/bitset.hpp"
+#include "core/error.hpp"
+
+namespace heptane {
+
+namespace {
+
+// Loops over fewer items than this run serially: a parallel region costs more there.
+constexpr offset_t kParallelMin = offset_t(1) << 15;
+
+// Checks, in parallel, that `a` is canonical host COO (is_canonical() is serial, and these
+// conversions see 100 M+ entries).
+template <class T>
+void check_canonical(const Coo<T>& a, const char* who)
+{
+    HEPTANE_ENSURE(a.row.on_host() && a.col.on_host() && a.val.on_host(), NotSupported,
+                   who << " works on host COO");
+    const offset_t nnz = a.nnz();
+    HEPTANE_ENSURE(offset_t(a.row.size()) == nnz && offset_t(a.col.size()) == nnz,
+                   DimensionMismatch,
+                   who << ": COO arrays differ in length (row " << a.row.size() << ", col "
+                       << a.col.size() << ", val " << nnz << ")");
+    const index_t* r = a.row.data();
+    const index_t* c = a.col.data();
+    offset_t bad = nnz;
+#pragma omp parallel for reduction(min : bad) if (nnz > kParallelMin)
+    for (offset_t k = 0; k < nnz; ++k) {
+        const bool in_range = r[k] >= 0 && r[k] < a.rows && c[k] >= 0 && c[k] < a.cols;
+        const bool ordered = k == 0 || r[k] > r[k - 1] || (r[k] == r[k - 1] && c[k] > c[k - 1]);
+        if (!in_range || !ordered) bad = std::min(bad, k);
+    }
+    HEPTANE_ENSURE(bad == nnz, InputError,
+                   who << " needs canonical COO (sorted by row and column, no duplicates, "
+                          "indices inside the "
+                       << a.rows << " x " << a.cols << " matrix); entry " << bad << " at ("
+                       << r[bad] << ", " << c[bad] << ") (0-based) breaks it");
+}
+
+// Set bit i where other threads may set bits of the same word.
+inline void set_bit_atomic(std::uint64_t* words, std::size_t i) noexcept
+{
+    const std::uint64_t m = std::uint64_t{1} << (i & 63);
+#pragma omp atomic
+    words[i >> 6] |= m;
+}
+
+}  // namespace
+
+template <class T>
+Dia<T> dia_from_coo(const Coo<T>& a, index_t max_diagonals)
+{
+    check_canonical(a, "dia_from_coo");
+    const index_t rows = a.rows, cols = a.cols;
+    const offset_t nnz = a.nnz();
+    const index_t* r = a.row.data();
+    const index_t* c = a.col.data();
+    const T* v = a.val.data();
+
+    // Offset c - r lies in [-(rows-1), cols-1]; flag[c - r + rows - 1] marks it as used.
+    const std::size_t span = rows > 0 && cols > 0 ? std::size_t(rows) + cols - 1 : 0;
+    std::vector<std::uint8_t> used(span, 0);
+#pragma omp parallel for if (nnz > kParallelMin)
+    for (offset_t k = 0; k < nnz; ++k) {
+        const std::size_t f = std::size_t(offset_t(c[k]) - r[k] + rows - 1);
+#pragma omp atomic write
+        used[f] = 1;
+    }
+    std::vector<index_t> offsets;
+    for (std::size_t f = 0; f < span; ++f)
+        if (used[f]) offsets.push_back(static_cast<index_t>(offset_t(f) - rows + 1));
+    HEPTANE_ENSURE(index_t(offsets.size()) <= max_diagonals, InputError,
+                   "DIA would need " << offsets.size() << " diagonals for this " << rows << " x "
+                                     << cols << " matrix, more than the limit of " << max_diagonals
+                                     << " (use CSR, ELL or HYB)");
+    used = {};
+
+    const index_t nd = index_t(offsets.size());
+    const std::size_t slots = std::size_t(nd) * rows;
+    std::vector<T> data(slots, T(0));
+    Array<std::uint64_t> pattern = make_bitset(slots, false);
+    std::uint64_t* bits = pattern.data();
+    const index_t* ob = offsets.data();
+#pragma omp parallel for if (nnz > kParallelMin)
+    for (offset_t k = 0; k < nnz; ++k) {
+        const index_t d = index_t(std::lower_bound(ob, ob + nd, c[k] - r[k]) - ob);
+        const std::size_t s = std::size_t(d) * rows + r[k];
+        data[s] = v[k];
+        set_bit_atomic(bits, s);
+    }
+    Dia<T> m;
+    m.rows = rows;
+    m.cols = cols;
+    m.offsets = Array<index_t>(std::move(offsets));
+    m.data = Array<T>(std::move(data));
+    m.pattern = std::move(pattern);
+    return m;
+}
+
+template <class T>
+Coo<T> to_coo(const Dia<T>& a)
+{
+    HEPTANE_ENSURE(a.exec()->is_cpu(), NotSupported, "to_coo works on host DIA");
+    const index_t rows = a.rows, nd = a.num_diagonals();
+    const std::uint64_t* bits = a.pattern.data();
+    const index_t* off = a.offsets.data();
+    const T* data = a.data.data();
+    // Pass 1: stored entries per row; pass 2: fill. Offsets ascend, so each row comes out
+    // sorted by column.
+    std::vector<offset_t> ptr(std::size_t(rows) + 1, 0);
+#pragma omp parallel for schedule(static) if (offset_t(a.data.size()) > kParallelMin)
+    for (index_t i = 0; i < rows; ++i) {
+        offset_t n = 0;
+        for (index_t d = 0; d < nd; ++d) n += test_bit(bits, std::size_t(d) * rows + i);
+        ptr[i + 1] = n;
+    }
+    for (index_t i = 0; i < rows; ++i) ptr[i + 1] += ptr[i];
+    const offset_t nnz = ptr[rows];
+    std::vector<index_t> r(nnz), c(nnz);
+    std::vector<T> v(nnz);
+#pragma omp parallel for schedule(static) if (offset_t(a.data.size()) > kParallelMin)
+    for (index_t i = 0; i < rows; ++i) {
+        offset_t o = ptr[i];
+        for (index_t d = 0; d < nd; ++d) {
+            const std::size_t s = std::size_t(d) * rows + i;
+            if (!test_bit(bits, s)) continue;
+            r[o] = i;
+            c[o] = i + off[d];
+            v[o] = data[s];
+            ++o;
+        }
+    }
+    return Coo<T>{a.rows, a.cols, Array<index_t>(std::move(r)), Array<index_t>(std::move(c)),
+                  Array<T>(std::move(v))};
+}
+
+#define HEPTANE_INSTANTIATE(T)                               \
+    template Dia<T> dia_from_coo<T>(const Coo<T>&, index_t); \
+    template Coo<T> to_coo<T>(const Dia<T>&);
+HEPTANE_INSTANTIATE(double)
+HEPTANE_INSTANTIATE(float)
+#undef HEPTANE_INSTANTIATE
+
+}  // namespace heptane
