@@ -1,0 +1,202 @@
+// BSR from canonical COO and back. Block row I holds rows [I*b, (I+1)*b); its blocks are the
+// distinct block columns c/b of those rows' entries. Each row's entries are sorted, so its
+// block columns come out non-decreasing: collapsing runs gives a short list per row, and one
+// small sort per block row merges them (no hash map, no per-thread array of size cols).
+#include "formats/bsr/bsr.hpp"
+
+#include <algorithm>
+#include <cstdint>
+
+#include "core/bitset.hpp"
+#include "core/error.hpp"
+
+namespace heptane {
+
+namespace {
+
+// Loops over fewer items than this run serially: a parallel region costs more there.
+constexpr offset_t kParallelMin = offset_t(1) << 15;
+
+// Row pointer of canonical host COO. The canonical check runs in parallel because these
+// conversions see 100 M+ entries; is_canonical() is serial.
+template <class T>
+std::vector<offset_t> canonical_row_ptr(const Coo<T>& a, const char* who)
+{
+    HEPTANE_ENSURE(a.row.on_host() && a.col.on_host() && a.val.on_host(), NotSupported,
+                   who << " works on host COO");
+    const offset_t nnz = a.nnz();
+    HEPTANE_ENSURE(offset_t(a.row.size()) == nnz && offset_t(a.col.size()) == nnz,
+                   DimensionMismatch,
+                   who << ": COO arrays differ in length (row " << a.row.size() << ", col "
+                       << a.col.size() << ", val " << nnz << ")");
+    const index_t* r = a.row.data();
+    const index_t* c = a.col.data();
+    offset_t bad = nnz;
+#pragma omp parallel for reduction(min : bad) if (nnz > kParallelMin)
+    for (offset_t k = 0; k < nnz; ++k) {
+        const bool in_range = r[k] >= 0 && r[k] < a.rows && c[k] >= 0 && c[k] < a.cols;
+        const bool ordered = k == 0 || r[k] > r[k - 1] || (r[k] == r[k - 1] && c[k] > c[k - 1]);
+        if (!in_range || !ordered) bad = std::min(bad, k);
+    }
+    HEPTANE_ENSURE(bad == nnz, InputError,
+                   who << " needs canonical COO (sorted by row and column, no duplicates, "
+                          "indices inside the "
+                       << a.rows << " x " << a.cols << " matrix); entry " << bad << " at ("
+                       << r[bad] << ", " << c[bad] << ") (0-based) breaks it");
+    // ptr[i] = first entry whose row is >= i: entry k starts rows (row[k-1], row[k]].
+    std::vector<offset_t> ptr(std::size_t(a.rows) + 1);
+#pragma omp parallel for if (nnz > kParallelMin)
+    for (offset_t k = 0; k <= nnz; ++k) {
+        const index_t lo = k == 0 ? 0 : r[k - 1] + 1;
+        const index_t hi = k == nnz ? a.rows : r[k];
+        for (index_t i = lo; i <= hi; ++i) ptr[i] = k;
+    }
+    return ptr;
+}
+
+// Set bit i where other threads may set bits of the same word.
+inline void set_bit_atomic(std::uint64_t* words, std::size_t i) noexcept
+{
+    const std::uint64_t m = std::uint64_t{1} << (i & 63);
+#pragma omp atomic
+    words[i >> 6] |= m;
+}
+
+// The sorted distinct block columns of block row `ib` into `out`.
+inline void block_columns(const std::vector<offset_t>& ptr, const index_t* col, index_t b,
+                          index_t ib, std::vector<index_t>& out)
+{
+    out.clear();
+    for (index_t i = ib * b; i < (ib + 1) * b; ++i) {
+        index_t last = -1;
+        for (offset_t k = ptr[i]; k < ptr[i + 1]; ++k) {
+            const index_t bc = col[k] / b;
+            if (bc != last) out.push_back(last = bc);
+        }
+    }
+    std::sort(out.begin(), out.end());
+    out.erase(std::unique(out.begin(), out.end()), out.end());
+}
+
+}  // namespace
+
+template <class T>
+Bsr<T> bsr_from_coo(const Coo<T>& a, index_t block_size)
+{
+    const index_t b = block_size;
+    HEPTANE_ENSURE(b >= 1, InputError, "BSR block size must be >= 1, got " << b);
+    HEPTANE_ENSURE(
+        a.rows % b == 0 && a.cols % b == 0, InputError,
+        "BSR block size " << b << " does not divide the matrix size " << a.rows << " x " << a.cols);
+    const std::vector<offset_t> ptr = canonical_row_ptr(a, "bsr_from_coo");
+    const index_t brows = a.rows / b;
+    const index_t* col = a.col.data();
+    const T* val = a.val.data();
+
+    // Pass 1: blocks per block row.
+    std::vector<offset_t> bptr(std::size_t(brows) + 1, 0);
+#pragma omp parallel if (a.nnz() > kParallelMin)
+    {
+        std::vector<index_t> bcols;
+#pragma omp for schedule(dynamic, 256)
+        for (index_t ib = 0; ib < brows; ++ib) {
+            block_columns(ptr, col, b, ib, bcols);
+            bptr[ib + 1] = offset_t(bcols.size());
+        }
+    }
+    for (index_t ib = 0; ib < brows; ++ib) bptr[ib + 1] += bptr[ib];
+    const offset_t nnzb = bptr[brows];
+
+    // Pass 2: block columns, values and the pattern. Block row ib owns values
+    // [bptr[ib]*b*b, bptr[ib+1]*b*b); its first and last pattern words may be shared.
+    const std::size_t bb = std::size_t(b) * b;
+    std::vector<index_t> bci(nnzb);
+    std::vector<T> values(nnzb * bb, T(0));
+    Array<std::uint64_t> pattern = make_bitset(nnzb * bb, false);
+    std::uint64_t* bits = pattern.data();
+#pragma omp parallel if (a.nnz() > kParallelMin)
+    {
+        std::vector<index_t> bcols;
+#pragma omp for schedule(dynamic, 256)
+        for (index_t ib = 0; ib < brows; ++ib) {
+            block_columns(ptr, col, b, ib, bcols);
+            std::copy(bcols.begin(), bcols.end(), bci.begin() + bptr[ib]);
+            for (index_t lr = 0; lr < b; ++lr) {
+                const index_t i = ib * b + lr;
+                // block columns of this row are non-decreasing: walk the sorted list
+                std::size_t p = 0;
+                for (offset_t k = ptr[i]; k < ptr[i + 1]; ++k) {
+                    const index_t bc = col[k] / b;
+                    while (bcols[p] != bc) ++p;
+                    const std::size_t s =
+                        (std::size_t(bptr[ib]) + p) * bb + std::size_t(lr) * b + col[k] % b;
+                    values[s] = val[k];
+                    set_bit_atomic(bits, s);
+                }
+            }
+        }
+    }
+    Bsr<T> m;
+    m.rows = a.rows;
+    m.cols = a.cols;
+    m.block_size = b;
+    m.row_ptr = Array<offset_t>(std::move(bptr));
+    m.col_idx = Array<index_t>(std::move(bci));
+    m.values = Array<T>(std::move(values));
+    m.pattern = std::move(pattern);
+    return m;
+}
+
+template <class T>
+Coo<T> to_coo(const Bsr<T>& a)
+{
+    HEPTANE_ENSURE(a.exec()->is_cpu(), NotSupported, "to_coo works on host BSR");
+    const index_t b = a.block_size, brows = a.block_rows();
+    const std::size_t bb = std::size_t(b) * b;
+    const offset_t* bptr = a.row_ptr.data();
+    const index_t* bci = a.col_idx.data();
+    const std::uint64_t* bits = a.pattern.data();
+    const T* values = a.values.data();
+    // Pass 1: stored entries per row; pass 2: fill. Blocks are sorted by block column, so
+    // walking a row across its blocks gives ascending columns.
+    std::vector<offset_t> ptr(std::size_t(a.rows) + 1, 0);
+#pragma omp parallel for schedule(dynamic, 256) if (offset_t(a.values.size()) > kParallelMin)
+    for (index_t ib = 0; ib < brows; ++ib)
+        for (index_t lr = 0; lr < b; ++lr) {
+            offset_t n = 0;
+            for (offset_t p = bptr[ib]; p < bptr[ib + 1]; ++p)
+                for (index_t j = 0; j < b; ++j)
+                    n += test_bit(bits, std::size_t(p) * bb + std::size_t(lr) * b + j);
+            ptr[std::size_t(ib) * b + lr + 1] = n;
+        }
+    for (index_t i = 0; i < a.rows; ++i) ptr[i + 1] += ptr[i];
+    const offset_t nnz = ptr[a.rows];
+    std::vector<index_t> r(nnz), c(nnz);
+    std::vector<T> v(nnz);
+#pragma omp parallel for schedule(dynamic, 256) if (offset_t(a.values.size()) > kParallelMin)
+    for (index_t ib = 0; ib < brows; ++ib)
+        for (index_t lr = 0; lr < b; ++lr) {
+            const index_t i = ib * b + lr;
+            offset_t o = ptr[i];
+            for (offset_t p = bptr[ib]; p < bptr[ib + 1]; ++p)
+                for (index_t j = 0; j < b; ++j) {
+                    const std::size_t s = std::size_t(p) * bb + std::size_t(lr) * b + j;
+                    if (!test_bit(bits, s)) continue;
+                    r[o] = i;
+                    c[o] = bci[p] * b + j;
+                    v[o] = values[s];
+                    ++o;
+                }
+        }
+    return Coo<T>{a.rows, a.cols, Array<index_t>(std::move(r)), Array<index_t>(std::move(c)),
+                  Array<T>(std::move(v))};
+}
+
+#define HEPTANE_INSTANTIATE(T)                               \
+    template Bsr<T> bsr_from_coo<T>(const Coo<T>&, index_t); \
+    template Coo<T> to_coo<T>(const Bsr<T>&);
+HEPTANE_INSTANTIATE(double)
+HEPTANE_INSTANTIATE(float)
+#undef HEPTANE_INSTANTIATE
+
+}  // namespace heptane
