@@ -1,0 +1,216 @@
+// BDIA-GH SpMV on the CPU (OpenMP), y = alpha*op(A)*x + beta*y (DESIGN.md §1).
+//
+// Notation: Nc block size, d_q block offsets, B = rows/Nc block rows, C = cols/Nc block
+// columns, D(k, r) = data[k*rows + r] with k = q*Nc + s. Row r = b*Nc + l (block row b).
+//
+// Normal:    y[b*Nc + l] = alpha * sum_q sum_s D(q*Nc + s, b*Nc + l) * x[(b + d_q)*Nc + s]
+//                          + beta * y[b*Nc + l],          summed over q with 0 <= b + d_q < C.
+//
+// Transpose: A(r, c) with r = b*Nc + l and c = (b + d_q)*Nc + s is D(q*Nc + s, r). For output
+//            c = e*Nc + s (block column e) the rows that hold column c are the block row
+//            b = e - d_q of every q, so
+//
+//            y[e*Nc + s] = alpha * sum_q sum_l D(q*Nc + s, (e - d_q)*Nc + l) * x[(e - d_q)*Nc + l]
+//                          + beta * y[e*Nc + s],          summed over q with 0 <= e - d_q < B:
+//
+//            A^T is BDIA with block offsets -d_q and each block transposed, and A^T x is a
+//            gather over the same data (no atomics, no stored copy).
+//
+// Both are computed a chunk of (block) rows at a time into a small accumulator that stays in
+// L1. For each block offset q the block rows of the chunk whose neighbour lies inside the
+// matrix form one contiguous range [lo, hi): the boundary rows (column outside [0, cols)) are
+// exactly the rows cut off by that clipping, so the inner loops carry no bounds checks and
+// read data and x as contiguous streams. Nc is a template parameter for the common block sizes
+// so the short loops over s and l unroll and vectorise.
+#include <algorithm>
+#include <vector>
+
+#include "core/error.hpp"
+#include "formats/bdia/bdia_kernels.hpp"
+
+namespace heptane::kernels {
+
+namespace {
+
+constexpr index_t kChunkRows = 2048;  // rows (or columns) per work item: 16 KiB of fp64 in L1
+
+// y[i] = alpha*t[i] + beta*y[i], without reading y when beta == 0.
+template <class VT>
+inline void finish(VT alpha, const VT* t, VT beta, VT* y, index_t n)
+{
+    if (beta == VT(0)) {
+        for (index_t i = 0; i < n; ++i) y[i] = alpha * t[i];
+    } else {
+        for (index_t i = 0; i < n; ++i) y[i] = alpha * t[i] + beta * y[i];
+    }
+}
+
+// NC > 0: block size known at compile time; NC == 0: a.block_size at run time.
+template <int NC, class MT, class VT>
+void bdia_normal(const Bdia<MT>& a, VT alpha, const VT* x, VT beta, VT* y)
+{
+    const index_t nc = NC > 0 ? NC : a.block_size;
+    const index_t rows = a.rows;
+    const offset_t nb = rows / nc, cb = a.cols / nc;
+    const index_t nq = a.num_block_diagonals();
+    const index_t* dq = a.block_offsets.data();
+    const MT* data = a.data.data();
+    const offset_t chunk = std::max<index_t>(1, kChunkRows / nc);  // block rows per item
+    const offset_t nchunks = (nb + chunk - 1) / chunk;
+#pragma omp parallel if (nchunks > 1)
+    {
+        std::vector<VT> acc(std::size_t(chunk) * nc);
+#pragma omp for schedule(static)
+        for (offset_t ch = 0; ch < nchunks; ++ch) {
+            const offset_t b0 = ch * chunk, b1 = std::min(nb, b0 + chunk);
+            VT* __restrict t = acc.data();
+            std::fill(t, t + (b1 - b0) * nc, VT(0));
+            for (index_t q = 0; q < nq; ++q) {
+                const offset_t d = dq[q];
+                // block rows b of the chunk with 0 <= b + d < C (interior for this offset)
+                const offset_t lo = std::max(b0, -d), hi = std::min(b1, cb - d);
+                if (lo >= hi) continue;
+                const offset_t n = hi - lo;
+                VT* __restrict tq = t + (lo - b0) * nc;
+                const VT* __restrict xq = x + (lo + d) * nc;  // x[(b + d)*Nc + s]
+                if constexpr (NC == 1) {
+                    const MT* __restrict dk = data + std::size_t(q) * rows + lo;
+                    for (offset_t i = 0; i < n; ++i) tq[i] += VT(dk[i]) * xq[i];
+                } else if constexpr (NC > 1) {
+                    // all Nc diagonals of block offset q in one sweep: Nc streams of data
+                    const MT* dk = data + std::size_t(q) * NC * rows + lo * NC;
+                    for (offset_t i = 0; i < n; ++i) {
+                        VT sum[NC];
+                        for (int l = 0; l < NC; ++l) sum[l] = tq[i * NC + l];
+                        for (int s = 0; s < NC; ++s) {
+                            const VT xv = xq[i * NC + s];
+                            const MT* __restrict ds = dk + std::size_t(s) * rows + i * NC;
+                            for (int l = 0; l < NC; ++l) sum[l] += VT(ds[l]) * xv;
+                        }
+                        for (int l = 0; l < NC; ++l) tq[i * NC + l] = sum[l];
+                    }
+                } else {
+                    // run-time Nc: one diagonal per sweep
+                    for (index_t s = 0; s < nc; ++s) {
+                        const MT* __restrict ds = data + (std::size_t(q) * nc + s) * rows + lo * nc;
+                        for (offset_t i = 0; i < n; ++i) {
+                            const VT xv = xq[i * nc + s];
+                            for (index_t l = 0; l < nc; ++l)
+                                tq[i * nc + l] += VT(ds[i * nc + l]) * xv;
+                        }
+                    }
+                }
+            }
+            finish(alpha, t, beta, y + b0 * nc, index_t((b1 - b0) * nc));
+        }
+    }
+}
+
+template <int NC, class MT, class VT>
+void bdia_transpose(const Bdia<MT>& a, VT alpha, const VT* x, VT beta, VT* y)
+{
+    const index_t nc = NC > 0 ? NC : a.block_size;
+    const index_t rows = a.rows;
+    const offset_t nb = rows / nc, cb = a.cols / nc;
+    const index_t nq = a.num_block_diagonals();
+    const index_t* dq = a.block_offsets.data();
+    const MT* data = a.data.data();
+    const offset_t chunk = std::max<index_t>(1, kChunkRows / nc);  // block columns per item
+    const offset_t nchunks = (cb + chunk - 1) / chunk;
+#pragma omp parallel if (nchunks > 1)
+    {
+        std::vector<VT> acc(std::size_t(chunk) * nc);
+#pragma omp for schedule(static)
+        for (offset_t ch = 0; ch < nchunks; ++ch) {
+            const offset_t e0 = ch * chunk, e1 = std::min(cb, e0 + chunk);
+            VT* __restrict t = acc.data();
+            std::fill(t, t + (e1 - e0) * nc, VT(0));
+            for (index_t q = 0; q < nq; ++q) {
+                const offset_t d = dq[q];
+                // block columns e of the chunk with 0 <= e - d < B
+                const offset_t lo = std::max(e0, d), hi = std::min(e1, nb + d);
+                if (lo >= hi) continue;
+                const offset_t n = hi - lo;
+                VT* __restrict tq = t + (lo - e0) * nc;
+                const VT* __restrict xq = x + (lo - d) * nc;  // x[(e - d)*Nc + l]
+                if constexpr (NC == 1) {
+                    const MT* __restrict dk = data + std::size_t(q) * rows + (lo - d);
+                    for (offset_t i = 0; i < n; ++i) tq[i] += VT(dk[i]) * xq[i];
+                } else if constexpr (NC > 1) {
+                    const MT* dk = data + std::size_t(q) * NC * rows + (lo - d) * NC;
+                    for (offset_t i = 0; i < n; ++i) {
+                        const VT* xb = xq + i * NC;
+                        for (int s = 0; s < NC; ++s) {
+                            // one transposed block row: sum_l D(q*Nc + s, (e-d)*Nc + l) x[..+l]
+                            const MT* __restrict ds = dk + std::size_t(s) * rows + i * NC;
+                            VT sum = 0;
+                            for (int l = 0; l < NC; ++l) sum += VT(ds[l]) * xb[l];
+                            tq[i * NC + s] += sum;
+                        }
+                    }
+                } else {
+                    for (index_t s = 0; s < nc; ++s) {
+                        const MT* __restrict ds =
+                            data + (std::size_t(q) * nc + s) * rows + (lo - d) * nc;
+                        for (offset_t i = 0; i < n; ++i) {
+                            VT sum = 0;
+                            for (index_t l = 0; l < nc; ++l)
+                                sum += VT(ds[i * nc + l]) * xq[i * nc + l];
+                            tq[i * nc + s] += sum;
+                        }
+                    }
+                }
+            }
+            finish(alpha, t, beta, y + e0 * nc, index_t((e1 - e0) * nc));
+        }
+    }
+}
+
+template <int NC, class MT, class VT>
+void bdia_apply(const Bdia<MT>& a, Op op, VT alpha, const VT* x, VT beta, VT* y)
+{
+    if (op == Op::normal)
+        bdia_normal<NC>(a, alpha, x, beta, y);
+    else
+        bdia_transpose<NC>(a, alpha, x, beta, y);
+}
+
+}  // namespace
+
+template <class MT, class VT>
+void spmv(const CpuExecutor&, const Bdia<MT>& a, Op op, VT alpha, const VT* x, VT beta, VT* y)
+{
+    HEPTANE_ENSURE(a.exec()->is_cpu(), DimensionMismatch, "BDIA matrix is not on the host");
+    HEPTANE_ENSURE(a.block_size >= 1 && a.rows % a.block_size == 0 && a.cols % a.block_size == 0,
+                   InputError,
+                   "BDIA block size " << a.block_size << " does not divide the size " << a.rows
+                                      << " x " << a.cols);
+    HEPTANE_ENSURE(
+        a.data.size() == std::size_t(a.slots()), DimensionMismatch,
+        "BDIA data holds " << a.data.size() << " values, its structure needs " << a.slots());
+    switch (a.block_size) {
+        case 1:
+            return bdia_apply<1>(a, op, alpha, x, beta, y);
+        case 2:
+            return bdia_apply<2>(a, op, alpha, x, beta, y);
+        case 3:
+            return bdia_apply<3>(a, op, alpha, x, beta, y);
+        case 4:
+            return bdia_apply<4>(a, op, alpha, x, beta, y);
+        case 8:
+            return bdia_apply<8>(a, op, alpha, x, beta, y);
+        case 16:
+            return bdia_apply<16>(a, op, alpha, x, beta, y);
+        default:
+            return bdia_apply<0>(a, op, alpha, x, beta, y);
+    }
+}
+
+#define HEPTANE_INSTANTIATE(MT, VT) \
+    template void spmv<MT, VT>(const CpuExecutor&, const Bdia<MT>&, Op, VT, const VT*, VT, VT*);
+HEPTANE_INSTANTIATE(double, double)
+HEPTANE_INSTANTIATE(float, float)
+HEPTANE_INSTANTIATE(float, double)
+#undef HEPTANE_INSTANTIATE
+
+}  // namespace heptane::kernels
