@@ -7,9 +7,9 @@
 #include <vector>
 
 #include "core/operator.hpp"
+#include "formats/bdia/bdia_kernels.hpp"
 #include "formats/coo/coo.hpp"
 #include "formats/csr/csr_kernels.hpp"
-#include "formats/bdia/bdia_kernels.hpp"
 
 namespace heptane {
 
@@ -50,5 +50,13 @@ struct SpmvTraffic {
     double vector_bytes = 0;  ///< x read + y written
     double total() const { return matrix_bytes + vector_bytes; }
 };
+
+/// The floor traffic of one y = A x for format `f` built from `a` with `opt`, values and
+/// vectors in precision `p` (mixed: 4-byte values, 8-byte vectors). Counts what the format
+/// stores, padding included: values, column indices (COO, CSR, ELL, HYB, BSR), row/block-row
+/// pointers (CSR 8 bytes each, BSR), the COO part's row indices (HYB), no indices for DIA and
+/// BDIA; the pattern bitsets are not read by a product and not counted. Builds the format on
+/// the host once to count (host COO; throws what make_matrix_operator throws).
+SpmvTraffic spmv_traffic(const Coo<double>& a, Format f, const FormatOptions& opt, Precision p);
 
 }  // namespace heptane
