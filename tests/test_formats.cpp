@@ -1,0 +1,679 @@
+// Formats: exact COO round trips, the layouts the headers promise, input errors, and every
+// format's A x and A^T x (double, float, mixed; alpha, beta in {0, 1, -1, 0.5}) against the CSR
+// CPU kernel and Eigen, on the executor under test (CPU, or CUDA as test_formats_gpu).
+#include <boost/test/unit_test.hpp>
+
+#include <algorithm>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "core/bitset.hpp"
+#include "formats/matrix.hpp"
+#include "tests/test_formats_common.hpp"
+
+using namespace heptane;
+using test::check_format;
+
+namespace {
+
+struct Named {
+    std::string name;
+    Coo<double> a;
+};
+
+Coo<double> from_triplets(index_t rows, index_t cols, std::vector<index_t> r,
+                          std::vector<index_t> c, std::vector<double> v)
+{
+    Coo<double> a{rows, cols, Array<index_t>(std::move(r)), Array<index_t>(std::move(c)),
+                  Array<double>(std::move(v))};
+    canonicalize(a, DuplicatePolicy::error);
+    return a;
+}
+
+// Every 7th value made an explicit zero: round trips must keep them as entries.
+Coo<double> with_explicit_zeros(Coo<double> a)
+{
+    for (offset_t k = 0; k < a.nnz(); k += 7) a.val[k] = 0.0;
+    return a;
+}
+
+// A hepta-like matrix (DESIGN.md §1), written here so these tests do not depend on the
+// generator: J x H x I cells, Nc unknowns each, dense Nc x Nc blocks (values in [-1, 1), about
+// 5 % explicit zeros) on the block offsets {-JH, -J, -1, 0, 1, J, JH}. banded: cut only at the
+// matrix bounds; grid: no block across a face of the box.
+Coo<double> hepta(index_t J, index_t H, index_t I, index_t nc, bool banded, unsigned seed)
+{
+    const index_t G = J * H * I;
+    const std::set<index_t> offsets{-J * H, -J, -1, 0, 1, J, J * H};
+    std::mt19937_64 gen(seed);
+    std::uniform_real_distribution<double> val(-1.0, 1.0), unit(0.0, 1.0);
+    std::vector<index_t> r, c;
+    std::vector<double> v;
+    for (index_t cell = 0; cell < G; ++cell) {
+        const index_t j = cell % J, h = (cell / J) % H;
+        for (index_t a = 0; a < nc; ++a)
+            for (index_t d : offsets) {
+                const index_t nb = cell + d;
+                if (nb < 0 || nb >= G) continue;
+                if (!banded && ((d == -1 && j == 0) || (d == 1 && j == J - 1) ||
+                                (d == -J && h == 0) || (d == J && h == H - 1)))
+                    continue;
+                for (index_t s = 0; s < nc; ++s) {
+                    r.push_back(cell * nc + a);
+                    c.push_back(nb * nc + s);
+                    v.push_back(unit(gen) < 0.05 ? 0.0 : val(gen));
+                }
+            }
+    }
+    Coo<double> m{G * nc, G * nc, Array<index_t>(std::move(r)), Array<index_t>(std::move(c)),
+                  Array<double>(std::move(v))};
+    BOOST_REQUIRE(is_canonical(m));
+    return m;
+}
+
+std::vector<index_t> hepta_offsets(index_t J, index_t H)
+{
+    return {-J * H, -J, -1, 0, 1, J, J * H};
+}
+
+// Random matrices: empty rows (rows of 0..k entries), a dense row, rectangular shapes, 1 x 1
+// and 0 x 0. Sizes are multiples of 6 where possible so block sizes 1, 2, 3 divide them.
+const std::vector<Named>& random_matrices()
+{
+    static const std::vector<Named> m = [] {
+        std::vector<Named> out;
+        out.push_back(
+            {"random 120x120", with_explicit_zeros(test::random_coo<double>(120, 120, 0, 12, 11))});
+        out.push_back({"random 48x96", test::random_coo<double>(48, 96, 0, 10, 12)});
+        out.push_back(
+            {"random 96x48", with_explicit_zeros(test::random_coo<double>(96, 48, 1, 6, 13))});
+        {
+            // row 5 dense, rows 7 and 8 empty
+            auto b = test::random_coo<double>(66, 66, 0, 5, 14);
+            std::vector<index_t> r, c;
+            std::vector<double> v;
+            for (offset_t k = 0; k < b.nnz(); ++k)
+                if (b.row[k] != 5 && b.row[k] != 7 && b.row[k] != 8) {
+                    r.push_back(b.row[k]);
+                    c.push_back(b.col[k]);
+                    v.push_back(b.val[k]);
+                }
+            for (index_t j = 0; j < 66; ++j) {
+                r.push_back(5);
+                c.push_back(j);
+                v.push_back(0.01 * (j + 1));
+            }
+            out.push_back({"dense row 66x66", from_triplets(66, 66, r, c, v)});
+        }
+        out.push_back({"1x1", from_triplets(1, 1, {0}, {0}, {2.5})});
+        out.push_back({"1x1 without entries", from_triplets(1, 1, {}, {}, {})});
+        out.push_back({"0x0", from_triplets(0, 0, {}, {}, {})});
+        return out;
+    }();
+    return m;
+}
+
+struct Hepta {
+    std::string name;
+    Coo<double> a;
+    index_t nc;
+    std::vector<index_t> offsets;
+};
+
+// Banded and grid hepta matrices for Nc = 1, 2, 3, 4, 8 (compile-time kernels), 16, and 5
+// (the run-time block-size kernels).
+const std::vector<Hepta>& hepta_matrices()
+{
+    static const std::vector<Hepta> m = [] {
+        std::vector<Hepta> out;
+        unsigned seed = 100;
+        for (index_t nc : {1, 2, 3, 4, 5, 8, 16}) {
+            const index_t J = nc == 16 ? 3 : 4, H = nc == 16 ? 2 : 3;
+            const index_t I = nc == 16 ? 2 : 3;
+            for (bool banded : {true, false}) {
+                const std::string name = std::string(banded ? "banded" : "grid") + " hepta " +
+                                         std::to_string(J) + "x" + std::to_string(H) + "x" +
+                                         std::to_string(I) + " Nc=" + std::to_string(nc);
+                out.push_back({name, hepta(J, H, I, nc, banded, seed++), nc, hepta_offsets(J, H)});
+            }
+        }
+        return out;
+    }();
+    return m;
+}
+
+// Block sizes (up to 3) that divide a random matrix.
+std::vector<index_t> dividing_blocks(const Coo<double>& a)
+{
+    std::vector<index_t> b;
+    for (index_t s = 1; s <= 3; ++s)
+        if (a.rows % s == 0 && a.cols % s == 0) b.push_back(s);
+    return b;
+}
+
+template <class T, class Build>
+void check_round_trip(const std::string& what, const Coo<T>& a, Build&& build)
+{
+    std::string why;
+    const Coo<T> back = to_coo(build(a));
+    BOOST_TEST(test::same_coo(a, back, why), what << ": " << why);
+    BOOST_TEST(is_canonical(back), what << ": to_coo is not canonical");
+}
+
+// Round trip in double and float.
+template <class Build>
+void check_round_trip_both(const std::string& what, const Coo<double>& a, Build&& build)
+{
+    check_round_trip(what + " (double)", a, build);
+    check_round_trip(what + " (float)", convert_values<float>(a), build);
+}
+
+template <class Fn>
+bool throws_input_error_mentioning(Fn&& fn, const std::string& text)
+{
+    try {
+        fn();
+    } catch (const InputError& e) {
+        if (std::string(e.what()).find(text) != std::string::npos) return true;
+        BOOST_TEST_MESSAGE("InputError without '" << text << "': " << e.what());
+        return false;
+    }
+    return false;
+}
+
+Coo<double> not_canonical()
+{
+    Coo<double> a{4, 4, Array<index_t>(std::vector<index_t>{1, 0}),
+                  Array<index_t>(std::vector<index_t>{0, 0}),
+                  Array<double>(std::vector<double>{1.0, 2.0})};
+    return a;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------- ELL
+
+BOOST_AUTO_TEST_CASE(ell_round_trip_is_exact)
+{
+    for (const auto& m : random_matrices()) {
+        check_round_trip_both("ELL " + m.name, m.a, [](const auto& a) { return ell_from_coo(a); });
+        check_round_trip_both("ELL width+3 " + m.name, m.a, [](const auto& a) {
+            const auto len = row_lengths(a);
+            const offset_t w = len.empty() ? 0 : *std::max_element(len.begin(), len.end());
+            return ell_from_coo(a, index_t(w + 3));
+        });
+    }
+    for (const auto& m : hepta_matrices())
+        check_round_trip_both("ELL " + m.name, m.a, [](const auto& a) { return ell_from_coo(a); });
+}
+
+BOOST_AUTO_TEST_CASE(ell_stores_slot_j_of_row_r_at_j_rows_plus_r_with_minus_one_padding)
+{
+    // [1 0 2]
+    // [0 0 0]
+    // [0 3 0]
+    const auto a = from_triplets(3, 3, {0, 0, 2}, {0, 2, 1}, {1.0, 2.0, 3.0});
+    const auto e = ell_from_coo(a);
+    BOOST_TEST(e.width == 2);
+    BOOST_TEST(e.col_idx.host() == (std::vector<index_t>{0, -1, 1, 2, -1, -1}),
+               boost::test_tools::per_element());
+    BOOST_TEST(e.values.host() == (std::vector<double>{1, 0, 3, 2, 0, 0}),
+               boost::test_tools::per_element());
+}
+
+BOOST_AUTO_TEST_CASE(ell_rejects_rows_longer_than_the_given_width)
+{
+    const auto a = test::random_coo<double>(20, 20, 5, 5, 3);
+    BOOST_TEST(throws_input_error_mentioning([&] { ell_from_coo(a, 4); }, "width 4"));
+    BOOST_TEST(throws_input_error_mentioning([&] { ell_from_coo(not_canonical()); }, "canonical"));
+}
+
+BOOST_AUTO_TEST_CASE(ell_spmv_matches_csr_and_eigen)
+{
+    for (const auto& m : random_matrices())
+        check_format(
+            "ELL " + m.name, m.a, [](const auto& a) { return ell_from_coo(a); }, Op::normal);
+    for (const auto& m : hepta_matrices())
+        check_format(
+            "ELL " + m.name, m.a, [](const auto& a) { return ell_from_coo(a); }, Op::normal);
+}
+
+BOOST_AUTO_TEST_CASE(ell_transpose_matches_csr_and_eigen)
+{
+    for (const auto& m : random_matrices())
+        check_format(
+            "ELL " + m.name, m.a, [](const auto& a) { return ell_from_coo(a); }, Op::transpose);
+    for (const auto& m : hepta_matrices())
+        check_format(
+            "ELL " + m.name, m.a, [](const auto& a) { return ell_from_coo(a); }, Op::transpose);
+}
+
+// ---------------------------------------------------------------------------------------- HYB
+
+BOOST_AUTO_TEST_CASE(choose_hyb_width_follows_the_histogram_rule)
+{
+    auto lengths = [](std::vector<std::pair<offset_t, offset_t>> groups) {
+        std::vector<offset_t> len;
+        for (auto [count, l] : groups) len.insert(len.end(), std::size_t(count), l);
+        return len;
+    };
+    // K = largest K with at least max(4096, rows/3) rows of K or more entries
+    BOOST_TEST(choose_hyb_width(lengths({{10000, 5}, {100, 50}})) == 5);
+    BOOST_TEST(choose_hyb_width(lengths({{4000, 10}, {8000, 3}})) == 3);   // 4000 < 4096
+    BOOST_TEST(choose_hyb_width(lengths({{6000, 10}, {6000, 2}})) == 10);  // 6000 >= 12000/3
+    BOOST_TEST(choose_hyb_width(lengths({{5000, 10}, {11000, 2}})) == 2);  // 5000 < 16000/3
+    BOOST_TEST(choose_hyb_width(lengths({{3000, 9}})) == 0);               // too few rows
+    BOOST_TEST(choose_hyb_width({}) == 0);
+}
+
+BOOST_AUTO_TEST_CASE(hyb_keeps_the_first_width_entries_of_each_row_in_ell)
+{
+    const auto a = test::random_coo<double>(50, 40, 0, 9, 21);
+    const auto h = hyb_from_coo(a, 4);
+    const auto len = row_lengths(a);
+    offset_t tail = 0;
+    for (offset_t l : len) tail += std::max<offset_t>(0, l - 4);
+    BOOST_TEST(h.ell.width == 4);
+    BOOST_TEST(h.coo.nnz() == tail);
+    BOOST_TEST(is_canonical(h.coo));
+    // the default width on a small matrix: fewer than 4096 rows, so all entries go to COO
+    BOOST_TEST(hyb_from_coo(a).ell.width == 0);
+    BOOST_TEST(hyb_from_coo(a).coo.nnz() == a.nnz());
+}
+
+BOOST_AUTO_TEST_CASE(hyb_round_trip_is_exact)
+{
+    for (index_t w : {-1, 0, 2, 5, 40}) {
+        const std::string tag = "HYB width " + std::to_string(w) + " ";
+        auto build = [w](const auto& a) { return hyb_from_coo(a, w); };
+        for (const auto& m : random_matrices()) check_round_trip_both(tag + m.name, m.a, build);
+        for (const auto& m : hepta_matrices()) check_round_trip_both(tag + m.name, m.a, build);
+    }
+}
+
+BOOST_AUTO_TEST_CASE(hyb_spmv_matches_csr_and_eigen)
+{
+    for (index_t w : {-1, 3}) {
+        auto build = [w](const auto& a) { return hyb_from_coo(a, w); };
+        const std::string tag = "HYB width " + std::to_string(w) + " ";
+        for (const auto& m : random_matrices()) check_format(tag + m.name, m.a, build, Op::normal);
+        for (const auto& m : hepta_matrices()) check_format(tag + m.name, m.a, build, Op::normal);
+    }
+}
+
+BOOST_AUTO_TEST_CASE(hyb_transpose_matches_csr_and_eigen)
+{
+    for (index_t w : {-1, 3}) {
+        auto build = [w](const auto& a) { return hyb_from_coo(a, w); };
+        const std::string tag = "HYB width " + std::to_string(w) + " ";
+        for (const auto& m : random_matrices())
+            check_format(tag + m.name, m.a, build, Op::transpose);
+        for (const auto& m : hepta_matrices())
+            check_format(tag + m.name, m.a, build, Op::transpose);
+    }
+}
+
+// ---------------------------------------------------------------------------------------- DIA
+
+BOOST_AUTO_TEST_CASE(dia_stores_a_r_r_plus_offset_at_d_rows_plus_r)
+{
+    // [1 2 0]
+    // [0 3 0]     offsets -2, 0, 1
+    // [4 0 5]
+    const auto a = from_triplets(3, 3, {0, 0, 1, 2, 2}, {0, 1, 1, 0, 2}, {1, 2, 3, 4, 5});
+    const auto d = dia_from_coo(a);
+    BOOST_TEST(d.offsets.host() == (std::vector<index_t>{-2, 0, 1}),
+               boost::test_tools::per_element());
+    BOOST_TEST(d.data.host() == (std::vector<double>{0, 0, 4, 1, 3, 5, 2, 0, 0}),
+               boost::test_tools::per_element());
+    // slot (offset 1, row 1) is inside the matrix but not an entry: padding, not in the pattern
+    BOOST_TEST(!test_bit(d.pattern.data(), 2 * 3 + 1));
+    BOOST_TEST(test_bit(d.pattern.data(), 2 * 3 + 0));
+}
+
+BOOST_AUTO_TEST_CASE(dia_round_trip_is_exact)
+{
+    auto build = [](const auto& a) { return dia_from_coo(a, 4096); };
+    for (const auto& m : random_matrices()) check_round_trip_both("DIA " + m.name, m.a, build);
+    for (const auto& m : hepta_matrices()) check_round_trip_both("DIA " + m.name, m.a, build);
+}
+
+BOOST_AUTO_TEST_CASE(dia_rejects_too_many_diagonals)
+{
+    const auto a = test::random_coo<double>(100, 100, 5, 10, 4);
+    BOOST_TEST(throws_input_error_mentioning([&] { dia_from_coo(a, 5); }, "limit of 5"));
+    BOOST_TEST(throws_input_error_mentioning([&] { dia_from_coo(not_canonical()); }, "canonical"));
+}
+
+BOOST_AUTO_TEST_CASE(dia_spmv_matches_csr_and_eigen)
+{
+    auto build = [](const auto& a) { return dia_from_coo(a, 4096); };
+    for (const auto& m : random_matrices()) check_format("DIA " + m.name, m.a, build, Op::normal);
+    for (const auto& m : hepta_matrices()) check_format("DIA " + m.name, m.a, build, Op::normal);
+}
+
+BOOST_AUTO_TEST_CASE(dia_transpose_gather_matches_csr_and_eigen)
+{
+    auto build = [](const auto& a) { return dia_from_coo(a, 4096); };
+    for (const auto& m : random_matrices())
+        check_format("DIA " + m.name, m.a, build, Op::transpose);
+    for (const auto& m : hepta_matrices()) check_format("DIA " + m.name, m.a, build, Op::transpose);
+}
+
+// ---------------------------------------------------------------------------------------- BSR
+
+BOOST_AUTO_TEST_CASE(bsr_stores_dense_row_major_blocks_and_marks_fill_in)
+{
+    // [1 2 | 0 0]
+    // [0 3 | 0 0]
+    // [0 0 | 0 4]
+    // [0 0 | 5 0]
+    const auto a = from_triplets(4, 4, {0, 0, 1, 2, 3}, {0, 1, 1, 3, 2}, {1, 2, 3, 4, 5});
+    const auto b = bsr_from_coo(a, 2);
+    BOOST_TEST(b.row_ptr.host() == (std::vector<offset_t>{0, 1, 2}),
+               boost::test_tools::per_element());
+    BOOST_TEST(b.col_idx.host() == (std::vector<index_t>{0, 1}), boost::test_tools::per_element());
+    BOOST_TEST(b.values.host() == (std::vector<double>{1, 2, 0, 3, 0, 4, 5, 0}),
+               boost::test_tools::per_element());
+    BOOST_TEST(!test_bit(b.pattern.data(), 2));  // the fill-in zero of block (0, 0)
+    BOOST_TEST(test_bit(b.pattern.data(), 3));
+}
+
+BOOST_AUTO_TEST_CASE(bsr_round_trip_is_exact)
+{
+    for (const auto& m : random_matrices())
+        for (index_t b : dividing_blocks(m.a))
+            check_round_trip_both("BSR b=" + std::to_string(b) + " " + m.name, m.a,
+                                  [b](const auto& a) { return bsr_from_coo(a, b); });
+    for (const auto& m : hepta_matrices())
+        for (index_t b : {index_t(1), m.nc})
+            check_round_trip_both("BSR b=" + std::to_string(b) + " " + m.name, m.a,
+                                  [b](const auto& a) { return bsr_from_coo(a, b); });
+}
+
+BOOST_AUTO_TEST_CASE(bsr_rejects_block_size_not_dividing_the_size)
+{
+    const auto a = test::random_coo<double>(10, 12, 1, 3, 5);
+    BOOST_TEST(throws_input_error_mentioning([&] { bsr_from_coo(a, 4); }, "does not divide"));
+    BOOST_TEST(throws_input_error_mentioning([&] { bsr_from_coo(a, 0); }, ">= 1"));
+    BOOST_TEST(
+        throws_input_error_mentioning([&] { bsr_from_coo(not_canonical(), 2); }, "canonical"));
+}
+
+BOOST_AUTO_TEST_CASE(bsr_spmv_matches_csr_and_eigen)
+{
+    for (const auto& m : random_matrices())
+        for (index_t b : dividing_blocks(m.a))
+            check_format(
+                "BSR b=" + std::to_string(b) + " " + m.name, m.a,
+                [b](const auto& a) { return bsr_from_coo(a, b); }, Op::normal);
+    for (const auto& m : hepta_matrices())
+        check_format(
+            "BSR " + m.name, m.a, [&](const auto& a) { return bsr_from_coo(a, m.nc); }, Op::normal);
+}
+
+BOOST_AUTO_TEST_CASE(bsr_transpose_matches_csr_and_eigen)
+{
+    for (const auto& m : random_matrices())
+        for (index_t b : dividing_blocks(m.a))
+            check_format(
+                "BSR b=" + std::to_string(b) + " " + m.name, m.a,
+                [b](const auto& a) { return bsr_from_coo(a, b); }, Op::transpose);
+    for (const auto& m : hepta_matrices())
+        check_format(
+            "BSR " + m.name, m.a, [&](const auto& a) { return bsr_from_coo(a, m.nc); },
+            Op::transpose);
+}
+
+// --------------------------------------------------------------------------------------- BDIA
+
+BOOST_AUTO_TEST_CASE(bdia_layout_matches_design)
+{
+    // Nc = 2, 3 block rows; blocks on block offsets -1, 0, +1 with entries 10*(r+1) + c.
+    // DESIGN.md §1: value(r, k = q*Nc + s) = data[k*N + r], column(r, k) = r - r%Nc + d_q*Nc + s.
+    std::vector<index_t> r, c;
+    std::vector<double> v;
+    for (index_t i = 0; i < 6; ++i)
+        for (index_t j = 0; j < 6; ++j)
+            if (std::abs(j / 2 - i / 2) <= 1) {
+                r.push_back(i);
+                c.push_back(j);
+                v.push_back(10.0 * (i + 1) + j);
+            }
+    const auto a = from_triplets(6, 6, r, c, v);
+    const auto b = bdia_from_coo(a, 2);
+    BOOST_TEST(b.block_offsets == (std::vector<index_t>{-1, 0, 1}),
+               boost::test_tools::per_element());
+    BOOST_TEST(b.num_diagonals() == 6);
+    const index_t N = 6;
+    for (index_t k = 0; k < 6; ++k) {
+        BOOST_TEST(b.offset(k) == b.block_offsets[k / 2] * 2 + k % 2);
+        for (index_t row = 0; row < N; ++row) {
+            const index_t col = row - row % 2 + b.offset(k);
+            const bool valid = col >= 0 && col < N;
+            const double expect = valid ? 10.0 * (row + 1) + col : 0.0;
+            BOOST_TEST(b.data[std::size_t(k) * N + row] == expect, "k=" << k << " r=" << row);
+            BOOST_TEST(test_bit(b.pattern.data(), std::size_t(k) * N + row) == valid);
+        }
+    }
+}
+
+BOOST_AUTO_TEST_CASE(bdia_round_trip_is_exact)
+{
+    for (const auto& m : random_matrices())
+        for (index_t nc : dividing_blocks(m.a))
+            check_round_trip_both("BDIA Nc=" + std::to_string(nc) + " " + m.name, m.a,
+                                  [nc](const auto& a) { return bdia_from_coo(a, nc); });
+    for (const auto& m : hepta_matrices()) {
+        check_round_trip_both("BDIA " + m.name, m.a,
+                              [&](const auto& a) { return bdia_from_coo(a, m.nc); });
+        check_round_trip_both("BDIA given offsets " + m.name, m.a,
+                              [&](const auto& a) { return bdia_from_coo(a, m.nc, m.offsets); });
+        check_round_trip_both("BDIA Nc=1 " + m.name, m.a,
+                              [&](const auto& a) { return bdia_from_coo(a, 1); });
+    }
+}
+
+BOOST_AUTO_TEST_CASE(bdia_finds_the_block_offsets_of_the_pattern)
+{
+    const auto a = hepta(5, 4, 3, 2, true, 7);
+    const auto b = bdia_from_coo(a, 2);
+    BOOST_TEST(b.block_offsets == (std::vector<index_t>{-20, -5, -1, 0, 1, 5, 20}),
+               boost::test_tools::per_element());
+    // unsorted, repeated given offsets are accepted and stored ascending
+    const auto g = bdia_from_coo(a, 2, {20, 0, -1, 1, -5, 5, -20, 0});
+    BOOST_TEST(g.block_offsets == b.block_offsets, boost::test_tools::per_element());
+}
+
+BOOST_AUTO_TEST_CASE(bdia_rejects_entry_off_the_given_offsets)
+{
+    const auto a = hepta(4, 3, 3, 2, true, 8);
+    BOOST_TEST(throws_input_error_mentioning(
+        [&] {
+            bdia_from_coo(a, 2, {-1, 0, 1});
+        },
+        "not among the given block offsets"));
+    BOOST_TEST(throws_input_error_mentioning([&] { bdia_from_coo(a, 5); }, "does not divide"));
+    BOOST_TEST(throws_input_error_mentioning([&] { bdia_from_coo(a, 0); }, ">= 1"));
+    BOOST_TEST(
+        throws_input_error_mentioning([&] { bdia_from_coo(not_canonical(), 1); }, "canonical"));
+}
+
+BOOST_AUTO_TEST_CASE(bdia_zeros_marks_every_valid_slot)
+{
+    // banded hepta: every slot with a column inside the matrix is an entry, so the pattern of
+    // bdia_zeros must be exactly the hepta pattern, with value 0
+    for (index_t nc : {1, 3}) {
+        const auto a = hepta(4, 3, 3, nc, true, 9);
+        const auto z = bdia_zeros<double>(a.rows, a.cols, nc, hepta_offsets(4, 3));
+        const auto back = to_coo(z);
+        BOOST_TEST(back.row.host() == a.row.host(), boost::test_tools::per_element());
+        BOOST_TEST(back.col.host() == a.col.host(), boost::test_tools::per_element());
+        BOOST_TEST(std::all_of(back.val.host().begin(), back.val.host().end(),
+                               [](double x) { return x == 0.0; }));
+    }
+    // rectangular, and an offset with no valid slot
+    const auto z = bdia_zeros<float>(6, 9, 3, {-2, 0, 2});
+    const auto back = to_coo(z);
+    BOOST_TEST(back.nnz() == 3 * 9);  // blocks (0,0), (1,1) and (0,2)
+}
+
+BOOST_AUTO_TEST_CASE(bdia_spmv_matches_csr_and_eigen)
+{
+    for (const auto& m : hepta_matrices()) {
+        check_format(
+            "BDIA " + m.name, m.a, [&](const auto& a) { return bdia_from_coo(a, m.nc); },
+            Op::normal);
+        check_format(
+            "BDIA Nc=1 " + m.name, m.a, [](const auto& a) { return bdia_from_coo(a, 1); },
+            Op::normal);
+    }
+    for (const auto& m : random_matrices())
+        for (index_t nc : dividing_blocks(m.a))
+            check_format(
+                "BDIA Nc=" + std::to_string(nc) + " " + m.name, m.a,
+                [nc](const auto& a) { return bdia_from_coo(a, nc); }, Op::normal);
+}
+
+BOOST_AUTO_TEST_CASE(bdia_transpose_equals_csr_transpose)
+{
+    for (const auto& m : hepta_matrices()) {
+        check_format(
+            "BDIA " + m.name, m.a, [&](const auto& a) { return bdia_from_coo(a, m.nc); },
+            Op::transpose);
+        check_format(
+            "BDIA Nc=1 " + m.name, m.a, [](const auto& a) { return bdia_from_coo(a, 1); },
+            Op::transpose);
+    }
+    for (const auto& m : random_matrices())
+        for (index_t nc : dividing_blocks(m.a))
+            check_format(
+                "BDIA Nc=" + std::to_string(nc) + " " + m.name, m.a,
+                [nc](const auto& a) { return bdia_from_coo(a, nc); }, Op::transpose);
+}
+
+BOOST_AUTO_TEST_CASE(bdia_with_extra_offsets_and_no_offsets_computes_the_same)
+{
+    // extra (empty) block diagonals are padding only; a matrix without entries has D = 0
+    const auto a = hepta(4, 3, 2, 3, false, 10);
+    check_format(
+        "BDIA extra offsets", a,
+        [](const auto& m) {
+            return bdia_from_coo(m, 3, {-12, -4, -3, -1, 0, 1, 2, 3, 4, 12});
+        },
+        Op::normal);
+    const auto empty = from_triplets(12, 6, {}, {}, {});
+    check_format(
+        "BDIA no entries 12x6", empty, [](const auto& m) { return bdia_from_coo(m, 3); },
+        Op::normal);
+    check_format(
+        "BDIA no entries 12x6", empty, [](const auto& m) { return bdia_from_coo(m, 3); },
+        Op::transpose);
+}
+
+// ---------------------------------------------------------------------- the Operator factory
+
+BOOST_AUTO_TEST_CASE(parse_format_accepts_every_name_and_rejects_others)
+{
+    for (Format f : {Format::coo, Format::csr, Format::ell, Format::hyb, Format::dia, Format::bsr,
+                     Format::bdia})
+        BOOST_TEST(int(parse_format(to_string(f))) == int(f));
+    BOOST_TEST(int(parse_format("bdia")) == int(Format::bdia));
+    BOOST_TEST(int(parse_format("BDIAGH")) == int(Format::bdia));
+    BOOST_TEST(throws_input_error_mentioning([] { parse_format("csc"); }, "bdiagh"));
+}
+
+namespace {
+
+template <class MT, class VT>
+void check_operator(const std::string& what, const Coo<double>& a64, Format f,
+                    const FormatOptions& opt)
+{
+    const auto exec = test::test_executor();
+    const auto op = make_matrix_operator<MT, VT>(a64, f, exec, opt);
+    BOOST_TEST(op->rows() == a64.rows);
+    BOOST_TEST(op->cols() == a64.cols);
+    BOOST_TEST(op->executor() == exec);
+    const std::string d = op->describe();
+    BOOST_TEST(d.find(to_string(f)) == 0, d);
+    BOOST_TEST(d.find(exec->name()) != std::string::npos, d);
+    const Coo<MT> a = convert_values<MT>(a64);
+    const Csr<MT> csr = csr_from_coo(a);
+    const std::string name = what + " " + d;
+    unsigned seed = 7;
+    for (auto [alpha, beta] : {std::pair{1.0, 0.0}, {0.5, -1.0}, {-1.0, 1.0}}) {
+        test::check_run<MT, VT>(name, a, csr, Op::normal, alpha, beta, seed++,
+                                [&](VT al, const VT* x, VT be, VT* y) { op->apply(al, x, be, y); });
+        test::check_run<MT, VT>(
+            name, a, csr, Op::transpose, alpha, beta, seed++,
+            [&](VT al, const VT* x, VT be, VT* y) { op->apply_transpose(al, x, be, y); });
+    }
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(matrix_operator_applies_every_format_in_every_precision)
+{
+    const auto h = hepta(4, 3, 3, 3, false, 31);
+    const auto r = test::random_coo<double>(60, 42, 0, 8, 32);
+    for (Format f : {Format::coo, Format::csr, Format::ell, Format::hyb, Format::dia, Format::bsr,
+                     Format::bdia})
+        for (TransposeMode t : {TransposeMode::scatter, TransposeMode::stored}) {
+            FormatOptions opt;
+            opt.transpose = t;
+            check_operator<double, double>("hepta", h, f, opt);
+            check_operator<float, float>("hepta", h, f, opt);
+            check_operator<float, double>("hepta", h, f, opt);
+            check_operator<double, double>("random", r, f, opt);
+            check_operator<float, double>("random", r, f, opt);
+        }
+}
+
+BOOST_AUTO_TEST_CASE(matrix_operator_detects_the_block_size_of_dense_blocks)
+{
+    const auto exec = test::test_executor();
+    for (index_t nc : {1, 2, 3, 4, 8}) {
+        const auto a = hepta(4, 3, 2, nc, true, 40 + nc);
+        const auto bsr = make_matrix_operator<double, double>(a, Format::bsr, exec);
+        BOOST_TEST(bsr->describe().find("b=" + std::to_string(nc) + " ") != std::string::npos,
+                   bsr->describe());
+        const auto bdia = make_matrix_operator<float, double>(a, Format::bdia, exec);
+        BOOST_TEST(bdia->describe().find("Nc=" + std::to_string(nc) + " D=7 ") != std::string::npos,
+                   bdia->describe());
+        BOOST_TEST(bdia->describe().find("fp32 values/fp64 vectors") != std::string::npos);
+    }
+    // a random pattern has no dense blocks
+    const auto r = test::random_coo<double>(48, 48, 1, 6, 41);
+    const std::string d = make_matrix_operator<double, double>(r, Format::bsr, exec)->describe();
+    BOOST_TEST(d.find("b=1 ") != std::string::npos, d);
+    // an explicit block size that does not fit is an input error
+    FormatOptions opt;
+    opt.block_size = 5;
+    BOOST_TEST(throws_input_error_mentioning(
+        [&] { make_matrix_operator<double, double>(r, Format::bsr, exec, opt); },
+        "does not divide"));
+}
+
+BOOST_AUTO_TEST_CASE(spmv_traffic_counts_the_floor_bytes)
+{
+    const auto a = hepta(4, 3, 3, 2, true, 50);
+    const double N = a.rows, nnz = double(a.nnz());
+    // BDIA-GH fp64: 8 * D*Nc*N values (+ 4 bytes per offset) + x + y
+    const auto bdia = spmv_traffic(a, Format::bdia, {}, Precision::double_);
+    BOOST_TEST(bdia.matrix_bytes == 8 * 7 * 2 * N + 4 * 7);
+    BOOST_TEST(bdia.vector_bytes == 16 * N);
+    // mixed: fp32 values, fp64 vectors
+    const auto mixed = spmv_traffic(a, Format::bdia, {}, Precision::mixed);
+    BOOST_TEST(mixed.matrix_bytes == 4 * 7 * 2 * N + 4 * 7);
+    BOOST_TEST(mixed.vector_bytes == 16 * N);
+    // CSR: values + 4-byte columns + 8-byte row pointers
+    const auto csr = spmv_traffic(a, Format::csr, {}, Precision::single);
+    BOOST_TEST(csr.matrix_bytes == 8 * nnz + 8 * (N + 1));
+    BOOST_TEST(csr.vector_bytes == 8 * N);
+    BOOST_TEST(csr.total() == csr.matrix_bytes + csr.vector_bytes);
+    // banded hepta: BSR with b = Nc stores no padding
+    const auto bsr = spmv_traffic(a, Format::bsr, {}, Precision::double_);
+    BOOST_TEST(bsr.matrix_bytes == 8 * nnz + 4 * nnz / 4 + 8 * (N / 2 + 1));
+}

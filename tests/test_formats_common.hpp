@@ -1,0 +1,202 @@
+// Shared checks of the format tests (test_formats.cpp, test_formats_data.cpp): run one
+// product of a format placed on the executor under test and compare it with the CSR CPU
+// kernel and with Eigen, within a tolerance derived from the data.
+#pragma once
+
+#include <boost/test/unit_test.hpp>
+
+#include <Eigen/Sparse>
+#include <cmath>
+#include <limits>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "formats/bdia/bdia_kernels.hpp"
+#include "formats/bsr/bsr_kernels.hpp"
+#include "formats/csr/csr_kernels.hpp"
+#include "formats/dia/dia_kernels.hpp"
+#include "formats/ell/ell_kernels.hpp"
+#include "formats/hyb/hyb_kernels.hpp"
+#include "formats/spmv.hpp"
+#include "tests/test_common.hpp"
+
+namespace heptane::test {
+
+/// alpha and beta of every product check (Kokkos' choice: 0, 1, -1 and something else).
+inline const std::vector<double>& scalars()
+{
+    static const std::vector<double> s{0.0, 1.0, -1.0, 0.5};
+    return s;
+}
+
+inline const char* op_name(Op op)
+{
+    return op == Op::normal ? "A x" : "A^T x";
+}
+
+template <class MT, class VT>
+const char* precision_label()
+{
+    if constexpr (std::is_same_v<MT, VT>)
+        return std::is_same_v<MT, double> ? "double" : "float";
+    else
+        return "mixed";
+}
+
+/// y = alpha*op(A)*x + beta*y0 by Eigen in double, from the values of `a` (already rounded to
+/// MT) and the VT vectors; beta == 0 ignores y0 (which may be NaN).
+template <class MT, class VT>
+std::vector<double> eigen_product(const Coo<MT>& a, Op op, double alpha, const std::vector<VT>& x,
+                                  double beta, const std::vector<VT>& y0)
+{
+    using Sparse = Eigen::SparseMatrix<double, Eigen::RowMajor, std::int64_t>;
+    std::vector<Eigen::Triplet<double, std::int64_t>> trip;
+    trip.reserve(a.nnz());
+    for (offset_t k = 0; k < a.nnz(); ++k) trip.emplace_back(a.row[k], a.col[k], double(a.val[k]));
+    Sparse m(a.rows, a.cols);
+    m.setFromTriplets(trip.begin(), trip.end());
+    Eigen::VectorXd xe(x.size());
+    for (std::size_t i = 0; i < x.size(); ++i) xe[Eigen::Index(i)] = double(x[i]);
+    Eigen::VectorXd ye =
+        op == Op::normal ? Eigen::VectorXd(m * xe) : Eigen::VectorXd(m.transpose() * xe);
+    std::vector<double> y(y0.size());
+    for (std::size_t i = 0; i < y.size(); ++i)
+        y[i] = alpha * ye[Eigen::Index(i)] + (beta == 0 ? 0.0 : beta * double(y0[i]));
+    return y;
+}
+
+/// Per-entry error bound of a product accumulated in VT: (n_i + 4) * eps(VT) * (|alpha| *
+/// sum_j |a_ij x_j| + |beta y0_i|), n_i the entries of output i (a sum of n terms in any order
+/// is off by at most (n-1) u sum |terms|; 4 covers alpha, beta and the final add, with a
+/// factor 2 to spare), plus the smallest normal number.
+template <class MT, class VT>
+std::vector<double> error_bound(const Coo<MT>& a, Op op, double alpha, const std::vector<VT>& x,
+                                double beta, const std::vector<VT>& y0)
+{
+    std::vector<double> s(y0.size(), 0.0), n(y0.size(), 0.0);
+    for (offset_t k = 0; k < a.nnz(); ++k) {
+        const index_t out = op == Op::normal ? a.row[k] : a.col[k];
+        const index_t in = op == Op::normal ? a.col[k] : a.row[k];
+        s[out] += std::abs(double(a.val[k]) * double(x[in]));
+        n[out] += 1;
+    }
+    const double eps = std::numeric_limits<VT>::epsilon();
+    std::vector<double> b(y0.size());
+    for (std::size_t i = 0; i < b.size(); ++i)
+        b[i] = (n[i] + 4) * eps *
+                   (std::abs(alpha) * s[i] + (beta == 0 ? 0.0 : std::abs(beta * double(y0[i])))) +
+               std::numeric_limits<double>::min();
+    return b;
+}
+
+/// Worst |y_i - ref_i| / bound_i (NaN or Inf in y gives infinity).
+template <class VT>
+double worst_ratio(const std::vector<VT>& y, const std::vector<double>& ref,
+                   const std::vector<double>& bound)
+{
+    double w = 0;
+    for (std::size_t i = 0; i < y.size(); ++i) {
+        if (!std::isfinite(double(y[i]))) return std::numeric_limits<double>::infinity();
+        w = std::max(w, std::abs(double(y[i]) - ref[i]) / bound[i]);
+    }
+    return w;
+}
+
+/// Check one product y = alpha*op(A)*x + beta*y computed by `run(alpha, x, beta, y)` on the
+/// executor under test (x, y in its memory) against the CSR CPU kernel and Eigen. y starts as
+/// NaN when beta == 0, to prove that the kernel does not read it.
+template <class MT, class VT, class Run>
+void check_run(const std::string& what, const Coo<MT>& a, const Csr<MT>& csr, Op op, double alpha,
+               double beta, unsigned seed, Run&& run)
+{
+    const auto exec = test_executor();
+    const std::size_t nout = op == Op::normal ? a.rows : a.cols;
+    const std::size_t nin = op == Op::normal ? a.cols : a.rows;
+    const std::vector<VT> x = random_vector<VT>(nin, seed);
+    const std::vector<VT> y0 = beta == 0
+                                   ? std::vector<VT>(nout, std::numeric_limits<VT>::quiet_NaN())
+                                   : random_vector<VT>(nout, seed + 1);
+    const Array<VT> xd = Array<VT>(x).to(exec);
+    Array<VT> yd = Array<VT>(y0).to(exec);
+    run(VT(alpha), xd.data(), VT(beta), yd.data());
+    exec->synchronize();
+    const std::vector<VT> y = yd.to_vector();
+
+    std::vector<VT> ycsr = y0;
+    kernels::spmv(*cpu_executor(), csr, op, VT(alpha), x.data(), VT(beta), ycsr.data());
+
+    const std::vector<double> ref = eigen_product(a, op, alpha, x, beta, y0);
+    const std::vector<double> bound = error_bound(a, op, alpha, x, beta, y0);
+    const double vs_eigen = worst_ratio(y, ref, bound);
+    const double csr_vs_eigen = worst_ratio(ycsr, ref, bound);
+    // the format against the CSR kernel: both within the bound of Eigen, so within twice it
+    const std::vector<double> csr_d(ycsr.begin(), ycsr.end());
+    const double vs_csr = worst_ratio(y, csr_d, bound);
+    std::ostringstream where;
+    where << what << ", " << precision_label<MT, VT>() << ", " << op_name(op) << ", alpha=" << alpha
+          << " beta=" << beta << ", on " << exec->name();
+    BOOST_TEST(vs_eigen <= 1.0, where.str() << ": off Eigen by " << vs_eigen << " x the bound");
+    BOOST_TEST(vs_csr <= 2.0, where.str()
+                                  << ": off the CSR kernel by " << vs_csr << " x the bound");
+    BOOST_TEST(csr_vs_eigen <= 1.0, where.str() << ": the reference CSR kernel is off Eigen by "
+                                                << csr_vs_eigen << " x the bound");
+}
+
+/// check_run for heptane::spmv on a format already placed on the executor under test.
+template <class Matrix, class MT, class VT>
+void check_product(const std::string& what, const Matrix& m, const Coo<MT>& a, const Csr<MT>& csr,
+                   Op op, double alpha, double beta, unsigned seed)
+{
+    const auto exec = test_executor();
+    check_run<MT, VT>(what, a, csr, op, alpha, beta, seed, [&](VT al, const VT* x, VT be, VT* y) {
+        heptane::spmv(*exec, m, op, al, x, be, y);
+    });
+}
+
+/// Build with `build` (host COO in MT -> host format), place on the executor under test and
+/// check every alpha, beta in scalars() for `op`.
+template <class MT, class VT, class Build>
+void check_format_precision(const std::string& what, const Coo<double>& a64, Build&& build, Op op)
+{
+    const Coo<MT> a = convert_values<MT>(a64);
+    const Csr<MT> csr = csr_from_coo(a);
+    const auto m = build(a).to(test_executor());
+    unsigned seed = 1;
+    for (double alpha : scalars())
+        for (double beta : scalars())
+            check_product<std::decay_t<decltype(m)>, MT, VT>(what, m, a, csr, op, alpha, beta,
+                                                             seed++);
+}
+
+/// check_format_precision for double, float and mixed (fp32 values, fp64 vectors).
+template <class Build>
+void check_format(const std::string& what, const Coo<double>& a, Build&& build, Op op)
+{
+    check_format_precision<double, double>(what, a, build, op);
+    check_format_precision<float, float>(what, a, build, op);
+    check_format_precision<float, double>(what, a, build, op);
+}
+
+/// Exact equality of two COO matrices (same entries, same order, same values).
+template <class T>
+bool same_coo(const Coo<T>& a, const Coo<T>& b, std::string& why)
+{
+    std::ostringstream s;
+    if (a.rows != b.rows || a.cols != b.cols) {
+        s << "size " << a.rows << "x" << a.cols << " vs " << b.rows << "x" << b.cols;
+    } else if (a.nnz() != b.nnz()) {
+        s << "nnz " << a.nnz() << " vs " << b.nnz();
+    } else {
+        for (offset_t k = 0; k < a.nnz(); ++k)
+            if (a.row[k] != b.row[k] || a.col[k] != b.col[k] || !(a.val[k] == b.val[k])) {
+                s << "entry " << k << ": (" << a.row[k] << ", " << a.col[k] << ", " << a.val[k]
+                  << ") vs (" << b.row[k] << ", " << b.col[k] << ", " << b.val[k] << ")";
+                break;
+            }
+    }
+    why = s.str();
+    return why.empty();
+}
+
+}  // namespace heptane::test
