@@ -3,10 +3,15 @@
 
 namespace heptane::kernels {
 
+namespace {
+/// Below this many rows a loop runs on one thread (see vector_cpu.cpp).
+constexpr index_t parallel_min = 1 << 15;
+}  // namespace
+
 template <class VT>
 void diag_scale(const CpuExecutor&, index_t n, const VT* d, const VT* r, VT* z)
 {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (n >= parallel_min)
     for (index_t i = 0; i < n; ++i) z[i] = d[i] * r[i];
 }
 
@@ -15,7 +20,7 @@ void block_diag_apply(const CpuExecutor&, index_t nblocks, index_t nc, const VT*
                       const VT* r, VT* z)
 {
     const std::size_t nc2 = std::size_t(nc) * nc;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (nblocks * nc >= parallel_min)
     for (index_t c = 0; c < nblocks; ++c) {
         const VT* b = binv + nc2 * c;
         const VT* rc = r + std::size_t(c) * nc;
@@ -66,14 +71,14 @@ void triangular_solve(const CpuExecutor&, const TriangularFactor<VT>& f, VT* in,
     // The lower solve reads finished y_j from `out`: run it on `out` from the start.
     if (!f.diag_inv && in != out) {
         const std::size_t n = std::size_t(f.block_rows) * f.nc;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (n >= std::size_t(parallel_min))
         for (std::size_t i = 0; i < n; ++i) out[i] = in[i];
         in = out;
     }
     for (index_t l = 0; l < f.levels; ++l) {
         const index_t begin = f.level_ptr[l], end = f.level_ptr[l + 1];
         // small levels run on one thread: a parallel region costs more than their work
-#pragma omp parallel for schedule(static) if (end - begin >= 512)
+#pragma omp parallel for schedule(static) if (std::int64_t(end - begin) * f.nc >= 4096)
         for (index_t q = begin; q < end; ++q) triangular_row(f, f.level_rows[q], in, out);
     }
 }

@@ -6,19 +6,26 @@
 
 namespace heptane::kernels {
 
+namespace {
+/// Below this length a loop runs on one thread: a parallel region (fork, barrier) costs
+/// more than the memory-bound work, and on an oversubscribed host a barrier can wait a whole
+/// scheduler time slice.
+constexpr index_t parallel_min = 1 << 15;
+}  // namespace
+
 std::size_t reduce_partials_size(const CpuExecutor&) { return 0; }
 
 template <class VT>
 void fill(const CpuExecutor&, index_t n, VT value, VT* x)
 {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (n >= parallel_min)
     for (index_t i = 0; i < n; ++i) x[i] = value;
 }
 
 template <class VT>
 void copy(const CpuExecutor&, index_t n, const VT* x, VT* y)
 {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (n >= parallel_min)
     for (index_t i = 0; i < n; ++i) y[i] = x[i];
 }
 
@@ -26,10 +33,10 @@ template <class VT>
 void axpby(const CpuExecutor&, index_t n, VT a, const VT* x, VT b, VT* y)
 {
     if (b == VT(0)) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (n >= parallel_min)
         for (index_t i = 0; i < n; ++i) y[i] = a * x[i];
     } else {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (n >= parallel_min)
         for (index_t i = 0; i < n; ++i) y[i] = a * x[i] + b * y[i];
     }
 }
@@ -38,7 +45,7 @@ template <class VT>
 void dot(const CpuExecutor&, index_t n, const VT* x, const VT* y, StepContext ctx, int slot)
 {
     double sum = 0;
-#pragma omp parallel for schedule(static) reduction(+ : sum)
+#pragma omp parallel for schedule(static) reduction(+ : sum) if (n >= parallel_min)
     for (index_t i = 0; i < n; ++i) sum += double(x[i]) * double(y[i]);
     ctx.state->scratch[slot] = sum;
 }
@@ -47,7 +54,7 @@ template <class VT>
 void norm2(const CpuExecutor&, index_t n, const VT* x, StepContext ctx, int slot)
 {
     double sum = 0;
-#pragma omp parallel for schedule(static) reduction(+ : sum)
+#pragma omp parallel for schedule(static) reduction(+ : sum) if (n >= parallel_min)
     for (index_t i = 0; i < n; ++i) sum += double(x[i]) * double(x[i]);
     ctx.state->scratch[slot] = std::sqrt(sum);
 }
@@ -64,7 +71,7 @@ void bicgstab_init(const CpuExecutor&, index_t n, const VT* b, const VT* r, VT* 
                    VT* v, StopParams params, StepContext ctx)
 {
     double bb = 0, rr = 0;
-#pragma omp parallel for schedule(static) reduction(+ : bb, rr)
+#pragma omp parallel for schedule(static) reduction(+ : bb, rr) if (n >= parallel_min)
     for (index_t i = 0; i < n; ++i) {
         const VT ri = r[i];
         r_hat[i] = ri;
@@ -83,7 +90,7 @@ void bicgstab_update_p(const CpuExecutor&, index_t n, const VT* r, const VT* v, 
     const KrylovState& st = *ctx.state;
     if (st.stop) return;
     const VT beta = VT(st.beta), omega = VT(st.omega);
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (n >= parallel_min)
     for (index_t i = 0; i < n; ++i) p[i] = r[i] + beta * (p[i] - omega * v[i]);
 }
 
@@ -93,7 +100,7 @@ void bicgstab_alpha(const CpuExecutor&, index_t n, const VT* r_hat, const VT* v,
 {
     if (ctx.state->stop) return;
     double rv = 0;
-#pragma omp parallel for schedule(static) reduction(+ : rv)
+#pragma omp parallel for schedule(static) reduction(+ : rv) if (n >= parallel_min)
     for (index_t i = 0; i < n; ++i) rv += double(r_hat[i]) * double(v[i]);
     krylov::bicgstab_alpha_finalize(*ctx.state, rv);
 }
@@ -105,7 +112,7 @@ void bicgstab_update_s(const CpuExecutor&, index_t n, const VT* r, const VT* v, 
     if (ctx.state->stop) return;
     const VT alpha = VT(ctx.state->alpha);
     double ss = 0;
-#pragma omp parallel for schedule(static) reduction(+ : ss)
+#pragma omp parallel for schedule(static) reduction(+ : ss) if (n >= parallel_min)
     for (index_t i = 0; i < n; ++i) {
         const VT si = r[i] - alpha * v[i];
         s[i] = si;
@@ -120,7 +127,7 @@ void bicgstab_omega(const CpuExecutor&, index_t n, const VT* t, const VT* s, Ste
     if (ctx.state->stop) return;
     double ts = 0, tt = 0;
     if (!ctx.state->half) {
-#pragma omp parallel for schedule(static) reduction(+ : ts, tt)
+#pragma omp parallel for schedule(static) reduction(+ : ts, tt) if (n >= parallel_min)
         for (index_t i = 0; i < n; ++i) {
             ts += double(t[i]) * double(s[i]);
             tt += double(t[i]) * double(t[i]);
@@ -138,7 +145,7 @@ void bicgstab_update_xr(const CpuExecutor&, index_t n, const VT* p_hat, const VT
     const VT alpha = VT(ctx.state->alpha), omega = VT(ctx.state->omega);
     const bool use_s = ctx.state->omega != 0.0;
     double rhat_r = 0, rr = 0;
-#pragma omp parallel for schedule(static) reduction(+ : rhat_r, rr)
+#pragma omp parallel for schedule(static) reduction(+ : rhat_r, rr) if (n >= parallel_min)
     for (index_t i = 0; i < n; ++i) {
         x[i] += use_s ? alpha * p_hat[i] + omega * s_hat[i] : alpha * p_hat[i];
         const VT ri = use_s ? s[i] - omega * t[i] : s[i];
@@ -156,7 +163,7 @@ void cg_init(const CpuExecutor&, index_t n, const VT* b, const VT* r, StopParams
              StepContext ctx)
 {
     double bb = 0, rr = 0;
-#pragma omp parallel for schedule(static) reduction(+ : bb, rr)
+#pragma omp parallel for schedule(static) reduction(+ : bb, rr) if (n >= parallel_min)
     for (index_t i = 0; i < n; ++i) {
         bb += double(b[i]) * double(b[i]);
         rr += double(r[i]) * double(r[i]);
@@ -169,7 +176,7 @@ void cg_start(const CpuExecutor&, index_t n, const VT* r, const VT* z, VT* p, St
 {
     if (ctx.state->stop) return;
     double rz = 0;
-#pragma omp parallel for schedule(static) reduction(+ : rz)
+#pragma omp parallel for schedule(static) reduction(+ : rz) if (n >= parallel_min)
     for (index_t i = 0; i < n; ++i) {
         p[i] = z[i];
         rz += double(r[i]) * double(z[i]);
@@ -182,7 +189,7 @@ void cg_alpha(const CpuExecutor&, index_t n, const VT* p, const VT* q, StepConte
 {
     if (ctx.state->stop) return;
     double pq = 0;
-#pragma omp parallel for schedule(static) reduction(+ : pq)
+#pragma omp parallel for schedule(static) reduction(+ : pq) if (n >= parallel_min)
     for (index_t i = 0; i < n; ++i) pq += double(p[i]) * double(q[i]);
     krylov::cg_alpha_finalize(*ctx.state, pq);
 }
@@ -194,7 +201,7 @@ void cg_update_xr(const CpuExecutor&, index_t n, const VT* p, const VT* q, VT* x
     if (ctx.state->stop) return;
     const VT alpha = VT(ctx.state->alpha);
     double rr = 0;
-#pragma omp parallel for schedule(static) reduction(+ : rr)
+#pragma omp parallel for schedule(static) reduction(+ : rr) if (n >= parallel_min)
     for (index_t i = 0; i < n; ++i) {
         x[i] += alpha * p[i];
         const VT ri = r[i] - alpha * q[i];
@@ -209,7 +216,7 @@ void cg_beta(const CpuExecutor&, index_t n, const VT* r, const VT* z, StepContex
 {
     if (ctx.state->stop) return;
     double rz = 0;
-#pragma omp parallel for schedule(static) reduction(+ : rz)
+#pragma omp parallel for schedule(static) reduction(+ : rz) if (n >= parallel_min)
     for (index_t i = 0; i < n; ++i) rz += double(r[i]) * double(z[i]);
     krylov::cg_beta_finalize(*ctx.state, rz);
 }
@@ -219,7 +226,7 @@ void cg_update_p(const CpuExecutor&, index_t n, const VT* z, VT* p, StepContext 
 {
     if (ctx.state->stop) return;
     const VT beta = VT(ctx.state->beta);
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (n >= parallel_min)
     for (index_t i = 0; i < n; ++i) p[i] = z[i] + beta * p[i];
 }
 
