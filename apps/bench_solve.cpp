@@ -1,0 +1,245 @@
+// heptane bench solve: BiCGStab on the thesis systems (BENCHMARKS.md), per format and per
+// implementation, with the thesis protocol (5 iterations + setup) and to a tolerance; time
+// per iteration next to its floor.
+//
+// Floor of one unpreconditioned BiCGStab iteration (BENCHMARKS.md): two products read the
+// matrix twice, plus k vector passes of 8N bytes each; k = 15 when the vector updates and the
+// dot products are fused (the lower end of the 15-17 quoted there). floor = bytes / copy BW,
+// with the copy bandwidth measured by this program (CUDA) or taken as given (--copy-gbs).
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "apps/args.hpp"
+#include "apps/bench.hpp"
+#include "apps/common.hpp"
+#include "core/array.hpp"
+#include "core/bandwidth.hpp"
+#include "core/error.hpp"
+#include "formats/detect/detect.hpp"
+#include "formats/matrix.hpp"
+#include "generators/hepta.hpp"
+#include "solver/solve.hpp"
+
+namespace heptane::cli {
+
+namespace {
+const char* usage =
+    "usage: heptane bench solve [--sizes thesis|small|LIST] [--formats bdiagh,csr,bsr]\n"
+    "                           [--impl fused,reference] [--device auto|cpu|gpu]\n"
+    "                           [--pc none|jacobi|bjacobi|ilu0] [--rtol R] [--max-it N]\n"
+    "                           [--model uniform|reservoir] [--reps N] [--copy-gbs G]\n"
+    "                           [--csv FILE] [--json FILE]\n\n"
+    "For each system: 5 BiCGStab iterations + setup (the thesis protocol, timed end to end)\n"
+    "and a solve to --rtol (default 1e-8) on the reservoir model; per format and\n"
+    "implementation. Prints a markdown table with the time per iteration next to the floor.\n"
+    "  --sizes      thesis: the ten banded systems of BENCHMARKS.md; small: the first three;\n"
+    "               or a list JxHxIxNc,... (default thesis)\n"
+    "  --model      coefficients for the 5-iteration runs (default uniform, as the thesis);\n"
+    "               the to-tolerance runs always use the reservoir model\n"
+    "  --copy-gbs   device copy bandwidth in GB/s for the floor (default: measured on CUDA,\n"
+    "               required on the CPU to print a floor)\n";
+
+struct Row {
+    std::string system, format, impl, device;
+    long long n = 0, nnz = 0;
+    double five_it_ms = 0, per_it_ms = 0, floor_ms = 0;
+    int tol_iterations = 0;
+    double tol_seconds = 0, tol_true_relres = 0;
+    std::string tol_reason;
+};
+
+std::vector<HeptaSpec> thesis_sizes()
+{
+    const int t[10][4] = {{16, 16, 32, 8}, {16, 32, 32, 8}, {16, 16, 32, 16}, {32, 64, 64, 4},
+                          {16, 32, 32, 16}, {32, 32, 64, 8}, {32, 128, 64, 4}, {32, 64, 64, 8},
+                          {32, 32, 64, 16}, {32, 128, 64, 8}};
+    std::vector<HeptaSpec> v;
+    for (auto& r : t) {
+        HeptaSpec s;
+        s.J = r[0];
+        s.H = r[1];
+        s.I = r[2];
+        s.Nc = r[3];
+        s.banded = true;
+        v.push_back(s);
+    }
+    return v;
+}
+
+double median(std::vector<double> v)
+{
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+}
+}  // namespace
+
+int bench_solve(int argc, char** argv)
+{
+    Args args(argc, argv, {});
+    if (args.help()) {
+        std::printf("%s", usage);
+        return 0;
+    }
+    const std::string sizes = args.get_or("--sizes", "thesis");
+    const std::string formats = args.get_or("--formats", "bdiagh,csr");
+    const std::string impls = args.get_or("--impl", "fused");
+    const std::string device = args.get_or("--device", "auto");
+    const std::string pc = args.get_or("--pc", "none");
+    const double rtol = args.get_double("--rtol", 1e-8);
+    const int max_it = static_cast<int>(args.get_int("--max-it", 2000));
+    const std::string model = args.get_or("--model", "uniform");
+    const int reps = static_cast<int>(args.get_int("--reps", 5));
+    double copy_gbs = args.get_double("--copy-gbs", 0);
+    auto csv = args.get("--csv");
+    auto jsonf = args.get("--json");
+    args.finish(0, 0);
+
+    auto exec = pick_executor(device);
+    const std::string dev = exec->is_cuda() ? "cuda:" + std::to_string(
+        static_cast<const CudaExecutor&>(*exec).device()) : "cpu";
+    if (copy_gbs <= 0 && exec->is_cuda()) copy_gbs = measure_copy_bandwidth(*exec);
+
+    std::vector<HeptaSpec> specs;
+    if (sizes == "thesis") {
+        specs = thesis_sizes();
+    } else if (sizes == "small") {
+        specs = thesis_sizes();
+        specs.resize(3);
+    } else {
+        std::size_t i = 0;
+        while (i < sizes.size()) {
+            auto j = sizes.find(',', i);
+            if (j == std::string::npos) j = sizes.size();
+            auto s = parse_generate_spec(sizes.substr(i, j - i) + ":banded");
+            specs.push_back(s);
+            i = j + 1;
+        }
+    }
+    auto split = [](const std::string& s) {
+        std::vector<std::string> v;
+        std::size_t i = 0;
+        while (i <= s.size()) {
+            auto j = s.find(',', i);
+            if (j == std::string::npos) j = s.size();
+            if (j > i) v.push_back(s.substr(i, j - i));
+            i = j + 1;
+        }
+        return v;
+    };
+    const auto fmt_list = split(formats);
+    const auto impl_list = split(impls);
+
+    std::vector<Row> rows;
+    std::printf("BiCGStab on %s; copy bandwidth %s; preconditioner %s\n", exec->name().c_str(),
+                copy_gbs > 0 ? (std::to_string(int(copy_gbs)) + " GB/s").c_str() : "not given",
+                pc.c_str());
+    std::printf("| system | N | nnz | format | impl | 5 it + setup ms | ms/it | floor ms/it | "
+                "x floor | it to %.0e | s to tol | true relres | reason |\n", rtol);
+    std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+    std::fflush(stdout);
+    for (auto spec : specs) {
+        spec.model = parse_model(model);
+        auto a = generate_hepta_coo<double>(spec);
+        auto sys = make_rhs(spec, a);
+        HeptaSpec rspec = spec;
+        rspec.model = HeptaModel::reservoir;
+        auto ar = generate_hepta_coo<double>(rspec);
+        auto rsys = make_rhs(rspec, ar);
+        Structure st = detect_structure(a);
+        for (const auto& fname : fmt_list) {
+            for (const auto& iname : impl_list) {
+                SolveConfig cfg;
+                cfg.format = parse_format(fname);
+                cfg.impl = parse_bicgstab_impl(iname);
+                cfg.pc = parse_pc(pc);
+                cfg.device = dev;
+                cfg.format_options.block_size = st.block_size;
+                cfg.block_size = st.block_size;
+                if (cfg.format == Format::bdia) cfg.format_options.block_offsets = st.block_offsets;
+                Row r;
+                r.system = describe(spec);
+                r.format = fname;
+                r.impl = iname;
+                r.device = dev;
+                r.n = a.rows;
+                r.nnz = a.nnz();
+                try {
+                    // thesis protocol: exactly 5 iterations (rtol 0 so none stops early)
+                    cfg.options.rtol = 0;
+                    cfg.options.atol = 0;
+                    cfg.options.max_it = 5;
+                    cfg.options.record_history = false;
+                    std::vector<double> t5, per;
+                    for (int k = 0; k < reps; ++k) {
+                        auto res = solve_system(a, sys.b, cfg);
+                        t5.push_back(res.timings.total_ms - res.timings.download_ms);
+                        per.push_back(res.timings.per_iteration_ms);
+                    }
+                    r.five_it_ms = median(t5);
+                    r.per_it_ms = median(per);
+                    if (copy_gbs > 0) {
+                        const Precision p = Precision::double_;
+                        const auto traffic = spmv_traffic(a, cfg.format, cfg.format_options, p);
+                        const double bytes = 2 * traffic.matrix_bytes + 15.0 * 8.0 * a.rows;
+                        r.floor_ms = bytes / (copy_gbs * 1e9) * 1e3;
+                    }
+                    // to tolerance on the reservoir model
+                    cfg.options.rtol = rtol;
+                    cfg.options.max_it = max_it;
+                    auto res = solve_system(ar, rsys.b, cfg);
+                    r.tol_iterations = res.status.iterations;
+                    r.tol_seconds = res.timings.solve_ms / 1e3;
+                    r.tol_true_relres = res.status.true_relative_residual;
+                    r.tol_reason = to_string(res.status.reason);
+                } catch (const Error& e) {
+                    r.tol_reason = std::string("error: ") + e.what();
+                }
+                rows.push_back(r);
+                std::printf("| %s | %lld | %lld | %s | %s | %.3f | %.4f | %s | %s | %d | %.4f | "
+                            "%.1e | %s |\n",
+                            r.system.c_str(), r.n, r.nnz, r.format.c_str(), r.impl.c_str(),
+                            r.five_it_ms, r.per_it_ms,
+                            r.floor_ms > 0 ? std::to_string(r.floor_ms).substr(0, 6).c_str() : "-",
+                            r.floor_ms > 0 ? std::to_string(r.per_it_ms / r.floor_ms).substr(0, 4).c_str() : "-",
+                            r.tol_iterations, r.tol_seconds, r.tol_true_relres,
+                            r.tol_reason.c_str());
+                std::fflush(stdout);
+            }
+        }
+    }
+    if (csv) {
+        std::ofstream f(*csv);
+        HEPTANE_ENSURE(f.good(), IoError, "cannot write " << *csv);
+        f << "system,n,nnz,format,impl,device,five_it_setup_ms,per_it_ms,floor_ms,tol_iterations,"
+             "tol_seconds,tol_true_relres,tol_reason\n";
+        for (const auto& r : rows)
+            f << '"' << r.system << "\"," << r.n << ',' << r.nnz << ',' << r.format << ',' << r.impl
+              << ',' << r.device << ',' << r.five_it_ms << ',' << r.per_it_ms << ',' << r.floor_ms
+              << ',' << r.tol_iterations << ',' << r.tol_seconds << ',' << r.tol_true_relres << ",\""
+              << r.tol_reason << "\"\n";
+    }
+    if (jsonf) {
+        std::ofstream f(*jsonf);
+        HEPTANE_ENSURE(f.good(), IoError, "cannot write " << *jsonf);
+        f << "[\n";
+        for (std::size_t i = 0; i < rows.size(); ++i) {
+            const auto& r = rows[i];
+            f << "  {\"system\": " << json_string(r.system) << ", \"n\": " << r.n
+              << ", \"nnz\": " << r.nnz << ", \"format\": \"" << r.format << "\", \"impl\": \""
+              << r.impl << "\", \"device\": \"" << r.device << "\", \"five_it_setup_ms\": "
+              << r.five_it_ms << ", \"per_it_ms\": " << r.per_it_ms << ", \"floor_ms\": "
+              << r.floor_ms << ", \"tol_iterations\": " << r.tol_iterations
+              << ", \"tol_seconds\": " << r.tol_seconds << ", \"tol_true_relres\": "
+              << r.tol_true_relres << ", \"tol_reason\": " << json_string(r.tol_reason) << "}"
+              << (i + 1 < rows.size() ? ",\n" : "\n");
+        }
+        f << "]\n";
+    }
+    return 0;
+}
+
+}  // namespace heptane::cli

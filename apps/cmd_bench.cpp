@@ -1,0 +1,112 @@
+// heptane bench: dispatch to the benchmark programs. Benchmarks print numbers; tests check
+// answers (BENCHMARKS.md). Every benchmark checks its result before it times anything.
+#include <chrono>
+#include <cstdio>
+#include <string>
+
+#include "apps/args.hpp"
+#include "apps/bench.hpp"
+#include "apps/commands.hpp"
+#include "core/error.hpp"
+#include "generators/matrix_market.hpp"
+
+#ifdef HEPTANE_HAVE_EIGEN
+#include <Eigen/SparseCore>
+#include <unsupported/Eigen/SparseExtra>
+#endif
+
+namespace heptane::cli {
+
+namespace {
+
+const char* bench_usage =
+    "usage: heptane bench <what> [options]\n\n"
+    "  spmv     SpMV per format and precision against the copy bandwidth and cuSPARSE\n"
+    "           (heptane bench spmv --help)\n"
+    "  solve    BiCGStab per iteration and to tolerance (heptane bench solve --help)\n"
+    "  mmread   Matrix Market read throughput, next to Eigen's loadMarket on the same file\n"
+    "           heptane bench mmread FILE [--threads N] [--reps N] [--no-eigen] [--json]\n";
+
+double seconds_since(std::chrono::steady_clock::time_point t0)
+{
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+int bench_mmread(int argc, char** argv)
+{
+    Args args(argc, argv, {"--no-eigen", "--json"});
+    if (args.help()) {
+        std::printf("%s", bench_usage);
+        return 0;
+    }
+    const int threads = static_cast<int>(args.get_int("--threads", 0));
+    const int reps = static_cast<int>(args.get_int("--reps", 3));
+    const bool eigen = !args.flag("--no-eigen");
+    const bool json = args.flag("--json");
+    args.finish(1, 1);
+    const std::string path = args.positionals()[0];
+
+    MatrixMarketOptions opt;
+    opt.threads = threads;
+    double best = 1e300;
+    MatrixMarketInfo info;
+    offset_t nnz = 0;
+    for (int r = 0; r < reps; ++r) {
+        auto t0 = std::chrono::steady_clock::now();
+        auto a = read_matrix_market<double>(path, opt, &info);
+        best = std::min(best, seconds_since(t0));
+        nnz = a.nnz();
+    }
+    const double mb = info.bytes / 1e6;
+    double eigen_best = -1;
+#ifdef HEPTANE_HAVE_EIGEN
+    if (eigen) {
+        for (int r = 0; r < reps; ++r) {
+            Eigen::SparseMatrix<double, Eigen::RowMajor> m;
+            auto t0 = std::chrono::steady_clock::now();
+            if (!Eigen::loadMarket(m, path)) HEPTANE_THROW(IoError, "Eigen::loadMarket failed on " << path);
+            const double t = seconds_since(t0);
+            eigen_best = eigen_best < 0 ? t : std::min(eigen_best, t);
+        }
+    }
+#else
+    (void)eigen;
+#endif
+    if (json) {
+        std::printf("{\"file\": \"%s\", \"bytes\": %zu, \"nnz\": %lld, \"heptane_seconds\": %.6f, "
+                    "\"heptane_mb_per_s\": %.1f, \"eigen_seconds\": %.6f, \"eigen_mb_per_s\": %.1f}\n",
+                    path.c_str(), info.bytes, static_cast<long long>(nnz), best, mb / best,
+                    eigen_best, eigen_best > 0 ? mb / eigen_best : -1.0);
+    } else {
+        std::printf("file %s: %.1f MB, %lld entries after expansion (best of %d)\n", path.c_str(),
+                    mb, static_cast<long long>(nnz), reps);
+        std::printf("| reader | seconds | MB/s |\n|---|---|---|\n");
+        std::printf("| heptane (canonical COO, %s threads) | %.3f | %.0f |\n",
+                    threads ? std::to_string(threads).c_str() : "all", best, mb / best);
+        if (eigen_best > 0)
+            std::printf("| Eigen::loadMarket (SparseMatrix) | %.3f | %.0f |\n", eigen_best,
+                        mb / eigen_best);
+    }
+    return 0;
+}
+
+}  // namespace
+
+int cmd_bench(int argc, char** argv)
+{
+    if (argc < 1) {
+        std::fprintf(stderr, "%s", bench_usage);
+        return 2;
+    }
+    const std::string what = argv[0];
+    if (what == "-h" || what == "--help") {
+        std::printf("%s", bench_usage);
+        return 0;
+    }
+    if (what == "mmread") return bench_mmread(argc - 1, argv + 1);
+    if (what == "spmv") return bench_spmv(argc - 1, argv + 1);
+    if (what == "solve") return bench_solve(argc - 1, argv + 1);
+    throw UsageError("unknown benchmark '" + what + "' (spmv, solve, mmread)");
+}
+
+}  // namespace heptane::cli

@@ -1,0 +1,212 @@
+// heptane solve: A x = b with BiCGStab or CG on the CPU or a GPU, with an honest account of
+// convergence (reason, recursive and true residual, error against x_true when known).
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+#include "apps/args.hpp"
+#include "apps/commands.hpp"
+#include "apps/common.hpp"
+#include "core/error.hpp"
+#include "formats/detect/detect.hpp"
+#include "generators/hepta.hpp"
+#include "generators/matrix_market.hpp"
+#include "solver/solve.hpp"
+
+namespace heptane::cli {
+
+namespace {
+const char* solve_usage =
+    "usage: heptane solve A.mtx [-b b.mtx] [options]\n"
+    "       heptane solve --generate JxHxIxNc[:model[:banded]] [options]\n\n"
+    "Solve A x = b. Without -b, b = A*1 (for --generate: b = A*x_true, and the error against\n"
+    "x_true is reported).\n"
+    "  --solver S        bicgstab (default) | cg (symmetric positive definite A)\n"
+    "  --pc P            none | jacobi | bjacobi | ilu0 (default: ilu0 for bicgstab,\n"
+    "                    bjacobi for cg); bjacobi and ilu0 work on Nc x Nc blocks\n"
+    "  --format F        auto | csr | ell | hyb | dia | bsr | bdiagh (default auto: the format\n"
+    "                    `heptane info` picks, with the reason printed)\n"
+    "  --precision P     double | single | mixed (fp32 matrix values, fp64 vectors); default\n"
+    "                    double\n"
+    "  --device D        auto | cpu | gpu | gpu:N (default auto: the GPU when there is one)\n"
+    "  --impl I          fused (default) | reference (thesis-style cuBLAS/cuSPARSE BiCGStab,\n"
+    "                    GPU and double only)\n"
+    "  --rtol R          stop when ||r|| <= R ||b|| (default 1e-8)\n"
+    "  --atol A          or when ||r|| < A (default 0)\n"
+    "  --max-it N        iteration limit (default 1000)\n"
+    "  --check-every K   GPU: read the residual on the host every K iterations (default 8)\n"
+    "  --x0 FILE         initial guess (Matrix Market vector)\n"
+    "  -o FILE           write x (Matrix Market vector)\n"
+    "  --monitor         print the residual at every check\n"
+    "  --history FILE    write the residual history as CSV (iteration,residual,relative)\n"
+    "  --json            one JSON object on stdout (keys: converged, reason, iterations,\n"
+    "                    true_relres, relres, solve_seconds, setup_seconds, per_iteration_ms,\n"
+    "                    format, format_reason, device, ...)\n"
+    "  --quiet           no progress on stderr\n"
+    "Exit status: 0 converged, 1 not converged (the reason is printed) or failed, 2 usage.\n";
+
+double max_abs_diff(const std::vector<double>& a, const std::vector<double>& b, double* bmax)
+{
+    double d = 0, m = 0;
+    for (std::size_t i = 0; i < a.size(); ++i) {
+        d = std::max(d, std::abs(a[i] - b[i]));
+        m = std::max(m, std::abs(b[i]));
+    }
+    *bmax = m;
+    return d;
+}
+}  // namespace
+
+int cmd_solve(int argc, char** argv)
+{
+    Args args(argc, argv, {"--monitor", "--json", "--quiet"});
+    if (args.help()) {
+        std::printf("%s", solve_usage);
+        return 0;
+    }
+    const bool json = args.flag("--json");
+    const bool monitor = args.flag("--monitor");
+    const bool quiet = args.flag("--quiet") || json;
+    auto gen = args.get("--generate");
+    auto bfile = args.get("-b");
+    auto x0file = args.get("--x0");
+    auto xfile = args.get("-o");
+    auto hist = args.get("--history");
+    SolveConfig cfg;
+    cfg.solver = parse_solver(args.get_or("--solver", "bicgstab"));
+    if (auto pc = args.get("--pc")) cfg.pc = parse_pc(*pc);
+    const std::string fmt_name = args.get_or("--format", "auto");
+    const std::string prec = args.get_or("--precision", "double");
+    const std::string device = args.get_or("--device", "auto");
+    cfg.impl = parse_bicgstab_impl(args.get_or("--impl", "fused"));
+    cfg.options.rtol = args.get_double("--rtol", cfg.options.rtol);
+    cfg.options.atol = args.get_double("--atol", cfg.options.atol);
+    cfg.options.max_it = static_cast<int>(args.get_int("--max-it", cfg.options.max_it));
+    cfg.options.check_every =
+        static_cast<int>(args.get_int("--check-every", cfg.options.check_every));
+    args.finish(gen ? 0 : 1, gen ? 0 : 1);
+    if (prec == "double")
+        cfg.precision = Precision::double_;
+    else if (prec == "single")
+        cfg.precision = Precision::single;
+    else if (prec == "mixed")
+        cfg.precision = Precision::mixed;
+    else
+        throw UsageError("--precision must be double, single or mixed");
+    if (cfg.options.max_it < 0) throw UsageError("--max-it must be >= 0");
+    if (cfg.options.check_every < 1) throw UsageError("--check-every must be >= 1");
+
+    auto exec = pick_executor(device);
+    cfg.device = exec->is_cuda() ? "cuda:" + std::to_string(static_cast<const CudaExecutor&>(*exec).device()) : "cpu";
+    std::optional<std::string> file;
+    if (!args.positionals().empty()) file = args.positionals()[0];
+    Problem p = load_problem(file, gen, quiet);
+    HEPTANE_ENSURE(p.a.rows == p.a.cols, DimensionMismatch,
+                   "A is " << p.a.rows << " x " << p.a.cols << ": solve needs a square matrix");
+
+    // right-hand side
+    std::vector<double> b, x_true;
+    if (bfile) {
+        b = read_matrix_market_vector<double>(*bfile);
+        HEPTANE_ENSURE(b.size() == std::size_t(p.a.rows), DimensionMismatch,
+                       "b has " << b.size() << " entries, A has " << p.a.rows << " rows");
+    } else if (p.spec) {
+        auto sys = make_rhs(*p.spec, p.a);
+        b = std::move(sys.b);
+        x_true = std::move(sys.x_true);
+    } else {
+        b.assign(p.a.rows, 0.0);  // b = A * 1
+        for (offset_t k = 0; k < p.a.nnz(); ++k) b[p.a.row[k]] += p.a.val[k];
+        x_true.assign(p.a.rows, 1.0);
+    }
+    if (x0file) {
+        cfg.x0 = read_matrix_market_vector<double>(*x0file);
+        HEPTANE_ENSURE(cfg.x0.size() == std::size_t(p.a.rows), DimensionMismatch,
+                       "x0 has " << cfg.x0.size() << " entries, A has " << p.a.rows << " rows");
+    }
+
+    // format: the detected choice unless told
+    Structure s = detect_structure(p.a);
+    std::string format_reason;
+    if (fmt_name == "auto") {
+        cfg.format = parse_format(s.format);
+        format_reason = s.format_reason;
+    } else {
+        cfg.format = parse_format(fmt_name);
+        format_reason = "requested with --format";
+    }
+    cfg.format_options.block_size = s.block_size;
+    cfg.block_size = s.block_size;
+    if (cfg.format == Format::bdia) cfg.format_options.block_offsets = s.block_offsets;
+
+    // progress: every check with --monitor, otherwise about once a second on long solves
+    auto t_start = std::chrono::steady_clock::now();
+    double last_print = 0;
+    cfg.options.monitor = [&](const IterationInfo& it) {
+        const double now =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
+        if (monitor || (!quiet && now - last_print >= 1.0)) {
+            std::fprintf(stderr, "  iteration %6d  ||r|| %.6e  ||r||/||b|| %.3e\n", it.iteration,
+                         it.residual_norm, it.relative_residual);
+            last_print = now;
+        }
+    };
+    if (!quiet) {
+        cfg.on_stage = [](SolveStage st, double ms) {
+            std::fprintf(stderr, "  [%8.1f ms] %s\n", ms, to_string(st));
+        };
+        std::fprintf(stderr, "format %s: %s\n", to_string(cfg.format), format_reason.c_str());
+    }
+    SolveResult r = solve_system(p.a, b, cfg);
+    const Status& st = r.status;
+
+    double err = -1, xmax = 0;
+    if (!x_true.empty()) err = max_abs_diff(r.x, x_true, &xmax) / (xmax > 0 ? xmax : 1);
+    if (xfile) write_matrix_market_vector(*xfile, r.x, "x from heptane solve: " + st.summary());
+    if (hist) {
+        std::ofstream h(*hist);
+        HEPTANE_ENSURE(h.good(), IoError, "cannot write " << *hist);
+        h << "iteration,residual,relative\n";
+        for (std::size_t i = 0; i < st.history.size(); ++i)
+            h << i << ',' << st.history[i] << ',' << st.history[i] / (st.b_norm > 0 ? st.b_norm : 1)
+              << '\n';
+    }
+    const auto& t = r.timings;
+    const double setup_s = (t.operator_ms + t.preconditioner_ms + t.upload_ms + t.setup_ms) / 1e3;
+    if (json) {
+        std::printf(
+            "{\"source\": %s, \"converged\": %s, \"reason\": \"%s\", \"iterations\": %d, "
+            "\"relres\": %.6e, \"true_relres\": %.6e, \"error_vs_xtrue\": %.6e, "
+            "\"solve_seconds\": %.6f, \"setup_seconds\": %.6f, \"total_seconds\": %.6f, "
+            "\"per_iteration_ms\": %.6f, \"solver\": %s, \"preconditioner\": %s, \"format\": \"%s\", "
+            "\"format_reason\": %s, \"operator\": %s, \"precision\": \"%s\", \"device\": %s, "
+            "\"rows\": %d, \"nnz\": %lld}\n",
+            json_string(p.source).c_str(), st.converged() ? "true" : "false", to_string(st.reason),
+            st.iterations, st.relative_residual, st.true_relative_residual, err, t.solve_ms / 1e3,
+            setup_s, t.total_ms / 1e3, t.per_iteration_ms, json_string(r.solver).c_str(),
+            json_string(r.preconditioner).c_str(), to_string(cfg.format),
+            json_string(format_reason).c_str(), json_string(r.format).c_str(), prec.c_str(),
+            json_string(r.device).c_str(), p.a.rows, static_cast<long long>(p.a.nnz()));
+    } else {
+        std::printf("system    %s: %d rows, %lld entries\n", p.source.c_str(), p.a.rows,
+                    static_cast<long long>(p.a.nnz()));
+        std::printf("operator  %s\n", r.format.c_str());
+        std::printf("solver    %s, preconditioner %s, on %s\n", r.solver.c_str(),
+                    r.preconditioner.c_str(), r.device.c_str());
+        std::printf("result    %s after %d iterations\n",
+                    st.converged() ? "CONVERGED" : "NOT CONVERGED", st.iterations);
+        std::printf("          reason %s\n", to_string(st.reason));
+        std::printf("          ||r||/||b|| recursive %.3e, true %.3e\n", st.relative_residual,
+                    st.true_relative_residual);
+        if (err >= 0) std::printf("          max|x - x_true| / max|x_true| = %.3e\n", err);
+        std::printf("time      setup %.3f s (operator %.3f, preconditioner %.3f, upload %.3f), "
+                    "solve %.3f s, %.4f ms per iteration, total %.3f s\n",
+                    setup_s, t.operator_ms / 1e3, t.preconditioner_ms / 1e3, t.upload_ms / 1e3,
+                    t.solve_ms / 1e3, t.per_iteration_ms, t.total_ms / 1e3);
+    }
+    return st.converged() ? 0 : 1;
+}
+
+}  // namespace heptane::cli

@@ -1,0 +1,182 @@
+// heptane spmv: one sparse matrix-vector product y = A x (or A^T x) in a chosen format,
+// precision and device; checks the result against the fp64 CSR CPU product, then reports
+// the median time and the effective bandwidth (floor bytes / time, BENCHMARKS.md).
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "apps/args.hpp"
+#include "apps/commands.hpp"
+#include "apps/common.hpp"
+#include "core/array.hpp"
+#include "core/error.hpp"
+#include "formats/csr/csr_kernels.hpp"
+#include "formats/detect/detect.hpp"
+#include "formats/matrix.hpp"
+#include "generators/matrix_market.hpp"
+
+namespace heptane::cli {
+
+namespace {
+const char* spmv_usage =
+    "usage: heptane spmv FILE | --generate JxHxIxNc[:model] [options]\n\n"
+    "One product y = A x, checked against the fp64 CSR product on the CPU, then timed.\n"
+    "  --format F        coo, csr, ell, hyb, dia, bsr, bdiagh or auto (default: auto, the\n"
+    "                    format `heptane info` picks)\n"
+    "  --precision P     double | single | mixed (fp32 values, fp64 vectors); default double\n"
+    "  --device D        auto | cpu | gpu | gpu:N (default auto: a GPU when there is one)\n"
+    "  --transpose       compute A^T x\n"
+    "  --block-size B    BSR / BDIA-GH block size (default: detected)\n"
+    "  -x FILE           x as a Matrix Market vector (default: x_i = 1 + (i mod 7)/7)\n"
+    "  -o FILE           write y (Matrix Market array)\n"
+    "  --reps N          timed repetitions after one warm-up (default 20); median reported\n"
+    "  --json            one JSON object on stdout\n";
+
+struct Result {
+    std::vector<double> y;
+    std::vector<double> times;
+    std::string describe;
+};
+
+template <class MT, class VT>
+Result run(const Coo<double>& a, Format f, const FormatOptions& opt,
+           std::shared_ptr<const Executor> exec, bool transpose, const std::vector<double>& x,
+           int reps)
+{
+    auto op = make_matrix_operator<MT, VT>(a, f, exec, opt);
+    const std::size_t nx = transpose ? a.rows : a.cols, ny = transpose ? a.cols : a.rows;
+    std::vector<VT> xh(x.begin(), x.end());
+    Array<VT> xd = Array<VT>(std::move(xh)).to(exec);
+    Array<VT> yd(exec, ny);
+    (void)nx;
+    Result r;
+    r.describe = op->describe();
+    auto once = [&] {
+        if (transpose)
+            op->apply_transpose(VT(1), xd.data(), VT(0), yd.data());
+        else
+            op->apply(VT(1), xd.data(), VT(0), yd.data());
+        exec->synchronize();
+    };
+    once();  // warm-up, and the result that is checked
+    auto yv = yd.to_vector();
+    r.y.assign(yv.begin(), yv.end());
+    for (int i = 0; i < reps; ++i) {
+        auto t0 = std::chrono::steady_clock::now();
+        once();
+        r.times.push_back(
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    }
+    return r;
+}
+}  // namespace
+
+int cmd_spmv(int argc, char** argv)
+{
+    Args args(argc, argv, {"--transpose", "--json", "--quiet"});
+    if (args.help()) {
+        std::printf("%s", spmv_usage);
+        return 0;
+    }
+    const bool json = args.flag("--json");
+    const bool quiet = args.flag("--quiet") || json;
+    const bool transpose = args.flag("--transpose");
+    auto gen = args.get("--generate");
+    auto fmt_name = args.get_or("--format", "auto");
+    auto prec = args.get_or("--precision", "double");
+    auto device = args.get_or("--device", "auto");
+    const long long bs = args.get_int("--block-size", 0);
+    auto xfile = args.get("-x");
+    auto yfile = args.get("-o");
+    const int reps = static_cast<int>(args.get_int("--reps", 20));
+    args.finish(gen ? 0 : 1, gen ? 0 : 1);
+    if (reps < 1) throw UsageError("--reps must be at least 1");
+    if (prec != "double" && prec != "single" && prec != "mixed")
+        throw UsageError("--precision must be double, single or mixed");
+    std::optional<std::string> file;
+    if (!args.positionals().empty()) file = args.positionals()[0];
+    auto exec = pick_executor(device);
+    Problem p = load_problem(file, gen, quiet);
+
+    Structure s = detect_structure(p.a);
+    const Format f = parse_format(fmt_name == "auto" ? s.format : fmt_name);
+    FormatOptions opt;
+    opt.block_size = bs > 0 ? static_cast<index_t>(bs) : s.block_size;
+
+    const std::size_t nx = transpose ? p.a.rows : p.a.cols;
+    std::vector<double> x;
+    if (xfile) {
+        x = read_matrix_market_vector<double>(*xfile);
+        HEPTANE_ENSURE(x.size() == nx, DimensionMismatch,
+                       "x has " << x.size() << " entries, the product needs " << nx);
+    } else {
+        x.resize(nx);
+        for (std::size_t i = 0; i < nx; ++i) x[i] = 1.0 + double(i % 7) / 7.0;
+    }
+    // fp64 CSR reference on the CPU
+    auto csr = csr_from_coo(p.a);
+    std::vector<double> ref(transpose ? p.a.cols : p.a.rows);
+    kernels::spmv(*cpu_executor(), csr, transpose ? Op::transpose : Op::normal, 1.0, x.data(),
+                  0.0, ref.data());
+
+    Result r;
+    Precision pr = Precision::double_;
+    if (prec == "double") {
+        r = run<double, double>(p.a, f, opt, exec, transpose, x, reps);
+    } else if (prec == "single") {
+        pr = Precision::single;
+        r = run<float, float>(p.a, f, opt, exec, transpose, x, reps);
+    } else {
+        pr = Precision::mixed;
+        r = run<float, double>(p.a, f, opt, exec, transpose, x, reps);
+    }
+    // check: max |y - ref| relative to max_i sum_j |a_ij x_j| (the size of the terms summed)
+    std::vector<double> scale(ref.size(), 0.0);
+    for (offset_t k = 0; k < p.a.nnz(); ++k) {
+        const index_t i = transpose ? p.a.col[k] : p.a.row[k];
+        const index_t j = transpose ? p.a.row[k] : p.a.col[k];
+        scale[i] += std::abs(p.a.val[k] * x[j]);
+    }
+    double err = 0, sc = 1e-300;
+    for (std::size_t i = 0; i < ref.size(); ++i) {
+        const double d = std::abs(r.y[i] - ref[i]);
+        err = (d > err || std::isnan(d)) ? d : err;
+        sc = std::max(sc, scale[i]);
+    }
+    const double rel = err / sc;
+    const double tol = pr == Precision::double_ ? 1e-12 : 1e-5;
+    const bool ok = rel <= tol;
+
+    std::sort(r.times.begin(), r.times.end());
+    const double med = r.times[r.times.size() / 2];
+    const SpmvTraffic t = spmv_traffic(p.a, f, opt, pr);
+    const double gbs = t.total() / med / 1e9;
+    const double gflops = 2.0 * p.a.nnz() / med / 1e9;
+    if (yfile) write_matrix_market_vector(*yfile, r.y, "y = A x by heptane spmv");
+    if (json) {
+        std::printf("{\"source\": %s, \"operator\": %s, \"format\": \"%s\", \"precision\": \"%s\", "
+                    "\"device\": %s, \"transpose\": %s, \"rows\": %d, \"cols\": %d, \"nnz\": %lld, "
+                    "\"median_seconds\": %.9f, \"min_seconds\": %.9f, \"max_seconds\": %.9f, "
+                    "\"floor_bytes\": %.0f, \"gb_per_s\": %.2f, \"gflop_per_s\": %.2f, "
+                    "\"check_rel_error\": %.3e, \"check_passed\": %s}\n",
+                    json_string(p.source).c_str(), json_string(r.describe).c_str(), to_string(f),
+                    prec.c_str(), json_string(exec->name()).c_str(), transpose ? "true" : "false",
+                    p.a.rows, p.a.cols, static_cast<long long>(p.a.nnz()), med, r.times.front(),
+                    r.times.back(), t.total(), gbs, gflops, rel, ok ? "true" : "false");
+    } else {
+        std::printf("%s\n", r.describe.c_str());
+        std::printf("  %s: median %.3f ms (min %.3f, max %.3f, %d reps)\n",
+                    transpose ? "y = A^T x" : "y = A x", med * 1e3, r.times.front() * 1e3,
+                    r.times.back() * 1e3, reps);
+        std::printf("  %.1f GB/s effective (%.1f MB at the floor), %.2f GFLOP/s\n", gbs,
+                    t.total() / 1e6, gflops);
+        std::printf("  check against fp64 CSR on the CPU: relative error %.2e (%s, tolerance %.0e)\n",
+                    rel, ok ? "ok" : "FAILED", tol);
+    }
+    return ok ? 0 : 1;
+}
+
+}  // namespace heptane::cli

@@ -1,0 +1,36 @@
+// Helpers shared by the subcommands: choosing the executor, loading a matrix from a file or a
+// generator spec, small JSON output helpers.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/executor.hpp"
+#include "formats/coo/coo.hpp"
+#include "generators/hepta.hpp"
+
+namespace heptane::cli {
+
+/// "auto" (a CUDA device when this build has CUDA and one is visible, else the CPU), "cpu",
+/// "gpu" / "cuda" (device 0) or "gpu:N". Throws UsageError on other names, DeviceError/
+/// NotSupported when a GPU is asked for and there is none.
+std::shared_ptr<const Executor> pick_executor(const std::string& device);
+
+/// A matrix to work on: read from a Matrix Market file, or generated from
+/// "JxHxIxNc[:model]" (e.g. 64x64x64x3:reservoir, banded with "...:uniform:banded").
+struct Problem {
+    Coo<double> a;
+    std::string source;             ///< file name or generator description
+    std::optional<HeptaSpec> spec;  ///< set when generated
+};
+/// Parse "JxHxIxNc[:model[:banded|grid]]"; throws UsageError.
+HeptaSpec parse_generate_spec(const std::string& s);
+Problem load_problem(const std::optional<std::string>& file,
+                     const std::optional<std::string>& generate, bool quiet);
+
+/// JSON string literal with escapes.
+std::string json_string(const std::string& s);
+
+}  // namespace heptane::cli
