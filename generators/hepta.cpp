@@ -46,15 +46,17 @@ enum Stream : std::uint64_t {
     stream_x_true = 6,         // (row)
 };
 
-/// Hash of (seed, stream, a, b, c): h_{k+1} = mix64(h_k ^ x_k), a chain of bijections.
-inline std::uint64_t hash(std::uint64_t seed, std::uint64_t stream, std::uint64_t a,
-                          std::uint64_t b = 0, std::uint64_t c = 0) noexcept
+/// Random numbers form a tree of keys: key(seed, stream) = mix64(mix64(seed) ^ stream), and
+/// the value at index path (x_1, ..., x_m) is h_m with h_0 = key, h_k = mix64(h_{k-1} ^ x_k).
+/// Each step is a bijection, so distinct paths collide only by chance (2^-64); a loop over
+/// the last index costs one mix64 per value (the prefix is hoisted).
+inline std::uint64_t stream_key(std::uint64_t seed, std::uint64_t stream) noexcept
 {
-    std::uint64_t h = mix64(seed);
-    h = mix64(h ^ stream);
-    h = mix64(h ^ a);
-    h = mix64(h ^ b);
-    return mix64(h ^ c);
+    return mix64(mix64(seed) ^ stream);
+}
+inline std::uint64_t hash(std::uint64_t key, std::uint64_t x) noexcept
+{
+    return mix64(key ^ x);
 }
 
 /// The top 53 bits as a double in the open interval (0, 1): (m + 1/2) * 2^-53.
@@ -99,13 +101,14 @@ double det_exp(double x) noexcept
     return std::ldexp(p, int(k));
 }
 
-/// A standard normal by Marsaglia's polar method; attempt n draws the pair
-/// hash(.., 2n), hash(.., 2n+1). Accepts with probability pi/4 per attempt.
-double normal(std::uint64_t seed, std::uint64_t stream, std::uint64_t a) noexcept
+/// Standard normal number a of stream `key`, by Marsaglia's polar method: attempt n draws
+/// the pair at paths (a, 2n) and (a, 2n+1). Accepts with probability pi/4 per attempt.
+double normal(std::uint64_t key, std::uint64_t a) noexcept
 {
+    const std::uint64_t ka = hash(key, a);
     for (std::uint64_t n = 0; n < 64; ++n) {
-        const double u = 2.0 * unit(hash(seed, stream, a, 2 * n)) - 1.0;
-        const double v = 2.0 * unit(hash(seed, stream, a, 2 * n + 1)) - 1.0;
+        const double u = 2.0 * unit(hash(ka, 2 * n)) - 1.0;
+        const double v = 2.0 * unit(hash(ka, 2 * n + 1)) - 1.0;
         const double s = u * u + v * v;
         if (s > 0.0 && s < 1.0) return u * std::sqrt(-2.0 * det_log(s) / s);
     }
@@ -186,7 +189,12 @@ constexpr double accumulation_ref = 1.0;
 
 class HeptaFiller {
 public:
-    explicit HeptaFiller(const HeptaSpec& spec) : spec_(spec), geo_(spec), nc_(spec.Nc)
+    explicit HeptaFiller(const HeptaSpec& spec)
+        : spec_(spec),
+          geo_(spec),
+          nc_(spec.Nc),
+          uniform_key_(stream_key(spec.seed, stream_uniform_entry)),
+          mobility_key_(stream_key(spec.seed, stream_mobility))
     {
         if (spec.model != HeptaModel::reservoir) return;
         const index_t G = geo_.G;
@@ -199,14 +207,15 @@ public:
         acc_.resize(G);
         std::vector<double> layer(spec.I);
         for (index_t i = 0; i < spec.I; ++i)
-            layer[i] = sigma_layer * normal(spec.seed, stream_layer, std::uint64_t(i));
+            layer[i] = sigma_layer * normal(stream_key(spec.seed, stream_layer), std::uint64_t(i));
+        const std::uint64_t perm_key = stream_key(spec.seed, stream_cell_perm);
+        const std::uint64_t phi_key = stream_key(spec.seed, stream_porosity);
 #pragma omp parallel for schedule(static)
         for (index_t c = 0; c < G; ++c) {
             // log k = layer log-mean + per-cell perturbation; k_x has median 1.
-            const double logk =
-                layer[c / jh] + sigma_cell * normal(spec.seed, stream_cell_perm, std::uint64_t(c));
+            const double logk = layer[c / jh] + sigma_cell * normal(perm_key, std::uint64_t(c));
             perm_[c] = det_exp(std::min(30.0, std::max(-30.0, logk)));
-            const double phi = 0.1 + 0.2 * unit(hash(spec.seed, stream_porosity, std::uint64_t(c)));
+            const double phi = 0.1 + 0.2 * unit(hash(phi_key, std::uint64_t(c)));
             acc_[c] = acc_scale * (phi / 0.2);
         }
     }
@@ -243,13 +252,13 @@ private:
         for (int q = 0; q < num_dirs; ++q) {
             if (!present[q]) continue;
             const index_t nb = c + geo_.d[q];
-            for (index_t a = 0; a < nc_; ++a)
+            for (index_t a = 0; a < nc_; ++a) {
+                const std::uint64_t row_key = hash(uniform_key_, std::uint64_t(c) * nc_ + a);
                 for (index_t s = 0; s < nc_; ++s) {
-                    const std::uint64_t r = std::uint64_t(c) * nc_ + a;
                     const std::uint64_t col = std::uint64_t(nb) * nc_ + s;
-                    buf[(std::size_t(q) * nc_ + a) * nc_ + s] =
-                        unit(hash(spec_.seed, stream_uniform_entry, r, col));
+                    buf[(std::size_t(q) * nc_ + a) * nc_ + s] = unit(hash(row_key, col));
                 }
+            }
         }
     }
 
@@ -273,14 +282,15 @@ private:
             // min/max order makes T bit-identical from both sides of the connection
             const double lo = std::min(perm_[c], perm_[nb]), hi = std::max(perm_[c], perm_[nb]);
             const double t = geometric_factor[ax] * anisotropy[ax] * (2.0 * lo * hi / (lo + hi));
-            const std::uint64_t key = std::uint64_t(std::min(c, nb));
+            // path (lower cell, axis): the same block C from both cells of the connection
+            const std::uint64_t key =
+                hash(hash(mobility_key_, std::uint64_t(std::min(c, nb))), std::uint64_t(ax));
             double* off = buf + std::size_t(q) * bb;
             for (index_t a = 0; a < nc_; ++a) {
                 double row_off = 0.0;  // R_a
                 double caa = 0.0;
                 for (index_t s = 0; s < nc_; ++s) {
-                    const double u = unit(hash(spec_.seed, stream_mobility, key, std::uint64_t(ax),
-                                               std::uint64_t(a) * nc_ + s));
+                    const double u = unit(hash(key, std::uint64_t(a) * nc_ + s));
                     // dominant diagonal in [0.5, 1.5), couplings summing to < 0.3
                     const double cas = a == s ? 0.5 + u : 0.3 * u / double(std::max(1, nc_ - 1));
                     off[a * nc_ + s] = -t * cas;
@@ -299,6 +309,8 @@ private:
     HeptaSpec spec_;
     Geometry geo_;
     index_t nc_;
+    std::uint64_t uniform_key_;  // stream keys (see stream_key)
+    std::uint64_t mobility_key_;
     std::vector<double> perm_;  // k_x per cell (reservoir)
     std::vector<double> acc_;   // pore volume / dt per cell (reservoir)
 };
@@ -507,12 +519,13 @@ std::vector<T> hepta_x_true(const HeptaSpec& spec)
     const index_t J = spec.J, H = spec.H, I = spec.I, nc = spec.Nc;
     const index_t n = index_t(spec.rows());
     std::vector<T> x(n);
+    const std::uint64_t x_key = stream_key(spec.seed, stream_x_true);
 #pragma omp parallel for schedule(static)
     for (index_t r = 0; r < n; ++r) {
         const index_t c = r / nc, a = r % nc;
         const index_t j = c % J, h = (c / J) % H, i = c / (J * H);
         const double u = (j + 0.5) / J, v = (h + 0.5) / H, w = (i + 0.5) / I;
-        const double noise = unit(hash(spec.seed, stream_x_true, std::uint64_t(r))) - 0.5;
+        const double noise = unit(hash(x_key, std::uint64_t(r))) - 0.5;
         x[r] = static_cast<T>(1.0 + 0.5 * 16.0 * u * (1.0 - u) * v * (1.0 - v) + 0.25 * w +
                               0.1 * double(a) / double(nc) + 0.02 * noise);
     }

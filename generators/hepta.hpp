@@ -61,6 +61,9 @@ struct HeptaSpec {
     /// Reservoir model only, >= 0. 0: well conditioned. Each +1 shrinks the accumulation term
     /// by 10^3 and widens the permeability contrast (log-std per layer 0.5 + 1.5*difficulty,
     /// per cell 0.25 + 0.5*difficulty). Rows stay (weakly) diagonally dominant at any value.
+    /// For scale: unpreconditioned BiCGStab to rtol 1e-8 on a 32x32x16 grid, Nc = 1, took
+    /// 28 iterations at difficulty 0, 252 at 0.5, 2013 at 1 (Nc = 4: 25, 165, 1148); at 2 it
+    /// did not converge in 5000.
     double difficulty = 0.0;
 
     /// G = J*H*I (64-bit: valid only after validate()).
