@@ -93,7 +93,7 @@ double det_exp(double x) noexcept
 {
     x = std::min(700.0, std::max(-700.0, x));
     const double k = std::floor(x / ln2 + 0.5);
-    constexpr double ln2_hi = 0.693145751953125;  // 21 significant bits
+    constexpr double ln2_hi = 0.693145751953125;  // 45425 / 2^16: k * ln2_hi is exact
     constexpr double ln2_lo = 1.42860682030941723212e-6;
     const double r = (x - k * ln2_hi) - k * ln2_lo;
     double p = 1.0;
