@@ -46,7 +46,9 @@ struct SolverOptions {
     int check_every = 8;
     /// Stagnation: stop with Reason::stagnation when the smallest ‖r‖ of the last
     /// stagnation_window iterations is not below (1 − stagnation_rtol) times the smallest
-    /// before them. 0 = off (the default, like PETSc). Evaluated at the host checks.
+    /// before them. 0 = off (the default, like PETSc). Evaluated at the host checks; on a
+    /// GPU the batch already queued behind the check still runs, so the reported iteration
+    /// count can be up to check_every past the check that saw the stagnation.
     int stagnation_window = 0;
     double stagnation_rtol = 1e-3;
     /// Use x as given as the initial guess; otherwise x is overwritten with 0 first.

@@ -32,7 +32,8 @@ enum class PcType { none, jacobi, block_jacobi, ilu0 };
 PcType parse_pc(const std::string& name);
 const char* to_string(PcType t) noexcept;
 
-/// Base of heptane's preconditioners. apply(alpha, r, beta, z) = alpha·M⁻¹ r + beta·z.
+/// Base of heptane's preconditioners. apply(alpha, r, beta, z) = alpha·M⁻¹ r + beta·z, with
+/// r and z in the executor's memory; r and z must not alias.
 template <class VT>
 class Preconditioner : public Operator<VT> {
 public:
