@@ -602,12 +602,13 @@ void check_operator(const std::string& what, const Coo<double>& a64, Format f,
     const Coo<MT> a = convert_values<MT>(a64);
     const Csr<MT> csr = csr_from_coo(a);
     const std::string name = what + " " + d;
+    const test::Reference<MT, VT> normal(a, Op::normal, 5), transposed(a, Op::transpose, 6);
     unsigned seed = 7;
     for (auto [alpha, beta] : {std::pair{1.0, 0.0}, {0.5, -1.0}, {-1.0, 1.0}}) {
-        test::check_run<MT, VT>(name, a, csr, Op::normal, alpha, beta, seed++,
-                                [&](VT al, const VT* x, VT be, VT* y) { op->apply(al, x, be, y); });
-        test::check_run<MT, VT>(
-            name, a, csr, Op::transpose, alpha, beta, seed++,
+        test::check_run(name, normal, csr, alpha, beta, seed++,
+                        [&](VT al, const VT* x, VT be, VT* y) { op->apply(al, x, be, y); });
+        test::check_run(
+            name, transposed, csr, alpha, beta, seed++,
             [&](VT al, const VT* x, VT be, VT* y) { op->apply_transpose(al, x, be, y); });
     }
 }

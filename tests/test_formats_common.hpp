@@ -44,51 +44,66 @@ const char* precision_label()
         return "mixed";
 }
 
-/// y = alpha*op(A)*x + beta*y0 by Eigen in double, from the values of `a` (already rounded to
-/// MT) and the VT vectors; beta == 0 ignores y0 (which may be NaN).
+/// op(A) x by Eigen in double for one x (values of `a`, already rounded to MT), and the
+/// pieces of the error bound; computed once and reused for every alpha and beta.
 template <class MT, class VT>
-std::vector<double> eigen_product(const Coo<MT>& a, Op op, double alpha, const std::vector<VT>& x,
-                                  double beta, const std::vector<VT>& y0)
-{
-    using Sparse = Eigen::SparseMatrix<double, Eigen::RowMajor, std::int64_t>;
-    std::vector<Eigen::Triplet<double, std::int64_t>> trip;
-    trip.reserve(a.nnz());
-    for (offset_t k = 0; k < a.nnz(); ++k) trip.emplace_back(a.row[k], a.col[k], double(a.val[k]));
-    Sparse m(a.rows, a.cols);
-    m.setFromTriplets(trip.begin(), trip.end());
-    Eigen::VectorXd xe(x.size());
-    for (std::size_t i = 0; i < x.size(); ++i) xe[Eigen::Index(i)] = double(x[i]);
-    Eigen::VectorXd ye =
-        op == Op::normal ? Eigen::VectorXd(m * xe) : Eigen::VectorXd(m.transpose() * xe);
-    std::vector<double> y(y0.size());
-    for (std::size_t i = 0; i < y.size(); ++i)
-        y[i] = alpha * ye[Eigen::Index(i)] + (beta == 0 ? 0.0 : beta * double(y0[i]));
-    return y;
-}
+struct Reference {
+    Op op;
+    std::vector<VT> x;
+    std::vector<double> ax;      ///< op(A) x
+    std::vector<double> abs_ax;  ///< sum_j |a_ij x_j| for each output i
+    std::vector<double> count;   ///< entries of each output
 
-/// Per-entry error bound of a product accumulated in VT: (n_i + 4) * eps(VT) * (|alpha| *
-/// sum_j |a_ij x_j| + |beta y0_i|), n_i the entries of output i (a sum of n terms in any order
-/// is off by at most (n-1) u sum |terms|; 4 covers alpha, beta and the final add, with a
-/// factor 2 to spare), plus the smallest normal number.
-template <class MT, class VT>
-std::vector<double> error_bound(const Coo<MT>& a, Op op, double alpha, const std::vector<VT>& x,
-                                double beta, const std::vector<VT>& y0)
-{
-    std::vector<double> s(y0.size(), 0.0), n(y0.size(), 0.0);
-    for (offset_t k = 0; k < a.nnz(); ++k) {
-        const index_t out = op == Op::normal ? a.row[k] : a.col[k];
-        const index_t in = op == Op::normal ? a.col[k] : a.row[k];
-        s[out] += std::abs(double(a.val[k]) * double(x[in]));
-        n[out] += 1;
+    Reference(const Coo<MT>& a, Op op_, unsigned seed)
+        : op(op_), x(random_vector<VT>(op_ == Op::normal ? a.cols : a.rows, seed))
+    {
+        using Sparse = Eigen::SparseMatrix<double, Eigen::RowMajor, std::int64_t>;
+        std::vector<Eigen::Triplet<double, std::int64_t>> trip;
+        trip.reserve(a.nnz());
+        for (offset_t k = 0; k < a.nnz(); ++k)
+            trip.emplace_back(a.row[k], a.col[k], double(a.val[k]));
+        Sparse m(a.rows, a.cols);
+        m.setFromTriplets(trip.begin(), trip.end());
+        Eigen::VectorXd xe(x.size());
+        for (std::size_t i = 0; i < x.size(); ++i) xe[Eigen::Index(i)] = double(x[i]);
+        const Eigen::VectorXd ye =
+            op == Op::normal ? Eigen::VectorXd(m * xe) : Eigen::VectorXd(m.transpose() * xe);
+        ax.assign(ye.data(), ye.data() + ye.size());
+        abs_ax.assign(ax.size(), 0.0);
+        count.assign(ax.size(), 0.0);
+        for (offset_t k = 0; k < a.nnz(); ++k) {
+            const index_t out = op == Op::normal ? a.row[k] : a.col[k];
+            const index_t in = op == Op::normal ? a.col[k] : a.row[k];
+            abs_ax[out] += std::abs(double(a.val[k]) * double(x[in]));
+            count[out] += 1;
+        }
     }
-    const double eps = std::numeric_limits<VT>::epsilon();
-    std::vector<double> b(y0.size());
-    for (std::size_t i = 0; i < b.size(); ++i)
-        b[i] = (n[i] + 4) * eps *
-                   (std::abs(alpha) * s[i] + (beta == 0 ? 0.0 : std::abs(beta * double(y0[i])))) +
-               std::numeric_limits<double>::min();
-    return b;
-}
+
+    /// alpha * op(A) x + beta * y0; beta == 0 ignores y0 (which may be NaN).
+    std::vector<double> product(double alpha, double beta, const std::vector<VT>& y0) const
+    {
+        std::vector<double> y(ax.size());
+        for (std::size_t i = 0; i < y.size(); ++i)
+            y[i] = alpha * ax[i] + (beta == 0 ? 0.0 : beta * double(y0[i]));
+        return y;
+    }
+
+    /// Per-entry error bound of the product accumulated in VT: (n_i + 4) * eps(VT) *
+    /// (|alpha| sum_j |a_ij x_j| + |beta y0_i|), n_i the entries of output i (a sum of n
+    /// terms in any order is off by at most (n-1) u sum |terms|; 4 covers alpha, beta and the
+    /// final add, with a factor 2 to spare), plus the smallest normal number.
+    std::vector<double> bound(double alpha, double beta, const std::vector<VT>& y0) const
+    {
+        const double eps = std::numeric_limits<VT>::epsilon();
+        std::vector<double> b(ax.size());
+        for (std::size_t i = 0; i < b.size(); ++i)
+            b[i] = (count[i] + 4) * eps *
+                       (std::abs(alpha) * abs_ax[i] +
+                        (beta == 0 ? 0.0 : std::abs(beta * double(y0[i])))) +
+                   std::numeric_limits<double>::min();
+        return b;
+    }
+};
 
 /// Worst |y_i - ref_i| / bound_i (NaN or Inf in y gives infinity).
 template <class VT>
@@ -104,32 +119,31 @@ double worst_ratio(const std::vector<VT>& y, const std::vector<double>& ref,
 }
 
 /// Check one product y = alpha*op(A)*x + beta*y computed by `run(alpha, x, beta, y)` on the
-/// executor under test (x, y in its memory) against the CSR CPU kernel and Eigen. y starts as
-/// NaN when beta == 0, to prove that the kernel does not read it.
+/// executor under test (x, y in its memory) against the CSR CPU kernel and Eigen (`ref`
+/// holds op and x). y starts as NaN when beta == 0, to prove that the kernel does not read it.
 template <class MT, class VT, class Run>
-void check_run(const std::string& what, const Coo<MT>& a, const Csr<MT>& csr, Op op, double alpha,
-               double beta, unsigned seed, Run&& run)
+void check_run(const std::string& what, const Reference<MT, VT>& ref, const Csr<MT>& csr,
+               double alpha, double beta, unsigned seed, Run&& run)
 {
     const auto exec = test_executor();
-    const std::size_t nout = op == Op::normal ? a.rows : a.cols;
-    const std::size_t nin = op == Op::normal ? a.cols : a.rows;
-    const std::vector<VT> x = random_vector<VT>(nin, seed);
+    const Op op = ref.op;
+    const std::size_t nout = ref.ax.size();
     const std::vector<VT> y0 = beta == 0
                                    ? std::vector<VT>(nout, std::numeric_limits<VT>::quiet_NaN())
-                                   : random_vector<VT>(nout, seed + 1);
-    const Array<VT> xd = Array<VT>(x).to(exec);
+                                   : random_vector<VT>(nout, seed);
+    const Array<VT> xd = Array<VT>(ref.x).to(exec);
     Array<VT> yd = Array<VT>(y0).to(exec);
     run(VT(alpha), xd.data(), VT(beta), yd.data());
     exec->synchronize();
     const std::vector<VT> y = yd.to_vector();
 
     std::vector<VT> ycsr = y0;
-    kernels::spmv(*cpu_executor(), csr, op, VT(alpha), x.data(), VT(beta), ycsr.data());
+    kernels::spmv(*cpu_executor(), csr, op, VT(alpha), ref.x.data(), VT(beta), ycsr.data());
 
-    const std::vector<double> ref = eigen_product(a, op, alpha, x, beta, y0);
-    const std::vector<double> bound = error_bound(a, op, alpha, x, beta, y0);
-    const double vs_eigen = worst_ratio(y, ref, bound);
-    const double csr_vs_eigen = worst_ratio(ycsr, ref, bound);
+    const std::vector<double> expect = ref.product(alpha, beta, y0);
+    const std::vector<double> bound = ref.bound(alpha, beta, y0);
+    const double vs_eigen = worst_ratio(y, expect, bound);
+    const double csr_vs_eigen = worst_ratio(ycsr, expect, bound);
     // the format against the CSR kernel: both within the bound of Eigen, so within twice it
     const std::vector<double> csr_d(ycsr.begin(), ycsr.end());
     const double vs_csr = worst_ratio(y, csr_d, bound);
@@ -143,30 +157,22 @@ void check_run(const std::string& what, const Coo<MT>& a, const Csr<MT>& csr, Op
                                                 << csr_vs_eigen << " x the bound");
 }
 
-/// check_run for heptane::spmv on a format already placed on the executor under test.
-template <class Matrix, class MT, class VT>
-void check_product(const std::string& what, const Matrix& m, const Coo<MT>& a, const Csr<MT>& csr,
-                   Op op, double alpha, double beta, unsigned seed)
-{
-    const auto exec = test_executor();
-    check_run<MT, VT>(what, a, csr, op, alpha, beta, seed, [&](VT al, const VT* x, VT be, VT* y) {
-        heptane::spmv(*exec, m, op, al, x, be, y);
-    });
-}
-
 /// Build with `build` (host COO in MT -> host format), place on the executor under test and
-/// check every alpha, beta in scalars() for `op`.
+/// check op(A) for every alpha, beta in scalars().
 template <class MT, class VT, class Build>
 void check_format_precision(const std::string& what, const Coo<double>& a64, Build&& build, Op op)
 {
+    const auto exec = test_executor();
     const Coo<MT> a = convert_values<MT>(a64);
     const Csr<MT> csr = csr_from_coo(a);
-    const auto m = build(a).to(test_executor());
-    unsigned seed = 1;
+    const auto m = build(a).to(exec);
+    const Reference<MT, VT> ref(a, op, 1);
+    unsigned seed = 2;
     for (double alpha : scalars())
         for (double beta : scalars())
-            check_product<std::decay_t<decltype(m)>, MT, VT>(what, m, a, csr, op, alpha, beta,
-                                                             seed++);
+            check_run(what, ref, csr, alpha, beta, seed++, [&](VT al, const VT* x, VT be, VT* y) {
+                heptane::spmv(*exec, m, op, al, x, be, y);
+            });
 }
 
 /// check_format_precision for double, float and mixed (fp32 values, fp64 vectors).

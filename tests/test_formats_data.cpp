@@ -72,6 +72,7 @@ void check_every_format(const std::string& name, std::vector<index_t> blocks)
     // the factory, default options (block size detected), scatter and stored transposes
     const auto exec = test::test_executor();
     const Csr<double> csr = csr_from_coo(a);
+    const test::Reference<double, double> normal(a, Op::normal, 1), transposed(a, Op::transpose, 2);
     for (Format f : {Format::coo, Format::csr, Format::ell, Format::hyb, Format::dia, Format::bsr,
                      Format::bdia}) {
         if (f == Format::dia && a.rows + a.cols > 1024 + 1) {
@@ -84,13 +85,13 @@ void check_every_format(const std::string& name, std::vector<index_t> blocks)
             opt.transpose = t;
             const auto op = make_matrix_operator<double, double>(a, f, exec, opt);
             const std::string what = name + " " + op->describe();
-            test::check_run<double, double>(
-                what, a, csr, Op::normal, 1.0, 0.0, 3,
+            test::check_run(
+                what, normal, csr, 1.0, 0.0, 3,
                 [&](double al, const double* x, double be, double* y) { op->apply(al, x, be, y); });
-            test::check_run<double, double>(what, a, csr, Op::transpose, -0.5, 1.0, 4,
-                                            [&](double al, const double* x, double be, double* y) {
-                                                op->apply_transpose(al, x, be, y);
-                                            });
+            test::check_run(what, transposed, csr, -0.5, 1.0, 4,
+                            [&](double al, const double* x, double be, double* y) {
+                                op->apply_transpose(al, x, be, y);
+                            });
         }
     }
 }

@@ -8,6 +8,7 @@
 //            atomics, since block rows of different threads meet in the same block columns.
 //
 // The block size is a template parameter for the common sizes so the b x b loops unroll.
+#include <algorithm>
 #include <vector>
 
 #include "core/error.hpp"
@@ -35,8 +36,9 @@ void bsr_apply(const Bsr<MT>& a, Op op, VT alpha, const VT* x, VT beta, VT* y)
         {
             // the accumulator: on the stack (registers) for a compile-time block size
             std::vector<VT> heap(B > 0 ? 0 : b);
-            VT stack[B > 0 ? B : 1];
-            VT* __restrict t = B > 0 ? stack : heap.data();
+            VT stack[std::max(B, 1)];
+            VT* __restrict t = heap.data();
+            if constexpr (B > 0) t = stack;
 #pragma omp for schedule(static, 256)
             for (index_t ib = 0; ib < nb; ++ib) {
                 for (index_t l = 0; l < b; ++l) t[l] = 0;
@@ -64,8 +66,9 @@ void bsr_apply(const Bsr<MT>& a, Op op, VT alpha, const VT* x, VT beta, VT* y)
 #pragma omp parallel if (offset_t(a.values.size()) > kParallelMin)
     {
         std::vector<VT> heap(B > 0 ? 0 : b);
-        VT stack[B > 0 ? B : 1];
-        VT* __restrict t = B > 0 ? stack : heap.data();
+        VT stack[std::max(B, 1)];
+        VT* __restrict t = heap.data();
+        if constexpr (B > 0) t = stack;
 #pragma omp for schedule(static, 256)
         for (index_t ib = 0; ib < nb; ++ib) {
             const VT* xb = x + std::size_t(ib) * b;
