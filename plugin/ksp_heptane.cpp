@@ -1,0 +1,487 @@
+/*
+   KSPHBCGS ("hbcgs") and KSPHCG ("hcg"): BiCGStab and CG on heptane's engine (DESIGN.md
+   section 5). One private struct and one ops table for both, like KSPCreate_BCGS.
+
+   Setup (KSPSetUp_Heptane, called by KSPSetUp for a new KSP and for every new matrix):
+     - one MPI rank (PetscCheck): the distributed path of DESIGN.md section 4 is not here yet;
+     - the PETSc PC's type selects heptane's preconditioner (none, jacobi, pbjacobi -> block
+       Jacobi with Nc x Nc blocks, ilu -> ILU(0)/BILU(0)); the PETSc PC itself is then set to
+       PCNONE, since heptane preconditions inside its own loop; any other PC is an error;
+     - the matrix: SeqAIJ and bdiagh are read in place (MatGetRowIJ, MatSeqAIJGetArrayRead),
+       SeqBAIJ is converted to SeqAIJ once (MAT_REUSE_MATRIX for new values), a one-rank
+       MPIAIJ gives its diagonal block. The grid comes from -heptane_grid/-heptane_block, else
+       the DMDA of the matrix (or of the KSP), else detect_structure;
+     - same matrix object and nonzero state (MatGetNonzeroState) as the last setup: only the
+       values move (engine.hpp); otherwise the structure is found and the operator built again.
+   Solve (KSPSolve_Heptane): b and x go to heptane's device, the solver iterates, the monitor
+   and the residual history are fed from heptane's monitor, and ksp->its, ksp->rnorm and
+   ksp->reason are set from heptane's Status.
+*/
+#include "plugin/petsc_common.hpp"
+
+#include <cstring>
+
+typedef struct {
+  heptane::SolverType            solver;
+  /* options (KSPSetFromOptions_Heptane) */
+  PetscInt                       format;    /* index into HeptaneFormats */
+  char                           device[64];
+  PetscInt                       precision; /* index into HeptanePrecisions */
+  PetscInt                       check_every;
+  /* the preconditioner, taken from the PETSc PC */
+  heptane::PcType                pc;
+  char                           pc_from[64]; /* what it was chosen from, for the view */
+  PetscBool                      pc_taken;    /* we set the PETSc PC to none ourselves */
+  heptane::PcType                pc_built;    /* type of the preconditioner in krylov */
+  /* the matrix the engine holds */
+  PetscObjectId                  mat_id;
+  PetscObjectState               mat_nzstate, mat_state;
+  Mat                            aij;         /* SeqAIJ copy of a BAIJ matrix (owned) */
+  PetscObjectState               aij_src_nzstate, aij_src_state;
+  PetscObjectId                  aij_src_id;
+  heptane::plugin::MatrixEngine *own;         /* engine for non-bdiagh matrices */
+  heptane::plugin::MatrixEngine *engine;      /* the engine used: own, or the bdiagh matrix's */
+  heptane::plugin::KrylovEngine *krylov;
+  std::string                   *last_update; /* what the last setup did, for the view */
+  std::string                   *grid_source;
+  std::string                   *mat_type;
+  PetscInt                       full_builds, value_refreshes, solves;
+  PetscErrorCode                 monitor_error;
+} KSP_Heptane;
+
+static const char *KSPHeptaneName(KSP_Heptane *h)
+{
+  return h->solver == heptane::SolverType::bicgstab ? KSPHBCGS : KSPHCG;
+}
+
+static heptane::plugin::MatrixConfig KSPHeptaneConfig(KSP_Heptane *h)
+{
+  heptane::plugin::MatrixConfig cfg;
+  cfg.format    = HeptaneFormats[h->format];
+  cfg.device    = h->device;
+  cfg.precision = h->precision == 0 ? heptane::Precision::double_ : (h->precision == 1 ? heptane::Precision::single : heptane::Precision::mixed);
+  return cfg;
+}
+
+/* One MPI rank: the distributed operator of DESIGN.md section 4 is not in the plugin yet. */
+static PetscErrorCode KSPHeptaneCheckComm(KSP ksp)
+{
+  KSP_Heptane *h = (KSP_Heptane *)ksp->data;
+  PetscMPIInt  size;
+
+  PetscFunctionBegin;
+  PetscCallMPI(MPI_Comm_size(PetscObjectComm((PetscObject)ksp), &size));
+  PetscCheck(size == 1, PetscObjectComm((PetscObject)ksp), PETSC_ERR_SUP,
+             "KSP %s supports 1 MPI rank for now, this run has %d: heptane's distributed operator (DESIGN.md section 4) is not in the PETSc plugin yet; run on one rank or use a PETSc KSP (e.g. -ksp_type bcgs)", KSPHeptaneName(h), (int)size);
+  PetscFunctionReturn(0);
+}
+
+/* The PETSc PC's type selects heptane's preconditioner; the PETSc PC becomes PCNONE. */
+static PetscErrorCode KSPHeptaneTakePC(KSP ksp)
+{
+  KSP_Heptane *h = (KSP_Heptane *)ksp->data;
+  PC           pc;
+  PCType       type;
+  PetscBool    isnone, isjacobi, ispbjacobi, isilu;
+  PetscInt     levels;
+
+  PetscFunctionBegin;
+  PetscCall(KSPGetPC(ksp, &pc));
+  PetscCall(PCGetType(pc, &type));
+  if (!type) { /* no PCSetType/PCSetFromOptions yet: PETSc's own default on one rank is ILU */
+    h->pc = heptane::PcType::ilu0;
+    PetscCall(PetscStrncpy(h->pc_from, "default (ilu)", sizeof(h->pc_from)));
+    PetscCall(PCSetType(pc, PCNONE));
+    h->pc_taken = PETSC_TRUE;
+    PetscFunctionReturn(0);
+  }
+  PetscCall(PetscObjectTypeCompare((PetscObject)pc, PCNONE, &isnone));
+  PetscCall(PetscObjectTypeCompare((PetscObject)pc, PCJACOBI, &isjacobi));
+  PetscCall(PetscObjectTypeCompare((PetscObject)pc, PCPBJACOBI, &ispbjacobi));
+  PetscCall(PetscObjectTypeCompare((PetscObject)pc, PCILU, &isilu));
+  if (isnone) {
+    if (!h->pc_taken) { /* the user's own choice */
+      h->pc = heptane::PcType::none;
+      PetscCall(PetscStrncpy(h->pc_from, "-pc_type none", sizeof(h->pc_from)));
+    }
+    PetscFunctionReturn(0);
+  }
+  PetscCheck(isjacobi || ispbjacobi || isilu, PetscObjectComm((PetscObject)ksp), PETSC_ERR_SUP,
+             "KSP %s preconditions inside heptane and does not support PC type %s: use -pc_type none, jacobi, pbjacobi (block Jacobi over the Nc x Nc blocks) or ilu (ILU(0), BILU(0) for Nc > 1)", KSPHeptaneName(h), type);
+  if (isilu) {
+    PetscCall(PCFactorGetLevels(pc, &levels));
+    PetscCheck(levels == 0, PetscObjectComm((PetscObject)ksp), PETSC_ERR_SUP, "KSP %s: heptane has ILU(0) only, -pc_factor_levels %" PetscInt_FMT " is not supported", KSPHeptaneName(h), levels);
+  }
+  h->pc = isjacobi ? heptane::PcType::jacobi : (ispbjacobi ? heptane::PcType::block_jacobi : heptane::PcType::ilu0);
+  PetscCall(PetscSNPrintf(h->pc_from, sizeof(h->pc_from), "-pc_type %s", type));
+  PetscCall(PCSetType(pc, PCNONE));
+  h->pc_taken = PETSC_TRUE;
+  PetscFunctionReturn(0);
+}
+
+/* The CSR of the operator: in place for SeqAIJ and bdiagh, through a SeqAIJ copy for BAIJ. */
+static PetscErrorCode KSPHeptaneAIJ(KSP ksp, Mat A, Mat *aij)
+{
+  KSP_Heptane     *h = (KSP_Heptane *)ksp->data;
+  PetscBool        isaij, isbdiagh, isbaij, ismpiaij;
+  PetscObjectState nz, st;
+  PetscObjectId    id;
+  Mat              Ao;
+  const PetscInt  *colmap;
+
+  PetscFunctionBegin;
+  PetscCall(PetscObjectTypeCompare((PetscObject)A, MATSEQAIJ, &isaij));
+  PetscCall(PetscObjectTypeCompare((PetscObject)A, MATBDIAGH, &isbdiagh));
+  PetscCall(PetscObjectTypeCompare((PetscObject)A, MATSEQBAIJ, &isbaij));
+  PetscCall(PetscObjectTypeCompare((PetscObject)A, MATMPIAIJ, &ismpiaij));
+  if (isaij || isbdiagh) {
+    *aij = A;
+    PetscFunctionReturn(0);
+  }
+  if (ismpiaij) { /* one rank: the diagonal block is the whole matrix, with global columns */
+    PetscCall(MatMPIAIJGetSeqAIJ(A, aij, &Ao, &colmap));
+    PetscFunctionReturn(0);
+  }
+  PetscCheck(isbaij, PetscObjectComm((PetscObject)ksp), PETSC_ERR_SUP, "KSP %s: matrix type %s is not supported; use aij (seqaij), baij (seqbaij), bdiagh, or a DMDA matrix of these types", KSPHeptaneName(h), ((PetscObject)A)->type_name);
+  PetscCall(MatGetNonzeroState(A, &nz));
+  PetscCall(PetscObjectStateGet((PetscObject)A, &st));
+  PetscCall(PetscObjectGetId((PetscObject)A, &id));
+  if (!h->aij || id != h->aij_src_id || nz != h->aij_src_nzstate) {
+    PetscCall(MatDestroy(&h->aij));
+    PetscCall(MatConvert(A, MATSEQAIJ, MAT_INITIAL_MATRIX, &h->aij));
+    PetscCall(PetscInfo(ksp, "%s: converted the %s matrix to seqaij (new pattern)\n", KSPHeptaneName(h), ((PetscObject)A)->type_name));
+  } else if (st != h->aij_src_state) {
+    PetscCall(MatConvert(A, MATSEQAIJ, MAT_REUSE_MATRIX, &h->aij));
+  }
+  h->aij_src_id      = id;
+  h->aij_src_nzstate = nz;
+  h->aij_src_state   = st;
+  *aij               = h->aij;
+  PetscFunctionReturn(0);
+}
+
+/* The grid: -heptane_grid/-heptane_block, else the DMDA of the matrix or of the KSP. */
+static PetscErrorCode KSPHeptaneGridHint(KSP ksp, Mat A, heptane::plugin::GridHint *hint)
+{
+  PetscBool found;
+  DM        dm;
+
+  PetscFunctionBegin;
+  PetscCall(HeptaneGridHintFromOptions(((PetscObject)ksp)->options, ((PetscObject)ksp)->prefix, hint, &found));
+  if (found && hint->has_grid()) PetscFunctionReturn(0);
+  heptane::index_t nc = hint->block_size;
+  PetscCall(MatGetDM(A, &dm));
+  if (!dm) dm = ksp->dm;
+  PetscCall(HeptaneGridHintFromDM(dm, hint, &found));
+  if (!found && nc > 0) hint->block_size = nc;
+  PetscFunctionReturn(0);
+}
+
+/* Bring the operator and the preconditioner up to date with the KSP's matrix. */
+static PetscErrorCode KSPHeptaneUpdate(KSP ksp)
+{
+  KSP_Heptane                  *h = (KSP_Heptane *)ksp->data;
+  Mat                           Amat, Pmat, aij;
+  PetscObjectState              nz, st;
+  PetscObjectId                 id;
+  PetscBool                     isbdiagh, rebuild_pc;
+  PetscInt                      updated = 0;
+  HeptaneCSR                    csr     = {};
+  heptane::plugin::GridHint     hint;
+  heptane::plugin::MatrixConfig cfg = KSPHeptaneConfig(h);
+
+  PetscFunctionBegin;
+  PetscCall(KSPHeptaneCheckComm(ksp));
+  PetscCall(KSPHeptaneTakePC(ksp));
+  PetscCall(KSPGetOperators(ksp, &Amat, &Pmat));
+  PetscCheck(Amat->rmap->N == Amat->cmap->N, PETSC_COMM_SELF, PETSC_ERR_ARG_SIZ, "KSP %s: the matrix is %" PetscInt_FMT " x %" PetscInt_FMT ", not square", KSPHeptaneName(h), Amat->rmap->N, Amat->cmap->N);
+  if (Pmat != Amat) PetscCall(PetscInfo(ksp, "%s: the preconditioner is built from Amat; the separate Pmat is not used\n", KSPHeptaneName(h)));
+  PetscCall(PetscObjectTypeCompare((PetscObject)Amat, MATBDIAGH, &isbdiagh));
+  PetscCall(MatGetNonzeroState(Amat, &nz));
+  PetscCall(PetscObjectStateGet((PetscObject)Amat, &st));
+  PetscCall(PetscObjectGetId((PetscObject)Amat, &id));
+
+  if (isbdiagh && (cfg.format == "auto" || cfg.format == "bdiagh")) {
+    /* the matrix keeps its own BDIA-GH copy (updated at assembly); use it */
+    PetscCall(MatBDIAGHGetEngine(Amat, &cfg, &h->engine, &updated));
+    if (id != h->mat_id || nz != h->mat_nzstate || updated == 2) updated = 2;
+    else if (st != h->mat_state) updated = PetscMax(updated, 1);
+    HeptaneCallCXX(*h->grid_source = "bdiagh matrix: " + h->engine->structure_note());
+  } else {
+    h->engine = h->own;
+    if (!h->own->built() || id != h->mat_id || nz != h->mat_nzstate || h->own->config() != cfg) updated = 2;
+    else if (st != h->mat_state) updated = 1;
+    if (updated) {
+      PetscCall(KSPHeptaneAIJ(ksp, Amat, &aij));
+      PetscCall(HeptaneCSRGet(aij, &csr));
+      if (updated == 2) {
+        PetscCall(KSPHeptaneGridHint(ksp, Amat, &hint));
+        HeptaneCallCXX(h->own->build(csr.view, hint, cfg));
+        HeptaneCallCXX(*h->grid_source = h->own->structure_note());
+      } else {
+        HeptaneCallCXX(h->own->refresh_values(csr.view));
+      }
+      PetscCall(HeptaneCSRRestore(&csr));
+    }
+  }
+  HeptaneCallCXX(*h->mat_type = ((PetscObject)Amat)->type_name);
+  if (updated == 2) h->full_builds++;
+  else if (updated == 1) h->value_refreshes++;
+
+  rebuild_pc = (PetscBool)(updated || !h->krylov->has_preconditioner() || h->pc != h->pc_built);
+  if (rebuild_pc) {
+    PetscCall(KSPHeptaneAIJ(ksp, Amat, &aij));
+    PetscCall(HeptaneCSRGet(aij, &csr));
+    HeptaneCallCXX(h->krylov->build_preconditioner(h->pc, csr.view, *h->engine));
+    PetscCall(HeptaneCSRRestore(&csr));
+    h->pc_built = h->pc;
+  }
+  if (updated || rebuild_pc) {
+    char line[512];
+    const auto &mt = h->engine->timings();
+    if (updated == 2) PetscCall(PetscSNPrintf(line, sizeof(line), "new pattern: operator built in %.3f ms (detection %.3f ms), preconditioner %.3f ms", mt.last_build_ms, mt.last_detect_ms, h->krylov->timings().last_pc_ms));
+    else if (updated == 1) PetscCall(PetscSNPrintf(line, sizeof(line), "same pattern: values refreshed in %.3f ms, preconditioner rebuilt in %.3f ms", mt.last_refresh_ms, h->krylov->timings().last_pc_ms));
+    else PetscCall(PetscSNPrintf(line, sizeof(line), "new preconditioner (%s): %.3f ms", h->pc_from, h->krylov->timings().last_pc_ms));
+    HeptaneCallCXX(*h->last_update = line);
+    PetscCall(PetscInfo(ksp, "%s: %s; operator %s\n", KSPHeptaneName(h), line, h->engine->describe().c_str()));
+  }
+  h->mat_id      = id;
+  h->mat_nzstate = nz;
+  h->mat_state   = st;
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode KSPSetUp_Heptane(KSP ksp)
+{
+  PetscFunctionBegin;
+  PetscCall(KSPHeptaneUpdate(ksp));
+  PetscFunctionReturn(0);
+}
+
+/* One line of the history: residual history, ksp->its/rnorm, the monitors. */
+static PetscErrorCode KSPHeptaneMonitor(KSP ksp, PetscInt it, PetscReal rnorm)
+{
+  PetscFunctionBegin;
+  PetscCall(PetscObjectSAWsTakeAccess((PetscObject)ksp));
+  ksp->its   = it;
+  ksp->rnorm = rnorm;
+  PetscCall(PetscObjectSAWsGrantAccess((PetscObject)ksp));
+  PetscCall(KSPLogResidualHistory(ksp, rnorm));
+  PetscCall(KSPMonitor(ksp, it, rnorm));
+  PetscFunctionReturn(0);
+}
+
+static KSPConvergedReason KSPHeptaneReason(KSP_Heptane *h, heptane::Reason r)
+{
+  const bool bcgs = h->solver == heptane::SolverType::bicgstab;
+  switch (r) {
+  case heptane::Reason::converged_rtol:
+    return KSP_CONVERGED_RTOL;
+  case heptane::Reason::converged_atol:
+    return KSP_CONVERGED_ATOL;
+  case heptane::Reason::diverged_max_it:
+    return KSP_DIVERGED_ITS;
+  case heptane::Reason::diverged_dtol:
+    return KSP_DIVERGED_DTOL;
+  case heptane::Reason::diverged_nan:
+    return KSP_DIVERGED_NANORINF;
+  case heptane::Reason::breakdown_rho: /* BiCGStab (r^, r) = 0: the BiCG part broke down */
+  case heptane::Reason::breakdown_rv:  /* BiCGStab (r^, v) = 0 */
+    return bcgs ? KSP_DIVERGED_BREAKDOWN_BICG : KSP_DIVERGED_BREAKDOWN;
+  case heptane::Reason::breakdown_omega:
+    return KSP_DIVERGED_BREAKDOWN;
+  case heptane::Reason::diverged_indefinite: /* CG: (p, Ap) <= 0 or (r, M^-1 r) < 0 */
+    return h->pc == heptane::PcType::none ? KSP_DIVERGED_INDEFINITE_MAT : KSP_DIVERGED_INDEFINITE_PC;
+  case heptane::Reason::stagnation:
+    return KSP_DIVERGED_BREAKDOWN;
+  case heptane::Reason::iterating:
+    break;
+  }
+  return KSP_DIVERGED_BREAKDOWN;
+}
+
+static PetscErrorCode KSPSolve_Heptane(KSP ksp)
+{
+  KSP_Heptane          *h = (KSP_Heptane *)ksp->data;
+  const PetscScalar    *b;
+  PetscScalar          *x;
+  heptane::Status       st;
+  heptane::SolverOptions opts;
+
+  PetscFunctionBegin;
+  PetscCall(KSPHeptaneUpdate(ksp)); /* no-op unless the matrix changed since KSPSetUp */
+  opts.rtol        = ksp->rtol;
+  opts.atol        = ksp->abstol;
+  opts.dtol        = ksp->divtol > 0 ? ksp->divtol : 1e300;
+  opts.max_it      = (int)ksp->max_it;
+  opts.check_every = (int)h->check_every;
+  h->monitor_error = 0;
+  opts.monitor     = [ksp, h](const heptane::IterationInfo &info) {
+    if (!h->monitor_error) h->monitor_error = KSPHeptaneMonitor(ksp, info.iteration, info.residual_norm);
+  };
+  ksp->its   = 0;
+  ksp->rnorm = 0;
+  PetscCall(VecGetArrayRead(ksp->vec_rhs, &b));
+  PetscCall(VecGetArray(ksp->vec_sol, &x));
+  HeptaneCallCXX(st = h->krylov->solve(h->solver, *h->engine, opts, !ksp->guess_zero, b, x));
+  PetscCall(VecRestoreArray(ksp->vec_sol, &x));
+  PetscCall(VecRestoreArrayRead(ksp->vec_rhs, &b));
+  PetscCall(h->monitor_error);
+  ksp->its    = st.iterations;
+  ksp->rnorm  = st.residual_norm;
+  ksp->rnorm0 = st.initial_residual_norm;
+  ksp->reason = KSPHeptaneReason(h, st.reason);
+  h->solves++;
+  PetscCall(PetscInfo(ksp, "%s: %s (%s), %.3f ms\n", KSPHeptaneName(h), st.summary().c_str(), heptane::to_string(st.reason), h->krylov->timings().last_solve_ms));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode KSPView_Heptane(KSP ksp, PetscViewer viewer)
+{
+  KSP_Heptane *h = (KSP_Heptane *)ksp->data;
+  PetscBool    isascii;
+
+  PetscFunctionBegin;
+  PetscCall(PetscObjectTypeCompare((PetscObject)viewer, PETSCVIEWERASCII, &isascii));
+  if (!isascii) PetscFunctionReturn(0);
+  PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane %s, right-preconditioned inside heptane; stopping on the unpreconditioned ||r|| <= max(rtol ||b||, atol)\n", h->solver == heptane::SolverType::bicgstab ? "BiCGStab (fused loop)" : "CG"));
+  PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane options: -heptane_format %s -heptane_device %s -heptane_precision %s -heptane_check_every %" PetscInt_FMT "\n", HeptaneFormats[h->format], h->device, HeptanePrecisions[h->precision], h->check_every));
+  PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane preconditioner: %s (from %s; the PETSc PC below is none because heptane applies it)\n", h->krylov->has_preconditioner() ? h->krylov->preconditioner_describe().c_str() : heptane::to_string(h->pc), h->pc_from[0] ? h->pc_from : "-"));
+  if (h->engine && h->engine->built()) {
+    PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane operator: %s (PETSc matrix %s)\n", h->engine->describe().c_str(), h->mat_type->c_str()));
+    PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane structure: %s\n", h->grid_source->c_str()));
+    PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane values-only update: %s\n", h->engine->refresh_note().c_str()));
+  }
+  PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane setups: %" PetscInt_FMT " full (new pattern), %" PetscInt_FMT " values-only; %" PetscInt_FMT " solves\n", h->full_builds, h->value_refreshes, h->solves));
+  if (!h->last_update->empty()) PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane last setup: %s\n", h->last_update->c_str()));
+  if (h->solves) PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane last solve: %.3f ms\n", h->krylov->timings().last_solve_ms));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode KSPSetFromOptions_Heptane(KSP ksp, PetscOptionItems *PetscOptionsObject)
+{
+  KSP_Heptane *h = (KSP_Heptane *)ksp->data;
+  char         device[64];
+  PetscBool    flg;
+  PetscInt     grid[3] = {0, 0, 0}, n = 3, nc = 0;
+
+  PetscFunctionBegin;
+  PetscOptionsHeadBegin(PetscOptionsObject, h->solver == heptane::SolverType::bicgstab ? "KSP hbcgs options (heptane BiCGStab)" : "KSP hcg options (heptane CG)");
+  PetscCall(PetscOptionsEList("-heptane_format", "Matrix format heptane solves with (auto: BDIA-GH on a grid, else detected)", "KSPHBCGS", HeptaneFormats, HeptaneNumFormats, HeptaneFormats[h->format], &h->format, NULL));
+  PetscCall(PetscOptionsString("-heptane_device", "Where heptane runs: auto (a GPU when one is visible), cpu, gpu, gpu:N", "KSPHBCGS", h->device, device, sizeof(device), &flg));
+  if (flg) {
+    PetscCall(HeptaneCheckDevice(device));
+    PetscCall(PetscStrncpy(h->device, device, sizeof(h->device)));
+  }
+  PetscCall(PetscOptionsEList("-heptane_precision", "double; single (fp32 matrix and vectors); mixed (fp32 matrix values, fp64 vectors)", "KSPHBCGS", HeptanePrecisions, HeptaneNumPrecisions, HeptanePrecisions[h->precision], &h->precision, NULL));
+  PetscCall(PetscOptionsBoundedInt("-heptane_check_every", "GPU: the host reads the residual every k iterations", "KSPHBCGS", h->check_every, &h->check_every, NULL, 1));
+  /* read where they are used (KSPHeptaneGridHint); listed here for -help */
+  PetscCall(PetscOptionsIntArray("-heptane_grid", "Grid J,H,I behind the matrix (x fastest) when it has no DMDA (default: from the DMDA, else detected)", "KSPHBCGS", grid, &n, NULL));
+  PetscCall(PetscOptionsInt("-heptane_block", "Unknowns per cell Nc with -heptane_grid (default: from the DMDA, else detected)", "KSPHBCGS", nc, &nc, NULL));
+  PetscOptionsHeadEnd();
+  /* PCSetFromOptions() ran before this (KSPSetFromOptions): take the PC's type now */
+  PetscCall(KSPHeptaneCheckComm(ksp));
+  PetscCall(KSPHeptaneTakePC(ksp));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode KSPReset_Heptane(KSP ksp)
+{
+  KSP_Heptane *h = (KSP_Heptane *)ksp->data;
+
+  PetscFunctionBegin;
+  PetscCall(MatDestroy(&h->aij));
+  delete h->own;
+  delete h->krylov;
+  h->own = NULL;
+  h->krylov = NULL;
+  h->engine = NULL;
+  HeptaneCallCXX(h->own = new heptane::plugin::MatrixEngine(); h->krylov = new heptane::plugin::KrylovEngine());
+  h->engine = h->own;
+  h->mat_id = 0;
+  h->mat_nzstate = h->mat_state = -1;
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode KSPDestroy_Heptane(KSP ksp)
+{
+  KSP_Heptane *h = (KSP_Heptane *)ksp->data;
+
+  PetscFunctionBegin;
+  PetscCall(MatDestroy(&h->aij));
+  delete h->own;
+  delete h->krylov;
+  delete h->last_update;
+  delete h->grid_source;
+  delete h->mat_type;
+  PetscCall(PetscFree(ksp->data));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode KSPCreate_Heptane_Private(KSP ksp, heptane::SolverType solver)
+{
+  KSP_Heptane *h;
+
+  PetscFunctionBegin;
+  PetscCall(PetscNew(&h));
+  ksp->data      = h;
+  h->solver      = solver;
+  h->format      = 0; /* auto */
+  h->precision   = 0; /* double */
+  h->check_every = 8;
+  h->pc          = heptane::PcType::ilu0;
+  h->pc_built    = heptane::PcType::none;
+  h->mat_nzstate = h->mat_state = -1;
+  PetscCall(PetscStrncpy(h->device, "auto", sizeof(h->device)));
+  HeptaneCallCXX(h->own = new heptane::plugin::MatrixEngine(); h->krylov = new heptane::plugin::KrylovEngine(); h->last_update = new std::string(); h->grid_source = new std::string(); h->mat_type = new std::string());
+  h->engine = h->own;
+  PetscCall(KSPHeptaneCheckComm(ksp));
+
+  ksp->ops->setup          = KSPSetUp_Heptane;
+  ksp->ops->solve          = KSPSolve_Heptane;
+  ksp->ops->destroy        = KSPDestroy_Heptane;
+  ksp->ops->reset          = KSPReset_Heptane;
+  ksp->ops->view           = KSPView_Heptane;
+  ksp->ops->setfromoptions = KSPSetFromOptions_Heptane;
+  ksp->ops->buildsolution  = KSPBuildSolutionDefault;
+  ksp->ops->buildresidual  = KSPBuildResidualDefault;
+  ksp->setupnewmatrix      = PETSC_TRUE; /* KSPSetUp calls setup for every new matrix: the PC is taken there, before PCSetUp */
+
+  /* heptane iterates right-preconditioned and tests the unpreconditioned residual; the PC
+     side only names where PETSc would apply M, so both sides are accepted */
+  PetscCall(KSPSetSupportedNorm(ksp, KSP_NORM_UNPRECONDITIONED, PC_RIGHT, 3));
+  PetscCall(KSPSetSupportedNorm(ksp, KSP_NORM_UNPRECONDITIONED, PC_LEFT, 2));
+  PetscFunctionReturn(0);
+}
+
+/*MC
+   KSPHBCGS - "hbcgs": BiCGStab on heptane's engine (CPU, or a GPU with -heptane_device gpu).
+
+   Options Database Keys:
++  -heptane_format <auto,csr,bdiagh,ell,hyb,dia,bsr,coo> - matrix format (auto: BDIA-GH on a grid, else detected)
+.  -heptane_device <auto,cpu,gpu,gpu:N> - where heptane runs
+.  -heptane_precision <double,single,mixed> - value precision
+.  -heptane_check_every <k> - GPU: the host reads the residual every k iterations
+-  -heptane_grid J,H,I -heptane_block Nc - the grid when the matrix has no DMDA
+
+   Also honours -ksp_rtol -ksp_atol -ksp_divtol -ksp_max_it -ksp_monitor -ksp_converged_reason
+   -ksp_view -ksp_error_if_not_converged -ksp_initial_guess_nonzero, and -pc_type none, jacobi,
+   pbjacobi, ilu (applied by heptane). One MPI rank.
+M*/
+PetscErrorCode KSPCreate_HBCGS(KSP ksp)
+{
+  PetscFunctionBegin;
+  PetscCall(KSPCreate_Heptane_Private(ksp, heptane::SolverType::bicgstab));
+  PetscFunctionReturn(0);
+}
+
+/*MC
+   KSPHCG - "hcg": preconditioned CG on heptane's engine, for symmetric positive definite
+   systems (the pressure equation). Options as for KSPHBCGS.
+M*/
+PetscErrorCode KSPCreate_HCG(KSP ksp)
+{
+  PetscFunctionBegin;
+  PetscCall(KSPCreate_Heptane_Private(ksp, heptane::SolverType::cg));
+  PetscFunctionReturn(0);
+}

@@ -1,0 +1,98 @@
+// Internal header of the PETSc plugin: what the KSP types (ksp_heptane.cpp) and the Mat type
+// (mat_bdiagh.cpp) share. PETSc style: PetscCall on every call, PetscCheck with the values.
+#pragma once
+
+#include <petsc/private/kspimpl.h>
+#include <petsc/private/matimpl.h>
+#include <petscdmda.h>
+
+#include <string>
+#include <vector>
+
+#include "core/error.hpp"
+#include "plugin/engine.hpp"
+#include "plugin/heptane_petsc.h"
+
+#if defined(PETSC_USE_COMPLEX)
+  #error "heptane's PETSc plugin needs a real-scalar PETSc (PetscScalar = double)"
+#endif
+#if defined(PETSC_USE_REAL_SINGLE) || defined(PETSC_USE_REAL___FLOAT128) || defined(PETSC_USE_REAL___FP16)
+  #error "heptane's PETSc plugin needs PetscScalar = double"
+#endif
+
+/* Run C++ that may throw (heptane's typed errors, std::bad_alloc) and turn an exception into
+   a PETSc error with heptane's message and the source location that raised it. */
+#define HeptaneCallCXX(...) \
+  do { \
+    PetscErrorCode heptane_ierr_ = 0; \
+    std::string    heptane_msg_; \
+    try { \
+      __VA_ARGS__; \
+    } catch (const heptane::NotSupported &e) { \
+      heptane_ierr_ = PETSC_ERR_SUP; \
+      heptane_msg_  = std::string(e.what()) + " [" + e.where() + "]"; \
+    } catch (const heptane::DeviceError &e) { \
+      heptane_ierr_ = PETSC_ERR_GPU; \
+      heptane_msg_  = std::string(e.what()) + " [" + e.where() + "]"; \
+    } catch (const heptane::DimensionMismatch &e) { \
+      heptane_ierr_ = PETSC_ERR_ARG_SIZ; \
+      heptane_msg_  = std::string(e.what()) + " [" + e.where() + "]"; \
+    } catch (const heptane::Error &e) { \
+      heptane_ierr_ = PETSC_ERR_ARG_WRONG; \
+      heptane_msg_  = std::string(e.what()) + " [" + e.where() + "]"; \
+    } catch (const std::bad_alloc &) { \
+      heptane_ierr_ = PETSC_ERR_MEM; \
+      heptane_msg_  = "out of memory"; \
+    } catch (const std::exception &e) { \
+      heptane_ierr_ = PETSC_ERR_LIB; \
+      heptane_msg_  = e.what(); \
+    } \
+    PetscCheck(!heptane_ierr_, PETSC_COMM_SELF, heptane_ierr_, "heptane: %s", heptane_msg_.c_str()); \
+  } while (0)
+
+/* The matrix formats -heptane_format accepts ("auto": BDIA-GH on a grid, else detected). */
+extern const char *const HeptaneFormats[];
+extern const PetscInt    HeptaneNumFormats;
+extern const char *const HeptanePrecisions[];
+extern const PetscInt    HeptaneNumPrecisions;
+
+/* A SeqAIJ-based matrix (seqaij, bdiagh, the diagonal block of a one-rank mpiaij) borrowed as
+   heptane CSR: MatGetRowIJ + MatSeqAIJGetArrayRead, restored by HeptaneCSRRestore(). */
+typedef struct {
+  Mat                         mat;
+  PetscInt                    n;
+  const PetscInt             *ia, *ja;
+  const PetscScalar          *a;
+  std::vector<heptane::index_t> ia32, ja32; /* only when PetscInt is 64-bit */
+  heptane::plugin::CsrView    view;
+} HeptaneCSR;
+
+PETSC_INTERN PetscErrorCode HeptaneCSRGet(Mat, HeptaneCSR *);
+PETSC_INTERN PetscErrorCode HeptaneCSRRestore(HeptaneCSR *);
+
+/* The grid behind a matrix: -heptane_grid J,H,I / -heptane_block Nc from the options database
+   (with the given prefix), else the DMDA the matrix was created from. *found = PETSC_FALSE
+   when neither says anything (the structure is then detected). */
+PETSC_INTERN PetscErrorCode HeptaneGridHintFromOptions(PetscOptions, const char[], heptane::plugin::GridHint *, PetscBool *);
+PETSC_INTERN PetscErrorCode HeptaneGridHintFromDM(DM, heptane::plugin::GridHint *, PetscBool *);
+
+/* "auto", "cpu", "gpu", "gpu:N", "cuda", "cuda:N" */
+PETSC_INTERN PetscErrorCode HeptaneCheckDevice(const char[]);
+
+/* ---- the Mat type bdiagh (mat_bdiagh.cpp) ---- */
+typedef struct {
+  heptane::plugin::MatrixEngine *engine;
+  heptane::plugin::MatrixConfig  cfg;        /* format bdiagh; device and precision */
+  PetscObjectState               nzstate;    /* nonzero state the engine was built for */
+  PetscObjectState               state;      /* object state whose values the engine holds */
+  PetscBool                      cfg_locked; /* a KSP chose device/precision: keep them */
+  PetscErrorCode (*assemblyend)(Mat, MatAssemblyType);
+  PetscErrorCode (*destroy)(Mat);
+  PetscErrorCode (*view)(Mat, PetscViewer);
+} Mat_BDIAGH;
+
+/* The BDIA-GH engine of a bdiagh matrix, brought up to date with its values and configured as
+   asked (a KSP with another device or precision rebuilds it once; later assemblies keep it).
+   *updated tells what was done: 0 nothing, 1 values refreshed, 2 rebuilt. */
+PETSC_INTERN PetscErrorCode MatBDIAGHRegisterFactors(void);
+PETSC_INTERN PetscErrorCode MatBDIAGHGetEngine(Mat, const heptane::plugin::MatrixConfig *, heptane::plugin::MatrixEngine **, PetscInt *);
