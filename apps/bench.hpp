@@ -1,0 +1,17 @@
+// The benchmark programs behind `heptane bench <what>` (apps/cmd_bench.cpp dispatches).
+// Each takes the arguments after its name and returns the process exit status (0 success,
+// 1 a failed check or failed work, 2 usage error through UsageError). Benchmarks check every
+// result against the CPU reference before timing it (BENCHMARKS.md).
+#pragma once
+
+namespace heptane::cli {
+
+/// heptane bench spmv: y = A x and A^T x per format, kernel and precision on one CUDA device,
+/// next to the device's copy bandwidth and cuSPARSE (apps/bench_spmv.cpp; --help for the
+/// options). Needs a build with the CUDA back end.
+int bench_spmv(int argc, char** argv);
+
+/// heptane bench solve: BiCGStab per iteration and to tolerance (apps/bench_solve.cpp).
+int bench_solve(int argc, char** argv);
+
+}  // namespace heptane::cli

@@ -1,0 +1,630 @@
+// BDIA-GH SpMV on CUDA: kernel templates. bdia_fp64.cu, bdia_fp32.cu and bdia_mixed.cu
+// instantiate them, one precision per file (CI compiles the CUDA code on two cores).
+//
+// Layout (DESIGN.md §1): value(r, k = q*Nc + s) = data[k*N + r],
+//   column(r, k) = (r/Nc + d_q)*Nc + s, a slot is valid iff block column r/Nc + d_q is in
+//   [0, cols/Nc); validity is per (block row, q), not per element.
+//   A x:   y_r = sum_q sum_s data[(q*Nc+s)*N + r] * x[(r/Nc + d_q)*Nc + s]
+//   A^T x: A^T is BDIA with offsets -d_q and transposed blocks; for output row j = c*Nc + s
+//          y_j = sum_q sum_a data[(q*Nc+s)*N + (c-d_q)*Nc + a] * x[(c-d_q)*Nc + a]
+//
+// ---- The floor, and what the optimized kernels expect to gain (written before tuning) ----
+// Bytes of one y = A x with beta = 0: sizeof(MT)*D*Nc*N (each stored value once) +
+// sizeof(VT)*N (x, once from DRAM; its D*Nc re-reads hit L1/L2) + sizeof(VT)*N (y written).
+// fp64: 8*D*Nc*N + 16N. Floor time = bytes / copy bandwidth (3.0 TB/s measured on the H100).
+// E.g. N = 65,536, Nc = 8: 30.4 MB -> 10.1 us; N = 2^21, Nc = 8: 969 MB -> 323 us.
+// Mixed (fp32 values, fp64 vectors) moves 4*D*Nc*N + 16N: 1.87x fewer bytes at Nc = 4,
+// 1.93x at Nc = 8.
+//
+// What holds the thesis kernel (one thread per row, D*Nc offsets in shared memory, a loop
+// with a bounds test per slot) below the floor, with the measured bar (BENCHMARKS.md):
+//  1. Too few loads in flight. Each iteration's load is behind a bounds test on a run-time
+//     offset, so the compiler issues about one data load (+ one x load) per thread at a time.
+//     Little's law: ~3 TB/s * ~0.7 us = ~2 MB in flight, ~16 KB per SM. At N = 65,536 there
+//     are only ~16 warps per SM: 16*32*8 B = 4 KB per round trip -> far from the floor (65 %).
+//     At 0.5-2 M rows the SM is full (64 warps) and it is nearly enough (83-91 %).
+//  2. Index math: r mod Nc and r / Nc with a run-time Nc (integer division, ~20 instructions)
+//     and a 64-bit multiply per slot; cheap next to memory, but it lengthens the dependency
+//     chain in front of each load.
+//  3. Launch and tail: at 10 us a 2-3 us ramp/tail is 20-30 %; little to win beyond 1.
+// The optimized kernel: Nc and D are template parameters (Nc in {1,2,3,4,8,16}, D = 7; others
+// take a generic path), the D*Nc loads of a row are fully unrolled with no test in the
+// interior (rows whose every block diagonal is inside the matrix: all but ~2*J*H*Nc rows of a
+// GH matrix; a block-uniform branch picks the checked copy for the boundary CTAs), so all
+// loads of a row are independent and issued back to back: ~D*Nc*8 B in flight per thread
+// instead of 8. Values are read with evict-first loads so that x stays in L1/L2.
+// Expected: N = 65,536: 65 % -> ~80 % (bounded by launch + ramp, ~2 us of 12); 0.5-2 M rows:
+// 83-91 % -> 95 %+; large N: ~97-100 % (already at the floor; must not lose).
+// Optional 2 rows per thread (Nc even): 16-byte loads, and the two rows of a block share
+// their x loads; halves the thread count, so it should help only at large N.
+//
+// A^T x (optimized): the lanes of a warp are grouped by Nc (32/Nc groups, Nc | 32 or Nc = 3
+// with 2 idle lanes). Lane a of the group for output block c reads, for each q, input row
+// i = (c - d_q)*Nc + a: the Nc values data[(q*Nc+s)*N + i] and x[i], coalesced exactly as
+// A x reads them (shifted by d_q*Nc rows), and accumulates P[s] += data*x[i]. After all q,
+// one reduce-scatter across the group (Nc-1 shuffles: recursive halving for powers of two,
+// a rotation for Nc = 3) gives lane s the sum of P[s] over the group: y[c*Nc + s]. Same bytes
+// as A x, no atomics, no stored copy, and D x-loads per row instead of D*Nc: expected within
+// a few % of A x.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <type_traits>
+
+#include "formats/bdia/bdia_cuda.hpp"
+#include "formats/cuda_spmv_common.cuh"
+
+namespace heptane::kernels::bdia_detail {
+
+using namespace cuda_detail;
+
+constexpr int max_block_diagonals = 64;
+
+/// Everything a BDIA kernel needs about A, passed by value (kernel parameter space).
+struct Params {
+    long long n;     ///< rows of A (N): the stride between diagonals in `data`
+    index_t rows;    ///< rows of op(A) = length of y
+    index_t nc;      ///< block size
+    index_t nd;      ///< block diagonals (D)
+    index_t nbr;     ///< block rows of A
+    index_t nbc;     ///< block columns of A
+    index_t lo, hi;  ///< interior block rows of op(A): every block diagonal in range
+    index_t boff[max_block_diagonals];  ///< block offsets of op(A)'s source: d_q of A
+};
+
+/// 2-wide vectors for the 2-rows-per-thread kernel.
+template <class T>
+struct vec2;
+template <>
+struct vec2<double> {
+    using type = double2;
+};
+template <>
+struct vec2<float> {
+    using type = float2;
+};
+
+template <class T>
+__device__ __forceinline__ typename vec2<T>::type ldcs2(const T* p)
+{
+    return __ldcs(reinterpret_cast<const typename vec2<T>::type*>(p));
+}
+
+// ------------------------------------------------------------------------------------------
+// Thesis kernel (the baseline): one thread per row, the D*Nc element offsets in shared
+// memory, a bounds test per slot, run-time Nc.
+//   y_r = sum_k data[k*N + r] * x[r - r%Nc + offset_k]     (0 <= column < cols)
+template <class MT, class VT>
+__global__ void __launch_bounds__(256)
+    thesis_kernel(Params p, index_t cols, const MT* __restrict__ data, VT alpha,
+                  const VT* __restrict__ x, VT beta, VT* __restrict__ y)
+{
+    extern __shared__ index_t s_off[];  // D*Nc element offsets
+    const int nk = p.nd * p.nc;
+    for (int k = threadIdx.x; k < nk; k += blockDim.x)
+        s_off[k] = p.boff[k / p.nc] * p.nc + k % p.nc;
+    __syncthreads();
+    const long long r = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x;
+    if (r >= p.n) return;
+    const long long base = r - r % p.nc;
+    VT sum = 0;
+    for (int k = 0; k < nk; ++k) {
+        const long long c = base + s_off[k];
+        if (c >= 0 && c < cols) sum += VT(data[k * p.n + r]) * x[c];
+    }
+    store_result(y, r, alpha, sum, beta);
+}
+
+// Thesis-style A^T x (also the generic fallback): one thread per output row j = c*Nc + s,
+// gathering column s of the blocks (c - d_q, c):
+//   y_j = sum_q sum_a data[(q*Nc+s)*N + (c-d_q)*Nc + a] * x[(c-d_q)*Nc + a]
+template <class MT, class VT>
+__global__ void __launch_bounds__(256)
+    gather_t_kernel(Params p, const MT* __restrict__ data, VT alpha, const VT* __restrict__ x,
+                    VT beta, VT* __restrict__ y)
+{
+    const long long j = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x;
+    if (j >= p.rows) return;
+    const long long c = j / p.nc;
+    const int s = static_cast<int>(j - c * p.nc);
+    VT sum = 0;
+    for (int q = 0; q < p.nd; ++q) {
+        const long long ib = c - p.boff[q];
+        if (ib < 0 || ib >= p.nbr) continue;
+        const MT* d = data + (static_cast<long long>(q) * p.nc + s) * p.n + ib * p.nc;
+        const VT* xb = x + ib * p.nc;
+        for (int a = 0; a < p.nc; ++a) sum += VT(ldg(d + a)) * ldg(xb + a);
+    }
+    store_result(y, j, alpha, sum, beta);
+}
+
+// ------------------------------------------------------------------------------------------
+// Optimized A x. NC > 0 and D > 0: compile-time block size and block-diagonal count; the
+// loads of a row are staged in register arrays before any arithmetic, so they are issued
+// back to back (all D*NC of them for NC <= 4, NC per block diagonal for larger blocks).
+// NC = 0 / D = 0: run-time values (generic path).
+
+/// The NC values x[xq .. xq+NC) of one block column (16-byte loads when NC is even: xq is
+/// a multiple of NC, so 16-byte aligned).
+template <int NC, class VT>
+__device__ __forceinline__ void load_x_block(const VT* __restrict__ xq, VT (&xv)[NC])
+{
+    if constexpr (NC % 2 == 0) {
+        using V2 = typename vec2<VT>::type;
+#pragma unroll
+        for (int s = 0; s < NC; s += 2) {
+            const V2 t = __ldg(reinterpret_cast<const V2*>(xq + s));
+            xv[s] = t.x;
+            xv[s + 1] = t.y;
+        }
+    } else {
+#pragma unroll
+        for (int s = 0; s < NC; ++s) xv[s] = ldg(xq + s);
+    }
+}
+
+/// Block diagonal q of row r (r in block row br): its NC values and the NC x entries, or
+/// zeros when the block column is outside the matrix (checked copy only; never loads then).
+template <int NC, bool checked, class MT, class VT>
+__device__ __forceinline__ void load_diagonal(const Params& p, int q, long long r, long long br,
+                                              const MT* __restrict__ data, const VT* __restrict__ x,
+                                              MT (&v)[NC], VT (&xv)[NC])
+{
+    const int dq = p.boff[q];
+    const long long cb = br + dq;
+    if (checked && (cb < 0 || cb >= p.nbc)) {
+#pragma unroll
+        for (int s = 0; s < NC; ++s) {
+            v[s] = MT(0);
+            xv[s] = VT(0);
+        }
+        return;
+    }
+    const MT* d = data + static_cast<long long>(q) * NC * p.n + r;
+#pragma unroll
+    for (int s = 0; s < NC; ++s) v[s] = ldcs(d + s * p.n);
+    load_x_block<NC>(x + cb * NC, xv);
+}
+
+template <int NC, int D, int G, bool checked, class MT, class VT>
+__device__ __forceinline__ VT row_sum(const Params& p, long long r, const MT* __restrict__ data,
+                                      const VT* __restrict__ x)
+{
+    VT sum = 0;
+    if constexpr (NC > 0 && D > 0) {
+        const long long br = r / NC;
+        // stage G block diagonals at a time: G*NC values and x entries in registers
+#pragma unroll
+        for (int q0 = 0; q0 < D; q0 += G) {
+            MT v[G][NC];
+            VT xv[G][NC];
+#pragma unroll
+            for (int g = 0; g < G; ++g)
+                if (q0 + g < D) load_diagonal<NC, checked>(p, q0 + g, r, br, data, x, v[g], xv[g]);
+#pragma unroll
+            for (int g = 0; g < G; ++g)
+                if (q0 + g < D) {
+#pragma unroll
+                    for (int s = 0; s < NC; ++s) sum += VT(v[g][s]) * xv[g][s];
+                }
+        }
+    } else {
+        const int nc = p.nc;
+        const long long br = r / nc;
+        for (int q = 0; q < p.nd; ++q) {
+            const int dq = p.boff[q];
+            const long long cb = br + dq;
+            if (checked && (cb < 0 || cb >= p.nbc)) continue;
+            const VT* xq = x + cb * nc;
+            const MT* d = data + static_cast<long long>(q) * nc * p.n + r;
+#pragma unroll 4
+            for (int s = 0; s < nc; ++s) sum += VT(ldcs(d + s * p.n)) * ldg(xq + s);
+        }
+    }
+    return sum;
+}
+
+// Two consecutive rows r, r+1 of one block (NC even, N even, r even): 2-wide value loads,
+// shared x loads.
+template <int NC, int D, int G, bool checked, class MT, class VT>
+__device__ __forceinline__ void row_sum2(const Params& p, long long r, const MT* __restrict__ data,
+                                         const VT* __restrict__ x, VT& s0, VT& s1)
+{
+    static_assert(NC > 0 && NC % 2 == 0 && D > 0, "2 rows per thread need an even Nc");
+    using M2 = typename vec2<MT>::type;
+    const long long br = r / NC;
+    s0 = 0;
+    s1 = 0;
+#pragma unroll
+    for (int q0 = 0; q0 < D; q0 += G) {
+        M2 v[G][NC];
+        VT xv[G][NC];
+#pragma unroll
+        for (int g = 0; g < G; ++g) {
+            if (q0 + g >= D) continue;
+            const int q = q0 + g;
+            const long long cb = br + p.boff[q];
+            if (checked && (cb < 0 || cb >= p.nbc)) {
+#pragma unroll
+                for (int s = 0; s < NC; ++s) {
+                    v[g][s] = M2{MT(0), MT(0)};
+                    xv[g][s] = VT(0);
+                }
+                continue;
+            }
+            const MT* d = data + static_cast<long long>(q) * NC * p.n + r;
+#pragma unroll
+            for (int s = 0; s < NC; ++s) v[g][s] = ldcs2(d + s * p.n);
+            load_x_block<NC>(x + cb * NC, xv[g]);
+        }
+#pragma unroll
+        for (int g = 0; g < G; ++g) {
+            if (q0 + g >= D) continue;
+#pragma unroll
+            for (int s = 0; s < NC; ++s) {
+                s0 += VT(v[g][s].x) * xv[g][s];
+                s1 += VT(v[g][s].y) * xv[g][s];
+            }
+        }
+    }
+}
+
+template <int NC, int D, int G, int RPT, class MT, class VT>
+__global__ void __launch_bounds__(256)
+    ax_kernel(Params p, const MT* __restrict__ data, VT alpha, const VT* __restrict__ x, VT beta,
+              VT* __restrict__ y)
+{
+    const long long cta_rows = static_cast<long long>(blockDim.x) * RPT;
+    const long long r_begin = blockIdx.x * cta_rows;
+    const long long r_end = r_begin + cta_rows < p.n ? r_begin + cta_rows : p.n;
+    const int nc = NC > 0 ? NC : p.nc;
+    // block-uniform: the whole CTA lies in the interior block rows -> no bounds tests
+    const bool interior =
+        r_begin >= static_cast<long long>(p.lo) * nc && r_end <= static_cast<long long>(p.hi) * nc;
+    const long long r = r_begin + static_cast<long long>(threadIdx.x) * RPT;
+    if (r >= p.n) return;
+    if constexpr (RPT == 1) {
+        const VT sum = interior ? row_sum<NC, D, G, false>(p, r, data, x)
+                                : row_sum<NC, D, G, true>(p, r, data, x);
+        store_result(y, r, alpha, sum, beta);
+    } else {
+        VT s0, s1;
+        if (interior)
+            row_sum2<NC, D, G, false>(p, r, data, x, s0, s1);
+        else
+            row_sum2<NC, D, G, true>(p, r, data, x, s0, s1);
+        store_result(y, r, alpha, s0, beta);
+        store_result(y, r + 1, alpha, s1, beta);
+    }
+}
+
+// ------------------------------------------------------------------------------------------
+// Optimized A^T x: lane groups of NC, a reduce-scatter at the end.
+
+/// One step of the recursive-halving reduce-scatter: lanes a and a^H exchange halves; the
+/// lane with bit H set keeps (and sums) the upper half of P[0..2H), the other the lower.
+template <int H, class VT, int NC>
+__device__ __forceinline__ void halving_step(VT (&P)[NC], int a)
+{
+    if constexpr (H >= 1) {
+        const bool upper = (a & H) != 0;
+#pragma unroll
+        for (int i = 0; i < H; ++i) {
+            const VT send = upper ? P[i] : P[i + H];
+            const VT keep = upper ? P[i + H] : P[i];
+            P[i] = keep + __shfl_xor_sync(0xffffffffu, send, H);
+        }
+        halving_step<H / 2>(P, a);
+    }
+}
+
+/// Lane s of each aligned group of NC lanes gets sum over the group of P[s]. NC a power of
+/// two: recursive halving (NC-1 shuffles). Otherwise a rotation (NC-1 shuffles, NC^2
+/// selects). `a` = lane index in the group; `g0` = the group's first lane in the warp.
+template <int NC, class VT>
+__device__ __forceinline__ VT reduce_scatter(VT (&P)[NC], int a, int g0)
+{
+    if constexpr ((NC & (NC - 1)) == 0) {
+        halving_step<NC / 2>(P, a);
+        return P[0];
+    } else {
+        auto pick = [&](int idx) {
+            VT v = P[0];
+#pragma unroll
+            for (int i = 1; i < NC; ++i) v = idx == i ? P[i] : v;
+            return v;
+        };
+        VT out = pick(a);
+#pragma unroll
+        for (int t = 1; t < NC; ++t) {
+            // lane b sends P_b[(b - t) mod NC] to lane (b - t) mod NC; we receive from a + t
+            const VT send = pick((a - t + NC) % NC);
+            out += __shfl_sync(0xffffffffu, send, g0 + (a + t) % NC);
+        }
+        return out;
+    }
+}
+
+/// P[s] += sum_q data[(q*NC+s)*N + i_q] * x[i_q], i_q = (cb - d_q)*NC + a: the lane's share
+/// of output block cb. Loads staged in registers (G block diagonals at a time) before use.
+template <int NC, int D, bool checked, class MT, class VT>
+__device__ __forceinline__ void t_partials(const Params& p, long long cb, int a,
+                                           const MT* __restrict__ data, const VT* __restrict__ x,
+                                           VT (&P)[NC])
+{
+    constexpr int G = NC <= 4 ? D : 1;
+#pragma unroll
+    for (int q0 = 0; q0 < D; q0 += G) {
+        MT v[G][NC];
+        VT xi[G];
+#pragma unroll
+        for (int g = 0; g < G; ++g) {
+            if (q0 + g >= D) continue;
+            const int q = q0 + g;
+            const long long ib = cb - p.boff[q];  // input block row of A
+            if (checked && (ib < 0 || ib >= p.nbr)) {
+                xi[g] = VT(0);
+#pragma unroll
+                for (int s = 0; s < NC; ++s) v[g][s] = MT(0);
+                continue;
+            }
+            const long long i = ib * NC + a;
+            xi[g] = ldg(x + i);
+            const MT* d = data + static_cast<long long>(q) * NC * p.n + i;
+#pragma unroll
+            for (int s = 0; s < NC; ++s) v[g][s] = ldcs(d + s * p.n);
+        }
+#pragma unroll
+        for (int g = 0; g < G; ++g) {
+            if (q0 + g >= D) continue;
+#pragma unroll
+            for (int s = 0; s < NC; ++s) P[s] += VT(v[g][s]) * xi[g];
+        }
+    }
+}
+
+template <int NC, int D, class MT, class VT>
+__global__ void __launch_bounds__(256)
+    t_kernel(Params p, const MT* __restrict__ data, VT alpha, const VT* __restrict__ x, VT beta,
+             VT* __restrict__ y)
+{
+    constexpr int groups = 32 / NC;  // lane groups per warp
+    const int lane = threadIdx.x & 31;
+    const int g = lane / NC;
+    const int a = lane - g * NC;
+    const long long warp = (blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x) / 32;
+    const long long cb = warp * groups + g;  // output block row (block column of A)
+    const long long cta_first = (blockIdx.x * static_cast<long long>(blockDim.x) / 32) * groups;
+    const long long cta_last = cta_first + static_cast<long long>(blockDim.x / 32) * groups;
+    const bool interior = cta_first >= p.lo && cta_last <= p.hi;
+    const bool valid = g < groups && cb < p.nbc;
+    VT P[NC];
+#pragma unroll
+    for (int s = 0; s < NC; ++s) P[s] = VT(0);
+    if (valid) {
+        if (interior)
+            t_partials<NC, D, false>(p, cb, a, data, x, P);
+        else
+            t_partials<NC, D, true>(p, cb, a, data, x, P);
+    }
+    // every lane of the warp takes part in the shuffles
+    const VT out = reduce_scatter<NC>(P, a, g * NC);
+    if (valid) store_result(y, cb * NC + a, alpha, out, beta);
+}
+
+// ------------------------------------------------------------------------------------------
+// Host side.
+
+template <class MT>
+Params make_params(const Bdia<MT>& a, Op op)
+{
+    Params p{};
+    p.n = a.rows;
+    p.nc = a.block_size;
+    p.nd = a.num_block_diagonals();
+    p.nbr = a.rows / a.block_size;
+    p.nbc = a.cols / a.block_size;
+    p.rows = op == Op::normal ? a.rows : a.cols;
+    index_t dmin = 0, dmax = 0;
+    for (int q = 0; q < p.nd; ++q) {
+        p.boff[q] = a.block_offsets[q];
+        dmin = q == 0 ? a.block_offsets[q] : std::min(dmin, a.block_offsets[q]);
+        dmax = q == 0 ? a.block_offsets[q] : std::max(dmax, a.block_offsets[q]);
+    }
+    if (op == Op::normal) {
+        // A x, block row c: c + d_q in [0, nbc) for every q
+        p.lo = std::max<index_t>(0, -dmin);
+        p.hi = std::min<index_t>(p.nbr, p.nbc - dmax);
+    } else {
+        // A^T x, output block c: c - d_q in [0, nbr) for every q
+        p.lo = std::max<index_t>(0, dmax);
+        p.hi = std::min<index_t>(p.nbc, p.nbr + dmin);
+    }
+    if (p.hi < p.lo) p.hi = p.lo;  // no interior
+    return p;
+}
+
+template <int NC, int D, int G, int RPT, class MT, class VT>
+void launch_ax(const CudaExecutor& exec, const Params& p, int block, const MT* data, VT alpha,
+               const VT* x, VT beta, VT* y)
+{
+    const unsigned grid = cuda::grid_for((p.n + RPT - 1) / RPT, block);
+    ax_kernel<NC, D, G, RPT, MT, VT>
+        <<<grid, block, 0, cuda::stream(exec)>>>(p, data, alpha, x, beta, y);
+    HEPTANE_CUDA_LAUNCH_CHECK();
+}
+
+template <int NC, int D, class MT, class VT>
+void launch_t(const CudaExecutor& exec, const Params& p, int block, const MT* data, VT alpha,
+              const VT* x, VT beta, VT* y)
+{
+    constexpr int groups = 32 / NC;
+    const long long warps = (p.nbc + groups - 1) / groups;
+    const unsigned grid = cuda::grid_for(warps * 32, block);
+    t_kernel<NC, D, MT, VT><<<grid, block, 0, cuda::stream(exec)>>>(p, data, alpha, x, beta, y);
+    HEPTANE_CUDA_LAUNCH_CHECK();
+}
+
+/// Block diagonals whose loads one thread stages in registers before using them. Primary:
+/// all D for Nc <= 4 (D*Nc <= 28 loads), one for Nc >= 8 (Nc loads). Alternative (compiled
+/// for Nc = 3, 4, 8 only): about 16 loads (fewer registers for Nc 3 and 4, so more warps per
+/// SM; more loads in flight for Nc = 8). 0: none.
+constexpr int primary_stage(int nc, int d)
+{
+    return nc <= 4 ? d : 1;
+}
+constexpr int alt_stage(int nc)
+{
+    return nc == 3 ? 5 : nc == 4 ? 4 : nc == 8 ? 2 : 0;
+}
+
+template <int NC, int D, int G, class MT, class VT>
+void launch_ax_rpt(const CudaExecutor& exec, const Params& p, int block, int rpt, const MT* data,
+                   VT alpha, const VT* x, VT beta, VT* y)
+{
+    if constexpr (NC % 2 == 0) {
+        if (rpt == 2 && p.n % 2 == 0) {
+            launch_ax<NC, D, G, 2>(exec, p, block, data, alpha, x, beta, y);
+            return;
+        }
+    }
+    launch_ax<NC, D, G, 1>(exec, p, block, data, alpha, x, beta, y);
+}
+
+template <int NC, int D, class MT, class VT>
+void optimized_nc(const CudaExecutor& exec, const Params& p, Op op, int block, int rpt, int stage,
+                  const MT* data, VT alpha, const VT* x, VT beta, VT* y)
+{
+    if (op == Op::transpose) {
+        launch_t<NC, D>(exec, p, block, data, alpha, x, beta, y);
+        return;
+    }
+    constexpr int galt = alt_stage(NC);
+    if constexpr (galt > 0) {
+        if (stage == 2) {
+            launch_ax_rpt<NC, D, galt>(exec, p, block, rpt, data, alpha, x, beta, y);
+            return;
+        }
+    }
+    launch_ax_rpt<NC, D, primary_stage(NC, D)>(exec, p, block, rpt, data, alpha, x, beta, y);
+}
+
+/// The tuned launch defaults (H100 measurements, docs/benchmarks.md): 256 threads; 2 rows per
+/// thread (8-byte float2 value loads) for fp32 values with Nc >= 8, else 1; primary staging.
+template <class MT>
+BdiaLaunch tuned_launch(index_t nc, const BdiaLaunch& asked)
+{
+    BdiaLaunch l = asked;
+    if (l.block <= 0) l.block = 256;
+    if (l.rows_per_thread <= 0) l.rows_per_thread = sizeof(MT) == 4 && nc >= 8 ? 2 : 1;
+    if (l.stage <= 0) l.stage = 1;
+    return l;
+}
+
+template <class MT, class VT>
+void spmv_bdia_impl(const CudaExecutor& exec, const Bdia<MT>& a, Op op, VT alpha, const VT* x,
+                    VT beta, VT* y, BdiaKernel kernel, const BdiaLaunch& launch)
+{
+    const index_t ny = op == Op::normal ? a.rows : a.cols;
+    if (ny == 0) return;
+    make_current(exec);
+    HEPTANE_ENSURE(
+        a.block_size > 0 && a.rows % a.block_size == 0 && a.cols % a.block_size == 0,
+        DimensionMismatch,
+        "BDIA block size " << a.block_size << " does not divide " << a.rows << " x " << a.cols);
+    HEPTANE_ENSURE(a.num_block_diagonals() <= max_block_diagonals, NotSupported,
+                   "the CUDA BDIA kernels take at most " << max_block_diagonals
+                                                         << " block diagonals, not "
+                                                         << a.num_block_diagonals());
+    if (a.num_block_diagonals() == 0 || a.rows == 0) {
+        scale(exec, ny, beta, y);
+        return;
+    }
+    ensure_on_device(exec, *a.exec(), "BDIA");
+    HEPTANE_ENSURE(a.data.size() == static_cast<std::size_t>(a.slots()), DimensionMismatch,
+                   "BDIA data holds " << a.data.size() << " values, expected " << a.slots());
+    const BdiaLaunch l = tuned_launch<MT>(a.block_size, launch);
+    const int block = l.block, rpt = l.rows_per_thread, stage = l.stage;
+    HEPTANE_ENSURE(block == 64 || block == 128 || block == 256, InputError,
+                   "BDIA launch block " << block << " (64, 128 or 256)");
+    HEPTANE_ENSURE(rpt == 1 || rpt == 2, InputError, "BDIA rows per thread " << rpt << " (1 or 2)");
+    HEPTANE_ENSURE(stage == 1 || stage == 2, InputError, "BDIA staging " << stage << " (1 or 2)");
+    const Params p = make_params(a, op);
+    const MT* data = a.data.data();
+    auto s = cuda::stream(exec);
+    if (kernel == BdiaKernel::thesis) {
+        if (op == Op::normal) {
+            const std::size_t smem = sizeof(index_t) * p.nd * p.nc;
+            HEPTANE_ENSURE(smem <= 48 * 1024, NotSupported,
+                           "thesis BDIA kernel: " << p.nd * p.nc << " offsets do not fit");
+            thesis_kernel<MT, VT>
+                <<<cuda::grid_for(p.n, 256), 256, smem, s>>>(p, a.cols, data, alpha, x, beta, y);
+        } else {
+            gather_t_kernel<MT, VT>
+                <<<cuda::grid_for(p.rows, 256), 256, 0, s>>>(p, data, alpha, x, beta, y);
+        }
+        HEPTANE_CUDA_LAUNCH_CHECK();
+        return;
+    }
+    if (p.nd == 7) {
+        switch (p.nc) {
+            case 1:
+                optimized_nc<1, 7>(exec, p, op, block, rpt, stage, data, alpha, x, beta, y);
+                return;
+            case 2:
+                optimized_nc<2, 7>(exec, p, op, block, rpt, stage, data, alpha, x, beta, y);
+                return;
+            case 3:
+                optimized_nc<3, 7>(exec, p, op, block, rpt, stage, data, alpha, x, beta, y);
+                return;
+            case 4:
+                optimized_nc<4, 7>(exec, p, op, block, rpt, stage, data, alpha, x, beta, y);
+                return;
+            case 8:
+                optimized_nc<8, 7>(exec, p, op, block, rpt, stage, data, alpha, x, beta, y);
+                return;
+            case 16:
+                optimized_nc<16, 7>(exec, p, op, block, rpt, stage, data, alpha, x, beta, y);
+                return;
+            default:
+                break;
+        }
+    }
+    // generic shapes: run-time Nc and D, interior split kept for A x
+    if (op == Op::normal)
+        launch_ax<0, 0, 0, 1>(exec, p, block, data, alpha, x, beta, y);
+    else {
+        gather_t_kernel<MT, VT>
+            <<<cuda::grid_for(p.rows, block), block, 0, s>>>(p, data, alpha, x, beta, y);
+        HEPTANE_CUDA_LAUNCH_CHECK();
+    }
+}
+
+}  // namespace heptane::kernels::bdia_detail
+
+namespace heptane::kernels {
+
+template <class MT, class VT>
+void spmv_bdia(const CudaExecutor& exec, const Bdia<MT>& a, Op op, VT alpha, const VT* x, VT beta,
+               VT* y, BdiaKernel kernel, const BdiaLaunch& launch)
+{
+    bdia_detail::spmv_bdia_impl<MT, VT>(exec, a, op, alpha, x, beta, y, kernel, launch);
+}
+
+template <class MT, class VT>
+void spmv(const CudaExecutor& exec, const Bdia<MT>& a, Op op, VT alpha, const VT* x, VT beta, VT* y,
+          BdiaKernel kernel)
+{
+    bdia_detail::spmv_bdia_impl<MT, VT>(exec, a, op, alpha, x, beta, y, kernel, BdiaLaunch{});
+}
+
+}  // namespace heptane::kernels
+
+/// Instantiate the public BDIA entry points for one (MT, VT) pair (inside heptane::kernels).
+#define HEPTANE_INSTANTIATE_BDIA(MT, VT)                                                         \
+    template void spmv_bdia<MT, VT>(const CudaExecutor&, const Bdia<MT>&, Op, VT, const VT*, VT, \
+                                    VT*, BdiaKernel, const BdiaLaunch&);                         \
+    template void spmv<MT, VT>(const CudaExecutor&, const Bdia<MT>&, Op, VT, const VT*, VT, VT*, \
+                               BdiaKernel);
