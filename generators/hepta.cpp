@@ -115,6 +115,13 @@ double normal(std::uint64_t key, std::uint64_t a) noexcept
     return 0.0;  // (1 - pi/4)^64 < 1e-42
 }
 
+// ---- parallel thresholds -------------------------------------------------------------------
+
+/// Below these sizes a loop runs on one thread: a parallel region costs more than the work,
+/// and its barrier stalls on a loaded host. (Values never depend on the thread count.)
+constexpr index_t parallel_min_cells = 4096;
+constexpr index_t parallel_min_rows = 32768;
+
 // ---- geometry ----------------------------------------------------------------------------
 
 /// Directions q = 0..6 in ascending block offset: -JH, -J, -1, 0, +1, +J, +JH.
@@ -210,7 +217,7 @@ public:
             layer[i] = sigma_layer * normal(stream_key(spec.seed, stream_layer), std::uint64_t(i));
         const std::uint64_t perm_key = stream_key(spec.seed, stream_cell_perm);
         const std::uint64_t phi_key = stream_key(spec.seed, stream_porosity);
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (G >= parallel_min_cells)
         for (index_t c = 0; c < G; ++c) {
             // log k = layer log-mean + per-cell perturbation; k_x has median 1.
             const double logk = layer[c / jh] + sigma_cell * normal(perm_key, std::uint64_t(c));
@@ -409,7 +416,7 @@ Coo<T> generate_hepta_coo(const HeptaSpec& spec)
     const offset_t bb = offset_t(nc) * nc;
     // 1. start of each block row: prefix sum of (present blocks) * Nc^2
     std::vector<offset_t> start(std::size_t(G) + 1, 0);
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (G >= parallel_min_cells)
     for (index_t c = 0; c < G; ++c) {
         int p = 0;
         for (int q = 0; q < num_dirs; ++q) p += g.present(c, q);
@@ -421,7 +428,7 @@ Coo<T> generate_hepta_coo(const HeptaSpec& spec)
     std::vector<T> val(nnz);
     // 2. fill: row (c, a) holds its P present blocks' rows in ascending block offset, which
     //    is ascending column order, so the output is canonical without sorting.
-#pragma omp parallel
+#pragma omp parallel if (G >= parallel_min_cells)
     {
         std::vector<double> buf(filler.buffer_size());
         std::array<bool, num_dirs> present{};
@@ -468,7 +475,7 @@ Bdia<T> generate_hepta_bdia(const HeptaSpec& spec)
     T* data = out.data.data();
     // values: data[(slot*Nc + s)*N + c*Nc + a] = block(c, c + d_q)[a][s]; each cell owns its
     // rows, so the writes of different threads never overlap.
-#pragma omp parallel
+#pragma omp parallel if (G >= parallel_min_cells)
     {
         std::vector<double> buf(filler.buffer_size());
         std::array<bool, num_dirs> present{};
@@ -496,7 +503,7 @@ Bdia<T> generate_hepta_bdia(const HeptaSpec& spec)
     const std::int64_t words = std::int64_t(out.pattern.size());
     std::uint64_t* pat = out.pattern.data();
     // threads own whole 64-bit words, so plain stores are safe
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (words >= parallel_min_cells)
     for (std::int64_t w = 0; w < words; ++w) {
         std::uint64_t word = 0;
         const std::uint64_t b0 = std::uint64_t(w) * 64;
@@ -520,7 +527,7 @@ std::vector<T> hepta_x_true(const HeptaSpec& spec)
     const index_t n = index_t(spec.rows());
     std::vector<T> x(n);
     const std::uint64_t x_key = stream_key(spec.seed, stream_x_true);
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (n >= parallel_min_rows)
     for (index_t r = 0; r < n; ++r) {
         const index_t c = r / nc, a = r % nc;
         const index_t j = c % J, h = (c / J) % H, i = c / (J * H);
@@ -547,12 +554,12 @@ LinearSystem<T> make_rhs(const HeptaSpec& spec, const Coo<T>& a)
     const T* v = a.val.data();
     // rows must be grouped (canonical COO) for the per-row loop below
     bool sorted = true;
-#pragma omp parallel for reduction(&& : sorted)
+#pragma omp parallel for reduction(&& : sorted) if (nnz >= parallel_min_rows)
     for (offset_t k = 1; k < nnz; ++k) sorted = sorted && ri[k - 1] <= ri[k];
     HEPTANE_ENSURE(sorted, InputError, "make_rhs: COO rows are not sorted (not canonical)");
     sys.b.assign(n, T(0));
     const std::vector<T>& x = sys.x_true;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (n >= parallel_min_rows)
     for (index_t r = 0; r < n; ++r) {
         // b_r = sum_k v_k x_{col_k} over row r's entries, in ascending column order
         offset_t k = std::lower_bound(ri, ri + nnz, r) - ri;
@@ -577,7 +584,7 @@ LinearSystem<T> make_rhs(const HeptaSpec& spec, const Bdia<T>& a)
     const T* data = a.data.data();
     const std::vector<T>& x = sys.x_true;
     sys.b.assign(n, T(0));
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (n >= parallel_min_rows)
     for (index_t r = 0; r < n; ++r) {
         // b_r = sum over stored slots k of data[k*N + r] * x[r - r%Nc + offset(k)]; offsets
         // ascend with k, so the order is ascending column as in the COO overload.

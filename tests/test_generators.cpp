@@ -240,7 +240,8 @@ BOOST_AUTO_TEST_CASE(values_do_not_depend_on_the_thread_count)
 {
     for (auto model : {HeptaModel::uniform, HeptaModel::reservoir})
         for (bool banded : {true, false}) {
-            const auto s = spec(9, 7, 5, 3, banded, model, 7, 0.5);
+            // 4480 cells: above the generators' one-thread threshold of 4096 cells
+            const auto s = spec(20, 16, 14, 3, banded, model, 7, 0.5);
             set_threads(1);
             const auto a1 = generate_hepta_coo<double>(s);
             const auto b1 = generate_hepta_bdia<double>(s);

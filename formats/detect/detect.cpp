@@ -16,13 +16,18 @@
 namespace heptane {
 namespace {
 
+/// Below these sizes a loop runs on one thread: a parallel region costs more than the work,
+/// and its barrier stalls on a loaded host.
+constexpr offset_t parallel_min_entries = 65536;
+constexpr index_t parallel_min_rows = 16384;
+
 /// Thread-safe bounds check and canonical-order check in one parallel pass: the first
 /// offending entry, or nnz.
 offset_t first_non_canonical(index_t rows, index_t cols, offset_t nnz, const index_t* r,
                              const index_t* c)
 {
     offset_t bad = nnz;
-#pragma omp parallel for reduction(min : bad)
+#pragma omp parallel for reduction(min : bad) if (nnz >= parallel_min_entries)
     for (offset_t k = 0; k < nnz; ++k) {
         const bool in_range = r[k] >= 0 && r[k] < rows && c[k] >= 0 && c[k] < cols;
         const bool ordered = k == 0 || r[k] > r[k - 1] || (r[k] == r[k - 1] && c[k] > c[k - 1]);
@@ -36,7 +41,7 @@ offset_t first_non_canonical(index_t rows, index_t cols, offset_t nnz, const ind
 std::vector<offset_t> row_pointer(index_t rows, offset_t nnz, const index_t* r)
 {
     std::vector<offset_t> ptr(std::size_t(rows) + 1, nnz);
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (nnz >= parallel_min_entries)
     for (offset_t k = 0; k < nnz; ++k) {
         // rows r[k-1]+1 .. r[k] start at k (none unless the row changes here)
         const index_t lo = k == 0 ? 0 : r[k - 1] + 1;
@@ -54,26 +59,33 @@ RowPass row_pass(index_t rows, offset_t nnz, const std::vector<offset_t>& ptr)
 {
     RowPass out;
     if (rows == 0) return out;
-    offset_t mn = nnz, mx = 0, g = 0;
+    // Integer reductions only, so the result does not depend on the thread count. The average
+    // deviation uses sum_r |len_r - mean| = 2 sum_{len_r > mean} (len_r - mean) (the signed
+    // deviations sum to 0), with len_r > mean  <=>  len_r * rows > nnz (exact in 64 bits:
+    // len_r, rows < 2^31).
+    offset_t mn = nnz, mx = 0, g = 0, long_sum = 0, long_count = 0;
     index_t empty = 0;
-#pragma omp parallel
+#pragma omp parallel if (rows >= parallel_min_rows)
     {
         offset_t g_local = 0;
-#pragma omp for reduction(min : mn) reduction(max : mx) reduction(+ : empty) schedule(static)
+#pragma omp for reduction(min : mn) reduction(max : mx) \
+    reduction(+ : empty, long_sum, long_count) schedule(static)
         for (index_t r = 0; r < rows; ++r) {
             const offset_t len = ptr[r + 1] - ptr[r];
             mn = std::min(mn, len);
             mx = std::max(mx, len);
             empty += len == 0;
+            if (len * offset_t(rows) > nnz) {
+                long_sum += len;
+                ++long_count;
+            }
             g_local = std::gcd(g_local, len);  // gcd(x, 0) = x: empty rows drop out
         }
 #pragma omp critical
         g = std::gcd(g, g_local);
     }
     const double mean = double(nnz) / rows;
-    double dev = 0;
-#pragma omp parallel for reduction(+ : dev) schedule(static)
-    for (index_t r = 0; r < rows; ++r) dev += std::abs(double(ptr[r + 1] - ptr[r]) - mean);
+    const double dev = 2.0 * (double(long_sum) - double(long_count) * mean);
     out.stats.min = mn;
     out.stats.max = mx;
     out.stats.mean = mean;
@@ -91,7 +103,8 @@ bool blocks_are_full(index_t rows, index_t b, const std::vector<offset_t>& ptr, 
 {
     const index_t nbr = rows / b;
     std::atomic<bool> failed{false};
-#pragma omp parallel for schedule(dynamic, 256)
+    const bool parallel = ptr[rows] >= parallel_min_entries;
+#pragma omp parallel for schedule(dynamic, 256) if (parallel)
     for (index_t br = 0; br < nbr; ++br) {
         if (failed.load(std::memory_order_relaxed)) continue;
         const index_t r0 = br * b;
@@ -132,7 +145,7 @@ std::vector<index_t> distinct_block_offsets(index_t rows, index_t cols, index_t 
     if (nbr == 0 || nbc == 0) return {};
     std::vector<unsigned char> seen(std::size_t(nbr) + nbc - 1, 0);
     unsigned char* flag = seen.data();
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (ptr[rows] >= parallel_min_entries)
     for (index_t br = 0; br < nbr; ++br) {
         const index_t r0 = br * b;
         for (offset_t k = ptr[r0]; k < ptr[r0 + 1]; k += b) {
@@ -169,7 +182,7 @@ offset_t count_face_couplings(index_t b, int dims, index_t J, index_t H, index_t
                               const std::vector<offset_t>& ptr, const index_t* col)
 {
     offset_t n = 0;
-#pragma omp parallel for reduction(+ : n) schedule(static)
+#pragma omp parallel for reduction(+ : n) schedule(static) if (nbr >= parallel_min_rows)
     for (index_t br = 0; br < nbr; ++br) {
         const index_t j = br % J, h = (br / J) % H;
         const index_t r0 = br * b;
