@@ -33,8 +33,10 @@ void check_round_trip(const std::string& what, const Coo<double>& a, Build&& bui
 }
 
 // Round trip, A x and A^T x of every format (BSR and BDIA with each block size in `blocks`
-// that divides the size), and the factory with default options.
-void check_every_format(const std::string& name, std::vector<index_t> blocks)
+// that divides the size), and the factory with default options. `stencil`: a hepta-type
+// matrix, whose BDIA has few block diagonals and must run everywhere; for the others a device
+// back end may refuse BDIA's hundreds of block diagonals (NotSupported, reported).
+void check_every_format(const std::string& name, std::vector<index_t> blocks, bool stencil)
 {
     const Coo<double> a = load(name);
     BOOST_TEST_MESSAGE(name << ": " << a.rows << " x " << a.cols << ", " << a.nnz() << " entries");
@@ -55,7 +57,7 @@ void check_every_format(const std::string& name, std::vector<index_t> blocks)
             check_format(
                 "BSR" + tag, a, [b](const auto& m) { return bsr_from_coo(m, b); }, op);
             check_format(
-                "BDIA" + tag, a, [b](const auto& m) { return bdia_from_coo(m, b); }, op);
+                "BDIA" + tag, a, [b](const auto& m) { return bdia_from_coo(m, b); }, op, !stencil);
         }
     }
     check_round_trip("ELL " + name, a, [](const auto& m) { return ell_from_coo(m); });
@@ -85,9 +87,13 @@ void check_every_format(const std::string& name, std::vector<index_t> blocks)
             opt.transpose = t;
             const auto op = make_matrix_operator<double, double>(a, f, exec, opt);
             const std::string what = name + " " + op->describe();
-            test::check_run(
-                what, normal, csr, 1.0, 0.0, 3,
-                [&](double al, const double* x, double be, double* y) { op->apply(al, x, be, y); });
+            auto apply = [&](double al, const double* x, double be, double* y) {
+                op->apply(al, x, be, y);
+            };
+            if (!test::device_accepts<double>(what, a.cols, a.rows, f == Format::bdia && !stencil,
+                                              apply))
+                continue;
+            test::check_run(what, normal, csr, 1.0, 0.0, 3, apply);
             test::check_run(what, transposed, csr, -0.5, 1.0, 4,
                             [&](double al, const double* x, double be, double* y) {
                                 op->apply_transpose(al, x, be, y);
@@ -111,43 +117,43 @@ void check_stencil_offsets(const std::string& name, index_t J, index_t H)
 
 BOOST_AUTO_TEST_CASE(sherman4_every_format_matches_csr_and_eigen)
 {
-    check_every_format("sherman4", {1, 3});
+    check_every_format("sherman4", {1, 3}, true);
 }
 BOOST_AUTO_TEST_CASE(orsreg_1_every_format_matches_csr_and_eigen)
 {
-    check_every_format("orsreg_1", {1, 3});
+    check_every_format("orsreg_1", {1, 3}, true);
 }
 BOOST_AUTO_TEST_CASE(saylr4_every_format_matches_csr_and_eigen)
 {
-    check_every_format("saylr4", {1, 3});
+    check_every_format("saylr4", {1, 3}, true);
 }
 BOOST_AUTO_TEST_CASE(opm_matr33_every_format_matches_csr_and_eigen)
 {
-    check_every_format("opm_matr33", {1, 3});
+    check_every_format("opm_matr33", {1, 3}, true);
 }
 BOOST_AUTO_TEST_CASE(sherman1_every_format_matches_csr_and_eigen)
 {
-    check_every_format("sherman1", {1, 2});
+    check_every_format("sherman1", {1, 2}, true);
 }
 BOOST_AUTO_TEST_CASE(orsirr_1_every_format_matches_csr_and_eigen)
 {
-    check_every_format("orsirr_1", {1, 2});
+    check_every_format("orsirr_1", {1, 2}, false);
 }
 BOOST_AUTO_TEST_CASE(saylr1_every_format_matches_csr_and_eigen)
 {
-    check_every_format("saylr1", {1, 2});
+    check_every_format("saylr1", {1, 2}, true);
 }
 BOOST_AUTO_TEST_CASE(tomography_spex_every_format_matches_csr_and_eigen)
 {
-    check_every_format("tomography_spex", {1, 2});
+    check_every_format("tomography_spex", {1, 2}, false);
 }
 BOOST_AUTO_TEST_CASE(illc1033_rectangular_every_format_matches_csr_and_eigen)
 {
-    check_every_format("illc1033", {1});
+    check_every_format("illc1033", {1}, false);
 }
 BOOST_AUTO_TEST_CASE(well1033_rectangular_every_format_matches_csr_and_eigen)
 {
-    check_every_format("well1033", {1});
+    check_every_format("well1033", {1}, false);
 }
 
 BOOST_AUTO_TEST_CASE(hepta_matrices_have_bdia_offsets_on_their_grid_stencil)

@@ -139,14 +139,16 @@ void bdia_transpose(const Bdia<MT>& a, VT alpha, const VT* x, VT beta, VT* y)
                 } else if constexpr (NC > 1) {
                     const MT* dk = data + std::size_t(q) * NC * rows + (lo - d) * NC;
                     for (offset_t i = 0; i < n; ++i) {
+                        // one transposed block: sum[s] = sum_l D(q*Nc + s, (e-d)*Nc + l) x[..+l],
+                        // Nc independent sums (no dependency chain), each in ascending l
                         const VT* xb = xq + i * NC;
-                        for (int s = 0; s < NC; ++s) {
-                            // one transposed block row: sum_l D(q*Nc + s, (e-d)*Nc + l) x[..+l]
-                            const MT* __restrict ds = dk + std::size_t(s) * rows + i * NC;
-                            VT sum = 0;
-                            for (int l = 0; l < NC; ++l) sum += VT(ds[l]) * xb[l];
-                            tq[i * NC + s] += sum;
+                        VT sum[NC] = {};
+                        for (int l = 0; l < NC; ++l) {
+                            const VT xl = xb[l];
+                            for (int s = 0; s < NC; ++s)
+                                sum[s] += VT(dk[std::size_t(s) * rows + i * NC + l]) * xl;
                         }
+                        for (int s = 0; s < NC; ++s) tq[i * NC + s] += sum[s];
                     }
                 } else {
                     for (index_t s = 0; s < nc; ++s) {
