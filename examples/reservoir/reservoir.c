@@ -423,7 +423,7 @@ static PetscErrorCode RunCoupled(const Model *m, PetscInt steps, PetscInt newton
       t0 = MPI_Wtime() - t0;
       t_solve += t0;
       solves++;
-      if (!quiet) PetscCall(PetscPrintf(PETSC_COMM_WORLD, "coupled  step %" PetscInt_FMT " newton %" PetscInt_FMT ": |F| = %.4e\n", step, it, (double)fnorm));
+      if (!quiet) PetscCall(PetscPrintf(PETSC_COMM_WORLD, "coupled  step %" PetscInt_FMT " newton %" PetscInt_FMT ": |F| = %.10e\n", step, it, (double)fnorm));
       PetscCall(ReportSolve(ksp, "coupled", step, it, t0, quiet, &total_its));
       PetscCall(NewtonUpdate(da, x, dx));
     }

@@ -1,0 +1,140 @@
+# PETSc plugin tests (label `plugin`, CPU back end). libheptane_petsc.so is loaded at run time
+# (-dll_append, or PETSC_OPTIONS) into programs that link PETSc only and know nothing of heptane:
+# tests/plugin_host.c and the reservoir example. tests/plugin_compare.py runs each program with a
+# PETSc KSP and with heptane's and compares the numbers they print (solution norms, checksums,
+# Newton residuals). The reference runs use right preconditioning so that PETSc stops on the
+# same unpreconditioned ||r|| <= rtol ||b|| as heptane.
+if(NOT TARGET heptane_petsc)
+  return()
+endif()
+find_package(Python3 COMPONENTS Interpreter QUIET)
+if(NOT Python3_Interpreter_FOUND)
+  message(STATUS "heptane: plugin tests OFF (no python3)")
+  return()
+endif()
+
+add_executable(plugin_host plugin_host.c)
+set_source_files_properties(plugin_host.c PROPERTIES LANGUAGE CXX)  # C, compiled as C++
+target_link_libraries(plugin_host PRIVATE PkgConfig::PETSC MPI::MPI_CXX)
+add_dependencies(plugin_host heptane_petsc)  # built, never linked: loaded at run time
+
+set(plugin_so $<TARGET_FILE:heptane_petsc>)
+set(compare ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/plugin_compare.py --plugin ${plugin_so})
+set(host $<TARGET_FILE:plugin_host>)
+set(ref_bcgs "-ksp_type bcgs -ksp_pc_side right")
+# OpenMPI refuses root without these (the CI runs as root); passive OpenMP waiting keeps a
+# loaded CI host from stalling in barriers.
+set(plugin_env "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMP_WAIT_POLICY=passive;OMPI_MCA_rmaps_base_oversubscribe=1")
+
+function(heptane_plugin_test name)
+  add_test(NAME ${name} COMMAND ${ARGN})
+  set_tests_properties(${name} PROPERTIES LABELS "plugin;cpu" ENVIRONMENT "${plugin_env}" TIMEOUT 600)
+endfunction()
+
+# ---- results match PETSc's own KSPs --------------------------------------------------------
+heptane_plugin_test(plugin_host_bcgs_matches_petsc
+  ${compare} --ref ${ref_bcgs} --heptane "-ksp_type hbcgs"
+  --expect "ksp=hbcgs" --reject MISMATCH -- ${host})
+heptane_plugin_test(plugin_host_dmda_nc3_newton_reuses_setup
+  ${compare} --ref ${ref_bcgs} --heptane "-ksp_type hbcgs -ksp_view"
+  --expect "heptane setups: 1 full \\(new pattern\\), 2 values-only"
+  --expect "grid 12x12x12 Nc=3 from DMDA" --expect "bdiagh 5184x5184 Nc=3 D=7"
+  --reject MISMATCH -- ${host} -dof 3 -solves 3)
+heptane_plugin_test(plugin_host_baij_converted_once
+  ${compare} --ref "${ref_bcgs} -dm_mat_type baij" --heptane "-ksp_type hbcgs -ksp_view -dm_mat_type baij"
+  --expect "PETSc matrix seqbaij" --expect "heptane setups: 1 full \\(new pattern\\), 1 values-only"
+  --reject MISMATCH -- ${host} -dof 3 -solves 2)
+heptane_plugin_test(plugin_host_bdiagh_mat_type
+  ${compare} --ref "${ref_bcgs} -dm_mat_type aij" --heptane "-ksp_type hbcgs -ksp_view -dm_mat_type bdiagh -mat_view ::ascii_info"
+  --expect "PETSc matrix bdiagh" --expect "BDIA-GH copy: bdiagh 5184x5184 Nc=3 D=7"
+  --expect "heptane setups: 1 full \\(new pattern\\), 1 values-only"
+  --reject MISMATCH -- ${host} -dof 3 -solves 2)
+heptane_plugin_test(plugin_host_bdiagh_with_petsc_bcgs
+  ${compare} --ref "${ref_bcgs} -dm_mat_type aij" --heptane "${ref_bcgs} -dm_mat_type bdiagh"
+  --expect "ksp=bcgs" -- ${host} -dof 2 -solves 2)
+heptane_plugin_test(plugin_host_new_pattern_is_detected_again
+  ${compare} --ref ${ref_bcgs} --heptane "-ksp_type hbcgs -ksp_view -info"
+  --expect "heptane setups: 2 full \\(new pattern\\), 1 values-only" --expect "detected: Nc=2"
+  --reject MISMATCH -- ${host} -use_dm 0 -dof 2 -solves 3 -new_pattern_at 3)
+heptane_plugin_test(plugin_host_grid_from_options
+  ${compare} --ref ${ref_bcgs} --heptane "-ksp_type hbcgs -ksp_view -heptane_grid 12,12,12 -heptane_block 2"
+  --expect "grid 12x12x12 Nc=2 from -heptane_grid/-heptane_block"
+  -- ${host} -use_dm 0 -dof 2 -mat_type baij)
+foreach(pc none jacobi pbjacobi ilu)
+  heptane_plugin_test(plugin_host_pc_${pc}
+    ${compare} --ref "${ref_bcgs} -pc_type ${pc}" --heptane "-ksp_type hbcgs -pc_type ${pc} -ksp_view"
+    --expect "from -pc_type ${pc}" --reject MISMATCH -- ${host} -dof 2)
+endforeach()
+foreach(fmt csr ell hyb dia bsr coo)
+  heptane_plugin_test(plugin_host_format_${fmt}
+    ${compare} --ref ${ref_bcgs} --heptane "-ksp_type hbcgs -heptane_format ${fmt} -ksp_view"
+    --expect "heptane operator: ${fmt} " --reject MISMATCH -- ${host} -dof 2 -solves 2)
+endforeach()
+heptane_plugin_test(plugin_host_mixed_precision
+  ${compare} --tol 1e-4 --ref "${ref_bcgs} -ksp_rtol 1e-6" --heptane "-ksp_type hbcgs -heptane_precision mixed -ksp_rtol 1e-6 -ksp_view"
+  --expect "fp32 values/fp64 vectors" -- ${host} -dof 2)
+heptane_plugin_test(plugin_host_hcg_matches_cg
+  ${compare} --ref "-ksp_type cg -pc_type jacobi" --heptane "-ksp_type hcg -pc_type jacobi"
+  --expect "ksp=hcg" --reject MISMATCH -- ${host} -convection 0)
+heptane_plugin_test(plugin_host_initial_guess_nonzero
+  ${compare} --ref "${ref_bcgs} -ksp_initial_guess_nonzero" --heptane "-ksp_type hbcgs -ksp_initial_guess_nonzero"
+  --reject MISMATCH -- ${host} -x0 1)
+
+# ---- the reservoir example: same solution to the tolerance, by options alone ---------------
+# (examples/ is configured after tests/: the target is known at generation time)
+if(HEPTANE_BUILD_EXAMPLES)
+  set(reservoir $<TARGET_FILE:reservoir> -nx 16 -ny 12 -nz 8 -steps 2 -newton 2 -ksp_rtol 1e-9)
+  heptane_plugin_test(plugin_reservoir_hbcgs_matches_bcgs
+    ${compare} --ref ${ref_bcgs} --heptane "-ksp_type hbcgs"
+    --expect "pressure: ksp hbcgs" --expect "coupled: ksp hbcgs" -- ${reservoir})
+  heptane_plugin_test(plugin_reservoir_through_petsc_options
+    ${compare} --via-env --ref ${ref_bcgs} --heptane "-ksp_type hbcgs -pc_type ilu"
+    --expect "coupled: ksp hbcgs" -- ${reservoir})
+  heptane_plugin_test(plugin_reservoir_bdiagh_matrices
+    ${compare} --ref ${ref_bcgs} --heptane "-ksp_type hbcgs -dm_mat_type bdiagh"
+    --expect "coupled: ksp hbcgs" -- ${reservoir})
+  heptane_plugin_test(plugin_reservoir_hcg_pressure
+    ${compare} --ref "-ksp_type cg" --heptane "-ksp_type hcg"
+    --expect "pressure: ksp hcg" -- ${reservoir} -system pressure)
+endif()
+
+# ---- PETSc's KSP machinery: monitor, reason, view, -help, errors ---------------------------
+heptane_plugin_test(plugin_host_monitor_and_reason
+  ${compare} --heptane "-ksp_type hbcgs -ksp_monitor -ksp_converged_reason"
+  --expect "  0 KSP Residual norm" --expect "Linear solve converged due to CONVERGED_RTOL iterations"
+  -- ${host})
+heptane_plugin_test(plugin_host_help_lists_options
+  ${compare} --heptane "-ksp_type hbcgs -help"
+  "--expect=KSP hbcgs options" "--expect=-heptane_format <now auto : formerly auto>.*choose one of. auto csr bdiagh"
+  "--expect=-heptane_device <now auto" "--expect=-heptane_precision <now double" "--expect=-heptane_check_every <now 8"
+  "--expect=-heptane_grid" "--expect=-heptane_block" -- ${host})
+heptane_plugin_test(plugin_host_error_if_not_converged
+  ${compare} --heptane "-ksp_type hbcgs -ksp_max_it 2 -ksp_error_if_not_converged"
+  --expect-error "KSPSolve has not converged, reason DIVERGED_ITS" -- ${host})
+heptane_plugin_test(plugin_host_unsupported_pc_is_an_error
+  ${compare} --heptane "-ksp_type hbcgs -pc_type sor"
+  --expect-error "does not support PC type sor: use -pc_type none, jacobi, pbjacobi" -- ${host})
+heptane_plugin_test(plugin_host_ilu_levels_is_an_error
+  ${compare} --heptane "-ksp_type hbcgs -pc_factor_levels 1"
+  --expect-error "heptane has ILU\\(0\\) only" -- ${host})
+heptane_plugin_test(plugin_host_wrong_grid_is_an_error
+  ${compare} --heptane "-ksp_type hbcgs -heptane_grid 12,12,11"
+  --expect-error "the grid 12x12x11 with Nc = 1 \\(-heptane_grid\\) has 1584 unknowns, the matrix 1728 rows" -- ${host} -use_dm 0)
+if(NOT HEPTANE_HAVE_CUDA)
+  heptane_plugin_test(plugin_host_gpu_without_cuda_is_an_error
+    ${compare} --heptane "-ksp_type hbcgs -heptane_device gpu"
+    --expect-error "this build of heptane has no CUDA back end" -- ${host})
+endif()
+if(HEPTANE_PETSC_MPIEXEC)
+  heptane_plugin_test(plugin_two_ranks_fail_with_a_clear_message
+    ${compare} --mpiexec "${HEPTANE_PETSC_MPIEXEC} -n 2 --oversubscribe --allow-run-as-root"
+    --heptane "-ksp_type hbcgs"
+    --expect-error "KSP hbcgs supports 1 MPI rank for now, this run has 2" -- ${host})
+  if(HEPTANE_BUILD_EXAMPLES)
+    heptane_plugin_test(plugin_reservoir_petsc_bcgs_two_ranks
+      ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/plugin_compare.py --plugin ${plugin_so}
+      --mpiexec "${HEPTANE_PETSC_MPIEXEC} -n 2 --oversubscribe --allow-run-as-root"
+      --heptane "-ksp_type bcgs -pc_type bjacobi" --expect "2 MPI rank" --expect "coupled: ksp bcgs"
+      -- ${reservoir})
+  endif()
+endif()

@@ -1,0 +1,172 @@
+/*
+   A PETSc program that knows nothing of heptane: the plugin tests load libheptane_petsc.so
+   into it at run time (-dll_append) and compare its output with PETSc's own KSPs.
+
+   It assembles a 3-D (or 2-D) convection-diffusion system with `dof` unknowns per cell on a
+   DMDA (or on a plain Mat with -use_dm 0), with b = A x_exact, and solves it `-solves` times;
+   each solve after the first re-assembles new values into the same pattern (a Newton loop),
+   and -new_pattern_at k adds entries at solve k (a new pattern). It prints per solve the
+   iterations, KSPGetResidualNorm, the true residual ||b - A x|| and the error, and a final
+   "solution norm" line the tests compare.
+
+   Options: -n N (cells per dimension, 12), -dim 2|3 (3), -dof d (1), -use_dm 0|1 (1),
+            -solves k (1), -new_pattern_at k (0 = never), -convection c (0.3), -x0 0|1 (0)
+   plus any -ksp_ / -pc_ / -mat_type / -dm_mat_type option.
+
+   Written in C that is also valid C++ (the build compiles it as C++).
+*/
+#include <petscdmda.h>
+#include <petscksp.h>
+
+/* value of coupling (row cell/comp a) -> (neighbour, comp b) for direction dirn (0..5),
+   scaled by s: diffusion + upwind convection, dense dof x dof blocks, diagonally dominant */
+static PetscScalar Coupling(PetscInt dirn, PetscInt a, PetscInt b, PetscReal conv, PetscReal s)
+{
+  PetscReal v = (a == b) ? -1.0 : -0.05 / (1.0 + (PetscReal)(a + 2 * b));
+  if (dirn == 0) v -= conv; /* upwind from -x */
+  return (PetscScalar)(s * v);
+}
+
+static PetscErrorCode Assemble(Mat A, DM da, PetscInt n, PetscInt dim, PetscInt dof, PetscReal conv, PetscReal s, PetscBool extra)
+{
+  PetscInt    nz = dim == 3 ? n : 1, ny = n, nx = n;
+  PetscInt    ncell = nx * ny * nz;
+  PetscScalar block[16 * 16];
+
+  PetscFunctionBeginUser;
+  PetscCheck(dof <= 16, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "dof <= 16");
+  PetscCall(MatZeroEntries(A));
+  for (PetscInt k = 0; k < nz; k++)
+    for (PetscInt j = 0; j < ny; j++)
+      for (PetscInt i = 0; i < nx; i++) {
+        const PetscInt c       = i + nx * (j + ny * k);
+        const PetscInt nb[6][3] = {{i - 1, j, k}, {i + 1, j, k}, {i, j - 1, k}, {i, j + 1, k}, {i, j, k - 1}, {i, j, k + 1}};
+        PetscReal      diag     = 0.0;
+        for (PetscInt d = 0; d < 6; d++) {
+          const PetscInt ii = nb[d][0], jj = nb[d][1], kk = nb[d][2];
+          if (dim == 2 && d >= 4) continue;
+          if (ii < 0 || ii >= nx || jj < 0 || jj >= ny || kk < 0 || kk >= nz) continue;
+          const PetscInt cn = ii + nx * (jj + ny * kk);
+          for (PetscInt a = 0; a < dof; a++)
+            for (PetscInt b = 0; b < dof; b++) block[a * dof + b] = Coupling(d, a, b, conv, s);
+          diag += 1.0 + (d == 0 ? conv : 0.0) + 0.05 * dof;
+          PetscCall(MatSetValuesBlocked(A, 1, &c, 1, &cn, block, ADD_VALUES));
+        }
+        for (PetscInt a = 0; a < dof; a++)
+          for (PetscInt b = 0; b < dof; b++) block[a * dof + b] = (a == b) ? s * (diag + 0.5 + 0.1 * a) : 0.02 * s * (a - b);
+        PetscCall(MatSetValuesBlocked(A, 1, &c, 1, &c, block, ADD_VALUES));
+        if (extra && c == 0) { /* a long-range coupling: a new nonzero pattern */
+          const PetscInt far = ncell - 1;
+          for (PetscInt a = 0; a < dof * dof; a++) block[a] = -0.01 * s;
+          PetscCall(MatSetValuesBlocked(A, 1, &c, 1, &far, block, ADD_VALUES));
+        }
+      }
+  PetscCall(MatAssemblyBegin(A, MAT_FINAL_ASSEMBLY));
+  PetscCall(MatAssemblyEnd(A, MAT_FINAL_ASSEMBLY));
+  (void)da;
+  PetscFunctionReturn(0);
+}
+
+int main(int argc, char **argv)
+{
+  PetscInt           n = 12, dim = 3, dof = 1, solves = 1, new_pattern_at = 0, its, N;
+  PetscReal          conv = 0.3, rnorm, tnorm, bnorm, enorm, xnorm, xenorm;
+  PetscBool          use_dm = PETSC_TRUE, x0 = PETSC_FALSE;
+  DM                 da = NULL;
+  Mat                A;
+  Vec                x, b, xe, r;
+  KSP                ksp;
+  KSPType            ktype;
+  KSPConvergedReason reason;
+
+  PetscCall(PetscInitialize(&argc, &argv, NULL, NULL));
+  PetscCall(PetscOptionsGetInt(NULL, NULL, "-n", &n, NULL));
+  PetscCall(PetscOptionsGetInt(NULL, NULL, "-dim", &dim, NULL));
+  PetscCall(PetscOptionsGetInt(NULL, NULL, "-dof", &dof, NULL));
+  PetscCall(PetscOptionsGetInt(NULL, NULL, "-solves", &solves, NULL));
+  PetscCall(PetscOptionsGetInt(NULL, NULL, "-new_pattern_at", &new_pattern_at, NULL));
+  PetscCall(PetscOptionsGetReal(NULL, NULL, "-convection", &conv, NULL));
+  PetscCall(PetscOptionsGetBool(NULL, NULL, "-use_dm", &use_dm, NULL));
+  PetscCall(PetscOptionsGetBool(NULL, NULL, "-x0", &x0, NULL));
+  PetscCheck(dim == 2 || dim == 3, PETSC_COMM_WORLD, PETSC_ERR_ARG_OUTOFRANGE, "-dim 2 or 3");
+
+  if (use_dm) {
+    if (dim == 3) PetscCall(DMDACreate3d(PETSC_COMM_WORLD, DM_BOUNDARY_NONE, DM_BOUNDARY_NONE, DM_BOUNDARY_NONE, DMDA_STENCIL_STAR, n, n, n, PETSC_DECIDE, PETSC_DECIDE, PETSC_DECIDE, dof, 1, NULL, NULL, NULL, &da));
+    else PetscCall(DMDACreate2d(PETSC_COMM_WORLD, DM_BOUNDARY_NONE, DM_BOUNDARY_NONE, DMDA_STENCIL_STAR, n, n, PETSC_DECIDE, PETSC_DECIDE, dof, 1, NULL, NULL, &da));
+    PetscCall(DMSetFromOptions(da));
+    PetscCall(DMSetUp(da));
+    PetscCall(DMCreateMatrix(da, &A));
+    /* natural = global ordering on one rank; the blocked (cell) indices below are global */
+    PetscCall(MatSetOption(A, MAT_NEW_NONZERO_ALLOCATION_ERR, PETSC_FALSE));
+    PetscCall(MatSetOption(A, MAT_NEW_NONZERO_LOCATION_ERR, PETSC_FALSE));
+  } else {
+    N = dof * n * n * (dim == 3 ? n : 1);
+    PetscCall(MatCreate(PETSC_COMM_WORLD, &A));
+    PetscCall(MatSetSizes(A, PETSC_DECIDE, PETSC_DECIDE, N, N));
+    PetscCall(MatSetBlockSize(A, dof));
+    PetscCall(MatSetFromOptions(A));
+    PetscCall(MatXAIJSetPreallocation(A, dof, NULL, NULL, NULL, NULL));
+    PetscCall(MatSeqAIJSetPreallocation(A, 8 * dof, NULL));
+    PetscCall(MatSeqBAIJSetPreallocation(A, dof, 8, NULL));
+    PetscCall(MatMPIAIJSetPreallocation(A, 8 * dof, NULL, 8 * dof, NULL));
+    PetscCall(MatSetOption(A, MAT_NEW_NONZERO_ALLOCATION_ERR, PETSC_FALSE));
+    PetscCall(MatSetUp(A));
+  }
+  PetscCall(MatCreateVecs(A, &x, &b));
+  PetscCall(VecDuplicate(x, &xe));
+  PetscCall(VecDuplicate(x, &r));
+  PetscCall(VecGetSize(x, &N));
+  {
+    PetscInt     lo, hi;
+    PetscScalar *v;
+    PetscCall(VecGetOwnershipRange(xe, &lo, &hi));
+    PetscCall(VecGetArray(xe, &v));
+    for (PetscInt i = lo; i < hi; i++) v[i - lo] = 1.0 + 0.5 * PetscSinReal(0.37 * (PetscReal)i) + 0.001 * (PetscReal)(i % 97);
+    PetscCall(VecRestoreArray(xe, &v));
+  }
+
+  PetscCall(KSPCreate(PETSC_COMM_WORLD, &ksp));
+  PetscCall(KSPSetTolerances(ksp, 1e-10, PETSC_DEFAULT, PETSC_DEFAULT, 2000));
+  for (PetscInt s = 1; s <= solves; s++) {
+    const PetscReal scale = 1.0 + 0.1 * (PetscReal)(s - 1);
+    double          t0, t1;
+    PetscCall(Assemble(A, da, n, dim, dof, conv, scale, (PetscBool)(new_pattern_at > 0 && s >= new_pattern_at)));
+    PetscCall(MatMult(A, xe, b));
+    PetscCall(KSPSetOperators(ksp, A, A));
+    PetscCall(KSPSetFromOptions(ksp));
+    if (x0) {
+      PetscCall(KSPSetInitialGuessNonzero(ksp, PETSC_TRUE));
+      PetscCall(VecCopy(xe, x));
+      PetscCall(VecScale(x, 0.9));
+    } else PetscCall(VecSet(x, 0.0));
+    t0 = MPI_Wtime();
+    PetscCall(KSPSolve(ksp, b, x));
+    t1 = MPI_Wtime();
+    PetscCall(KSPGetIterationNumber(ksp, &its));
+    PetscCall(KSPGetResidualNorm(ksp, &rnorm));
+    PetscCall(KSPGetConvergedReason(ksp, &reason));
+    PetscCall(MatMult(A, x, r));
+    PetscCall(VecAYPX(r, -1.0, b));
+    PetscCall(VecNorm(r, NORM_2, &tnorm));
+    PetscCall(VecNorm(b, NORM_2, &bnorm));
+    PetscCall(VecWAXPY(r, -1.0, xe, x));
+    PetscCall(VecNorm(r, NORM_2, &enorm));
+    PetscCall(VecNorm(xe, NORM_2, &xenorm));
+    PetscCall(PetscPrintf(PETSC_COMM_WORLD, "host: solve %" PetscInt_FMT " N=%" PetscInt_FMT " its=%" PetscInt_FMT " reason=%s rnorm=%.6e true=%.6e rel_error=%.3e time=%.4f s\n", s, N, its, KSPConvergedReasons[reason], (double)rnorm, (double)tnorm, (double)(enorm / xenorm), t1 - t0));
+    /* the KSP's residual norm must be the true one up to the recursion's drift */
+    if (reason > 0 && !(rnorm <= 10.0 * tnorm + 1e-12 * bnorm && tnorm <= 10.0 * rnorm + 1e-8 * bnorm)) PetscCall(PetscPrintf(PETSC_COMM_WORLD, "host: MISMATCH KSPGetResidualNorm %.6e vs ||b - A x|| %.6e\n", (double)rnorm, (double)tnorm));
+  }
+  PetscCall(KSPGetType(ksp, &ktype));
+  PetscCall(VecNorm(x, NORM_2, &xnorm));
+  PetscCall(PetscPrintf(PETSC_COMM_WORLD, "host: ksp=%s solution norm = %.12e\n", ktype, (double)xnorm));
+
+  PetscCall(KSPDestroy(&ksp));
+  PetscCall(VecDestroy(&x));
+  PetscCall(VecDestroy(&b));
+  PetscCall(VecDestroy(&xe));
+  PetscCall(VecDestroy(&r));
+  PetscCall(MatDestroy(&A));
+  PetscCall(DMDestroy(&da));
+  PetscCall(PetscFinalize());
+  return 0;
+}
