@@ -3,7 +3,8 @@
 # The CUDA toolkit is not installed here: the build uses /usr/local/cuda when it exists and
 # builds the CPU back end alone otherwise.
 set -euo pipefail
-pkgs=(cmake g++ make libeigen3-dev libboost-test-dev libomp-dev python3 python3-scipy)
+pkgs=(cmake g++ make libeigen3-dev libboost-test-dev libomp-dev python3 python3-scipy
+  petsc-dev libopenmpi-dev openmpi-bin pkg-config)
 if [ "${HEPTANE_DEPS_EXTRA:-}" != "" ]; then
   # shellcheck disable=SC2206
   pkgs+=(${HEPTANE_DEPS_EXTRA})
