@@ -164,6 +164,7 @@ const char* parse_real_slow(const char* p, const char* end, T& v)
         if (c == 'd' || c == 'D') c = 'e';
     // strtod accepts hex and leading blanks; from_chars (what the fast path follows) does not
     if (tok.empty() || tok.find_first_of("xX") != std::string::npos) return nullptr;
+    if (!c_locale) return nullptr;  // no "C" locale object: treat the token as bad
     char* stop = nullptr;
     if constexpr (std::is_same<T, float>::value)
         v = strtof_l(tok.c_str(), &stop, c_locale);
