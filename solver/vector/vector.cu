@@ -363,6 +363,89 @@ struct CgUpdatePMap {  // p = z + β p
     __device__ void operator()(long long i) const { p[i] = z[i] + beta * p[i]; }
 };
 
+// ---- LSQR and MLEM maps ------------------------------------------------------------------
+
+template <class VT>
+struct SumMap : NoLoad {  // Σ x
+    const VT* x;
+    __device__ void operator()(long long i, double (&a)[1]) const { a[0] += double(x[i]); }
+};
+template <class VT>
+struct CountNegativeMap : NoLoad {  // #{x_i < 0 or NaN}
+    const VT* x;
+    __device__ void operator()(long long i, double (&a)[1]) const
+    {
+        a[0] += (x[i] >= VT(0)) ? 0.0 : 1.0;
+    }
+};
+template <class VT>
+struct LsqrXwMap : NoLoad {  // x += t1 w; w = s v + t2 w; (w, w)
+    VT t1, t2, s;
+    const VT* v;
+    VT* w;
+    VT* x;
+    __device__ void operator()(long long i, double (&a)[1]) const
+    {
+        VT wn;
+        if (x) {
+            const VT wi = w[i];
+            x[i] += t1 * wi;
+            wn = s * v[i] + t2 * wi;
+        } else {
+            wn = t2 == VT(0) ? s * v[i] : s * v[i] + t2 * w[i];
+        }
+        w[i] = wn;
+        a[0] += double(wn) * double(wn);
+    }
+};
+template <class VT>
+struct MlemCorrelateMap : NoLoad {  // c = g / q (0 where q <= 0), Σ_{q>0} g log q − q
+    const VT* g;
+    const VT* q;
+    VT* c;
+    __device__ void operator()(long long i, double (&a)[1]) const
+    {
+        const VT qi = q[i], gi = g[i];
+        VT ci = VT(0);
+        if (qi > VT(0)) {
+            ci = gi / qi;
+            a[0] += (gi > VT(0) ? double(gi) * log(double(qi)) : 0.0) - double(qi);
+        }
+        if (c) c[i] = ci;
+    }
+};
+struct HistoryFin {
+    int index;
+    __device__ void operator()(KrylovState&, const double (&v)[1], double* hist) const
+    {
+        if (index >= 0) hist[index] = v[0];
+    }
+};
+
+template <class VT>
+__global__ void mlem_sensitivity_kernel(index_t n, const VT* norm, VT* inv_norm, VT* f, VT f0)
+{
+    const long long stride = static_cast<long long>(blockDim.x) * gridDim.x;
+    for (long long j = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; j < n;
+         j += stride) {
+        const VT nj = norm[j];
+        const bool seen = nj > VT(0);
+        inv_norm[j] = seen ? VT(1) / nj : VT(0);
+        if (f) f[j] = seen ? f0 : VT(0);
+    }
+}
+
+template <class VT>
+__global__ void mlem_update_kernel(index_t n, const VT* b, const VT* inv_norm, VT* f)
+{
+    const long long stride = static_cast<long long>(blockDim.x) * gridDim.x;
+    for (long long j = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; j < n;
+         j += stride) {
+        const VT s = inv_norm[j];
+        if (s != VT(0)) f[j] = f[j] * (b[j] * s);  // f · Aᵀ(g / A f) / norm
+    }
+}
+
 }  // namespace
 
 std::size_t reduce_partials_size(const CudaExecutor& exec)
@@ -497,6 +580,67 @@ void cg_update_p(const CudaExecutor& exec, index_t n, const VT* z, VT* p, StepCo
 {
     launch_map(exec, n, CgUpdatePMap<VT>{z, p, VT(0)}, ctx);
 }
+
+// ---- LSQR and MLEM ---------------------------------------------------------------------------
+
+template <class VT>
+void sum(const CudaExecutor& exec, index_t n, const VT* x, StepContext ctx, int slot)
+{
+    launch_reduce<1>(exec, n, SumMap<VT>{{}, x}, ScratchFin{slot, false}, ctx, false);
+}
+
+template <class VT>
+void count_negative(const CudaExecutor& exec, index_t n, const VT* x, StepContext ctx, int slot)
+{
+    launch_reduce<1>(exec, n, CountNegativeMap<VT>{{}, x}, ScratchFin{slot, false}, ctx, false);
+}
+
+template <class VT>
+void lsqr_update_xw(const CudaExecutor& exec, index_t n, VT t1, VT t2, VT s, const VT* v, VT* w,
+                    VT* x, StepContext ctx, int slot)
+{
+    launch_reduce<1>(exec, n, LsqrXwMap<VT>{{}, t1, t2, s, v, w, x}, ScratchFin{slot, false},
+                     ctx, false);
+}
+
+template <class VT>
+void mlem_correlate(const CudaExecutor& exec, index_t m, const VT* g, const VT* q, VT* c,
+                    StepContext ctx, int index)
+{
+    launch_reduce<1>(exec, m, MlemCorrelateMap<VT>{{}, g, q, c}, HistoryFin{index}, ctx, false);
+}
+
+template <class VT>
+void mlem_sensitivity(const CudaExecutor& exec, index_t n, const VT* norm, VT* inv_norm, VT* f,
+                      VT f0)
+{
+    if (n <= 0) return;
+    mlem_sensitivity_kernel<<<blocks_for(exec, n), block_size, 0, cuda::stream(exec)>>>(
+        n, norm, inv_norm, f, f0);
+    HEPTANE_CUDA_LAUNCH_CHECK();
+}
+
+template <class VT>
+void mlem_update(const CudaExecutor& exec, index_t n, const VT* b, const VT* inv_norm, VT* f)
+{
+    if (n <= 0) return;
+    mlem_update_kernel<<<blocks_for(exec, n), block_size, 0, cuda::stream(exec)>>>(n, b,
+                                                                                   inv_norm, f);
+    HEPTANE_CUDA_LAUNCH_CHECK();
+}
+
+#define HEPTANE_INSTANTIATE_TOMO(VT)                                                             \
+    template void sum<VT>(const CudaExecutor&, index_t, const VT*, StepContext, int);            \
+    template void count_negative<VT>(const CudaExecutor&, index_t, const VT*, StepContext, int); \
+    template void lsqr_update_xw<VT>(const CudaExecutor&, index_t, VT, VT, VT, const VT*, VT*,   \
+                                     VT*, StepContext, int);                                     \
+    template void mlem_correlate<VT>(const CudaExecutor&, index_t, const VT*, const VT*, VT*,    \
+                                     StepContext, int);                                          \
+    template void mlem_sensitivity<VT>(const CudaExecutor&, index_t, const VT*, VT*, VT*, VT);   \
+    template void mlem_update<VT>(const CudaExecutor&, index_t, const VT*, const VT*, VT*);
+HEPTANE_INSTANTIATE_TOMO(double)
+HEPTANE_INSTANTIATE_TOMO(float)
+#undef HEPTANE_INSTANTIATE_TOMO
 
 #define HEPTANE_INSTANTIATE(VT)                                                                 \
     template void fill<VT>(const CudaExecutor&, index_t, VT, VT*);                              \

@@ -4,6 +4,8 @@
 // reproducible for a fixed thread count) and accumulate in double.
 #include "solver/vector/vector_kernels.hpp"
 
+#include <cmath>
+
 namespace heptane::kernels {
 
 namespace {
@@ -229,6 +231,111 @@ void cg_update_p(const CpuExecutor&, index_t n, const VT* z, VT* p, StepContext 
 #pragma omp parallel for schedule(static) if (n >= parallel_min)
     for (index_t i = 0; i < n; ++i) p[i] = z[i] + beta * p[i];
 }
+
+// ---- LSQR and MLEM ---------------------------------------------------------------------------
+
+template <class VT>
+void sum(const CpuExecutor&, index_t n, const VT* x, StepContext ctx, int slot)
+{
+    double acc = 0;
+#pragma omp parallel for schedule(static) reduction(+ : acc) if (n >= parallel_min)
+    for (index_t i = 0; i < n; ++i) acc += double(x[i]);
+    ctx.state->scratch[slot] = acc;
+}
+
+template <class VT>
+void count_negative(const CpuExecutor&, index_t n, const VT* x, StepContext ctx, int slot)
+{
+    double count = 0;
+#pragma omp parallel for schedule(static) reduction(+ : count) if (n >= parallel_min)
+    for (index_t i = 0; i < n; ++i) count += (x[i] >= VT(0)) ? 0.0 : 1.0;  // NaN counts
+    ctx.state->scratch[slot] = count;
+}
+
+template <class VT>
+void lsqr_update_xw(const CpuExecutor&, index_t n, VT t1, VT t2, VT s, const VT* v, VT* w,
+                    VT* x, StepContext ctx, int slot)
+{
+    double ww = 0;
+    if (x) {
+#pragma omp parallel for schedule(static) reduction(+ : ww) if (n >= parallel_min)
+        for (index_t i = 0; i < n; ++i) {
+            const VT wi = w[i];
+            x[i] += t1 * wi;               // x = x + t1 w
+            const VT wn = s * v[i] + t2 * wi;  // w = v + t2 w (v = s v̂)
+            w[i] = wn;
+            ww += double(wn) * double(wn);
+        }
+    } else if (t2 == VT(0)) {
+#pragma omp parallel for schedule(static) reduction(+ : ww) if (n >= parallel_min)
+        for (index_t i = 0; i < n; ++i) {
+            const VT wn = s * v[i];
+            w[i] = wn;
+            ww += double(wn) * double(wn);
+        }
+    } else {
+#pragma omp parallel for schedule(static) reduction(+ : ww) if (n >= parallel_min)
+        for (index_t i = 0; i < n; ++i) {
+            const VT wn = s * v[i] + t2 * w[i];
+            w[i] = wn;
+            ww += double(wn) * double(wn);
+        }
+    }
+    ctx.state->scratch[slot] = ww;
+}
+
+template <class VT>
+void mlem_correlate(const CpuExecutor&, index_t m, const VT* g, const VT* q, VT* c,
+                    StepContext ctx, int index)
+{
+    double l = 0;
+#pragma omp parallel for schedule(static) reduction(+ : l) if (m >= parallel_min)
+    for (index_t i = 0; i < m; ++i) {
+        const VT qi = q[i], gi = g[i];
+        VT ci = VT(0);
+        if (qi > VT(0)) {
+            ci = gi / qi;  // correlation g / (A f)
+            l += (gi > VT(0) ? double(gi) * std::log(double(qi)) : 0.0) - double(qi);
+        }
+        if (c) c[i] = ci;
+    }
+    if (index >= 0) ctx.history[index] = l;
+}
+
+template <class VT>
+void mlem_sensitivity(const CpuExecutor&, index_t n, const VT* norm, VT* inv_norm, VT* f, VT f0)
+{
+#pragma omp parallel for schedule(static) if (n >= parallel_min)
+    for (index_t j = 0; j < n; ++j) {
+        const VT nj = norm[j];
+        const bool seen = nj > VT(0);
+        inv_norm[j] = seen ? VT(1) / nj : VT(0);
+        if (f) f[j] = seen ? f0 : VT(0);
+    }
+}
+
+template <class VT>
+void mlem_update(const CpuExecutor&, index_t n, const VT* b, const VT* inv_norm, VT* f)
+{
+#pragma omp parallel for schedule(static) if (n >= parallel_min)
+    for (index_t j = 0; j < n; ++j) {
+        const VT s = inv_norm[j];
+        if (s != VT(0)) f[j] = f[j] * (b[j] * s);  // f · Aᵀ(g / A f) / norm
+    }
+}
+
+#define HEPTANE_INSTANTIATE_TOMO(VT)                                                            \
+    template void sum<VT>(const CpuExecutor&, index_t, const VT*, StepContext, int);            \
+    template void count_negative<VT>(const CpuExecutor&, index_t, const VT*, StepContext, int); \
+    template void lsqr_update_xw<VT>(const CpuExecutor&, index_t, VT, VT, VT, const VT*, VT*,   \
+                                     VT*, StepContext, int);                                    \
+    template void mlem_correlate<VT>(const CpuExecutor&, index_t, const VT*, const VT*, VT*,    \
+                                     StepContext, int);                                         \
+    template void mlem_sensitivity<VT>(const CpuExecutor&, index_t, const VT*, VT*, VT*, VT);   \
+    template void mlem_update<VT>(const CpuExecutor&, index_t, const VT*, const VT*, VT*);
+HEPTANE_INSTANTIATE_TOMO(double)
+HEPTANE_INSTANTIATE_TOMO(float)
+#undef HEPTANE_INSTANTIATE_TOMO
 
 #define HEPTANE_INSTANTIATE(VT)                                                                \
     template void fill<VT>(const CpuExecutor&, index_t, VT, VT*);                              \

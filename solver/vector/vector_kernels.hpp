@@ -165,4 +165,64 @@ void cg_update_p(const CpuExecutor& exec, index_t n, const VT* z, VT* p, StepCon
 template <class VT>
 void cg_update_p(const CudaExecutor& exec, index_t n, const VT* z, VT* p, StepContext ctx);
 
+// ---- LSQR and MLEM / OSEM (solver/lsqr, solver/mlem) -----------------------------------
+// Plain (not gated by state->stop): those solvers keep their scalars on the host. A result
+// goes to state->scratch[slot] (slot in [0, 4)) or, for the log-likelihood, to
+// ctx.history[index]; nothing waits for the executor.
+
+/// state->scratch[slot] = Σ x_i (accumulated in double)                 1 pass
+template <class VT>
+void sum(const CpuExecutor& exec, index_t n, const VT* x, StepContext ctx, int slot);
+template <class VT>
+void sum(const CudaExecutor& exec, index_t n, const VT* x, StepContext ctx, int slot);
+
+/// state->scratch[slot] = #{i : x_i < 0 or x_i is NaN} (as a double)     1 pass
+template <class VT>
+void count_negative(const CpuExecutor& exec, index_t n, const VT* x, StepContext ctx,
+                    int slot);
+template <class VT>
+void count_negative(const CudaExecutor& exec, index_t n, const VT* x, StepContext ctx,
+                    int slot);
+
+/// LSQR's x and w update, with the norm the next iteration's cond(A) estimate needs:
+///     x += t1 w  (skipped when x == nullptr);   w = s v + t2 w;   scratch[slot] = ‖w‖²
+/// w is not read when x == nullptr and t2 == 0 (the initial w = v / α).
+/// 5 passes (x, w, v read; x, w written); 2 passes for the initial w.
+template <class VT>
+void lsqr_update_xw(const CpuExecutor& exec, index_t n, VT t1, VT t2, VT s, const VT* v, VT* w,
+                    VT* x, StepContext ctx, int slot);
+template <class VT>
+void lsqr_update_xw(const CudaExecutor& exec, index_t n, VT t1, VT t2, VT s, const VT* v,
+                    VT* w, VT* x, StepContext ctx, int slot);
+
+/// MLEM correlation fused with the Poisson log-likelihood of the projection q = A f:
+///     c_i = g_i / q_i  where q_i > 0, else 0        (0/0 = 0; an empty row gives 0)
+///     L   = Σ_{q_i > 0} (g_i log q_i − q_i)         (g_i = 0: −q_i; q_i = 0 adds nothing)
+/// c may alias q; c == nullptr: only L. ctx.history[index] = L unless index < 0.
+/// 3 passes (g, q read; c written); 2 without c.
+template <class VT>
+void mlem_correlate(const CpuExecutor& exec, index_t m, const VT* g, const VT* q, VT* c,
+                    StepContext ctx, int index);
+template <class VT>
+void mlem_correlate(const CudaExecutor& exec, index_t m, const VT* g, const VT* q, VT* c,
+                    StepContext ctx, int index);
+
+/// MLEM sensitivity: inv_norm_j = 1 / norm_j where norm_j > 0, else 0 (inv_norm may alias
+/// norm); when f != nullptr also the initial image f_j = f0 where norm_j > 0, else 0.
+/// 2-3 passes.
+template <class VT>
+void mlem_sensitivity(const CpuExecutor& exec, index_t n, const VT* norm, VT* inv_norm, VT* f,
+                      VT f0);
+template <class VT>
+void mlem_sensitivity(const CudaExecutor& exec, index_t n, const VT* norm, VT* inv_norm,
+                      VT* f, VT f0);
+
+/// MLEM update after the back projection b = Aᵀ c:
+///     f_j = f_j · b_j · inv_norm_j  where inv_norm_j != 0, else f_j unchanged
+/// (a voxel no row of this subset sees keeps its value).             4 passes
+template <class VT>
+void mlem_update(const CpuExecutor& exec, index_t n, const VT* b, const VT* inv_norm, VT* f);
+template <class VT>
+void mlem_update(const CudaExecutor& exec, index_t n, const VT* b, const VT* inv_norm, VT* f);
+
 }  // namespace heptane::kernels

@@ -4,8 +4,10 @@
 // references the CUDA side (it is absent, not stubbed).
 #pragma once
 
+#include <algorithm>
 #include <memory>
 #include <utility>
+#include <vector>
 
 #include "core/array.hpp"
 #include "core/error.hpp"
@@ -181,6 +183,48 @@ public:
     void cg_update_p(index_t n, const VT* z, VT* p)
     {
         call([&](const auto& e) { kernels::cg_update_p(e, n, z, p, context()); });
+    }
+
+    // ---- LSQR and MLEM (host scalars; results land in the state or the history) ----------
+
+    /// state.scratch[slot] = ‖x‖₂, not waited for (read it with read_state()).
+    void norm2_async(index_t n, const VT* x, int slot)
+    {
+        call([&](const auto& e) { kernels::norm2(e, n, x, context(), slot); });
+    }
+    /// state.scratch[slot] = Σ x, not waited for.
+    void sum_async(index_t n, const VT* x, int slot)
+    {
+        call([&](const auto& e) { kernels::sum(e, n, x, context(), slot); });
+    }
+    /// state.scratch[slot] = number of entries < 0 or NaN, not waited for.
+    void count_negative_async(index_t n, const VT* x, int slot)
+    {
+        call([&](const auto& e) { kernels::count_negative(e, n, x, context(), slot); });
+    }
+    void lsqr_update_xw(index_t n, VT t1, VT t2, VT s, const VT* v, VT* w, VT* x, int slot)
+    {
+        call([&](const auto& e) { kernels::lsqr_update_xw(e, n, t1, t2, s, v, w, x, context(), slot); });
+    }
+    void mlem_correlate(index_t m, const VT* g, const VT* q, VT* c, int index)
+    {
+        call([&](const auto& e) { kernels::mlem_correlate(e, m, g, q, c, context(), index); });
+    }
+    void mlem_sensitivity(index_t n, const VT* norm, VT* inv_norm, VT* f, VT f0)
+    {
+        call([&](const auto& e) { kernels::mlem_sensitivity(e, n, norm, inv_norm, f, f0); });
+    }
+    void mlem_update(index_t n, const VT* b, const VT* inv_norm, VT* f)
+    {
+        call([&](const auto& e) { kernels::mlem_update(e, n, b, inv_norm, f); });
+    }
+    /// The first `count` history entries, copied to the host now (waits for the executor).
+    std::vector<double> read_history(std::size_t count)
+    {
+        std::vector<double> h(std::min(count, history_.size()));
+        if (!h.empty())
+            copy_bytes(*exec_, history_.data(), *cpu_executor(), h.data(), h.size() * sizeof(double));
+        return h;
     }
 
 private:
