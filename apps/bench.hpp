@@ -14,4 +14,11 @@ int bench_spmv(int argc, char** argv);
 /// heptane bench solve: BiCGStab per iteration and to tolerance (apps/bench_solve.cpp).
 int bench_solve(int argc, char** argv);
 
+/// heptane bench mlem: MLEM/OSEM per iteration and the forward/back projections against their
+/// floors, per format and A^T strategy (apps/bench_mlem.cpp). CPU or CUDA.
+int bench_mlem(int argc, char** argv);
+
+/// heptane bench lsqr: LSQR per iteration against its floor (apps/bench_lsqr.cpp).
+int bench_lsqr(int argc, char** argv);
+
 }  // namespace heptane::cli

@@ -24,6 +24,9 @@ const char* bench_usage =
     "  spmv     SpMV per format and precision against the copy bandwidth and cuSPARSE\n"
     "           (heptane bench spmv --help)\n"
     "  solve    BiCGStab per iteration and to tolerance (heptane bench solve --help)\n"
+    "  mlem     MLEM/OSEM per iteration, forward and back projections, against their floors\n"
+    "           (heptane bench mlem --help)\n"
+    "  lsqr     LSQR per iteration against its floor (heptane bench lsqr --help)\n"
     "  mmread   Matrix Market read throughput, next to Eigen's loadMarket on the same file\n"
     "           heptane bench mmread FILE [--threads N] [--reps N] [--no-eigen] [--json]\n";
 
@@ -106,7 +109,9 @@ int cmd_bench(int argc, char** argv)
     if (what == "mmread") return bench_mmread(argc - 1, argv + 1);
     if (what == "spmv") return bench_spmv(argc - 1, argv + 1);
     if (what == "solve") return bench_solve(argc - 1, argv + 1);
-    throw UsageError("unknown benchmark '" + what + "' (spmv, solve, mmread)");
+    if (what == "mlem") return bench_mlem(argc - 1, argv + 1);
+    if (what == "lsqr") return bench_lsqr(argc - 1, argv + 1);
+    throw UsageError("unknown benchmark '" + what + "' (spmv, solve, mlem, lsqr, mmread)");
 }
 
 }  // namespace heptane::cli

@@ -10,5 +10,8 @@ int cmd_convert(int argc, char** argv);
 int cmd_spmv(int argc, char** argv);
 int cmd_bench(int argc, char** argv);
 int cmd_solve(int argc, char** argv);
+int cmd_mlem(int argc, char** argv);
+int cmd_lsqr(int argc, char** argv);
+int cmd_pet(int argc, char** argv);
 
 }  // namespace heptane::cli

@@ -25,6 +25,12 @@ const Command commands[] = {
     {"spmv", "one sparse matrix-vector product: result, time and bandwidth",
      heptane::cli::cmd_spmv},
     {"solve", "solve A x = b with BiCGStab or CG (CPU or GPU)", heptane::cli::cmd_solve},
+    {"mlem", "emission tomography: MLEM / OSEM image from counts, log-likelihood per iteration",
+     heptane::cli::cmd_mlem},
+    {"lsqr", "least squares min ||Ax - b|| with LSQR (SciPy's parameters and stopping tests)",
+     heptane::cli::cmd_lsqr},
+    {"pet", "generate a PET-like system: ring scanner matrix, phantom, Poisson counts",
+     heptane::cli::cmd_pet},
     {"bench", "benchmarks (spmv, solve, mmread); prints tables, writes CSV/JSON",
      heptane::cli::cmd_bench},
 };

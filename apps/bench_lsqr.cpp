@@ -1,0 +1,336 @@
+// heptane bench lsqr: LSQR time per iteration next to its floor, for every format and Aᵀ
+// strategy asked for, on a PET-like system (b = the counts) or on given files.
+//
+// Check first: each configuration runs --check-iters iterations (tolerances 0, so exactly
+// that many) and its x is compared with the CPU reference (CSR, fp64, stored transpose);
+// a mismatch marks the row FAILED and it is not timed.
+//
+// Floor of one iteration (solver/lsqr/lsqr.cpp): the matrix twice (A, and Aᵀ: the CSR of Aᵀ
+// when stored) + (4m + 9n)·sizeof(VT) of vector traffic, over the copy bandwidth measured in
+// this run. The products alone are timed too (A v with y read, Aᵀ u with y read: their floors
+// are the matrix + x + 2 y). Times: CUDA events on a GPU, the host clock on the CPU, median of
+// --reps after 2 warm-ups; the iteration time is Lsqr::solve's own clock over --iters
+// iterations (it includes LSQR's two small host reads per iteration).
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "apps/args.hpp"
+#include "apps/bench.hpp"
+#include "apps/common.hpp"
+#include "core/array.hpp"
+#include "core/bandwidth.hpp"
+#include "core/error.hpp"
+#include "formats/matrix.hpp"
+#include "generators/matrix_market.hpp"
+#include "generators/pet.hpp"
+#include "solver/lsqr/lsqr.hpp"
+#include "solver/mlem/mlem.hpp"
+
+#ifdef HEPTANE_HAVE_CUDA
+#include "core/cuda_common.hpp"
+#endif
+
+namespace heptane::cli {
+
+namespace {
+
+const char* usage =
+    "usage: heptane bench lsqr [A.mtx b.mtx] [--detectors D] [--image N] [--rings R]\n"
+    "                          [--slices Z] [--formats csr,ell,hyb,coo]\n"
+    "                          [--transpose native,stored] [--precision double|single|mixed]\n"
+    "                          [--device auto|cpu|gpu] [--iters N] [--check-iters K]\n"
+    "                          [--reps N] [--csv FILE] [--json FILE]\n\n"
+    "LSQR time per iteration next to its floor (2 matrix reads + (4m + 9n) vector values), and\n"
+    "the two products alone, per format and A^T strategy. Without files, a PET-like system\n"
+    "from `heptane pet` options (default: 2-D, 256 detectors, 128 x 128) with b = its counts.\n"
+    "Every configuration is first checked against the CPU reference (--check-iters iterations,\n"
+    "default 10); a mismatch is reported FAILED and not timed.\n"
+    "  --iters   iterations per timed run (default 50)\n"
+    "  --reps    timed repetitions, the median is reported (default 10)\n";
+
+struct Row {
+    std::string format, transpose, status;
+    double check_err = 0;
+    double fwd_s = 0, fwd_bytes = 0, back_s = 0, back_bytes = 0;
+    double iter_s = 0, iter_bytes = 0;
+};
+
+/// Median seconds of f() over reps runs after two warm-ups (CUDA events on a GPU).
+double time_median(const Executor& exec, const std::function<void()>& f, int reps)
+{
+    for (int i = 0; i < 2; ++i) f();
+    std::vector<double> t;
+#ifdef HEPTANE_HAVE_CUDA
+    if (exec.is_cuda()) {
+        const auto s = cuda::stream(static_cast<const CudaExecutor&>(exec));
+        cudaEvent_t e0, e1;
+        HEPTANE_CUDA_CHECK(cudaEventCreate(&e0));
+        HEPTANE_CUDA_CHECK(cudaEventCreate(&e1));
+        for (int i = 0; i < reps; ++i) {
+            HEPTANE_CUDA_CHECK(cudaEventRecord(e0, s));
+            f();
+            HEPTANE_CUDA_CHECK(cudaEventRecord(e1, s));
+            HEPTANE_CUDA_CHECK(cudaEventSynchronize(e1));
+            float ms = 0;
+            HEPTANE_CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
+            t.push_back(ms * 1e-3);
+        }
+        cudaEventDestroy(e0);
+        cudaEventDestroy(e1);
+    }
+#endif
+    if (exec.is_cpu()) {
+        for (int i = 0; i < reps; ++i) {
+            const auto t0 = std::chrono::steady_clock::now();
+            f();
+            t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+        }
+    }
+    std::sort(t.begin(), t.end());
+    return t[t.size() / 2];
+}
+
+std::vector<std::string> split(const std::string& s)
+{
+    std::vector<std::string> v;
+    std::size_t i = 0;
+    while (i <= s.size()) {
+        auto j = s.find(',', i);
+        if (j == std::string::npos) j = s.size();
+        if (j > i) v.push_back(s.substr(i, j - i));
+        i = j + 1;
+    }
+    return v;
+}
+
+struct Setup {
+    const Coo<double>* a;
+    const std::vector<double>* b;
+    std::shared_ptr<const Executor> exec;
+    int iters, check_iters, reps;
+    std::vector<double> x_ref;
+};
+
+LsqrOptions fixed_iterations(int n)
+{
+    LsqrOptions o;  // tolerances 0: exactly n iterations (unless b or Aᵀb is 0)
+    o.atol = o.btol = o.conlim = 0;
+    o.iter_lim = n;
+    o.record_history = false;
+    return o;
+}
+
+template <class MT, class VT>
+void measure(const Setup& su, Format fmt, const FormatOptions& fo, double tol, Row& r)
+{
+    const Coo<double>& a = *su.a;
+    const auto& exec = su.exec;
+    auto op = make_matrix_operator<MT, VT>(a, fmt, exec, fo);
+    Array<VT> b = Array<VT>(std::vector<VT>(su.b->begin(), su.b->end())).to(exec);
+    Array<VT> x(exec, std::size_t(a.cols));
+    Lsqr<VT> solver(fixed_iterations(su.check_iters));
+    solver.set_operator(*op);
+    solver.solve(b, x);
+    const auto xh = x.to_vector();
+    double num = 0, den = 0;
+    for (std::size_t j = 0; j < xh.size(); ++j) {
+        num = std::max(num, std::abs(double(xh[j]) - su.x_ref[j]));
+        den = std::max(den, std::abs(su.x_ref[j]));
+    }
+    r.check_err = num / (den > 0 ? den : 1);
+    if (!(r.check_err <= tol)) {
+        r.status = "FAILED";
+        return;
+    }
+    r.status = "ok";
+    // the products as LSQR calls them: y read and written
+    Array<VT> u = Array<VT>(b), v(exec, std::size_t(a.cols));
+    op->apply_transpose(VT(1), b.data(), VT(0), v.data());
+    r.fwd_s = time_median(*exec, [&] { op->apply(VT(1), v.data(), VT(-0.5), u.data()); },
+                          su.reps);
+    r.back_s = time_median(
+        *exec, [&] { op->apply_transpose(VT(1), u.data(), VT(-0.5), v.data()); }, su.reps);
+    solver.options() = fixed_iterations(su.iters);
+    solver.solve(b, x);  // warm-up
+    std::vector<double> per;
+    for (int k = 0; k < std::max(3, su.reps / 2); ++k)
+        per.push_back(solver.solve(b, x).timings.per_iteration_ms / 1e3);
+    std::sort(per.begin(), per.end());
+    r.iter_s = per[per.size() / 2];
+}
+
+}  // namespace
+
+int bench_lsqr(int argc, char** argv)
+{
+    Args args(argc, argv, {});
+    if (args.help()) {
+        std::printf("%s", usage);
+        return 0;
+    }
+    PetSpec spec;
+    spec.detectors = static_cast<index_t>(args.get_int("--detectors", 256));
+    spec.image = static_cast<index_t>(args.get_int("--image", 128));
+    spec.rings = static_cast<index_t>(args.get_int("--rings", 1));
+    spec.slices = static_cast<index_t>(args.get_int("--slices", 1));
+    const std::string formats = args.get_or("--formats", "csr,ell,hyb,coo");
+    const std::string transposes = args.get_or("--transpose", "native,stored");
+    const std::string prec = args.get_or("--precision", "double");
+    const std::string device = args.get_or("--device", "auto");
+    Setup su;
+    su.iters = static_cast<int>(args.get_int("--iters", 50));
+    su.check_iters = static_cast<int>(args.get_int("--check-iters", 10));
+    su.reps = static_cast<int>(args.get_int("--reps", 10));
+    auto csv = args.get("--csv");
+    auto jsonf = args.get("--json");
+    args.finish(0, 2);
+    if (args.positionals().size() == 1) throw UsageError("give both A.mtx and b.mtx, or neither");
+    if (su.iters < 1 || su.check_iters < 1 || su.reps < 1)
+        throw UsageError("--iters, --check-iters and --reps must be >= 1");
+    if (prec != "double" && prec != "single" && prec != "mixed")
+        throw UsageError("--precision must be double, single or mixed");
+    const Precision p = prec == "double" ? Precision::double_
+                        : prec == "single" ? Precision::single
+                                           : Precision::mixed;
+    const double vs = p == Precision::single ? 4 : 8;
+    const double tol = p == Precision::double_ ? 1e-9 : 1e-3;
+
+    Coo<double> a;
+    std::vector<double> b;
+    std::string source;
+    if (args.positionals().size() == 2) {
+        a = read_matrix_market<double>(args.positionals()[0]);
+        b = read_matrix_market_vector<double>(args.positionals()[1]);
+        HEPTANE_ENSURE(b.size() == std::size_t(a.rows), DimensionMismatch,
+                       "b has " << b.size() << " entries, A has " << a.rows << " rows");
+        source = args.positionals()[0];
+    } else {
+        PetSystem sys = make_pet_system(spec);
+        a = std::move(sys.a);
+        b = std::move(sys.counts);
+        source = describe(spec) + ", b = counts";
+    }
+    su.a = &a;
+    su.b = &b;
+    su.exec = pick_executor(device);
+    const auto& exec = *su.exec;
+    const std::string dev = exec.is_cuda() ? "cuda:" + std::to_string(
+        static_cast<const CudaExecutor&>(exec).device()) : "cpu";
+    {
+        FormatOptions fo;
+        fo.transpose = TransposeMode::stored;
+        auto op = make_matrix_operator<double, double>(a, Format::csr, cpu_executor(), fo);
+        Lsqr<double> s(fixed_iterations(su.check_iters));
+        s.set_operator(*op);
+        Array<double> bd(b), xd(cpu_executor(), std::size_t(a.cols));
+        s.solve(bd, xd);
+        su.x_ref = xd.to_vector();
+    }
+    const double copy_gbs = measure_copy_bandwidth(exec);
+    Coo<double> at{a.cols, a.rows, a.col, a.row, a.val};
+    canonicalize(at);
+    const double m = a.rows, n = a.cols;
+
+    std::printf("LSQR on %s (%s): %d x %d, %lld entries (%.1f per row)\n", exec.name().c_str(),
+                prec.c_str(), a.rows, a.cols, static_cast<long long>(a.nnz()),
+                double(a.nnz()) / a.rows);
+    std::printf("system %s; copy bandwidth %.1f GB/s (read + written, this run); median of %d; "
+                "iteration over %d iterations\n\n",
+                source.c_str(), copy_gbs, su.reps, su.iters);
+    std::printf("| format | A^T | check | Av-cu us | %%floor | A^Tu-cv us | %%floor | iter ms | "
+                "floor ms | %%floor | products share |\n");
+    std::printf("|---|---|---|---|---|---|---|---|---|---|---|\n");
+    std::fflush(stdout);
+    std::vector<Row> rows;
+    int failed = 0;
+    for (const auto& fname : split(formats)) {
+        for (const auto& tname : split(transposes)) {
+            Row r;
+            FormatOptions fo;
+            Format fmt;
+            try {
+                fmt = parse_format(fname);
+                fo.transpose = parse_transpose_strategy(tname);
+            } catch (const InputError& e) {
+                throw UsageError(e.what());
+            }
+            r.format = fname;
+            r.transpose = tname + " (" + describe_transpose(fmt, fo.transpose) + ")";
+            try {
+                const SpmvTraffic fwd = spmv_traffic(a, fmt, fo, p);
+                const double back_matrix = fo.transpose == TransposeMode::stored &&
+                                                   fmt != Format::bdia
+                                               ? spmv_traffic(at, Format::csr, fo, p).matrix_bytes
+                                               : fwd.matrix_bytes;
+                r.fwd_bytes = fwd.matrix_bytes + (n + 2 * m) * vs;
+                r.back_bytes = back_matrix + (m + 2 * n) * vs;
+                r.iter_bytes = fwd.matrix_bytes + back_matrix + (4 * m + 9 * n) * vs;
+                if (p == Precision::double_)
+                    measure<double, double>(su, fmt, fo, tol, r);
+                else if (p == Precision::single)
+                    measure<float, float>(su, fmt, fo, tol, r);
+                else
+                    measure<float, double>(su, fmt, fo, tol, r);
+            } catch (const Error& e) {
+                r.status = std::string("n/a: ") + e.what();
+            }
+            if (r.status == "FAILED") ++failed;
+            rows.push_back(r);
+            auto pct = [&](double bytes, double s) { return 100.0 * bytes / (copy_gbs * 1e9) / s; };
+            if (r.status == "ok")
+                std::printf("| %s | %s | %.1e | %.1f | %.0f%% | %.1f | %.0f%% | %.4f | %.4f | "
+                            "%.0f%% | %.0f%% |\n",
+                            r.format.c_str(), r.transpose.c_str(), r.check_err, r.fwd_s * 1e6,
+                            pct(r.fwd_bytes, r.fwd_s), r.back_s * 1e6, pct(r.back_bytes, r.back_s),
+                            r.iter_s * 1e3, r.iter_bytes / (copy_gbs * 1e9) * 1e3,
+                            pct(r.iter_bytes, r.iter_s), 100.0 * (r.fwd_s + r.back_s) / r.iter_s);
+            else
+                std::printf("| %s | %s | %s (%.1e) | | | | | | | | |\n", r.format.c_str(),
+                            r.transpose.c_str(), r.status.c_str(), r.check_err);
+            std::fflush(stdout);
+        }
+    }
+    std::printf("\nfloor bytes: iteration = matrix of A + matrix of A^T (the stored CSR when stored)"
+                " + (4m + 9n) x %g B; products: matrix + x + y read and written. %%floor = floor "
+                "time / measured time; products share = (Av + A^Tu) / iteration.\n",
+                vs);
+    if (csv) {
+        std::ofstream f(*csv);
+        HEPTANE_ENSURE(f.good(), IoError, "cannot write " << *csv);
+        f << "system,device,precision,rows,cols,nnz,copy_gbs,format,transpose,status,check_err,"
+             "fwd_s,fwd_bytes,back_s,back_bytes,iter_s,iter_floor_bytes\n";
+        for (const auto& r : rows)
+            f << '"' << source << "\"," << dev << ',' << prec << ',' << a.rows << ',' << a.cols
+              << ',' << a.nnz() << ',' << copy_gbs << ',' << r.format << ",\"" << r.transpose
+              << "\",\"" << r.status << "\"," << r.check_err << ',' << r.fwd_s << ','
+              << r.fwd_bytes << ',' << r.back_s << ',' << r.back_bytes << ',' << r.iter_s << ','
+              << r.iter_bytes << '\n';
+    }
+    if (jsonf) {
+        std::ofstream f(*jsonf);
+        HEPTANE_ENSURE(f.good(), IoError, "cannot write " << *jsonf);
+        f << "{\"system\": " << json_string(source) << ", \"device\": " << json_string(exec.name())
+          << ", \"precision\": \"" << prec << "\", \"rows\": " << a.rows << ", \"cols\": "
+          << a.cols << ", \"nnz\": " << a.nnz() << ", \"copy_gbs\": " << copy_gbs
+          << ", \"results\": [\n";
+        for (std::size_t i = 0; i < rows.size(); ++i) {
+            const auto& r = rows[i];
+            f << "  {\"format\": \"" << r.format << "\", \"transpose\": " << json_string(r.transpose)
+              << ", \"status\": " << json_string(r.status) << ", \"check_err\": " << r.check_err
+              << ", \"fwd_s\": " << r.fwd_s << ", \"fwd_bytes\": " << r.fwd_bytes
+              << ", \"back_s\": " << r.back_s << ", \"back_bytes\": " << r.back_bytes
+              << ", \"iter_s\": " << r.iter_s << ", \"iter_floor_bytes\": " << r.iter_bytes
+              << "}" << (i + 1 < rows.size() ? ",\n" : "\n");
+        }
+        f << "]}\n";
+    }
+    return failed ? 1 : 0;
+}
+
+}  // namespace heptane::cli

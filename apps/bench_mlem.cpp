@@ -1,0 +1,369 @@
+// heptane bench mlem: MLEM (and OSEM) per iteration on a PET-like system, the forward
+// projection A f and the back projection Aᵀ c on their own, each next to its floor, for every
+// format and Aᵀ strategy asked for (BENCHMARKS.md).
+//
+// Check first: every configuration runs --check-iters MLEM iterations and is compared with
+// the CPU reference (CSR, fp64, stored transpose: deterministic kernels); a mismatch marks the
+// row FAILED and it is not timed.
+//
+// Floors (bytes / the copy bandwidth measured in the same run, read + written):
+//   forward  = spmv_traffic(A): the matrix as stored + f read (n) + q written (m)
+//   back     = native/scatter: the same matrix bytes + c read (m) + b written (n);
+//              stored: spmv_traffic of the CSR of Aᵀ
+//   MLEM iteration = forward + back + (5m + 6n)·sizeof(VT)   (solver/mlem/mlem.cpp)
+// Times: CUDA events around each product on a GPU, the host clock on the CPU; median of
+// --reps after 2 warm-up runs. The iteration time is Mlem::solve's own clock over --iters
+// iterations (log-likelihood off: for MLEM it is fused into the correlation anyway).
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "apps/args.hpp"
+#include "apps/bench.hpp"
+#include "apps/common.hpp"
+#include "core/array.hpp"
+#include "core/bandwidth.hpp"
+#include "core/error.hpp"
+#include "formats/matrix.hpp"
+#include "generators/matrix_market.hpp"
+#include "generators/pet.hpp"
+#include "solver/mlem/mlem.hpp"
+
+#ifdef HEPTANE_HAVE_CUDA
+#include "core/cuda_common.hpp"
+#endif
+
+namespace heptane::cli {
+
+namespace {
+
+const char* usage =
+    "usage: heptane bench mlem [A.mtx g.mtx] [--detectors D] [--image N] [--rings R]\n"
+    "                          [--slices Z] [--formats csr,ell,hyb,coo]\n"
+    "                          [--transpose native,stored] [--precision double|single|mixed]\n"
+    "                          [--device auto|cpu|gpu] [--iters N] [--subsets S]\n"
+    "                          [--check-iters K] [--reps N] [--csv FILE] [--json FILE]\n\n"
+    "MLEM time per iteration, and the forward (A f) and back (A^T c) projections alone, with\n"
+    "their effective bandwidth next to the floor (the bytes they must move over the copy\n"
+    "bandwidth measured in this run), for each format and A^T strategy. Without files, a\n"
+    "PET-like system from `heptane pet` options (default: 2-D, 256 detectors, 128 x 128).\n"
+    "Every configuration is first checked against the CPU reference (--check-iters MLEM\n"
+    "iterations, default 5); a mismatch is reported FAILED and not timed.\n"
+    "  --transpose   native (the format's own A^T: atomic scatter for CSR, COO, ELL, HYB;\n"
+    "                gather for DIA, BDIA-GH), scatter (the same), stored (CSR of A^T)\n"
+    "  --iters       iterations per timed MLEM run (default 20)\n"
+    "  --subsets S   also time OSEM with S subsets (default 0: no)\n"
+    "  --reps        timed repetitions, the median is reported (default 10)\n";
+
+struct Row {
+    std::string format, transpose, status;
+    double check_err = 0;
+    double fwd_s = 0, fwd_bytes = 0, back_s = 0, back_bytes = 0;
+    double iter_s = 0, iter_bytes = 0, osem_iter_s = 0;
+};
+
+/// Median seconds of f() over reps runs after two warm-ups: CUDA events on the executor's
+/// stream on a GPU, the host clock on the CPU.
+double time_median(const Executor& exec, const std::function<void()>& f, int reps)
+{
+    for (int i = 0; i < 2; ++i) f();
+    std::vector<double> t;
+#ifdef HEPTANE_HAVE_CUDA
+    if (exec.is_cuda()) {
+        const auto s = cuda::stream(static_cast<const CudaExecutor&>(exec));
+        cudaEvent_t e0, e1;
+        HEPTANE_CUDA_CHECK(cudaEventCreate(&e0));
+        HEPTANE_CUDA_CHECK(cudaEventCreate(&e1));
+        for (int i = 0; i < reps; ++i) {
+            HEPTANE_CUDA_CHECK(cudaEventRecord(e0, s));
+            f();
+            HEPTANE_CUDA_CHECK(cudaEventRecord(e1, s));
+            HEPTANE_CUDA_CHECK(cudaEventSynchronize(e1));
+            float ms = 0;
+            HEPTANE_CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
+            t.push_back(ms * 1e-3);
+        }
+        cudaEventDestroy(e0);
+        cudaEventDestroy(e1);
+    }
+#endif
+    if (exec.is_cpu()) {
+        for (int i = 0; i < reps; ++i) {
+            const auto t0 = std::chrono::steady_clock::now();
+            f();
+            t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+        }
+    }
+    std::sort(t.begin(), t.end());
+    return t[t.size() / 2];
+}
+
+double median(std::vector<double> v)
+{
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+}
+
+std::vector<std::string> split(const std::string& s)
+{
+    std::vector<std::string> v;
+    std::size_t i = 0;
+    while (i <= s.size()) {
+        auto j = s.find(',', i);
+        if (j == std::string::npos) j = s.size();
+        if (j > i) v.push_back(s.substr(i, j - i));
+        i = j + 1;
+    }
+    return v;
+}
+
+Coo<double> transposed(const Coo<double>& a)
+{
+    Coo<double> t{a.cols, a.rows, a.col, a.row, a.val};
+    canonicalize(t);
+    return t;
+}
+
+struct Setup {
+    const Coo<double>* a;
+    const std::vector<double>* g;
+    std::shared_ptr<const Executor> exec;
+    int iters, check_iters, reps, subsets;
+    std::vector<double> f_ref;
+};
+
+template <class MT, class VT>
+void measure(const Setup& su, Format fmt, const FormatOptions& fo, double tol, Row& r)
+{
+    const Coo<double>& a = *su.a;
+    const auto& exec = su.exec;
+    std::shared_ptr<const Operator<VT>> op = make_matrix_operator<MT, VT>(a, fmt, exec, fo);
+    Array<VT> g = Array<VT>(std::vector<VT>(su.g->begin(), su.g->end())).to(exec);
+    Array<VT> f(exec, std::size_t(a.cols));
+    // check against the CPU reference
+    MlemOptions mo;
+    mo.iterations = su.check_iters;
+    mo.compute_loglik = false;
+    Mlem<VT> em(mo);
+    em.set_operator(op);
+    em.solve(g, f);
+    const auto fh = f.to_vector();
+    double num = 0, den = 0;
+    for (std::size_t j = 0; j < fh.size(); ++j) {
+        num = std::max(num, std::abs(double(fh[j]) - su.f_ref[j]));
+        den = std::max(den, std::abs(su.f_ref[j]));
+    }
+    r.check_err = num / (den > 0 ? den : 1);
+    if (!(r.check_err <= tol)) {
+        r.status = "FAILED";
+        return;
+    }
+    r.status = "ok";
+    // the products alone, on the checked image and a correlation-like vector
+    Array<VT> q(exec, std::size_t(a.rows)), b(exec, std::size_t(a.cols));
+    r.fwd_s = time_median(*exec, [&] { op->apply(f.data(), q.data()); }, su.reps);
+    r.back_s = time_median(
+        *exec, [&] { op->apply_transpose(VT(1), g.data(), VT(0), b.data()); }, su.reps);
+    // whole MLEM iterations
+    std::vector<double> per;
+    em.options().iterations = su.iters;
+    em.solve(g, f);  // warm-up
+    for (int k = 0; k < std::max(3, su.reps / 2); ++k)
+        per.push_back(em.solve(g, f).timings.per_iteration_ms / 1e3);
+    r.iter_s = median(per);
+    if (su.subsets > 1) {
+        Mlem<VT> os(mo);
+        os.options().iterations = su.iters;
+        os.set_subsets(make_row_block_operators<MT, VT>(a, su.subsets, fmt, exec, fo));
+        os.solve(g, f);
+        std::vector<double> po;
+        for (int k = 0; k < std::max(3, su.reps / 2); ++k)
+            po.push_back(os.solve(g, f).timings.per_iteration_ms / 1e3);
+        r.osem_iter_s = median(po);
+    }
+}
+
+}  // namespace
+
+int bench_mlem(int argc, char** argv)
+{
+    Args args(argc, argv, {});
+    if (args.help()) {
+        std::printf("%s", usage);
+        return 0;
+    }
+    PetSpec spec;
+    spec.detectors = static_cast<index_t>(args.get_int("--detectors", 256));
+    spec.image = static_cast<index_t>(args.get_int("--image", 128));
+    spec.rings = static_cast<index_t>(args.get_int("--rings", 1));
+    spec.slices = static_cast<index_t>(args.get_int("--slices", 1));
+    const std::string formats = args.get_or("--formats", "csr,ell,hyb,coo");
+    const std::string transposes = args.get_or("--transpose", "native,stored");
+    const std::string prec = args.get_or("--precision", "double");
+    const std::string device = args.get_or("--device", "auto");
+    Setup su;
+    su.iters = static_cast<int>(args.get_int("--iters", 20));
+    su.check_iters = static_cast<int>(args.get_int("--check-iters", 5));
+    su.reps = static_cast<int>(args.get_int("--reps", 10));
+    su.subsets = static_cast<int>(args.get_int("--subsets", 0));
+    auto csv = args.get("--csv");
+    auto jsonf = args.get("--json");
+    args.finish(0, 2);
+    if (args.positionals().size() == 1) throw UsageError("give both A.mtx and g.mtx, or neither");
+    if (su.iters < 1 || su.check_iters < 1 || su.reps < 1)
+        throw UsageError("--iters, --check-iters and --reps must be >= 1");
+    if (prec != "double" && prec != "single" && prec != "mixed")
+        throw UsageError("--precision must be double, single or mixed");
+    const Precision p = prec == "double" ? Precision::double_
+                        : prec == "single" ? Precision::single
+                                           : Precision::mixed;
+    const double vs = p == Precision::single ? 4 : 8;  // vector bytes
+    const double tol = p == Precision::double_ ? 1e-10 : 1e-4;
+
+    // the system
+    Coo<double> a;
+    std::vector<double> g;
+    std::string source;
+    if (args.positionals().size() == 2) {
+        a = read_matrix_market<double>(args.positionals()[0]);
+        g = read_matrix_market_vector<double>(args.positionals()[1]);
+        HEPTANE_ENSURE(g.size() == std::size_t(a.rows), DimensionMismatch,
+                       "g has " << g.size() << " entries, A has " << a.rows << " rows");
+        source = args.positionals()[0];
+    } else {
+        PetSystem sys = make_pet_system(spec);
+        a = std::move(sys.a);
+        g = std::move(sys.counts);
+        source = describe(spec);
+    }
+    su.a = &a;
+    su.g = &g;
+    su.exec = pick_executor(device);
+    const auto& exec = *su.exec;
+    const std::string dev = exec.is_cuda() ? "cuda:" + std::to_string(
+        static_cast<const CudaExecutor&>(exec).device()) : "cpu";
+
+    // the CPU reference
+    {
+        FormatOptions fo;
+        fo.transpose = TransposeMode::stored;
+        MlemOptions mo;
+        mo.iterations = su.check_iters;
+        mo.compute_loglik = false;
+        Mlem<double> em(mo);
+        em.set_operator(std::shared_ptr<const Operator<double>>(
+            make_matrix_operator<double, double>(a, Format::csr, cpu_executor(), fo)));
+        Array<double> gd(g), fd(cpu_executor(), std::size_t(a.cols));
+        em.solve(gd, fd);
+        su.f_ref = fd.to_vector();
+    }
+    const double copy_gbs = measure_copy_bandwidth(exec);
+    const Coo<double> at = transposed(a);
+    const double m = a.rows, n = a.cols;
+
+    std::printf("MLEM on %s (%s): %d x %d, %lld entries (%.1f per row)\n", exec.name().c_str(),
+                prec.c_str(), a.rows, a.cols, static_cast<long long>(a.nnz()),
+                double(a.nnz()) / a.rows);
+    std::printf("system %s; copy bandwidth %.1f GB/s (read + written, this run); median of %d; "
+                "iteration over %d iterations\n\n",
+                source.c_str(), copy_gbs, su.reps, su.iters);
+    std::printf("| format | A^T | check | fwd us | fwd GB/s | fwd %%floor | back us | back GB/s | "
+                "back %%floor | iter ms | floor ms | %%floor |%s\n",
+                su.subsets > 1 ? " OSEM iter ms |" : "");
+    std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|%s\n",
+                su.subsets > 1 ? "---|" : "");
+    std::fflush(stdout);
+    std::vector<Row> rows;
+    int failed = 0;
+    for (const auto& fname : split(formats)) {
+        for (const auto& tname : split(transposes)) {
+            Row r;
+            FormatOptions fo;
+            Format fmt;
+            try {
+                fmt = parse_format(fname);
+                fo.transpose = parse_transpose_strategy(tname);
+            } catch (const InputError& e) {
+                throw UsageError(e.what());
+            }
+            r.format = fname;
+            r.transpose = tname + " (" + describe_transpose(fmt, fo.transpose) + ")";
+            try {
+                const SpmvTraffic fwd = spmv_traffic(a, fmt, fo, p);
+                r.fwd_bytes = fwd.total();
+                r.back_bytes = fo.transpose == TransposeMode::stored && fmt != Format::bdia
+                                   ? spmv_traffic(at, Format::csr, fo, p).total()
+                                   : fwd.total();
+                r.iter_bytes = r.fwd_bytes + r.back_bytes + (5 * m + 6 * n) * vs;
+                if (p == Precision::double_)
+                    measure<double, double>(su, fmt, fo, tol, r);
+                else if (p == Precision::single)
+                    measure<float, float>(su, fmt, fo, tol, r);
+                else
+                    measure<float, double>(su, fmt, fo, tol, r);
+            } catch (const Error& e) {
+                r.status = std::string("n/a: ") + e.what();
+            }
+            if (r.status == "FAILED") ++failed;
+            rows.push_back(r);
+            auto pct = [&](double bytes, double s) { return 100.0 * bytes / (copy_gbs * 1e9) / s; };
+            if (r.status == "ok") {
+                std::printf("| %s | %s | %.1e | %.1f | %.1f | %.0f%% | %.1f | %.1f | %.0f%% | %.4f | "
+                            "%.4f | %.0f%% |",
+                            r.format.c_str(), r.transpose.c_str(), r.check_err, r.fwd_s * 1e6,
+                            r.fwd_bytes / r.fwd_s / 1e9, pct(r.fwd_bytes, r.fwd_s),
+                            r.back_s * 1e6, r.back_bytes / r.back_s / 1e9,
+                            pct(r.back_bytes, r.back_s), r.iter_s * 1e3,
+                            r.iter_bytes / (copy_gbs * 1e9) * 1e3, pct(r.iter_bytes, r.iter_s));
+                if (su.subsets > 1) std::printf(" %.4f |", r.osem_iter_s * 1e3);
+                std::printf("\n");
+            } else {
+                std::printf("| %s | %s | %s (%.1e) | | | | | | | | | |\n", r.format.c_str(),
+                            r.transpose.c_str(), r.status.c_str(), r.check_err);
+            }
+            std::fflush(stdout);
+        }
+    }
+    std::printf("\nfloor bytes: forward = matrix + f + q; back = matrix (of A^T when stored) + c + "
+                "b; iteration = both + (5m + 6n) x %g B. %%floor = floor time / measured time.\n",
+                vs);
+    if (csv) {
+        std::ofstream f(*csv);
+        HEPTANE_ENSURE(f.good(), IoError, "cannot write " << *csv);
+        f << "system,device,precision,rows,cols,nnz,copy_gbs,format,transpose,status,check_err,"
+             "fwd_s,fwd_bytes,back_s,back_bytes,iter_s,iter_floor_bytes,osem_subsets,osem_iter_s\n";
+        for (const auto& r : rows)
+            f << '"' << source << "\"," << dev << ',' << prec << ',' << a.rows << ',' << a.cols
+              << ',' << a.nnz() << ',' << copy_gbs << ',' << r.format << ",\"" << r.transpose
+              << "\",\"" << r.status << "\"," << r.check_err << ',' << r.fwd_s << ','
+              << r.fwd_bytes << ',' << r.back_s << ',' << r.back_bytes << ',' << r.iter_s << ','
+              << r.iter_bytes << ',' << su.subsets << ',' << r.osem_iter_s << '\n';
+    }
+    if (jsonf) {
+        std::ofstream f(*jsonf);
+        HEPTANE_ENSURE(f.good(), IoError, "cannot write " << *jsonf);
+        f << "{\"system\": " << json_string(source) << ", \"device\": " << json_string(exec.name())
+          << ", \"precision\": \"" << prec << "\", \"rows\": " << a.rows << ", \"cols\": "
+          << a.cols << ", \"nnz\": " << a.nnz() << ", \"copy_gbs\": " << copy_gbs
+          << ", \"results\": [\n";
+        for (std::size_t i = 0; i < rows.size(); ++i) {
+            const auto& r = rows[i];
+            f << "  {\"format\": \"" << r.format << "\", \"transpose\": " << json_string(r.transpose)
+              << ", \"status\": " << json_string(r.status) << ", \"check_err\": " << r.check_err
+              << ", \"fwd_s\": " << r.fwd_s << ", \"fwd_bytes\": " << r.fwd_bytes
+              << ", \"back_s\": " << r.back_s << ", \"back_bytes\": " << r.back_bytes
+              << ", \"iter_s\": " << r.iter_s << ", \"iter_floor_bytes\": " << r.iter_bytes
+              << ", \"osem_subsets\": " << su.subsets << ", \"osem_iter_s\": " << r.osem_iter_s
+              << "}" << (i + 1 < rows.size() ? ",\n" : "\n");
+        }
+        f << "]}\n";
+    }
+    return failed ? 1 : 0;
+}
+
+}  // namespace heptane::cli
