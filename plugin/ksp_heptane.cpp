@@ -41,6 +41,7 @@ typedef struct {
   PetscObjectId                  aij_src_id;
   heptane::plugin::MatrixEngine *own;         /* engine for non-bdiagh matrices */
   heptane::plugin::MatrixEngine *engine;      /* the engine used: own, or the bdiagh matrix's */
+  Mat                            engine_mat;  /* the bdiagh matrix lending its engine (referenced) */
   heptane::plugin::KrylovEngine *krylov;
   std::string                   *last_update; /* what the last setup did, for the view */
   std::string                   *grid_source;
@@ -204,11 +205,17 @@ static PetscErrorCode KSPHeptaneUpdate(KSP ksp)
   if (isbdiagh && (cfg.format == "auto" || cfg.format == "bdiagh")) {
     /* the matrix keeps its own BDIA-GH copy (updated at assembly); use it */
     PetscCall(MatBDIAGHGetEngine(Amat, &cfg, &h->engine, &updated));
+    if (h->engine_mat != Amat) { /* keep the lender alive as long as its engine is ours */
+      PetscCall(PetscObjectReference((PetscObject)Amat));
+      PetscCall(MatDestroy(&h->engine_mat));
+      h->engine_mat = Amat;
+    }
     if (id != h->mat_id || nz != h->mat_nzstate || updated == 2) updated = 2;
     else if (st != h->mat_state) updated = PetscMax(updated, 1);
     HeptaneCallCXX(*h->grid_source = "bdiagh matrix: " + h->engine->structure_note());
   } else {
     h->engine = h->own;
+    PetscCall(MatDestroy(&h->engine_mat));
     if (!h->own->built() || id != h->mat_id || nz != h->mat_nzstate || h->own->config() != cfg) updated = 2;
     else if (st != h->mat_state) updated = 1;
     if (updated) {
@@ -309,6 +316,7 @@ static PetscErrorCode KSPSolve_Heptane(KSP ksp)
   heptane::SolverOptions opts;
 
   PetscFunctionBegin;
+  PetscCheck(!ksp->transpose_solve, PetscObjectComm((PetscObject)ksp), PETSC_ERR_SUP, "KSP %s: KSPSolveTranspose() is not supported (heptane solves A x = b only)", KSPHeptaneName(h));
   PetscCall(KSPHeptaneUpdate(ksp)); /* no-op unless the matrix changed since KSPSetUp */
   opts.rtol        = ksp->rtol;
   opts.atol        = ksp->abstol;
@@ -391,6 +399,7 @@ static PetscErrorCode KSPReset_Heptane(KSP ksp)
 
   PetscFunctionBegin;
   PetscCall(MatDestroy(&h->aij));
+  PetscCall(MatDestroy(&h->engine_mat));
   delete h->own;
   delete h->krylov;
   h->own = NULL;
@@ -409,6 +418,7 @@ static PetscErrorCode KSPDestroy_Heptane(KSP ksp)
 
   PetscFunctionBegin;
   PetscCall(MatDestroy(&h->aij));
+  PetscCall(MatDestroy(&h->engine_mat));
   delete h->own;
   delete h->krylov;
   delete h->last_update;
