@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <memory>
 #include <vector>
 
 #include "core/operator.hpp"
@@ -81,10 +82,24 @@ inline StopParams stop_params(const SolverOptions& o)
     return StopParams{o.rtol, o.atol, o.dtol, o.max_it};
 }
 
+/// The two pinned read-back slots of a solver's workspace (allocating page-locked memory
+/// costs about a millisecond, so it is done once, not per solve).
+struct CheckMirrors {
+    std::unique_ptr<HostMirror> slot[2];
+    /// Make sure both slots hold `bytes` on `exec`.
+    void ensure(const std::shared_ptr<const Executor>& exec, std::size_t bytes)
+    {
+        for (auto& m : slot)
+            if (!m || m->size() < bytes) m = std::make_unique<HostMirror>(exec, bytes);
+    }
+};
+
 template <class VT>
 class KrylovDriver {
 public:
-    KrylovDriver(VectorOps<VT>& ops, const SolverOptions& opts) : ops_(ops), opts_(opts) {}
+    KrylovDriver(VectorOps<VT>& ops, CheckMirrors& mirrors, const SolverOptions& opts)
+        : ops_(ops), mirrors_(mirrors), opts_(opts)
+    {}
 
     /// After the init kernel: read the state (waits for the executor), record ‖r_0‖.
     /// Returns true when the solve already stopped at iteration 0.
@@ -101,9 +116,8 @@ public:
     void run(Iterate&& iterate)
     {
         const int k = ops_.asynchronous() ? opts_.check_every : 1;
-        const std::size_t slot_bytes = sizeof(KrylovState) + sizeof(double) * std::size_t(k);
-        HostMirror mirrors[2] = {HostMirror(ops_.exec(), slot_bytes),
-                                 HostMirror(ops_.exec(), slot_bytes)};
+        mirrors_.ensure(ops_.exec(), sizeof(KrylovState) + sizeof(double) * std::size_t(k));
+        HostMirror* mirrors[2] = {mirrors_.slot[0].get(), mirrors_.slot[1].get()};
         struct Batch {
             int slot = 0;
             int first = 0;  // first iteration of the batch
@@ -117,7 +131,7 @@ public:
             for (int j = 0; j < batch; ++j) iterate();
             Batch cur{slot, launched + 1, batch, true};
             launched += batch;
-            HostMirror& m = mirrors[slot];
+            HostMirror& m = *mirrors[slot];
             m.copy_async(ops_.state_address(), 0, sizeof(KrylovState));
             m.copy_async(ops_.history_address() + cur.first, sizeof(KrylovState),
                          sizeof(double) * std::size_t(batch));
@@ -125,7 +139,7 @@ public:
             slot ^= 1;
             if (ops_.asynchronous()) {
                 // wait for the batch before this one; the device works on this one meanwhile
-                if (prev.valid) stopped = process(mirrors[prev.slot], prev.first, prev.count);
+                if (prev.valid) stopped = process(*mirrors[prev.slot], prev.first, prev.count);
                 prev = cur;
             } else {
                 stopped = process(m, cur.first, cur.count);
@@ -204,6 +218,7 @@ private:
     }
 
     VectorOps<VT>& ops_;
+    CheckMirrors& mirrors_;
     const SolverOptions& opts_;
     KrylovState state_{};
     std::vector<double> history_;

@@ -62,6 +62,7 @@ struct Bicgstab<VT>::Workspace {
     int max_it;
     bool precond;
     VectorOps<VT> ops;
+    detail::CheckMirrors mirrors;
     Array<VT> r, r_hat, p, v, s, t, p_hat, s_hat;
 };
 
@@ -137,7 +138,7 @@ Status Bicgstab<VT>::solve(const Array<VT>& b_arr, Array<VT>& x_arr)
     }
     // r̂ = r, p = v = 0, ‖b‖, ‖r0‖, ρ = (r̂, r) = ‖r0‖²
     ops.bicgstab_init(n, b, r, r_hat, p, v, detail::stop_params(opts_));
-    detail::KrylovDriver<VT> driver(ops, opts_);
+    detail::KrylovDriver<VT> driver(ops, w.mirrors, opts_);
     const bool stopped = driver.start();
     if (stopped && driver.initial_state().bnorm == 0.0) ops.fill(n, VT(0), x);  // b = 0: x = 0
     Status st;

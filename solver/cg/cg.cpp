@@ -35,6 +35,7 @@ struct Cg<VT>::Workspace {
     int max_it;
     bool precond;
     VectorOps<VT> ops;
+    detail::CheckMirrors mirrors;
     Array<VT> r, z, p, q;
 };
 
@@ -98,7 +99,7 @@ Status Cg<VT>::solve(const Array<VT>& b_arr, Array<VT>& x_arr)
     ops.cg_init(n, b, r, detail::stop_params(opts_));  // ‖b‖, ‖r0‖, tests at iteration 0
     if (!identity) m_->apply(r, z);                     // z = M⁻¹ r
     ops.cg_start(n, r, z, p);                           // p = z, ρ = (r, z)
-    detail::KrylovDriver<VT> driver(ops, opts_);
+    detail::KrylovDriver<VT> driver(ops, w.mirrors, opts_);
     const bool stopped = driver.start();
     if (stopped && driver.initial_state().bnorm == 0.0) ops.fill(n, VT(0), x);
     Status st;
