@@ -18,93 +18,92 @@
 #include "solver/bicgstab/bicgstab.hpp"
 #include "solver/cg/cg.hpp"
 
-namespace heptane::plugin {
+namespace heptane::plugin
+{
 
-namespace {
+namespace
+{
 
 using clock_type = std::chrono::steady_clock;
 double ms_since(clock_type::time_point t0)
 {
-    return std::chrono::duration<double, std::milli>(clock_type::now() - t0).count();
+  return std::chrono::duration<double, std::milli>(clock_type::now() - t0).count();
 }
 
 template <class MT, class VT>
-const char* precision_name()
+const char *precision_name()
 {
-    if constexpr (std::is_same_v<MT, VT>)
-        return std::is_same_v<MT, double> ? "fp64" : "fp32";
-    else
-        return "fp32 values/fp64 vectors";
+  if constexpr (std::is_same_v<MT, VT>) return std::is_same_v<MT, double> ? "fp64" : "fp32";
+  else return "fp32 values/fp64 vectors";
 }
 
-std::string offsets_text(const std::vector<index_t>& d)
+std::string offsets_text(const std::vector<index_t> &d)
 {
-    std::ostringstream os;
-    os << '{';
-    for (std::size_t i = 0; i < d.size() && i < 30; ++i) os << (i ? "," : "") << d[i];
-    if (d.size() > 30) os << ",... (" << d.size() << " in all)";
-    os << '}';
-    return os.str();
+  std::ostringstream os;
+  os << '{';
+  for (std::size_t i = 0; i < d.size() && i < 30; ++i) os << (i ? "," : "") << d[i];
+  if (d.size() > 30) os << ",... (" << d.size() << " in all)";
+  os << '}';
+  return os.str();
 }
 
 // Host COO (canonical: CSR rows are sorted and free of duplicates) from the borrowed CSR.
-Coo<double> coo_from_view(const CsrView& a)
+Coo<double> coo_from_view(const CsrView &a)
 {
-    const offset_t nnz = a.nnz();
-    Coo<double> c;
-    c.rows = c.cols = a.rows;
-    std::vector<index_t> row(std::size_t(nnz), 0);
-    std::vector<index_t> col(a.col_idx, a.col_idx + nnz);
-    std::vector<double> val(a.values, a.values + nnz);
+  const offset_t nnz = a.nnz();
+  Coo<double>    c;
+  c.rows = c.cols = a.rows;
+  std::vector<index_t> row(std::size_t(nnz), 0);
+  std::vector<index_t> col(a.col_idx, a.col_idx + nnz);
+  std::vector<double>  val(a.values, a.values + nnz);
 #pragma omp parallel for schedule(static) if (a.rows > 32768)
-    for (index_t r = 0; r < a.rows; ++r)
-        for (offset_t k = a.row_ptr[r]; k < a.row_ptr[r + 1]; ++k) row[std::size_t(k)] = r;
-    c.row = Array<index_t>(std::move(row));
-    c.col = Array<index_t>(std::move(col));
-    c.val = Array<double>(std::move(val));
-    return c;
+  for (index_t r = 0; r < a.rows; ++r)
+    for (offset_t k = a.row_ptr[r]; k < a.row_ptr[r + 1]; ++k) row[std::size_t(k)] = r;
+  c.row = Array<index_t>(std::move(row));
+  c.col = Array<index_t>(std::move(col));
+  c.val = Array<double>(std::move(val));
+  return c;
 }
 
 // Host CSR in double with 64-bit row pointers (what make_preconditioner takes).
-Csr<double> csr_from_view(const CsrView& a)
+Csr<double> csr_from_view(const CsrView &a)
 {
-    Csr<double> c;
-    c.rows = c.cols = a.rows;
-    std::vector<offset_t> ptr(std::size_t(a.rows) + 1);
-    for (index_t r = 0; r <= a.rows; ++r) ptr[std::size_t(r)] = a.row_ptr[r];
-    c.row_ptr = Array<offset_t>(std::move(ptr));
-    c.col_idx = Array<index_t>(std::vector<index_t>(a.col_idx, a.col_idx + a.nnz()));
-    c.values = Array<double>(std::vector<double>(a.values, a.values + a.nnz()));
-    return c;
+  Csr<double> c;
+  c.rows = c.cols = a.rows;
+  std::vector<offset_t> ptr(std::size_t(a.rows) + 1);
+  for (index_t r = 0; r <= a.rows; ++r) ptr[std::size_t(r)] = a.row_ptr[r];
+  c.row_ptr = Array<offset_t>(std::move(ptr));
+  c.col_idx = Array<index_t>(std::vector<index_t>(a.col_idx, a.col_idx + a.nnz()));
+  c.values  = Array<double>(std::vector<double>(a.values, a.values + a.nnz()));
+  return c;
 }
 
 // The distinct block offsets (block column - block row) of the pattern, ascending.
-std::vector<index_t> pattern_block_offsets(const CsrView& a, index_t nc)
+std::vector<index_t> pattern_block_offsets(const CsrView &a, index_t nc)
 {
-    std::vector<char> seen(2 * std::size_t(a.rows / nc) + 1, 0);
-    const index_t shift = a.rows / nc;
-    for (index_t r = 0; r < a.rows; ++r)
-        for (offset_t k = a.row_ptr[r]; k < a.row_ptr[r + 1]; ++k)
-            seen[std::size_t(a.col_idx[k] / nc - r / nc + shift)] = 1;
-    std::vector<index_t> d;
-    for (std::size_t i = 0; i < seen.size(); ++i)
-        if (seen[i]) d.push_back(index_t(i) - shift);
-    return d;
+  std::vector<char> seen(2 * std::size_t(a.rows / nc) + 1, 0);
+  const index_t     shift = a.rows / nc;
+  for (index_t r = 0; r < a.rows; ++r)
+    for (offset_t k = a.row_ptr[r]; k < a.row_ptr[r + 1]; ++k) seen[std::size_t(a.col_idx[k] / nc - r / nc + shift)] = 1;
+  std::vector<index_t> d;
+  for (std::size_t i = 0; i < seen.size(); ++i)
+    if (seen[i]) d.push_back(index_t(i) - shift);
+  return d;
 }
 
 // The block offsets of a star stencil of width 1 on a J x H x I grid (x fastest): one pair
 // per dimension longer than 1, plus 0.
-std::vector<index_t> star_offsets(const std::array<index_t, 3>& g)
+std::vector<index_t> star_offsets(const std::array<index_t, 3> &g)
 {
-    std::vector<index_t> d{0};
-    const index_t strides[3] = {1, g[0], g[0] * g[1]};
-    for (int i = 0; i < 3; ++i)
-        if (g[std::size_t(i)] > 1) {
-            d.push_back(strides[i]);
-            d.push_back(-strides[i]);
-        }
-    std::sort(d.begin(), d.end());
-    return d;
+  std::vector<index_t> d{0};
+  const index_t        strides[3] = {1, g[0], g[0] * g[1]};
+  for (int i = 0; i < 3; ++i)
+    if (g[std::size_t(i)] > 1) {
+      d.push_back(strides[i]);
+      d.push_back(-strides[i]);
+    }
+  std::sort(d.begin(), d.end());
+  return d;
 }
 
 // ---- operators that own their matrix, so that the plugin can refresh the values -----------
@@ -112,511 +111,500 @@ std::vector<index_t> star_offsets(const std::array<index_t, 3>& g)
 template <class M, class MT, class VT>
 class OwnedMatrixOperator final : public Operator<VT> {
 public:
-    OwnedMatrixOperator(M m, std::shared_ptr<const Executor> exec, std::string desc)
-        : m_(std::move(m)), exec_(std::move(exec)), desc_(std::move(desc))
-    {}
-    using Operator<VT>::apply;
-    index_t rows() const override { return m_.rows; }
-    index_t cols() const override { return m_.cols; }
-    std::shared_ptr<const Executor> executor() const override { return exec_; }
-    void apply(VT alpha, const VT* x, VT beta, VT* y) const override
-    {
-        spmv(*exec_, m_, Op::normal, alpha, x, beta, y);
-    }
-    void apply_transpose(VT alpha, const VT* x, VT beta, VT* y) const override
-    {
-        spmv(*exec_, m_, Op::transpose, alpha, x, beta, y);
-    }
-    std::string describe() const override { return desc_; }
-    M& matrix() noexcept { return m_; }
+  OwnedMatrixOperator(M m, std::shared_ptr<const Executor> exec, std::string desc) : m_(std::move(m)), exec_(std::move(exec)), desc_(std::move(desc)) { }
+  using Operator<VT>::apply;
+  index_t                         rows() const override { return m_.rows; }
+  index_t                         cols() const override { return m_.cols; }
+  std::shared_ptr<const Executor> executor() const override { return exec_; }
+  void                            apply(VT alpha, const VT *x, VT beta, VT *y) const override { spmv(*exec_, m_, Op::normal, alpha, x, beta, y); }
+  void                            apply_transpose(VT alpha, const VT *x, VT beta, VT *y) const override { spmv(*exec_, m_, Op::transpose, alpha, x, beta, y); }
+  std::string                     describe() const override { return desc_; }
+  M                              &matrix() noexcept { return m_; }
 
 private:
-    M m_;
-    std::shared_ptr<const Executor> exec_;
-    std::string desc_;
+  M                               m_;
+  std::shared_ptr<const Executor> exec_;
+  std::string                     desc_;
 };
 
 struct StoreBase {
-    virtual ~StoreBase() = default;
-    virtual void refresh(const CsrView& a) = 0;
-    virtual std::shared_ptr<const Operator<double>> op_double() const { return nullptr; }
-    virtual std::shared_ptr<const Operator<float>> op_single() const { return nullptr; }
-    virtual std::string note() const = 0;
+  virtual ~StoreBase()                                                      = default;
+  virtual void                                    refresh(const CsrView &a) = 0;
+  virtual std::shared_ptr<const Operator<double>> op_double() const { return nullptr; }
+  virtual std::shared_ptr<const Operator<float>>  op_single() const { return nullptr; }
+  virtual std::string                             note() const = 0;
 };
 
 template <class VT>
 struct TypedStore : StoreBase {
-    std::shared_ptr<const Operator<double>> op_double() const override
-    {
-        if constexpr (std::is_same_v<VT, double>) return op_;
-        return nullptr;
-    }
-    std::shared_ptr<const Operator<float>> op_single() const override
-    {
-        if constexpr (std::is_same_v<VT, float>) return op_;
-        return nullptr;
-    }
-    std::shared_ptr<const Operator<VT>> op_;
+  std::shared_ptr<const Operator<double>> op_double() const override
+  {
+    if constexpr (std::is_same_v<VT, double>) return op_;
+    return nullptr;
+  }
+  std::shared_ptr<const Operator<float>> op_single() const override
+  {
+    if constexpr (std::is_same_v<VT, float>) return op_;
+    return nullptr;
+  }
+  std::shared_ptr<const Operator<VT>> op_;
 };
 
 // Values in MT to the matrix's value array on exec (staging through the host on a device).
 template <class MT>
-void put_values(Array<MT>& dst, std::vector<MT>& staging)
+void put_values(Array<MT> &dst, std::vector<MT> &staging)
 {
-    if (dst.on_host()) return;  // written in place
-    copy_bytes(*cpu_executor(), staging.data(), *dst.exec(), dst.data(), dst.bytes());
+  if (dst.on_host()) return; // written in place
+  copy_bytes(*cpu_executor(), staging.data(), *dst.exec(), dst.data(), dst.bytes());
 }
 
 // BDIA-GH built straight from CSR: slot[k] = (q*Nc + s)*rows + r for CSR entry k in row r,
 // column c = (r/Nc + d_q)*Nc + s. A refresh scatters the values through slot[].
 template <class MT, class VT>
 struct BdiaStore final : TypedStore<VT> {
-    using OpT = OwnedMatrixOperator<Bdia<MT>, MT, VT>;
-    BdiaStore(const CsrView& a, index_t nc, std::vector<index_t> offsets,
-              const std::shared_ptr<const Executor>& exec, const std::string& where)
-    {
-        const index_t n = a.rows;
-        const index_t nq = index_t(offsets.size());
-        const offset_t nnz = a.nnz();
-        // BDIA stores D·Nc·N slots; far more than the entries means the matrix is not
-        // block-diagonal (e.g. -heptane_format bdiagh on an unstructured matrix)
-        const double slots = double(nq) * nc * n;
-        HEPTANE_ENSURE(slots <= 4.0 * double(nnz) + double(n), InputError,
-                       "BDIA-GH would store " << slots << " values for " << nnz << " entries ("
-                                              << nq << " block offsets, Nc = " << nc
-                                              << "): the matrix is not block-diagonal; use another "
-                                                 "format (csr)");
-        slot_.resize(std::size_t(nnz));
-        // block offset -> q (offsets span at most 2·(n/Nc) + 1 values)
-        const index_t shift = n / nc;
-        std::vector<index_t> q_of(2 * std::size_t(shift) + 1, -1);
-        for (index_t q = 0; q < nq; ++q) {
-            HEPTANE_ENSURE(offsets[std::size_t(q)] >= -shift && offsets[std::size_t(q)] <= shift,
-                           InputError, "block offset " << offsets[std::size_t(q)]
-                                                       << " outside the matrix (" << shift
-                                                       << " block rows)");
-            q_of[std::size_t(offsets[std::size_t(q)] + shift)] = q;
-        }
-        for (index_t r = 0; r < n; ++r) {
-            for (offset_t k = a.row_ptr[r]; k < a.row_ptr[r + 1]; ++k) {
-                const index_t c = a.col_idx[k];
-                const index_t d = c / nc - r / nc;
-                const index_t q = q_of[std::size_t(d + shift)];
-                if (q < 0)
-                    HEPTANE_THROW(InputError,
-                                  "entry (" << r << ", " << c << ") lies on block offset " << d
-                                            << ", not one of the block offsets "
-                                            << offsets_text(offsets) << " " << where);
-                slot_[std::size_t(k)] =
-                    (offset_t(q) * nc + c % nc) * offset_t(n) + r;
-            }
-        }
-        Bdia<MT> m = bdia_zeros<MT>(n, n, nc, std::move(offsets));
-        if (exec->is_cpu()) {
-            scatter(a, m.data.host().data());
-        } else {
-            staging_.assign(std::size_t(m.slots()), MT(0));
-            scatter(a, staging_.data());
-            m = m.to(exec);
-            put_values(m.data, staging_);
-        }
-        std::ostringstream d;
-        d << "bdiagh " << n << 'x' << n << " Nc=" << nc << " D=" << m.num_block_diagonals()
-          << ' ' << precision_name<MT, VT>() << " on " << exec->name();
-        own_ = std::make_shared<OpT>(std::move(m), exec, d.str());
-        this->op_ = own_;
+  using OpT = OwnedMatrixOperator<Bdia<MT>, MT, VT>;
+  BdiaStore(const CsrView &a, index_t nc, std::vector<index_t> offsets, const std::shared_ptr<const Executor> &exec, const std::string &where)
+  {
+    const index_t  n   = a.rows;
+    const index_t  nq  = index_t(offsets.size());
+    const offset_t nnz = a.nnz();
+    // BDIA stores D·Nc·N slots; far more than the entries means the matrix is not
+    // block-diagonal (e.g. -heptane_format bdiagh on an unstructured matrix)
+    const double slots = double(nq) * nc * n;
+    HEPTANE_ENSURE(slots <= 4.0 * double(nnz) + double(n), InputError,
+                   "BDIA-GH would store " << slots << " values for " << nnz << " entries (" << nq << " block offsets, Nc = " << nc
+                                          << "): the matrix is not block-diagonal; use another "
+                                             "format (csr)");
+    slot_.resize(std::size_t(nnz));
+    // block offset -> q (offsets span at most 2·(n/Nc) + 1 values)
+    const index_t        shift = n / nc;
+    std::vector<index_t> q_of(2 * std::size_t(shift) + 1, -1);
+    for (index_t q = 0; q < nq; ++q) {
+      HEPTANE_ENSURE(offsets[std::size_t(q)] >= -shift && offsets[std::size_t(q)] <= shift, InputError, "block offset " << offsets[std::size_t(q)] << " outside the matrix (" << shift << " block rows)");
+      q_of[std::size_t(offsets[std::size_t(q)] + shift)] = q;
     }
-    void refresh(const CsrView& a) override
-    {
-        HEPTANE_ENSURE(std::size_t(a.nnz()) == slot_.size(), InputError,
-                       "values-only refresh: " << a.nnz() << " entries, the pattern had "
-                                               << slot_.size());
-        Array<MT>& data = own_->matrix().data;
-        scatter(a, data.on_host() ? data.host().data() : staging_.data());
-        put_values(data, staging_);
+    for (index_t r = 0; r < n; ++r) {
+      for (offset_t k = a.row_ptr[r]; k < a.row_ptr[r + 1]; ++k) {
+        const index_t c = a.col_idx[k];
+        const index_t d = c / nc - r / nc;
+        const index_t q = q_of[std::size_t(d + shift)];
+        if (q < 0) HEPTANE_THROW(InputError, "entry (" << r << ", " << c << ") lies on block offset " << d << ", not one of the block offsets " << offsets_text(offsets) << " " << where);
+        slot_[std::size_t(k)] = (offset_t(q) * nc + c % nc) * offset_t(n) + r;
+      }
     }
-    std::string note() const override
-    {
-        return "values scattered through the CSR->BDIA slot map (" + std::to_string(slot_.size()) +
-               " entries)";
+    Bdia<MT> m = bdia_zeros<MT>(n, n, nc, std::move(offsets));
+    if (exec->is_cpu()) {
+      scatter(a, m.data.host().data());
+    } else {
+      staging_.assign(std::size_t(m.slots()), MT(0));
+      scatter(a, staging_.data());
+      m = m.to(exec);
+      put_values(m.data, staging_);
     }
-    void scatter(const CsrView& a, MT* dst) const
-    {
-        const offset_t nnz = offset_t(slot_.size());
-        const offset_t* s = slot_.data();
-        const double* v = a.values;
+    std::ostringstream d;
+    d << "bdiagh " << n << 'x' << n << " Nc=" << nc << " D=" << m.num_block_diagonals() << ' ' << precision_name<MT, VT>() << " on " << exec->name();
+    own_      = std::make_shared<OpT>(std::move(m), exec, d.str());
+    this->op_ = own_;
+  }
+  void refresh(const CsrView &a) override
+  {
+    HEPTANE_ENSURE(std::size_t(a.nnz()) == slot_.size(), InputError, "values-only refresh: " << a.nnz() << " entries, the pattern had " << slot_.size());
+    Array<MT> &data = own_->matrix().data;
+    scatter(a, data.on_host() ? data.host().data() : staging_.data());
+    put_values(data, staging_);
+  }
+  std::string note() const override { return "values scattered through the CSR->BDIA slot map (" + std::to_string(slot_.size()) + " entries)"; }
+  void        scatter(const CsrView &a, MT *dst) const
+  {
+    const offset_t  nnz = offset_t(slot_.size());
+    const offset_t *s   = slot_.data();
+    const double   *v   = a.values;
 #pragma omp parallel for schedule(static) if (nnz > 65536)
-        for (offset_t k = 0; k < nnz; ++k) dst[s[k]] = MT(v[k]);
-    }
+    for (offset_t k = 0; k < nnz; ++k) dst[s[k]] = MT(v[k]);
+  }
 
-    std::shared_ptr<OpT> own_;  // the operator, writable (TypedStore::op_ is the same object)
-    std::vector<offset_t> slot_;
-    std::vector<MT> staging_;
+  std::shared_ptr<OpT>  own_; // the operator, writable (TypedStore::op_ is the same object)
+  std::vector<offset_t> slot_;
+  std::vector<MT>       staging_;
 };
 
 // CSR: the pattern is PETSc's, the values are copied in order.
 template <class MT, class VT>
 struct CsrStore final : TypedStore<VT> {
-    using OpT = OwnedMatrixOperator<Csr<MT>, MT, VT>;
-    CsrStore(const CsrView& a, const std::shared_ptr<const Executor>& exec)
-    {
-        Csr<MT> m;
-        m.rows = m.cols = a.rows;
-        std::vector<offset_t> ptr(std::size_t(a.rows) + 1);
-        for (index_t r = 0; r <= a.rows; ++r) ptr[std::size_t(r)] = a.row_ptr[r];
-        m.row_ptr = Array<offset_t>(std::move(ptr));
-        m.col_idx = Array<index_t>(std::vector<index_t>(a.col_idx, a.col_idx + a.nnz()));
-        m.values = Array<MT>(std::vector<MT>(std::size_t(a.nnz())));
-        if (exec->is_cpu()) {
-            copy_in(a, m.values.host().data());
-        } else {
-            staging_.resize(std::size_t(a.nnz()));
-            copy_in(a, staging_.data());
-            m = m.to(exec);
-            put_values(m.values, staging_);
-        }
-        std::ostringstream d;
-        d << "csr " << a.rows << 'x' << a.rows << " nnz=" << a.nnz() << ' '
-          << precision_name<MT, VT>() << " on " << exec->name();
-        own_ = std::make_shared<OpT>(std::move(m), exec, d.str());
-        this->op_ = own_;
+  using OpT = OwnedMatrixOperator<Csr<MT>, MT, VT>;
+  CsrStore(const CsrView &a, const std::shared_ptr<const Executor> &exec)
+  {
+    Csr<MT> m;
+    m.rows = m.cols = a.rows;
+    std::vector<offset_t> ptr(std::size_t(a.rows) + 1);
+    for (index_t r = 0; r <= a.rows; ++r) ptr[std::size_t(r)] = a.row_ptr[r];
+    m.row_ptr = Array<offset_t>(std::move(ptr));
+    m.col_idx = Array<index_t>(std::vector<index_t>(a.col_idx, a.col_idx + a.nnz()));
+    m.values  = Array<MT>(std::vector<MT>(std::size_t(a.nnz())));
+    if (exec->is_cpu()) {
+      copy_in(a, m.values.host().data());
+    } else {
+      staging_.resize(std::size_t(a.nnz()));
+      copy_in(a, staging_.data());
+      m = m.to(exec);
+      put_values(m.values, staging_);
     }
-    void refresh(const CsrView& a) override
-    {
-        Array<MT>& v = own_->matrix().values;
-        HEPTANE_ENSURE(std::size_t(a.nnz()) == v.size(), InputError,
-                       "values-only refresh: " << a.nnz() << " entries, the pattern had "
-                                               << v.size());
-        copy_in(a, v.on_host() ? v.host().data() : staging_.data());
-        put_values(v, staging_);
-    }
-    std::string note() const override { return "CSR values copied in place"; }
-    static void copy_in(const CsrView& a, MT* dst)
-    {
-        const offset_t nnz = a.nnz();
-        if constexpr (std::is_same_v<MT, double>) {
-            std::memcpy(dst, a.values, sizeof(double) * std::size_t(nnz));
-        } else {
+    std::ostringstream d;
+    d << "csr " << a.rows << 'x' << a.rows << " nnz=" << a.nnz() << ' ' << precision_name<MT, VT>() << " on " << exec->name();
+    own_      = std::make_shared<OpT>(std::move(m), exec, d.str());
+    this->op_ = own_;
+  }
+  void refresh(const CsrView &a) override
+  {
+    Array<MT> &v = own_->matrix().values;
+    HEPTANE_ENSURE(std::size_t(a.nnz()) == v.size(), InputError, "values-only refresh: " << a.nnz() << " entries, the pattern had " << v.size());
+    copy_in(a, v.on_host() ? v.host().data() : staging_.data());
+    put_values(v, staging_);
+  }
+  std::string note() const override { return "CSR values copied in place"; }
+  static void copy_in(const CsrView &a, MT *dst)
+  {
+    const offset_t nnz = a.nnz();
+    if constexpr (std::is_same_v<MT, double>) {
+      std::memcpy(dst, a.values, sizeof(double) * std::size_t(nnz));
+    } else {
 #pragma omp parallel for schedule(static) if (nnz > 65536)
-            for (offset_t k = 0; k < nnz; ++k) dst[k] = MT(a.values[k]);
-        }
+      for (offset_t k = 0; k < nnz; ++k) dst[k] = MT(a.values[k]);
     }
-    std::shared_ptr<OpT> own_;  // the operator, writable (TypedStore::op_ is the same object)
-    std::vector<MT> staging_;
+  }
+  std::shared_ptr<OpT> own_; // the operator, writable (TypedStore::op_ is the same object)
+  std::vector<MT>      staging_;
 };
 
 // Any other format: rebuilt from COO by make_matrix_operator, with the block size and the
 // block offsets already known (a refresh does no detection).
 template <class MT, class VT>
 struct RebuildStore final : TypedStore<VT> {
-    RebuildStore(const CsrView& a, Format f, FormatOptions opt,
-                 std::shared_ptr<const Executor> exec)
-        : f_(f), opt_(std::move(opt)), exec_(std::move(exec))
-    {
-        refresh(a);
-    }
-    void refresh(const CsrView& a) override
-    {
-        this->op_ = std::shared_ptr<const Operator<VT>>(
-            make_matrix_operator<MT, VT>(coo_from_view(a), f_, exec_, opt_));
-    }
-    std::string note() const override
-    {
-        return std::string(to_string(f_)) + " rebuilt from COO (block size and offsets kept)";
-    }
-    Format f_;
-    FormatOptions opt_;
-    std::shared_ptr<const Executor> exec_;
+  RebuildStore(const CsrView &a, Format f, FormatOptions opt, std::shared_ptr<const Executor> exec) : f_(f), opt_(std::move(opt)), exec_(std::move(exec)) { refresh(a); }
+  void                            refresh(const CsrView &a) override { this->op_ = std::shared_ptr<const Operator<VT>>(make_matrix_operator<MT, VT>(coo_from_view(a), f_, exec_, opt_)); }
+  std::string                     note() const override { return std::string(to_string(f_)) + " rebuilt from COO (block size and offsets kept)"; }
+  Format                          f_;
+  FormatOptions                   opt_;
+  std::shared_ptr<const Executor> exec_;
 };
 
 template <class MT, class VT>
-std::unique_ptr<StoreBase> make_store(const CsrView& a, Format f, index_t nc,
-                                      const std::vector<index_t>& offsets,
-                                      const std::shared_ptr<const Executor>& exec,
-                                      const std::string& where)
+std::unique_ptr<StoreBase> make_store(const CsrView &a, Format f, index_t nc, const std::vector<index_t> &offsets, const std::shared_ptr<const Executor> &exec, const std::string &where)
 {
-    switch (f) {
-    case Format::bdia: return std::make_unique<BdiaStore<MT, VT>>(a, nc, offsets, exec, where);
-    case Format::csr: return std::make_unique<CsrStore<MT, VT>>(a, exec);
-    default: {
-        FormatOptions opt;
-        opt.block_size = nc;
-        return std::make_unique<RebuildStore<MT, VT>>(a, f, opt, exec);
-    }
-    }
+  switch (f) {
+  case Format::bdia:
+    return std::make_unique<BdiaStore<MT, VT>>(a, nc, offsets, exec, where);
+  case Format::csr:
+    return std::make_unique<CsrStore<MT, VT>>(a, exec);
+  default: {
+    FormatOptions opt;
+    opt.block_size = nc;
+    return std::make_unique<RebuildStore<MT, VT>>(a, f, opt, exec);
+  }
+  }
 }
 
-}  // namespace
+} // namespace
 
-std::string resolve_device(const std::string& device)
+std::string resolve_device(const std::string &device)
 {
-    if (device == "auto") return CudaExecutor::device_count() > 0 ? "cuda" : "cpu";
-    if (device == "gpu") return "cuda";
-    if (device.rfind("gpu:", 0) == 0) return "cuda" + device.substr(3);
-    return device;
+  if (device == "auto") return CudaExecutor::device_count() > 0 ? "cuda" : "cpu";
+  if (device == "gpu") return "cuda";
+  if (device.rfind("gpu:", 0) == 0) return "cuda" + device.substr(3);
+  return device;
 }
 
 // ---- MatrixEngine ------------------------------------------------------------------------------
 
 struct MatrixEngine::Impl {
-    MatrixConfig cfg;
-    std::string device;  // resolved: "cpu", "cuda", "cuda:N"
-    std::shared_ptr<const Executor> exec;
-    std::unique_ptr<StoreBase> store;
-    Format format = Format::csr;
-    index_t rows = 0;
-    offset_t nnz = 0;
-    index_t nc = 1;
-    std::vector<index_t> offsets;
-    std::array<index_t, 3> grid{0, 0, 0};
-    std::string note;
-    MatrixTimings timings;
+  MatrixConfig                    cfg;
+  std::string                     device; // resolved: "cpu", "cuda", "cuda:N"
+  std::shared_ptr<const Executor> exec;
+  std::unique_ptr<StoreBase>      store;
+  Format                          format = Format::csr;
+  index_t                         rows   = 0;
+  offset_t                        nnz    = 0;
+  index_t                         nc     = 1;
+  std::vector<index_t>            offsets;
+  std::array<index_t, 3>          grid{0, 0, 0};
+  std::string                     note;
+  MatrixTimings                   timings;
 };
 
-MatrixEngine::MatrixEngine() : impl_(std::make_unique<Impl>()) {}
+MatrixEngine::MatrixEngine() : impl_(std::make_unique<Impl>()) { }
 MatrixEngine::~MatrixEngine() = default;
 
-void MatrixEngine::build(const CsrView& a, const GridHint& hint, const MatrixConfig& cfg)
+void MatrixEngine::build(const CsrView &a, const GridHint &hint, const MatrixConfig &cfg)
 {
-    const auto t0 = clock_type::now();
-    Impl& m = *impl_;
-    m.store.reset();  // free the old operator (device memory) before building the new one
-    const index_t n = a.rows;
-    index_t nc = 1;
-    std::vector<index_t> offsets;
-    std::array<index_t, 3> grid{0, 0, 0};
-    std::string detected_format;
-    std::ostringstream note;
-    double detect_ms = 0;
+  const auto t0 = clock_type::now();
+  Impl      &m  = *impl_;
+  m.store.reset(); // free the old operator (device memory) before building the new one
+  const index_t          n  = a.rows;
+  index_t                nc = 1;
+  std::vector<index_t>   offsets;
+  std::array<index_t, 3> grid{0, 0, 0};
+  std::string            detected_format;
+  std::ostringstream     note;
+  double                 detect_ms = 0;
 
-    if (hint.has_grid()) {
-        // The grid is given (a DMDA or -heptane_grid): no detection.
-        nc = hint.block_size > 0 ? hint.block_size : 1;
-        grid = hint.grid;
-        const offset_t cells = offset_t(grid[0]) * grid[1] * grid[2];
-        HEPTANE_ENSURE(cells * nc == offset_t(n), InputError,
-                       "the grid " << grid[0] << "x" << grid[1] << "x" << grid[2] << " with Nc = "
-                                   << nc << " (" << hint.source << ") has " << cells * nc
-                                   << " unknowns, the matrix " << n << " rows");
-        offsets = hint.star_stencil ? star_offsets(grid) : pattern_block_offsets(a, nc);
-        detected_format = "bdiagh";
-        note << "grid " << grid[0] << "x" << grid[1] << "x" << grid[2] << " Nc=" << nc << " from "
-             << hint.source << " (" << (hint.star_stencil ? "star stencil" : "offsets from the pattern")
-             << ", no detection)";
+  if (hint.has_grid()) {
+    // The grid is given (a DMDA or -heptane_grid): no detection.
+    nc                   = hint.block_size > 0 ? hint.block_size : 1;
+    grid                 = hint.grid;
+    const offset_t cells = offset_t(grid[0]) * grid[1] * grid[2];
+    HEPTANE_ENSURE(cells * nc == offset_t(n), InputError, "the grid " << grid[0] << "x" << grid[1] << "x" << grid[2] << " with Nc = " << nc << " (" << hint.source << ") has " << cells * nc << " unknowns, the matrix " << n << " rows");
+    offsets         = hint.star_stencil ? star_offsets(grid) : pattern_block_offsets(a, nc);
+    detected_format = "bdiagh";
+    note << "grid " << grid[0] << "x" << grid[1] << "x" << grid[2] << " Nc=" << nc << " from " << hint.source << " (" << (hint.star_stencil ? "star stencil" : "offsets from the pattern") << ", no detection)";
+  } else {
+    const auto        td  = clock_type::now();
+    const Coo<double> coo = coo_from_view(a);
+    const Structure   s   = detect_structure(coo);
+    detect_ms             = ms_since(td);
+    nc                    = s.block_size;
+    if (hint.block_size > 0 && hint.block_size != nc) {
+      HEPTANE_ENSURE(n % hint.block_size == 0, InputError, "block size " << hint.block_size << " (" << hint.source << ") does not divide the " << n << " rows");
+      nc      = hint.block_size;
+      offsets = pattern_block_offsets(a, nc);
     } else {
-        const auto td = clock_type::now();
-        const Coo<double> coo = coo_from_view(a);
-        const Structure s = detect_structure(coo);
-        detect_ms = ms_since(td);
-        nc = s.block_size;
-        if (hint.block_size > 0 && hint.block_size != nc) {
-            HEPTANE_ENSURE(n % hint.block_size == 0, InputError,
-                           "block size " << hint.block_size << " (" << hint.source
-                                         << ") does not divide the " << n << " rows");
-            nc = hint.block_size;
-            offsets = pattern_block_offsets(a, nc);
-        } else {
-            offsets = s.block_offsets;
-        }
-        if (s.grid_dims > 0) grid = s.grid;
-        detected_format = s.format;
-        note << "detected: Nc=" << nc << " D=" << offsets.size();
-        if (s.grid_dims > 0) note << " grid " << s.grid[0] << "x" << s.grid[1] << "x" << s.grid[2];
-        note << "; " << s.format_reason;
+      offsets = s.block_offsets;
     }
+    if (s.grid_dims > 0) grid = s.grid;
+    detected_format = s.format;
+    note << "detected: Nc=" << nc << " D=" << offsets.size();
+    if (s.grid_dims > 0) note << " grid " << s.grid[0] << "x" << s.grid[1] << "x" << s.grid[2];
+    note << "; " << s.format_reason;
+  }
 
-    const Format f = cfg.format == "auto" ? parse_format(detected_format) : parse_format(cfg.format);
-    if (f == Format::bdia || f == Format::bsr)
-        HEPTANE_ENSURE(n % nc == 0, InputError,
-                       "block size " << nc << " does not divide the " << n << " rows");
-    // one executor (CUDA stream and handles) for the life of the engine unless the device changes
-    const std::string device = resolve_device(cfg.device);
-    const auto exec = m.exec && device == m.device ? m.exec : make_executor(device);
-    std::ostringstream where;
-    where << "(" << (hint.has_grid() ? hint.source : std::string("detected")) << ")";
-    switch (cfg.precision) {
-    case Precision::double_:
-        m.store = make_store<double, double>(a, f, nc, offsets, exec, where.str());
-        break;
-    case Precision::single:
-        m.store = make_store<float, float>(a, f, nc, offsets, exec, where.str());
-        break;
-    case Precision::mixed:
-        m.store = make_store<float, double>(a, f, nc, offsets, exec, where.str());
-        break;
-    }
-    exec->synchronize();
-    m.cfg = cfg;
-    m.device = device;
-    m.exec = exec;
-    m.format = f;
-    m.rows = n;
-    m.nnz = a.nnz();
-    m.nc = nc;
-    m.offsets = std::move(offsets);
-    m.grid = grid;
-    m.note = note.str();
-    m.timings.last_detect_ms = detect_ms;
-    m.timings.last_build_ms = ms_since(t0);
-    ++m.timings.builds;
+  const Format f = cfg.format == "auto" ? parse_format(detected_format) : parse_format(cfg.format);
+  if (f == Format::bdia || f == Format::bsr) HEPTANE_ENSURE(n % nc == 0, InputError, "block size " << nc << " does not divide the " << n << " rows");
+  // one executor (CUDA stream and handles) for the life of the engine unless the device changes
+  const std::string  device = resolve_device(cfg.device);
+  const auto         exec   = m.exec && device == m.device ? m.exec : make_executor(device);
+  std::ostringstream where;
+  where << "(" << (hint.has_grid() ? hint.source : std::string("detected")) << ")";
+  switch (cfg.precision) {
+  case Precision::double_:
+    m.store = make_store<double, double>(a, f, nc, offsets, exec, where.str());
+    break;
+  case Precision::single:
+    m.store = make_store<float, float>(a, f, nc, offsets, exec, where.str());
+    break;
+  case Precision::mixed:
+    m.store = make_store<float, double>(a, f, nc, offsets, exec, where.str());
+    break;
+  }
+  exec->synchronize();
+  m.cfg                    = cfg;
+  m.device                 = device;
+  m.exec                   = exec;
+  m.format                 = f;
+  m.rows                   = n;
+  m.nnz                    = a.nnz();
+  m.nc                     = nc;
+  m.offsets                = std::move(offsets);
+  m.grid                   = grid;
+  m.note                   = note.str();
+  m.timings.last_detect_ms = detect_ms;
+  m.timings.last_build_ms  = ms_since(t0);
+  ++m.timings.builds;
 }
 
-void MatrixEngine::refresh_values(const CsrView& a)
+void MatrixEngine::refresh_values(const CsrView &a)
 {
-    const auto t0 = clock_type::now();
-    Impl& m = *impl_;
-    HEPTANE_ENSURE(m.store, InputError, "values-only refresh before the first build");
-    HEPTANE_ENSURE(a.rows == m.rows && a.nnz() == m.nnz, InputError,
-                   "values-only refresh: the matrix is " << a.rows << " rows / " << a.nnz()
-                                                         << " entries, the pattern had " << m.rows
-                                                         << " / " << m.nnz);
-    m.store->refresh(a);
-    m.exec->synchronize();
-    m.timings.last_refresh_ms = ms_since(t0);
-    ++m.timings.refreshes;
+  const auto t0 = clock_type::now();
+  Impl      &m  = *impl_;
+  HEPTANE_ENSURE(m.store, InputError, "values-only refresh before the first build");
+  HEPTANE_ENSURE(a.rows == m.rows && a.nnz() == m.nnz, InputError, "values-only refresh: the matrix is " << a.rows << " rows / " << a.nnz() << " entries, the pattern had " << m.rows << " / " << m.nnz);
+  m.store->refresh(a);
+  m.exec->synchronize();
+  m.timings.last_refresh_ms = ms_since(t0);
+  ++m.timings.refreshes;
 }
 
-bool MatrixEngine::built() const noexcept { return impl_->store != nullptr; }
-const MatrixConfig& MatrixEngine::config() const noexcept { return impl_->cfg; }
-Precision MatrixEngine::precision() const noexcept { return impl_->cfg.precision; }
-std::shared_ptr<const Executor> MatrixEngine::executor() const { return impl_->exec; }
+bool MatrixEngine::built() const noexcept
+{
+  return impl_->store != nullptr;
+}
+const MatrixConfig &MatrixEngine::config() const noexcept
+{
+  return impl_->cfg;
+}
+Precision MatrixEngine::precision() const noexcept
+{
+  return impl_->cfg.precision;
+}
+std::shared_ptr<const Executor> MatrixEngine::executor() const
+{
+  return impl_->exec;
+}
 std::shared_ptr<const Operator<double>> MatrixEngine::operator_double() const
 {
-    return impl_->store ? impl_->store->op_double() : nullptr;
+  return impl_->store ? impl_->store->op_double() : nullptr;
 }
 std::shared_ptr<const Operator<float>> MatrixEngine::operator_single() const
 {
-    return impl_->store ? impl_->store->op_single() : nullptr;
+  return impl_->store ? impl_->store->op_single() : nullptr;
 }
-index_t MatrixEngine::rows() const noexcept { return impl_->rows; }
-offset_t MatrixEngine::nnz() const noexcept { return impl_->nnz; }
-index_t MatrixEngine::block_size() const noexcept { return impl_->nc; }
-const std::vector<index_t>& MatrixEngine::block_offsets() const noexcept { return impl_->offsets; }
-std::array<index_t, 3> MatrixEngine::grid() const noexcept { return impl_->grid; }
-Format MatrixEngine::format() const noexcept { return impl_->format; }
+index_t MatrixEngine::rows() const noexcept
+{
+  return impl_->rows;
+}
+offset_t MatrixEngine::nnz() const noexcept
+{
+  return impl_->nnz;
+}
+index_t MatrixEngine::block_size() const noexcept
+{
+  return impl_->nc;
+}
+const std::vector<index_t> &MatrixEngine::block_offsets() const noexcept
+{
+  return impl_->offsets;
+}
+std::array<index_t, 3> MatrixEngine::grid() const noexcept
+{
+  return impl_->grid;
+}
+Format MatrixEngine::format() const noexcept
+{
+  return impl_->format;
+}
 std::string MatrixEngine::describe() const
 {
-    if (!impl_->store) return "(not built)";
-    const auto d = operator_double();
-    return d ? d->describe() : operator_single()->describe();
+  if (!impl_->store) return "(not built)";
+  const auto d = operator_double();
+  return d ? d->describe() : operator_single()->describe();
 }
-const std::string& MatrixEngine::structure_note() const noexcept { return impl_->note; }
+const std::string &MatrixEngine::structure_note() const noexcept
+{
+  return impl_->note;
+}
 std::string MatrixEngine::refresh_note() const
 {
-    return impl_->store ? impl_->store->note() : std::string();
+  return impl_->store ? impl_->store->note() : std::string();
 }
-const MatrixTimings& MatrixEngine::timings() const noexcept { return impl_->timings; }
+const MatrixTimings &MatrixEngine::timings() const noexcept
+{
+  return impl_->timings;
+}
 
 // ---- KrylovEngine ------------------------------------------------------------------------------
 
-namespace {
+namespace
+{
 
 template <class VT>
 struct Typed {
-    std::shared_ptr<Preconditioner<VT>> pc;
-    Bicgstab<VT> bicgstab;
-    Cg<VT> cg;
-    Array<VT> b, x;
-    std::vector<VT> staging;  // float vectors: conversion on the host
+  std::shared_ptr<Preconditioner<VT>> pc;
+  Bicgstab<VT>                        bicgstab;
+  Cg<VT>                              cg;
+  Array<VT>                           b, x;
+  std::vector<VT>                     staging; // float vectors: conversion on the host
 
-    Status solve(SolverType solver, std::shared_ptr<const Operator<VT>> op,
-                 const SolverOptions& opts, bool nonzero_guess, const double* bh, double* xh)
-    {
-        const auto exec = op->executor();
-        const std::size_t n = std::size_t(op->rows());
-        if (b.size() != n || b.exec() != exec) b = Array<VT>(exec, n);
-        if (x.size() != n || x.exec() != exec) x = Array<VT>(exec, n);
-        upload(bh, b);
-        if (nonzero_guess) upload(xh, x);
-        SolverOptions o = opts;
-        o.nonzero_initial_guess = nonzero_guess;
-        Status st;
-        if (solver == SolverType::bicgstab) {
-            bicgstab.options() = o;
-            bicgstab.set_operator(op);
-            bicgstab.set_preconditioner(pc);
-            st = bicgstab.solve(b, x);
-        } else {
-            cg.options() = o;
-            cg.set_operator(op);
-            cg.set_preconditioner(pc);
-            st = cg.solve(b, x);
-        }
-        download(x, xh);
-        return st;
+  Status solve(SolverType solver, std::shared_ptr<const Operator<VT>> op, const SolverOptions &opts, bool nonzero_guess, const double *bh, double *xh)
+  {
+    const auto        exec = op->executor();
+    const std::size_t n    = std::size_t(op->rows());
+    if (b.size() != n || b.exec() != exec) b = Array<VT>(exec, n);
+    if (x.size() != n || x.exec() != exec) x = Array<VT>(exec, n);
+    upload(bh, b);
+    if (nonzero_guess) upload(xh, x);
+    SolverOptions o         = opts;
+    o.nonzero_initial_guess = nonzero_guess;
+    Status st;
+    if (solver == SolverType::bicgstab) {
+      bicgstab.options() = o;
+      bicgstab.set_operator(op);
+      bicgstab.set_preconditioner(pc);
+      st = bicgstab.solve(b, x);
+    } else {
+      cg.options() = o;
+      cg.set_operator(op);
+      cg.set_preconditioner(pc);
+      st = cg.solve(b, x);
     }
-    void upload(const double* h, Array<VT>& d)
-    {
-        const std::size_t n = d.size();
-        if constexpr (std::is_same_v<VT, double>) {
-            copy_bytes(*cpu_executor(), h, *d.exec(), d.data(), n * sizeof(double));
-        } else {
-            staging.assign(h, h + n);
-            copy_bytes(*cpu_executor(), staging.data(), *d.exec(), d.data(), n * sizeof(VT));
-        }
+    download(x, xh);
+    return st;
+  }
+  void upload(const double *h, Array<VT> &d)
+  {
+    const std::size_t n = d.size();
+    if constexpr (std::is_same_v<VT, double>) {
+      copy_bytes(*cpu_executor(), h, *d.exec(), d.data(), n * sizeof(double));
+    } else {
+      staging.assign(h, h + n);
+      copy_bytes(*cpu_executor(), staging.data(), *d.exec(), d.data(), n * sizeof(VT));
     }
-    void download(const Array<VT>& d, double* h)
-    {
-        const std::size_t n = d.size();
-        if constexpr (std::is_same_v<VT, double>) {
-            copy_bytes(*d.exec(), d.data(), *cpu_executor(), h, n * sizeof(double));
-        } else {
-            staging.resize(n);
-            copy_bytes(*d.exec(), d.data(), *cpu_executor(), staging.data(), n * sizeof(VT));
-            std::copy(staging.begin(), staging.end(), h);
-        }
+  }
+  void download(const Array<VT> &d, double *h)
+  {
+    const std::size_t n = d.size();
+    if constexpr (std::is_same_v<VT, double>) {
+      copy_bytes(*d.exec(), d.data(), *cpu_executor(), h, n * sizeof(double));
+    } else {
+      staging.resize(n);
+      copy_bytes(*d.exec(), d.data(), *cpu_executor(), staging.data(), n * sizeof(VT));
+      std::copy(staging.begin(), staging.end(), h);
     }
+  }
 };
 
-}  // namespace
+} // namespace
 
 struct KrylovEngine::Impl {
-    Typed<double> d;
-    Typed<float> f;
-    std::string pc_desc;
-    KrylovTimings timings;
+  Typed<double> d;
+  Typed<float>  f;
+  std::string   pc_desc;
+  KrylovTimings timings;
 };
 
-KrylovEngine::KrylovEngine() : impl_(std::make_unique<Impl>()) {}
+KrylovEngine::KrylovEngine() : impl_(std::make_unique<Impl>()) { }
 KrylovEngine::~KrylovEngine() = default;
 
-void KrylovEngine::build_preconditioner(PcType type, const CsrView& a, const MatrixEngine& m)
+void KrylovEngine::build_preconditioner(PcType type, const CsrView &a, const MatrixEngine &m)
 {
-    const auto t0 = clock_type::now();
-    Impl& k = *impl_;
-    HEPTANE_ENSURE(m.built(), InputError, "preconditioner requested before the operator");
-    k.d.pc.reset();
-    k.f.pc.reset();
-    const Csr<double> csr = csr_from_view(a);
-    const index_t nc = type == PcType::jacobi || type == PcType::none ? 1 : m.block_size();
-    if (m.precision() == Precision::single) {
-        k.f.pc = make_preconditioner<float>(type, csr, nc, m.executor());
-        k.pc_desc = k.f.pc->describe();
-    } else {
-        k.d.pc = make_preconditioner<double>(type, csr, nc, m.executor());
-        k.pc_desc = k.d.pc->describe();
-    }
-    m.executor()->synchronize();
-    k.timings.last_pc_ms = ms_since(t0);
-    ++k.timings.pc_builds;
+  const auto t0 = clock_type::now();
+  Impl      &k  = *impl_;
+  HEPTANE_ENSURE(m.built(), InputError, "preconditioner requested before the operator");
+  k.d.pc.reset();
+  k.f.pc.reset();
+  const Csr<double> csr = csr_from_view(a);
+  const index_t     nc  = type == PcType::jacobi || type == PcType::none ? 1 : m.block_size();
+  if (m.precision() == Precision::single) {
+    k.f.pc    = make_preconditioner<float>(type, csr, nc, m.executor());
+    k.pc_desc = k.f.pc->describe();
+  } else {
+    k.d.pc    = make_preconditioner<double>(type, csr, nc, m.executor());
+    k.pc_desc = k.d.pc->describe();
+  }
+  m.executor()->synchronize();
+  k.timings.last_pc_ms = ms_since(t0);
+  ++k.timings.pc_builds;
 }
 
-bool KrylovEngine::has_preconditioner() const noexcept { return impl_->d.pc || impl_->f.pc; }
-
-Status KrylovEngine::solve(SolverType solver, const MatrixEngine& m, const SolverOptions& opts,
-                           bool nonzero_guess, const double* b, double* x)
+bool KrylovEngine::has_preconditioner() const noexcept
 {
-    const auto t0 = clock_type::now();
-    Impl& k = *impl_;
-    HEPTANE_ENSURE(m.built(), InputError, "solve before the operator was built");
-    Status st = m.precision() == Precision::single
-                    ? k.f.solve(solver, m.operator_single(), opts, nonzero_guess, b, x)
-                    : k.d.solve(solver, m.operator_double(), opts, nonzero_guess, b, x);
-    k.timings.last_solve_ms = ms_since(t0);
-    return st;
+  return impl_->d.pc || impl_->f.pc;
 }
 
-std::string KrylovEngine::preconditioner_describe() const { return impl_->pc_desc; }
-const KrylovTimings& KrylovEngine::timings() const noexcept { return impl_->timings; }
+Status KrylovEngine::solve(SolverType solver, const MatrixEngine &m, const SolverOptions &opts, bool nonzero_guess, const double *b, double *x)
+{
+  const auto t0 = clock_type::now();
+  Impl      &k  = *impl_;
+  HEPTANE_ENSURE(m.built(), InputError, "solve before the operator was built");
+  Status st               = m.precision() == Precision::single ? k.f.solve(solver, m.operator_single(), opts, nonzero_guess, b, x) : k.d.solve(solver, m.operator_double(), opts, nonzero_guess, b, x);
+  k.timings.last_solve_ms = ms_since(t0);
+  return st;
+}
 
-}  // namespace heptane::plugin
+std::string KrylovEngine::preconditioner_describe() const
+{
+  return impl_->pc_desc;
+}
+const KrylovTimings &KrylovEngine::timings() const noexcept
+{
+  return impl_->timings;
+}
+
+} // namespace heptane::plugin

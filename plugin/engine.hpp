@@ -37,129 +37,126 @@
 #include "solver/solve.hpp"
 #include "solver/solver.hpp"
 
-namespace heptane::plugin {
+namespace heptane::plugin
+{
 
 /// A host CSR matrix borrowed, not owned: 0-based, columns sorted within each row, no
 /// duplicates (what PETSc's assembled SeqAIJ holds). Square.
 struct CsrView {
-    index_t rows = 0;
-    const index_t* row_ptr = nullptr;  ///< rows + 1 entries
-    const index_t* col_idx = nullptr;  ///< row_ptr[rows] entries
-    const double* values = nullptr;    ///< row_ptr[rows] entries
-    offset_t nnz() const noexcept { return rows > 0 ? offset_t(row_ptr[rows]) : 0; }
+  index_t        rows    = 0;
+  const index_t *row_ptr = nullptr; ///< rows + 1 entries
+  const index_t *col_idx = nullptr; ///< row_ptr[rows] entries
+  const double  *values  = nullptr; ///< row_ptr[rows] entries
+  offset_t       nnz() const noexcept { return rows > 0 ? offset_t(row_ptr[rows]) : 0; }
 };
 
 /// What the caller knows about the grid behind the matrix (a DMDA, or -heptane_grid and
 /// -heptane_block). Unknown parts are detected from the pattern.
 struct GridHint {
-    std::array<index_t, 3> grid{0, 0, 0};  ///< J, H, I (x fastest); 0 = unknown
-    index_t block_size = 0;                ///< Nc (unknowns per cell); 0 = unknown
-    /// A star stencil of width 1 (7/5/3 points): the block offsets follow from the grid.
-    /// false (e.g. a DMDA box stencil): the offsets are read from the pattern.
-    bool star_stencil = true;
-    std::string source;  ///< "DMDA", "-heptane_grid", ... (for messages and the view)
-    bool has_grid() const noexcept { return grid[0] > 0; }
+  std::array<index_t, 3> grid{0, 0, 0};  ///< J, H, I (x fastest); 0 = unknown
+  index_t                block_size = 0; ///< Nc (unknowns per cell); 0 = unknown
+  /// A star stencil of width 1 (7/5/3 points): the block offsets follow from the grid.
+  /// false (e.g. a DMDA box stencil): the offsets are read from the pattern.
+  bool        star_stencil = true;
+  std::string source; ///< "DMDA", "-heptane_grid", ... (for messages and the view)
+  bool        has_grid() const noexcept { return grid[0] > 0; }
 };
 
 /// Where and how the operator lives.
 struct MatrixConfig {
-    std::string format = "auto";  ///< "auto" or a heptane format name (csr, bdiagh, ell, ...)
-    std::string device = "auto";  ///< auto | cpu | gpu | gpu:N | cuda | cuda:N
-    Precision precision = Precision::double_;
-    bool operator==(const MatrixConfig& o) const
-    {
-        return format == o.format && device == o.device && precision == o.precision;
-    }
-    bool operator!=(const MatrixConfig& o) const { return !(*this == o); }
+  std::string format    = "auto"; ///< "auto" or a heptane format name (csr, bdiagh, ell, ...)
+  std::string device    = "auto"; ///< auto | cpu | gpu | gpu:N | cuda | cuda:N
+  Precision   precision = Precision::double_;
+  bool        operator==(const MatrixConfig &o) const { return format == o.format && device == o.device && precision == o.precision; }
+  bool        operator!=(const MatrixConfig &o) const { return !(*this == o); }
 };
 
 /// "auto" -> "cuda" when a CUDA device is visible, else "cpu"; "gpu[:N]" -> "cuda[:N]".
 /// Other strings are returned as they are (make_executor checks them).
-std::string resolve_device(const std::string& device);
+std::string resolve_device(const std::string &device);
 
 /// Times of the matrix side in milliseconds (the last call of each kind, and totals).
 struct MatrixTimings {
-    double last_build_ms = 0;    ///< full build: structure, format, operator, upload
-    double last_detect_ms = 0;   ///< of which detect_structure (0 when the grid was given)
-    double last_refresh_ms = 0;  ///< values-only refresh
-    int builds = 0;
-    int refreshes = 0;
+  double last_build_ms   = 0; ///< full build: structure, format, operator, upload
+  double last_detect_ms  = 0; ///< of which detect_structure (0 when the grid was given)
+  double last_refresh_ms = 0; ///< values-only refresh
+  int    builds          = 0;
+  int    refreshes       = 0;
 };
 
 class MatrixEngine {
 public:
-    MatrixEngine();
-    ~MatrixEngine();
-    MatrixEngine(const MatrixEngine&) = delete;
-    MatrixEngine& operator=(const MatrixEngine&) = delete;
+  MatrixEngine();
+  ~MatrixEngine();
+  MatrixEngine(const MatrixEngine &)            = delete;
+  MatrixEngine &operator=(const MatrixEngine &) = delete;
 
-    /// A new pattern (or a new configuration): find the block size and block offsets (from
-    /// the hint, else detect_structure), choose the format ("auto": BDIA-GH for a grid,
-    /// detect_structure's choice otherwise), build the operator on the device.
-    /// Throws InputError when the matrix is not square, when the hint does not fit it (size,
-    /// an entry off the grid's block offsets), or what the format and device throw.
-    void build(const CsrView& a, const GridHint& hint, const MatrixConfig& cfg);
-    /// Same pattern as the last build, new values. Throws InputError when the number of
-    /// entries changed (the caller must build instead).
-    void refresh_values(const CsrView& a);
+  /// A new pattern (or a new configuration): find the block size and block offsets (from
+  /// the hint, else detect_structure), choose the format ("auto": BDIA-GH for a grid,
+  /// detect_structure's choice otherwise), build the operator on the device.
+  /// Throws InputError when the matrix is not square, when the hint does not fit it (size,
+  /// an entry off the grid's block offsets), or what the format and device throw.
+  void build(const CsrView &a, const GridHint &hint, const MatrixConfig &cfg);
+  /// Same pattern as the last build, new values. Throws InputError when the number of
+  /// entries changed (the caller must build instead).
+  void refresh_values(const CsrView &a);
 
-    bool built() const noexcept;
-    const MatrixConfig& config() const noexcept;
-    Precision precision() const noexcept;
-    std::shared_ptr<const Executor> executor() const;
-    /// The operator for vectors of double (precision double or mixed) or float (single).
-    std::shared_ptr<const Operator<double>> operator_double() const;
-    std::shared_ptr<const Operator<float>> operator_single() const;
-    index_t rows() const noexcept;
-    offset_t nnz() const noexcept;
-    index_t block_size() const noexcept;
-    const std::vector<index_t>& block_offsets() const noexcept;
-    std::array<index_t, 3> grid() const noexcept;
-    Format format() const noexcept;
-    /// The operator's describe(), e.g. "bdiagh 4096x4096 Nc=1 D=7 fp64 on cpu (2 threads)".
-    std::string describe() const;
-    /// How the structure and the format were found, one line.
-    const std::string& structure_note() const noexcept;
-    /// How a values-only refresh works for this format, one line.
-    std::string refresh_note() const;
-    const MatrixTimings& timings() const noexcept;
+  bool                            built() const noexcept;
+  const MatrixConfig             &config() const noexcept;
+  Precision                       precision() const noexcept;
+  std::shared_ptr<const Executor> executor() const;
+  /// The operator for vectors of double (precision double or mixed) or float (single).
+  std::shared_ptr<const Operator<double>> operator_double() const;
+  std::shared_ptr<const Operator<float>>  operator_single() const;
+  index_t                                 rows() const noexcept;
+  offset_t                                nnz() const noexcept;
+  index_t                                 block_size() const noexcept;
+  const std::vector<index_t>             &block_offsets() const noexcept;
+  std::array<index_t, 3>                  grid() const noexcept;
+  Format                                  format() const noexcept;
+  /// The operator's describe(), e.g. "bdiagh 4096x4096 Nc=1 D=7 fp64 on cpu (2 threads)".
+  std::string describe() const;
+  /// How the structure and the format were found, one line.
+  const std::string &structure_note() const noexcept;
+  /// How a values-only refresh works for this format, one line.
+  std::string          refresh_note() const;
+  const MatrixTimings &timings() const noexcept;
 
-    struct Impl;
+  struct Impl;
 
 private:
-    std::unique_ptr<Impl> impl_;
+  std::unique_ptr<Impl> impl_;
 };
 
 /// Times of the solver side in milliseconds (the last solve).
 struct KrylovTimings {
-    double last_pc_ms = 0;     ///< preconditioner setup
-    double last_solve_ms = 0;  ///< upload b (and x0), iterate, download x
-    int pc_builds = 0;
+  double last_pc_ms    = 0; ///< preconditioner setup
+  double last_solve_ms = 0; ///< upload b (and x0), iterate, download x
+  int    pc_builds     = 0;
 };
 
 class KrylovEngine {
 public:
-    KrylovEngine();
-    ~KrylovEngine();
-    KrylovEngine(const KrylovEngine&) = delete;
-    KrylovEngine& operator=(const KrylovEngine&) = delete;
+  KrylovEngine();
+  ~KrylovEngine();
+  KrylovEngine(const KrylovEngine &)            = delete;
+  KrylovEngine &operator=(const KrylovEngine &) = delete;
 
-    /// (Re)build the preconditioner of `type` from `a` (the values the operator of `m` holds)
-    /// with m's block size, on m's executor, in m's vector precision.
-    void build_preconditioner(PcType type, const CsrView& a, const MatrixEngine& m);
-    bool has_preconditioner() const noexcept;
-    /// Solve A x = b with the operator of `m` and the preconditioner. b and x are host arrays
-    /// of m.rows() doubles; x is the initial guess when nonzero_guess and receives the last
-    /// iterate. Numerical trouble is the Status; misuse throws.
-    Status solve(SolverType solver, const MatrixEngine& m, const SolverOptions& opts,
-                 bool nonzero_guess, const double* b, double* x);
-    std::string preconditioner_describe() const;
-    const KrylovTimings& timings() const noexcept;
+  /// (Re)build the preconditioner of `type` from `a` (the values the operator of `m` holds)
+  /// with m's block size, on m's executor, in m's vector precision.
+  void build_preconditioner(PcType type, const CsrView &a, const MatrixEngine &m);
+  bool has_preconditioner() const noexcept;
+  /// Solve A x = b with the operator of `m` and the preconditioner. b and x are host arrays
+  /// of m.rows() doubles; x is the initial guess when nonzero_guess and receives the last
+  /// iterate. Numerical trouble is the Status; misuse throws.
+  Status               solve(SolverType solver, const MatrixEngine &m, const SolverOptions &opts, bool nonzero_guess, const double *b, double *x);
+  std::string          preconditioner_describe() const;
+  const KrylovTimings &timings() const noexcept;
 
-    struct Impl;
+  struct Impl;
 
 private:
-    std::unique_ptr<Impl> impl_;
+  std::unique_ptr<Impl> impl_;
 };
 
-}  // namespace heptane::plugin
+} // namespace heptane::plugin

@@ -22,26 +22,26 @@
 #include <cstring>
 
 typedef struct {
-  heptane::SolverType            solver;
+  heptane::SolverType solver;
   /* options (KSPSetFromOptions_Heptane) */
-  PetscInt                       format;    /* index into HeptaneFormats */
-  char                           device[64];
-  PetscInt                       precision; /* index into HeptanePrecisions */
-  PetscInt                       check_every;
+  PetscInt format; /* index into HeptaneFormats */
+  char     device[64];
+  PetscInt precision; /* index into HeptanePrecisions */
+  PetscInt check_every;
   /* the preconditioner, taken from the PETSc PC */
-  heptane::PcType                pc;
-  char                           pc_from[64]; /* what it was chosen from, for the view */
-  PetscBool                      pc_taken;    /* we set the PETSc PC to none ourselves */
-  heptane::PcType                pc_built;    /* type of the preconditioner in krylov */
+  heptane::PcType pc;
+  char            pc_from[64]; /* what it was chosen from, for the view */
+  PetscBool       pc_taken;    /* we set the PETSc PC to none ourselves */
+  heptane::PcType pc_built;    /* type of the preconditioner in krylov */
   /* the matrix the engine holds */
   PetscObjectId                  mat_id;
   PetscObjectState               mat_nzstate, mat_state;
-  Mat                            aij;         /* SeqAIJ copy of a BAIJ matrix (owned) */
+  Mat                            aij; /* SeqAIJ copy of a BAIJ matrix (owned) */
   PetscObjectState               aij_src_nzstate, aij_src_state;
   PetscObjectId                  aij_src_id;
-  heptane::plugin::MatrixEngine *own;         /* engine for non-bdiagh matrices */
-  heptane::plugin::MatrixEngine *engine;      /* the engine used: own, or the bdiagh matrix's */
-  Mat                            engine_mat;  /* the bdiagh matrix lending its engine (referenced) */
+  heptane::plugin::MatrixEngine *own;        /* engine for non-bdiagh matrices */
+  heptane::plugin::MatrixEngine *engine;     /* the engine used: own, or the bdiagh matrix's */
+  Mat                            engine_mat; /* the bdiagh matrix lending its engine (referenced) */
   heptane::plugin::KrylovEngine *krylov;
   std::string                   *last_update; /* what the last setup did, for the view */
   std::string                   *grid_source;
@@ -72,8 +72,7 @@ static PetscErrorCode KSPHeptaneCheckComm(KSP ksp)
 
   PetscFunctionBegin;
   PetscCallMPI(MPI_Comm_size(PetscObjectComm((PetscObject)ksp), &size));
-  PetscCheck(size == 1, PetscObjectComm((PetscObject)ksp), PETSC_ERR_SUP,
-             "KSP %s supports 1 MPI rank for now, this run has %d: heptane's distributed operator (DESIGN.md section 4) is not in the PETSc plugin yet; run on one rank or use a PETSc KSP (e.g. -ksp_type bcgs)", KSPHeptaneName(h), (int)size);
+  PetscCheck(size == 1, PetscObjectComm((PetscObject)ksp), PETSC_ERR_SUP, "KSP %s supports 1 MPI rank for now, this run has %d: heptane's distributed operator (DESIGN.md section 4) is not in the PETSc plugin yet; run on one rank or use a PETSc KSP (e.g. -ksp_type bcgs)", KSPHeptaneName(h), (int)size);
   PetscFunctionReturn(0);
 }
 
@@ -107,8 +106,7 @@ static PetscErrorCode KSPHeptaneTakePC(KSP ksp)
     }
     PetscFunctionReturn(0);
   }
-  PetscCheck(isjacobi || ispbjacobi || isilu, PetscObjectComm((PetscObject)ksp), PETSC_ERR_SUP,
-             "KSP %s preconditions inside heptane and does not support PC type %s: use -pc_type none, jacobi, pbjacobi (block Jacobi over the Nc x Nc blocks) or ilu (ILU(0), BILU(0) for Nc > 1)", KSPHeptaneName(h), type);
+  PetscCheck(isjacobi || ispbjacobi || isilu, PetscObjectComm((PetscObject)ksp), PETSC_ERR_SUP, "KSP %s preconditions inside heptane and does not support PC type %s: use -pc_type none, jacobi, pbjacobi (block Jacobi over the Nc x Nc blocks) or ilu (ILU(0), BILU(0) for Nc > 1)", KSPHeptaneName(h), type);
   if (isilu) {
     PetscCall(PCFactorGetLevels(pc, &levels));
     PetscCheck(levels == 0, PetscObjectComm((PetscObject)ksp), PETSC_ERR_SUP, "KSP %s: heptane has ILU(0) only, -pc_factor_levels %" PetscInt_FMT " is not supported", KSPHeptaneName(h), levels);
@@ -244,7 +242,7 @@ static PetscErrorCode KSPHeptaneUpdate(KSP ksp)
     h->pc_built = h->pc;
   }
   if (updated || rebuild_pc) {
-    char line[512];
+    char        line[512];
     const auto &mt = h->engine->timings();
     if (updated == 2) PetscCall(PetscSNPrintf(line, sizeof(line), "new pattern: operator built in %.3f ms (detection %.3f ms), preconditioner %.3f ms", mt.last_build_ms, mt.last_detect_ms, h->krylov->timings().last_pc_ms));
     else if (updated == 1) PetscCall(PetscSNPrintf(line, sizeof(line), "same pattern: values refreshed in %.3f ms, preconditioner rebuilt in %.3f ms", mt.last_refresh_ms, h->krylov->timings().last_pc_ms));
@@ -309,10 +307,10 @@ static KSPConvergedReason KSPHeptaneReason(KSP_Heptane *h, heptane::Reason r)
 
 static PetscErrorCode KSPSolve_Heptane(KSP ksp)
 {
-  KSP_Heptane          *h = (KSP_Heptane *)ksp->data;
-  const PetscScalar    *b;
-  PetscScalar          *x;
-  heptane::Status       st;
+  KSP_Heptane           *h = (KSP_Heptane *)ksp->data;
+  const PetscScalar     *b;
+  PetscScalar           *x;
+  heptane::Status        st;
   heptane::SolverOptions opts;
 
   PetscFunctionBegin;
@@ -402,12 +400,12 @@ static PetscErrorCode KSPReset_Heptane(KSP ksp)
   PetscCall(MatDestroy(&h->engine_mat));
   delete h->own;
   delete h->krylov;
-  h->own = NULL;
+  h->own    = NULL;
   h->krylov = NULL;
   h->engine = NULL;
   HeptaneCallCXX(h->own = new heptane::plugin::MatrixEngine(); h->krylov = new heptane::plugin::KrylovEngine());
-  h->engine = h->own;
-  h->mat_id = 0;
+  h->engine      = h->own;
+  h->mat_id      = 0;
   h->mat_nzstate = h->mat_state = -1;
   PetscFunctionReturn(0);
 }

@@ -16,7 +16,7 @@
 */
 #include "plugin/petsc_common.hpp"
 
-static PetscErrorCode MatConvert_BDIAGH_SeqAIJ(Mat, MatType, MatReuse, Mat *);
+static PetscErrorCode       MatConvert_BDIAGH_SeqAIJ(Mat, MatType, MatReuse, Mat *);
 PETSC_INTERN PetscErrorCode MatConvert_SeqAIJ_BDIAGH(Mat, MatType, MatReuse, Mat *);
 
 /* -heptane_device and -heptane_precision with the matrix's prefix, unless a KSP fixed them. */
@@ -43,12 +43,12 @@ static PetscErrorCode MatBDIAGHReadOptions_Private(Mat A, Mat_BDIAGH *b)
    so the state the copy will match is the current one + 1. */
 static PetscErrorCode MatBDIAGHUpdate_Private(Mat A, PetscBool force_build, PetscBool in_assembly, PetscInt *updated)
 {
-  Mat_BDIAGH                *b = (Mat_BDIAGH *)A->spptr;
-  PetscObjectState           nz, st;
-  PetscBool                  build, found = PETSC_FALSE;
-  HeptaneCSR                 csr = {};
-  heptane::plugin::GridHint  hint;
-  DM                         dm;
+  Mat_BDIAGH               *b = (Mat_BDIAGH *)A->spptr;
+  PetscObjectState          nz, st;
+  PetscBool                 build, found = PETSC_FALSE;
+  HeptaneCSR                csr = {};
+  heptane::plugin::GridHint hint;
+  DM                        dm;
 
   PetscFunctionBegin;
   *updated = 0;
@@ -255,8 +255,7 @@ PetscErrorCode MatCreate_BDIAGH(Mat A)
 
   PetscFunctionBegin;
   PetscCallMPI(MPI_Comm_size(PetscObjectComm((PetscObject)A), &size));
-  PetscCheck(size == 1, PetscObjectComm((PetscObject)A), PETSC_ERR_SUP,
-             "Mat type bdiagh supports 1 MPI rank for now, this communicator has %d: heptane's distributed operator (DESIGN.md section 4) is not in the PETSc plugin yet; use -mat_type aij", (int)size);
+  PetscCheck(size == 1, PetscObjectComm((PetscObject)A), PETSC_ERR_SUP, "Mat type bdiagh supports 1 MPI rank for now, this communicator has %d: heptane's distributed operator (DESIGN.md section 4) is not in the PETSc plugin yet; use -mat_type aij", (int)size);
   PetscCall(MatSetType(A, MATAIJ));
   PetscCall(MatConvert_SeqAIJ_BDIAGH(A, MATBDIAGH, MAT_INPLACE_MATRIX, &A));
   PetscFunctionReturn(0);

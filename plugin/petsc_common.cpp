@@ -4,9 +4,9 @@
 
 #include <cstring>
 
-const char *const HeptaneFormats[]    = {"auto", "csr", "bdiagh", "ell", "hyb", "dia", "bsr", "coo"};
-const PetscInt    HeptaneNumFormats   = 8;
-const char *const HeptanePrecisions[] = {"double", "single", "mixed"};
+const char *const HeptaneFormats[]     = {"auto", "csr", "bdiagh", "ell", "hyb", "dia", "bsr", "coo"};
+const PetscInt    HeptaneNumFormats    = 8;
+const char *const HeptanePrecisions[]  = {"double", "single", "mixed"};
 const PetscInt    HeptaneNumPrecisions = 3;
 
 PetscErrorCode HeptaneCSRGet(Mat A, HeptaneCSR *csr)

@@ -59,12 +59,12 @@ extern const PetscInt    HeptaneNumPrecisions;
 /* A SeqAIJ-based matrix (seqaij, bdiagh, the diagonal block of a one-rank mpiaij) borrowed as
    heptane CSR: MatGetRowIJ + MatSeqAIJGetArrayRead, restored by HeptaneCSRRestore(). */
 typedef struct {
-  Mat                         mat;
-  PetscInt                    n;
-  const PetscInt             *ia, *ja;
-  const PetscScalar          *a;
+  Mat                           mat;
+  PetscInt                      n;
+  const PetscInt               *ia, *ja;
+  const PetscScalar            *a;
   std::vector<heptane::index_t> ia32, ja32; /* only when PetscInt is 64-bit */
-  heptane::plugin::CsrView    view;
+  heptane::plugin::CsrView      view;
 } HeptaneCSR;
 
 PETSC_INTERN PetscErrorCode HeptaneCSRGet(Mat, HeptaneCSR *);
