@@ -78,6 +78,23 @@ std::vector<index_t> hepta_offsets(index_t J, index_t H)
     return {-J * H, -J, -1, 0, 1, J, J * H};
 }
 
+// Every entry of the given diagonals (column - row) of a rows x cols matrix, values in [-1, 1).
+Coo<double> banded(index_t rows, index_t cols, const std::vector<index_t>& offsets, unsigned seed)
+{
+    std::mt19937_64 gen(seed);
+    std::uniform_real_distribution<double> val(-1.0, 1.0);
+    std::vector<index_t> r, c;
+    std::vector<double> v;
+    for (index_t i = 0; i < rows; ++i)
+        for (index_t d : offsets)
+            if (i + d >= 0 && i + d < cols) {
+                r.push_back(i);
+                c.push_back(i + d);
+                v.push_back(val(gen));
+            }
+    return from_triplets(rows, cols, r, c, v);
+}
+
 // Random matrices: empty rows (rows of 0..k entries), a dense row, rectangular shapes, 1 x 1
 // and 0 x 0. Sizes are multiples of 6 where possible so block sizes 1, 2, 3 divide them.
 const std::vector<Named>& random_matrices()
@@ -107,6 +124,11 @@ const std::vector<Named>& random_matrices()
             }
             out.push_back({"dense row 66x66", from_triplets(66, 66, r, c, v)});
         }
+        // a few diagonals, rectangular: the row-blocked DIA/BDIA kernels, interior and
+        // boundary rows (and a matrix too small to have interior rows)
+        out.push_back({"banded 300x258", banded(300, 258, {-40, -1, 0, 1, 3, 40}, 15)});
+        out.push_back({"banded 258x300", banded(258, 300, {-40, -1, 0, 1, 3, 40}, 16)});
+        out.push_back({"banded 12x6 wide offsets", banded(12, 6, {-9, -3, 0, 2, 5}, 17)});
         out.push_back({"1x1", from_triplets(1, 1, {0}, {0}, {2.5})});
         out.push_back({"1x1 without entries", from_triplets(1, 1, {}, {}, {})});
         out.push_back({"0x0", from_triplets(0, 0, {}, {}, {})});

@@ -16,12 +16,20 @@
 //            A^T is BDIA with block offsets -d_q and each block transposed, and A^T x is a
 //            gather over the same data (no atomics, no stored copy).
 //
-// Both are computed a chunk of (block) rows at a time into a small accumulator that stays in
-// L1. For each block offset q the block rows of the chunk whose neighbour lies inside the
-// matrix form one contiguous range [lo, hi): the boundary rows (column outside [0, cols)) are
-// exactly the rows cut off by that clipping, so the inner loops carry no bounds checks and
-// read data and x as contiguous streams. Nc is a template parameter for the common block sizes
-// so the short loops over s and l unroll and vectorise.
+// Nc >= 2 (and Nc = 1 with many offsets): a chunk of (block) rows at a time into a small
+// accumulator that stays in L1. For each block offset q the block rows of the chunk whose
+// neighbour lies inside the matrix form one contiguous range [lo, hi): the boundary rows
+// (column outside [0, cols)) are exactly the rows cut off by that clipping, so the inner loops
+// carry no bounds checks and read data and x as contiguous streams (Nc at a time). Nc is a
+// template parameter for the common block sizes so the short loops over s and l unroll.
+//
+// Nc = 1 with at most kRowwiseMaxOffsets offsets (the 7-point pressure matrix): rows in
+// blocks of 8 whose sums stay in registers, all D offsets per block (D streams of data and
+// x, the offsets precomputed); the interior rows, where every column is inside the matrix,
+// run without bounds checks, the boundary rows at both ends separately with them. On a
+// 2-core Xeon this beat the chunked loop by 1.4-1.8x at Nc = 1 (it re-reads the L1
+// accumulator once per offset); at Nc = 8 the chunked loop won (D*Nc = 56 streams are too
+// many for the prefetchers).
 #include <algorithm>
 #include <vector>
 
@@ -42,6 +50,66 @@ inline void finish(VT alpha, const VT* t, VT beta, VT* y, index_t n)
         for (index_t i = 0; i < n; ++i) y[i] = alpha * t[i];
     } else {
         for (index_t i = 0; i < n; ++i) y[i] = alpha * t[i] + beta * y[i];
+    }
+}
+
+constexpr index_t kRowwiseMaxOffsets = 16;
+
+// Nc = 1: y[i] = alpha * sum_q D(q, i + u_q) * x[i + w_q] + beta * y[i], summed over the q
+// with 0 <= i + w_q < nin. Normal: w_q = d_q, u_q = 0 (nin = cols); transpose: w_q = u_q =
+// -d_q (nin = rows, and the data row is the x index).
+template <bool Transpose, class MT, class VT>
+void bdia1_rowwise(const Bdia<MT>& a, VT alpha, const VT* x, VT beta, VT* y)
+{
+    constexpr int kRows = 8;
+    const offset_t rows = a.rows;
+    const offset_t nout = Transpose ? a.cols : a.rows, nin = Transpose ? a.rows : a.cols;
+    const int nq = a.num_block_diagonals();
+    offset_t w[kRowwiseMaxOffsets];
+    for (int q = 0; q < nq; ++q)
+        w[q] = Transpose ? -offset_t(a.block_offsets[q]) : a.block_offsets[q];
+    const MT* data = a.data.data();
+    // interior outputs: 0 <= i + w_q < nin for every q
+    offset_t lo = 0, hi = nout;
+    for (int q = 0; q < nq; ++q) {
+        lo = std::max(lo, -w[q]);
+        hi = std::min(hi, nin - w[q]);
+    }
+    hi = std::max(hi, lo);
+    const offset_t nblocks = (hi - lo) / kRows;
+    const offset_t tail = lo + nblocks * kRows;  // boundary rows: [0, lo) and [tail, nout)
+    auto store = [&](offset_t i, VT sum) {
+        y[i] = beta == VT(0) ? alpha * sum : alpha * sum + beta * y[i];
+    };
+    auto boundary_row = [&](offset_t i) {
+        VT sum = 0;
+        for (int q = 0; q < nq; ++q) {
+            const offset_t j = i + w[q];
+            if (j >= 0 && j < nin) sum += VT(data[q * rows + (Transpose ? j : i)]) * x[j];
+        }
+        store(i, sum);
+    };
+#pragma omp parallel if (nout > kChunkRows)
+    {
+#pragma omp for schedule(static) nowait
+        for (offset_t i = 0; i < lo; ++i) boundary_row(i);
+#pragma omp for schedule(static) nowait
+        for (offset_t k = 0; k < nblocks; ++k) {
+            const offset_t i = lo + k * kRows;
+            VT sum[kRows] = {};
+            for (int q = 0; q < nq; ++q) {
+                const MT* __restrict d = data + q * rows + (Transpose ? i + w[q] : i);
+                const VT* __restrict xq = x + i + w[q];
+                for (int l = 0; l < kRows; ++l) sum[l] += VT(d[l]) * xq[l];
+            }
+            if (beta == VT(0)) {
+                for (int l = 0; l < kRows; ++l) y[i + l] = alpha * sum[l];
+            } else {
+                for (int l = 0; l < kRows; ++l) y[i + l] = alpha * sum[l] + beta * y[i + l];
+            }
+        }
+#pragma omp for schedule(static)
+        for (offset_t i = tail; i < nout; ++i) boundary_row(i);
     }
 }
 
@@ -171,6 +239,15 @@ void bdia_transpose(const Bdia<MT>& a, VT alpha, const VT* x, VT beta, VT* y)
 template <int NC, class MT, class VT>
 void bdia_apply(const Bdia<MT>& a, Op op, VT alpha, const VT* x, VT beta, VT* y)
 {
+    if constexpr (NC == 1) {
+        if (a.num_block_diagonals() <= kRowwiseMaxOffsets) {
+            if (op == Op::normal)
+                bdia1_rowwise<false>(a, alpha, x, beta, y);
+            else
+                bdia1_rowwise<true>(a, alpha, x, beta, y);
+            return;
+        }
+    }
     if (op == Op::normal)
         bdia_normal<NC>(a, alpha, x, beta, y);
     else

@@ -7,9 +7,13 @@
 //                                                                      0 <= c - off_d < rows
 //            a gather over the same data (A^T is DIA with offsets -off_d), no atomics.
 //
-// A chunk of outputs at a time into an accumulator in L1; per diagonal, the outputs of the
-// chunk whose partner index lies inside the matrix form one range, so the inner loop is two
-// contiguous streams without bounds checks (it vectorises).
+// Up to kRowwiseMaxDiagonals diagonals (banded, stencil): outputs in blocks of 8 whose sums
+// stay in registers, every diagonal per block (one stream of data and x each); the interior
+// outputs, whose partners all lie inside the matrix, without bounds checks, the boundary
+// outputs at both ends separately with them. More diagonals: a chunk of outputs at a time into
+// an accumulator in L1; per diagonal, the outputs of the chunk whose partner index lies inside
+// the matrix form one range, so the inner loop is two contiguous streams without bounds
+// checks (too many concurrent streams defeat the prefetchers; see bdia_cpu.cpp).
 #include <algorithm>
 #include <vector>
 
@@ -22,10 +26,62 @@ namespace {
 
 constexpr offset_t kChunk = 2048;
 
+constexpr index_t kRowwiseMaxDiagonals = 16;
+
 // op = normal: out = rows, partner index j = i + off (in [0, cols)), slot row = i.
 // op = transpose: out = cols, partner j = i - off (in [0, rows)), slot row = j.
+template <bool Transpose, class MT, class VT>
+void dia_rowwise(const Dia<MT>& a, VT alpha, const VT* x, VT beta, VT* y)
+{
+    constexpr int kRows = 8;
+    const offset_t rows = a.rows;
+    const offset_t nout = Transpose ? a.cols : a.rows, nin = Transpose ? a.rows : a.cols;
+    const int nd = a.num_diagonals();
+    offset_t w[kRowwiseMaxDiagonals];  // j = i + w[d]
+    for (int d = 0; d < nd; ++d) w[d] = Transpose ? -offset_t(a.offsets[d]) : a.offsets[d];
+    const MT* data = a.data.data();
+    offset_t lo = 0, hi = nout;  // interior outputs: 0 <= i + w[d] < nin for every d
+    for (int d = 0; d < nd; ++d) {
+        lo = std::max(lo, -w[d]);
+        hi = std::min(hi, nin - w[d]);
+    }
+    hi = std::max(hi, lo);
+    const offset_t nblocks = (hi - lo) / kRows;
+    const offset_t tail = lo + nblocks * kRows;  // boundary outputs: [0, lo) and [tail, nout)
+    auto boundary = [&](offset_t i) {
+        VT sum = 0;
+        for (int d = 0; d < nd; ++d) {
+            const offset_t j = i + w[d];
+            if (j >= 0 && j < nin) sum += VT(data[d * rows + (Transpose ? j : i)]) * x[j];
+        }
+        y[i] = beta == VT(0) ? alpha * sum : alpha * sum + beta * y[i];
+    };
+#pragma omp parallel if (nout > kChunk)
+    {
+#pragma omp for schedule(static) nowait
+        for (offset_t i = 0; i < lo; ++i) boundary(i);
+#pragma omp for schedule(static) nowait
+        for (offset_t k = 0; k < nblocks; ++k) {
+            const offset_t i = lo + k * kRows;
+            VT sum[kRows] = {};
+            for (int d = 0; d < nd; ++d) {
+                const MT* __restrict dk = data + d * rows + (Transpose ? i + w[d] : i);
+                const VT* __restrict xk = x + i + w[d];
+                for (int l = 0; l < kRows; ++l) sum[l] += VT(dk[l]) * xk[l];
+            }
+            if (beta == VT(0)) {
+                for (int l = 0; l < kRows; ++l) y[i + l] = alpha * sum[l];
+            } else {
+                for (int l = 0; l < kRows; ++l) y[i + l] = alpha * sum[l] + beta * y[i + l];
+            }
+        }
+#pragma omp for schedule(static)
+        for (offset_t i = tail; i < nout; ++i) boundary(i);
+    }
+}
+
 template <class MT, class VT>
-void dia_apply(const Dia<MT>& a, Op op, VT alpha, const VT* x, VT beta, VT* y)
+void dia_chunked(const Dia<MT>& a, Op op, VT alpha, const VT* x, VT beta, VT* y)
 {
     const bool tr = op == Op::transpose;
     const offset_t rows = a.rows;
@@ -73,7 +129,12 @@ void spmv(const CpuExecutor&, const Dia<MT>& a, Op op, VT alpha, const VT* x, VT
                    "DIA data holds " << a.data.size() << " values, " << a.num_diagonals()
                                      << " diagonals of " << a.rows << " rows need "
                                      << std::size_t(a.num_diagonals()) * std::size_t(a.rows));
-    dia_apply(a, op, alpha, x, beta, y);
+    if (a.num_diagonals() > kRowwiseMaxDiagonals)
+        dia_chunked(a, op, alpha, x, beta, y);
+    else if (op == Op::normal)
+        dia_rowwise<false>(a, alpha, x, beta, y);
+    else
+        dia_rowwise<true>(a, alpha, x, beta, y);
 }
 
 #define HEPTANE_INSTANTIATE(MT, VT) \
