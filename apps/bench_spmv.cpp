@@ -78,9 +78,8 @@ const char* spmv_usage =
     "  --no-transpose        skip A^T x\n"
     "  --no-flush            do not flush L2 between repetitions (warm-cache numbers)\n"
     "  --tune                also time BDIA launch shapes (threads, rows per thread, staging)\n"
-    "  --no-probes           skip the probe rows (an empty kernel; a plain read of the BDIA\n"
-    "                        values): the fixed cost of a timed launch and the streaming\n"
-    "                        rate at the matrix's size, to read small-size results against\n"
+    "  --no-probes           skip the probe row (an empty kernel: the fixed cost of one\n"
+    "                        timed launch, to read the small systems' times against)\n"
     "  --csv FILE            all rows as CSV\n"
     "  --json FILE           all rows and the run's context as JSON\n\n"
     "Exit status: 0 all checks passed, 1 a check failed or the work failed, 2 usage.\n";
@@ -192,20 +191,6 @@ public:
         HEPTANE_CUBLAS_CHECK(cublasSetPointerMode(h, CUBLAS_POINTER_MODE_DEVICE));
         HEPTANE_CUBLAS_CHECK(
             cublasDasum(h, static_cast<int>(flush_n), flush_buf.data(), 1, flush_out.data()));
-        HEPTANE_CUBLAS_CHECK(cublasSetPointerMode(h, CUBLAS_POINTER_MODE_HOST));
-    }
-
-    /// Read n values once (cuBLAS asum, result on the device).
-    template <class T>
-    void read_probe(const T* p, long long n)
-    {
-        auto h = cuda::cublas(*exec);
-        HEPTANE_CUBLAS_CHECK(cublasSetPointerMode(h, CUBLAS_POINTER_MODE_DEVICE));
-        if constexpr (std::is_same_v<T, double>)
-            HEPTANE_CUBLAS_CHECK(cublasDasum_64(h, n, p, 1, flush_out.data()));
-        else
-            HEPTANE_CUBLAS_CHECK(
-                cublasSasum_64(h, n, p, 1, reinterpret_cast<float*>(flush_out.data())));
         HEPTANE_CUBLAS_CHECK(cublasSetPointerMode(h, CUBLAS_POINTER_MODE_HOST));
     }
 
@@ -515,14 +500,11 @@ public:
                     }
                 }
                 if (b_.opt.probes) {
-                    // instruments, not products: an empty kernel (the fixed cost of one timed
-                    // launch) and a plain read of the BDIA values (cuBLAS asum: what streaming
-                    // the matrix alone costs at this size)
+                    // an instrument, not a product: an empty kernel, the fixed cost of one
+                    // timed launch, to read the small systems' times against
                     add_probe("empty kernel", 0.0, [&] {
                         kernels::spmv(*exec, empty_, Op::normal, VT(1), x_, VT(0), y_);
                     });
-                    add_probe("read values (asum)", double(sizeof(MT)) * bd.slots(),
-                              [&] { b_.read_probe(bd.data.data(), bd.slots()); });
                 }
                 flush_runs();  // bd is freed at the end of this scope
             } else {
@@ -1076,6 +1058,9 @@ int bench_spmv(int argc, char** argv)
         }
         add_speedups(results);
         print_rows(results.begin() + sys_first, results.end(), b.copy_bw);
+        // the files hold every finished system, so a run cut short keeps what it measured
+        if (!opt.csv.empty()) write_csv(opt.csv, results, b.copy_bw);
+        if (!opt.json.empty()) write_json(opt.json, results, b);
         std::fprintf(stderr, "  %s done in %.1f s\n", sys.name.c_str(), seconds_since(t_sys));
     }
     std::printf("\n%zu rows in %.0f s\n", results.size(), seconds_since(t_all));

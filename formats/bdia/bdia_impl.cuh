@@ -511,15 +511,23 @@ void optimized_nc(const CudaExecutor& exec, const Params& p, Op op, int block, i
     launch_ax_rpt<NC, D, primary_stage(NC, D)>(exec, p, block, rpt, data, alpha, x, beta, y);
 }
 
-/// The tuned launch defaults (H100 measurements, docs/benchmarks.md): 256 threads; 2 rows per
-/// thread (8-byte float2 value loads) for fp32 values with Nc >= 8, else 1; primary staging.
-template <class MT>
+/// The tuned launch defaults, from the H100 sweeps of `heptane bench spmv --tune`
+/// (docs/benchmarks.md): 256 threads per CTA; fp32 values: 2 rows per thread (8-byte float2
+/// loads) for Nc = 4, 8, 16, with the alternative staging for Nc = 4 and, in single
+/// precision, Nc = 8; fp64: 1 row per thread, alternative staging for Nc = 8 (16 loads in
+/// flight per thread instead of 8). Differences between these shapes are within 1-3 %.
+template <class MT, class VT>
 BdiaLaunch tuned_launch(index_t nc, const BdiaLaunch& asked)
 {
+    constexpr bool fp32_values = sizeof(MT) == 4;
+    constexpr bool fp32_vectors = sizeof(VT) == 4;
     BdiaLaunch l = asked;
     if (l.block <= 0) l.block = 256;
-    if (l.rows_per_thread <= 0) l.rows_per_thread = sizeof(MT) == 4 && nc >= 8 ? 2 : 1;
-    if (l.stage <= 0) l.stage = 1;
+    if (l.rows_per_thread <= 0) l.rows_per_thread = fp32_values && nc >= 4 ? 2 : 1;
+    if (l.stage <= 0) {
+        const bool alt = nc == 4 ? fp32_values : nc == 8 ? (!fp32_values || fp32_vectors) : false;
+        l.stage = alt ? 2 : 1;
+    }
     return l;
 }
 
@@ -545,7 +553,7 @@ void spmv_bdia_impl(const CudaExecutor& exec, const Bdia<MT>& a, Op op, VT alpha
     ensure_on_device(exec, *a.exec(), "BDIA");
     HEPTANE_ENSURE(a.data.size() == static_cast<std::size_t>(a.slots()), DimensionMismatch,
                    "BDIA data holds " << a.data.size() << " values, expected " << a.slots());
-    const BdiaLaunch l = tuned_launch<MT>(a.block_size, launch);
+    const BdiaLaunch l = tuned_launch<MT, VT>(a.block_size, launch);
     const int block = l.block, rpt = l.rows_per_thread, stage = l.stage;
     HEPTANE_ENSURE(block == 64 || block == 128 || block == 256, InputError,
                    "BDIA launch block " << block << " (64, 128 or 256)");
