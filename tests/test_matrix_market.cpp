@@ -3,6 +3,7 @@
 // parallel parse gives the same result, and the same error line, as the serial one.
 #include <boost/test/unit_test.hpp>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -15,6 +16,7 @@
 #include <random>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "generators/matrix_market.hpp"
@@ -274,6 +276,18 @@ BOOST_AUTO_TEST_CASE(reads_from_a_memory_buffer)
     expect_input_error(
         [] { read_matrix_market_buffer<double>(general_banner + "2 2 1\n3 1 1\n", "buf"); }, "buf",
         3, "row index 3 is out of range 1..2");
+}
+
+BOOST_AUTO_TEST_CASE(reads_a_pipe_that_cannot_be_mapped)
+{
+    TempDir t;
+    const std::string p = t.path("pipe.mtx");
+    BOOST_REQUIRE(::mkfifo(p.c_str(), 0600) == 0);
+    const std::string text = general_banner + "2 2 2\n1 1 1\n2 2 2\n";
+    std::thread writer([&] { std::ofstream(p, std::ios::binary) << text; });
+    const auto a = read_matrix_market<double>(p);
+    writer.join();
+    BOOST_TEST(host(a.val) == (std::vector<double>{1, 2}), boost::test_tools::per_element());
 }
 
 // ------------------------------------------------------------------------------------------
