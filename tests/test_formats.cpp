@@ -708,3 +708,55 @@ BOOST_AUTO_TEST_CASE(spmv_traffic_counts_the_floor_bytes)
     const auto bsr = spmv_traffic(a, Format::bsr, {}, Precision::double_);
     BOOST_TEST(bsr.matrix_bytes == 8 * nnz + 4 * nnz / 4 + 8 * (N / 2 + 1));
 }
+
+// The conversions and kernels run serially below 2^15 items (a parallel region costs more
+// there); these matrices are large enough for the parallel paths: row ranges widened to
+// whole rows, pattern words shared between threads, chunks split over threads.
+BOOST_AUTO_TEST_CASE(parallel_paths_match_on_larger_matrices)
+{
+    const auto h = hepta(16, 12, 10, 3, false, 60);  // N = 5760, ~110 K entries
+    const auto r = test::random_coo<double>(5000, 4000, 0, 30, 61);
+    BOOST_TEST_REQUIRE(h.nnz() > 65536);
+    BOOST_TEST_REQUIRE(r.nnz() > 65536);
+    for (Op op : {Op::normal, Op::transpose}) {
+        for (const auto* m : {&h, &r}) {
+            const std::string tag = m == &h ? " grid hepta 16x12x10 Nc=3" : " random 5000x4000";
+            check_format(
+                "ELL" + tag, *m, [](const auto& a) { return ell_from_coo(a); }, op, false,
+                test::two_pairs());
+            check_format(
+                "HYB width 3" + tag, *m, [](const auto& a) { return hyb_from_coo(a, 3); }, op,
+                false, test::two_pairs());
+            check_format(
+                "BSR b=1" + tag, *m, [](const auto& a) { return bsr_from_coo(a, 1); }, op, false,
+                test::two_pairs());
+        }
+        check_format(
+            "DIA grid hepta 16x12x10 Nc=3", h, [](const auto& a) { return dia_from_coo(a); }, op,
+            false, test::two_pairs());
+        check_format(
+            "BSR grid hepta 16x12x10 Nc=3", h, [](const auto& a) { return bsr_from_coo(a, 3); },
+            op);
+        check_format(
+            "BDIA grid hepta 16x12x10 Nc=3", h, [](const auto& a) { return bdia_from_coo(a, 3); },
+            op);
+        check_format(
+            "BDIA Nc=1 grid hepta 16x12x10 Nc=3", h,
+            [](const auto& a) { return bdia_from_coo(a, 1); }, op, true, test::two_pairs());
+        check_format(
+            "BSR b=2 random 5000x4000", r, [](const auto& a) { return bsr_from_coo(a, 2); }, op,
+            false, test::two_pairs());
+    }
+    for (const auto* m : {&h, &r}) {
+        check_round_trip_both("ELL large", *m, [](const auto& a) { return ell_from_coo(a); });
+        check_round_trip_both("HYB large", *m, [](const auto& a) { return hyb_from_coo(a, 3); });
+        check_round_trip_both("BSR large", *m, [](const auto& a) { return bsr_from_coo(a, 2); });
+    }
+    check_round_trip_both("DIA large", h, [](const auto& a) { return dia_from_coo(a); });
+    check_round_trip_both("BSR large b=3", h, [](const auto& a) { return bsr_from_coo(a, 3); });
+    check_round_trip_both("BDIA large", h, [](const auto& a) { return bdia_from_coo(a, 3); });
+    check_round_trip_both("BDIA large Nc=1", h, [](const auto& a) { return bdia_from_coo(a, 1); });
+    check_round_trip_both("BDIA large zeros", h, [](const auto& a) {
+        return bdia_from_coo(a, 3, {-192, -16, -1, 0, 1, 16, 192});
+    });
+}

@@ -10,6 +10,7 @@
 #include <limits>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "formats/bdia/bdia_kernels.hpp"
@@ -178,11 +179,26 @@ bool device_accepts(const std::string& what, std::size_t nin, std::size_t nout,
     return true;
 }
 
+/// (alpha, beta) pairs: every pair of scalars(), or two (beta = 0 with y = NaN, and beta != 0)
+/// for the larger matrices.
+using Scalars = std::vector<std::pair<double, double>>;
+inline Scalars all_pairs()
+{
+    Scalars p;
+    for (double alpha : scalars())
+        for (double beta : scalars()) p.emplace_back(alpha, beta);
+    return p;
+}
+inline Scalars two_pairs()
+{
+    return {{1.0, 0.0}, {-0.5, 1.0}};
+}
+
 /// Build with `build` (host COO in MT -> host format), place on the executor under test and
-/// check op(A) for every alpha, beta in scalars().
+/// check op(A) for every (alpha, beta) in `pairs`.
 template <class MT, class VT, class Build>
 void check_format_precision(const std::string& what, const Coo<double>& a64, Build&& build, Op op,
-                            bool device_may_refuse)
+                            bool device_may_refuse, const Scalars& pairs)
 {
     const auto exec = test_executor();
     const Coo<MT> a = convert_values<MT>(a64);
@@ -194,18 +210,17 @@ void check_format_precision(const std::string& what, const Coo<double>& a64, Bui
     if (!device_accepts<VT>(what, nin, nout, device_may_refuse, run)) return;
     const Reference<MT, VT> ref(a, op, 1);
     unsigned seed = 2;
-    for (double alpha : scalars())
-        for (double beta : scalars()) check_run(what, ref, csr, alpha, beta, seed++, run);
+    for (auto [alpha, beta] : pairs) check_run(what, ref, csr, alpha, beta, seed++, run);
 }
 
 /// check_format_precision for double, float and mixed (fp32 values, fp64 vectors).
 template <class Build>
 void check_format(const std::string& what, const Coo<double>& a, Build&& build, Op op,
-                  bool device_may_refuse = false)
+                  bool device_may_refuse = false, const Scalars& pairs = all_pairs())
 {
-    check_format_precision<double, double>(what, a, build, op, device_may_refuse);
-    check_format_precision<float, float>(what, a, build, op, device_may_refuse);
-    check_format_precision<float, double>(what, a, build, op, device_may_refuse);
+    check_format_precision<double, double>(what, a, build, op, device_may_refuse, pairs);
+    check_format_precision<float, float>(what, a, build, op, device_may_refuse, pairs);
+    check_format_precision<float, double>(what, a, build, op, device_may_refuse, pairs);
 }
 
 /// Exact equality of two COO matrices (same entries, same order, same values).
