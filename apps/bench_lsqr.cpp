@@ -199,7 +199,10 @@ int bench_lsqr(int argc, char** argv)
                         : prec == "single" ? Precision::single
                                            : Precision::mixed;
     const double vs = p == Precision::single ? 4 : 8;
-    const double tol = p == Precision::double_ ? 1e-9 : 1e-3;
+    // LSQR amplifies rounding (PET systems are ill-posed): different summation orders (an
+    // atomic scatter against the reference's gather) already differ by up to ~1e-8 after 10
+    // iterations in fp64; a wrong kernel is off by far more.
+    const double tol = p == Precision::double_ ? 1e-7 : 1e-3;
 
     Coo<double> a;
     std::vector<double> b;
