@@ -11,6 +11,8 @@
 #include <memory>
 #include <sstream>
 
+#include <omp.h>
+
 #include "core/error.hpp"
 #include "generators/matrix_market.hpp"
 
@@ -566,10 +568,12 @@ PetFileInfo write_pet_system(const PetSpec& spec, const std::string& matrix_path
                   "% Poisson counts g ~ Poisson(A f)\n" + std::to_string(rows) + " 1\n");
     }
 
-    // pass 2: regenerate the rows a batch of blocks at a time, format in parallel, write in order
+    // pass 2: regenerate the rows a batch of blocks at a time (two per thread), format them in
+    // parallel, write them in order; the text of one batch is all A that is ever in memory
     const index_t nb = num_blocks(rows);
-    const index_t batch = 64;
-    std::vector<std::string> text_a(static_cast<std::size_t>(batch)), text_g(static_cast<std::size_t>(batch));
+    const index_t batch = 2 * std::max(1, omp_get_max_threads());
+    std::vector<std::string> text_a(static_cast<std::size_t>(batch));
+    std::vector<std::string> text_g(static_cast<std::size_t>(batch));
     std::vector<std::uint64_t> sum_g(static_cast<std::size_t>(batch), 0);
     std::uint64_t total_g = 0;
     for (index_t b0 = 0; b0 < nb; b0 += batch) {

@@ -117,9 +117,9 @@ struct PetFileInfo {
 /// block by block and writes A (coordinate real general, 1-based, values in the shortest form
 /// that reads back to the same double) and, unless `counts_path` is empty, g (array, n x 1,
 /// integers). Unless empty, `phantom_path` gets the activity f (array). Memory: O(voxels +
-/// one block of rows per thread). Every file is written to PATH.tmp and renamed, so a failed
-/// write leaves no partial file. Read back, the files hold exactly make_pet_system's a, counts
-/// and phantom. Throws InputError (spec) or IoError (files).
+/// the text of two blocks of 4096 rows per thread). Every file is written to PATH.tmp and
+/// renamed, so a failed write leaves no partial file. Read back, the files hold exactly
+/// make_pet_system's a, counts and phantom. Throws InputError (spec) or IoError (files).
 PetFileInfo write_pet_system(const PetSpec& spec, const std::string& matrix_path,
                              const std::string& counts_path, const std::string& phantom_path);
 
