@@ -6,3 +6,5 @@ heptane_add_test(test_solver_kernels SOURCES test_solver_kernels.cpp GPU LABELS 
 heptane_add_test(test_solver SOURCES test_solver.cpp GPU LABELS solver)
 target_link_libraries(test_solver PRIVATE Eigen3::Eigen)
 heptane_add_test(test_solver_data SOURCES test_solver_data.cpp DATA GPU LABELS solver)
+heptane_add_test(test_precond_mc SOURCES test_precond_mc.cpp GPU LABELS solver)
+target_link_libraries(test_precond_mc PRIVATE Eigen3::Eigen)

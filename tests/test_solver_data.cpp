@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 
 #include "generators/matrix_market.hpp"
 #include "solver/solve.hpp"
@@ -61,20 +62,23 @@ double true_relative_residual(const Coo<double>& a, const std::vector<double>& x
     return double(std::sqrt(rr / bb));
 }
 
-void solve_and_check(const Problem& p, const std::string& device)
+void solve_and_check(const Problem& p, const std::string& device,
+                     std::optional<PcType> pc = std::nullopt)
 {
     const auto a = read_matrix_market<double>(test::data_file(p.matrix));
     const auto b = p.rhs.empty() ? ones_rhs(a) : read_matrix_market_vector<double>(test::data_file(p.rhs));
     BOOST_REQUIRE_EQUAL(b.size(), std::size_t(a.rows));
-    SolveConfig cfg;  // BiCGStab, default preconditioner (ILU(0)), CSR, double
+    SolveConfig cfg;  // BiCGStab, default preconditioner, CSR, double
     cfg.device = device;
+    cfg.pc = pc;
     cfg.options.rtol = 1e-9;
     cfg.options.max_it = 5000;
     const SolveResult res = solve_system(a, b, cfg);
     const double rel = true_relative_residual(a, res.x, b);
     BOOST_TEST_MESSAGE(p.matrix << " on " << res.device << " with " << res.preconditioner << ": "
                                 << res.status.summary() << ", host-checked true residual " << rel
-                                << ", solve " << res.timings.solve_ms << " ms");
+                                << ", solve " << res.timings.solve_ms << " ms, "
+                                << res.timings.per_iteration_ms << " ms/it");
     BOOST_TEST(res.status.converged(), p.matrix << ": " << res.status.summary());
     BOOST_TEST(rel <= 1e-7, p.matrix << ": true relative residual " << rel);
     // the solver's own ‖b − A x‖ (in double) agrees up to the rounding of that evaluation
@@ -106,4 +110,14 @@ BOOST_AUTO_TEST_CASE(default_preconditioner_is_ilu0)
     cfg.device = test::testing_on_gpu() ? "cuda" : "cpu";
     const SolveResult res = solve_system(a, b, cfg);
     BOOST_TEST(res.preconditioner.rfind("ilu0", 0) == 0u, res.preconditioner);
+}
+
+BOOST_AUTO_TEST_CASE(multicolor_ilu0_solves_the_reservoir_matrices)
+{
+    // ilu0-mc (the GPU default) on its own, without the fallback to natural ILU(0)
+    const std::string device = test::testing_on_gpu() ? "cuda" : "cpu";
+    for (const Problem& p : problems) {
+        solve_and_check(p, device, PcType::ilu0_mc);
+        if (device != "cpu") solve_and_check(p, "cpu", PcType::ilu0_mc);
+    }
 }

@@ -60,4 +60,22 @@ struct Ilu0Factors {
 };
 Ilu0Factors ilu0_factorize(const BlockCsrHost& a);
 
+/// Greedy multi-colouring of the block graph of A (the pattern of A + Aᵀ): block rows in
+/// natural order, each takes the smallest colour none of its neighbours has. On a 7-point
+/// grid (grid variant) this is the red-black 2-colouring; the banded variant with an even J
+/// or H is not bipartite (its wrap-around couplings close odd cycles) and gets 3 colours.
+/// perm lists the block rows colour by colour (perm[new] = old, natural order inside a
+/// colour); colour k holds the new rows [color_ptr[k], color_ptr[k+1]).
+struct MulticolorOrdering {
+    index_t colors = 0;
+    std::vector<index_t> color;      ///< colour of each block row (original numbering)
+    std::vector<index_t> perm;       ///< perm[new] = old
+    std::vector<index_t> color_ptr;  ///< colors + 1
+};
+MulticolorOrdering multicolor_ordering(const BlockCsrHost& a);
+
+/// A' = P A Pᵀ: block row i of A' is block row perm[i] of A, columns renumbered through the
+/// inverse of perm and sorted; diag set.
+BlockCsrHost permute_symmetric(const BlockCsrHost& a, const std::vector<index_t>& perm);
+
 }  // namespace heptane::detail

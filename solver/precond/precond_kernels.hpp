@@ -53,4 +53,48 @@ void triangular_solve(const CpuExecutor& exec, const TriangularFactor<VT>& f, VT
 template <class VT>
 void triangular_solve(const CudaExecutor& exec, const TriangularFactor<VT>& f, VT* in, VT* out);
 
+/// One triangle of a multi-colour ILU(0)/BILU(0) (the factors of A' = P A Pᵀ) in a
+/// per-colour block-ELL layout that makes one thread per scalar row read coalesced. For
+/// colour c with rows_c = color_ptr[c+1] − color_ptr[c] block rows, s = local block row ·
+/// nc + a the local scalar row, rows_cs = rows_c · nc, and slot k < width[c]:
+///     block column  col[col_off[c] + k·rows_c + local block row]   (−1: padding)
+///     value (a, b)  val[val_off[c] + (k·nc + b)·rows_cs + s]
+/// diag_inv (upper only) holds D_i⁻¹ of the colour at diag_inv[color_ptr[c]·nc² +
+/// b·rows_cs + s]. Host arrays (metadata, sizes launches) and device arrays (the rest) as
+/// marked.
+template <class VT>
+struct ColorTriangle {
+    const index_t* width = nullptr;    ///< host, colors entries
+    const offset_t* col_off = nullptr;  ///< host
+    const offset_t* val_off = nullptr;  ///< host
+    const index_t* col = nullptr;       ///< device
+    const VT* val = nullptr;            ///< device
+};
+template <class VT>
+struct MulticolorFactor {
+    index_t block_rows = 0;
+    index_t nc = 1;
+    index_t colors = 0;
+    const index_t* color_ptr = nullptr;  ///< host, colors + 1
+    const index_t* perm = nullptr;       ///< device, perm[new block row] = old block row
+    ColorTriangle<VT> lower, upper;
+    const VT* diag_inv = nullptr;  ///< device
+};
+
+/// z = Pᵀ (L'U')⁻¹ P r with y (n values, permuted order) as scratch:
+///   lower, colours 0 … C−1:  y_i = r_perm(i) − Σ_j L'_ij y_j      (j in earlier colours)
+///   upper, colours C−1 … 0:  z'_i = D_i⁻¹ (y_i − Σ_j U'_ij z'_j)  (j in later colours),
+///                            written over y_i and scattered to z_perm(i)
+/// The gather of P r is fused into the lower kernels and the scatter of Pᵀ into the upper
+/// ones: 2·C launches on the GPU (one thread per scalar row), one parallel loop per colour
+/// on the CPU. r and z must not alias; y aliases neither.
+/// Traffic per apply: the factors once, about 5 vector passes plus the reads of y and z' at
+/// the neighbour columns.
+template <class VT>
+void multicolor_solve(const CpuExecutor& exec, const MulticolorFactor<VT>& f, const VT* r, VT* y,
+                      VT* z);
+template <class VT>
+void multicolor_solve(const CudaExecutor& exec, const MulticolorFactor<VT>& f, const VT* r,
+                      VT* y, VT* z);
+
 }  // namespace heptane::kernels

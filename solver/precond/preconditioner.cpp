@@ -2,6 +2,7 @@
 // executor, apply through precond_kernels.hpp.
 #include "solver/precond/preconditioner.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <sstream>
@@ -19,8 +20,10 @@ PcType parse_pc(const std::string& name)
     if (name == "bjacobi" || name == "block_jacobi" || name == "block-jacobi")
         return PcType::block_jacobi;
     if (name == "ilu0" || name == "ilu" || name == "bilu0") return PcType::ilu0;
-    HEPTANE_THROW(InputError, "unknown preconditioner '" << name
-                                                         << "' (choices: none, jacobi, bjacobi, ilu0)");
+    if (name == "ilu0-mc" || name == "ilu0_mc" || name == "mcilu0" || name == "bilu0-mc")
+        return PcType::ilu0_mc;
+    HEPTANE_THROW(InputError, "unknown preconditioner '"
+                                  << name << "' (choices: none, jacobi, bjacobi, ilu0, ilu0-mc)");
 }
 
 const char* to_string(PcType t) noexcept
@@ -30,6 +33,7 @@ const char* to_string(PcType t) noexcept
     case PcType::jacobi: return "jacobi";
     case PcType::block_jacobi: return "bjacobi";
     case PcType::ilu0: return "ilu0";
+    case PcType::ilu0_mc: return "ilu0-mc";
     }
     return "?";
 }
@@ -61,7 +65,9 @@ std::string Preconditioner<VT>::describe() const
 {
     std::ostringstream os;
     os << to_string(type());
-    if (type() == PcType::block_jacobi || type() == PcType::ilu0) os << " Nc=" << nc_;
+    if (type() == PcType::block_jacobi || type() == PcType::ilu0 ||
+        type() == PcType::ilu0_mc)
+        os << " Nc=" << nc_;
     const std::string d = details();
     if (!d.empty()) os << " " << d;
     os << " (" << (sizeof(VT) == 8 ? "fp64" : "fp32") << ") on " << exec_->name();
@@ -277,6 +283,133 @@ private:
     mutable Array<VT> scratch_;
 };
 
+// ---- multi-colour ILU(0) / BILU(0) ---------------------------------------------------------
+
+template <class VT>
+class Ilu0McPc final : public Preconditioner<VT> {
+public:
+    Ilu0McPc(const Csr<double>& a, index_t nc, std::shared_ptr<const Executor> exec)
+        : Preconditioner<VT>(a.rows, nc, std::move(exec)), scratch_(this->exec_, std::size_t(a.rows))
+    {
+        const auto t0 = clock_type::now();
+        const detail::BlockCsrHost m =
+            detail::block_csr_from_csr(a, nc, nc == 1 ? "ILU(0), multi-colour" : "BILU(0), multi-colour");
+        const detail::MulticolorOrdering o = detail::multicolor_ordering(m);
+        const detail::Ilu0Factors f = detail::ilu0_factorize(detail::permute_symmetric(m, o.perm));
+        nb_ = m.nb;
+        colors_ = o.colors;
+        color_ptr_ = o.color_ptr;
+        perm_ = upload_same(o.perm, this->exec_);
+        build(f.lower, lower_);
+        build(f.upper, upper_);
+        // D⁻¹ column-major per colour: diag_inv[p0·nc² + b·rows_cs + s]
+        const std::size_t ncs = std::size_t(nc), nc2 = ncs * ncs;
+        std::vector<double> dinv(f.diag_inv.size());
+        for (index_t c = 0; c < colors_; ++c) {
+            const index_t p0 = color_ptr_[std::size_t(c)], rows_c = color_ptr_[std::size_t(c) + 1] - p0;
+            const std::size_t rows_cs = std::size_t(rows_c) * ncs;
+            double* out = dinv.data() + std::size_t(p0) * nc2;
+            for (index_t li = 0; li < rows_c; ++li)
+                for (index_t aa = 0; aa < nc; ++aa)
+                    for (index_t b = 0; b < nc; ++b)
+                        out[std::size_t(b) * rows_cs + std::size_t(li) * ncs + std::size_t(aa)] =
+                            f.diag_inv[std::size_t(p0 + li) * nc2 + std::size_t(aa) * ncs + std::size_t(b)];
+        }
+        diag_inv_ = upload<VT>(dinv, this->exec_);
+        this->setup_ms_ = ms_since(t0);
+    }
+    PcType type() const noexcept override { return PcType::ilu0_mc; }
+    index_t colors() const noexcept { return colors_; }
+
+protected:
+    void solve(const VT* r, VT* z) const override  // z = Pᵀ (L'U')⁻¹ P r
+    {
+        kernels::MulticolorFactor<VT> v;
+        v.block_rows = nb_;
+        v.nc = this->nc_;
+        v.colors = colors_;
+        v.color_ptr = color_ptr_.data();
+        v.perm = perm_.data();
+        v.lower = lower_.view();
+        v.upper = upper_.view();
+        v.diag_inv = diag_inv_.data();
+        VT* y = scratch_.data();
+        dispatch_executor(*this->exec_, [&](const auto& e) { kernels::multicolor_solve(e, v, r, y, z); });
+    }
+    std::string details() const override
+    {
+        std::ostringstream os;
+        os << "colors=" << colors_;
+        return os.str();
+    }
+
+private:
+    struct Triangle {
+        std::vector<index_t> width;
+        std::vector<offset_t> col_off, val_off;
+        Array<index_t> col;
+        Array<VT> val;
+        kernels::ColorTriangle<VT> view() const
+        {
+            return {width.data(), col_off.data(), val_off.data(), col.data(), val.data()};
+        }
+    };
+
+    // the per-colour block-ELL layout of precond_kernels.hpp; a factor row of colour c may
+    // only reference other colours (checked: the ordering guarantees it)
+    void build(const detail::BlockCsrHost& f, Triangle& t) const
+    {
+        const index_t nc = this->nc_;
+        const std::size_t ncs = std::size_t(nc), nc2 = ncs * ncs;
+        t.width.assign(std::size_t(colors_), 0);
+        t.col_off.assign(std::size_t(colors_), 0);
+        t.val_off.assign(std::size_t(colors_), 0);
+        offset_t cols = 0;
+        for (index_t c = 0; c < colors_; ++c) {
+            const index_t p0 = color_ptr_[std::size_t(c)], p1 = color_ptr_[std::size_t(c) + 1];
+            index_t w = 0;
+            for (index_t i = p0; i < p1; ++i)
+                w = std::max(w, index_t(f.ptr[std::size_t(i) + 1] - f.ptr[std::size_t(i)]));
+            t.width[std::size_t(c)] = w;
+            t.col_off[std::size_t(c)] = cols;
+            t.val_off[std::size_t(c)] = cols * offset_t(nc2);
+            cols += offset_t(w) * (p1 - p0);
+        }
+        std::vector<index_t> col(std::size_t(cols), -1);
+        std::vector<double> val(std::size_t(cols) * nc2, 0.0);
+        for (index_t c = 0; c < colors_; ++c) {
+            const index_t p0 = color_ptr_[std::size_t(c)], p1 = color_ptr_[std::size_t(c) + 1];
+            const std::size_t rows_c = std::size_t(p1 - p0), rows_cs = rows_c * ncs;
+            for (index_t i = p0; i < p1; ++i) {
+                const std::size_t li = std::size_t(i - p0);
+                for (offset_t q = f.ptr[std::size_t(i)]; q < f.ptr[std::size_t(i) + 1]; ++q) {
+                    const std::size_t k = std::size_t(q - f.ptr[std::size_t(i)]);
+                    const index_t j = f.col[std::size_t(q)];
+                    HEPTANE_ENSURE(j < p0 || j >= p1, InputError,
+                                   "multi-colour ILU(0): block rows " << i << " and " << j
+                                                                      << " share colour " << c);
+                    col[std::size_t(t.col_off[std::size_t(c)]) + k * rows_c + li] = j;
+                    const double* blk = &f.val[std::size_t(q) * nc2];
+                    double* out = &val[std::size_t(t.val_off[std::size_t(c)])];
+                    for (index_t aa = 0; aa < nc; ++aa)
+                        for (index_t b = 0; b < nc; ++b)
+                            out[(k * ncs + std::size_t(b)) * rows_cs + li * ncs + std::size_t(aa)] =
+                                blk[std::size_t(aa) * ncs + std::size_t(b)];
+                }
+            }
+        }
+        t.col = upload_same(col, this->exec_);
+        t.val = upload<VT>(val, this->exec_);
+    }
+
+    index_t nb_ = 0, colors_ = 0;
+    std::vector<index_t> color_ptr_;  // host
+    Array<index_t> perm_;
+    Triangle lower_, upper_;
+    Array<VT> diag_inv_;
+    mutable Array<VT> scratch_;
+};
+
 }  // namespace
 
 template <class VT>
@@ -293,6 +426,7 @@ std::unique_ptr<Preconditioner<VT>> make_preconditioner(PcType type, const Csr<d
     case PcType::block_jacobi:
         return std::make_unique<BlockJacobiPc<VT>>(a, block_size, std::move(exec));
     case PcType::ilu0: return std::make_unique<Ilu0Pc<VT>>(a, block_size, std::move(exec));
+    case PcType::ilu0_mc: return std::make_unique<Ilu0McPc<VT>>(a, block_size, std::move(exec));
     }
     HEPTANE_THROW(InputError, "make_preconditioner: unknown type");
 }

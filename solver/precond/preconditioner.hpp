@@ -7,7 +7,15 @@
 //   ilu0          ILU(0) for Nc = 1, block ILU(0) (BILU(0)) over Nc × Nc blocks for Nc > 1:
 //                 L U ≈ A with the block pattern of A, no fill. Factorised on the host at
 //                 setup; the triangular solves are level-scheduled (rows whose dependencies
-//                 are done form a level; on the GPU one kernel launch per level).
+//                 are done form a level; on the GPU one kernel launch per level). The exact
+//                 natural-order ILU(0) PETSc computes; J+H+I−2 levels per triangle on a
+//                 7-point grid, so on the GPU its apply is launch-bound.
+//   ilu0_mc       ILU(0)/BILU(0) of A' = P A Pᵀ, P a greedy multi-colour ordering of the
+//                 block graph (red-black on 7-point grids): z = Pᵀ (L'U')⁻¹ P r with one
+//                 launch per colour per triangle, coalesced (thread per scalar row, factors
+//                 column-major per colour), D⁻¹ blocks precomputed. Weaker than natural
+//                 ILU(0) (more iterations; measured in docs and solve.hpp) but on the GPU
+//                 each apply costs about as much as a few SpMVs. "ilu0-mc" on the command line.
 //
 // Setup takes the canonical host CSR of A in double (whatever precision the solve uses),
 // the block size, and the executor the preconditioner lives on; the factors are stored in
@@ -25,10 +33,10 @@
 
 namespace heptane {
 
-enum class PcType { none, jacobi, block_jacobi, ilu0 };
+enum class PcType { none, jacobi, block_jacobi, ilu0, ilu0_mc };
 
 /// "none", "jacobi", "bjacobi" (also "block_jacobi", "block-jacobi"), "ilu0" (also "ilu",
-/// "bilu0"). Throws InputError naming the choices.
+/// "bilu0"), "ilu0-mc" (also "ilu0_mc", "mcilu0", "bilu0-mc"). Throws InputError naming the choices.
 PcType parse_pc(const std::string& name);
 const char* to_string(PcType t) noexcept;
 

@@ -1,0 +1,98 @@
+// Multi-colour ordering for ILU(0)/BILU(0) on the host (internal; see block_utils.hpp).
+//
+// Why: the natural-order triangular solves of ILU(0) on a J×H×I 7-point grid have
+// J+H+I−2 wavefront levels per triangle, one GPU launch each. After a multi-colour
+// permutation no two block rows of one colour are coupled, so every block row of a colour
+// depends only on rows of earlier colours (lower solve) or later colours (upper solve):
+// one launch per colour per triangle (2 + 2 for the red-black colouring of 7-point grids).
+// The price is a weaker factorisation (ILU(0) of P A Pᵀ drops different fill), so more
+// iterations; DESIGN.md §3 and preconditioner.hpp say when each is used.
+#include <algorithm>
+
+#include "core/error.hpp"
+#include "solver/precond/block_utils.hpp"
+
+namespace heptane::detail {
+
+MulticolorOrdering multicolor_ordering(const BlockCsrHost& a)
+{
+    const index_t nb = a.nb;
+    // the pattern of A + Aᵀ without the diagonal: a structurally nonsymmetric A couples
+    // row i to j through either a_ij or a_ji, and both directions must see another colour
+    std::vector<offset_t> tptr(std::size_t(nb) + 1, 0);
+    for (index_t i = 0; i < nb; ++i)
+        for (offset_t q = a.ptr[std::size_t(i)]; q < a.ptr[std::size_t(i) + 1]; ++q)
+            ++tptr[std::size_t(a.col[std::size_t(q)]) + 1];
+    for (index_t i = 0; i < nb; ++i) tptr[std::size_t(i) + 1] += tptr[std::size_t(i)];
+    std::vector<index_t> tcol(std::size_t(tptr[std::size_t(nb)]));
+    {
+        std::vector<offset_t> next(tptr.begin(), tptr.end() - 1);
+        for (index_t i = 0; i < nb; ++i)
+            for (offset_t q = a.ptr[std::size_t(i)]; q < a.ptr[std::size_t(i) + 1]; ++q)
+                tcol[std::size_t(next[std::size_t(a.col[std::size_t(q)])]++)] = i;
+    }
+
+    MulticolorOrdering o;
+    o.color.assign(std::size_t(nb), -1);
+    std::vector<index_t> seen;  // seen[k] == i: colour k is taken by a neighbour of i
+    for (index_t i = 0; i < nb; ++i) {
+        auto mark = [&](index_t j) {
+            const index_t k = o.color[std::size_t(j)];
+            if (j == i || k < 0) return;
+            if (std::size_t(k) >= seen.size()) seen.resize(std::size_t(k) + 1, -1);
+            seen[std::size_t(k)] = i;
+        };
+        for (offset_t q = a.ptr[std::size_t(i)]; q < a.ptr[std::size_t(i) + 1]; ++q)
+            mark(a.col[std::size_t(q)]);
+        for (offset_t q = tptr[std::size_t(i)]; q < tptr[std::size_t(i) + 1]; ++q)
+            mark(tcol[std::size_t(q)]);
+        index_t k = 0;
+        while (std::size_t(k) < seen.size() && seen[std::size_t(k)] == i) ++k;
+        o.color[std::size_t(i)] = k;
+        o.colors = std::max(o.colors, k + 1);
+    }
+
+    // block rows of a colour contiguous, natural order inside a colour
+    o.color_ptr.assign(std::size_t(o.colors) + 1, 0);
+    for (index_t i = 0; i < nb; ++i) ++o.color_ptr[std::size_t(o.color[std::size_t(i)]) + 1];
+    for (index_t k = 0; k < o.colors; ++k) o.color_ptr[std::size_t(k) + 1] += o.color_ptr[std::size_t(k)];
+    o.perm.resize(std::size_t(nb));
+    std::vector<index_t> next(o.color_ptr.begin(), o.color_ptr.end() - 1);
+    for (index_t i = 0; i < nb; ++i) o.perm[std::size_t(next[std::size_t(o.color[std::size_t(i)])]++)] = i;
+    return o;
+}
+
+BlockCsrHost permute_symmetric(const BlockCsrHost& a, const std::vector<index_t>& perm)
+{
+    const index_t nb = a.nb, nc = a.nc;
+    const std::size_t nc2 = std::size_t(nc) * nc;
+    HEPTANE_ENSURE(perm.size() == std::size_t(nb), InputError,
+                   "permute_symmetric: " << perm.size() << " entries for " << nb << " block rows");
+    std::vector<index_t> inv(std::size_t(nb), -1);
+    for (index_t i = 0; i < nb; ++i) inv[std::size_t(perm[std::size_t(i)])] = i;
+    BlockCsrHost p;
+    p.nb = nb;
+    p.nc = nc;
+    p.ptr.assign(std::size_t(nb) + 1, 0);
+    p.col.reserve(a.col.size());
+    p.val.reserve(a.val.size());
+    p.diag.assign(std::size_t(nb), -1);
+    std::vector<std::pair<index_t, offset_t>> row;  // (new column, old position)
+    for (index_t i = 0; i < nb; ++i) {
+        const index_t old = perm[std::size_t(i)];
+        row.clear();
+        for (offset_t q = a.ptr[std::size_t(old)]; q < a.ptr[std::size_t(old) + 1]; ++q)
+            row.emplace_back(inv[std::size_t(a.col[std::size_t(q)])], q);
+        std::sort(row.begin(), row.end());
+        for (const auto& [j, q] : row) {
+            if (j == i) p.diag[std::size_t(i)] = offset_t(p.col.size());
+            p.col.push_back(j);
+            p.val.insert(p.val.end(), a.val.begin() + std::ptrdiff_t(std::size_t(q) * nc2),
+                         a.val.begin() + std::ptrdiff_t(std::size_t(q + 1) * nc2));
+        }
+        p.ptr[std::size_t(i) + 1] = offset_t(p.col.size());
+    }
+    return p;
+}
+
+}  // namespace heptane::detail
