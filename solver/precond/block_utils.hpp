@@ -60,10 +60,12 @@ struct Ilu0Factors {
 };
 Ilu0Factors ilu0_factorize(const BlockCsrHost& a);
 
-/// Greedy multi-colouring of the block graph of A (the pattern of A + Aᵀ): block rows in
-/// natural order, each takes the smallest colour none of its neighbours has. On a 7-point
-/// grid (grid variant) this is the red-black 2-colouring; the banded variant with an even J
-/// or H is not bipartite (its wrap-around couplings close odd cycles) and gets 3 colours.
+/// Multi-colouring of the block graph of A (the pattern of A + Aᵀ): two colours when the
+/// graph is bipartite (breadth-first, the lowest row of each component red), otherwise
+/// greedy: block rows in natural order, each takes the smallest colour none of its
+/// neighbours has. On a 7-point grid (grid variant) this is the red-black 2-colouring; the
+/// banded variant with an even J or H is not bipartite (its wrap-around couplings close odd
+/// cycles) and gets 3–4 colours.
 /// perm lists the block rows colour by colour (perm[new] = old, natural order inside a
 /// colour); colour k holds the new rows [color_ptr[k], color_ptr[k+1]).
 struct MulticolorOrdering {
