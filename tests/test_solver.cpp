@@ -331,7 +331,7 @@ BOOST_AUTO_TEST_CASE(every_preconditioner_reduces_iterations)
     o.max_it = 5000;
     const Run none = run(Method::bicgstab, a, b, PcType::none, 3, o);
     BOOST_TEST(none.st.converged(), none.st.summary());
-    for (PcType pc : {PcType::jacobi, PcType::block_jacobi, PcType::ilu0}) {
+    for (PcType pc : {PcType::jacobi, PcType::block_jacobi, PcType::ilu0, PcType::ilu0_mc}) {
         const Run r = run(Method::bicgstab, a, b, pc, 3, o);
         BOOST_TEST(r.st.converged(), r.st.summary());
         BOOST_TEST(r.st.iterations < none.st.iterations,
@@ -638,7 +638,8 @@ BOOST_AUTO_TEST_CASE(cpu_and_device_agree)
     const auto a = generate_hepta_coo<double>(spec);
     const auto b = make_rhs(spec, a).b;
     const auto x_lu = sparse_lu(a, b);
-    for (PcType pc : {PcType::none, PcType::jacobi, PcType::block_jacobi, PcType::ilu0}) {
+    for (PcType pc : {PcType::none, PcType::jacobi, PcType::block_jacobi, PcType::ilu0,
+                      PcType::ilu0_mc}) {
         const Run dev = run(Method::bicgstab, a, b, pc, 2, tight());
         const Run host = run(Method::bicgstab, a, b, pc, 2, tight(), cpu_executor());
         BOOST_TEST(dev.st.converged(), dev.st.summary());
