@@ -12,20 +12,26 @@
 
 namespace heptane::kernels {
 
+namespace {
+/// Below this many rows (or entries) a loop runs on one thread: opening a parallel region
+/// costs more than the work (as in solver/vector/vector_cpu.cpp).
+constexpr offset_t kParallelMin = 1 << 15;
+}  // namespace
+
 template <class MT, class VT>
 void spmv(const CpuExecutor&, const Coo<MT>& a, Op op, VT alpha, const VT* x, VT beta, VT* y)
 {
     HEPTANE_ENSURE(a.exec()->is_cpu(), DimensionMismatch, "COO matrix is not on the host");
     const index_t ny = op == Op::normal ? a.rows : a.cols;
     // y = beta*y (never read y when beta == 0)
-#pragma omp parallel for
+#pragma omp parallel for if (ny >= kParallelMin)
     for (index_t i = 0; i < ny; ++i) y[i] = beta == VT(0) ? VT(0) : beta * y[i];
     const offset_t nnz = a.nnz();
     const index_t* r = a.row.data();
     const index_t* c = a.col.data();
     const MT* v = a.val.data();
     if (op == Op::normal) {
-#pragma omp parallel
+#pragma omp parallel if (nnz >= kParallelMin)
         {
 #ifdef _OPENMP
             const int t = omp_get_thread_num(), nt = omp_get_num_threads();
@@ -44,7 +50,7 @@ void spmv(const CpuExecutor&, const Coo<MT>& a, Op op, VT alpha, const VT* x, VT
             }
         }
     } else {
-#pragma omp parallel for
+#pragma omp parallel for if (nnz >= kParallelMin)
         for (offset_t k = 0; k < nnz; ++k) {
             const VT t = alpha * VT(v[k]) * x[r[k]];
 #pragma omp atomic

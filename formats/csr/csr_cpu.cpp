@@ -5,6 +5,13 @@
 
 namespace heptane::kernels {
 
+namespace {
+/// Below this many rows a loop runs on one thread: opening a parallel region costs more
+/// than the work (as in solver/vector/vector_cpu.cpp; 1.4 s of a sherman1 solve on a loaded
+/// 2-core host went to parallel regions).
+constexpr index_t kParallelMin = 1 << 15;
+}  // namespace
+
 template <class MT, class VT>
 void spmv(const CpuExecutor&, const Csr<MT>& a, Op op, VT alpha, const VT* x, VT beta, VT* y)
 {
@@ -14,7 +21,7 @@ void spmv(const CpuExecutor&, const Csr<MT>& a, Op op, VT alpha, const VT* x, VT
     const MT* v = a.values.data();
     if (op == Op::normal) {
         // y_i = alpha * sum_k a_ik x_k + beta * y_i
-#pragma omp parallel for schedule(static, 512)
+#pragma omp parallel for schedule(static, 512) if (a.rows >= kParallelMin)
         for (index_t i = 0; i < a.rows; ++i) {
             VT sum = 0;
             for (offset_t k = ptr[i]; k < ptr[i + 1]; ++k) sum += VT(v[k]) * x[ci[k]];
@@ -23,9 +30,9 @@ void spmv(const CpuExecutor&, const Csr<MT>& a, Op op, VT alpha, const VT* x, VT
         return;
     }
     // y_j = beta * y_j + alpha * sum_i a_ij x_i
-#pragma omp parallel for
+#pragma omp parallel for if (a.cols >= kParallelMin)
     for (index_t j = 0; j < a.cols; ++j) y[j] = beta == VT(0) ? VT(0) : beta * y[j];
-#pragma omp parallel for schedule(static, 512)
+#pragma omp parallel for schedule(static, 512) if (a.rows >= kParallelMin)
     for (index_t i = 0; i < a.rows; ++i) {
         const VT xi = alpha * x[i];
         for (offset_t k = ptr[i]; k < ptr[i + 1]; ++k) {
