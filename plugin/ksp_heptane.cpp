@@ -30,9 +30,12 @@ typedef struct {
   PetscInt check_every;
   /* the preconditioner, taken from the PETSc PC */
   heptane::PcType pc;
-  char            pc_from[64]; /* what it was chosen from, for the view */
-  PetscBool       pc_taken;    /* we set the PETSc PC to none ourselves */
-  heptane::PcType pc_built;    /* type of the preconditioner in krylov */
+  char            pc_from[64];  /* what it was chosen from, for the view */
+  PetscBool       pc_taken;     /* we set the PETSc PC to none ourselves */
+  heptane::PcType pc_built;     /* type of the preconditioner in krylov */
+  PetscInt        ilu;          /* -heptane_ilu: index into HeptaneIluOrders */
+  PetscBool       ilu_fallback; /* auto: natural ILU(0) after multi-colour ILU(0) failed */
+  Vec             x0;           /* the initial guess, kept for a fallback re-solve */
   /* the matrix the engine holds */
   PetscObjectId                  mat_id;
   PetscObjectState               mat_nzstate, mat_state;
@@ -46,9 +49,14 @@ typedef struct {
   std::string                   *last_update; /* what the last setup did, for the view */
   std::string                   *grid_source;
   std::string                   *mat_type;
+  std::string                   *pc_note; /* why the preconditioner is what it is (fallbacks) */
   PetscInt                       full_builds, value_refreshes, solves;
   PetscErrorCode                 monitor_error;
 } KSP_Heptane;
+
+/* -heptane_ilu: the ordering of -pc_type ilu. auto: multi-colour on a GPU (its apply is one
+   launch per colour; the natural order needs one per grid wavefront), natural on the CPU. */
+static const char *const HeptaneIluOrders[] = {"auto", "natural", "multicolor"};
 
 static const char *KSPHeptaneName(KSP_Heptane *h)
 {
@@ -118,6 +126,15 @@ static PetscErrorCode KSPHeptaneTakePC(KSP ksp)
   PetscFunctionReturn(0);
 }
 
+/* The heptane preconditioner -pc_type and -heptane_ilu ask for, on the engine's device. */
+static heptane::PcType KSPHeptaneResolvePC(KSP_Heptane *h)
+{
+  if (h->pc != heptane::PcType::ilu0 || h->ilu == 1) return h->pc;
+  if (h->ilu == 2) return heptane::PcType::ilu0_mc;
+  const auto exec = h->engine->executor();
+  return exec && exec->is_cuda() && !h->ilu_fallback ? heptane::PcType::ilu0_mc : heptane::PcType::ilu0;
+}
+
 /* The CSR of the operator: in place for SeqAIJ and bdiagh, through a SeqAIJ copy for BAIJ. */
 static PetscErrorCode KSPHeptaneAIJ(KSP ksp, Mat A, Mat *aij)
 {
@@ -173,6 +190,39 @@ static PetscErrorCode KSPHeptaneGridHint(KSP ksp, Mat A, heptane::plugin::GridHi
   if (!dm) dm = ksp->dm;
   PetscCall(HeptaneGridHintFromDM(dm, hint, &found));
   if (!found && nc > 0) hint->block_size = nc;
+  PetscFunctionReturn(0);
+}
+
+/* Build the preconditioner from Amat's values. With -heptane_ilu auto a multi-colour ILU(0)
+   that cannot be factored (a zero pivot in the coloured order) falls back to the natural one. */
+static PetscErrorCode KSPHeptaneBuildPC(KSP ksp, Mat Amat)
+{
+  KSP_Heptane    *h = (KSP_Heptane *)ksp->data;
+  Mat             aij;
+  HeptaneCSR      csr  = {};
+  heptane::PcType want = KSPHeptaneResolvePC(h);
+  PetscBool       fell = PETSC_FALSE;
+  std::string     why;
+
+  PetscFunctionBegin;
+  PetscCall(KSPHeptaneAIJ(ksp, Amat, &aij));
+  PetscCall(HeptaneCSRGet(aij, &csr));
+  HeptaneCallCXX(
+    try { h->krylov->build_preconditioner(want, csr.view, *h->engine); } catch (const heptane::InputError &e) {
+      if (want != heptane::PcType::ilu0_mc || h->ilu != 0) throw;
+      why  = e.what();
+      fell = PETSC_TRUE;
+    } if (fell) {
+      want = heptane::PcType::ilu0;
+      h->krylov->build_preconditioner(want, csr.view, *h->engine);
+      *h->pc_note = "natural ILU(0) after multi-colour ILU(0) could not be factored: " + why;
+    });
+  PetscCall(HeptaneCSRRestore(&csr));
+  if (fell) {
+    h->ilu_fallback = PETSC_TRUE;
+    PetscCall(PetscInfo(ksp, "%s: %s\n", KSPHeptaneName(h), h->pc_note->c_str()));
+  }
+  h->pc_built = want;
   PetscFunctionReturn(0);
 }
 
@@ -233,14 +283,8 @@ static PetscErrorCode KSPHeptaneUpdate(KSP ksp)
   if (updated == 2) h->full_builds++;
   else if (updated == 1) h->value_refreshes++;
 
-  rebuild_pc = (PetscBool)(updated || !h->krylov->has_preconditioner() || h->pc != h->pc_built);
-  if (rebuild_pc) {
-    PetscCall(KSPHeptaneAIJ(ksp, Amat, &aij));
-    PetscCall(HeptaneCSRGet(aij, &csr));
-    HeptaneCallCXX(h->krylov->build_preconditioner(h->pc, csr.view, *h->engine));
-    PetscCall(HeptaneCSRRestore(&csr));
-    h->pc_built = h->pc;
-  }
+  rebuild_pc = (PetscBool)(updated || !h->krylov->has_preconditioner() || KSPHeptaneResolvePC(h) != h->pc_built);
+  if (rebuild_pc) PetscCall(KSPHeptaneBuildPC(ksp, Amat));
   if (updated || rebuild_pc) {
     char        line[512];
     const auto &mt = h->engine->timings();
@@ -312,6 +356,7 @@ static PetscErrorCode KSPSolve_Heptane(KSP ksp)
   PetscScalar           *x;
   heptane::Status        st;
   heptane::SolverOptions opts;
+  PetscBool              fallback;
 
   PetscFunctionBegin;
   PetscCheck(!ksp->transpose_solve, PetscObjectComm((PetscObject)ksp), PETSC_ERR_SUP, "KSP %s: KSPSolveTranspose() is not supported (heptane solves A x = b only)", KSPHeptaneName(h));
@@ -327,12 +372,35 @@ static PetscErrorCode KSPSolve_Heptane(KSP ksp)
   };
   ksp->its   = 0;
   ksp->rnorm = 0;
+  /* -heptane_ilu auto on a GPU: a multi-colour ILU(0) that does not converge is retried with
+     the natural ILU(0) from the same initial guess (as heptane's solve_system does) */
+  fallback = (PetscBool)(h->pc_built == heptane::PcType::ilu0_mc && h->ilu == 0);
+  if (fallback && !ksp->guess_zero) {
+    if (!h->x0) PetscCall(VecDuplicate(ksp->vec_sol, &h->x0));
+    PetscCall(VecCopy(ksp->vec_sol, h->x0));
+  }
   PetscCall(VecGetArrayRead(ksp->vec_rhs, &b));
   PetscCall(VecGetArray(ksp->vec_sol, &x));
   HeptaneCallCXX(st = h->krylov->solve(h->solver, *h->engine, opts, !ksp->guess_zero, b, x));
   PetscCall(VecRestoreArray(ksp->vec_sol, &x));
   PetscCall(VecRestoreArrayRead(ksp->vec_rhs, &b));
   PetscCall(h->monitor_error);
+  if (fallback && !st.converged()) {
+    Mat Amat;
+
+    HeptaneCallCXX(*h->pc_note = std::string("natural ILU(0) after multi-colour ILU(0) did not converge: ") + st.summary());
+    PetscCall(PetscInfo(ksp, "%s: %s; solving again\n", KSPHeptaneName(h), h->pc_note->c_str()));
+    h->ilu_fallback = PETSC_TRUE;
+    PetscCall(KSPGetOperators(ksp, &Amat, NULL));
+    PetscCall(KSPHeptaneBuildPC(ksp, Amat));
+    if (!ksp->guess_zero) PetscCall(VecCopy(h->x0, ksp->vec_sol));
+    PetscCall(VecGetArrayRead(ksp->vec_rhs, &b));
+    PetscCall(VecGetArray(ksp->vec_sol, &x));
+    HeptaneCallCXX(st = h->krylov->solve(h->solver, *h->engine, opts, !ksp->guess_zero, b, x));
+    PetscCall(VecRestoreArray(ksp->vec_sol, &x));
+    PetscCall(VecRestoreArrayRead(ksp->vec_rhs, &b));
+    PetscCall(h->monitor_error);
+  }
   ksp->its    = st.iterations;
   ksp->rnorm  = st.residual_norm;
   ksp->rnorm0 = st.initial_residual_norm;
@@ -351,8 +419,9 @@ static PetscErrorCode KSPView_Heptane(KSP ksp, PetscViewer viewer)
   PetscCall(PetscObjectTypeCompare((PetscObject)viewer, PETSCVIEWERASCII, &isascii));
   if (!isascii) PetscFunctionReturn(0);
   PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane %s, right-preconditioned inside heptane; stopping on the unpreconditioned ||r|| <= max(rtol ||b||, atol)\n", h->solver == heptane::SolverType::bicgstab ? "BiCGStab (fused loop)" : "CG"));
-  PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane options: -heptane_format %s -heptane_device %s -heptane_precision %s -heptane_check_every %" PetscInt_FMT "\n", HeptaneFormats[h->format], h->device, HeptanePrecisions[h->precision], h->check_every));
+  PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane options: -heptane_format %s -heptane_device %s -heptane_precision %s -heptane_check_every %" PetscInt_FMT " -heptane_ilu %s\n", HeptaneFormats[h->format], h->device, HeptanePrecisions[h->precision], h->check_every, HeptaneIluOrders[h->ilu]));
   PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane preconditioner: %s (from %s; the PETSc PC below is none because heptane applies it)\n", h->krylov->has_preconditioner() ? h->krylov->preconditioner_describe().c_str() : heptane::to_string(h->pc), h->pc_from[0] ? h->pc_from : "-"));
+  if (!h->pc_note->empty()) PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane preconditioner fallback: %s\n", h->pc_note->c_str()));
   if (h->engine && h->engine->built()) {
     PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane operator: %s (PETSc matrix %s)\n", h->engine->describe().c_str(), h->mat_type->c_str()));
     PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane structure: %s\n", h->grid_source->c_str()));
@@ -380,6 +449,7 @@ static PetscErrorCode KSPSetFromOptions_Heptane(KSP ksp, PetscOptionItems *Petsc
     PetscCall(PetscStrncpy(h->device, device, sizeof(h->device)));
   }
   PetscCall(PetscOptionsEList("-heptane_precision", "double; single (fp32 matrix and vectors); mixed (fp32 matrix values, fp64 vectors)", "KSPHBCGS", HeptanePrecisions, HeptaneNumPrecisions, HeptanePrecisions[h->precision], &h->precision, NULL));
+  PetscCall(PetscOptionsEList("-heptane_ilu", "Ordering of -pc_type ilu: auto (multicolor on a GPU, natural on the CPU), natural (PETSc's ILU(0)), multicolor (ILU(0) of a multi-colour permutation)", "KSPHBCGS", HeptaneIluOrders, 3, HeptaneIluOrders[h->ilu], &h->ilu, NULL));
   PetscCall(PetscOptionsBoundedInt("-heptane_check_every", "GPU: the host reads the residual every k iterations", "KSPHBCGS", h->check_every, &h->check_every, NULL, 1));
   /* read where they are used (KSPHeptaneGridHint); listed here for -help */
   PetscCall(PetscOptionsIntArray("-heptane_grid", "Grid J,H,I behind the matrix (x fastest) when it has no DMDA (default: from the DMDA, else detected)", "KSPHBCGS", grid, &n, NULL));
@@ -398,6 +468,7 @@ static PetscErrorCode KSPReset_Heptane(KSP ksp)
   PetscFunctionBegin;
   PetscCall(MatDestroy(&h->aij));
   PetscCall(MatDestroy(&h->engine_mat));
+  PetscCall(VecDestroy(&h->x0));
   delete h->own;
   delete h->krylov;
   h->own    = NULL;
@@ -417,8 +488,10 @@ static PetscErrorCode KSPDestroy_Heptane(KSP ksp)
   PetscFunctionBegin;
   PetscCall(MatDestroy(&h->aij));
   PetscCall(MatDestroy(&h->engine_mat));
+  PetscCall(VecDestroy(&h->x0));
   delete h->own;
   delete h->krylov;
+  delete h->pc_note;
   delete h->last_update;
   delete h->grid_source;
   delete h->mat_type;
@@ -441,7 +514,7 @@ static PetscErrorCode KSPCreate_Heptane_Private(KSP ksp, heptane::SolverType sol
   h->pc_built    = heptane::PcType::none;
   h->mat_nzstate = h->mat_state = -1;
   PetscCall(PetscStrncpy(h->device, "auto", sizeof(h->device)));
-  HeptaneCallCXX(h->own = new heptane::plugin::MatrixEngine(); h->krylov = new heptane::plugin::KrylovEngine(); h->last_update = new std::string(); h->grid_source = new std::string(); h->mat_type = new std::string());
+  HeptaneCallCXX(h->own = new heptane::plugin::MatrixEngine(); h->krylov = new heptane::plugin::KrylovEngine(); h->last_update = new std::string(); h->grid_source = new std::string(); h->mat_type = new std::string(); h->pc_note = new std::string());
   h->engine = h->own;
   PetscCall(KSPHeptaneCheckComm(ksp));
 

@@ -13,7 +13,8 @@
 #   RTOL          -ksp_rtol of every run [1e-8]
 #   PETSC_NP      MPI ranks of the PETSc runs [1]
 #   PETSC_PCS     PETSc preconditioners, one run each [ilu on 1 rank, bjacobi on more]
-#   HEPTANE_PCS   heptane preconditioners (-pc_type none|jacobi|pbjacobi|ilu), one run each [ilu]
+#   HEPTANE_PCS   heptane preconditioners, one run each: -pc_type none|jacobi|pbjacobi|ilu, and
+#                 ilu:natural / ilu:multicolor for -pc_type ilu -heptane_ilu natural|multicolor [ilu]
 #   HEPTANE_OPTS  more options for the heptane runs, e.g. "-heptane_device gpu" []
 #   VIA_ENV       1: repeat the first heptane run with the options in PETSC_OPTIONS [1]
 #   MPIEXEC       MPI launcher for PETSC_NP > 1 [mpirun]
@@ -76,10 +77,14 @@ for pc in $petsc_pcs; do
 done
 first=1
 # shellcheck disable=SC2086
-for pc in $heptane_pcs; do
-  run "heptane-hbcgs-$pc" -- "$exe" $args -dll_append "$plugin" -ksp_type hbcgs -pc_type "$pc" -ksp_rtol "$rtol" $heptane_opts
+for spec in $heptane_pcs; do
+  pc=${spec%%:*}
+  pc_opts="-pc_type $pc"
+  [ "$spec" != "$pc" ] && pc_opts="$pc_opts -heptane_ilu ${spec#*:}"
+  name="heptane-hbcgs-${spec/:/-}"
+  run "$name" -- "$exe" $args -dll_append "$plugin" -ksp_type hbcgs $pc_opts -ksp_rtol "$rtol" $heptane_opts
   if [ "$first" = 1 ] && [ "$via_env" = 1 ]; then
-    run "heptane-hbcgs-$pc-PETSC_OPTIONS" "PETSC_OPTIONS=-dll_append $plugin -ksp_type hbcgs -pc_type $pc $heptane_opts" -- "$exe" $args -ksp_rtol "$rtol"
+    run "$name-PETSC_OPTIONS" "PETSC_OPTIONS=-dll_append $plugin -ksp_type hbcgs $pc_opts $heptane_opts" -- "$exe" $args -ksp_rtol "$rtol"
   fi
   first=0
 done

@@ -6,7 +6,8 @@
 #      build the plugin (libheptane_petsc.so) and the reservoir example;
 #   3. run the example at >= 10^6 cells (128 x 128 x 64 by default) with PETSc's bcgs on 16 MPI
 #      ranks (CPU; -pc_type bjacobi, ILU(0) on each rank's block) and with heptane's hbcgs on
-#      the GPU (-heptane_device gpu; ILU(0)/BILU(0) and block Jacobi), and print both solve
+#      the GPU (-heptane_device gpu; -pc_type ilu, which is multi-colour ILU(0)/BILU(0) there,
+#      and pbjacobi; HEPTANE_PCS="ilu:natural" adds the level-scheduled natural ILU(0)), and print both solve
 #      times side by side (scripts/petsc-compare.sh). The plugin itself runs on one MPI rank.
 # Logs (PETSc build, configure, build, every run, summary.txt) go to $OUT when it is set.
 #

@@ -70,6 +70,9 @@ foreach(fmt csr ell hyb dia bsr coo)
     ${compare} --ref ${ref_bcgs} --heptane "-ksp_type hbcgs -heptane_format ${fmt} -ksp_view"
     --expect "heptane operator: ${fmt} " --reject MISMATCH -- ${host} -dof 2 -solves 2)
 endforeach()
+heptane_plugin_test(plugin_host_ilu_multicolor
+  ${compare} --ref ${ref_bcgs} --heptane "-ksp_type hbcgs -heptane_ilu multicolor -ksp_view"
+  --expect "heptane preconditioner: ilu0-mc Nc=3" --reject MISMATCH -- ${host} -dof 3 -solves 2)
 heptane_plugin_test(plugin_host_mixed_precision
   ${compare} --tol 1e-4 --ref "${ref_bcgs} -ksp_rtol 1e-6" --heptane "-ksp_type hbcgs -heptane_precision mixed -ksp_rtol 1e-6 -ksp_view"
   --expect "fp32 values/fp64 vectors" -- ${host} -dof 2)
@@ -106,7 +109,7 @@ heptane_plugin_test(plugin_host_monitor_and_reason
 heptane_plugin_test(plugin_host_help_lists_options
   ${compare} --heptane "-ksp_type hbcgs -help"
   "--expect=KSP hbcgs options" "--expect=-heptane_format <now auto : formerly auto>.*choose one of. auto csr bdiagh"
-  "--expect=-heptane_device <now auto" "--expect=-heptane_precision <now double" "--expect=-heptane_check_every <now 8"
+  "--expect=-heptane_device <now auto" "--expect=-heptane_precision <now double" "--expect=-heptane_check_every <now 8" "--expect=-heptane_ilu <now auto"
   "--expect=-heptane_grid" "--expect=-heptane_block" -- ${host})
 heptane_plugin_test(plugin_host_error_if_not_converged
   ${compare} --heptane "-ksp_type hbcgs -ksp_max_it 2 -ksp_error_if_not_converged"
