@@ -180,15 +180,24 @@ BOOST_AUTO_TEST_CASE(osem_matches_dense_reference)
 
 BOOST_AUTO_TEST_CASE(osem_with_one_subset_equals_mlem)
 {
-    // stored transpose: every kernel is deterministic, so the two paths agree bit for bit
+    // stored transpose: on the CPU every kernel is deterministic, so the two paths (one
+    // operator, one row block) agree bit for bit; a GPU SpMV kernel may order its sums by
+    // timing, so there they agree to rounding
     const Small s = small_system();
     MlemStatus a, b;
     const auto f1 = run_mlem<double>(s.a, s.g, 30, 0, test::test_executor(), &a,
                                      TransposeMode::stored);
     const auto f2 = run_mlem<double>(s.a, s.g, 30, 1, test::test_executor(), &b,
                                      TransposeMode::stored);
-    BOOST_TEST(f1 == f2);
-    BOOST_TEST(a.loglik == b.loglik);
+    BOOST_TEST_REQUIRE(a.loglik.size() == b.loglik.size());
+    if (!test::testing_on_gpu()) {
+        BOOST_TEST(f1 == f2);
+        BOOST_TEST(a.loglik == b.loglik);
+    } else {
+        BOOST_TEST(test::rel_max_diff(f2, f1) <= 1e-13);
+        for (std::size_t k = 0; k < a.loglik.size(); ++k)
+            BOOST_TEST(std::abs(a.loglik[k] - b.loglik[k]) <= 1e-13 * std::abs(a.loglik[k]));
+    }
 }
 
 BOOST_AUTO_TEST_CASE(mlem_loglik_never_decreases_on_a_pet_system)
