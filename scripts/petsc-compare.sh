@@ -67,7 +67,7 @@ run() {
     exit 1
   fi
   t1=$(date +%s.%N)
-  echo "wall $(echo "$t1 - $t0" | bc -l)" >>"$log"
+  awk -v a="$t0" -v b="$t1" 'BEGIN { printf "wall %.3f\n", b - a }' >>"$log"
   names+=("$name")
 }
 
