@@ -10,6 +10,10 @@
 #include "core/bitset.hpp"
 #include "core/error.hpp"
 
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
 namespace heptane {
 
 namespace {
@@ -127,18 +131,37 @@ Bdia<T> bdia_from_coo(const Coo<T>& a, index_t block_size, std::vector<index_t> 
     std::uint64_t* bits = pattern.data();
     const index_t* dq = block_offsets.data();
     offset_t bad = nnz;  // first entry on an offset that is not in the list
-#pragma omp parallel for reduction(min : bad) if (nnz > kParallelMin)
-    for (offset_t k = 0; k < nnz; ++k) {
-        const index_t d = c[k] / nc - r[k] / nc;
-        const index_t q = index_t(std::lower_bound(dq, dq + nq, d) - dq);
-        if (q == nq || dq[q] != d) {
-            bad = std::min(bad, k);
-            continue;
+    // Each thread takes a contiguous range of rows [r0, r1) (its entries are contiguous too).
+    // Its bits of diagonal k lie in [k*rows + r0, k*rows + r1), so only the first and the last
+    // word of each such stretch can hold another thread's bits: those get an atomic OR, the
+    // rest a plain one (an atomic per entry cost more than everything else here).
+#pragma omp parallel reduction(min : bad) if (nnz > kParallelMin)
+    {
+#ifdef _OPENMP
+        const offset_t t = omp_get_thread_num(), nt = omp_get_num_threads();
+#else
+        const offset_t t = 0, nt = 1;
+#endif
+        const index_t r0 = index_t(rows * t / nt), r1 = index_t(rows * (t + 1) / nt);
+        const offset_t e0 = std::lower_bound(r, r + nnz, r0) - r;
+        const offset_t e1 = std::lower_bound(r, r + nnz, r1) - r;
+        for (offset_t e = e0; e < e1; ++e) {
+            const index_t d = c[e] / nc - r[e] / nc;
+            const index_t q = index_t(std::lower_bound(dq, dq + nq, d) - dq);
+            if (q == nq || dq[q] != d) {
+                bad = std::min(bad, e);
+                continue;
+            }
+            // slot k = q*Nc + (c mod Nc), stored at data[k*rows + r]
+            const std::size_t k = std::size_t(q) * nc + c[e] % nc;
+            const std::size_t s = k * rows + r[e];
+            data[s] = v[e];
+            const std::size_t w = s >> 6;
+            if (w == (k * rows + r0) >> 6 || w == (k * rows + r1 - 1) >> 6)
+                set_bit_atomic(bits, s);
+            else
+                bits[w] |= std::uint64_t{1} << (s & 63);
         }
-        // slot k' = q*Nc + (c mod Nc), stored at data[k'*rows + r]
-        const std::size_t s = (std::size_t(q) * nc + c[k] % nc) * rows + r[k];
-        data[s] = v[k];
-        set_bit_atomic(bits, s);
     }
     HEPTANE_ENSURE(bad == nnz, InputError,
                    "bdia_from_coo: entry (" << r[bad] << ", " << c[bad]

@@ -108,7 +108,9 @@ Bsr<T> bsr_from_coo(const Coo<T>& a, index_t block_size)
     const offset_t nnzb = bptr[brows];
 
     // Pass 2: block columns, values and the pattern. Block row ib owns values
-    // [bptr[ib]*b*b, bptr[ib+1]*b*b); its first and last pattern words may be shared.
+    // [bptr[ib]*b*b, bptr[ib+1]*b*b); only its first and last pattern words may be shared with
+    // other block rows, so only those get an atomic OR (an atomic per entry costs more than
+    // the rest of the pass).
     const std::size_t bb = std::size_t(b) * b;
     std::vector<index_t> bci(nnzb);
     std::vector<T> values(nnzb * bb, T(0));
@@ -121,6 +123,9 @@ Bsr<T> bsr_from_coo(const Coo<T>& a, index_t block_size)
         for (index_t ib = 0; ib < brows; ++ib) {
             block_columns(ptr, col, b, ib, bcols);
             std::copy(bcols.begin(), bcols.end(), bci.begin() + bptr[ib]);
+            if (bcols.empty()) continue;
+            const std::size_t first_word = (std::size_t(bptr[ib]) * bb) >> 6;
+            const std::size_t last_word = (std::size_t(bptr[ib + 1]) * bb - 1) >> 6;
             for (index_t lr = 0; lr < b; ++lr) {
                 const index_t i = ib * b + lr;
                 // block columns of this row are non-decreasing: walk the sorted list
@@ -131,7 +136,12 @@ Bsr<T> bsr_from_coo(const Coo<T>& a, index_t block_size)
                     const std::size_t s =
                         (std::size_t(bptr[ib]) + p) * bb + std::size_t(lr) * b + col[k] % b;
                     values[s] = val[k];
-                    set_bit_atomic(bits, s);
+                    // only the block row's first and last pattern words can be shared
+                    const std::size_t w = s >> 6;
+                    if (w == first_word || w == last_word)
+                        set_bit_atomic(bits, s);
+                    else
+                        bits[w] |= std::uint64_t{1} << (s & 63);
                 }
             }
         }

@@ -9,6 +9,10 @@
 #include "core/bitset.hpp"
 #include "core/error.hpp"
 
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
 namespace heptane {
 
 namespace {
@@ -88,12 +92,30 @@ Dia<T> dia_from_coo(const Coo<T>& a, index_t max_diagonals)
     Array<std::uint64_t> pattern = make_bitset(slots, false);
     std::uint64_t* bits = pattern.data();
     const index_t* ob = offsets.data();
-#pragma omp parallel for if (nnz > kParallelMin)
-    for (offset_t k = 0; k < nnz; ++k) {
-        const index_t d = index_t(std::lower_bound(ob, ob + nd, c[k] - r[k]) - ob);
-        const std::size_t s = std::size_t(d) * rows + r[k];
-        data[s] = v[k];
-        set_bit_atomic(bits, s);
+    // Each thread takes a contiguous range of rows [r0, r1) (its entries are contiguous too).
+    // Its bits of diagonal d lie in [d*rows + r0, d*rows + r1), so only the first and the last
+    // word of each such stretch can hold another thread's bits: those get an atomic OR, the
+    // rest a plain one (an atomic per entry cost more than everything else here).
+#pragma omp parallel if (nnz > kParallelMin)
+    {
+#ifdef _OPENMP
+        const offset_t t = omp_get_thread_num(), nt = omp_get_num_threads();
+#else
+        const offset_t t = 0, nt = 1;
+#endif
+        const index_t r0 = index_t(rows * t / nt), r1 = index_t(rows * (t + 1) / nt);
+        const offset_t e0 = std::lower_bound(r, r + nnz, r0) - r;
+        const offset_t e1 = std::lower_bound(r, r + nnz, r1) - r;
+        for (offset_t e = e0; e < e1; ++e) {
+            const std::size_t d = std::lower_bound(ob, ob + nd, c[e] - r[e]) - ob;
+            const std::size_t s = d * rows + r[e];
+            data[s] = v[e];
+            const std::size_t w = s >> 6;
+            if (w == (d * rows + r0) >> 6 || w == (d * rows + r1 - 1) >> 6)
+                set_bit_atomic(bits, s);
+            else
+                bits[w] |= std::uint64_t{1} << (s & 63);
+        }
     }
     Dia<T> m;
     m.rows = rows;

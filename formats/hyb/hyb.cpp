@@ -137,11 +137,13 @@ Coo<T> to_coo(const Hyb<T>& a)
 {
     HEPTANE_ENSURE(a.exec()->is_cpu() && a.coo.exec()->is_cpu(), NotSupported,
                    "to_coo works on host HYB");
-    HEPTANE_ENSURE(a.coo.rows == a.ell.rows && a.coo.cols == a.ell.cols, DimensionMismatch,
+    HEPTANE_ENSURE(a.coo.nnz() == 0 || (a.coo.rows == a.ell.rows && a.coo.cols == a.ell.cols),
+                   DimensionMismatch,
                    "HYB parts differ in size: ELL " << a.ell.rows << " x " << a.ell.cols << ", COO "
                                                     << a.coo.rows << " x " << a.coo.cols);
-    const Coo<T> e = to_coo(a.ell);
+    Coo<T> e = to_coo(a.ell);
     const std::vector<offset_t> ep = canonical_row_ptr(e, "to_coo(Hyb) ELL part");
+    if (a.coo.nnz() == 0) return e;  // no tail (the common case of a regular matrix): no merge
     const std::vector<offset_t> cp = canonical_row_ptr(a.coo, "to_coo(Hyb) COO part");
     const index_t rows = a.rows();
     std::vector<offset_t> ptr(std::size_t(rows) + 1, 0);
