@@ -45,10 +45,10 @@ void bsr_apply(const Bsr<MT>& a, Op op, VT alpha, const VT* x, VT beta, VT* y)
                 for (offset_t p = ptr[ib]; p < ptr[ib + 1]; ++p) {
                     const MT* __restrict vp = val + std::size_t(p) * bb;
                     const VT* __restrict xp = x + std::size_t(bci[p]) * b;
-                    for (index_t l = 0; l < b; ++l) {
-                        VT sum = 0;
-                        for (index_t j = 0; j < b; ++j) sum += VT(vp[l * b + j]) * xp[j];
-                        t[l] += sum;
+                    // column by column: b independent sums (no dependency chain)
+                    for (index_t j = 0; j < b; ++j) {
+                        const VT xj = xp[j];
+                        for (index_t l = 0; l < b; ++l) t[l] += VT(vp[l * b + j]) * xj;
                     }
                 }
                 VT* yb = y + std::size_t(ib) * b;
