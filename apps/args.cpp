@@ -105,7 +105,8 @@ std::vector<long long> parse_dims(const std::string& s, std::size_t min_n, std::
         char* end = nullptr;
         long long v = std::strtoll(part.c_str(), &end, 10);
         if (part.empty() || *end != '\0' || v <= 0)
-            throw UsageError("bad dimensions '" + s + "': expected positive integers like 16x16x32");
+            throw UsageError("bad dimensions '" + s +
+                             "': expected positive integers like 16x16x32");
         out.push_back(v);
         i = j + 1;
     }

@@ -57,12 +57,17 @@ const char* usage =
 struct Row {
     std::string format, transpose, status;
     double check_err = 0;
-    double fwd_s = 0, fwd_bytes = 0, back_s = 0, back_bytes = 0;
+    double fwd_s = 0, fwd_bytes = 0, back_s = 0, back_bytes = 0;  // medians
+    double fwd_min = 0, back_min = 0, iter_min = 0;               // minima
     double iter_s = 0, iter_bytes = 0;
 };
 
-/// Median seconds of f() over reps runs after two warm-ups (CUDA events on a GPU).
-double time_median(const Executor& exec, const std::function<void()>& f, int reps)
+struct Stats {
+    double med = 0, min = 0;
+};
+
+/// Median and minimum seconds of f() over reps runs after two warm-ups (CUDA events on a GPU).
+Stats time_stats(const Executor& exec, const std::function<void()>& f, int reps)
 {
     for (int i = 0; i < 2; ++i) f();
     std::vector<double> t;
@@ -89,11 +94,12 @@ double time_median(const Executor& exec, const std::function<void()>& f, int rep
         for (int i = 0; i < reps; ++i) {
             const auto t0 = std::chrono::steady_clock::now();
             f();
-            t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+            t.push_back(
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
         }
     }
     std::sort(t.begin(), t.end());
-    return t[t.size() / 2];
+    return {t[t.size() / 2], t.front()};
 }
 
 std::vector<std::string> split(const std::string& s)
@@ -152,10 +158,14 @@ void measure(const Setup& su, Format fmt, const FormatOptions& fo, double tol, R
     // the products as LSQR calls them: y read and written
     Array<VT> u = Array<VT>(b), v(exec, std::size_t(a.cols));
     op->apply_transpose(VT(1), b.data(), VT(0), v.data());
-    r.fwd_s = time_median(*exec, [&] { op->apply(VT(1), v.data(), VT(-0.5), u.data()); },
-                          su.reps);
-    r.back_s = time_median(
+    const Stats fs = time_stats(
+        *exec, [&] { op->apply(VT(1), v.data(), VT(-0.5), u.data()); }, su.reps);
+    const Stats bs = time_stats(
         *exec, [&] { op->apply_transpose(VT(1), u.data(), VT(-0.5), v.data()); }, su.reps);
+    r.fwd_s = fs.med;
+    r.fwd_min = fs.min;
+    r.back_s = bs.med;
+    r.back_min = bs.min;
     solver.options() = fixed_iterations(su.iters);
     solver.solve(b, x);  // warm-up
     std::vector<double> per;
@@ -163,6 +173,7 @@ void measure(const Setup& su, Format fmt, const FormatOptions& fo, double tol, R
         per.push_back(solver.solve(b, x).timings.per_iteration_ms / 1e3);
     std::sort(per.begin(), per.end());
     r.iter_s = per[per.size() / 2];
+    r.iter_min = per.front();
 }
 
 }  // namespace
@@ -195,7 +206,7 @@ int bench_lsqr(int argc, char** argv)
         throw UsageError("--iters, --check-iters and --reps must be >= 1");
     if (prec != "double" && prec != "single" && prec != "mixed")
         throw UsageError("--precision must be double, single or mixed");
-    const Precision p = prec == "double" ? Precision::double_
+    const Precision p = prec == "double"   ? Precision::double_
                         : prec == "single" ? Precision::single
                                            : Precision::mixed;
     const double vs = p == Precision::single ? 4 : 8;
@@ -223,8 +234,9 @@ int bench_lsqr(int argc, char** argv)
     su.b = &b;
     su.exec = pick_executor(device);
     const auto& exec = *su.exec;
-    const std::string dev = exec.is_cuda() ? "cuda:" + std::to_string(
-        static_cast<const CudaExecutor&>(exec).device()) : "cpu";
+    const std::string dev =
+        exec.is_cuda() ? "cuda:" + std::to_string(static_cast<const CudaExecutor&>(exec).device())
+                       : "cpu";
     {
         FormatOptions fo;
         fo.transpose = TransposeMode::stored;
@@ -243,12 +255,14 @@ int bench_lsqr(int argc, char** argv)
     std::printf("LSQR on %s (%s): %d x %d, %lld entries (%.1f per row)\n", exec.name().c_str(),
                 prec.c_str(), a.rows, a.cols, static_cast<long long>(a.nnz()),
                 double(a.nnz()) / a.rows);
-    std::printf("system %s; copy bandwidth %.1f GB/s (read + written, this run); median of %d; "
-                "iteration over %d iterations\n\n",
-                source.c_str(), copy_gbs, su.reps, su.iters);
-    std::printf("| format | A^T | check | Av-cu us | %%floor | A^Tu-cv us | %%floor | iter ms | "
-                "floor ms | %%floor | products share |\n");
-    std::printf("|---|---|---|---|---|---|---|---|---|---|---|\n");
+    std::printf(
+        "system %s; copy bandwidth %.1f GB/s (read + written, this run); median of %d; "
+        "iteration over %d iterations\n\n",
+        source.c_str(), copy_gbs, su.reps, su.iters);
+    std::printf(
+        "| format | A^T | check | Av-cu us | %%floor | A^Tu-cv us | %%floor | iter ms | "
+        "floor ms | %%floor | products share | min Av us / A^Tu us / iter ms |\n");
+    std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     std::fflush(stdout);
     std::vector<Row> rows;
     int failed = 0;
@@ -267,10 +281,10 @@ int bench_lsqr(int argc, char** argv)
             r.transpose = tname + " (" + describe_transpose(fmt, fo.transpose) + ")";
             try {
                 const SpmvTraffic fwd = spmv_traffic(a, fmt, fo, p);
-                const double back_matrix = fo.transpose == TransposeMode::stored &&
-                                                   fmt != Format::bdia
-                                               ? spmv_traffic(at, Format::csr, fo, p).matrix_bytes
-                                               : fwd.matrix_bytes;
+                const double back_matrix =
+                    fo.transpose == TransposeMode::stored && fmt != Format::bdia
+                        ? spmv_traffic(at, Format::csr, fo, p).matrix_bytes
+                        : fwd.matrix_bytes;
                 r.fwd_bytes = fwd.matrix_bytes + (n + 2 * m) * vs;
                 r.back_bytes = back_matrix + (m + 2 * n) * vs;
                 r.iter_bytes = fwd.matrix_bytes + back_matrix + (4 * m + 9 * n) * vs;
@@ -287,49 +301,54 @@ int bench_lsqr(int argc, char** argv)
             rows.push_back(r);
             auto pct = [&](double bytes, double s) { return 100.0 * bytes / (copy_gbs * 1e9) / s; };
             if (r.status == "ok")
-                std::printf("| %s | %s | %.1e | %.1f | %.0f%% | %.1f | %.0f%% | %.4f | %.4f | "
-                            "%.0f%% | %.0f%% |\n",
-                            r.format.c_str(), r.transpose.c_str(), r.check_err, r.fwd_s * 1e6,
-                            pct(r.fwd_bytes, r.fwd_s), r.back_s * 1e6, pct(r.back_bytes, r.back_s),
-                            r.iter_s * 1e3, r.iter_bytes / (copy_gbs * 1e9) * 1e3,
-                            pct(r.iter_bytes, r.iter_s), 100.0 * (r.fwd_s + r.back_s) / r.iter_s);
+                std::printf(
+                    "| %s | %s | %.1e | %.1f | %.0f%% | %.1f | %.0f%% | %.4f | %.4f | "
+                    "%.0f%% | %.0f%% | %.1f / %.1f / %.4f |\n",
+                    r.format.c_str(), r.transpose.c_str(), r.check_err, r.fwd_s * 1e6,
+                    pct(r.fwd_bytes, r.fwd_s), r.back_s * 1e6, pct(r.back_bytes, r.back_s),
+                    r.iter_s * 1e3, r.iter_bytes / (copy_gbs * 1e9) * 1e3,
+                    pct(r.iter_bytes, r.iter_s), 100.0 * (r.fwd_s + r.back_s) / r.iter_s,
+                    r.fwd_min * 1e6, r.back_min * 1e6, r.iter_min * 1e3);
             else
-                std::printf("| %s | %s | %s (%.1e) | | | | | | | | |\n", r.format.c_str(),
+                std::printf("| %s | %s | %s (%.1e) | | | | | | | | | |\n", r.format.c_str(),
                             r.transpose.c_str(), r.status.c_str(), r.check_err);
             std::fflush(stdout);
         }
     }
-    std::printf("\nfloor bytes: iteration = matrix of A + matrix of A^T (the stored CSR when stored)"
-                " + (4m + 9n) x %g B; products: matrix + x + y read and written. %%floor = floor "
-                "time / measured time; products share = (Av + A^Tu) / iteration.\n",
-                vs);
+    std::printf(
+        "\nfloor bytes: iteration = matrix of A + matrix of A^T (the stored CSR when stored)"
+        " + (4m + 9n) x %g B; products: matrix + x + y read and written. %%floor = floor "
+        "time / measured time; products share = (Av + A^Tu) / iteration.\n",
+        vs);
     if (csv) {
         std::ofstream f(*csv);
         HEPTANE_ENSURE(f.good(), IoError, "cannot write " << *csv);
         f << "system,device,precision,rows,cols,nnz,copy_gbs,format,transpose,status,check_err,"
-             "fwd_s,fwd_bytes,back_s,back_bytes,iter_s,iter_floor_bytes\n";
+             "fwd_s,fwd_bytes,back_s,back_bytes,iter_s,iter_floor_bytes,fwd_min_s,back_min_s,"
+             "iter_min_s\n";
         for (const auto& r : rows)
             f << '"' << source << "\"," << dev << ',' << prec << ',' << a.rows << ',' << a.cols
               << ',' << a.nnz() << ',' << copy_gbs << ',' << r.format << ",\"" << r.transpose
-              << "\",\"" << r.status << "\"," << r.check_err << ',' << r.fwd_s << ','
-              << r.fwd_bytes << ',' << r.back_s << ',' << r.back_bytes << ',' << r.iter_s << ','
-              << r.iter_bytes << '\n';
+              << "\",\"" << r.status << "\"," << r.check_err << ',' << r.fwd_s << ',' << r.fwd_bytes
+              << ',' << r.back_s << ',' << r.back_bytes << ',' << r.iter_s << ',' << r.iter_bytes
+              << ',' << r.fwd_min << ',' << r.back_min << ',' << r.iter_min << '\n';
     }
     if (jsonf) {
         std::ofstream f(*jsonf);
         HEPTANE_ENSURE(f.good(), IoError, "cannot write " << *jsonf);
         f << "{\"system\": " << json_string(source) << ", \"device\": " << json_string(exec.name())
-          << ", \"precision\": \"" << prec << "\", \"rows\": " << a.rows << ", \"cols\": "
-          << a.cols << ", \"nnz\": " << a.nnz() << ", \"copy_gbs\": " << copy_gbs
-          << ", \"results\": [\n";
+          << ", \"precision\": \"" << prec << "\", \"rows\": " << a.rows << ", \"cols\": " << a.cols
+          << ", \"nnz\": " << a.nnz() << ", \"copy_gbs\": " << copy_gbs << ", \"results\": [\n";
         for (std::size_t i = 0; i < rows.size(); ++i) {
             const auto& r = rows[i];
-            f << "  {\"format\": \"" << r.format << "\", \"transpose\": " << json_string(r.transpose)
+            f << "  {\"format\": \"" << r.format
+              << "\", \"transpose\": " << json_string(r.transpose)
               << ", \"status\": " << json_string(r.status) << ", \"check_err\": " << r.check_err
               << ", \"fwd_s\": " << r.fwd_s << ", \"fwd_bytes\": " << r.fwd_bytes
               << ", \"back_s\": " << r.back_s << ", \"back_bytes\": " << r.back_bytes
               << ", \"iter_s\": " << r.iter_s << ", \"iter_floor_bytes\": " << r.iter_bytes
-              << "}" << (i + 1 < rows.size() ? ",\n" : "\n");
+              << ", \"fwd_min_s\": " << r.fwd_min << ", \"back_min_s\": " << r.back_min
+              << ", \"iter_min_s\": " << r.iter_min << "}" << (i + 1 < rows.size() ? ",\n" : "\n");
         }
         f << "]}\n";
     }

@@ -63,13 +63,18 @@ const char* usage =
 struct Row {
     std::string format, transpose, status;
     double check_err = 0;
-    double fwd_s = 0, fwd_bytes = 0, back_s = 0, back_bytes = 0;
+    double fwd_s = 0, fwd_bytes = 0, back_s = 0, back_bytes = 0;  // medians
+    double fwd_min = 0, back_min = 0, iter_min = 0;               // minima
     double iter_s = 0, iter_bytes = 0, osem_iter_s = 0;
 };
 
-/// Median seconds of f() over reps runs after two warm-ups: CUDA events on the executor's
-/// stream on a GPU, the host clock on the CPU.
-double time_median(const Executor& exec, const std::function<void()>& f, int reps)
+struct Stats {
+    double med = 0, min = 0;
+};
+
+/// Median and minimum seconds of f() over reps runs after two warm-ups: CUDA events on the
+/// executor's stream on a GPU, the host clock on the CPU.
+Stats time_stats(const Executor& exec, const std::function<void()>& f, int reps)
 {
     for (int i = 0; i < 2; ++i) f();
     std::vector<double> t;
@@ -96,11 +101,12 @@ double time_median(const Executor& exec, const std::function<void()>& f, int rep
         for (int i = 0; i < reps; ++i) {
             const auto t0 = std::chrono::steady_clock::now();
             f();
-            t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+            t.push_back(
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
         }
     }
     std::sort(t.begin(), t.end());
-    return t[t.size() / 2];
+    return {t[t.size() / 2], t.front()};
 }
 
 double median(std::vector<double> v)
@@ -166,9 +172,14 @@ void measure(const Setup& su, Format fmt, const FormatOptions& fo, double tol, R
     r.status = "ok";
     // the products alone, on the checked image and a correlation-like vector
     Array<VT> q(exec, std::size_t(a.rows)), b(exec, std::size_t(a.cols));
-    r.fwd_s = time_median(*exec, [&] { op->apply(f.data(), q.data()); }, su.reps);
-    r.back_s = time_median(
+    const Stats fs = time_stats(
+        *exec, [&] { op->apply(f.data(), q.data()); }, su.reps);
+    const Stats bs = time_stats(
         *exec, [&] { op->apply_transpose(VT(1), g.data(), VT(0), b.data()); }, su.reps);
+    r.fwd_s = fs.med;
+    r.fwd_min = fs.min;
+    r.back_s = bs.med;
+    r.back_min = bs.min;
     // whole MLEM iterations
     std::vector<double> per;
     em.options().iterations = su.iters;
@@ -176,6 +187,7 @@ void measure(const Setup& su, Format fmt, const FormatOptions& fo, double tol, R
     for (int k = 0; k < std::max(3, su.reps / 2); ++k)
         per.push_back(em.solve(g, f).timings.per_iteration_ms / 1e3);
     r.iter_s = median(per);
+    r.iter_min = *std::min_element(per.begin(), per.end());
     if (su.subsets > 1) {
         Mlem<VT> os(mo);
         os.options().iterations = su.iters;
@@ -219,7 +231,7 @@ int bench_mlem(int argc, char** argv)
         throw UsageError("--iters, --check-iters and --reps must be >= 1");
     if (prec != "double" && prec != "single" && prec != "mixed")
         throw UsageError("--precision must be double, single or mixed");
-    const Precision p = prec == "double" ? Precision::double_
+    const Precision p = prec == "double"   ? Precision::double_
                         : prec == "single" ? Precision::single
                                            : Precision::mixed;
     const double vs = p == Precision::single ? 4 : 8;  // vector bytes
@@ -245,8 +257,9 @@ int bench_mlem(int argc, char** argv)
     su.g = &g;
     su.exec = pick_executor(device);
     const auto& exec = *su.exec;
-    const std::string dev = exec.is_cuda() ? "cuda:" + std::to_string(
-        static_cast<const CudaExecutor&>(exec).device()) : "cpu";
+    const std::string dev =
+        exec.is_cuda() ? "cuda:" + std::to_string(static_cast<const CudaExecutor&>(exec).device())
+                       : "cpu";
 
     // the CPU reference
     {
@@ -269,13 +282,15 @@ int bench_mlem(int argc, char** argv)
     std::printf("MLEM on %s (%s): %d x %d, %lld entries (%.1f per row)\n", exec.name().c_str(),
                 prec.c_str(), a.rows, a.cols, static_cast<long long>(a.nnz()),
                 double(a.nnz()) / a.rows);
-    std::printf("system %s; copy bandwidth %.1f GB/s (read + written, this run); median of %d; "
-                "iteration over %d iterations\n\n",
-                source.c_str(), copy_gbs, su.reps, su.iters);
-    std::printf("| format | A^T | check | fwd us | fwd GB/s | fwd %%floor | back us | back GB/s | "
-                "back %%floor | iter ms | floor ms | %%floor |%s\n",
-                su.subsets > 1 ? " OSEM iter ms |" : "");
-    std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|%s\n",
+    std::printf(
+        "system %s; copy bandwidth %.1f GB/s (read + written, this run); median of %d; "
+        "iteration over %d iterations\n\n",
+        source.c_str(), copy_gbs, su.reps, su.iters);
+    std::printf(
+        "| format | A^T | check | fwd us | fwd GB/s | fwd %%floor | back us | back GB/s | "
+        "back %%floor | iter ms | floor ms | %%floor | min fwd us / back us / iter ms |%s\n",
+        su.subsets > 1 ? " OSEM iter ms |" : "");
+    std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|%s\n",
                 su.subsets > 1 ? "---|" : "");
     std::fflush(stdout);
     std::vector<Row> rows;
@@ -313,53 +328,58 @@ int bench_mlem(int argc, char** argv)
             rows.push_back(r);
             auto pct = [&](double bytes, double s) { return 100.0 * bytes / (copy_gbs * 1e9) / s; };
             if (r.status == "ok") {
-                std::printf("| %s | %s | %.1e | %.1f | %.1f | %.0f%% | %.1f | %.1f | %.0f%% | %.4f | "
-                            "%.4f | %.0f%% |",
-                            r.format.c_str(), r.transpose.c_str(), r.check_err, r.fwd_s * 1e6,
-                            r.fwd_bytes / r.fwd_s / 1e9, pct(r.fwd_bytes, r.fwd_s),
-                            r.back_s * 1e6, r.back_bytes / r.back_s / 1e9,
-                            pct(r.back_bytes, r.back_s), r.iter_s * 1e3,
-                            r.iter_bytes / (copy_gbs * 1e9) * 1e3, pct(r.iter_bytes, r.iter_s));
+                std::printf(
+                    "| %s | %s | %.1e | %.1f | %.1f | %.0f%% | %.1f | %.1f | %.0f%% | %.4f | "
+                    "%.4f | %.0f%% | %.1f / %.1f / %.4f |",
+                    r.format.c_str(), r.transpose.c_str(), r.check_err, r.fwd_s * 1e6,
+                    r.fwd_bytes / r.fwd_s / 1e9, pct(r.fwd_bytes, r.fwd_s), r.back_s * 1e6,
+                    r.back_bytes / r.back_s / 1e9, pct(r.back_bytes, r.back_s), r.iter_s * 1e3,
+                    r.iter_bytes / (copy_gbs * 1e9) * 1e3, pct(r.iter_bytes, r.iter_s),
+                    r.fwd_min * 1e6, r.back_min * 1e6, r.iter_min * 1e3);
                 if (su.subsets > 1) std::printf(" %.4f |", r.osem_iter_s * 1e3);
                 std::printf("\n");
             } else {
-                std::printf("| %s | %s | %s (%.1e) | | | | | | | | | |\n", r.format.c_str(),
+                std::printf("| %s | %s | %s (%.1e) | | | | | | | | | | |\n", r.format.c_str(),
                             r.transpose.c_str(), r.status.c_str(), r.check_err);
             }
             std::fflush(stdout);
         }
     }
-    std::printf("\nfloor bytes: forward = matrix + f + q; back = matrix (of A^T when stored) + c + "
-                "b; iteration = both + (5m + 6n) x %g B. %%floor = floor time / measured time.\n",
-                vs);
+    std::printf(
+        "\nfloor bytes: forward = matrix + f + q; back = matrix (of A^T when stored) + c + "
+        "b; iteration = both + (5m + 6n) x %g B. %%floor = floor time / measured time.\n",
+        vs);
     if (csv) {
         std::ofstream f(*csv);
         HEPTANE_ENSURE(f.good(), IoError, "cannot write " << *csv);
         f << "system,device,precision,rows,cols,nnz,copy_gbs,format,transpose,status,check_err,"
-             "fwd_s,fwd_bytes,back_s,back_bytes,iter_s,iter_floor_bytes,osem_subsets,osem_iter_s\n";
+             "fwd_s,fwd_bytes,back_s,back_bytes,iter_s,iter_floor_bytes,osem_subsets,osem_iter_s,"
+             "fwd_min_s,back_min_s,iter_min_s\n";
         for (const auto& r : rows)
             f << '"' << source << "\"," << dev << ',' << prec << ',' << a.rows << ',' << a.cols
               << ',' << a.nnz() << ',' << copy_gbs << ',' << r.format << ",\"" << r.transpose
-              << "\",\"" << r.status << "\"," << r.check_err << ',' << r.fwd_s << ','
-              << r.fwd_bytes << ',' << r.back_s << ',' << r.back_bytes << ',' << r.iter_s << ','
-              << r.iter_bytes << ',' << su.subsets << ',' << r.osem_iter_s << '\n';
+              << "\",\"" << r.status << "\"," << r.check_err << ',' << r.fwd_s << ',' << r.fwd_bytes
+              << ',' << r.back_s << ',' << r.back_bytes << ',' << r.iter_s << ',' << r.iter_bytes
+              << ',' << su.subsets << ',' << r.osem_iter_s << ',' << r.fwd_min << ',' << r.back_min
+              << ',' << r.iter_min << '\n';
     }
     if (jsonf) {
         std::ofstream f(*jsonf);
         HEPTANE_ENSURE(f.good(), IoError, "cannot write " << *jsonf);
         f << "{\"system\": " << json_string(source) << ", \"device\": " << json_string(exec.name())
-          << ", \"precision\": \"" << prec << "\", \"rows\": " << a.rows << ", \"cols\": "
-          << a.cols << ", \"nnz\": " << a.nnz() << ", \"copy_gbs\": " << copy_gbs
-          << ", \"results\": [\n";
+          << ", \"precision\": \"" << prec << "\", \"rows\": " << a.rows << ", \"cols\": " << a.cols
+          << ", \"nnz\": " << a.nnz() << ", \"copy_gbs\": " << copy_gbs << ", \"results\": [\n";
         for (std::size_t i = 0; i < rows.size(); ++i) {
             const auto& r = rows[i];
-            f << "  {\"format\": \"" << r.format << "\", \"transpose\": " << json_string(r.transpose)
+            f << "  {\"format\": \"" << r.format
+              << "\", \"transpose\": " << json_string(r.transpose)
               << ", \"status\": " << json_string(r.status) << ", \"check_err\": " << r.check_err
               << ", \"fwd_s\": " << r.fwd_s << ", \"fwd_bytes\": " << r.fwd_bytes
               << ", \"back_s\": " << r.back_s << ", \"back_bytes\": " << r.back_bytes
               << ", \"iter_s\": " << r.iter_s << ", \"iter_floor_bytes\": " << r.iter_bytes
               << ", \"osem_subsets\": " << su.subsets << ", \"osem_iter_s\": " << r.osem_iter_s
-              << "}" << (i + 1 < rows.size() ? ",\n" : "\n");
+              << ", \"fwd_min_s\": " << r.fwd_min << ", \"back_min_s\": " << r.back_min
+              << ", \"iter_min_s\": " << r.iter_min << "}" << (i + 1 < rows.size() ? ",\n" : "\n");
         }
         f << "]}\n";
     }

@@ -54,7 +54,7 @@ struct Row {
 
 std::vector<HeptaSpec> thesis_sizes()
 {
-    const int t[10][4] = {{16, 16, 32, 8}, {16, 32, 32, 8}, {16, 16, 32, 16}, {32, 64, 64, 4},
+    const int t[10][4] = {{16, 16, 32, 8},  {16, 32, 32, 8}, {16, 16, 32, 16}, {32, 64, 64, 4},
                           {16, 32, 32, 16}, {32, 32, 64, 8}, {32, 128, 64, 4}, {32, 64, 64, 8},
                           {32, 32, 64, 16}, {32, 128, 64, 8}};
     std::vector<HeptaSpec> v;
@@ -99,8 +99,9 @@ int bench_solve(int argc, char** argv)
     args.finish(0, 0);
 
     auto exec = pick_executor(device);
-    const std::string dev = exec->is_cuda() ? "cuda:" + std::to_string(
-        static_cast<const CudaExecutor&>(*exec).device()) : "cpu";
+    const std::string dev =
+        exec->is_cuda() ? "cuda:" + std::to_string(static_cast<const CudaExecutor&>(*exec).device())
+                        : "cpu";
     if (copy_gbs <= 0 && exec->is_cuda()) copy_gbs = measure_copy_bandwidth(*exec);
 
     std::vector<HeptaSpec> specs;
@@ -137,8 +138,10 @@ int bench_solve(int argc, char** argv)
     std::printf("BiCGStab on %s; copy bandwidth %s; preconditioner %s\n", exec->name().c_str(),
                 copy_gbs > 0 ? (std::to_string(int(copy_gbs)) + " GB/s").c_str() : "not given",
                 pc.c_str());
-    std::printf("| system | N | nnz | format | impl | 5 it + setup ms | ms/it | floor ms/it | "
-                "x floor | it to %.0e | s to tol | true relres | reason |\n", rtol);
+    std::printf(
+        "| system | N | nnz | format | impl | 5 it + setup ms | ms/it | floor ms/it | "
+        "x floor | it to %.0e | s to tol | true relres | reason |\n",
+        rtol);
     std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     std::fflush(stdout);
     for (auto spec : specs) {
@@ -199,14 +202,15 @@ int bench_solve(int argc, char** argv)
                     r.tol_reason = std::string("error: ") + e.what();
                 }
                 rows.push_back(r);
-                std::printf("| %s | %lld | %lld | %s | %s | %.3f | %.4f | %s | %s | %d | %.4f | "
-                            "%.1e | %s |\n",
-                            r.system.c_str(), r.n, r.nnz, r.format.c_str(), r.impl.c_str(),
-                            r.five_it_ms, r.per_it_ms,
-                            r.floor_ms > 0 ? std::to_string(r.floor_ms).substr(0, 6).c_str() : "-",
-                            r.floor_ms > 0 ? std::to_string(r.per_it_ms / r.floor_ms).substr(0, 4).c_str() : "-",
-                            r.tol_iterations, r.tol_seconds, r.tol_true_relres,
-                            r.tol_reason.c_str());
+                std::printf(
+                    "| %s | %lld | %lld | %s | %s | %.3f | %.4f | %s | %s | %d | %.4f | "
+                    "%.1e | %s |\n",
+                    r.system.c_str(), r.n, r.nnz, r.format.c_str(), r.impl.c_str(), r.five_it_ms,
+                    r.per_it_ms,
+                    r.floor_ms > 0 ? std::to_string(r.floor_ms).substr(0, 6).c_str() : "-",
+                    r.floor_ms > 0 ? std::to_string(r.per_it_ms / r.floor_ms).substr(0, 4).c_str()
+                                   : "-",
+                    r.tol_iterations, r.tol_seconds, r.tol_true_relres, r.tol_reason.c_str());
                 std::fflush(stdout);
             }
         }
@@ -219,8 +223,8 @@ int bench_solve(int argc, char** argv)
         for (const auto& r : rows)
             f << '"' << r.system << "\"," << r.n << ',' << r.nnz << ',' << r.format << ',' << r.impl
               << ',' << r.device << ',' << r.five_it_ms << ',' << r.per_it_ms << ',' << r.floor_ms
-              << ',' << r.tol_iterations << ',' << r.tol_seconds << ',' << r.tol_true_relres << ",\""
-              << r.tol_reason << "\"\n";
+              << ',' << r.tol_iterations << ',' << r.tol_seconds << ',' << r.tol_true_relres
+              << ",\"" << r.tol_reason << "\"\n";
     }
     if (jsonf) {
         std::ofstream f(*jsonf);
@@ -230,11 +234,12 @@ int bench_solve(int argc, char** argv)
             const auto& r = rows[i];
             f << "  {\"system\": " << json_string(r.system) << ", \"n\": " << r.n
               << ", \"nnz\": " << r.nnz << ", \"format\": \"" << r.format << "\", \"impl\": \""
-              << r.impl << "\", \"device\": \"" << r.device << "\", \"five_it_setup_ms\": "
-              << r.five_it_ms << ", \"per_it_ms\": " << r.per_it_ms << ", \"floor_ms\": "
-              << r.floor_ms << ", \"tol_iterations\": " << r.tol_iterations
-              << ", \"tol_seconds\": " << r.tol_seconds << ", \"tol_true_relres\": "
-              << r.tol_true_relres << ", \"tol_reason\": " << json_string(r.tol_reason) << "}"
+              << r.impl << "\", \"device\": \"" << r.device
+              << "\", \"five_it_setup_ms\": " << r.five_it_ms << ", \"per_it_ms\": " << r.per_it_ms
+              << ", \"floor_ms\": " << r.floor_ms << ", \"tol_iterations\": " << r.tol_iterations
+              << ", \"tol_seconds\": " << r.tol_seconds
+              << ", \"tol_true_relres\": " << r.tol_true_relres
+              << ", \"tol_reason\": " << json_string(r.tol_reason) << "}"
               << (i + 1 < rows.size() ? ",\n" : "\n");
         }
         f << "]\n";

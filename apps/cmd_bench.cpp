@@ -67,7 +67,8 @@ int bench_mmread(int argc, char** argv)
         for (int r = 0; r < reps; ++r) {
             Eigen::SparseMatrix<double, Eigen::RowMajor> m;
             auto t0 = std::chrono::steady_clock::now();
-            if (!Eigen::loadMarket(m, path)) HEPTANE_THROW(IoError, "Eigen::loadMarket failed on " << path);
+            if (!Eigen::loadMarket(m, path))
+                HEPTANE_THROW(IoError, "Eigen::loadMarket failed on " << path);
             const double t = seconds_since(t0);
             eigen_best = eigen_best < 0 ? t : std::min(eigen_best, t);
         }
@@ -76,10 +77,11 @@ int bench_mmread(int argc, char** argv)
     (void)eigen;
 #endif
     if (json) {
-        std::printf("{\"file\": \"%s\", \"bytes\": %zu, \"nnz\": %lld, \"heptane_seconds\": %.6f, "
-                    "\"heptane_mb_per_s\": %.1f, \"eigen_seconds\": %.6f, \"eigen_mb_per_s\": %.1f}\n",
-                    path.c_str(), info.bytes, static_cast<long long>(nnz), best, mb / best,
-                    eigen_best, eigen_best > 0 ? mb / eigen_best : -1.0);
+        std::printf(
+            "{\"file\": \"%s\", \"bytes\": %zu, \"nnz\": %lld, \"heptane_seconds\": %.6f, "
+            "\"heptane_mb_per_s\": %.1f, \"eigen_seconds\": %.6f, \"eigen_mb_per_s\": %.1f}\n",
+            path.c_str(), info.bytes, static_cast<long long>(nnz), best, mb / best, eigen_best,
+            eigen_best > 0 ? mb / eigen_best : -1.0);
     } else {
         std::printf("file %s: %.1f MB, %lld entries after expansion (best of %d)\n", path.c_str(),
                     mb, static_cast<long long>(nnz), reps);

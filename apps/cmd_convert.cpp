@@ -36,7 +36,10 @@ Coo<double> round_trip(const F& m)
 {
     return to_coo(m);
 }
-Coo<double> round_trip(const Coo<double>& m) { return m; }
+Coo<double> round_trip(const Coo<double>& m)
+{
+    return m;
+}
 
 bool same(const Coo<double>& a, const Coo<double>& b)
 {
@@ -77,13 +80,27 @@ int cmd_convert(int argc, char** argv)
         back = round_trip(m);
     };
     switch (f) {
-    case Format::coo: timed([&] { return p.a; }); break;
-    case Format::csr: timed([&] { return csr_from_coo(p.a); }); break;
-    case Format::ell: timed([&] { return ell_from_coo(p.a); }); break;
-    case Format::hyb: timed([&] { return hyb_from_coo(p.a); }); break;
-    case Format::dia: timed([&] { return dia_from_coo(p.a); }); break;
-    case Format::bsr: timed([&] { return bsr_from_coo(p.a, b); }); break;
-    case Format::bdia: timed([&] { return bdia_from_coo(p.a, b); }); break;
+        case Format::coo:
+            timed([&] { return p.a; });
+            break;
+        case Format::csr:
+            timed([&] { return csr_from_coo(p.a); });
+            break;
+        case Format::ell:
+            timed([&] { return ell_from_coo(p.a); });
+            break;
+        case Format::hyb:
+            timed([&] { return hyb_from_coo(p.a); });
+            break;
+        case Format::dia:
+            timed([&] { return dia_from_coo(p.a); });
+            break;
+        case Format::bsr:
+            timed([&] { return bsr_from_coo(p.a, b); });
+            break;
+        case Format::bdia:
+            timed([&] { return bdia_from_coo(p.a, b); });
+            break;
     }
     const double total_s =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -95,16 +112,17 @@ int cmd_convert(int argc, char** argv)
     const double csr_bytes = 12.0 * p.a.nnz() + 8.0 * (p.a.rows + 1);
     {
         Stage st(quiet, "writing " + *out);
-        write_matrix_market(*out, back, "converted by heptane through " + std::string(to_string(f)));
+        write_matrix_market(*out, back,
+                            "converted by heptane through " + std::string(to_string(f)));
         st.done();
     }
     if (json) {
-        std::printf("{\"source\": %s, \"format\": \"%s\", \"block_size\": %d, \"rows\": %d, "
-                    "\"cols\": %d, \"nnz\": %lld, \"storage_bytes\": %.0f, \"csr_bytes\": %.0f, "
-                    "\"build_seconds\": %.6f, \"round_trip_seconds\": %.6f, \"exact\": true}\n",
-                    json_string(p.source).c_str(), to_string(f), b, p.a.rows, p.a.cols,
-                    static_cast<long long>(p.a.nnz()), t.matrix_bytes, csr_bytes, build_s,
-                    total_s);
+        std::printf(
+            "{\"source\": %s, \"format\": \"%s\", \"block_size\": %d, \"rows\": %d, "
+            "\"cols\": %d, \"nnz\": %lld, \"storage_bytes\": %.0f, \"csr_bytes\": %.0f, "
+            "\"build_seconds\": %.6f, \"round_trip_seconds\": %.6f, \"exact\": true}\n",
+            json_string(p.source).c_str(), to_string(f), b, p.a.rows, p.a.cols,
+            static_cast<long long>(p.a.nnz()), t.matrix_bytes, csr_bytes, build_s, total_s);
     } else {
         std::printf("%s -> %s (block size %d): %d x %d, %lld entries\n", p.source.c_str(),
                     to_string(f), b, p.a.rows, p.a.cols, static_cast<long long>(p.a.nnz()));

@@ -141,7 +141,7 @@ int cmd_lsqr(int argc, char** argv)
                      a.rows, a.cols, static_cast<long long>(a.nnz()), bfile.c_str(), read_s);
 
     const std::vector<double>* x0p = x0file ? &x0 : nullptr;
-    Result r = prec == "double" ? run<double, double>(a, b, x0p, format, fo, lo, exec)
+    Result r = prec == "double"   ? run<double, double>(a, b, x0p, format, fo, lo, exec)
                : prec == "single" ? run<float, float>(a, b, x0p, format, fo, lo, exec)
                                   : run<float, double>(a, b, x0p, format, fo, lo, exec);
     const LsqrStatus& st = r.status;
@@ -168,13 +168,12 @@ int cmd_lsqr(int argc, char** argv)
         std::printf("result    istop %d: %s\n", st.istop, st.meaning());
         std::printf("          %d iterations; r1norm %.6e, r2norm %.6e, arnorm %.6e\n", st.itn,
                     st.r1norm, st.r2norm, st.arnorm);
-        std::printf("          anorm %.6e, acond %.6e, xnorm %.6e\n", st.anorm, st.acond,
-                    st.xnorm);
+        std::printf("          anorm %.6e, acond %.6e, xnorm %.6e\n", st.anorm, st.acond, st.xnorm);
         std::printf("time      setup %.3f s, iterations %.3f s, %.4f ms per iteration\n", setup_s,
                     st.timings.solve_ms / 1e3, st.timings.per_iteration_ms);
     }
-    const bool ok = st.istop == 0 || st.istop == 1 || st.istop == 2 || st.istop == 4 ||
-                    st.istop == 5;
+    const bool ok =
+        st.istop == 0 || st.istop == 1 || st.istop == 2 || st.istop == 4 || st.istop == 5;
     return ok ? 0 : 1;
 }
 

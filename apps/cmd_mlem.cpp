@@ -138,9 +138,9 @@ int cmd_mlem(int argc, char** argv)
     std::vector<double> truth;
     if (phantom) {
         truth = read_matrix_market_vector<double>(*phantom);
-        HEPTANE_ENSURE(truth.size() == std::size_t(a.cols), DimensionMismatch,
-                       "the phantom has " << truth.size() << " entries, A has " << a.cols
-                                          << " columns");
+        HEPTANE_ENSURE(
+            truth.size() == std::size_t(a.cols), DimensionMismatch,
+            "the phantom has " << truth.size() << " entries, A has " << a.cols << " columns");
     }
     const double read_s =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t_read).count();
@@ -149,7 +149,7 @@ int cmd_mlem(int argc, char** argv)
                      a.rows, a.cols, static_cast<long long>(a.nnz()), gfile.c_str(), read_s);
 
     const int S = static_cast<int>(subsets);
-    Result r = prec == "double" ? run<double, double>(a, g, S, format, fo, mo, exec)
+    Result r = prec == "double"   ? run<double, double>(a, g, S, format, fo, mo, exec)
                : prec == "single" ? run<float, float>(a, g, S, format, fo, mo, exec)
                                   : run<float, double>(a, g, S, format, fo, mo, exec);
     const MlemStatus& st = r.status;
@@ -189,10 +189,11 @@ int cmd_mlem(int argc, char** argv)
         if (phantom) std::printf(", \"phantom_relerr\": %.9g", relerr);
         std::printf("}\n");
     } else {
-        std::printf("system    %s: %d rows (LORs) x %d columns (voxels), %lld entries; counts %s "
-                    "(total %.0f)\n",
-                    afile.c_str(), a.rows, a.cols, static_cast<long long>(a.nnz()), gfile.c_str(),
-                    st.counts);
+        std::printf(
+            "system    %s: %d rows (LORs) x %d columns (voxels), %lld entries; counts %s "
+            "(total %.0f)\n",
+            afile.c_str(), a.rows, a.cols, static_cast<long long>(a.nnz()), gfile.c_str(),
+            st.counts);
         std::printf("operator  %s (A^T: %s)\n", r.op.c_str(),
                     describe_transpose(format, fo.transpose));
         std::printf("%s       %d iterations%s, f0 = %.6g, %d voxels unseen\n",

@@ -78,10 +78,11 @@ int cmd_pet(int argc, char** argv)
     const PetFileInfo info = write_pet_system(spec, *out, counts, phantom);
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (json) {
-        std::printf("{\"rows\": %d, \"cols\": %d, \"nnz\": %lld, \"total_counts\": %.17g, "
-                    "\"scale\": %.17g, \"seconds\": %.3f, \"description\": %s}\n",
-                    info.rows, info.cols, static_cast<long long>(info.nnz), info.total_counts,
-                    info.scale, s, json_string(describe(spec)).c_str());
+        std::printf(
+            "{\"rows\": %d, \"cols\": %d, \"nnz\": %lld, \"total_counts\": %.17g, "
+            "\"scale\": %.17g, \"seconds\": %.3f, \"description\": %s}\n",
+            info.rows, info.cols, static_cast<long long>(info.nnz), info.total_counts, info.scale,
+            s, json_string(describe(spec)).c_str());
     } else {
         std::printf("%s\n", describe(spec).c_str());
         std::printf("A         %s: %d LORs x %d voxels, %lld entries (%.1f per row)\n",

@@ -102,7 +102,9 @@ int cmd_solve(int argc, char** argv)
     if (cfg.options.check_every < 1) throw UsageError("--check-every must be >= 1");
 
     auto exec = pick_executor(device);
-    cfg.device = exec->is_cuda() ? "cuda:" + std::to_string(static_cast<const CudaExecutor&>(*exec).device()) : "cpu";
+    cfg.device = exec->is_cuda()
+                     ? "cuda:" + std::to_string(static_cast<const CudaExecutor&>(*exec).device())
+                     : "cpu";
     std::optional<std::string> file;
     if (!args.positionals().empty()) file = args.positionals()[0];
     Problem p = load_problem(file, gen, quiet);
@@ -183,7 +185,8 @@ int cmd_solve(int argc, char** argv)
             "{\"source\": %s, \"converged\": %s, \"reason\": \"%s\", \"iterations\": %d, "
             "\"relres\": %.6e, \"true_relres\": %.6e, \"error_vs_xtrue\": %.6e, "
             "\"solve_seconds\": %.6f, \"setup_seconds\": %.6f, \"total_seconds\": %.6f, "
-            "\"per_iteration_ms\": %.6f, \"solver\": %s, \"preconditioner\": %s, \"format\": \"%s\", "
+            "\"per_iteration_ms\": %.6f, \"solver\": %s, \"preconditioner\": %s, \"format\": "
+            "\"%s\", "
             "\"format_reason\": %s, \"operator\": %s, \"precision\": \"%s\", \"device\": %s, "
             "\"rows\": %d, \"nnz\": %lld}\n",
             json_string(p.source).c_str(), st.converged() ? "true" : "false", to_string(st.reason),
@@ -204,10 +207,11 @@ int cmd_solve(int argc, char** argv)
         std::printf("          ||r||/||b|| recursive %.3e, true %.3e\n", st.relative_residual,
                     st.true_relative_residual);
         if (err >= 0) std::printf("          max|x - x_true| / max|x_true| = %.3e\n", err);
-        std::printf("time      setup %.3f s (operator %.3f, preconditioner %.3f, upload %.3f), "
-                    "solve %.3f s, %.4f ms per iteration, total %.3f s\n",
-                    setup_s, t.operator_ms / 1e3, t.preconditioner_ms / 1e3, t.upload_ms / 1e3,
-                    t.solve_ms / 1e3, t.per_iteration_ms, t.total_ms / 1e3);
+        std::printf(
+            "time      setup %.3f s (operator %.3f, preconditioner %.3f, upload %.3f), "
+            "solve %.3f s, %.4f ms per iteration, total %.3f s\n",
+            setup_s, t.operator_ms / 1e3, t.preconditioner_ms / 1e3, t.upload_ms / 1e3,
+            t.solve_ms / 1e3, t.per_iteration_ms, t.total_ms / 1e3);
     }
     return st.converged() ? 0 : 1;
 }

@@ -119,8 +119,8 @@ int cmd_spmv(int argc, char** argv)
     // fp64 CSR reference on the CPU
     auto csr = csr_from_coo(p.a);
     std::vector<double> ref(transpose ? p.a.cols : p.a.rows);
-    kernels::spmv(*cpu_executor(), csr, transpose ? Op::transpose : Op::normal, 1.0, x.data(),
-                  0.0, ref.data());
+    kernels::spmv(*cpu_executor(), csr, transpose ? Op::transpose : Op::normal, 1.0, x.data(), 0.0,
+                  ref.data());
 
     Result r;
     Precision pr = Precision::double_;
@@ -157,15 +157,16 @@ int cmd_spmv(int argc, char** argv)
     const double gflops = 2.0 * p.a.nnz() / med / 1e9;
     if (yfile) write_matrix_market_vector(*yfile, r.y, "y = A x by heptane spmv");
     if (json) {
-        std::printf("{\"source\": %s, \"operator\": %s, \"format\": \"%s\", \"precision\": \"%s\", "
-                    "\"device\": %s, \"transpose\": %s, \"rows\": %d, \"cols\": %d, \"nnz\": %lld, "
-                    "\"median_seconds\": %.9f, \"min_seconds\": %.9f, \"max_seconds\": %.9f, "
-                    "\"floor_bytes\": %.0f, \"gb_per_s\": %.2f, \"gflop_per_s\": %.2f, "
-                    "\"check_rel_error\": %.3e, \"check_passed\": %s}\n",
-                    json_string(p.source).c_str(), json_string(r.describe).c_str(), to_string(f),
-                    prec.c_str(), json_string(exec->name()).c_str(), transpose ? "true" : "false",
-                    p.a.rows, p.a.cols, static_cast<long long>(p.a.nnz()), med, r.times.front(),
-                    r.times.back(), t.total(), gbs, gflops, rel, ok ? "true" : "false");
+        std::printf(
+            "{\"source\": %s, \"operator\": %s, \"format\": \"%s\", \"precision\": \"%s\", "
+            "\"device\": %s, \"transpose\": %s, \"rows\": %d, \"cols\": %d, \"nnz\": %lld, "
+            "\"median_seconds\": %.9f, \"min_seconds\": %.9f, \"max_seconds\": %.9f, "
+            "\"floor_bytes\": %.0f, \"gb_per_s\": %.2f, \"gflop_per_s\": %.2f, "
+            "\"check_rel_error\": %.3e, \"check_passed\": %s}\n",
+            json_string(p.source).c_str(), json_string(r.describe).c_str(), to_string(f),
+            prec.c_str(), json_string(exec->name()).c_str(), transpose ? "true" : "false", p.a.rows,
+            p.a.cols, static_cast<long long>(p.a.nnz()), med, r.times.front(), r.times.back(),
+            t.total(), gbs, gflops, rel, ok ? "true" : "false");
     } else {
         std::printf("%s\n", r.describe.c_str());
         std::printf("  %s: median %.3f ms (min %.3f, max %.3f, %d reps)\n",
@@ -173,8 +174,9 @@ int cmd_spmv(int argc, char** argv)
                     r.times.back() * 1e3, reps);
         std::printf("  %.1f GB/s effective (%.1f MB at the floor), %.2f GFLOP/s\n", gbs,
                     t.total() / 1e6, gflops);
-        std::printf("  check against fp64 CSR on the CPU: relative error %.2e (%s, tolerance %.0e)\n",
-                    rel, ok ? "ok" : "FAILED", tol);
+        std::printf(
+            "  check against fp64 CSR on the CPU: relative error %.2e (%s, tolerance %.0e)\n", rel,
+            ok ? "ok" : "FAILED", tol);
     }
     return ok ? 0 : 1;
 }

@@ -42,8 +42,9 @@ void usage(std::FILE* f)
                  "usage: heptane <command> [options]     heptane <command> --help\n\n"
                  "commands:\n");
     for (const auto& c : commands) std::fprintf(f, "  %-9s %s\n", c.name, c.summary);
-    std::fprintf(f, "\nExit status: 0 success, 1 the work failed (bad file, no convergence, ...), "
-                    "2 usage error.\n");
+    std::fprintf(f,
+                 "\nExit status: 0 success, 1 the work failed (bad file, no convergence, ...), "
+                 "2 usage error.\n");
 }
 
 }  // namespace

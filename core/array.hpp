@@ -39,7 +39,9 @@ public:
         }
     }
     Array(Array&& other) noexcept
-        : exec_(std::move(other.exec_)), host_(std::move(other.host_)), dev_(other.dev_),
+        : exec_(std::move(other.exec_)),
+          host_(std::move(other.host_)),
+          dev_(other.dev_),
           size_(other.size_)
     {
         other.exec_ = cpu_executor();

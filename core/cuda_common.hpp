@@ -36,27 +36,29 @@ inline unsigned grid_for(long long n, int block)
 
 }  // namespace heptane::cuda
 
-#define HEPTANE_CUDA_CHECK(call)                                                              \
-    do {                                                                                      \
-        cudaError_t heptane_err_ = (call);                                                    \
-        if (heptane_err_ != cudaSuccess)                                                      \
+#define HEPTANE_CUDA_CHECK(call)                                                                  \
+    do {                                                                                          \
+        cudaError_t heptane_err_ = (call);                                                        \
+        if (heptane_err_ != cudaSuccess)                                                          \
             HEPTANE_THROW(DeviceError, #call << " failed: " << cudaGetErrorString(heptane_err_)); \
     } while (0)
 
 /// After every kernel launch: catches bad launch configurations at once.
 #define HEPTANE_CUDA_LAUNCH_CHECK() HEPTANE_CUDA_CHECK(cudaGetLastError())
 
-#define HEPTANE_CUBLAS_CHECK(call)                                                            \
-    do {                                                                                      \
-        cublasStatus_t heptane_st_ = (call);                                                  \
-        if (heptane_st_ != CUBLAS_STATUS_SUCCESS)                                             \
-            HEPTANE_THROW(DeviceError, #call << " failed: "                                   \
-                                             << ::heptane::cuda::cublas_status_string(heptane_st_)); \
+#define HEPTANE_CUBLAS_CHECK(call)                                                                 \
+    do {                                                                                           \
+        cublasStatus_t heptane_st_ = (call);                                                       \
+        if (heptane_st_ != CUBLAS_STATUS_SUCCESS)                                                  \
+            HEPTANE_THROW(DeviceError, #call                                                       \
+                                           << " failed: "                                          \
+                                           << ::heptane::cuda::cublas_status_string(heptane_st_)); \
     } while (0)
 
-#define HEPTANE_CUSPARSE_CHECK(call)                                                          \
-    do {                                                                                      \
-        cusparseStatus_t heptane_st_ = (call);                                                \
-        if (heptane_st_ != CUSPARSE_STATUS_SUCCESS)                                           \
-            HEPTANE_THROW(DeviceError, #call << " failed: " << cusparseGetErrorString(heptane_st_)); \
+#define HEPTANE_CUSPARSE_CHECK(call)                                                    \
+    do {                                                                                \
+        cusparseStatus_t heptane_st_ = (call);                                          \
+        if (heptane_st_ != CUSPARSE_STATUS_SUCCESS)                                     \
+            HEPTANE_THROW(DeviceError,                                                  \
+                          #call << " failed: " << cusparseGetErrorString(heptane_st_)); \
     } while (0)

@@ -13,7 +13,10 @@ struct CudaExecutor::Impl {
     cudaDeviceProp prop{};
 };
 
-bool built_with_cuda() noexcept { return true; }
+bool built_with_cuda() noexcept
+{
+    return true;
+}
 
 int CudaExecutor::device_count() noexcept
 {
@@ -67,8 +70,7 @@ void* CudaExecutor::alloc(std::size_t bytes) const
     cudaError_t err = cudaMalloc(&p, bytes);
     if (err != cudaSuccess) {
         cudaGetLastError();
-        HEPTANE_THROW(DeviceError, "cudaMalloc of " << bytes << " bytes on device "
-                                                    << impl_->device
+        HEPTANE_THROW(DeviceError, "cudaMalloc of " << bytes << " bytes on device " << impl_->device
                                                     << " failed: " << cudaGetErrorString(err));
     }
     return p;
@@ -79,12 +81,30 @@ void CudaExecutor::free(void* ptr) const noexcept
     if (ptr) cudaFree(ptr);
 }
 
-void CudaExecutor::synchronize() const { HEPTANE_CUDA_CHECK(cudaStreamSynchronize(impl_->stream)); }
-int CudaExecutor::device() const noexcept { return impl_->device; }
-void* CudaExecutor::stream_handle() const noexcept { return impl_->stream; }
-void* CudaExecutor::cublas_handle() const noexcept { return impl_->cublas; }
-void* CudaExecutor::cusparse_handle() const noexcept { return impl_->cusparse; }
-int CudaExecutor::multiprocessors() const noexcept { return impl_->prop.multiProcessorCount; }
+void CudaExecutor::synchronize() const
+{
+    HEPTANE_CUDA_CHECK(cudaStreamSynchronize(impl_->stream));
+}
+int CudaExecutor::device() const noexcept
+{
+    return impl_->device;
+}
+void* CudaExecutor::stream_handle() const noexcept
+{
+    return impl_->stream;
+}
+void* CudaExecutor::cublas_handle() const noexcept
+{
+    return impl_->cublas;
+}
+void* CudaExecutor::cusparse_handle() const noexcept
+{
+    return impl_->cusparse;
+}
+int CudaExecutor::multiprocessors() const noexcept
+{
+    return impl_->prop.multiProcessorCount;
+}
 
 void copy_bytes(const Executor& src_exec, const void* src, const Executor& dst_exec, void* dst,
                 std::size_t bytes)
@@ -107,16 +127,26 @@ namespace cuda {
 const char* cublas_status_string(cublasStatus_t s) noexcept
 {
     switch (s) {
-    case CUBLAS_STATUS_SUCCESS: return "success";
-    case CUBLAS_STATUS_NOT_INITIALIZED: return "not initialized";
-    case CUBLAS_STATUS_ALLOC_FAILED: return "allocation failed";
-    case CUBLAS_STATUS_INVALID_VALUE: return "invalid value";
-    case CUBLAS_STATUS_ARCH_MISMATCH: return "architecture mismatch";
-    case CUBLAS_STATUS_MAPPING_ERROR: return "mapping error";
-    case CUBLAS_STATUS_EXECUTION_FAILED: return "execution failed";
-    case CUBLAS_STATUS_INTERNAL_ERROR: return "internal error";
-    case CUBLAS_STATUS_NOT_SUPPORTED: return "not supported";
-    default: return "unknown cuBLAS status";
+        case CUBLAS_STATUS_SUCCESS:
+            return "success";
+        case CUBLAS_STATUS_NOT_INITIALIZED:
+            return "not initialized";
+        case CUBLAS_STATUS_ALLOC_FAILED:
+            return "allocation failed";
+        case CUBLAS_STATUS_INVALID_VALUE:
+            return "invalid value";
+        case CUBLAS_STATUS_ARCH_MISMATCH:
+            return "architecture mismatch";
+        case CUBLAS_STATUS_MAPPING_ERROR:
+            return "mapping error";
+        case CUBLAS_STATUS_EXECUTION_FAILED:
+            return "execution failed";
+        case CUBLAS_STATUS_INTERNAL_ERROR:
+            return "internal error";
+        case CUBLAS_STATUS_NOT_SUPPORTED:
+            return "not supported";
+        default:
+            return "unknown cuBLAS status";
     }
 }
 }  // namespace cuda

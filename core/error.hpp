@@ -14,7 +14,8 @@ class Error : public std::runtime_error {
 public:
     Error(const std::string& msg, const char* file, int line)
         : std::runtime_error(msg), where_(std::string(file) + ":" + std::to_string(line))
-    {}
+    {
+    }
     const std::string& where() const noexcept { return where_; }
 
 private:
@@ -45,15 +46,15 @@ class IoError : public Error {
 }  // namespace heptane
 
 /// Throw `Type` with a message built from stream insertions: HEPTANE_THROW(InputError, "n=" << n).
-#define HEPTANE_THROW(Type, stream_expr)                                   \
-    do {                                                                   \
-        std::ostringstream heptane_msg_;                                   \
-        heptane_msg_ << stream_expr;                                       \
-        throw ::heptane::Type(heptane_msg_.str(), __FILE__, __LINE__);     \
+#define HEPTANE_THROW(Type, stream_expr)                               \
+    do {                                                               \
+        std::ostringstream heptane_msg_;                               \
+        heptane_msg_ << stream_expr;                                   \
+        throw ::heptane::Type(heptane_msg_.str(), __FILE__, __LINE__); \
     } while (0)
 
 /// Throw `Type` unless `cond` holds.
-#define HEPTANE_ENSURE(cond, Type, stream_expr)                            \
-    do {                                                                   \
-        if (!(cond)) HEPTANE_THROW(Type, stream_expr);                     \
+#define HEPTANE_ENSURE(cond, Type, stream_expr)        \
+    do {                                               \
+        if (!(cond)) HEPTANE_THROW(Type, stream_expr); \
     } while (0)

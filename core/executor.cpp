@@ -46,6 +46,9 @@ void* CpuExecutor::alloc(std::size_t bytes) const
     return p;
 }
 
-void CpuExecutor::free(void* ptr) const noexcept { std::free(ptr); }
+void CpuExecutor::free(void* ptr) const noexcept
+{
+    std::free(ptr);
+}
 
 }  // namespace heptane

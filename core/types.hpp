@@ -21,9 +21,12 @@ enum class Precision { double_, single, mixed };
 inline const char* to_string(Precision p)
 {
     switch (p) {
-    case Precision::double_: return "double";
-    case Precision::single: return "single";
-    case Precision::mixed: return "mixed";
+        case Precision::double_:
+            return "double";
+        case Precision::single:
+            return "single";
+        case Precision::mixed:
+            return "mixed";
     }
     return "?";
 }

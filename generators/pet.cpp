@@ -3,10 +3,10 @@
 #include "generators/pet.hpp"
 
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
-#include <cerrno>
 #include <cstring>
 #include <memory>
 #include <sstream>
@@ -47,7 +47,7 @@ void sincos_turn(long long num, long long den, double& s, double& c)
 {
     num %= den;
     if (num < 0) num += den;
-    const long long q = (4 * num) / den;    // quadrant
+    const long long q = (4 * num) / den;      // quadrant
     const long long rem = 4 * num - q * den;  // angle in the quadrant: (π/2)·rem/den
     double ss, cc;
     if (2 * rem <= den)
@@ -55,10 +55,22 @@ void sincos_turn(long long num, long long den, double& s, double& c)
     else
         sincos_small(half_pi * (double(den - rem) / double(den)), cc, ss);  // sin φ = cos(π/2−φ)
     switch (q) {
-        case 0: s = ss; c = cc; break;
-        case 1: s = cc; c = -ss; break;
-        case 2: s = -ss; c = -cc; break;
-        default: s = -cc; c = ss; break;
+        case 0:
+            s = ss;
+            c = cc;
+            break;
+        case 1:
+            s = cc;
+            c = -ss;
+            break;
+        case 2:
+            s = -ss;
+            c = -cc;
+            break;
+        default:
+            s = -cc;
+            c = ss;
+            break;
     }
 }
 
@@ -97,7 +109,7 @@ double uniform01(std::uint64_t& state)
 
 struct Geometry {
     index_t n = 0, nz = 0;
-    double lo[3] = {0, 0, 0};   // lower corner of the image box
+    double lo[3] = {0, 0, 0};  // lower corner of the image box
     index_t cells[3] = {0, 0, 0};
     std::vector<double> det_x, det_y;  // detector positions in a ring
     std::vector<double> ring_z;
@@ -224,11 +236,11 @@ struct Ellipsoid {
 };
 // The modified Shepp–Logan head (Toft's intensities), axial extents after Kak & Slaney.
 const Ellipsoid shepp_logan[] = {
-    {1.0, .69, .92, .90, 0, 0, 0, 0},           {-.8, .6624, .874, .88, 0, -.0184, 0, 0},
-    {-.2, .11, .31, .22, .22, 0, 0, -1},        {-.2, .16, .41, .28, -.22, 0, 0, 1},
-    {.1, .21, .25, .41, 0, .35, -.15, 0},       {.1, .046, .046, .05, 0, .1, .25, 0},
-    {.1, .046, .046, .05, 0, -.1, .25, 0},      {.1, .046, .023, .05, -.08, -.605, 0, 0},
-    {.1, .023, .023, .02, 0, -.606, 0, 0},      {.1, .023, .046, .02, .06, -.605, 0, 0},
+    {1.0, .69, .92, .90, 0, 0, 0, 0},      {-.8, .6624, .874, .88, 0, -.0184, 0, 0},
+    {-.2, .11, .31, .22, .22, 0, 0, -1},   {-.2, .16, .41, .28, -.22, 0, 0, 1},
+    {.1, .21, .25, .41, 0, .35, -.15, 0},  {.1, .046, .046, .05, 0, .1, .25, 0},
+    {.1, .046, .046, .05, 0, -.1, .25, 0}, {.1, .046, .023, .05, -.08, -.605, 0, 0},
+    {.1, .023, .023, .02, 0, -.606, 0, 0}, {.1, .023, .046, .02, .06, -.605, 0, 0},
 };
 
 // ---- rows in blocks ------------------------------------------------------------------------
@@ -241,7 +253,10 @@ double row_dot(const Tracer& t, const std::vector<double>& ph)
     return s;
 }
 
-index_t num_blocks(index_t rows) { return (rows + block_rows - 1) / block_rows; }
+index_t num_blocks(index_t rows)
+{
+    return (rows + block_rows - 1) / block_rows;
+}
 
 /// First pass: entries and Σ A·ph per fixed block of rows.
 void count_blocks(const Geometry& g, index_t rows, const std::vector<double>& ph,
@@ -286,8 +301,7 @@ public:
     explicit TmpFile(std::string path) : path_(std::move(path)), tmp_(path_ + ".tmp")
     {
         f_ = std::fopen(tmp_.c_str(), "wb");
-        if (!f_)
-            HEPTANE_THROW(IoError, "cannot create '" << tmp_ << "': " << std::strerror(errno));
+        if (!f_) HEPTANE_THROW(IoError, "cannot create '" << tmp_ << "': " << std::strerror(errno));
     }
     ~TmpFile()
     {
@@ -305,7 +319,8 @@ public:
     {
         const int rc = std::fclose(f_);
         f_ = nullptr;
-        if (rc != 0) HEPTANE_THROW(IoError, "cannot write '" << tmp_ << "': " << std::strerror(errno));
+        if (rc != 0)
+            HEPTANE_THROW(IoError, "cannot write '" << tmp_ << "': " << std::strerror(errno));
         if (std::rename(tmp_.c_str(), path_.c_str()) != 0)
             HEPTANE_THROW(IoError, "cannot rename '" << tmp_ << "' to '" << path_
                                                      << "': " << std::strerror(errno));
@@ -337,9 +352,10 @@ void validate(const PetSpec& spec)
                                   << spec.slices << ") must be >= 1");
     HEPTANE_ENSURE(spec.detectors >= 4, InputError,
                    "PET: detectors (" << spec.detectors << ") must be >= 4");
-    HEPTANE_ENSURE(spec.fov > 0 && spec.fov < 0.70710678118654752, InputError,
-                   "PET: fov (" << spec.fov
-                                << ") must lie in (0, 1/sqrt(2)): the image must fit inside the ring");
+    HEPTANE_ENSURE(
+        spec.fov > 0 && spec.fov < 0.70710678118654752, InputError,
+        "PET: fov (" << spec.fov
+                     << ") must lie in (0, 1/sqrt(2)): the image must fit inside the ring");
     HEPTANE_ENSURE(spec.counts_per_lor > 0 && std::isfinite(spec.counts_per_lor), InputError,
                    "PET: counts_per_lor (" << spec.counts_per_lor << ") must be > 0");
     const long long voxels = (long long)spec.image * spec.image * spec.slices;
@@ -351,8 +367,9 @@ void validate(const PetSpec& spec)
         for (long long r2 = 0; r2 < spec.rings; ++r2)
             if (spec.max_ring_difference < 0 || std::llabs(r1 - r2) <= spec.max_ring_difference)
                 ++ring_pairs;
-    HEPTANE_ENSURE(pairs_max * ring_pairs < (1LL << 31), InputError,
-                   "PET: up to " << pairs_max * ring_pairs << " lines of response; at most 2^31 - 1");
+    HEPTANE_ENSURE(
+        pairs_max * ring_pairs < (1LL << 31), InputError,
+        "PET: up to " << pairs_max * ring_pairs << " lines of response; at most 2^31 - 1");
 }
 
 std::vector<std::pair<index_t, index_t>> pet_detector_pairs(const PetSpec& spec)
@@ -373,7 +390,10 @@ index_t pet_rows(const PetSpec& spec)
     return index_t(g.pairs.size() * g.ring_pairs.size());
 }
 
-index_t pet_cols(const PetSpec& spec) { return spec.image * spec.image * spec.slices; }
+index_t pet_cols(const PetSpec& spec)
+{
+    return spec.image * spec.image * spec.slices;
+}
 
 std::string describe(const PetSpec& spec)
 {
@@ -384,7 +404,8 @@ std::string describe(const PetSpec& spec)
     o << ", " << spec.image << 'x' << spec.image;
     if (spec.slices > 1) o << 'x' << spec.slices;
     o << " image, fov " << spec.fov;
-    if (spec.max_ring_difference >= 0 && !two_d) o << ", max ring difference " << spec.max_ring_difference;
+    if (spec.max_ring_difference >= 0 && !two_d)
+        o << ", max ring difference " << spec.max_ring_difference;
     o << ", " << spec.counts_per_lor << " counts/LOR, seed " << spec.seed;
     return o.str();
 }
@@ -393,8 +414,8 @@ PetLor pet_lor(const PetSpec& spec, index_t row)
 {
     validate(spec);
     const Geometry g = make_geometry(spec);
-    HEPTANE_ENSURE(row >= 0 && std::size_t(row) < g.pairs.size() * g.ring_pairs.size(),
-                   InputError, "PET: row " << row << " out of range");
+    HEPTANE_ENSURE(row >= 0 && std::size_t(row) < g.pairs.size() * g.ring_pairs.size(), InputError,
+                   "PET: row " << row << " out of range");
     return lor_of(g, row);
 }
 
@@ -403,8 +424,8 @@ void pet_row(const PetSpec& spec, index_t row, std::vector<index_t>& cols,
 {
     validate(spec);
     const Geometry g = make_geometry(spec);
-    HEPTANE_ENSURE(row >= 0 && std::size_t(row) < g.pairs.size() * g.ring_pairs.size(),
-                   InputError, "PET: row " << row << " out of range");
+    HEPTANE_ENSURE(row >= 0 && std::size_t(row) < g.pairs.size() * g.ring_pairs.size(), InputError,
+                   "PET: row " << row << " out of range");
     Tracer t;
     siddon(g, lor_of(g, row), t);
     cols = t.cols;
@@ -468,7 +489,10 @@ std::uint64_t pet_poisson(double mean, std::uint64_t seed, std::uint64_t stream)
     return total;
 }
 
-Coo<double> pet_system_matrix(const PetSpec& spec) { return make_pet_system(spec).a; }
+Coo<double> pet_system_matrix(const PetSpec& spec)
+{
+    return make_pet_system(spec).a;
+}
 
 PetSystem make_pet_system(const PetSpec& spec)
 {
@@ -559,7 +583,8 @@ PetFileInfo write_pet_system(const PetSpec& spec, const std::string& matrix_path
     std::string head = "%%MatrixMarket matrix coordinate real general\n" + comment +
                        "% rows: lines of response; columns: voxels (x fastest, then y, then z); "
                        "values: intersection lengths in voxel units\n";
-    head += std::to_string(rows) + " " + std::to_string(cols) + " " + std::to_string(info.nnz) + "\n";
+    head +=
+        std::to_string(rows) + " " + std::to_string(cols) + " " + std::to_string(info.nnz) + "\n";
     fa.write(head);
     std::unique_ptr<TmpFile> fg;
     if (!counts_path.empty()) {
@@ -622,9 +647,9 @@ PetFileInfo write_pet_system(const PetSpec& spec, const std::string& matrix_path
     if (!phantom_path.empty()) {
         std::vector<double> f(ph.size());
         for (std::size_t j = 0; j < ph.size(); ++j) f[j] = info.scale * ph[j];
-        write_matrix_market_vector(phantom_path, f,
-                                   "heptane pet: " + describe(spec) +
-                                       "\nactivity f (scaled phantom), E[g] = A f");
+        write_matrix_market_vector(
+            phantom_path, f,
+            "heptane pet: " + describe(spec) + "\nactivity f (scaled phantom), E[g] = A f");
     }
     return info;
 }

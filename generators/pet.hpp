@@ -96,11 +96,11 @@ std::uint64_t pet_poisson(double mean, std::uint64_t seed, std::uint64_t stream)
 
 /// Everything of one spec in memory.
 struct PetSystem {
-    Coo<double> a;                  ///< the system matrix
-    std::vector<double> phantom;    ///< activity f (scaled phantom): E[g] = A f
-    std::vector<double> expected;   ///< A f
-    std::vector<double> counts;     ///< g ~ Poisson(A f), integers stored as double
-    double scale = 0;               ///< activity / unscaled phantom intensity
+    Coo<double> a;                 ///< the system matrix
+    std::vector<double> phantom;   ///< activity f (scaled phantom): E[g] = A f
+    std::vector<double> expected;  ///< A f
+    std::vector<double> counts;    ///< g ~ Poisson(A f), integers stored as double
+    double scale = 0;              ///< activity / unscaled phantom intensity
 };
 PetSystem make_pet_system(const PetSpec& spec);
 

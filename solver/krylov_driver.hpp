@@ -33,17 +33,17 @@ private:
 /// Throws InputError for options no solve can honour.
 inline void check_options(const SolverOptions& o)
 {
-    HEPTANE_ENSURE(o.rtol >= 0 && o.atol >= 0, InputError,
-                   "solver options: rtol (" << o.rtol << ") and atol (" << o.atol
-                                            << ") must be >= 0");
+    HEPTANE_ENSURE(
+        o.rtol >= 0 && o.atol >= 0, InputError,
+        "solver options: rtol (" << o.rtol << ") and atol (" << o.atol << ") must be >= 0");
     HEPTANE_ENSURE(o.dtol > 0, InputError, "solver options: dtol (" << o.dtol << ") must be > 0");
     HEPTANE_ENSURE(o.max_it >= 0, InputError,
                    "solver options: max_it (" << o.max_it << ") must be >= 0");
     HEPTANE_ENSURE(o.check_every >= 1, InputError,
                    "solver options: check_every (" << o.check_every << ") must be >= 1");
-    HEPTANE_ENSURE(o.stagnation_window >= 0, InputError,
-                   "solver options: stagnation_window (" << o.stagnation_window
-                                                         << ") must be >= 0");
+    HEPTANE_ENSURE(
+        o.stagnation_window >= 0, InputError,
+        "solver options: stagnation_window (" << o.stagnation_window << ") must be >= 0");
 }
 
 /// The misuse checks every solve makes before touching the device (DESIGN.md §2: misuse is
@@ -53,9 +53,9 @@ void check_operands(const char* who, const Operator<VT>* a, const Operator<VT>* 
                     const Array<VT>& b, const Array<VT>& x)
 {
     HEPTANE_ENSURE(a, InputError, who << "::solve: no operator (call set_operator first)");
-    HEPTANE_ENSURE(a->rows() == a->cols(), DimensionMismatch,
-                   who << ": the operator is " << a->rows() << " x " << a->cols()
-                       << ", not square");
+    HEPTANE_ENSURE(
+        a->rows() == a->cols(), DimensionMismatch,
+        who << ": the operator is " << a->rows() << " x " << a->cols() << ", not square");
     const auto n = static_cast<std::size_t>(a->rows());
     HEPTANE_ENSURE(b.size() == n, DimensionMismatch,
                    who << ": b has " << b.size() << " entries, the operator " << n << " rows");
@@ -99,7 +99,8 @@ class KrylovDriver {
 public:
     KrylovDriver(VectorOps<VT>& ops, CheckMirrors& mirrors, const SolverOptions& opts)
         : ops_(ops), mirrors_(mirrors), opts_(opts)
-    {}
+    {
+    }
 
     /// After the init kernel: read the state (waits for the executor), record ‖r_0‖.
     /// Returns true when the solve already stopped at iteration 0.
@@ -180,8 +181,8 @@ private:
         m.wait();
         KrylovState s;
         std::memcpy(&s, m.data(), sizeof(KrylovState));
-        const double* seg =
-            reinterpret_cast<const double*>(static_cast<const char*>(m.data()) + sizeof(KrylovState));
+        const double* seg = reinterpret_cast<const double*>(static_cast<const char*>(m.data()) +
+                                                            sizeof(KrylovState));
         const int last = std::min(s.iter, first + count - 1);
         for (int i = std::max(seen_ + 1, first); i <= last; ++i) emit(i, seg[i - first]);
         if (s.stop) return true;
@@ -212,7 +213,8 @@ private:
         const int w = opts_.stagnation_window;
         if (w <= 0 || seen_ < w) return false;
         double recent = history_[std::size_t(seen_)];
-        for (int i = seen_ - w + 1; i <= seen_; ++i) recent = std::min(recent, history_[std::size_t(i)]);
+        for (int i = seen_ - w + 1; i <= seen_; ++i)
+            recent = std::min(recent, history_[std::size_t(i)]);
         const double before = prefix_min_[std::size_t(seen_ - w)];
         return !(recent < (1.0 - opts_.stagnation_rtol) * before);
     }

@@ -19,8 +19,10 @@ SolverType parse_solver(const std::string& name)
 const char* to_string(SolverType s) noexcept
 {
     switch (s) {
-    case SolverType::bicgstab: return "bicgstab";
-    case SolverType::cg: return "cg";
+        case SolverType::bicgstab:
+            return "bicgstab";
+        case SolverType::cg:
+            return "cg";
     }
     return "?";
 }
@@ -28,11 +30,16 @@ const char* to_string(SolverType s) noexcept
 const char* to_string(SolveStage s) noexcept
 {
     switch (s) {
-    case SolveStage::build_operator: return "build_operator";
-    case SolveStage::build_preconditioner: return "build_preconditioner";
-    case SolveStage::upload: return "upload";
-    case SolveStage::solve: return "solve";
-    case SolveStage::download: return "download";
+        case SolveStage::build_operator:
+            return "build_operator";
+        case SolveStage::build_preconditioner:
+            return "build_preconditioner";
+        case SolveStage::upload:
+            return "upload";
+        case SolveStage::solve:
+            return "solve";
+        case SolveStage::download:
+            return "download";
     }
     return "?";
 }
@@ -79,10 +86,12 @@ SolveResult run(const Coo<double>& a, const std::vector<double>& b, const SolveC
     auto stage = [&](SolveStage s) {
         if (cfg.on_stage) cfg.on_stage(s, ms_since(t_start));
     };
-    const index_t nc = cfg.block_size > 0
-                           ? cfg.block_size
-                           : (cfg.format_options.block_size > 0 ? cfg.format_options.block_size : 1);
-    const bool reference = cfg.solver == SolverType::bicgstab && cfg.impl == BicgstabImpl::reference;
+    const index_t nc =
+        cfg.block_size > 0
+            ? cfg.block_size
+            : (cfg.format_options.block_size > 0 ? cfg.format_options.block_size : 1);
+    const bool reference =
+        cfg.solver == SolverType::bicgstab && cfg.impl == BicgstabImpl::reference;
 
     // the operator
     stage(SolveStage::build_operator);
@@ -114,8 +123,9 @@ SolveResult run(const Coo<double>& a, const std::vector<double>& b, const SolveC
     stage(SolveStage::upload);
     t0 = clock_type::now();
     const Array<VT> b_dev = Array<VT>(std::vector<VT>(b.begin(), b.end())).to(exec);
-    Array<VT> x_dev = cfg.x0.empty() ? Array<VT>(exec, b.size())
-                                     : Array<VT>(std::vector<VT>(cfg.x0.begin(), cfg.x0.end())).to(exec);
+    Array<VT> x_dev = cfg.x0.empty()
+                          ? Array<VT>(exec, b.size())
+                          : Array<VT>(std::vector<VT>(cfg.x0.begin(), cfg.x0.end())).to(exec);
     res.timings.upload_ms = ms_since(t0);
 
     stage(SolveStage::solve);
@@ -156,15 +166,18 @@ SolveResult solve_system(const Coo<double>& a, const std::vector<double>& b, con
                    "solve_system: A is " << a.rows << " x " << a.cols << ", not square");
     HEPTANE_ENSURE(b.size() == std::size_t(a.rows), DimensionMismatch,
                    "solve_system: b has " << b.size() << " entries, A has " << a.rows << " rows");
-    HEPTANE_ENSURE(cfg.x0.empty() || cfg.x0.size() == std::size_t(a.rows), DimensionMismatch,
-                   "solve_system: x0 has " << cfg.x0.size() << " entries, A has " << a.rows
-                                           << " rows");
+    HEPTANE_ENSURE(
+        cfg.x0.empty() || cfg.x0.size() == std::size_t(a.rows), DimensionMismatch,
+        "solve_system: x0 has " << cfg.x0.size() << " entries, A has " << a.rows << " rows");
     const auto exec = make_executor(cfg.device);
     auto attempt = [&](PcType pc) {
         switch (cfg.precision) {
-        case Precision::double_: return run<double, double>(a, b, cfg, pc, exec, t_start);
-        case Precision::single: return run<float, float>(a, b, cfg, pc, exec, t_start);
-        case Precision::mixed: return run<float, double>(a, b, cfg, pc, exec, t_start);
+            case Precision::double_:
+                return run<double, double>(a, b, cfg, pc, exec, t_start);
+            case Precision::single:
+                return run<float, float>(a, b, cfg, pc, exec, t_start);
+            case Precision::mixed:
+                return run<float, double>(a, b, cfg, pc, exec, t_start);
         }
         HEPTANE_THROW(InputError, "solve_system: unknown precision");
     };

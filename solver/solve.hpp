@@ -80,17 +80,17 @@ struct SolveTimingsFull {
     double solve_ms = 0;           ///< the iterations
     double per_iteration_ms = 0;
     double true_residual_ms = 0;
-    double download_ms = 0;        ///< x to the host
-    double total_ms = 0;           ///< the whole call
+    double download_ms = 0;  ///< x to the host
+    double total_ms = 0;     ///< the whole call
 };
 
 struct SolveResult {
-    std::vector<double> x;        ///< the last iterate, on the host
+    std::vector<double> x;  ///< the last iterate, on the host
     Status status;
-    std::string solver;           ///< e.g. "bicgstab (fused)"
-    std::string format;           ///< the operator's describe()
-    std::string preconditioner;   ///< the preconditioner's describe()
-    std::string device;           ///< the executor's name()
+    std::string solver;          ///< e.g. "bicgstab (fused)"
+    std::string format;          ///< the operator's describe()
+    std::string preconditioner;  ///< the preconditioner's describe()
+    std::string device;          ///< the executor's name()
     Precision precision = Precision::double_;
     SolveTimingsFull timings;
 };

@@ -72,14 +72,14 @@ struct SolveTimings {
 /// What a solve returns. All norms are 2-norms of unpreconditioned residuals.
 struct Status {
     Reason reason = Reason::iterating;
-    int iterations = 0;                   ///< iterations completed (0: stopped at x0)
-    double b_norm = 0;                    ///< ‖b‖
-    double initial_residual_norm = 0;     ///< ‖b − A x0‖
-    double residual_norm = 0;             ///< recursive ‖r_k‖ at the stop
-    double relative_residual = 0;         ///< residual_norm / ‖b‖ (0 when b = 0)
-    double true_residual_norm = -1;       ///< ‖b − A x‖ recomputed; −1 when not computed
-    double true_relative_residual = -1;   ///< true_residual_norm / ‖b‖; −1 when not computed
-    std::vector<double> history;          ///< ‖r_i‖, i = 0..iterations (record_history)
+    int iterations = 0;                  ///< iterations completed (0: stopped at x0)
+    double b_norm = 0;                   ///< ‖b‖
+    double initial_residual_norm = 0;    ///< ‖b − A x0‖
+    double residual_norm = 0;            ///< recursive ‖r_k‖ at the stop
+    double relative_residual = 0;        ///< residual_norm / ‖b‖ (0 when b = 0)
+    double true_residual_norm = -1;      ///< ‖b − A x‖ recomputed; −1 when not computed
+    double true_relative_residual = -1;  ///< true_residual_norm / ‖b‖; −1 when not computed
+    std::vector<double> history;         ///< ‖r_i‖, i = 0..iterations (record_history)
     SolveTimings timings;
 
     bool converged() const noexcept { return is_converged(reason); }

@@ -21,7 +21,8 @@ struct DeviceGate {
         const char* dev = std::getenv("HEPTANE_TEST_DEVICE");
         if (dev && std::string(dev) == "cuda") {
             if (!heptane::built_with_cuda()) {
-                std::printf("SKIPPED: HEPTANE_TEST_DEVICE=cuda but this build has no CUDA back end\n");
+                std::printf(
+                    "SKIPPED: HEPTANE_TEST_DEVICE=cuda but this build has no CUDA back end\n");
                 std::exit(77);
             }
             if (heptane::CudaExecutor::device_count() == 0) {
@@ -40,4 +41,7 @@ struct DeviceGate {
 
 BOOST_TEST_GLOBAL_FIXTURE(DeviceGate);
 
-bool heptane::test::needs_data() { return HEPTANE_TEST_NEEDS_DATA != 0; }
+bool heptane::test::needs_data()
+{
+    return HEPTANE_TEST_NEEDS_DATA != 0;
+}

@@ -31,7 +31,10 @@ inline std::shared_ptr<const Executor> test_executor()
     return exec;
 }
 
-inline bool testing_on_gpu() { return test_executor()->is_cuda(); }
+inline bool testing_on_gpu()
+{
+    return test_executor()->is_cuda();
+}
 
 /// ../shared/data beside the checkout, or $HEPTANE_DATA_DIR.
 inline std::string data_dir()

@@ -16,9 +16,12 @@ BOOST_AUTO_TEST_CASE(canonicalize_sorts_and_sums_duplicates)
     a.val = std::vector<double>{1.0, 2.0, 4.0, 3.0, 5.0};
     canonicalize(a);
     BOOST_TEST(is_canonical(a));
-    BOOST_TEST(a.row.host() == (std::vector<index_t>{0, 0, 1, 2}), boost::test_tools::per_element());
-    BOOST_TEST(a.col.host() == (std::vector<index_t>{0, 3, 2, 1}), boost::test_tools::per_element());
-    BOOST_TEST(a.val.host() == (std::vector<double>{3.0, 2.0, 5.0, 5.0}), boost::test_tools::per_element());
+    BOOST_TEST(a.row.host() == (std::vector<index_t>{0, 0, 1, 2}),
+               boost::test_tools::per_element());
+    BOOST_TEST(a.col.host() == (std::vector<index_t>{0, 3, 2, 1}),
+               boost::test_tools::per_element());
+    BOOST_TEST(a.val.host() == (std::vector<double>{3.0, 2.0, 5.0, 5.0}),
+               boost::test_tools::per_element());
 }
 
 BOOST_AUTO_TEST_CASE(canonicalize_duplicate_policy_error_names_the_entry)

@@ -84,7 +84,10 @@ double rel_diff(const std::vector<double>& a, const std::vector<double>& b)
     return std::sqrt(num / (den > 0 ? den : 1));
 }
 
-double rel(double a, double b) { return std::abs(a - b) / std::max(std::abs(b), 1e-300); }
+double rel(double a, double b)
+{
+    return std::abs(a - b) / std::max(std::abs(b), 1e-300);
+}
 
 }  // namespace
 
@@ -92,8 +95,9 @@ BOOST_AUTO_TEST_CASE(lsqr_agrees_with_scipy_on_illc1033_and_well1033)
 {
     const char* ref = std::getenv("HEPTANE_LSQR_REFERENCE");
     if (!ref) {
-        std::printf("SKIPPED: HEPTANE_LSQR_REFERENCE is not set; run through "
-                    "tests/lsqr_reference.py (ctest -R test_lsqr_scipy)\n");
+        std::printf(
+            "SKIPPED: HEPTANE_LSQR_REFERENCE is not set; run through "
+            "tests/lsqr_reference.py (ctest -R test_lsqr_scipy)\n");
         std::exit(77);
     }
     const auto cases = read_reference(ref);
@@ -101,32 +105,31 @@ BOOST_AUTO_TEST_CASE(lsqr_agrees_with_scipy_on_illc1033_and_well1033)
     std::map<std::string, std::pair<Coo<double>, std::vector<double>>> systems;
     for (const Case& c : cases) {
         if (!systems.count(c.matrix))
-            systems[c.matrix] = {read_matrix_market<double>(test::data_file(c.matrix + ".mtx")),
-                                 read_matrix_market_vector<double>(
-                                     test::data_file(c.matrix + "_rhs1.mtx"))};
+            systems[c.matrix] = {
+                read_matrix_market<double>(test::data_file(c.matrix + ".mtx")),
+                read_matrix_market_vector<double>(test::data_file(c.matrix + "_rhs1.mtx"))};
         const auto& [a, b] = systems[c.matrix];
         auto op = make_matrix_operator<double, double>(a, Format::csr, exec);
         Lsqr<double> solver(c.opt);
         solver.set_operator(*op);
         Array<double> bd = Array<double>(b).to(exec);
-        Array<double> xd =
-            Array<double>(std::vector<double>(std::size_t(a.cols), c.x0)).to(exec);
+        Array<double> xd = Array<double>(std::vector<double>(std::size_t(a.cols), c.x0)).to(exec);
         const LsqrStatus st = solver.solve(bd, xd);
         const std::vector<double> x = xd.to_vector();
         const double dx = rel_diff(x, c.x);
         const std::string what = c.matrix + " " + c.name;
         BOOST_TEST_MESSAGE(what << " on " << exec->name() << ": heptane istop " << st.istop
                                 << " itn " << st.itn << ", SciPy istop " << c.istop << " itn "
-                                << c.itn << " (rounding spread " << c.itn_min << ".."
-                                << c.itn_max << "); |x - x_scipy|/|x_scipy| = " << dx
-                                << "; anorm " << st.anorm << " vs " << c.anorm << ", acond "
-                                << st.acond << " vs " << c.acond);
+                                << c.itn << " (rounding spread " << c.itn_min << ".." << c.itn_max
+                                << "); |x - x_scipy|/|x_scipy| = " << dx << "; anorm " << st.anorm
+                                << " vs " << c.anorm << ", acond " << st.acond << " vs "
+                                << c.acond);
         BOOST_TEST(st.istop == c.istop, what << ": istop " << st.istop << " vs SciPy " << c.istop);
         const bool close = std::abs(st.itn - c.itn) <= 2;
         const bool in_spread = st.itn >= c.itn_min - 2 && st.itn <= c.itn_max + 2;
-        BOOST_TEST((close || in_spread),
-                   what << ": " << st.itn << " iterations vs SciPy " << c.itn << " (its spread "
-                        << c.itn_min << ".." << c.itn_max << ")");
+        BOOST_TEST((close || in_spread), what << ": " << st.itn << " iterations vs SciPy " << c.itn
+                                              << " (its spread " << c.itn_min << ".." << c.itn_max
+                                              << ")");
         if (!close && in_spread)
             BOOST_TEST_MESSAGE(what << ": iteration count off by " << st.itn - c.itn
                                     << ", inside SciPy's own rounding spread");

@@ -114,8 +114,8 @@ std::vector<double> run_mlem(const Coo<double>& a, const std::vector<double>& g,
     mo.iterations = iters;
     Mlem<VT> em(mo);
     if (subsets == 0)
-        em.set_operator(std::shared_ptr<const Operator<VT>>(
-            make_matrix_operator<VT, VT>(a, fmt, exec, fo)));
+        em.set_operator(
+            std::shared_ptr<const Operator<VT>>(make_matrix_operator<VT, VT>(a, fmt, exec, fo)));
     else
         em.set_subsets(make_row_block_operators<VT, VT>(a, subsets, fmt, exec, fo));
     Array<VT> gd = Array<VT>(std::vector<VT>(g.begin(), g.end())).to(exec);
@@ -185,10 +185,10 @@ BOOST_AUTO_TEST_CASE(osem_with_one_subset_equals_mlem)
     // timing, so there they agree to rounding
     const Small s = small_system();
     MlemStatus a, b;
-    const auto f1 = run_mlem<double>(s.a, s.g, 30, 0, test::test_executor(), &a,
-                                     TransposeMode::stored);
-    const auto f2 = run_mlem<double>(s.a, s.g, 30, 1, test::test_executor(), &b,
-                                     TransposeMode::stored);
+    const auto f1 =
+        run_mlem<double>(s.a, s.g, 30, 0, test::test_executor(), &a, TransposeMode::stored);
+    const auto f2 =
+        run_mlem<double>(s.a, s.g, 30, 1, test::test_executor(), &b, TransposeMode::stored);
     BOOST_TEST_REQUIRE(a.loglik.size() == b.loglik.size());
     if (!test::testing_on_gpu()) {
         BOOST_TEST(f1 == f2);
@@ -238,8 +238,7 @@ BOOST_AUTO_TEST_CASE(mlem_zero_iterations_gives_the_flat_start)
     for (double v : s.g) sum_g += v;
     for (double v : s.a.val.host()) sum_a += v;
     BOOST_TEST(std::abs(st.initial_value - sum_g / sum_a) <= 1e-14 * sum_g / sum_a);
-    for (index_t j = 0; j < s.a.cols; ++j)
-        BOOST_TEST(f[j] == (j == 7 ? 0.0 : st.initial_value));
+    for (index_t j = 0; j < s.a.cols; ++j) BOOST_TEST(f[j] == (j == 7 ? 0.0 : st.initial_value));
     BOOST_TEST(st.loglik.size() == 1u);
     BOOST_TEST(st.counts == sum_g);
 }
@@ -310,7 +309,8 @@ BOOST_AUTO_TEST_CASE(mlem_device_matches_cpu)
     for (int S : {0, 4}) {
         for (auto tm : {TransposeMode::scatter, TransposeMode::stored}) {
             MlemStatus sd, sc;
-            const auto fd = run_mlem<double>(sys.a, sys.counts, 30, S, test::test_executor(), &sd, tm);
+            const auto fd =
+                run_mlem<double>(sys.a, sys.counts, 30, S, test::test_executor(), &sd, tm);
             const auto fc = run_mlem<double>(sys.a, sys.counts, 30, S, cpu_executor(), &sc, tm);
             BOOST_TEST(test::rel_max_diff(fd, fc) <= 1e-11);
             for (std::size_t k = 0; k < sd.loglik.size(); ++k)

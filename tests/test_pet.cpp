@@ -116,7 +116,8 @@ BOOST_AUTO_TEST_CASE(pet_intersection_lengths_sum_to_the_chord_inside_the_image)
             const long double chord = clipped_length(pet_lor(s, r), lo, hi);
             const double sum = std::accumulate(vals.begin(), vals.end(), 0.0);
             BOOST_TEST(std::abs(sum - double(chord)) <= 1e-11 * std::max(1.0, double(chord)),
-                       describe(s) << " row " << r << ": sum " << sum << " chord " << double(chord));
+                       describe(s)
+                           << " row " << r << ": sum " << sum << " chord " << double(chord));
             for (std::size_t k = 1; k < cols.size(); ++k) BOOST_TEST_REQUIRE(cols[k - 1] < cols[k]);
             ++checked;
         }
@@ -197,13 +198,15 @@ BOOST_AUTO_TEST_CASE(pet_phantom_and_counts)
     const std::vector<double> ph = pet_phantom(s);
     BOOST_TEST(*std::min_element(ph.begin(), ph.end()) >= 0.0);
     BOOST_TEST(std::abs(*std::max_element(ph.begin(), ph.end()) - 1.0) <= 1e-12);  // the skull
-    for (std::size_t j = 0; j < ph.size(); ++j) BOOST_TEST_REQUIRE(sys.phantom[j] == sys.scale * ph[j]);
+    for (std::size_t j = 0; j < ph.size(); ++j)
+        BOOST_TEST_REQUIRE(sys.phantom[j] == sys.scale * ph[j]);
     // E[g] = A f, with mean counts_per_lor over the rows
     std::vector<double> af(std::size_t(sys.a.rows), 0.0);
     for (offset_t k = 0; k < sys.a.nnz(); ++k)
         af[std::size_t(sys.a.row[k])] += sys.a.val[k] * sys.phantom[std::size_t(sys.a.col[k])];
     BOOST_TEST(test::rel_max_diff(af, sys.expected) <= 1e-12);
-    const double mean_e = std::accumulate(sys.expected.begin(), sys.expected.end(), 0.0) / sys.a.rows;
+    const double mean_e =
+        std::accumulate(sys.expected.begin(), sys.expected.end(), 0.0) / sys.a.rows;
     BOOST_TEST(std::abs(mean_e - s.counts_per_lor) <= 1e-9 * s.counts_per_lor);
     const double total = std::accumulate(sys.counts.begin(), sys.counts.end(), 0.0);
     const double expected_total = s.counts_per_lor * sys.a.rows;
@@ -213,8 +216,8 @@ BOOST_AUTO_TEST_CASE(pet_phantom_and_counts)
 
 BOOST_AUTO_TEST_CASE(pet_streamed_files_hold_the_in_memory_system)
 {
-    const auto dir = std::filesystem::temp_directory_path() /
-                     ("heptane_test_pet_" + std::to_string(::getpid()));
+    const auto dir =
+        std::filesystem::temp_directory_path() / ("heptane_test_pet_" + std::to_string(::getpid()));
     std::filesystem::create_directories(dir);
     for (const PetSpec& s : {spec_2d(64, 32), spec_3d()}) {
         const std::string fa = (dir / "A.mtx").string(), fg = (dir / "g.mtx").string(),

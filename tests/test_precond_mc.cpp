@@ -20,7 +20,8 @@ using namespace heptane;
 
 namespace {
 
-HeptaSpec reservoir(index_t J, index_t H, index_t I, index_t nc, bool banded, double difficulty = 1.0)
+HeptaSpec reservoir(index_t J, index_t H, index_t I, index_t nc, bool banded,
+                    double difficulty = 1.0)
 {
     HeptaSpec s;
     s.J = J;
@@ -66,7 +67,8 @@ detail::BlockCsrHost block_pattern(const Coo<double>& a, index_t nc)
 /// BILU(0) of the dense A' = P A Pᵀ restricted to its block pattern (IKJ, Eigen inverses),
 /// then a dense unit-lower and a block-upper solve.
 std::vector<double> dense_mc_ilu0_apply(const detail::BlockCsrHost& m,
-                                        const std::vector<index_t>& perm, const std::vector<double>& r)
+                                        const std::vector<index_t>& perm,
+                                        const std::vector<double>& r)
 {
     const index_t nb = m.nb, nc = m.nc, n = nb * nc;
     std::vector<index_t> inv(static_cast<std::size_t>(nb), 0);
@@ -80,29 +82,35 @@ std::vector<double> dense_mc_ilu0_apply(const detail::BlockCsrHost& m,
             pat(pi, pj) = true;
             for (index_t x = 0; x < nc; ++x)
                 for (index_t y = 0; y < nc; ++y)
-                    a(pi * nc + x, pj * nc + y) = m.val[std::size_t(q) * nc * nc + std::size_t(x * nc + y)];
+                    a(pi * nc + x, pj * nc + y) =
+                        m.val[std::size_t(q) * nc * nc + std::size_t(x * nc + y)];
         }
     for (index_t i = 0; i < nb; ++i)
         for (index_t k = 0; k < i; ++k) {
             if (!pat(i, k)) continue;
             a.block(i * nc, k * nc, nc, nc) =
-                (a.block(i * nc, k * nc, nc, nc) * a.block(k * nc, k * nc, nc, nc).inverse()).eval();
+                (a.block(i * nc, k * nc, nc, nc) * a.block(k * nc, k * nc, nc, nc).inverse())
+                    .eval();
             for (index_t j = k + 1; j < nb; ++j)
                 if (pat(i, j) && pat(k, j))
-                    a.block(i * nc, j * nc, nc, nc) -= a.block(i * nc, k * nc, nc, nc) * a.block(k * nc, j * nc, nc, nc);
+                    a.block(i * nc, j * nc, nc, nc) -=
+                        a.block(i * nc, k * nc, nc, nc) * a.block(k * nc, j * nc, nc, nc);
         }
     Eigen::MatrixXd lo = Eigen::MatrixXd::Identity(n, n), up = Eigen::MatrixXd::Zero(n, n);
     for (index_t i = 0; i < nb; ++i)
         for (index_t j = 0; j < nb; ++j)
-            if (pat(i, j)) (j < i ? lo : up).block(i * nc, j * nc, nc, nc) = a.block(i * nc, j * nc, nc, nc);
+            if (pat(i, j))
+                (j < i ? lo : up).block(i * nc, j * nc, nc, nc) = a.block(i * nc, j * nc, nc, nc);
     Eigen::VectorXd pr(n);
     for (index_t i = 0; i < nb; ++i)
-        for (index_t x = 0; x < nc; ++x) pr(i * nc + x) = r[std::size_t(perm[std::size_t(i)] * nc + x)];
+        for (index_t x = 0; x < nc; ++x)
+            pr(i * nc + x) = r[std::size_t(perm[std::size_t(i)] * nc + x)];
     const Eigen::VectorXd y = lo.triangularView<Eigen::UnitLower>().solve(pr);
     const Eigen::VectorXd zp = up.partialPivLu().solve(y);
     std::vector<double> z(static_cast<std::size_t>(n), 0.0);
     for (index_t i = 0; i < nb; ++i)
-        for (index_t x = 0; x < nc; ++x) z[std::size_t(perm[std::size_t(i)] * nc + x)] = zp(i * nc + x);
+        for (index_t x = 0; x < nc; ++x)
+            z[std::size_t(perm[std::size_t(i)] * nc + x)] = zp(i * nc + x);
     return z;
 }
 
@@ -164,14 +172,16 @@ BOOST_AUTO_TEST_CASE(multicolor_apply_equals_dense_bilu0_of_the_permuted_matrix)
             for (std::size_t i = 0; i < r.size(); ++i) r[i] = std::sin(0.37 * double(i) + 1.0);
             const auto z_ref = dense_mc_ilu0_apply(m, o.perm, r);
             auto pc = make_preconditioner<double>(PcType::ilu0_mc, csr, nc, test::test_executor());
-            BOOST_TEST(pc->describe().find("colors=" + std::to_string(o.colors)) != std::string::npos,
-                       pc->describe());
+            BOOST_TEST(
+                pc->describe().find("colors=" + std::to_string(o.colors)) != std::string::npos,
+                pc->describe());
             const Array<double> rd = Array<double>(r).to(test::test_executor());
             Array<double> zd(test::test_executor(), r.size());
             pc->apply(rd.data(), zd.data());
             const auto z = zd.to_vector();
             double diff = 0;
-            for (std::size_t i = 0; i < z.size(); ++i) diff = std::max(diff, std::abs(z[i] - z_ref[i]));
+            for (std::size_t i = 0; i < z.size(); ++i)
+                diff = std::max(diff, std::abs(z[i] - z_ref[i]));
             BOOST_TEST(diff <= 1e-11 * max_abs(z_ref), "Nc=" << nc << (banded ? " banded" : " grid")
                                                              << ": max diff " << diff << " of "
                                                              << max_abs(z_ref));
@@ -190,7 +200,8 @@ BOOST_AUTO_TEST_CASE(float_multicolor_apply_matches_double)
     auto pd = make_preconditioner<double>(PcType::ilu0_mc, csr, 2, test::test_executor());
     auto pf = make_preconditioner<float>(PcType::ilu0_mc, csr, 2, test::test_executor());
     const Array<double> rd = Array<double>(r).to(test::test_executor());
-    const Array<float> rf = Array<float>(std::vector<float>(r.begin(), r.end())).to(test::test_executor());
+    const Array<float> rf =
+        Array<float>(std::vector<float>(r.begin(), r.end())).to(test::test_executor());
     Array<double> zd(test::test_executor(), r.size());
     Array<float> zf(test::test_executor(), r.size());
     pd->apply(rd.data(), zd.data());
@@ -198,7 +209,8 @@ BOOST_AUTO_TEST_CASE(float_multicolor_apply_matches_double)
     const auto zdh = zd.to_vector();
     const auto zfh = zf.to_vector();
     double diff = 0;
-    for (std::size_t i = 0; i < zdh.size(); ++i) diff = std::max(diff, std::abs(zdh[i] - double(zfh[i])));
+    for (std::size_t i = 0; i < zdh.size(); ++i)
+        diff = std::max(diff, std::abs(zdh[i] - double(zfh[i])));
     BOOST_TEST(diff <= 1e-4 * max_abs(zdh));
 }
 
@@ -223,8 +235,9 @@ BOOST_AUTO_TEST_CASE(bicgstab_with_ilu0_mc_converges_on_the_reservoir_model_and_
                                  << nat.timings.per_iteration_ms << " ms/it");
         BOOST_TEST(mc.status.converged(), mc.status.summary());
         BOOST_TEST(mc.status.true_relative_residual <= 1e-7);
-        BOOST_TEST(mc.preconditioner.rfind("ilu0-mc Nc=" + std::to_string(nc) + " colors=2", 0) == 0u,
-                   mc.preconditioner);
+        BOOST_TEST(
+            mc.preconditioner.rfind("ilu0-mc Nc=" + std::to_string(nc) + " colors=2", 0) == 0u,
+            mc.preconditioner);
         BOOST_TEST(nat.status.converged(), nat.status.summary());
         // the device solve equals the CPU solve (on the CPU run: a determinism check)
         cfg.pc = PcType::ilu0_mc;
@@ -235,7 +248,8 @@ BOOST_AUTO_TEST_CASE(bicgstab_with_ilu0_mc_converges_on_the_reservoir_model_and_
         const int slack = std::max(2, host.status.iterations / 4);
         BOOST_TEST(std::abs(host.status.iterations - mc.status.iterations) <= slack);
         double diff = 0;
-        for (std::size_t i = 0; i < b.size(); ++i) diff = std::max(diff, std::abs(host.x[i] - mc.x[i]));
+        for (std::size_t i = 0; i < b.size(); ++i)
+            diff = std::max(diff, std::abs(host.x[i] - mc.x[i]));
         BOOST_TEST(diff <= 1e-6 * max_abs(host.x), "max diff " << diff);
     }
 }

@@ -23,14 +23,18 @@ using namespace heptane;
 
 namespace heptane {
 // Boost.Test prints the operands of a failed BOOST_TEST(a == b)
-std::ostream& operator<<(std::ostream& os, Reason r) { return os << to_string(r); }
+std::ostream& operator<<(std::ostream& os, Reason r)
+{
+    return os << to_string(r);
+}
 }  // namespace heptane
 
 namespace {
 
 const double nan_v = std::numeric_limits<double>::quiet_NaN();
 
-Coo<double> make_coo(index_t n, std::vector<index_t> r, std::vector<index_t> c, std::vector<double> v)
+Coo<double> make_coo(index_t n, std::vector<index_t> r, std::vector<index_t> c,
+                     std::vector<double> v)
 {
     Coo<double> a;
     a.rows = a.cols = n;
@@ -45,7 +49,8 @@ Coo<double> make_coo(index_t n, std::vector<index_t> r, std::vector<index_t> c, 
 /// lower neighbour and −1 + c toward the upper one (c ≠ 0: nonsymmetric, a convection
 /// term); diagonal = Σ|off-diagonals of the row| + margin (margin > 0: strictly diagonally
 /// dominant). c = 0, margin = 0 with diag 6 fixed gives the Dirichlet Laplacian instead.
-Coo<double> seven_point(index_t nx, index_t ny, index_t nz, double c, double margin, bool laplacian = false)
+Coo<double> seven_point(index_t nx, index_t ny, index_t nz, double c, double margin,
+                        bool laplacian = false)
 {
     std::vector<index_t> r, cc;
     std::vector<double> v;
@@ -107,14 +112,18 @@ double dominance_margin(const Coo<double>& a)
     return m;
 }
 
-std::vector<double> residual(const Coo<double>& a, const std::vector<double>& x, const std::vector<double>& b)
+std::vector<double> residual(const Coo<double>& a, const std::vector<double>& x,
+                             const std::vector<double>& b)
 {
     std::vector<long double> r(b.begin(), b.end());
-    for (offset_t k = 0; k < a.nnz(); ++k) r[std::size_t(a.row[k])] -= (long double)a.val[k] * x[std::size_t(a.col[k])];
+    for (offset_t k = 0; k < a.nnz(); ++k)
+        r[std::size_t(a.row[k])] -= (long double)a.val[k] * x[std::size_t(a.col[k])];
     return std::vector<double>(r.begin(), r.end());
 }
-/// The rounding error of ‖b − A x‖/‖b‖ evaluated in double: (row length + 2)·eps·‖|A||x| + |b|‖/‖b‖.
-double residual_rounding(const Coo<double>& a, const std::vector<double>& x, const std::vector<double>& b)
+/// The rounding error of ‖b − A x‖/‖b‖ evaluated in double: (row length + 2)·eps·‖|A||x| +
+/// |b|‖/‖b‖.
+double residual_rounding(const Coo<double>& a, const std::vector<double>& x,
+                         const std::vector<double>& b)
 {
     std::vector<double> s(b.size(), 0.0);
     std::vector<int> len(b.size(), 0);
@@ -164,7 +173,10 @@ Eigen::VectorXd to_eigen(const std::vector<double>& v)
 {
     return Eigen::Map<const Eigen::VectorXd>(v.data(), Eigen::Index(v.size()));
 }
-std::vector<double> from_eigen(const Eigen::VectorXd& v) { return std::vector<double>(v.data(), v.data() + v.size()); }
+std::vector<double> from_eigen(const Eigen::VectorXd& v)
+{
+    return std::vector<double>(v.data(), v.data() + v.size());
+}
 
 std::vector<double> sparse_lu(const Coo<double>& a, const std::vector<double>& b)
 {
@@ -190,7 +202,8 @@ Run run(Method method, const Coo<double>& a, const std::vector<double>& b, PcTyp
         op = make_cusparse_csr_operator(csr_from_coo(a), exec);
     else
         op = make_matrix_operator<double, double>(a, Format::csr, exec);
-    std::shared_ptr<const Operator<double>> m = make_preconditioner<double>(pc, csr_from_coo(a), nc, exec);
+    std::shared_ptr<const Operator<double>> m =
+        make_preconditioner<double>(pc, csr_from_coo(a), nc, exec);
     const Array<double> bd = Array<double>(b).to(exec);
     Array<double> xd = x0.empty() ? Array<double>(exec, b.size()) : Array<double>(x0).to(exec);
     if (!x0.empty()) o.nonzero_initial_guess = true;
@@ -348,8 +361,9 @@ BOOST_AUTO_TEST_CASE(every_preconditioner_reduces_iterations)
     for (PcType pc : {PcType::jacobi, PcType::block_jacobi}) {
         const Run r = run(Method::cg, p, bp, pc, 1, o);
         BOOST_TEST(r.st.converged(), r.st.summary());
-        BOOST_TEST(r.st.iterations < cg_none.st.iterations,
-                   to_string(pc) << ": " << r.st.iterations << " vs none " << cg_none.st.iterations);
+        BOOST_TEST(r.st.iterations < cg_none.st.iterations, to_string(pc) << ": " << r.st.iterations
+                                                                          << " vs none "
+                                                                          << cg_none.st.iterations);
     }
 }
 
@@ -387,8 +401,8 @@ BOOST_AUTO_TEST_CASE(breakdown_rho_when_r_is_orthogonal_to_r_hat)
 {
     // A = [[1,1,1],[1,2,1],[-1,0,2]], b = e1: s = (0,-1,1), t = (0,-1,2), ω = 3/5,
     // r1 = s − ω t has r1[0] = 0 exactly, so ρ1 = (e1, r1) = 0 while r1 ≠ 0.
-    const auto a = make_coo(3, {0, 0, 0, 1, 1, 1, 2, 2}, {0, 1, 2, 0, 1, 2, 0, 2},
-                            {1, 1, 1, 1, 2, 1, -1, 2});
+    const auto a =
+        make_coo(3, {0, 0, 0, 1, 1, 1, 2, 2}, {0, 1, 2, 0, 1, 2, 0, 2}, {1, 1, 1, 1, 2, 1, -1, 2});
     const Run r = run(Method::bicgstab, a, {1, 0, 0}, PcType::none, 1, tight());
     BOOST_TEST(r.st.reason == Reason::breakdown_rho, r.st.summary());
     BOOST_TEST(r.st.iterations == 1);
@@ -411,7 +425,8 @@ BOOST_AUTO_TEST_CASE(max_it_reports_diverged_max_it_with_the_right_count)
             BOOST_TEST(r.st.reason == Reason::diverged_max_it, r.st.summary());
             BOOST_TEST(r.st.iterations == 5);
             BOOST_TEST(r.st.history.size() == 6u);
-            BOOST_TEST(seen == (std::vector<int>{0, 1, 2, 3, 4, 5}), boost::test_tools::per_element());
+            BOOST_TEST(seen == (std::vector<int>{0, 1, 2, 3, 4, 5}),
+                       boost::test_tools::per_element());
             BOOST_TEST(r.st.true_residual_norm > 0);
         }
     }
@@ -479,7 +494,8 @@ BOOST_AUTO_TEST_CASE(nonzero_initial_guess_is_honoured_and_ignored_when_not_aske
     auto x0 = x_lu;
     const auto noise = test::random_vector<double>(x0.size(), 9);
     for (std::size_t i = 0; i < x0.size(); ++i) x0[i] += 1e-4 * noise[i];
-    const Run warm = run(Method::bicgstab, a, b, PcType::ilu0, 1, tight(), test::test_executor(), x0);
+    const Run warm =
+        run(Method::bicgstab, a, b, PcType::ilu0, 1, tight(), test::test_executor(), x0);
     BOOST_TEST(warm.st.converged());
     BOOST_TEST(warm.st.iterations < cold.st.iterations);
     const double r0 = norm2(residual(a, x0, b));
@@ -488,7 +504,8 @@ BOOST_AUTO_TEST_CASE(nonzero_initial_guess_is_honoured_and_ignored_when_not_aske
 
     // without the flag, whatever x holds is ignored
     auto exec = test::test_executor();
-    auto op = std::shared_ptr<const Operator<double>>(make_matrix_operator<double, double>(a, Format::csr, exec));
+    auto op = std::shared_ptr<const Operator<double>>(
+        make_matrix_operator<double, double>(a, Format::csr, exec));
     Bicgstab<double> s(tight());
     s.set_operator(op);
     s.set_preconditioner(make_preconditioner<double>(PcType::ilu0, csr_from_coo(a), 1, exec));
@@ -506,7 +523,8 @@ BOOST_AUTO_TEST_CASE(exact_initial_guess_converges_at_iteration_0)
     std::vector<double> x(std::size_t(a.rows));
     for (std::size_t i = 0; i < x.size(); ++i) x[i] = double(int(i % 7) - 3);
     std::vector<double> b(x.size(), 0.0);
-    for (offset_t k = 0; k < a.nnz(); ++k) b[std::size_t(a.row[k])] += a.val[k] * x[std::size_t(a.col[k])];
+    for (offset_t k = 0; k < a.nnz(); ++k)
+        b[std::size_t(a.row[k])] += a.val[k] * x[std::size_t(a.col[k])];
     for (Method m : {Method::bicgstab, Method::cg}) {
         const Run r = run(m, a, b, PcType::jacobi, 1, tight(), test::test_executor(), x);
         BOOST_TEST(r.st.reason == Reason::converged_rtol, r.st.summary());
@@ -550,7 +568,8 @@ BOOST_AUTO_TEST_CASE(float_vectors_converge_to_single_precision_tolerances)
     const auto a = seven_point(9, 8, 7, 0.4, 0.05);
     const auto b = test::random_vector<double>(std::size_t(a.rows), 3);
     auto exec = test::test_executor();
-    std::shared_ptr<const Operator<float>> op = make_matrix_operator<float, float>(a, Format::csr, exec);
+    std::shared_ptr<const Operator<float>> op =
+        make_matrix_operator<float, float>(a, Format::csr, exec);
     Bicgstab<float> s(tight(1e-5));
     s.set_operator(op);
     s.set_preconditioner(make_preconditioner<float>(PcType::ilu0, csr_from_coo(a), 1, exec));
@@ -570,7 +589,8 @@ BOOST_AUTO_TEST_CASE(misuse_throws)
     auto exec = test::test_executor();
     const auto a = seven_point(5, 4, 3, 0.2, 0.1);
     const std::size_t n = std::size_t(a.rows);
-    std::shared_ptr<const Operator<double>> op = make_matrix_operator<double, double>(a, Format::csr, exec);
+    std::shared_ptr<const Operator<double>> op =
+        make_matrix_operator<double, double>(a, Format::csr, exec);
     Array<double> b = Array<double>(std::vector<double>(n, 1.0)).to(exec);
     Array<double> x(exec, n);
     Array<double> short_x(exec, n - 1);
@@ -610,7 +630,8 @@ BOOST_AUTO_TEST_CASE(misuse_throws)
         const Array<double> b_host(std::vector<double>(n, 1.0));
         BOOST_CHECK_THROW(s.solve(b_host, x), DimensionMismatch);
         // a preconditioner on another executor (the CPU)
-        s.set_preconditioner(make_preconditioner<double>(PcType::jacobi, csr_from_coo(a), 1, cpu_executor()));
+        s.set_preconditioner(
+            make_preconditioner<double>(PcType::jacobi, csr_from_coo(a), 1, cpu_executor()));
         BOOST_CHECK_THROW(s.solve(b, x), DimensionMismatch);
     } else {
         // the reference implementation is CUDA only
@@ -638,8 +659,8 @@ BOOST_AUTO_TEST_CASE(cpu_and_device_agree)
     const auto a = generate_hepta_coo<double>(spec);
     const auto b = make_rhs(spec, a).b;
     const auto x_lu = sparse_lu(a, b);
-    for (PcType pc : {PcType::none, PcType::jacobi, PcType::block_jacobi, PcType::ilu0,
-                      PcType::ilu0_mc}) {
+    for (PcType pc :
+         {PcType::none, PcType::jacobi, PcType::block_jacobi, PcType::ilu0, PcType::ilu0_mc}) {
         const Run dev = run(Method::bicgstab, a, b, pc, 2, tight());
         const Run host = run(Method::bicgstab, a, b, pc, 2, tight(), cpu_executor());
         BOOST_TEST(dev.st.converged(), dev.st.summary());
@@ -662,7 +683,8 @@ BOOST_AUTO_TEST_CASE(cpu_and_device_agree)
 BOOST_AUTO_TEST_CASE(reference_bicgstab_matches_fused_on_the_gpu)
 {
     if (!test::testing_on_gpu()) {
-        BOOST_TEST_MESSAGE("the reference BiCGStab is CUDA only (NotSupported checked in misuse_throws)");
+        BOOST_TEST_MESSAGE(
+            "the reference BiCGStab is CUDA only (NotSupported checked in misuse_throws)");
         return;
     }
     const auto a = seven_point(9, 8, 7, 0.4, 0.05);
@@ -677,8 +699,8 @@ BOOST_AUTO_TEST_CASE(reference_bicgstab_matches_fused_on_the_gpu)
     }
     // the reference reports breakdowns the same way
     const auto rot = make_coo(2, {0, 1}, {1, 0}, {1.0, -1.0});
-    const Run r = run(Method::bicgstab, rot, {1, 2}, PcType::none, 1, tight(), test::test_executor(), {},
-                      BicgstabImpl::reference);
+    const Run r = run(Method::bicgstab, rot, {1, 2}, PcType::none, 1, tight(),
+                      test::test_executor(), {}, BicgstabImpl::reference);
     BOOST_TEST(r.st.reason == Reason::breakdown_rv);
 }
 
@@ -717,13 +739,14 @@ BOOST_AUTO_TEST_CASE(solve_system_in_every_precision_and_format)
         std::vector<SolveStage> stages;
         cfg.on_stage = [&](SolveStage s, double) { stages.push_back(s); };
         const SolveResult res = solve_system(a, b, cfg);
-        BOOST_TEST_MESSAGE(to_string(c.p) << " " << res.format << " / " << res.preconditioner << ": "
-                                          << res.status.summary());
+        BOOST_TEST_MESSAGE(to_string(c.p) << " " << res.format << " / " << res.preconditioner
+                                          << ": " << res.status.summary());
         BOOST_TEST(res.status.converged(), res.status.summary());
         BOOST_TEST(norm2(residual(a, res.x, b)) / norm2(b) <= c.expect);
         // the default: natural ILU(0) on the CPU, multi-colour ILU(0) on a GPU (solve.hpp)
-        BOOST_TEST(res.preconditioner.rfind(device == "cpu" ? "ilu0 Nc=2" : "ilu0-mc Nc=2", 0) == 0u,
-                   res.preconditioner);
+        BOOST_TEST(
+            res.preconditioner.rfind(device == "cpu" ? "ilu0 Nc=2" : "ilu0-mc Nc=2", 0) == 0u,
+            res.preconditioner);
         BOOST_TEST(res.solver == "bicgstab (fused)");
         BOOST_TEST(stages.size() == 5u);
         BOOST_TEST(res.timings.total_ms >= res.timings.solve_ms);

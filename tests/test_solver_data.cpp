@@ -29,8 +29,10 @@ std::vector<double> ones_rhs(const Coo<double>& a)
     return b;
 }
 
-/// The rounding error of ‖b − A x‖/‖b‖ evaluated in double: (row length + 2)·eps·‖|A||x| + |b|‖/‖b‖.
-double residual_rounding(const Coo<double>& a, const std::vector<double>& x, const std::vector<double>& b)
+/// The rounding error of ‖b − A x‖/‖b‖ evaluated in double: (row length + 2)·eps·‖|A||x| +
+/// |b|‖/‖b‖.
+double residual_rounding(const Coo<double>& a, const std::vector<double>& x,
+                         const std::vector<double>& b)
 {
     std::vector<double> s(b.size(), 0.0);
     std::vector<int> len(b.size(), 0);
@@ -66,7 +68,8 @@ void solve_and_check(const Problem& p, const std::string& device,
                      std::optional<PcType> pc = std::nullopt)
 {
     const auto a = read_matrix_market<double>(test::data_file(p.matrix));
-    const auto b = p.rhs.empty() ? ones_rhs(a) : read_matrix_market_vector<double>(test::data_file(p.rhs));
+    const auto b =
+        p.rhs.empty() ? ones_rhs(a) : read_matrix_market_vector<double>(test::data_file(p.rhs));
     BOOST_REQUIRE_EQUAL(b.size(), std::size_t(a.rows));
     SolveConfig cfg;  // BiCGStab, default preconditioner, CSR, double
     cfg.device = device;

@@ -29,7 +29,8 @@ void write_state(VectorOps<double>& ops, const KrylovState& s)
 }
 
 /// Σ x_i y_i in long double, and Σ |x_i y_i| for the rounding bound.
-std::pair<long double, long double> ref_dot(const std::vector<double>& x, const std::vector<double>& y)
+std::pair<long double, long double> ref_dot(const std::vector<double>& x,
+                                            const std::vector<double>& y)
 {
     long double s = 0, a = 0;
     for (std::size_t i = 0; i < x.size(); ++i) {
@@ -66,11 +67,13 @@ Csr<double> csr_from_dense(index_t n, const std::vector<double>& d)
     return csr_from_coo(a);
 }
 
-std::vector<double> dense_matvec(index_t n, const std::vector<double>& d, const std::vector<double>& x)
+std::vector<double> dense_matvec(index_t n, const std::vector<double>& d,
+                                 const std::vector<double>& x)
 {
     std::vector<double> y(std::size_t(n), 0.0);
     for (index_t i = 0; i < n; ++i)
-        for (index_t j = 0; j < n; ++j) y[std::size_t(i)] += d[std::size_t(i) * n + j] * x[std::size_t(j)];
+        for (index_t j = 0; j < n; ++j)
+            y[std::size_t(i)] += d[std::size_t(i) * n + j] * x[std::size_t(j)];
     return y;
 }
 
@@ -116,17 +119,20 @@ BOOST_AUTO_TEST_CASE(plain_vector_kernels_match_host_loops)
         auto yn = on_exec(std::vector<double>(std::size_t(n), nan_v));
         ops.axpby(n, -3.0, x.data(), 0.0, yn.data());
         const auto ynh = yn.to_vector();
-        for (index_t i = 0; i < n; ++i) BOOST_TEST(ynh[std::size_t(i)] == -3.0 * xh[std::size_t(i)]);
+        for (index_t i = 0; i < n; ++i)
+            BOOST_TEST(ynh[std::size_t(i)] == -3.0 * xh[std::size_t(i)]);
 
         auto y2 = on_exec(yh);
         ops.axpby(n, 0.5, x.data(), -2.0, y2.data());
         const auto y2h = y2.to_vector();
         for (index_t i = 0; i < n; ++i)
-            BOOST_TEST(std::abs(y2h[std::size_t(i)] - (0.5 * xh[std::size_t(i)] - 2.0 * yh[std::size_t(i)])) <= 1e-15);
+            BOOST_TEST(std::abs(y2h[std::size_t(i)] -
+                                (0.5 * xh[std::size_t(i)] - 2.0 * yh[std::size_t(i)])) <= 1e-15);
 
         const auto [d, da] = ref_dot(xh, yh);
         auto y3 = on_exec(yh);
-        BOOST_TEST(std::abs(ops.dot(n, x.data(), y3.data()) - double(d)) <= sum_tol(std::size_t(n), da));
+        BOOST_TEST(std::abs(ops.dot(n, x.data(), y3.data()) - double(d)) <=
+                   sum_tol(std::size_t(n), da));
         const auto [nn, na] = ref_dot(xh, xh);
         BOOST_TEST(std::abs(ops.norm2(n, x.data()) - std::sqrt(double(nn))) <=
                    sum_tol(std::size_t(n), na) / (std::sqrt(double(nn)) + 1e-300) + 1e-300);
@@ -170,20 +176,25 @@ BOOST_AUTO_TEST_CASE(bicgstab_steps_match_host_math)
     ops.bicgstab_update_p(n, r.data(), v.data(), p.data());  // p = r + β(p − ωv)
     auto pn = p.to_vector();
     for (index_t i = 0; i < n; i += 97) {
-        const double ref = rh[std::size_t(i)] + 0.75 * (ph[std::size_t(i)] + 1.25 * vh[std::size_t(i)]);
+        const double ref =
+            rh[std::size_t(i)] + 0.75 * (ph[std::size_t(i)] + 1.25 * vh[std::size_t(i)]);
         BOOST_TEST(std::abs(pn[std::size_t(i)] - ref) <= 1e-15 * 8);
     }
 
     ops.bicgstab_alpha(n, r_hat.data(), v.data());  // α = ρ/(r̂, v)
     st = ops.read_state();
     const auto [rv, rva] = ref_dot(rh, vh);
-    BOOST_TEST(std::abs(st.alpha - 3.0 / double(rv)) <= 3.0 / std::abs(double(rv)) * sum_tol(std::size_t(n), rva) / std::abs(double(rv)) * 4);
+    BOOST_TEST(std::abs(st.alpha - 3.0 / double(rv)) <= 3.0 / std::abs(double(rv)) *
+                                                            sum_tol(std::size_t(n), rva) /
+                                                            std::abs(double(rv)) * 4);
 
     auto s = on_exec(std::vector<double>(std::size_t(n), nan_v));
     ops.bicgstab_update_s(n, r.data(), v.data(), s.data());  // s = r − αv
     const auto sh = s.to_vector();
     for (index_t i = 0; i < n; i += 97)
-        BOOST_TEST(std::abs(sh[std::size_t(i)] - (rh[std::size_t(i)] - st.alpha * vh[std::size_t(i)])) <= 1e-14 * (1 + std::abs(st.alpha)));
+        BOOST_TEST(
+            std::abs(sh[std::size_t(i)] - (rh[std::size_t(i)] - st.alpha * vh[std::size_t(i)])) <=
+            1e-14 * (1 + std::abs(st.alpha)));
     BOOST_TEST(ops.read_state().half == 0);
 
     const auto th = test::random_vector<double>(std::size_t(n), 15);
@@ -211,7 +222,8 @@ BOOST_AUTO_TEST_CASE(bicgstab_steps_match_host_math)
         BOOST_TEST(std::abs(rn[k] - r_ref[k]) <= 1e-14 * (1 + std::abs(before.omega)));
         if (i % 97 == 0) {
             const double xr = xh[k] + before.alpha * pn[k] + before.omega * shat[k];
-            BOOST_TEST(std::abs(xn[k] - xr) <= 1e-14 * (1 + std::abs(before.alpha) + std::abs(before.omega)));
+            BOOST_TEST(std::abs(xn[k] - xr) <=
+                       1e-14 * (1 + std::abs(before.alpha) + std::abs(before.omega)));
         }
     }
     const auto [rhr, rhra] = ref_dot(rh, rn);
@@ -281,7 +293,8 @@ BOOST_AUTO_TEST_CASE(cg_steps_match_host_math)
     auto q = on_exec(qh);
     // (p, q) of random vectors: force a positive value by q = p + small
     std::vector<double> q2(static_cast<std::size_t>(n));
-    for (index_t i = 0; i < n; ++i) q2[std::size_t(i)] = rh[std::size_t(i)] + 0.1 * qh[std::size_t(i)];
+    for (index_t i = 0; i < n; ++i)
+        q2[std::size_t(i)] = rh[std::size_t(i)] + 0.1 * qh[std::size_t(i)];
     q = on_exec(q2);
     ops.cg_alpha(n, p.data(), q.data());
     st = ops.read_state();
@@ -295,8 +308,10 @@ BOOST_AUTO_TEST_CASE(cg_steps_match_host_math)
     const auto xn = x.to_vector(), rn = r.to_vector();
     for (index_t i = 0; i < n; ++i) {
         const std::size_t k = std::size_t(i);
-        BOOST_TEST(std::abs(xn[k] - (zh[k] + before.alpha * rh[k])) <= 1e-14 * (1 + std::abs(before.alpha)));
-        BOOST_TEST(std::abs(rn[k] - (rh[k] - before.alpha * q2[k])) <= 1e-14 * (1 + std::abs(before.alpha)));
+        BOOST_TEST(std::abs(xn[k] - (zh[k] + before.alpha * rh[k])) <=
+                   1e-14 * (1 + std::abs(before.alpha)));
+        BOOST_TEST(std::abs(rn[k] - (rh[k] - before.alpha * q2[k])) <=
+                   1e-14 * (1 + std::abs(before.alpha)));
     }
     const auto [rr2, rr2a] = ref_dot(rn, rn);
     BOOST_TEST(st.iter == 1);
@@ -315,7 +330,9 @@ BOOST_AUTO_TEST_CASE(cg_steps_match_host_math)
     ops.cg_update_p(n, z.data(), p.data());
     const auto pn = p.to_vector();
     for (index_t i = 0; i < n; i += 13)
-        BOOST_TEST(std::abs(pn[std::size_t(i)] - (zz[std::size_t(i)] + st.beta * pold[std::size_t(i)])) <= 1e-14 * (1 + st.beta) * 4);
+        BOOST_TEST(
+            std::abs(pn[std::size_t(i)] - (zz[std::size_t(i)] + st.beta * pold[std::size_t(i)])) <=
+            1e-14 * (1 + st.beta) * 4);
 }
 
 BOOST_AUTO_TEST_CASE(stopping_rules_in_order)
@@ -387,20 +404,23 @@ BOOST_AUTO_TEST_CASE(jacobi_divides_by_the_diagonal)
 {
     const index_t n = 40;
     auto d = block_tridiagonal(n, 1, 5);
-    auto m = make_preconditioner<double>(PcType::jacobi, csr_from_dense(n, d), 1, test::test_executor());
+    auto m =
+        make_preconditioner<double>(PcType::jacobi, csr_from_dense(n, d), 1, test::test_executor());
     const auto rh = test::random_vector<double>(std::size_t(n), 6);
     auto r = on_exec(rh);
     Array<double> z(test::test_executor(), std::size_t(n));
     m->apply(r.data(), z.data());
     const auto zh = z.to_vector();
     for (index_t i = 0; i < n; ++i)
-        BOOST_TEST(std::abs(zh[std::size_t(i)] - rh[std::size_t(i)] / d[std::size_t(i) * n + i]) <= 1e-15 * std::abs(zh[std::size_t(i)]) + 1e-300);
+        BOOST_TEST(std::abs(zh[std::size_t(i)] - rh[std::size_t(i)] / d[std::size_t(i) * n + i]) <=
+                   1e-15 * std::abs(zh[std::size_t(i)]) + 1e-300);
     // alpha, beta: z = 2 M⁻¹ r − z
     const auto before = z.to_vector();
     m->apply(2.0, r.data(), -1.0, z.data());
     const auto z2 = z.to_vector();
     for (index_t i = 0; i < n; ++i)
-        BOOST_TEST(std::abs(z2[std::size_t(i)] - before[std::size_t(i)]) <= 1e-15 * std::abs(before[std::size_t(i)]) + 1e-300);
+        BOOST_TEST(std::abs(z2[std::size_t(i)] - before[std::size_t(i)]) <=
+                   1e-15 * std::abs(before[std::size_t(i)]) + 1e-300);
     BOOST_TEST(m->describe().find("jacobi") != std::string::npos);
 }
 
@@ -417,13 +437,16 @@ BOOST_AUTO_TEST_CASE(block_jacobi_and_bilu0_are_exact_where_they_should_be)
                 if (i / nc != j / nc) diag[std::size_t(i) * n + j] = 0.0;
         const auto rh = test::random_vector<double>(std::size_t(n), 7);
         auto r = on_exec(rh);
-        for (auto [type, dense] : {std::pair{PcType::block_jacobi, &diag}, std::pair{PcType::ilu0, &tri}}) {
-            auto m = make_preconditioner<double>(type, csr_from_dense(n, *dense), nc, test::test_executor());
+        for (auto [type, dense] :
+             {std::pair{PcType::block_jacobi, &diag}, std::pair{PcType::ilu0, &tri}}) {
+            auto m = make_preconditioner<double>(type, csr_from_dense(n, *dense), nc,
+                                                 test::test_executor());
             BOOST_TEST(m->block_size() == nc);
             Array<double> z(test::test_executor(), std::size_t(n));
             m->apply(r.data(), z.data());
             const auto az = dense_matvec(n, *dense, z.to_vector());
-            BOOST_TEST(test::rel_max_diff(az, rh) <= 1e-13, "pc " << to_string(type) << " nc " << nc);
+            BOOST_TEST(test::rel_max_diff(az, rh) <= 1e-13,
+                       "pc " << to_string(type) << " nc " << nc);
         }
     }
 }
@@ -432,7 +455,8 @@ BOOST_AUTO_TEST_CASE(ilu0_float_factors_apply)
 {
     const index_t nb = 30, nc = 2, n = nb * nc;
     auto tri = block_tridiagonal(nb, nc, 9);
-    auto m = make_preconditioner<float>(PcType::ilu0, csr_from_dense(n, tri), nc, test::test_executor());
+    auto m =
+        make_preconditioner<float>(PcType::ilu0, csr_from_dense(n, tri), nc, test::test_executor());
     const auto rh = test::random_vector<float>(std::size_t(n), 7);
     auto r = on_exec(rh);
     Array<float> z(test::test_executor(), std::size_t(n));
@@ -456,22 +480,25 @@ BOOST_AUTO_TEST_CASE(singular_blocks_are_input_errors_naming_the_block)
     auto names_block_3 = [](const InputError& e) {
         const std::string w = e.what();
         BOOST_TEST_MESSAGE(w);
-        return w.find("block row 3") != std::string::npos && w.find("rows 6..7") != std::string::npos &&
+        return w.find("block row 3") != std::string::npos &&
+               w.find("rows 6..7") != std::string::npos &&
                w.find("pivot 2 of 2") != std::string::npos;
     };
-    BOOST_CHECK_EXCEPTION(make_preconditioner<double>(PcType::block_jacobi, a, nc, test::test_executor()),
-                          InputError, names_block_3);
+    BOOST_CHECK_EXCEPTION(
+        make_preconditioner<double>(PcType::block_jacobi, a, nc, test::test_executor()), InputError,
+        names_block_3);
     BOOST_CHECK_EXCEPTION(make_preconditioner<double>(PcType::ilu0, a, nc, test::test_executor()),
                           InputError, names_block_3);
     // Jacobi: a zero diagonal entry names the row
     d[6 * n + 6] = 0.0;
-    BOOST_CHECK_EXCEPTION(make_preconditioner<double>(PcType::jacobi, csr_from_dense(n, d), 1, test::test_executor()),
-                          InputError, [](const InputError& e) {
-                              return std::string(e.what()).find("row 6") != std::string::npos;
-                          });
+    BOOST_CHECK_EXCEPTION(
+        make_preconditioner<double>(PcType::jacobi, csr_from_dense(n, d), 1, test::test_executor()),
+        InputError, [](const InputError& e) {
+            return std::string(e.what()).find("row 6") != std::string::npos;
+        });
     // a block size that does not divide n
-    BOOST_CHECK_THROW(make_preconditioner<double>(PcType::block_jacobi, a, 5, test::test_executor()),
-                      InputError);
+    BOOST_CHECK_THROW(
+        make_preconditioner<double>(PcType::block_jacobi, a, 5, test::test_executor()), InputError);
     BOOST_CHECK_THROW(parse_pc("amg"), InputError);
     BOOST_TEST((parse_pc("bjacobi") == PcType::block_jacobi));
     BOOST_TEST((parse_pc("ilu0") == PcType::ilu0));

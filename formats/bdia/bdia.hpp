@@ -18,12 +18,12 @@ namespace heptane {
 
 template <class T>
 struct Bdia {
-    index_t rows = 0;  ///< multiple of block_size
-    index_t cols = 0;  ///< multiple of block_size
-    index_t block_size = 1;                 ///< Nc
-    std::vector<index_t> block_offsets;     ///< d_q, ascending, in blocks (host copy)
-    Array<T> data;                          ///< D*Nc*rows values, column-major
-    Array<std::uint64_t> pattern;           ///< bitset over data: 1 = stored entry
+    index_t rows = 0;                    ///< multiple of block_size
+    index_t cols = 0;                    ///< multiple of block_size
+    index_t block_size = 1;              ///< Nc
+    std::vector<index_t> block_offsets;  ///< d_q, ascending, in blocks (host copy)
+    Array<T> data;                       ///< D*Nc*rows values, column-major
+    Array<std::uint64_t> pattern;        ///< bitset over data: 1 = stored entry
 
     index_t num_block_diagonals() const noexcept
     {
@@ -47,8 +47,7 @@ struct Bdia {
 /// block offsets of the pattern are used; otherwise every entry must lie on one of the
 /// given block offsets (InputError naming the first that does not).
 template <class T>
-Bdia<T> bdia_from_coo(const Coo<T>& a, index_t block_size,
-                      std::vector<index_t> block_offsets = {});
+Bdia<T> bdia_from_coo(const Coo<T>& a, index_t block_size, std::vector<index_t> block_offsets = {});
 template <class T>
 Coo<T> to_coo(const Bdia<T>& a);
 

@@ -18,10 +18,9 @@ enum class BdiaKernel { automatic, thesis, optimized };
 /// (length cols and rows of op(A)). When beta == 0, y is only written, never read (it may hold
 /// NaN). Throws DimensionMismatch if A is not on this executor.
 template <class MT, class VT>
-void spmv(const CpuExecutor& exec, const Bdia<MT>& a, Op op, VT alpha, const VT* x, VT beta,
-          VT* y);
+void spmv(const CpuExecutor& exec, const Bdia<MT>& a, Op op, VT alpha, const VT* x, VT beta, VT* y);
 template <class MT, class VT>
-void spmv(const CudaExecutor& exec, const Bdia<MT>& a, Op op, VT alpha, const VT* x, VT beta,
-          VT* y, BdiaKernel kernel = BdiaKernel::automatic);
+void spmv(const CudaExecutor& exec, const Bdia<MT>& a, Op op, VT alpha, const VT* x, VT beta, VT* y,
+          BdiaKernel kernel = BdiaKernel::automatic);
 
 }  // namespace heptane::kernels

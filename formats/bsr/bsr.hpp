@@ -24,8 +24,13 @@ struct Bsr {
     const std::shared_ptr<const Executor>& exec() const noexcept { return values.exec(); }
     Bsr to(std::shared_ptr<const Executor> exec) const
     {
-        return Bsr{rows,           cols,           block_size,         row_ptr.to(exec),
-                   col_idx.to(exec), values.to(exec), pattern.to(exec)};
+        return Bsr{rows,
+                   cols,
+                   block_size,
+                   row_ptr.to(exec),
+                   col_idx.to(exec),
+                   values.to(exec),
+                   pattern.to(exec)};
     }
 };
 

@@ -15,8 +15,8 @@ void canonicalize(Coo<T>& a, DuplicatePolicy policy)
     const offset_t nnz = a.nnz();
     HEPTANE_ENSURE(offset_t(a.row.size()) == nnz && offset_t(a.col.size()) == nnz,
                    DimensionMismatch,
-                   "COO arrays differ in length: row " << a.row.size() << ", col "
-                                                       << a.col.size() << ", val " << nnz);
+                   "COO arrays differ in length: row " << a.row.size() << ", col " << a.col.size()
+                                                       << ", val " << nnz);
     HEPTANE_ENSURE(a.rows >= 0 && a.cols >= 0, InputError,
                    "negative matrix size " << a.rows << " x " << a.cols);
     const index_t* r = a.row.data();
@@ -68,8 +68,8 @@ void canonicalize(Coo<T>& a, DuplicatePolicy policy)
                 col = c[-1 - perm[k]];
                 break;
             }
-        HEPTANE_THROW(InputError, "duplicate entry at (" << dup_row + 1 << ", " << col + 1
-                                                         << ") (1-based)");
+        HEPTANE_THROW(InputError,
+                      "duplicate entry at (" << dup_row + 1 << ", " << col + 1 << ") (1-based)");
     }
     // 4. gather into new arrays
     std::vector<offset_t> out_ptr(std::size_t(a.rows) + 1, 0);
@@ -107,10 +107,9 @@ bool is_canonical(const Coo<T>& a)
     const offset_t nnz = a.nnz();
     if (offset_t(a.row.size()) != nnz || offset_t(a.col.size()) != nnz) return false;
     for (offset_t k = 0; k < nnz; ++k) {
-        if (a.row[k] < 0 || a.row[k] >= a.rows || a.col[k] < 0 || a.col[k] >= a.cols)
-            return false;
-        if (k > 0 && (a.row[k] < a.row[k - 1] ||
-                      (a.row[k] == a.row[k - 1] && a.col[k] <= a.col[k - 1])))
+        if (a.row[k] < 0 || a.row[k] >= a.rows || a.col[k] < 0 || a.col[k] >= a.cols) return false;
+        if (k > 0 &&
+            (a.row[k] < a.row[k - 1] || (a.row[k] == a.row[k - 1] && a.col[k] <= a.col[k - 1])))
             return false;
     }
     return true;
@@ -133,9 +132,9 @@ std::vector<offset_t> row_lengths(const Coo<T>& a)
     return len;
 }
 
-#define HEPTANE_INSTANTIATE(T)                                     \
-    template void canonicalize<T>(Coo<T>&, DuplicatePolicy);       \
-    template bool is_canonical<T>(const Coo<T>&);                  \
+#define HEPTANE_INSTANTIATE(T)                               \
+    template void canonicalize<T>(Coo<T>&, DuplicatePolicy); \
+    template bool is_canonical<T>(const Coo<T>&);            \
     template std::vector<offset_t> row_lengths<T>(const Coo<T>&);
 HEPTANE_INSTANTIATE(double)
 HEPTANE_INSTANTIATE(float)

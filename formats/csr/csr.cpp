@@ -61,9 +61,9 @@ Csr<T> transpose(const Csr<T>& a)
     return t;
 }
 
-#define HEPTANE_INSTANTIATE(T)                           \
-    template Csr<T> csr_from_coo<T>(const Coo<T>&);      \
-    template Coo<T> to_coo<T>(const Csr<T>&);            \
+#define HEPTANE_INSTANTIATE(T)                      \
+    template Csr<T> csr_from_coo<T>(const Coo<T>&); \
+    template Coo<T> to_coo<T>(const Csr<T>&);       \
     template Csr<T> transpose<T>(const Csr<T>&);
 HEPTANE_INSTANTIATE(double)
 HEPTANE_INSTANTIATE(float)

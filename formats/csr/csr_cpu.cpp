@@ -43,9 +43,8 @@ void spmv(const CpuExecutor&, const Csr<MT>& a, Op op, VT alpha, const VT* x, VT
     }
 }
 
-#define HEPTANE_INSTANTIATE(MT, VT)                                                     \
-    template void spmv<MT, VT>(const CpuExecutor&, const Csr<MT>&, Op, VT, const VT*, VT, \
-                               VT*);
+#define HEPTANE_INSTANTIATE(MT, VT) \
+    template void spmv<MT, VT>(const CpuExecutor&, const Csr<MT>&, Op, VT, const VT*, VT, VT*);
 HEPTANE_INSTANTIATE(double, double)
 HEPTANE_INSTANTIATE(float, float)
 HEPTANE_INSTANTIATE(float, double)

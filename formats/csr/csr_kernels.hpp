@@ -18,10 +18,9 @@ enum class CsrKernel { automatic, scalar, vector, merge };
 /// (length cols and rows of op(A)). When beta == 0, y is only written, never read (it may hold
 /// NaN). Throws DimensionMismatch if A is not on this executor.
 template <class MT, class VT>
-void spmv(const CpuExecutor& exec, const Csr<MT>& a, Op op, VT alpha, const VT* x, VT beta,
-          VT* y);
+void spmv(const CpuExecutor& exec, const Csr<MT>& a, Op op, VT alpha, const VT* x, VT beta, VT* y);
 template <class MT, class VT>
-void spmv(const CudaExecutor& exec, const Csr<MT>& a, Op op, VT alpha, const VT* x, VT beta,
-          VT* y, CsrKernel kernel = CsrKernel::automatic);
+void spmv(const CudaExecutor& exec, const Csr<MT>& a, Op op, VT alpha, const VT* x, VT beta, VT* y,
+          CsrKernel kernel = CsrKernel::automatic);
 
 }  // namespace heptane::kernels

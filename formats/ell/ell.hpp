@@ -11,9 +11,9 @@ template <class T>
 struct Ell {
     index_t rows = 0;
     index_t cols = 0;
-    index_t width = 0;        ///< slots per row
-    Array<index_t> col_idx;   ///< rows * width, column-major, -1 = padding
-    Array<T> values;          ///< rows * width, column-major, 0 at padding
+    index_t width = 0;       ///< slots per row
+    Array<index_t> col_idx;  ///< rows * width, column-major, -1 = padding
+    Array<T> values;         ///< rows * width, column-major, 0 at padding
 
     offset_t slots() const noexcept { return static_cast<offset_t>(rows) * width; }
     const std::shared_ptr<const Executor>& exec() const noexcept { return values.exec(); }

@@ -13,10 +13,8 @@ namespace heptane::kernels {
 /// (length cols and rows of op(A)). When beta == 0, y is only written, never read (it may hold
 /// NaN). Throws DimensionMismatch if A is not on this executor.
 template <class MT, class VT>
-void spmv(const CpuExecutor& exec, const Hyb<MT>& a, Op op, VT alpha, const VT* x, VT beta,
-          VT* y);
+void spmv(const CpuExecutor& exec, const Hyb<MT>& a, Op op, VT alpha, const VT* x, VT beta, VT* y);
 template <class MT, class VT>
-void spmv(const CudaExecutor& exec, const Hyb<MT>& a, Op op, VT alpha, const VT* x, VT beta,
-          VT* y);
+void spmv(const CudaExecutor& exec, const Hyb<MT>& a, Op op, VT alpha, const VT* x, VT beta, VT* y);
 
 }  // namespace heptane::kernels

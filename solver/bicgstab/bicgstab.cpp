@@ -31,8 +31,10 @@ namespace heptane {
 const char* to_string(BicgstabImpl impl) noexcept
 {
     switch (impl) {
-    case BicgstabImpl::fused: return "fused";
-    case BicgstabImpl::reference: return "reference";
+        case BicgstabImpl::fused:
+            return "fused";
+        case BicgstabImpl::reference:
+            return "reference";
     }
     return "?";
 }
@@ -41,17 +43,28 @@ BicgstabImpl parse_bicgstab_impl(const std::string& name)
 {
     if (name == "fused") return BicgstabImpl::fused;
     if (name == "reference" || name == "thesis") return BicgstabImpl::reference;
-    HEPTANE_THROW(InputError, "unknown BiCGStab implementation '" << name
-                                                                   << "' (choices: fused, reference)");
+    HEPTANE_THROW(InputError,
+                  "unknown BiCGStab implementation '" << name << "' (choices: fused, reference)");
 }
 
 template <class VT>
 struct Bicgstab<VT>::Workspace {
     Workspace(std::shared_ptr<const Executor> e, index_t n_, int max_it_, bool precond_)
-        : exec(e), n(n_), max_it(max_it_), precond(precond_), ops(e, max_it_),
-          r(e, n_), r_hat(e, n_), p(e, n_), v(e, n_), s(e, n_), t(e, n_),
-          p_hat(e, precond_ ? n_ : 0), s_hat(e, precond_ ? n_ : 0)
-    {}
+        : exec(e),
+          n(n_),
+          max_it(max_it_),
+          precond(precond_),
+          ops(e, max_it_),
+          r(e, n_),
+          r_hat(e, n_),
+          p(e, n_),
+          v(e, n_),
+          s(e, n_),
+          t(e, n_),
+          p_hat(e, precond_ ? n_ : 0),
+          s_hat(e, precond_ ? n_ : 0)
+    {
+    }
     bool fits(const std::shared_ptr<const Executor>& e, index_t n_, int max_it_,
               bool precond_) const
     {
@@ -69,7 +82,8 @@ struct Bicgstab<VT>::Workspace {
 template <class VT>
 Bicgstab<VT>::Bicgstab(SolverOptions options, BicgstabImpl impl)
     : opts_(std::move(options)), impl_(impl)
-{}
+{
+}
 template <class VT>
 Bicgstab<VT>::~Bicgstab() = default;
 template <class VT>
@@ -147,14 +161,14 @@ Status Bicgstab<VT>::solve(const Array<VT>& b_arr, Array<VT>& x_arr)
     detail::Stopwatch solve_clock;
     if (!stopped) {
         driver.run([&] {
-            ops.bicgstab_update_p(n, r, v, p);                 // p = r + β(p − ωv)
-            if (!identity) m_->apply(p, p_hat);                // p̂ = M⁻¹ p
-            A.apply(p_hat, v);                                 // v = A p̂
-            ops.bicgstab_alpha(n, r_hat, v);                   // α = ρ/(r̂, v)
-            ops.bicgstab_update_s(n, r, v, s);                 // s = r − αv
-            if (!identity) m_->apply(s, s_hat);                // ŝ = M⁻¹ s
-            A.apply(s_hat, t);                                 // t = A ŝ
-            ops.bicgstab_omega(n, t, s);                       // ω = (t,s)/(t,t)
+            ops.bicgstab_update_p(n, r, v, p);                           // p = r + β(p − ωv)
+            if (!identity) m_->apply(p, p_hat);                          // p̂ = M⁻¹ p
+            A.apply(p_hat, v);                                           // v = A p̂
+            ops.bicgstab_alpha(n, r_hat, v);                             // α = ρ/(r̂, v)
+            ops.bicgstab_update_s(n, r, v, s);                           // s = r − αv
+            if (!identity) m_->apply(s, s_hat);                          // ŝ = M⁻¹ s
+            A.apply(s_hat, t);                                           // t = A ŝ
+            ops.bicgstab_omega(n, t, s);                                 // ω = (t,s)/(t,t)
             ops.bicgstab_update_xr(n, p_hat, s_hat, s, t, r_hat, x, r);  // x, r, ρ, β
         });
     }
@@ -164,8 +178,8 @@ Status Bicgstab<VT>::solve(const Array<VT>& b_arr, Array<VT>& x_arr)
 
     if (opts_.compute_true_residual) {
         detail::Stopwatch clock;
-        A.apply(x, t);                         // t = A x
-        ops.axpby(n, VT(1), b, VT(-1), t);     // t = b − A x
+        A.apply(x, t);                      // t = A x
+        ops.axpby(n, VT(1), b, VT(-1), t);  // t = b − A x
         st.true_residual_norm = ops.norm2(n, t);
         st.true_relative_residual =
             st.b_norm > 0 ? st.true_residual_norm / st.b_norm : st.true_residual_norm;

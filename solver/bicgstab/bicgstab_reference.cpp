@@ -30,8 +30,9 @@ namespace detail {
 Status bicgstab_reference_solve(const Operator<double>&, const Operator<double>*,
                                 const Array<double>&, Array<double>&, const SolverOptions&)
 {
-    HEPTANE_THROW(NotSupported, "the reference BiCGStab (cuBLAS + cuSPARSE) needs a build with "
-                                "CUDA; use BicgstabImpl::fused on the CPU");
+    HEPTANE_THROW(NotSupported,
+                  "the reference BiCGStab (cuBLAS + cuSPARSE) needs a build with "
+                  "CUDA; use BicgstabImpl::fused on the CPU");
 }
 }  // namespace detail
 
@@ -60,7 +61,8 @@ public:
             col32_ = a.col_idx.to(exec_);
         }
         const auto it = wide_ ? CUSPARSE_INDEX_64I : CUSPARSE_INDEX_32I;
-        void* rp = wide_ ? static_cast<void*>(row_ptr64_.data()) : static_cast<void*>(row_ptr32_.data());
+        void* rp =
+            wide_ ? static_cast<void*>(row_ptr64_.data()) : static_cast<void*>(row_ptr32_.data());
         void* ci = wide_ ? static_cast<void*>(col64_.data()) : static_cast<void*>(col32_.data());
         HEPTANE_CUDA_CHECK(cudaSetDevice(exec_->device()));
         HEPTANE_CUSPARSE_CHECK(cusparseCreateCsr(&mat_, rows_, cols_, nnz_, rp, ci, values_.data(),
@@ -72,13 +74,15 @@ public:
         for (auto op : {CUSPARSE_OPERATION_NON_TRANSPOSE, CUSPARSE_OPERATION_TRANSPOSE}) {
             const bool t = op == CUSPARSE_OPERATION_TRANSPOSE;
             cusparseDnVecDescr_t vx = nullptr, vy = nullptr;
-            HEPTANE_CUSPARSE_CHECK(cusparseCreateDnVec(&vx, t ? rows_ : cols_, x.data(), CUDA_R_64F));
-            HEPTANE_CUSPARSE_CHECK(cusparseCreateDnVec(&vy, t ? cols_ : rows_, y.data(), CUDA_R_64F));
+            HEPTANE_CUSPARSE_CHECK(
+                cusparseCreateDnVec(&vx, t ? rows_ : cols_, x.data(), CUDA_R_64F));
+            HEPTANE_CUSPARSE_CHECK(
+                cusparseCreateDnVec(&vy, t ? cols_ : rows_, y.data(), CUDA_R_64F));
             const double one = 1, zero = 0;
             std::size_t bytes = 0;
-            const cusparseStatus_t st = cusparseSpMV_bufferSize(
-                cuda::cusparse(*exec_), op, &one, mat_, vx, &zero, vy, CUDA_R_64F,
-                CUSPARSE_SPMV_ALG_DEFAULT, &bytes);
+            const cusparseStatus_t st =
+                cusparseSpMV_bufferSize(cuda::cusparse(*exec_), op, &one, mat_, vx, &zero, vy,
+                                        CUDA_R_64F, CUSPARSE_SPMV_ALG_DEFAULT, &bytes);
             cusparseDestroyDnVec(vx);
             cusparseDestroyDnVec(vy);
             HEPTANE_CUSPARSE_CHECK(st);
@@ -188,12 +192,15 @@ Status bicgstab_reference_solve(const Operator<double>& A, const Operator<double
         HEPTANE_CUBLAS_CHECK(cublasDscal(h, n, &minus_one, r.data(), 1));
         HEPTANE_CUBLAS_CHECK(cublasDaxpy(h, n, &one, b, 1, r.data(), 1));
     } else {
-        HEPTANE_CUDA_CHECK(cudaMemsetAsync(x, 0, sizeof(double) * std::size_t(n), cuda::stream(exec)));
+        HEPTANE_CUDA_CHECK(
+            cudaMemsetAsync(x, 0, sizeof(double) * std::size_t(n), cuda::stream(exec)));
         HEPTANE_CUBLAS_CHECK(cublasDcopy(h, n, b, 1, r.data(), 1));
     }
     HEPTANE_CUBLAS_CHECK(cublasDcopy(h, n, r.data(), 1, r_hat.data(), 1));
-    HEPTANE_CUDA_CHECK(cudaMemsetAsync(p.data(), 0, sizeof(double) * std::size_t(n), cuda::stream(exec)));
-    HEPTANE_CUDA_CHECK(cudaMemsetAsync(v.data(), 0, sizeof(double) * std::size_t(n), cuda::stream(exec)));
+    HEPTANE_CUDA_CHECK(
+        cudaMemsetAsync(p.data(), 0, sizeof(double) * std::size_t(n), cuda::stream(exec)));
+    HEPTANE_CUDA_CHECK(
+        cudaMemsetAsync(v.data(), 0, sizeof(double) * std::size_t(n), cuda::stream(exec)));
     double bb = 0, rr = 0;
     HEPTANE_CUBLAS_CHECK(cublasDdot(h, n, b, 1, b, 1, &bb));
     HEPTANE_CUBLAS_CHECK(cublasDdot(h, n, r.data(), 1, r.data(), 1, &rr));
@@ -203,7 +210,8 @@ Status bicgstab_reference_solve(const Operator<double>& A, const Operator<double
     krylov::init_finalize(st, bb, rr, StopParams{opts.rtol, opts.atol, opts.dtol, opts.max_it},
                           hist.data());
     if (st.stop && st.bnorm == 0.0)
-        HEPTANE_CUDA_CHECK(cudaMemsetAsync(x, 0, sizeof(double) * std::size_t(n), cuda::stream(exec)));
+        HEPTANE_CUDA_CHECK(
+            cudaMemsetAsync(x, 0, sizeof(double) * std::size_t(n), cuda::stream(exec)));
     auto monitor = [&](int i) {
         if (opts.monitor)
             opts.monitor(IterationInfo{i, hist[std::size_t(i)],
@@ -263,7 +271,8 @@ Status bicgstab_reference_solve(const Operator<double>& A, const Operator<double
         const int w = opts.stagnation_window;
         if (!st.stop && w > 0 && st.iter >= w) {
             double recent = hist[std::size_t(st.iter)];
-            for (int i = st.iter - w + 1; i <= st.iter; ++i) recent = std::min(recent, hist[std::size_t(i)]);
+            for (int i = st.iter - w + 1; i <= st.iter; ++i)
+                recent = std::min(recent, hist[std::size_t(i)]);
             if (!(recent < (1.0 - opts.stagnation_rtol) * prefix[std::size_t(st.iter - w)]))
                 krylov::stop_with(st, Reason::stagnation);
         }
@@ -276,8 +285,7 @@ Status bicgstab_reference_solve(const Operator<double>& A, const Operator<double
     status.initial_residual_norm = st.r0norm;
     status.residual_norm = st.rnorm;
     status.relative_residual = st.bnorm > 0 ? st.rnorm / st.bnorm : 0.0;
-    status.timings.per_iteration_ms =
-        st.iter > 0 ? status.timings.solve_ms / st.iter : 0.0;
+    status.timings.per_iteration_ms = st.iter > 0 ? status.timings.solve_ms / st.iter : 0.0;
     if (opts.record_history) status.history.assign(hist.begin(), hist.begin() + st.iter + 1);
 
     if (opts.compute_true_residual) {

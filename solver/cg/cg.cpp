@@ -22,9 +22,17 @@ namespace heptane {
 template <class VT>
 struct Cg<VT>::Workspace {
     Workspace(std::shared_ptr<const Executor> e, index_t n_, int max_it_, bool precond_)
-        : exec(e), n(n_), max_it(max_it_), precond(precond_), ops(e, max_it_), r(e, n_),
-          z(e, precond_ ? n_ : 0), p(e, n_), q(e, n_)
-    {}
+        : exec(e),
+          n(n_),
+          max_it(max_it_),
+          precond(precond_),
+          ops(e, max_it_),
+          r(e, n_),
+          z(e, precond_ ? n_ : 0),
+          p(e, n_),
+          q(e, n_)
+    {
+    }
     bool fits(const std::shared_ptr<const Executor>& e, index_t n_, int max_it_,
               bool precond_) const
     {
@@ -41,7 +49,8 @@ struct Cg<VT>::Workspace {
 
 template <class VT>
 Cg<VT>::Cg(SolverOptions options) : opts_(std::move(options))
-{}
+{
+}
 template <class VT>
 Cg<VT>::~Cg() = default;
 template <class VT>
@@ -97,8 +106,8 @@ Status Cg<VT>::solve(const Array<VT>& b_arr, Array<VT>& x_arr)
         ops.copy(n, b, r);
     }
     ops.cg_init(n, b, r, detail::stop_params(opts_));  // ‖b‖, ‖r0‖, tests at iteration 0
-    if (!identity) m_->apply(r, z);                     // z = M⁻¹ r
-    ops.cg_start(n, r, z, p);                           // p = z, ρ = (r, z)
+    if (!identity) m_->apply(r, z);                    // z = M⁻¹ r
+    ops.cg_start(n, r, z, p);                          // p = z, ρ = (r, z)
     detail::KrylovDriver<VT> driver(ops, w.mirrors, opts_);
     const bool stopped = driver.start();
     if (stopped && driver.initial_state().bnorm == 0.0) ops.fill(n, VT(0), x);
@@ -108,14 +117,14 @@ Status Cg<VT>::solve(const Array<VT>& b_arr, Array<VT>& x_arr)
     detail::Stopwatch solve_clock;
     if (!stopped) {
         driver.run([&] {
-            A.apply(p, q);                               // q = A p
-            ops.cg_alpha(n, p, q);                       // α = ρ/(p, q)
-            ops.cg_update_xr(n, p, q, x, r, identity);   // x += αp, r −= αq, ‖r‖
+            A.apply(p, q);                              // q = A p
+            ops.cg_alpha(n, p, q);                      // α = ρ/(p, q)
+            ops.cg_update_xr(n, p, q, x, r, identity);  // x += αp, r −= αq, ‖r‖
             if (!identity) {
-                m_->apply(r, z);                         // z = M⁻¹ r
-                ops.cg_beta(n, r, z);                    // β = (r, z)/ρ
+                m_->apply(r, z);       // z = M⁻¹ r
+                ops.cg_beta(n, r, z);  // β = (r, z)/ρ
             }
-            ops.cg_update_p(n, z, p);                    // p = z + βp
+            ops.cg_update_p(n, z, p);  // p = z + βp
         });
     }
     driver.finish(st);

@@ -45,11 +45,13 @@ namespace {
 
 double ms_since(std::chrono::steady_clock::time_point t0)
 {
-    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
-        .count();
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
 
-double sign(double a) { return a > 0 ? 1.0 : (a < 0 ? -1.0 : 0.0); }  // np.sign
+double sign(double a)
+{
+    return a > 0 ? 1.0 : (a < 0 ? -1.0 : 0.0);
+}  // np.sign
 
 /// SciPy's _sym_ortho: a stable Givens rotation [c s; -s c] [a; b] = [r; 0].
 void sym_ortho(double a, double b, double& c, double& s, double& r)
@@ -85,19 +87,30 @@ const char* lsqr_istop_meaning(int istop) noexcept
 {
     // SciPy's msg[] without its padding.
     switch (istop) {
-        case 0: return "The exact solution is  x = 0";
-        case 1: return "Ax - b is small enough, given atol, btol";
-        case 2: return "The least-squares solution is good enough, given atol";
-        case 3: return "The estimate of cond(Abar) has exceeded conlim";
-        case 4: return "Ax - b is small enough for this machine";
-        case 5: return "The least-squares solution is good enough for this machine";
-        case 6: return "Cond(Abar) seems to be too large for this machine";
-        case 7: return "The iteration limit has been reached";
+        case 0:
+            return "The exact solution is  x = 0";
+        case 1:
+            return "Ax - b is small enough, given atol, btol";
+        case 2:
+            return "The least-squares solution is good enough, given atol";
+        case 3:
+            return "The estimate of cond(Abar) has exceeded conlim";
+        case 4:
+            return "Ax - b is small enough for this machine";
+        case 5:
+            return "The least-squares solution is good enough for this machine";
+        case 6:
+            return "Cond(Abar) seems to be too large for this machine";
+        case 7:
+            return "The iteration limit has been reached";
     }
     return "unknown";
 }
 
-const char* LsqrStatus::meaning() const noexcept { return lsqr_istop_meaning(istop); }
+const char* LsqrStatus::meaning() const noexcept
+{
+    return lsqr_istop_meaning(istop);
+}
 
 std::string LsqrStatus::summary() const
 {
@@ -113,7 +126,8 @@ template <class VT>
 struct Lsqr<VT>::Workspace {
     Workspace(std::shared_ptr<const Executor> e, index_t m_, index_t n_)
         : exec(e), m(m_), n(n_), ops(e, 0), u(e, m_), v(e, n_), w(e, n_)
-    {}
+    {
+    }
     bool fits(const std::shared_ptr<const Executor>& e, index_t m_, index_t n_) const
     {
         return e.get() == exec.get() && m_ == m && n_ == n;
@@ -126,7 +140,8 @@ struct Lsqr<VT>::Workspace {
 
 template <class VT>
 Lsqr<VT>::Lsqr(LsqrOptions options) : opts_(options)
-{}
+{
+}
 template <class VT>
 Lsqr<VT>::~Lsqr() = default;
 template <class VT>
@@ -155,17 +170,14 @@ LsqrStatus Lsqr<VT>::solve(const Array<VT>& b_arr, Array<VT>& x_arr)
     HEPTANE_ENSURE(b_arr.size() == std::size_t(m), DimensionMismatch,
                    "Lsqr: b has " << b_arr.size() << " entries, the operator " << m << " rows");
     HEPTANE_ENSURE(x_arr.size() == std::size_t(n), DimensionMismatch,
-                   "Lsqr: x has " << x_arr.size() << " entries, the operator " << n
-                                  << " columns");
+                   "Lsqr: x has " << x_arr.size() << " entries, the operator " << n << " columns");
     HEPTANE_ENSURE(m == 0 || n == 0 || b_arr.data() != x_arr.data(), InputError,
                    "Lsqr: b and x are one array");
     const auto& ex = *A.executor();
-    HEPTANE_ENSURE(same_memory(ex, *b_arr.exec()) && same_memory(ex, *x_arr.exec()),
-                   DimensionMismatch,
-                   "Lsqr: b (on " << b_arr.exec()->name() << ") and x (on "
-                                  << x_arr.exec()->name()
-                                  << ") must be in the memory of the operator's executor "
-                                  << ex.name());
+    HEPTANE_ENSURE(
+        same_memory(ex, *b_arr.exec()) && same_memory(ex, *x_arr.exec()), DimensionMismatch,
+        "Lsqr: b (on " << b_arr.exec()->name() << ") and x (on " << x_arr.exec()->name()
+                       << ") must be in the memory of the operator's executor " << ex.name());
     const LsqrOptions& o = opts_;
     HEPTANE_ENSURE(o.damp >= 0 && o.atol >= 0 && o.btol >= 0 && o.conlim >= 0, InputError,
                    "Lsqr options: damp (" << o.damp << "), atol (" << o.atol << "), btol ("

@@ -58,14 +58,14 @@ struct LsqrStatus {
     /// btol); 2: least-squares solution good enough (atol); 3: cond(Ā) > conlim; 4, 5, 6: as
     /// 1, 2, 3 at machine precision; 7: iteration limit reached.
     int istop = 0;
-    int itn = 0;            ///< iterations done
-    double r1norm = 0;      ///< ‖b − A x‖ (estimate; negative if its cancellation went below 0)
-    double r2norm = 0;      ///< sqrt(‖b − A x‖² + damp²‖x − x0‖²) (estimate)
-    double anorm = 0;       ///< Frobenius norm of Ā = [A; damp I] (estimate)
-    double acond = 0;       ///< condition number of Ā (estimate)
-    double arnorm = 0;      ///< ‖Āᵀ r̄‖ (estimate)
-    double xnorm = 0;       ///< ‖x‖ (estimate)
-    double bnorm = 0;       ///< ‖b‖
+    int itn = 0;        ///< iterations done
+    double r1norm = 0;  ///< ‖b − A x‖ (estimate; negative if its cancellation went below 0)
+    double r2norm = 0;  ///< sqrt(‖b − A x‖² + damp²‖x − x0‖²) (estimate)
+    double anorm = 0;   ///< Frobenius norm of Ā = [A; damp I] (estimate)
+    double acond = 0;   ///< condition number of Ā (estimate)
+    double arnorm = 0;  ///< ‖Āᵀ r̄‖ (estimate)
+    double xnorm = 0;   ///< ‖x‖ (estimate)
+    double bnorm = 0;   ///< ‖b‖
     std::vector<double> history;  ///< r2norm per iteration (record_history), index 0 = start
     LsqrTimings timings;
 

@@ -32,8 +32,7 @@ namespace {
 
 double ms_since(std::chrono::steady_clock::time_point t0)
 {
-    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
-        .count();
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
 
 }  // namespace
@@ -41,11 +40,17 @@ double ms_since(std::chrono::steady_clock::time_point t0)
 template <class VT>
 struct Mlem<VT>::Workspace {
     Workspace(std::shared_ptr<const Executor> e, index_t m_, index_t n_, int subsets_)
-        : exec(e), m(m_), n(n_), subsets(subsets_), q(e, m_), b(e, n_),
-          inv_norm(e, std::size_t(n_) * subsets_), norm(e, n_)
-    {}
-    bool fits(const std::shared_ptr<const Executor>& e, index_t m_, index_t n_,
-              int subsets_) const
+        : exec(e),
+          m(m_),
+          n(n_),
+          subsets(subsets_),
+          q(e, m_),
+          b(e, n_),
+          inv_norm(e, std::size_t(n_) * subsets_),
+          norm(e, n_)
+    {
+    }
+    bool fits(const std::shared_ptr<const Executor>& e, index_t m_, index_t n_, int subsets_) const
     {
         return e.get() == exec.get() && m_ == m && n_ == n && subsets_ == subsets;
     }
@@ -63,7 +68,8 @@ struct Mlem<VT>::Workspace {
 
 template <class VT>
 Mlem<VT>::Mlem(MlemOptions options) : opts_(options)
-{}
+{
+}
 template <class VT>
 Mlem<VT>::~Mlem() = default;
 template <class VT>
@@ -90,14 +96,11 @@ void Mlem<VT>::set_subsets(std::vector<std::shared_ptr<const Operator<VT>>> bloc
         HEPTANE_ENSURE(blocks[s], InputError, "Mlem::set_subsets: block " << s << " is null");
         HEPTANE_ENSURE(blocks[s]->cols() == blocks[0]->cols(), DimensionMismatch,
                        "Mlem::set_subsets: block " << s << " has " << blocks[s]->cols()
-                                                   << " columns, block 0 "
-                                                   << blocks[0]->cols());
-        HEPTANE_ENSURE(same_executor(*blocks[s]->executor(), *blocks[0]->executor()),
-                       DimensionMismatch,
-                       "Mlem::set_subsets: block " << s << " lives on "
-                                                   << blocks[s]->executor()->name()
-                                                   << ", block 0 on "
-                                                   << blocks[0]->executor()->name());
+                                                   << " columns, block 0 " << blocks[0]->cols());
+        HEPTANE_ENSURE(
+            same_executor(*blocks[s]->executor(), *blocks[0]->executor()), DimensionMismatch,
+            "Mlem::set_subsets: block " << s << " lives on " << blocks[s]->executor()->name()
+                                        << ", block 0 on " << blocks[0]->executor()->name());
     }
     blocks_ = std::move(blocks);
     ws_.reset();  // new sensitivities at the next solve
@@ -119,15 +122,12 @@ MlemStatus Mlem<VT>::solve(const Array<VT>& g_arr, Array<VT>& f_arr)
     HEPTANE_ENSURE(g_arr.size() == std::size_t(m), DimensionMismatch,
                    "Mlem: g has " << g_arr.size() << " entries, the system " << m << " rows");
     HEPTANE_ENSURE(f_arr.size() == std::size_t(n), DimensionMismatch,
-                   "Mlem: f has " << f_arr.size() << " entries, the system " << n
-                                  << " columns");
+                   "Mlem: f has " << f_arr.size() << " entries, the system " << n << " columns");
     const auto exec = blocks_[0]->executor();
-    HEPTANE_ENSURE(same_memory(*exec, *g_arr.exec()) && same_memory(*exec, *f_arr.exec()),
-                   DimensionMismatch,
-                   "Mlem: g (on " << g_arr.exec()->name() << ") and f (on "
-                                  << f_arr.exec()->name()
-                                  << ") must be in the memory of the operators' executor "
-                                  << exec->name());
+    HEPTANE_ENSURE(
+        same_memory(*exec, *g_arr.exec()) && same_memory(*exec, *f_arr.exec()), DimensionMismatch,
+        "Mlem: g (on " << g_arr.exec()->name() << ") and f (on " << f_arr.exec()->name()
+                       << ") must be in the memory of the operators' executor " << exec->name());
 
     const int iters = opts_.iterations;
     if (!ws_ || !ws_->fits(exec, m, n, S)) ws_ = std::make_unique<Workspace>(exec, m, n, S);
@@ -175,8 +175,7 @@ MlemStatus Mlem<VT>::solve(const Array<VT>& g_arr, Array<VT>& f_arr)
     HEPTANE_ENSURE(cs.scratch[0] == 0, InputError,
                    "Mlem: g has " << cs.scratch[0] << " negative or NaN counts");
     HEPTANE_ENSURE(!opts_.nonzero_initial_guess || cs.scratch[2] == 0, InputError,
-                   "Mlem: the initial image has " << cs.scratch[2]
-                                                  << " negative or NaN voxels");
+                   "Mlem: the initial image has " << cs.scratch[2] << " negative or NaN voxels");
     status.counts = cs.scratch[1];
     if (!opts_.nonzero_initial_guess) {
         // f⁰ = Σg / Σnorm where norm_j > 0, else 0 (b takes the unused inverse)
@@ -191,14 +190,14 @@ MlemStatus Mlem<VT>::solve(const Array<VT>& g_arr, Array<VT>& f_arr)
     if (S == 1) {
         const Operator<VT>& A = *blocks_[0];
         for (int k = 0; k < iters; ++k) {
-            A.apply(f, q);                                  // q = A f
-            ops.mlem_correlate(m, g, q, q, ll ? k : -1);    // q = g / q;  L(f^k)
-            A.apply_transpose(VT(1), q, VT(0), b);          // b = Aᵀ q
-            ops.mlem_update(n, b, inv, f);                  // f = f · b / norm
+            A.apply(f, q);                                // q = A f
+            ops.mlem_correlate(m, g, q, q, ll ? k : -1);  // q = g / q;  L(f^k)
+            A.apply_transpose(VT(1), q, VT(0), b);        // b = Aᵀ q
+            ops.mlem_update(n, b, inv, f);                // f = f · b / norm
         }
         if (ll) {
             A.apply(f, q);
-            ops.mlem_correlate(m, g, q, nullptr, iters);    // L(f^iters)
+            ops.mlem_correlate(m, g, q, nullptr, iters);  // L(f^iters)
         }
     } else {
         auto loglik = [&](int k) {
@@ -232,9 +231,9 @@ template class Mlem<float>;
 
 std::vector<index_t> row_block_bounds(const Coo<double>& a, int subsets)
 {
-    HEPTANE_ENSURE(subsets >= 1 && subsets <= std::max<index_t>(a.rows, 1), InputError,
-                   "OSEM: " << subsets << " subsets for " << a.rows
-                            << " rows (need 1 <= subsets <= rows)");
+    HEPTANE_ENSURE(
+        subsets >= 1 && subsets <= std::max<index_t>(a.rows, 1), InputError,
+        "OSEM: " << subsets << " subsets for " << a.rows << " rows (need 1 <= subsets <= rows)");
     const std::vector<offset_t> len = row_lengths(a);
     std::vector<offset_t> start(std::size_t(a.rows) + 1, 0);  // prefix sums of nnz
     for (index_t i = 0; i < a.rows; ++i) start[i + 1] = start[i] + len[i];
@@ -286,9 +285,8 @@ std::vector<std::shared_ptr<const Operator<VT>>> make_row_block_operators(
     return ops;
 }
 
-#define HEPTANE_INSTANTIATE(MT, VT)                                                        \
-    template std::vector<std::shared_ptr<const Operator<VT>>> make_row_block_operators<MT, \
-                                                                                       VT>( \
+#define HEPTANE_INSTANTIATE(MT, VT)                                                             \
+    template std::vector<std::shared_ptr<const Operator<VT>>> make_row_block_operators<MT, VT>( \
         const Coo<double>&, int, Format, std::shared_ptr<const Executor>, const FormatOptions&);
 HEPTANE_INSTANTIATE(double, double)
 HEPTANE_INSTANTIATE(float, float)

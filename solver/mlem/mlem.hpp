@@ -57,12 +57,12 @@ struct MlemTimings {
 };
 
 struct MlemStatus {
-    int iterations = 0;            ///< iterations done
-    int subsets = 1;               ///< S (1: MLEM)
-    double counts = 0;             ///< Σ g
-    double sensitivity_sum = 0;    ///< Σ_j norm_j = Σ_ij a_ij
-    double initial_value = 0;      ///< f⁰ = Σg / Σnorm (when not given)
-    index_t unseen_voxels = 0;     ///< voxels with norm_j = 0 (no row sees them; f_j = 0)
+    int iterations = 0;          ///< iterations done
+    int subsets = 1;             ///< S (1: MLEM)
+    double counts = 0;           ///< Σ g
+    double sensitivity_sum = 0;  ///< Σ_j norm_j = Σ_ij a_ij
+    double initial_value = 0;    ///< f⁰ = Σg / Σnorm (when not given)
+    index_t unseen_voxels = 0;   ///< voxels with norm_j = 0 (no row sees them; f_j = 0)
     /// L(f^k), k = 0..iterations: loglik[0] for the initial image, loglik[k] after
     /// iteration k (compute_loglik; empty otherwise).
     std::vector<double> loglik;

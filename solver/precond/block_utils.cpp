@@ -40,7 +40,8 @@ BlockCsrHost block_csr_from_csr(const Csr<double>& a_in, index_t nc, const char*
         rows_cols[std::size_t(I)] = cols;
     }
     for (index_t I = 0; I < m.nb; ++I)
-        m.ptr[std::size_t(I) + 1] = m.ptr[std::size_t(I)] + offset_t(rows_cols[std::size_t(I)].size());
+        m.ptr[std::size_t(I) + 1] =
+            m.ptr[std::size_t(I)] + offset_t(rows_cols[std::size_t(I)].size());
     m.col.resize(std::size_t(m.ptr.back()));
     m.val.assign(std::size_t(m.ptr.back()) * nc2, 0.0);
 #pragma omp parallel for schedule(dynamic, 64)

@@ -63,7 +63,8 @@ Ilu0Factors ilu0_factorize(const BlockCsrHost& a)
             }
         }
         const offset_t d = a.diag[std::size_t(i)];
-        const PivotFailure f = invert_block(&val[std::size_t(d) * nc2], &dinv[std::size_t(i) * nc2], nc);
+        const PivotFailure f =
+            invert_block(&val[std::size_t(d) * nc2], &dinv[std::size_t(i) * nc2], nc);
         if (f.singular)
             HEPTANE_THROW(InputError, (nc == 1 ? "ILU(0)" : "BILU(0)")
                                           << ": singular pivot block after elimination, "
@@ -79,7 +80,8 @@ Ilu0Factors ilu0_factorize(const BlockCsrHost& a)
     }
     for (index_t i = 0; i < nb; ++i) {
         const offset_t d = a.diag[std::size_t(i)];
-        out.lower.ptr[std::size_t(i) + 1] = out.lower.ptr[std::size_t(i)] + (d - a.ptr[std::size_t(i)]);
+        out.lower.ptr[std::size_t(i) + 1] =
+            out.lower.ptr[std::size_t(i)] + (d - a.ptr[std::size_t(i)]);
         out.upper.ptr[std::size_t(i) + 1] =
             out.upper.ptr[std::size_t(i)] + (a.ptr[std::size_t(i) + 1] - d - 1);
     }
@@ -116,7 +118,8 @@ LevelSchedule level_schedule(const BlockCsrHost& f, bool lower)
     for (index_t l = 0; l < levels; ++l) s.ptr[std::size_t(l) + 1] += s.ptr[std::size_t(l)];
     s.rows.resize(std::size_t(nb));
     std::vector<index_t> next(s.ptr.begin(), s.ptr.end() - 1);
-    for (index_t i = 0; i < nb; ++i) s.rows[std::size_t(next[std::size_t(level[std::size_t(i)])]++)] = i;
+    for (index_t i = 0; i < nb; ++i)
+        s.rows[std::size_t(next[std::size_t(level[std::size_t(i)])]++)] = i;
     return s;
 }
 

@@ -92,10 +92,12 @@ MulticolorOrdering multicolor_ordering(const BlockCsrHost& a)
     // block rows of a colour contiguous, natural order inside a colour
     o.color_ptr.assign(std::size_t(o.colors) + 1, 0);
     for (index_t i = 0; i < nb; ++i) ++o.color_ptr[std::size_t(o.color[std::size_t(i)]) + 1];
-    for (index_t k = 0; k < o.colors; ++k) o.color_ptr[std::size_t(k) + 1] += o.color_ptr[std::size_t(k)];
+    for (index_t k = 0; k < o.colors; ++k)
+        o.color_ptr[std::size_t(k) + 1] += o.color_ptr[std::size_t(k)];
     o.perm.resize(std::size_t(nb));
     std::vector<index_t> next(o.color_ptr.begin(), o.color_ptr.end() - 1);
-    for (index_t i = 0; i < nb; ++i) o.perm[std::size_t(next[std::size_t(o.color[std::size_t(i)])]++)] = i;
+    for (index_t i = 0; i < nb; ++i)
+        o.perm[std::size_t(next[std::size_t(o.color[std::size_t(i)])]++)] = i;
     return o;
 }
 

@@ -19,8 +19,7 @@ __global__ void diag_scale_kernel(index_t n, const VT* d, const VT* r, VT* z)
 
 // one thread per scalar row: z_(c,a) = Σ_k B_c[a][k] r_(c,k)
 template <class VT>
-__global__ void block_diag_kernel(index_t nblocks, index_t nc, const VT* binv, const VT* r,
-                                  VT* z)
+__global__ void block_diag_kernel(index_t nblocks, index_t nc, const VT* binv, const VT* r, VT* z)
 {
     const long long row = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
     if (row >= static_cast<long long>(nblocks) * nc) return;
@@ -35,8 +34,8 @@ __global__ void block_diag_kernel(index_t nblocks, index_t nc, const VT* binv, c
 
 // one thread per block row of the level (see triangular_solve in precond_kernels.hpp)
 template <class VT>
-__global__ void triangular_level_kernel(TriangularFactor<VT> f, const index_t* rows,
-                                        index_t count, VT* in, VT* out)
+__global__ void triangular_level_kernel(TriangularFactor<VT> f, const index_t* rows, index_t count,
+                                        VT* in, VT* out)
 {
     const index_t q = blockIdx.x * blockDim.x + threadIdx.x;
     if (q >= count) return;
@@ -77,10 +76,10 @@ __global__ void triangular_level_kernel(TriangularFactor<VT> f, const index_t* r
 // memory (the thread block holds whole block rows: blockDim.x is a multiple of nc).
 template <class VT>
 __global__ void multicolor_color_kernel(index_t p0, index_t rows_c, index_t nc, index_t width,
-                                        const index_t* __restrict__ col,
-                                        const VT* __restrict__ val, const VT* __restrict__ dinv,
-                                        const index_t* __restrict__ perm,
-                                        const VT* __restrict__ r, VT* y, VT* __restrict__ z)
+                                        const index_t* __restrict__ col, const VT* __restrict__ val,
+                                        const VT* __restrict__ dinv,
+                                        const index_t* __restrict__ perm, const VT* __restrict__ r,
+                                        VT* y, VT* __restrict__ z)
 {
     extern __shared__ unsigned char shared_raw[];
     VT* sh = reinterpret_cast<VT*>(shared_raw);
@@ -151,8 +150,7 @@ void triangular_solve(const CudaExecutor& exec, const TriangularFactor<VT>& f, V
 {
     const auto s = cuda::stream(exec);
     if (!f.diag_inv && in != out) {  // the lower solve runs in place on out
-        HEPTANE_CUDA_CHECK(cudaMemcpyAsync(out, in,
-                                           sizeof(VT) * std::size_t(f.block_rows) * f.nc,
+        HEPTANE_CUDA_CHECK(cudaMemcpyAsync(out, in, sizeof(VT) * std::size_t(f.block_rows) * f.nc,
                                            cudaMemcpyDeviceToDevice, s));
         in = out;
     }
@@ -184,8 +182,7 @@ void multicolor_solve(const CudaExecutor& exec, const MulticolorFactor<VT>& f, c
             const index_t p0 = f.color_ptr[c], rows_c = f.color_ptr[c + 1] - p0;
             const long long rows_cs = static_cast<long long>(rows_c) * nc;
             if (rows_cs <= 0) continue;
-            const VT* dinv = lower ? nullptr
-                                   : f.diag_inv + static_cast<long long>(p0) * nc * nc;
+            const VT* dinv = lower ? nullptr : f.diag_inv + static_cast<long long>(p0) * nc * nc;
             const std::size_t shared = lower || nc == 1 ? 0 : sizeof(VT) * std::size_t(threads);
             multicolor_color_kernel<VT><<<cuda::grid_for(rows_cs, threads), threads, shared, s>>>(
                 p0, rows_c, nc, t.width[c], t.col + t.col_off[c], t.val + t.val_off[c], dinv,
@@ -195,10 +192,10 @@ void multicolor_solve(const CudaExecutor& exec, const MulticolorFactor<VT>& f, c
     }
 }
 
-#define HEPTANE_INSTANTIATE(VT)                                                              \
-    template void diag_scale<VT>(const CudaExecutor&, index_t, const VT*, const VT*, VT*);   \
-    template void block_diag_apply<VT>(const CudaExecutor&, index_t, index_t, const VT*,     \
-                                       const VT*, VT*);                                      \
+#define HEPTANE_INSTANTIATE(VT)                                                               \
+    template void diag_scale<VT>(const CudaExecutor&, index_t, const VT*, const VT*, VT*);    \
+    template void block_diag_apply<VT>(const CudaExecutor&, index_t, index_t, const VT*,      \
+                                       const VT*, VT*);                                       \
     template void triangular_solve<VT>(const CudaExecutor&, const TriangularFactor<VT>&, VT*, \
                                        VT*);                                                  \
     template void multicolor_solve<VT>(const CudaExecutor&, const MulticolorFactor<VT>&,      \

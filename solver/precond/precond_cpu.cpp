@@ -19,8 +19,8 @@ void diag_scale(const CpuExecutor&, index_t n, const VT* d, const VT* r, VT* z)
 }
 
 template <class VT>
-void block_diag_apply(const CpuExecutor&, index_t nblocks, index_t nc, const VT* binv,
-                      const VT* r, VT* z)
+void block_diag_apply(const CpuExecutor&, index_t nblocks, index_t nc, const VT* binv, const VT* r,
+                      VT* z)
 {
     const std::size_t nc2 = std::size_t(nc) * nc;
 #pragma omp parallel for schedule(static) if (nblocks * nc >= parallel_min)
@@ -87,8 +87,7 @@ void triangular_solve(const CpuExecutor&, const TriangularFactor<VT>& f, VT* in,
 }
 
 template <class VT>
-void multicolor_solve(const CpuExecutor&, const MulticolorFactor<VT>& f, const VT* r, VT* y,
-                      VT* z)
+void multicolor_solve(const CpuExecutor&, const MulticolorFactor<VT>& f, const VT* r, VT* y, VT* z)
 {
     const index_t nc = f.nc;
     const std::size_t nc_s = std::size_t(nc);
@@ -110,14 +109,17 @@ void multicolor_solve(const CpuExecutor&, const MulticolorFactor<VT>& f, const V
                 for (index_t li = 0; li < rows_c; ++li) {
                     const index_t i = p0 + li;
                     const std::size_t s0 = std::size_t(li) * nc_s;
-                    const VT* src = lower ? r + std::size_t(f.perm[i]) * nc_s : y + std::size_t(i) * nc_s;
+                    const VT* src =
+                        lower ? r + std::size_t(f.perm[i]) * nc_s : y + std::size_t(i) * nc_s;
                     for (index_t a = 0; a < nc; ++a) w[std::size_t(a)] = src[a];
                     for (index_t k = 0; k < width; ++k) {
-                        const index_t j = col[std::size_t(k) * std::size_t(rows_c) + std::size_t(li)];
+                        const index_t j =
+                            col[std::size_t(k) * std::size_t(rows_c) + std::size_t(li)];
                         if (j < 0) break;
                         const VT* xj = y + std::size_t(j) * nc_s;
                         for (index_t b = 0; b < nc; ++b) {
-                            const VT* v = val + (std::size_t(k) * nc_s + std::size_t(b)) * rows_cs + s0;
+                            const VT* v =
+                                val + (std::size_t(k) * nc_s + std::size_t(b)) * rows_cs + s0;
                             for (index_t a = 0; a < nc; ++a) w[std::size_t(a)] -= v[a] * xj[b];
                         }
                     }
@@ -130,7 +132,8 @@ void multicolor_solve(const CpuExecutor&, const MulticolorFactor<VT>& f, const V
                     for (index_t a = 0; a < nc; ++a) {
                         VT sum = 0;
                         for (index_t b = 0; b < nc; ++b)
-                            sum += dinv[std::size_t(b) * rows_cs + s0 + std::size_t(a)] * w[std::size_t(b)];
+                            sum += dinv[std::size_t(b) * rows_cs + s0 + std::size_t(a)] *
+                                   w[std::size_t(b)];
                         yi[a] = sum;
                         zi[a] = sum;
                     }
@@ -140,14 +143,13 @@ void multicolor_solve(const CpuExecutor&, const MulticolorFactor<VT>& f, const V
     }
 }
 
-#define HEPTANE_INSTANTIATE(VT)                                                             \
-    template void diag_scale<VT>(const CpuExecutor&, index_t, const VT*, const VT*, VT*);   \
-    template void block_diag_apply<VT>(const CpuExecutor&, index_t, index_t, const VT*,     \
-                                       const VT*, VT*);                                     \
-    template void triangular_solve<VT>(const CpuExecutor&, const TriangularFactor<VT>&, VT*, \
-                                       VT*);                                                 \
-    template void multicolor_solve<VT>(const CpuExecutor&, const MulticolorFactor<VT>&,      \
-                                       const VT*, VT*, VT*);
+#define HEPTANE_INSTANTIATE(VT)                                                                    \
+    template void diag_scale<VT>(const CpuExecutor&, index_t, const VT*, const VT*, VT*);          \
+    template void block_diag_apply<VT>(const CpuExecutor&, index_t, index_t, const VT*, const VT*, \
+                                       VT*);                                                       \
+    template void triangular_solve<VT>(const CpuExecutor&, const TriangularFactor<VT>&, VT*, VT*); \
+    template void multicolor_solve<VT>(const CpuExecutor&, const MulticolorFactor<VT>&, const VT*, \
+                                       VT*, VT*);
 HEPTANE_INSTANTIATE(double)
 HEPTANE_INSTANTIATE(float)
 #undef HEPTANE_INSTANTIATE

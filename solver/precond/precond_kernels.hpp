@@ -64,7 +64,7 @@ void triangular_solve(const CudaExecutor& exec, const TriangularFactor<VT>& f, V
 /// marked.
 template <class VT>
 struct ColorTriangle {
-    const index_t* width = nullptr;    ///< host, colors entries
+    const index_t* width = nullptr;     ///< host, colors entries
     const offset_t* col_off = nullptr;  ///< host
     const offset_t* val_off = nullptr;  ///< host
     const index_t* col = nullptr;       ///< device
@@ -94,7 +94,7 @@ template <class VT>
 void multicolor_solve(const CpuExecutor& exec, const MulticolorFactor<VT>& f, const VT* r, VT* y,
                       VT* z);
 template <class VT>
-void multicolor_solve(const CudaExecutor& exec, const MulticolorFactor<VT>& f, const VT* r,
-                      VT* y, VT* z);
+void multicolor_solve(const CudaExecutor& exec, const MulticolorFactor<VT>& f, const VT* r, VT* y,
+                      VT* z);
 
 }  // namespace heptane::kernels

@@ -29,11 +29,16 @@ PcType parse_pc(const std::string& name)
 const char* to_string(PcType t) noexcept
 {
     switch (t) {
-    case PcType::none: return "none";
-    case PcType::jacobi: return "jacobi";
-    case PcType::block_jacobi: return "bjacobi";
-    case PcType::ilu0: return "ilu0";
-    case PcType::ilu0_mc: return "ilu0-mc";
+        case PcType::none:
+            return "none";
+        case PcType::jacobi:
+            return "jacobi";
+        case PcType::block_jacobi:
+            return "bjacobi";
+        case PcType::ilu0:
+            return "ilu0";
+        case PcType::ilu0_mc:
+            return "ilu0-mc";
     }
     return "?";
 }
@@ -45,7 +50,8 @@ void Preconditioner<VT>::apply(VT alpha, const VT* r, VT beta, VT* z) const
         solve(r, z);
         return;
     }
-    if (tmp_.size() != std::size_t(n_) || tmp_.exec() != exec_) tmp_ = Array<VT>(exec_, std::size_t(n_));
+    if (tmp_.size() != std::size_t(n_) || tmp_.exec() != exec_)
+        tmp_ = Array<VT>(exec_, std::size_t(n_));
     solve(r, tmp_.data());
     const VT* t = tmp_.data();
     const index_t n = n_;
@@ -65,8 +71,7 @@ std::string Preconditioner<VT>::describe() const
 {
     std::ostringstream os;
     os << to_string(type());
-    if (type() == PcType::block_jacobi || type() == PcType::ilu0 ||
-        type() == PcType::ilu0_mc)
+    if (type() == PcType::block_jacobi || type() == PcType::ilu0 || type() == PcType::ilu0_mc)
         os << " Nc=" << nc_;
     const std::string d = details();
     if (!d.empty()) os << " " << d;
@@ -108,7 +113,8 @@ class IdentityPc final : public Preconditioner<VT> {
 public:
     IdentityPc(index_t n, std::shared_ptr<const Executor> exec)
         : Preconditioner<VT>(n, 1, std::move(exec))
-    {}
+    {
+    }
     PcType type() const noexcept override { return PcType::none; }
 
 protected:
@@ -129,9 +135,9 @@ public:
         : Preconditioner<VT>(a_in.rows, 1, std::move(exec))
     {
         const auto t0 = clock_type::now();
-        HEPTANE_ENSURE(a_in.rows == a_in.cols, DimensionMismatch,
-                       "Jacobi: the matrix is " << a_in.rows << " x " << a_in.cols
-                                                << ", not square");
+        HEPTANE_ENSURE(
+            a_in.rows == a_in.cols, DimensionMismatch,
+            "Jacobi: the matrix is " << a_in.rows << " x " << a_in.cols << ", not square");
         Csr<double> keep;
         const Csr<double>& a = host_csr(a_in, keep);
         std::vector<double> d(std::size_t(a.rows), 0.0);
@@ -139,8 +145,9 @@ public:
             for (offset_t k = a.row_ptr[i]; k < a.row_ptr[i + 1]; ++k)
                 if (a.col_idx[k] == i) d[std::size_t(i)] += a.values[k];
         for (index_t i = 0; i < a.rows; ++i) {
-            HEPTANE_ENSURE(d[std::size_t(i)] != 0.0 && std::isfinite(d[std::size_t(i)]), InputError,
-                           "Jacobi: the diagonal entry of row " << i << " is " << d[std::size_t(i)]);
+            HEPTANE_ENSURE(
+                d[std::size_t(i)] != 0.0 && std::isfinite(d[std::size_t(i)]), InputError,
+                "Jacobi: the diagonal entry of row " << i << " is " << d[std::size_t(i)]);
             d[std::size_t(i)] = 1.0 / d[std::size_t(i)];
         }
         inv_diag_ = upload<VT>(d, this->exec_);
@@ -174,9 +181,8 @@ public:
         const std::size_t nc2 = std::size_t(nc) * nc;
         std::vector<double> inv(std::size_t(m.nb) * nc2);
         for (index_t c = 0; c < m.nb; ++c) {
-            const detail::PivotFailure f =
-                detail::invert_block(&m.val[std::size_t(m.diag[std::size_t(c)]) * nc2],
-                                     &inv[std::size_t(c) * nc2], nc);
+            const detail::PivotFailure f = detail::invert_block(
+                &m.val[std::size_t(m.diag[std::size_t(c)]) * nc2], &inv[std::size_t(c) * nc2], nc);
             if (f.singular)
                 HEPTANE_THROW(InputError, "block-Jacobi: singular diagonal block, "
                                               << detail::describe_pivot_failure(c, nc, f));
@@ -246,10 +252,12 @@ template <class VT>
 class Ilu0Pc final : public Preconditioner<VT> {
 public:
     Ilu0Pc(const Csr<double>& a, index_t nc, std::shared_ptr<const Executor> exec)
-        : Preconditioner<VT>(a.rows, nc, std::move(exec)), scratch_(this->exec_, std::size_t(a.rows))
+        : Preconditioner<VT>(a.rows, nc, std::move(exec)),
+          scratch_(this->exec_, std::size_t(a.rows))
     {
         const auto t0 = clock_type::now();
-        const detail::BlockCsrHost m = detail::block_csr_from_csr(a, nc, nc == 1 ? "ILU(0)" : "BILU(0)");
+        const detail::BlockCsrHost m =
+            detail::block_csr_from_csr(a, nc, nc == 1 ? "ILU(0)" : "BILU(0)");
         const detail::Ilu0Factors f = detail::ilu0_factorize(m);
         lower_ = DeviceFactor<VT>(f.lower, nullptr, true, this->exec_);
         upper_ = DeviceFactor<VT>(f.upper, &f.diag_inv, false, this->exec_);
@@ -289,11 +297,12 @@ template <class VT>
 class Ilu0McPc final : public Preconditioner<VT> {
 public:
     Ilu0McPc(const Csr<double>& a, index_t nc, std::shared_ptr<const Executor> exec)
-        : Preconditioner<VT>(a.rows, nc, std::move(exec)), scratch_(this->exec_, std::size_t(a.rows))
+        : Preconditioner<VT>(a.rows, nc, std::move(exec)),
+          scratch_(this->exec_, std::size_t(a.rows))
     {
         const auto t0 = clock_type::now();
-        const detail::BlockCsrHost m =
-            detail::block_csr_from_csr(a, nc, nc == 1 ? "ILU(0), multi-colour" : "BILU(0), multi-colour");
+        const detail::BlockCsrHost m = detail::block_csr_from_csr(
+            a, nc, nc == 1 ? "ILU(0), multi-colour" : "BILU(0), multi-colour");
         const detail::MulticolorOrdering o = detail::multicolor_ordering(m);
         const detail::Ilu0Factors f = detail::ilu0_factorize(detail::permute_symmetric(m, o.perm));
         nb_ = m.nb;
@@ -306,14 +315,16 @@ public:
         const std::size_t ncs = std::size_t(nc), nc2 = ncs * ncs;
         std::vector<double> dinv(f.diag_inv.size());
         for (index_t c = 0; c < colors_; ++c) {
-            const index_t p0 = color_ptr_[std::size_t(c)], rows_c = color_ptr_[std::size_t(c) + 1] - p0;
+            const index_t p0 = color_ptr_[std::size_t(c)],
+                          rows_c = color_ptr_[std::size_t(c) + 1] - p0;
             const std::size_t rows_cs = std::size_t(rows_c) * ncs;
             double* out = dinv.data() + std::size_t(p0) * nc2;
             for (index_t li = 0; li < rows_c; ++li)
                 for (index_t aa = 0; aa < nc; ++aa)
                     for (index_t b = 0; b < nc; ++b)
                         out[std::size_t(b) * rows_cs + std::size_t(li) * ncs + std::size_t(aa)] =
-                            f.diag_inv[std::size_t(p0 + li) * nc2 + std::size_t(aa) * ncs + std::size_t(b)];
+                            f.diag_inv[std::size_t(p0 + li) * nc2 + std::size_t(aa) * ncs +
+                                       std::size_t(b)];
         }
         diag_inv_ = upload<VT>(dinv, this->exec_);
         this->setup_ms_ = ms_since(t0);
@@ -334,7 +345,8 @@ protected:
         v.upper = upper_.view();
         v.diag_inv = diag_inv_.data();
         VT* y = scratch_.data();
-        dispatch_executor(*this->exec_, [&](const auto& e) { kernels::multicolor_solve(e, v, r, y, z); });
+        dispatch_executor(*this->exec_,
+                          [&](const auto& e) { kernels::multicolor_solve(e, v, r, y, z); });
     }
     std::string details() const override
     {
@@ -421,12 +433,16 @@ std::unique_ptr<Preconditioner<VT>> make_preconditioner(PcType type, const Csr<d
     HEPTANE_ENSURE(block_size >= 1, InputError,
                    "make_preconditioner: block size " << block_size << " must be >= 1");
     switch (type) {
-    case PcType::none: return std::make_unique<IdentityPc<VT>>(a.rows, std::move(exec));
-    case PcType::jacobi: return std::make_unique<JacobiPc<VT>>(a, std::move(exec));
-    case PcType::block_jacobi:
-        return std::make_unique<BlockJacobiPc<VT>>(a, block_size, std::move(exec));
-    case PcType::ilu0: return std::make_unique<Ilu0Pc<VT>>(a, block_size, std::move(exec));
-    case PcType::ilu0_mc: return std::make_unique<Ilu0McPc<VT>>(a, block_size, std::move(exec));
+        case PcType::none:
+            return std::make_unique<IdentityPc<VT>>(a.rows, std::move(exec));
+        case PcType::jacobi:
+            return std::make_unique<JacobiPc<VT>>(a, std::move(exec));
+        case PcType::block_jacobi:
+            return std::make_unique<BlockJacobiPc<VT>>(a, block_size, std::move(exec));
+        case PcType::ilu0:
+            return std::make_unique<Ilu0Pc<VT>>(a, block_size, std::move(exec));
+        case PcType::ilu0_mc:
+            return std::make_unique<Ilu0McPc<VT>>(a, block_size, std::move(exec));
     }
     HEPTANE_THROW(InputError, "make_preconditioner: unknown type");
 }

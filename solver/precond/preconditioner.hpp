@@ -36,7 +36,8 @@ namespace heptane {
 enum class PcType { none, jacobi, block_jacobi, ilu0, ilu0_mc };
 
 /// "none", "jacobi", "bjacobi" (also "block_jacobi", "block-jacobi"), "ilu0" (also "ilu",
-/// "bilu0"), "ilu0-mc" (also "ilu0_mc", "mcilu0", "bilu0-mc"). Throws InputError naming the choices.
+/// "bilu0"), "ilu0-mc" (also "ilu0_mc", "mcilu0", "bilu0-mc"). Throws InputError naming the
+/// choices.
 PcType parse_pc(const std::string& name);
 const char* to_string(PcType t) noexcept;
 
@@ -63,7 +64,8 @@ public:
 protected:
     Preconditioner(index_t n, index_t nc, std::shared_ptr<const Executor> exec)
         : n_(n), nc_(nc), exec_(std::move(exec))
-    {}
+    {
+    }
     /// z = M⁻¹ r (z and r do not alias).
     virtual void solve(const VT* r, VT* z) const = 0;
     virtual bool symmetric_apply() const noexcept { return false; }

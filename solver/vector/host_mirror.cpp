@@ -50,9 +50,9 @@ HostMirror::~HostMirror()
 
 void HostMirror::copy_async(const void* src, std::size_t offset, std::size_t bytes)
 {
-    HEPTANE_ENSURE(offset + bytes <= bytes_, DimensionMismatch,
-                   "HostMirror: copy of " << bytes << " bytes at " << offset
-                                          << " passes its size " << bytes_);
+    HEPTANE_ENSURE(
+        offset + bytes <= bytes_, DimensionMismatch,
+        "HostMirror: copy of " << bytes << " bytes at " << offset << " passes its size " << bytes_);
     if (bytes == 0) return;
     char* dst = static_cast<char*>(host_) + offset;
     if (exec_->is_cpu()) {
@@ -78,7 +78,8 @@ void HostMirror::record()
 void HostMirror::wait()
 {
 #ifdef HEPTANE_HAVE_CUDA
-    if (exec_->is_cuda()) HEPTANE_CUDA_CHECK(cudaEventSynchronize(static_cast<cudaEvent_t>(event_)));
+    if (exec_->is_cuda())
+        HEPTANE_CUDA_CHECK(cudaEventSynchronize(static_cast<cudaEvent_t>(event_)));
 #endif
 }
 

@@ -40,26 +40,29 @@ struct KrylovState {
     double beta = 0;
     double omega = 0;
     // norms and thresholds
-    double rnorm = 0;       ///< recursive ‖r_i‖
-    double bnorm = 0;       ///< ‖b‖
-    double r0norm = 0;      ///< ‖r_0‖
-    double tol = 0;         ///< max(rtol·‖b‖, atol)
+    double rnorm = 0;   ///< recursive ‖r_i‖
+    double bnorm = 0;   ///< ‖b‖
+    double r0norm = 0;  ///< ‖r_0‖
+    double tol = 0;     ///< max(rtol·‖b‖, atol)
     double atol = 0;
-    double div_limit = 0;   ///< dtol·‖r_0‖
+    double div_limit = 0;              ///< dtol·‖r_0‖
     double scratch[4] = {0, 0, 0, 0};  ///< results of plain dot/norm2 reductions
-    int iter = 0;           ///< completed iterations
+    int iter = 0;                      ///< completed iterations
     int max_it = 0;
-    int stop = 0;           ///< 1 once a test has stopped the iteration
-    int reason = 0;         ///< a Reason
-    int pending = 0;        ///< Reason to report after this iteration's x, r update
-    int half = 0;           ///< BiCGStab: ‖s‖ met the tolerance, ω = 0 this iteration
+    int stop = 0;             ///< 1 once a test has stopped the iteration
+    int reason = 0;           ///< a Reason
+    int pending = 0;          ///< Reason to report after this iteration's x, r update
+    int half = 0;             ///< BiCGStab: ‖s‖ met the tolerance, ω = 0 this iteration
     unsigned int ticket = 0;  ///< CUDA reductions: blocks done (reset by the last block)
     int pad_ = 0;
 };
 
 namespace krylov {
 
-HEPTANE_HD inline bool finite(double v) { return v - v == 0.0; }  // false for NaN and Inf
+HEPTANE_HD inline bool finite(double v)
+{
+    return v - v == 0.0;
+}  // false for NaN and Inf
 
 HEPTANE_HD inline void stop_with(KrylovState& s, Reason r)
 {
@@ -161,8 +164,7 @@ HEPTANE_HD inline void bicgstab_omega_finalize(KrylovState& s, double ts, double
 
 /// After x += α p̂ + ω ŝ, r = s − ω t with (r̂, r) and (r, r):
 /// β = (ρ_new / ρ)(α / ω), ρ_old = ρ, ρ = ρ_new.
-HEPTANE_HD inline void bicgstab_xr_finalize(KrylovState& s, double rhat_r, double rr,
-                                            double* hist)
+HEPTANE_HD inline void bicgstab_xr_finalize(KrylovState& s, double rhat_r, double rr, double* hist)
 {
     if (residual_finalize(s, rr, hist)) return;
     if (!finite(rhat_r))

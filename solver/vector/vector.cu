@@ -17,7 +17,10 @@ namespace {
 constexpr int block_size = 256;
 constexpr int max_sums = 4;  // partials per block (the widest reduction has 2 sums)
 
-int max_blocks(const CudaExecutor& exec) { return 8 * (exec.multiprocessors() > 0 ? exec.multiprocessors() : 16); }
+int max_blocks(const CudaExecutor& exec)
+{
+    return 8 * (exec.multiprocessors() > 0 ? exec.multiprocessors() : 16);
+}
 
 unsigned blocks_for(const CudaExecutor& exec, index_t n)
 {
@@ -45,8 +48,7 @@ __device__ void block_sum(double (&v)[NS])
 #pragma unroll
         for (int k = 0; k < NS; ++k) {
             v[k] = lane < nwarps ? sh[k][lane] : 0.0;
-            for (int off = 16; off > 0; off >>= 1)
-                v[k] += __shfl_down_sync(0xffffffffu, v[k], off);
+            for (int off = 16; off > 0; off >>= 1) v[k] += __shfl_down_sync(0xffffffffu, v[k], off);
         }
     }
     __syncthreads();  // sh is reused by the next call
@@ -104,8 +106,8 @@ template <int NS, class Map, class Fin>
 void launch_reduce(const CudaExecutor& exec, index_t n, Map map, Fin fin, StepContext ctx,
                    bool gated)
 {
-    reduce_kernel<NS><<<blocks_for(exec, n), block_size, 0, cuda::stream(exec)>>>(n, map, fin,
-                                                                                ctx, gated);
+    reduce_kernel<NS>
+        <<<blocks_for(exec, n), block_size, 0, cuda::stream(exec)>>>(n, map, fin, ctx, gated);
     HEPTANE_CUDA_LAUNCH_CHECK();
 }
 
@@ -154,7 +156,10 @@ template <class VT>
 struct DotMap : NoLoad {
     const VT* x;
     const VT* y;
-    __device__ void operator()(long long i, double (&a)[1]) const { a[0] += double(x[i]) * double(y[i]); }
+    __device__ void operator()(long long i, double (&a)[1]) const
+    {
+        a[0] += double(x[i]) * double(y[i]);
+    }
 };
 struct ScratchFin {
     int slot;
@@ -465,8 +470,8 @@ template <class VT>
 void copy(const CudaExecutor& exec, index_t n, const VT* x, VT* y)
 {
     if (n <= 0 || x == y) return;
-    HEPTANE_CUDA_CHECK(cudaMemcpyAsync(y, x, sizeof(VT) * std::size_t(n),
-                                       cudaMemcpyDeviceToDevice, cuda::stream(exec)));
+    HEPTANE_CUDA_CHECK(cudaMemcpyAsync(y, x, sizeof(VT) * std::size_t(n), cudaMemcpyDeviceToDevice,
+                                       cuda::stream(exec)));
 }
 
 template <class VT>
@@ -478,8 +483,7 @@ void axpby(const CudaExecutor& exec, index_t n, VT a, const VT* x, VT b, VT* y)
 }
 
 template <class VT>
-void dot(const CudaExecutor& exec, index_t n, const VT* x, const VT* y, StepContext ctx,
-         int slot)
+void dot(const CudaExecutor& exec, index_t n, const VT* x, const VT* y, StepContext ctx, int slot)
 {
     launch_reduce<1>(exec, n, DotMap<VT>{{}, x, y}, ScratchFin{slot, false}, ctx, false);
 }
@@ -497,8 +501,8 @@ void request_stop(const CudaExecutor& exec, StepContext ctx, Reason reason)
 }
 
 template <class VT>
-void bicgstab_init(const CudaExecutor& exec, index_t n, const VT* b, const VT* r, VT* r_hat,
-                   VT* p, VT* v, StopParams params, StepContext ctx)
+void bicgstab_init(const CudaExecutor& exec, index_t n, const VT* b, const VT* r, VT* r_hat, VT* p,
+                   VT* v, StopParams params, StepContext ctx)
 {
     launch_reduce<2>(exec, n, BicgstabInitMap<VT>{{}, b, r, r_hat, p, v}, InitFin{params}, ctx,
                      false);
@@ -526,19 +530,16 @@ void bicgstab_update_s(const CudaExecutor& exec, index_t n, const VT* r, const V
 }
 
 template <class VT>
-void bicgstab_omega(const CudaExecutor& exec, index_t n, const VT* t, const VT* s,
-                    StepContext ctx)
+void bicgstab_omega(const CudaExecutor& exec, index_t n, const VT* t, const VT* s, StepContext ctx)
 {
     launch_reduce<2>(exec, n, OmegaMap<VT>{{}, t, s}, OmegaFin{}, ctx, true);
 }
 
 template <class VT>
 void bicgstab_update_xr(const CudaExecutor& exec, index_t n, const VT* p_hat, const VT* s_hat,
-                        const VT* s, const VT* t, const VT* r_hat, VT* x, VT* r,
-                        StepContext ctx)
+                        const VT* s, const VT* t, const VT* r_hat, VT* x, VT* r, StepContext ctx)
 {
-    launch_reduce<2>(exec, n,
-                     UpdateXrMap<VT>{p_hat, s_hat, s, t, r_hat, x, r, VT(0), VT(0), false},
+    launch_reduce<2>(exec, n, UpdateXrMap<VT>{p_hat, s_hat, s, t, r_hat, x, r, VT(0), VT(0), false},
                      XrFin{}, ctx, true);
 }
 
@@ -550,8 +551,7 @@ void cg_init(const CudaExecutor& exec, index_t n, const VT* b, const VT* r, Stop
 }
 
 template <class VT>
-void cg_start(const CudaExecutor& exec, index_t n, const VT* r, const VT* z, VT* p,
-              StepContext ctx)
+void cg_start(const CudaExecutor& exec, index_t n, const VT* r, const VT* z, VT* p, StepContext ctx)
 {
     launch_reduce<1>(exec, n, CgStartMap<VT>{{}, r, z, p}, CgRhoFin{}, ctx, true);
 }
@@ -599,8 +599,8 @@ template <class VT>
 void lsqr_update_xw(const CudaExecutor& exec, index_t n, VT t1, VT t2, VT s, const VT* v, VT* w,
                     VT* x, StepContext ctx, int slot)
 {
-    launch_reduce<1>(exec, n, LsqrXwMap<VT>{{}, t1, t2, s, v, w, x}, ScratchFin{slot, false},
-                     ctx, false);
+    launch_reduce<1>(exec, n, LsqrXwMap<VT>{{}, t1, t2, s, v, w, x}, ScratchFin{slot, false}, ctx,
+                     false);
 }
 
 template <class VT>
@@ -624,8 +624,8 @@ template <class VT>
 void mlem_update(const CudaExecutor& exec, index_t n, const VT* b, const VT* inv_norm, VT* f)
 {
     if (n <= 0) return;
-    mlem_update_kernel<<<blocks_for(exec, n), block_size, 0, cuda::stream(exec)>>>(n, b,
-                                                                                   inv_norm, f);
+    mlem_update_kernel<<<blocks_for(exec, n), block_size, 0, cuda::stream(exec)>>>(n, b, inv_norm,
+                                                                                   f);
     HEPTANE_CUDA_LAUNCH_CHECK();
 }
 
@@ -642,33 +642,32 @@ HEPTANE_INSTANTIATE_TOMO(double)
 HEPTANE_INSTANTIATE_TOMO(float)
 #undef HEPTANE_INSTANTIATE_TOMO
 
-#define HEPTANE_INSTANTIATE(VT)                                                                 \
-    template void fill<VT>(const CudaExecutor&, index_t, VT, VT*);                              \
-    template void copy<VT>(const CudaExecutor&, index_t, const VT*, VT*);                       \
-    template void axpby<VT>(const CudaExecutor&, index_t, VT, const VT*, VT, VT*);              \
-    template void dot<VT>(const CudaExecutor&, index_t, const VT*, const VT*, StepContext, int); \
-    template void norm2<VT>(const CudaExecutor&, index_t, const VT*, StepContext, int);         \
-    template void bicgstab_init<VT>(const CudaExecutor&, index_t, const VT*, const VT*, VT*,    \
-                                    VT*, VT*, StopParams, StepContext);                         \
-    template void bicgstab_update_p<VT>(const CudaExecutor&, index_t, const VT*, const VT*,     \
-                                        VT*, StepContext);                                      \
-    template void bicgstab_alpha<VT>(const CudaExecutor&, index_t, const VT*, const VT*,        \
-                                     StepContext);                                              \
-    template void bicgstab_update_s<VT>(const CudaExecutor&, index_t, const VT*, const VT*,     \
-                                        VT*, StepContext);                                      \
-    template void bicgstab_omega<VT>(const CudaExecutor&, index_t, const VT*, const VT*,        \
-                                     StepContext);                                              \
-    template void bicgstab_update_xr<VT>(const CudaExecutor&, index_t, const VT*, const VT*,    \
-                                         const VT*, const VT*, const VT*, VT*, VT*,             \
-                                         StepContext);                                          \
-    template void cg_init<VT>(const CudaExecutor&, index_t, const VT*, const VT*, StopParams,   \
-                              StepContext);                                                     \
-    template void cg_start<VT>(const CudaExecutor&, index_t, const VT*, const VT*, VT*,         \
-                               StepContext);                                                    \
-    template void cg_alpha<VT>(const CudaExecutor&, index_t, const VT*, const VT*, StepContext); \
-    template void cg_update_xr<VT>(const CudaExecutor&, index_t, const VT*, const VT*, VT*,     \
-                                   VT*, bool, StepContext);                                     \
-    template void cg_beta<VT>(const CudaExecutor&, index_t, const VT*, const VT*, StepContext);  \
+#define HEPTANE_INSTANTIATE(VT)                                                                   \
+    template void fill<VT>(const CudaExecutor&, index_t, VT, VT*);                                \
+    template void copy<VT>(const CudaExecutor&, index_t, const VT*, VT*);                         \
+    template void axpby<VT>(const CudaExecutor&, index_t, VT, const VT*, VT, VT*);                \
+    template void dot<VT>(const CudaExecutor&, index_t, const VT*, const VT*, StepContext, int);  \
+    template void norm2<VT>(const CudaExecutor&, index_t, const VT*, StepContext, int);           \
+    template void bicgstab_init<VT>(const CudaExecutor&, index_t, const VT*, const VT*, VT*, VT*, \
+                                    VT*, StopParams, StepContext);                                \
+    template void bicgstab_update_p<VT>(const CudaExecutor&, index_t, const VT*, const VT*, VT*,  \
+                                        StepContext);                                             \
+    template void bicgstab_alpha<VT>(const CudaExecutor&, index_t, const VT*, const VT*,          \
+                                     StepContext);                                                \
+    template void bicgstab_update_s<VT>(const CudaExecutor&, index_t, const VT*, const VT*, VT*,  \
+                                        StepContext);                                             \
+    template void bicgstab_omega<VT>(const CudaExecutor&, index_t, const VT*, const VT*,          \
+                                     StepContext);                                                \
+    template void bicgstab_update_xr<VT>(const CudaExecutor&, index_t, const VT*, const VT*,      \
+                                         const VT*, const VT*, const VT*, VT*, VT*, StepContext); \
+    template void cg_init<VT>(const CudaExecutor&, index_t, const VT*, const VT*, StopParams,     \
+                              StepContext);                                                       \
+    template void cg_start<VT>(const CudaExecutor&, index_t, const VT*, const VT*, VT*,           \
+                               StepContext);                                                      \
+    template void cg_alpha<VT>(const CudaExecutor&, index_t, const VT*, const VT*, StepContext);  \
+    template void cg_update_xr<VT>(const CudaExecutor&, index_t, const VT*, const VT*, VT*, VT*,  \
+                                   bool, StepContext);                                            \
+    template void cg_beta<VT>(const CudaExecutor&, index_t, const VT*, const VT*, StepContext);   \
     template void cg_update_p<VT>(const CudaExecutor&, index_t, const VT*, VT*, StepContext);
 HEPTANE_INSTANTIATE(double)
 HEPTANE_INSTANTIATE(float)

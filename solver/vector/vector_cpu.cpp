@@ -15,7 +15,10 @@ namespace {
 constexpr index_t parallel_min = 1 << 15;
 }  // namespace
 
-std::size_t reduce_partials_size(const CpuExecutor&) { return 0; }
+std::size_t reduce_partials_size(const CpuExecutor&)
+{
+    return 0;
+}
 
 template <class VT>
 void fill(const CpuExecutor&, index_t n, VT value, VT* x)
@@ -69,8 +72,8 @@ void request_stop(const CpuExecutor&, StepContext ctx, Reason reason)
 // ---- BiCGStab ----------------------------------------------------------------------------
 
 template <class VT>
-void bicgstab_init(const CpuExecutor&, index_t n, const VT* b, const VT* r, VT* r_hat, VT* p,
-                   VT* v, StopParams params, StepContext ctx)
+void bicgstab_init(const CpuExecutor&, index_t n, const VT* b, const VT* r, VT* r_hat, VT* p, VT* v,
+                   StopParams params, StepContext ctx)
 {
     double bb = 0, rr = 0;
 #pragma omp parallel for schedule(static) reduction(+ : bb, rr) if (n >= parallel_min)
@@ -97,8 +100,7 @@ void bicgstab_update_p(const CpuExecutor&, index_t n, const VT* r, const VT* v, 
 }
 
 template <class VT>
-void bicgstab_alpha(const CpuExecutor&, index_t n, const VT* r_hat, const VT* v,
-                    StepContext ctx)
+void bicgstab_alpha(const CpuExecutor&, index_t n, const VT* r_hat, const VT* v, StepContext ctx)
 {
     if (ctx.state->stop) return;
     double rv = 0;
@@ -140,8 +142,7 @@ void bicgstab_omega(const CpuExecutor&, index_t n, const VT* t, const VT* s, Ste
 
 template <class VT>
 void bicgstab_update_xr(const CpuExecutor&, index_t n, const VT* p_hat, const VT* s_hat,
-                        const VT* s, const VT* t, const VT* r_hat, VT* x, VT* r,
-                        StepContext ctx)
+                        const VT* s, const VT* t, const VT* r_hat, VT* x, VT* r, StepContext ctx)
 {
     if (ctx.state->stop) return;
     const VT alpha = VT(ctx.state->alpha), omega = VT(ctx.state->omega);
@@ -253,15 +254,15 @@ void count_negative(const CpuExecutor&, index_t n, const VT* x, StepContext ctx,
 }
 
 template <class VT>
-void lsqr_update_xw(const CpuExecutor&, index_t n, VT t1, VT t2, VT s, const VT* v, VT* w,
-                    VT* x, StepContext ctx, int slot)
+void lsqr_update_xw(const CpuExecutor&, index_t n, VT t1, VT t2, VT s, const VT* v, VT* w, VT* x,
+                    StepContext ctx, int slot)
 {
     double ww = 0;
     if (x) {
 #pragma omp parallel for schedule(static) reduction(+ : ww) if (n >= parallel_min)
         for (index_t i = 0; i < n; ++i) {
             const VT wi = w[i];
-            x[i] += t1 * wi;               // x = x + t1 w
+            x[i] += t1 * wi;                   // x = x + t1 w
             const VT wn = s * v[i] + t2 * wi;  // w = v + t2 w (v = s v̂)
             w[i] = wn;
             ww += double(wn) * double(wn);
@@ -285,8 +286,8 @@ void lsqr_update_xw(const CpuExecutor&, index_t n, VT t1, VT t2, VT s, const VT*
 }
 
 template <class VT>
-void mlem_correlate(const CpuExecutor&, index_t m, const VT* g, const VT* q, VT* c,
-                    StepContext ctx, int index)
+void mlem_correlate(const CpuExecutor&, index_t m, const VT* g, const VT* q, VT* c, StepContext ctx,
+                    int index)
 {
     double l = 0;
 #pragma omp parallel for schedule(static) reduction(+ : l) if (m >= parallel_min)
@@ -324,46 +325,45 @@ void mlem_update(const CpuExecutor&, index_t n, const VT* b, const VT* inv_norm,
     }
 }
 
-#define HEPTANE_INSTANTIATE_TOMO(VT)                                                            \
-    template void sum<VT>(const CpuExecutor&, index_t, const VT*, StepContext, int);            \
-    template void count_negative<VT>(const CpuExecutor&, index_t, const VT*, StepContext, int); \
-    template void lsqr_update_xw<VT>(const CpuExecutor&, index_t, VT, VT, VT, const VT*, VT*,   \
-                                     VT*, StepContext, int);                                    \
-    template void mlem_correlate<VT>(const CpuExecutor&, index_t, const VT*, const VT*, VT*,    \
-                                     StepContext, int);                                         \
-    template void mlem_sensitivity<VT>(const CpuExecutor&, index_t, const VT*, VT*, VT*, VT);   \
+#define HEPTANE_INSTANTIATE_TOMO(VT)                                                               \
+    template void sum<VT>(const CpuExecutor&, index_t, const VT*, StepContext, int);               \
+    template void count_negative<VT>(const CpuExecutor&, index_t, const VT*, StepContext, int);    \
+    template void lsqr_update_xw<VT>(const CpuExecutor&, index_t, VT, VT, VT, const VT*, VT*, VT*, \
+                                     StepContext, int);                                            \
+    template void mlem_correlate<VT>(const CpuExecutor&, index_t, const VT*, const VT*, VT*,       \
+                                     StepContext, int);                                            \
+    template void mlem_sensitivity<VT>(const CpuExecutor&, index_t, const VT*, VT*, VT*, VT);      \
     template void mlem_update<VT>(const CpuExecutor&, index_t, const VT*, const VT*, VT*);
 HEPTANE_INSTANTIATE_TOMO(double)
 HEPTANE_INSTANTIATE_TOMO(float)
 #undef HEPTANE_INSTANTIATE_TOMO
 
-#define HEPTANE_INSTANTIATE(VT)                                                                \
-    template void fill<VT>(const CpuExecutor&, index_t, VT, VT*);                              \
-    template void copy<VT>(const CpuExecutor&, index_t, const VT*, VT*);                       \
-    template void axpby<VT>(const CpuExecutor&, index_t, VT, const VT*, VT, VT*);              \
-    template void dot<VT>(const CpuExecutor&, index_t, const VT*, const VT*, StepContext, int); \
-    template void norm2<VT>(const CpuExecutor&, index_t, const VT*, StepContext, int);         \
-    template void bicgstab_init<VT>(const CpuExecutor&, index_t, const VT*, const VT*, VT*,    \
-                                    VT*, VT*, StopParams, StepContext);                        \
-    template void bicgstab_update_p<VT>(const CpuExecutor&, index_t, const VT*, const VT*,     \
-                                        VT*, StepContext);                                     \
-    template void bicgstab_alpha<VT>(const CpuExecutor&, index_t, const VT*, const VT*,        \
-                                     StepContext);                                             \
-    template void bicgstab_update_s<VT>(const CpuExecutor&, index_t, const VT*, const VT*,     \
-                                        VT*, StepContext);                                     \
-    template void bicgstab_omega<VT>(const CpuExecutor&, index_t, const VT*, const VT*,        \
-                                     StepContext);                                             \
-    template void bicgstab_update_xr<VT>(const CpuExecutor&, index_t, const VT*, const VT*,    \
-                                         const VT*, const VT*, const VT*, VT*, VT*,            \
-                                         StepContext);                                         \
-    template void cg_init<VT>(const CpuExecutor&, index_t, const VT*, const VT*, StopParams,   \
-                              StepContext);                                                    \
-    template void cg_start<VT>(const CpuExecutor&, index_t, const VT*, const VT*, VT*,         \
-                               StepContext);                                                   \
-    template void cg_alpha<VT>(const CpuExecutor&, index_t, const VT*, const VT*, StepContext); \
-    template void cg_update_xr<VT>(const CpuExecutor&, index_t, const VT*, const VT*, VT*,     \
-                                   VT*, bool, StepContext);                                    \
-    template void cg_beta<VT>(const CpuExecutor&, index_t, const VT*, const VT*, StepContext);  \
+#define HEPTANE_INSTANTIATE(VT)                                                                   \
+    template void fill<VT>(const CpuExecutor&, index_t, VT, VT*);                                 \
+    template void copy<VT>(const CpuExecutor&, index_t, const VT*, VT*);                          \
+    template void axpby<VT>(const CpuExecutor&, index_t, VT, const VT*, VT, VT*);                 \
+    template void dot<VT>(const CpuExecutor&, index_t, const VT*, const VT*, StepContext, int);   \
+    template void norm2<VT>(const CpuExecutor&, index_t, const VT*, StepContext, int);            \
+    template void bicgstab_init<VT>(const CpuExecutor&, index_t, const VT*, const VT*, VT*, VT*,  \
+                                    VT*, StopParams, StepContext);                                \
+    template void bicgstab_update_p<VT>(const CpuExecutor&, index_t, const VT*, const VT*, VT*,   \
+                                        StepContext);                                             \
+    template void bicgstab_alpha<VT>(const CpuExecutor&, index_t, const VT*, const VT*,           \
+                                     StepContext);                                                \
+    template void bicgstab_update_s<VT>(const CpuExecutor&, index_t, const VT*, const VT*, VT*,   \
+                                        StepContext);                                             \
+    template void bicgstab_omega<VT>(const CpuExecutor&, index_t, const VT*, const VT*,           \
+                                     StepContext);                                                \
+    template void bicgstab_update_xr<VT>(const CpuExecutor&, index_t, const VT*, const VT*,       \
+                                         const VT*, const VT*, const VT*, VT*, VT*, StepContext); \
+    template void cg_init<VT>(const CpuExecutor&, index_t, const VT*, const VT*, StopParams,      \
+                              StepContext);                                                       \
+    template void cg_start<VT>(const CpuExecutor&, index_t, const VT*, const VT*, VT*,            \
+                               StepContext);                                                      \
+    template void cg_alpha<VT>(const CpuExecutor&, index_t, const VT*, const VT*, StepContext);   \
+    template void cg_update_xr<VT>(const CpuExecutor&, index_t, const VT*, const VT*, VT*, VT*,   \
+                                   bool, StepContext);                                            \
+    template void cg_beta<VT>(const CpuExecutor&, index_t, const VT*, const VT*, StepContext);    \
     template void cg_update_p<VT>(const CpuExecutor&, index_t, const VT*, VT*, StepContext);
 HEPTANE_INSTANTIATE(double)
 HEPTANE_INSTANTIATE(float)

@@ -51,11 +51,9 @@ void axpby(const CudaExecutor& exec, index_t n, VT a, const VT* x, VT b, VT* y);
 
 /// state->scratch[slot] = (x, y)                                    2 passes
 template <class VT>
-void dot(const CpuExecutor& exec, index_t n, const VT* x, const VT* y, StepContext ctx,
-         int slot);
+void dot(const CpuExecutor& exec, index_t n, const VT* x, const VT* y, StepContext ctx, int slot);
 template <class VT>
-void dot(const CudaExecutor& exec, index_t n, const VT* x, const VT* y, StepContext ctx,
-         int slot);
+void dot(const CudaExecutor& exec, index_t n, const VT* x, const VT* y, StepContext ctx, int slot);
 
 /// state->scratch[slot] = ‖x‖₂                                      1 pass
 template <class VT>
@@ -72,11 +70,11 @@ void request_stop(const CudaExecutor& exec, StepContext ctx, Reason reason);
 
 /// r̂ = r, p = 0, v = 0, with (b, b) and (r, r); then krylov::init_finalize.   5 passes
 template <class VT>
-void bicgstab_init(const CpuExecutor& exec, index_t n, const VT* b, const VT* r, VT* r_hat,
-                   VT* p, VT* v, StopParams params, StepContext ctx);
+void bicgstab_init(const CpuExecutor& exec, index_t n, const VT* b, const VT* r, VT* r_hat, VT* p,
+                   VT* v, StopParams params, StepContext ctx);
 template <class VT>
-void bicgstab_init(const CudaExecutor& exec, index_t n, const VT* b, const VT* r, VT* r_hat,
-                   VT* p, VT* v, StopParams params, StepContext ctx);
+void bicgstab_init(const CudaExecutor& exec, index_t n, const VT* b, const VT* r, VT* r_hat, VT* p,
+                   VT* v, StopParams params, StepContext ctx);
 
 /// p = r + β (p − ω v)                                              4 passes
 template <class VT>
@@ -104,22 +102,18 @@ void bicgstab_update_s(const CudaExecutor& exec, index_t n, const VT* r, const V
 
 /// ω = (t, s) / (t, t)                                              2 passes
 template <class VT>
-void bicgstab_omega(const CpuExecutor& exec, index_t n, const VT* t, const VT* s,
-                    StepContext ctx);
+void bicgstab_omega(const CpuExecutor& exec, index_t n, const VT* t, const VT* s, StepContext ctx);
 template <class VT>
-void bicgstab_omega(const CudaExecutor& exec, index_t n, const VT* t, const VT* s,
-                    StepContext ctx);
+void bicgstab_omega(const CudaExecutor& exec, index_t n, const VT* t, const VT* s, StepContext ctx);
 
 /// x += α p̂ + ω ŝ;  r = s − ω t;  with (r̂, r) and (r, r)
 /// 8 passes (7 when ŝ is s, i.e. no preconditioner; the ŝ term is skipped when ω = 0)
 template <class VT>
 void bicgstab_update_xr(const CpuExecutor& exec, index_t n, const VT* p_hat, const VT* s_hat,
-                        const VT* s, const VT* t, const VT* r_hat, VT* x, VT* r,
-                        StepContext ctx);
+                        const VT* s, const VT* t, const VT* r_hat, VT* x, VT* r, StepContext ctx);
 template <class VT>
 void bicgstab_update_xr(const CudaExecutor& exec, index_t n, const VT* p_hat, const VT* s_hat,
-                        const VT* s, const VT* t, const VT* r_hat, VT* x, VT* r,
-                        StepContext ctx);
+                        const VT* s, const VT* t, const VT* r_hat, VT* x, VT* r, StepContext ctx);
 
 // ---- CG (preconditioned) --------------------------------------------------------------
 
@@ -133,8 +127,7 @@ void cg_init(const CudaExecutor& exec, index_t n, const VT* b, const VT* r, Stop
 
 /// p = z with ρ = (r, z)                                             3 passes
 template <class VT>
-void cg_start(const CpuExecutor& exec, index_t n, const VT* r, const VT* z, VT* p,
-              StepContext ctx);
+void cg_start(const CpuExecutor& exec, index_t n, const VT* r, const VT* z, VT* p, StepContext ctx);
 template <class VT>
 void cg_start(const CudaExecutor& exec, index_t n, const VT* r, const VT* z, VT* p,
               StepContext ctx);
@@ -178,11 +171,9 @@ void sum(const CudaExecutor& exec, index_t n, const VT* x, StepContext ctx, int 
 
 /// state->scratch[slot] = #{i : x_i < 0 or x_i is NaN} (as a double)     1 pass
 template <class VT>
-void count_negative(const CpuExecutor& exec, index_t n, const VT* x, StepContext ctx,
-                    int slot);
+void count_negative(const CpuExecutor& exec, index_t n, const VT* x, StepContext ctx, int slot);
 template <class VT>
-void count_negative(const CudaExecutor& exec, index_t n, const VT* x, StepContext ctx,
-                    int slot);
+void count_negative(const CudaExecutor& exec, index_t n, const VT* x, StepContext ctx, int slot);
 
 /// LSQR's x and w update, with the norm the next iteration's cond(A) estimate needs:
 ///     x += t1 w  (skipped when x == nullptr);   w = s v + t2 w;   scratch[slot] = ‖w‖²
@@ -192,8 +183,8 @@ template <class VT>
 void lsqr_update_xw(const CpuExecutor& exec, index_t n, VT t1, VT t2, VT s, const VT* v, VT* w,
                     VT* x, StepContext ctx, int slot);
 template <class VT>
-void lsqr_update_xw(const CudaExecutor& exec, index_t n, VT t1, VT t2, VT s, const VT* v,
-                    VT* w, VT* x, StepContext ctx, int slot);
+void lsqr_update_xw(const CudaExecutor& exec, index_t n, VT t1, VT t2, VT s, const VT* v, VT* w,
+                    VT* x, StepContext ctx, int slot);
 
 /// MLEM correlation fused with the Poisson log-likelihood of the projection q = A f:
 ///     c_i = g_i / q_i  where q_i > 0, else 0        (0/0 = 0; an empty row gives 0)
@@ -214,8 +205,8 @@ template <class VT>
 void mlem_sensitivity(const CpuExecutor& exec, index_t n, const VT* norm, VT* inv_norm, VT* f,
                       VT f0);
 template <class VT>
-void mlem_sensitivity(const CudaExecutor& exec, index_t n, const VT* norm, VT* inv_norm,
-                      VT* f, VT f0);
+void mlem_sensitivity(const CudaExecutor& exec, index_t n, const VT* norm, VT* inv_norm, VT* f,
+                      VT f0);
 
 /// MLEM update after the back projection b = Aᵀ c:
 ///     f_j = f_j · b_j · inv_norm_j  where inv_norm_j != 0, else f_j unchanged

@@ -93,8 +93,7 @@ public:
     bool asynchronous() const noexcept { return exec_->is_cuda(); }
     kernels::StepContext context() noexcept
     {
-        return {reinterpret_cast<KrylovState*>(state_.data()), history_.data(),
-                partials_.data()};
+        return {reinterpret_cast<KrylovState*>(state_.data()), history_.data(), partials_.data()};
     }
     const void* state_address() noexcept { return state_.data(); }
     const double* history_address() noexcept { return history_.data(); }
@@ -108,8 +107,14 @@ public:
         return s;
     }
 
-    void fill(index_t n, VT v, VT* x) const { call([&](const auto& e) { kernels::fill(e, n, v, x); }); }
-    void copy(index_t n, const VT* x, VT* y) const { call([&](const auto& e) { kernels::copy(e, n, x, y); }); }
+    void fill(index_t n, VT v, VT* x) const
+    {
+        call([&](const auto& e) { kernels::fill(e, n, v, x); });
+    }
+    void copy(index_t n, const VT* x, VT* y) const
+    {
+        call([&](const auto& e) { kernels::copy(e, n, x, y); });
+    }
     void axpby(index_t n, VT a, const VT* x, VT b, VT* y) const
     {
         call([&](const auto& e) { kernels::axpby(e, n, a, x, b, y); });
@@ -134,7 +139,9 @@ public:
     void bicgstab_init(index_t n, const VT* b, const VT* r, VT* r_hat, VT* p, VT* v,
                        StopParams params)
     {
-        call([&](const auto& e) { kernels::bicgstab_init(e, n, b, r, r_hat, p, v, params, context()); });
+        call([&](const auto& e) {
+            kernels::bicgstab_init(e, n, b, r, r_hat, p, v, params, context());
+        });
     }
     void bicgstab_update_p(index_t n, const VT* r, const VT* v, VT* p)
     {
@@ -152,8 +159,8 @@ public:
     {
         call([&](const auto& e) { kernels::bicgstab_omega(e, n, t, s, context()); });
     }
-    void bicgstab_update_xr(index_t n, const VT* p_hat, const VT* s_hat, const VT* s,
-                            const VT* t, const VT* r_hat, VT* x, VT* r)
+    void bicgstab_update_xr(index_t n, const VT* p_hat, const VT* s_hat, const VT* s, const VT* t,
+                            const VT* r_hat, VT* x, VT* r)
     {
         call([&](const auto& e) {
             kernels::bicgstab_update_xr(e, n, p_hat, s_hat, s, t, r_hat, x, r, context());
@@ -174,7 +181,9 @@ public:
     }
     void cg_update_xr(index_t n, const VT* p, const VT* q, VT* x, VT* r, bool identity_pc)
     {
-        call([&](const auto& e) { kernels::cg_update_xr(e, n, p, q, x, r, identity_pc, context()); });
+        call([&](const auto& e) {
+            kernels::cg_update_xr(e, n, p, q, x, r, identity_pc, context());
+        });
     }
     void cg_beta(index_t n, const VT* r, const VT* z)
     {
@@ -204,7 +213,9 @@ public:
     }
     void lsqr_update_xw(index_t n, VT t1, VT t2, VT s, const VT* v, VT* w, VT* x, int slot)
     {
-        call([&](const auto& e) { kernels::lsqr_update_xw(e, n, t1, t2, s, v, w, x, context(), slot); });
+        call([&](const auto& e) {
+            kernels::lsqr_update_xw(e, n, t1, t2, s, v, w, x, context(), slot);
+        });
     }
     void mlem_correlate(index_t m, const VT* g, const VT* q, VT* c, int index)
     {
@@ -223,7 +234,8 @@ public:
     {
         std::vector<double> h(std::min(count, history_.size()));
         if (!h.empty())
-            copy_bytes(*exec_, history_.data(), *cpu_executor(), h.data(), h.size() * sizeof(double));
+            copy_bytes(*exec_, history_.data(), *cpu_executor(), h.data(),
+                       h.size() * sizeof(double));
         return h;
     }
 
