@@ -4,7 +4,7 @@
 
 namespace heptane::cli {
 
-Args::Args(int argc, char** argv, std::set<std::string> flags)
+Args::Args(int argc, char** argv, const std::set<std::string>& flags)
 {
     for (int i = 0; i < argc; ++i) {
         std::string a = argv[i];

@@ -19,7 +19,7 @@ struct UsageError : std::runtime_error {
 class Args {
 public:
     /// `flags`: options that take no value (e.g. "--json"); every other "-x"/"--xx" takes one.
-    Args(int argc, char** argv, std::set<std::string> flags);
+    Args(int argc, char** argv, const std::set<std::string>& flags);
 
     bool help() const { return help_; }
     bool flag(const std::string& name);

@@ -474,7 +474,8 @@ std::uint64_t pet_poisson(double mean, std::uint64_t seed, std::uint64_t stream)
     const double lam = mean / pieces;
     const double p0 = exp_nonpositive(-lam);
     std::uint64_t total = 0;
-    for (double piece = 0; piece < pieces; piece += 1) {
+    const auto npieces = static_cast<std::uint64_t>(pieces);
+    for (std::uint64_t piece = 0; piece < npieces; ++piece) {
         // inversion: smallest k with u < F(k), F the Poisson(lam) distribution function
         const double u = uniform01(state);
         std::uint64_t k = 0;

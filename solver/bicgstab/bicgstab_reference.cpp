@@ -20,8 +20,10 @@ namespace heptane {
 
 #ifndef HEPTANE_HAVE_CUDA
 
-std::unique_ptr<Operator<double>> make_cusparse_csr_operator(const Csr<double>&,
-                                                             std::shared_ptr<const Executor>)
+// The signature is the CUDA build's (a shared_ptr by value), hence the NOLINT.
+std::unique_ptr<Operator<double>> make_cusparse_csr_operator(
+    const Csr<double>&,
+    std::shared_ptr<const Executor>)  // NOLINT(performance-unnecessary-value-param)
 {
     HEPTANE_THROW(NotSupported, "the cuSPARSE CSR operator needs a build with CUDA");
 }

@@ -24,7 +24,7 @@ MulticolorOrdering multicolor_ordering(const BlockCsrHost& a)
         for (offset_t q = a.ptr[std::size_t(i)]; q < a.ptr[std::size_t(i) + 1]; ++q)
             ++tptr[std::size_t(a.col[std::size_t(q)]) + 1];
     for (index_t i = 0; i < nb; ++i) tptr[std::size_t(i) + 1] += tptr[std::size_t(i)];
-    std::vector<index_t> tcol(std::size_t(tptr[std::size_t(nb)]));
+    std::vector<index_t> tcol(static_cast<std::size_t>(tptr[std::size_t(nb)]));
     {
         std::vector<offset_t> next(tptr.begin(), tptr.end() - 1);
         for (index_t i = 0; i < nb; ++i)
