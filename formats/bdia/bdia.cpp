@@ -21,34 +21,6 @@ namespace {
 // Loops over fewer items than this run serially: a parallel region costs more there.
 constexpr offset_t kParallelMin = offset_t(1) << 15;
 
-// Checks, in parallel, that `a` is canonical host COO (is_canonical() is serial, and these
-// conversions see 100 M+ entries).
-template <class T>
-void check_canonical(const Coo<T>& a, const char* who)
-{
-    HEPTANE_ENSURE(a.row.on_host() && a.col.on_host() && a.val.on_host(), NotSupported,
-                   who << " works on host COO");
-    const offset_t nnz = a.nnz();
-    HEPTANE_ENSURE(offset_t(a.row.size()) == nnz && offset_t(a.col.size()) == nnz,
-                   DimensionMismatch,
-                   who << ": COO arrays differ in length (row " << a.row.size() << ", col "
-                       << a.col.size() << ", val " << nnz << ")");
-    const index_t* r = a.row.data();
-    const index_t* c = a.col.data();
-    offset_t bad = nnz;
-#pragma omp parallel for reduction(min : bad) if (nnz > kParallelMin)
-    for (offset_t k = 0; k < nnz; ++k) {
-        const bool in_range = r[k] >= 0 && r[k] < a.rows && c[k] >= 0 && c[k] < a.cols;
-        const bool ordered = k == 0 || r[k] > r[k - 1] || (r[k] == r[k - 1] && c[k] > c[k - 1]);
-        if (!in_range || !ordered) bad = std::min(bad, k);
-    }
-    HEPTANE_ENSURE(bad == nnz, InputError,
-                   who << " needs canonical COO (sorted by row and column, no duplicates, "
-                          "indices inside the "
-                       << a.rows << " x " << a.cols << " matrix); entry " << bad << " at ("
-                       << r[bad] << ", " << c[bad] << ") (0-based) breaks it");
-}
-
 // Set bit i where other threads may set bits of the same word.
 inline void set_bit_atomic(std::uint64_t* words, std::size_t i) noexcept
 {
@@ -103,7 +75,7 @@ Bdia<T> bdia_from_coo(const Coo<T>& a, index_t block_size, std::vector<index_t> 
     const index_t nc = block_size;
     const bool given = !block_offsets.empty();
     block_offsets = checked_offsets(a.rows, a.cols, nc, std::move(block_offsets), "bdia_from_coo");
-    check_canonical(a, "bdia_from_coo");
+    require_canonical(a, "bdia_from_coo");
     const index_t rows = a.rows, brows = a.rows / nc, bcols = a.cols / nc;
     const offset_t nnz = a.nnz();
     const index_t* r = a.row.data();

@@ -17,43 +17,6 @@ namespace {
 // Loops over fewer items than this run serially: a parallel region costs more there.
 constexpr offset_t kParallelMin = offset_t(1) << 15;
 
-// Row pointer of canonical host COO. The canonical check runs in parallel because these
-// conversions see 100 M+ entries; is_canonical() is serial.
-template <class T>
-std::vector<offset_t> canonical_row_ptr(const Coo<T>& a, const char* who)
-{
-    HEPTANE_ENSURE(a.row.on_host() && a.col.on_host() && a.val.on_host(), NotSupported,
-                   who << " works on host COO");
-    const offset_t nnz = a.nnz();
-    HEPTANE_ENSURE(offset_t(a.row.size()) == nnz && offset_t(a.col.size()) == nnz,
-                   DimensionMismatch,
-                   who << ": COO arrays differ in length (row " << a.row.size() << ", col "
-                       << a.col.size() << ", val " << nnz << ")");
-    const index_t* r = a.row.data();
-    const index_t* c = a.col.data();
-    offset_t bad = nnz;
-#pragma omp parallel for reduction(min : bad) if (nnz > kParallelMin)
-    for (offset_t k = 0; k < nnz; ++k) {
-        const bool in_range = r[k] >= 0 && r[k] < a.rows && c[k] >= 0 && c[k] < a.cols;
-        const bool ordered = k == 0 || r[k] > r[k - 1] || (r[k] == r[k - 1] && c[k] > c[k - 1]);
-        if (!in_range || !ordered) bad = std::min(bad, k);
-    }
-    HEPTANE_ENSURE(bad == nnz, InputError,
-                   who << " needs canonical COO (sorted by row and column, no duplicates, "
-                          "indices inside the "
-                       << a.rows << " x " << a.cols << " matrix); entry " << bad << " at ("
-                       << r[bad] << ", " << c[bad] << ") (0-based) breaks it");
-    // ptr[i] = first entry whose row is >= i: entry k starts rows (row[k-1], row[k]].
-    std::vector<offset_t> ptr(std::size_t(a.rows) + 1);
-#pragma omp parallel for if (nnz > kParallelMin)
-    for (offset_t k = 0; k <= nnz; ++k) {
-        const index_t lo = k == 0 ? 0 : r[k - 1] + 1;
-        const index_t hi = k == nnz ? a.rows : r[k];
-        for (index_t i = lo; i <= hi; ++i) ptr[i] = k;
-    }
-    return ptr;
-}
-
 // Set bit i where other threads may set bits of the same word.
 inline void set_bit_atomic(std::uint64_t* words, std::size_t i) noexcept
 {

@@ -41,6 +41,16 @@ bool is_canonical(const Coo<T>& a);
 template <class U, class T>
 Coo<U> convert_values(const Coo<T>& a);
 
+/// Checks, in parallel, that `a` is canonical host COO (is_canonical() is serial; the format
+/// conversions see 100 M+ entries). Throws NotSupported for device arrays, DimensionMismatch for
+/// arrays of different lengths, and InputError naming `who` and the first entry that breaks it.
+template <class T>
+void require_canonical(const Coo<T>& a, const char* who);
+
+/// Row pointer (rows + 1 entries) of canonical host COO, after require_canonical(a, who).
+template <class T>
+std::vector<offset_t> canonical_row_ptr(const Coo<T>& a, const char* who);
+
 /// Number of stored entries in each row (host).
 template <class T>
 std::vector<offset_t> row_lengths(const Coo<T>& a);
