@@ -540,6 +540,19 @@ BOOST_AUTO_TEST_CASE(bdia_zeros_marks_every_valid_slot)
     const auto z = bdia_zeros<float>(6, 9, 3, {-2, 0, 2});
     const auto back = to_coo(z);
     BOOST_TEST(back.nnz() == 3 * 9);  // blocks (0,0), (1,1) and (0,2)
+    // long diagonals (whole pattern words set in parallel), rows not a multiple of 64
+    const index_t n = (index_t(1) << 21) + 5;
+    const auto big = bdia_zeros<float>(n, n, 1, {-3, 0, 7});
+    const std::uint64_t* bits = big.pattern.data();
+    offset_t set = 0;
+    for (std::size_t w = 0; w < big.pattern.size(); ++w) set += __builtin_popcountll(bits[w]);
+    BOOST_TEST(set == offset_t(n - 3) + n + (n - 7));
+    for (index_t q = 0; q < 3; ++q) {
+        const index_t d = big.block_offsets[q];
+        for (index_t r : {0, 1, 2, 3, n - 8, n - 7, n - 6, n - 1})
+            BOOST_TEST(test_bit(bits, std::size_t(q) * n + r) == (r + d >= 0 && r + d < n),
+                       "offset " << d << " row " << r);
+    }
 }
 
 // BDIA with Nc = 1 on a random or re-blocked pattern has hundreds of block diagonals: a device
