@@ -31,7 +31,7 @@ const Command commands[] = {
      heptane::cli::cmd_lsqr},
     {"pet", "generate a PET-like system: ring scanner matrix, phantom, Poisson counts",
      heptane::cli::cmd_pet},
-    {"bench", "benchmarks (spmv, solve, mmread); prints tables, writes CSV/JSON",
+    {"bench", "benchmarks (spmv, solve, mlem, lsqr, mmread); tables, CSV/JSON",
      heptane::cli::cmd_bench},
 };
 
