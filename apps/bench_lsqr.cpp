@@ -26,6 +26,7 @@
 #include "core/array.hpp"
 #include "core/bandwidth.hpp"
 #include "core/error.hpp"
+#include "core/timing.hpp"
 #include "formats/matrix.hpp"
 #include "generators/matrix_market.hpp"
 #include "generators/pet.hpp"
@@ -61,46 +62,6 @@ struct Row {
     double fwd_min = 0, back_min = 0, iter_min = 0;               // minima
     double iter_s = 0, iter_bytes = 0;
 };
-
-struct Stats {
-    double med = 0, min = 0;
-};
-
-/// Median and minimum seconds of f() over reps runs after two warm-ups (CUDA events on a GPU).
-Stats time_stats(const Executor& exec, const std::function<void()>& f, int reps)
-{
-    for (int i = 0; i < 2; ++i) f();
-    std::vector<double> t;
-#ifdef HEPTANE_HAVE_CUDA
-    if (exec.is_cuda()) {
-        const auto s = cuda::stream(static_cast<const CudaExecutor&>(exec));
-        cudaEvent_t e0, e1;
-        HEPTANE_CUDA_CHECK(cudaEventCreate(&e0));
-        HEPTANE_CUDA_CHECK(cudaEventCreate(&e1));
-        for (int i = 0; i < reps; ++i) {
-            HEPTANE_CUDA_CHECK(cudaEventRecord(e0, s));
-            f();
-            HEPTANE_CUDA_CHECK(cudaEventRecord(e1, s));
-            HEPTANE_CUDA_CHECK(cudaEventSynchronize(e1));
-            float ms = 0;
-            HEPTANE_CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
-            t.push_back(ms * 1e-3);
-        }
-        cudaEventDestroy(e0);
-        cudaEventDestroy(e1);
-    }
-#endif
-    if (exec.is_cpu()) {
-        for (int i = 0; i < reps; ++i) {
-            const auto t0 = std::chrono::steady_clock::now();
-            f();
-            t.push_back(
-                std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-        }
-    }
-    std::sort(t.begin(), t.end());
-    return {t[t.size() / 2], t.front()};
-}
 
 std::vector<std::string> split(const std::string& s)
 {
@@ -158,9 +119,9 @@ void measure(const Setup& su, Format fmt, const FormatOptions& fo, double tol, R
     // the products as LSQR calls them: y read and written
     Array<VT> u = Array<VT>(b), v(exec, std::size_t(a.cols));
     op->apply_transpose(VT(1), b.data(), VT(0), v.data());
-    const Stats fs = time_stats(
+    const TimeStats fs = time_on(
         *exec, [&] { op->apply(VT(1), v.data(), VT(-0.5), u.data()); }, su.reps);
-    const Stats bs = time_stats(
+    const TimeStats bs = time_on(
         *exec, [&] { op->apply_transpose(VT(1), u.data(), VT(-0.5), v.data()); }, su.reps);
     r.fwd_s = fs.med;
     r.fwd_min = fs.min;

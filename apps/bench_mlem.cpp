@@ -29,6 +29,7 @@
 #include "core/array.hpp"
 #include "core/bandwidth.hpp"
 #include "core/error.hpp"
+#include "core/timing.hpp"
 #include "formats/matrix.hpp"
 #include "generators/matrix_market.hpp"
 #include "generators/pet.hpp"
@@ -67,47 +68,6 @@ struct Row {
     double fwd_min = 0, back_min = 0, iter_min = 0;               // minima
     double iter_s = 0, iter_bytes = 0, osem_iter_s = 0;
 };
-
-struct Stats {
-    double med = 0, min = 0;
-};
-
-/// Median and minimum seconds of f() over reps runs after two warm-ups: CUDA events on the
-/// executor's stream on a GPU, the host clock on the CPU.
-Stats time_stats(const Executor& exec, const std::function<void()>& f, int reps)
-{
-    for (int i = 0; i < 2; ++i) f();
-    std::vector<double> t;
-#ifdef HEPTANE_HAVE_CUDA
-    if (exec.is_cuda()) {
-        const auto s = cuda::stream(static_cast<const CudaExecutor&>(exec));
-        cudaEvent_t e0, e1;
-        HEPTANE_CUDA_CHECK(cudaEventCreate(&e0));
-        HEPTANE_CUDA_CHECK(cudaEventCreate(&e1));
-        for (int i = 0; i < reps; ++i) {
-            HEPTANE_CUDA_CHECK(cudaEventRecord(e0, s));
-            f();
-            HEPTANE_CUDA_CHECK(cudaEventRecord(e1, s));
-            HEPTANE_CUDA_CHECK(cudaEventSynchronize(e1));
-            float ms = 0;
-            HEPTANE_CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
-            t.push_back(ms * 1e-3);
-        }
-        cudaEventDestroy(e0);
-        cudaEventDestroy(e1);
-    }
-#endif
-    if (exec.is_cpu()) {
-        for (int i = 0; i < reps; ++i) {
-            const auto t0 = std::chrono::steady_clock::now();
-            f();
-            t.push_back(
-                std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-        }
-    }
-    std::sort(t.begin(), t.end());
-    return {t[t.size() / 2], t.front()};
-}
 
 double median(std::vector<double> v)
 {
@@ -172,9 +132,9 @@ void measure(const Setup& su, Format fmt, const FormatOptions& fo, double tol, R
     r.status = "ok";
     // the products alone, on the checked image and a correlation-like vector
     Array<VT> q(exec, std::size_t(a.rows)), b(exec, std::size_t(a.cols));
-    const Stats fs = time_stats(
+    const TimeStats fs = time_on(
         *exec, [&] { op->apply(f.data(), q.data()); }, su.reps);
-    const Stats bs = time_stats(
+    const TimeStats bs = time_on(
         *exec, [&] { op->apply_transpose(VT(1), g.data(), VT(0), b.data()); }, su.reps);
     r.fwd_s = fs.med;
     r.fwd_min = fs.min;
