@@ -6,6 +6,7 @@
 #include <string>
 
 #include "core/executor.hpp"
+#include "core/reducer.hpp"
 #include "core/types.hpp"
 
 namespace heptane {
@@ -27,6 +28,10 @@ public:
     void apply(const VT* x, VT* y) const { apply(VT(1), x, VT(0), y); }
     /// Short description, e.g. "bdiagh 65536x65536 Nc=8 D=7 (fp64) on cuda:0".
     virtual std::string describe() const = 0;
+    /// Where the solver sums its dot products over the processes that share the vectors:
+    /// null for an operator on one process (the default), the communicator's Reducer for a
+    /// distributed operator (rows() is then the local row count).
+    virtual const Reducer* reducer() const { return nullptr; }
 };
 
 }  // namespace heptane

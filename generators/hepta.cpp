@@ -196,7 +196,9 @@ constexpr double accumulation_ref = 1.0;
 
 class HeptaFiller {
 public:
-    explicit HeptaFiller(const HeptaSpec& spec)
+    /// Cells [cell_lo, cell_hi) are the block rows that will be asked for (default: all);
+    /// per-cell data is kept for them and one plane on either side.
+    explicit HeptaFiller(const HeptaSpec& spec, index_t cell_lo = 0, index_t cell_hi = -1)
         : spec_(spec),
           geo_(spec),
           nc_(spec.Nc),
@@ -206,24 +208,27 @@ public:
         if (spec.model != HeptaModel::reservoir) return;
         const index_t G = geo_.G;
         const index_t jh = spec.J * spec.H;
+        if (cell_hi < 0) cell_hi = G;
+        c0_ = std::max<index_t>(0, cell_lo - jh);
+        const index_t c1 = std::min<index_t>(G, cell_hi + jh);
         const double d = spec.difficulty;
         const double sigma_layer = 0.5 + 1.5 * d;
         const double sigma_cell = 0.25 + 0.5 * d;
         const double acc_scale = accumulation_ref * det_exp(-3.0 * d * ln10);  // 10^(-3d)
-        perm_.resize(G);
-        acc_.resize(G);
+        perm_.resize(std::size_t(std::max<index_t>(0, c1 - c0_)));
+        acc_.resize(perm_.size());
         std::vector<double> layer(spec.I);
         for (index_t i = 0; i < spec.I; ++i)
             layer[i] = sigma_layer * normal(stream_key(spec.seed, stream_layer), std::uint64_t(i));
         const std::uint64_t perm_key = stream_key(spec.seed, stream_cell_perm);
         const std::uint64_t phi_key = stream_key(spec.seed, stream_porosity);
-#pragma omp parallel for schedule(static) if (G >= parallel_min_cells)
-        for (index_t c = 0; c < G; ++c) {
+#pragma omp parallel for schedule(static) if (c1 - c0_ >= parallel_min_cells)
+        for (index_t c = c0_; c < c1; ++c) {
             // log k = layer log-mean + per-cell perturbation; k_x has median 1.
             const double logk = layer[c / jh] + sigma_cell * normal(perm_key, std::uint64_t(c));
-            perm_[c] = det_exp(std::min(30.0, std::max(-30.0, logk)));
+            perm_[c - c0_] = det_exp(std::min(30.0, std::max(-30.0, logk)));
             const double phi = 0.1 + 0.2 * unit(hash(phi_key, std::uint64_t(c)));
-            acc_[c] = acc_scale * (phi / 0.2);
+            acc_[c - c0_] = acc_scale * (phi / 0.2);
         }
     }
 
@@ -281,13 +286,14 @@ private:
         const std::size_t bb = std::size_t(nc_) * nc_;
         double* diag = buf + self_dir * bb;
         std::fill(diag, diag + bb, 0.0);
-        for (index_t a = 0; a < nc_; ++a) diag[a * nc_ + a] = acc_[c];
+        for (index_t a = 0; a < nc_; ++a) diag[a * nc_ + a] = acc_[c - c0_];
         for (int q = 0; q < num_dirs; ++q) {
             if (q == self_dir || !present[q]) continue;
             const index_t nb = c + geo_.d[q];
             const int ax = axis_of[q];
             // min/max order makes T bit-identical from both sides of the connection
-            const double lo = std::min(perm_[c], perm_[nb]), hi = std::max(perm_[c], perm_[nb]);
+            const double kc = perm_[c - c0_], kn = perm_[nb - c0_];
+            const double lo = std::min(kc, kn), hi = std::max(kc, kn);
             const double t = geometric_factor[ax] * anisotropy[ax] * (2.0 * lo * hi / (lo + hi));
             // path (lower cell, axis): the same block C from both cells of the connection
             const std::uint64_t key =
@@ -318,6 +324,7 @@ private:
     index_t nc_;
     std::uint64_t uniform_key_;  // stream keys (see stream_key)
     std::uint64_t mobility_key_;
+    index_t c0_ = 0;            // first cell of perm_ and acc_
     std::vector<double> perm_;  // k_x per cell (reservoir)
     std::vector<double> acc_;   // pore volume / dt per cell (reservoir)
 };
@@ -519,24 +526,151 @@ Bdia<T> generate_hepta_bdia(const HeptaSpec& spec)
     return out;
 }
 
+namespace {
+/// x_true of global rows [r0, r1) (hepta.hpp), into x[0 .. r1 - r0).
 template <class T>
-std::vector<T> hepta_x_true(const HeptaSpec& spec)
+void fill_x_true(const HeptaSpec& spec, index_t r0, index_t r1, T* x)
 {
-    validate(spec);
     const index_t J = spec.J, H = spec.H, I = spec.I, nc = spec.Nc;
-    const index_t n = index_t(spec.rows());
-    std::vector<T> x(n);
     const std::uint64_t x_key = stream_key(spec.seed, stream_x_true);
-#pragma omp parallel for schedule(static) if (n >= parallel_min_rows)
-    for (index_t r = 0; r < n; ++r) {
+#pragma omp parallel for schedule(static) if (r1 - r0 >= parallel_min_rows)
+    for (index_t r = r0; r < r1; ++r) {
         const index_t c = r / nc, a = r % nc;
         const index_t j = c % J, h = (c / J) % H, i = c / (J * H);
         const double u = (j + 0.5) / J, v = (h + 0.5) / H, w = (i + 0.5) / I;
         const double noise = unit(hash(x_key, std::uint64_t(r))) - 0.5;
-        x[r] = static_cast<T>(1.0 + 0.5 * 16.0 * u * (1.0 - u) * v * (1.0 - v) + 0.25 * w +
-                              0.1 * double(a) / double(nc) + 0.02 * noise);
+        x[r - r0] = static_cast<T>(1.0 + 0.5 * 16.0 * u * (1.0 - u) * v * (1.0 - v) + 0.25 * w +
+                                   0.1 * double(a) / double(nc) + 0.02 * noise);
     }
+}
+
+/// Rows [r0, r1) checked against the spec: 0 <= r0 <= r1 <= N, both multiples of Nc.
+void check_row_range(const HeptaSpec& spec, index_t r0, index_t r1, const char* who)
+{
+    const offset_t n = spec.rows();
+    HEPTANE_ENSURE(r0 >= 0 && r0 <= r1 && r1 <= n, InputError,
+                   who << ": rows [" << r0 << ", " << r1 << ") are not inside [0, " << n << ") of "
+                       << describe(spec));
+    HEPTANE_ENSURE(r0 % spec.Nc == 0 && r1 % spec.Nc == 0, InputError,
+                   who << ": rows [" << r0 << ", " << r1 << ") do not start and end on a cell "
+                       << "(multiples of Nc = " << spec.Nc << ")");
+}
+}  // namespace
+
+template <class T>
+std::vector<T> hepta_x_true(const HeptaSpec& spec)
+{
+    validate(spec);
+    std::vector<T> x(std::size_t(spec.rows()));
+    fill_x_true(spec, 0, index_t(spec.rows()), x.data());
     return x;
+}
+
+template <class T>
+Bdia<T> generate_hepta_bdia_rows(const HeptaSpec& spec, index_t row_begin, index_t row_end)
+{
+    const std::vector<index_t> offsets = hepta_block_offsets(spec);  // validates
+    check_row_range(spec, row_begin, row_end, "generate_hepta_bdia_rows");
+    const index_t nc = spec.Nc, c0 = row_begin / nc, c1 = row_end / nc, n = row_end - row_begin;
+    const HeptaFiller filler(spec, c0, c1);
+    const Geometry& g = filler.geometry();
+    std::array<int, num_dirs> slot{};
+    std::vector<int> dir_of_slot;
+    for (int q = 0, k = 0; q < num_dirs; ++q) {
+        slot[q] = g.active[q] ? k++ : -1;
+        if (g.active[q]) dir_of_slot.push_back(q);
+    }
+    Bdia<T> out;
+    out.rows = out.cols = n;
+    out.block_size = nc;
+    out.block_offsets = offsets;
+    const std::size_t un = std::size_t(n);
+    const std::size_t slots = std::size_t(offsets.size()) * nc * un;
+    out.data = Array<T>(cpu_executor(), slots);
+    T* data = out.data.data();  // zero-initialised host array
+#pragma omp parallel if (c1 - c0 >= parallel_min_cells)
+    {
+        std::vector<double> buf(filler.buffer_size());
+        std::array<bool, num_dirs> present{};
+#pragma omp for schedule(static)
+        for (index_t c = c0; c < c1; ++c) {
+            filler.block_row(c, present, buf.data());
+            for (int q = 0; q < num_dirs; ++q) {
+                if (!present[q]) continue;
+                for (index_t s = 0; s < nc; ++s) {
+                    T* diag =
+                        data + (std::size_t(slot[q]) * nc + s) * un + std::size_t(c - c0) * nc;
+                    for (index_t a = 0; a < nc; ++a)
+                        diag[a] = static_cast<T>(buf[(std::size_t(q) * nc + a) * nc + s]);
+                }
+            }
+        }
+    }
+    // pattern: a slot is stored iff its neighbour is present and its column is a local one
+    // (couplings to other processes' rows keep their values in `data`, outside the pattern)
+    out.pattern = make_bitset(slots, false);
+    const std::int64_t words = std::int64_t(out.pattern.size());
+    std::uint64_t* pat = out.pattern.data();
+#pragma omp parallel for schedule(static) if (words >= parallel_min_cells)
+    for (std::int64_t w = 0; w < words; ++w) {
+        std::uint64_t word = 0;
+        const std::uint64_t b0 = std::uint64_t(w) * 64;
+        const std::uint64_t b1 = std::min<std::uint64_t>(slots, b0 + 64);
+        for (std::uint64_t bit = b0; bit < b1; ++bit) {
+            const std::uint64_t k = bit / un;
+            const index_t r = index_t(bit % un);
+            const int q = dir_of_slot[k / std::uint64_t(nc)];
+            const offset_t col = offset_t(r - r % nc) + offset_t(g.d[q]) * nc;
+            if (col < 0 || col >= n) continue;
+            if (g.present(c0 + r / nc, q)) word |= std::uint64_t{1} << (bit - b0);
+        }
+        pat[w] = word;
+    }
+    return out;
+}
+
+template <class T>
+LinearSystem<T> make_rhs_rows(const HeptaSpec& spec, const Bdia<T>& local, index_t row_begin)
+{
+    validate(spec);
+    const index_t n = local.rows, nc = spec.Nc, row_end = row_begin + n;
+    check_row_range(spec, row_begin, row_end, "make_rhs_rows");
+    HEPTANE_ENSURE(local.exec()->is_cpu(), NotSupported, "make_rhs_rows needs a host matrix");
+    HEPTANE_ENSURE(local.block_size == nc && local.block_offsets == hepta_block_offsets(spec),
+                   DimensionMismatch,
+                   "make_rhs_rows: the matrix is not a row block of " << describe(spec));
+    const Geometry g(spec);
+    std::vector<int> dir_of_slot;
+    for (int q = 0; q < num_dirs; ++q)
+        if (g.active[q]) dir_of_slot.push_back(q);
+    // x_true on the rows the block reaches: [row_begin - lo, row_end + hi) within [0, N)
+    const index_t N = index_t(spec.rows());
+    const offset_t reach_lo = offset_t(-local.block_offsets.front()) * nc;
+    const offset_t reach_hi = offset_t(local.block_offsets.back()) * nc + nc;
+    const index_t x0 = index_t(std::max<offset_t>(0, offset_t(row_begin) - reach_lo));
+    const index_t x1 = index_t(std::min<offset_t>(N, offset_t(row_end) + reach_hi));
+    std::vector<T> xr(std::size_t(x1 - x0));
+    fill_x_true(spec, x0, x1, xr.data());
+    LinearSystem<T> sys;
+    sys.x_true.assign(xr.begin() + (row_begin - x0), xr.begin() + (row_end - x0));
+    sys.b.assign(std::size_t(n), T(0));
+    const index_t nd = local.num_diagonals();
+    const T* data = local.data.data();
+#pragma omp parallel for schedule(static) if (n >= parallel_min_rows)
+    for (index_t r = 0; r < n; ++r) {
+        // the same sum, in the same (ascending column) order, as make_rhs on the whole matrix
+        const index_t gr = row_begin + r;
+        double sum = 0.0;
+        for (index_t k = 0; k < nd; ++k) {
+            const int q = dir_of_slot[k / nc];
+            if (!g.present(gr / nc, q)) continue;
+            const index_t col = gr - gr % nc + local.offset(k);
+            sum += double(data[std::size_t(k) * std::size_t(n) + std::size_t(r)]) *
+                   double(xr[std::size_t(col - x0)]);
+        }
+        sys.b[r] = static_cast<T>(sum);
+    }
+    return sys;
 }
 
 template <class T>
@@ -600,12 +734,14 @@ LinearSystem<T> make_rhs(const HeptaSpec& spec, const Bdia<T>& a)
     return sys;
 }
 
-#define HEPTANE_INSTANTIATE(T)                                             \
-    template Coo<T> generate_hepta_coo<T>(const HeptaSpec&);               \
-    template Bdia<T> generate_hepta_bdia<T>(const HeptaSpec&);             \
-    template std::vector<T> hepta_x_true<T>(const HeptaSpec&);             \
-    template LinearSystem<T> make_rhs<T>(const HeptaSpec&, const Coo<T>&); \
-    template LinearSystem<T> make_rhs<T>(const HeptaSpec&, const Bdia<T>&);
+#define HEPTANE_INSTANTIATE(T)                                                        \
+    template Coo<T> generate_hepta_coo<T>(const HeptaSpec&);                          \
+    template Bdia<T> generate_hepta_bdia<T>(const HeptaSpec&);                        \
+    template std::vector<T> hepta_x_true<T>(const HeptaSpec&);                        \
+    template LinearSystem<T> make_rhs<T>(const HeptaSpec&, const Coo<T>&);            \
+    template LinearSystem<T> make_rhs<T>(const HeptaSpec&, const Bdia<T>&);           \
+    template Bdia<T> generate_hepta_bdia_rows<T>(const HeptaSpec&, index_t, index_t); \
+    template LinearSystem<T> make_rhs_rows<T>(const HeptaSpec&, const Bdia<T>&, index_t);
 HEPTANE_INSTANTIATE(double)
 HEPTANE_INSTANTIATE(float)
 #undef HEPTANE_INSTANTIATE

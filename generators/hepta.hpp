@@ -126,4 +126,20 @@ LinearSystem<T> make_rhs(const HeptaSpec& spec, const Coo<T>& a);
 template <class T>
 LinearSystem<T> make_rhs(const HeptaSpec& spec, const Bdia<T>& a);
 
+/// Rows [row_begin, row_end) of generate_hepta_bdia(spec) (both multiples of Nc), for one
+/// process of a distributed solve: a Bdia with rows = cols = row_end - row_begin and the
+/// same block offsets, column c standing for global column row_begin + c. Every block of the
+/// rows is in `data`, also those whose columns lie outside [row_begin, row_end) (the
+/// couplings to other processes' rows, which distributed/ multiplies with the halo); the
+/// pattern marks only the local ones, so to_coo gives the local diagonal block. Per-cell
+/// data is computed only near the rows: the cost is O(rows), not O(N). Bit-identical to the
+/// same rows of generate_hepta_bdia.
+template <class T>
+Bdia<T> generate_hepta_bdia_rows(const HeptaSpec& spec, index_t row_begin, index_t row_end);
+
+/// x_true and b = A x_true on the rows of `local` (from generate_hepta_bdia_rows(spec,
+/// row_begin, ...)): bit-identical to the same rows of make_rhs(spec, whole matrix).
+template <class T>
+LinearSystem<T> make_rhs_rows(const HeptaSpec& spec, const Bdia<T>& local, index_t row_begin);
+
 }  // namespace heptane

@@ -49,12 +49,14 @@ BicgstabImpl parse_bicgstab_impl(const std::string& name)
 
 template <class VT>
 struct Bicgstab<VT>::Workspace {
-    Workspace(std::shared_ptr<const Executor> e, index_t n_, int max_it_, bool precond_)
+    Workspace(std::shared_ptr<const Executor> e, index_t n_, int max_it_, bool precond_,
+              const Reducer* reducer_)
         : exec(e),
           n(n_),
           max_it(max_it_),
           precond(precond_),
-          ops(e, max_it_),
+          reducer(reducer_),
+          ops(e, max_it_, reducer_),
           r(e, n_),
           r_hat(e, n_),
           p(e, n_),
@@ -65,15 +67,17 @@ struct Bicgstab<VT>::Workspace {
           s_hat(e, precond_ ? n_ : 0)
     {
     }
-    bool fits(const std::shared_ptr<const Executor>& e, index_t n_, int max_it_,
-              bool precond_) const
+    bool fits(const std::shared_ptr<const Executor>& e, index_t n_, int max_it_, bool precond_,
+              const Reducer* reducer_) const
     {
-        return e.get() == exec.get() && n_ == n && max_it_ == max_it && precond_ == precond;
+        return e.get() == exec.get() && n_ == n && max_it_ == max_it && precond_ == precond &&
+               reducer_ == reducer;
     }
     std::shared_ptr<const Executor> exec;
     index_t n;
     int max_it;
     bool precond;
+    const Reducer* reducer;
     VectorOps<VT> ops;
     detail::CheckMirrors mirrors;
     Array<VT> r, r_hat, p, v, s, t, p_hat, s_hat;
@@ -118,6 +122,9 @@ Status Bicgstab<VT>::solve(const Array<VT>& b_arr, Array<VT>& x_arr)
     detail::check_operands("Bicgstab", a_.get(), m_.get(), b_arr, x_arr);
     detail::check_options(opts_);
     if (impl_ == BicgstabImpl::reference) {
+        HEPTANE_ENSURE(!a_->reducer(), NotSupported,
+                       "the reference BiCGStab (cuBLAS dots) runs on one process; use "
+                       "BicgstabImpl::fused with a distributed operator");
         if constexpr (std::is_same_v<VT, double>) {
             return detail::bicgstab_reference_solve(*a_, m_.get(), b_arr, x_arr, opts_);
         } else {
@@ -131,8 +138,8 @@ Status Bicgstab<VT>::solve(const Array<VT>& b_arr, Array<VT>& x_arr)
     const Operator<VT>& A = *a_;
     const bool identity = is_identity_preconditioner(m_.get());
     const index_t n = A.rows();
-    if (!ws_ || !ws_->fits(A.executor(), n, opts_.max_it, !identity))
-        ws_ = std::make_unique<Workspace>(A.executor(), n, opts_.max_it, !identity);
+    if (!ws_ || !ws_->fits(A.executor(), n, opts_.max_it, !identity, A.reducer()))
+        ws_ = std::make_unique<Workspace>(A.executor(), n, opts_.max_it, !identity, A.reducer());
     Workspace& w = *ws_;
     VectorOps<VT>& ops = w.ops;
     const VT* b = b_arr.data();

@@ -21,27 +21,31 @@ namespace heptane {
 
 template <class VT>
 struct Cg<VT>::Workspace {
-    Workspace(std::shared_ptr<const Executor> e, index_t n_, int max_it_, bool precond_)
+    Workspace(std::shared_ptr<const Executor> e, index_t n_, int max_it_, bool precond_,
+              const Reducer* reducer_)
         : exec(e),
           n(n_),
           max_it(max_it_),
           precond(precond_),
-          ops(e, max_it_),
+          reducer(reducer_),
+          ops(e, max_it_, reducer_),
           r(e, n_),
           z(e, precond_ ? n_ : 0),
           p(e, n_),
           q(e, n_)
     {
     }
-    bool fits(const std::shared_ptr<const Executor>& e, index_t n_, int max_it_,
-              bool precond_) const
+    bool fits(const std::shared_ptr<const Executor>& e, index_t n_, int max_it_, bool precond_,
+              const Reducer* reducer_) const
     {
-        return e.get() == exec.get() && n_ == n && max_it_ == max_it && precond_ == precond;
+        return e.get() == exec.get() && n_ == n && max_it_ == max_it && precond_ == precond &&
+               reducer_ == reducer;
     }
     std::shared_ptr<const Executor> exec;
     index_t n;
     int max_it;
     bool precond;
+    const Reducer* reducer;
     VectorOps<VT> ops;
     detail::CheckMirrors mirrors;
     Array<VT> r, z, p, q;
@@ -89,8 +93,8 @@ Status Cg<VT>::solve(const Array<VT>& b_arr, Array<VT>& x_arr)
     const Operator<VT>& A = *a_;
     const bool identity = is_identity_preconditioner(m_.get());
     const index_t n = A.rows();
-    if (!ws_ || !ws_->fits(A.executor(), n, opts_.max_it, !identity))
-        ws_ = std::make_unique<Workspace>(A.executor(), n, opts_.max_it, !identity);
+    if (!ws_ || !ws_->fits(A.executor(), n, opts_.max_it, !identity, A.reducer()))
+        ws_ = std::make_unique<Workspace>(A.executor(), n, opts_.max_it, !identity, A.reducer());
     Workspace& w = *ws_;
     VectorOps<VT>& ops = w.ops;
     const VT* b = b_arr.data();

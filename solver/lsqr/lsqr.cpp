@@ -166,6 +166,8 @@ LsqrStatus Lsqr<VT>::solve(const Array<VT>& b_arr, Array<VT>& x_arr)
     const auto t_setup = std::chrono::steady_clock::now();
     HEPTANE_ENSURE(a_, InputError, "Lsqr::solve: no operator (call set_operator first)");
     const Operator<VT>& A = *a_;
+    HEPTANE_ENSURE(!A.reducer(), NotSupported,
+                   "Lsqr: a distributed operator (rows split over processes) is not supported yet");
     const index_t m = A.rows(), n = A.cols();
     HEPTANE_ENSURE(b_arr.size() == std::size_t(m), DimensionMismatch,
                    "Lsqr: b has " << b_arr.size() << " entries, the operator " << m << " rows");

@@ -114,6 +114,10 @@ MlemStatus Mlem<VT>::solve(const Array<VT>& g_arr, Array<VT>& f_arr)
                    "Mlem::solve: no operator (call set_operator or set_subsets first)");
     HEPTANE_ENSURE(opts_.iterations >= 0, InputError,
                    "Mlem options: iterations (" << opts_.iterations << ") must be >= 0");
+    for (const auto& blk : blocks_)
+        HEPTANE_ENSURE(!blk->reducer(), NotSupported,
+                       "Mlem: a distributed operator (rows split over processes) is not "
+                       "supported yet");
     const int S = static_cast<int>(blocks_.size());
     const index_t n = blocks_[0]->cols();
     std::vector<index_t> offset(S + 1, 0);  // first row of each block

@@ -47,6 +47,7 @@ struct KrylovState {
     double atol = 0;
     double div_limit = 0;              ///< dtol·‖r_0‖
     double scratch[4] = {0, 0, 0, 0};  ///< results of plain dot/norm2 reductions
+    double sums[4] = {0, 0, 0, 0};     ///< distributed: local sums, then the global ones
     int iter = 0;                      ///< completed iterations
     int max_it = 0;
     int stop = 0;             ///< 1 once a test has stopped the iteration

@@ -7,6 +7,8 @@
 // function of krylov_state.hpp on the KrylovState in device memory. The sums are therefore
 // reproducible run to run for a given device, and alpha, beta, omega and the stopping tests
 // never visit the host.
+#include <cstddef>
+
 #include "core/cuda_common.hpp"
 #include "solver/vector/vector_kernels.hpp"
 
@@ -102,12 +104,48 @@ __global__ void __launch_bounds__(block_size) map_kernel(index_t n, Map map, Ste
         map(i);
 }
 
+/// Distributed solves, first half: the last block stores the local sums in state->sums.
+struct StoreSums {
+    template <int NS>
+    __device__ void operator()(KrylovState& s, const double (&v)[NS], double*) const
+    {
+#pragma unroll
+        for (int k = 0; k < NS; ++k) s.sums[k] = v[k];
+    }
+};
+
+/// Distributed solves, second half: the finalize step on the global sums (one thread).
+template <int NS, class Fin>
+__global__ void finalize_kernel(Fin fin, StepContext ctx, bool gated)
+{
+    KrylovState* st = ctx.state;
+    if (gated && st->stop) return;
+    double v[NS];
+#pragma unroll
+    for (int k = 0; k < NS; ++k) v[k] = st->sums[k];
+    fin(*st, v, ctx.history);
+}
+
 template <int NS, class Map, class Fin>
 void launch_reduce(const CudaExecutor& exec, index_t n, Map map, Fin fin, StepContext ctx,
                    bool gated)
 {
+    const unsigned blocks = blocks_for(exec, n);
+    if (!ctx.reducer) {
+        reduce_kernel<NS><<<blocks, block_size, 0, cuda::stream(exec)>>>(n, map, fin, ctx, gated);
+        HEPTANE_CUDA_LAUNCH_CHECK();
+        return;
+    }
+    // local sums -> one reduction of the NS sums over the processes -> finalize. A gated
+    // step that has stopped leaves stale sums; every process has the same state (the
+    // scalars come from the same global sums), so all skip the finalize together.
     reduce_kernel<NS>
-        <<<blocks_for(exec, n), block_size, 0, cuda::stream(exec)>>>(n, map, fin, ctx, gated);
+        <<<blocks, block_size, 0, cuda::stream(exec)>>>(n, map, StoreSums{}, ctx, gated);
+    HEPTANE_CUDA_LAUNCH_CHECK();
+    double* sums =
+        reinterpret_cast<double*>(reinterpret_cast<char*>(ctx.state) + offsetof(KrylovState, sums));
+    ctx.reducer->sum(exec, sums, NS);
+    finalize_kernel<NS><<<1, 1, 0, cuda::stream(exec)>>>(fin, ctx, gated);
     HEPTANE_CUDA_LAUNCH_CHECK();
 }
 

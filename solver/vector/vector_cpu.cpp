@@ -13,6 +13,18 @@ namespace {
 /// more than the memory-bound work, and on an oversubscribed host a barrier can wait a whole
 /// scheduler time slice.
 constexpr index_t parallel_min = 1 << 15;
+
+/// Distributed solves: each of v summed over the processes (core/reducer.hpp), all in one
+/// call; nothing on one process.
+template <class... D>
+void global_sum(const CpuExecutor& e, const StepContext& ctx, D&... v)
+{
+    if (!ctx.reducer) return;
+    double buf[] = {v...};
+    ctx.reducer->sum(e, buf, int(sizeof...(D)));
+    int k = 0;
+    ((v = buf[k++]), ...);
+}
 }  // namespace
 
 std::size_t reduce_partials_size(const CpuExecutor&)
@@ -47,20 +59,22 @@ void axpby(const CpuExecutor&, index_t n, VT a, const VT* x, VT b, VT* y)
 }
 
 template <class VT>
-void dot(const CpuExecutor&, index_t n, const VT* x, const VT* y, StepContext ctx, int slot)
+void dot(const CpuExecutor& e, index_t n, const VT* x, const VT* y, StepContext ctx, int slot)
 {
     double sum = 0;
 #pragma omp parallel for schedule(static) reduction(+ : sum) if (n >= parallel_min)
     for (index_t i = 0; i < n; ++i) sum += double(x[i]) * double(y[i]);
+    global_sum(e, ctx, sum);
     ctx.state->scratch[slot] = sum;
 }
 
 template <class VT>
-void norm2(const CpuExecutor&, index_t n, const VT* x, StepContext ctx, int slot)
+void norm2(const CpuExecutor& e, index_t n, const VT* x, StepContext ctx, int slot)
 {
     double sum = 0;
 #pragma omp parallel for schedule(static) reduction(+ : sum) if (n >= parallel_min)
     for (index_t i = 0; i < n; ++i) sum += double(x[i]) * double(x[i]);
+    global_sum(e, ctx, sum);
     ctx.state->scratch[slot] = std::sqrt(sum);
 }
 
@@ -72,8 +86,8 @@ void request_stop(const CpuExecutor&, StepContext ctx, Reason reason)
 // ---- BiCGStab ----------------------------------------------------------------------------
 
 template <class VT>
-void bicgstab_init(const CpuExecutor&, index_t n, const VT* b, const VT* r, VT* r_hat, VT* p, VT* v,
-                   StopParams params, StepContext ctx)
+void bicgstab_init(const CpuExecutor& e, index_t n, const VT* b, const VT* r, VT* r_hat, VT* p,
+                   VT* v, StopParams params, StepContext ctx)
 {
     double bb = 0, rr = 0;
 #pragma omp parallel for schedule(static) reduction(+ : bb, rr) if (n >= parallel_min)
@@ -85,6 +99,7 @@ void bicgstab_init(const CpuExecutor&, index_t n, const VT* b, const VT* r, VT* 
         bb += double(b[i]) * double(b[i]);
         rr += double(ri) * double(ri);
     }
+    global_sum(e, ctx, bb, rr);
     krylov::init_finalize(*ctx.state, bb, rr, params, ctx.history);
 }
 
@@ -100,17 +115,18 @@ void bicgstab_update_p(const CpuExecutor&, index_t n, const VT* r, const VT* v, 
 }
 
 template <class VT>
-void bicgstab_alpha(const CpuExecutor&, index_t n, const VT* r_hat, const VT* v, StepContext ctx)
+void bicgstab_alpha(const CpuExecutor& e, index_t n, const VT* r_hat, const VT* v, StepContext ctx)
 {
     if (ctx.state->stop) return;
     double rv = 0;
 #pragma omp parallel for schedule(static) reduction(+ : rv) if (n >= parallel_min)
     for (index_t i = 0; i < n; ++i) rv += double(r_hat[i]) * double(v[i]);
+    global_sum(e, ctx, rv);
     krylov::bicgstab_alpha_finalize(*ctx.state, rv);
 }
 
 template <class VT>
-void bicgstab_update_s(const CpuExecutor&, index_t n, const VT* r, const VT* v, VT* s,
+void bicgstab_update_s(const CpuExecutor& e, index_t n, const VT* r, const VT* v, VT* s,
                        StepContext ctx)
 {
     if (ctx.state->stop) return;
@@ -122,11 +138,12 @@ void bicgstab_update_s(const CpuExecutor&, index_t n, const VT* r, const VT* v, 
         s[i] = si;
         ss += double(si) * double(si);
     }
+    global_sum(e, ctx, ss);
     krylov::bicgstab_s_finalize(*ctx.state, ss);
 }
 
 template <class VT>
-void bicgstab_omega(const CpuExecutor&, index_t n, const VT* t, const VT* s, StepContext ctx)
+void bicgstab_omega(const CpuExecutor& e, index_t n, const VT* t, const VT* s, StepContext ctx)
 {
     if (ctx.state->stop) return;
     double ts = 0, tt = 0;
@@ -137,11 +154,12 @@ void bicgstab_omega(const CpuExecutor&, index_t n, const VT* t, const VT* s, Ste
             tt += double(t[i]) * double(t[i]);
         }
     }
+    global_sum(e, ctx, ts, tt);
     krylov::bicgstab_omega_finalize(*ctx.state, ts, tt);
 }
 
 template <class VT>
-void bicgstab_update_xr(const CpuExecutor&, index_t n, const VT* p_hat, const VT* s_hat,
+void bicgstab_update_xr(const CpuExecutor& e, index_t n, const VT* p_hat, const VT* s_hat,
                         const VT* s, const VT* t, const VT* r_hat, VT* x, VT* r, StepContext ctx)
 {
     if (ctx.state->stop) return;
@@ -156,13 +174,14 @@ void bicgstab_update_xr(const CpuExecutor&, index_t n, const VT* p_hat, const VT
         rhat_r += double(r_hat[i]) * double(ri);
         rr += double(ri) * double(ri);
     }
+    global_sum(e, ctx, rhat_r, rr);
     krylov::bicgstab_xr_finalize(*ctx.state, rhat_r, rr, ctx.history);
 }
 
 // ---- CG ------------------------------------------------------------------------------------
 
 template <class VT>
-void cg_init(const CpuExecutor&, index_t n, const VT* b, const VT* r, StopParams params,
+void cg_init(const CpuExecutor& e, index_t n, const VT* b, const VT* r, StopParams params,
              StepContext ctx)
 {
     double bb = 0, rr = 0;
@@ -171,11 +190,12 @@ void cg_init(const CpuExecutor&, index_t n, const VT* b, const VT* r, StopParams
         bb += double(b[i]) * double(b[i]);
         rr += double(r[i]) * double(r[i]);
     }
+    global_sum(e, ctx, bb, rr);
     krylov::init_finalize(*ctx.state, bb, rr, params, ctx.history);
 }
 
 template <class VT>
-void cg_start(const CpuExecutor&, index_t n, const VT* r, const VT* z, VT* p, StepContext ctx)
+void cg_start(const CpuExecutor& e, index_t n, const VT* r, const VT* z, VT* p, StepContext ctx)
 {
     if (ctx.state->stop) return;
     double rz = 0;
@@ -184,21 +204,23 @@ void cg_start(const CpuExecutor&, index_t n, const VT* r, const VT* z, VT* p, St
         p[i] = z[i];
         rz += double(r[i]) * double(z[i]);
     }
+    global_sum(e, ctx, rz);
     krylov::cg_rho_finalize(*ctx.state, rz);
 }
 
 template <class VT>
-void cg_alpha(const CpuExecutor&, index_t n, const VT* p, const VT* q, StepContext ctx)
+void cg_alpha(const CpuExecutor& e, index_t n, const VT* p, const VT* q, StepContext ctx)
 {
     if (ctx.state->stop) return;
     double pq = 0;
 #pragma omp parallel for schedule(static) reduction(+ : pq) if (n >= parallel_min)
     for (index_t i = 0; i < n; ++i) pq += double(p[i]) * double(q[i]);
+    global_sum(e, ctx, pq);
     krylov::cg_alpha_finalize(*ctx.state, pq);
 }
 
 template <class VT>
-void cg_update_xr(const CpuExecutor&, index_t n, const VT* p, const VT* q, VT* x, VT* r,
+void cg_update_xr(const CpuExecutor& e, index_t n, const VT* p, const VT* q, VT* x, VT* r,
                   bool identity_pc, StepContext ctx)
 {
     if (ctx.state->stop) return;
@@ -211,16 +233,18 @@ void cg_update_xr(const CpuExecutor&, index_t n, const VT* p, const VT* q, VT* x
         r[i] = ri;
         rr += double(ri) * double(ri);
     }
+    global_sum(e, ctx, rr);
     krylov::cg_xr_finalize(*ctx.state, rr, identity_pc, ctx.history);
 }
 
 template <class VT>
-void cg_beta(const CpuExecutor&, index_t n, const VT* r, const VT* z, StepContext ctx)
+void cg_beta(const CpuExecutor& e, index_t n, const VT* r, const VT* z, StepContext ctx)
 {
     if (ctx.state->stop) return;
     double rz = 0;
 #pragma omp parallel for schedule(static) reduction(+ : rz) if (n >= parallel_min)
     for (index_t i = 0; i < n; ++i) rz += double(r[i]) * double(z[i]);
+    global_sum(e, ctx, rz);
     krylov::cg_beta_finalize(*ctx.state, rz);
 }
 
@@ -236,25 +260,27 @@ void cg_update_p(const CpuExecutor&, index_t n, const VT* z, VT* p, StepContext 
 // ---- LSQR and MLEM ---------------------------------------------------------------------------
 
 template <class VT>
-void sum(const CpuExecutor&, index_t n, const VT* x, StepContext ctx, int slot)
+void sum(const CpuExecutor& e, index_t n, const VT* x, StepContext ctx, int slot)
 {
     double acc = 0;
 #pragma omp parallel for schedule(static) reduction(+ : acc) if (n >= parallel_min)
     for (index_t i = 0; i < n; ++i) acc += double(x[i]);
+    global_sum(e, ctx, acc);
     ctx.state->scratch[slot] = acc;
 }
 
 template <class VT>
-void count_negative(const CpuExecutor&, index_t n, const VT* x, StepContext ctx, int slot)
+void count_negative(const CpuExecutor& e, index_t n, const VT* x, StepContext ctx, int slot)
 {
     double count = 0;
 #pragma omp parallel for schedule(static) reduction(+ : count) if (n >= parallel_min)
     for (index_t i = 0; i < n; ++i) count += (x[i] >= VT(0)) ? 0.0 : 1.0;  // NaN counts
+    global_sum(e, ctx, count);
     ctx.state->scratch[slot] = count;
 }
 
 template <class VT>
-void lsqr_update_xw(const CpuExecutor&, index_t n, VT t1, VT t2, VT s, const VT* v, VT* w, VT* x,
+void lsqr_update_xw(const CpuExecutor& e, index_t n, VT t1, VT t2, VT s, const VT* v, VT* w, VT* x,
                     StepContext ctx, int slot)
 {
     double ww = 0;
@@ -282,12 +308,13 @@ void lsqr_update_xw(const CpuExecutor&, index_t n, VT t1, VT t2, VT s, const VT*
             ww += double(wn) * double(wn);
         }
     }
+    global_sum(e, ctx, ww);
     ctx.state->scratch[slot] = ww;
 }
 
 template <class VT>
-void mlem_correlate(const CpuExecutor&, index_t m, const VT* g, const VT* q, VT* c, StepContext ctx,
-                    int index)
+void mlem_correlate(const CpuExecutor& e, index_t m, const VT* g, const VT* q, VT* c,
+                    StepContext ctx, int index)
 {
     double l = 0;
 #pragma omp parallel for schedule(static) reduction(+ : l) if (m >= parallel_min)
@@ -300,6 +327,7 @@ void mlem_correlate(const CpuExecutor&, index_t m, const VT* g, const VT* q, VT*
         }
         if (c) c[i] = ci;
     }
+    global_sum(e, ctx, l);
     if (index >= 0) ctx.history[index] = l;
 }
 

@@ -11,6 +11,7 @@
 #pragma once
 
 #include "core/executor.hpp"
+#include "core/reducer.hpp"
 #include "core/types.hpp"
 #include "solver/vector/krylov_state.hpp"
 
@@ -18,11 +19,14 @@ namespace heptane::kernels {
 
 /// Where a step kernel finds its scalars. `partials` is reduction scratch in the executor's
 /// memory (CUDA: reduce_partials_size(exec) doubles; unused on the CPU); `history` has
-/// max_it + 1 entries, ‖r_i‖ is stored at index i.
+/// max_it + 1 entries, ‖r_i‖ is stored at index i. `reducer` (a host object, null on one
+/// process): the sums of each reduction are summed over the processes before the finalize
+/// step (on CUDA: local sums into state->sums, reducer->sum on them, a one-thread finalize).
 struct StepContext {
     KrylovState* state = nullptr;
     double* history = nullptr;
     double* partials = nullptr;
+    const Reducer* reducer = nullptr;
 };
 
 /// Doubles of reduction scratch a StepContext needs on this executor.

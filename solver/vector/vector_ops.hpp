@@ -75,9 +75,11 @@ private:
 template <class VT>
 class VectorOps {
 public:
-    /// `max_it`: history entries kept on the executor (max_it + 1).
-    VectorOps(std::shared_ptr<const Executor> exec, int max_it)
+    /// `max_it`: history entries kept on the executor (max_it + 1). `reducer`: sums dot
+    /// products over processes (null: one process; see core/reducer.hpp).
+    VectorOps(std::shared_ptr<const Executor> exec, int max_it, const Reducer* reducer = nullptr)
         : exec_(std::move(exec)),
+          reducer_(reducer),
           state_(exec_, sizeof(KrylovState) / sizeof(double) + 1),
           history_(exec_, std::size_t(max_it > 0 ? max_it : 0) + 1),
           partials_(exec_, dispatch_executor(*exec_, [](const auto& e) {
@@ -93,7 +95,8 @@ public:
     bool asynchronous() const noexcept { return exec_->is_cuda(); }
     kernels::StepContext context() noexcept
     {
-        return {reinterpret_cast<KrylovState*>(state_.data()), history_.data(), partials_.data()};
+        return {reinterpret_cast<KrylovState*>(state_.data()), history_.data(), partials_.data(),
+                reducer_};
     }
     const void* state_address() noexcept { return state_.data(); }
     const double* history_address() noexcept { return history_.data(); }
@@ -247,6 +250,7 @@ private:
     }
 
     std::shared_ptr<const Executor> exec_;
+    const Reducer* reducer_ = nullptr;
     Array<double> state_;  // one KrylovState (as doubles, for alignment)
     Array<double> history_;
     Array<double> partials_;

@@ -1,0 +1,24 @@
+# The distributed operator and solvers on real MPI ranks: the same program under mpirun with
+# 1, 2 and 3 ranks (3: an uneven split), on the CPU and, as *_gpu, on GPUs.
+if(TARGET heptane_distributed)
+  heptane_add_test(test_distributed SOURCES test_distributed.cpp GPU LABELS distributed)
+  target_link_libraries(test_distributed PRIVATE heptane_distributed)
+  # the plain registration runs on one rank; add the multi-rank ones
+  set(mpi_flags ${MPIEXEC_PREFLAGS})
+  execute_process(COMMAND ${MPIEXEC_EXECUTABLE} --version OUTPUT_VARIABLE mpi_version
+    ERROR_QUIET)
+  if(mpi_version MATCHES "Open MPI|OpenRTE")
+    # CI runs as root in containers with fewer cores than ranks
+    list(APPEND mpi_flags --oversubscribe --allow-run-as-root)
+  endif()
+  foreach(np 2 3)
+    add_test(NAME test_distributed_np${np} COMMAND ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG}
+      ${np} ${mpi_flags} $<TARGET_FILE:test_distributed>)
+    set_tests_properties(test_distributed_np${np} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600
+      LABELS "cpu;distributed" ENVIRONMENT "OMP_NUM_THREADS=1")
+    add_test(NAME test_distributed_np${np}_gpu COMMAND ${MPIEXEC_EXECUTABLE}
+      ${MPIEXEC_NUMPROC_FLAG} ${np} ${mpi_flags} $<TARGET_FILE:test_distributed>)
+    set_tests_properties(test_distributed_np${np}_gpu PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600
+      LABELS "gpu;distributed" ENVIRONMENT "HEPTANE_TEST_DEVICE=cuda;OMP_NUM_THREADS=1")
+  endforeach()
+endif()
