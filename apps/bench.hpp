@@ -21,4 +21,8 @@ int bench_mlem(int argc, char** argv);
 /// heptane bench lsqr: LSQR per iteration against its floor (apps/bench_lsqr.cpp).
 int bench_lsqr(int argc, char** argv);
 
+/// heptane bench comm / scale, under mpirun (apps/mpi/bench_dist.cpp; builds with MPI only).
+int bench_comm(int argc, char** argv);
+int bench_scale(int argc, char** argv);
+
 }  // namespace heptane::cli

@@ -27,6 +27,10 @@ const char* bench_usage =
     "  mlem     MLEM/OSEM per iteration, forward and back projections, against their floors\n"
     "           (heptane bench mlem --help)\n"
     "  lsqr     LSQR per iteration against its floor (heptane bench lsqr --help)\n"
+    "  comm     under mpirun: halo exchange models and reductions between the ranks\n"
+    "           (mpirun -np P heptane bench comm --help)\n"
+    "  scale    under mpirun: BiCGStab per iteration on P ranks with its breakdown (SpMV,\n"
+    "           halo, reductions, vector work) (mpirun -np P heptane bench scale --help)\n"
     "  mmread   Matrix Market read throughput, next to Eigen's loadMarket on the same file\n"
     "           heptane bench mmread FILE [--threads N] [--reps N] [--no-eigen] [--json]\n";
 
@@ -113,7 +117,15 @@ int cmd_bench(int argc, char** argv)
     if (what == "solve") return bench_solve(argc - 1, argv + 1);
     if (what == "mlem") return bench_mlem(argc - 1, argv + 1);
     if (what == "lsqr") return bench_lsqr(argc - 1, argv + 1);
-    throw UsageError("unknown benchmark '" + what + "' (spmv, solve, mlem, lsqr, mmread)");
+    if (what == "comm" || what == "scale") {
+#ifdef HEPTANE_CLI_MPI
+        return what == "comm" ? bench_comm(argc - 1, argv + 1) : bench_scale(argc - 1, argv + 1);
+#else
+        throw UsageError("heptane bench " + what + " needs a build with MPI");
+#endif
+    }
+    throw UsageError("unknown benchmark '" + what +
+                     "' (spmv, solve, mlem, lsqr, mmread, comm, scale)");
 }
 
 }  // namespace heptane::cli

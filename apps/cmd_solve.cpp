@@ -48,6 +48,15 @@ const char* solve_usage =
     "                    true_relres, relres, solve_seconds, setup_seconds, per_iteration_ms,\n"
     "                    format, format_reason, device, ...)\n"
     "  --quiet           no progress on stderr\n"
+    "Under mpirun (mpirun -np P heptane solve ...; a build with MPI) the rows are split over\n"
+    "the P ranks, one GPU per rank (node-local rank) or CPU ranks, operator BDIA-GH, double\n"
+    "precision; the preconditioner is per rank (ilu0: ILU(0) of each rank's diagonal block):\n"
+    "  --split S         planes (default: whole z-planes of the grid) | cells\n"
+    "  --halo M          auto | host | pinned-async | pinned-sync | pageable-async |\n"
+    "                    pageable-sync | nccl | cuda-aware (auto: host on CPU ranks, nccl\n"
+    "                    on GPUs when built with NCCL and each rank has its own GPU, else\n"
+    "                    pinned-async)\n"
+    "  --reduce M        auto | mpi | nccl: how the dot products are summed over the ranks\n"
     "Exit status: 0 converged, 1 not converged (the reason is printed) or failed, 2 usage.\n";
 
 double max_abs_diff(const std::vector<double>& a, const std::vector<double>& b, double* bmax)
@@ -72,6 +81,17 @@ int cmd_solve(int argc, char** argv)
     const bool json = args.flag("--json");
     const bool monitor = args.flag("--monitor");
     const bool quiet = args.flag("--quiet") || json;
+    if (launched_by_mpirun()) {
+#ifdef HEPTANE_CLI_MPI
+        return cmd_solve_distributed(args, json, monitor, args.flag("--quiet"));
+#else
+        throw UsageError(
+            "heptane solve runs under mpirun, but this build has no MPI (configure "
+            "with MPI found and HEPTANE_WITH_MPI=ON)");
+#endif
+    }
+    for (const char* o : {"--halo", "--reduce", "--split"})
+        if (args.get(o)) throw UsageError(std::string(o) + " applies under mpirun only");
     auto gen = args.get("--generate");
     auto bfile = args.get("-b");
     auto x0file = args.get("--x0");

@@ -14,4 +14,11 @@ int cmd_mlem(int argc, char** argv);
 int cmd_lsqr(int argc, char** argv);
 int cmd_pet(int argc, char** argv);
 
+class Args;
+/// heptane solve under mpirun (apps/mpi/cmd_solve_dist.cpp; builds with MPI only).
+int cmd_solve_distributed(Args& args, bool json, bool monitor, bool quiet);
+/// True when this process was started by mpirun/mpiexec/srun with more than one rank
+/// (OMPI_COMM_WORLD_SIZE, PMI_SIZE or MPI_LOCALNRANKS above 1).
+bool launched_by_mpirun();
+
 }  // namespace heptane::cli

@@ -1,8 +1,10 @@
 #include "apps/common.hpp"
 
 #include <cstdio>
+#include <cstdlib>
 
 #include "apps/args.hpp"
+#include "apps/commands.hpp"
 #include "apps/progress.hpp"
 #include "core/error.hpp"
 #include "generators/matrix_market.hpp"
@@ -110,6 +112,15 @@ std::string json_string(const std::string& s)
         }
     }
     return o + "\"";
+}
+
+bool launched_by_mpirun()
+{
+    for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "MPI_LOCALNRANKS"}) {
+        const char* s = std::getenv(v);
+        if (s && std::atoi(s) > 1) return true;
+    }
+    return false;
 }
 
 }  // namespace heptane::cli

@@ -22,3 +22,11 @@ if(TARGET heptane_distributed)
       LABELS "gpu;distributed" ENVIRONMENT "HEPTANE_TEST_DEVICE=cuda;OMP_NUM_THREADS=1")
   endforeach()
 endif()
+
+# heptane solve under mpirun against one process (tests/cli_distributed.sh)
+if(TARGET heptane_distributed AND TARGET heptane_cli)
+  add_test(NAME cli_solve_mpirun COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/cli_distributed.sh
+    $<TARGET_FILE:heptane_cli> ${MPIEXEC_EXECUTABLE} ${mpi_flags})
+  set_tests_properties(cli_solve_mpirun PROPERTIES TIMEOUT 600 LABELS "cpu;distributed"
+    ENVIRONMENT "OMP_NUM_THREADS=1")
+endif()

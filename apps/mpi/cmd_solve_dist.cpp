@@ -1,0 +1,286 @@
+// heptane solve under mpirun: the same command on P ranks, one GPU per rank (or CPU ranks).
+// Rows are split in contiguous ranges (whole z-planes of a generated grid, cells otherwise);
+// with --generate each rank builds only its rows, a file is read by every rank and each
+// keeps its rows. The preconditioner is per rank (block Jacobi over the ranks: jacobi and
+// bjacobi are the one-process ones, ilu0 is ILU(0) of each rank's diagonal block). Rank 0
+// prints the report; -o gathers x there.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "apps/args.hpp"
+#include "apps/common.hpp"
+#include "apps/mpi/mpi_common.hpp"
+#include "core/error.hpp"
+#include "distributed/dist_bdia.hpp"
+#include "formats/coo/coo.hpp"
+#include "formats/csr/csr.hpp"
+#include "formats/detect/detect.hpp"
+#include "generators/hepta.hpp"
+#include "generators/matrix_market.hpp"
+#include "solver/bicgstab/bicgstab.hpp"
+#include "solver/cg/cg.hpp"
+#include "solver/precond/preconditioner.hpp"
+#include "solver/solve.hpp"
+
+namespace heptane::cli {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t0)
+{
+    return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+/// This rank's rows, b and (when known) x_true, from --generate or a file.
+struct LocalProblem {
+    dist::RowPartition part;
+    Bdia<double> local;
+    std::vector<double> b, x_true;
+    std::string source;
+    index_t global_rows = 0;
+    offset_t nnz = 0;
+    index_t block_size = 1;
+};
+
+LocalProblem build_local(const dist::Communicator& comm, const std::optional<std::string>& file,
+                         const std::optional<std::string>& gen,
+                         const std::optional<std::string>& bfile, const std::string& split)
+{
+    LocalProblem p;
+    const int rank = comm.rank(), size = comm.size();
+    if (file && gen) throw UsageError("give a matrix file or --generate, not both");
+    if (!file && !gen) throw UsageError("no matrix: give a Matrix Market file or --generate");
+    if (gen) {
+        const HeptaSpec s = parse_generate_spec(*gen);
+        validate(s);
+        p.source = describe(s);
+        p.global_rows = index_t(s.rows());
+        p.nnz = hepta_nnz(s);
+        p.block_size = s.Nc;
+        p.part = split == "cells" ? dist::partition_rows(p.global_rows, s.Nc, size)
+                                  : dist::partition_planes(s.I, s.J * s.H * s.Nc, size);
+        const index_t r0 = p.part.begin(rank), r1 = p.part.end(rank);
+        p.local = generate_hepta_bdia_rows<double>(s, r0, r1);
+        if (!bfile) {
+            LinearSystem<double> sys = make_rhs_rows(s, p.local, r0);
+            p.b = std::move(sys.b);
+            p.x_true = std::move(sys.x_true);
+        }
+    } else {
+        p.source = *file;
+        const Coo<double> a = read_matrix_market<double>(*file);
+        HEPTANE_ENSURE(a.rows == a.cols, DimensionMismatch,
+                       "A is " << a.rows << " x " << a.cols << ": solve needs a square matrix");
+        const Structure st = detect_structure(a);
+        p.global_rows = a.rows;
+        p.nnz = a.nnz();
+        p.block_size = st.block_size;
+        const Bdia<double> whole = bdia_from_coo(a, st.block_size, st.block_offsets);
+        const index_t plane = st.grid_dims == 3 ? st.grid[0] * st.grid[1] * st.block_size : 0;
+        p.part = split == "planes" && plane > 0 && a.rows / plane >= size
+                     ? dist::partition_planes(a.rows / plane, plane, size)
+                     : dist::partition_rows(a.rows, st.block_size, size);
+        const index_t r0 = p.part.begin(rank), r1 = p.part.end(rank);
+        p.local = dist::bdia_rows(whole, r0, r1);
+        if (!bfile) {  // b = A * 1
+            p.b.assign(std::size_t(r1 - r0), 0.0);
+            for (offset_t k = 0; k < a.nnz(); ++k) {
+                const index_t r = a.row[k];
+                if (r >= r0 && r < r1) p.b[std::size_t(r - r0)] += a.val[k];
+            }
+            p.x_true.assign(std::size_t(r1 - r0), 1.0);
+        }
+    }
+    if (bfile) {
+        const std::vector<double> b = read_matrix_market_vector<double>(*bfile);
+        HEPTANE_ENSURE(b.size() == std::size_t(p.global_rows), DimensionMismatch,
+                       "b has " << b.size() << " entries, A has " << p.global_rows << " rows");
+        p.b.assign(b.begin() + p.part.begin(rank), b.begin() + p.part.end(rank));
+    }
+    return p;
+}
+
+/// x gathered on rank 0 (empty elsewhere).
+std::vector<double> gather(const dist::Communicator& comm, const dist::RowPartition& part,
+                           const std::vector<double>& x)
+{
+    std::vector<int> counts(std::size_t(comm.size())), displs(std::size_t(comm.size()));
+    for (int p = 0; p < comm.size(); ++p) {
+        counts[p] = part.rows(p);
+        displs[p] = part.begin(p);
+    }
+    std::vector<double> all(comm.rank() == 0 ? std::size_t(part.global_rows()) : 0);
+    MPI_Gatherv(x.data(), int(x.size()), MPI_DOUBLE, all.data(), counts.data(), displs.data(),
+                MPI_DOUBLE, 0, comm.comm());
+    return all;
+}
+
+}  // namespace
+
+int cmd_solve_distributed(Args& args, bool json, bool monitor, bool quiet_flag)
+{
+    MpiSession session;
+    const auto comm = std::make_shared<const dist::Communicator>(MPI_COMM_WORLD);
+    const bool root = comm->rank() == 0;
+    const bool quiet = quiet_flag || json || !root;
+    auto gen = args.get("--generate");
+    auto bfile = args.get("-b");
+    auto xfile = args.get("-o");
+    auto hist = args.get("--history");
+    if (args.get("--x0")) throw UsageError("--x0 is not supported under mpirun yet");
+    const SolverType solver = parse_solver(args.get_or("--solver", "bicgstab"));
+    auto pc_name = args.get("--pc");
+    const std::string fmt = args.get_or("--format", "auto");
+    const std::string prec = args.get_or("--precision", "double");
+    const std::string device = args.get_or("--device", "auto");
+    const std::string impl = args.get_or("--impl", "fused");
+    const std::string split = args.get_or("--split", "planes");
+    dist::DistOptions dopt;
+    dopt.halo = dist::parse_halo_model(args.get_or("--halo", "auto"));
+    dopt.reduce = dist::parse_reduce_model(args.get_or("--reduce", "auto"));
+    SolverOptions opts;
+    opts.rtol = args.get_double("--rtol", opts.rtol);
+    opts.atol = args.get_double("--atol", opts.atol);
+    opts.max_it = static_cast<int>(args.get_int("--max-it", opts.max_it));
+    opts.check_every = static_cast<int>(args.get_int("--check-every", opts.check_every));
+    args.finish(gen ? 0 : 1, gen ? 0 : 1);
+    if (fmt != "auto" && fmt != "bdiagh")
+        throw UsageError(
+            "under mpirun the operator is BDIA-GH split over the ranks: --format "
+            "auto or bdiagh, not " +
+            fmt);
+    if (prec != "double") throw UsageError("under mpirun --precision double only (for now)");
+    if (impl != "fused")
+        throw UsageError(
+            "under mpirun --impl fused only (the reference "
+            "implementation is single-process)");
+    if (split != "planes" && split != "cells") throw UsageError("--split must be planes or cells");
+    if (opts.max_it < 0) throw UsageError("--max-it must be >= 0");
+    if (opts.check_every < 1) throw UsageError("--check-every must be >= 1");
+
+    const auto t0 = Clock::now();
+    const auto exec = rank_executor(device, *comm);
+    if (!quiet)
+        std::fprintf(stderr, "heptane solve on %d MPI ranks (%s)\n", comm->size(),
+                     exec->is_cuda() ? "one GPU per rank" : "CPU ranks");
+    LocalProblem p =
+        build_local(*comm,
+                    args.positionals().empty() ? std::nullopt
+                                               : std::optional<std::string>(args.positionals()[0]),
+                    gen, bfile, split);
+    const index_t n = p.part.rows(comm->rank());
+    const double t_build = seconds_since(t0);
+
+    // preconditioner of this rank's diagonal block
+    PcType pc = solver == SolverType::cg ? PcType::block_jacobi
+                                         : (exec->is_cuda() ? PcType::ilu0_mc : PcType::ilu0);
+    if (pc_name) pc = parse_pc(*pc_name);
+    const auto t_pc = Clock::now();
+    const auto m =
+        make_preconditioner<double>(pc, csr_from_coo(to_coo(p.local)), p.block_size, exec);
+    const double pc_s = seconds_since(t_pc);
+
+    const auto t_op = Clock::now();
+    dist::DistributedBdia<double, double> op(comm, p.part, std::move(p.local), exec, dopt);
+    Array<double> b = Array<double>(std::vector<double>(p.b)).to(exec);
+    Array<double> x(exec, std::size_t(n));
+    const double op_s = seconds_since(t_op);
+
+    double last_print = 0;
+    opts.monitor = [&](const IterationInfo& it) {
+        const double now = seconds_since(t0);
+        if (root && (monitor || (!quiet && now - last_print >= 1.0))) {
+            std::fprintf(stderr, "  iteration %6d  ||r|| %.6e  ||r||/||b|| %.3e\n", it.iteration,
+                         it.residual_norm, it.relative_residual);
+            last_print = now;
+        }
+    };
+    MPI_Barrier(comm->comm());
+    Status st;
+    if (solver == SolverType::cg) {
+        Cg<double> s(opts);
+        s.set_operator(op);
+        s.set_preconditioner(*m);
+        st = s.solve(b, x);
+    } else {
+        Bicgstab<double> s(opts);
+        s.set_operator(op);
+        s.set_preconditioner(*m);
+        st = s.solve(b, x);
+    }
+    std::vector<double> xh(static_cast<std::size_t>(n));
+    if (n > 0) copy_bytes(*exec, x.data(), *cpu_executor(), xh.data(), xh.size() * sizeof(double));
+
+    // error against x_true: max over all rows / max |x_true|
+    double err = -1;
+    if (!p.x_true.empty()) {
+        double d = 0, xm = 0;
+        for (std::size_t i = 0; i < xh.size(); ++i) {
+            d = std::max(d, std::abs(xh[i] - p.x_true[i]));
+            xm = std::max(xm, std::abs(p.x_true[i]));
+        }
+        d = max_over_ranks(d, *comm);
+        xm = max_over_ranks(xm, *comm);
+        err = d / (xm > 0 ? xm : 1);
+    }
+    const double setup_s = max_over_ranks(t_build + pc_s + op_s + st.timings.setup_ms / 1e3, *comm);
+    const double solve_s = max_over_ranks(st.timings.solve_ms / 1e3, *comm);
+    const double per_it = st.iterations > 0 ? solve_s * 1e3 / st.iterations : 0.0;
+    const std::vector<double> x_all = xfile ? gather(*comm, p.part, xh) : std::vector<double>{};
+    const double total_s = max_over_ranks(seconds_since(t0), *comm);
+    if (!root) return st.converged() ? 0 : 1;
+
+    if (xfile) write_matrix_market_vector(*xfile, x_all, "x from heptane solve: " + st.summary());
+    if (hist) {
+        std::ofstream h(*hist);
+        HEPTANE_ENSURE(h.good(), IoError, "cannot write " << *hist);
+        h << "iteration,residual,relative\n";
+        for (std::size_t i = 0; i < st.history.size(); ++i)
+            h << i << ',' << st.history[i] << ',' << st.history[i] / (st.b_norm > 0 ? st.b_norm : 1)
+              << '\n';
+    }
+    const std::string solver_name = solver == SolverType::cg ? "cg" : "bicgstab (fused)";
+    if (json) {
+        std::printf(
+            "{\"source\": %s, \"converged\": %s, \"reason\": \"%s\", \"iterations\": %d, "
+            "\"relres\": %.6e, \"true_relres\": %.6e, \"error_vs_xtrue\": %.6e, "
+            "\"solve_seconds\": %.6f, \"setup_seconds\": %.6f, \"total_seconds\": %.6f, "
+            "\"per_iteration_ms\": %.6f, \"solver\": \"%s\", \"preconditioner\": %s, "
+            "\"format\": \"bdiagh\", \"operator\": %s, \"precision\": \"double\", "
+            "\"device\": %s, \"ranks\": %d, \"partition\": %s, \"halo\": \"%s\", "
+            "\"reduce\": \"%s\", \"rows\": %d, \"nnz\": %lld}\n",
+            json_string(p.source).c_str(), st.converged() ? "true" : "false", to_string(st.reason),
+            st.iterations, st.relative_residual, st.true_relative_residual, err, solve_s, setup_s,
+            total_s, per_it, solver_name.c_str(), json_string(m->describe()).c_str(),
+            json_string(op.describe()).c_str(), json_string(exec->name()).c_str(), comm->size(),
+            json_string(p.part.describe()).c_str(), to_string(op.halo_model()),
+            to_string(op.reduce_model()), p.global_rows, static_cast<long long>(p.nnz));
+    } else {
+        std::printf("system    %s: %d rows, %lld entries, on %d ranks\n", p.source.c_str(),
+                    p.global_rows, static_cast<long long>(p.nnz), comm->size());
+        std::printf("split     %s\n", p.part.describe().c_str());
+        std::printf("operator  %s (rank 0)\n", op.describe().c_str());
+        std::printf("solver    %s, preconditioner %s per rank\n", solver_name.c_str(),
+                    m->describe().c_str());
+        std::printf("result    %s after %d iterations\n",
+                    st.converged() ? "CONVERGED" : "NOT CONVERGED", st.iterations);
+        std::printf("          reason %s\n", to_string(st.reason));
+        std::printf("          ||r||/||b|| recursive %.3e, true %.3e\n", st.relative_residual,
+                    st.true_relative_residual);
+        if (err >= 0) std::printf("          max|x - x_true| / max|x_true| = %.3e\n", err);
+        std::printf(
+            "time      setup %.3f s, solve %.3f s, %.4f ms per iteration, total %.3f s "
+            "(slowest rank)\n",
+            setup_s, solve_s, per_it, total_s);
+    }
+    return st.converged() ? 0 : 1;
+}
+
+}  // namespace heptane::cli
