@@ -74,6 +74,18 @@ HeptaSpec spec_of(index_t J, index_t H, index_t I, index_t nc, bool banded, Hept
     return s;
 }
 
+/// The halo models to test on this executor: host on the CPU; on GPUs the four staged ones,
+/// and nccl when the build has it and every rank has a GPU of its own.
+std::vector<HaloModel> halo_models()
+{
+    if (!test::testing_on_gpu()) return {HaloModel::host};
+    std::vector<HaloModel> m{HaloModel::pinned_async, HaloModel::pinned_sync,
+                             HaloModel::pageable_async, HaloModel::pageable_sync};
+    if (built_with_nccl() && world()->node_size() <= CudaExecutor::device_count())
+        m.push_back(HaloModel::nccl);
+    return m;
+}
+
 /// Every rank's plan, checked against each other: each receive has the matching send, and
 /// the receives cover the halo exactly once.
 void check_plans(const RowPartition& part, index_t w_lo, index_t w_hi)
@@ -158,24 +170,35 @@ BOOST_AUTO_TEST_CASE(distributed_spmv_matches_the_whole_product)
             kernels::spmv(*cpu_executor(), a, Op::normal, 1.0, x.data(), 0.0, y_ref.data());
             // whole planes, and an uneven split in cells (not planes)
             for (const RowPartition& part :
-                 {partition_planes(s.I, s.J * s.H * nc, size), partition_rows(n, nc, size)}) {
-                const index_t r0 = part.begin(rank), r1 = part.end(rank);
-                DistributedBdia<double, double> op(
-                    comm, part, generate_hepta_bdia_rows<double>(s, r0, r1), exec);
-                const Array<double> xl =
-                    to_exec(std::vector<double>(x.begin() + r0, x.begin() + r1), exec);
-                Array<double> yl = to_exec(std::vector<double>(std::size_t(r1 - r0), 2.0), exec);
-                op.apply(0.5, xl.data(), -1.0, yl.data());  // y = 0.5 A x - y
-                const std::vector<double> y = to_host(yl);
-                double err = 0, scale = 0;
-                for (index_t i = r0; i < r1; ++i) {
-                    err = std::max(err, std::abs(y[i - r0] - (0.5 * y_ref[i] - 2.0)));
-                    scale = std::max(scale, std::abs(y_ref[i]));
+                 {partition_planes(s.I, s.J * s.H * nc, size), partition_rows(n, nc, size)})
+                for (HaloModel model : halo_models()) {
+                    const index_t r0 = part.begin(rank), r1 = part.end(rank);
+                    DistOptions dopt;
+                    dopt.halo = model;
+                    DistributedBdia<double, double> op(
+                        comm, part, generate_hepta_bdia_rows<double>(s, r0, r1), exec, dopt);
+                    const Array<double> xl =
+                        to_exec(std::vector<double>(x.begin() + r0, x.begin() + r1), exec);
+                    Array<double> yl =
+                        to_exec(std::vector<double>(std::size_t(r1 - r0), 2.0), exec);
+                    // y = 0.5 A x - y, then a second exchange into the same buffers: y = A x
+                    auto check = [&](double alpha, double shift, const char* what) {
+                        const std::vector<double> y = to_host(yl);
+                        double err = 0, scale = 0;
+                        for (index_t i = r0; i < r1; ++i) {
+                            err = std::max(err, std::abs(y[i - r0] - (alpha * y_ref[i] + shift)));
+                            scale = std::max(scale, std::abs(y_ref[i]));
+                        }
+                        BOOST_TEST(err <= 1e-13 * (scale + 1),
+                                   "rank " << rank << " " << describe(s) << " " << part.describe()
+                                           << " " << to_string(model) << " " << what
+                                           << ": max error " << err);
+                    };
+                    op.apply(0.5, xl.data(), -1.0, yl.data());
+                    check(0.5, -2.0, "first product");
+                    op.apply(1.0, xl.data(), 0.0, yl.data());
+                    check(1.0, 0.0, "second product");
                 }
-                BOOST_TEST(err <= 1e-13 * (scale + 1), "rank " << rank << " " << describe(s) << " "
-                                                               << part.describe() << ": max error "
-                                                               << err);
-            }
         }
 }
 
