@@ -55,6 +55,17 @@ DistributedBdia<MT, VT>::DistributedBdia(std::shared_ptr<const Communicator> com
     local_ = local.exec().get() == exec_.get() || (local.exec()->is_cpu() && exec_->is_cpu())
                  ? std::move(local)
                  : local.to(exec_);
+    // the models must suit the executor, on one rank too
+    HEPTANE_ENSURE(
+        opts_.halo == HaloModel::automatic || (opts_.halo == HaloModel::host) == exec_->is_cpu(),
+        InputError,
+        "halo model '" << to_string(opts_.halo) << "' is for " << (exec_->is_cpu() ? "GPU" : "CPU")
+                       << " vectors; this operator's are on " << exec_->name());
+    HEPTANE_ENSURE(opts_.reduce == ReduceModel::automatic || opts_.reduce == ReduceModel::mpi ||
+                       exec_->is_cuda(),
+                   InputError,
+                   "reduction model '" << to_string(opts_.reduce) << "' is for GPU vectors");
+    if (comm_->size() == 1) return;  // one rank: no halo, no reductions (a plain operator)
     halo_ = make_halo_exchange<VT>(opts_.halo, plan_, comm_, exec_);
     reduce_model_ = resolve_reduce_model(opts_.reduce, *exec_, *comm_);
     reducer_ = make_reducer(reduce_model_, comm_, exec_);
@@ -66,26 +77,45 @@ DistributedBdia<MT, VT>::~DistributedBdia() = default;
 template <class MT, class VT>
 HaloModel DistributedBdia<MT, VT>::halo_model() const noexcept
 {
-    return halo_->model();
+    return halo_ ? halo_->model() : HaloModel::automatic;
 }
 
 template <class MT, class VT>
-void DistributedBdia<MT, VT>::apply_local(const VT* x, VT* y) const
+std::string DistributedBdia<MT, VT>::exchange_name() const
+{
+    return halo_ ? to_string(halo_->model()) : "none";
+}
+
+template <class MT, class VT>
+std::string DistributedBdia<MT, VT>::reduction_name() const
+{
+    return reducer_ ? to_string(reduce_model_) : "none";
+}
+
+template <class MT, class VT>
+void DistributedBdia<MT, VT>::apply_local_scaled(VT alpha, const VT* x, VT beta, VT* y) const
 {
     if (exec_->is_cpu()) {
-        kernels::spmv(static_cast<const CpuExecutor&>(*exec_), local_, Op::normal, VT(1), x, VT(0),
+        kernels::spmv(static_cast<const CpuExecutor&>(*exec_), local_, Op::normal, alpha, x, beta,
                       y);
     } else {
 #ifdef HEPTANE_HAVE_CUDA
-        kernels::spmv(static_cast<const CudaExecutor&>(*exec_), local_, Op::normal, VT(1), x, VT(0),
+        kernels::spmv(static_cast<const CudaExecutor&>(*exec_), local_, Op::normal, alpha, x, beta,
                       y, opts_.kernel);
 #endif
     }
 }
 
 template <class MT, class VT>
+void DistributedBdia<MT, VT>::apply_local(const VT* x, VT* y) const
+{
+    apply_local_scaled(VT(1), x, VT(0), y);
+}
+
+template <class MT, class VT>
 void DistributedBdia<MT, VT>::exchange(const VT* x) const
 {
+    if (!halo_) return;
     halo_->start(x);
     halo_->finish();
 }
@@ -93,6 +123,10 @@ void DistributedBdia<MT, VT>::exchange(const VT* x) const
 template <class MT, class VT>
 void DistributedBdia<MT, VT>::apply(VT alpha, const VT* x, VT beta, VT* y) const
 {
+    if (!halo_) {
+        apply_local_scaled(alpha, x, beta, y);
+        return;
+    }
     halo_->start(x);  // posted/queued; overlaps the local product
     const kernels::CouplingRows rows =
         coupling_rows(local_.rows, local_.block_size, local_.block_offsets, plan_);
@@ -124,8 +158,8 @@ std::string DistributedBdia<MT, VT>::describe() const
     o << "bdiagh rows [" << row_begin() << ", " << row_begin() + local_.rows << ") of "
       << part_.global_rows() << " on rank " << comm_->rank() << "/" << comm_->size()
       << ", Nc=" << local_.block_size << " D=" << local_.num_block_diagonals() << ", halo "
-      << plan_.lower << "+" << plan_.upper << " rows by " << to_string(halo_->model())
-      << ", reductions by " << to_string(reduce_model_) << " on " << exec_->name();
+      << plan_.lower << "+" << plan_.upper << " rows by " << exchange_name() << ", reductions by "
+      << reduction_name() << " on " << exec_->name();
     return o.str();
 }
 

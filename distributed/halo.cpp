@@ -8,6 +8,7 @@
 
 #ifdef HEPTANE_HAVE_CUDA
 #include "core/cuda_common.hpp"
+#include "distributed/peer.hpp"
 #endif
 #ifdef HEPTANE_HAVE_NCCL
 #include <nccl.h>
@@ -329,7 +330,7 @@ HaloModel parse_halo_model(const std::string& name)
     HEPTANE_THROW(InputError, "unknown halo exchange model '"
                                   << name
                                   << "' (choices: auto, host, pinned-async, pinned-sync, "
-                                     "pageable-async, pageable-sync, nccl, cuda-aware)");
+                                     "pageable-async, pageable-sync, nccl, cuda-aware, peer)");
 }
 
 const char* to_string(HaloModel m) noexcept
@@ -343,6 +344,9 @@ HaloModel resolve_halo_model(HaloModel m, const Executor& exec, const Communicat
 {
     if (m != HaloModel::automatic) return m;
     if (exec.is_cpu()) return HaloModel::host;
+#ifdef HEPTANE_HAVE_CUDA
+    if (peer_capable(exec, comm)) return HaloModel::peer;
+#endif
     // NCCL when every rank of the node has a GPU of its own (it goes device to device)
     const bool own_gpu = comm.node_size() <= CudaExecutor::device_count();
     return built_with_nccl() && own_gpu ? HaloModel::nccl : HaloModel::pinned_async;
@@ -415,6 +419,8 @@ std::unique_ptr<HaloExchange<VT>> make_halo_exchange(HaloModel model, const Halo
                            "halo model 'cuda-aware': this MPI library does not report CUDA "
                            "support (MPIX_Query_cuda_support); use nccl or pinned-async");
             return std::make_unique<CudaAwareHalo<VT>>(plan, std::move(comm), std::move(exec));
+        case HaloModel::peer:
+            return make_peer_halo<VT>(plan, std::move(comm), std::move(exec));
         case HaloModel::nccl:
 #ifdef HEPTANE_HAVE_NCCL
             return std::make_unique<NcclHalo<VT>>(plan, std::move(comm), std::move(exec));

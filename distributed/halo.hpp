@@ -16,8 +16,12 @@
 //   nccl            device to device, ncclSend/ncclRecv on the communication stream, no host
 //                   involvement (over NVLink inside a node, the network across nodes).
 //   cuda-aware      MPI_Isend/Irecv on device pointers (an MPI built with CUDA support).
-// The first four are the thesis's four; "auto" picks host on the CPU, nccl on GPUs when the
-// build has NCCL and every rank has its own GPU, pinned-async otherwise.
+//   peer            device to device inside a node through CUDA IPC: a kernel writes the rows
+//                   straight into the neighbour's halo buffer over NVLink and raises a flag
+//                   there (distributed/peer.hpp); no host on the path.
+// The first four are the thesis's four; "auto" picks host on the CPU; on GPUs peer when every
+// rank has its own GPU on one node with peer access, else nccl when the build has NCCL and
+// every rank has its own GPU, else pinned-async.
 #pragma once
 
 #include <memory>
@@ -37,13 +41,14 @@ enum class HaloModel {
     pageable_async,
     pageable_sync,
     nccl,
-    cuda_aware
+    cuda_aware,
+    peer
 };
 /// "auto", "host", "pinned-async", "pinned-sync", "pageable-async", "pageable-sync", "nccl",
-/// "cuda-aware" (underscores also accepted). InputError naming the choices.
+/// "cuda-aware", "peer" (underscores also accepted). InputError naming the choices.
 HaloModel parse_halo_model(const std::string& name);
 const char* to_string(HaloModel m) noexcept;
-/// The model "auto" means for `exec` on `comm`.
+/// The model "auto" means for `exec` on `comm` (collective on GPUs: it asks every rank).
 HaloModel resolve_halo_model(HaloModel m, const Executor& exec, const Communicator& comm);
 
 /// Who sends what to whom. Local rows are [0, n); the halo buffer holds the L rows below

@@ -6,6 +6,7 @@
 
 #ifdef HEPTANE_HAVE_CUDA
 #include "core/cuda_common.hpp"
+#include "distributed/peer.hpp"
 #endif
 #ifdef HEPTANE_HAVE_NCCL
 #include <nccl.h>
@@ -111,6 +112,8 @@ const char* to_string(ReduceModel m) noexcept
             return "mpi";
         case ReduceModel::nccl:
             return "nccl";
+        case ReduceModel::peer:
+            return "peer";
     }
     return "?";
 }
@@ -118,6 +121,10 @@ const char* to_string(ReduceModel m) noexcept
 ReduceModel resolve_reduce_model(ReduceModel m, const Executor& exec, const Communicator& comm)
 {
     if (m != ReduceModel::automatic) return m;
+    if (exec.is_cpu()) return ReduceModel::mpi;
+#ifdef HEPTANE_HAVE_CUDA
+    if (peer_capable(exec, comm)) return ReduceModel::peer;
+#endif
     const bool own_gpu = comm.node_size() <= CudaExecutor::device_count();
     return exec.is_cuda() && built_with_nccl() && own_gpu ? ReduceModel::nccl : ReduceModel::mpi;
 }

@@ -11,7 +11,7 @@
 # scaling runs; default 1 2 4 up to the GPU count), SCALE_SPECS (global systems of the strong
 # scaling runs), WEAK_SPECS (per-rank systems of the weak scaling runs), COMM_SIZES,
 # SCALE_ITERS (50), MPIRUN (mpirun). NCCL_NVLS_ENABLE=0 is set (NVLink multicast stays off).
-# Output in $OUT: summary.txt, logs/, comm.md, comm.csv, scale.md, scale.csv, weak.csv.
+# Output in $OUT: summary.txt, logs.tar.gz, comm.md, comm.csv, scale.md, scale.csv, weak.csv.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-$(pwd)/multi-gpu-out}
@@ -62,7 +62,9 @@ heptane=$build/apps/heptane
 if [ "$tests" = 1 ]; then
   (cd "$build" && ctest -R "distributed|cli_solve_mpirun|test_solver" --output-on-failure \
     --timeout 600) >"$out/logs/ctest.log" 2>&1 || status=1
-  grep -E "tests passed|Passed|Failed|Skipped|\*\*\*" "$out/logs/ctest.log" | tee -a "$summary"
+  grep -E "tests passed|Passed|Failed|Skipped" "$out/logs/ctest.log" | tee -a "$summary"
+  sed 's/\x1b\[[0-9;]*m//g' "$out/logs/ctest.log" | grep -E "error:|what\(\)|terminate" | sort | uniq -c |
+    head -20 | tee -a "$summary"
 fi
 
 if [ "$bench" = 1 ]; then
@@ -108,5 +110,6 @@ if [ "$bench" = 1 ]; then
     --rtol 1e-6 --json >"$out/logs/solve-np$gpus.json" 2>"$out/logs/solve.err" || status=1
   cat "$out/logs/solve-np$gpus.json" | tee -a "$summary"
 fi
+tar czf "$out/logs.tar.gz" -C "$out" logs && rm -rf "$out/logs"
 note "multi-gpu: exit $status"
 exit $status

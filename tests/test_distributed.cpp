@@ -11,6 +11,9 @@
 #include <vector>
 
 #include "distributed/dist_bdia.hpp"
+#ifdef HEPTANE_HAVE_CUDA
+#include "distributed/peer.hpp"
+#endif
 #include "formats/bdia/bdia_kernels.hpp"
 #include "formats/csr/csr.hpp"
 #include "formats/matrix.hpp"
@@ -83,6 +86,9 @@ std::vector<HaloModel> halo_models()
                              HaloModel::pageable_async, HaloModel::pageable_sync};
     if (built_with_nccl() && world()->node_size() <= CudaExecutor::device_count())
         m.push_back(HaloModel::nccl);
+#ifdef HEPTANE_HAVE_CUDA
+    if (peer_capable(*rank_executor(), *world())) m.push_back(HaloModel::peer);
+#endif
     return m;
 }
 

@@ -16,6 +16,9 @@
 #include "apps/mpi/mpi_common.hpp"
 #include "core/error.hpp"
 #include "distributed/dist_bdia.hpp"
+#ifdef HEPTANE_HAVE_CUDA
+#include "distributed/peer.hpp"
+#endif
 #include "generators/hepta.hpp"
 #include "solver/bicgstab/bicgstab.hpp"
 
@@ -80,7 +83,8 @@ const char* comm_usage =
     "reduction model. Times are the slowest rank's, median over the repetitions.\n"
     "  --sizes LIST     chunk bytes per neighbour (K, M suffixes; default\n"
     "                   8,1K,8K,64K,256K,1M,4M,16M,64M)\n"
-    "  --models LIST    halo models (default: every one this build and MPI offer on the device)\n"
+    "  --models LIST    halo models (default: every one this build, MPI and the node offer:\n"
+    "                   the four host-staged ones, nccl, cuda-aware, peer)\n"
     "  --reps N         timed repetitions (default 50)\n"
     "  --device D       auto | cpu | gpu (default auto)\n"
     "  --csv FILE       also write the rows as CSV\n";
@@ -131,6 +135,9 @@ int bench_comm(int argc, char** argv)
                   dist::HaloModel::pageable_async, dist::HaloModel::pageable_sync};
         if (dist::built_with_nccl()) models.push_back(dist::HaloModel::nccl);
         if (dist::Communicator::cuda_aware()) models.push_back(dist::HaloModel::cuda_aware);
+#ifdef HEPTANE_HAVE_CUDA
+        if (dist::peer_capable(*exec, *comm)) models.push_back(dist::HaloModel::peer);
+#endif
     }
     std::ostringstream rows;
     rows << "kind,model,bytes,ranks,median_us,gbps\n";
@@ -178,6 +185,9 @@ int bench_comm(int argc, char** argv)
     }
     std::vector<dist::ReduceModel> rmodels{dist::ReduceModel::mpi};
     if (exec->is_cuda() && dist::built_with_nccl()) rmodels.push_back(dist::ReduceModel::nccl);
+#ifdef HEPTANE_HAVE_CUDA
+    if (dist::peer_capable(*exec, *comm)) rmodels.push_back(dist::ReduceModel::peer);
+#endif
     if (root) std::printf("\nreduction point (all-reduce of k doubles in executor memory):\n");
     Array<double> buf(exec, 8);
     for (auto rm : rmodels) {
@@ -293,14 +303,13 @@ int bench_scale(int argc, char** argv)
             std::printf(
                 "| %s | %lld | %d | %s | %.4f | %.4f | %.4f | %.4f | %.4f | %.4f | %.4f | "
                 "%.1f |\n",
-                text.c_str(), static_cast<long long>(s.rows()), P, dist::to_string(op.halo_model()),
+                text.c_str(), static_cast<long long>(s.rows()), P, op.exchange_name().c_str(),
                 iter_ms, spmv, local, halo, wait, red, vec, 100.0 * 2 * wait / iter_ms);
             std::fflush(stdout);
-            rows << text << ',' << s.rows() << ',' << s.Nc << ',' << P << ','
-                 << dist::to_string(op.halo_model()) << ',' << dist::to_string(op.reduce_model())
-                 << ',' << iter_ms << ',' << spmv << ',' << local << ',' << halo << ',' << wait
-                 << ',' << red << ',' << vec << ',' << 100.0 * 2 * wait / iter_ms << ',' << its
-                 << '\n';
+            rows << text << ',' << s.rows() << ',' << s.Nc << ',' << P << ',' << op.exchange_name()
+                 << ',' << op.reduction_name() << ',' << iter_ms << ',' << spmv << ',' << local
+                 << ',' << halo << ',' << wait << ',' << red << ',' << vec << ','
+                 << 100.0 * 2 * wait / iter_ms << ',' << its << '\n';
         }
     }
     if (root && csv) {

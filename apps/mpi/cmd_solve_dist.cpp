@@ -260,8 +260,8 @@ int cmd_solve_distributed(Args& args, bool json, bool monitor, bool quiet_flag)
             st.iterations, st.relative_residual, st.true_relative_residual, err, solve_s, setup_s,
             total_s, per_it, solver_name.c_str(), json_string(m->describe()).c_str(),
             json_string(op.describe()).c_str(), json_string(exec->name()).c_str(), comm->size(),
-            json_string(p.part.describe()).c_str(), to_string(op.halo_model()),
-            to_string(op.reduce_model()), p.global_rows, static_cast<long long>(p.nnz));
+            json_string(p.part.describe()).c_str(), op.exchange_name().c_str(),
+            op.reduction_name().c_str(), p.global_rows, static_cast<long long>(p.nnz));
     } else {
         std::printf("system    %s: %d rows, %lld entries, on %d ranks\n", p.source.c_str(),
                     p.global_rows, static_cast<long long>(p.nnz), comm->size());

@@ -1,0 +1,356 @@
+// CUDA IPC mailboxes, the peer halo exchange and the peer reduction (distributed/peer.hpp).
+#include <mpi.h>
+
+#include <vector>
+
+#include "core/cuda_common.hpp"
+#include "distributed/peer.hpp"
+
+namespace heptane::dist {
+
+namespace {
+
+constexpr int max_ranks = 64;
+constexpr int max_sums = 8;
+
+/// One device allocation per rank, mapped by every other rank of the node.
+class Mailbox {
+public:
+    Mailbox(const Communicator& comm, int device, std::size_t bytes) : P_(comm.size())
+    {
+        HEPTANE_CUDA_CHECK(cudaSetDevice(device));
+        HEPTANE_CUDA_CHECK(cudaMalloc(&mine_, bytes));
+        HEPTANE_CUDA_CHECK(cudaMemset(mine_, 0, bytes));
+        HEPTANE_CUDA_CHECK(cudaDeviceSynchronize());
+        cudaIpcMemHandle_t h;
+        HEPTANE_CUDA_CHECK(cudaIpcGetMemHandle(&h, mine_));
+        std::vector<cudaIpcMemHandle_t> all(static_cast<std::size_t>(P_));
+        MPI_Allgather(&h, sizeof(h), MPI_BYTE, all.data(), sizeof(h), MPI_BYTE, comm.comm());
+        peers_.assign(std::size_t(P_), nullptr);
+        for (int q = 0; q < P_; ++q) {
+            if (q == comm.rank()) {
+                peers_[q] = mine_;
+                continue;
+            }
+            HEPTANE_CUDA_CHECK(cudaIpcOpenMemHandle(&peers_[q], all[std::size_t(q)],
+                                                    cudaIpcMemLazyEnablePeerAccess));
+        }
+        MPI_Barrier(comm.comm());
+        me_ = comm.rank();
+    }
+    ~Mailbox()
+    {
+        for (int q = 0; q < P_; ++q)
+            if (q != me_ && peers_[q]) cudaIpcCloseMemHandle(peers_[q]);
+        if (mine_) cudaFree(mine_);
+    }
+    Mailbox(const Mailbox&) = delete;
+    Mailbox& operator=(const Mailbox&) = delete;
+    char* mine() const { return static_cast<char*>(mine_); }
+    char* of(int q) const { return static_cast<char*>(peers_[std::size_t(q)]); }
+
+private:
+    int P_ = 1, me_ = 0;
+    void* mine_ = nullptr;
+    std::vector<void*> peers_;
+};
+
+__device__ __forceinline__ unsigned load_flag(const unsigned* f)
+{
+    return *reinterpret_cast<const volatile unsigned*>(f);
+}
+__device__ __forceinline__ void store_flag(unsigned* f, unsigned v)
+{
+    *reinterpret_cast<volatile unsigned*>(f) = v;
+}
+
+// ---- reduction -------------------------------------------------------------------------------
+// Mailbox layout: slots[2][P][max_sums] doubles, then flags[P] (the last sequence number
+// each rank has posted here).
+
+struct ReduceArgs {
+    double* slots[max_ranks];  // slots base of every rank's mailbox (mine included)
+    unsigned* flags[max_ranks];
+    int P, me, count;
+};
+
+__global__ void peer_reduce_kernel(ReduceArgs a, double* values, unsigned seq)
+{
+    // one warp: lane k < count handles sum k
+    const int k = threadIdx.x;
+    const int par = seq & 1u;
+    const double v = k < a.count ? values[k] : 0.0;
+    if (k < a.count)
+        for (int q = 0; q < a.P; ++q)
+            a.slots[q][(par * a.P + a.me) * max_sums + k] = v;  // my slot in rank q's mailbox
+    __syncwarp();
+    __threadfence_system();
+    __syncwarp();
+    if (k == 0)
+        for (int q = 0; q < a.P; ++q)
+            if (q != a.me) store_flag(a.flags[q] + a.me, seq);
+    // wait for every rank's post to my mailbox
+    if (k < a.P && k != a.me)
+        while (load_flag(a.flags[a.me] + k) < seq) {
+        }
+    __syncwarp();
+    __threadfence();
+    if (k < a.count) {
+        double s = 0;
+        const volatile double* mine = a.slots[a.me];
+        for (int q = 0; q < a.P; ++q) s += mine[(par * a.P + q) * max_sums + k];
+        values[k] = s;
+    }
+}
+
+class PeerReducer final : public Reducer {
+public:
+    PeerReducer(std::shared_ptr<const Communicator> comm, std::shared_ptr<const Executor> exec)
+        : comm_(std::move(comm)), exec_(std::move(exec))
+    {
+        const int P = comm_->size();
+        HEPTANE_ENSURE(P <= max_ranks, NotSupported,
+                       "peer reduction: at most " << max_ranks << " ranks");
+        const std::size_t slot_bytes = sizeof(double) * 2 * std::size_t(P) * max_sums;
+        box_ = std::make_unique<Mailbox>(*comm_, static_cast<const CudaExecutor&>(*exec_).device(),
+                                         slot_bytes + sizeof(unsigned) * std::size_t(P));
+        args_.P = P;
+        args_.me = comm_->rank();
+        for (int q = 0; q < P; ++q) {
+            args_.slots[q] = reinterpret_cast<double*>(box_->of(q));
+            args_.flags[q] = reinterpret_cast<unsigned*>(box_->of(q) + slot_bytes);
+        }
+    }
+    void sum(const Executor& exec, double* values, int count) const override
+    {
+        HEPTANE_ENSURE(count >= 0 && count <= max_sums, InputError,
+                       "Reducer::sum: " << count << " values (at most " << max_sums << ")");
+        ReduceArgs a = args_;
+        a.count = count;
+        peer_reduce_kernel<<<1, 32, 0, cuda::stream(static_cast<const CudaExecutor&>(exec))>>>(
+            a, values, ++seq_);
+        HEPTANE_CUDA_LAUNCH_CHECK();
+    }
+    int size() const noexcept override { return comm_->size(); }
+
+private:
+    std::shared_ptr<const Communicator> comm_;
+    std::shared_ptr<const Executor> exec_;
+    std::unique_ptr<Mailbox> box_;
+    ReduceArgs args_{};
+    mutable unsigned seq_ = 0;
+};
+
+// ---- halo --------------------------------------------------------------------------------------
+// Mailbox layout: halo[halo_rows] of VT, then arrive[P] and ack[P] flags.
+
+constexpr int max_pieces = 8;
+
+template <class VT>
+struct PushArgs {
+    int n;  // pieces
+    const VT* src[max_pieces];
+    VT* dst[max_pieces];  // in the receiver's halo buffer
+    long long count[max_pieces];
+    unsigned* arrive[max_pieces];      // my arrive flag in the receiver's mailbox
+    unsigned* ack_mine[max_pieces];    // the receiver's ack flag in my mailbox
+    unsigned* ack_theirs[max_pieces];  // my ack flag in the sender's mailbox, per recv piece
+    int nrecv;
+    unsigned* last_block;  // ticket in my mailbox
+};
+
+/// Push every send piece (grid-stride over all pieces), after the receivers acknowledged the
+/// previous exchange; the last block fences and raises the arrive flags.
+template <class VT>
+__global__ void peer_push_kernel(PushArgs<VT> a, unsigned seq)
+{
+    // acknowledge the previous exchange to my senders (my previous boundary rows are done:
+    // this kernel runs after them), and wait for my receivers' acknowledgements
+    if (blockIdx.x == 0 && threadIdx.x < a.nrecv) store_flag(a.ack_theirs[threadIdx.x], seq - 1);
+    if (threadIdx.x < a.n)
+        while (load_flag(a.ack_mine[threadIdx.x]) < seq - 1) {
+        }
+    __syncthreads();
+    const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
+    for (int p = 0; p < a.n; ++p)
+        for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x;
+             i < a.count[p]; i += stride)
+            a.dst[p][i] = a.src[p][i];
+    __threadfence_system();
+    __syncthreads();
+    __shared__ bool last;
+    if (threadIdx.x == 0) last = atomicInc(a.last_block, gridDim.x - 1) == gridDim.x - 1;
+    __syncthreads();
+    if (last && threadIdx.x < a.n) {
+        __threadfence_system();
+        store_flag(a.arrive[threadIdx.x], seq);
+    }
+}
+
+struct WaitArgs {
+    const unsigned* flags[max_pieces];
+};
+__global__ void peer_wait_kernel2(WaitArgs w, int n, unsigned seq)
+{
+    if (static_cast<int>(threadIdx.x) < n)
+        while (load_flag(w.flags[threadIdx.x]) < seq) {
+        }
+    __syncthreads();
+    __threadfence();
+}
+
+template <class VT>
+class PeerHalo final : public HaloExchange<VT> {
+public:
+    PeerHalo(const HaloPlan& plan, std::shared_ptr<const Communicator> comm,
+             std::shared_ptr<const Executor> exec)
+        : plan_(plan), comm_(std::move(comm)), exec_(std::move(exec))
+    {
+        const int P = comm_->size(), me = comm_->rank();
+        HEPTANE_ENSURE(
+            int(plan_.sends.size()) <= max_pieces && int(plan_.recvs.size()) <= max_pieces,
+            NotSupported, "peer halo: more than " << max_pieces << " pieces");
+        const auto& ce = static_cast<const CudaExecutor&>(*exec_);
+        HEPTANE_CUDA_CHECK(cudaSetDevice(ce.device()));
+        compute_ = cuda::stream(ce);
+        int lo = 0, hi = 0;
+        HEPTANE_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&lo, &hi));
+        HEPTANE_CUDA_CHECK(cudaStreamCreateWithPriority(&comm_stream_, cudaStreamNonBlocking, hi));
+        HEPTANE_CUDA_CHECK(cudaEventCreateWithFlags(&ready_, cudaEventDisableTiming));
+        halo_bytes_ = (sizeof(VT) * std::size_t(plan_.halo_rows()) + 255) / 256 * 256;
+        box_ = std::make_unique<Mailbox>(*comm_, ce.device(),
+                                         halo_bytes_ + sizeof(unsigned) * (2 * std::size_t(P) + 1));
+        auto arrive = [&](int owner, int from) {
+            return reinterpret_cast<unsigned*>(box_->of(owner) + halo_bytes_) + from;
+        };
+        auto ack = [&](int owner, int from) {
+            return reinterpret_cast<unsigned*>(box_->of(owner) + halo_bytes_) + P + from;
+        };
+        // where my pieces land in each receiver's halo: the receivers say (by tag)
+        std::vector<MPI_Request> reqs;
+        std::vector<int> dst_off(plan_.sends.size());
+        std::vector<int> my_off(plan_.recvs.size());
+        for (std::size_t i = 0; i < plan_.recvs.size(); ++i) {
+            my_off[i] = plan_.recvs[i].offset;
+            reqs.emplace_back();
+            MPI_Isend(&my_off[i], 1, MPI_INT, plan_.recvs[i].peer, 100 + plan_.recvs[i].tag,
+                      comm_->comm(), &reqs.back());
+        }
+        for (std::size_t i = 0; i < plan_.sends.size(); ++i) {
+            reqs.emplace_back();
+            MPI_Irecv(&dst_off[i], 1, MPI_INT, plan_.sends[i].peer, 100 + plan_.sends[i].tag,
+                      comm_->comm(), &reqs.back());
+        }
+        MPI_Waitall(int(reqs.size()), reqs.data(), MPI_STATUSES_IGNORE);
+        push_.n = int(plan_.sends.size());
+        for (int i = 0; i < push_.n; ++i) {
+            const auto& s = plan_.sends[std::size_t(i)];
+            push_.dst[i] = reinterpret_cast<VT*>(box_->of(s.peer)) + dst_off[std::size_t(i)];
+            push_.count[i] = s.count;
+            push_.arrive[i] = arrive(s.peer, me);
+            push_.ack_mine[i] = ack(me, s.peer);
+        }
+        push_.nrecv = int(plan_.recvs.size());
+        for (int i = 0; i < push_.nrecv; ++i) {
+            const int q = plan_.recvs[std::size_t(i)].peer;
+            push_.ack_theirs[i] = ack(q, me);
+            wait_.flags[i] = arrive(me, q);
+        }
+        push_.last_block = reinterpret_cast<unsigned*>(box_->mine() + halo_bytes_) + 2 * P;
+        halo_ = reinterpret_cast<VT*>(box_->mine());
+        MPI_Barrier(comm_->comm());
+    }
+    ~PeerHalo() override
+    {
+        cudaEventDestroy(ready_);
+        cudaStreamDestroy(comm_stream_);
+    }
+    void start(const VT* x) override
+    {
+        ++seq_;
+        HEPTANE_CUDA_CHECK(cudaEventRecord(ready_, compute_));
+        HEPTANE_CUDA_CHECK(cudaStreamWaitEvent(comm_stream_, ready_, 0));
+        PushArgs<VT> a = push_;
+        for (int i = 0; i < a.n; ++i) a.src[i] = x + plan_.sends[std::size_t(i)].offset;
+        long long most = 0;
+        for (int i = 0; i < a.n; ++i) most = most > a.count[i] ? most : a.count[i];
+        const unsigned blocks = std::min<unsigned>(64, cuda::grid_for(most, 256));
+        peer_push_kernel<VT><<<blocks, 256, 0, comm_stream_>>>(a, seq_);
+        HEPTANE_CUDA_LAUNCH_CHECK();
+    }
+    void finish() override
+    {
+        if (plan_.recvs.empty()) return;
+        peer_wait_kernel2<<<1, 32, 0, compute_>>>(wait_, int(plan_.recvs.size()), seq_);
+        HEPTANE_CUDA_LAUNCH_CHECK();
+    }
+    VT* halo() noexcept override { return halo_; }
+    HaloModel model() const noexcept override { return HaloModel::peer; }
+    bool overlaps() const noexcept override { return true; }
+
+private:
+    HaloPlan plan_;
+    std::shared_ptr<const Communicator> comm_;
+    std::shared_ptr<const Executor> exec_;
+    cudaStream_t compute_ = nullptr, comm_stream_ = nullptr;
+    cudaEvent_t ready_ = nullptr;
+    std::size_t halo_bytes_ = 0;
+    std::unique_ptr<Mailbox> box_;
+    PushArgs<VT> push_{};
+    WaitArgs wait_{};
+    VT* halo_ = nullptr;
+    unsigned seq_ = 0;
+};
+
+}  // namespace
+
+bool peer_capable(const Executor& exec, const Communicator& comm)
+{
+    int ok = exec.is_cuda() && comm.node_size() == comm.size() &&
+             comm.size() <= CudaExecutor::device_count() && comm.size() <= max_ranks;
+    if (ok) {
+        // every pair of devices must reach each other
+        const int dev = static_cast<const CudaExecutor&>(exec).device();
+        std::vector<int> devs(std::size_t(comm.size()));
+        MPI_Allgather(&dev, 1, MPI_INT, devs.data(), 1, MPI_INT, comm.comm());
+        for (int d : devs) {
+            if (d == dev) continue;
+            int can = 0;
+            cudaDeviceCanAccessPeer(&can, dev, d);
+            ok = ok && can;
+        }
+    } else {
+        std::vector<int> devs(std::size_t(comm.size()));
+        const int dummy = -1;
+        MPI_Allgather(&dummy, 1, MPI_INT, devs.data(), 1, MPI_INT, comm.comm());
+    }
+    MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, comm.comm());
+    return ok != 0;
+}
+
+std::unique_ptr<Reducer> make_peer_reducer(std::shared_ptr<const Communicator> comm,
+                                           std::shared_ptr<const Executor> exec)
+{
+    HEPTANE_ENSURE(peer_capable(*exec, *comm), NotSupported,
+                   "peer reduction: needs one GPU per rank, all ranks on one node, with peer "
+                   "access between every pair (use nccl or mpi)");
+    return std::make_unique<PeerReducer>(std::move(comm), std::move(exec));
+}
+
+template <class VT>
+std::unique_ptr<HaloExchange<VT>> make_peer_halo(const HaloPlan& plan,
+                                                 std::shared_ptr<const Communicator> comm,
+                                                 std::shared_ptr<const Executor> exec)
+{
+    HEPTANE_ENSURE(peer_capable(*exec, *comm), NotSupported,
+                   "halo model 'peer': needs one GPU per rank, all ranks on one node, with peer "
+                   "access between every pair (use nccl or pinned-async)");
+    return std::make_unique<PeerHalo<VT>>(plan, std::move(comm), std::move(exec));
+}
+
+template std::unique_ptr<HaloExchange<double>> make_peer_halo<double>(
+    const HaloPlan&, std::shared_ptr<const Communicator>, std::shared_ptr<const Executor>);
+template std::unique_ptr<HaloExchange<float>> make_peer_halo<float>(
+    const HaloPlan&, std::shared_ptr<const Communicator>, std::shared_ptr<const Executor>);
+
+}  // namespace heptane::dist

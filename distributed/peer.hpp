@@ -1,0 +1,37 @@
+// Device-direct exchange between the GPUs of one node through CUDA IPC (DESIGN.md §4): every
+// rank exports one device "mailbox" (cudaIpcGetMemHandle), the others map it once
+// (cudaIpcOpenMemHandle), and from then on kernels write straight into a partner GPU's memory
+// over NVLink and raise a sequence-number flag there; the partner's kernel spins on its flag.
+// No host, no MPI, no copy engine on the critical path.
+//   peer halo:      a push kernel (on the communication stream, beside the local product)
+//                   copies the boundary rows into each neighbour's halo buffer, then flags;
+//                   the receiver's wait kernel spins on the flags before the boundary rows.
+//                   Acknowledgements (also flags) keep a sender from overwriting a halo the
+//                   receiver has not used yet.
+//   peer reduction: one kernel writes the sums into every rank's slot for this rank, flags,
+//                   waits for every rank's flag, and adds the slots in rank order (the same
+//                   order on every rank, so every rank gets bit-identical sums). Two slot sets
+//                   used alternately make acknowledgements unnecessary.
+// Only for CUDA executors with every rank on one node; construction is collective.
+#pragma once
+
+#include <memory>
+
+#include "core/reducer.hpp"
+#include "distributed/halo.hpp"
+
+namespace heptane::dist {
+
+/// Whether the peer models can run: CUDA executor, all ranks on one node, each with its own
+/// GPU (collective: every rank must call it).
+bool peer_capable(const Executor& exec, const Communicator& comm);
+
+std::unique_ptr<Reducer> make_peer_reducer(std::shared_ptr<const Communicator> comm,
+                                           std::shared_ptr<const Executor> exec);
+
+template <class VT>
+std::unique_ptr<HaloExchange<VT>> make_peer_halo(const HaloPlan& plan,
+                                                 std::shared_ptr<const Communicator> comm,
+                                                 std::shared_ptr<const Executor> exec);
+
+}  // namespace heptane::dist
