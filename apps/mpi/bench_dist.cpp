@@ -174,7 +174,7 @@ int bench_comm(int argc, char** argv)
                     halo->start(x.data());
                     halo->finish();
                 },
-                reps);
+                bytes >= (1 << 22) ? std::max(3, reps / 10) : reps, 3, bytes >= (1 << 22) ? 2 : 20);
             const double sent = double(std::min(2, P - 1)) * double(bytes);
             if (root) {
                 std::printf(" %.1f |", t * 1e6);
