@@ -1,6 +1,7 @@
 // The heptane side of the PETSc plugin: operators built from borrowed CSR with a values-only
 // refresh, the preconditioner and the Krylov solve (see engine.hpp).
 #include "plugin/engine.hpp"
+#include "plugin/engine_impl.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -21,31 +22,10 @@
 namespace heptane::plugin
 {
 
+using namespace detail;
+
 namespace
 {
-
-using clock_type = std::chrono::steady_clock;
-double ms_since(clock_type::time_point t0)
-{
-  return std::chrono::duration<double, std::milli>(clock_type::now() - t0).count();
-}
-
-template <class MT, class VT>
-const char *precision_name()
-{
-  if constexpr (std::is_same_v<MT, VT>) return std::is_same_v<MT, double> ? "fp64" : "fp32";
-  else return "fp32 values/fp64 vectors";
-}
-
-std::string offsets_text(const std::vector<index_t> &d)
-{
-  std::ostringstream os;
-  os << '{';
-  for (std::size_t i = 0; i < d.size() && i < 30; ++i) os << (i ? "," : "") << d[i];
-  if (d.size() > 30) os << ",... (" << d.size() << " in all)";
-  os << '}';
-  return os.str();
-}
 
 // Host COO (canonical: CSR rows are sorted and free of duplicates) from the borrowed CSR.
 Coo<double> coo_from_view(const CsrView &a)
@@ -91,21 +71,6 @@ std::vector<index_t> pattern_block_offsets(const CsrView &a, index_t nc)
   return d;
 }
 
-// The block offsets of a star stencil of width 1 on a J x H x I grid (x fastest): one pair
-// per dimension longer than 1, plus 0.
-std::vector<index_t> star_offsets(const std::array<index_t, 3> &g)
-{
-  std::vector<index_t> d{0};
-  const index_t        strides[3] = {1, g[0], g[0] * g[1]};
-  for (int i = 0; i < 3; ++i)
-    if (g[std::size_t(i)] > 1) {
-      d.push_back(strides[i]);
-      d.push_back(-strides[i]);
-    }
-  std::sort(d.begin(), d.end());
-  return d;
-}
-
 // ---- operators that own their matrix, so that the plugin can refresh the values -----------
 
 template <class M, class MT, class VT>
@@ -125,29 +90,6 @@ private:
   M                               m_;
   std::shared_ptr<const Executor> exec_;
   std::string                     desc_;
-};
-
-struct StoreBase {
-  virtual ~StoreBase()                                                      = default;
-  virtual void                                    refresh(const CsrView &a) = 0;
-  virtual std::shared_ptr<const Operator<double>> op_double() const { return nullptr; }
-  virtual std::shared_ptr<const Operator<float>>  op_single() const { return nullptr; }
-  virtual std::string                             note() const = 0;
-};
-
-template <class VT>
-struct TypedStore : StoreBase {
-  std::shared_ptr<const Operator<double>> op_double() const override
-  {
-    if constexpr (std::is_same_v<VT, double>) return op_;
-    return nullptr;
-  }
-  std::shared_ptr<const Operator<float>> op_single() const override
-  {
-    if constexpr (std::is_same_v<VT, float>) return op_;
-    return nullptr;
-  }
-  std::shared_ptr<const Operator<VT>> op_;
 };
 
 // Values in MT to the matrix's value array on exec (staging through the host on a device).
@@ -316,21 +258,6 @@ std::string resolve_device(const std::string &device)
 
 // ---- MatrixEngine ------------------------------------------------------------------------------
 
-struct MatrixEngine::Impl {
-  MatrixConfig                    cfg;
-  std::string                     device; // resolved: "cpu", "cuda", "cuda:N"
-  std::shared_ptr<const Executor> exec;
-  std::unique_ptr<StoreBase>      store;
-  Format                          format = Format::csr;
-  index_t                         rows   = 0;
-  offset_t                        nnz    = 0;
-  index_t                         nc     = 1;
-  std::vector<index_t>            offsets;
-  std::array<index_t, 3>          grid{0, 0, 0};
-  std::string                     note;
-  MatrixTimings                   timings;
-};
-
 MatrixEngine::MatrixEngine() : impl_(std::make_unique<Impl>()) { }
 MatrixEngine::~MatrixEngine() = default;
 
@@ -405,6 +332,10 @@ void MatrixEngine::build(const CsrView &a, const GridHint &hint, const MatrixCon
   m.offsets                = std::move(offsets);
   m.grid                   = grid;
   m.note                   = note.str();
+  m.distributed            = false;
+  m.row_begin              = 0;
+  m.global_rows            = n;
+  m.ranks                  = 1;
   m.timings.last_detect_ms = detect_ms;
   m.timings.last_build_ms  = ms_since(t0);
   ++m.timings.builds;
@@ -422,9 +353,32 @@ void MatrixEngine::refresh_values(const CsrView &a)
   ++m.timings.refreshes;
 }
 
+#ifndef HEPTANE_PLUGIN_DISTRIBUTED
+void MatrixEngine::build_distributed(const CsrView &, index_t, MPI_Comm, const GridHint &, const MatrixConfig &)
+{
+  HEPTANE_THROW(NotSupported, "this build of the plugin has no distributed operator (heptane_distributed was not built: configure with MPI and HEPTANE_WITH_MPI=ON); run on one MPI rank");
+}
+#endif
+
 bool MatrixEngine::built() const noexcept
 {
   return impl_->store != nullptr;
+}
+bool MatrixEngine::distributed() const noexcept
+{
+  return impl_->distributed;
+}
+int MatrixEngine::ranks() const noexcept
+{
+  return impl_->ranks;
+}
+index_t MatrixEngine::row_begin() const noexcept
+{
+  return impl_->row_begin;
+}
+index_t MatrixEngine::global_rows() const noexcept
+{
+  return impl_->global_rows;
 }
 const MatrixConfig &MatrixEngine::config() const noexcept
 {

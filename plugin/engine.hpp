@@ -10,6 +10,16 @@
 //     k.build_preconditioner(PcType::ilu0, csr, m);
 //     Status st = k.solve(SolverType::bicgstab, m, opts, false, b, x);
 //
+// On several MPI ranks (DESIGN.md §4) each rank gives its rows [row_begin, row_end) with
+// global column indices; the operator is heptane::dist::DistributedBdia (BDIA-GH rows per
+// rank, halo exchange, global reductions) and the preconditioner is built from the rank's
+// diagonal block (block Jacobi over the ranks, like PETSc's bjacobi):
+//
+//     m.build_distributed(rows, row_begin, comm, hint, cfg);   // collective
+//     m.refresh_values(rows);                                  // collective
+//     k.build_preconditioner(PcType::ilu0, diagonal_block, m);
+//     k.solve(...);                                            // b, x: this rank's rows
+//
 // Values-only refresh. heptane's public API builds an operator from COO and has no update of
 // the values alone, so the plugin keeps what it needs for one (plugin/engine.cpp):
 //   - bdiagh: the map from each CSR entry to its BDIA slot (k*rows + r), computed once per
@@ -23,6 +33,8 @@
 // Errors are heptane's typed exceptions (core/error.hpp); the PETSc layer turns them into
 // PETSc errors.
 #pragma once
+
+#include <mpi.h>
 
 #include <array>
 #include <memory>
@@ -41,7 +53,8 @@ namespace heptane::plugin
 {
 
 /// A host CSR matrix borrowed, not owned: 0-based, columns sorted within each row, no
-/// duplicates (what PETSc's assembled SeqAIJ holds). Square.
+/// duplicates (what PETSc's assembled SeqAIJ holds). Square; for build_distributed, this
+/// rank's rows with global column indices.
 struct CsrView {
   index_t        rows    = 0;
   const index_t *row_ptr = nullptr; ///< rows + 1 entries
@@ -100,16 +113,31 @@ public:
   /// Same pattern as the last build, new values. Throws InputError when the number of
   /// entries changed (the caller must build instead).
   void refresh_values(const CsrView &a);
+  /// Several MPI ranks; collective over `comm` (every rank calls it, and every rank throws
+  /// the same error, naming the rank it comes from). `a`: this rank's rows [row_begin,
+  /// row_begin + a.rows) with GLOBAL column indices; the ranks' ranges follow each other in
+  /// rank order and start on multiples of Nc (hint.block_size, else 1). The global numbering
+  /// must be a GH one: with a grid in the hint (star stencil) every entry must lie on its
+  /// seven block offsets {0, ±1, ±J, ±J·H}, else InputError (e.g. a DMDA split in x or y);
+  /// without a grid the block offsets are the union of the ranks' ones and BDIA-GH must not
+  /// store more than four times the entries. Format auto or bdiagh only (NotSupported
+  /// otherwise). On a GPU each rank takes the GPU of its node-local rank unless
+  /// cfg.device names one. refresh_values() then scatters new values (collective too).
+  void build_distributed(const CsrView &a, index_t row_begin, MPI_Comm comm, const GridHint &hint, const MatrixConfig &cfg);
 
   bool                            built() const noexcept;
+  bool                            distributed() const noexcept; ///< built by build_distributed
+  int                             ranks() const noexcept;       ///< 1 unless distributed
+  index_t                         row_begin() const noexcept;   ///< first global row of this rank
+  index_t                         global_rows() const noexcept;
   const MatrixConfig             &config() const noexcept;
   Precision                       precision() const noexcept;
   std::shared_ptr<const Executor> executor() const;
   /// The operator for vectors of double (precision double or mixed) or float (single).
   std::shared_ptr<const Operator<double>> operator_double() const;
   std::shared_ptr<const Operator<float>>  operator_single() const;
-  index_t                                 rows() const noexcept;
-  offset_t                                nnz() const noexcept;
+  index_t                                 rows() const noexcept; ///< this rank's rows
+  offset_t                                nnz() const noexcept;  ///< this rank's entries
   index_t                                 block_size() const noexcept;
   const std::vector<index_t>             &block_offsets() const noexcept;
   std::array<index_t, 3>                  grid() const noexcept;
@@ -142,12 +170,13 @@ public:
   KrylovEngine(const KrylovEngine &)            = delete;
   KrylovEngine &operator=(const KrylovEngine &) = delete;
 
-  /// (Re)build the preconditioner of `type` from `a` (the values the operator of `m` holds)
-  /// with m's block size, on m's executor, in m's vector precision.
+  /// (Re)build the preconditioner of `type` from `a` (the values the operator of `m` holds;
+  /// for a distributed `m`, this rank's diagonal block with local columns) with m's block
+  /// size, on m's executor, in m's vector precision.
   void build_preconditioner(PcType type, const CsrView &a, const MatrixEngine &m);
   bool has_preconditioner() const noexcept;
   /// Solve A x = b with the operator of `m` and the preconditioner. b and x are host arrays
-  /// of m.rows() doubles; x is the initial guess when nonzero_guess and receives the last
+  /// of m.rows() doubles (this rank's rows; collective when `m` is distributed); x is the initial guess when nonzero_guess and receives the last
   /// iterate. Numerical trouble is the Status; misuse throws.
   Status               solve(SolverType solver, const MatrixEngine &m, const SolverOptions &opts, bool nonzero_guess, const double *b, double *x);
   std::string          preconditioner_describe() const;

@@ -3,16 +3,22 @@
    section 5). One private struct and one ops table for both, like KSPCreate_BCGS.
 
    Setup (KSPSetUp_Heptane, called by KSPSetUp for a new KSP and for every new matrix):
-     - one MPI rank (PetscCheck): the distributed path of DESIGN.md section 4 is not here yet;
      - the PETSc PC's type selects heptane's preconditioner (none, jacobi, pbjacobi -> block
-       Jacobi with Nc x Nc blocks, ilu -> ILU(0)/BILU(0)); the PETSc PC itself is then set to
-       PCNONE, since heptane preconditions inside its own loop; any other PC is an error;
-     - the matrix: SeqAIJ and bdiagh are read in place (MatGetRowIJ, MatSeqAIJGetArrayRead),
+       Jacobi with Nc x Nc blocks, ilu -> ILU(0)/BILU(0), bjacobi with ILU(0) blocks -> ILU(0)
+       of each rank's block); the PETSc PC itself is then set to PCNONE, since heptane
+       preconditions inside its own loop; any other PC is an error;
+     - one rank: SeqAIJ and bdiagh are read in place (MatGetRowIJ, MatSeqAIJGetArrayRead),
        SeqBAIJ is converted to SeqAIJ once (MAT_REUSE_MATRIX for new values), a one-rank
        MPIAIJ gives its diagonal block. The grid comes from -heptane_grid/-heptane_block, else
        the DMDA of the matrix (or of the KSP), else detect_structure;
+     - several ranks (DESIGN.md section 4): each rank copies its rows with global columns
+       (MatGetRow: MPIAIJ, MPIBAIJ, a DMDA's matrices, bdiagh) into heptane's distributed
+       BDIA-GH operator (engine_dist.cpp) and builds its preconditioner from its diagonal block,
+       so ILU is block Jacobi over the ranks with ILU(0) blocks, as PETSc's bjacobi. The global
+       numbering must be a grid's natural one: a DMDA split along z only;
      - same matrix object and nonzero state (MatGetNonzeroState) as the last setup: only the
-       values move (engine.hpp); otherwise the structure is found and the operator built again.
+       values move (engine.hpp); otherwise the structure is found and the operator built again
+       (on several ranks the ranks agree on what to do).
    Solve (KSPSolve_Heptane): b and x go to heptane's device, the solver iterates, the monitor
    and the residual history are fed from heptane's monitor, and ksp->its, ksp->rnorm and
    ksp->reason are set from heptane's Status.
@@ -50,6 +56,8 @@ typedef struct {
   std::string                   *grid_source;
   std::string                   *mat_type;
   std::string                   *pc_note; /* why the preconditioner is what it is (fallbacks) */
+  HeptaneRows                   *rows;    /* several ranks: this rank's rows (kept for the PC) */
+  PetscMPIInt                    ranks;   /* of the KSP's communicator */
   PetscInt                       full_builds, value_refreshes, solves;
   PetscErrorCode                 monitor_error;
 } KSP_Heptane;
@@ -72,15 +80,43 @@ static heptane::plugin::MatrixConfig KSPHeptaneConfig(KSP_Heptane *h)
   return cfg;
 }
 
-/* One MPI rank: the distributed operator of DESIGN.md section 4 is not in the plugin yet. */
+/* The number of ranks; several need the distributed operator (heptane_distributed). */
 static PetscErrorCode KSPHeptaneCheckComm(KSP ksp)
 {
   KSP_Heptane *h = (KSP_Heptane *)ksp->data;
+
+  PetscFunctionBegin;
+  PetscCallMPI(MPI_Comm_size(PetscObjectComm((PetscObject)ksp), &h->ranks));
+#if !defined(HEPTANE_PLUGIN_DISTRIBUTED)
+  PetscCheck(h->ranks == 1, PetscObjectComm((PetscObject)ksp), PETSC_ERR_SUP, "KSP %s: this build of the plugin has no distributed operator (heptane_distributed was not built: configure with MPI and HEPTANE_WITH_MPI=ON), and this run has %d ranks; run on one rank or use a PETSc KSP (e.g. -ksp_type bcgs)", KSPHeptaneName(h),
+             (int)h->ranks);
+#endif
+  PetscFunctionReturn(0);
+}
+
+/* -pc_type bjacobi (PETSc's default on several ranks): one block per rank, factored by ILU(0),
+   is what heptane does for ilu; other block counts or sub-solvers are errors. */
+static PetscErrorCode KSPHeptaneCheckBJacobi(KSP ksp, PC pc)
+{
+  KSP_Heptane *h     = (KSP_Heptane *)ksp->data;
+  PetscInt     total = -1, local = -1, levels = 0;
+  char         sub[64];
+  PetscBool    flg;
+  const char  *prefix;
   PetscMPIInt  size;
 
   PetscFunctionBegin;
-  PetscCallMPI(MPI_Comm_size(PetscObjectComm((PetscObject)ksp), &size));
-  PetscCheck(size == 1, PetscObjectComm((PetscObject)ksp), PETSC_ERR_SUP, "KSP %s supports 1 MPI rank for now, this run has %d: heptane's distributed operator (DESIGN.md section 4) is not in the PETSc plugin yet; run on one rank or use a PETSc KSP (e.g. -ksp_type bcgs)", KSPHeptaneName(h), (int)size);
+  PetscCallMPI(MPI_Comm_size(PetscObjectComm((PetscObject)pc), &size));
+  PetscCall(PCBJacobiGetTotalBlocks(pc, &total, NULL));
+  PetscCall(PCBJacobiGetLocalBlocks(pc, &local, NULL));
+  PetscCheck((total <= 0 || total == size) && local <= 1, PetscObjectComm((PetscObject)ksp), PETSC_ERR_SUP, "KSP %s: -pc_type bjacobi is one block per rank in heptane (ILU(0) of each rank's diagonal block); %" PetscInt_FMT " blocks on %d ranks are not supported", KSPHeptaneName(h), total > 0 ? total : local * size, (int)size);
+  PetscCall(PCGetOptionsPrefix(pc, &prefix));
+  PetscCall(PetscOptionsGetString(((PetscObject)pc)->options, prefix, "-sub_pc_type", sub, sizeof(sub), &flg));
+  PetscCheck(!flg || !strcmp(sub, PCILU), PetscObjectComm((PetscObject)ksp), PETSC_ERR_SUP, "KSP %s: with -pc_type bjacobi heptane factors each rank's block by ILU(0); -sub_pc_type %s is not supported (use -pc_type none, jacobi, pbjacobi or ilu)", KSPHeptaneName(h), sub);
+  PetscCall(PetscOptionsGetString(((PetscObject)pc)->options, prefix, "-sub_ksp_type", sub, sizeof(sub), &flg));
+  PetscCheck(!flg || !strcmp(sub, KSPPREONLY), PetscObjectComm((PetscObject)ksp), PETSC_ERR_SUP, "KSP %s: with -pc_type bjacobi heptane applies ILU(0) once per block; -sub_ksp_type %s is not supported", KSPHeptaneName(h), sub);
+  PetscCall(PetscOptionsGetInt(((PetscObject)pc)->options, prefix, "-sub_pc_factor_levels", &levels, &flg));
+  PetscCheck(levels == 0, PetscObjectComm((PetscObject)ksp), PETSC_ERR_SUP, "KSP %s: heptane has ILU(0) only, -sub_pc_factor_levels %" PetscInt_FMT " is not supported", KSPHeptaneName(h), levels);
   PetscFunctionReturn(0);
 }
 
@@ -90,15 +126,16 @@ static PetscErrorCode KSPHeptaneTakePC(KSP ksp)
   KSP_Heptane *h = (KSP_Heptane *)ksp->data;
   PC           pc;
   PCType       type;
-  PetscBool    isnone, isjacobi, ispbjacobi, isilu;
+  PetscBool    isnone, isjacobi, ispbjacobi, isilu, isbjacobi;
   PetscInt     levels;
 
   PetscFunctionBegin;
   PetscCall(KSPGetPC(ksp, &pc));
   PetscCall(PCGetType(pc, &type));
-  if (!type) { /* no PCSetType/PCSetFromOptions yet: PETSc's own default on one rank is ILU */
+  if (!type) { /* no PCSetType/PCSetFromOptions yet: PETSc's own default is ILU on one rank,
+                  block Jacobi with ILU(0) blocks on several: heptane's ILU(0) (per rank) */
     h->pc = heptane::PcType::ilu0;
-    PetscCall(PetscStrncpy(h->pc_from, "default (ilu)", sizeof(h->pc_from)));
+    PetscCall(PetscStrncpy(h->pc_from, h->ranks > 1 ? "default (bjacobi/ilu)" : "default (ilu)", sizeof(h->pc_from)));
     PetscCall(PCSetType(pc, PCNONE));
     h->pc_taken = PETSC_TRUE;
     PetscFunctionReturn(0);
@@ -107,6 +144,7 @@ static PetscErrorCode KSPHeptaneTakePC(KSP ksp)
   PetscCall(PetscObjectTypeCompare((PetscObject)pc, PCJACOBI, &isjacobi));
   PetscCall(PetscObjectTypeCompare((PetscObject)pc, PCPBJACOBI, &ispbjacobi));
   PetscCall(PetscObjectTypeCompare((PetscObject)pc, PCILU, &isilu));
+  PetscCall(PetscObjectTypeCompare((PetscObject)pc, PCBJACOBI, &isbjacobi));
   if (isnone) {
     if (!h->pc_taken) { /* the user's own choice */
       h->pc = heptane::PcType::none;
@@ -114,11 +152,12 @@ static PetscErrorCode KSPHeptaneTakePC(KSP ksp)
     }
     PetscFunctionReturn(0);
   }
-  PetscCheck(isjacobi || ispbjacobi || isilu, PetscObjectComm((PetscObject)ksp), PETSC_ERR_SUP, "KSP %s preconditions inside heptane and does not support PC type %s: use -pc_type none, jacobi, pbjacobi (block Jacobi over the Nc x Nc blocks) or ilu (ILU(0), BILU(0) for Nc > 1)", KSPHeptaneName(h), type);
+  PetscCheck(isjacobi || ispbjacobi || isilu || isbjacobi, PetscObjectComm((PetscObject)ksp), PETSC_ERR_SUP, "KSP %s preconditions inside heptane and does not support PC type %s: use -pc_type none, jacobi, pbjacobi (block Jacobi over the Nc x Nc blocks) or ilu (ILU(0), BILU(0) for Nc > 1; on several ranks ILU(0) of each rank's diagonal block, also what bjacobi with its default ILU(0) blocks means)", KSPHeptaneName(h), type);
   if (isilu) {
     PetscCall(PCFactorGetLevels(pc, &levels));
     PetscCheck(levels == 0, PetscObjectComm((PetscObject)ksp), PETSC_ERR_SUP, "KSP %s: heptane has ILU(0) only, -pc_factor_levels %" PetscInt_FMT " is not supported", KSPHeptaneName(h), levels);
   }
+  if (isbjacobi) PetscCall(KSPHeptaneCheckBJacobi(ksp, pc));
   h->pc = isjacobi ? heptane::PcType::jacobi : (ispbjacobi ? heptane::PcType::block_jacobi : heptane::PcType::ilu0);
   PetscCall(PetscSNPrintf(h->pc_from, sizeof(h->pc_from), "-pc_type %s", type));
   PetscCall(PCSetType(pc, PCNONE));
@@ -197,32 +236,88 @@ static PetscErrorCode KSPHeptaneGridHint(KSP ksp, Mat A, heptane::plugin::GridHi
    that cannot be factored (a zero pivot in the coloured order) falls back to the natural one. */
 static PetscErrorCode KSPHeptaneBuildPC(KSP ksp, Mat Amat)
 {
-  KSP_Heptane    *h = (KSP_Heptane *)ksp->data;
-  Mat             aij;
-  HeptaneCSR      csr  = {};
-  heptane::PcType want = KSPHeptaneResolvePC(h);
-  PetscBool       fell = PETSC_FALSE;
-  std::string     why;
+  KSP_Heptane                    *h = (KSP_Heptane *)ksp->data;
+  Mat                             aij;
+  HeptaneCSR                      csr  = {};
+  heptane::PcType                 want = KSPHeptaneResolvePC(h);
+  PetscBool                       fell = PETSC_FALSE, fell_any;
+  std::string                     why;
+  const heptane::plugin::CsrView *view;
 
   PetscFunctionBegin;
-  PetscCall(KSPHeptaneAIJ(ksp, Amat, &aij));
-  PetscCall(HeptaneCSRGet(aij, &csr));
+  if (h->engine->distributed()) { /* several ranks: this rank's diagonal block */
+    view = &h->rows->diag;
+  } else {
+    PetscCall(KSPHeptaneAIJ(ksp, Amat, &aij));
+    PetscCall(HeptaneCSRGet(aij, &csr));
+    view = &csr.view;
+  }
   HeptaneCallCXX(
-    try { h->krylov->build_preconditioner(want, csr.view, *h->engine); } catch (const heptane::InputError &e) {
+    try { h->krylov->build_preconditioner(want, *view, *h->engine); } catch (const heptane::InputError &e) {
       if (want != heptane::PcType::ilu0_mc || h->ilu != 0) throw;
       why  = e.what();
       fell = PETSC_TRUE;
-    } if (fell) {
-      want = heptane::PcType::ilu0;
-      h->krylov->build_preconditioner(want, csr.view, *h->engine);
-      *h->pc_note = "natural ILU(0) after multi-colour ILU(0) could not be factored: " + why;
     });
+  fell_any = fell;
+  /* several ranks: one rank's block that cannot be factored sends every rank back to natural */
+  if (h->engine->distributed()) PetscCallMPI(MPI_Allreduce(&fell, &fell_any, 1, MPIU_BOOL, MPI_LOR, PetscObjectComm((PetscObject)ksp)));
+  if (fell_any) {
+    want = heptane::PcType::ilu0;
+    HeptaneCallCXX(h->krylov->build_preconditioner(want, *view, *h->engine); *h->pc_note = "natural ILU(0) after multi-colour ILU(0) could not be factored: " + (fell ? why : std::string("on another rank")));
+    fell = PETSC_TRUE;
+  }
   PetscCall(HeptaneCSRRestore(&csr));
   if (fell) {
     h->ilu_fallback = PETSC_TRUE;
     PetscCall(PetscInfo(ksp, "%s: %s\n", KSPHeptaneName(h), h->pc_note->c_str()));
   }
   h->pc_built = want;
+  PetscFunctionReturn(0);
+}
+
+/* Several ranks: this rank's rows of the matrix (any type MatGetRow reads) into the
+   distributed operator. What to do (0 nothing, 1 values, 2 build) is agreed over the ranks:
+   building and refreshing are collective. */
+static PetscErrorCode KSPHeptaneUpdateRanks(KSP ksp, Mat Amat, const heptane::plugin::MatrixConfig &cfg, PetscObjectId id, PetscObjectState nz, PetscObjectState st, PetscInt *updated)
+{
+  KSP_Heptane              *h = (KSP_Heptane *)ksp->data;
+  MPI_Comm                  comm;
+  int                       mine = 0, todo = 0;
+  heptane::plugin::GridHint hint;
+  PetscInt                  bs;
+  DM                        dm;
+
+  PetscFunctionBegin;
+  PetscCall(PetscObjectGetComm((PetscObject)ksp, &comm));
+  mine = !(Amat->rmap->n == Amat->cmap->n && Amat->rmap->rstart == Amat->cmap->rstart);
+  PetscCallMPI(MPI_Allreduce(&mine, &todo, 1, MPI_INT, MPI_MAX, comm));
+  PetscCheck(!todo, comm, PETSC_ERR_ARG_SIZ, "KSP %s: the matrix's rows and columns are split differently over the ranks (this rank: rows [%" PetscInt_FMT ", %" PetscInt_FMT "), columns [%" PetscInt_FMT ", %" PetscInt_FMT ")): heptane's distributed operator needs the same row and column layout", KSPHeptaneName(h),
+             Amat->rmap->rstart, Amat->rmap->rend, Amat->cmap->rstart, Amat->cmap->rend);
+  mine      = 0;
+  h->engine = h->own;
+  PetscCall(MatDestroy(&h->engine_mat));
+  if (!h->own->built() || !h->own->distributed() || id != h->mat_id || nz != h->mat_nzstate || h->own->config() != cfg) mine = 2;
+  else if (st != h->mat_state) mine = 1;
+  PetscCallMPI(MPI_Allreduce(&mine, &todo, 1, MPI_INT, MPI_MAX, comm));
+  *updated = todo;
+  if (!todo) PetscFunctionReturn(0);
+  if (!h->rows) HeptaneCallCXX(h->rows = new HeptaneRows());
+  PetscCall(HeptaneRowsGet(Amat, h->rows));
+  if (todo == 2) {
+    PetscCall(MatGetDM(Amat, &dm));
+    if (!dm) dm = ksp->dm;
+    PetscCall(HeptaneCheckDMDASplit(dm, KSPHeptaneName(h)));
+    PetscCall(KSPHeptaneGridHint(ksp, Amat, &hint));
+    if (hint.block_size == 0) { /* Nc: the matrix's block size (PETSc splits the rows on it) */
+      PetscCall(MatGetBlockSize(Amat, &bs));
+      hint.block_size = (heptane::index_t)bs;
+      HeptaneCallCXX(hint.source = "matrix block size");
+    }
+    HeptaneCallCXX(h->own->build_distributed(h->rows->rows, (heptane::index_t)h->rows->rstart, comm, hint, cfg));
+    HeptaneCallCXX(*h->grid_source = h->own->structure_note());
+  } else {
+    HeptaneCallCXX(h->own->refresh_values(h->rows->rows));
+  }
   PetscFunctionReturn(0);
 }
 
@@ -250,7 +345,11 @@ static PetscErrorCode KSPHeptaneUpdate(KSP ksp)
   PetscCall(PetscObjectStateGet((PetscObject)Amat, &st));
   PetscCall(PetscObjectGetId((PetscObject)Amat, &id));
 
-  if (isbdiagh && (cfg.format == "auto" || cfg.format == "bdiagh")) {
+  if (h->ranks > 1) {
+    /* several ranks: the distributed operator, from any parallel matrix (bdiagh included:
+       on several ranks it is an MPIAIJ matrix and keeps no copy of its own) */
+    PetscCall(KSPHeptaneUpdateRanks(ksp, Amat, cfg, id, nz, st, &updated));
+  } else if (isbdiagh && (cfg.format == "auto" || cfg.format == "bdiagh")) {
     /* the matrix keeps its own BDIA-GH copy (updated at assembly); use it */
     PetscCall(MatBDIAGHGetEngine(Amat, &cfg, &h->engine, &updated));
     if (h->engine_mat != Amat) { /* keep the lender alive as long as its engine is ours */
@@ -471,6 +570,8 @@ static PetscErrorCode KSPReset_Heptane(KSP ksp)
   PetscCall(VecDestroy(&h->x0));
   delete h->own;
   delete h->krylov;
+  delete h->rows;
+  h->rows   = NULL;
   h->own    = NULL;
   h->krylov = NULL;
   h->engine = NULL;
@@ -491,6 +592,7 @@ static PetscErrorCode KSPDestroy_Heptane(KSP ksp)
   PetscCall(VecDestroy(&h->x0));
   delete h->own;
   delete h->krylov;
+  delete h->rows;
   delete h->pc_note;
   delete h->last_update;
   delete h->grid_source;
@@ -547,7 +649,9 @@ static PetscErrorCode KSPCreate_Heptane_Private(KSP ksp, heptane::SolverType sol
 
    Also honours -ksp_rtol -ksp_atol -ksp_divtol -ksp_max_it -ksp_monitor -ksp_converged_reason
    -ksp_view -ksp_error_if_not_converged -ksp_initial_guess_nonzero, and -pc_type none, jacobi,
-   pbjacobi, ilu (applied by heptane). One MPI rank.
+   pbjacobi, ilu, bjacobi (applied by heptane). Any number of MPI ranks: on several, the matrix
+   (MPIAIJ, MPIBAIJ, a DMDA split along z only) becomes heptane's distributed BDIA-GH operator
+   and ilu/bjacobi is ILU(0) of each rank's diagonal block.
 M*/
 PetscErrorCode KSPCreate_HBCGS(KSP ksp)
 {

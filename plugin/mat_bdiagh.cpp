@@ -1,5 +1,7 @@
 /*
-   MATBDIAGH ("bdiagh"): a SeqAIJ matrix that also keeps a BDIA-GH copy for heptane.
+   MATBDIAGH ("bdiagh"): a SeqAIJ matrix that also keeps a BDIA-GH copy for heptane. On
+   several MPI ranks it is an MPIAIJ matrix under the name bdiagh and nothing more (the KSP
+   types build heptane's distributed operator from the rows of any parallel matrix).
 
    Built like MatCreate_SeqAIJCUSPARSE builds on SeqAIJ: MatCreate_BDIAGH() makes the matrix
    AIJ, then MatConvert_SeqAIJ_BDIAGH() renames the type and overrides only MatAssemblyEnd
@@ -91,6 +93,7 @@ PetscErrorCode MatBDIAGHGetEngine(Mat A, const heptane::plugin::MatrixConfig *wa
   PetscCall(PetscObjectTypeCompare((PetscObject)A, MATBDIAGH, &is));
   PetscCheck(is, PetscObjectComm((PetscObject)A), PETSC_ERR_ARG_WRONG, "matrix type %s is not %s", ((PetscObject)A)->type_name, MATBDIAGH);
   b = (Mat_BDIAGH *)A->spptr;
+  PetscCheck(b, PetscObjectComm((PetscObject)A), PETSC_ERR_ARG_WRONG, "a bdiagh matrix on several ranks keeps no BDIA-GH copy (it is an MPIAIJ matrix; the KSP builds the distributed operator)");
   if (want && (want->device != b->cfg.device || want->precision != b->cfg.precision)) {
     HeptaneCallCXX(b->cfg.device = want->device);
     b->cfg.precision = want->precision;
@@ -222,9 +225,11 @@ PetscErrorCode MatConvert_SeqAIJ_BDIAGH(Mat A, MatType type, MatReuse reuse, Mat
 static PetscErrorCode MatGetFactor_BDIAGH_PETSc(Mat A, MatFactorType ftype, Mat *F)
 {
   PetscErrorCode ierr;
+  PetscMPIInt    size;
 
   PetscFunctionBegin;
-  PetscCall(PetscObjectChangeTypeName((PetscObject)A, MATSEQAIJ));
+  PetscCallMPI(MPI_Comm_size(PetscObjectComm((PetscObject)A), &size));
+  PetscCall(PetscObjectChangeTypeName((PetscObject)A, size > 1 ? MATMPIAIJ : MATSEQAIJ));
   ierr = MatGetFactor(A, MATSOLVERPETSC, ftype, F);
   PetscCall(PetscObjectChangeTypeName((PetscObject)A, MATBDIAGH));
   PetscCall(ierr);
@@ -241,7 +246,8 @@ PetscErrorCode MatBDIAGHRegisterFactors(void)
 
 /*MC
    MATBDIAGH - "bdiagh": a SeqAIJ matrix that keeps a BDIA-GH copy (heptane) for the KSP types
-   hbcgs and hcg. One MPI rank.
+   hbcgs and hcg. On several MPI ranks it is an MPIAIJ matrix by another name, without a copy
+   of its own: hbcgs/hcg build heptane's distributed operator from its rows at KSPSetUp.
 
    Options Database Keys:
 +  -mat_type bdiagh - select it (-dm_mat_type bdiagh for DMCreateMatrix())
@@ -255,8 +261,13 @@ PetscErrorCode MatCreate_BDIAGH(Mat A)
 
   PetscFunctionBegin;
   PetscCallMPI(MPI_Comm_size(PetscObjectComm((PetscObject)A), &size));
-  PetscCheck(size == 1, PetscObjectComm((PetscObject)A), PETSC_ERR_SUP, "Mat type bdiagh supports 1 MPI rank for now, this communicator has %d: heptane's distributed operator (DESIGN.md section 4) is not in the PETSc plugin yet; use -mat_type aij", (int)size);
   PetscCall(MatSetType(A, MATAIJ));
+  if (size > 1) {
+    /* several ranks: an MPIAIJ matrix by another name that keeps no copy; hbcgs/hcg build
+       heptane's distributed BDIA-GH operator from its rows at KSPSetUp, as for MPIAIJ */
+    PetscCall(PetscObjectChangeTypeName((PetscObject)A, MATBDIAGH));
+    PetscFunctionReturn(0);
+  }
   PetscCall(MatConvert_SeqAIJ_BDIAGH(A, MATBDIAGH, MAT_INPLACE_MATRIX, &A));
   PetscFunctionReturn(0);
 }

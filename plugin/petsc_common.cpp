@@ -44,6 +44,71 @@ PetscErrorCode HeptaneCSRRestore(HeptaneCSR *csr)
   PetscFunctionReturn(0);
 }
 
+PetscErrorCode HeptaneRowsGet(Mat A, HeptaneRows *r)
+{
+  PetscInt           n, ncols, nnz = 0, dnnz = 0;
+  const PetscInt    *cols;
+  const PetscScalar *vals;
+
+  PetscFunctionBegin;
+  PetscCheck(A->cmap->N < 2147483647, PETSC_COMM_SELF, PETSC_ERR_SUP, "heptane: %" PetscInt_FMT " columns do not fit 32-bit indices", A->cmap->N);
+  PetscCall(MatGetOwnershipRange(A, &r->rstart, &r->rend));
+  n = r->rend - r->rstart;
+  /* sizes first (MatGetRow without indices or values only counts), then one allocation */
+  for (PetscInt i = r->rstart; i < r->rend; i++) {
+    PetscCall(MatGetRow(A, i, &ncols, NULL, NULL));
+    nnz += ncols;
+    PetscCall(MatRestoreRow(A, i, &ncols, NULL, NULL));
+  }
+  PetscCheck(nnz < 2147483647, PETSC_COMM_SELF, PETSC_ERR_SUP, "heptane: %" PetscInt_FMT " entries on one rank do not fit 32-bit indices", nnz);
+  HeptaneCallCXX(r->ptr.resize((size_t)n + 1); r->col.resize((size_t)nnz); r->val.resize((size_t)nnz); r->dptr.resize((size_t)n + 1); r->dcol.resize((size_t)nnz); r->dval.resize((size_t)nnz));
+  r->ptr[0] = r->dptr[0] = 0;
+  nnz                    = 0;
+  for (PetscInt i = r->rstart; i < r->rend; i++) {
+    PetscCall(MatGetRow(A, i, &ncols, &cols, &vals));
+    for (PetscInt k = 0; k < ncols; k++) {
+      r->col[(size_t)nnz] = (heptane::index_t)cols[k];
+      r->val[(size_t)nnz] = PetscRealPart(vals[k]);
+      nnz++;
+      if (cols[k] >= r->rstart && cols[k] < r->rend) {
+        r->dcol[(size_t)dnnz] = (heptane::index_t)(cols[k] - r->rstart);
+        r->dval[(size_t)dnnz] = PetscRealPart(vals[k]);
+        dnnz++;
+      }
+    }
+    PetscCall(MatRestoreRow(A, i, &ncols, &cols, &vals));
+    r->ptr[(size_t)(i - r->rstart) + 1]  = (heptane::index_t)nnz;
+    r->dptr[(size_t)(i - r->rstart) + 1] = (heptane::index_t)dnnz;
+  }
+  r->rows.rows    = (heptane::index_t)n;
+  r->rows.row_ptr = r->ptr.data();
+  r->rows.col_idx = r->col.data();
+  r->rows.values  = r->val.data();
+  r->diag.rows    = (heptane::index_t)n;
+  r->diag.row_ptr = r->dptr.data();
+  r->diag.col_idx = r->dcol.data();
+  r->diag.values  = r->dval.data();
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode HeptaneCheckDMDASplit(DM dm, const char who[])
+{
+  PetscBool   isda;
+  PetscInt    dim, m, n, p;
+  PetscMPIInt size;
+
+  PetscFunctionBegin;
+  if (!dm) PetscFunctionReturn(0);
+  PetscCall(PetscObjectTypeCompare((PetscObject)dm, DMDA, &isda));
+  if (!isda) PetscFunctionReturn(0);
+  PetscCallMPI(MPI_Comm_size(PetscObjectComm((PetscObject)dm), &size));
+  if (size == 1) PetscFunctionReturn(0);
+  PetscCall(DMDAGetInfo(dm, &dim, NULL, NULL, NULL, &m, &n, &p, NULL, NULL, NULL, NULL, NULL, NULL));
+  /* ranks own slabs of the last dimension: PETSc's global numbering is the natural one */
+  PetscCheck((dim < 2 || m == 1) && (dim < 3 || n == 1), PetscObjectComm((PetscObject)dm), PETSC_ERR_SUP, "%s on %d MPI ranks: the DMDA is split %" PetscInt_FMT " x %" PetscInt_FMT " x %" PetscInt_FMT " over the ranks, so PETSc numbers the unknowns rank by rank, not in the grid's natural order (x fastest) that heptane's distributed operator needs. Split the DMDA along %s only: run with %s (or create it with %s)", who, (int)size, m, dim > 1 ? n : 1, dim > 2 ? p : 1, dim == 3 ? "z" : "y", dim == 3 ? "-da_processors_x 1 -da_processors_y 1" : "-da_processors_x 1", dim == 3 ? "m = n = 1 processors in x and y" : "m = 1 processor in x");
+  PetscFunctionReturn(0);
+}
+
 PetscErrorCode HeptaneGridHintFromOptions(PetscOptions options, const char prefix[], heptane::plugin::GridHint *hint, PetscBool *found)
 {
   PetscInt  grid[3] = {1, 1, 1}, n = 3, nc = 0;

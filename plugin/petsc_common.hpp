@@ -70,6 +70,23 @@ typedef struct {
 PETSC_INTERN PetscErrorCode HeptaneCSRGet(Mat, HeptaneCSR *);
 PETSC_INTERN PetscErrorCode HeptaneCSRRestore(HeptaneCSR *);
 
+/* Several ranks: this rank's rows [rstart, rend) of a parallel matrix (MatGetRow: MPIAIJ,
+   MPIBAIJ, a DMDA's matrices) with global column indices, and its diagonal block (the columns
+   of its own rows, local indices) for the preconditioner. Copies, refilled by every call. */
+typedef struct {
+  PetscInt                      rstart, rend;
+  std::vector<heptane::index_t> ptr, col, dptr, dcol;
+  std::vector<double>           val, dval;
+  heptane::plugin::CsrView      rows; /* global columns */
+  heptane::plugin::CsrView      diag; /* local columns */
+} HeptaneRows;
+
+PETSC_INTERN PetscErrorCode HeptaneRowsGet(Mat, HeptaneRows *);
+
+/* Several ranks: a DMDA split in x (or y in 3-D) numbers its unknowns rank by rank, not in the
+   grid's natural order, which heptane's distributed operator needs: an error that says so. */
+PETSC_INTERN PetscErrorCode HeptaneCheckDMDASplit(DM, const char[]);
+
 /* The grid behind a matrix: -heptane_grid J,H,I / -heptane_block Nc from the options database
    (with the given prefix), else the DMDA the matrix was created from. *found = PETSC_FALSE
    when neither says anything (the structure is then detected). */

@@ -20,7 +20,9 @@
 #   MPIEXEC       MPI launcher for PETSC_NP > 1 [mpirun]
 #   LOG_DIR       where the logs go [$OUT if set, else a new folder under /tmp]
 # PETSc runs use right preconditioning, so both stop on ||b - A x|| <= rtol ||b||. The heptane
-# plugin runs on one MPI rank (its distributed path does not exist yet).
+# runs here are on one MPI rank (its multi-rank path: docs/petsc.md, "Several MPI ranks"); the
+# PETSc runs on several ranks let PETSc split the grid in every direction (-z_split_only 0: the
+# example's default split along z only is what heptane's distributed operator needs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${BUILD_DIR:-build}
@@ -73,7 +75,7 @@ run() {
 
 # shellcheck disable=SC2086
 for pc in $petsc_pcs; do
-  run "petsc-bcgs-np$np-$pc" -- "${launcher[@]}" "$exe" $args -ksp_type bcgs -ksp_pc_side right -pc_type "$pc" -ksp_rtol "$rtol"
+  run "petsc-bcgs-np$np-$pc" -- "${launcher[@]}" "$exe" $args -z_split_only 0 -ksp_type bcgs -ksp_pc_side right -pc_type "$pc" -ksp_rtol "$rtol"
 done
 first=1
 # shellcheck disable=SC2086

@@ -5,13 +5,15 @@ at run time (-dll_append, or through PETSC_OPTIONS) -- and compare the numbers i
     plugin_compare.py --plugin libheptane_petsc.so [--tol 1e-6]
         [--ref "-ksp_type bcgs"] [--heptane "-ksp_type hbcgs"] [--via-env]
         [--expect REGEX]... [--reject REGEX]... [--expect-error REGEX] [--mpiexec "mpiexec -n 2"]
-        -- PROGRAM ARGS...
+        [--ref-mpiexec "mpiexec -n 1"] -- PROGRAM ARGS...
 
 Compared: every "name = number" the program prints, keyed by the line's first word and the
 name ("pressure:|p|_2", "host:norm", "coupled|F|" in order of appearance), as relative
 differences <= tol. --expect/--reject: regular expressions the heptane run's output must /
 must not contain. --expect-error: the heptane run must exit non-zero with a message matching
-it (no reference run). Exit status 0 when everything holds.
+it (no reference run). --mpiexec launches both runs; --ref-mpiexec launches the reference run
+instead (empty: no launcher), e.g. to compare 2 ranks with 1. Exit status 0 when everything
+holds.
 """
 import argparse
 import os
@@ -57,6 +59,7 @@ def main():
     ap.add_argument("--reject", action="append", default=[])
     ap.add_argument("--expect-error", default=None)
     ap.add_argument("--mpiexec", default="")
+    ap.add_argument("--ref-mpiexec", default=None, help="launcher of the reference run (default: --mpiexec)")
     ap.add_argument("program", nargs=argparse.REMAINDER)
     a = ap.parse_args()
     prog = a.program[1:] if a.program and a.program[0] == "--" else a.program
@@ -87,7 +90,8 @@ def main():
             failures.append(f"heptane output contains /{rx}/")
 
     if a.ref is not None and not a.expect_error:
-        rc_ref, ref = run(launcher + prog + shlex.split(a.ref))
+        ref_launcher = launcher if a.ref_mpiexec is None else shlex.split(a.ref_mpiexec)
+        rc_ref, ref = run(ref_launcher + prog + shlex.split(a.ref))
         print(ref)
         if rc_ref != 0:
             failures.append(f"the reference run exited {rc_ref}")

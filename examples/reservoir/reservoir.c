@@ -20,9 +20,13 @@
 
    Options: -nx -ny -nz (32 32 16), -steps (3), -newton (2), -dt (days, 1),
             -system pressure|coupled|both (both), -summary_only (only the final lines),
-            plus every -ksp_/-pc_/-dm_mat_type option of PETSc.
+            -z_split_only (1), plus every -ksp_/-pc_/-dm_/-da_ option of PETSc.
 
-   Runs on any number of MPI ranks. C that is also valid C++.
+   Runs on any number of MPI ranks (at most nz). The DMDA is split over the ranks along z only
+   (each rank owns whole x-y layers), so that PETSc's global numbering of the unknowns is the
+   grid's natural one (x fastest), which a distributed solver on BDIA-GH rows (heptane's hbcgs)
+   needs; -z_split_only 0 lets PETSc split in every direction (-da_processors_x/y/z still
+   choose). C that is also valid C++.
 */
 #include <petscdmda.h>
 #include <petscksp.h>
@@ -32,6 +36,7 @@ typedef struct {
   PetscReal dx, dy, dz, tscale;
   PetscInt  inj_i, inj_j, prod_i, prod_j;
   PetscReal q_inj, pi_prod, p_bhp;
+  PetscBool z_only; /* the DMDA split over the ranks along z only */
 } Model;
 
 /* ---- rock properties ------------------------------------------------------------------- */
@@ -312,6 +317,12 @@ static PetscErrorCode ReportSolve(KSP ksp, const char *what, PetscInt step, Pets
   PetscFunctionReturn(0);
 }
 
+/* ranks in x and y: 1 (a split along z only), or PETSc's choice */
+static PetscInt SplitXY(const Model *m)
+{
+  return m->z_only ? 1 : PETSC_DECIDE;
+}
+
 static PetscErrorCode RunPressure(const Model *m, PetscInt steps, PetscReal dt0, PetscBool quiet)
 {
   DM          da;
@@ -325,7 +336,7 @@ static PetscErrorCode RunPressure(const Model *m, PetscInt steps, PetscReal dt0,
   PetscScalar s;
 
   PetscFunctionBeginUser;
-  PetscCall(DMDACreate3d(PETSC_COMM_WORLD, DM_BOUNDARY_NONE, DM_BOUNDARY_NONE, DM_BOUNDARY_NONE, DMDA_STENCIL_STAR, m->nx, m->ny, m->nz, PETSC_DECIDE, PETSC_DECIDE, PETSC_DECIDE, 1, 1, NULL, NULL, NULL, &da));
+  PetscCall(DMDACreate3d(PETSC_COMM_WORLD, DM_BOUNDARY_NONE, DM_BOUNDARY_NONE, DM_BOUNDARY_NONE, DMDA_STENCIL_STAR, m->nx, m->ny, m->nz, SplitXY(m), SplitXY(m), PETSC_DECIDE, 1, 1, NULL, NULL, NULL, &da));
   PetscCall(DMSetFromOptions(da));
   PetscCall(DMSetUp(da));
   PetscCall(DMDASetFieldName(da, 0, "pressure"));
@@ -381,7 +392,7 @@ static PetscErrorCode RunCoupled(const Model *m, PetscInt steps, PetscInt newton
   double    t_solve = 0, t0;
 
   PetscFunctionBeginUser;
-  PetscCall(DMDACreate3d(PETSC_COMM_WORLD, DM_BOUNDARY_NONE, DM_BOUNDARY_NONE, DM_BOUNDARY_NONE, DMDA_STENCIL_STAR, m->nx, m->ny, m->nz, PETSC_DECIDE, PETSC_DECIDE, PETSC_DECIDE, 3, 1, NULL, NULL, NULL, &da));
+  PetscCall(DMDACreate3d(PETSC_COMM_WORLD, DM_BOUNDARY_NONE, DM_BOUNDARY_NONE, DM_BOUNDARY_NONE, DMDA_STENCIL_STAR, m->nx, m->ny, m->nz, SplitXY(m), SplitXY(m), PETSC_DECIDE, 3, 1, NULL, NULL, NULL, &da));
   PetscCall(DMSetFromOptions(da));
   PetscCall(DMSetUp(da));
   PetscCall(DMDASetFieldName(da, 0, "pressure"));
@@ -463,7 +474,7 @@ int main(int argc, char **argv)
   Model       m;
   PetscInt    steps = 3, newton = 2;
   PetscReal   dt    = 1.0;
-  PetscBool   quiet = PETSC_FALSE;
+  PetscBool   quiet = PETSC_FALSE, z_only = PETSC_TRUE;
   char        system[32];
   PetscMPIInt size;
 
@@ -481,6 +492,7 @@ int main(int argc, char **argv)
   PetscCall(PetscOptionsReal("-dt", "first time step (days); later steps grow by 1.5", NULL, dt, &dt, NULL));
   PetscCall(PetscOptionsString("-system", "pressure, coupled or both", NULL, system, system, sizeof(system), NULL));
   PetscCall(PetscOptionsBool("-summary_only", "print only the final line of each system", NULL, quiet, &quiet, NULL));
+  PetscCall(PetscOptionsBool("-z_split_only", "split the grid over the ranks along z only (natural global numbering); 0: PETSc's choice in every direction", NULL, z_only, &z_only, NULL));
   PetscOptionsEnd();
   PetscCheck(m.nx > 1 && m.ny > 1 && m.nz > 1, PETSC_COMM_WORLD, PETSC_ERR_ARG_OUTOFRANGE, "-nx -ny -nz must be > 1");
   m.layer_cells = PetscMax(1, m.nz / 8);
@@ -495,6 +507,7 @@ int main(int argc, char **argv)
   m.q_inj       = 50.0;
   m.pi_prod     = 1.0;
   m.p_bhp       = 150.0;
+  m.z_only      = z_only;
   PetscCallMPI(MPI_Comm_size(PETSC_COMM_WORLD, &size));
   PetscCall(PetscPrintf(PETSC_COMM_WORLD, "reservoir: %" PetscInt_FMT " x %" PetscInt_FMT " x %" PetscInt_FMT " = %" PetscInt_FMT " cells, %" PetscInt_FMT " steps, %d MPI rank(s)\n", m.nx, m.ny, m.nz, m.nx * m.ny * m.nz, steps, (int)size));
   if (!strcmp(system, "pressure") || !strcmp(system, "both")) PetscCall(RunPressure(&m, steps, dt, quiet));

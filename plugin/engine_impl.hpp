@@ -1,0 +1,112 @@
+// Internal to the plugin's engine (engine.cpp: one rank; engine_dist.cpp: several MPI ranks):
+// the operator stores behind MatrixEngine, its state, and the helpers both files use.
+#pragma once
+
+#include <algorithm>
+#include <chrono>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "core/array.hpp"
+#include "plugin/engine.hpp"
+
+namespace heptane::dist
+{
+class Communicator;
+} // namespace heptane::dist
+
+namespace heptane::plugin
+{
+namespace detail
+{
+
+using clock_type = std::chrono::steady_clock;
+inline double ms_since(clock_type::time_point t0)
+{
+  return std::chrono::duration<double, std::milli>(clock_type::now() - t0).count();
+}
+
+template <class MT, class VT>
+const char *precision_name()
+{
+  if constexpr (std::is_same_v<MT, VT>) return std::is_same_v<MT, double> ? "fp64" : "fp32";
+  else return "fp32 values/fp64 vectors";
+}
+
+inline std::string offsets_text(const std::vector<index_t> &d)
+{
+  std::ostringstream os;
+  os << '{';
+  for (std::size_t i = 0; i < d.size() && i < 30; ++i) os << (i ? "," : "") << d[i];
+  if (d.size() > 30) os << ",... (" << d.size() << " in all)";
+  os << '}';
+  return os.str();
+}
+
+// The block offsets of a star stencil of width 1 on a J x H x I grid (x fastest): one pair
+// per dimension longer than 1, plus 0.
+inline std::vector<index_t> star_offsets(const std::array<index_t, 3> &g)
+{
+  std::vector<index_t> d{0};
+  const index_t        strides[3] = {1, g[0], g[0] * g[1]};
+  for (int i = 0; i < 3; ++i)
+    if (g[std::size_t(i)] > 1) {
+      d.push_back(strides[i]);
+      d.push_back(-strides[i]);
+    }
+  std::sort(d.begin(), d.end());
+  return d;
+}
+
+// An operator the engine owns, with the values-only refresh of its format.
+struct StoreBase {
+  virtual ~StoreBase()                                                      = default;
+  virtual void                                    refresh(const CsrView &a) = 0;
+  virtual std::shared_ptr<const Operator<double>> op_double() const { return nullptr; }
+  virtual std::shared_ptr<const Operator<float>>  op_single() const { return nullptr; }
+  virtual std::string                             note() const = 0;
+};
+
+template <class VT>
+struct TypedStore : StoreBase {
+  std::shared_ptr<const Operator<double>> op_double() const override
+  {
+    if constexpr (std::is_same_v<VT, double>) return op_;
+    return nullptr;
+  }
+  std::shared_ptr<const Operator<float>> op_single() const override
+  {
+    if constexpr (std::is_same_v<VT, float>) return op_;
+    return nullptr;
+  }
+  std::shared_ptr<const Operator<VT>> op_;
+};
+
+} // namespace detail
+
+struct MatrixEngine::Impl {
+  MatrixConfig                       cfg;
+  std::string                        device; // resolved: "cpu", "cuda", "cuda:N"
+  std::shared_ptr<const Executor>    exec;
+  std::unique_ptr<detail::StoreBase> store;
+  Format                             format = Format::csr;
+  index_t                            rows   = 0; // this rank's rows
+  offset_t                           nnz    = 0; // this rank's entries
+  index_t                            nc     = 1;
+  std::vector<index_t>               offsets;
+  std::array<index_t, 3>             grid{0, 0, 0};
+  std::string                        note;
+  MatrixTimings                      timings;
+  /* several ranks (build_distributed) */
+  bool                                      distributed = false;
+  index_t                                   row_begin   = 0;
+  index_t                                   global_rows = 0;
+  int                                       ranks       = 1;
+  std::shared_ptr<const dist::Communicator> comm;                     // a duplicate of comm_src
+  MPI_Comm                                  comm_src = MPI_COMM_NULL; // the caller's communicator
+};
+
+} // namespace heptane::plugin
