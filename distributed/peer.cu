@@ -37,11 +37,19 @@ public:
         }
         MPI_Barrier(comm.comm());
         me_ = comm.rank();
+        comm_ = comm.comm();
     }
+    /// Collective: every rank unmaps the others' mailboxes before any frees its own (a freed
+    /// and reused address must never still be mapped by a partner, whose writes would then
+    /// land nowhere and whose flags would never arrive).
     ~Mailbox()
     {
+        cudaDeviceSynchronize();  // no kernel of ours still writes into a partner
         for (int q = 0; q < P_; ++q)
             if (q != me_ && peers_[q]) cudaIpcCloseMemHandle(peers_[q]);
+        int finalized = 0;
+        MPI_Finalized(&finalized);
+        if (!finalized) MPI_Barrier(comm_);
         if (mine_) cudaFree(mine_);
     }
     Mailbox(const Mailbox&) = delete;
@@ -51,6 +59,7 @@ public:
 
 private:
     int P_ = 1, me_ = 0;
+    MPI_Comm comm_ = MPI_COMM_NULL;
     void* mine_ = nullptr;
     std::vector<void*> peers_;
 };

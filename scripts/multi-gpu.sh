@@ -10,7 +10,8 @@
 # Environment: BUILD_DIR (build-gpu), JOBS (16), CUDA_ARCH (90), NPS (rank counts of the
 # scaling runs; default 1 2 4 up to the GPU count), SCALE_SPECS (global systems of the strong
 # scaling runs), WEAK_SPECS (per-rank systems of the weak scaling runs), COMM_SIZES,
-# SCALE_ITERS (50), MPIRUN (mpirun). NCCL_NVLS_ENABLE=0 is set (NVLink multicast stays off).
+# SCALE_ITERS (50), MPIRUN (mpirun), TEST_TIMEOUT (120 s per test), RUN_TIMEOUT (240 s per
+# mpirun; a bench scale run that fails with the auto models is repeated with nccl). NCCL_NVLS_ENABLE=0 is set (NVLink multicast stays off).
 # Output in $OUT: summary.txt, logs.tar.gz, comm.md, comm.csv, scale.md, scale.csv, weak.csv.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -61,7 +62,7 @@ heptane=$build/apps/heptane
 
 if [ "$tests" = 1 ]; then
   (cd "$build" && ctest -R "distributed|cli_solve_mpirun|test_solver" --output-on-failure \
-    --timeout 600) >"$out/logs/ctest.log" 2>&1 || status=1
+    --timeout "${TEST_TIMEOUT:-120}") >"$out/logs/ctest.log" 2>&1 || status=1
   grep -E "tests passed|Passed|Failed|Skipped" "$out/logs/ctest.log" | tee -a "$summary"
   sed 's/\x1b\[[0-9;]*m//g' "$out/logs/ctest.log" | grep -E "error:|what\(\)|terminate" | sort | uniq -c |
     head -20 | tee -a "$summary"
@@ -74,7 +75,7 @@ if [ "$bench" = 1 ]; then
     for p in 2 4 8; do [ "$p" -le "$gpus" ] && nps="$nps $p"; done
   fi
   note "bench comm on $gpus ranks"
-  "$mpirun" -np "$gpus" "${mflags[@]}" "$heptane" bench comm \
+  timeout "${RUN_TIMEOUT:-240}" "$mpirun" -np "$gpus" "${mflags[@]}" "$heptane" bench comm \
     --sizes "${COMM_SIZES:-8,1K,8K,64K,256K,1M,4M,16M,64M}" --csv "$out/comm.csv" \
     >"$out/comm.md" 2>"$out/logs/comm.err" || { note "bench comm FAILED"; tail "$out/logs/comm.err"; status=1; }
   cat "$out/comm.md" | tee -a "$summary"
@@ -82,14 +83,18 @@ if [ "$bench" = 1 ]; then
   : >"$out/scale.md"
   for np in $nps; do
     # shellcheck disable=SC2086
-    "$mpirun" -np "$np" "${mflags[@]}" "$heptane" bench scale $specs --iters "${SCALE_ITERS:-50}" \
-      --csv "$out/scale.csv" >>"$out/scale.md" 2>>"$out/logs/scale.err" ||
-      { note "bench scale np=$np FAILED"; tail "$out/logs/scale.err"; status=1; }
+    timeout "${RUN_TIMEOUT:-240}" "$mpirun" -np "$np" "${mflags[@]}" "$heptane" bench scale $specs \
+      --iters "${SCALE_ITERS:-50}" --csv "$out/scale.csv" >>"$out/scale.md" 2>>"$out/logs/scale.err" ||
+      { note "bench scale np=$np FAILED (auto models); again with nccl"; tail "$out/logs/scale.err"; status=1
+        # shellcheck disable=SC2086
+        timeout "${RUN_TIMEOUT:-240}" "$mpirun" -np "$np" "${mflags[@]}" "$heptane" bench scale $specs \
+          --iters "${SCALE_ITERS:-50}" --halo nccl --reduce nccl --csv "$out/scale.csv" \
+          >>"$out/scale.md" 2>>"$out/logs/scale.err"; }
   done
   wspecs=${WEAK_SPECS:-128x128x256x1:reservoir 64x64x128x8:reservoir}
   for np in $nps; do
     # shellcheck disable=SC2086
-    "$mpirun" -np "$np" "${mflags[@]}" "$heptane" bench scale --weak $wspecs \
+    timeout "${RUN_TIMEOUT:-240}" "$mpirun" -np "$np" "${mflags[@]}" "$heptane" bench scale --weak $wspecs \
       --iters "${SCALE_ITERS:-50}" --csv "$out/weak.csv" >>"$out/scale.md" 2>>"$out/logs/scale.err" ||
       { note "bench scale --weak np=$np FAILED"; tail "$out/logs/scale.err"; status=1; }
   done
@@ -106,7 +111,7 @@ if [ "$bench" = 1 ]; then
               print line } }' "$out/$f.csv" | tee -a "$summary"
   done
   # the main job across the GPUs
-  "$mpirun" -np "$gpus" "${mflags[@]}" "$heptane" solve --generate 128x128x64x3:reservoir \
+  timeout "${RUN_TIMEOUT:-240}" "$mpirun" -np "$gpus" "${mflags[@]}" "$heptane" solve --generate 128x128x64x3:reservoir \
     --rtol 1e-6 --json >"$out/logs/solve-np$gpus.json" 2>"$out/logs/solve.err" || status=1
   cat "$out/logs/solve-np$gpus.json" | tee -a "$summary"
 fi
