@@ -315,8 +315,10 @@ private:
 
 bool peer_capable(const Executor& exec, const Communicator& comm)
 {
+    // Two ranks only for now: measured and tested on the H200 x2; three ranks on the H200 x4
+    // hung in test_distributed (not yet understood), so the peer models refuse P > 2.
     int ok = exec.is_cuda() && comm.node_size() == comm.size() &&
-             comm.size() <= CudaExecutor::device_count() && comm.size() <= max_ranks;
+             comm.size() <= CudaExecutor::device_count() && comm.size() == 2;
     if (ok) {
         // every pair of devices must reach each other
         const int dev = static_cast<const CudaExecutor&>(exec).device();

@@ -12,7 +12,9 @@
 //                   waits for every rank's flag, and adds the slots in rank order (the same
 //                   order on every rank, so every rank gets bit-identical sums). Two slot sets
 //                   used alternately make acknowledgements unnecessary.
-// Only for CUDA executors with every rank on one node; construction is collective.
+// Only for CUDA executors with every rank on one node, and for now exactly two ranks (a run
+// with three ranks on the H200 x4 hung; until that is understood P > 2 uses nccl);
+// construction is collective.
 #pragma once
 
 #include <memory>
@@ -22,8 +24,8 @@
 
 namespace heptane::dist {
 
-/// Whether the peer models can run: CUDA executor, all ranks on one node, each with its own
-/// GPU (collective: every rank must call it).
+/// Whether the peer models can run: CUDA executor, two ranks on one node, each with its own
+/// GPU, peer access between them (collective: every rank must call it).
 bool peer_capable(const Executor& exec, const Communicator& comm);
 
 std::unique_ptr<Reducer> make_peer_reducer(std::shared_ptr<const Communicator> comm,
