@@ -146,6 +146,25 @@ void DistributedBdia<MT, VT>::apply(VT alpha, const VT* x, VT beta, VT* y) const
 }
 
 template <class MT, class VT>
+void DistributedBdia<MT, VT>::update_values(const Bdia<MT>& values)
+{
+    HEPTANE_ENSURE(values.rows == local_.rows && values.cols == local_.cols &&
+                       values.block_size == local_.block_size &&
+                       values.block_offsets == local_.block_offsets &&
+                       values.data.size() == local_.data.size(),
+                   InputError,
+                   "DistributedBdia::update_values: the new block is "
+                       << values.rows << " x " << values.cols << " Nc=" << values.block_size
+                       << " with " << values.block_offsets.size()
+                       << " block offsets, the operator's " << local_.rows << " x " << local_.cols
+                       << " Nc=" << local_.block_size << " with " << local_.block_offsets.size());
+    if (values.data.empty()) return;
+    exec_->synchronize();  // no product still reads the old values
+    copy_bytes(*values.data.exec(), values.data.data(), *exec_, local_.data.data(),
+               values.data.size() * sizeof(MT));
+}
+
+template <class MT, class VT>
 void DistributedBdia<MT, VT>::apply_transpose(VT, const VT*, VT, VT*) const
 {
     HEPTANE_THROW(NotSupported, "DistributedBdia: A^T x over ranks is not implemented");

@@ -52,6 +52,11 @@ public:
     const Reducer* reducer() const override { return reducer_.get(); }
 
     using Operator<VT>::apply;
+    /// New values for the same structure (rows, block size, block offsets): values.data
+    /// replaces the local block's data (copied to the executor; the pattern is kept). For a
+    /// Newton loop that changes the values every step: no new halo buffers, no IPC, no
+    /// communication. InputError when the structure differs.
+    void update_values(const Bdia<MT>& values);
     /// y = A_local x only (no halo): for the time breakdown of `heptane bench scale`.
     void apply_local(const VT* x, VT* y) const;
     /// One halo exchange of x, nothing else: for the same breakdown.

@@ -99,9 +99,9 @@ private:
   std::string                         suffix_;
 };
 
-// This rank's BDIA-GH rows as a DistributedBdia. A values-only refresh fills a new local block
-// (the pattern is kept) and makes the operator again: DistributedBdia keeps its block to
-// itself, and making it costs a halo plan and its buffers, no communication.
+// This rank's BDIA-GH rows as a DistributedBdia. A values-only refresh scatters the new values
+// into a host block of the same structure and hands them to DistributedBdia::update_values:
+// the halo exchange, its buffers and the reducer (NCCL/IPC set-up) are made once.
 template <class MT, class VT>
 struct DistStore final : TypedStore<VT> {
   static constexpr std::size_t npos = std::numeric_limits<std::size_t>::max();
@@ -122,12 +122,8 @@ struct DistStore final : TypedStore<VT> {
       }
     make(a);
   }
-  void refresh(const CsrView &a) override
-  {
-    this->op_.reset(); // free the old block (device memory) first
-    make(a);
-  }
-  std::string note() const override { return "values scattered into a new local BDIA-GH block per rank, the distributed operator made again (no communication)"; }
+  void        refresh(const CsrView &a) override { make(a); }
+  std::string note() const override { return "values scattered into the local BDIA-GH block per rank and copied into the distributed operator (DistributedBdia::update_values: no communication, halo buffers kept)"; }
 
   std::size_t slots() const { return std::size_t(offsets_.size()) * std::size_t(nc_) * std::size_t(n_); }
   // slot of (local row r, global column c), npos when c is on none of the block offsets
@@ -157,16 +153,21 @@ struct DistStore final : TypedStore<VT> {
       }
     agree(*comm_, off ? "an entry is not on the block offsets the operator was built with (a new pattern under the old nonzero state?)" : "");
     b.pattern = pattern_;
-    auto op   = std::make_shared<dist::DistributedBdia<MT, VT>>(comm_, part_, std::move(b), exec_);
-    this->op_ = std::make_shared<DescribedOperator<VT>>(op, std::string(" (") + precision_name<MT, VT>() + ")");
+    if (dist_) { // same structure: new values only
+      dist_->update_values(b);
+      return;
+    }
+    dist_     = std::make_shared<dist::DistributedBdia<MT, VT>>(comm_, part_, std::move(b), exec_);
+    this->op_ = std::make_shared<DescribedOperator<VT>>(dist_, std::string(" (") + precision_name<MT, VT>() + ")");
   }
 
-  index_t                                   n_, row_begin_, nc_;
-  std::vector<index_t>                      offsets_;
-  std::shared_ptr<const dist::Communicator> comm_;
-  dist::RowPartition                        part_;
-  std::shared_ptr<const Executor>           exec_;
-  Array<std::uint64_t>                      pattern_;
+  index_t                                        n_, row_begin_, nc_;
+  std::vector<index_t>                           offsets_;
+  std::shared_ptr<const dist::Communicator>      comm_;
+  dist::RowPartition                             part_;
+  std::shared_ptr<const Executor>                exec_;
+  Array<std::uint64_t>                           pattern_;
+  std::shared_ptr<dist::DistributedBdia<MT, VT>> dist_;
 };
 
 } // namespace
