@@ -190,14 +190,7 @@ int cmd_solve(int argc, char** argv)
     double err = -1, xmax = 0;
     if (!x_true.empty()) err = max_abs_diff(r.x, x_true, &xmax) / (xmax > 0 ? xmax : 1);
     if (xfile) write_matrix_market_vector(*xfile, r.x, "x from heptane solve: " + st.summary());
-    if (hist) {
-        std::ofstream h(*hist);
-        HEPTANE_ENSURE(h.good(), IoError, "cannot write " << *hist);
-        h << "iteration,residual,relative\n";
-        for (std::size_t i = 0; i < st.history.size(); ++i)
-            h << i << ',' << st.history[i] << ',' << st.history[i] / (st.b_norm > 0 ? st.b_norm : 1)
-              << '\n';
-    }
+    if (hist) write_history_csv(*hist, st);
     const auto& t = r.timings;
     const double setup_s = (t.operator_ms + t.preconditioner_ms + t.upload_ms + t.setup_ms) / 1e3;
     if (json) {

@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 
 #include "apps/args.hpp"
 #include "apps/commands.hpp"
@@ -112,6 +113,16 @@ std::string json_string(const std::string& s)
         }
     }
     return o + "\"";
+}
+
+void write_history_csv(const std::string& path, const Status& st)
+{
+    std::ofstream h(path);
+    HEPTANE_ENSURE(h.good(), IoError, "cannot write " << path);
+    h << "iteration,residual,relative\n";
+    for (std::size_t i = 0; i < st.history.size(); ++i)
+        h << i << ',' << st.history[i] << ',' << st.history[i] / (st.b_norm > 0 ? st.b_norm : 1)
+          << '\n';
 }
 
 bool launched_by_mpirun()

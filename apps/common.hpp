@@ -10,6 +10,7 @@
 #include "core/executor.hpp"
 #include "formats/coo/coo.hpp"
 #include "generators/hepta.hpp"
+#include "solver/solver.hpp"
 
 namespace heptane::cli {
 
@@ -29,6 +30,10 @@ struct Problem {
 HeptaSpec parse_generate_spec(const std::string& s);
 Problem load_problem(const std::optional<std::string>& file,
                      const std::optional<std::string>& generate, bool quiet);
+
+/// A solve's residual history as CSV (iteration,residual,relative); IoError when the file
+/// cannot be written.
+void write_history_csv(const std::string& path, const Status& st);
 
 /// JSON string literal with escapes.
 std::string json_string(const std::string& s);

@@ -344,13 +344,17 @@ const char* to_string(HaloModel m) noexcept
 HaloModel resolve_halo_model(HaloModel m, const Executor& exec, const Communicator& comm)
 {
     if (m != HaloModel::automatic) return m;
-    if (exec.is_cpu()) return HaloModel::host;
-#ifdef HEPTANE_HAVE_CUDA
-    if (peer_capable(exec, comm)) return HaloModel::peer;
-#endif
-    // NCCL when every rank of the node has a GPU of its own (it goes device to device)
-    const bool own_gpu = comm.node_size() <= CudaExecutor::device_count();
-    return built_with_nccl() && own_gpu ? HaloModel::nccl : HaloModel::pinned_async;
+    switch (best_path(exec, comm)) {
+        case DirectPath::host:
+            return HaloModel::host;
+        case DirectPath::peer:
+            return HaloModel::peer;
+        case DirectPath::nccl:
+            return HaloModel::nccl;
+        case DirectPath::staged:
+            break;
+    }
+    return HaloModel::pinned_async;
 }
 
 index_t HaloPlan::send_rows() const noexcept
@@ -394,9 +398,11 @@ HaloPlan make_halo_plan(const RowPartition& part, int rank, index_t w_lo, index_
 }
 
 template <class VT>
-std::unique_ptr<HaloExchange<VT>> make_halo_exchange(HaloModel model, const HaloPlan& plan,
-                                                     std::shared_ptr<const Communicator> comm,
-                                                     std::shared_ptr<const Executor> exec)
+// `exec` by value: the GPU models keep it (a CPU-only build only reads it).
+std::unique_ptr<HaloExchange<VT>> make_halo_exchange(
+    HaloModel model, const HaloPlan& plan, std::shared_ptr<const Communicator> comm,
+    // NOLINTNEXTLINE(performance-unnecessary-value-param)
+    std::shared_ptr<const Executor> exec)
 {
     model = resolve_halo_model(model, *exec, *comm);
     if (model == HaloModel::host) {

@@ -121,12 +121,16 @@ const char* to_string(ReduceModel m) noexcept
 ReduceModel resolve_reduce_model(ReduceModel m, const Executor& exec, const Communicator& comm)
 {
     if (m != ReduceModel::automatic) return m;
-    if (exec.is_cpu()) return ReduceModel::mpi;
-#ifdef HEPTANE_HAVE_CUDA
-    if (peer_capable(exec, comm)) return ReduceModel::peer;
-#endif
-    const bool own_gpu = comm.node_size() <= CudaExecutor::device_count();
-    return exec.is_cuda() && built_with_nccl() && own_gpu ? ReduceModel::nccl : ReduceModel::mpi;
+    switch (best_path(exec, comm)) {
+        case DirectPath::peer:
+            return ReduceModel::peer;
+        case DirectPath::nccl:
+            return ReduceModel::nccl;
+        case DirectPath::host:
+        case DirectPath::staged:
+            break;
+    }
+    return ReduceModel::mpi;
 }
 
 std::unique_ptr<Reducer> make_reducer(ReduceModel model, std::shared_ptr<const Communicator> comm,

@@ -11,7 +11,7 @@ tidy_build=${TIDY_BUILD_DIR:-build-tidy}
 cmake -S . -B "$tidy_build" -DHEPTANE_WITH_CUDA=OFF -DHEPTANE_BUILD_TESTS=OFF \
   -DHEPTANE_BUILD_EXAMPLES=OFF -DCMAKE_EXPORT_COMPILE_COMMANDS=ON >/dev/null
 mapfile -t tidy_files < <(git ls-files 'core/*.cpp' 'formats/*.cpp' 'generators/*.cpp' \
-  'solver/*.cpp' 'apps/*.cpp' | grep -v cuda_executor.cpp)
+  'solver/*.cpp' 'distributed/*.cpp' 'apps/*.cpp' | grep -v cuda_executor.cpp)
 echo "clang-tidy: ${#tidy_files[@]} files"
 printf '%s\n' "${tidy_files[@]}" | xargs -P "$(nproc)" -n 4 clang-tidy -p "$tidy_build" --quiet
 echo "style checks passed"

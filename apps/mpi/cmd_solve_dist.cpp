@@ -238,14 +238,7 @@ int cmd_solve_distributed(Args& args, bool json, bool monitor, bool quiet_flag)
     if (!root) return st.converged() ? 0 : 1;
 
     if (xfile) write_matrix_market_vector(*xfile, x_all, "x from heptane solve: " + st.summary());
-    if (hist) {
-        std::ofstream h(*hist);
-        HEPTANE_ENSURE(h.good(), IoError, "cannot write " << *hist);
-        h << "iteration,residual,relative\n";
-        for (std::size_t i = 0; i < st.history.size(); ++i)
-            h << i << ',' << st.history[i] << ',' << st.history[i] / (st.b_norm > 0 ? st.b_norm : 1)
-              << '\n';
-    }
+    if (hist) write_history_csv(*hist, st);
     const std::string solver_name = solver == SolverType::cg ? "cg" : "bicgstab (fused)";
     if (json) {
         std::printf(
