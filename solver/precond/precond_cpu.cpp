@@ -18,16 +18,17 @@ void diag_scale(const CpuExecutor&, index_t n, const VT* d, const VT* r, VT* z)
     for (index_t i = 0; i < n; ++i) z[i] = d[i] * r[i];
 }
 
-template <class VT>
-void block_diag_apply(const CpuExecutor&, index_t nblocks, index_t nc, const VT* binv, const VT* r,
-                      VT* z)
+namespace {
+template <int NC, class VT>
+void block_diag_apply_nc(index_t nblocks, index_t nc_rt, const VT* binv, const VT* r, VT* z)
 {
-    const std::size_t nc2 = std::size_t(nc) * nc;
+    const index_t nc = NC > 0 ? index_t(NC) : nc_rt;
+    const std::size_t nc2 = std::size_t(nc) * std::size_t(nc);
 #pragma omp parallel for schedule(static) if (nblocks * nc >= parallel_min)
     for (index_t c = 0; c < nblocks; ++c) {
-        const VT* b = binv + nc2 * c;
-        const VT* rc = r + std::size_t(c) * nc;
-        VT* zc = z + std::size_t(c) * nc;
+        const VT* b = binv + nc2 * std::size_t(c);
+        const VT* rc = r + std::size_t(c) * std::size_t(nc);
+        VT* zc = z + std::size_t(c) * std::size_t(nc);
         for (index_t a = 0; a < nc; ++a) {
             VT sum = 0;
             for (index_t k = 0; k < nc; ++k) sum += b[a * nc + k] * rc[k];
@@ -35,54 +36,164 @@ void block_diag_apply(const CpuExecutor&, index_t nblocks, index_t nc, const VT*
         }
     }
 }
+}  // namespace
+
+template <class VT>
+void block_diag_apply(const CpuExecutor& exec, index_t nblocks, index_t nc, const VT* binv,
+                      const VT* r, VT* z)
+{
+    // the block size at compile time for the common ones: the small loops unrolled
+    switch (nc) {
+        case 1:
+            return diag_scale(exec, nblocks, binv, r, z);
+        case 2:
+            return block_diag_apply_nc<2>(nblocks, nc, binv, r, z);
+        case 3:
+            return block_diag_apply_nc<3>(nblocks, nc, binv, r, z);
+        case 4:
+            return block_diag_apply_nc<4>(nblocks, nc, binv, r, z);
+        default:
+            return block_diag_apply_nc<0>(nblocks, nc, binv, r, z);
+    }
+}
 
 namespace {
-/// One block row of a triangular solve (see precond_kernels.hpp).
-template <class VT>
-inline void triangular_row(const TriangularFactor<VT>& f, index_t i, VT* in, VT* out)
+/// The triangular solves in the natural row order: ascending for L (its columns are j < i),
+/// descending for U (j > i); see precond_kernels.hpp. Row i reads row i of `in` and the
+/// finished rows j of `out` and writes only row i of `out`.
+///
+/// The rows form a chain (row i needs the row solved just before it, i − 1 for L, i + 1 for
+/// U, wherever the factor couples them, as it does on a grid), so the time per row is the
+/// latency from one row's result to the next, not the bandwidth. Two things shorten it:
+///   - the products are subtracted from w one by one, the neighbour's block last (for L the
+///     last stored block, for U the first: U's blocks are visited backwards), so the chain is
+///     one multiply-subtract (plus D⁻¹ for U), as in PETSc's MatSolve, not a sum of products
+///     subtracted at the end;
+///   - the neighbour's result is taken from registers (`prev`), not reloaded from `out`
+///     right after it was stored.
+/// Same products in the same order either way: `prev` holds the bits just stored.
+template <int NC, bool Lower, class VT>
+void triangular_sweep_fixed(const TriangularFactor<VT>& f, const VT* in, VT* out)
 {
-    const index_t nc = f.nc;
-    const std::size_t nc2 = std::size_t(nc) * nc;
-    VT* w = in + std::size_t(i) * nc;
-    for (offset_t k = f.row_ptr[i]; k < f.row_ptr[i + 1]; ++k) {
-        const VT* blk = f.val + nc2 * std::size_t(k);
-        const VT* xj = out + std::size_t(f.col[k]) * nc;
+    constexpr std::size_t nc = NC, nc2 = nc * nc;
+    const index_t nb = f.block_rows;
+    VT prev[NC] = {};  // the result of the row solved just before
+    for (index_t step = 0; step < nb; ++step) {
+        const index_t i = Lower ? step : nb - 1 - step;
+        const index_t neighbour = Lower ? i - 1 : i + 1;
+        VT w[NC];
+        const VT* ri = in + std::size_t(i) * nc;
+        for (std::size_t a = 0; a < nc; ++a) w[a] = ri[a];
+        const offset_t k0 = f.row_ptr[i], k1 = f.row_ptr[i + 1], len = k1 - k0;
+        for (offset_t q = 0; q + 1 < len; ++q) {  // all blocks but the last visited
+            const offset_t k = Lower ? k0 + q : k1 - 1 - q;
+            const VT* blk = f.val + nc2 * std::size_t(k);
+            const VT* xj = out + std::size_t(f.col[k]) * nc;
+            for (std::size_t a = 0; a < nc; ++a)
+                for (std::size_t b = 0; b < nc; ++b) w[a] -= blk[a * nc + b] * xj[b];
+        }
+        if (len > 0) {  // the last one: the neighbour's block when the factor has one
+            const offset_t k = Lower ? k1 - 1 : k0;
+            const VT* blk = f.val + nc2 * std::size_t(k);
+            const index_t j = f.col[k];
+            if (step > 0 && j == neighbour) {
+                for (std::size_t a = 0; a < nc; ++a)
+                    for (std::size_t b = 0; b < nc; ++b) w[a] -= blk[a * nc + b] * prev[b];
+            } else {
+                const VT* xj = out + std::size_t(j) * nc;
+                for (std::size_t a = 0; a < nc; ++a)
+                    for (std::size_t b = 0; b < nc; ++b) w[a] -= blk[a * nc + b] * xj[b];
+            }
+        }
+        VT* zi = out + std::size_t(i) * nc;
+        if (Lower) {
+            for (std::size_t a = 0; a < nc; ++a) zi[a] = prev[a] = w[a];
+            continue;
+        }
+        const VT* d = f.diag_inv + nc2 * std::size_t(i);
+        for (std::size_t a = 0; a < nc; ++a) {
+            VT sum = 0;
+            for (std::size_t b = 0; b < nc; ++b) sum += d[a * nc + b] * w[b];
+            zi[a] = sum;
+        }
+        for (std::size_t a = 0; a < nc; ++a) prev[a] = zi[a];
+    }
+}
+
+/// Any block size (f.nc at run time): the same order of the products, w in `scratch`.
+template <bool Lower, class VT>
+void triangular_sweep_any(const TriangularFactor<VT>& f, const VT* in, VT* out)
+{
+    const index_t nb = f.block_rows, nc = f.nc;
+    const std::size_t ncs = std::size_t(nc), nc2 = ncs * ncs;
+    std::vector<VT> scratch(ncs);
+    VT* w = scratch.data();
+    for (index_t step = 0; step < nb; ++step) {
+        const index_t i = Lower ? step : nb - 1 - step;
+        const VT* ri = in + std::size_t(i) * ncs;
+        for (index_t a = 0; a < nc; ++a) w[a] = ri[a];
+        const offset_t k0 = f.row_ptr[i], k1 = f.row_ptr[i + 1];
+        for (offset_t q = 0; q < k1 - k0; ++q) {
+            const offset_t k = Lower ? k0 + q : k1 - 1 - q;
+            const VT* blk = f.val + nc2 * std::size_t(k);
+            const VT* xj = out + std::size_t(f.col[k]) * ncs;
+            for (index_t a = 0; a < nc; ++a)
+                for (index_t b = 0; b < nc; ++b) w[a] -= blk[a * nc + b] * xj[b];
+        }
+        VT* zi = out + std::size_t(i) * ncs;
+        if (Lower) {
+            for (index_t a = 0; a < nc; ++a) zi[a] = w[a];
+            continue;
+        }
+        const VT* d = f.diag_inv + nc2 * std::size_t(i);
         for (index_t a = 0; a < nc; ++a) {
             VT sum = 0;
-            for (index_t b = 0; b < nc; ++b) sum += blk[a * nc + b] * xj[b];
-            w[a] -= sum;
+            for (index_t b = 0; b < nc; ++b) sum += d[a * nc + b] * w[b];
+            zi[a] = sum;
         }
     }
-    VT* zi = out + std::size_t(i) * nc;
-    if (!f.diag_inv) {
-        if (zi != w)
-            for (index_t a = 0; a < nc; ++a) zi[a] = w[a];
-        return;
-    }
-    const VT* d = f.diag_inv + nc2 * std::size_t(i);
-    for (index_t a = 0; a < nc; ++a) {
-        VT sum = 0;
-        for (index_t b = 0; b < nc; ++b) sum += d[a * nc + b] * w[b];
-        zi[a] = sum;
+}
+
+template <int NC, class VT>
+void triangular_sweep(const TriangularFactor<VT>& f, const VT* in, VT* out)
+{
+    if constexpr (NC > 0) {
+        if (!f.diag_inv)
+            triangular_sweep_fixed<NC, true>(f, in, out);
+        else
+            triangular_sweep_fixed<NC, false>(f, in, out);
+    } else {
+        if (!f.diag_inv)
+            triangular_sweep_any<true>(f, in, out);
+        else
+            triangular_sweep_any<false>(f, in, out);
     }
 }
 }  // namespace
 
+// One thread, natural row order; the level schedule (f.level_rows, f.level_ptr), which the
+// GPU needs, is not used here. On the 2-core development host the level schedule shared by
+// 2 threads was 2-2.7x slower per apply than one thread in natural order (BILU(0) at
+// 64 x 64 x 32, Nc = 3, and ILU(0) at 128 x 128 x 64, Nc = 1; docs/benchmarks.md, "CPU:
+// heptane vs PETSc KSPBCGS per iteration"). A level is a grid wavefront: its rows are
+// scattered through memory (no locality, no prefetch), and rows i and i + 1, adjacent in
+// memory, lie in consecutive levels and are often solved by different threads, so the cache
+// lines of `out` move between cores at every level. The threaded alternative on the CPU is
+// the multi-colour ILU(0) (multicolor_solve).
 template <class VT>
 void triangular_solve(const CpuExecutor&, const TriangularFactor<VT>& f, VT* in, VT* out)
 {
-    // The lower solve reads finished y_j from `out`: run it on `out` from the start.
-    if (!f.diag_inv && in != out) {
-        const std::size_t n = std::size_t(f.block_rows) * f.nc;
-#pragma omp parallel for schedule(static) if (n >= std::size_t(parallel_min))
-        for (std::size_t i = 0; i < n; ++i) out[i] = in[i];
-        in = out;
-    }
-    for (index_t l = 0; l < f.levels; ++l) {
-        const index_t begin = f.level_ptr[l], end = f.level_ptr[l + 1];
-        // small levels run on one thread: a parallel region costs more than their work
-#pragma omp parallel for schedule(static) if (std::int64_t(end - begin) * f.nc >= 4096)
-        for (index_t q = begin; q < end; ++q) triangular_row(f, f.level_rows[q], in, out);
+    switch (f.nc) {
+        case 1:
+            return triangular_sweep<1>(f, in, out);
+        case 2:
+            return triangular_sweep<2>(f, in, out);
+        case 3:
+            return triangular_sweep<3>(f, in, out);
+        case 4:
+            return triangular_sweep<4>(f, in, out);
+        default:
+            return triangular_sweep<0>(f, in, out);
     }
 }
 

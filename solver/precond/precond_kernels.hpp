@@ -43,11 +43,13 @@ struct TriangularFactor {
 /// Lower (diag_inv == nullptr, unit diagonal blocks, strictly lower blocks stored):
 ///     y_i = r_i − Σ_{j<i} L_ij y_j                      in = r, out = y
 /// Upper (strictly upper blocks stored, D_i⁻¹ in diag_inv):
-///     w_i = y_i − Σ_{j>i} U_ij z_j  (written over in),  z_i = D_i⁻¹ w_i
-///                                                       in = y (overwritten), out = z
-/// The lower solve may run in place (in == out); the upper solve needs out != in.
-/// One launch per level on the GPU (one thread per block row); on the CPU the rows of a
-/// level are shared among the OpenMP threads.
+///     w_i = y_i − Σ_{j>i} U_ij z_j,  z_i = D_i⁻¹ w_i        in = y (may be overwritten
+///                                                       with w), out = z
+/// The lower solve may run in place (in == out); with in != out it does not write in.
+/// The upper solve needs out != in.
+/// On the GPU: one launch per level (one thread per block row, w written over in). On the
+/// CPU: one thread in the natural row order (L ascending, U descending; precond_cpu.cpp says
+/// why not the levels), w kept in registers. Same arithmetic per row either way.
 template <class VT>
 void triangular_solve(const CpuExecutor& exec, const TriangularFactor<VT>& f, VT* in, VT* out);
 template <class VT>

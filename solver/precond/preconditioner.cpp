@@ -266,16 +266,15 @@ public:
     PcType type() const noexcept override { return PcType::ilu0; }
 
 protected:
-    // z = U⁻¹ L⁻¹ r: y = L⁻¹ r into the scratch vector, then z = U⁻¹ y (which overwrites
-    // the scratch with its intermediate w).
+    // z = U⁻¹ L⁻¹ r: y = L⁻¹ r into the scratch vector (the lower solve with in != out does
+    // not write r), then z = U⁻¹ y (which may overwrite the scratch with its intermediate w).
     void solve(const VT* r, VT* z) const override
     {
         VT* y = scratch_.data();
         const auto lo = lower_.view();
         const auto up = upper_.view();
         dispatch_executor(*this->exec_, [&](const auto& e) {
-            kernels::copy(e, this->n_, r, y);
-            kernels::triangular_solve(e, lo, y, y);
+            kernels::triangular_solve(e, lo, const_cast<VT*>(r), y);  // r: not written
             kernels::triangular_solve(e, up, y, z);
         });
     }
