@@ -214,12 +214,7 @@ int cmd_solve(int argc, char** argv)
         std::printf("operator  %s\n", r.format.c_str());
         std::printf("solver    %s, preconditioner %s, on %s\n", r.solver.c_str(),
                     r.preconditioner.c_str(), r.device.c_str());
-        std::printf("result    %s after %d iterations\n",
-                    st.converged() ? "CONVERGED" : "NOT CONVERGED", st.iterations);
-        std::printf("          reason %s\n", to_string(st.reason));
-        std::printf("          ||r||/||b|| recursive %.3e, true %.3e\n", st.relative_residual,
-                    st.true_relative_residual);
-        if (err >= 0) std::printf("          max|x - x_true| / max|x_true| = %.3e\n", err);
+        print_result(st, err);
         std::printf(
             "time      setup %.3f s (operator %.3f, preconditioner %.3f, upload %.3f), "
             "solve %.3f s, %.4f ms per iteration, total %.3f s\n",

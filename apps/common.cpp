@@ -115,6 +115,16 @@ std::string json_string(const std::string& s)
     return o + "\"";
 }
 
+void print_result(const Status& st, double err)
+{
+    std::printf("result    %s after %d iterations\n",
+                st.converged() ? "CONVERGED" : "NOT CONVERGED", st.iterations);
+    std::printf("          reason %s\n", to_string(st.reason));
+    std::printf("          ||r||/||b|| recursive %.3e, true %.3e\n", st.relative_residual,
+                st.true_relative_residual);
+    if (err >= 0) std::printf("          max|x - x_true| / max|x_true| = %.3e\n", err);
+}
+
 void write_history_csv(const std::string& path, const Status& st)
 {
     std::ofstream h(path);

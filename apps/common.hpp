@@ -31,6 +31,10 @@ HeptaSpec parse_generate_spec(const std::string& s);
 Problem load_problem(const std::optional<std::string>& file,
                      const std::optional<std::string>& generate, bool quiet);
 
+/// The "result" lines of heptane solve: converged or not after how many iterations, the
+/// reason, recursive and true relative residuals, and the error against x_true when err >= 0.
+void print_result(const Status& st, double err);
+
 /// A solve's residual history as CSV (iteration,residual,relative); IoError when the file
 /// cannot be written.
 void write_history_csv(const std::string& path, const Status& st);

@@ -262,12 +262,7 @@ int cmd_solve_distributed(Args& args, bool json, bool monitor, bool quiet_flag)
         std::printf("operator  %s (rank 0)\n", op.describe().c_str());
         std::printf("solver    %s, preconditioner %s per rank\n", solver_name.c_str(),
                     m->describe().c_str());
-        std::printf("result    %s after %d iterations\n",
-                    st.converged() ? "CONVERGED" : "NOT CONVERGED", st.iterations);
-        std::printf("          reason %s\n", to_string(st.reason));
-        std::printf("          ||r||/||b|| recursive %.3e, true %.3e\n", st.relative_residual,
-                    st.true_relative_residual);
-        if (err >= 0) std::printf("          max|x - x_true| / max|x_true| = %.3e\n", err);
+        print_result(st, err);
         std::printf(
             "time      setup %.3f s, solve %.3f s, %.4f ms per iteration, total %.3f s "
             "(slowest rank)\n",
