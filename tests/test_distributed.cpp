@@ -208,6 +208,33 @@ BOOST_AUTO_TEST_CASE(distributed_spmv_matches_the_whole_product)
         }
 }
 
+BOOST_AUTO_TEST_CASE(mixed_precision_spmv_matches_the_whole_product)
+{
+    // fp32 values (the float rows of the generator), fp64 vectors and accumulation
+    const auto comm = world();
+    const auto exec = rank_executor();
+    const int rank = comm->rank(), size = comm->size();
+    const HeptaSpec s = spec_of(5, 6, 2 * size + 1, 3, false, HeptaModel::reservoir);
+    const Bdia<float> a = generate_hepta_bdia<float>(s);
+    const index_t n = a.rows;
+    const std::vector<double> x = test::random_vector<double>(std::size_t(n), 5);
+    std::vector<double> y_ref(static_cast<std::size_t>(n), 0.0);
+    kernels::spmv(*cpu_executor(), a, Op::normal, 1.0, x.data(), 0.0, y_ref.data());
+    const RowPartition part = partition_rows(n, s.Nc, size);
+    const index_t r0 = part.begin(rank), r1 = part.end(rank);
+    DistributedBdia<float, double> op(comm, part, generate_hepta_bdia_rows<float>(s, r0, r1), exec);
+    const Array<double> xl = to_exec(std::vector<double>(x.begin() + r0, x.begin() + r1), exec);
+    Array<double> yl(exec, std::size_t(r1 - r0));
+    op.apply(xl.data(), yl.data());
+    const std::vector<double> y = to_host(yl);
+    double err = 0, scale = 0;
+    for (index_t i = r0; i < r1; ++i) {
+        err = std::max(err, std::abs(y[i - r0] - y_ref[i]));
+        scale = std::max(scale, std::abs(y_ref[i]));
+    }
+    BOOST_TEST(err <= 1e-12 * (scale + 1), "rank " << rank << ": max error " << err);
+}
+
 namespace {
 
 /// Solve on the ranks and on one process with the same solver and a preconditioner that
