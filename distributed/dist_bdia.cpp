@@ -75,12 +75,6 @@ template <class MT, class VT>
 DistributedBdia<MT, VT>::~DistributedBdia() = default;
 
 template <class MT, class VT>
-HaloModel DistributedBdia<MT, VT>::halo_model() const noexcept
-{
-    return halo_ ? halo_->model() : HaloModel::automatic;
-}
-
-template <class MT, class VT>
 std::string DistributedBdia<MT, VT>::exchange_name() const
 {
     return halo_ ? to_string(halo_->model()) : "none";

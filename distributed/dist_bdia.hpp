@@ -67,12 +67,9 @@ public:
     const Communicator& communicator() const noexcept { return *comm_; }
     index_t row_begin() const { return part_.begin(comm_->rank()); }
     const HaloPlan& plan() const noexcept { return plan_; }
-    /// The halo model in use (automatic: none, on one rank).
-    HaloModel halo_model() const noexcept;
     /// "peer", "nccl", ... or "none" on one rank (no exchange, no reductions).
     std::string exchange_name() const;
     std::string reduction_name() const;
-    ReduceModel reduce_model() const noexcept { return reduce_model_; }
 
 private:
     void apply_local_scaled(VT alpha, const VT* x, VT beta, VT* y) const;

@@ -70,7 +70,6 @@ public:
     }
     VT* halo() noexcept override { return halo_.data(); }
     HaloModel model() const noexcept override { return HaloModel::host; }
-    bool overlaps() const noexcept override { return true; }
 
 private:
     HaloPlan plan_;
@@ -195,7 +194,6 @@ public:
         HEPTANE_CUDA_CHECK(cudaStreamWaitEvent(B::compute_, B::done_, 0));
     }
     HaloModel model() const noexcept override { return model_; }
-    bool overlaps() const noexcept override { return async_; }
 
 private:
     void copy_out(const VT* x, cudaStream_t s)
@@ -270,7 +268,6 @@ public:
         B::reqs_.clear();
     }
     HaloModel model() const noexcept override { return HaloModel::cuda_aware; }
-    bool overlaps() const noexcept override { return true; }
 
 private:
     const VT* x_ = nullptr;
@@ -306,7 +303,6 @@ public:
     }
     void finish() override { HEPTANE_CUDA_CHECK(cudaStreamWaitEvent(B::compute_, B::done_, 0)); }
     HaloModel model() const noexcept override { return HaloModel::nccl; }
-    bool overlaps() const noexcept override { return true; }
 
 private:
     static void check(ncclResult_t r)

@@ -80,8 +80,6 @@ public:
     /// The halo buffer (executor memory): L lower rows then U upper rows.
     virtual VT* halo() noexcept = 0;
     virtual HaloModel model() const noexcept = 0;
-    /// Whether start() lets the caller's local work overlap the exchange.
-    virtual bool overlaps() const noexcept = 0;
 };
 
 template <class VT>

@@ -42,4 +42,16 @@ if "$mpiexec" -np 2 "${flags[@]}" "$heptane" solve "${common[@]}" --halo nccl \
   exit 1
 fi
 grep -q "nccl" "$dir/bad.out"
+# a matrix that is not general-hepta (9 diagonals) is refused with the reason
+awk 'BEGIN { n = 20; c = 0
+  for (i = 1; i <= n; i++) for (d = -4; d <= 4; d++) if (i + d >= 1 && i + d <= n) c++
+  print "%%MatrixMarket matrix coordinate real general"; print n, n, c
+  for (i = 1; i <= n; i++) for (d = -4; d <= 4; d++) if (i + d >= 1 && i + d <= n)
+    print i, i + d, (d == 0 ? 10 : -1) }' >"$dir/band9.mtx"
+if "$mpiexec" -np 2 "${flags[@]}" "$heptane" solve "$dir/band9.mtx" --device cpu \
+  >"$dir/band9.out" 2>&1; then
+  echo "expected a failure for a matrix that is not general-hepta"
+  exit 1
+fi
+grep -q "is not a general-hepta matrix" "$dir/band9.out"
 echo "cli_distributed: OK"

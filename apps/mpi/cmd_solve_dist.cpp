@@ -79,6 +79,10 @@ LocalProblem build_local(const dist::Communicator& comm, const std::optional<std
         HEPTANE_ENSURE(a.rows == a.cols, DimensionMismatch,
                        "A is " << a.rows << " x " << a.cols << ": solve needs a square matrix");
         const Structure st = detect_structure(a);
+        HEPTANE_ENSURE(st.hepta, InputError,
+                       *file << " is not a general-hepta matrix (" << st.hepta_reason
+                             << "): under mpirun the operator is BDIA-GH split over the ranks; "
+                                "solve it on one process");
         p.global_rows = a.rows;
         p.nnz = a.nnz();
         p.block_size = st.block_size;
