@@ -1,9 +1,11 @@
 // heptane solve under mpirun: the same command on P ranks, one GPU per rank (or CPU ranks).
 // Rows are split in contiguous ranges (whole z-planes of a generated grid, cells otherwise);
 // with --generate each rank builds only its rows, a file is read by every rank and each
-// keeps its rows. The preconditioner is per rank (block Jacobi over the ranks: jacobi and
-// bjacobi are the one-process ones, ilu0 is ILU(0) of each rank's diagonal block). Rank 0
-// prints the report; -o gathers x there.
+// keeps its rows (so do -b and --x0). The preconditioner is per rank (block Jacobi over the
+// ranks: jacobi and bjacobi are the one-process ones, ilu0 is ILU(0) of each rank's diagonal
+// block). --precision as on one process: single = fp32 matrix, vectors, solver and
+// preconditioner; mixed = fp32 matrix values, fp64 vectors, solver and preconditioner. Rank 0
+// prints the report; -o gathers x there (fp64).
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -11,6 +13,8 @@
 #include <fstream>
 #include <optional>
 #include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "apps/args.hpp"
@@ -38,20 +42,33 @@ double seconds_since(Clock::time_point t0)
     return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
-/// This rank's rows, b and (when known) x_true, from --generate or a file.
+/// This rank's rows, b, x0 (empty: zero) and (when known) x_true, from --generate or a file.
 struct LocalProblem {
     dist::RowPartition part;
     Bdia<double> local;
-    std::vector<double> b, x_true;
+    std::vector<double> b, x0, x_true;
     std::string source;
     index_t global_rows = 0;
     offset_t nnz = 0;
     index_t block_size = 1;
 };
 
+/// This rank's rows of a Matrix Market vector over the whole system (-b, --x0), which every
+/// rank reads; DimensionMismatch (the same on every rank) when its length is not A's.
+std::vector<double> read_local_rows(const std::string& path, const char* what,
+                                    const dist::RowPartition& part, int rank)
+{
+    const std::vector<double> v = read_matrix_market_vector<double>(path);
+    HEPTANE_ENSURE(v.size() == std::size_t(part.global_rows()), DimensionMismatch,
+                   what << " (" << path << ") has " << v.size() << " entries, A has "
+                        << part.global_rows() << " rows");
+    return std::vector<double>(v.begin() + part.begin(rank), v.begin() + part.end(rank));
+}
+
 LocalProblem build_local(const dist::Communicator& comm, const std::optional<std::string>& file,
                          const std::optional<std::string>& gen,
-                         const std::optional<std::string>& bfile, const std::string& split)
+                         const std::optional<std::string>& bfile,
+                         const std::optional<std::string>& x0file, const std::string& split)
 {
     LocalProblem p;
     const int rank = comm.rank(), size = comm.size();
@@ -102,13 +119,85 @@ LocalProblem build_local(const dist::Communicator& comm, const std::optional<std
             p.x_true.assign(std::size_t(r1 - r0), 1.0);
         }
     }
-    if (bfile) {
-        const std::vector<double> b = read_matrix_market_vector<double>(*bfile);
-        HEPTANE_ENSURE(b.size() == std::size_t(p.global_rows), DimensionMismatch,
-                       "b has " << b.size() << " entries, A has " << p.global_rows << " rows");
-        p.b.assign(b.begin() + p.part.begin(rank), b.begin() + p.part.end(rank));
-    }
+    if (bfile) p.b = read_local_rows(*bfile, "b", p.part, rank);
+    if (x0file) p.x0 = read_local_rows(*x0file, "x0", p.part, rank);
     return p;
+}
+
+/// The local block (on the host) with fp32 values, for single and mixed: the same structure
+/// and stored pattern, every slot's value rounded, including the slots that couple to other
+/// ranks' rows (outside the pattern, which is why a round trip through COO would not do).
+Bdia<float> with_float_values(const Bdia<double>& a)
+{
+    const double* v = a.data.data();
+    return Bdia<float>{a.rows,
+                       a.cols,
+                       a.block_size,
+                       a.block_offsets,
+                       Array<float>(std::vector<float>(v, v + a.data.size())),
+                       a.pattern};
+}
+
+/// What one rank's solve gives back, whatever the precision.
+struct RankSolve {
+    Status status;
+    std::vector<double> x;  ///< this rank's rows of the last iterate
+    std::string op, exchange, reduction, pc;
+    double pc_s = 0, op_s = 0;
+};
+
+/// The preconditioner of this rank's diagonal block (VT, from the fp64 block as on one
+/// process), the operator with MT values, and the solve in VT from p.x0 (zero when empty).
+/// Consumes p.local.
+template <class MT, class VT>
+RankSolve solve_on_ranks(const std::shared_ptr<const dist::Communicator>& comm, LocalProblem& p,
+                         const std::shared_ptr<const Executor>& exec, const dist::DistOptions& dopt,
+                         SolverType solver, PcType pc, SolverOptions opts)
+{
+    RankSolve r;
+    const std::size_t n = std::size_t(p.part.rows(comm->rank()));
+    auto t = Clock::now();
+    const auto m = make_preconditioner<VT>(pc, csr_from_coo(to_coo(p.local)), p.block_size, exec);
+    r.pc_s = seconds_since(t);
+
+    t = Clock::now();
+    Bdia<MT> local;
+    if constexpr (std::is_same_v<MT, double>)
+        local = std::move(p.local);
+    else
+        local = with_float_values(std::exchange(p.local, Bdia<double>{}));
+    dist::DistributedBdia<MT, VT> op(comm, p.part, std::move(local), exec, dopt);
+    const Array<VT> b = Array<VT>(std::vector<VT>(p.b.begin(), p.b.end())).to(exec);
+    Array<VT> x = p.x0.empty() ? Array<VT>(exec, n)
+                               : Array<VT>(std::vector<VT>(p.x0.begin(), p.x0.end())).to(exec);
+    r.op_s = seconds_since(t);
+
+    opts.nonzero_initial_guess = !p.x0.empty();
+    MPI_Barrier(comm->comm());
+    if (solver == SolverType::cg) {
+        Cg<VT> s(opts);
+        s.set_operator(op);
+        s.set_preconditioner(*m);
+        r.status = s.solve(b, x);
+    } else {
+        Bicgstab<VT> s(opts);
+        s.set_operator(op);
+        s.set_preconditioner(*m);
+        r.status = s.solve(b, x);
+    }
+    const std::vector<VT> xh = n > 0 ? x.to_vector() : std::vector<VT>{};
+    r.x.assign(xh.begin(), xh.end());
+    r.op = op.describe();
+    r.exchange = op.exchange_name();
+    r.reduction = op.reduction_name();
+    r.pc = m->describe();
+    return r;
+}
+
+/// The one-process operator line's words for the precision.
+const char* precision_words(const std::string& prec)
+{
+    return prec == "single" ? "fp32" : prec == "mixed" ? "fp32 values/fp64 vectors" : "fp64";
 }
 
 /// x gathered on rank 0 (empty elsewhere).
@@ -138,7 +227,7 @@ int cmd_solve_distributed(Args& args, bool json, bool monitor, bool quiet_flag)
     auto bfile = args.get("-b");
     auto xfile = args.get("-o");
     auto hist = args.get("--history");
-    if (args.get("--x0")) throw UsageError("--x0 is not supported under mpirun yet");
+    auto x0file = args.get("--x0");
     const SolverType solver = parse_solver(args.get_or("--solver", "bicgstab"));
     auto pc_name = args.get("--pc");
     const std::string fmt = args.get_or("--format", "auto");
@@ -160,7 +249,8 @@ int cmd_solve_distributed(Args& args, bool json, bool monitor, bool quiet_flag)
             "under mpirun the operator is BDIA-GH split over the ranks: --format "
             "auto or bdiagh, not " +
             fmt);
-    if (prec != "double") throw UsageError("under mpirun --precision double only (for now)");
+    if (prec != "double" && prec != "single" && prec != "mixed")
+        throw UsageError("--precision must be double, single or mixed");
     if (impl != "fused")
         throw UsageError(
             "under mpirun --impl fused only (the reference "
@@ -178,24 +268,13 @@ int cmd_solve_distributed(Args& args, bool json, bool monitor, bool quiet_flag)
         build_local(*comm,
                     args.positionals().empty() ? std::nullopt
                                                : std::optional<std::string>(args.positionals()[0]),
-                    gen, bfile, split);
-    const index_t n = p.part.rows(comm->rank());
+                    gen, bfile, x0file, split);
     const double t_build = seconds_since(t0);
 
     // preconditioner of this rank's diagonal block
     PcType pc = solver == SolverType::cg ? PcType::block_jacobi
                                          : (exec->is_cuda() ? PcType::ilu0_mc : PcType::ilu0);
     if (pc_name) pc = parse_pc(*pc_name);
-    const auto t_pc = Clock::now();
-    const auto m =
-        make_preconditioner<double>(pc, csr_from_coo(to_coo(p.local)), p.block_size, exec);
-    const double pc_s = seconds_since(t_pc);
-
-    const auto t_op = Clock::now();
-    dist::DistributedBdia<double, double> op(comm, p.part, std::move(p.local), exec, dopt);
-    Array<double> b = Array<double>(std::vector<double>(p.b)).to(exec);
-    Array<double> x(exec, std::size_t(n));
-    const double op_s = seconds_since(t_op);
 
     double last_print = 0;
     opts.monitor = [&](const IterationInfo& it) {
@@ -206,21 +285,12 @@ int cmd_solve_distributed(Args& args, bool json, bool monitor, bool quiet_flag)
             last_print = now;
         }
     };
-    MPI_Barrier(comm->comm());
-    Status st;
-    if (solver == SolverType::cg) {
-        Cg<double> s(opts);
-        s.set_operator(op);
-        s.set_preconditioner(*m);
-        st = s.solve(b, x);
-    } else {
-        Bicgstab<double> s(opts);
-        s.set_operator(op);
-        s.set_preconditioner(*m);
-        st = s.solve(b, x);
-    }
-    std::vector<double> xh(static_cast<std::size_t>(n));
-    if (n > 0) copy_bytes(*exec, x.data(), *cpu_executor(), xh.data(), xh.size() * sizeof(double));
+    const RankSolve r =
+        prec == "single"  ? solve_on_ranks<float, float>(comm, p, exec, dopt, solver, pc, opts)
+        : prec == "mixed" ? solve_on_ranks<float, double>(comm, p, exec, dopt, solver, pc, opts)
+                          : solve_on_ranks<double, double>(comm, p, exec, dopt, solver, pc, opts);
+    const Status& st = r.status;
+    const std::vector<double>& xh = r.x;
 
     // error against x_true: max over all rows / max |x_true|
     double err = -1;
@@ -234,7 +304,8 @@ int cmd_solve_distributed(Args& args, bool json, bool monitor, bool quiet_flag)
         xm = max_over_ranks(xm, *comm);
         err = d / (xm > 0 ? xm : 1);
     }
-    const double setup_s = max_over_ranks(t_build + pc_s + op_s + st.timings.setup_ms / 1e3, *comm);
+    const double setup_s =
+        max_over_ranks(t_build + r.pc_s + r.op_s + st.timings.setup_ms / 1e3, *comm);
     const double solve_s = max_over_ranks(st.timings.solve_ms / 1e3, *comm);
     const double per_it = st.iterations > 0 ? solve_s * 1e3 / st.iterations : 0.0;
     const std::vector<double> x_all = xfile ? gather(*comm, p.part, xh) : std::vector<double>{};
@@ -250,22 +321,23 @@ int cmd_solve_distributed(Args& args, bool json, bool monitor, bool quiet_flag)
             "\"relres\": %.6e, \"true_relres\": %.6e, \"error_vs_xtrue\": %.6e, "
             "\"solve_seconds\": %.6f, \"setup_seconds\": %.6f, \"total_seconds\": %.6f, "
             "\"per_iteration_ms\": %.6f, \"solver\": \"%s\", \"preconditioner\": %s, "
-            "\"format\": \"bdiagh\", \"operator\": %s, \"precision\": \"double\", "
+            "\"format\": \"bdiagh\", \"operator\": %s, \"precision\": \"%s\", "
             "\"device\": %s, \"ranks\": %d, \"partition\": %s, \"halo\": \"%s\", "
             "\"reduce\": \"%s\", \"rows\": %d, \"nnz\": %lld}\n",
             json_string(p.source).c_str(), st.converged() ? "true" : "false", to_string(st.reason),
             st.iterations, st.relative_residual, st.true_relative_residual, err, solve_s, setup_s,
-            total_s, per_it, solver_name.c_str(), json_string(m->describe()).c_str(),
-            json_string(op.describe()).c_str(), json_string(exec->name()).c_str(), comm->size(),
-            json_string(p.part.describe()).c_str(), op.exchange_name().c_str(),
-            op.reduction_name().c_str(), p.global_rows, static_cast<long long>(p.nnz));
+            total_s, per_it, solver_name.c_str(), json_string(r.pc).c_str(),
+            json_string(r.op).c_str(), prec.c_str(), json_string(exec->name()).c_str(),
+            comm->size(), json_string(p.part.describe()).c_str(), r.exchange.c_str(),
+            r.reduction.c_str(), p.global_rows, static_cast<long long>(p.nnz));
     } else {
         std::printf("system    %s: %d rows, %lld entries, on %d ranks\n", p.source.c_str(),
                     p.global_rows, static_cast<long long>(p.nnz), comm->size());
         std::printf("split     %s\n", p.part.describe().c_str());
-        std::printf("operator  %s (rank 0)\n", op.describe().c_str());
+        std::printf("operator  %s (rank 0), precision %s (%s)\n", r.op.c_str(), prec.c_str(),
+                    precision_words(prec));
         std::printf("solver    %s, preconditioner %s per rank\n", solver_name.c_str(),
-                    m->describe().c_str());
+                    r.pc.c_str());
         print_result(st, err);
         std::printf(
             "time      setup %.3f s, solve %.3f s, %.4f ms per iteration, total %.3f s "
