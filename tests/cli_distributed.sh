@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # heptane solve under mpirun: the answer on 2 ranks (whole planes) and on 3 ranks (an uneven
-# split in cells) must match the one-process answer, and the JSON report must say so.
+# split in cells) must match the one-process answer, and the JSON report must say so; from a
+# nonzero --x0 (the answer itself: next to no iterations) and in --precision mixed and single.
 #   tests/cli_distributed.sh HEPTANE MPIEXEC [MPI flags...]
 set -euo pipefail
 heptane=$1
@@ -15,14 +16,14 @@ common=(--generate "$spec" --rtol 1e-11 --max-it 2000 --pc bjacobi --device cpu)
 "$heptane" solve "${common[@]}" -o "$dir/x1.mtx" --json >"$dir/one.json"
 grep -q '"converged": true' "$dir/one.json"
 
-compare() {  # max |a - b| / max |b| over two Matrix Market vectors
-  awk 'FNR == 1 { f++ } /^%/ || NF != 1 { next }
+compare() {  # max |a - b| / max |b| over two Matrix Market vectors <= $3 (default 1e-8)
+  awk -v tol="${3:-1e-8}" 'FNR == 1 { f++ } /^%/ || NF != 1 { next }
        f == 1 { a[n1++] = $1 } f == 2 { b[n2++] = $1 }
        END { if (n1 != n2 || n1 == 0) { print "length " n1 " vs " n2; exit 1 }
              d = 0; m = 0
              for (i = 0; i < n1; i++) { e = a[i] - b[i]; if (e < 0) e = -e; if (e > d) d = e
                                         v = b[i]; if (v < 0) v = -v; if (v > m) m = v }
-             r = d / m; print "max rel diff " r; exit (r <= 1e-8 ? 0 : 1) }' "$1" "$2"
+             r = d / m; print "max rel diff " r; exit (r <= tol + 0 ? 0 : 1) }' "$1" "$2"
 }
 
 for np in 2 3; do
@@ -35,7 +36,46 @@ for np in 2 3; do
   grep -q "\"ranks\": $np" "$dir/np$np.json"
   compare "$dir/x$np.mtx" "$dir/x1.mtx"
 done
-# bad input is a clear error, not a hang: a halo model for GPUs on CPU ranks
+json_int() {  # the integer value of key $1 in the JSON object in file $2
+  sed -n "s/.*\"$1\": \([0-9]*\).*/\1/p" "$2"
+}
+# from a nonzero initial guess: the one-process answer as x0 is already (nearly) converged
+"$mpiexec" -np 2 "${flags[@]}" "$heptane" solve "${common[@]}" --x0 "$dir/x1.mtx" \
+  -o "$dir/x0run.mtx" --json >"$dir/x0.json"
+cat "$dir/x0.json"
+grep -q '"converged": true' "$dir/x0.json"
+its=$(json_int iterations "$dir/x0.json")
+if [ -z "$its" ] || [ "$its" -gt 2 ]; then
+  echo "from x0 = the answer: '$its' iterations, expected at most 2"
+  exit 1
+fi
+compare "$dir/x0run.mtx" "$dir/x1.mtx"
+# --precision mixed (fp32 values, fp64 vectors: rtol 1e-11 is reachable) and single (rtol 1e-5):
+# the fp32 matrix is a perturbation of the fp64 one, so the answers match it loosely
+for prec in mixed single; do
+  rtol=1e-11 tol=1e-6
+  [ "$prec" = single ] && rtol=1e-5 tol=1e-4
+  "$mpiexec" -np 2 "${flags[@]}" "$heptane" solve "${common[@]}" --rtol "$rtol" \
+    --precision "$prec" -o "$dir/x_$prec.mtx" --json >"$dir/$prec.json"
+  cat "$dir/$prec.json"
+  grep -q '"converged": true' "$dir/$prec.json"
+  grep -q "\"precision\": \"$prec\"" "$dir/$prec.json"
+  compare "$dir/x_$prec.mtx" "$dir/x1.mtx" "$tol"
+done
+# and the same fp32 matrix on one process gives the same answer as on the ranks
+"$heptane" solve "${common[@]}" --precision mixed -o "$dir/x1_mixed.mtx" --json >"$dir/one_mixed.json"
+compare "$dir/x_mixed.mtx" "$dir/x1_mixed.mtx"
+# bad input is a clear error, not a hang: an x0 of the wrong length
+awk '/^%/ { print; next } !size { print $1 - 1, $2; size = $1; next }
+     ++k < size { print }' "$dir/x1.mtx" >"$dir/short.mtx"
+if "$mpiexec" -np 2 "${flags[@]}" "$heptane" solve "${common[@]}" --x0 "$dir/short.mtx" \
+  >"$dir/short.out" 2>&1; then
+  echo "expected a failure for an x0 of the wrong length"
+  exit 1
+fi
+cat "$dir/short.out"
+grep -q "x0 .* has [0-9]* entries, A has [0-9]* rows" "$dir/short.out"
+# a halo model for GPUs on CPU ranks
 if "$mpiexec" -np 2 "${flags[@]}" "$heptane" solve "${common[@]}" --halo nccl \
   >"$dir/bad.out" 2>&1; then
   echo "expected a failure for --halo nccl on CPU ranks"
