@@ -1,5 +1,6 @@
 // heptane: the command-line tool. `heptane <command> [options]`; `heptane <command> --help`.
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <string>
@@ -59,6 +60,9 @@ int main(int argc, char** argv)
         return 2;
     }
     const std::string cmd = argv[1];
+    // Under mpirun the GPUs wait on each other (peer and NCCL kernels): load every kernel
+    // before the first launch, not lazily (distributed/peer.hpp), unless the user said.
+    if (heptane::cli::launched_by_mpirun()) setenv("CUDA_MODULE_LOADING", "EAGER", 0);
     if (cmd == "-h" || cmd == "--help" || cmd == "help") {
         usage(stdout);
         return 0;

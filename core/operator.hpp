@@ -32,6 +32,12 @@ public:
     /// null for an operator on one process (the default), the communicator's Reducer for a
     /// distributed operator (rows() is then the local row count).
     virtual const Reducer* reducer() const { return nullptr; }
+    /// Whether apply() may be recorded into a CUDA graph and replayed later: it only queues
+    /// device work on the executor's stream (or on streams forked from it and joined back
+    /// before it returns), with no host synchronisation, no host-side communication and no
+    /// state that changes from call to call on the host. The solvers then replay a batch of
+    /// iterations as one graph launch. False (the default) keeps plain launches.
+    virtual bool graph_safe() const { return false; }
 };
 
 }  // namespace heptane

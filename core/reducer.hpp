@@ -22,6 +22,9 @@ public:
     virtual void sum(const Executor& exec, double* values, int count) const = 0;
     /// Number of processes taking part.
     virtual int size() const noexcept = 0;
+    /// Whether sum() may be recorded into a CUDA graph (see Operator::graph_safe): device
+    /// work only, no host wait. False by default (e.g. MPI_Allreduce on host scalars).
+    virtual bool graph_safe() const noexcept { return false; }
 };
 
 }  // namespace heptane

@@ -1,5 +1,6 @@
 #include "distributed/communicator.hpp"
 
+#include <cstdlib>
 #include <sstream>
 
 #include "core/error.hpp"
@@ -21,6 +22,11 @@ namespace heptane::dist {
 
 Communicator::Communicator(MPI_Comm comm)
 {
+    // Kernels that wait on other GPUs (peer halo and reduction, NCCL) need every kernel
+    // loaded up front: with lazy loading a first launch may wait for a kernel that waits
+    // for another rank (distributed/peer.hpp). Takes effect when CUDA is not yet
+    // initialised in this process; a value the user set is kept.
+    setenv("CUDA_MODULE_LOADING", "EAGER", 0);
     int init = 0;
     MPI_Initialized(&init);
     HEPTANE_ENSURE(init, InputError, "heptane::dist::Communicator: MPI is not initialised");

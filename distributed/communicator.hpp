@@ -15,6 +15,9 @@ namespace heptane::dist {
 
 /// A duplicate of an MPI communicator (heptane's messages never mix with the caller's), with
 /// the node-local rank for binding ranks to GPUs. MPI must be initialised by the caller.
+/// Construction sets CUDA_MODULE_LOADING=EAGER in the environment unless it is set (the
+/// device-direct models need eager loading, see distributed/peer.hpp): make the
+/// Communicator before the first CUDA call of the process, or set it yourself.
 class Communicator {
 public:
     explicit Communicator(MPI_Comm comm = MPI_COMM_WORLD);

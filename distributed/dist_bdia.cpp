@@ -140,6 +140,13 @@ void DistributedBdia<MT, VT>::apply(VT alpha, const VT* x, VT beta, VT* y) const
 }
 
 template <class MT, class VT>
+bool DistributedBdia<MT, VT>::graph_safe() const
+{
+    return exec_->is_cuda() && (!halo_ || halo_->graph_safe()) &&
+           (!reducer_ || reducer_->graph_safe());
+}
+
+template <class MT, class VT>
 void DistributedBdia<MT, VT>::update_values(const Bdia<MT>& values)
 {
     HEPTANE_ENSURE(values.rows == local_.rows && values.cols == local_.cols &&

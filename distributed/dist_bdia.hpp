@@ -50,6 +50,9 @@ public:
     void apply_transpose(VT alpha, const VT* x, VT beta, VT* y) const override;
     std::string describe() const override;
     const Reducer* reducer() const override { return reducer_.get(); }
+    /// On a GPU with a device-direct halo (peer, nccl) and reduction (peer, nccl), or on
+    /// one rank.
+    bool graph_safe() const override;
 
     using Operator<VT>::apply;
     /// New values for the same structure (rows, block size, block offsets): values.data

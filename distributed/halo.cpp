@@ -303,6 +303,7 @@ public:
     }
     void finish() override { HEPTANE_CUDA_CHECK(cudaStreamWaitEvent(B::compute_, B::done_, 0)); }
     HaloModel model() const noexcept override { return HaloModel::nccl; }
+    bool graph_safe() const noexcept override { return true; }
 
 private:
     static void check(ncclResult_t r)

@@ -80,6 +80,9 @@ public:
     /// The halo buffer (executor memory): L lower rows then U upper rows.
     virtual VT* halo() noexcept = 0;
     virtual HaloModel model() const noexcept = 0;
+    /// Whether start() + finish() may be recorded into a CUDA graph (Operator::graph_safe):
+    /// the device-direct models (nccl, peer) are; the host-staged ones wait on the host.
+    virtual bool graph_safe() const noexcept { return false; }
 };
 
 template <class VT>

@@ -1,6 +1,10 @@
 // CUDA IPC mailboxes, the peer halo exchange and the peer reduction (distributed/peer.hpp).
+#include <cuda.h>
 #include <mpi.h>
 
+#include <cstdio>
+#include <cstdlib>
+#include <string>
 #include <vector>
 
 #include "core/cuda_common.hpp"
@@ -73,20 +77,59 @@ __device__ __forceinline__ void store_flag(unsigned* f, unsigned v)
     *reinterpret_cast<volatile unsigned*>(f) = v;
 }
 
+__device__ __forceinline__ unsigned long long global_ns()
+{
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+
+/// Spin until *flag >= seq. A partner that never comes (a rank that died, or a program whose
+/// ranks do not call the exchanges in the same order) ends in a kernel trap after
+/// `timeout_ns` (0: never), which the host sees as a launch failure, not a silent hang.
+__device__ void wait_flag(const unsigned* flag, unsigned seq, unsigned long long timeout_ns,
+                          const char* what, int me, int from)
+{
+    if (load_flag(flag) >= seq) return;
+    const unsigned long long t0 = global_ns();
+    while (load_flag(flag) < seq) {
+        if (timeout_ns && global_ns() - t0 > timeout_ns) {
+            printf(
+                "heptane: %s on rank %d: nothing from rank %d for %.0f s (sequence %u, flag "
+                "%u); aborting (HEPTANE_PEER_TIMEOUT sets the limit in seconds)\n",
+                what, me, from, double(timeout_ns) * 1e-9, seq, load_flag(flag));
+            __trap();
+        }
+    }
+}
+
+/// HEPTANE_PEER_TIMEOUT in seconds (default 120; 0 waits for ever).
+unsigned long long peer_timeout_ns()
+{
+    const char* e = std::getenv("HEPTANE_PEER_TIMEOUT");
+    double s = 120;
+    if (e && *e) s = std::atof(e);
+    return s > 0 ? static_cast<unsigned long long>(s * 1e9) : 0ull;
+}
+
 // ---- reduction -------------------------------------------------------------------------------
 // Mailbox layout: slots[2][P][max_sums] doubles, then flags[P] (the last sequence number
-// each rank has posted here).
+// each rank has posted here), then this rank's own sequence counter (device-resident, so a
+// CUDA graph that replays the kernel counts on).
 
 struct ReduceArgs {
     double* slots[max_ranks];  // slots base of every rank's mailbox (mine included)
     unsigned* flags[max_ranks];
+    unsigned* seq;  // my counter
     int P, me, count;
+    unsigned long long timeout_ns;
 };
 
-__global__ void peer_reduce_kernel(ReduceArgs a, double* values, unsigned seq)
+__global__ void peer_reduce_kernel(ReduceArgs a, double* values)
 {
     // one warp: lane k < count handles sum k
     const int k = threadIdx.x;
+    const unsigned seq = load_flag(a.seq) + 1;
     const int par = seq & 1u;
     const double v = k < a.count ? values[k] : 0.0;
     if (k < a.count)
@@ -99,9 +142,8 @@ __global__ void peer_reduce_kernel(ReduceArgs a, double* values, unsigned seq)
         for (int q = 0; q < a.P; ++q)
             if (q != a.me) store_flag(a.flags[q] + a.me, seq);
     // wait for every rank's post to my mailbox
-    if (k < a.P && k != a.me)
-        while (load_flag(a.flags[a.me] + k) < seq) {
-        }
+    for (int q = k; q < a.P; q += 32)
+        if (q != a.me) wait_flag(a.flags[a.me] + q, seq, a.timeout_ns, "peer reduction", a.me, q);
     __syncwarp();
     __threadfence();
     if (k < a.count) {
@@ -110,6 +152,8 @@ __global__ void peer_reduce_kernel(ReduceArgs a, double* values, unsigned seq)
         for (int q = 0; q < a.P; ++q) s += mine[(par * a.P + q) * max_sums + k];
         values[k] = s;
     }
+    __syncwarp();
+    if (k == 0) store_flag(a.seq, seq);
 }
 
 class PeerReducer final : public Reducer {
@@ -122,13 +166,15 @@ public:
                        "peer reduction: at most " << max_ranks << " ranks");
         const std::size_t slot_bytes = sizeof(double) * 2 * std::size_t(P) * max_sums;
         box_ = std::make_unique<Mailbox>(*comm_, static_cast<const CudaExecutor&>(*exec_).device(),
-                                         slot_bytes + sizeof(unsigned) * std::size_t(P));
+                                         slot_bytes + sizeof(unsigned) * (std::size_t(P) + 1));
         args_.P = P;
         args_.me = comm_->rank();
+        args_.timeout_ns = peer_timeout_ns();
         for (int q = 0; q < P; ++q) {
             args_.slots[q] = reinterpret_cast<double*>(box_->of(q));
             args_.flags[q] = reinterpret_cast<unsigned*>(box_->of(q) + slot_bytes);
         }
+        args_.seq = reinterpret_cast<unsigned*>(box_->mine() + slot_bytes) + P;
     }
     void sum(const Executor& exec, double* values, int count) const override
     {
@@ -137,21 +183,23 @@ public:
         ReduceArgs a = args_;
         a.count = count;
         peer_reduce_kernel<<<1, 32, 0, cuda::stream(static_cast<const CudaExecutor&>(exec))>>>(
-            a, values, ++seq_);
+            a, values);
         HEPTANE_CUDA_LAUNCH_CHECK();
     }
     int size() const noexcept override { return comm_->size(); }
+    bool graph_safe() const noexcept override { return true; }
 
 private:
     std::shared_ptr<const Communicator> comm_;
     std::shared_ptr<const Executor> exec_;
     std::unique_ptr<Mailbox> box_;
     ReduceArgs args_{};
-    mutable unsigned seq_ = 0;
 };
 
 // ---- halo --------------------------------------------------------------------------------------
-// Mailbox layout: halo[halo_rows] of VT, then arrive[P] and ack[P] flags.
+// Mailbox layout: halo[halo_rows] of VT, then arrive[P] and ack[P] flags, the push kernels'
+// block ticket, and this rank's send and receive sequence counters (device-resident, so a
+// CUDA graph that replays the kernels counts on).
 
 constexpr int max_pieces = 8;
 
@@ -161,24 +209,32 @@ struct PushArgs {
     const VT* src[max_pieces];
     VT* dst[max_pieces];  // in the receiver's halo buffer
     long long count[max_pieces];
-    unsigned* arrive[max_pieces];      // my arrive flag in the receiver's mailbox
-    unsigned* ack_mine[max_pieces];    // the receiver's ack flag in my mailbox
-    unsigned* ack_theirs[max_pieces];  // my ack flag in the sender's mailbox, per recv piece
+    int to[max_pieces];                       // receiver of each piece
+    int from[max_pieces];                     // sender of each recv piece
+    unsigned* arrive[max_pieces];             // my arrive flag in the receiver's mailbox
+    unsigned* ack_mine[max_pieces];           // the receiver's ack flag in my mailbox
+    unsigned* ack_theirs[max_pieces];         // my ack flag in the sender's mailbox, per recv piece
+    const unsigned* arrive_from[max_pieces];  // each sender's arrive flag in my mailbox
     int nrecv;
+    int me;
     unsigned* last_block;  // ticket in my mailbox
+    unsigned* send_seq;    // exchanges pushed so far (my mailbox)
+    unsigned* recv_seq;    // exchanges received so far (my mailbox)
+    unsigned long long timeout_ns;
 };
 
 /// Push every send piece (grid-stride over all pieces), after the receivers acknowledged the
-/// previous exchange; the last block fences and raises the arrive flags.
+/// previous exchange; the last block fences, raises the arrive flags and counts the exchange.
 template <class VT>
-__global__ void peer_push_kernel(PushArgs<VT> a, unsigned seq)
+__global__ void peer_push_kernel(PushArgs<VT> a)
 {
+    const unsigned seq = load_flag(a.send_seq) + 1;
     // acknowledge the previous exchange to my senders (my previous boundary rows are done:
     // this kernel runs after them), and wait for my receivers' acknowledgements
     if (blockIdx.x == 0 && threadIdx.x < a.nrecv) store_flag(a.ack_theirs[threadIdx.x], seq - 1);
     if (threadIdx.x < a.n)
-        while (load_flag(a.ack_mine[threadIdx.x]) < seq - 1) {
-        }
+        wait_flag(a.ack_mine[threadIdx.x], seq - 1, a.timeout_ns, "peer halo (acknowledgement)",
+                  a.me, a.to[threadIdx.x]);
     __syncthreads();
     const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
     for (int p = 0; p < a.n; ++p)
@@ -190,22 +246,26 @@ __global__ void peer_push_kernel(PushArgs<VT> a, unsigned seq)
     __shared__ bool last;
     if (threadIdx.x == 0) last = atomicInc(a.last_block, gridDim.x - 1) == gridDim.x - 1;
     __syncthreads();
-    if (last && threadIdx.x < a.n) {
-        __threadfence_system();
-        store_flag(a.arrive[threadIdx.x], seq);
+    if (last) {  // every block has read send_seq and pushed its part
+        if (threadIdx.x < a.n) {
+            __threadfence_system();
+            store_flag(a.arrive[threadIdx.x], seq);
+        }
+        __syncthreads();
+        if (threadIdx.x == 0) store_flag(a.send_seq, seq);
     }
 }
 
-struct WaitArgs {
-    const unsigned* flags[max_pieces];
-};
-__global__ void peer_wait_kernel(WaitArgs w, int n, unsigned seq)
+template <class VT>
+__global__ void peer_wait_kernel(PushArgs<VT> a)
 {
-    if (static_cast<int>(threadIdx.x) < n)
-        while (load_flag(w.flags[threadIdx.x]) < seq) {
-        }
+    const unsigned seq = load_flag(a.recv_seq) + 1;
+    if (static_cast<int>(threadIdx.x) < a.nrecv)
+        wait_flag(a.arrive_from[threadIdx.x], seq, a.timeout_ns, "peer halo", a.me,
+                  a.from[threadIdx.x]);
     __syncthreads();
     __threadfence();
+    if (threadIdx.x == 0) store_flag(a.recv_seq, seq);
 }
 
 template <class VT>
@@ -226,14 +286,13 @@ public:
         HEPTANE_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&lo, &hi));
         HEPTANE_CUDA_CHECK(cudaStreamCreateWithPriority(&comm_stream_, cudaStreamNonBlocking, hi));
         HEPTANE_CUDA_CHECK(cudaEventCreateWithFlags(&ready_, cudaEventDisableTiming));
+        HEPTANE_CUDA_CHECK(cudaEventCreateWithFlags(&pushed_, cudaEventDisableTiming));
         halo_bytes_ = (sizeof(VT) * std::size_t(plan_.halo_rows()) + 255) / 256 * 256;
+        // flags: arrive[P], ack[P], ticket, send_seq, recv_seq
         box_ = std::make_unique<Mailbox>(*comm_, ce.device(),
-                                         halo_bytes_ + sizeof(unsigned) * (2 * std::size_t(P) + 1));
-        auto arrive = [&](int owner, int from) {
-            return reinterpret_cast<unsigned*>(box_->of(owner) + halo_bytes_) + from;
-        };
-        auto ack = [&](int owner, int from) {
-            return reinterpret_cast<unsigned*>(box_->of(owner) + halo_bytes_) + P + from;
+                                         halo_bytes_ + sizeof(unsigned) * (2 * std::size_t(P) + 3));
+        auto flags = [&](int owner) {
+            return reinterpret_cast<unsigned*>(box_->of(owner) + halo_bytes_);
         };
         // where my pieces land in each receiver's halo: the receivers say (by tag)
         std::vector<MPI_Request> reqs;
@@ -252,31 +311,37 @@ public:
         }
         MPI_Waitall(int(reqs.size()), reqs.data(), MPI_STATUSES_IGNORE);
         push_.n = int(plan_.sends.size());
+        push_.me = me;
+        push_.timeout_ns = peer_timeout_ns();
         for (int i = 0; i < push_.n; ++i) {
             const auto& s = plan_.sends[std::size_t(i)];
             push_.dst[i] = reinterpret_cast<VT*>(box_->of(s.peer)) + dst_off[std::size_t(i)];
             push_.count[i] = s.count;
-            push_.arrive[i] = arrive(s.peer, me);
-            push_.ack_mine[i] = ack(me, s.peer);
+            push_.to[i] = s.peer;
+            push_.arrive[i] = flags(s.peer) + me;
+            push_.ack_mine[i] = flags(me) + P + s.peer;
         }
         push_.nrecv = int(plan_.recvs.size());
         for (int i = 0; i < push_.nrecv; ++i) {
             const int q = plan_.recvs[std::size_t(i)].peer;
-            push_.ack_theirs[i] = ack(q, me);
-            wait_.flags[i] = arrive(me, q);
+            push_.from[i] = q;
+            push_.ack_theirs[i] = flags(q) + P + me;
+            push_.arrive_from[i] = flags(me) + q;
         }
-        push_.last_block = reinterpret_cast<unsigned*>(box_->mine() + halo_bytes_) + 2 * P;
+        push_.last_block = flags(me) + 2 * P;
+        push_.send_seq = flags(me) + 2 * P + 1;
+        push_.recv_seq = flags(me) + 2 * P + 2;
         halo_ = reinterpret_cast<VT*>(box_->mine());
         MPI_Barrier(comm_->comm());
     }
     ~PeerHalo() override
     {
         cudaEventDestroy(ready_);
+        cudaEventDestroy(pushed_);
         cudaStreamDestroy(comm_stream_);
     }
     void start(const VT* x) override
     {
-        ++seq_;
         HEPTANE_CUDA_CHECK(cudaEventRecord(ready_, compute_));
         HEPTANE_CUDA_CHECK(cudaStreamWaitEvent(comm_stream_, ready_, 0));
         PushArgs<VT> a = push_;
@@ -284,40 +349,67 @@ public:
         long long most = 0;
         for (int i = 0; i < a.n; ++i) most = most > a.count[i] ? most : a.count[i];
         const unsigned blocks = std::min<unsigned>(64, cuda::grid_for(most, 256));
-        peer_push_kernel<VT><<<blocks, 256, 0, comm_stream_>>>(a, seq_);
+        peer_push_kernel<VT><<<std::max(blocks, 1u), 256, 0, comm_stream_>>>(a);
         HEPTANE_CUDA_LAUNCH_CHECK();
+        HEPTANE_CUDA_CHECK(cudaEventRecord(pushed_, comm_stream_));
     }
     void finish() override
     {
-        if (plan_.recvs.empty()) return;
-        peer_wait_kernel<<<1, 32, 0, compute_>>>(wait_, int(plan_.recvs.size()), seq_);
-        HEPTANE_CUDA_LAUNCH_CHECK();
+        if (!plan_.recvs.empty()) {
+            peer_wait_kernel<VT><<<1, 32, 0, compute_>>>(push_);
+            HEPTANE_CUDA_LAUNCH_CHECK();
+        }
+        // Join the push back into the executor's stream: whatever comes next may overwrite x
+        // only after it has been pushed (the push ends once the receivers have started their
+        // own push of this exchange, so this waits for nothing slow), and a CUDA graph
+        // recorded from the executor's stream sees the push as part of it.
+        HEPTANE_CUDA_CHECK(cudaStreamWaitEvent(compute_, pushed_, 0));
     }
     VT* halo() noexcept override { return halo_; }
     HaloModel model() const noexcept override { return HaloModel::peer; }
+    bool graph_safe() const noexcept override { return true; }
 
 private:
     HaloPlan plan_;
     std::shared_ptr<const Communicator> comm_;
     std::shared_ptr<const Executor> exec_;
     cudaStream_t compute_ = nullptr, comm_stream_ = nullptr;
-    cudaEvent_t ready_ = nullptr;
+    cudaEvent_t ready_ = nullptr, pushed_ = nullptr;
     std::size_t halo_bytes_ = 0;
     std::unique_ptr<Mailbox> box_;
     PushArgs<VT> push_{};
-    WaitArgs wait_{};
     VT* halo_ = nullptr;
-    unsigned seq_ = 0;
 };
+
+/// Whether this process loads its CUDA modules eagerly. With lazy loading (the default since
+/// CUDA 12.2) the first launch of a kernel can wait for the kernels already running on the
+/// device; a peer kernel spinning on a partner that is itself stuck in such a load never
+/// ends (the CUDA programming guide's lazy-loading hazard for kernels that wait on each
+/// other). Seen as a hang with three ranks on the H200 x4.
+bool eager_module_loading()
+{
+    void* fn = nullptr;
+    cudaDriverEntryPointQueryResult q{};
+    if (cudaGetDriverEntryPointByVersion("cuModuleGetLoadingMode", &fn, 12000, cudaEnableDefault,
+                                         &q) != cudaSuccess ||
+        q != cudaDriverEntryPointSuccess || !fn) {
+        cudaGetLastError();
+        const char* e = std::getenv("CUDA_MODULE_LOADING");
+        return e && std::string(e) == "EAGER";
+    }
+    CUmoduleLoadingMode mode = CU_MODULE_LAZY_LOADING;
+    if (reinterpret_cast<CUresult (*)(CUmoduleLoadingMode*)>(fn)(&mode) != CUDA_SUCCESS)
+        return false;
+    return mode == CU_MODULE_EAGER_LOADING;
+}
 
 }  // namespace
 
 bool peer_capable(const Executor& exec, const Communicator& comm)
 {
-    // Two ranks only for now: measured and tested on the H200 x2; three ranks on the H200 x4
-    // hung in test_distributed (not yet understood), so the peer models refuse P > 2.
-    int ok = exec.is_cuda() && comm.node_size() == comm.size() &&
-             comm.size() <= CudaExecutor::device_count() && comm.size() == 2;
+    int ok = exec.is_cuda() && comm.size() > 1 && comm.node_size() == comm.size() &&
+             comm.size() <= CudaExecutor::device_count() && comm.size() <= max_ranks &&
+             eager_module_loading();
     // every pair of devices must reach each other (every rank takes part in the gather)
     const int dev = ok ? static_cast<const CudaExecutor&>(exec).device() : -1;
     std::vector<int> devs(static_cast<std::size_t>(comm.size()));
@@ -336,8 +428,9 @@ std::unique_ptr<Reducer> make_peer_reducer(std::shared_ptr<const Communicator> c
                                            std::shared_ptr<const Executor> exec)
 {
     HEPTANE_ENSURE(peer_capable(*exec, *comm), NotSupported,
-                   "peer reduction: needs one GPU per rank, all ranks on one node, with peer "
-                   "access between every pair (use nccl or mpi)");
+                   "peer reduction: needs one GPU per rank, all ranks on one node, peer access "
+                   "between every pair and eager module loading (CUDA_MODULE_LOADING=EAGER); "
+                   "use nccl or mpi");
     return std::make_unique<PeerReducer>(std::move(comm), std::move(exec));
 }
 
@@ -347,8 +440,9 @@ std::unique_ptr<HaloExchange<VT>> make_peer_halo(const HaloPlan& plan,
                                                  std::shared_ptr<const Executor> exec)
 {
     HEPTANE_ENSURE(peer_capable(*exec, *comm), NotSupported,
-                   "halo model 'peer': needs one GPU per rank, all ranks on one node, with peer "
-                   "access between every pair (use nccl or pinned-async)");
+                   "halo model 'peer': needs one GPU per rank, all ranks on one node, peer access "
+                   "between every pair and eager module loading (CUDA_MODULE_LOADING=EAGER); "
+                   "use nccl or pinned-async");
     return std::make_unique<PeerHalo<VT>>(plan, std::move(comm), std::move(exec));
 }
 

@@ -12,9 +12,14 @@
 //                   waits for every rank's flag, and adds the slots in rank order (the same
 //                   order on every rank, so every rank gets bit-identical sums). Two slot sets
 //                   used alternately make acknowledgements unnecessary.
-// Only for CUDA executors with every rank on one node, and for now exactly two ranks (a run
-// with three ranks on the H200 x4 hung; until that is understood P > 2 uses nccl);
-// construction is collective.
+// Sequence numbers live in device memory, so the kernels can be recorded into a CUDA graph
+// and replayed (graph_safe). A partner that never answers ends in a kernel trap after
+// HEPTANE_PEER_TIMEOUT seconds (default 120), reported as a launch failure, not a hang.
+// Only for CUDA executors with every rank on one node and its own GPU, peer access between
+// every pair, and eager module loading (CUDA_MODULE_LOADING=EAGER, which the Communicator
+// sets when it can): with lazy loading a kernel's first launch can wait for a spinning peer
+// kernel that waits for a rank stuck the same way (the likely cause of a hang seen with
+// three ranks on the H200 x4). Construction is collective.
 #pragma once
 
 #include <memory>
@@ -24,8 +29,9 @@
 
 namespace heptane::dist {
 
-/// Whether the peer models can run: CUDA executor, two ranks on one node, each with its own
-/// GPU, peer access between them (collective: every rank must call it).
+/// Whether the peer models can run: CUDA executor, two or more ranks on one node, each with
+/// its own GPU, peer access between every pair, eager module loading (collective: every rank
+/// must call it).
 bool peer_capable(const Executor& exec, const Communicator& comm);
 
 std::unique_ptr<Reducer> make_peer_reducer(std::shared_ptr<const Communicator> comm,

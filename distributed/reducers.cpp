@@ -82,6 +82,7 @@ public:
         HEPTANE_ENSURE(r == ncclSuccess, DeviceError, "ncclAllReduce: " << ncclGetErrorString(r));
     }
     int size() const noexcept override { return comm_->size(); }
+    bool graph_safe() const noexcept override { return true; }
 
 private:
     std::shared_ptr<const Communicator> comm_;
@@ -99,8 +100,9 @@ ReduceModel parse_reduce_model(const std::string& name)
     if (n == "auto") return ReduceModel::automatic;
     if (n == "mpi") return ReduceModel::mpi;
     if (n == "nccl") return ReduceModel::nccl;
+    if (n == "peer") return ReduceModel::peer;
     HEPTANE_THROW(InputError,
-                  "unknown reduction model '" << name << "' (choices: auto, mpi, nccl)");
+                  "unknown reduction model '" << name << "' (choices: auto, mpi, nccl, peer)");
 }
 
 const char* to_string(ReduceModel m) noexcept
@@ -139,6 +141,13 @@ std::unique_ptr<Reducer> make_reducer(ReduceModel model, std::shared_ptr<const C
     model = resolve_reduce_model(model, *exec, *comm);
     if (model == ReduceModel::mpi)
         return std::make_unique<MpiReducer>(std::move(comm), std::move(exec));
+    if (model == ReduceModel::peer) {
+#ifdef HEPTANE_HAVE_CUDA
+        return make_peer_reducer(std::move(comm), std::move(exec));
+#else
+        HEPTANE_THROW(NotSupported, "reduction model 'peer': this build of heptane has no CUDA");
+#endif
+    }
 #ifdef HEPTANE_HAVE_NCCL
     HEPTANE_ENSURE(exec->is_cuda(), InputError,
                    "the nccl reduction is for GPU vectors; on the CPU use mpi");

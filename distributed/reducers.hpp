@@ -20,7 +20,8 @@ enum class ReduceModel { automatic, mpi, nccl, peer };
 /// "auto", "mpi", "nccl", "peer". InputError naming the choices.
 ReduceModel parse_reduce_model(const std::string& name);
 const char* to_string(ReduceModel m) noexcept;
-/// auto: on GPUs peer when two ranks have a GPU each on one node with peer access, else nccl
+/// auto: on GPUs peer when every rank has a GPU of its own on one node with peer access
+/// between them (and eager module loading), else nccl
 /// when the build has NCCL and every rank of the node has a GPU of its own (NCCL refuses two
 /// ranks on one device), else mpi; mpi on the CPU. Collective on GPUs.
 ReduceModel resolve_reduce_model(ReduceModel m, const Executor& exec, const Communicator& comm);

@@ -222,6 +222,12 @@ public:
             run(a_, Op::transpose, alpha, x, beta, y);
     }
     std::string describe() const override { return desc_; }
+    /// Every CUDA format kernel is launch-only, except CSR's (the vector kernel measures the
+    /// longest row once, with a host wait, and the merge kernel allocates per call).
+    bool graph_safe() const override
+    {
+        return exec_->is_cuda() && !std::is_same_v<M, Csr<MT>> && !at_;
+    }
 
 private:
     template <class Matrix>

@@ -84,7 +84,9 @@ public:
   void                            apply(VT alpha, const VT *x, VT beta, VT *y) const override { spmv(*exec_, m_, Op::normal, alpha, x, beta, y); }
   void                            apply_transpose(VT alpha, const VT *x, VT beta, VT *y) const override { spmv(*exec_, m_, Op::transpose, alpha, x, beta, y); }
   std::string                     describe() const override { return desc_; }
-  M                              &matrix() noexcept { return m_; }
+  // CSR's CUDA kernels may wait on the host (see formats/matrix.cpp); the others only launch.
+  bool graph_safe() const override { return exec_->is_cuda() && !std::is_same_v<M, Csr<MT>>; }
+  M   &matrix() noexcept { return m_; }
 
 private:
   M                               m_;

@@ -93,6 +93,7 @@ public:
   void                            apply_transpose(VT alpha, const VT *x, VT beta, VT *y) const override { op_->apply_transpose(alpha, x, beta, y); }
   std::string                     describe() const override { return op_->describe() + suffix_; }
   const Reducer                  *reducer() const override { return op_->reducer(); }
+  bool                            graph_safe() const override { return op_->graph_safe(); }
 
 private:
   std::shared_ptr<const Operator<VT>> op_;

@@ -94,13 +94,30 @@ struct CheckMirrors {
     }
 };
 
+/// Whether a solve may replay its iterations from a CUDA graph: asked for, on a CUDA
+/// executor, and every part graph-safe (the operator, the preconditioner unless it is
+/// skipped, the reducer of a distributed operator).
+template <class VT>
+bool graphs_allowed(const SolverOptions& o, const Operator<VT>& a, const Operator<VT>* m)
+{
+    return o.cuda_graphs && a.executor()->is_cuda() && a.graph_safe() && (!m || m->graph_safe()) &&
+           (!a.reducer() || a.reducer()->graph_safe());
+}
+
 template <class VT>
 class KrylovDriver {
 public:
-    KrylovDriver(VectorOps<VT>& ops, CheckMirrors& mirrors, const SolverOptions& opts)
-        : ops_(ops), mirrors_(mirrors), opts_(opts)
+    /// `graph`: where to record the batch for replay (null: plain launches, always on the
+    /// CPU). The first batch is queued plainly and the recording made while it runs; every
+    /// later full batch is one graph launch.
+    KrylovDriver(VectorOps<VT>& ops, CheckMirrors& mirrors, const SolverOptions& opts,
+                 BatchGraph* graph = nullptr)
+        : ops_(ops), mirrors_(mirrors), opts_(opts), graph_(graph)
     {
+        if (graph_) graph_->reset();  // the pointers of this solve are recorded anew
     }
+    /// Whether any batch of the last run() was a graph launch.
+    bool used_graph() const noexcept { return graph_launches_ > 0; }
 
     /// After the init kernel: read the state (waits for the executor), record ‖r_0‖.
     /// Returns true when the solve already stopped at iteration 0.
@@ -129,7 +146,12 @@ public:
         bool stopped = false;
         while (launched < opts_.max_it && !stopped) {
             const int batch = std::min(k, opts_.max_it - launched);
-            for (int j = 0; j < batch; ++j) iterate();
+            if (graph_ && batch == k && graph_->recorded()) {
+                graph_->launch(*ops_.exec());
+                ++graph_launches_;
+            } else {
+                for (int j = 0; j < batch; ++j) iterate();
+            }
             Batch cur{slot, launched + 1, batch, true};
             launched += batch;
             HostMirror& m = *mirrors[slot];
@@ -138,6 +160,11 @@ public:
                          sizeof(double) * std::size_t(batch));
             m.record();
             slot ^= 1;
+            // record the batch while the device runs the first one, when a full batch follows
+            if (graph_ && !graph_->recorded() && launched + k <= opts_.max_it)
+                graph_->record(*ops_.exec(), [&] {
+                    for (int j = 0; j < k; ++j) iterate();
+                });
             if (ops_.asynchronous()) {
                 // wait for the batch before this one; the device works on this one meanwhile
                 if (prev.valid) stopped = process(*mirrors[prev.slot], prev.first, prev.count);
@@ -222,6 +249,8 @@ private:
     VectorOps<VT>& ops_;
     CheckMirrors& mirrors_;
     const SolverOptions& opts_;
+    BatchGraph* graph_ = nullptr;
+    int graph_launches_ = 0;
     KrylovState state_{};
     std::vector<double> history_;
     std::vector<double> prefix_min_;

@@ -15,12 +15,17 @@ if(TARGET heptane_distributed)
     add_test(NAME test_distributed_np${np} COMMAND ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG}
       ${np} ${mpi_flags} $<TARGET_FILE:test_distributed>)
     set_tests_properties(test_distributed_np${np} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600
-      LABELS "cpu;distributed" ENVIRONMENT "OMP_NUM_THREADS=1")
+      LABELS "cpu;distributed" ENVIRONMENT "OMP_NUM_THREADS=1;CUDA_MODULE_LOADING=EAGER")
     add_test(NAME test_distributed_np${np}_gpu COMMAND ${MPIEXEC_EXECUTABLE}
       ${MPIEXEC_NUMPROC_FLAG} ${np} ${mpi_flags} $<TARGET_FILE:test_distributed>)
     set_tests_properties(test_distributed_np${np}_gpu PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600
-      LABELS "gpu;distributed" ENVIRONMENT "HEPTANE_TEST_DEVICE=cuda;OMP_NUM_THREADS=1")
+      LABELS "gpu;distributed" ENVIRONMENT "HEPTANE_TEST_DEVICE=cuda;OMP_NUM_THREADS=1;CUDA_MODULE_LOADING=EAGER")
   endforeach()
+  # four ranks: on a machine with four GPUs each rank has its own (peer and NCCL on 4 GPUs)
+  add_test(NAME test_distributed_np4_gpu COMMAND ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} 4
+    ${mpi_flags} $<TARGET_FILE:test_distributed>)
+  set_tests_properties(test_distributed_np4_gpu PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600
+    LABELS "gpu;distributed" ENVIRONMENT "HEPTANE_TEST_DEVICE=cuda;OMP_NUM_THREADS=1;CUDA_MODULE_LOADING=EAGER")
 endif()
 
 # heptane solve under mpirun against one process (tests/cli_distributed.sh)

@@ -92,6 +92,19 @@ std::vector<HaloModel> halo_models()
     return m;
 }
 
+/// The reduction models to test: mpi; on GPUs nccl (every rank its own GPU) and peer.
+std::vector<ReduceModel> reduce_models()
+{
+    std::vector<ReduceModel> m{ReduceModel::mpi};
+    if (!test::testing_on_gpu()) return m;
+    if (built_with_nccl() && world()->node_size() <= CudaExecutor::device_count())
+        m.push_back(ReduceModel::nccl);
+#ifdef HEPTANE_HAVE_CUDA
+    if (peer_capable(*rank_executor(), *world())) m.push_back(ReduceModel::peer);
+#endif
+    return m;
+}
+
 /// Every rank's plan, checked against each other: each receive has the matching send, and
 /// the receives cover the halo exactly once.
 void check_plans(const RowPartition& part, index_t w_lo, index_t w_hi)
@@ -233,6 +246,94 @@ BOOST_AUTO_TEST_CASE(mixed_precision_spmv_matches_the_whole_product)
         scale = std::max(scale, std::abs(y_ref[i]));
     }
     BOOST_TEST(err <= 1e-12 * (scale + 1), "rank " << rank << ": max error " << err);
+}
+
+BOOST_AUTO_TEST_CASE(reductions_sum_over_the_ranks)
+{
+    const auto comm = world();
+    const auto exec = rank_executor();
+    const int rank = comm->rank(), size = comm->size();
+    if (size == 1) return;  // one rank has no reducer
+    for (ReduceModel model : reduce_models()) {
+        const auto red = make_reducer(model, comm, exec);
+        BOOST_TEST(red->size() == size);
+        Array<double> buf(exec, 8);
+        // several rounds: the sequence numbers and both slot sets of the peer reduction
+        for (int round = 0; round < 5; ++round)
+            for (int count : {1, 2, 8}) {
+                std::vector<double> v(8, -1.0);
+                for (int k = 0; k < count; ++k) v[std::size_t(k)] = 0.5 * (rank + 1) + k + round;
+                copy_bytes(*cpu_executor(), v.data(), *exec, buf.data(), sizeof(double) * 8);
+                red->sum(*exec, buf.data(), count);
+                const std::vector<double> h = to_host(buf);
+                for (int k = 0; k < 8; ++k) {
+                    // exact in binary: halves and small integers
+                    const double want =
+                        k < count ? 0.25 * size * (size + 1) + double(size) * (k + round) : -1.0;
+                    BOOST_TEST(h[std::size_t(k)] == want, to_string(model)
+                                                              << " round " << round << " count "
+                                                              << count << " k " << k);
+                }
+            }
+    }
+}
+
+BOOST_AUTO_TEST_CASE(graph_replay_gives_the_same_iterations)
+{
+    // BiCGStab with batches replayed from a CUDA graph and with every kernel launched: the
+    // same kernels in the same order, so the same history and iterations. On GPUs only.
+    const auto comm = world();
+    const auto exec = rank_executor();
+    if (!exec->is_cuda()) return;
+    const int rank = comm->rank(), size = comm->size();
+    HeptaSpec s = spec_of(8, 7, 3 * size + 2, 2, false, HeptaModel::reservoir);
+    s.difficulty = 0.5;
+    const RowPartition part = partition_planes(s.I, s.J * s.H * s.Nc, size);
+    const index_t r0 = part.begin(rank), r1 = part.end(rank);
+    const Bdia<double> loc = generate_hepta_bdia_rows<double>(s, r0, r1);
+    const LinearSystem<double> sys = make_rhs_rows(s, loc, r0);
+    const Array<double> b = to_exec(sys.b, exec);
+    std::vector<DistOptions> models{DistOptions{}};
+    if (size > 1) {
+        for (HaloModel h : halo_models())
+            if (h == HaloModel::nccl || h == HaloModel::peer)
+                models.push_back(
+                    DistOptions{h, h == HaloModel::nccl ? ReduceModel::nccl : ReduceModel::peer});
+        models.push_back(DistOptions{HaloModel::pinned_async, ReduceModel::mpi});
+    }
+    for (const DistOptions& d : models) {
+        DistributedBdia<double, double> op(comm, part, loc, exec, d);
+        const auto m = make_preconditioner<double>(PcType::block_jacobi, csr_from_coo(to_coo(loc)),
+                                                   s.Nc, exec);
+        Status st[2];
+        for (int graphs = 0; graphs < 2; ++graphs) {
+            SolverOptions o;
+            o.rtol = 1e-10;
+            o.max_it = 500;
+            o.check_every = 4;
+            o.cuda_graphs = graphs == 1;
+            Bicgstab<double> solver(o);
+            solver.set_operator(op);
+            solver.set_preconditioner(*m);
+            Array<double> x(exec, std::size_t(r1 - r0));
+            st[graphs] = solver.solve(b, x);
+        }
+        const std::string what = op.exchange_name() + "/" + op.reduction_name();
+        BOOST_TEST(st[1].converged(), what << ": " << st[1].summary());
+        BOOST_TEST(st[1].iterations > 8, what);  // so that batches were replayed
+        BOOST_TEST(st[1].cuda_graph == op.graph_safe(), what);
+        BOOST_TEST(!st[0].cuda_graph, what);
+        BOOST_TEST(st[1].iterations == st[0].iterations, what);
+        BOOST_TEST(st[1].history.size() == st[0].history.size(), what);
+        for (std::size_t k = 0; k < std::min(st[0].history.size(), st[1].history.size()); ++k)
+            BOOST_TEST(std::abs(st[1].history[k] - st[0].history[k]) <= 1e-14 * st[0].history[k],
+                       what << ": ||r_" << k << "|| " << st[1].history[k] << " with the graph, "
+                            << st[0].history[k] << " without");
+    }
+    // the device-direct models and one rank are graph-safe, the host-staged ones are not
+    const DistributedBdia<double, double> staged(
+        comm, part, loc, exec, DistOptions{HaloModel::pinned_async, ReduceModel::mpi});
+    BOOST_TEST(staged.graph_safe() == (size == 1));
 }
 
 namespace {

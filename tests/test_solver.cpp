@@ -704,6 +704,64 @@ BOOST_AUTO_TEST_CASE(reference_bicgstab_matches_fused_on_the_gpu)
     BOOST_TEST(r.st.reason == Reason::breakdown_rv);
 }
 
+BOOST_AUTO_TEST_CASE(cuda_graph_replay_matches_plain_launches)
+{
+    // Batches replayed from a CUDA graph run the same kernels in the same order as plain
+    // launches: the same history, bit for bit, for every preconditioner; a CSR operator
+    // (whose kernels may wait on the host) falls back to plain launches.
+    if (!test::testing_on_gpu()) {
+        BOOST_TEST_MESSAGE("CUDA graphs: GPU only (the CPU has no graphs to record)");
+        return;
+    }
+    auto exec = test::test_executor();
+    const auto nonsym = seven_point(9, 8, 7, 0.4, 0.05);
+    const auto spd = seven_point(9, 8, 7, 0.0, 0.0, true);
+    const auto b = test::random_vector<double>(std::size_t(nonsym.rows), 3);
+    const Array<double> bd = Array<double>(b).to(exec);
+    for (PcType pc :
+         {PcType::none, PcType::jacobi, PcType::block_jacobi, PcType::ilu0, PcType::ilu0_mc}) {
+        for (Method method : {Method::bicgstab, Method::cg}) {
+            if (method == Method::cg && (pc == PcType::ilu0 || pc == PcType::ilu0_mc)) continue;
+            const Coo<double>& a = method == Method::cg ? spd : nonsym;
+            const auto bdia = make_matrix_operator<double, double>(a, Format::bdia, exec);
+            BOOST_TEST(bdia->graph_safe());
+            const auto m = make_preconditioner<double>(pc, csr_from_coo(a), 1, exec);
+            Status st[2];
+            std::vector<double> x[2];
+            for (int graphs = 0; graphs < 2; ++graphs) {
+                SolverOptions o = tight();
+                o.check_every = 3;
+                o.cuda_graphs = graphs == 1;
+                Array<double> xd(exec, b.size());
+                if (method == Method::bicgstab) {
+                    Bicgstab<double> s(o);
+                    s.set_operator(*bdia);
+                    s.set_preconditioner(*m);
+                    st[graphs] = s.solve(bd, xd);
+                } else {
+                    Cg<double> s(o);
+                    s.set_operator(*bdia);
+                    s.set_preconditioner(*m);
+                    st[graphs] = s.solve(bd, xd);
+                }
+                x[graphs] = xd.to_vector();
+            }
+            const std::string what =
+                std::string(method == Method::cg ? "cg" : "bicgstab") + " pc=" + to_string(pc);
+            BOOST_TEST(st[1].iterations > 6, what);  // at least one replayed batch
+            BOOST_TEST(st[1].cuda_graph, what);
+            BOOST_TEST(!st[0].cuda_graph, what);
+            BOOST_TEST(st[1].iterations == st[0].iterations, what);
+            BOOST_TEST(st[1].reason == st[0].reason, what);
+            BOOST_TEST(st[1].history == st[0].history, boost::test_tools::per_element());
+            BOOST_TEST(x[1] == x[0], boost::test_tools::per_element());
+        }
+    }
+    // CSR: not graph-safe, plain launches
+    const Run csr = run(Method::bicgstab, nonsym, b, PcType::jacobi, 1, tight());
+    BOOST_TEST(!csr.st.cuda_graph);
+}
+
 // ---- solve_system ---------------------------------------------------------------------------
 
 BOOST_AUTO_TEST_CASE(solve_system_in_every_precision_and_format)

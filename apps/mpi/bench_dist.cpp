@@ -105,6 +105,8 @@ const char* scale_usage =
     "  --iters N        BiCGStab iterations per solve, no preconditioner, rtol 0 (default 50)\n"
     "  --reps N         timed repetitions of the parts (default 30)\n"
     "  --halo M --reduce M   models (default auto; see heptane solve --help)\n"
+    "  --no-graphs      launch every kernel (default: batches of 8 iterations replayed from a\n"
+    "                   CUDA graph where the models allow it: peer, nccl)\n"
     "  --device D       auto | cpu | gpu (default auto)\n"
     "  --csv FILE       append the rows as CSV (the header when the file is new)\n";
 
@@ -216,12 +218,13 @@ int bench_comm(int argc, char** argv)
 
 int bench_scale(int argc, char** argv)
 {
-    Args args(argc, argv, {"--weak"});
+    Args args(argc, argv, {"--weak", "--no-graphs"});
     if (args.help()) {
         std::printf("%s", scale_usage);
         return 0;
     }
     const bool weak = args.flag("--weak");
+    const bool graphs = !args.flag("--no-graphs");
     const int iters = static_cast<int>(args.get_int("--iters", 50));
     const int reps = static_cast<int>(args.get_int("--reps", 30));
     const std::string device = args.get_or("--device", "auto");
@@ -243,7 +246,7 @@ int bench_scale(int argc, char** argv)
     const int P = comm->size();
     const char* header =
         "spec,N,Nc,ranks,halo,reduce,iter_ms,spmv_ms,local_spmv_ms,halo_ms,halo_wait_ms,"
-        "reduce_ms,vector_ms,halo_wait_pct,iterations\n";
+        "reduce_ms,vector_ms,halo_wait_pct,iterations,cuda_graph\n";
     std::ostringstream rows;
     if (root) {
         std::printf(
@@ -252,8 +255,9 @@ int bench_scale(int argc, char** argv)
             P, exec->name().c_str(), iters, weak ? ", weak scaling (SPEC per rank)" : "");
         std::printf(
             "| system | N | ranks | halo | iteration ms | SpMV ms | local SpMV ms | halo "
-            "alone ms | halo wait ms | reduction ms | vector ms | halo wait %% |\n");
-        std::printf("|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+            "alone ms | halo wait ms | reduction ms | vector ms | halo wait %% | reduce | "
+            "graph |\n");
+        std::printf("|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|\n");
     }
     for (const std::string& text : specs) {
         HeptaSpec s = parse_generate_spec(text);
@@ -270,17 +274,19 @@ int bench_scale(int argc, char** argv)
         SolverOptions o;
         o.rtol = 0;
         o.max_it = iters;
-        o.check_every = iters;
         o.compute_true_residual = false;
+        o.cuda_graphs = graphs;
         Bicgstab<double> solver(o);
         solver.set_operator(op);
         solver.solve(b, x);  // warm-up (workspace, first touches)
         std::vector<double> per_it;
         int its = 0;
+        bool used_graph = false;
         for (int rep = 0; rep < 3; ++rep) {
             MPI_Barrier(comm->comm());
             const Status st = solver.solve(b, x);
             its = st.iterations;
+            used_graph = st.cuda_graph;
             per_it.push_back(
                 max_over_ranks(st.timings.solve_ms / std::max(1, st.iterations), *comm));
         }
@@ -306,14 +312,15 @@ int bench_scale(int argc, char** argv)
         if (root) {
             std::printf(
                 "| %s | %lld | %d | %s | %.4f | %.4f | %.4f | %.4f | %.4f | %.4f | %.4f | "
-                "%.1f |\n",
+                "%.1f | %s | %s |\n",
                 text.c_str(), static_cast<long long>(s.rows()), P, op.exchange_name().c_str(),
-                iter_ms, spmv, local, halo, wait, red, vec, 100.0 * 2 * wait / iter_ms);
+                iter_ms, spmv, local, halo, wait, red, vec, 100.0 * 2 * wait / iter_ms,
+                op.reduction_name().c_str(), used_graph ? "yes" : "no");
             std::fflush(stdout);
             rows << text << ',' << s.rows() << ',' << s.Nc << ',' << P << ',' << op.exchange_name()
                  << ',' << op.reduction_name() << ',' << iter_ms << ',' << spmv << ',' << local
                  << ',' << halo << ',' << wait << ',' << red << ',' << vec << ','
-                 << 100.0 * 2 * wait / iter_ms << ',' << its << '\n';
+                 << 100.0 * 2 * wait / iter_ms << ',' << its << ',' << (used_graph ? 1 : 0) << '\n';
         }
     }
     if (root && csv) {

@@ -80,6 +80,7 @@ struct Bicgstab<VT>::Workspace {
     const Reducer* reducer;
     VectorOps<VT> ops;
     detail::CheckMirrors mirrors;
+    BatchGraph graph;
     Array<VT> r, r_hat, p, v, s, t, p_hat, s_hat;
 };
 
@@ -159,7 +160,8 @@ Status Bicgstab<VT>::solve(const Array<VT>& b_arr, Array<VT>& x_arr)
     }
     // r̂ = r, p = v = 0, ‖b‖, ‖r0‖, ρ = (r̂, r) = ‖r0‖²
     ops.bicgstab_init(n, b, r, r_hat, p, v, detail::stop_params(opts_));
-    detail::KrylovDriver<VT> driver(ops, w.mirrors, opts_);
+    const bool graphs = detail::graphs_allowed(opts_, A, identity ? nullptr : m_.get());
+    detail::KrylovDriver<VT> driver(ops, w.mirrors, opts_, graphs ? &w.graph : nullptr);
     const bool stopped = driver.start();
     if (stopped && driver.initial_state().bnorm == 0.0) ops.fill(n, VT(0), x);  // b = 0: x = 0
     Status st;
@@ -180,6 +182,7 @@ Status Bicgstab<VT>::solve(const Array<VT>& b_arr, Array<VT>& x_arr)
         });
     }
     driver.finish(st);
+    st.cuda_graph = driver.used_graph();
     st.timings.solve_ms = solve_clock.ms();
     st.timings.per_iteration_ms = st.iterations > 0 ? st.timings.solve_ms / st.iterations : 0.0;
 

@@ -48,6 +48,7 @@ struct Cg<VT>::Workspace {
     const Reducer* reducer;
     VectorOps<VT> ops;
     detail::CheckMirrors mirrors;
+    BatchGraph graph;
     Array<VT> r, z, p, q;
 };
 
@@ -112,7 +113,8 @@ Status Cg<VT>::solve(const Array<VT>& b_arr, Array<VT>& x_arr)
     ops.cg_init(n, b, r, detail::stop_params(opts_));  // ‖b‖, ‖r0‖, tests at iteration 0
     if (!identity) m_->apply(r, z);                    // z = M⁻¹ r
     ops.cg_start(n, r, z, p);                          // p = z, ρ = (r, z)
-    detail::KrylovDriver<VT> driver(ops, w.mirrors, opts_);
+    const bool graphs = detail::graphs_allowed(opts_, A, identity ? nullptr : m_.get());
+    detail::KrylovDriver<VT> driver(ops, w.mirrors, opts_, graphs ? &w.graph : nullptr);
     const bool stopped = driver.start();
     if (stopped && driver.initial_state().bnorm == 0.0) ops.fill(n, VT(0), x);
     Status st;
@@ -132,6 +134,7 @@ Status Cg<VT>::solve(const Array<VT>& b_arr, Array<VT>& x_arr)
         });
     }
     driver.finish(st);
+    st.cuda_graph = driver.used_graph();
     st.timings.solve_ms = solve_clock.ms();
     st.timings.per_iteration_ms = st.iterations > 0 ? st.timings.solve_ms / st.iterations : 0.0;
 

@@ -54,6 +54,8 @@ public:
     /// M⁻ᵀ r: none and jacobi only (NotSupported for the others).
     void apply_transpose(VT alpha, const VT* r, VT beta, VT* z) const override;
     std::string describe() const override;
+    /// On a GPU every apply is kernel launches and device copies on the executor's stream.
+    bool graph_safe() const override { return exec_->is_cuda(); }
 
     virtual PcType type() const noexcept = 0;
     bool is_identity() const noexcept { return type() == PcType::none; }

@@ -70,6 +70,46 @@ private:
     std::size_t bytes_ = 0;
 };
 
+/// A batch of solver iterations recorded once into a CUDA graph and replayed: one launch for
+/// the batch instead of tens per iteration, which is what a small system, or a system split
+/// over many GPUs, is bound by. Recording runs nothing; what was recorded must be
+/// graph-safe (Operator::graph_safe). A new recording of the same shape updates the
+/// instantiated graph in place (cudaGraphExecUpdate), so a solver can record once per solve.
+class BatchGraph {
+public:
+    BatchGraph() = default;
+    ~BatchGraph();
+    BatchGraph(const BatchGraph&) = delete;
+    BatchGraph& operator=(const BatchGraph&) = delete;
+
+    /// Forget the recording (the next solve records its own; the instance is kept).
+    void reset() noexcept { recorded_ = false; }
+    bool recorded() const noexcept { return recorded_; }
+    /// Record what `queue` launches on the stream of `exec` (a CUDA executor). If `queue`
+    /// throws, the recording is abandoned, the stream left usable, and the error rethrown.
+    template <class Queue>
+    void record(const Executor& exec, Queue&& queue)
+    {
+        begin(exec);
+        try {
+            queue();
+        } catch (...) {
+            abandon(exec);
+            throw;
+        }
+        end(exec);
+    }
+    /// Queue the recorded batch on the stream of `exec`.
+    void launch(const Executor& exec);
+
+private:
+    void begin(const Executor& exec);
+    void end(const Executor& exec);
+    void abandon(const Executor& exec) noexcept;
+    void* instance_ = nullptr;  // cudaGraphExec_t
+    bool recorded_ = false;
+};
+
 /// Vector kernels on one executor, with the KrylovState, the history buffer and the
 /// reduction scratch of one solve.
 template <class VT>
