@@ -40,6 +40,9 @@ const char* solve_usage =
     "  --atol A          or when ||r|| < A (default 0)\n"
     "  --max-it N        iteration limit (default 1000)\n"
     "  --check-every K   GPU: read the residual on the host every K iterations (default 8)\n"
+    "  --no-graphs       GPU: launch every kernel instead of replaying each batch of K\n"
+    "                    iterations from a CUDA graph (the default where the operator and\n"
+    "                    preconditioner allow it: BDIA-GH and the other non-CSR formats)\n"
     "  --x0 FILE         initial guess (Matrix Market vector)\n"
     "  -o FILE           write x (Matrix Market vector)\n"
     "  --monitor         print the residual at every check\n"
@@ -54,10 +57,13 @@ const char* solve_usage =
     "preconditioner is per rank (ilu0: ILU(0) of each rank's diagonal block):\n"
     "  --split S         planes (default: whole z-planes of the grid) | cells\n"
     "  --halo M          auto | host | pinned-async | pinned-sync | pageable-async |\n"
-    "                    pageable-sync | nccl | cuda-aware (auto: host on CPU ranks, nccl\n"
-    "                    on GPUs when built with NCCL and each rank has its own GPU, else\n"
+    "                    pageable-sync | nccl | cuda-aware | peer (auto: host on CPU ranks;\n"
+    "                    on GPUs peer (CUDA IPC, kernels write into the neighbour's memory)\n"
+    "                    when each rank has its own GPU of one node with peer access, else\n"
+    "                    nccl when built with NCCL and each rank has its own GPU, else\n"
     "                    pinned-async)\n"
-    "  --reduce M        auto | mpi | nccl: how the dot products are summed over the ranks\n"
+    "  --reduce M        auto | mpi | nccl | peer: how the dot products are summed over the\n"
+    "                    ranks (auto: as --halo picks, mpi for the host-staged models)\n"
     "Exit status: 0 converged, 1 not converged (the reason is printed) or failed, 2 usage.\n";
 
 double max_abs_diff(const std::vector<double>& a, const std::vector<double>& b, double* bmax)
@@ -74,7 +80,7 @@ double max_abs_diff(const std::vector<double>& a, const std::vector<double>& b, 
 
 int cmd_solve(int argc, char** argv)
 {
-    Args args(argc, argv, {"--monitor", "--json", "--quiet"});
+    Args args(argc, argv, {"--monitor", "--json", "--quiet", "--no-graphs"});
     if (args.help()) {
         std::printf("%s", solve_usage);
         return 0;
@@ -110,6 +116,7 @@ int cmd_solve(int argc, char** argv)
     cfg.options.max_it = static_cast<int>(args.get_int("--max-it", cfg.options.max_it));
     cfg.options.check_every =
         static_cast<int>(args.get_int("--check-every", cfg.options.check_every));
+    cfg.options.cuda_graphs = !args.flag("--no-graphs");
     args.finish(gen ? 0 : 1, gen ? 0 : 1);
     if (prec == "double")
         cfg.precision = Precision::double_;
@@ -202,13 +209,14 @@ int cmd_solve(int argc, char** argv)
             "\"per_iteration_ms\": %.6f, \"solver\": %s, \"preconditioner\": %s, \"format\": "
             "\"%s\", "
             "\"format_reason\": %s, \"operator\": %s, \"precision\": \"%s\", \"device\": %s, "
-            "\"rows\": %d, \"nnz\": %lld}\n",
+            "\"cuda_graph\": %s, \"rows\": %d, \"nnz\": %lld}\n",
             json_string(p.source).c_str(), st.converged() ? "true" : "false", to_string(st.reason),
             st.iterations, st.relative_residual, st.true_relative_residual, err, t.solve_ms / 1e3,
             setup_s, t.total_ms / 1e3, t.per_iteration_ms, json_string(r.solver).c_str(),
             json_string(r.preconditioner).c_str(), to_string(cfg.format),
             json_string(format_reason).c_str(), json_string(r.format).c_str(), prec.c_str(),
-            json_string(r.device).c_str(), p.a.rows, static_cast<long long>(p.a.nnz()));
+            json_string(r.device).c_str(), st.cuda_graph ? "true" : "false", p.a.rows,
+            static_cast<long long>(p.a.nnz()));
     } else {
         std::printf("system    %s: %d rows, %lld entries\n", p.source.c_str(), p.a.rows,
                     static_cast<long long>(p.a.nnz()));
@@ -218,9 +226,10 @@ int cmd_solve(int argc, char** argv)
         print_result(st, err);
         std::printf(
             "time      setup %.3f s (operator %.3f, preconditioner %.3f, upload %.3f), "
-            "solve %.3f s, %.4f ms per iteration, total %.3f s\n",
+            "solve %.3f s, %.4f ms per iteration%s, total %.3f s\n",
             setup_s, t.operator_ms / 1e3, t.preconditioner_ms / 1e3, t.upload_ms / 1e3,
-            t.solve_ms / 1e3, t.per_iteration_ms, t.total_ms / 1e3);
+            t.solve_ms / 1e3, t.per_iteration_ms, st.cuda_graph ? " (CUDA graph)" : "",
+            t.total_ms / 1e3);
     }
     return st.converged() ? 0 : 1;
 }

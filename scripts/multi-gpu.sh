@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Many-GPU check and benchmarks (issue #7), on a machine with 2 or more GPUs (the H200 x2 / x4
 # of the device tool): build with CUDA and MPI, run the distributed tests on the GPUs
-# (1, 2 and 3 ranks; 3 ranks on 2 GPUs share a device and take the host-staged path), then
-# heptane bench comm and heptane bench scale (strong scaling over 1, 2, ... GPUs, and weak
+# (1, 2, 3 and 4 ranks; more ranks than GPUs share a device and take the host-staged path),
+# then heptane bench comm and heptane bench scale (strong scaling over 1, 2, ... GPUs, and weak
 # scaling), and heptane solve under mpirun.
 #
 #   OUT=/some/dir bash scripts/multi-gpu.sh [--skip-build] [--no-tests] [--no-bench]
@@ -12,7 +12,8 @@
 # scaling runs), WEAK_SPECS (per-rank systems of the weak scaling runs), COMM_SIZES,
 # SCALE_ITERS (50), MPIRUN (mpirun), TEST_TIMEOUT (120 s per test), RUN_TIMEOUT (240 s per
 # mpirun; a bench scale run that fails with the auto models is repeated with nccl). NCCL_NVLS_ENABLE=0 is set (NVLink multicast stays off).
-# Output in $OUT: summary.txt, logs.tar.gz, comm.md, comm.csv, scale.md, scale.csv, weak.csv.
+# Output in $OUT: summary.txt, logs.tar.gz, comm.md, comm-npP.csv, scale.md, scale.csv,
+# nographs.csv (the 1M system with every kernel launched), weak.csv.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-$(pwd)/multi-gpu-out}
@@ -20,6 +21,10 @@ build=${BUILD_DIR:-build-gpu}
 jobs=${JOBS:-16}
 arch=${CUDA_ARCH:-90}
 export NCCL_NVLS_ENABLE=0
+# kernels that wait on other GPUs need eager module loading (distributed/peer.hpp)
+export CUDA_MODULE_LOADING=EAGER
+# a peer kernel that waits longer than this for a partner traps (an error, not a hang)
+export HEPTANE_PEER_TIMEOUT=${HEPTANE_PEER_TIMEOUT:-30}
 export PATH=/usr/local/cuda/bin:$PATH
 skip_build=0 tests=1 bench=1
 while [ $# -gt 0 ]; do
@@ -43,7 +48,7 @@ nvidia-smi topo -m >"$out/logs/topo.txt" 2>&1
 mpirun=${MPIRUN:-mpirun}
 mflags=()
 if "$mpirun" --version 2>&1 | grep -q "Open MPI"; then
-  mflags=(--allow-run-as-root --oversubscribe --bind-to none -x NCCL_NVLS_ENABLE -x OMP_NUM_THREADS)
+  mflags=(--allow-run-as-root --oversubscribe --bind-to none -x NCCL_NVLS_ENABLE -x OMP_NUM_THREADS -x CUDA_MODULE_LOADING -x HEPTANE_PEER_TIMEOUT)
 fi
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-$(( $(nproc) / (gpus > 0 ? gpus : 1) ))}
 
@@ -74,12 +79,16 @@ if [ "$bench" = 1 ]; then
     nps=1
     for p in 2 4 8; do [ "$p" -le "$gpus" ] && nps="$nps $p"; done
   fi
-  note "bench comm on $gpus ranks"
-  timeout "${RUN_TIMEOUT:-240}" "$mpirun" -np "$gpus" "${mflags[@]}" "$heptane" bench comm \
-    --sizes "${COMM_SIZES:-8,1K,8K,64K,256K,1M,4M,16M,64M}" --csv "$out/comm.csv" \
-    >"$out/comm.md" 2>"$out/logs/comm.err" || { note "bench comm FAILED"; tail "$out/logs/comm.err"; status=1; }
+  : >"$out/comm.md"
+  for np in $nps; do
+    [ "$np" -gt 1 ] || continue
+    note "bench comm on $np ranks"
+    timeout "${RUN_TIMEOUT:-240}" "$mpirun" -np "$np" "${mflags[@]}" "$heptane" bench comm \
+      --sizes "${COMM_SIZES:-8,1K,8K,64K,256K,1M,4M,16M,64M}" --csv "$out/comm-np$np.csv" \
+      >>"$out/comm.md" 2>>"$out/logs/comm.err" || { note "bench comm np=$np FAILED"; tail "$out/logs/comm.err"; status=1; }
+  done
   cat "$out/comm.md" | tee -a "$summary"
-  specs=${SCALE_SPECS:-100x100x100x1:reservoir 256x256x256x1:reservoir 256x256x512x1:reservoir 128x128x128x8:reservoir}
+  specs=${SCALE_SPECS:-100x100x100x1:reservoir 256x256x256x1:reservoir 256x256x512x1:reservoir 128x128x128x8:reservoir 256x256x1024x1:reservoir}
   : >"$out/scale.md"
   for np in $nps; do
     # shellcheck disable=SC2086
@@ -91,6 +100,14 @@ if [ "$bench" = 1 ]; then
           --iters "${SCALE_ITERS:-50}" --halo nccl --reduce nccl --csv "$out/scale.csv" \
           >>"$out/scale.md" 2>>"$out/logs/scale.err"; }
   done
+  # the smallest system without CUDA graphs: what replaying the batches saves
+  for np in $nps; do
+    # shellcheck disable=SC2086
+    timeout "${RUN_TIMEOUT:-240}" "$mpirun" -np "$np" "${mflags[@]}" "$heptane" bench scale \
+      ${NOGRAPH_SPECS:-100x100x100x1:reservoir} --iters "${SCALE_ITERS:-50}" --no-graphs \
+      --csv "$out/nographs.csv" >>"$out/scale.md" 2>>"$out/logs/scale.err" ||
+      { note "bench scale --no-graphs np=$np FAILED"; status=1; }
+  done
   wspecs=${WEAK_SPECS:-128x128x256x1:reservoir 64x64x128x8:reservoir}
   for np in $nps; do
     # shellcheck disable=SC2086
@@ -100,7 +117,7 @@ if [ "$bench" = 1 ]; then
   done
   cat "$out/scale.md" >>"$summary"
   # strong-scaling efficiency: T(1) / (P T(P)) per system
-  for f in scale weak; do
+  for f in scale nographs weak; do
     [ -f "$out/$f.csv" ] || continue
     awk -F, -v kind="$f" 'NR > 1 { t[$1, $4] = $7; if (!seen[$1]++) order[++n] = $1; if ($4 > maxp) maxp = $4 }
       END { printf "\n%s scaling: efficiency = T(1) / (P T(P))%s\n", kind, kind == "weak" ? " with P times the rows (T(1)/T(P))" : ""

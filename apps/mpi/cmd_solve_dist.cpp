@@ -243,6 +243,7 @@ int cmd_solve_distributed(Args& args, bool json, bool monitor, bool quiet_flag)
     opts.atol = args.get_double("--atol", opts.atol);
     opts.max_it = static_cast<int>(args.get_int("--max-it", opts.max_it));
     opts.check_every = static_cast<int>(args.get_int("--check-every", opts.check_every));
+    opts.cuda_graphs = !args.flag("--no-graphs");
     args.finish(gen ? 0 : 1, gen ? 0 : 1);
     if (fmt != "auto" && fmt != "bdiagh")
         throw UsageError(
@@ -323,13 +324,14 @@ int cmd_solve_distributed(Args& args, bool json, bool monitor, bool quiet_flag)
             "\"per_iteration_ms\": %.6f, \"solver\": \"%s\", \"preconditioner\": %s, "
             "\"format\": \"bdiagh\", \"operator\": %s, \"precision\": \"%s\", "
             "\"device\": %s, \"ranks\": %d, \"partition\": %s, \"halo\": \"%s\", "
-            "\"reduce\": \"%s\", \"rows\": %d, \"nnz\": %lld}\n",
+            "\"reduce\": \"%s\", \"cuda_graph\": %s, \"rows\": %d, \"nnz\": %lld}\n",
             json_string(p.source).c_str(), st.converged() ? "true" : "false", to_string(st.reason),
             st.iterations, st.relative_residual, st.true_relative_residual, err, solve_s, setup_s,
             total_s, per_it, solver_name.c_str(), json_string(r.pc).c_str(),
             json_string(r.op).c_str(), prec.c_str(), json_string(exec->name()).c_str(),
             comm->size(), json_string(p.part.describe()).c_str(), r.exchange.c_str(),
-            r.reduction.c_str(), p.global_rows, static_cast<long long>(p.nnz));
+            r.reduction.c_str(), st.cuda_graph ? "true" : "false", p.global_rows,
+            static_cast<long long>(p.nnz));
     } else {
         std::printf("system    %s: %d rows, %lld entries, on %d ranks\n", p.source.c_str(),
                     p.global_rows, static_cast<long long>(p.nnz), comm->size());
@@ -340,9 +342,9 @@ int cmd_solve_distributed(Args& args, bool json, bool monitor, bool quiet_flag)
                     r.pc.c_str());
         print_result(st, err);
         std::printf(
-            "time      setup %.3f s, solve %.3f s, %.4f ms per iteration, total %.3f s "
+            "time      setup %.3f s, solve %.3f s, %.4f ms per iteration%s, total %.3f s "
             "(slowest rank)\n",
-            setup_s, solve_s, per_it, total_s);
+            setup_s, solve_s, per_it, st.cuda_graph ? " (CUDA graph)" : "", total_s);
     }
     return st.converged() ? 0 : 1;
 }

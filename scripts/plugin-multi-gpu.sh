@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# The PETSc plugin across MPI ranks with one GPU per rank (issue #7, part 5), on the
+# multi-GPU machine: build PETSc 3.18 (CPU, MPI) from .tools/ (as scripts/petsc-gpu.sh does),
+# heptane with CUDA + MPI + the plugin and the reservoir example, then for P = 2 and 4 (up to
+# the GPU count) run the example under mpirun twice -- with PETSc's bcgs and with heptane's
+# hbcgs on the GPUs (-heptane_device gpu) -- and compare the numbers it prints
+# (tests/plugin_compare.py: solution norms, sums, Newton residuals); then time hbcgs on
+# 1, 2, 4 GPUs on a larger grid.
+#
+#   OUT=/some/dir bash scripts/plugin-multi-gpu.sh
+#
+# Environment [defaults]: PETSC_PREFIX [/tmp/petsc], PETSC_TARBALL [.tools/petsc-3.18.5.tar.xz],
+#   BUILD_DIR [/tmp/build-heptane-petsc-mgpu], CHECK_GRID [-nx 32 -ny 24 -nz 16],
+#   TIME_GRID [-nx 128 -ny 128 -nz 64], JOBS [nproc], RUN_TIMEOUT [300 s per run].
+set -uo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+prefix=${PETSC_PREFIX:-/tmp/petsc}
+tarball=${PETSC_TARBALL:-$root/.tools/petsc-3.18.5.tar.xz}
+build=${BUILD_DIR:-/tmp/build-heptane-petsc-mgpu}
+out=${OUT:-/tmp/plugin-multi-gpu}
+jobs=${JOBS:-$(nproc)}
+tmo=${RUN_TIMEOUT:-300}
+mkdir -p "$out"
+log=$out/plugin-multi-gpu.txt
+say() { echo "plugin-multi-gpu: $*" | tee -a "$log"; }
+export NCCL_NVLS_ENABLE=0 CUDA_MODULE_LOADING=EAGER OMP_NUM_THREADS=1
+gpus=$(nvidia-smi -L 2>/dev/null | wc -l)
+say "$(date -u +%FT%TZ), $gpus GPUs"
+
+if ! [ -f "$prefix/lib/pkgconfig/PETSc.pc" ] && ! [ -f "$prefix/lib/pkgconfig/petsc.pc" ]; then
+  t0=$SECONDS
+  work=$(mktemp -d /tmp/petsc-build.XXXXXX)
+  PETSC_BUILD_DIR=$work bash "$root/.tools/petsc-from-source.sh" build "$tarball" "$prefix" \
+    >"$out/petsc-build.log" 2>&1 || { say "PETSc build FAILED"; tail -20 "$out/petsc-build.log"; exit 1; }
+  rm -rf "$work"
+  say "PETSc built in $((SECONDS - t0)) s"
+fi
+export PKG_CONFIG_PATH="$prefix/lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
+export LD_LIBRARY_PATH="$prefix/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+t0=$SECONDS
+cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DPETSC_DIR="$prefix" \
+  -DCMAKE_CUDA_ARCHITECTURES=90 -DHEPTANE_BUILD_TESTS=OFF -DHEPTANE_BUILD_EXAMPLES=ON \
+  >"$out/configure.log" 2>&1 || { say "configure FAILED"; tail -20 "$out/configure.log"; exit 1; }
+grep "heptane:" "$out/configure.log" | tee -a "$log"
+cmake --build "$build" --target heptane_petsc reservoir -j "$jobs" >"$out/build.log" 2>&1 ||
+  { say "build FAILED"; grep -E "error" "$out/build.log" | head -20 | tee -a "$log"; exit 1; }
+say "heptane + plugin built in $((SECONDS - t0)) s"
+plugin=$build/lib/libheptane_petsc.so
+exe=$build/examples/reservoir
+[ -f "$plugin" ] || plugin=$(find "$build" -name libheptane_petsc.so | head -1)
+[ -x "$exe" ] || exe=$(find "$build" -name reservoir -type f -perm -u+x | head -1)
+mpi=(mpirun --allow-run-as-root --oversubscribe --bind-to none -x NCCL_NVLS_ENABLE -x CUDA_MODULE_LOADING
+  -x OMP_NUM_THREADS -x LD_LIBRARY_PATH)
+status=0
+
+# ---- answers: heptane on P GPUs against PETSc's bcgs on the same P ranks ---------------------
+check_grid=${CHECK_GRID:--nx 32 -ny 24 -nz 16}
+for np in 2 4; do
+  [ "$np" -le "$gpus" ] || continue
+  # shellcheck disable=SC2086
+  if timeout "$tmo" python3 "$root/tests/plugin_compare.py" --plugin "$plugin" \
+    --mpiexec "${mpi[*]} -np $np" --ref "-ksp_type bcgs -ksp_pc_side right" \
+    --heptane "-ksp_type hbcgs -heptane_device gpu -ksp_view" \
+    --expect "$np MPI rank" --expect "coupled: ksp hbcgs" --expect "cuda:" --reject DIVERGED \
+    -- "$exe" $check_grid -steps 2 -newton 2 -ksp_rtol 1e-10 >"$out/compare-np$np.log" 2>&1; then
+    say "np=$np: hbcgs on $np GPUs matches PETSc bcgs on $np ranks (tests/plugin_compare.py passed)"
+  else
+    say "np=$np: compare FAILED"; tail -30 "$out/compare-np$np.log" | tee -a "$log"; status=1
+  fi
+done
+
+# ---- time: hbcgs on 1, 2, 4 GPUs, bcgs on 16 CPU ranks ----------------------------------------
+time_grid=${TIME_GRID:--nx 128 -ny 128 -nz 64}
+for np in 1 2 4; do
+  [ "$np" -le "$gpus" ] || continue
+  # shellcheck disable=SC2086
+  timeout "$tmo" "${mpi[@]}" -np "$np" "$exe" $time_grid -steps 1 -newton 2 -ksp_rtol 1e-6 \
+    -dll_append "$plugin" -ksp_type hbcgs -pc_type pbjacobi -heptane_device gpu -log_view \
+    >"$out/time-hbcgs-gpu-np$np.log" 2>&1 || { say "hbcgs np=$np FAILED"; status=1; }
+  say "hbcgs pbjacobi on $np GPU(s): $(grep -E '^KSPSolve' "$out/time-hbcgs-gpu-np$np.log" | awk '{print "KSPSolve " $2 " calls, " $4 " s max"}')"
+done
+# shellcheck disable=SC2086
+timeout "$tmo" "${mpi[@]}" -np 16 "$exe" $time_grid -steps 1 -newton 2 -ksp_rtol 1e-6 -z_split_only 0 \
+  -ksp_type bcgs -pc_type bjacobi -log_view >"$out/time-bcgs-cpu-np16.log" 2>&1 || say "bcgs np=16 FAILED"
+say "PETSc bcgs bjacobi/ILU(0) on 16 CPU ranks: $(grep -E '^KSPSolve' "$out/time-bcgs-cpu-np16.log" | awk '{print "KSPSolve " $2 " calls, " $4 " s max"}')"
+say "exit $status"
+exit $status
