@@ -197,9 +197,12 @@ private:
 };
 
 // ---- halo --------------------------------------------------------------------------------------
-// Mailbox layout: halo[halo_rows] of VT, then arrive[P] and ack[P] flags, the push kernels'
-// block ticket, and this rank's send and receive sequence counters (device-resident, so a
-// CUDA graph that replays the kernels counts on).
+// Mailbox layout: first the flags -- arrive[P], ack[P], the push kernels' block ticket, and
+// this rank's send and receive sequence counters (device-resident, so a CUDA graph that
+// replays the kernels counts on) -- padded to 256 bytes, then halo[halo_rows] of VT. The
+// flags come first because their offset must be the same in every rank's mailbox: halo
+// sizes differ (an end rank has one neighbour, a middle rank two; flags placed after the
+// halo sat at another offset in each, which is what hung three and four ranks).
 
 constexpr int max_pieces = 8;
 
@@ -287,12 +290,14 @@ public:
         HEPTANE_CUDA_CHECK(cudaStreamCreateWithPriority(&comm_stream_, cudaStreamNonBlocking, hi));
         HEPTANE_CUDA_CHECK(cudaEventCreateWithFlags(&ready_, cudaEventDisableTiming));
         HEPTANE_CUDA_CHECK(cudaEventCreateWithFlags(&pushed_, cudaEventDisableTiming));
-        halo_bytes_ = (sizeof(VT) * std::size_t(plan_.halo_rows()) + 255) / 256 * 256;
-        // flags: arrive[P], ack[P], ticket, send_seq, recv_seq
+        // flags: arrive[P], ack[P], ticket, send_seq, recv_seq (the same offsets on every rank)
+        const std::size_t flag_bytes =
+            (sizeof(unsigned) * (2 * std::size_t(P) + 3) + 255) / 256 * 256;
         box_ = std::make_unique<Mailbox>(*comm_, ce.device(),
-                                         halo_bytes_ + sizeof(unsigned) * (2 * std::size_t(P) + 3));
-        auto flags = [&](int owner) {
-            return reinterpret_cast<unsigned*>(box_->of(owner) + halo_bytes_);
+                                         flag_bytes + sizeof(VT) * std::size_t(plan_.halo_rows()));
+        auto flags = [&](int owner) { return reinterpret_cast<unsigned*>(box_->of(owner)); };
+        auto halo_of = [&](int owner) {
+            return reinterpret_cast<VT*>(box_->of(owner) + flag_bytes);
         };
         // where my pieces land in each receiver's halo: the receivers say (by tag)
         std::vector<MPI_Request> reqs;
@@ -315,7 +320,7 @@ public:
         push_.timeout_ns = peer_timeout_ns();
         for (int i = 0; i < push_.n; ++i) {
             const auto& s = plan_.sends[std::size_t(i)];
-            push_.dst[i] = reinterpret_cast<VT*>(box_->of(s.peer)) + dst_off[std::size_t(i)];
+            push_.dst[i] = halo_of(s.peer) + dst_off[std::size_t(i)];
             push_.count[i] = s.count;
             push_.to[i] = s.peer;
             push_.arrive[i] = flags(s.peer) + me;
@@ -331,7 +336,7 @@ public:
         push_.last_block = flags(me) + 2 * P;
         push_.send_seq = flags(me) + 2 * P + 1;
         push_.recv_seq = flags(me) + 2 * P + 2;
-        halo_ = reinterpret_cast<VT*>(box_->mine());
+        halo_ = halo_of(me);
         MPI_Barrier(comm_->comm());
     }
     ~PeerHalo() override
@@ -375,7 +380,6 @@ private:
     std::shared_ptr<const Executor> exec_;
     cudaStream_t compute_ = nullptr, comm_stream_ = nullptr;
     cudaEvent_t ready_ = nullptr, pushed_ = nullptr;
-    std::size_t halo_bytes_ = 0;
     std::unique_ptr<Mailbox> box_;
     PushArgs<VT> push_{};
     VT* halo_ = nullptr;
@@ -385,7 +389,7 @@ private:
 /// CUDA 12.2) the first launch of a kernel can wait for the kernels already running on the
 /// device; a peer kernel spinning on a partner that is itself stuck in such a load never
 /// ends (the CUDA programming guide's lazy-loading hazard for kernels that wait on each
-/// other). Seen as a hang with three ranks on the H200 x4.
+/// other).
 bool eager_module_loading()
 {
     void* fn = nullptr;

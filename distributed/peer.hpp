@@ -18,8 +18,8 @@
 // Only for CUDA executors with every rank on one node and its own GPU, peer access between
 // every pair, and eager module loading (CUDA_MODULE_LOADING=EAGER, which the Communicator
 // sets when it can): with lazy loading a kernel's first launch can wait for a spinning peer
-// kernel that waits for a rank stuck the same way (the likely cause of a hang seen with
-// three ranks on the H200 x4). Construction is collective.
+// kernel that waits for a rank stuck the same way (the CUDA programming guide's hazard for
+// kernels that wait on each other). Construction is collective.
 #pragma once
 
 #include <memory>

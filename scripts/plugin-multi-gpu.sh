@@ -11,7 +11,8 @@
 #
 # Environment [defaults]: PETSC_PREFIX [/tmp/petsc], PETSC_TARBALL [.tools/petsc-3.18.5.tar.xz],
 #   BUILD_DIR [/tmp/build-heptane-petsc-mgpu], CHECK_GRID [-nx 32 -ny 24 -nz 16],
-#   TIME_GRID [-nx 128 -ny 128 -nz 64], JOBS [nproc], RUN_TIMEOUT [300 s per run].
+#   TIME_GRID [-nx 128 -ny 128 -nz 64], JOBS [nproc], RUN_TIMEOUT [300 s per run],
+#   RUNS [all: build, compare and time | build: build only | compare: no timings].
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -46,6 +47,7 @@ grep "heptane:" "$out/configure.log" | tee -a "$log"
 cmake --build "$build" --target heptane_petsc reservoir -j "$jobs" >"$out/build.log" 2>&1 ||
   { say "build FAILED"; grep -E "error" "$out/build.log" | head -20 | tee -a "$log"; exit 1; }
 say "heptane + plugin built in $((SECONDS - t0)) s"
+[ "${RUNS:-all}" = build ] && exit 0
 plugin=$build/lib/libheptane_petsc.so
 exe=$build/examples/reservoir
 [ -f "$plugin" ] || plugin=$(find "$build" -name libheptane_petsc.so | head -1)
@@ -71,6 +73,7 @@ for np in 2 4; do
 done
 
 # ---- time: hbcgs on 1, 2, 4 GPUs, bcgs on 16 CPU ranks ----------------------------------------
+[ "${RUNS:-all}" = compare ] && { say "exit $status"; exit $status; }
 time_grid=${TIME_GRID:--nx 128 -ny 128 -nz 64}
 for np in 1 2 4; do
   [ "$np" -le "$gpus" ] || continue
