@@ -66,7 +66,7 @@ fi
 heptane=$build/apps/heptane
 
 if [ "$tests" = 1 ]; then
-  (cd "$build" && ctest -R "distributed|cli_solve_mpirun|test_solver" --output-on-failure \
+  (cd "$build" && ctest -R "distributed|cli_solve_mpirun|^test_solver(_kernels)?(_gpu)?$" --output-on-failure \
     --timeout "${TEST_TIMEOUT:-120}") >"$out/logs/ctest.log" 2>&1 || status=1
   grep -E "tests passed|Passed|Failed|Skipped" "$out/logs/ctest.log" | tee -a "$summary"
   sed 's/\x1b\[[0-9;]*m//g' "$out/logs/ctest.log" | grep -E "error:|what\(\)|terminate" | sort | uniq -c |
