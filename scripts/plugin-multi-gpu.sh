@@ -12,9 +12,11 @@
 # Environment [defaults]: PETSC_PREFIX [/tmp/petsc], PETSC_TARBALL [.tools/petsc-3.18.5.tar.xz],
 #   BUILD_DIR [/tmp/build-heptane-petsc-mgpu], CHECK_GRID [-nx 32 -ny 24 -nz 16],
 #   TIME_GRID [-nx 128 -ny 128 -nz 64], JOBS [nproc], RUN_TIMEOUT [300 s per run],
-#   RUNS [all: build, compare and time | build: build only | compare: no timings].
+#   RUNS [all: build, compare and time | build: build only | compare: no timings],
+#   DEVICE [gpu | cpu: heptane's CPU back end on CPU ranks, built without CUDA -- to check the
+#   script itself on a machine without GPUs], NPS [2 4: the rank counts, at most the GPU count].
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 root=$PWD
 prefix=${PETSC_PREFIX:-/tmp/petsc}
 tarball=${PETSC_TARBALL:-$root/.tools/petsc-3.18.5.tar.xz}
@@ -26,8 +28,10 @@ mkdir -p "$out"
 log=$out/plugin-multi-gpu.txt
 say() { echo "plugin-multi-gpu: $*" | tee -a "$log"; }
 export NCCL_NVLS_ENABLE=0 CUDA_MODULE_LOADING=EAGER OMP_NUM_THREADS=1
+device=${DEVICE:-gpu}
 gpus=$(nvidia-smi -L 2>/dev/null | wc -l)
-say "$(date -u +%FT%TZ), $gpus GPUs"
+[ "$device" = cpu ] && gpus=1024  # CPU ranks: no limit
+say "$(date -u +%FT%TZ), device $device, $gpus GPUs"
 
 if ! [ -f "$prefix/lib/pkgconfig/PETSc.pc" ] && ! [ -f "$prefix/lib/pkgconfig/petsc.pc" ]; then
   t0=$SECONDS
@@ -40,8 +44,10 @@ fi
 export PKG_CONFIG_PATH="$prefix/lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
 export LD_LIBRARY_PATH="$prefix/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 t0=$SECONDS
-cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DPETSC_DIR="$prefix" \
-  -DCMAKE_CUDA_ARCHITECTURES=90 -DHEPTANE_BUILD_TESTS=OFF -DHEPTANE_BUILD_EXAMPLES=ON \
+cuda_args=(-DCMAKE_CUDA_ARCHITECTURES=90)
+[ "$device" = cpu ] && cuda_args=(-DHEPTANE_WITH_CUDA=OFF)
+cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DPETSC_DIR="$prefix" "${cuda_args[@]}" \
+  -DHEPTANE_BUILD_TESTS=OFF -DHEPTANE_BUILD_EXAMPLES=ON \
   >"$out/configure.log" 2>&1 || { say "configure FAILED"; tail -20 "$out/configure.log"; exit 1; }
 grep "heptane:" "$out/configure.log" | tee -a "$log"
 cmake --build "$build" --target heptane_petsc reservoir -j "$jobs" >"$out/build.log" 2>&1 ||
@@ -58,15 +64,17 @@ status=0
 
 # ---- answers: heptane on P GPUs against PETSc's bcgs on the same P ranks ---------------------
 check_grid=${CHECK_GRID:--nx 32 -ny 24 -nz 16}
-for np in 2 4; do
+where=cuda:
+[ "$device" = cpu ] && where="on cpu"
+for np in ${NPS:-2 4}; do
   [ "$np" -le "$gpus" ] || continue
   # shellcheck disable=SC2086
   if timeout "$tmo" python3 "$root/tests/plugin_compare.py" --plugin "$plugin" \
     --mpiexec "${mpi[*]} -np $np" --ref "-ksp_type bcgs -ksp_pc_side right" \
-    --heptane "-ksp_type hbcgs -heptane_device gpu -ksp_view" \
-    --expect "$np MPI rank" --expect "coupled: ksp hbcgs" --expect "cuda:" --reject DIVERGED \
+    --heptane "-ksp_type hbcgs -heptane_device $device -ksp_view" \
+    --expect "$np MPI rank" --expect "coupled: ksp hbcgs" --expect "$where" --reject DIVERGED \
     -- "$exe" $check_grid -steps 2 -newton 2 -ksp_rtol 1e-10 >"$out/compare-np$np.log" 2>&1; then
-    say "np=$np: hbcgs on $np GPUs matches PETSc bcgs on $np ranks (tests/plugin_compare.py passed)"
+    say "np=$np: hbcgs ($device) on $np ranks matches PETSc bcgs on $np ranks (tests/plugin_compare.py passed)"
   else
     say "np=$np: compare FAILED"; tail -30 "$out/compare-np$np.log" | tee -a "$log"; status=1
   fi
@@ -75,13 +83,13 @@ done
 # ---- time: hbcgs on 1, 2, 4 GPUs, bcgs on 16 CPU ranks ----------------------------------------
 [ "${RUNS:-all}" = compare ] && { say "exit $status"; exit $status; }
 time_grid=${TIME_GRID:--nx 128 -ny 128 -nz 64}
-for np in 1 2 4; do
+for np in 1 ${NPS:-2 4}; do
   [ "$np" -le "$gpus" ] || continue
   # shellcheck disable=SC2086
   timeout "$tmo" "${mpi[@]}" -np "$np" "$exe" $time_grid -steps 1 -newton 2 -ksp_rtol 1e-6 \
-    -dll_append "$plugin" -ksp_type hbcgs -pc_type pbjacobi -heptane_device gpu -log_view \
+    -dll_append "$plugin" -ksp_type hbcgs -pc_type pbjacobi -heptane_device "$device" -log_view \
     >"$out/time-hbcgs-gpu-np$np.log" 2>&1 || { say "hbcgs np=$np FAILED"; status=1; }
-  say "hbcgs pbjacobi on $np GPU(s): $(grep -E '^KSPSolve' "$out/time-hbcgs-gpu-np$np.log" | awk '{print "KSPSolve " $2 " calls, " $4 " s max"}')"
+  say "hbcgs pbjacobi ($device) on $np rank(s): $(grep -E '^KSPSolve' "$out/time-hbcgs-gpu-np$np.log" | awk '{print "KSPSolve " $2 " calls, " $4 " s max"}')"
 done
 # shellcheck disable=SC2086
 timeout "$tmo" "${mpi[@]}" -np 16 "$exe" $time_grid -steps 1 -newton 2 -ksp_rtol 1e-6 -z_split_only 0 \
