@@ -8,6 +8,11 @@
 
 namespace heptane {
 
+BatchGraph::~BatchGraph()
+{
+    release();
+}
+
 #ifdef HEPTANE_HAVE_CUDA
 
 namespace {
@@ -18,9 +23,11 @@ cudaStream_t stream_of(const Executor& exec)
 }
 }  // namespace
 
-BatchGraph::~BatchGraph()
+void BatchGraph::release() noexcept
 {
     if (instance_) cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(instance_));
+    instance_ = nullptr;
+    recorded_ = false;
 }
 
 void BatchGraph::begin(const Executor& exec)
@@ -75,7 +82,10 @@ void BatchGraph::launch(const Executor& exec)
 
 #else  // no CUDA: nothing can be recorded
 
-BatchGraph::~BatchGraph() = default;
+void BatchGraph::release() noexcept
+{
+    recorded_ = false;
+}
 void BatchGraph::begin(const Executor&)
 {
     HEPTANE_THROW(NotSupported, "BatchGraph: CUDA graphs in a build without CUDA");

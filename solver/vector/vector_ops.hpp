@@ -103,6 +103,7 @@ public:
     void launch(const Executor& exec);
 
 private:
+    void release() noexcept;
     void begin(const Executor& exec);
     void end(const Executor& exec);
     void abandon(const Executor& exec) noexcept;
