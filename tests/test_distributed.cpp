@@ -105,6 +105,25 @@ std::vector<ReduceModel> reduce_models()
     return m;
 }
 
+/// This rank's rows of `s` split in whole z-planes: the partition, the rows, the local block
+/// and its part of the system.
+struct RankSystem {
+    RowPartition part;
+    index_t r0 = 0, r1 = 0;
+    Bdia<double> loc;
+    LinearSystem<double> sys;
+};
+RankSystem rank_system(const HeptaSpec& s, const Communicator& comm)
+{
+    RankSystem r;
+    r.part = partition_planes(s.I, s.J * s.H * s.Nc, comm.size());
+    r.r0 = r.part.begin(comm.rank());
+    r.r1 = r.part.end(comm.rank());
+    r.loc = generate_hepta_bdia_rows<double>(s, r.r0, r.r1);
+    r.sys = make_rhs_rows(s, r.loc, r.r0);
+    return r;
+}
+
 /// Every rank's plan, checked against each other: each receive has the matching send, and
 /// the receives cover the halo exactly once.
 void check_plans(const RowPartition& part, index_t w_lo, index_t w_hi)
@@ -285,14 +304,13 @@ BOOST_AUTO_TEST_CASE(graph_replay_gives_the_same_iterations)
     const auto comm = world();
     const auto exec = rank_executor();
     if (!exec->is_cuda()) return;
-    const int rank = comm->rank(), size = comm->size();
+    const int size = comm->size();
     HeptaSpec s = spec_of(8, 7, 3 * size + 2, 2, false, HeptaModel::reservoir);
     s.difficulty = 0.5;
-    const RowPartition part = partition_planes(s.I, s.J * s.H * s.Nc, size);
-    const index_t r0 = part.begin(rank), r1 = part.end(rank);
-    const Bdia<double> loc = generate_hepta_bdia_rows<double>(s, r0, r1);
-    const LinearSystem<double> sys = make_rhs_rows(s, loc, r0);
-    const Array<double> b = to_exec(sys.b, exec);
+    const RankSystem rs = rank_system(s, *comm);
+    const RowPartition& part = rs.part;
+    const Bdia<double>& loc = rs.loc;
+    const Array<double> b = to_exec(rs.sys.b, exec);
     std::vector<DistOptions> models{DistOptions{}};
     if (size > 1) {
         for (HaloModel h : halo_models())
@@ -315,7 +333,7 @@ BOOST_AUTO_TEST_CASE(graph_replay_gives_the_same_iterations)
             Bicgstab<double> solver(o);
             solver.set_operator(op);
             solver.set_preconditioner(*m);
-            Array<double> x(exec, std::size_t(r1 - r0));
+            Array<double> x(exec, std::size_t(rs.r1 - rs.r0));
             st[graphs] = solver.solve(b, x);
         }
         const std::string what = op.exchange_name() + "/" + op.reduction_name();
@@ -445,13 +463,13 @@ BOOST_AUTO_TEST_CASE(block_ilu_per_rank_converges)
     // one-process preconditioner, but it must solve the system.
     const auto comm = world();
     const auto exec = rank_executor();
-    const int rank = comm->rank(), size = comm->size();
-    HeptaSpec s = spec_of(10, 8, 2 * size + 3, 3, false, HeptaModel::reservoir);
+    HeptaSpec s = spec_of(10, 8, 2 * comm->size() + 3, 3, false, HeptaModel::reservoir);
     s.difficulty = 1.0;
-    const RowPartition part = partition_planes(s.I, s.J * s.H * s.Nc, size);
-    const index_t r0 = part.begin(rank), r1 = part.end(rank);
-    const Bdia<double> loc = generate_hepta_bdia_rows<double>(s, r0, r1);
-    const LinearSystem<double> sys = make_rhs_rows(s, loc, r0);
+    const RankSystem rs = rank_system(s, *comm);
+    const RowPartition& part = rs.part;
+    const Bdia<double>& loc = rs.loc;
+    const LinearSystem<double>& sys = rs.sys;
+    const index_t r0 = rs.r0, r1 = rs.r1;
     const auto m =
         make_preconditioner<double>(test::testing_on_gpu() ? PcType::ilu0_mc : PcType::ilu0,
                                     csr_from_coo(to_coo(loc)), s.Nc, exec);
