@@ -5,7 +5,12 @@
 # then heptane bench comm and heptane bench scale (strong scaling over 1, 2, ... GPUs, and weak
 # scaling), and heptane solve under mpirun.
 #
-#   OUT=/some/dir bash scripts/multi-gpu.sh [--skip-build] [--no-tests] [--no-bench]
+#   OUT=/some/dir bash scripts/multi-gpu.sh [--skip-build] [--no-tests] [--no-bench] [--plugin]
+#
+# --plugin: first build PETSc 3.18 (CPU, MPI) from .tools/ into PETSC_PREFIX [/tmp/petsc] (carry
+# .tools; ~90 s), build heptane once with it (the CLI, the tests, libheptane_petsc.so and the
+# reservoir example), and at the end run scripts/plugin-multi-gpu.sh on that build (the plugin
+# across 2 and 4 GPUs against PETSc's bcgs, and timings) into $OUT/plugin.
 #
 # Environment: BUILD_DIR (build-gpu), JOBS (16), CUDA_ARCH (90), NPS (rank counts of the
 # scaling runs; default 1 2 4 up to the GPU count), SCALE_SPECS (global systems of the strong
@@ -15,7 +20,7 @@
 # Output in $OUT: summary.txt, logs.tar.gz, comm.md, comm-npP.csv, scale.md, scale.csv,
 # nographs.csv (the 1M system with every kernel launched), weak.csv.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 out=${OUT:-$(pwd)/multi-gpu-out}
 build=${BUILD_DIR:-build-gpu}
 jobs=${JOBS:-16}
@@ -26,12 +31,13 @@ export CUDA_MODULE_LOADING=EAGER
 # a peer kernel that waits longer than this for a partner traps (an error, not a hang)
 export HEPTANE_PEER_TIMEOUT=${HEPTANE_PEER_TIMEOUT:-30}
 export PATH=/usr/local/cuda/bin:$PATH
-skip_build=0 tests=1 bench=1
+skip_build=0 tests=1 bench=1 plugin=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --skip-build) skip_build=1 ;;
     --no-tests) tests=0 ;;
     --no-bench) bench=0 ;;
+    --plugin) plugin=1 ;;
     *) echo "multi-gpu: unknown option $1" >&2; exit 2 ;;
   esac
   shift
@@ -52,14 +58,33 @@ if "$mpirun" --version 2>&1 | grep -q "Open MPI"; then
 fi
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-$(( $(nproc) / (gpus > 0 ? gpus : 1) ))}
 
+petsc_prefix=${PETSC_PREFIX:-/tmp/petsc}
+petsc_args=(-DHEPTANE_WITH_PETSC=OFF -DHEPTANE_BUILD_EXAMPLES=OFF)
+plugin_targets=()
+if [ "$plugin" = 1 ]; then
+  if ! [ -f "$petsc_prefix/lib/pkgconfig/PETSc.pc" ] && ! [ -f "$petsc_prefix/lib/pkgconfig/petsc.pc" ]; then
+    t0=$(date +%s)
+    work=$(mktemp -d /tmp/petsc-build.XXXXXX)
+    PETSC_BUILD_DIR=$work bash .tools/petsc-from-source.sh build .tools/petsc-3.18.5.tar.xz \
+      "$petsc_prefix" >"$out/logs/petsc-build.log" 2>&1 ||
+      { note "PETSc build FAILED"; tail -20 "$out/logs/petsc-build.log"; exit 1; }
+    rm -rf "$work"
+    note "PETSc built in $(($(date +%s) - t0)) s"
+  fi
+  export PKG_CONFIG_PATH="$petsc_prefix/lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
+  export LD_LIBRARY_PATH="$petsc_prefix/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  petsc_args=(-DPETSC_DIR="$petsc_prefix" -DHEPTANE_BUILD_EXAMPLES=ON)
+  plugin_targets=(heptane_petsc reservoir)
+fi
+
 if [ "$skip_build" = 0 ]; then
   t0=$(date +%s)
   cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="$arch" \
-    -DHEPTANE_WITH_PETSC=OFF -DHEPTANE_BUILD_EXAMPLES=OFF >"$out/logs/configure.log" 2>&1 ||
+    "${petsc_args[@]}" >"$out/logs/configure.log" 2>&1 ||
     { note "configure FAILED"; tail -30 "$out/logs/configure.log"; exit 1; }
-  grep -E "heptane: (MPI|NCCL|CUDA)" "$out/logs/configure.log" | tee -a "$summary"
+  grep -E "heptane: (MPI|NCCL|CUDA|PETSc)" "$out/logs/configure.log" | tee -a "$summary"
   cmake --build "$build" -j "$jobs" --target heptane_cli test_distributed test_solver_kernels \
-    test_solver >"$out/logs/build.log" 2>&1 ||
+    test_solver "${plugin_targets[@]}" >"$out/logs/build.log" 2>&1 ||
     { note "build FAILED"; grep -E "error" "$out/logs/build.log" | head -40; exit 1; }
   note "configure + build: $(($(date +%s) - t0)) s"
 fi
@@ -87,7 +112,7 @@ if [ "$bench" = 1 ]; then
       --sizes "${COMM_SIZES:-8,1K,8K,64K,256K,1M,4M,16M,64M}" --csv "$out/comm-np$np.csv" \
       >>"$out/comm.md" 2>>"$out/logs/comm.err" || { note "bench comm np=$np FAILED"; tail "$out/logs/comm.err"; status=1; }
   done
-  cat "$out/comm.md" | tee -a "$summary"
+  tee -a "$summary" <"$out/comm.md"
   specs=${SCALE_SPECS:-100x100x100x1:reservoir 256x256x256x1:reservoir 256x256x512x1:reservoir 128x128x128x8:reservoir 256x256x1024x1:reservoir}
   : >"$out/scale.md"
   for np in $nps; do
@@ -130,7 +155,14 @@ if [ "$bench" = 1 ]; then
   # the main job across the GPUs
   timeout "${RUN_TIMEOUT:-240}" "$mpirun" -np "$gpus" "${mflags[@]}" "$heptane" solve --generate 128x128x64x3:reservoir \
     --rtol 1e-6 --json >"$out/logs/solve-np$gpus.json" 2>"$out/logs/solve.err" || status=1
-  cat "$out/logs/solve-np$gpus.json" | tee -a "$summary"
+  tee -a "$summary" <"$out/logs/solve-np$gpus.json"
+fi
+if [ "$plugin" = 1 ]; then
+  PREBUILT=1 BUILD_DIR=$build PETSC_PREFIX=$petsc_prefix OUT=$out/plugin \
+    RUN_TIMEOUT=${RUN_TIMEOUT:-240} bash scripts/plugin-multi-gpu.sh >/dev/null 2>&1 || status=1
+  cat "$out/plugin/plugin-multi-gpu.txt" >>"$summary"
+  cp "$out/plugin/"*.log "$out/logs/" 2>/dev/null
+  rm -rf "$out/plugin"
 fi
 tar czf "$out/logs.tar.gz" -C "$out" logs && rm -rf "$out/logs"
 note "multi-gpu: exit $status"

@@ -13,6 +13,8 @@
 #   BUILD_DIR [/tmp/build-heptane-petsc-mgpu], CHECK_GRID [-nx 32 -ny 24 -nz 16],
 #   TIME_GRID [-nx 128 -ny 128 -nz 64], JOBS [nproc], RUN_TIMEOUT [300 s per run],
 #   RUNS [all: build, compare and time | build: build only | compare: no timings],
+#   PREBUILT [0; 1: BUILD_DIR already holds libheptane_petsc.so and the example, built against
+#   PETSC_PREFIX -- what scripts/multi-gpu.sh --plugin does],
 #   DEVICE [gpu | cpu: heptane's CPU back end on CPU ranks, built without CUDA -- to check the
 #   script itself on a machine without GPUs], NPS [2 4: the rank counts, at most the GPU count].
 set -uo pipefail
@@ -44,15 +46,19 @@ fi
 export PKG_CONFIG_PATH="$prefix/lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
 export LD_LIBRARY_PATH="$prefix/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 t0=$SECONDS
-cuda_args=(-DCMAKE_CUDA_ARCHITECTURES=90)
-[ "$device" = cpu ] && cuda_args=(-DHEPTANE_WITH_CUDA=OFF)
-cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DPETSC_DIR="$prefix" "${cuda_args[@]}" \
-  -DHEPTANE_BUILD_TESTS=OFF -DHEPTANE_BUILD_EXAMPLES=ON \
-  >"$out/configure.log" 2>&1 || { say "configure FAILED"; tail -20 "$out/configure.log"; exit 1; }
-grep "heptane:" "$out/configure.log" | tee -a "$log"
-cmake --build "$build" --target heptane_petsc reservoir -j "$jobs" >"$out/build.log" 2>&1 ||
-  { say "build FAILED"; grep -E "error" "$out/build.log" | head -20 | tee -a "$log"; exit 1; }
-say "heptane + plugin built in $((SECONDS - t0)) s"
+if [ "${PREBUILT:-0}" = 1 ]; then  # BUILD_DIR already has the plugin and the example (multi-gpu.sh --plugin)
+  say "using the build in $build"
+else
+  cuda_args=(-DCMAKE_CUDA_ARCHITECTURES=90)
+  [ "$device" = cpu ] && cuda_args=(-DHEPTANE_WITH_CUDA=OFF)
+  cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DPETSC_DIR="$prefix" "${cuda_args[@]}" \
+    -DHEPTANE_BUILD_TESTS=OFF -DHEPTANE_BUILD_EXAMPLES=ON \
+    >"$out/configure.log" 2>&1 || { say "configure FAILED"; tail -20 "$out/configure.log"; exit 1; }
+  grep "heptane:" "$out/configure.log" | tee -a "$log"
+  cmake --build "$build" --target heptane_petsc reservoir -j "$jobs" >"$out/build.log" 2>&1 ||
+    { say "build FAILED"; grep -E "error" "$out/build.log" | head -20 | tee -a "$log"; exit 1; }
+  say "heptane + plugin built in $((SECONDS - t0)) s"
+fi
 [ "${RUNS:-all}" = build ] && exit 0
 plugin=$build/lib/libheptane_petsc.so
 exe=$build/examples/reservoir
@@ -88,8 +94,8 @@ for np in 1 ${NPS:-2 4}; do
   # shellcheck disable=SC2086
   timeout "$tmo" "${mpi[@]}" -np "$np" "$exe" $time_grid -steps 1 -newton 2 -ksp_rtol 1e-6 \
     -dll_append "$plugin" -ksp_type hbcgs -pc_type pbjacobi -heptane_device "$device" -log_view \
-    >"$out/time-hbcgs-gpu-np$np.log" 2>&1 || { say "hbcgs np=$np FAILED"; status=1; }
-  say "hbcgs pbjacobi ($device) on $np rank(s): $(grep -E '^KSPSolve' "$out/time-hbcgs-gpu-np$np.log" | awk '{print "KSPSolve " $2 " calls, " $4 " s max"}')"
+    >"$out/time-hbcgs-$device-np$np.log" 2>&1 || { say "hbcgs np=$np FAILED"; status=1; }
+  say "hbcgs pbjacobi ($device) on $np rank(s): $(grep -E '^KSPSolve' "$out/time-hbcgs-$device-np$np.log" | awk '{print "KSPSolve " $2 " calls, " $4 " s max"}')"
 done
 # shellcheck disable=SC2086
 timeout "$tmo" "${mpi[@]}" -np 16 "$exe" $time_grid -steps 1 -newton 2 -ksp_rtol 1e-6 -z_split_only 0 \
