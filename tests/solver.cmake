@@ -8,5 +8,7 @@ target_link_libraries(test_solver PRIVATE Eigen3::Eigen)
 heptane_add_test(test_solver_data SOURCES test_solver_data.cpp DATA GPU LABELS solver)
 heptane_add_test(test_precond_mc SOURCES test_precond_mc.cpp GPU LABELS solver)
 target_link_libraries(test_precond_mc PRIVATE Eigen3::Eigen)
+# values-only updates of every preconditioner (update_values) and the factorisation's bits
+heptane_add_test(test_precond_update SOURCES test_precond_update.cpp GPU LABELS solver)
 # the CPU triangular solves: natural order and level schedule agree (CPU kernels only)
 heptane_add_test(test_precond_cpu SOURCES test_precond_cpu.cpp LABELS solver)

@@ -101,36 +101,60 @@ MulticolorOrdering multicolor_ordering(const BlockCsrHost& a)
     return o;
 }
 
-BlockCsrHost permute_symmetric(const BlockCsrHost& a, const std::vector<index_t>& perm)
+BlockCsrHost permute_pattern(const BlockCsrHost& a, const std::vector<index_t>& perm,
+                             std::vector<offset_t>& src)
 {
-    const index_t nb = a.nb, nc = a.nc;
-    const std::size_t nc2 = std::size_t(nc) * nc;
+    const index_t nb = a.nb;
     HEPTANE_ENSURE(perm.size() == std::size_t(nb), InputError,
                    "permute_symmetric: " << perm.size() << " entries for " << nb << " block rows");
     std::vector<index_t> inv(std::size_t(nb), -1);
     for (index_t i = 0; i < nb; ++i) inv[std::size_t(perm[std::size_t(i)])] = i;
     BlockCsrHost p;
     p.nb = nb;
-    p.nc = nc;
+    p.nc = a.nc;
     p.ptr.assign(std::size_t(nb) + 1, 0);
-    p.col.reserve(a.col.size());
-    p.val.reserve(a.val.size());
-    p.diag.assign(std::size_t(nb), -1);
-    std::vector<std::pair<index_t, offset_t>> row;  // (new column, old position)
     for (index_t i = 0; i < nb; ++i) {
         const index_t old = perm[std::size_t(i)];
-        row.clear();
-        for (offset_t q = a.ptr[std::size_t(old)]; q < a.ptr[std::size_t(old) + 1]; ++q)
-            row.emplace_back(inv[std::size_t(a.col[std::size_t(q)])], q);
-        std::sort(row.begin(), row.end());
-        for (const auto& [j, q] : row) {
-            if (j == i) p.diag[std::size_t(i)] = offset_t(p.col.size());
-            p.col.push_back(j);
-            p.val.insert(p.val.end(), a.val.begin() + std::ptrdiff_t(std::size_t(q) * nc2),
-                         a.val.begin() + std::ptrdiff_t(std::size_t(q + 1) * nc2));
-        }
-        p.ptr[std::size_t(i) + 1] = offset_t(p.col.size());
+        p.ptr[std::size_t(i) + 1] =
+            p.ptr[std::size_t(i)] + (a.ptr[std::size_t(old) + 1] - a.ptr[std::size_t(old)]);
     }
+    p.col.resize(a.col.size());
+    p.diag.assign(std::size_t(nb), -1);
+    src.resize(a.col.size());
+#pragma omp parallel for schedule(static) if (nb > 4096)
+    for (index_t i = 0; i < nb; ++i) {
+        const index_t old = perm[std::size_t(i)];
+        const offset_t base = p.ptr[std::size_t(i)];
+        index_t* col = p.col.data() + base;
+        offset_t* from = src.data() + base;
+        index_t len = 0;
+        // the new columns sorted by insertion (a block row holds a few dozen blocks)
+        for (offset_t q = a.ptr[std::size_t(old)]; q < a.ptr[std::size_t(old) + 1]; ++q, ++len) {
+            const index_t j = inv[std::size_t(a.col[std::size_t(q)])];
+            index_t at = len;
+            for (; at > 0 && col[at - 1] > j; --at) {
+                col[at] = col[at - 1];
+                from[at] = from[at - 1];
+            }
+            col[at] = j;
+            from[at] = q;
+        }
+        for (index_t x = 0; x < len; ++x)
+            if (col[x] == i) p.diag[std::size_t(i)] = base + x;
+    }
+    return p;
+}
+
+BlockCsrHost permute_symmetric(const BlockCsrHost& a, const std::vector<index_t>& perm)
+{
+    std::vector<offset_t> src;
+    BlockCsrHost p = permute_pattern(a, perm, src);
+    const std::size_t nc2 = std::size_t(a.nc) * std::size_t(a.nc);
+    p.val.resize(a.val.size());
+    for (std::size_t q = 0; q < src.size(); ++q)
+        std::copy(a.val.begin() + std::ptrdiff_t(std::size_t(src[q]) * nc2),
+                  a.val.begin() + std::ptrdiff_t(std::size_t(src[q] + 1) * nc2),
+                  p.val.begin() + std::ptrdiff_t(q * nc2));
     return p;
 }
 

@@ -6,10 +6,11 @@
 //                 pivoting (the natural preconditioner for GH matrices).
 //   ilu0          ILU(0) for Nc = 1, block ILU(0) (BILU(0)) over Nc × Nc blocks for Nc > 1:
 //                 L U ≈ A with the block pattern of A, no fill. Factorised on the host at
-//                 setup; the triangular solves are level-scheduled (rows whose dependencies
-//                 are done form a level; on the GPU one kernel launch per level). The exact
-//                 natural-order ILU(0) PETSc computes; J+H+I−2 levels per triangle on a
-//                 7-point grid, so on the GPU its apply is launch-bound.
+//                 setup; on the GPU the triangular solves are level-scheduled (rows whose
+//                 dependencies are done form a level; one kernel launch per level), on the
+//                 CPU they run in natural row order. The exact natural-order ILU(0) PETSc
+//                 computes; J+H+I−2 levels per triangle on a 7-point grid, so on the GPU its
+//                 apply is launch-bound.
 //   ilu0_mc       ILU(0)/BILU(0) of A' = P A Pᵀ, P a greedy multi-colour ordering of the
 //                 block graph (red-black on 7-point grids): z = Pᵀ (L'U')⁻¹ P r with one
 //                 launch per colour per triangle, coalesced (thread per scalar row, factors
@@ -22,6 +23,14 @@
 // VT on that executor. Setup errors (thrown as InputError, naming the block row and the
 // pivot): a zero diagonal (Jacobi), a singular diagonal block (block-Jacobi), a zero or
 // singular pivot block (ILU(0)), a size that Nc does not divide.
+//
+// Setup is a symbolic part, which depends on the nonzero pattern only (the block pattern
+// and where each entry goes in it, the diagonal positions, the elimination's list of block
+// updates, the multi-colour ordering and layout, the level schedules), and a numeric part.
+// update_values(A') redoes only the numeric part for new values on the same pattern (a
+// Newton step: PETSc's SAME_NONZERO_PATTERN) and writes the new factors into the arrays the
+// preconditioner already has on its executor; the result is the same, bit for bit, as
+// make_preconditioner on A'.
 #pragma once
 
 #include <memory>
@@ -60,8 +69,18 @@ public:
     virtual PcType type() const noexcept = 0;
     bool is_identity() const noexcept { return type() == PcType::none; }
     index_t block_size() const noexcept { return nc_; }
-    /// Wall-clock milliseconds the setup took (host work and the upload).
+    /// Wall-clock milliseconds the setup, or the last update_values, took (host work and
+    /// the upload).
     double setup_ms() const noexcept { return setup_ms_; }
+
+    /// New values for the matrix the preconditioner was set up from: `a` must have the same
+    /// size and nonzero pattern (the same row pointers and column indices; the block size
+    /// stays). Redoes the numeric part only (see above) and uploads the new factors into
+    /// the existing arrays. Throws InputError when the pattern differs (none: when the size
+    /// differs; it has no pattern) and what the setup throws for values that cannot be
+    /// factored (a zero or singular pivot); the preconditioner then keeps its previous
+    /// values. The default throws NotSupported (every preconditioner of heptane has one).
+    virtual void update_values(const Csr<double>& a);
 
 protected:
     Preconditioner(index_t n, index_t nc, std::shared_ptr<const Executor> exec)

@@ -1,0 +1,353 @@
+// Values-only updates of the preconditioners (Preconditioner::update_values) on the executor
+// under test (CPU, or CUDA with HEPTANE_TEST_DEVICE=cuda): for every type, Nc = 1, 2, 3 and
+// both precisions, an update with new values on the same pattern applies exactly (bit for
+// bit) as a fresh setup on those values; another pattern or size is an InputError, and so are
+// values that cannot be factored, after which the preconditioner keeps its previous values.
+// The factorisation (symbolic + numeric, ilu0_factorize) is checked bit for bit against a
+// plain IKJ elimination with a marker array, written here independently of the library.
+#include <boost/test/unit_test.hpp>
+
+#include <cstring>
+#include <map>
+#include <string>
+#include <tuple>
+
+#include "formats/csr/csr.hpp"
+#include "generators/hepta.hpp"
+#include "solver/precond/block_utils.hpp"
+#include "solver/precond/preconditioner.hpp"
+#include "tests/test_common.hpp"
+
+using namespace heptane;
+
+namespace {
+
+const PcType all_types[] = {PcType::none, PcType::jacobi, PcType::block_jacobi, PcType::ilu0,
+                            PcType::ilu0_mc};
+
+Csr<double> reservoir_csr(index_t J, index_t H, index_t I, index_t nc, bool banded,
+                          std::uint64_t seed)
+{
+    HeptaSpec s;
+    std::tie(s.J, s.H, s.I, s.Nc, s.banded, s.seed) = std::make_tuple(J, H, I, nc, banded, seed);
+    s.model = HeptaModel::reservoir;
+    s.difficulty = 0.5;
+    return csr_from_coo(generate_hepta_coo<double>(s));
+}
+
+/// The same pattern, other values: every entry scaled by a factor in [0.8, 1.2), the
+/// diagonal ones by less, so that the matrix stays diagonally dominant.
+Csr<double> new_values(const Csr<double>& a, unsigned seed)
+{
+    Csr<double> b = a;
+    const auto f = test::random_vector<double>(std::size_t(a.nnz()), seed);
+    for (index_t r = 0; r < a.rows; ++r)
+        for (offset_t k = a.row_ptr[r]; k < a.row_ptr[r + 1]; ++k)
+            b.values[std::size_t(k)] *= a.col_idx[std::size_t(k)] == r
+                                            ? 1.0 + 0.05 * f[std::size_t(k)]
+                                            : 1.0 + 0.2 * f[std::size_t(k)];
+    return b;
+}
+
+/// `a` with entries changed through `edit(row, columns, values)` (host CSR rebuilt).
+template <class F>
+Csr<double> edit_pattern(const Csr<double>& a, F&& edit)
+{
+    std::vector<std::map<index_t, double>> rows(std::size_t(a.rows));
+    for (index_t r = 0; r < a.rows; ++r)
+        for (offset_t k = a.row_ptr[r]; k < a.row_ptr[r + 1]; ++k)
+            rows[std::size_t(r)][a.col_idx[std::size_t(k)]] = a.values[std::size_t(k)];
+    edit(rows);
+    Coo<double> c;
+    c.rows = c.cols = a.rows;
+    std::vector<index_t> ri, ci;
+    std::vector<double> v;
+    for (index_t r = 0; r < a.rows; ++r)
+        for (const auto& [col, val] : rows[std::size_t(r)]) {
+            ri.push_back(r);
+            ci.push_back(col);
+            v.push_back(val);
+        }
+    c.row = Array<index_t>(std::move(ri));
+    c.col = Array<index_t>(std::move(ci));
+    c.val = Array<double>(std::move(v));
+    return csr_from_coo(c);
+}
+
+/// M⁻¹ r on the executor under test, back on the host.
+template <class VT>
+std::vector<VT> apply_pc(const Preconditioner<VT>& m, const std::vector<VT>& r)
+{
+    const auto exec = test::test_executor();
+    const Array<VT> rd = Array<VT>(r).to(exec);
+    Array<VT> z(exec, r.size());
+    m.apply(rd.data(), z.data());
+    return z.to_vector();
+}
+
+template <class VT>
+bool same_bits(const std::vector<VT>& a, const std::vector<VT>& b)
+{
+    return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(VT)) == 0;
+}
+
+template <class VT>
+void update_equals_fresh_setup(PcType type, index_t nc, bool banded)
+{
+    const auto exec = test::test_executor();
+    const Csr<double> a1 = reservoir_csr(6, 5, 4, nc, banded, 3);
+    const Csr<double> a2 = new_values(a1, 17);
+    const auto r = test::random_vector<VT>(std::size_t(a1.rows), 5);
+    auto m = make_preconditioner<VT>(type, a1.to(exec), nc, exec);
+    const std::string before = m->describe();
+    const auto z1 = apply_pc(*m, r);
+    m->update_values(a2.to(exec));  // the matrix on the executor: copied to the host
+    const auto fresh = make_preconditioner<VT>(type, a2, nc, exec);
+    const auto z2 = apply_pc(*m, r);
+    BOOST_TEST(same_bits(z2, apply_pc(*fresh, r)));
+    if (type != PcType::none) BOOST_TEST(!same_bits(z1, z2));  // the values did change
+    BOOST_TEST(m->describe() == before);
+    BOOST_TEST(m->setup_ms() >= 0.0);
+    // and back: the first values again, the first result again (host matrix this time)
+    m->update_values(a1);
+    BOOST_TEST(same_bits(apply_pc(*m, r), z1));
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(update_values_applies_as_a_fresh_setup_bit_for_bit)
+{
+    for (PcType type : all_types)
+        for (index_t nc : {1, 2, 3})
+            for (bool banded : {false, true}) {  // banded: 3-4 colours for ilu0_mc
+                BOOST_TEST_CONTEXT(to_string(type) << " Nc=" << nc << " banded=" << banded)
+                {
+                    update_equals_fresh_setup<double>(type, nc, banded);
+                    update_equals_fresh_setup<float>(type, nc, banded);
+                }
+            }
+}
+
+BOOST_AUTO_TEST_CASE(update_values_rejects_another_pattern_and_keeps_its_values)
+{
+    const auto exec = test::test_executor();
+    for (PcType type : all_types)
+        for (index_t nc : {1, 2, 3}) {
+            BOOST_TEST_CONTEXT(to_string(type) << " Nc=" << nc)
+            {
+                const Csr<double> a = reservoir_csr(5, 4, 3, nc, false, 7);
+                const index_t n = a.rows;
+                auto m = make_preconditioner<double>(type, a, nc, exec);
+                const auto r = test::random_vector<double>(std::size_t(n), 9);
+                const auto z = apply_pc(*m, r);
+                auto rejected = [](const InputError& e) {
+                    BOOST_TEST_MESSAGE(e.what());
+                    return std::string(e.what()).find("values-only update") != std::string::npos;
+                };
+                // another size: every type
+                const Csr<double> bigger = reservoir_csr(5, 4, 4, nc, false, 7);
+                BOOST_CHECK_EXCEPTION(m->update_values(bigger), InputError, rejected);
+                if (type != PcType::none) {
+                    // an entry more (a new coupling), an entry less (for Nc > 1 its block
+                    // stays), an entry moved to another column of the same row
+                    const index_t row = n / 2;
+                    const Csr<double> more = edit_pattern(a, [&](auto& rows) {
+                        rows[std::size_t(row)][(row + 2 * nc + 1) % n] += 1e-3;
+                    });
+                    const Csr<double> fewer = edit_pattern(a, [&](auto& rows) {
+                        auto& rw = rows[std::size_t(row)];
+                        for (auto it = rw.begin(); it != rw.end(); ++it)
+                            if (it->first != row) {
+                                rw.erase(it);
+                                break;
+                            }
+                    });
+                    const Csr<double> moved = edit_pattern(a, [&](auto& rows) {
+                        auto& rw = rows[std::size_t(row)];
+                        const index_t last = rw.rbegin()->first;
+                        const double v = rw.rbegin()->second;
+                        rw.erase(last);
+                        rw[last + 1 < n && !rw.count(last + 1) ? last + 1 : last - 1] = v;
+                    });
+                    BOOST_TEST_REQUIRE(moved.nnz() == a.nnz());
+                    for (const Csr<double>* other : {&more, &fewer, &moved})
+                        BOOST_CHECK_EXCEPTION(m->update_values(*other), InputError, rejected);
+                } else {
+                    m->update_values(new_values(a, 3));  // none has no pattern: same size is fine
+                }
+                BOOST_TEST(same_bits(apply_pc(*m, r), z));  // still the setup's values
+            }
+        }
+}
+
+BOOST_AUTO_TEST_CASE(update_values_that_cannot_be_factored_throw_and_keep_the_old_factors)
+{
+    const auto exec = test::test_executor();
+    for (PcType type : {PcType::jacobi, PcType::block_jacobi, PcType::ilu0, PcType::ilu0_mc})
+        for (index_t nc : {1, 2, 3}) {
+            BOOST_TEST_CONTEXT(to_string(type) << " Nc=" << nc)
+            {
+                const Csr<double> a = reservoir_csr(5, 4, 3, nc, false, 7);
+                auto m = make_preconditioner<double>(type, a, nc, exec);
+                const auto r = test::random_vector<double>(std::size_t(a.rows), 9);
+                const auto z = apply_pc(*m, r);
+                // block row 0 (the first to be factorised in every order) all zero, kept as
+                // stored zeros: a zero diagonal entry, a singular diagonal block, a zero pivot
+                Csr<double> bad = new_values(a, 4);
+                for (index_t row = 0; row < nc; ++row)
+                    for (offset_t k = a.row_ptr[row]; k < a.row_ptr[row + 1]; ++k)
+                        bad.values[std::size_t(k)] = 0.0;
+                auto names_block_0 = [&](const InputError& e) {
+                    BOOST_TEST_MESSAGE(e.what());
+                    const std::string w = e.what();
+                    return type == PcType::jacobi ? w.find("row 0") != std::string::npos
+                                                  : w.find("block row 0") != std::string::npos;
+                };
+                if (type == PcType::ilu0_mc) {  // row 0 is red, so the first factorised
+                    BOOST_CHECK_THROW(m->update_values(bad), InputError);
+                } else {
+                    BOOST_CHECK_EXCEPTION(m->update_values(bad), InputError, names_block_0);
+                }
+                BOOST_TEST(same_bits(apply_pc(*m, r), z));
+                // and it still updates afterwards
+                m->update_values(new_values(a, 8));
+                BOOST_TEST(same_bits(
+                    apply_pc(*m, r),
+                    apply_pc(*make_preconditioner<double>(type, new_values(a, 8), nc, exec), r)));
+            }
+        }
+}
+
+namespace {
+
+/// ILU(0) over Nc × Nc blocks the plain way: block rows from a map, IKJ with a marker
+/// array, dense Gauss-Jordan inverses with partial pivoting (the same operation order as
+/// the library's, so the same bits).
+struct RefIlu {
+    index_t nb, nc;
+    std::vector<offset_t> ptr, diag;
+    std::vector<index_t> col;
+    std::vector<double> val, dinv;
+};
+
+void ref_block_mul(const double* a, const double* b, double* c, index_t nc)
+{
+    for (index_t i = 0; i < nc; ++i)
+        for (index_t j = 0; j < nc; ++j) {
+            double s = 0;
+            for (index_t k = 0; k < nc; ++k) s += a[i * nc + k] * b[k * nc + j];
+            c[i * nc + j] = s;
+        }
+}
+
+RefIlu ref_ilu0(const Csr<double>& a, index_t nc)
+{
+    RefIlu f;
+    f.nc = nc;
+    f.nb = a.rows / nc;
+    const std::size_t nc2 = std::size_t(nc) * std::size_t(nc);
+    std::vector<std::map<index_t, std::vector<double>>> rows(std::size_t(f.nb));
+    for (index_t I = 0; I < f.nb; ++I) rows[std::size_t(I)][I].assign(nc2, 0.0);
+    for (index_t r = 0; r < a.rows; ++r)
+        for (offset_t k = a.row_ptr[r]; k < a.row_ptr[r + 1]; ++k) {
+            const index_t c = a.col_idx[std::size_t(k)];
+            auto& blk = rows[std::size_t(r / nc)][c / nc];
+            if (blk.empty()) blk.assign(nc2, 0.0);
+            blk[std::size_t((r % nc) * nc + c % nc)] += a.values[std::size_t(k)];
+        }
+    f.ptr.push_back(0);
+    for (index_t I = 0; I < f.nb; ++I) {
+        for (const auto& [c, blk] : rows[std::size_t(I)]) {
+            if (c == I) f.diag.push_back(offset_t(f.col.size()));
+            f.col.push_back(c);
+            f.val.insert(f.val.end(), blk.begin(), blk.end());
+        }
+        f.ptr.push_back(offset_t(f.col.size()));
+    }
+    f.dinv.assign(std::size_t(f.nb) * nc2, 0.0);
+    std::vector<offset_t> marker(std::size_t(f.nb), -1);
+    std::vector<double> tmp(nc2);
+    for (index_t i = 0; i < f.nb; ++i) {
+        for (offset_t q = f.ptr[std::size_t(i)]; q < f.ptr[std::size_t(i) + 1]; ++q)
+            marker[std::size_t(f.col[std::size_t(q)])] = q;
+        for (offset_t q = f.ptr[std::size_t(i)]; q < f.diag[std::size_t(i)]; ++q) {
+            const index_t k = f.col[std::size_t(q)];
+            double* lik = &f.val[std::size_t(q) * nc2];
+            ref_block_mul(lik, &f.dinv[std::size_t(k) * nc2], tmp.data(), nc);
+            std::copy(tmp.begin(), tmp.end(), lik);
+            for (offset_t u = f.diag[std::size_t(k)] + 1; u < f.ptr[std::size_t(k) + 1]; ++u) {
+                const offset_t t = marker[std::size_t(f.col[std::size_t(u)])];
+                if (t < 0) continue;
+                for (index_t x = 0; x < nc; ++x)
+                    for (index_t z = 0; z < nc; ++z) {
+                        const double aik = lik[x * nc + z];
+                        if (aik == 0.0) continue;
+                        for (index_t y = 0; y < nc; ++y)
+                            f.val[std::size_t(t) * nc2 + std::size_t(x * nc + y)] -=
+                                aik * f.val[std::size_t(u) * nc2 + std::size_t(z * nc + y)];
+                    }
+            }
+        }
+        const detail::PivotFailure p = detail::invert_block(
+            &f.val[std::size_t(f.diag[std::size_t(i)]) * nc2], &f.dinv[std::size_t(i) * nc2], nc);
+        BOOST_REQUIRE(!p.singular);
+        for (offset_t q = f.ptr[std::size_t(i)]; q < f.ptr[std::size_t(i) + 1]; ++q)
+            marker[std::size_t(f.col[std::size_t(q)])] = -1;
+    }
+    return f;
+}
+
+void check_against_reference(const Csr<double>& a, index_t nc)
+{
+    const RefIlu ref = ref_ilu0(a, nc);
+    const detail::BlockCsrHost m = detail::block_csr_from_csr(a, nc, "test");
+    BOOST_TEST(m.ptr == ref.ptr);
+    BOOST_TEST(m.col == ref.col);
+    BOOST_TEST(m.diag == ref.diag);
+    const detail::Ilu0Factors f = detail::ilu0_factorize(m);
+    BOOST_TEST(same_bits(f.diag_inv, ref.dinv));
+    const std::size_t nc2 = std::size_t(nc) * std::size_t(nc);
+    std::vector<double> lower, upper;  // the reference's factors, split
+    for (index_t i = 0; i < ref.nb; ++i)
+        for (offset_t q = ref.ptr[std::size_t(i)]; q < ref.ptr[std::size_t(i) + 1]; ++q) {
+            if (q == ref.diag[std::size_t(i)]) continue;
+            auto& out = q < ref.diag[std::size_t(i)] ? lower : upper;
+            out.insert(out.end(), ref.val.begin() + std::ptrdiff_t(std::size_t(q) * nc2),
+                       ref.val.begin() + std::ptrdiff_t(std::size_t(q + 1) * nc2));
+        }
+    BOOST_TEST(same_bits(f.lower.val, lower));
+    BOOST_TEST(same_bits(f.upper.val, upper));
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(factorisation_equals_a_plain_ikj_elimination_bit_for_bit)
+{
+    for (index_t nc : {1, 2, 3, 5})
+        for (bool banded : {false, true}) {
+            BOOST_TEST_CONTEXT("Nc=" << nc << " banded=" << banded)
+            check_against_reference(reservoir_csr(6, 5, 4, nc, banded, 21), nc);
+        }
+    // Nc = 1 without some diagonal entries (the pattern is then not the block pattern: the
+    // factorisation stores a zero diagonal block, which the elimination fills), and a row
+    // with an entry inside a block of Nc = 3 that is missing from the other rows of the block
+    const Csr<double> a = reservoir_csr(6, 5, 4, 1, false, 23);
+    const Csr<double> holes = edit_pattern(a, [](auto& rows) {
+        for (index_t r : {7, 30, 77}) rows[std::size_t(r)].erase(r);
+    });
+    BOOST_TEST_CONTEXT("Nc=1 without diagonal entries") check_against_reference(holes, 1);
+    const Csr<double> b = reservoir_csr(6, 5, 4, 3, false, 23);
+    const Csr<double> partial = edit_pattern(b, [](auto& rows) {
+        rows[40].erase(41);
+        rows[42].erase(40);
+    });
+    BOOST_TEST_CONTEXT("Nc=3 with partial blocks") check_against_reference(partial, 3);
+    // values-only update of a natural ILU(0) on the pattern without diagonal entries
+    const auto exec = test::test_executor();
+    auto m = make_preconditioner<double>(PcType::ilu0, holes, 1, exec);
+    const Csr<double> holes2 = new_values(holes, 31);
+    m->update_values(holes2);
+    const auto r = test::random_vector<double>(std::size_t(a.rows), 2);
+    BOOST_TEST(same_bits(apply_pc(*m, r),
+                         apply_pc(*make_preconditioner<double>(PcType::ilu0, holes2, 1, exec), r)));
+}
