@@ -58,6 +58,25 @@ Csr<double> csr_from_view(const CsrView &a)
   return c;
 }
 
+// The borrowed CSR into `c`: only the values when its pattern is c's (a Newton step's
+// refresh: compared, not copied, and no allocation), else a new copy (whose pattern the
+// preconditioner then checks against its own).
+void copy_view(const CsrView &a, Csr<double> &c)
+{
+  const offset_t nnz  = a.nnz();
+  bool           same = c.rows == a.rows && c.nnz() == nnz && c.values.on_host();
+  if (same) {
+    const offset_t *ptr = c.row_ptr.data();
+    for (index_t r = 0; r <= a.rows && same; ++r) same = ptr[r] == offset_t(a.row_ptr[r]);
+    same = same && std::memcmp(c.col_idx.data(), a.col_idx, sizeof(index_t) * std::size_t(nnz)) == 0;
+  }
+  if (!same) {
+    c = csr_from_view(a);
+    return;
+  }
+  std::memcpy(c.values.data(), a.values, sizeof(double) * std::size_t(nnz));
+}
+
 // The distinct block offsets (block column - block row) of the pattern, ascending.
 std::vector<index_t> pattern_block_offsets(const CsrView &a, index_t nc)
 {
@@ -511,6 +530,7 @@ struct Typed {
 struct KrylovEngine::Impl {
   Typed<double> d;
   Typed<float>  f;
+  Csr<double>   csr; // the host CSR of the last setup or refresh (its arrays are reused)
   std::string   pc_desc;
   KrylovTimings timings;
 };
@@ -525,18 +545,32 @@ void KrylovEngine::build_preconditioner(PcType type, const CsrView &a, const Mat
   HEPTANE_ENSURE(m.built(), InputError, "preconditioner requested before the operator");
   k.d.pc.reset();
   k.f.pc.reset();
-  const Csr<double> csr = csr_from_view(a);
-  const index_t     nc  = type == PcType::jacobi || type == PcType::none ? 1 : m.block_size();
+  copy_view(a, k.csr);
+  const index_t nc = type == PcType::jacobi || type == PcType::none ? 1 : m.block_size();
   if (m.precision() == Precision::single) {
-    k.f.pc    = make_preconditioner<float>(type, csr, nc, m.executor());
+    k.f.pc    = make_preconditioner<float>(type, k.csr, nc, m.executor());
     k.pc_desc = k.f.pc->describe();
   } else {
-    k.d.pc    = make_preconditioner<double>(type, csr, nc, m.executor());
+    k.d.pc    = make_preconditioner<double>(type, k.csr, nc, m.executor());
     k.pc_desc = k.d.pc->describe();
   }
   m.executor()->synchronize();
   k.timings.last_pc_ms = ms_since(t0);
   ++k.timings.pc_builds;
+}
+
+void KrylovEngine::refresh_preconditioner(const CsrView &a, const MatrixEngine &m)
+{
+  const auto t0 = clock_type::now();
+  Impl      &k  = *impl_;
+  HEPTANE_ENSURE(has_preconditioner(), InputError, "values-only preconditioner refresh before the first setup");
+  HEPTANE_ENSURE((m.precision() == Precision::single) == (k.f.pc != nullptr), InputError, "values-only preconditioner refresh in another precision than the setup's");
+  copy_view(a, k.csr);
+  if (k.f.pc) k.f.pc->update_values(k.csr);
+  else k.d.pc->update_values(k.csr);
+  m.executor()->synchronize();
+  k.timings.last_pc_ms = ms_since(t0);
+  ++k.timings.pc_refreshes;
 }
 
 bool KrylovEngine::has_preconditioner() const noexcept

@@ -7,7 +7,8 @@
 //     m.build(csr, hint, cfg);          // pattern changed: structure, format, operator
 //     m.refresh_values(csr);            // same pattern, new values: no detection, no new index work
 //     KrylovEngine k;
-//     k.build_preconditioner(PcType::ilu0, csr, m);
+//     k.build_preconditioner(PcType::ilu0, csr, m);   // symbolic + numeric setup
+//     k.refresh_preconditioner(csr, m);               // same pattern, new values: numeric only
 //     Status st = k.solve(SolverType::bicgstab, m, opts, false, b, x);
 //
 // On several MPI ranks (DESIGN.md §4) each rank gives its rows [row_begin, row_end) with
@@ -27,8 +28,11 @@
 //   - csr: the value array is copied as is (same pattern, same order);
 //   - other formats: the operator is rebuilt from COO with the block size and offsets already
 //     known (no detection).
-// The preconditioner is rebuilt on every refresh: its factors depend on the values, and
-// heptane's setup (make_preconditioner) does not separate the symbolic from the numeric part.
+// The preconditioner keeps its symbolic setup (Preconditioner::update_values): a refresh
+// copies the new values into the host CSR the preconditioner was built from (the pattern is
+// compared, not copied; no new allocation) and redoes only the numeric part (the
+// ILU(0)/BILU(0) factorisation, the (block) diagonal inverses), writing the factors into the
+// arrays it already has on the device.
 //
 // Errors are heptane's typed exceptions (core/error.hpp); the PETSc layer turns them into
 // PETSc errors.
@@ -158,9 +162,10 @@ private:
 
 /// Times of the solver side in milliseconds (the last solve).
 struct KrylovTimings {
-  double last_pc_ms    = 0; ///< preconditioner setup
+  double last_pc_ms    = 0; ///< preconditioner setup or refresh (the last one)
   double last_solve_ms = 0; ///< upload b (and x0), iterate, download x
-  int    pc_builds     = 0;
+  int    pc_builds     = 0; ///< full setups (symbolic + numeric)
+  int    pc_refreshes  = 0; ///< values-only refreshes (numeric only)
 };
 
 class KrylovEngine {
@@ -174,6 +179,11 @@ public:
   /// for a distributed `m`, this rank's diagonal block with local columns) with m's block
   /// size, on m's executor, in m's vector precision.
   void build_preconditioner(PcType type, const CsrView &a, const MatrixEngine &m);
+  /// New values for the preconditioner built last, on the same pattern (a Newton step):
+  /// the numeric part only (Preconditioner::update_values). Throws InputError when there
+  /// is none, when `a` has another size or pattern, or when the values cannot be factored;
+  /// the preconditioner then keeps its previous values (build_preconditioner to start over).
+  void refresh_preconditioner(const CsrView &a, const MatrixEngine &m);
   bool has_preconditioner() const noexcept;
   /// Solve A x = b with the operator of `m` and the preconditioner. b and x are host arrays
   /// of m.rows() doubles (this rank's rows; collective when `m` is distributed); x is the initial guess when nonzero_guess and receives the last

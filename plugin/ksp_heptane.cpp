@@ -17,8 +17,9 @@
        so ILU is block Jacobi over the ranks with ILU(0) blocks, as PETSc's bjacobi. The global
        numbering must be a grid's natural one: a DMDA split along z only;
      - same matrix object and nonzero state (MatGetNonzeroState) as the last setup: only the
-       values move (engine.hpp); otherwise the structure is found and the operator built again
-       (on several ranks the ranks agree on what to do).
+       values move (engine.hpp) and the preconditioner redoes its numeric part on its kept
+       symbolic setup; otherwise the structure is found and the operator and the
+       preconditioner are built again (on several ranks the ranks agree on what to do).
    Solve (KSPSolve_Heptane): b and x go to heptane's device, the solver iterates, the monitor
    and the residual history are fed from heptane's monitor, and ksp->its, ksp->rnorm and
    ksp->reason are set from heptane's Status.
@@ -39,6 +40,7 @@ typedef struct {
   char            pc_from[64];  /* what it was chosen from, for the view */
   PetscBool       pc_taken;     /* we set the PETSc PC to none ourselves */
   heptane::PcType pc_built;     /* type of the preconditioner in krylov */
+  PetscBool       pc_refreshed; /* the last setup of it was values-only (numeric part only) */
   PetscInt        ilu;          /* -heptane_ilu: index into HeptaneIluOrders */
   PetscBool       ilu_fallback; /* auto: natural ILU(0) after multi-colour ILU(0) failed */
   Vec             x0;           /* the initial guess, kept for a fallback re-solve */
@@ -233,15 +235,18 @@ static PetscErrorCode KSPHeptaneGridHint(KSP ksp, Mat A, heptane::plugin::GridHi
 }
 
 /* Build the preconditioner from Amat's values. With -heptane_ilu auto a multi-colour ILU(0)
-   that cannot be factored (a zero pivot in the coloured order) falls back to the natural one. */
-static PetscErrorCode KSPHeptaneBuildPC(KSP ksp, Mat Amat)
+   that cannot be factored (a zero pivot in the coloured order) falls back to the natural one.
+   values_only (a Newton step: the same pattern, new values) keeps the preconditioner's
+   symbolic setup and redoes its numeric part only; should that be refused (e.g. values it
+   cannot factor), the preconditioner is built from scratch as for a new pattern. */
+static PetscErrorCode KSPHeptaneBuildPC(KSP ksp, Mat Amat, PetscBool values_only)
 {
   KSP_Heptane                    *h = (KSP_Heptane *)ksp->data;
   Mat                             aij;
   HeptaneCSR                      csr  = {};
   heptane::PcType                 want = KSPHeptaneResolvePC(h);
-  PetscBool                       fell = PETSC_FALSE, fell_any;
-  std::string                     why;
+  PetscBool                       fell = PETSC_FALSE, fell_any, refreshed = PETSC_FALSE;
+  std::string                     why, refused;
   const heptane::plugin::CsrView *view;
 
   PetscFunctionBegin;
@@ -252,26 +257,37 @@ static PetscErrorCode KSPHeptaneBuildPC(KSP ksp, Mat Amat)
     PetscCall(HeptaneCSRGet(aij, &csr));
     view = &csr.view;
   }
-  HeptaneCallCXX(
-    try { h->krylov->build_preconditioner(want, *view, *h->engine); } catch (const heptane::InputError &e) {
-      if (want != heptane::PcType::ilu0_mc || h->ilu != 0) throw;
-      why  = e.what();
-      fell = PETSC_TRUE;
-    });
+  values_only = (PetscBool)(values_only && h->krylov->has_preconditioner() && want == h->pc_built);
+  if (values_only)
+    HeptaneCallCXX(
+      try {
+        h->krylov->refresh_preconditioner(*view, *h->engine);
+        refreshed = PETSC_TRUE;
+      } catch (const heptane::InputError &e) { refused = e.what(); });
+  if (!refreshed)
+    HeptaneCallCXX(
+      try { h->krylov->build_preconditioner(want, *view, *h->engine); } catch (const heptane::InputError &e) {
+        if (want != heptane::PcType::ilu0_mc || h->ilu != 0) throw;
+        why  = e.what();
+        fell = PETSC_TRUE;
+      });
+  if (!refused.empty()) PetscCall(PetscInfo(ksp, "%s: values-only preconditioner refresh refused (%s); set up from scratch\n", KSPHeptaneName(h), refused.c_str()));
   fell_any = fell;
   /* several ranks: one rank's block that cannot be factored sends every rank back to natural */
   if (h->engine->distributed()) PetscCallMPI(MPI_Allreduce(&fell, &fell_any, 1, MPIU_BOOL, MPI_LOR, PetscObjectComm((PetscObject)ksp)));
   if (fell_any) {
     want = heptane::PcType::ilu0;
     HeptaneCallCXX(h->krylov->build_preconditioner(want, *view, *h->engine); *h->pc_note = "natural ILU(0) after multi-colour ILU(0) could not be factored: " + (fell ? why : std::string("on another rank")));
-    fell = PETSC_TRUE;
+    fell      = PETSC_TRUE;
+    refreshed = PETSC_FALSE;
   }
   PetscCall(HeptaneCSRRestore(&csr));
   if (fell) {
     h->ilu_fallback = PETSC_TRUE;
     PetscCall(PetscInfo(ksp, "%s: %s\n", KSPHeptaneName(h), h->pc_note->c_str()));
   }
-  h->pc_built = want;
+  h->pc_built     = want;
+  h->pc_refreshed = refreshed;
   PetscFunctionReturn(0);
 }
 
@@ -383,12 +399,14 @@ static PetscErrorCode KSPHeptaneUpdate(KSP ksp)
   else if (updated == 1) h->value_refreshes++;
 
   rebuild_pc = (PetscBool)(updated || !h->krylov->has_preconditioner() || KSPHeptaneResolvePC(h) != h->pc_built);
-  if (rebuild_pc) PetscCall(KSPHeptaneBuildPC(ksp, Amat));
+  if (rebuild_pc) PetscCall(KSPHeptaneBuildPC(ksp, Amat, (PetscBool)(updated == 1)));
   if (updated || rebuild_pc) {
     char        line[512];
     const auto &mt = h->engine->timings();
     if (updated == 2) PetscCall(PetscSNPrintf(line, sizeof(line), "new pattern: operator built in %.3f ms (detection %.3f ms), preconditioner %.3f ms", mt.last_build_ms, mt.last_detect_ms, h->krylov->timings().last_pc_ms));
-    else if (updated == 1) PetscCall(PetscSNPrintf(line, sizeof(line), "same pattern: values refreshed in %.3f ms, preconditioner rebuilt in %.3f ms", mt.last_refresh_ms, h->krylov->timings().last_pc_ms));
+    else if (updated == 1)
+      PetscCall(
+        PetscSNPrintf(line, sizeof(line), "same pattern: values refreshed in %.3f ms, preconditioner %s in %.3f ms", mt.last_refresh_ms, h->pc_refreshed ? "refactored (numeric only, symbolic setup kept)" : "set up from scratch", h->krylov->timings().last_pc_ms));
     else PetscCall(PetscSNPrintf(line, sizeof(line), "new preconditioner (%s): %.3f ms", h->pc_from, h->krylov->timings().last_pc_ms));
     HeptaneCallCXX(*h->last_update = line);
     PetscCall(PetscInfo(ksp, "%s: %s; operator %s\n", KSPHeptaneName(h), line, h->engine->describe().c_str()));
@@ -491,7 +509,7 @@ static PetscErrorCode KSPSolve_Heptane(KSP ksp)
     PetscCall(PetscInfo(ksp, "%s: %s; solving again\n", KSPHeptaneName(h), h->pc_note->c_str()));
     h->ilu_fallback = PETSC_TRUE;
     PetscCall(KSPGetOperators(ksp, &Amat, NULL));
-    PetscCall(KSPHeptaneBuildPC(ksp, Amat));
+    PetscCall(KSPHeptaneBuildPC(ksp, Amat, PETSC_FALSE));
     if (!ksp->guess_zero) PetscCall(VecCopy(h->x0, ksp->vec_sol));
     PetscCall(VecGetArrayRead(ksp->vec_rhs, &b));
     PetscCall(VecGetArray(ksp->vec_sol, &x));
@@ -524,9 +542,10 @@ static PetscErrorCode KSPView_Heptane(KSP ksp, PetscViewer viewer)
   if (h->engine && h->engine->built()) {
     PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane operator: %s (PETSc matrix %s)\n", h->engine->describe().c_str(), h->mat_type->c_str()));
     PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane structure: %s\n", h->grid_source->c_str()));
-    PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane values-only update: %s\n", h->engine->refresh_note().c_str()));
+    PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane values-only update: %s; preconditioner: numeric part redone on its kept symbolic setup\n", h->engine->refresh_note().c_str()));
   }
   PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane setups: %" PetscInt_FMT " full (new pattern), %" PetscInt_FMT " values-only; %" PetscInt_FMT " solves\n", h->full_builds, h->value_refreshes, h->solves));
+  PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane preconditioner setups: %d full (symbolic + numeric), %d values-only (numeric only, symbolic setup kept)\n", h->krylov->timings().pc_builds, h->krylov->timings().pc_refreshes));
   if (!h->last_update->empty()) PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane last setup: %s\n", h->last_update->c_str()));
   if (h->solves) PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane last solve: %.3f ms\n", h->krylov->timings().last_solve_ms));
   PetscFunctionReturn(0);

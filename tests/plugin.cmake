@@ -38,6 +38,7 @@ heptane_plugin_test(plugin_host_bcgs_matches_petsc
 heptane_plugin_test(plugin_host_dmda_nc3_newton_reuses_setup
   ${compare} --ref ${ref_bcgs} --heptane "-ksp_type hbcgs -ksp_view"
   --expect "heptane setups: 1 full \\(new pattern\\), 2 values-only"
+  --expect "heptane preconditioner setups: 1 full \\(symbolic \\+ numeric\\), 2 values-only \\(numeric only"
   --expect "grid 12x12x12 Nc=3 from DMDA" --expect "bdiagh 5184x5184 Nc=3 D=7"
   --reject MISMATCH -- ${host} -dof 3 -solves 3)
 heptane_plugin_test(plugin_host_baij_converted_once
@@ -72,7 +73,9 @@ foreach(fmt csr ell hyb dia bsr coo)
 endforeach()
 heptane_plugin_test(plugin_host_ilu_multicolor
   ${compare} --ref ${ref_bcgs} --heptane "-ksp_type hbcgs -heptane_ilu multicolor -ksp_view"
-  --expect "heptane preconditioner: ilu0-mc Nc=3" --reject MISMATCH -- ${host} -dof 3 -solves 2)
+  --expect "heptane preconditioner: ilu0-mc Nc=3"
+  --expect "heptane preconditioner setups: 1 full \\(symbolic \\+ numeric\\), 1 values-only"
+  --reject MISMATCH -- ${host} -dof 3 -solves 2)
 heptane_plugin_test(plugin_host_mixed_precision
   ${compare} --tol 1e-4 --ref "${ref_bcgs} -ksp_rtol 1e-6" --heptane "-ksp_type hbcgs -heptane_precision mixed -ksp_rtol 1e-6 -ksp_view"
   --expect "fp32 values/fp64 vectors" -- ${host} -dof 2)
