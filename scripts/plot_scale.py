@@ -10,6 +10,8 @@ import csv
 import sys
 from collections import defaultdict
 
+from svg_lines import draw_series, write_svg
+
 COLOURS = ["#d62728", "#1f77b4", "#2ca02c", "#9467bd", "#8c564b", "#ff7f0e"]
 
 
@@ -49,20 +51,9 @@ def main(argv):
                      f'y2="{py(target):.1f}" stroke="black" stroke-width="2"/>')
             o.append(f'<text x="{px(p) - 18:.1f}" y="{py(target) + 4:.1f}" text-anchor="end">'
                      f'target {target} %</text>')
-    for i, (label, pts) in enumerate(sorted(eff.items())):
-        c = COLOURS[i % len(COLOURS)]
-        pp = sorted(pts.items())
-        o.append(f'<polyline points="{" ".join(f"{px(p):.1f},{py(y):.1f}" for p, y in pp)}" '
-                 f'fill="none" stroke="{c}" stroke-width="2"/>')
-        for p, y in pp:
-            o.append(f'<circle cx="{px(p):.1f}" cy="{py(y):.1f}" r="3" fill="{c}"/>')
-        ly = T + 14 + i * 17
-        o.append(f'<line x1="{W - R + 12}" x2="{W - R + 32}" y1="{ly - 4}" y2="{ly - 4}" '
-                 f'stroke="{c}" stroke-width="3"/>')
-        o.append(f'<text x="{W - R + 38}" y="{ly}">{label}</text>')
-    o.append("</svg>")
-    with open(argv[2], "w") as f:
-        f.write("\n".join(o) + "\n")
+    draw_series(o, [(label, pts.items()) for label, pts in sorted(eff.items())], px, py, W - R, T,
+                COLOURS, radius=3)
+    write_svg(o, argv[2])
     return 0
 
 

@@ -11,6 +11,8 @@ import math
 import sys
 from collections import defaultdict
 
+from svg_lines import draw_series, write_svg
+
 COLOURS = ["#d62728", "#1f77b4", "#2ca02c", "#9467bd", "#8c564b", "#ff7f0e"]
 
 
@@ -46,21 +48,9 @@ def main(argv):
     for n in sorted(set(int(round(x)) for x in xs)):
         o.append(f'<text x="{px(n):.1f}" y="{H - B + 18}" text-anchor="middle">{n // 1024}K</text>')
     o.append(f'<text x="{(L + W - R) / 2}" y="{H - 15}" text-anchor="middle">N (rows)</text>')
-    for i, (label, pts) in enumerate(sorted(series.items())):
-        c = COLOURS[i % len(COLOURS)]
-        dash = ' stroke-dasharray="5 4"' if label.startswith("floor") else ""
-        pp = sorted(pts.items())
-        o.append(f'<polyline points="{" ".join(f"{px(x):.1f},{py(y):.1f}" for x, y in pp)}" '
-                 f'fill="none" stroke="{c}" stroke-width="2"{dash}/>')
-        for x, y in pp:
-            o.append(f'<circle cx="{px(x):.1f}" cy="{py(y):.1f}" r="2.5" fill="{c}"/>')
-        ly = T + 14 + i * 17
-        o.append(f'<line x1="{W - R + 12}" x2="{W - R + 32}" y1="{ly - 4}" y2="{ly - 4}" '
-                 f'stroke="{c}" stroke-width="3"{dash}/>')
-        o.append(f'<text x="{W - R + 38}" y="{ly}">{label}</text>')
-    o.append("</svg>")
-    with open(argv[2], "w") as f:
-        f.write("\n".join(o) + "\n")
+    draw_series(o, [(label, pts.items()) for label, pts in sorted(series.items())], px, py,
+                W - R, T, COLOURS, dashed=lambda label: label.startswith("floor"))
+    write_svg(o, argv[2])
     return 0
 
 

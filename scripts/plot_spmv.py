@@ -12,6 +12,8 @@ import math
 import sys
 from collections import defaultdict
 
+from svg_lines import draw_series, write_svg
+
 COLOURS = ["#d62728", "#ff9896", "#1f77b4", "#aec7e8", "#2ca02c", "#98df8a", "#9467bd",
            "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf", "#000000"]
 
@@ -58,20 +60,8 @@ def main(argv):
              f'(nnz)</text>')
     o.append(f'<line x1="{L}" x2="{W - R}" y1="{py(100):.1f}" y2="{py(100):.1f}" '
              f'stroke="#444" stroke-dasharray="4 3"/>')
-    for i, (label, pts) in enumerate(sorted(series.items())):
-        pts.sort()
-        c = COLOURS[i % len(COLOURS)]
-        path = " ".join(f"{px(x):.1f},{py(y):.1f}" for x, y in pts)
-        o.append(f'<polyline points="{path}" fill="none" stroke="{c}" stroke-width="2"/>')
-        for x, y in pts:
-            o.append(f'<circle cx="{px(x):.1f}" cy="{py(y):.1f}" r="2.5" fill="{c}"/>')
-        ly = T + 14 + i * 17
-        o.append(f'<line x1="{W - R + 12}" x2="{W - R + 32}" y1="{ly - 4}" y2="{ly - 4}" '
-                 f'stroke="{c}" stroke-width="3"/>')
-        o.append(f'<text x="{W - R + 38}" y="{ly}">{label}</text>')
-    o.append("</svg>")
-    with open(out, "w") as f:
-        f.write("\n".join(o) + "\n")
+    draw_series(o, sorted(series.items()), px, py, W - R, T, COLOURS)
+    write_svg(o, out)
     return 0
 
 
