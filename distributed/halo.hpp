@@ -19,9 +19,10 @@
 //   peer            device to device inside a node through CUDA IPC: a kernel writes the rows
 //                   straight into the neighbour's halo buffer over NVLink and raises a flag
 //                   there (distributed/peer.hpp); no host on the path.
-// The first four are the thesis's four; "auto" picks host on the CPU; on GPUs peer when two
-// ranks have a GPU each on one node with peer access (peer.hpp: P > 2 not yet), else nccl when the
-// build has NCCL and every rank has its own GPU, else pinned-async.
+// The first four are the thesis's four; "auto" picks host on the CPU; on GPUs peer when every
+// rank has its own GPU of one node, with peer access between every pair and eager module
+// loading (peer.hpp), else nccl when the build has NCCL and every rank has its own GPU, else
+// pinned-async.
 #pragma once
 
 #include <memory>
