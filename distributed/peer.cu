@@ -2,11 +2,14 @@
 #include <cuda.h>
 #include <mpi.h>
 
+#include <algorithm>
+#include <array>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <vector>
 
+#include "core/array.hpp"
 #include "core/cuda_common.hpp"
 #include "distributed/peer.hpp"
 
@@ -197,53 +200,74 @@ private:
 };
 
 // ---- halo --------------------------------------------------------------------------------------
-// Mailbox layout: first the flags -- arrive[P], ack[P], the push kernels' block ticket, and
-// this rank's send and receive sequence counters (device-resident, so a CUDA graph that
-// replays the kernels counts on) -- padded to 256 bytes, then halo[halo_rows] of VT. The
-// flags come first because their offset must be the same in every rank's mailbox: halo
-// sizes differ (an end rank has one neighbour, a middle rank two; flags placed after the
-// halo sat at another offset in each, which is what hung three and four ranks).
+// Mailbox layout: first the flags -- arrive[P] (the last exchange each sender has pushed
+// here), ack[P] (the last exchange each receiver of mine has copied out of its staging),
+// the push and the wait kernels' block tickets, and this rank's send and receive sequence
+// counters (device-resident, so a CUDA graph that replays the kernels counts on) -- padded
+// to 256 bytes, then two staging buffers of halo_rows VT each, used alternately (exchange s
+// lands in staging[s & 1]). The flags come first because their offset must be the same in
+// every rank's mailbox: halo sizes differ (an end rank has one neighbour, a middle rank two).
+//
+// Exchange s: the sender's push kernel writes its rows into the receiver's staging[s & 1]
+// once the receiver has acknowledged exchange s - 2 (which used the same buffer), then
+// raises arrive = s; the receiver's wait kernel spins on arrive >= s, copies staging[s & 1]
+// into its own halo buffer (the one halo() returns, so its address is fixed for CUDA
+// graphs) and acknowledges s to the sender. The acknowledgement the push waits for is two
+// exchanges old: in a solver loop (and whenever the neighbours also send to this rank) it
+// has long arrived, so no exchange waits for a round trip between the GPUs.
 
 constexpr int max_pieces = 8;
 
 template <class VT>
 struct PushArgs {
-    int n;  // pieces
+    int n;  // send pieces
     const VT* src[max_pieces];
-    VT* dst[max_pieces];  // in the receiver's halo buffer
+    VT* dst[max_pieces];           // staging[0] + offset in the receiver's mailbox
+    long long stride[max_pieces];  // the receiver's halo rows (staging[1] = staging[0] + stride)
     long long count[max_pieces];
-    int to[max_pieces];                       // receiver of each piece
-    int from[max_pieces];                     // sender of each recv piece
-    unsigned* arrive[max_pieces];             // my arrive flag in the receiver's mailbox
-    unsigned* ack_mine[max_pieces];           // the receiver's ack flag in my mailbox
-    unsigned* ack_theirs[max_pieces];         // my ack flag in the sender's mailbox, per recv piece
-    const unsigned* arrive_from[max_pieces];  // each sender's arrive flag in my mailbox
-    int nrecv;
+    int to[max_pieces];                    // receiver of each send piece
+    unsigned* arrive[max_pieces];          // my arrive flag in the receiver's mailbox
+    const unsigned* ack_mine[max_pieces];  // the receiver's ack flag in my mailbox
+    unsigned* last_block;                  // push ticket (my mailbox)
+    unsigned* send_seq;                    // exchanges pushed so far (my mailbox)
     int me;
-    unsigned* last_block;  // ticket in my mailbox
-    unsigned* send_seq;    // exchanges pushed so far (my mailbox)
-    unsigned* recv_seq;    // exchanges received so far (my mailbox)
     unsigned long long timeout_ns;
 };
 
-/// Push every send piece (grid-stride over all pieces), after the receivers acknowledged the
-/// previous exchange; the last block fences, raises the arrive flags and counts the exchange.
+template <class VT>
+struct WaitArgs {
+    int n;                                            // recv pieces
+    const VT* staging;                                // my staging[0]
+    long long stride;                                 // my halo rows
+    VT* halo;                                         // my halo buffer
+    long long offset[max_pieces], count[max_pieces];  // of each recv piece in the halo
+    int from[max_pieces];
+    const unsigned* arrive_from[max_pieces];  // each sender's arrive flag in my mailbox
+    unsigned* ack_theirs[max_pieces];         // my ack flag in each sender's mailbox
+    unsigned* last_block;                     // wait ticket (my mailbox)
+    unsigned* recv_seq;                       // exchanges received so far (my mailbox)
+    int me;
+    unsigned long long timeout_ns;
+};
+
+/// Push every send piece into the receivers' staging (grid-stride over all pieces); the last
+/// block fences, raises the arrive flags and counts the exchange.
 template <class VT>
 __global__ void peer_push_kernel(PushArgs<VT> a)
 {
     const unsigned seq = load_flag(a.send_seq) + 1;
-    // acknowledge the previous exchange to my senders (my previous boundary rows are done:
-    // this kernel runs after them), and wait for my receivers' acknowledgements
-    if (blockIdx.x == 0 && threadIdx.x < a.nrecv) store_flag(a.ack_theirs[threadIdx.x], seq - 1);
-    if (threadIdx.x < a.n)
-        wait_flag(a.ack_mine[threadIdx.x], seq - 1, a.timeout_ns, "peer halo (acknowledgement)",
+    const int par = seq & 1u;
+    if (threadIdx.x < a.n && seq > 2)
+        wait_flag(a.ack_mine[threadIdx.x], seq - 2, a.timeout_ns, "peer halo (acknowledgement)",
                   a.me, a.to[threadIdx.x]);
     __syncthreads();
     const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
-    for (int p = 0; p < a.n; ++p)
+    for (int p = 0; p < a.n; ++p) {
+        VT* dst = a.dst[p] + par * a.stride[p];
         for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x;
              i < a.count[p]; i += stride)
-            a.dst[p][i] = a.src[p][i];
+            dst[i] = a.src[p][i];
+    }
     __threadfence_system();
     __syncthreads();
     __shared__ bool last;
@@ -259,16 +283,34 @@ __global__ void peer_push_kernel(PushArgs<VT> a)
     }
 }
 
+/// Wait for every sender's exchange, copy it out of staging into the halo buffer; the last
+/// block acknowledges the exchange to the senders and counts it.
 template <class VT>
-__global__ void peer_wait_kernel(PushArgs<VT> a)
+__global__ void peer_wait_kernel(WaitArgs<VT> a)
 {
     const unsigned seq = load_flag(a.recv_seq) + 1;
-    if (static_cast<int>(threadIdx.x) < a.nrecv)
+    const int par = seq & 1u;
+    if (static_cast<int>(threadIdx.x) < a.n)
         wait_flag(a.arrive_from[threadIdx.x], seq, a.timeout_ns, "peer halo", a.me,
                   a.from[threadIdx.x]);
     __syncthreads();
     __threadfence();
-    if (threadIdx.x == 0) store_flag(a.recv_seq, seq);
+    const VT* src = a.staging + par * a.stride;
+    const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
+    for (int p = 0; p < a.n; ++p)
+        for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x;
+             i < a.count[p]; i += stride)
+            a.halo[a.offset[p] + i] = reinterpret_cast<const volatile VT*>(src)[a.offset[p] + i];
+    __threadfence_system();  // the staging reads are done before the acknowledgement
+    __syncthreads();
+    __shared__ bool last;
+    if (threadIdx.x == 0) last = atomicInc(a.last_block, gridDim.x - 1) == gridDim.x - 1;
+    __syncthreads();
+    if (last) {
+        if (static_cast<int>(threadIdx.x) < a.n) store_flag(a.ack_theirs[threadIdx.x], seq);
+        __syncthreads();
+        if (threadIdx.x == 0) store_flag(a.recv_seq, seq);
+    }
 }
 
 template <class VT>
@@ -290,29 +332,33 @@ public:
         HEPTANE_CUDA_CHECK(cudaStreamCreateWithPriority(&comm_stream_, cudaStreamNonBlocking, hi));
         HEPTANE_CUDA_CHECK(cudaEventCreateWithFlags(&ready_, cudaEventDisableTiming));
         HEPTANE_CUDA_CHECK(cudaEventCreateWithFlags(&pushed_, cudaEventDisableTiming));
-        // flags: arrive[P], ack[P], ticket, send_seq, recv_seq (the same offsets on every rank)
+        // flags: arrive[P], ack[P], push ticket, wait ticket, send_seq, recv_seq (the same
+        // offsets on every rank)
         const std::size_t flag_bytes =
-            (sizeof(unsigned) * (2 * std::size_t(P) + 3) + 255) / 256 * 256;
+            (sizeof(unsigned) * (2 * std::size_t(P) + 4) + 255) / 256 * 256;
+        const long long rows = plan_.halo_rows();
         box_ = std::make_unique<Mailbox>(*comm_, ce.device(),
-                                         flag_bytes + sizeof(VT) * std::size_t(plan_.halo_rows()));
+                                         flag_bytes + 2 * sizeof(VT) * std::size_t(rows));
+        halo_ = Array<VT>(exec_, std::size_t(std::max<long long>(rows, 1)));
         auto flags = [&](int owner) { return reinterpret_cast<unsigned*>(box_->of(owner)); };
-        auto halo_of = [&](int owner) {
+        auto staging_of = [&](int owner) {
             return reinterpret_cast<VT*>(box_->of(owner) + flag_bytes);
         };
-        // where my pieces land in each receiver's halo: the receivers say (by tag)
+        // where my pieces land in each receiver's staging, and its halo rows: the receivers
+        // say (by tag)
         std::vector<MPI_Request> reqs;
-        std::vector<int> dst_off(plan_.sends.size());
-        std::vector<int> my_off(plan_.recvs.size());
+        std::vector<std::array<long long, 2>> dst(plan_.sends.size());
+        std::vector<std::array<long long, 2>> mine(plan_.recvs.size());
         for (std::size_t i = 0; i < plan_.recvs.size(); ++i) {
-            my_off[i] = plan_.recvs[i].offset;
+            mine[i] = {plan_.recvs[i].offset, rows};
             reqs.emplace_back();
-            MPI_Isend(&my_off[i], 1, MPI_INT, plan_.recvs[i].peer, 100 + plan_.recvs[i].tag,
-                      comm_->comm(), &reqs.back());
+            MPI_Isend(mine[i].data(), 2, MPI_LONG_LONG, plan_.recvs[i].peer,
+                      100 + plan_.recvs[i].tag, comm_->comm(), &reqs.back());
         }
         for (std::size_t i = 0; i < plan_.sends.size(); ++i) {
             reqs.emplace_back();
-            MPI_Irecv(&dst_off[i], 1, MPI_INT, plan_.sends[i].peer, 100 + plan_.sends[i].tag,
-                      comm_->comm(), &reqs.back());
+            MPI_Irecv(dst[i].data(), 2, MPI_LONG_LONG, plan_.sends[i].peer,
+                      100 + plan_.sends[i].tag, comm_->comm(), &reqs.back());
         }
         MPI_Waitall(int(reqs.size()), reqs.data(), MPI_STATUSES_IGNORE);
         push_.n = int(plan_.sends.size());
@@ -320,23 +366,34 @@ public:
         push_.timeout_ns = peer_timeout_ns();
         for (int i = 0; i < push_.n; ++i) {
             const auto& s = plan_.sends[std::size_t(i)];
-            push_.dst[i] = halo_of(s.peer) + dst_off[std::size_t(i)];
+            push_.dst[i] = staging_of(s.peer) + dst[std::size_t(i)][0];
+            push_.stride[i] = dst[std::size_t(i)][1];
             push_.count[i] = s.count;
             push_.to[i] = s.peer;
             push_.arrive[i] = flags(s.peer) + me;
             push_.ack_mine[i] = flags(me) + P + s.peer;
         }
-        push_.nrecv = int(plan_.recvs.size());
-        for (int i = 0; i < push_.nrecv; ++i) {
-            const int q = plan_.recvs[std::size_t(i)].peer;
-            push_.from[i] = q;
-            push_.ack_theirs[i] = flags(q) + P + me;
-            push_.arrive_from[i] = flags(me) + q;
-        }
         push_.last_block = flags(me) + 2 * P;
-        push_.send_seq = flags(me) + 2 * P + 1;
-        push_.recv_seq = flags(me) + 2 * P + 2;
-        halo_ = halo_of(me);
+        push_.send_seq = flags(me) + 2 * P + 2;
+        wait_.n = int(plan_.recvs.size());
+        wait_.me = me;
+        wait_.timeout_ns = push_.timeout_ns;
+        wait_.staging = staging_of(me);
+        wait_.stride = rows;
+        wait_.halo = halo_.data();
+        long long most = 0;
+        for (int i = 0; i < wait_.n; ++i) {
+            const auto& r = plan_.recvs[std::size_t(i)];
+            wait_.offset[i] = r.offset;
+            wait_.count[i] = r.count;
+            wait_.from[i] = r.peer;
+            wait_.arrive_from[i] = flags(me) + r.peer;
+            wait_.ack_theirs[i] = flags(r.peer) + P + me;
+            most = std::max<long long>(most, r.count);
+        }
+        wait_.last_block = flags(me) + 2 * P + 1;
+        wait_.recv_seq = flags(me) + 2 * P + 3;
+        wait_blocks_ = std::max(1u, std::min<unsigned>(32, cuda::grid_for(most, 256)));
         MPI_Barrier(comm_->comm());
     }
     ~PeerHalo() override
@@ -360,17 +417,16 @@ public:
     }
     void finish() override
     {
-        if (!plan_.recvs.empty()) {
-            peer_wait_kernel<VT><<<1, 32, 0, compute_>>>(push_);
+        if (wait_.n > 0) {
+            peer_wait_kernel<VT><<<wait_blocks_, 256, 0, compute_>>>(wait_);
             HEPTANE_CUDA_LAUNCH_CHECK();
         }
         // Join the push back into the executor's stream: whatever comes next may overwrite x
-        // only after it has been pushed (the push ends once the receivers have started their
-        // own push of this exchange, so this waits for nothing slow), and a CUDA graph
-        // recorded from the executor's stream sees the push as part of it.
+        // only after it has been pushed, and a CUDA graph recorded from the executor's stream
+        // sees the push as part of it (in a graph the join is an edge, not an event).
         HEPTANE_CUDA_CHECK(cudaStreamWaitEvent(compute_, pushed_, 0));
     }
-    VT* halo() noexcept override { return halo_; }
+    VT* halo() noexcept override { return halo_.data(); }
     HaloModel model() const noexcept override { return HaloModel::peer; }
     bool graph_safe() const noexcept override { return true; }
 
@@ -382,7 +438,9 @@ private:
     cudaEvent_t ready_ = nullptr, pushed_ = nullptr;
     std::unique_ptr<Mailbox> box_;
     PushArgs<VT> push_{};
-    VT* halo_ = nullptr;
+    WaitArgs<VT> wait_{};
+    unsigned wait_blocks_ = 1;
+    Array<VT> halo_;
 };
 
 /// Whether this process loads its CUDA modules eagerly. With lazy loading (the default since

@@ -4,10 +4,13 @@
 // over NVLink and raise a sequence-number flag there; the partner's kernel spins on its flag.
 // No host, no MPI, no copy engine on the critical path.
 //   peer halo:      a push kernel (on the communication stream, beside the local product)
-//                   copies the boundary rows into each neighbour's halo buffer, then flags;
-//                   the receiver's wait kernel spins on the flags before the boundary rows.
-//                   Acknowledgements (also flags) keep a sender from overwriting a halo the
-//                   receiver has not used yet.
+//                   copies the boundary rows into one of two staging buffers of each
+//                   neighbour (exchange s into staging[s & 1]), then flags; the receiver's
+//                   wait kernel spins on the flags, copies the staging into its halo buffer
+//                   (a fixed address, for CUDA graphs) and acknowledges. A sender waits for
+//                   the acknowledgement of exchange s - 2 before it overwrites that buffer,
+//                   which in a solver loop has long arrived: no exchange waits for a round
+//                   trip between the GPUs.
 //   peer reduction: one kernel writes the sums into every rank's slot for this rank, flags,
 //                   waits for every rank's flag, and adds the slots in rank order (the same
 //                   order on every rank, so every rank gets bit-identical sums). Two slot sets

@@ -240,6 +240,57 @@ BOOST_AUTO_TEST_CASE(distributed_spmv_matches_the_whole_product)
         }
 }
 
+BOOST_AUTO_TEST_CASE(back_to_back_products_each_see_their_own_halo)
+{
+    // Six products with six different x queued without a host wait in between: a halo model
+    // that reuses a buffer too early (the peer model alternates two staging buffers) would
+    // give some product the neighbour's rows of another x.
+    const auto comm = world();
+    const auto exec = rank_executor();
+    const int rank = comm->rank(), size = comm->size();
+    const HeptaSpec s = spec_of(5, 4, 2 * size + 1, 2, false, HeptaModel::uniform);
+    const Bdia<double> a = generate_hepta_bdia<double>(s);
+    const index_t n = a.rows;
+    const RowPartition part = partition_planes(s.I, s.J * s.H * s.Nc, size);
+    const index_t r0 = part.begin(rank), r1 = part.end(rank);
+    constexpr int count = 6;
+    std::vector<std::vector<double>> xs, refs;
+    for (int k = 0; k < count; ++k) {
+        xs.push_back(test::random_vector<double>(std::size_t(n), 100 + unsigned(k)));
+        refs.emplace_back(std::size_t(n), 0.0);
+        kernels::spmv(*cpu_executor(), a, Op::normal, 1.0, xs.back().data(), 0.0,
+                      refs.back().data());
+    }
+    for (HaloModel model : halo_models()) {
+        DistOptions dopt;
+        dopt.halo = model;
+        DistributedBdia<double, double> op(comm, part, generate_hepta_bdia_rows<double>(s, r0, r1),
+                                           exec, dopt);
+        std::vector<Array<double>> xl, yl;
+        for (int k = 0; k < count; ++k) {
+            xl.push_back(to_exec(std::vector<double>(xs[std::size_t(k)].begin() + r0,
+                                                     xs[std::size_t(k)].begin() + r1),
+                                 exec));
+            yl.push_back(to_exec(std::vector<double>(std::size_t(r1 - r0), 0.0), exec));
+        }
+        exec->synchronize();
+        for (int k = 0; k < count; ++k)
+            op.apply(1.0, xl[std::size_t(k)].data(), 0.0, yl[std::size_t(k)].data());
+        for (int k = 0; k < count; ++k) {
+            const std::vector<double> y = to_host(yl[std::size_t(k)]);
+            const std::vector<double>& ref = refs[std::size_t(k)];
+            double err = 0, scale = 0;
+            for (index_t i = r0; i < r1; ++i) {
+                err = std::max(err, std::abs(y[std::size_t(i - r0)] - ref[std::size_t(i)]));
+                scale = std::max(scale, std::abs(ref[std::size_t(i)]));
+            }
+            BOOST_TEST(err <= 1e-13 * (scale + 1), "rank " << rank << " " << to_string(model)
+                                                           << " product " << k << ": max error "
+                                                           << err);
+        }
+    }
+}
+
 BOOST_AUTO_TEST_CASE(mixed_precision_spmv_matches_the_whole_product)
 {
     // fp32 values (the float rows of the generator), fp64 vectors and accumulation

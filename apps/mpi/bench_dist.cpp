@@ -21,6 +21,7 @@
 #endif
 #include "generators/hepta.hpp"
 #include "solver/bicgstab/bicgstab.hpp"
+#include "solver/vector/vector_ops.hpp"
 
 namespace heptane::cli {
 
@@ -47,6 +48,21 @@ double time_ranks(const dist::Communicator& comm, const Executor& exec,
     MPI_Allreduce(MPI_IN_PLACE, t.data(), reps, MPI_DOUBLE, MPI_MAX, comm.comm());
     std::nth_element(t.begin(), t.begin() + reps / 2, t.end());
     return t[std::size_t(reps / 2)];
+}
+
+/// As time_ranks, with the `batch` calls recorded once into a CUDA graph and each sample one
+/// launch of it (what the calls cost inside the solver's replayed batches). f must be
+/// graph-safe.
+double time_ranks_graph(const dist::Communicator& comm, const Executor& exec,
+                        const std::function<void()>& f, int reps, int batch = 20)
+{
+    BatchGraph graph;
+    graph.record(exec, [&] {
+        for (int k = 0; k < batch; ++k) f();
+    });
+    return time_ranks(
+               comm, exec, [&] { graph.launch(exec); }, reps, 3, 1) /
+           batch;
 }
 
 std::vector<std::string> split_list(const std::string& s)
@@ -84,7 +100,9 @@ const char* comm_usage =
     "rank exchanges a chunk with its lower and its upper neighbour, as one SpMV of a row-split\n"
     "operator does, by every halo model; then the all-reduce of 1, 2 and 4 doubles by every\n"
     "reduction model. A sample is 20 calls queued back to back (as in a solver loop) after a\n"
-    "barrier; times are the slowest rank's per call, median over the samples.\n"
+    "barrier; times are the slowest rank's per call, median over the samples. The models a\n"
+    "CUDA graph can hold (nccl, peer, on GPUs) are also timed with the 20 calls recorded once\n"
+    "and replayed as one graph, as the solver's batches run them (columns '... graph').\n"
     "  --sizes LIST     chunk bytes per neighbour (K, M suffixes; default\n"
     "                   8,1K,8K,64K,256K,1M,4M,16M,64M)\n"
     "  --models LIST    halo models (default: every one this build, MPI and the node offer:\n"
@@ -145,8 +163,12 @@ int bench_comm(int argc, char** argv)
         if (dist::peer_capable(*exec, *comm)) models.push_back(dist::HaloModel::peer);
 #endif
     }
+    // the models a CUDA graph can hold get a second column, timed as one graph launch
+    auto graph_model = [&](dist::HaloModel m) {
+        return exec->is_cuda() && (m == dist::HaloModel::nccl || m == dist::HaloModel::peer);
+    };
     std::ostringstream rows;
-    rows << "kind,model,bytes,ranks,median_us,gbps\n";
+    rows << "kind,model,bytes,ranks,median_us,gbps,cuda_graph\n";
     if (root) {
         std::printf("heptane bench comm: %d ranks, %s (rank 0), %d repetitions\n", comm->size(),
                     exec->name().c_str(), reps);
@@ -154,9 +176,18 @@ int bench_comm(int argc, char** argv)
             "halo exchange: each rank sends a chunk to and receives one from each "
             "neighbour (GB/s: bytes a middle rank sends / time)\n");
         std::printf("| bytes/neighbour |");
-        for (auto m : models) std::printf(" %s us |", dist::to_string(m));
+        int columns = 0;
+        for (auto m : models) {
+            std::printf(" %s us |", dist::to_string(m));
+            ++columns;
+        }
+        for (auto m : models)
+            if (graph_model(m)) {
+                std::printf(" %s graph us |", dist::to_string(m));
+                ++columns;
+            }
         std::printf("\n|---:|");
-        for (std::size_t i = 0; i < models.size(); ++i) std::printf("---:|");
+        for (int i = 0; i < columns; ++i) std::printf("---:|");
         std::printf("\n");
     }
     for (long long bytes : sizes) {
@@ -168,22 +199,36 @@ int bench_comm(int argc, char** argv)
         std::vector<double> ones(std::size_t(count), 1.0);
         copy_bytes(*cpu_executor(), ones.data(), *exec, x.data(), ones.size() * sizeof(double));
         if (root) std::printf("| %lld |", bytes);
+        const bool big = bytes >= (1 << 22);
+        const int samples = big ? std::max(3, reps / 10) : reps, batch = big ? 2 : 20;
+        const double sent = double(std::min(2, P - 1)) * double(bytes);
+        std::ostringstream graph_cells;
         for (auto m : models) {
             auto halo = dist::make_halo_exchange<double>(m, plan, comm, exec);
-            const double t = time_ranks(
-                *comm, *exec,
-                [&] {
-                    halo->start(x.data());
-                    halo->finish();
-                },
-                bytes >= (1 << 22) ? std::max(3, reps / 10) : reps, 3, bytes >= (1 << 22) ? 2 : 20);
-            const double sent = double(std::min(2, P - 1)) * double(bytes);
+            const auto exchange = [&] {
+                halo->start(x.data());
+                halo->finish();
+            };
+            const double t = time_ranks(*comm, *exec, exchange, samples, 3, batch);
             if (root) {
                 std::printf(" %.1f |", t * 1e6);
                 rows << "halo," << dist::to_string(m) << ',' << bytes << ',' << P << ',' << t * 1e6
-                     << ',' << sent / t / 1e9 << '\n';
+                     << ',' << sent / t / 1e9 << ",0\n";
             }
+            if (!graph_model(m)) continue;
+            if (!halo->graph_safe()) {
+                graph_cells << " - |";
+                continue;
+            }
+            const double tg = time_ranks_graph(*comm, *exec, exchange, samples, batch);
+            char cell[32];
+            std::snprintf(cell, sizeof cell, " %.1f |", tg * 1e6);
+            graph_cells << cell;
+            if (root)
+                rows << "halo," << dist::to_string(m) << ',' << bytes << ',' << P << ',' << tg * 1e6
+                     << ',' << sent / tg / 1e9 << ",1\n";
         }
+        if (root) std::printf("%s", graph_cells.str().c_str());
         if (root) {
             std::printf("\n");
             std::fflush(stdout);
@@ -199,12 +244,19 @@ int bench_comm(int argc, char** argv)
     for (auto rm : rmodels) {
         auto red = dist::make_reducer(rm, comm, exec);
         for (int k : {1, 2, 4}) {
-            const double t = time_ranks(
-                *comm, *exec, [&] { red->sum(*exec, buf.data(), k); }, reps * 4);
+            const auto point = [&] { red->sum(*exec, buf.data(), k); };
+            const double t = time_ranks(*comm, *exec, point, reps * 4);
+            const bool graph = exec->is_cuda() && red->graph_safe();
+            const double tg = graph ? time_ranks_graph(*comm, *exec, point, reps * 4) : 0.0;
             if (root) {
-                std::printf("  %-5s %d doubles: %.1f us\n", dist::to_string(rm), k, t * 1e6);
+                std::printf("  %-5s %d doubles: %.1f us", dist::to_string(rm), k, t * 1e6);
+                if (graph) std::printf(" (graph: %.1f us)", tg * 1e6);
+                std::printf("\n");
                 rows << "reduce," << dist::to_string(rm) << ',' << 8 * k << ',' << comm->size()
-                     << ',' << t * 1e6 << ",\n";
+                     << ',' << t * 1e6 << ",,0\n";
+                if (graph)
+                    rows << "reduce," << dist::to_string(rm) << ',' << 8 * k << ',' << comm->size()
+                         << ',' << tg * 1e6 << ",,1\n";
             }
         }
     }
