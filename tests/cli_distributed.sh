@@ -3,6 +3,8 @@
 # split in cells) must match the one-process answer, and the JSON report must say so; from a
 # nonzero --x0 (the answer itself: next to no iterations) and in --precision mixed and single.
 #   tests/cli_distributed.sh HEPTANE MPIEXEC [MPI flags...]
+# On CPU ranks by default; with HEPTANE_TEST_DEVICE=cuda on GPUs (one per rank where there are
+# enough; exits 77, skipped, where there is no GPU).
 set -euo pipefail
 heptane=$1
 mpiexec=$2
@@ -11,7 +13,15 @@ flags=("$@")
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 spec=16x12x9x2:reservoir
-common=(--generate "$spec" --rtol 1e-11 --max-it 2000 --pc bjacobi --device cpu)
+device=cpu
+if [ "${HEPTANE_TEST_DEVICE:-cpu}" = cuda ]; then
+  if ! nvidia-smi -L 2>/dev/null | grep -q "^GPU"; then
+    echo "cli_distributed: no GPU here (HEPTANE_TEST_DEVICE=cuda): skipped"
+    exit 77
+  fi
+  device=gpu
+fi
+common=(--generate "$spec" --rtol 1e-11 --max-it 2000 --pc bjacobi --device "$device")
 
 "$heptane" solve "${common[@]}" -o "$dir/x1.mtx" --json >"$dir/one.json"
 grep -q '"converged": true' "$dir/one.json"
@@ -76,7 +86,7 @@ fi
 cat "$dir/short.out"
 grep -q "x0 .* has [0-9]* entries, A has [0-9]* rows" "$dir/short.out"
 # a halo model for GPUs on CPU ranks
-if "$mpiexec" -np 2 "${flags[@]}" "$heptane" solve "${common[@]}" --halo nccl \
+if "$mpiexec" -np 2 "${flags[@]}" "$heptane" solve "${common[@]}" --device cpu --halo nccl \
   >"$dir/bad.out" 2>&1; then
   echo "expected a failure for --halo nccl on CPU ranks"
   exit 1
@@ -94,4 +104,4 @@ if "$mpiexec" -np 2 "${flags[@]}" "$heptane" solve "$dir/band9.mtx" --device cpu
   exit 1
 fi
 grep -q "is not a general-hepta matrix" "$dir/band9.out"
-echo "cli_distributed: OK"
+echo "cli_distributed: OK ($device)"

@@ -34,4 +34,12 @@ if(TARGET heptane_distributed AND TARGET heptane_cli)
     $<TARGET_FILE:heptane_cli> ${MPIEXEC_EXECUTABLE} ${mpi_flags})
   set_tests_properties(cli_solve_mpirun PROPERTIES TIMEOUT 600 LABELS "cpu;distributed"
     ENVIRONMENT "OMP_NUM_THREADS=1")
+  # the same on GPUs (one per rank where there are enough); skipped without a GPU
+  if(HEPTANE_HAVE_CUDA)
+    add_test(NAME cli_solve_mpirun_gpu COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/cli_distributed.sh
+      $<TARGET_FILE:heptane_cli> ${MPIEXEC_EXECUTABLE} ${mpi_flags})
+    set_tests_properties(cli_solve_mpirun_gpu PROPERTIES TIMEOUT 600 SKIP_RETURN_CODE 77
+      LABELS "gpu;distributed"
+      ENVIRONMENT "HEPTANE_TEST_DEVICE=cuda;OMP_NUM_THREADS=1;CUDA_MODULE_LOADING=EAGER")
+  endif()
 endif()
