@@ -202,114 +202,101 @@ private:
 // ---- halo --------------------------------------------------------------------------------------
 // Mailbox layout: first the flags -- arrive[P] (the last exchange each sender has pushed
 // here), ack[P] (the last exchange each receiver of mine has copied out of its staging),
-// the push and the wait kernels' block tickets, and this rank's send and receive sequence
-// counters (device-resident, so a CUDA graph that replays the kernels counts on) -- padded
-// to 256 bytes, then two staging buffers of halo_rows VT each, used alternately (exchange s
-// lands in staging[s & 1]). The flags come first because their offset must be the same in
-// every rank's mailbox: halo sizes differ (an end rank has one neighbour, a middle rank two).
+// the kernel's two block tickets, and this rank's sequence counter (device-resident, so a
+// CUDA graph that replays the kernel counts on) -- padded to 256 bytes, then two staging
+// buffers of halo_rows VT each, used alternately (exchange s lands in staging[s & 1]). The
+// flags come first because their offset must be the same in every rank's mailbox: halo
+// sizes differ (an end rank has one neighbour, a middle rank two).
 //
-// Exchange s: the sender's push kernel writes its rows into the receiver's staging[s & 1]
-// once the receiver has acknowledged exchange s - 2 (which used the same buffer), then
-// raises arrive = s; the receiver's wait kernel spins on arrive >= s, copies staging[s & 1]
-// into its own halo buffer (the one halo() returns, so its address is fixed for CUDA
-// graphs) and acknowledges s to the sender. The acknowledgement the push waits for is two
-// exchanges old: in a solver loop (and whenever the neighbours also send to this rank) it
-// has long arrived, so no exchange waits for a round trip between the GPUs.
+// Exchange s is one kernel on the communication stream, beside the local product: it
+// writes this rank's rows into each receiver's staging[s & 1] once that receiver has
+// acknowledged exchange s - 2 (which used the same buffer), raises arrive = s there, waits
+// for its own senders' arrive >= s, copies its staging[s & 1] into its halo buffer (the one
+// halo() returns, at a fixed address for CUDA graphs) and acknowledges s to the senders. The
+// acknowledgement a push waits for is two exchanges old: in a solver loop it has long
+// arrived, so no exchange waits for a round trip between the GPUs. The executor's stream
+// joins the kernel before the boundary rows. The kernel runs at the device's highest
+// priority, also inside a CUDA graph (a node attribute), so that its few blocks start
+// while the local product fills the device.
 
 constexpr int max_pieces = 8;
 
 template <class VT>
-struct PushArgs {
-    int n;  // send pieces
+struct ExchangeArgs {
+    // send pieces
+    int ns;
     const VT* src[max_pieces];
-    VT* dst[max_pieces];           // staging[0] + offset in the receiver's mailbox
-    long long stride[max_pieces];  // the receiver's halo rows (staging[1] = staging[0] + stride)
-    long long count[max_pieces];
-    int to[max_pieces];                    // receiver of each send piece
+    VT* dst[max_pieces];               // staging[0] + offset in the receiver's mailbox
+    long long dst_stride[max_pieces];  // the receiver's halo rows (its staging[1] - staging[0])
+    long long send_count[max_pieces];
+    int to[max_pieces];
     unsigned* arrive[max_pieces];          // my arrive flag in the receiver's mailbox
     const unsigned* ack_mine[max_pieces];  // the receiver's ack flag in my mailbox
-    unsigned* last_block;                  // push ticket (my mailbox)
-    unsigned* send_seq;                    // exchanges pushed so far (my mailbox)
-    int me;
-    unsigned long long timeout_ns;
-};
-
-template <class VT>
-struct WaitArgs {
-    int n;                                            // recv pieces
-    const VT* staging;                                // my staging[0]
-    long long stride;                                 // my halo rows
-    VT* halo;                                         // my halo buffer
-    long long offset[max_pieces], count[max_pieces];  // of each recv piece in the halo
+    // recv pieces
+    int nr;
+    const VT* staging;                                          // my staging[0]
+    long long stride;                                           // my halo rows
+    VT* halo;                                                   // my halo buffer
+    long long recv_offset[max_pieces], recv_count[max_pieces];  // in the halo
     int from[max_pieces];
     const unsigned* arrive_from[max_pieces];  // each sender's arrive flag in my mailbox
     unsigned* ack_theirs[max_pieces];         // my ack flag in each sender's mailbox
-    unsigned* last_block;                     // wait ticket (my mailbox)
-    unsigned* recv_seq;                       // exchanges received so far (my mailbox)
+    // mine
+    unsigned* pushed_blocks;  // ticket: blocks done pushing
+    unsigned* copied_blocks;  // ticket: blocks done copying
+    unsigned* seq;            // exchanges done so far
     int me;
     unsigned long long timeout_ns;
 };
 
-/// Push every send piece into the receivers' staging (grid-stride over all pieces); the last
-/// block fences, raises the arrive flags and counts the exchange.
-template <class VT>
-__global__ void peer_push_kernel(PushArgs<VT> a)
+/// Is this block the last of the grid to get here? (`ticket` wraps to 0 for the next use.)
+__device__ __forceinline__ bool last_block_through(unsigned* ticket)
 {
-    const unsigned seq = load_flag(a.send_seq) + 1;
+    __shared__ bool last;
+    __syncthreads();
+    if (threadIdx.x == 0) last = atomicInc(ticket, gridDim.x - 1) == gridDim.x - 1;
+    __syncthreads();
+    return last;
+}
+
+template <class VT>
+__global__ void peer_exchange_kernel(ExchangeArgs<VT> a)
+{
+    const unsigned seq = load_flag(a.seq) + 1;
     const int par = seq & 1u;
-    if (threadIdx.x < a.n && seq > 2)
+    const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
+    const long long first = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x;
+    // push: the receivers' staging[par] is free once they acknowledged exchange seq - 2
+    if (static_cast<int>(threadIdx.x) < a.ns && seq > 2)
         wait_flag(a.ack_mine[threadIdx.x], seq - 2, a.timeout_ns, "peer halo (acknowledgement)",
                   a.me, a.to[threadIdx.x]);
     __syncthreads();
-    const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
-    for (int p = 0; p < a.n; ++p) {
-        VT* dst = a.dst[p] + par * a.stride[p];
-        for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x;
-             i < a.count[p]; i += stride)
-            dst[i] = a.src[p][i];
+    for (int p = 0; p < a.ns; ++p) {
+        VT* dst = a.dst[p] + par * a.dst_stride[p];
+        for (long long i = first; i < a.send_count[p]; i += stride) dst[i] = a.src[p][i];
     }
     __threadfence_system();
-    __syncthreads();
-    __shared__ bool last;
-    if (threadIdx.x == 0) last = atomicInc(a.last_block, gridDim.x - 1) == gridDim.x - 1;
-    __syncthreads();
-    if (last) {  // every block has read send_seq and pushed its part
-        if (threadIdx.x < a.n) {
-            __threadfence_system();
-            store_flag(a.arrive[threadIdx.x], seq);
-        }
-        __syncthreads();
-        if (threadIdx.x == 0) store_flag(a.send_seq, seq);
+    if (last_block_through(a.pushed_blocks) && static_cast<int>(threadIdx.x) < a.ns) {
+        __threadfence_system();
+        store_flag(a.arrive[threadIdx.x], seq);  // every block has pushed its part
     }
-}
-
-/// Wait for every sender's exchange, copy it out of staging into the halo buffer; the last
-/// block acknowledges the exchange to the senders and counts it.
-template <class VT>
-__global__ void peer_wait_kernel(WaitArgs<VT> a)
-{
-    const unsigned seq = load_flag(a.recv_seq) + 1;
-    const int par = seq & 1u;
-    if (static_cast<int>(threadIdx.x) < a.n)
+    // receive: every block waits for every sender, then copies its share out of staging
+    if (static_cast<int>(threadIdx.x) < a.nr)
         wait_flag(a.arrive_from[threadIdx.x], seq, a.timeout_ns, "peer halo", a.me,
                   a.from[threadIdx.x]);
     __syncthreads();
     __threadfence();
     const VT* src = a.staging + par * a.stride;
-    const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
-    for (int p = 0; p < a.n; ++p)
-        for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x;
-             i < a.count[p]; i += stride)
-            a.halo[a.offset[p] + i] = reinterpret_cast<const volatile VT*>(src)[a.offset[p] + i];
-    __threadfence_system();  // the staging reads are done before the acknowledgement
-    __syncthreads();
-    __shared__ bool last;
-    if (threadIdx.x == 0) last = atomicInc(a.last_block, gridDim.x - 1) == gridDim.x - 1;
-    __syncthreads();
-    if (last) {
-        if (static_cast<int>(threadIdx.x) < a.n) store_flag(a.ack_theirs[threadIdx.x], seq);
+    for (int p = 0; p < a.nr; ++p) {
+        const long long o = a.recv_offset[p];
+        for (long long i = first; i < a.recv_count[p]; i += stride)
+            a.halo[o + i] = __ldcg(src + o + i);  // L2, never a stale L1 line
+    }
+    __threadfence();  // the staging reads are done before the acknowledgement
+    if (last_block_through(a.copied_blocks)) {
+        if (static_cast<int>(threadIdx.x) < a.nr) store_flag(a.ack_theirs[threadIdx.x], seq);
         __syncthreads();
-        if (threadIdx.x == 0) store_flag(a.recv_seq, seq);
+        if (threadIdx.x == 0) store_flag(a.seq, seq);
     }
 }
 
@@ -327,15 +314,15 @@ public:
         const auto& ce = static_cast<const CudaExecutor&>(*exec_);
         HEPTANE_CUDA_CHECK(cudaSetDevice(ce.device()));
         compute_ = cuda::stream(ce);
-        int lo = 0, hi = 0;
-        HEPTANE_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&lo, &hi));
-        HEPTANE_CUDA_CHECK(cudaStreamCreateWithPriority(&comm_stream_, cudaStreamNonBlocking, hi));
+        int lo = 0;
+        HEPTANE_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&lo, &priority_));
+        HEPTANE_CUDA_CHECK(
+            cudaStreamCreateWithPriority(&comm_stream_, cudaStreamNonBlocking, priority_));
         HEPTANE_CUDA_CHECK(cudaEventCreateWithFlags(&ready_, cudaEventDisableTiming));
-        HEPTANE_CUDA_CHECK(cudaEventCreateWithFlags(&pushed_, cudaEventDisableTiming));
-        // flags: arrive[P], ack[P], push ticket, wait ticket, send_seq, recv_seq (the same
-        // offsets on every rank)
+        HEPTANE_CUDA_CHECK(cudaEventCreateWithFlags(&done_, cudaEventDisableTiming));
+        // flags: arrive[P], ack[P], two tickets, seq (the same offsets on every rank)
         const std::size_t flag_bytes =
-            (sizeof(unsigned) * (2 * std::size_t(P) + 4) + 255) / 256 * 256;
+            (sizeof(unsigned) * (2 * std::size_t(P) + 3) + 255) / 256 * 256;
         const long long rows = plan_.halo_rows();
         box_ = std::make_unique<Mailbox>(*comm_, ce.device(),
                                          flag_bytes + 2 * sizeof(VT) * std::size_t(rows));
@@ -361,70 +348,71 @@ public:
                       100 + plan_.sends[i].tag, comm_->comm(), &reqs.back());
         }
         MPI_Waitall(int(reqs.size()), reqs.data(), MPI_STATUSES_IGNORE);
-        push_.n = int(plan_.sends.size());
-        push_.me = me;
-        push_.timeout_ns = peer_timeout_ns();
-        for (int i = 0; i < push_.n; ++i) {
-            const auto& s = plan_.sends[std::size_t(i)];
-            push_.dst[i] = staging_of(s.peer) + dst[std::size_t(i)][0];
-            push_.stride[i] = dst[std::size_t(i)][1];
-            push_.count[i] = s.count;
-            push_.to[i] = s.peer;
-            push_.arrive[i] = flags(s.peer) + me;
-            push_.ack_mine[i] = flags(me) + P + s.peer;
-        }
-        push_.last_block = flags(me) + 2 * P;
-        push_.send_seq = flags(me) + 2 * P + 2;
-        wait_.n = int(plan_.recvs.size());
-        wait_.me = me;
-        wait_.timeout_ns = push_.timeout_ns;
-        wait_.staging = staging_of(me);
-        wait_.stride = rows;
-        wait_.halo = halo_.data();
+        auto& a = args_;
+        a.me = me;
+        a.timeout_ns = peer_timeout_ns();
         long long most = 0;
-        for (int i = 0; i < wait_.n; ++i) {
+        a.ns = int(plan_.sends.size());
+        for (int i = 0; i < a.ns; ++i) {
+            const auto& s = plan_.sends[std::size_t(i)];
+            a.dst[i] = staging_of(s.peer) + dst[std::size_t(i)][0];
+            a.dst_stride[i] = dst[std::size_t(i)][1];
+            a.send_count[i] = s.count;
+            a.to[i] = s.peer;
+            a.arrive[i] = flags(s.peer) + me;
+            a.ack_mine[i] = flags(me) + P + s.peer;
+            most = std::max<long long>(most, s.count);
+        }
+        a.nr = int(plan_.recvs.size());
+        a.staging = staging_of(me);
+        a.stride = rows;
+        a.halo = halo_.data();
+        for (int i = 0; i < a.nr; ++i) {
             const auto& r = plan_.recvs[std::size_t(i)];
-            wait_.offset[i] = r.offset;
-            wait_.count[i] = r.count;
-            wait_.from[i] = r.peer;
-            wait_.arrive_from[i] = flags(me) + r.peer;
-            wait_.ack_theirs[i] = flags(r.peer) + P + me;
+            a.recv_offset[i] = r.offset;
+            a.recv_count[i] = r.count;
+            a.from[i] = r.peer;
+            a.arrive_from[i] = flags(me) + r.peer;
+            a.ack_theirs[i] = flags(r.peer) + P + me;
             most = std::max<long long>(most, r.count);
         }
-        wait_.last_block = flags(me) + 2 * P + 1;
-        wait_.recv_seq = flags(me) + 2 * P + 3;
-        wait_blocks_ = std::max(1u, std::min<unsigned>(32, cuda::grid_for(most, 256)));
+        a.pushed_blocks = flags(me) + 2 * P;
+        a.copied_blocks = flags(me) + 2 * P + 1;
+        a.seq = flags(me) + 2 * P + 2;
+        blocks_ = std::max(1u, std::min<unsigned>(64, cuda::grid_for(most, 256)));
         MPI_Barrier(comm_->comm());
     }
     ~PeerHalo() override
     {
         cudaEventDestroy(ready_);
-        cudaEventDestroy(pushed_);
+        cudaEventDestroy(done_);
         cudaStreamDestroy(comm_stream_);
     }
     void start(const VT* x) override
     {
         HEPTANE_CUDA_CHECK(cudaEventRecord(ready_, compute_));
         HEPTANE_CUDA_CHECK(cudaStreamWaitEvent(comm_stream_, ready_, 0));
-        PushArgs<VT> a = push_;
-        for (int i = 0; i < a.n; ++i) a.src[i] = x + plan_.sends[std::size_t(i)].offset;
-        long long most = 0;
-        for (int i = 0; i < a.n; ++i) most = most > a.count[i] ? most : a.count[i];
-        const unsigned blocks = std::min<unsigned>(64, cuda::grid_for(most, 256));
-        peer_push_kernel<VT><<<std::max(blocks, 1u), 256, 0, comm_stream_>>>(a);
-        HEPTANE_CUDA_LAUNCH_CHECK();
-        HEPTANE_CUDA_CHECK(cudaEventRecord(pushed_, comm_stream_));
+        ExchangeArgs<VT> a = args_;
+        for (int i = 0; i < a.ns; ++i) a.src[i] = x + plan_.sends[std::size_t(i)].offset;
+        // the priority as a launch attribute: a CUDA graph recorded from this stream keeps it
+        // per node (BatchGraph instantiates with cudaGraphInstantiateFlagUseNodePriority)
+        cudaLaunchAttribute attr[1];
+        attr[0].id = cudaLaunchAttributePriority;
+        attr[0].val.priority = priority_;
+        cudaLaunchConfig_t cfg{};
+        cfg.gridDim = dim3(blocks_);
+        cfg.blockDim = dim3(256);
+        cfg.stream = comm_stream_;
+        cfg.attrs = attr;
+        cfg.numAttrs = 1;
+        HEPTANE_CUDA_CHECK(cudaLaunchKernelEx(&cfg, peer_exchange_kernel<VT>, a));
+        HEPTANE_CUDA_CHECK(cudaEventRecord(done_, comm_stream_));
     }
     void finish() override
     {
-        if (wait_.n > 0) {
-            peer_wait_kernel<VT><<<wait_blocks_, 256, 0, compute_>>>(wait_);
-            HEPTANE_CUDA_LAUNCH_CHECK();
-        }
-        // Join the push back into the executor's stream: whatever comes next may overwrite x
-        // only after it has been pushed, and a CUDA graph recorded from the executor's stream
-        // sees the push as part of it (in a graph the join is an edge, not an event).
-        HEPTANE_CUDA_CHECK(cudaStreamWaitEvent(compute_, pushed_, 0));
+        // the boundary rows wait for the halo; whatever comes next may overwrite x only after
+        // it has been pushed (in a CUDA graph the join is an edge)
+        HEPTANE_CUDA_CHECK(cudaStreamWaitEvent(compute_, done_, 0));
     }
     VT* halo() noexcept override { return halo_.data(); }
     HaloModel model() const noexcept override { return HaloModel::peer; }
@@ -435,11 +423,11 @@ private:
     std::shared_ptr<const Communicator> comm_;
     std::shared_ptr<const Executor> exec_;
     cudaStream_t compute_ = nullptr, comm_stream_ = nullptr;
-    cudaEvent_t ready_ = nullptr, pushed_ = nullptr;
+    cudaEvent_t ready_ = nullptr, done_ = nullptr;
+    int priority_ = 0;
     std::unique_ptr<Mailbox> box_;
-    PushArgs<VT> push_{};
-    WaitArgs<VT> wait_{};
-    unsigned wait_blocks_ = 1;
+    ExchangeArgs<VT> args_{};
+    unsigned blocks_ = 1;
     Array<VT> halo_;
 };
 

@@ -3,14 +3,15 @@
 // (cudaIpcOpenMemHandle), and from then on kernels write straight into a partner GPU's memory
 // over NVLink and raise a sequence-number flag there; the partner's kernel spins on its flag.
 // No host, no MPI, no copy engine on the critical path.
-//   peer halo:      a push kernel (on the communication stream, beside the local product)
-//                   copies the boundary rows into one of two staging buffers of each
-//                   neighbour (exchange s into staging[s & 1]), then flags; the receiver's
-//                   wait kernel spins on the flags, copies the staging into its halo buffer
-//                   (a fixed address, for CUDA graphs) and acknowledges. A sender waits for
-//                   the acknowledgement of exchange s - 2 before it overwrites that buffer,
-//                   which in a solver loop has long arrived: no exchange waits for a round
-//                   trip between the GPUs.
+//   peer halo:      one kernel per exchange, on a high-priority communication stream beside
+//                   the local product: it copies the boundary rows into one of two staging
+//                   buffers of each neighbour (exchange s into staging[s & 1]) and flags,
+//                   then waits for its own neighbours' flags, copies its staging into its
+//                   halo buffer (a fixed address, for CUDA graphs) and acknowledges. A
+//                   sender waits for the acknowledgement of exchange s - 2 before it
+//                   overwrites that buffer, which in a solver loop has long arrived: no
+//                   exchange waits for a round trip between the GPUs. The executor's stream
+//                   joins the kernel before the boundary rows.
 //   peer reduction: one kernel writes the sums into every rank's slot for this rank, flags,
 //                   waits for every rank's flag, and adds the slots in rank order (the same
 //                   order on every rank, so every rank gets bit-identical sums). Two slot sets

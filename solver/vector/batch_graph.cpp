@@ -52,7 +52,10 @@ void BatchGraph::end(const Executor& exec)
         }
     }
     if (!inst) {
-        const cudaError_t err = cudaGraphInstantiate(&inst, graph, 0);
+        // per-node priorities: a kernel launched with a priority attribute (the peer halo's
+        // exchange kernel) keeps it inside the graph
+        const cudaError_t err =
+            cudaGraphInstantiate(&inst, graph, cudaGraphInstantiateFlagUseNodePriority);
         if (err != cudaSuccess) {
             cudaGraphDestroy(graph);
             instance_ = nullptr;
