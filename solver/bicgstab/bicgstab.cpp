@@ -7,10 +7,11 @@
 //     p̂  = M⁻¹ p                           precondition  (skipped for M = I: p̂ = p)
 //     v  = A p̂                             SpMV          matrix + 2 passes
 //     α  = ρ / (r̂, v)                      alpha         2 passes
-//     s  = r − α v,  (s, s)                update_s      3 passes
+//     s  = r − α v                         update_s      3 passes
 //     ŝ  = M⁻¹ s                           precondition  (skipped for M = I)
 //     t  = A ŝ                             SpMV          matrix + 2 passes
-//     ω  = (t, s) / (t, t)                 omega         2 passes
+//     (s, s): ‖s‖ ≤ tol → ω = 0 (half step) omega        2 passes
+//     ω  = (t, s) / (t, t)                 (one reduction of the three sums)
 //     x += α p̂ + ω ŝ,  r = s − ω t,        update_xr     7 passes (8 with M ≠ I)
 //     (r̂, r), (r, r) → ρ, β, tests
 //
@@ -18,8 +19,10 @@
 // (BENCHMARKS.md counts ≈ 25 passes for one kernel per vector operation; going down to
 // 15–17 needs the dot products fused into the SpMV itself, which the Operator interface
 // does not offer yet). With a preconditioner: + 2 applications, + 1 pass.
-// Launches: 7 (5 small reductions whose last block computes the scalars) + 2 SpMV
-// (+ 2 preconditioner applications); the host is not involved until the check.
+// Launches per iteration: 5 vector kernels (3 reductions whose last block computes the
+// scalars: α; ‖s‖ with ω; ρ with ‖r‖ -- and 2 element-wise) + 2 SpMV (+ 2 preconditioner
+// applications); the host is not involved until the check. Distributed, each of the 3
+// reduction points is one all-reduce.
 #include "solver/bicgstab/bicgstab.hpp"
 
 #include "solver/bicgstab/bicgstab_reference.hpp"

@@ -163,6 +163,16 @@ HEPTANE_HD inline void bicgstab_omega_finalize(KrylovState& s, double ts, double
     }
 }
 
+/// The fused loop's one reduction point for both: (t, s), (t, t) and (s, s) summed together
+/// (s is read there anyway), then the half-step test on ‖s‖ and ω. Distributed, that is one
+/// all-reduce fewer per iteration than a separate (s, s) after s = r − α v; the only cost is
+/// that the iteration which converges at the half step has also computed ŝ and t.
+HEPTANE_HD inline void bicgstab_s_omega_finalize(KrylovState& s, double ts, double tt, double ss)
+{
+    bicgstab_s_finalize(s, ss);
+    if (!s.stop) bicgstab_omega_finalize(s, ts, tt);
+}
+
 /// After x += α p̂ + ω ŝ, r = s − ω t with (r̂, r) and (r, r):
 /// β = (ρ_new / ρ)(α / ω), ρ_old = ρ, ρ = ρ_new.
 HEPTANE_HD inline void bicgstab_xr_finalize(KrylovState& s, double rhat_r, double rr, double* hist)

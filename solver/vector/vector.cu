@@ -17,7 +17,7 @@ namespace heptane::kernels {
 namespace {
 
 constexpr int block_size = 256;
-constexpr int max_sums = 4;  // partials per block (the widest reduction has 2 sums)
+constexpr int max_sums = 4;  // partials per block (the widest reduction has 3 sums)
 
 int max_blocks(const CudaExecutor& exec)
 {
@@ -267,41 +267,31 @@ struct AlphaFin {
 };
 
 template <class VT>
-struct UpdateSMap {  // s = r − α v, (s, s)
+struct UpdateSMap {  // s = r − α v ((s, s) comes with ω, OmegaMap)
     const VT* r;
     const VT* v;
     VT* s;
     VT alpha;
     __device__ void load(const KrylovState& st) { alpha = VT(st.alpha); }
-    __device__ void operator()(long long i, double (&a)[1]) const
-    {
-        const VT si = r[i] - alpha * v[i];
-        s[i] = si;
-        a[0] += double(si) * double(si);
-    }
-};
-struct SFin {
-    __device__ void operator()(KrylovState& s, const double (&v)[1], double*) const
-    {
-        krylov::bicgstab_s_finalize(s, v[0]);
-    }
+    __device__ void operator()(long long i) const { s[i] = r[i] - alpha * v[i]; }
 };
 
 template <class VT>
-struct OmegaMap : NoLoad {  // (t, s), (t, t)
+struct OmegaMap : NoLoad {  // (t, s), (t, t), (s, s)
     const VT* t;
     const VT* s;
-    __device__ void operator()(long long i, double (&a)[2]) const
+    __device__ void operator()(long long i, double (&a)[3]) const
     {
-        const double ti = t[i];
-        a[0] += ti * double(s[i]);
+        const double ti = t[i], si = s[i];
+        a[0] += ti * si;
         a[1] += ti * ti;
+        a[2] += si * si;
     }
 };
 struct OmegaFin {
-    __device__ void operator()(KrylovState& s, const double (&v)[2], double*) const
+    __device__ void operator()(KrylovState& s, const double (&v)[3], double*) const
     {
-        krylov::bicgstab_omega_finalize(s, v[0], v[1]);
+        krylov::bicgstab_s_omega_finalize(s, v[0], v[1], v[2]);
     }
 };
 
@@ -564,13 +554,13 @@ template <class VT>
 void bicgstab_update_s(const CudaExecutor& exec, index_t n, const VT* r, const VT* v, VT* s,
                        StepContext ctx)
 {
-    launch_reduce<1>(exec, n, UpdateSMap<VT>{r, v, s, VT(0)}, SFin{}, ctx, true);
+    launch_map(exec, n, UpdateSMap<VT>{r, v, s, VT(0)}, ctx);
 }
 
 template <class VT>
 void bicgstab_omega(const CudaExecutor& exec, index_t n, const VT* t, const VT* s, StepContext ctx)
 {
-    launch_reduce<2>(exec, n, OmegaMap<VT>{{}, t, s}, OmegaFin{}, ctx, true);
+    launch_reduce<3>(exec, n, OmegaMap<VT>{{}, t, s}, OmegaFin{}, ctx, true);
 }
 
 template <class VT>

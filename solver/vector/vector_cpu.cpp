@@ -126,36 +126,28 @@ void bicgstab_alpha(const CpuExecutor& e, index_t n, const VT* r_hat, const VT* 
 }
 
 template <class VT>
-void bicgstab_update_s(const CpuExecutor& e, index_t n, const VT* r, const VT* v, VT* s,
+void bicgstab_update_s(const CpuExecutor&, index_t n, const VT* r, const VT* v, VT* s,
                        StepContext ctx)
 {
     if (ctx.state->stop) return;
     const VT alpha = VT(ctx.state->alpha);
-    double ss = 0;
-#pragma omp parallel for schedule(static) reduction(+ : ss) if (n >= parallel_min)
-    for (index_t i = 0; i < n; ++i) {
-        const VT si = r[i] - alpha * v[i];
-        s[i] = si;
-        ss += double(si) * double(si);
-    }
-    global_sum(e, ctx, ss);
-    krylov::bicgstab_s_finalize(*ctx.state, ss);
+#pragma omp parallel for schedule(static) if (n >= parallel_min)
+    for (index_t i = 0; i < n; ++i) s[i] = r[i] - alpha * v[i];
 }
 
 template <class VT>
 void bicgstab_omega(const CpuExecutor& e, index_t n, const VT* t, const VT* s, StepContext ctx)
 {
     if (ctx.state->stop) return;
-    double ts = 0, tt = 0;
-    if (!ctx.state->half) {
-#pragma omp parallel for schedule(static) reduction(+ : ts, tt) if (n >= parallel_min)
-        for (index_t i = 0; i < n; ++i) {
-            ts += double(t[i]) * double(s[i]);
-            tt += double(t[i]) * double(t[i]);
-        }
+    double ts = 0, tt = 0, ss = 0;
+#pragma omp parallel for schedule(static) reduction(+ : ts, tt, ss) if (n >= parallel_min)
+    for (index_t i = 0; i < n; ++i) {
+        ts += double(t[i]) * double(s[i]);
+        tt += double(t[i]) * double(t[i]);
+        ss += double(s[i]) * double(s[i]);
     }
-    global_sum(e, ctx, ts, tt);
-    krylov::bicgstab_omega_finalize(*ctx.state, ts, tt);
+    global_sum(e, ctx, ts, tt, ss);
+    krylov::bicgstab_s_omega_finalize(*ctx.state, ts, tt, ss);
 }
 
 template <class VT>

@@ -96,7 +96,7 @@ template <class VT>
 void bicgstab_alpha(const CudaExecutor& exec, index_t n, const VT* r_hat, const VT* v,
                     StepContext ctx);
 
-/// s = r − α v with (s, s) (the half-step convergence test)         3 passes
+/// s = r − α v                                                      3 passes
 template <class VT>
 void bicgstab_update_s(const CpuExecutor& exec, index_t n, const VT* r, const VT* v, VT* s,
                        StepContext ctx);
@@ -104,7 +104,8 @@ template <class VT>
 void bicgstab_update_s(const CudaExecutor& exec, index_t n, const VT* r, const VT* v, VT* s,
                        StepContext ctx);
 
-/// ω = (t, s) / (t, t)                                              2 passes
+/// (t, s), (t, t), (s, s) in one reduction: the half-step test        2 passes
+/// (‖s‖ ≤ tol: ω = 0) and ω = (t, s) / (t, t)
 template <class VT>
 void bicgstab_omega(const CpuExecutor& exec, index_t n, const VT* t, const VT* s, StepContext ctx);
 template <class VT>
