@@ -5,17 +5,30 @@
 // values that cannot be factored, after which the preconditioner keeps its previous values.
 // The factorisation (symbolic + numeric, ilu0_factorize) is checked bit for bit against a
 // plain IKJ elimination with a marker array, written here independently of the library.
+// Jacobi and block Jacobi also update from values already on the executor
+// (update_values_device, and make_preconditioner from a pattern and such values): on a GPU
+// their numeric part then runs there, and must give the host setup's bits and messages; the
+// values-only scatter kernel (the PETSc plugin's CSR -> BDIA-GH refresh) must give the host
+// loop's bits.
 #include <boost/test/unit_test.hpp>
 
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
 #include <cstring>
+#include <limits>
 #include <map>
+#include <numeric>
+#include <random>
 #include <string>
 #include <tuple>
 
 #include "formats/csr/csr.hpp"
 #include "generators/hepta.hpp"
 #include "solver/precond/block_utils.hpp"
+#include "solver/precond/precond_kernels.hpp"
 #include "solver/precond/preconditioner.hpp"
+#include "solver/vector/vector_ops.hpp"
 #include "tests/test_common.hpp"
 
 using namespace heptane;
@@ -350,4 +363,374 @@ BOOST_AUTO_TEST_CASE(factorisation_equals_a_plain_ikj_elimination_bit_for_bit)
     const auto r = test::random_vector<double>(std::size_t(a.rows), 2);
     BOOST_TEST(same_bits(apply_pc(*m, r),
                          apply_pc(*make_preconditioner<double>(PcType::ilu0, holes2, 1, exec), r)));
+}
+
+// ---- values already on the executor: Jacobi and block Jacobi -------------------------------
+
+namespace {
+
+/// The pattern of host CSR `a`, with 64-bit row pointers or (rp32 given) 32-bit ones.
+CsrPatternView pattern_of(const Csr<double>& a, std::vector<index_t>* rp32 = nullptr)
+{
+    CsrPatternView p;
+    p.rows = a.rows;
+    p.col_idx = a.col_idx.data();
+    if (rp32) {
+        rp32->assign(a.row_ptr.host().begin(), a.row_ptr.host().end());
+        p.row_ptr32 = rp32->data();
+    } else {
+        p.row_ptr64 = a.row_ptr.data();
+    }
+    return p;
+}
+
+/// The message of the InputError f() throws ("" when it throws none).
+template <class F>
+std::string input_error_of(F&& f)
+{
+    try {
+        f();
+    } catch (const InputError& e) {
+        return e.what();
+    }
+    return {};
+}
+
+template <class VT>
+void device_update_equals_host_setup(PcType type, index_t nc)
+{
+    const auto exec = test::test_executor();
+    const Csr<double> a1 = reservoir_csr(6, 5, 4, nc, false, 3);
+    const Csr<double> a2 = new_values(a1, 17);
+    const auto r = test::random_vector<VT>(std::size_t(a1.rows), 5);
+    auto m = make_preconditioner<VT>(type, a1, nc, exec);  // numeric part on the host
+    const auto z1 = apply_pc(*m, r);
+    const Array<double> v2 = a2.values.to(exec);
+    BOOST_TEST_REQUIRE(m->update_values_device(v2.data(), a2.nnz()));
+    const auto fresh = make_preconditioner<VT>(type, a2, nc, exec);  // on the host
+    const auto z2 = apply_pc(*m, r);
+    BOOST_TEST(same_bits(z2, apply_pc(*fresh, r)));
+    BOOST_TEST(!same_bits(z1, z2));  // the values did change
+    // set up from the pattern and the values on the executor (32- and 64-bit row pointers)
+    std::vector<index_t> rp32;
+    for (bool narrow : {false, true}) {
+        const auto p = make_preconditioner<VT>(type, pattern_of(a2, narrow ? &rp32 : nullptr),
+                                               v2.data(), nc, exec);
+        BOOST_TEST(same_bits(apply_pc(*p, r), z2));
+        BOOST_TEST(p->describe() == fresh->describe());
+    }
+    // a host update after a device one, and a device one again
+    m->update_values(a1);
+    BOOST_TEST(same_bits(apply_pc(*m, r), z1));
+    BOOST_TEST_REQUIRE(m->update_values_device(v2.data(), a2.nnz()));
+    BOOST_TEST(same_bits(apply_pc(*m, r), z2));
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(update_values_device_applies_as_a_fresh_host_setup_bit_for_bit)
+{
+    // Nc = 5: the block size at run time (NC = 0) in the kernels
+    for (PcType type : {PcType::jacobi, PcType::block_jacobi})
+        for (index_t nc : {1, 2, 3, 4, 5}) {
+            BOOST_TEST_CONTEXT(to_string(type) << " Nc=" << nc)
+            {
+                device_update_equals_host_setup<double>(type, nc);
+                device_update_equals_host_setup<float>(type, nc);
+            }
+        }
+}
+
+BOOST_AUTO_TEST_CASE(update_values_device_declines_where_it_has_no_path_and_changes_nothing)
+{
+    const auto exec = test::test_executor();
+    // the ILU(0) types factorise on the host; block Jacobi with Nc = 9 on a GPU (its blocks do
+    // not fit the kernel's registers: the host numeric part, on the CPU the in-place one)
+    struct Case {
+        PcType type;
+        index_t nc;
+        bool in_place;
+    };
+    const Case cases[] = {{PcType::ilu0, 1, false},
+                          {PcType::ilu0, 3, false},
+                          {PcType::ilu0_mc, 2, false},
+                          {PcType::none, 1, true},
+                          {PcType::block_jacobi, 9, exec->is_cpu()}};
+    for (const Case& c : cases) {
+        BOOST_TEST_CONTEXT(to_string(c.type) << " Nc=" << c.nc)
+        {
+            const Csr<double> a1 = reservoir_csr(4, 3, 3, c.nc, false, 5);
+            const Csr<double> a2 = new_values(a1, 6);
+            const auto r = test::random_vector<double>(std::size_t(a1.rows), 7);
+            auto m = make_preconditioner<double>(c.type, a1, c.nc, exec);
+            const auto z1 = apply_pc(*m, r);
+            const Array<double> v2 = a2.values.to(exec);
+            BOOST_TEST(m->update_values_device(v2.data(), a2.nnz()) == c.in_place);
+            const auto expect = c.in_place ? make_preconditioner<double>(c.type, a2, c.nc, exec)
+                                           : make_preconditioner<double>(c.type, a1, c.nc, exec);
+            BOOST_TEST(same_bits(apply_pc(*m, r), apply_pc(*expect, r)));
+            if (c.type == PcType::block_jacobi) {  // the setup from values there still works
+                const auto p =
+                    make_preconditioner<double>(c.type, pattern_of(a2), v2.data(), c.nc, exec);
+                BOOST_TEST(
+                    same_bits(apply_pc(*p, r),
+                              apply_pc(*make_preconditioner<double>(c.type, a2, c.nc, exec), r)));
+            }
+        }
+    }
+    // ILU(0) has no setup from values on the executor; the wrong count of values is an error
+    const Csr<double> a = reservoir_csr(4, 3, 3, 2, false, 5);
+    const Array<double> v = a.values.to(exec);
+    BOOST_CHECK_THROW(make_preconditioner<double>(PcType::ilu0, pattern_of(a), v.data(), 2, exec),
+                      NotSupported);
+    auto m = make_preconditioner<double>(PcType::block_jacobi, a, 2, exec);
+    BOOST_CHECK_THROW(m->update_values_device(v.data(), a.nnz() - 1), InputError);
+}
+
+BOOST_AUTO_TEST_CASE(update_values_device_that_cannot_be_factored_throws_the_host_message)
+{
+    const auto exec = test::test_executor();
+    for (PcType type : {PcType::jacobi, PcType::block_jacobi})
+        for (index_t nc : {1, 2, 3, 4}) {
+            BOOST_TEST_CONTEXT(to_string(type) << " Nc=" << nc)
+            {
+                const index_t bnc = type == PcType::jacobi ? 1 : nc;  // the preconditioner's
+                const Csr<double> a = reservoir_csr(5, 4, 3, nc, false, 7);
+                auto m = make_preconditioner<double>(type, a, bnc, exec);
+                const auto r = test::random_vector<double>(std::size_t(a.rows), 9);
+                const auto z = apply_pc(*m, r);
+                // block 7: its diagonal block with two equal rows (Nc = 1: a zero), and, for
+                // `first`, block 3 all zero: the message names the lowest failing block
+                for (index_t first : {7, 3}) {
+                    Csr<double> bad = new_values(a, 4);
+                    for (index_t blk : {index_t(7), first})
+                        for (index_t row = blk * bnc; row < (blk + 1) * bnc; ++row)
+                            for (offset_t k = a.row_ptr[row]; k < a.row_ptr[row + 1]; ++k) {
+                                const index_t col = a.col_idx[std::size_t(k)];
+                                if (col / bnc != blk) continue;
+                                double& v = bad.values[std::size_t(k)];
+                                if (blk == first && first == 3) {
+                                    v = 0.0;
+                                } else if (row == blk * bnc + 1) {  // row 1 = row 0 of the block
+                                    const index_t r0 = blk * bnc;
+                                    const auto b0 = a.col_idx.host().begin();
+                                    const offset_t k0 =
+                                        std::lower_bound(b0 + a.row_ptr[r0], b0 + a.row_ptr[r0 + 1],
+                                                         col) -
+                                        b0;
+                                    v = bad.values[std::size_t(k0)];
+                                } else if (bnc == 1) {
+                                    v = 0.0;
+                                }
+                            }
+                    const std::string host = input_error_of([&] { m->update_values(bad); });
+                    const Array<double> vb = bad.values.to(exec);
+                    const std::string device =
+                        input_error_of([&] { m->update_values_device(vb.data(), bad.nnz()); });
+                    BOOST_TEST_MESSAGE(device);
+                    BOOST_TEST(!host.empty());
+                    BOOST_TEST(device == host);
+                    const std::string names = type == PcType::jacobi
+                                                  ? "row " + std::to_string(first) + " is 0"
+                                                  : "block row " + std::to_string(first) + " (";
+                    BOOST_TEST(device.find(names) != std::string::npos);
+                    BOOST_TEST(same_bits(apply_pc(*m, r), z));  // the previous values kept
+                }
+                // and it still updates afterwards
+                const Csr<double> good = new_values(a, 8);
+                const Array<double> vg = good.values.to(exec);
+                BOOST_TEST_REQUIRE(m->update_values_device(vg.data(), good.nnz()));
+                BOOST_TEST(
+                    same_bits(apply_pc(*m, r),
+                              apply_pc(*make_preconditioner<double>(type, good, bnc, exec), r)));
+            }
+        }
+}
+
+namespace {
+
+/// x = B⁻¹ y for the dense nc × nc block B (row-major): Gaussian elimination with partial
+/// pivoting, written here independently of the library's Gauss-Jordan inverse.
+std::vector<double> ref_block_solve(std::vector<double> b, std::vector<double> y, index_t nc)
+{
+    const std::size_t n = std::size_t(nc);
+    for (std::size_t k = 0; k < n; ++k) {
+        std::size_t p = k;
+        for (std::size_t i = k + 1; i < n; ++i)
+            if (std::abs(b[i * n + k]) > std::abs(b[p * n + k])) p = i;
+        for (std::size_t j = 0; j < n; ++j) std::swap(b[k * n + j], b[p * n + j]);
+        std::swap(y[k], y[p]);
+        for (std::size_t i = k + 1; i < n; ++i) {
+            const double f = b[i * n + k] / b[k * n + k];
+            for (std::size_t j = k; j < n; ++j) b[i * n + j] -= f * b[k * n + j];
+            y[i] -= f * y[k];
+        }
+    }
+    std::vector<double> x(n);
+    for (std::size_t i = n; i-- > 0;) {
+        double s = y[i];
+        for (std::size_t j = i + 1; j < n; ++j) s -= b[i * n + j] * x[j];
+        x[i] = s / b[i * n + i];
+    }
+    return x;
+}
+
+template <class VT>
+void block_jacobi_against_reference(PcType type, index_t nc)
+{
+    const auto exec = test::test_executor();
+    const index_t bnc = type == PcType::jacobi ? 1 : nc;
+    const Csr<double> a = new_values(reservoir_csr(5, 4, 3, nc, false, 31), 32);
+    const auto r = test::random_vector<VT>(std::size_t(a.rows), 33);
+    const Array<double> v = a.values.to(exec);
+    const auto z = apply_pc(*make_preconditioner<VT>(type, pattern_of(a), v.data(), bnc, exec), r);
+    const double eps = std::numeric_limits<VT>::epsilon();
+    const std::size_t n2 = std::size_t(bnc) * std::size_t(bnc);
+    for (index_t c = 0; c < a.rows / bnc; ++c) {
+        std::vector<double> blk(n2, 0.0), rc(static_cast<std::size_t>(bnc));
+        for (index_t i = 0; i < bnc; ++i) {
+            const index_t row = c * bnc + i;
+            rc[std::size_t(i)] = double(r[std::size_t(row)]);
+            for (offset_t k = a.row_ptr[row]; k < a.row_ptr[row + 1]; ++k)
+                if (a.col_idx[std::size_t(k)] / bnc == c)
+                    blk[std::size_t(i) * std::size_t(bnc) +
+                        std::size_t(a.col_idx[std::size_t(k)] % bnc)] += a.values[std::size_t(k)];
+        }
+        // tolerance from the block: ‖B‖∞ ‖B⁻¹‖∞ (the reference's inverse, column by column)
+        double norm_b = 0, norm_inv = 0;
+        std::vector<double> inv_rows(std::size_t(bnc), 0.0);
+        for (index_t j = 0; j < bnc; ++j) {
+            std::vector<double> e(std::size_t(bnc), 0.0);
+            e[std::size_t(j)] = 1.0;
+            const auto col = ref_block_solve(blk, e, bnc);
+            for (index_t i = 0; i < bnc; ++i)
+                inv_rows[std::size_t(i)] += std::abs(col[std::size_t(i)]);
+        }
+        for (index_t i = 0; i < bnc; ++i) {
+            double row = 0;
+            for (index_t j = 0; j < bnc; ++j) row += std::abs(blk[std::size_t(i * bnc + j)]);
+            norm_b = std::max(norm_b, row);
+            norm_inv = std::max(norm_inv, inv_rows[std::size_t(i)]);
+        }
+        const auto x = ref_block_solve(blk, rc, bnc);
+        double err = 0, scale = 0;
+        for (index_t i = 0; i < bnc; ++i) {
+            err = std::max(err, std::abs(double(z[std::size_t(c * bnc + i)]) - x[std::size_t(i)]));
+            scale = std::max(scale, std::abs(x[std::size_t(i)]));
+        }
+        const double tol = 16.0 * bnc * eps * norm_b * norm_inv * scale;
+        BOOST_TEST_REQUIRE(err <= tol, "block " << c << ": |z - B⁻¹r| = " << err << " > " << tol);
+    }
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(jacobi_and_block_jacobi_apply_the_inverse_of_each_diagonal_block)
+{
+    // against Gaussian elimination on the diagonal blocks gathered here from the CSR: the
+    // gather map and the inverse of the setup from values on the executor, independently
+    for (PcType type : {PcType::jacobi, PcType::block_jacobi})
+        for (index_t nc : {1, 2, 3, 4, 5}) {
+            BOOST_TEST_CONTEXT(to_string(type) << " Nc=" << nc)
+            {
+                block_jacobi_against_reference<double>(type, nc);
+                block_jacobi_against_reference<float>(type, nc);
+            }
+        }
+}
+
+BOOST_AUTO_TEST_CASE(jacobi_and_block_jacobi_sum_an_entry_stored_twice)
+{
+    // every diagonal entry stored as two entries (columns sorted, the pair adjacent): the
+    // same preconditioner, bit for bit, as the matrix with their sums; on a GPU the in-place
+    // update declines (the host one sums)
+    const auto exec = test::test_executor();
+    for (PcType type : {PcType::jacobi, PcType::block_jacobi}) {
+        const index_t nc = 2, bnc = type == PcType::jacobi ? 1 : nc;
+        BOOST_TEST_CONTEXT(to_string(type))
+        {
+            const Csr<double> a = reservoir_csr(4, 3, 3, nc, false, 11);
+            const auto part = test::random_vector<double>(std::size_t(a.rows), 12);
+            Csr<double> twice, summed = a;
+            twice.rows = twice.cols = a.rows;
+            std::vector<offset_t> rp{0};
+            std::vector<index_t> ci;
+            std::vector<double> v;
+            for (index_t row = 0; row < a.rows; ++row) {
+                for (offset_t k = a.row_ptr[row]; k < a.row_ptr[row + 1]; ++k) {
+                    const index_t col = a.col_idx[std::size_t(k)];
+                    const double x = a.values[std::size_t(k)];
+                    ci.push_back(col);
+                    if (col != row) {
+                        v.push_back(x);
+                        continue;
+                    }
+                    const double p = part[std::size_t(row)];
+                    v.push_back(x - p);
+                    ci.push_back(col);
+                    v.push_back(p);
+                    summed.values[std::size_t(k)] = (x - p) + p;
+                }
+                rp.push_back(offset_t(ci.size()));
+            }
+            twice.row_ptr = Array<offset_t>(std::move(rp));
+            twice.col_idx = Array<index_t>(std::move(ci));
+            twice.values = Array<double>(std::move(v));
+            const auto r = test::random_vector<double>(std::size_t(a.rows), 13);
+            const auto z = apply_pc(*make_preconditioner<double>(type, summed, bnc, exec), r);
+            auto m = make_preconditioner<double>(type, twice, bnc, exec);
+            BOOST_TEST(same_bits(apply_pc(*m, r), z));
+            m->update_values(twice);
+            BOOST_TEST(same_bits(apply_pc(*m, r), z));
+            const Array<double> vt = twice.values.to(exec);
+            BOOST_TEST(m->update_values_device(vt.data(), twice.nnz()) == exec->is_cpu());
+            BOOST_TEST(same_bits(apply_pc(*m, r), z));
+            const auto p =
+                make_preconditioner<double>(type, pattern_of(twice), vt.data(), bnc, exec);
+            BOOST_TEST(same_bits(apply_pc(*p, r), z));
+        }
+    }
+}
+
+namespace {
+
+template <class IT, class VT>
+void scatter_equals_host_loop(offset_t n, offset_t slots)
+{
+    const auto exec = test::test_executor();
+    std::vector<offset_t> targets(static_cast<std::size_t>(slots));
+    std::iota(targets.begin(), targets.end(), offset_t(0));
+    std::shuffle(targets.begin(), targets.end(), std::mt19937_64(21));
+    std::vector<IT> map(static_cast<std::size_t>(n));
+    for (offset_t k = 0; k < n; ++k) map[std::size_t(k)] = IT(targets[std::size_t(k)]);
+    auto src = test::random_vector<double>(std::size_t(n), 22);
+    src[0] = -0.0;  // the sign of zero, a value fp32 rounds, one it cannot hold
+    src[1] = 1.0 / 3.0;
+    src[2] = 1e-310;
+    std::vector<VT> expect(std::size_t(slots), VT(7));  // not a target: kept
+    for (offset_t k = 0; k < n; ++k)
+        expect[std::size_t(map[std::size_t(k)])] = VT(src[std::size_t(k)]);
+    const Array<IT> dmap = Array<IT>(map).to(exec);
+    const Array<double> dsrc = Array<double>(src).to(exec);
+    Array<VT> dst = Array<VT>(std::vector<VT>(std::size_t(slots), VT(7))).to(exec);
+    dispatch_executor(*exec, [&](const auto& e) {
+        kernels::scatter_values(e, n, dmap.data(), dsrc.data(), dst.data());
+    });
+    exec->synchronize();
+    BOOST_TEST(same_bits(dst.to_vector(), expect));
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(scatter_values_through_a_map_equals_the_host_loop)
+{
+    for (offset_t n : {offset_t(1), offset_t(1000), offset_t(300007)}) {
+        BOOST_TEST_CONTEXT("n=" << n)
+        {
+            scatter_equals_host_loop<std::int32_t, double>(n, 3 * n + 5);
+            scatter_equals_host_loop<std::int32_t, float>(n, 3 * n + 5);
+            scatter_equals_host_loop<std::int64_t, double>(n, 3 * n + 5);
+            scatter_equals_host_loop<std::int64_t, float>(n, 3 * n + 5);
+        }
+    }
 }

@@ -1,8 +1,10 @@
-// Dense Nc × Nc block arithmetic of the preconditioner setups (internal, host, double):
-// products and the partial-pivoting inverse, with the block size a compile-time constant for
-// the common ones (NC = 1..4; NC = 0: nc at run time) and no allocation for nc <= 8. Every
+// Dense Nc × Nc block arithmetic of the preconditioner setups (internal, double): products
+// and the partial-pivoting inverse, with the block size a compile-time constant for the
+// common ones (NC = 1..4; NC = 0: nc at run time) and no allocation for nc <= 8. Every
 // variant performs the same operations in the same order, so the bits do not depend on which
-// one ran.
+// one ran. The inverse and the (block) Jacobi gather are also device code (HEPTANE_HD): the
+// numeric refresh of Jacobi and block Jacobi runs them on the GPU (precond_refresh.cu) with
+// the host's operations and roundings (mul_rn), so a block inverted there has the host's bits.
 #pragma once
 
 #include <algorithm>
@@ -13,7 +15,27 @@
 
 #include "solver/precond/block_utils.hpp"
 
+#ifndef HEPTANE_HD
+#ifdef __CUDACC__
+#define HEPTANE_HD __host__ __device__
+#else
+#define HEPTANE_HD
+#endif
+#endif
+
 namespace heptane::detail {
+
+/// a·b rounded by itself. In device code nvcc fuses a product followed by an add or a
+/// subtraction into one FMA (one rounding); the host build (x86-64 without -mfma) rounds
+/// twice. __dmul_rn is never fused, so the device rounds as the host does.
+HEPTANE_HD inline double mul_rn(double a, double b)
+{
+#ifdef __CUDA_ARCH__
+    return __dmul_rn(a, b);
+#else
+    return a * b;
+#endif
+}
 
 /// c = a · b (c must not alias a or b)
 template <int NC>
@@ -41,9 +63,58 @@ inline void block_mul_sub(const double* a, const double* b, double* c, index_t n
         }
 }
 
-/// inv = a⁻¹, Gauss-Jordan with partial pivoting (see invert_block in block_utils.hpp).
-/// `work`: nc² doubles of scratch, or nullptr (then on the stack up to nc = 8, else
-/// allocated).
+/// inv = a⁻¹, Gauss-Jordan with partial pivoting (see invert_block in block_utils.hpp), on
+/// the host or the device; `w`: nc² doubles of scratch. fabs is std::abs for doubles and the
+/// products go through mul_rn, so host and device give the same bits.
+template <int NC>
+HEPTANE_HD inline PivotFailure invert_block_core(const double* a, double* inv, index_t nc_rt,
+                                                 double* w)
+{
+    const std::size_t n = NC > 0 ? std::size_t(NC) : std::size_t(nc_rt);
+    double scale = 0;
+    for (std::size_t i = 0; i < n * n; ++i) {
+        w[i] = a[i];
+        const double m = fabs(w[i]);
+        if (scale < m) scale = m;  // std::max(scale, m)
+    }
+    const double threshold = double(n) * std::numeric_limits<double>::epsilon() * scale;
+    for (std::size_t i = 0; i < n * n; ++i) inv[i] = 0;
+    for (std::size_t i = 0; i < n; ++i) inv[i * n + i] = 1;
+    for (std::size_t k = 0; k < n; ++k) {
+        std::size_t piv = k;
+        for (std::size_t i = k + 1; i < n; ++i)
+            if (fabs(w[i * n + k]) > fabs(w[piv * n + k])) piv = i;
+        const double p = w[piv * n + k];
+        if (!(fabs(p) > threshold))  // also catches NaN
+            return PivotFailure{true, index_t(k), p, threshold};
+        if (piv != k)
+            for (std::size_t j = 0; j < n; ++j) {
+                const double wk = w[k * n + j], ik = inv[k * n + j];
+                w[k * n + j] = w[piv * n + j];
+                inv[k * n + j] = inv[piv * n + j];
+                w[piv * n + j] = wk;
+                inv[piv * n + j] = ik;
+            }
+        const double rp = 1.0 / p;
+        for (std::size_t j = 0; j < n; ++j) {
+            w[k * n + j] *= rp;
+            inv[k * n + j] *= rp;
+        }
+        for (std::size_t i = 0; i < n; ++i) {
+            if (i == k) continue;
+            const double f = w[i * n + k];
+            if (f == 0.0) continue;
+            for (std::size_t j = 0; j < n; ++j) {
+                w[i * n + j] -= mul_rn(f, w[k * n + j]);
+                inv[i * n + j] -= mul_rn(f, inv[k * n + j]);
+            }
+        }
+    }
+    return PivotFailure{};
+}
+
+/// inv = a⁻¹ on the host: invert_block_core with `work` (nc² doubles) as scratch, or, with
+/// nullptr, scratch on the stack up to nc = 8, else allocated.
 template <int NC>
 inline PivotFailure invert_block_nc(const double* a, double* inv, index_t nc_rt,
                                     double* work = nullptr)
@@ -57,42 +128,39 @@ inline PivotFailure invert_block_nc(const double* a, double* inv, index_t nc_rt,
         w_heap.resize(n * n);
         w = w_heap.data();
     }
-    double scale = 0;
-    for (std::size_t i = 0; i < n * n; ++i) {
-        w[i] = a[i];
-        scale = std::max(scale, std::abs(w[i]));
+    return invert_block_core<NC>(a, inv, nc_rt, w);
+}
+
+/// The diagonal block of block row c for (block) Jacobi, from CSR values through its gather
+/// map (map: nc² positions into `values`, row-major over the block, −1 where the CSR has no
+/// entry): b[s] = 0 + values[map[s]] (the host setup's sum into zero: −0 becomes +0), 0 where
+/// map[s] < 0. Host and device.
+template <int NC, class IT>
+HEPTANE_HD inline void gather_block(const IT* map, const double* values, index_t nc_rt, double* b)
+{
+    const index_t nc = NC > 0 ? index_t(NC) : nc_rt;
+    for (index_t s = 0; s < nc * nc; ++s) {
+        double x = 0.0;
+        if (map[s] >= 0) x += values[map[s]];
+        b[s] = x;
     }
-    const double threshold = double(n) * std::numeric_limits<double>::epsilon() * scale;
-    for (std::size_t i = 0; i < n * n; ++i) inv[i] = 0;
-    for (std::size_t i = 0; i < n; ++i) inv[i * n + i] = 1;
-    for (std::size_t k = 0; k < n; ++k) {
-        std::size_t piv = k;
-        for (std::size_t i = k + 1; i < n; ++i)
-            if (std::abs(w[i * n + k]) > std::abs(w[piv * n + k])) piv = i;
-        const double p = w[piv * n + k];
-        if (!(std::abs(p) > threshold))  // also catches NaN
-            return PivotFailure{true, index_t(k), p, threshold};
-        if (piv != k)
-            for (std::size_t j = 0; j < n; ++j) {
-                std::swap(w[k * n + j], w[piv * n + j]);
-                std::swap(inv[k * n + j], inv[piv * n + j]);
-            }
-        const double rp = 1.0 / p;
-        for (std::size_t j = 0; j < n; ++j) {
-            w[k * n + j] *= rp;
-            inv[k * n + j] *= rp;
-        }
-        for (std::size_t i = 0; i < n; ++i) {
-            if (i == k) continue;
-            const double f = w[i * n + k];
-            if (f == 0.0) continue;
-            for (std::size_t j = 0; j < n; ++j) {
-                w[i * n + j] -= f * w[k * n + j];
-                inv[i * n + j] -= f * inv[k * n + j];
-            }
-        }
-    }
-    return PivotFailure{};
+}
+
+/// Block c of kernels::block_diag_invert: gathered, inverted, stored in VT at inv + c·nc².
+/// `scratch`: 3·nc² doubles. False (inv not written) when a pivot failed.
+template <int NC, class IT, class VT>
+HEPTANE_HD inline bool invert_gathered_block(index_t c, index_t nc_rt, const IT* map,
+                                             const double* values, VT* inv, double* scratch)
+{
+    const index_t nc = NC > 0 ? index_t(NC) : nc_rt;
+    const std::size_t nc2 = std::size_t(nc) * std::size_t(nc);
+    double* b = scratch;
+    double* out = scratch + nc2;
+    gather_block<NC>(map + nc2 * std::size_t(c), values, nc, b);
+    if (invert_block_core<NC>(b, out, nc, out + nc2).singular) return false;
+    VT* dst = inv + nc2 * std::size_t(c);
+    for (std::size_t s = 0; s < nc2; ++s) dst[s] = VT(out[s]);
+    return true;
 }
 
 /// Calls f(std::integral_constant<int, NC>) with NC = nc for nc = 1..4, NC = 0 otherwise: the

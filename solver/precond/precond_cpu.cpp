@@ -1,8 +1,12 @@
 // Preconditioner kernels on the CPU (OpenMP).
 #include "solver/precond/precond_kernels.hpp"
 
+#include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <vector>
+
+#include "solver/precond/block_kernels.hpp"
 
 namespace heptane::kernels {
 
@@ -254,6 +258,45 @@ void multicolor_solve(const CpuExecutor&, const MulticolorFactor<VT>& f, const V
     }
 }
 
+namespace {
+template <int NC, class IT, class VT>
+index_t block_diag_invert_nc(index_t nblocks, index_t nc_rt, const IT* map, const double* values,
+                             VT* inv)
+{
+    const std::size_t nc = NC > 0 ? std::size_t(NC) : std::size_t(nc_rt);
+    constexpr index_t none = std::numeric_limits<index_t>::max();
+    index_t bad = none;
+#pragma omp parallel reduction(min : bad) if (nblocks * index_t(nc) >= parallel_min)
+    {
+        std::vector<double> scratch(3 * nc * nc);
+#pragma omp for schedule(static)
+        for (index_t c = 0; c < nblocks; ++c)
+            if (!detail::invert_gathered_block<NC>(c, index_t(nc), map, values, inv,
+                                                   scratch.data()))
+                bad = std::min(bad, c);
+    }
+    return bad == none ? -1 : bad;
+}
+}  // namespace
+
+template <class IT, class VT>
+index_t block_diag_invert(const CpuExecutor&, index_t nblocks, index_t nc, const IT* map,
+                          const double* values, VT* inv, index_t*)
+{
+    index_t bad = -1;
+    detail::dispatch_block_size(nc, [&](auto NC) {
+        bad = block_diag_invert_nc<decltype(NC)::value>(nblocks, nc, map, values, inv);
+    });
+    return bad;
+}
+
+template <class IT, class VT>
+void scatter_values(const CpuExecutor&, offset_t n, const IT* map, const double* src, VT* dst)
+{
+#pragma omp parallel for schedule(static) if (n >= parallel_min)
+    for (offset_t k = 0; k < n; ++k) dst[map[k]] = VT(src[k]);
+}
+
 #define HEPTANE_INSTANTIATE(VT)                                                                    \
     template void diag_scale<VT>(const CpuExecutor&, index_t, const VT*, const VT*, VT*);          \
     template void block_diag_apply<VT>(const CpuExecutor&, index_t, index_t, const VT*, const VT*, \
@@ -263,6 +306,17 @@ void multicolor_solve(const CpuExecutor&, const MulticolorFactor<VT>& f, const V
                                        VT*, VT*);
 HEPTANE_INSTANTIATE(double)
 HEPTANE_INSTANTIATE(float)
+#undef HEPTANE_INSTANTIATE
+
+#define HEPTANE_INSTANTIATE(IT, VT)                                                              \
+    template index_t block_diag_invert<IT, VT>(const CpuExecutor&, index_t, index_t, const IT*,  \
+                                               const double*, VT*, index_t*);                    \
+    template void scatter_values<IT, VT>(const CpuExecutor&, offset_t, const IT*, const double*, \
+                                         VT*);
+HEPTANE_INSTANTIATE(std::int32_t, double)
+HEPTANE_INSTANTIATE(std::int32_t, float)
+HEPTANE_INSTANTIATE(std::int64_t, double)
+HEPTANE_INSTANTIATE(std::int64_t, float)
 #undef HEPTANE_INSTANTIATE
 
 }  // namespace heptane::kernels

@@ -1,5 +1,6 @@
 // Preconditioner kernels, declared once; precond_cpu.cpp (OpenMP) and precond.cu (CUDA)
-// implement them side by side. VT = double and float. Blocks are Nc × Nc, row-major.
+// implement them side by side (the values-only refresh kernels at the end: precond_cpu.cpp
+// and precond_refresh.cu). VT = double and float. Blocks are Nc × Nc, row-major.
 #pragma once
 
 #include "core/executor.hpp"
@@ -98,5 +99,36 @@ void multicolor_solve(const CpuExecutor& exec, const MulticolorFactor<VT>& f, co
 template <class VT>
 void multicolor_solve(const CudaExecutor& exec, const MulticolorFactor<VT>& f, const VT* r, VT* y,
                       VT* z);
+
+// ---- values-only refresh: CSR values, already where the kernels run, into other layouts ----
+// IT (the maps' entries) = std::int32_t or std::int64_t: 32-bit where the positions fit.
+
+/// Numeric part of Jacobi (nc = 1) and block Jacobi. For each block c < nblocks, with
+/// map_c = map + c·nc² (entry s = a·nc + b of the block: the position in `values` of CSR entry
+/// (c·nc + a, c·nc + b), −1 where the CSR has none):
+///     B_c[s] = 0 + values[map_c[s]]      (0 where map_c[s] < 0)
+///     inv[c·nc² …] = VT(B_c⁻¹)           Gauss-Jordan with partial pivoting: the operations
+///                                        of block_kernels.hpp on both sides, so the same bits
+/// Returns the lowest block whose pivot failed (its inv values are then unspecified, the
+/// others are written), or −1. `flag`: one index_t of executor memory, scratch for the CUDA
+/// one (atomicMin of the failing blocks; the call waits for it: one 4-byte read); unused on
+/// the CPU (may be null). CUDA: nc <= 8 (NotSupported beyond: the block lives in registers).
+/// Traffic: the map, the nc² values each block points at, inv: about nc²·(sizeof(IT) + 8 +
+/// sizeof(VT)) bytes per block.
+template <class IT, class VT>
+index_t block_diag_invert(const CpuExecutor& exec, index_t nblocks, index_t nc, const IT* map,
+                          const double* values, VT* inv, index_t* flag);
+template <class IT, class VT>
+index_t block_diag_invert(const CudaExecutor& exec, index_t nblocks, index_t nc, const IT* map,
+                          const double* values, VT* inv, index_t* flag);
+
+/// dst[map[k]] = VT(src[k]) for k < n: new values into another layout through a map made once
+/// per pattern (the PETSc plugin's CSR → BDIA-GH slots); the targets map[k] are distinct and
+/// dst keeps what is not a target. Traffic: n·(8 + sizeof(IT) + sizeof(VT)) bytes.
+template <class IT, class VT>
+void scatter_values(const CpuExecutor& exec, offset_t n, const IT* map, const double* src, VT* dst);
+template <class IT, class VT>
+void scatter_values(const CudaExecutor& exec, offset_t n, const IT* map, const double* src,
+                    VT* dst);
 
 }  // namespace heptane::kernels

@@ -1,15 +1,20 @@
 // The preconditioners of heptane: setup on the host (double), factors in VT on the
 // executor, apply through precond_kernels.hpp. Each keeps its symbolic part (pattern-only)
 // and the host work arrays of its numeric part, so update_values redoes only the numeric
-// part and writes into the arrays it already has on the executor.
+// part and writes into the arrays it already has on the executor. Jacobi and block Jacobi
+// can also run their numeric part on the executor, from values already there
+// (update_values_device; kernels::block_diag_invert).
 #include "solver/precond/preconditioner.hpp"
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <sstream>
 #include <type_traits>
+#include <utility>
+#include <vector>
 
 #include "solver/precond/block_kernels.hpp"
 #include "solver/precond/block_utils.hpp"
@@ -91,6 +96,12 @@ void Preconditioner<VT>::update_values(const Csr<double>&)
                                                   << " has no values-only update; build a new one");
 }
 
+template <class VT>
+bool Preconditioner<VT>::update_values_device(const double*, offset_t)
+{
+    return false;
+}
+
 namespace {
 
 using clock_type = std::chrono::steady_clock;
@@ -160,6 +171,31 @@ private:
     std::vector<VT> staging_;
 };
 
+/// The first i < n with a[i] != b[i], or n (OpenMP over chunks for long arrays).
+template <class T>
+std::size_t first_mismatch(const T* a, const T* b, std::size_t n)
+{
+    constexpr std::size_t chunk = std::size_t(1) << 16;
+    const std::int64_t chunks = std::int64_t((n + chunk - 1) / chunk);
+    std::size_t first = n;
+#pragma omp parallel for schedule(static) reduction(min : first) if (chunks > 16)
+    for (std::int64_t c = 0; c < chunks; ++c) {
+        const std::size_t lo = std::size_t(c) * chunk, hi = std::min(n, lo + chunk);
+        const std::size_t i = std::size_t(std::mismatch(a + lo, a + hi, b + lo).first - a);
+        if (i < hi) first = std::min(first, i);
+    }
+    return first;
+}
+
+CsrPatternView pattern_of(const Csr<double>& h)
+{
+    CsrPatternView p;
+    p.rows = h.rows;
+    p.row_ptr64 = h.row_ptr.data();
+    p.col_idx = h.col_idx.data();
+    return p;
+}
+
 /// The scalar nonzero pattern a preconditioner was set up from (Jacobi, block-Jacobi: their
 /// numeric part reads a few entries per row, so the pattern is checked against a copy).
 struct ScalarPattern {
@@ -167,11 +203,17 @@ struct ScalarPattern {
     std::vector<offset_t> row_ptr;
     std::vector<index_t> col;
 
-    void set(const Csr<double>& h)
+    offset_t nnz() const noexcept { return row_ptr.empty() ? 0 : row_ptr.back(); }
+    void set(const CsrPatternView& p)
     {
-        rows = h.rows;
-        row_ptr.assign(h.row_ptr.data(), h.row_ptr.data() + h.rows + 1);
-        col.assign(h.col_idx.data(), h.col_idx.data() + row_ptr.back());
+        rows = p.rows;
+        row_ptr.resize(std::size_t(rows) + 1);
+#pragma omp parallel for schedule(static) if (rows > 65536)
+        for (index_t r = 0; r <= rows; ++r) row_ptr[std::size_t(r)] = p.row_begin(r);
+        const std::int64_t nz = nnz();
+        col.resize(std::size_t(nz));
+#pragma omp parallel for schedule(static) if (nz > (1 << 20))
+        for (std::int64_t k = 0; k < nz; ++k) col[std::size_t(k)] = p.col_idx[k];
     }
     void check(const Csr<double>& h, const char* who) const
     {
@@ -179,35 +221,20 @@ struct ScalarPattern {
                        who << ": values-only update with a " << h.rows << " x " << h.cols
                            << " matrix; the preconditioner was set up for " << rows << " x "
                            << rows);
-        const offset_t* rp = h.row_ptr.data();
-        const index_t* ci = h.col_idx.data();
+        const std::size_t np = row_ptr.size();
+        std::size_t i = first_mismatch(row_ptr.data(), h.row_ptr.data(), np);
         index_t bad = no_row;
-        if (!std::equal(row_ptr.begin(), row_ptr.end(), rp)) {
-            bad = std::max<index_t>(
-                0,
-                index_t(std::mismatch(row_ptr.begin(), row_ptr.end(), rp).first - row_ptr.begin()) -
-                    1);
-        } else if (!std::equal(col.begin(), col.end(), ci)) {
-            const offset_t k = std::mismatch(col.begin(), col.end(), ci).first - col.begin();
-            bad =
-                index_t(std::upper_bound(row_ptr.begin(), row_ptr.end(), k) - row_ptr.begin()) - 1;
+        if (i < np) {
+            bad = std::max<index_t>(0, index_t(i) - 1);
+        } else if ((i = first_mismatch(col.data(), h.col_idx.data(), col.size())) < col.size()) {
+            bad = index_t(std::upper_bound(row_ptr.begin(), row_ptr.end(), offset_t(i)) -
+                          row_ptr.begin()) -
+                  1;
         }
         HEPTANE_ENSURE(bad == no_row, InputError,
                        who << ": values-only update with another nonzero pattern (row " << bad
                            << " differs from the one the preconditioner was set up with); set "
                               "up a new preconditioner for a new pattern");
-    }
-    /// update_values: `a` on the host, its pattern checked, then numeric(host a); the
-    /// milliseconds it took.
-    template <class Numeric>
-    double update(const Csr<double>& a, const char* who, Numeric&& numeric) const
-    {
-        const auto t0 = clock_type::now();
-        Csr<double> keep;
-        const Csr<double>& h = host_csr(a, keep);
-        check(h, who);
-        numeric(h);
-        return ms_since(t0);
     }
 };
 
@@ -229,6 +256,11 @@ public:
                                                           << " x " << this->n_);
         this->setup_ms_ = 0;
     }
+    bool update_values_device(const double*, offset_t) override
+    {
+        this->setup_ms_ = 0;
+        return true;
+    }
 
 protected:
     void solve(const VT* r, VT* z) const override  // z = r
@@ -239,186 +271,241 @@ protected:
     bool symmetric_apply() const noexcept override { return true; }
 };
 
-// ---- Jacobi ------------------------------------------------------------------------------
+// ---- Jacobi and block-Jacobi -------------------------------------------------------------
+//
+// Jacobi is the case nc = 1 (M = diag(A)), block-Jacobi M = blockdiag(A). Symbolic part: the
+// gather map, for block c and entry s = a·nc + b of it the position in A's CSR values of
+// entry (c·nc + a, c·nc + b), −1 where A has none. Numeric part: kernels::block_diag_invert,
+// on the host from host values (setup from a Csr, update_values) or on the executor from
+// values already there (update_values_device): the same operations either way. The new
+// inverses go to a second array, which replaces the live one only when every block inverted,
+// so a failure keeps the previous values.
 
 template <class VT>
-class JacobiPc final : public Preconditioner<VT> {
+class BlockDiagPc final : public Preconditioner<VT> {
 public:
-    JacobiPc(const Csr<double>& a_in, std::shared_ptr<const Executor> exec)
-        : Preconditioner<VT>(a_in.rows, 1, std::move(exec))
+    /// Setup from a Csr (anywhere): symbolic and numeric part on the host.
+    static std::unique_ptr<Preconditioner<VT>> from_csr(PcType type, const Csr<double>& a_in,
+                                                        index_t nc,
+                                                        std::shared_ptr<const Executor> exec)
     {
         const auto t0 = clock_type::now();
         HEPTANE_ENSURE(
             a_in.rows == a_in.cols, DimensionMismatch,
-            "Jacobi: the matrix is " << a_in.rows << " x " << a_in.cols << ", not square");
+            name(type) << ": the matrix is " << a_in.rows << " x " << a_in.cols << ", not square");
         Csr<double> keep;
         const Csr<double>& a = host_csr(a_in, keep);
-        pattern_.set(a);
-        // the positions of the diagonal entries of each row (one in a canonical CSR)
-        dptr_.assign(std::size_t(a.rows) + 1, 0);
-        for (index_t i = 0; i < a.rows; ++i) {
-            dptr_[std::size_t(i) + 1] = dptr_[std::size_t(i)];
-            for (offset_t k = a.row_ptr[i]; k < a.row_ptr[i + 1]; ++k)
-                if (a.col_idx[k] == i) {
-                    dpos_.push_back(k);
-                    ++dptr_[std::size_t(i) + 1];
-                }
-        }
-        inv_diag_ = Array<VT>(this->exec_, std::size_t(a_in.rows));
-        numeric(a);
-        this->setup_ms_ = ms_since(t0);
+        auto pc = std::make_unique<BlockDiagPc>(type, pattern_of(a), nc, std::move(exec));
+        pc->numeric_host(a.values.data());
+        pc->setup_ms_ = ms_since(t0);
+        return pc;
     }
-    PcType type() const noexcept override { return PcType::jacobi; }
-    void update_values(const Csr<double>& a) override
-    {
-        this->setup_ms_ = pattern_.update(a, "Jacobi", [&](const Csr<double>& h) { numeric(h); });
-    }
-
-protected:
-    void solve(const VT* r, VT* z) const override  // z_i = r_i / a_ii
-    {
-        const index_t n = this->n_;
-        const VT* d = inv_diag_.data();
-        dispatch_executor(*this->exec_, [&](const auto& e) { kernels::diag_scale(e, n, d, r, z); });
-    }
-    bool symmetric_apply() const noexcept override { return true; }
-
-private:
-    void numeric(const Csr<double>& a)
-    {
-        const index_t n = this->n_;
-        const double* v = a.values.data();
-        work_.resize(std::size_t(n));
-        index_t bad = no_row;
-#pragma omp parallel for schedule(static) reduction(min : bad) if (n > 65536)
-        for (index_t i = 0; i < n; ++i) {
-            double d = 0.0;
-            for (offset_t e = dptr_[std::size_t(i)]; e < dptr_[std::size_t(i) + 1]; ++e)
-                d += v[dpos_[std::size_t(e)]];
-            if (d != 0.0 && std::isfinite(d))
-                work_[std::size_t(i)] = 1.0 / d;
-            else
-                bad = std::min(bad, i);
-        }
-        if (bad != no_row) {
-            double d = 0.0;
-            for (offset_t e = dptr_[std::size_t(bad)]; e < dptr_[std::size_t(bad) + 1]; ++e)
-                d += v[dpos_[std::size_t(e)]];
-            HEPTANE_THROW(InputError, "Jacobi: the diagonal entry of row " << bad << " is " << d);
-        }
-        image_.commit(work_, inv_diag_);
-    }
-
-    ScalarPattern pattern_;
-    std::vector<offset_t> dptr_, dpos_;  // the diagonal entries of row i: dpos_[dptr_[i] …]
-    std::vector<double> work_;
-    Committer<VT> image_;
-    Array<VT> inv_diag_;
-};
-
-// ---- block-Jacobi ----------------------------------------------------------------------
-
-template <class VT>
-class BlockJacobiPc final : public Preconditioner<VT> {
-public:
-    BlockJacobiPc(const Csr<double>& a_in, index_t nc, std::shared_ptr<const Executor> exec)
-        : Preconditioner<VT>(a_in.rows, nc, std::move(exec))
+    /// Setup from a host pattern and the values on the executor (make_preconditioner's
+    /// CsrPatternView overload).
+    static std::unique_ptr<Preconditioner<VT>> from_values(PcType type, const CsrPatternView& p,
+                                                           const double* values, index_t nc,
+                                                           std::shared_ptr<const Executor> exec)
     {
         const auto t0 = clock_type::now();
-        // the checks and messages of the block pattern (block_csr_from_csr)
-        HEPTANE_ENSURE(
-            a_in.rows == a_in.cols, DimensionMismatch,
-            "block-Jacobi: the matrix is " << a_in.rows << " x " << a_in.cols << ", not square");
-        HEPTANE_ENSURE(
-            a_in.rows % nc == 0, InputError,
-            "block-Jacobi: block size " << nc << " does not divide the size " << a_in.rows);
-        Csr<double> keep;
-        const Csr<double>& a = host_csr(a_in, keep);
-        pattern_.set(a);
-        nblocks_ = a.rows / nc;
-        // per scalar row: the entries inside its diagonal block and where they go in it
-        dptr_.assign(std::size_t(a.rows) + 1, 0);
-        for (index_t r = 0; r < a.rows; ++r) {
-            dptr_[std::size_t(r) + 1] = dptr_[std::size_t(r)];
-            for (offset_t k = a.row_ptr[r]; k < a.row_ptr[r + 1]; ++k)
-                if (a.col_idx[k] / nc == r / nc) {
-                    dpos_.push_back(k);
-                    dslot_.push_back((r % nc) * nc + a.col_idx[k] % nc);
-                    ++dptr_[std::size_t(r) + 1];
-                }
+        auto pc = std::make_unique<BlockDiagPc>(type, p, nc, std::move(exec));
+        if (!pc->numeric_on_executor(values)) {  // no path there: the values to the host
+            std::vector<double> h(std::size_t(p.nnz()));
+            copy_bytes(*pc->exec_, values, *cpu_executor(), h.data(), h.size() * sizeof(double));
+            pc->numeric_host(h.data());
         }
-        binv_ = Array<VT>(this->exec_, std::size_t(nblocks_) * std::size_t(nc) * std::size_t(nc));
-        numeric(a);
-        this->setup_ms_ = ms_since(t0);
+        pc->setup_ms_ = ms_since(t0);
+        return pc;
     }
-    PcType type() const noexcept override { return PcType::block_jacobi; }
+    /// The symbolic part; a numeric part must follow (from_csr, from_values).
+    BlockDiagPc(PcType type, const CsrPatternView& p, index_t nc,
+                std::shared_ptr<const Executor> exec)
+        : Preconditioner<VT>(p.rows, nc, std::move(exec)), type_(type)
+    {
+        HEPTANE_ENSURE(p.rows % nc == 0, InputError,
+                       who() << ": block size " << nc << " does not divide the size " << p.rows);
+        pattern_.set(p);
+        symbolic();
+        binv_ = Array<VT>(this->exec_, map_.size());
+    }
+
+    PcType type() const noexcept override { return type_; }
     void update_values(const Csr<double>& a) override
     {
-        this->setup_ms_ =
-            pattern_.update(a, "block-Jacobi", [&](const Csr<double>& h) { numeric(h); });
+        const auto t0 = clock_type::now();
+        Csr<double> keep;
+        const Csr<double>& h = host_csr(a, keep);
+        pattern_.check(h, who());
+        numeric_host(h.values.data());
+        this->setup_ms_ = ms_since(t0);
+    }
+    bool update_values_device(const double* values, offset_t nnz) override
+    {
+        HEPTANE_ENSURE(nnz == pattern_.nnz(), InputError,
+                       who() << ": values-only update with " << nnz
+                             << " values; the preconditioner was set up for " << pattern_.nnz()
+                             << " entries");
+        const auto t0 = clock_type::now();
+        if (!numeric_on_executor(values)) return false;
+        this->setup_ms_ = ms_since(t0);
+        return true;
     }
 
 protected:
     void solve(const VT* r, VT* z) const override  // z_c = A_cc⁻¹ r_c
     {
-        const index_t nb = nblocks_, nc = this->nc_;
         const VT* b = binv_.data();
-        dispatch_executor(*this->exec_,
-                          [&](const auto& e) { kernels::block_diag_apply(e, nb, nc, b, r, z); });
+        const index_t n = this->n_, nc = this->nc_;
+        dispatch_executor(*this->exec_, [&](const auto& e) {
+            if (type_ == PcType::jacobi)
+                kernels::diag_scale(e, n, b, r, z);
+            else
+                kernels::block_diag_apply(e, n / nc, nc, b, r, z);
+        });
     }
+    bool symmetric_apply() const noexcept override { return type_ == PcType::jacobi; }
 
 private:
-    template <int NC>
-    void invert_blocks(const double* v, detail::PivotFailure& fail, index_t& fail_block)
+    static const char* name(PcType t) { return t == PcType::jacobi ? "Jacobi" : "block-Jacobi"; }
+    const char* who() const { return name(type_); }
+    index_t nblocks() const { return this->n_ / this->nc_; }
+    std::size_t nc2() const { return std::size_t(this->nc_) * std::size_t(this->nc_); }
+
+    // map_ (and dups_: the entries of a block position after its first, (position, k) in CSR
+    // order; none in a canonical CSR)
+    void symbolic()
     {
-        const index_t nc = NC > 0 ? index_t(NC) : this->nc_, nb = nblocks_;
-        const std::size_t nc2 = std::size_t(nc) * std::size_t(nc);
-        index_t bad = no_row;
-#pragma omp parallel reduction(min : bad) if (nb > 16384)
+        const index_t nc = this->nc_, nb = nblocks();
+        const offset_t nc2s = offset_t(nc2());
+        map_.assign(std::size_t(nb) * nc2(), -1);
+        const offset_t* rp = pattern_.row_ptr.data();
+        const index_t* ci = pattern_.col.data();
+#pragma omp parallel if (nb > 16384)
         {
-            std::vector<double> blk(2 * nc2);
+            std::vector<std::pair<offset_t, offset_t>> dups;
 #pragma omp for schedule(static)
-            for (index_t c = 0; c < nb; ++c) {
-                std::fill(blk.begin(), blk.begin() + std::ptrdiff_t(nc2), 0.0);
+            for (index_t c = 0; c < nb; ++c)
                 for (index_t r = c * nc; r < (c + 1) * nc; ++r)
-                    for (offset_t e = dptr_[std::size_t(r)]; e < dptr_[std::size_t(r) + 1]; ++e)
-                        blk[std::size_t(dslot_[std::size_t(e)])] += v[dpos_[std::size_t(e)]];
-                const detail::PivotFailure f = detail::invert_block_nc<NC>(
-                    blk.data(), &work_[std::size_t(c) * nc2], nc, blk.data() + nc2);
-                if (f.singular) bad = std::min(bad, c);
-            }
+                    for (offset_t k = rp[r]; k < rp[r + 1]; ++k) {
+                        const index_t col = ci[k];
+                        if (col < 0 || col / nc != c) continue;
+                        const offset_t s = offset_t(c) * nc2s + (r % nc) * nc + col % nc;
+                        if (map_[std::size_t(s)] < 0)
+                            map_[std::size_t(s)] = k;
+                        else
+                            dups.emplace_back(s, k);
+                    }
+#pragma omp critical
+            dups_.insert(dups_.end(), dups.begin(), dups.end());
         }
-        fail_block = bad;
-        if (bad == no_row) return;
-        std::vector<double> blk(nc2, 0.0), inv(nc2);  // the message: the first failing block
-        for (index_t r = bad * nc; r < (bad + 1) * nc; ++r)
-            for (offset_t e = dptr_[std::size_t(r)]; e < dptr_[std::size_t(r) + 1]; ++e)
-                blk[std::size_t(dslot_[std::size_t(e)])] += v[dpos_[std::size_t(e)]];
-        fail = detail::invert_block(blk.data(), inv.data(), nc);
-    }
-    void numeric(const Csr<double>& a)
-    {
-        const index_t nc = this->nc_;
-        work_.resize(std::size_t(nblocks_) * std::size_t(nc) * std::size_t(nc));
-        detail::PivotFailure f;
-        index_t c = no_row;
-        detail::dispatch_block_size(
-            nc, [&](auto NC) { invert_blocks<decltype(NC)::value>(a.values.data(), f, c); });
-        if (c != no_row)
-            HEPTANE_THROW(InputError, "block-Jacobi: singular diagonal block, "
-                                          << detail::describe_pivot_failure(c, nc, f));
-        image_.commit(work_, binv_);
+        std::sort(dups_.begin(), dups_.end());
     }
 
+    // An entry stored twice: its values summed in CSR order into the first one's place (the
+    // host setup's sum into zero, the same bits), in a copy of the values.
+    const double* with_duplicates(const double* v)
+    {
+        if (dups_.empty()) return v;
+        combined_.assign(v, v + pattern_.nnz());
+        for (const auto& [s, k] : dups_) combined_[std::size_t(map_[std::size_t(s)])] += v[k];
+        return combined_.data();
+    }
+
+    // the numeric part on the host from host values
+    void numeric_host(const double* values)
+    {
+        const double* v = with_duplicates(values);
+        const bool on_host = this->exec_->is_cpu();
+        if (on_host && next_.size() != binv_.size()) next_ = Array<VT>(this->exec_, binv_.size());
+        if (!on_host) staging_.resize(binv_.size());
+        VT* out = on_host ? next_.data() : staging_.data();
+        const index_t bad = kernels::block_diag_invert(*cpu_executor(), nblocks(), this->nc_,
+                                                       map_.data(), v, out, nullptr);
+        if (bad >= 0) fail(bad, [&](offset_t k) { return v[k]; });
+        if (on_host)
+            binv_.swap(next_);
+        else
+            copy_bytes(*cpu_executor(), out, *this->exec_, binv_.data(), binv_.bytes());
+    }
+
+    // the numeric part on the executor from values in its memory; false where there is no
+    // such path (on a GPU: an entry stored twice, or nc > 8)
+    bool numeric_on_executor(const double* v)
+    {
+        if (this->exec_->is_cpu()) {
+            numeric_host(v);
+            return true;
+        }
+        if (!dups_.empty() || this->nc_ > 8) return false;
+        if (map32_.empty() && map64_.empty() && !map_.empty()) upload_map();
+        if (next_.size() != binv_.size()) next_ = Array<VT>(this->exec_, binv_.size());
+        if (flag_.empty()) flag_ = Array<index_t>(this->exec_, 1);
+        const index_t nb = nblocks(), nc = this->nc_;
+        const index_t bad = dispatch_executor(*this->exec_, [&](const auto& e) {
+            return map32_.empty() ? kernels::block_diag_invert(e, nb, nc, map64_.data(), v,
+                                                               next_.data(), flag_.data())
+                                  : kernels::block_diag_invert(e, nb, nc, map32_.data(), v,
+                                                               next_.data(), flag_.data());
+        });
+        if (bad >= 0) {
+            fail(bad, [&](offset_t k) {  // the failing block's few values, one by one
+                double x = 0;
+                copy_bytes(*this->exec_, v + k, *cpu_executor(), &x, sizeof(double));
+                return x;
+            });
+        }
+        binv_.swap(next_);
+        return true;
+    }
+
+    // the gather map on the executor, 32-bit where the positions fit
+    void upload_map()
+    {
+        if (pattern_.nnz() > offset_t(std::numeric_limits<std::int32_t>::max())) {
+            map64_ = upload_same(map_, this->exec_);
+            return;
+        }
+        std::vector<std::int32_t> m(map_.size());
+        const std::int64_t len = std::int64_t(m.size());
+#pragma omp parallel for schedule(static) if (len > (1 << 20))
+        for (std::int64_t i = 0; i < len; ++i)
+            m[std::size_t(i)] = std::int32_t(map_[std::size_t(i)]);
+        map32_ = upload_same(m, this->exec_);
+    }
+
+    // InputError for block c, whose inversion failed: its values (fetch(k): CSR value k) and
+    // the failing pivot recomputed on the host, where the setup's message comes from
+    template <class Fetch>
+    [[noreturn]] void fail(index_t c, Fetch&& fetch) const
+    {
+        const std::size_t n2 = nc2();
+        std::vector<offset_t> local(n2, -1);  // the block's map into vals
+        std::vector<double> vals(n2, 0.0), blk(n2), inv(n2);
+        for (std::size_t s = 0; s < n2; ++s) {
+            const offset_t k = map_[std::size_t(c) * n2 + s];
+            if (k < 0) continue;
+            local[s] = offset_t(s);
+            vals[s] = fetch(k);
+        }
+        detail::gather_block<0>(local.data(), vals.data(), this->nc_, blk.data());
+        if (type_ == PcType::jacobi)
+            HEPTANE_THROW(InputError,
+                          "Jacobi: the diagonal entry of row " << c << " is " << blk[0]);
+        const detail::PivotFailure f = detail::invert_block(blk.data(), inv.data(), this->nc_);
+        HEPTANE_THROW(InputError, "block-Jacobi: singular diagonal block, "
+                                      << detail::describe_pivot_failure(c, this->nc_, f));
+    }
+
+    PcType type_;
     ScalarPattern pattern_;
-    index_t nblocks_ = 0;
-    // the entries of scalar row r inside its diagonal block: dpos_[dptr_[r] …], at
-    // dslot_[…] = (r mod nc)·nc + c mod nc in the block
-    std::vector<offset_t> dptr_, dpos_;
-    std::vector<index_t> dslot_;
-    std::vector<double> work_;
-    Committer<VT> image_;
-    Array<VT> binv_;
+    std::vector<offset_t> map_;  // the gather map, host
+    std::vector<std::pair<offset_t, offset_t>> dups_;
+    std::vector<double> combined_;
+    Array<std::int32_t> map32_;  // the gather map on a GPU (one of the two)
+    Array<std::int64_t> map64_;
+    Array<VT> binv_;           // the live inverses (nc² per block; Jacobi: 1 / a_ii)
+    Array<VT> next_;           // the next ones, swapped in when all inverted
+    std::vector<VT> staging_;  // host numeric part for a GPU: the inverses before the upload
+    Array<index_t> flag_;      // the lowest failing block (GPU)
 };
 
 // ---- ILU(0) / BILU(0) --------------------------------------------------------------------
@@ -723,6 +810,13 @@ private:
     mutable Array<VT> scratch_;
 };
 
+void check_setup(const Executor* exec, index_t block_size)
+{
+    HEPTANE_ENSURE(exec, InputError, "make_preconditioner: no executor");
+    HEPTANE_ENSURE(block_size >= 1, InputError,
+                   "make_preconditioner: block size " << block_size << " must be >= 1");
+}
+
 }  // namespace
 
 template <class VT>
@@ -730,16 +824,14 @@ std::unique_ptr<Preconditioner<VT>> make_preconditioner(PcType type, const Csr<d
                                                         index_t block_size,
                                                         std::shared_ptr<const Executor> exec)
 {
-    HEPTANE_ENSURE(exec, InputError, "make_preconditioner: no executor");
-    HEPTANE_ENSURE(block_size >= 1, InputError,
-                   "make_preconditioner: block size " << block_size << " must be >= 1");
+    check_setup(exec.get(), block_size);
     switch (type) {
         case PcType::none:
             return std::make_unique<IdentityPc<VT>>(a.rows, std::move(exec));
         case PcType::jacobi:
-            return std::make_unique<JacobiPc<VT>>(a, std::move(exec));
+            return BlockDiagPc<VT>::from_csr(type, a, 1, std::move(exec));
         case PcType::block_jacobi:
-            return std::make_unique<BlockJacobiPc<VT>>(a, block_size, std::move(exec));
+            return BlockDiagPc<VT>::from_csr(type, a, block_size, std::move(exec));
         case PcType::ilu0:
             return std::make_unique<Ilu0Pc<VT>>(a, block_size, std::move(exec));
         case PcType::ilu0_mc:
@@ -748,11 +840,35 @@ std::unique_ptr<Preconditioner<VT>> make_preconditioner(PcType type, const Csr<d
     HEPTANE_THROW(InputError, "make_preconditioner: unknown type");
 }
 
+template <class VT>
+std::unique_ptr<Preconditioner<VT>> make_preconditioner(PcType type, const CsrPatternView& pattern,
+                                                        const double* values, index_t block_size,
+                                                        std::shared_ptr<const Executor> exec)
+{
+    check_setup(exec.get(), block_size);
+    switch (type) {
+        case PcType::none:
+            return std::make_unique<IdentityPc<VT>>(pattern.rows, std::move(exec));
+        case PcType::jacobi:
+            return BlockDiagPc<VT>::from_values(type, pattern, values, 1, std::move(exec));
+        case PcType::block_jacobi:
+            return BlockDiagPc<VT>::from_values(type, pattern, values, block_size, std::move(exec));
+        default:
+            HEPTANE_THROW(NotSupported, "make_preconditioner from values on the executor: "
+                                            << to_string(type)
+                                            << " factorises on the host; use the Csr overload");
+    }
+}
+
 template class Preconditioner<double>;
 template class Preconditioner<float>;
 template std::unique_ptr<Preconditioner<double>> make_preconditioner<double>(
     PcType, const Csr<double>&, index_t, std::shared_ptr<const Executor>);
 template std::unique_ptr<Preconditioner<float>> make_preconditioner<float>(
     PcType, const Csr<double>&, index_t, std::shared_ptr<const Executor>);
+template std::unique_ptr<Preconditioner<double>> make_preconditioner<double>(
+    PcType, const CsrPatternView&, const double*, index_t, std::shared_ptr<const Executor>);
+template std::unique_ptr<Preconditioner<float>> make_preconditioner<float>(
+    PcType, const CsrPatternView&, const double*, index_t, std::shared_ptr<const Executor>);
 
 }  // namespace heptane

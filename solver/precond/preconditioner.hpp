@@ -31,6 +31,13 @@
 // Newton step: PETSc's SAME_NONZERO_PATTERN) and writes the new factors into the arrays the
 // preconditioner already has on its executor; the result is the same, bit for bit, as
 // make_preconditioner on A'.
+//
+// Jacobi and block Jacobi also run their numeric part where the values are:
+// update_values_device(values) takes A's CSR value array in the executor's memory (a GPU's,
+// for a caller that keeps the matrix there) and inverts the (block) diagonal on the executor,
+// with the host's operations and roundings, so with the same bits; the host never sees the
+// values. make_preconditioner(type, pattern, values, ...) sets them up that way from a
+// borrowed host pattern (the symbolic part) and values on the executor.
 #pragma once
 
 #include <memory>
@@ -43,6 +50,21 @@
 namespace heptane {
 
 enum class PcType { none, jacobi, block_jacobi, ilu0, ilu0_mc };
+
+/// A square host CSR nonzero pattern, borrowed, not owned (e.g. PETSc's SeqAIJ arrays):
+/// 0-based, columns sorted within each row. Row pointers 32-bit (row_ptr32, as PETSc's) or
+/// 64-bit (row_ptr64): set one of the two.
+struct CsrPatternView {
+    index_t rows = 0;
+    const index_t* row_ptr32 = nullptr;   ///< rows + 1 entries, or
+    const offset_t* row_ptr64 = nullptr;  ///< rows + 1 entries
+    const index_t* col_idx = nullptr;     ///< nnz() entries
+    offset_t row_begin(index_t r) const noexcept
+    {
+        return row_ptr64 ? row_ptr64[r] : offset_t(row_ptr32[r]);
+    }
+    offset_t nnz() const noexcept { return rows > 0 ? row_begin(rows) : 0; }
+};
 
 /// "none", "jacobi", "bjacobi" (also "block_jacobi", "block-jacobi"), "ilu0" (also "ilu",
 /// "bilu0"), "ilu0-mc" (also "ilu0_mc", "mcilu0", "bilu0-mc"). Throws InputError naming the
@@ -81,6 +103,18 @@ public:
     /// factored (a zero or singular pivot); the preconditioner then keeps its previous
     /// values. The default throws NotSupported (every preconditioner of heptane has one).
     virtual void update_values(const Csr<double>& a);
+    /// update_values with A's new CSR values where the preconditioner lives: `values` holds
+    /// nnz doubles in the executor's memory (device memory on a GPU, host memory on the CPU)
+    /// in the CSR order of the matrix the preconditioner was set up from, whose pattern the
+    /// caller guarantees (only nnz is checked: InputError). The numeric part runs on the
+    /// executor, the values are not copied to the host and the pattern is not compared.
+    /// Returns false, changing nothing, where the preconditioner has no such path: the ILU(0)
+    /// types (their factorisation runs on the host: use update_values), and on a GPU block
+    /// sizes above 8 or a pattern with an entry stored twice. none: true. Jacobi and block
+    /// Jacobi on the CPU: always true (the host numeric part on the pointer). Throws as
+    /// update_values for values that cannot be factored (the message names the block; the
+    /// preconditioner keeps its previous values) and DeviceError for a failed launch.
+    virtual bool update_values_device(const double* values, offset_t nnz);
 
 protected:
     Preconditioner(index_t n, index_t nc, std::shared_ptr<const Executor> exec)
@@ -106,6 +140,18 @@ private:
 template <class VT>
 std::unique_ptr<Preconditioner<VT>> make_preconditioner(PcType type, const Csr<double>& a,
                                                         index_t block_size,
+                                                        std::shared_ptr<const Executor> exec);
+
+/// A preconditioner set up from a borrowed host pattern and its CSR values already in the
+/// memory of `exec` (nnz doubles in the pattern's order; device memory on a GPU): none,
+/// jacobi and block_jacobi only (NotSupported for the ILU(0) types: their numeric part runs
+/// on the host, use the Csr overload). The symbolic part is made from the pattern on the
+/// host, the numeric part runs where the values are (update_values_device; where that path
+/// is missing, e.g. nc > 8 on a GPU, the values are copied to the host first). Bit for bit
+/// make_preconditioner on the same matrix; the same errors.
+template <class VT>
+std::unique_ptr<Preconditioner<VT>> make_preconditioner(PcType type, const CsrPatternView& pattern,
+                                                        const double* values, index_t block_size,
                                                         std::shared_ptr<const Executor> exec);
 
 /// True when `m` is null or a heptane preconditioner of type none.

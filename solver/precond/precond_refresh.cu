@@ -1,0 +1,93 @@
+// The values-only refresh kernels on CUDA (precond_kernels.hpp): the numeric part of Jacobi
+// and block Jacobi from CSR values already on the device, and the scatter of CSR values into
+// another layout. The block inversion is block_kernels.hpp's, the host's operations with the
+// host's roundings, so a block inverted here has the bits the host setup gives it.
+#include <climits>
+#include <cstdint>
+
+#include "core/cuda_common.hpp"
+#include "solver/precond/block_kernels.hpp"
+#include "solver/precond/precond_kernels.hpp"
+
+namespace heptane::kernels {
+
+namespace {
+
+constexpr int block_threads = 128;
+/// Largest nc the run-time-size kernel (NC = 0) takes: its block lives in local arrays.
+constexpr index_t max_runtime_nc = 8;
+
+// one thread per block c: B_c gathered, inverted into inv (scratch of 3·nc² doubles in
+// registers / local memory); the lowest failing block into *flag
+template <int NC, class IT, class VT>
+__global__ void block_diag_invert_kernel(index_t nblocks, index_t nc, const IT* __restrict__ map,
+                                         const double* __restrict__ values, VT* __restrict__ inv,
+                                         index_t* flag)
+{
+    constexpr int cap = NC > 0 ? NC * NC : max_runtime_nc * max_runtime_nc;
+    double scratch[3 * cap];
+    const long long c = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
+    if (c >= nblocks) return;
+    if (!detail::invert_gathered_block<NC>(index_t(c), nc, map, values, inv, scratch))
+        atomicMin(flag, index_t(c));
+}
+
+// dst[map[k]] = VT(src[k]), grid-stride
+template <class IT, class VT>
+__global__ void scatter_values_kernel(long long n, const IT* __restrict__ map,
+                                      const double* __restrict__ src, VT* __restrict__ dst)
+{
+    const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
+    for (long long k = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; k < n;
+         k += stride)
+        dst[map[k]] = VT(src[k]);
+}
+
+}  // namespace
+
+template <class IT, class VT>
+index_t block_diag_invert(const CudaExecutor& exec, index_t nblocks, index_t nc, const IT* map,
+                          const double* values, VT* inv, index_t* flag)
+{
+    HEPTANE_ENSURE(
+        nc >= 1 && nc <= max_runtime_nc, NotSupported,
+        "block-Jacobi numeric part on CUDA: block size " << nc << " > " << max_runtime_nc);
+    if (nblocks <= 0) return -1;
+    const auto s = cuda::stream(exec);
+    static const index_t none = INT_MAX;  // static: the copy may read it after we return
+    HEPTANE_CUDA_CHECK(cudaMemcpyAsync(flag, &none, sizeof(index_t), cudaMemcpyHostToDevice, s));
+    const unsigned grid = cuda::grid_for(nblocks, block_threads);
+    detail::dispatch_block_size(nc, [&](auto NC) {
+        block_diag_invert_kernel<decltype(NC)::value, IT, VT>
+            <<<grid, block_threads, 0, s>>>(nblocks, nc, map, values, inv, flag);
+    });
+    HEPTANE_CUDA_LAUNCH_CHECK();
+    index_t first = INT_MAX;
+    HEPTANE_CUDA_CHECK(cudaMemcpyAsync(&first, flag, sizeof(index_t), cudaMemcpyDeviceToHost, s));
+    HEPTANE_CUDA_CHECK(cudaStreamSynchronize(s));
+    return first == INT_MAX ? -1 : first;
+}
+
+template <class IT, class VT>
+void scatter_values(const CudaExecutor& exec, offset_t n, const IT* map, const double* src, VT* dst)
+{
+    if (n <= 0) return;
+    constexpr int threads = 256;
+    const long long blocks = (n + threads - 1) / threads;
+    const unsigned grid = static_cast<unsigned>(blocks < 65536 ? blocks : 65536);
+    scatter_values_kernel<<<grid, threads, 0, cuda::stream(exec)>>>(n, map, src, dst);
+    HEPTANE_CUDA_LAUNCH_CHECK();
+}
+
+#define HEPTANE_INSTANTIATE(IT, VT)                                                               \
+    template index_t block_diag_invert<IT, VT>(const CudaExecutor&, index_t, index_t, const IT*,  \
+                                               const double*, VT*, index_t*);                     \
+    template void scatter_values<IT, VT>(const CudaExecutor&, offset_t, const IT*, const double*, \
+                                         VT*);
+HEPTANE_INSTANTIATE(std::int32_t, double)
+HEPTANE_INSTANTIATE(std::int32_t, float)
+HEPTANE_INSTANTIATE(std::int64_t, double)
+HEPTANE_INSTANTIATE(std::int64_t, float)
+#undef HEPTANE_INSTANTIATE
+
+}  // namespace heptane::kernels
