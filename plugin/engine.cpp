@@ -10,14 +10,18 @@
 #include <type_traits>
 
 #include "core/array.hpp"
+#include "core/bitset.hpp"
 #include "core/error.hpp"
 #include "formats/bdia/bdia.hpp"
 #include "formats/coo/coo.hpp"
 #include "formats/csr/csr.hpp"
 #include "formats/detect/detect.hpp"
 #include "formats/spmv.hpp"
+#include "plugin/pinned_upload.hpp"
 #include "solver/bicgstab/bicgstab.hpp"
 #include "solver/cg/cg.hpp"
+#include "solver/precond/precond_kernels.hpp"
+#include "solver/vector/vector_ops.hpp"
 
 namespace heptane::plugin
 {
@@ -121,48 +125,118 @@ void put_values(Array<MT> &dst, std::vector<MT> &staging)
   copy_bytes(*cpu_executor(), staging.data(), *dst.exec(), dst.data(), dst.bytes());
 }
 
-// BDIA-GH built straight from CSR: slot[k] = (q*Nc + s)*rows + r for CSR entry k in row r,
-// column c = (r/Nc + d_q)*Nc + s. A refresh scatters the values through slot[].
+// slot[k] = (q*Nc + s)*rows + r for CSR entry k in row r, column c = (r/Nc + d_q)*Nc + s
+// (BdiaStore), the rows in parallel. InputError for the first entry (lowest row) that lies
+// on none of the block offsets (ascending, distinct).
+std::vector<offset_t> bdia_slot_map(const CsrView &a, index_t nc, const std::vector<index_t> &offsets, const std::string &where)
+{
+  const index_t n = a.rows, nq = index_t(offsets.size());
+  // block offset -> q (offsets span at most 2·(n/Nc) + 1 values)
+  const index_t        shift = n / nc;
+  std::vector<index_t> q_of(2 * std::size_t(shift) + 1, -1);
+  for (index_t q = 0; q < nq; ++q) {
+    HEPTANE_ENSURE(offsets[std::size_t(q)] >= -shift && offsets[std::size_t(q)] <= shift, InputError, "block offset " << offsets[std::size_t(q)] << " outside the matrix (" << shift << " block rows)");
+    q_of[std::size_t(offsets[std::size_t(q)] + shift)] = q;
+  }
+  auto q_at = [&](index_t r, index_t c) {
+    const index_t d = c / nc - r / nc;
+    return c >= 0 && c < n ? q_of[std::size_t(d + shift)] : index_t(-1);
+  };
+  std::vector<offset_t> slot(std::size_t(a.nnz()));
+  index_t               bad = n;
+#pragma omp parallel for schedule(static) reduction(min : bad) if (n > 32768)
+  for (index_t r = 0; r < n; ++r) {
+    for (offset_t k = a.row_ptr[r]; k < a.row_ptr[r + 1]; ++k) {
+      const index_t c = a.col_idx[k];
+      const index_t q = q_at(r, c);
+      if (q < 0) {
+        bad = std::min(bad, r);
+        break;
+      }
+      slot[std::size_t(k)] = (offset_t(q) * nc + c % nc) * offset_t(n) + r;
+    }
+  }
+  if (bad < n)
+    for (offset_t k = a.row_ptr[bad]; k < a.row_ptr[bad + 1]; ++k) {
+      const index_t c = a.col_idx[k];
+      if (q_at(bad, c) < 0) HEPTANE_THROW(InputError, "entry (" << bad << ", " << c << ") lies on block offset " << c / nc - bad / nc << ", not one of the block offsets " << offsets_text(offsets) << " " << where);
+    }
+  return slot;
+}
+
+// bdia_zeros on exec without its host value array: the values allocated and zeroed on the
+// device, the stored-slot pattern bdia_zeros's (every slot whose column lies inside the
+// matrix: one contiguous range of bits per element diagonal). `offsets`: ascending, checked.
+template <class MT>
+Bdia<MT> bdia_zeros_on(index_t n, index_t nc, std::vector<index_t> offsets, const std::shared_ptr<const Executor> &exec)
+{
+  const std::size_t    slots = offsets.size() * std::size_t(nc) * std::size_t(n);
+  const offset_t       nb    = n / nc;
+  Array<std::uint64_t> bits  = make_bitset(slots, false);
+  std::uint64_t       *w     = bits.data();
+  for (std::size_t q = 0; q < offsets.size(); ++q) {
+    const offset_t d = offsets[q], lo = std::max<offset_t>(0, -d), hi = std::min<offset_t>(nb, nb - d);
+    for (index_t s = 0; s < nc && lo < hi; ++s) {
+      const std::size_t k0 = (q * std::size_t(nc) + std::size_t(s)) * std::size_t(n);
+      std::size_t       b = k0 + std::size_t(lo * nc), e = k0 + std::size_t(hi * nc);
+      for (; b < e && b % 64; ++b) set_bit(w, b, true);
+      for (; b + 64 <= e; b += 64) w[b / 64] = ~std::uint64_t{0};
+      for (; b < e; ++b) set_bit(w, b, true);
+    }
+  }
+  Bdia<MT> m;
+  m.rows = m.cols = n;
+  m.block_size    = nc;
+  m.block_offsets = std::move(offsets);
+  m.pattern       = bits.to(exec);
+  m.data          = Array<MT>(exec, slots);
+  zero_device_bytes(*exec, m.data.data(), m.data.bytes());
+  return m;
+}
+
+// BDIA-GH built straight from CSR through the slot map (bdia_slot_map); a refresh scatters
+// the new values through it (kernels::scatter_values). On the CPU from PETSc's array. On a
+// GPU the values go up as they are (PinnedUpload) into a device copy of the CSR values, which
+// a kernel scatters through the slot map kept on the device (32-bit where the slots fit) and
+// which the preconditioner's numeric part reads as well (device_values); the BDIA values are
+// allocated and zeroed on the device.
 template <class MT, class VT>
 struct BdiaStore final : TypedStore<VT> {
   using OpT = OwnedMatrixOperator<Bdia<MT>, MT, VT>;
-  BdiaStore(const CsrView &a, index_t nc, std::vector<index_t> offsets, const std::shared_ptr<const Executor> &exec, const std::string &where)
+  BdiaStore(const CsrView &a, index_t nc, std::vector<index_t> offsets, const std::shared_ptr<const Executor> &exec, const std::string &where) : nnz_(a.nnz())
   {
-    const index_t  n   = a.rows;
-    const index_t  nq  = index_t(offsets.size());
-    const offset_t nnz = a.nnz();
+    const index_t n = a.rows;
+    std::sort(offsets.begin(), offsets.end());
+    offsets.erase(std::unique(offsets.begin(), offsets.end()), offsets.end());
+    const index_t nq = index_t(offsets.size());
     // BDIA stores D·Nc·N slots; far more than the entries means the matrix is not
     // block-diagonal (e.g. -heptane_format bdiagh on an unstructured matrix)
     const double slots = double(nq) * nc * n;
-    HEPTANE_ENSURE(slots <= 4.0 * double(nnz) + double(n), InputError,
-                   "BDIA-GH would store " << slots << " values for " << nnz << " entries (" << nq << " block offsets, Nc = " << nc
+    HEPTANE_ENSURE(slots <= 4.0 * double(nnz_) + double(n), InputError,
+                   "BDIA-GH would store " << slots << " values for " << nnz_ << " entries (" << nq << " block offsets, Nc = " << nc
                                           << "): the matrix is not block-diagonal; use another "
                                              "format (csr)");
-    slot_.resize(std::size_t(nnz));
-    // block offset -> q (offsets span at most 2·(n/Nc) + 1 values)
-    const index_t        shift = n / nc;
-    std::vector<index_t> q_of(2 * std::size_t(shift) + 1, -1);
-    for (index_t q = 0; q < nq; ++q) {
-      HEPTANE_ENSURE(offsets[std::size_t(q)] >= -shift && offsets[std::size_t(q)] <= shift, InputError, "block offset " << offsets[std::size_t(q)] << " outside the matrix (" << shift << " block rows)");
-      q_of[std::size_t(offsets[std::size_t(q)] + shift)] = q;
-    }
-    for (index_t r = 0; r < n; ++r) {
-      for (offset_t k = a.row_ptr[r]; k < a.row_ptr[r + 1]; ++k) {
-        const index_t c = a.col_idx[k];
-        const index_t d = c / nc - r / nc;
-        const index_t q = q_of[std::size_t(d + shift)];
-        if (q < 0) HEPTANE_THROW(InputError, "entry (" << r << ", " << c << ") lies on block offset " << d << ", not one of the block offsets " << offsets_text(offsets) << " " << where);
-        slot_[std::size_t(k)] = (offset_t(q) * nc + c % nc) * offset_t(n) + r;
-      }
-    }
-    Bdia<MT> m = bdia_zeros<MT>(n, n, nc, std::move(offsets));
+    std::vector<offset_t> slot = bdia_slot_map(a, nc, offsets, where);
+    Bdia<MT>              m;
     if (exec->is_cpu()) {
-      scatter(a, m.data.host().data());
+      m     = bdia_zeros<MT>(n, n, nc, std::move(offsets));
+      slot_ = std::move(slot);
+      kernels::scatter_values(*cpu_executor(), nnz_, slot_.data(), a.values, m.data.data());
     } else {
-      staging_.assign(std::size_t(m.slots()), MT(0));
-      scatter(a, staging_.data());
-      m = m.to(exec);
-      put_values(m.data, staging_);
+      m       = bdia_zeros_on<MT>(n, nc, std::move(offsets), exec);
+      upload_ = std::make_unique<PinnedUpload>(exec, sizeof(double) * std::size_t(nnz_));
+      values_ = Array<double>(exec, std::size_t(nnz_));
+      if (slots < 2147483648.0) { // 32-bit slots: half the map's traffic per refresh
+        std::vector<std::int32_t> s32(slot.size());
+#pragma omp parallel for schedule(static) if (nnz_ > 65536)
+        for (offset_t k = 0; k < nnz_; ++k) s32[std::size_t(k)] = std::int32_t(slot[std::size_t(k)]);
+        slot32_ = Array<std::int32_t>(exec, s32.size());
+        upload_->upload(s32.data(), slot32_.data(), slot32_.bytes());
+      } else {
+        slot64_ = Array<std::int64_t>(exec, slot.size());
+        upload_->upload(slot.data(), slot64_.data(), slot64_.bytes());
+      }
+      scatter_device(a, m.data.data());
     }
     std::ostringstream d;
     d << "bdiagh " << n << 'x' << n << " Nc=" << nc << " D=" << m.num_block_diagonals() << ' ' << precision_name<MT, VT>() << " on " << exec->name();
@@ -171,27 +245,43 @@ struct BdiaStore final : TypedStore<VT> {
   }
   void refresh(const CsrView &a) override
   {
-    HEPTANE_ENSURE(std::size_t(a.nnz()) == slot_.size(), InputError, "values-only refresh: " << a.nnz() << " entries, the pattern had " << slot_.size());
+    HEPTANE_ENSURE(a.nnz() == nnz_, InputError, "values-only refresh: " << a.nnz() << " entries, the pattern had " << nnz_);
     Array<MT> &data = own_->matrix().data;
-    scatter(a, data.on_host() ? data.host().data() : staging_.data());
-    put_values(data, staging_);
+    if (data.on_host()) kernels::scatter_values(*cpu_executor(), nnz_, slot_.data(), a.values, data.data());
+    else scatter_device(a, data.data());
   }
-  std::string note() const override { return "values scattered through the CSR->BDIA slot map (" + std::to_string(slot_.size()) + " entries)"; }
-  void        scatter(const CsrView &a, MT *dst) const
+  std::string note() const override
   {
-    const offset_t  nnz = offset_t(slot_.size());
-    const offset_t *s   = slot_.data();
-    const double   *v   = a.values;
-#pragma omp parallel for schedule(static) if (nnz > 65536)
-    for (offset_t k = 0; k < nnz; ++k) dst[s[k]] = MT(v[k]);
+    const std::string what = "values scattered through the CSR->BDIA slot map (" + std::to_string(nnz_) + " entries)";
+    return values_.empty() ? what : what + " on the device, after a pinned, chunked upload of the CSR values";
+  }
+  const double *device_values() const override
+  {
+    return values_.empty() ? nullptr : values_.data();
+  }
+  // PETSc's values up into values_, then scattered on the device into dst
+  void scatter_device(const CsrView &a, MT *dst)
+  {
+    upload_->upload(a.values, values_.data(), values_.bytes());
+    const double *v = values_.data();
+    dispatch_executor(*values_.exec(), [&](const auto &e) {
+      if (slot32_.empty()) kernels::scatter_values(e, nnz_, slot64_.data(), v, dst);
+      else kernels::scatter_values(e, nnz_, slot32_.data(), v, dst);
+    });
   }
 
-  std::shared_ptr<OpT>  own_; // the operator, writable (TypedStore::op_ is the same object)
-  std::vector<offset_t> slot_;
-  std::vector<MT>       staging_;
+  std::shared_ptr<OpT>          own_; // the operator, writable (TypedStore::op_ is the same object)
+  offset_t                      nnz_ = 0;
+  std::vector<offset_t>         slot_;   // CPU: the slot map
+  Array<std::int32_t>           slot32_; // GPU: the slot map (one of the two)
+  Array<std::int64_t>           slot64_; //
+  Array<double>                 values_; // GPU: the CSR values of the last build/refresh
+  std::unique_ptr<PinnedUpload> upload_; // GPU
 };
 
-// CSR: the pattern is PETSc's, the values are copied in order.
+// CSR: the pattern is PETSc's, the values are copied in order (on a GPU, fp64: straight from
+// PETSc's array through PinnedUpload, and the device values are the CSR values the
+// preconditioner's numeric part reads; fp32: converted on the host, then uploaded).
 template <class MT, class VT>
 struct CsrStore final : TypedStore<VT> {
   using OpT = OwnedMatrixOperator<Csr<MT>, MT, VT>;
@@ -203,14 +293,14 @@ struct CsrStore final : TypedStore<VT> {
     for (index_t r = 0; r <= a.rows; ++r) ptr[std::size_t(r)] = a.row_ptr[r];
     m.row_ptr = Array<offset_t>(std::move(ptr));
     m.col_idx = Array<index_t>(std::vector<index_t>(a.col_idx, a.col_idx + a.nnz()));
-    m.values  = Array<MT>(std::vector<MT>(std::size_t(a.nnz())));
     if (exec->is_cpu()) {
+      m.values = Array<MT>(std::vector<MT>(std::size_t(a.nnz())));
       copy_in(a, m.values.host().data());
     } else {
-      staging_.resize(std::size_t(a.nnz()));
-      copy_in(a, staging_.data());
-      m = m.to(exec);
-      put_values(m.values, staging_);
+      m.row_ptr = m.row_ptr.to(exec);
+      m.col_idx = m.col_idx.to(exec);
+      m.values  = Array<MT>(exec, std::size_t(a.nnz()));
+      put(a, m.values);
     }
     std::ostringstream d;
     d << "csr " << a.rows << 'x' << a.rows << " nnz=" << a.nnz() << ' ' << precision_name<MT, VT>() << " on " << exec->name();
@@ -221,10 +311,30 @@ struct CsrStore final : TypedStore<VT> {
   {
     Array<MT> &v = own_->matrix().values;
     HEPTANE_ENSURE(std::size_t(a.nnz()) == v.size(), InputError, "values-only refresh: " << a.nnz() << " entries, the pattern had " << v.size());
-    copy_in(a, v.on_host() ? v.host().data() : staging_.data());
-    put_values(v, staging_);
+    if (v.on_host()) copy_in(a, v.host().data());
+    else put(a, v);
   }
-  std::string note() const override { return "CSR values copied in place"; }
+  std::string   note() const override { return upload_ ? "CSR values uploaded in place (pinned, chunked)" : "CSR values copied in place"; }
+  const double *device_values() const override
+  {
+    if constexpr (std::is_same_v<MT, double>) {
+      const Array<MT> &v = own_->matrix().values;
+      return v.on_host() ? nullptr : v.data();
+    }
+    return nullptr;
+  }
+  // the values into v on the device
+  void put(const CsrView &a, Array<MT> &v)
+  {
+    if constexpr (std::is_same_v<MT, double>) {
+      if (!upload_) upload_ = std::make_unique<PinnedUpload>(v.exec(), v.bytes());
+      upload_->upload(a.values, v.data(), v.bytes());
+    } else {
+      staging_.resize(v.size());
+      copy_in(a, staging_.data());
+      put_values(v, staging_);
+    }
+  }
   static void copy_in(const CsrView &a, MT *dst)
   {
     const offset_t nnz = a.nnz();
@@ -235,8 +345,9 @@ struct CsrStore final : TypedStore<VT> {
       for (offset_t k = 0; k < nnz; ++k) dst[k] = MT(a.values[k]);
     }
   }
-  std::shared_ptr<OpT> own_; // the operator, writable (TypedStore::op_ is the same object)
-  std::vector<MT>      staging_;
+  std::shared_ptr<OpT>          own_; // the operator, writable (TypedStore::op_ is the same object)
+  std::vector<MT>               staging_;
+  std::unique_ptr<PinnedUpload> upload_; // GPU, fp64
 };
 
 // Any other format: rebuilt from COO by make_matrix_operator, with the block size and the
@@ -459,6 +570,10 @@ std::string MatrixEngine::refresh_note() const
 {
   return impl_->store ? impl_->store->note() : std::string();
 }
+const double *MatrixEngine::csr_values_on_device() const noexcept
+{
+  return impl_->store ? impl_->store->device_values() : nullptr;
+}
 const MatrixTimings &MatrixEngine::timings() const noexcept
 {
   return impl_->timings;
@@ -532,8 +647,43 @@ struct KrylovEngine::Impl {
   Typed<float>  f;
   Csr<double>   csr; // the host CSR of the last setup or refresh (its arrays are reused)
   std::string   pc_desc;
+  std::string   pc_path; // where the last numeric part ran
   KrylovTimings timings;
+  // the preconditioner takes its numeric part where the values are (update_values_device),
+  // from this engine's values as of this build of it
+  bool                in_place    = false;
+  const MatrixEngine *values_from = nullptr;
+  int                 values_of   = -1; // values_from->timings().builds
 };
+
+namespace
+{
+
+// The CSR values of `a` in the memory of m's executor, for a numeric part there: PETSc's host
+// array itself on the CPU, the device copy m's operator keeps on a GPU; nullptr when there is
+// none (the preconditioner then works on a host copy of the matrix).
+const double *values_on_executor(const CsrView &a, const MatrixEngine &m)
+{
+  return m.executor()->is_cpu() ? a.values : m.csr_values_on_device();
+}
+
+CsrPatternView pattern_view(const CsrView &a)
+{
+  CsrPatternView p;
+  p.rows      = a.rows;
+  p.row_ptr32 = a.row_ptr;
+  p.col_idx   = a.col_idx;
+  return p;
+}
+
+std::string numeric_path_note(bool in_place, const MatrixEngine &m)
+{
+  const bool gpu = !m.executor()->is_cpu();
+  if (in_place) return gpu ? "numeric part on the device, from the operator's device copy of the values" : "numeric part on the host, on PETSc's values in place";
+  return gpu ? "numeric part on the host, from a host copy of the matrix (pattern compared), factors uploaded" : "numeric part on the host, from a copy of the matrix (pattern compared)";
+}
+
+} // namespace
 
 KrylovEngine::KrylovEngine() : impl_(std::make_unique<Impl>()) { }
 KrylovEngine::~KrylovEngine() = default;
@@ -545,15 +695,24 @@ void KrylovEngine::build_preconditioner(PcType type, const CsrView &a, const Mat
   HEPTANE_ENSURE(m.built(), InputError, "preconditioner requested before the operator");
   k.d.pc.reset();
   k.f.pc.reset();
-  copy_view(a, k.csr);
   const index_t nc = type == PcType::jacobi || type == PcType::none ? 1 : m.block_size();
-  if (m.precision() == Precision::single) {
-    k.f.pc    = make_preconditioner<float>(type, k.csr, nc, m.executor());
-    k.pc_desc = k.f.pc->describe();
+  // Jacobi and block Jacobi: symbolic part from PETSc's pattern, numeric part where the
+  // values are, no host copy of the matrix; the ILU(0) types factorise a host copy
+  const double *values = values_on_executor(a, m);
+  k.in_place           = values && (type == PcType::none || type == PcType::jacobi || type == PcType::block_jacobi);
+  if (k.in_place) {
+    k.csr = Csr<double>(); // nothing to keep
+    if (m.precision() == Precision::single) k.f.pc = make_preconditioner<float>(type, pattern_view(a), values, nc, m.executor());
+    else k.d.pc = make_preconditioner<double>(type, pattern_view(a), values, nc, m.executor());
   } else {
-    k.d.pc    = make_preconditioner<double>(type, k.csr, nc, m.executor());
-    k.pc_desc = k.d.pc->describe();
+    copy_view(a, k.csr);
+    if (m.precision() == Precision::single) k.f.pc = make_preconditioner<float>(type, k.csr, nc, m.executor());
+    else k.d.pc = make_preconditioner<double>(type, k.csr, nc, m.executor());
   }
+  k.pc_desc     = k.f.pc ? k.f.pc->describe() : k.d.pc->describe();
+  k.pc_path     = numeric_path_note(k.in_place, m);
+  k.values_from = &m;
+  k.values_of   = m.timings().builds;
   m.executor()->synchronize();
   k.timings.last_pc_ms = ms_since(t0);
   ++k.timings.pc_builds;
@@ -565,9 +724,18 @@ void KrylovEngine::refresh_preconditioner(const CsrView &a, const MatrixEngine &
   Impl      &k  = *impl_;
   HEPTANE_ENSURE(has_preconditioner(), InputError, "values-only preconditioner refresh before the first setup");
   HEPTANE_ENSURE((m.precision() == Precision::single) == (k.f.pc != nullptr), InputError, "values-only preconditioner refresh in another precision than the setup's");
-  copy_view(a, k.csr);
-  if (k.f.pc) k.f.pc->update_values(k.csr);
-  else k.d.pc->update_values(k.csr);
+  // in place: the pattern is the setup's (the caller's nonzero state says so), so neither a
+  // host copy nor a pattern compare; else (or where the preconditioner has no such path) the
+  // values into the kept host CSR, the pattern compared
+  const double *values = k.in_place && k.values_from == &m && k.values_of == m.timings().builds ? values_on_executor(a, m) : nullptr;
+  bool          done   = false;
+  if (values) done = k.f.pc ? k.f.pc->update_values_device(values, a.nnz()) : k.d.pc->update_values_device(values, a.nnz());
+  if (!done) {
+    copy_view(a, k.csr);
+    if (k.f.pc) k.f.pc->update_values(k.csr);
+    else k.d.pc->update_values(k.csr);
+  }
+  k.pc_path = numeric_path_note(done, m);
   m.executor()->synchronize();
   k.timings.last_pc_ms = ms_since(t0);
   ++k.timings.pc_refreshes;
@@ -591,6 +759,10 @@ Status KrylovEngine::solve(SolverType solver, const MatrixEngine &m, const Solve
 std::string KrylovEngine::preconditioner_describe() const
 {
   return impl_->pc_desc;
+}
+const std::string &KrylovEngine::numeric_path() const noexcept
+{
+  return impl_->pc_path;
 }
 const KrylovTimings &KrylovEngine::timings() const noexcept
 {

@@ -24,15 +24,23 @@
 // Values-only refresh. heptane's public API builds an operator from COO and has no update of
 // the values alone, so the plugin keeps what it needs for one (plugin/engine.cpp):
 //   - bdiagh: the map from each CSR entry to its BDIA slot (k*rows + r), computed once per
-//     pattern; a refresh scatters the new values through it (and uploads them to the device);
-//   - csr: the value array is copied as is (same pattern, same order);
+//     pattern; a refresh scatters the new values through it. On a GPU the map is kept on the
+//     device, the CSR values are uploaded as they are (PinnedUpload: chunks through two
+//     page-locked buffers) into a device copy and a kernel scatters them;
+//   - csr: the value array is copied as is (same pattern, same order; on a GPU in fp64
+//     straight from PETSc's array through PinnedUpload);
 //   - other formats: the operator is rebuilt from COO with the block size and offsets already
 //     known (no detection).
-// The preconditioner keeps its symbolic setup (Preconditioner::update_values): a refresh
-// copies the new values into the host CSR the preconditioner was built from (the pattern is
-// compared, not copied; no new allocation) and redoes only the numeric part (the
-// ILU(0)/BILU(0) factorisation, the (block) diagonal inverses), writing the factors into the
-// arrays it already has on the device.
+// The preconditioner keeps its symbolic setup and redoes only its numeric part. Jacobi and
+// block Jacobi take it where the values are (Preconditioner::update_values_device): on a GPU
+// from the operator's device copy of the CSR values (bdiagh; csr in fp64), on the CPU from
+// PETSc's array in place; no host copy of the matrix, no pattern compare (the caller's
+// nonzero state says the pattern is the setup's); their first setup reads the pattern from
+// the CsrView and the values there too. Otherwise (ILU(0)/BILU(0), an operator without
+// device values) a refresh copies the new values into the host CSR the preconditioner was
+// built from (the pattern is compared, not copied; no new allocation) and redoes the numeric
+// part on the host (Preconditioner::update_values), writing the factors into the arrays it
+// already has on the device. KrylovEngine::numeric_path() says which.
 //
 // Errors are heptane's typed exceptions (core/error.hpp); the PETSc layer turns them into
 // PETSc errors.
@@ -151,7 +159,11 @@ public:
   /// How the structure and the format were found, one line.
   const std::string &structure_note() const noexcept;
   /// How a values-only refresh works for this format, one line.
-  std::string          refresh_note() const;
+  std::string refresh_note() const;
+  /// The CSR values of the last build or refresh (nnz() doubles in the order of the CsrView
+  /// given) in the executor's device memory, where the operator keeps a copy there (bdiagh,
+  /// and csr in fp64, on a GPU); nullptr otherwise. Valid until the next build.
+  const double        *csr_values_on_device() const noexcept;
   const MatrixTimings &timings() const noexcept;
 
   struct Impl;
@@ -180,16 +192,21 @@ public:
   /// size, on m's executor, in m's vector precision.
   void build_preconditioner(PcType type, const CsrView &a, const MatrixEngine &m);
   /// New values for the preconditioner built last, on the same pattern (a Newton step):
-  /// the numeric part only (Preconditioner::update_values). Throws InputError when there
-  /// is none, when `a` has another size or pattern, or when the values cannot be factored;
-  /// the preconditioner then keeps its previous values (build_preconditioner to start over).
+  /// the numeric part only (Preconditioner::update_values_device where the values are, see
+  /// above, else update_values). `a`: the values m holds (m.refresh_values(a) first). Throws
+  /// InputError when there is none, when `a` has another size (or, on the host path,
+  /// another pattern), or when the values cannot be factored; the preconditioner then keeps
+  /// its previous values (build_preconditioner to start over).
   void refresh_preconditioner(const CsrView &a, const MatrixEngine &m);
   bool has_preconditioner() const noexcept;
   /// Solve A x = b with the operator of `m` and the preconditioner. b and x are host arrays
   /// of m.rows() doubles (this rank's rows; collective when `m` is distributed); x is the initial guess when nonzero_guess and receives the last
   /// iterate. Numerical trouble is the Status; misuse throws.
-  Status               solve(SolverType solver, const MatrixEngine &m, const SolverOptions &opts, bool nonzero_guess, const double *b, double *x);
-  std::string          preconditioner_describe() const;
+  Status      solve(SolverType solver, const MatrixEngine &m, const SolverOptions &opts, bool nonzero_guess, const double *b, double *x);
+  std::string preconditioner_describe() const;
+  /// Where the last setup or refresh ran the preconditioner's numeric part, one line (e.g.
+  /// "numeric part on the device, from the operator's device copy of the values").
+  const std::string   &numeric_path() const noexcept;
   const KrylovTimings &timings() const noexcept;
 
   struct Impl;

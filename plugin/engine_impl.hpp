@@ -68,6 +68,9 @@ struct StoreBase {
   virtual std::shared_ptr<const Operator<double>> op_double() const { return nullptr; }
   virtual std::shared_ptr<const Operator<float>>  op_single() const { return nullptr; }
   virtual std::string                             note() const = 0;
+  /// The CSR values of the last build or refresh (nnz doubles, CSR order) in the executor's
+  /// device memory, where the store keeps them there; else nullptr.
+  virtual const double *device_values() const { return nullptr; }
 };
 
 template <class VT>

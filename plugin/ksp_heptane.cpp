@@ -402,12 +402,13 @@ static PetscErrorCode KSPHeptaneUpdate(KSP ksp)
   if (rebuild_pc) PetscCall(KSPHeptaneBuildPC(ksp, Amat, (PetscBool)(updated == 1)));
   if (updated || rebuild_pc) {
     char        line[512];
-    const auto &mt = h->engine->timings();
-    if (updated == 2) PetscCall(PetscSNPrintf(line, sizeof(line), "new pattern: operator built in %.3f ms (detection %.3f ms), preconditioner %.3f ms", mt.last_build_ms, mt.last_detect_ms, h->krylov->timings().last_pc_ms));
+    const auto &mt    = h->engine->timings();
+    const char *where = h->krylov->numeric_path().c_str();
+    if (updated == 2) PetscCall(PetscSNPrintf(line, sizeof(line), "new pattern: operator built in %.3f ms (detection %.3f ms), preconditioner %.3f ms (%s)", mt.last_build_ms, mt.last_detect_ms, h->krylov->timings().last_pc_ms, where));
     else if (updated == 1)
-      PetscCall(
-        PetscSNPrintf(line, sizeof(line), "same pattern: values refreshed in %.3f ms, preconditioner %s in %.3f ms", mt.last_refresh_ms, h->pc_refreshed ? "refactored (numeric only, symbolic setup kept)" : "set up from scratch", h->krylov->timings().last_pc_ms));
-    else PetscCall(PetscSNPrintf(line, sizeof(line), "new preconditioner (%s): %.3f ms", h->pc_from, h->krylov->timings().last_pc_ms));
+      PetscCall(PetscSNPrintf(line, sizeof(line), "same pattern: values refreshed in %.3f ms, preconditioner %s in %.3f ms (%s)", mt.last_refresh_ms, h->pc_refreshed ? "refactored (numeric only, symbolic setup kept)" : "set up from scratch",
+                              h->krylov->timings().last_pc_ms, where));
+    else PetscCall(PetscSNPrintf(line, sizeof(line), "new preconditioner (%s): %.3f ms (%s)", h->pc_from, h->krylov->timings().last_pc_ms, where));
     HeptaneCallCXX(*h->last_update = line);
     PetscCall(PetscInfo(ksp, "%s: %s; operator %s\n", KSPHeptaneName(h), line, h->engine->describe().c_str()));
   }
@@ -546,6 +547,7 @@ static PetscErrorCode KSPView_Heptane(KSP ksp, PetscViewer viewer)
   }
   PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane setups: %" PetscInt_FMT " full (new pattern), %" PetscInt_FMT " values-only; %" PetscInt_FMT " solves\n", h->full_builds, h->value_refreshes, h->solves));
   PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane preconditioner setups: %d full (symbolic + numeric), %d values-only (numeric only, symbolic setup kept)\n", h->krylov->timings().pc_builds, h->krylov->timings().pc_refreshes));
+  if (h->krylov->has_preconditioner()) PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane preconditioner, last setup: %s\n", h->krylov->numeric_path().c_str()));
   if (!h->last_update->empty()) PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane last setup: %s\n", h->last_update->c_str()));
   if (h->solves) PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane last solve: %.3f ms\n", h->krylov->timings().last_solve_ms));
   PetscFunctionReturn(0);

@@ -131,6 +131,39 @@ if(NOT HEPTANE_HAVE_CUDA)
     ${compare} --heptane "-ksp_type hbcgs -heptane_device gpu"
     --expect-error "this build of heptane has no CUDA back end" -- ${host})
 endif()
+# ---- on a GPU (label gpu; skipped, exit 77, where nvidia-smi lists none) ----------------------
+# Jacobi and block Jacobi take their numeric part on the device, from the operator's device
+# copy of the CSR values (bdiagh; csr in fp64), first setup and values-only refreshes alike;
+# the ILU(0) types keep the host path. Results against PETSc's KSP on the CPU, as above.
+if(HEPTANE_HAVE_CUDA)
+  function(heptane_plugin_gpu_test name)
+    add_test(NAME ${name} COMMAND sh -c "nvidia-smi -L 2>/dev/null | grep -q '^GPU' || exit 77 && exec \"$@\"" sh ${ARGN})
+    set_tests_properties(${name} PROPERTIES LABELS "plugin;gpu" ENVIRONMENT "${plugin_env}" TIMEOUT 600 SKIP_RETURN_CODE 77)
+  endfunction()
+  set(on_device "heptane preconditioner, last setup: numeric part on the device")
+  set(two_refreshes "heptane preconditioner setups: 1 full \\(symbolic \\+ numeric\\), 2 values-only")
+  foreach(pc jacobi pbjacobi)
+    heptane_plugin_gpu_test(plugin_host_gpu_${pc}_numeric_on_device
+      ${compare} --ref "${ref_bcgs} -pc_type ${pc}" --heptane "-ksp_type hbcgs -pc_type ${pc} -heptane_device gpu -ksp_view"
+      --expect "${on_device}" --expect "${two_refreshes}" --expect "on the device, after a pinned, chunked upload"
+      --reject MISMATCH -- ${host} -dof 3 -solves 3)
+  endforeach()
+  heptane_plugin_gpu_test(plugin_host_gpu_pbjacobi_csr_numeric_on_device
+    ${compare} --ref "${ref_bcgs} -pc_type pbjacobi" --heptane "-ksp_type hbcgs -pc_type pbjacobi -heptane_device gpu -heptane_format csr -ksp_view"
+    --expect "${on_device}" --expect "${two_refreshes}" --reject MISMATCH -- ${host} -dof 3 -solves 3)
+  heptane_plugin_gpu_test(plugin_host_gpu_pbjacobi_mixed_numeric_on_device
+    ${compare} --tol 1e-4 --ref "${ref_bcgs} -pc_type pbjacobi -ksp_rtol 1e-6" --heptane "-ksp_type hbcgs -pc_type pbjacobi -heptane_device gpu -heptane_precision mixed -ksp_rtol 1e-6 -ksp_view"
+    --expect "${on_device}" --expect "fp32 values/fp64 vectors" -- ${host} -dof 3 -solves 2)
+  heptane_plugin_gpu_test(plugin_host_gpu_ilu_numeric_on_the_host
+    ${compare} --ref ${ref_bcgs} --heptane "-ksp_type hbcgs -heptane_device gpu -heptane_ilu natural -ksp_view"
+    --expect "numeric part on the host, from a host copy of the matrix \\(pattern compared\\), factors uploaded"
+    --expect "${two_refreshes}" --reject MISMATCH -- ${host} -dof 3 -solves 3)
+  if(HEPTANE_BUILD_EXAMPLES)
+    heptane_plugin_gpu_test(plugin_reservoir_gpu_pbjacobi_matches_bcgs
+      ${compare} --ref "${ref_bcgs} -pc_type pbjacobi" --heptane "-ksp_type hbcgs -pc_type pbjacobi -heptane_device gpu"
+      --expect "coupled: ksp hbcgs" -- $<TARGET_FILE:reservoir> -nx 16 -ny 12 -nz 8 -steps 2 -newton 2 -ksp_rtol 1e-9)
+  endif()
+endif()
 # ---- several MPI ranks ------------------------------------------------------------------------
 # The example under mpirun -np 2 (its DMDA is split along z only, so PETSc's global numbering
 # is the grid's natural one): heptane's distributed operator against PETSc's bcgs on the same

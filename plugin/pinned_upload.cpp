@@ -1,0 +1,109 @@
+// Chunked, double-buffered host -> device uploads through page-locked memory (pinned_upload.hpp).
+#include "plugin/pinned_upload.hpp"
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+
+#include "core/error.hpp"
+
+#ifdef HEPTANE_HAVE_CUDA
+  #include "core/cuda_common.hpp"
+#endif
+
+namespace heptane::plugin
+{
+
+namespace
+{
+
+// dst = src, `bytes` bytes, in 1 MiB pieces over the OpenMP threads (one thread below 4 MiB)
+[[maybe_unused]] void parallel_copy(void *dst, const void *src, std::size_t bytes)
+{
+  constexpr std::size_t piece  = std::size_t(1) << 20;
+  const std::int64_t    pieces = std::int64_t((bytes + piece - 1) / piece);
+#pragma omp parallel for schedule(static) if (pieces > 4)
+  for (std::int64_t p = 0; p < pieces; ++p) {
+    const std::size_t lo = std::size_t(p) * piece;
+    std::memcpy(static_cast<char *>(dst) + lo, static_cast<const char *>(src) + lo, std::min(piece, bytes - lo));
+  }
+}
+
+} // namespace
+
+#ifdef HEPTANE_HAVE_CUDA
+
+PinnedUpload::PinnedUpload(std::shared_ptr<const Executor> exec, std::size_t max_bytes, std::size_t chunk_bytes) : exec_(std::move(exec))
+{
+  HEPTANE_ENSURE(exec_ && exec_->is_cuda(), NotSupported, "PinnedUpload: uploads to a CUDA executor only");
+  const auto &dev = static_cast<const CudaExecutor &>(*exec_);
+  chunk_          = std::max<std::size_t>(4096, std::min(chunk_bytes, (max_bytes + 4095) / 4096 * 4096));
+  HEPTANE_CUDA_CHECK(cudaSetDevice(dev.device()));
+  try {
+    for (int b = 0; b < 2; ++b) {
+      HEPTANE_CUDA_CHECK(cudaMallocHost(&buf_[b], chunk_));
+      cudaEvent_t ev = nullptr;
+      HEPTANE_CUDA_CHECK(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
+      done_[b] = ev;
+    }
+  } catch (...) {
+    for (int b = 0; b < 2; ++b) {
+      if (done_[b]) cudaEventDestroy(static_cast<cudaEvent_t>(done_[b]));
+      if (buf_[b]) cudaFreeHost(buf_[b]);
+    }
+    throw;
+  }
+}
+
+PinnedUpload::~PinnedUpload()
+{
+  for (int b = 0; b < 2; ++b) {
+    if (done_[b]) {
+      cudaEventSynchronize(static_cast<cudaEvent_t>(done_[b])); // no copy may still read the buffer
+      cudaEventDestroy(static_cast<cudaEvent_t>(done_[b]));
+    }
+    if (buf_[b]) cudaFreeHost(buf_[b]);
+  }
+}
+
+void PinnedUpload::upload(const void *src, void *dst, std::size_t bytes)
+{
+  const auto  &dev = static_cast<const CudaExecutor &>(*exec_);
+  cudaStream_t s   = cuda::stream(dev);
+  HEPTANE_CUDA_CHECK(cudaSetDevice(dev.device()));
+  for (std::size_t off = 0, i = 0; off < bytes; off += chunk_, ++i) {
+    const std::size_t len = std::min(chunk_, bytes - off);
+    const int         b   = int(i % 2);
+    // buffer b is free once the copy that last read it is done (an event never recorded is)
+    HEPTANE_CUDA_CHECK(cudaEventSynchronize(static_cast<cudaEvent_t>(done_[b])));
+    parallel_copy(buf_[b], static_cast<const char *>(src) + off, len);
+    HEPTANE_CUDA_CHECK(cudaMemcpyAsync(static_cast<char *>(dst) + off, buf_[b], len, cudaMemcpyHostToDevice, s));
+    HEPTANE_CUDA_CHECK(cudaEventRecord(static_cast<cudaEvent_t>(done_[b]), s));
+  }
+}
+
+void zero_device_bytes(const Executor &exec, void *dst, std::size_t bytes)
+{
+  HEPTANE_ENSURE(exec.is_cuda(), NotSupported, "zero_device_bytes: CUDA executors only");
+  HEPTANE_CUDA_CHECK(cudaMemsetAsync(dst, 0, bytes, cuda::stream(static_cast<const CudaExecutor &>(exec))));
+}
+
+#else // a build without CUDA: no CUDA executor can exist
+
+PinnedUpload::PinnedUpload(std::shared_ptr<const Executor> exec, std::size_t, std::size_t) : exec_(std::move(exec))
+{
+  HEPTANE_THROW(NotSupported, "PinnedUpload: this build of heptane has no CUDA back end");
+}
+PinnedUpload::~PinnedUpload() = default;
+void PinnedUpload::upload(const void *, void *, std::size_t)
+{
+  HEPTANE_THROW(NotSupported, "PinnedUpload: this build of heptane has no CUDA back end");
+}
+void zero_device_bytes(const Executor &, void *, std::size_t)
+{
+  HEPTANE_THROW(NotSupported, "zero_device_bytes: this build of heptane has no CUDA back end");
+}
+
+#endif
+
+} // namespace heptane::plugin

@@ -1,0 +1,44 @@
+// Host -> device copies of large pageable host arrays (PETSc's CSR values, the plugin's slot
+// maps) through two page-locked buffers: the host copies chunk i+1 into one buffer (OpenMP
+// memcpy) while chunk i's cudaMemcpyAsync runs from the other. A pageable cudaMemcpy stages
+// through the driver's small pinned buffers one after the other on one thread; this keeps the
+// copy engine and the host cores busy together. CUDA executors only (plugin/engine.cpp uses it
+// for the BDIA-GH and CSR stores on a GPU).
+#pragma once
+
+#include <cstddef>
+#include <memory>
+
+#include "core/executor.hpp"
+
+namespace heptane::plugin
+{
+
+class PinnedUpload {
+public:
+  /// Two buffers of min(chunk_bytes, max_bytes) page-locked host bytes (cudaMallocHost, once),
+  /// for uploads of up to any size on exec's stream; max_bytes: the largest upload expected
+  /// (a small matrix gets small buffers). Throws NotSupported for a CPU executor or in a build
+  /// without CUDA, DeviceError when the allocation fails.
+  PinnedUpload(std::shared_ptr<const Executor> exec, std::size_t max_bytes, std::size_t chunk_bytes = std::size_t(32) << 20);
+  ~PinnedUpload();
+  PinnedUpload(const PinnedUpload &)            = delete;
+  PinnedUpload &operator=(const PinnedUpload &) = delete;
+
+  /// dst (exec's device memory) = src (host memory), `bytes` bytes, queued on exec's stream:
+  /// work queued on that stream afterwards sees the data. src may be reused once this
+  /// returns (its last chunk has been copied into a pinned buffer); the last device copy may
+  /// still be running (exec->synchronize() waits for it).
+  void upload(const void *src, void *dst, std::size_t bytes);
+
+private:
+  std::shared_ptr<const Executor> exec_;
+  std::size_t                     chunk_   = 0;
+  void                           *buf_[2]  = {nullptr, nullptr};
+  void                           *done_[2] = {nullptr, nullptr}; // cudaEvent_t: the copy that last read buf_[i]
+};
+
+/// `bytes` bytes of exec's device memory at dst set to zero, queued on exec's stream.
+void zero_device_bytes(const Executor &exec, void *dst, std::size_t bytes);
+
+} // namespace heptane::plugin
