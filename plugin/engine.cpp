@@ -13,6 +13,7 @@
 #include "core/bitset.hpp"
 #include "core/error.hpp"
 #include "formats/bdia/bdia.hpp"
+#include "formats/bdia/bdia_slots.hpp"
 #include "formats/coo/coo.hpp"
 #include "formats/csr/csr.hpp"
 #include "formats/detect/detect.hpp"
@@ -216,27 +217,52 @@ struct BdiaStore final : TypedStore<VT> {
                    "BDIA-GH would store " << slots << " values for " << nnz_ << " entries (" << nq << " block offsets, Nc = " << nc
                                           << "): the matrix is not block-diagonal; use another "
                                              "format (csr)");
-    std::vector<offset_t> slot = bdia_slot_map(a, nc, offsets, where);
-    Bdia<MT>              m;
-    if (exec->is_cpu()) {
-      m     = bdia_zeros<MT>(n, n, nc, std::move(offsets));
-      slot_ = std::move(slot);
-      kernels::scatter_values(*cpu_executor(), nnz_, slot_.data(), a.values, m.data.data());
-    } else {
-      m       = bdia_zeros_on<MT>(n, nc, std::move(offsets), exec);
-      upload_ = std::make_unique<PinnedUpload>(exec, sizeof(double) * std::size_t(nnz_));
-      values_ = Array<double>(exec, std::size_t(nnz_));
-      if (slots < 2147483648.0) { // 32-bit slots: half the map's traffic per refresh
-        std::vector<std::int32_t> s32(slot.size());
-#pragma omp parallel for schedule(static) if (nnz_ > 65536)
-        for (offset_t k = 0; k < nnz_; ++k) s32[std::size_t(k)] = std::int32_t(slot[std::size_t(k)]);
-        slot32_ = Array<std::int32_t>(exec, s32.size());
-        upload_->upload(s32.data(), slot32_.data(), slot32_.bytes());
+    Bdia<MT> m;
+    if (exec->is_cpu() || nq > kernels::bdia_slots_max_offsets) {
+      std::vector<offset_t> slot = bdia_slot_map(a, nc, offsets, where);
+      if (exec->is_cpu()) {
+        m     = bdia_zeros<MT>(n, n, nc, std::move(offsets));
+        slot_ = std::move(slot);
+        kernels::scatter_values(*cpu_executor(), nnz_, slot_.data(), a.values, m.data.data());
       } else {
+        m       = bdia_zeros_on<MT>(n, nc, std::move(offsets), exec);
+        upload_ = std::make_unique<PinnedUpload>(exec, sizeof(double) * std::size_t(nnz_));
+        values_ = Array<double>(exec, std::size_t(nnz_));
         slot64_ = Array<std::int64_t>(exec, slot.size());
         upload_->upload(slot.data(), slot64_.data(), slot64_.bytes());
+        scatter_device(a, m.data.data());
       }
+    } else {
+      // On a GPU the pattern goes up (row pointers and columns, through the pinned buffers)
+      // and the slot map is computed there: no host pass over the entries, no host map.
+      const auto t1 = clock_type::now();
+      upload_       = std::make_unique<PinnedUpload>(exec, sizeof(double) * std::size_t(nnz_));
+      {
+        Array<index_t> ptr(exec, std::size_t(n) + 1), col(exec, std::size_t(nnz_));
+        upload_->upload(a.row_ptr, ptr.data(), ptr.bytes());
+        upload_->upload(a.col_idx, col.data(), col.bytes());
+        offset_t bad = -1;
+        dispatch_executor(*exec, [&](const auto &e) {
+          if (slots < 2147483648.0) { // 32-bit slots: half the map's traffic per refresh
+            slot32_ = Array<std::int32_t>(exec, std::size_t(nnz_));
+            bad     = kernels::bdia_slots_from_csr(e, n, nc, ptr.data(), col.data(), offsets.data(), nq, slot32_.data());
+          } else {
+            slot64_ = Array<std::int64_t>(exec, std::size_t(nnz_));
+            bad     = kernels::bdia_slots_from_csr(e, n, nc, ptr.data(), col.data(), offsets.data(), nq, slot64_.data());
+          }
+        });
+        if (bad >= 0) {
+          bdia_slot_map(a, nc, offsets, where); // throws, naming the entry
+          HEPTANE_THROW(InputError, "entry " << bad << " lies on none of the block offsets " << offsets_text(offsets) << " " << where);
+        }
+      }
+      slot_ms_      = ms_since(t1);
+      const auto t2 = clock_type::now();
+      m             = bdia_zeros_on<MT>(n, nc, std::move(offsets), exec);
+      values_       = Array<double>(exec, std::size_t(nnz_));
       scatter_device(a, m.data.data());
+      exec->synchronize();
+      values_ms_ = ms_since(t2);
     }
     std::ostringstream d;
     d << "bdiagh " << n << 'x' << n << " Nc=" << nc << " D=" << m.num_block_diagonals() << ' ' << precision_name<MT, VT>() << " on " << exec->name();
@@ -253,12 +279,13 @@ struct BdiaStore final : TypedStore<VT> {
   std::string note() const override
   {
     const std::string what = "values scattered through the CSR->BDIA slot map (" + std::to_string(nnz_) + " entries)";
-    return values_.empty() ? what : what + " on the device, after a pinned, chunked upload of the CSR values";
+    if (values_.empty()) return what;
+    std::ostringstream o;
+    o << what << " on the device, after a pinned, chunked upload of the CSR values";
+    if (slot_ms_ > 0) o << "; at the first build the pattern went up and the slot map was computed on the device in " << slot_ms_ << " ms, the values went up and were scattered in " << values_ms_ << " ms";
+    return o.str();
   }
-  const double *device_values() const override
-  {
-    return values_.empty() ? nullptr : values_.data();
-  }
+  const double *device_values() const override { return values_.empty() ? nullptr : values_.data(); }
   // PETSc's values up into values_, then scattered on the device into dst
   void scatter_device(const CsrView &a, MT *dst)
   {
@@ -272,11 +299,13 @@ struct BdiaStore final : TypedStore<VT> {
 
   std::shared_ptr<OpT>          own_; // the operator, writable (TypedStore::op_ is the same object)
   offset_t                      nnz_ = 0;
-  std::vector<offset_t>         slot_;   // CPU: the slot map
-  Array<std::int32_t>           slot32_; // GPU: the slot map (one of the two)
-  Array<std::int64_t>           slot64_; //
-  Array<double>                 values_; // GPU: the CSR values of the last build/refresh
-  std::unique_ptr<PinnedUpload> upload_; // GPU
+  std::vector<offset_t>         slot_;          // CPU: the slot map
+  Array<std::int32_t>           slot32_;        // GPU: the slot map (one of the two)
+  Array<std::int64_t>           slot64_;        //
+  Array<double>                 values_;        // GPU: the CSR values of the last build/refresh
+  std::unique_ptr<PinnedUpload> upload_;        // GPU
+  double                        slot_ms_   = 0; // GPU, first build: pattern up + slot map
+  double                        values_ms_ = 0; // GPU, first build: values up + scatter
 };
 
 // CSR: the pattern is PETSc's, the values are copied in order (on a GPU, fp64: straight from

@@ -4,13 +4,16 @@
 #include <boost/test/unit_test.hpp>
 
 #include <algorithm>
+#include <cstdint>
 #include <random>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "core/bitset.hpp"
+#include "formats/bdia/bdia_slots.hpp"
 #include "formats/matrix.hpp"
+#include "solver/vector/vector_ops.hpp"
 #include "tests/test_formats_common.hpp"
 
 using namespace heptane;
@@ -772,4 +775,76 @@ BOOST_AUTO_TEST_CASE(parallel_paths_match_on_larger_matrices)
     check_round_trip_both("BDIA large zeros", h, [](const auto& a) {
         return bdia_from_coo(a, 3, {-192, -16, -1, 0, 1, 16, 192});
     });
+}
+
+// The CSR -> BDIA-GH slot map (formats/bdia/bdia_slots.hpp) on the test executor, 32- and
+// 64-bit: with the block offsets given in another order than bdia_from_coo's, each entry's slot
+// is the formula's for that order, and mapped to bdia_from_coo's order it holds the entry's
+// value there; an entry off the offsets is reported, not thrown.
+BOOST_AUTO_TEST_CASE(bdia_slots_from_csr_put_each_entry_where_bdia_from_coo_does)
+{
+    const auto exec = test::test_executor();
+    for (bool banded : {true, false})
+        for (index_t nc : {1, 3}) {
+            const Coo<double> coo = hepta(5, 4, 3, nc, banded, 17);
+            const Csr<double> csr = csr_from_coo(coo);
+            const Bdia<double> ref = bdia_from_coo(coo, nc, hepta_offsets(5, 4));
+            const Array<double> ref_data = ref.data.to(cpu_executor());
+            std::vector<index_t> offsets = hepta_offsets(5, 4);
+            std::reverse(offsets.begin(), offsets.end());
+            const index_t n = csr.rows, nq = index_t(offsets.size());
+            const offset_t nnz = csr.nnz();
+            std::vector<index_t> ptr(std::size_t(n) + 1);
+            for (index_t r = 0; r <= n; ++r) ptr[std::size_t(r)] = index_t(csr.row_ptr.data()[r]);
+            const std::vector<index_t> col(csr.col_idx.data(), csr.col_idx.data() + nnz);
+            const Array<index_t> dptr = Array<index_t>(std::vector<index_t>(ptr)).to(exec);
+            const Array<index_t> dcol = Array<index_t>(std::vector<index_t>(col)).to(exec);
+            auto q_in = [](const std::vector<index_t>& offs, index_t d) {
+                return offset_t(std::find(offs.begin(), offs.end(), d) - offs.begin());
+            };
+            auto check = [&](const std::vector<std::int64_t>& slots, const char* width) {
+                offset_t wrong = 0;
+                for (index_t r = 0; r < n; ++r)
+                    for (offset_t k = ptr[std::size_t(r)]; k < ptr[std::size_t(r) + 1]; ++k) {
+                        const index_t c = col[std::size_t(k)];
+                        const index_t d = c / nc - r / nc;
+                        const std::int64_t mine = (q_in(offsets, d) * nc + c % nc) * n + r;
+                        const std::int64_t theirs =
+                            (q_in(ref.block_offsets, d) * nc + c % nc) * n + r;
+                        if (slots[std::size_t(k)] != mine ||
+                            ref_data.data()[theirs] != csr.values.data()[k])
+                            ++wrong;
+                    }
+                BOOST_TEST(wrong == 0, width << " slots, banded " << banded << ", Nc " << nc << ": "
+                                             << wrong << " entries misplaced");
+            };
+            Array<std::int32_t> s32(exec, std::size_t(nnz));
+            Array<std::int64_t> s64(exec, std::size_t(nnz));
+            offset_t bad32 = 0, bad64 = 0;
+            dispatch_executor(*exec, [&](const auto& e) {
+                bad32 = kernels::bdia_slots_from_csr(e, n, nc, dptr.data(), dcol.data(),
+                                                     offsets.data(), nq, s32.data());
+                bad64 = kernels::bdia_slots_from_csr(e, n, nc, dptr.data(), dcol.data(),
+                                                     offsets.data(), nq, s64.data());
+            });
+            BOOST_TEST(bad32 == -1);
+            BOOST_TEST(bad64 == -1);
+            const Array<std::int32_t> h32 = s32.to(cpu_executor());
+            const Array<std::int64_t> h64 = s64.to(cpu_executor());
+            check(std::vector<std::int64_t>(h32.data(), h32.data() + nnz), "32-bit");
+            check(std::vector<std::int64_t>(h64.data(), h64.data() + nnz), "64-bit");
+            // without the block offset +1, an entry on it is reported
+            std::vector<index_t> fewer;
+            for (index_t d : offsets)
+                if (d != 1) fewer.push_back(d);
+            offset_t bad = -1;
+            dispatch_executor(*exec, [&](const auto& e) {
+                bad = kernels::bdia_slots_from_csr(e, n, nc, dptr.data(), dcol.data(), fewer.data(),
+                                                   index_t(fewer.size()), s32.data());
+            });
+            BOOST_REQUIRE(bad >= 0 && bad < nnz);
+            const auto br =
+                index_t(std::upper_bound(ptr.begin(), ptr.end(), index_t(bad)) - ptr.begin() - 1);
+            BOOST_TEST(col[std::size_t(bad)] / nc - br / nc == 1);
+        }
 }

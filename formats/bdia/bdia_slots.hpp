@@ -1,0 +1,35 @@
+// Where each entry of a CSR matrix goes in a BDIA-GH value array, declared once;
+// bdia_slots_cpu.cpp (OpenMP) and bdia_slots.cu (CUDA) implement it side by side. What builds a
+// BDIA-GH matrix straight from CSR and later refreshes only its values (the PETSc plugin)
+// computes this map once per pattern and scatters through it.
+//
+//     slot[k] = (q * Nc + c mod Nc) * n + r     for entry k = (r, c), c/Nc - r/Nc = offsets[q]
+//
+// (the layout of Bdia::data: block diagonal q, column c mod Nc inside the block, row r).
+#pragma once
+
+#include <cstdint>
+
+#include "core/executor.hpp"
+#include "core/types.hpp"
+
+namespace heptane::kernels {
+
+/// Fills slot[0, row_ptr[n]) for the CSR pattern (row_ptr, col) of an n x n matrix with block
+/// size nc and the nq block offsets `offsets` (host memory, any order, no repeats). row_ptr,
+/// col and slot live in the executor's memory; ST is std::int32_t (when nq * nc * n < 2^31)
+/// or std::int64_t. Returns -1, or the index of an entry that lies on none of the block
+/// offsets (its slot is left unset: the caller reports it; the lowest such index on the CPU,
+/// one of them on a GPU).
+template <class ST>
+offset_t bdia_slots_from_csr(const CpuExecutor& exec, index_t n, index_t nc, const index_t* row_ptr,
+                             const index_t* col, const index_t* offsets, index_t nq, ST* slot);
+template <class ST>
+offset_t bdia_slots_from_csr(const CudaExecutor& exec, index_t n, index_t nc,
+                             const index_t* row_ptr, const index_t* col, const index_t* offsets,
+                             index_t nq, ST* slot);
+
+/// The most block offsets bdia_slots_from_csr takes on a GPU (a 27-point box stencil has 27).
+constexpr index_t bdia_slots_max_offsets = 64;
+
+}  // namespace heptane::kernels
