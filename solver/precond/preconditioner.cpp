@@ -201,7 +201,9 @@ CsrPatternView pattern_of(const Csr<double>& h)
 struct ScalarPattern {
     index_t rows = 0;
     std::vector<offset_t> row_ptr;
-    std::vector<index_t> col;
+    // the columns: not a std::vector, whose resize would zero the (up to GBs of) memory on one
+    // thread before the parallel copy; here the copy's threads touch their pages first
+    std::unique_ptr<index_t[]> col;
 
     offset_t nnz() const noexcept { return row_ptr.empty() ? 0 : row_ptr.back(); }
     void set(const CsrPatternView& p)
@@ -211,9 +213,10 @@ struct ScalarPattern {
 #pragma omp parallel for schedule(static) if (rows > 65536)
         for (index_t r = 0; r <= rows; ++r) row_ptr[std::size_t(r)] = p.row_begin(r);
         const std::int64_t nz = nnz();
-        col.resize(std::size_t(nz));
+        col.reset(new index_t[std::size_t(nz)]);  // default-initialised: no zeroing pass
+        index_t* c = col.get();
 #pragma omp parallel for schedule(static) if (nz > (1 << 20))
-        for (std::int64_t k = 0; k < nz; ++k) col[std::size_t(k)] = p.col_idx[k];
+        for (std::int64_t k = 0; k < nz; ++k) c[k] = p.col_idx[k];
     }
     void check(const Csr<double>& h, const char* who) const
     {
@@ -226,7 +229,8 @@ struct ScalarPattern {
         index_t bad = no_row;
         if (i < np) {
             bad = std::max<index_t>(0, index_t(i) - 1);
-        } else if ((i = first_mismatch(col.data(), h.col_idx.data(), col.size())) < col.size()) {
+        } else if ((i = first_mismatch(col.get(), h.col_idx.data(), std::size_t(nnz()))) <
+                   std::size_t(nnz())) {
             bad = index_t(std::upper_bound(row_ptr.begin(), row_ptr.end(), offset_t(i)) -
                           row_ptr.begin()) -
                   1;
@@ -378,7 +382,7 @@ private:
         const offset_t nc2s = offset_t(nc2());
         map_.assign(std::size_t(nb) * nc2(), -1);
         const offset_t* rp = pattern_.row_ptr.data();
-        const index_t* ci = pattern_.col.data();
+        const index_t* ci = pattern_.col.get();
 #pragma omp parallel if (nb > 16384)
         {
             std::vector<std::pair<offset_t, offset_t>> dups;
