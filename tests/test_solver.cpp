@@ -385,6 +385,17 @@ BOOST_AUTO_TEST_CASE(breakdown_rv_on_a_zero_matrix_and_a_rotation)
     BOOST_TEST(std::string(to_string(r.st.reason)) == "breakdown_rv");
 }
 
+BOOST_AUTO_TEST_CASE(bicgstab_stops_at_the_half_step_when_s_vanishes)
+{
+    // A = 2 I: α = 1/2 makes s = r − α A r = 0, so ‖s‖ ≤ tol ends the first iteration at the
+    // half step x = α p = b / 2 (ω = 0, no breakdown reported although t = A ŝ = 0 too)
+    const auto a = make_coo(3, {0, 1, 2}, {0, 1, 2}, {2.0, 2.0, 2.0});
+    const Run r = run(Method::bicgstab, a, {2, -4, 6}, PcType::none, 1, tight());
+    BOOST_TEST(is_converged(r.st.reason), r.st.summary());
+    BOOST_TEST(r.st.iterations == 1);
+    BOOST_TEST(r.x == (std::vector<double>{1.0, -2.0, 3.0}), boost::test_tools::per_element());
+}
+
 BOOST_AUTO_TEST_CASE(breakdown_omega_when_t_is_orthogonal_to_s)
 {
     // A = [[1, 1], [1, 0]], b = e1: α = 1, s = (0, −1), t = A s = (−1, 0), (t, s) = 0 → ω = 0.

@@ -383,6 +383,19 @@ BOOST_AUTO_TEST_CASE(stopping_rules_in_order)
     BOOST_TEST(s.omega == 0.0);
     krylov::bicgstab_xr_finalize(s, 1.0, 1e-14, hist);
     BOOST_TEST(is_converged(static_cast<Reason>(s.reason)));
+    // the fused loop's one reduction point for both: (t, s), (t, t), (s, s)
+    krylov::init_finalize(s, 1.0, 1.0, p, hist);
+    krylov::bicgstab_s_omega_finalize(s, 5.0, 7.0, 1e-28);  // ‖s‖ ≤ tol: the half step
+    BOOST_TEST(s.half == 1);
+    BOOST_TEST(s.omega == 0.0);
+    BOOST_TEST(!s.stop);
+    krylov::init_finalize(s, 1.0, 1.0, p, hist);
+    krylov::bicgstab_s_omega_finalize(s, 5.0, 8.0, 0.25);  // ω = (t, s) / (t, t)
+    BOOST_TEST(s.half == 0);
+    BOOST_TEST(s.omega == 0.625);
+    krylov::init_finalize(s, 1.0, 1.0, p, hist);
+    krylov::bicgstab_s_omega_finalize(s, 5.0, 8.0, std::nan(""));
+    BOOST_TEST(s.reason == int(Reason::diverged_nan));
     // max_it comes last: iteration 5 of 5
     krylov::init_finalize(s, 1.0, 1.0, p, hist);
     s.omega = 1.0;
