@@ -129,39 +129,21 @@ void put_values(Array<MT> &dst, std::vector<MT> &staging)
 // slot[k] = (q*Nc + s)*rows + r for CSR entry k in row r, column c = (r/Nc + d_q)*Nc + s
 // (BdiaStore), the rows in parallel. InputError for the first entry (lowest row) that lies
 // on none of the block offsets (ascending, distinct).
+// The InputError for CSR entry k (row r, column c) that lies on none of the block offsets.
+[[noreturn]] void throw_off_offsets(const CsrView &a, index_t nc, const std::vector<index_t> &offsets, offset_t k, const std::string &where)
+{
+  const index_t r = index_t(std::upper_bound(a.row_ptr, a.row_ptr + a.rows + 1, index_t(k)) - a.row_ptr) - 1;
+  const index_t c = a.col_idx[k];
+  HEPTANE_THROW(InputError, "entry (" << r << ", " << c << ") lies on block offset " << c / nc - r / nc << ", not one of the block offsets " << offsets_text(offsets) << " " << where);
+}
+
 std::vector<offset_t> bdia_slot_map(const CsrView &a, index_t nc, const std::vector<index_t> &offsets, const std::string &where)
 {
-  const index_t n = a.rows, nq = index_t(offsets.size());
-  // block offset -> q (offsets span at most 2·(n/Nc) + 1 values)
-  const index_t        shift = n / nc;
-  std::vector<index_t> q_of(2 * std::size_t(shift) + 1, -1);
-  for (index_t q = 0; q < nq; ++q) {
-    HEPTANE_ENSURE(offsets[std::size_t(q)] >= -shift && offsets[std::size_t(q)] <= shift, InputError, "block offset " << offsets[std::size_t(q)] << " outside the matrix (" << shift << " block rows)");
-    q_of[std::size_t(offsets[std::size_t(q)] + shift)] = q;
-  }
-  auto q_at = [&](index_t r, index_t c) {
-    const index_t d = c / nc - r / nc;
-    return c >= 0 && c < n ? q_of[std::size_t(d + shift)] : index_t(-1);
-  };
+  const index_t n = a.rows, shift = n / nc;
+  for (index_t d : offsets) HEPTANE_ENSURE(d >= -shift && d <= shift, InputError, "block offset " << d << " outside the matrix (" << shift << " block rows)");
   std::vector<offset_t> slot(std::size_t(a.nnz()));
-  index_t               bad = n;
-#pragma omp parallel for schedule(static) reduction(min : bad) if (n > 32768)
-  for (index_t r = 0; r < n; ++r) {
-    for (offset_t k = a.row_ptr[r]; k < a.row_ptr[r + 1]; ++k) {
-      const index_t c = a.col_idx[k];
-      const index_t q = q_at(r, c);
-      if (q < 0) {
-        bad = std::min(bad, r);
-        break;
-      }
-      slot[std::size_t(k)] = (offset_t(q) * nc + c % nc) * offset_t(n) + r;
-    }
-  }
-  if (bad < n)
-    for (offset_t k = a.row_ptr[bad]; k < a.row_ptr[bad + 1]; ++k) {
-      const index_t c = a.col_idx[k];
-      if (q_at(bad, c) < 0) HEPTANE_THROW(InputError, "entry (" << bad << ", " << c << ") lies on block offset " << c / nc - bad / nc << ", not one of the block offsets " << offsets_text(offsets) << " " << where);
-    }
+  const offset_t        bad = kernels::bdia_slots_from_csr(*cpu_executor(), n, nc, a.row_ptr, a.col_idx, offsets.data(), index_t(offsets.size()), slot.data());
+  if (bad >= 0) throw_off_offsets(a, nc, offsets, bad, where);
   return slot;
 }
 
@@ -251,10 +233,7 @@ struct BdiaStore final : TypedStore<VT> {
             bad     = kernels::bdia_slots_from_csr(e, n, nc, ptr.data(), col.data(), offsets.data(), nq, slot64_.data());
           }
         });
-        if (bad >= 0) {
-          bdia_slot_map(a, nc, offsets, where); // throws, naming the entry
-          HEPTANE_THROW(InputError, "entry " << bad << " lies on none of the block offsets " << offsets_text(offsets) << " " << where);
-        }
+        if (bad >= 0) throw_off_offsets(a, nc, offsets, bad, where);
       }
       slot_ms_      = ms_since(t1);
       const auto t2 = clock_type::now();

@@ -126,6 +126,11 @@ heptane_plugin_test(plugin_host_ilu_levels_is_an_error
 heptane_plugin_test(plugin_host_wrong_grid_is_an_error
   ${compare} --heptane "-ksp_type hbcgs -heptane_grid 12,12,11"
   --expect-error "the grid 12x12x11 with Nc = 1 \\(-heptane_grid\\) has 1584 unknowns, the matrix 1728 rows" -- ${host} -use_dm 0)
+# the right size but another shape: the z couplings (offset 144) lie off the 12x144x1 grid's
+# star offsets; the first such entry is named (the slot map on the CPU, or on the GPU there)
+heptane_plugin_test(plugin_host_entry_off_the_grid_is_an_error
+  ${compare} --heptane "-ksp_type hbcgs -heptane_grid 12,144,1"
+  --expect-error "entry \\(0, 144\\) lies on block offset 144, not one of the block offsets \\{-12,-1,0,1,12\\} \\(-heptane_grid\\)" -- ${host} -use_dm 0)
 if(NOT HEPTANE_HAVE_CUDA)
   heptane_plugin_test(plugin_host_gpu_without_cuda_is_an_error
     ${compare} --heptane "-ksp_type hbcgs -heptane_device gpu"
