@@ -126,9 +126,6 @@ void put_values(Array<MT> &dst, std::vector<MT> &staging)
   copy_bytes(*cpu_executor(), staging.data(), *dst.exec(), dst.data(), dst.bytes());
 }
 
-// slot[k] = (q*Nc + s)*rows + r for CSR entry k in row r, column c = (r/Nc + d_q)*Nc + s
-// (BdiaStore), the rows in parallel. InputError for the first entry (lowest row) that lies
-// on none of the block offsets (ascending, distinct).
 // The InputError for CSR entry k (row r, column c) that lies on none of the block offsets.
 [[noreturn]] void throw_off_offsets(const CsrView &a, index_t nc, const std::vector<index_t> &offsets, offset_t k, const std::string &where)
 {
@@ -137,6 +134,9 @@ void put_values(Array<MT> &dst, std::vector<MT> &staging)
   HEPTANE_THROW(InputError, "entry (" << r << ", " << c << ") lies on block offset " << c / nc - r / nc << ", not one of the block offsets " << offsets_text(offsets) << " " << where);
 }
 
+// slot[k] = (q*Nc + s)*rows + r for CSR entry k in row r, column c = (r/Nc + d_q)*Nc + s
+// (BdiaStore; kernels::bdia_slots_from_csr on the host). InputError for the first entry that
+// lies on none of the block offsets (ascending, distinct).
 std::vector<offset_t> bdia_slot_map(const CsrView &a, index_t nc, const std::vector<index_t> &offsets, const std::string &where)
 {
   const index_t n = a.rows, shift = n / nc;
