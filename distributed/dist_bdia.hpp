@@ -60,6 +60,12 @@ public:
     /// Newton loop that changes the values every step: no new halo buffers, no IPC, no
     /// communication. InputError when the structure differs.
     void update_values(const Bdia<MT>& values);
+    /// The local block's values (local().data, in the executor's memory), writable: for a
+    /// caller that puts new values for the same structure there itself, e.g. a scatter kernel
+    /// queued on the executor's stream (the PETSc plugin's Newton step), instead of
+    /// update_values' copy of a whole block. Work queued on that stream follows the products
+    /// queued before it; the structure (block offsets, pattern) must stay as it is.
+    MT* local_values() noexcept { return local_.data.data(); }
     /// y = A_local x only (no halo): for the time breakdown of `heptane bench scale`.
     void apply_local(const VT* x, VT* y) const;
     /// One halo exchange of x, nothing else: for the same breakdown.
