@@ -1,17 +1,25 @@
 // MatrixEngine::build_distributed (engine.hpp): a matrix whose rows are split over MPI ranks
 // becomes heptane::dist::DistributedBdia (DESIGN.md section 4).
 //
-// Rank p owns the global rows [r0, r1) (PETSc's ownership range) and gives them with global
-// column indices. Its local block is a Bdia with rows = cols = n = r1 - r0, block size Nc, the
-// global block offsets d_q (the same on every rank) and
+// Rank p owns the global rows [r0, r1) (PETSc's ownership range). Its local block is a Bdia with
+// rows = cols = n = r1 - r0, block size Nc, the global block offsets d_q (the same on every
+// rank) and
 //
 //     data[k*n + r] = A(r0 + r, (r0 + r) - (r0 + r) % Nc + d_q*Nc + s)      k = q*Nc + s
 //
 // also when that column belongs to another rank: those are the couplings the halo multiplies.
-// The pattern marks only the local columns, the convention of generate_hepta_bdia_rows
-// (generators/hepta.cpp) and bdia_rows (distributed/dist_bdia.cpp), so to_coo() of the block
-// is the rank's diagonal block. Every check is agreed over the ranks: all of them throw the
-// same error, or none does (no rank is left waiting in a collective).
+// The pattern marks the slots whose column is local (0 <= column < n), as bdia_zeros does for
+// a whole matrix. The rows come as DistRows (engine_impl.hpp): the diagonal block (local
+// columns) and the other entries, the two SeqAIJ parts of PETSc's MPIAIJ read where they are
+// (the caller's DistRowsScope), or split from rows with global columns here. Each part has its
+// map from entry to slot, made once per pattern: the diagonal block's by
+// kernels::bdia_slots_from_csr (on a GPU, on the device: since r0 is a multiple of Nc, its
+// local columns have the block offsets of the global ones), the few other entries' on the
+// host. A values-only refresh scatters the new values through them straight into the
+// distributed operator's block (on a GPU after an upload of the diagonal block's values as
+// they are, which the preconditioner's numeric part then reads on the device too). Every check
+// is agreed over the ranks: all of them throw the same error, or none does (no rank is left
+// waiting in a collective).
 #include <cstdint>
 #include <limits>
 
@@ -19,7 +27,11 @@
 #include "core/error.hpp"
 #include "distributed/dist_bdia.hpp"
 #include "formats/bdia/bdia.hpp"
+#include "formats/bdia/bdia_slots.hpp"
 #include "plugin/engine_impl.hpp"
+#include "plugin/pinned_upload.hpp"
+#include "solver/precond/precond_kernels.hpp"
+#include "solver/vector/vector_ops.hpp"
 
 namespace heptane::plugin
 {
@@ -43,23 +55,77 @@ void agree(const dist::Communicator &comm, const std::string &mine)
   HEPTANE_THROW(InputError, "rank " << first << " of " << comm.size() << ": " << msg);
 }
 
+// Rows with global columns split into DistRows (the diagonal block in local columns, the rest
+// with global ones), for a caller without a DistRowsScope: copies owned here.
+struct SplitCopy {
+  std::vector<index_t> dptr, dcol, optr, ocol;
+  std::vector<double>  dval, oval;
+  DistRows             rows;
+};
+
+// The caller's DistRows (a DistRowsScope for `a`), else `a` (global columns) split into `copy`.
+const DistRows &dist_rows(const CsrView &a, index_t row_begin, SplitCopy &copy)
+{
+  if (const DistRows *given = DistRowsScope::of(a)) return *given;
+  const index_t  n = a.rows, c_end = row_begin + n;
+  const offset_t nnz = a.nnz();
+  copy.dptr.assign(std::size_t(n) + 1, 0);
+  copy.optr.assign(std::size_t(n) + 1, 0);
+  copy.dcol.clear();
+  copy.ocol.clear();
+  copy.dval.clear();
+  copy.oval.clear();
+  copy.dcol.reserve(std::size_t(nnz));
+  copy.dval.reserve(std::size_t(nnz));
+  for (index_t r = 0; r < n; ++r) {
+    for (offset_t k = a.row_ptr[r]; k < a.row_ptr[r + 1]; ++k) {
+      const index_t c = a.col_idx[k];
+      if (c >= row_begin && c < c_end) {
+        copy.dcol.push_back(c - row_begin);
+        copy.dval.push_back(a.values[k]);
+      } else {
+        copy.ocol.push_back(c);
+        copy.oval.push_back(a.values[k]);
+      }
+    }
+    copy.dptr[std::size_t(r) + 1] = index_t(copy.dcol.size());
+    copy.optr[std::size_t(r) + 1] = index_t(copy.ocol.size());
+  }
+  copy.rows.diag     = CsrView{n, copy.dptr.data(), copy.dcol.data(), copy.dval.data()};
+  copy.rows.off      = CsrView{n, copy.optr.data(), copy.ocol.data(), copy.oval.data()};
+  copy.rows.off_cols = nullptr;
+  return copy.rows;
+}
+
+// The global column of entry k of the off-diagonal part.
+inline index_t off_column(const DistRows &a, offset_t k)
+{
+  const index_t j = a.off.col_idx[k];
+  return a.off_cols ? a.off_cols[j] : j;
+}
+
 // The distinct block offsets (global block column - global block row) of this rank's entries,
 // ascending; stops once there are more than `limit`.
-std::vector<index_t> local_block_offsets(const CsrView &a, index_t row_begin, index_t nc, std::size_t limit)
+std::vector<index_t> local_block_offsets(const DistRows &a, index_t row_begin, index_t nc, std::size_t limit)
 {
   std::vector<index_t> d;
-  for (index_t r = 0; r < a.rows; ++r) {
+  const auto           add = [&](index_t q) {
+    const auto it = std::lower_bound(d.begin(), d.end(), q);
+    if (it == d.end() || *it != q) d.insert(it, q);
+    return d.size() <= limit;
+  };
+  for (index_t r = 0; r < a.diag.rows; ++r) {
     const index_t br   = (row_begin + r) / nc;
     index_t       last = std::numeric_limits<index_t>::min();
-    for (offset_t k = a.row_ptr[r]; k < a.row_ptr[r + 1]; ++k) {
-      const index_t q = a.col_idx[k] / nc - br;
-      if (q == last) continue; // columns are sorted: a block's Nc entries come together
-      last          = q;
-      const auto it = std::lower_bound(d.begin(), d.end(), q);
-      if (it == d.end() || *it != q) {
-        d.insert(it, q);
-        if (d.size() > limit) return d;
-      }
+    // columns are sorted: a block's Nc entries come together
+    for (offset_t k = a.diag.row_ptr[r]; k < a.diag.row_ptr[r + 1]; ++k) {
+      const index_t q = (row_begin + a.diag.col_idx[k]) / nc - br;
+      if (q != last && !add(last = q)) return d;
+    }
+    last = std::numeric_limits<index_t>::min();
+    for (offset_t k = a.off.row_ptr[r]; k < a.off.row_ptr[r + 1]; ++k) {
+      const index_t q = off_column(a, k) / nc - br;
+      if (q != last && !add(last = q)) return d;
     }
   }
   return d;
@@ -100,31 +166,99 @@ private:
   std::string                         suffix_;
 };
 
-// This rank's BDIA-GH rows as a DistributedBdia. A values-only refresh scatters the new values
-// into a host block of the same structure and hands them to DistributedBdia::update_values:
-// the halo exchange, its buffers and the reducer (NCCL/IPC set-up) are made once.
+// The local block's stored-slot pattern: every slot whose column is local, one contiguous range
+// of bits per element diagonal (bdia_zeros' pattern, here also for block offsets that reach
+// past the rank's rows), on exec.
+Array<std::uint64_t> local_pattern(index_t n, index_t nc, const std::vector<index_t> &offsets, const std::shared_ptr<const Executor> &exec)
+{
+  const std::size_t    slots = offsets.size() * std::size_t(nc) * std::size_t(n);
+  const offset_t       nb    = n / nc;
+  Array<std::uint64_t> bits  = make_bitset(slots, false);
+  std::uint64_t       *w     = bits.data();
+  for (std::size_t q = 0; q < offsets.size(); ++q) {
+    const offset_t d = offsets[q], lo = std::max<offset_t>(0, -d), hi = std::min<offset_t>(nb, nb - d);
+    for (index_t s = 0; s < nc && lo < hi; ++s) {
+      const std::size_t k0 = (q * std::size_t(nc) + std::size_t(s)) * std::size_t(n);
+      std::size_t       b = k0 + std::size_t(lo * nc), e = k0 + std::size_t(hi * nc);
+      for (; b < e && b % 64; ++b) set_bit(w, b, true);
+      for (; b + 64 <= e; b += 64) w[b / 64] = ~std::uint64_t{0};
+      for (; b < e; ++b) set_bit(w, b, true);
+    }
+  }
+  return exec->is_cpu() ? std::move(bits) : bits.to(exec);
+}
+
+// This rank's BDIA-GH rows as a DistributedBdia (the halo exchange, its buffers and the reducer
+// -- NCCL/IPC set-up -- made once per pattern). Per pattern: the entry-to-slot maps of the two
+// parts. Per values-only refresh: a scatter of each part through its map into the operator's
+// local block (DistributedBdia::local_values), on the executor:
+//   CPU: from the caller's host arrays (PETSc's, read in place);
+//   GPU: the diagonal block's values up as they are (PinnedUpload) into a device copy, which
+//        the preconditioner's numeric part reads as well (device_values), scattered through
+//        its slot map made on the device (32-bit where the slots fit); the off-diagonal part's
+//        few values up as well, scattered through a 64-bit map made on the host.
 template <class MT, class VT>
 struct DistStore final : TypedStore<VT> {
   static constexpr std::size_t npos = std::numeric_limits<std::size_t>::max();
 
-  DistStore(const CsrView &a, index_t row_begin, index_t nc, std::vector<index_t> offsets, std::shared_ptr<const dist::Communicator> comm, dist::RowPartition part, std::shared_ptr<const Executor> exec) :
-    n_(a.rows), row_begin_(row_begin), nc_(nc), offsets_(std::move(offsets)), comm_(std::move(comm)), part_(std::move(part)), exec_(std::move(exec))
+  // `given`: the rows are the caller's DistRows (the diagonal block's values on the device are
+  // then those of the CsrView it refreshes with).
+  DistStore(const DistRows &a, bool given, index_t row_begin, index_t nc, std::vector<index_t> offsets, std::shared_ptr<const dist::Communicator> comm, dist::RowPartition part, std::shared_ptr<const Executor> exec) :
+    n_(a.diag.rows), row_begin_(row_begin), nc_(nc), nnz_diag_(a.diag.nnz()), nnz_off_(a.off.nnz()), given_(given), offsets_(std::move(offsets)), comm_(std::move(comm)), part_(std::move(part)), exec_(std::move(exec))
   {
-    // the stored entries: this rank's entries in local columns (its diagonal block)
-    pattern_             = make_bitset(slots(), false);
-    std::uint64_t *bits  = pattern_.data();
-    const index_t  c_end = row_begin_ + n_;
-    for (index_t r = 0; r < n_; ++r)
-      for (offset_t k = a.row_ptr[r]; k < a.row_ptr[r + 1]; ++k) {
-        const index_t c = a.col_idx[k];
-        if (c < row_begin_ || c >= c_end) continue;
-        const std::size_t s = slot_of(r, c);
-        if (s != npos) set_bit(bits, s, true);
+    // every step that can fail on one rank alone comes before the agreement, so that no rank
+    // enters the operator's collective set-up alone (an exception there, a device allocation
+    // that fails say, becomes the InputError agree throws on every rank, its message kept)
+    std::string err;
+    Bdia<MT>    block;
+    try {
+      err = make_slot_maps(a);
+      if (err.empty()) {
+        block.rows = block.cols = n_;
+        block.block_size        = nc_;
+        block.block_offsets     = offsets_;
+        block.pattern           = local_pattern(n_, nc_, offsets_, exec_);
+        block.data              = Array<MT>(exec_, slots()); // zeros: absent entries
+        if (!exec_->is_cpu()) zero_device_bytes(*exec_, block.data.data(), block.data.bytes());
+        const auto t0 = clock_type::now();
+        scatter(a, block.data.data());
+        exec_->synchronize();
+        values_ms_ = ms_since(t0);
       }
-    make(a);
+    } catch (const std::exception &e) {
+      err = e.what();
+    }
+    agree(*comm_, err);
+    dist_     = std::make_shared<dist::DistributedBdia<MT, VT>>(comm_, part_, std::move(block), exec_);
+    this->op_ = std::make_shared<DescribedOperator<VT>>(dist_, std::string(" (") + precision_name<MT, VT>() + ")");
   }
-  void        refresh(const CsrView &a) override { make(a); }
-  std::string note() const override { return "values scattered into the local BDIA-GH block per rank and copied into the distributed operator (DistributedBdia::update_values: no communication, halo buffers kept)"; }
+  void refresh(const CsrView &view) override
+  {
+    SplitCopy          copy;
+    std::ostringstream what;
+    try {
+      const DistRows &a = dist_rows(view, row_begin_, copy);
+      if (a.diag.rows != n_ || a.off.rows != n_ || a.diag.nnz() != nnz_diag_ || a.off.nnz() != nnz_off_)
+        what << "values-only refresh: " << a.diag.rows << " rows with " << a.diag.nnz() << " + " << a.off.nnz() << " entries (diagonal block + the others), the pattern had " << n_ << " rows with " << nnz_diag_ << " + " << nnz_off_;
+      else scatter(a, dist_->local_values()); // the same slots as before: the others stay 0
+    } catch (const std::exception &e) {
+      what << e.what();
+    }
+    agree(*comm_, what.str());
+  }
+  std::string note() const override
+  {
+    std::ostringstream o;
+    if (exec_->is_cpu()) {
+      o << "values scattered on the host, through entry-to-slot maps made once per pattern, from the " << nnz_diag_ << " entries of the diagonal block and the " << nnz_off_ << " others into the distributed operator's local block";
+    } else {
+      o << "the diagonal block's " << nnz_diag_ << " values up as they are (pinned, chunked) into a device copy and scattered on the device through a slot map made there (" << (slot32_.empty() ? "64" : "32") << "-bit), the " << nnz_off_ << " other entries (halo couplings) through a map made on the host, into the distributed operator's local block on the device; at the build the slot maps took " << slot_ms_ << " ms, the values " << values_ms_ << " ms";
+    }
+    o << " (no communication, halo buffers kept)";
+    if (!given_) o << "; rows split on the host first";
+    return o.str();
+  }
+  const double *device_values() const override { return given_ && !diag_values_.empty() ? diag_values_.data() : nullptr; }
 
   std::size_t slots() const { return std::size_t(offsets_.size()) * std::size_t(nc_) * std::size_t(n_); }
   // slot of (local row r, global column c), npos when c is on none of the block offsets
@@ -136,38 +270,99 @@ struct DistStore final : TypedStore<VT> {
     const std::size_t k = std::size_t(it - offsets_.begin()) * std::size_t(nc_) + std::size_t(c % nc_);
     return k * std::size_t(n_) + std::size_t(r);
   }
-  void make(const CsrView &a)
+  // (row, global column) of an entry that lies on none of the block offsets, for the message
+  std::string off_offsets(index_t r, index_t c) const
   {
-    Bdia<MT> b;
-    b.rows = b.cols = n_;
-    b.block_size    = nc_;
-    b.block_offsets = offsets_;
-    b.data          = Array<MT>(cpu_executor(), slots()); // zeros: absent entries
-    MT *data        = b.data.data();
-    int off         = 0;
-#pragma omp parallel for schedule(static) reduction(| : off) if (n_ > 32768)
+    std::ostringstream o;
+    o << "entry (" << row_begin_ + r << ", " << c << ") lies on block offset " << c / nc_ - (row_begin_ + r) / nc_ << ", not one of the block offsets " << offsets_text(offsets_) << " the operator was built with";
+    return o.str();
+  }
+  // The entry-to-slot maps of both parts; an error message, or "".
+  std::string make_slot_maps(const DistRows &a)
+  {
+    // the few other entries (halo couplings): on the host, with their global columns
+    std::vector<std::int64_t> off_slot(static_cast<std::size_t>(nnz_off_));
     for (index_t r = 0; r < n_; ++r)
-      for (offset_t k = a.row_ptr[r]; k < a.row_ptr[r + 1]; ++k) {
-        const std::size_t s = slot_of(r, a.col_idx[k]);
-        if (s == npos) off = 1;
-        else data[s] = MT(a.values[k]);
+      for (offset_t k = a.off.row_ptr[r]; k < a.off.row_ptr[r + 1]; ++k) {
+        const index_t     c = off_column(a, k);
+        const std::size_t s = slot_of(r, c);
+        if (s == npos) return off_offsets(r, c);
+        off_slot[std::size_t(k)] = std::int64_t(s);
       }
-    agree(*comm_, off ? "an entry is not on the block offsets the operator was built with (a new pattern under the old nonzero state?)" : "");
-    b.pattern = pattern_;
-    if (dist_) { // same structure: new values only
-      dist_->update_values(b);
+    const index_t nq  = index_t(offsets_.size());
+    offset_t      bad = -1;
+    if (exec_->is_cpu()) {
+      off_slot_  = Array<std::int64_t>(std::move(off_slot));
+      diag_slot_ = Array<std::int64_t>(exec_, std::size_t(nnz_diag_));
+      bad        = kernels::bdia_slots_from_csr(*cpu_executor(), n_, nc_, a.diag.row_ptr, a.diag.col_idx, offsets_.data(), nq, diag_slot_.data());
+    } else {
+      const auto t0 = clock_type::now();
+      upload_       = std::make_unique<PinnedUpload>(exec_, sizeof(double) * std::size_t(std::max(nnz_diag_, nnz_off_)));
+      diag_values_  = Array<double>(exec_, std::size_t(nnz_diag_));
+      off_values_   = Array<double>(exec_, std::size_t(nnz_off_));
+      off_slot_     = Array<std::int64_t>(exec_, off_slot.size());
+      upload_->upload(off_slot.data(), off_slot_.data(), off_slot_.bytes());
+      if (nq <= kernels::bdia_slots_max_offsets) {
+        // the diagonal block's pattern goes up and its slot map is computed there: no host pass
+        // over its entries, no host map
+        Array<index_t> ptr(exec_, std::size_t(n_) + 1), col(exec_, std::size_t(nnz_diag_));
+        upload_->upload(a.diag.row_ptr, ptr.data(), ptr.bytes());
+        upload_->upload(a.diag.col_idx, col.data(), col.bytes());
+        dispatch_executor(*exec_, [&](const auto &e) {
+          if (double(slots()) < 2147483648.0) { // 32-bit slots: half the map's traffic per refresh
+            slot32_ = Array<std::int32_t>(exec_, std::size_t(nnz_diag_));
+            bad     = kernels::bdia_slots_from_csr(e, n_, nc_, ptr.data(), col.data(), offsets_.data(), nq, slot32_.data());
+          } else {
+            diag_slot_ = Array<std::int64_t>(exec_, std::size_t(nnz_diag_));
+            bad        = kernels::bdia_slots_from_csr(e, n_, nc_, ptr.data(), col.data(), offsets_.data(), nq, diag_slot_.data());
+          }
+        });
+      } else { // more block offsets than the device kernel takes: the map is made on the host
+        std::vector<std::int64_t> slot(static_cast<std::size_t>(nnz_diag_));
+        bad        = kernels::bdia_slots_from_csr(*cpu_executor(), n_, nc_, a.diag.row_ptr, a.diag.col_idx, offsets_.data(), nq, slot.data());
+        diag_slot_ = Array<std::int64_t>(exec_, slot.size());
+        upload_->upload(slot.data(), diag_slot_.data(), diag_slot_.bytes());
+      }
+      exec_->synchronize(); // the host maps above are freed on return
+      slot_ms_ = ms_since(t0);
+    }
+    if (bad < 0) return "";
+    const index_t r = index_t(std::upper_bound(a.diag.row_ptr, a.diag.row_ptr + n_ + 1, index_t(bad)) - a.diag.row_ptr) - 1;
+    return off_offsets(r, row_begin_ + a.diag.col_idx[bad]);
+  }
+  // Both parts' values through their maps into dst (the local block's values, on the executor).
+  void scatter(const DistRows &a, MT *dst)
+  {
+    if (exec_->is_cpu()) {
+      const auto &e = *cpu_executor();
+      kernels::scatter_values(e, nnz_diag_, diag_slot_.data(), a.diag.values, dst);
+      kernels::scatter_values(e, nnz_off_, off_slot_.data(), a.off.values, dst);
       return;
     }
-    dist_     = std::make_shared<dist::DistributedBdia<MT, VT>>(comm_, part_, std::move(b), exec_);
-    this->op_ = std::make_shared<DescribedOperator<VT>>(dist_, std::string(" (") + precision_name<MT, VT>() + ")");
+    upload_->upload(a.diag.values, diag_values_.data(), diag_values_.bytes());
+    upload_->upload(a.off.values, off_values_.data(), off_values_.bytes());
+    dispatch_executor(*exec_, [&](const auto &e) {
+      if (slot32_.empty()) kernels::scatter_values(e, nnz_diag_, diag_slot_.data(), diag_values_.data(), dst);
+      else kernels::scatter_values(e, nnz_diag_, slot32_.data(), diag_values_.data(), dst);
+      kernels::scatter_values(e, nnz_off_, off_slot_.data(), off_values_.data(), dst);
+    });
   }
 
   index_t                                        n_, row_begin_, nc_;
+  offset_t                                       nnz_diag_, nnz_off_;
+  bool                                           given_;
   std::vector<index_t>                           offsets_;
   std::shared_ptr<const dist::Communicator>      comm_;
   dist::RowPartition                             part_;
   std::shared_ptr<const Executor>                exec_;
-  Array<std::uint64_t>                           pattern_;
+  Array<std::int64_t>                            diag_slot_;     // the diagonal block's slot map (64-bit), or
+  Array<std::int32_t>                            slot32_;        // GPU: the same, 32-bit
+  Array<std::int64_t>                            off_slot_;      // the other entries' slot map
+  Array<double>                                  diag_values_;   // GPU: the diagonal block's values of the last build/refresh
+  Array<double>                                  off_values_;    // GPU: the other entries' values
+  std::unique_ptr<PinnedUpload>                  upload_;        // GPU
+  double                                         slot_ms_   = 0; // GPU, build: pattern up + slot maps
+  double                                         values_ms_ = 0; // build: values (up and) scattered
   std::shared_ptr<dist::DistributedBdia<MT, VT>> dist_;
 };
 
@@ -184,13 +379,18 @@ void MatrixEngine::build_distributed(const CsrView &a, index_t row_begin, MPI_Co
     m.comm     = std::make_shared<const dist::Communicator>(comm);
     m.comm_src = comm;
   }
-  const dist::Communicator &C  = *m.comm;
-  const index_t             n  = a.rows;
-  const index_t             nc = hint.block_size > 0 ? hint.block_size : 1;
-  std::ostringstream        err;
+  const dist::Communicator &C = *m.comm;
+  // the caller's two parts where they are, or `a` (global columns) split here
+  SplitCopy          copy;
+  const bool         given = DistRowsScope::of(a) != nullptr;
+  const DistRows    &rows  = dist_rows(a, row_begin, copy);
+  const index_t      n     = rows.diag.rows;
+  const index_t      nc    = hint.block_size > 0 ? hint.block_size : 1;
+  std::ostringstream err;
 
   // whole blocks of Nc on every rank
-  if (row_begin % nc != 0 || n % nc != 0)
+  if (rows.off.rows != n) err << "its diagonal block has " << n << " rows, its other entries " << rows.off.rows;
+  else if (row_begin % nc != 0 || n % nc != 0)
     err << "it owns rows [" << row_begin << ", " << row_begin + n << "), not whole blocks of Nc = " << nc << " (" << (hint.source.empty() ? std::string("block size") : hint.source) << "); heptane's distributed operator needs every rank's rows to start on a block: give the matrix block size Nc (MatSetBlockSize, or a DMDA with dof = Nc) so that PETSc splits the rows on blocks";
   agree(C, err.str());
   const dist::RowPartition part = dist::partition_from_local(C, n);
@@ -198,7 +398,7 @@ void MatrixEngine::build_distributed(const CsrView &a, index_t row_begin, MPI_Co
 
   // the block offsets: the grid's seven, or the union of the ranks' ones
   const std::size_t          limit = 4096;
-  const std::vector<index_t> found = union_offsets(C, local_block_offsets(a, row_begin, nc, limit));
+  const std::vector<index_t> found = union_offsets(C, local_block_offsets(rows, row_begin, nc, limit));
   std::vector<index_t>       offsets;
   std::array<index_t, 3>     grid{0, 0, 0};
   std::ostringstream         note;
@@ -220,7 +420,7 @@ void MatrixEngine::build_distributed(const CsrView &a, index_t row_begin, MPI_Co
     note << "Nc=" << nc << " (" << (hint.source.empty() ? std::string("default") : hint.source) << "), block offsets of the pattern over the ranks " << offsets_text(offsets);
   }
   // BDIA-GH stores D·Nc·N slots: far more than the entries means the numbering is not GH
-  long long nnz_local = (long long)a.nnz(), nnz = 0;
+  long long nnz_local = (long long)(rows.diag.nnz() + rows.off.nnz()), nnz = 0;
   MPI_Allreduce(&nnz_local, &nnz, 1, MPI_LONG_LONG, MPI_SUM, C.comm());
   const double slots = double(offsets.size()) * double(nc) * double(N);
   HEPTANE_ENSURE(offsets.size() <= limit && slots <= 4.0 * double(nnz) + double(N), InputError,
@@ -235,13 +435,13 @@ void MatrixEngine::build_distributed(const CsrView &a, index_t row_begin, MPI_Co
   const auto exec = m.exec && device == m.device ? m.exec : make_executor(device);
   switch (cfg.precision) {
   case Precision::double_:
-    m.store = std::make_unique<DistStore<double, double>>(a, row_begin, nc, offsets, m.comm, part, exec);
+    m.store = std::make_unique<DistStore<double, double>>(rows, given, row_begin, nc, offsets, m.comm, part, exec);
     break;
   case Precision::single:
-    m.store = std::make_unique<DistStore<float, float>>(a, row_begin, nc, offsets, m.comm, part, exec);
+    m.store = std::make_unique<DistStore<float, float>>(rows, given, row_begin, nc, offsets, m.comm, part, exec);
     break;
   case Precision::mixed:
-    m.store = std::make_unique<DistStore<float, double>>(a, row_begin, nc, offsets, m.comm, part, exec);
+    m.store = std::make_unique<DistStore<float, double>>(rows, given, row_begin, nc, offsets, m.comm, part, exec);
     break;
   }
   exec->synchronize();
@@ -250,7 +450,7 @@ void MatrixEngine::build_distributed(const CsrView &a, index_t row_begin, MPI_Co
   m.exec                   = exec;
   m.format                 = Format::bdia;
   m.rows                   = n;
-  m.nnz                    = a.nnz();
+  m.nnz                    = a.nnz(); // what refresh_values is given: the diagonal block's with a DistRowsScope
   m.nc                     = nc;
   m.offsets                = std::move(offsets);
   m.grid                   = grid;

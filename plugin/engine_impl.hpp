@@ -90,6 +90,50 @@ struct TypedStore : StoreBase {
 
 } // namespace detail
 
+/// Several MPI ranks: this rank's rows [row_begin, row_begin + n) of a square matrix in the two
+/// parts PETSc's MPIAIJ keeps them in (MatMPIAIJGetSeqAIJ), borrowed, not owned; columns sorted
+/// within each row, no duplicates:
+///   diag: n x n, the entries in the rank's own columns, numbered locally (column c is global
+///         column row_begin + c): the rank's diagonal block, which the preconditioner is built
+///         from;
+///   off:  n rows, every other entry (the couplings to other ranks' rows); its column j is the
+///         global column off_cols[j] (PETSc's garray, ascending), or j itself when off_cols is
+///         null.
+struct DistRows {
+  CsrView        diag;
+  CsrView        off;
+  const index_t *off_cols = nullptr;
+};
+
+/// MatrixEngine's API (engine.hpp) takes one CsrView per call. A caller that has its rows as
+/// DistRows keeps a DistRowsScope for them alive around build_distributed(rows.diag, ...) and
+/// refresh_values(rows.diag): the engine finds the DistRows that view belongs to (of()) and
+/// reads both parts where they are, with no copy into rows with global columns; the operator's
+/// device copy of the values (csr_values_on_device) is then that of rows.diag. Without a scope
+/// those calls take the rows with global columns, as engine.hpp says. Per thread; scopes nest.
+class DistRowsScope {
+public:
+  explicit DistRowsScope(const DistRows &rows) noexcept : prev_(current()) { current() = &rows; }
+  ~DistRowsScope() { current() = prev_; }
+  DistRowsScope(const DistRowsScope &)            = delete;
+  DistRowsScope &operator=(const DistRowsScope &) = delete;
+  /// The DistRows of the innermost live scope on this thread when `a` is its diag (the same
+  /// object, not a copy of it), else nullptr.
+  static const DistRows *of(const CsrView &a) noexcept
+  {
+    const DistRows *r = current();
+    return r && &r->diag == &a ? r : nullptr;
+  }
+
+private:
+  static const DistRows *&current() noexcept
+  {
+    thread_local const DistRows *rows = nullptr;
+    return rows;
+  }
+  const DistRows *prev_;
+};
+
 struct MatrixEngine::Impl {
   MatrixConfig                       cfg;
   std::string                        device; // resolved: "cpu", "cuda", "cuda:N"
