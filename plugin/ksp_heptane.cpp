@@ -11,9 +11,10 @@
        SeqBAIJ is converted to SeqAIJ once (MAT_REUSE_MATRIX for new values), a one-rank
        MPIAIJ gives its diagonal block. The grid comes from -heptane_grid/-heptane_block, else
        the DMDA of the matrix (or of the KSP), else detect_structure;
-     - several ranks (DESIGN.md section 4): each rank copies its rows with global columns
-       (MatGetRow: MPIAIJ, MPIBAIJ, a DMDA's matrices, bdiagh) into heptane's distributed
-       BDIA-GH operator (engine_dist.cpp) and builds its preconditioner from its diagonal block,
+     - several ranks (DESIGN.md section 4): each rank's rows become heptane's distributed
+       BDIA-GH operator (engine_dist.cpp): an MPIAIJ (a DMDA's default, bdiagh) lends its
+       diagonal and off-diagonal blocks in place, any other type (MPIBAIJ) is copied with
+       MatGetRow (HeptaneRowsGet); each rank builds its preconditioner from its diagonal block,
        so ILU is block Jacobi over the ranks with ILU(0) blocks, as PETSc's bjacobi. The global
        numbering must be a grid's natural one: a DMDA split along z only;
      - same matrix object and nonzero state (MatGetNonzeroState) as the last setup: only the
@@ -250,8 +251,10 @@ static PetscErrorCode KSPHeptaneBuildPC(KSP ksp, Mat Amat, PetscBool values_only
   const heptane::plugin::CsrView *view;
 
   PetscFunctionBegin;
-  if (h->engine->distributed()) { /* several ranks: this rank's diagonal block */
-    view = &h->rows->diag;
+  if (h->engine->distributed()) { /* several ranks: this rank's diagonal block (MPIAIJ's Ad, lent
+                                     again: the operator was updated from the same matrix) */
+    if (h->rows->inplace) PetscCall(HeptaneRowsGet(Amat, h->rows));
+    view = &h->rows->split.diag;
   } else {
     PetscCall(KSPHeptaneAIJ(ksp, Amat, &aij));
     PetscCall(HeptaneCSRGet(aij, &csr));
@@ -282,6 +285,7 @@ static PetscErrorCode KSPHeptaneBuildPC(KSP ksp, Mat Amat, PetscBool values_only
     refreshed = PETSC_FALSE;
   }
   PetscCall(HeptaneCSRRestore(&csr));
+  if (h->engine->distributed()) PetscCall(HeptaneRowsRestore(h->rows));
   if (fell) {
     h->ilu_fallback = PETSC_TRUE;
     PetscCall(PetscInfo(ksp, "%s: %s\n", KSPHeptaneName(h), h->pc_note->c_str()));
@@ -291,9 +295,27 @@ static PetscErrorCode KSPHeptaneBuildPC(KSP ksp, Mat Amat, PetscBool values_only
   PetscFunctionReturn(0);
 }
 
-/* Several ranks: this rank's rows of the matrix (any type MatGetRow reads) into the
-   distributed operator. What to do (0 nothing, 1 values, 2 build) is agreed over the ranks:
-   building and refreshing are collective. */
+/* Several ranks: build (todo 2) or refresh (todo 1) the distributed operator from this rank's
+   rows as HeptaneRowsGet gives them (DistRowsScope: both parts read where they are). */
+static PetscErrorCode KSPHeptaneRanksEngine(KSP ksp, Mat Amat, MPI_Comm comm, int todo, const heptane::plugin::GridHint *hint, const heptane::plugin::MatrixConfig &cfg)
+{
+  KSP_Heptane *h = (KSP_Heptane *)ksp->data;
+
+  PetscFunctionBegin;
+  heptane::plugin::DistRowsScope scope(h->rows->split);
+  if (todo == 2) {
+    HeptaneCallCXX(h->own->build_distributed(h->rows->split.diag, (heptane::index_t)h->rows->rstart, comm, *hint, cfg));
+    const char *how = h->rows->inplace ? "read in place from the MPIAIJ's diagonal and off-diagonal blocks (MatMPIAIJGetSeqAIJ)" : "copied with MatGetRow (not an MPIAIJ: ";
+    HeptaneCallCXX(*h->grid_source = h->own->structure_note() + "; this rank's rows " + how + (h->rows->inplace ? "" : std::string(((PetscObject)Amat)->type_name) + ")"));
+  } else {
+    HeptaneCallCXX(h->own->refresh_values(h->rows->split.diag));
+  }
+  PetscFunctionReturn(0);
+}
+
+/* Several ranks: this rank's rows of the matrix into the distributed operator, MPIAIJ's two
+   blocks in place, any other type through a row copy (HeptaneRowsGet). What to do (0 nothing,
+   1 values, 2 build) is agreed over the ranks: building and refreshing are collective. */
 static PetscErrorCode KSPHeptaneUpdateRanks(KSP ksp, Mat Amat, const heptane::plugin::MatrixConfig &cfg, PetscObjectId id, PetscObjectState nz, PetscObjectState st, PetscInt *updated)
 {
   KSP_Heptane              *h = (KSP_Heptane *)ksp->data;
@@ -302,6 +324,7 @@ static PetscErrorCode KSPHeptaneUpdateRanks(KSP ksp, Mat Amat, const heptane::pl
   heptane::plugin::GridHint hint;
   PetscInt                  bs;
   DM                        dm;
+  PetscErrorCode            ierr;
 
   PetscFunctionBegin;
   PetscCall(PetscObjectGetComm((PetscObject)ksp, &comm));
@@ -318,7 +341,6 @@ static PetscErrorCode KSPHeptaneUpdateRanks(KSP ksp, Mat Amat, const heptane::pl
   *updated = todo;
   if (!todo) PetscFunctionReturn(0);
   if (!h->rows) HeptaneCallCXX(h->rows = new HeptaneRows());
-  PetscCall(HeptaneRowsGet(Amat, h->rows));
   if (todo == 2) {
     PetscCall(MatGetDM(Amat, &dm));
     if (!dm) dm = ksp->dm;
@@ -329,11 +351,11 @@ static PetscErrorCode KSPHeptaneUpdateRanks(KSP ksp, Mat Amat, const heptane::pl
       hint.block_size = (heptane::index_t)bs;
       HeptaneCallCXX(hint.source = "matrix block size");
     }
-    HeptaneCallCXX(h->own->build_distributed(h->rows->rows, (heptane::index_t)h->rows->rstart, comm, hint, cfg));
-    HeptaneCallCXX(*h->grid_source = h->own->structure_note());
-  } else {
-    HeptaneCallCXX(h->own->refresh_values(h->rows->rows));
   }
+  PetscCall(HeptaneRowsGet(Amat, h->rows));
+  ierr = KSPHeptaneRanksEngine(ksp, Amat, comm, todo, &hint, cfg);
+  PetscCall(HeptaneRowsRestore(h->rows)); /* MPIAIJ's blocks back (copies are kept) */
+  PetscCall(ierr);
   PetscFunctionReturn(0);
 }
 

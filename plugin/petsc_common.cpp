@@ -44,50 +44,104 @@ PetscErrorCode HeptaneCSRRestore(HeptaneCSR *csr)
   PetscFunctionReturn(0);
 }
 
+/* The two SeqAIJ blocks of an MPIAIJ matrix, or *Ad = NULL for another type. bdiagh on several
+   ranks is an MPIAIJ matrix under another name (mat_bdiagh.cpp), which MatMPIAIJGetSeqAIJ
+   checks for: it is asked under the base type's name, as MatGetFactor_BDIAGH_PETSc does. */
+static PetscErrorCode HeptaneMPIAIJBlocks(Mat A, Mat *Ad, Mat *Ao, const PetscInt **garray)
+{
+  PetscBool      mpiaij, bdiagh;
+  PetscErrorCode ierr;
+
+  PetscFunctionBegin;
+  *Ad = *Ao = NULL;
+  *garray   = NULL;
+  PetscCall(PetscObjectBaseTypeCompare((PetscObject)A, MATMPIAIJ, &mpiaij));
+  PetscCall(PetscObjectTypeCompare((PetscObject)A, MATBDIAGH, &bdiagh));
+  if (mpiaij) PetscCall(MatMPIAIJGetSeqAIJ(A, Ad, Ao, garray));
+  else if (bdiagh) {
+    PetscCall(PetscObjectChangeTypeName((PetscObject)A, MATMPIAIJ));
+    ierr = MatMPIAIJGetSeqAIJ(A, Ad, Ao, garray);
+    PetscCall(PetscObjectChangeTypeName((PetscObject)A, MATBDIAGH));
+    PetscCall(ierr);
+  }
+  PetscFunctionReturn(0);
+}
+
 PetscErrorCode HeptaneRowsGet(Mat A, HeptaneRows *r)
 {
-  PetscInt           n, ncols, nnz = 0, dnnz = 0;
-  const PetscInt    *cols;
+  Mat                Ad, Ao;
+  const PetscInt    *garray, *cols;
   const PetscScalar *vals;
+  PetscInt           n, ncols, dnnz = 0, onnz = 0;
 
   PetscFunctionBegin;
   PetscCheck(A->cmap->N < 2147483647, PETSC_COMM_SELF, PETSC_ERR_SUP, "heptane: %" PetscInt_FMT " columns do not fit 32-bit indices", A->cmap->N);
+  PetscCall(HeptaneRowsRestore(r)); /* a loan still open (an error on the way): end it first */
   PetscCall(MatGetOwnershipRange(A, &r->rstart, &r->rend));
   n = r->rend - r->rstart;
-  /* sizes first (MatGetRow without indices or values only counts), then one allocation */
-  for (PetscInt i = r->rstart; i < r->rend; i++) {
-    PetscCall(MatGetRow(A, i, &ncols, NULL, NULL));
-    nnz += ncols;
-    PetscCall(MatRestoreRow(A, i, &ncols, NULL, NULL));
+  PetscCall(HeptaneMPIAIJBlocks(A, &Ad, &Ao, &garray));
+  if (Ad) {
+    /* Ad: the rows' entries in the columns [rstart, rend) numbered from 0 (the row and column
+       layouts are the same: KSPHeptaneUpdateRanks checks), in the order MatGetRow gives them
+       (columns ascending); Ao: the others, column j global column garray[j] (ascending) */
+    PetscCall(HeptaneCSRGet(Ad, &r->ad));
+    PetscCall(HeptaneCSRGet(Ao, &r->ao));
+    PetscCheck(r->ad.n == n && r->ao.n == n, PETSC_COMM_SELF, PETSC_ERR_PLIB, "heptane: the MPIAIJ blocks have %" PetscInt_FMT " and %" PetscInt_FMT " rows, the rank owns %" PetscInt_FMT, r->ad.n, r->ao.n, n);
+    r->inplace    = PETSC_TRUE;
+    r->split.diag = r->ad.view;
+    r->split.off  = r->ao.view;
+    if (sizeof(PetscInt) == sizeof(heptane::index_t)) {
+      r->split.off_cols = reinterpret_cast<const heptane::index_t *>(garray);
+    } else { /* 64-bit PetscInt: heptane's indices are 32-bit */
+      HeptaneCallCXX(r->garray32.assign(garray, garray + Ao->cmap->n));
+      r->split.off_cols = r->garray32.data();
+    }
+    PetscFunctionReturn(0);
   }
-  PetscCheck(nnz < 2147483647, PETSC_COMM_SELF, PETSC_ERR_SUP, "heptane: %" PetscInt_FMT " entries on one rank do not fit 32-bit indices", nnz);
-  HeptaneCallCXX(r->ptr.resize((size_t)n + 1); r->col.resize((size_t)nnz); r->val.resize((size_t)nnz); r->dptr.resize((size_t)n + 1); r->dcol.resize((size_t)nnz); r->dval.resize((size_t)nnz));
-  r->ptr[0] = r->dptr[0] = 0;
-  nnz                    = 0;
+  /* another type: copied row by row. Sizes first (MatGetRow without indices or values only
+     counts), then one allocation */
+  r->inplace = PETSC_FALSE;
+  for (PetscInt i = r->rstart; i < r->rend; i++) {
+    PetscCall(MatGetRow(A, i, &ncols, &cols, NULL));
+    for (PetscInt k = 0; k < ncols; k++) {
+      if (cols[k] >= r->rstart && cols[k] < r->rend) dnnz++;
+      else onnz++;
+    }
+    PetscCall(MatRestoreRow(A, i, &ncols, &cols, NULL));
+  }
+  PetscCheck(dnnz + onnz < 2147483647, PETSC_COMM_SELF, PETSC_ERR_SUP, "heptane: %" PetscInt_FMT " entries on one rank do not fit 32-bit indices", dnnz + onnz);
+  HeptaneCallCXX(r->dptr.resize((size_t)n + 1); r->dcol.resize((size_t)dnnz); r->dval.resize((size_t)dnnz); r->optr.resize((size_t)n + 1); r->ocol.resize((size_t)onnz); r->oval.resize((size_t)onnz));
+  r->dptr[0] = r->optr[0] = 0;
+  dnnz = onnz = 0;
   for (PetscInt i = r->rstart; i < r->rend; i++) {
     PetscCall(MatGetRow(A, i, &ncols, &cols, &vals));
     for (PetscInt k = 0; k < ncols; k++) {
-      r->col[(size_t)nnz] = (heptane::index_t)cols[k];
-      r->val[(size_t)nnz] = PetscRealPart(vals[k]);
-      nnz++;
       if (cols[k] >= r->rstart && cols[k] < r->rend) {
         r->dcol[(size_t)dnnz] = (heptane::index_t)(cols[k] - r->rstart);
         r->dval[(size_t)dnnz] = PetscRealPart(vals[k]);
         dnnz++;
+      } else {
+        r->ocol[(size_t)onnz] = (heptane::index_t)cols[k];
+        r->oval[(size_t)onnz] = PetscRealPart(vals[k]);
+        onnz++;
       }
     }
     PetscCall(MatRestoreRow(A, i, &ncols, &cols, &vals));
-    r->ptr[(size_t)(i - r->rstart) + 1]  = (heptane::index_t)nnz;
     r->dptr[(size_t)(i - r->rstart) + 1] = (heptane::index_t)dnnz;
+    r->optr[(size_t)(i - r->rstart) + 1] = (heptane::index_t)onnz;
   }
-  r->rows.rows    = (heptane::index_t)n;
-  r->rows.row_ptr = r->ptr.data();
-  r->rows.col_idx = r->col.data();
-  r->rows.values  = r->val.data();
-  r->diag.rows    = (heptane::index_t)n;
-  r->diag.row_ptr = r->dptr.data();
-  r->diag.col_idx = r->dcol.data();
-  r->diag.values  = r->dval.data();
+  r->split.diag     = heptane::plugin::CsrView{(heptane::index_t)n, r->dptr.data(), r->dcol.data(), r->dval.data()};
+  r->split.off      = heptane::plugin::CsrView{(heptane::index_t)n, r->optr.data(), r->ocol.data(), r->oval.data()};
+  r->split.off_cols = NULL; /* global columns */
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode HeptaneRowsRestore(HeptaneRows *r)
+{
+  PetscFunctionBegin;
+  PetscCall(HeptaneCSRRestore(&r->ad));
+  PetscCall(HeptaneCSRRestore(&r->ao));
+  if (r->inplace) r->split = heptane::plugin::DistRows(); /* PETSc's arrays: no longer ours to read */
   PetscFunctionReturn(0);
 }
 

@@ -11,6 +11,7 @@
 
 #include "core/error.hpp"
 #include "plugin/engine.hpp"
+#include "plugin/engine_impl.hpp"
 #include "plugin/heptane_petsc.h"
 
 #if defined(PETSC_USE_COMPLEX)
@@ -70,18 +71,26 @@ typedef struct {
 PETSC_INTERN PetscErrorCode HeptaneCSRGet(Mat, HeptaneCSR *);
 PETSC_INTERN PetscErrorCode HeptaneCSRRestore(HeptaneCSR *);
 
-/* Several ranks: this rank's rows [rstart, rend) of a parallel matrix (MatGetRow: MPIAIJ,
-   MPIBAIJ, a DMDA's matrices) with global column indices, and its diagonal block (the columns
-   of its own rows, local indices) for the preconditioner. Copies, refilled by every call. */
+/* Several ranks: this rank's rows [rstart, rend) of a parallel matrix as heptane's DistRows
+   (engine_impl.hpp): its diagonal block (the columns of its own rows, local indices: what the
+   preconditioner is built from) and its other entries (global columns through off_cols).
+   An MPIAIJ matrix (bdiagh on several ranks, an MPIAIJ by another name; the mpiaij types of
+   PETSc's GPU back ends) lends its two SeqAIJ blocks in place (MatMPIAIJGetSeqAIJ: Ad, Ao and
+   garray; MatGetRowIJ, MatSeqAIJGetArrayRead: no copy) until HeptaneRowsRestore. Any other
+   type (MPIBAIJ, ...) is copied row by row (MatGetRow) into arrays kept here, refilled by
+   every HeptaneRowsGet; HeptaneRowsRestore leaves them. */
 typedef struct {
   PetscInt                      rstart, rend;
-  std::vector<heptane::index_t> ptr, col, dptr, dcol;
-  std::vector<double>           val, dval;
-  heptane::plugin::CsrView      rows; /* global columns */
-  heptane::plugin::CsrView      diag; /* local columns */
+  PetscBool                     inplace;                /* the last HeptaneRowsGet lent MPIAIJ's blocks */
+  HeptaneCSR                    ad, ao;                 /* lent: MPIAIJ's diagonal and off-diagonal blocks */
+  std::vector<heptane::index_t> garray32;               /* lent, 64-bit PetscInt: garray in 32 bits */
+  std::vector<heptane::index_t> dptr, dcol, optr, ocol; /* copied */
+  std::vector<double>           dval, oval;
+  heptane::plugin::DistRows     split; /* both parts (valid until HeptaneRowsRestore when lent) */
 } HeptaneRows;
 
 PETSC_INTERN PetscErrorCode HeptaneRowsGet(Mat, HeptaneRows *);
+PETSC_INTERN PetscErrorCode HeptaneRowsRestore(HeptaneRows *);
 
 /* Several ranks: a DMDA split in x (or y in 3-D) numbers its unknowns rank by rank, not in the
    grid's natural order, which heptane's distributed operator needs: an error that says so. */
