@@ -178,11 +178,14 @@ if(HEPTANE_PETSC_MPIEXEC)
   # the launcher's flags as tests/distributed.cmake finds them: Open MPI needs --oversubscribe
   # (CI has fewer cores than ranks) and --allow-run-as-root (CI containers run as root)
   set(np2 ${HEPTANE_PETSC_MPIEXEC} ${MPIEXEC_NUMPROC_FLAG} 2 ${MPIEXEC_PREFLAGS})
+  set(np3 ${HEPTANE_PETSC_MPIEXEC} ${MPIEXEC_NUMPROC_FLAG} 3 ${MPIEXEC_PREFLAGS})
   execute_process(COMMAND ${HEPTANE_PETSC_MPIEXEC} --version OUTPUT_VARIABLE mpi_version ERROR_QUIET)
   if(mpi_version MATCHES "Open MPI|OpenRTE")
     list(APPEND np2 --oversubscribe --allow-run-as-root)
+    list(APPEND np3 --oversubscribe --allow-run-as-root)
   endif()
   list(JOIN np2 " " np2)
+  list(JOIN np3 " " np3)
   set(hep "-dll_append ${plugin_so}")
   if(TARGET heptane_distributed)
     if(HEPTANE_BUILD_EXAMPLES)
@@ -195,7 +198,14 @@ if(HEPTANE_PETSC_MPIEXEC)
         --expect "heptane preconditioner: ilu0(-mc)? Nc=3.*from -pc_type bjacobi"
         --expect "bdiagh rows .0, 2304\\) of 4608 on rank 0/2, Nc=3 D=7"
         --expect "heptane setups: 1 full \\(new pattern\\), 3 values-only"
+        --expect "this rank's rows read in place from the MPIAIJ's diagonal and off-diagonal blocks"
+        --expect "values-only update: .* into the distributed operator's local block"
         --reject DIVERGED -- ${reservoir2})
+      # 3 ranks: 8 z-planes split 3/3/2, a middle rank with halos on both sides
+      heptane_plugin_test(plugin_reservoir_three_ranks_hbcgs_matches_bcgs
+        ${compare} --mpiexec "${np3}" --ref ${ref_bcgs} --heptane "-ksp_type hbcgs -ksp_view"
+        --expect "3 MPI rank" --expect "coupled: ksp hbcgs" --expect "3 ranks, rows 0:.0,1728\\) 1:.1728,3456\\) 2:.3456,4608\\)"
+        --expect "heptane setups: 1 full \\(new pattern\\), 3 values-only" --reject DIVERGED -- ${reservoir2})
       # 2 ranks against 1: the same answers (pbjacobi does not depend on the split; ILU is
       # block Jacobi over the ranks there, so the iterations differ, not the solution)
       foreach(pc pbjacobi ilu)
@@ -207,12 +217,34 @@ if(HEPTANE_PETSC_MPIEXEC)
       heptane_plugin_test(plugin_reservoir_two_ranks_hcg_matches_cg
         ${compare} --mpiexec "${np2}" --ref "-ksp_type cg -pc_type jacobi" --heptane "-ksp_type hcg -pc_type jacobi"
         --expect "pressure: ksp hcg" --reject DIVERGED -- ${reservoir2} -system pressure)
+      # bdiagh is an MPIAIJ by another name: its blocks are read in place; MPIBAIJ is copied
+      set(rows_bdiagh "rows read in place from the MPIAIJ's diagonal and off-diagonal blocks")
+      set(rows_baij "rows copied with MatGetRow \\(not an MPIAIJ: mpibaij\\)")
       foreach(type bdiagh baij)
         heptane_plugin_test(plugin_reservoir_two_ranks_${type}_matrices
           ${compare} --mpiexec "${np2}" --ref ${ref_bcgs} --heptane "-ksp_type hbcgs -dm_mat_type ${type} -ksp_view"
-          --expect "PETSc matrix mpi${type}|PETSc matrix ${type}" --expect "coupled: ksp hbcgs" --reject DIVERGED
-          -- ${reservoir2})
+          --expect "PETSc matrix mpi${type}|PETSc matrix ${type}" --expect "coupled: ksp hbcgs" --expect "${rows_${type}}"
+          --expect "heptane setups: 1 full \\(new pattern\\), 3 values-only" --reject DIVERGED -- ${reservoir2})
       endforeach()
+      # on GPUs (one per rank: skipped, exit 77, where nvidia-smi lists fewer than 2): the
+      # Newton step on the device -- MPIAIJ's diagonal block up as it is, scattered there, and
+      # pbjacobi's numeric part from that device copy; ILU keeps its host numeric part
+      if(HEPTANE_HAVE_CUDA)
+        set(two_gpus "[ $(nvidia-smi -L 2>/dev/null | grep -c '^GPU') -ge 2 ] || exit 77")
+        set(up_on_device "values-only update: the diagonal block's [0-9]+ values up as they are .* scattered on the device")
+        heptane_plugin_test(plugin_reservoir_two_ranks_gpu_pbjacobi_numeric_on_device
+          sh -c "${two_gpus}; exec \"$@\"" sh ${compare} --mpiexec "${np2}" --ref "${ref_bcgs} -pc_type pbjacobi"
+          --heptane "-ksp_type hbcgs -pc_type pbjacobi -heptane_device gpu -ksp_view" --expect "${up_on_device}"
+          --expect "heptane preconditioner, last setup: numeric part on the device"
+          --expect "heptane preconditioner setups: 1 full \\(symbolic \\+ numeric\\), 3 values-only"
+          --reject DIVERGED -- ${reservoir2})
+        heptane_plugin_test(plugin_reservoir_two_ranks_gpu_ilu_numeric_on_the_host
+          sh -c "${two_gpus}; exec \"$@\"" sh ${compare} --mpiexec "${np2}" --ref ${ref_bcgs}
+          --heptane "-ksp_type hbcgs -heptane_device gpu -heptane_ilu natural -ksp_view" --expect "${up_on_device}"
+          --expect "numeric part on the host, from a host copy of the matrix" --reject DIVERGED -- ${reservoir2})
+        set_tests_properties(plugin_reservoir_two_ranks_gpu_pbjacobi_numeric_on_device plugin_reservoir_two_ranks_gpu_ilu_numeric_on_the_host
+          PROPERTIES LABELS "plugin;gpu" SKIP_RETURN_CODE 77)
+      endif()
       heptane_plugin_test(plugin_reservoir_two_ranks_xy_split_is_an_error
         ${compare} --mpiexec "${np2}" --heptane "-ksp_type hbcgs -da_processors_x 2"
         --expect-error "the DMDA is split 2 x 1 x 1 over the ranks.*Split the DMDA along z only: run with -da_processors_x 1 -da_processors_y 1"
@@ -230,6 +262,12 @@ if(HEPTANE_PETSC_MPIEXEC)
       --expect "Nc=2 \\(matrix block size\\), block offsets of the pattern over the ranks \\{-144,-12,-1,0,1,12,144\\}"
       --expect "heptane setups: 1 full \\(new pattern\\), 1 values-only" --reject MISMATCH
       -- ${host} -use_dm 0 -dof 2 -solves 2)
+    # a new pattern in the Newton loop (entries added far off the diagonal, among the couplings to
+    # other ranks): every rank builds again, with new slot maps, then refreshes values only
+    heptane_plugin_test(plugin_host_three_ranks_new_pattern_in_newton_loop
+      ${compare} --mpiexec "${np3}" --ref "${ref_bcgs} -pc_type pbjacobi" --heptane "-ksp_type hbcgs -pc_type pbjacobi -ksp_view"
+      --expect "heptane setups: 2 full \\(new pattern\\), 1 values-only" --reject MISMATCH
+      -- ${host} -use_dm 0 -dof 2 -solves 3 -new_pattern_at 2)
     heptane_plugin_test(plugin_host_two_ranks_not_natural_order_is_an_error
       ${compare} --mpiexec "${np2}" --heptane "-ksp_type hbcgs -heptane_grid 24,6,12"
       --expect-error "block offset -12, which is not one of the 7 of the 24x6x12 grid.*not the grid's natural order"
