@@ -230,16 +230,17 @@ if(HEPTANE_PETSC_MPIEXEC)
       # Newton step on the device -- MPIAIJ's diagonal block up as it is, scattered there, and
       # pbjacobi's numeric part from that device copy; ILU keeps its host numeric part
       if(HEPTANE_HAVE_CUDA)
-        set(two_gpus "[ $(nvidia-smi -L 2>/dev/null | grep -c '^GPU') -ge 2 ] || exit 77")
+        # (no ';' in the command: heptane_plugin_test's ARGN would split it there)
+        set(on_two_gpus "[ $(nvidia-smi -L 2>/dev/null | grep -c '^GPU') -ge 2 ] || exit 77 && exec \"$@\"")
         set(up_on_device "values-only update: the diagonal block's [0-9]+ values up as they are .* scattered on the device")
         heptane_plugin_test(plugin_reservoir_two_ranks_gpu_pbjacobi_numeric_on_device
-          sh -c "${two_gpus}; exec \"$@\"" sh ${compare} --mpiexec "${np2}" --ref "${ref_bcgs} -pc_type pbjacobi"
+          sh -c "${on_two_gpus}" sh ${compare} --mpiexec "${np2}" --ref "${ref_bcgs} -pc_type pbjacobi"
           --heptane "-ksp_type hbcgs -pc_type pbjacobi -heptane_device gpu -ksp_view" --expect "${up_on_device}"
           --expect "heptane preconditioner, last setup: numeric part on the device"
           --expect "heptane preconditioner setups: 1 full \\(symbolic \\+ numeric\\), 3 values-only"
           --reject DIVERGED -- ${reservoir2})
         heptane_plugin_test(plugin_reservoir_two_ranks_gpu_ilu_numeric_on_the_host
-          sh -c "${two_gpus}; exec \"$@\"" sh ${compare} --mpiexec "${np2}" --ref ${ref_bcgs}
+          sh -c "${on_two_gpus}" sh ${compare} --mpiexec "${np2}" --ref ${ref_bcgs}
           --heptane "-ksp_type hbcgs -heptane_device gpu -heptane_ilu natural -ksp_view" --expect "${up_on_device}"
           --expect "numeric part on the host, from a host copy of the matrix" --reject DIVERGED -- ${reservoir2})
         set_tests_properties(plugin_reservoir_two_ranks_gpu_pbjacobi_numeric_on_device plugin_reservoir_two_ranks_gpu_ilu_numeric_on_the_host
