@@ -384,6 +384,25 @@ CsrPatternView pattern_of(const Csr<double>& a, std::vector<index_t>* rp32 = nul
     return p;
 }
 
+/// The pattern of host CSR `a` in the memory of `exec` (32-bit row pointers), and a view of
+/// it that says so (on_executor).
+struct ExecPattern {
+    Array<index_t> ptr, col;
+    CsrPatternView view;
+};
+ExecPattern pattern_on_executor(const Csr<double>& a, const std::shared_ptr<const Executor>& exec)
+{
+    ExecPattern p;
+    p.ptr = Array<index_t>(std::vector<index_t>(a.row_ptr.host().begin(), a.row_ptr.host().end()))
+                .to(exec);
+    p.col = a.col_idx.to(exec);
+    p.view.rows = a.rows;
+    p.view.row_ptr32 = p.ptr.data();
+    p.view.col_idx = p.col.data();
+    p.view.on_executor = true;
+    return p;
+}
+
 /// The message of the InputError f() throws ("" when it throws none).
 template <class F>
 std::string input_error_of(F&& f)
@@ -418,6 +437,23 @@ void device_update_equals_host_setup(PcType type, index_t nc)
                                                v2.data(), nc, exec);
         BOOST_TEST(same_bits(apply_pc(*p, r), z2));
         BOOST_TEST(p->describe() == fresh->describe());
+    }
+    // ... and from a pattern in the executor's memory (on a GPU the gather map is made there)
+    {
+        const ExecPattern ep = pattern_on_executor(a2, exec);
+        auto p = make_preconditioner<VT>(type, ep.view, v2.data(), nc, exec);
+        BOOST_TEST(same_bits(apply_pc(*p, r), z2));
+        BOOST_TEST(p->describe() == fresh->describe());
+        const Array<double> v1 = a1.values.to(exec);
+        BOOST_TEST_REQUIRE(p->update_values_device(v1.data(), a1.nnz()));
+        BOOST_TEST(same_bits(apply_pc(*p, r), z1));
+        if (exec->is_cpu()) {  // executor memory is host memory: the host pattern is kept
+            p->update_values(a2);
+            BOOST_TEST(same_bits(apply_pc(*p, r), z2));
+        } else {  // no host copy of the pattern to compare with: refused, values kept
+            BOOST_CHECK_THROW(p->update_values(a2), InputError);
+            BOOST_TEST(same_bits(apply_pc(*p, r), z1));
+        }
     }
     // a host update after a device one, and a device one again
     m->update_values(a1);
@@ -530,6 +566,12 @@ BOOST_AUTO_TEST_CASE(update_values_device_that_cannot_be_factored_throws_the_hos
                     BOOST_TEST_MESSAGE(device);
                     BOOST_TEST(!host.empty());
                     BOOST_TEST(device == host);
+                    // set up from a pattern in executor memory: the same message (the
+                    // failing block's map read back from there)
+                    const ExecPattern ep = pattern_on_executor(a, exec);
+                    const std::string setup = input_error_of(
+                        [&] { make_preconditioner<double>(type, ep.view, vb.data(), bnc, exec); });
+                    BOOST_TEST(setup == host);
                     const std::string names = type == PcType::jacobi
                                                   ? "row " + std::to_string(first) + " is 0"
                                                   : "block row " + std::to_string(first) + " (";
@@ -688,6 +730,72 @@ BOOST_AUTO_TEST_CASE(jacobi_and_block_jacobi_sum_an_entry_stored_twice)
             const auto p =
                 make_preconditioner<double>(type, pattern_of(twice), vt.data(), bnc, exec);
             BOOST_TEST(same_bits(apply_pc(*p, r), z));
+            // from the pattern in executor memory: the map there finds the repeat and the
+            // setup takes the host pattern, which sums it
+            const ExecPattern ep = pattern_on_executor(twice, exec);
+            const auto q = make_preconditioner<double>(type, ep.view, vt.data(), bnc, exec);
+            BOOST_TEST(same_bits(apply_pc(*q, r), z));
+        }
+    }
+}
+
+namespace {
+
+/// kernels::block_diag_map on the executor under test against the map built here: the
+/// position of each diagonal-block entry, -1 where none; repeats counted.
+template <class IT>
+void block_diag_map_equals_reference(const Csr<double>& a, index_t nc, offset_t repeats)
+{
+    const auto exec = test::test_executor();
+    const index_t nb = a.rows / nc;
+    const std::size_t nc2 = std::size_t(nc) * std::size_t(nc);
+    std::vector<IT> expect(std::size_t(nb) * nc2, IT(-1));
+    for (index_t r = 0; r < a.rows; ++r)
+        for (offset_t k = a.row_ptr[r]; k < a.row_ptr[r + 1]; ++k) {
+            const index_t c = a.col_idx[std::size_t(k)];
+            if (c / nc != r / nc) continue;
+            IT& e = expect[std::size_t(r / nc) * nc2 + std::size_t(r % nc * nc + c % nc)];
+            if (e < 0) e = IT(k);
+        }
+    const ExecPattern ep = pattern_on_executor(a, exec);
+    Array<IT> map(exec, expect.size());
+    const offset_t got = dispatch_executor(*exec, [&](const auto& e) {
+        return kernels::block_diag_map(e, nb, nc, ep.ptr.data(), ep.col.data(), map.data());
+    });
+    BOOST_TEST(got == repeats);
+    BOOST_TEST(map.to_vector() == expect, boost::test_tools::per_element());
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(block_diag_map_equals_the_gather_map_built_here)
+{
+    for (index_t nc : {1, 2, 3, 5}) {
+        BOOST_TEST_CONTEXT("Nc=" << nc)
+        {
+            const Csr<double> a = reservoir_csr(5, 4, 3, nc, false, 23);
+            block_diag_map_equals_reference<std::int32_t>(a, nc, 0);
+            block_diag_map_equals_reference<std::int64_t>(a, nc, 0);
+            // holes in the diagonal blocks (-1 there) and one column stored twice in row 4
+            Csr<double> holes = edit_pattern(a, [&](auto& rows) {
+                for (index_t r = 0; r < a.rows; r += 3)
+                    if (r % nc != 0 || nc == 1) rows[std::size_t(r)].erase(r - r % nc);
+            });
+            block_diag_map_equals_reference<std::int32_t>(holes, nc, 0);
+            Csr<double> twice = holes;
+            {
+                std::vector<index_t> ci(holes.col_idx.host().begin(), holes.col_idx.host().end());
+                std::vector<offset_t> rp(holes.row_ptr.host().begin(), holes.row_ptr.host().end());
+                const offset_t k = rp[4];
+                ci.insert(ci.begin() + std::ptrdiff_t(k), ci[std::size_t(k)]);
+                for (std::size_t r = 5; r < rp.size(); ++r) ++rp[r];
+                std::vector<double> v(holes.values.host().begin(), holes.values.host().end());
+                v.insert(v.begin() + std::ptrdiff_t(k), 1.0);
+                twice.row_ptr = Array<offset_t>(std::move(rp));
+                twice.col_idx = Array<index_t>(std::move(ci));
+                twice.values = Array<double>(std::move(v));
+            }
+            block_diag_map_equals_reference<std::int32_t>(twice, nc, 1);
         }
     }
 }

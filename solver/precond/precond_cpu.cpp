@@ -290,6 +290,28 @@ index_t block_diag_invert(const CpuExecutor&, index_t nblocks, index_t nc, const
     return bad;
 }
 
+template <class IT>
+offset_t block_diag_map(const CpuExecutor&, index_t nblocks, index_t nc, const index_t* row_ptr,
+                        const index_t* col, IT* map)
+{
+    const index_t rows = nblocks * nc;
+    const std::size_t nc2 = std::size_t(nc) * std::size_t(nc);
+    offset_t repeats = 0;
+#pragma omp parallel for schedule(static) reduction(+ : repeats) if (rows >= parallel_min)
+    for (index_t r = 0; r < rows; ++r) {
+        const index_t c = r / nc;
+        IT* m = map + std::size_t(c) * nc2 + std::size_t(r % nc) * std::size_t(nc);
+        for (index_t b = 0; b < nc; ++b) m[b] = IT(-1);
+        for (index_t k = row_ptr[r]; k < row_ptr[r + 1]; ++k) {
+            const index_t j = col[k];
+            if (k > row_ptr[r] && j == col[k - 1]) ++repeats;
+            if (j < 0 || j >= rows || j / nc != c) continue;
+            if (m[j % nc] < 0) m[j % nc] = IT(k);
+        }
+    }
+    return repeats;
+}
+
 template <class IT, class VT>
 void scatter_values(const CpuExecutor&, offset_t n, const IT* map, const double* src, VT* dst)
 {
@@ -318,5 +340,10 @@ HEPTANE_INSTANTIATE(std::int32_t, float)
 HEPTANE_INSTANTIATE(std::int64_t, double)
 HEPTANE_INSTANTIATE(std::int64_t, float)
 #undef HEPTANE_INSTANTIATE
+
+template offset_t block_diag_map<std::int32_t>(const CpuExecutor&, index_t, index_t, const index_t*,
+                                               const index_t*, std::int32_t*);
+template offset_t block_diag_map<std::int64_t>(const CpuExecutor&, index_t, index_t, const index_t*,
+                                               const index_t*, std::int64_t*);
 
 }  // namespace heptane::kernels

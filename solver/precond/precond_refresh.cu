@@ -43,6 +43,28 @@ __global__ void scatter_values_kernel(long long n, const IT* __restrict__ map,
         dst[map[k]] = VT(src[k]);
 }
 
+// one thread per row r: its nc entries of the gather map; repeated columns counted
+template <class IT>
+__global__ void block_diag_map_kernel(index_t rows, index_t nc, const index_t* __restrict__ row_ptr,
+                                      const index_t* __restrict__ col, IT* __restrict__ map,
+                                      unsigned long long* repeats)
+{
+    const long long r = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
+    if (r >= rows) return;
+    const index_t c = index_t(r) / nc;
+    IT* m = map + static_cast<long long>(c) * nc * nc + static_cast<long long>(r % nc) * nc;
+    for (index_t b = 0; b < nc; ++b) m[b] = IT(-1);
+    unsigned long long rep = 0;
+    const index_t lo = row_ptr[r], hi = row_ptr[r + 1];
+    for (index_t k = lo; k < hi; ++k) {
+        const index_t j = col[k];
+        if (k > lo && j == col[k - 1]) ++rep;
+        if (j < 0 || j >= rows || j / nc != c) continue;
+        if (m[j % nc] < 0) m[j % nc] = IT(k);
+    }
+    if (rep) atomicAdd(repeats, rep);
+}
+
 }  // namespace
 
 template <class IT, class VT>
@@ -68,6 +90,25 @@ index_t block_diag_invert(const CudaExecutor& exec, index_t nblocks, index_t nc,
     return first == INT_MAX ? -1 : first;
 }
 
+template <class IT>
+offset_t block_diag_map(const CudaExecutor& exec, index_t nblocks, index_t nc,
+                        const index_t* row_ptr, const index_t* col, IT* map)
+{
+    const index_t rows = nblocks * nc;
+    if (rows <= 0) return 0;
+    const auto s = cuda::stream(exec);
+    unsigned long long* d = nullptr;
+    HEPTANE_CUDA_CHECK(cudaMallocAsync(&d, sizeof(*d), s));
+    HEPTANE_CUDA_CHECK(cudaMemsetAsync(d, 0, sizeof(*d), s));
+    block_diag_map_kernel<<<cuda::grid_for(rows, 256), 256, 0, s>>>(rows, nc, row_ptr, col, map, d);
+    HEPTANE_CUDA_LAUNCH_CHECK();
+    unsigned long long repeats = 0;
+    HEPTANE_CUDA_CHECK(cudaMemcpyAsync(&repeats, d, sizeof(repeats), cudaMemcpyDeviceToHost, s));
+    HEPTANE_CUDA_CHECK(cudaFreeAsync(d, s));
+    HEPTANE_CUDA_CHECK(cudaStreamSynchronize(s));
+    return offset_t(repeats);
+}
+
 template <class IT, class VT>
 void scatter_values(const CudaExecutor& exec, offset_t n, const IT* map, const double* src, VT* dst)
 {
@@ -89,5 +130,10 @@ HEPTANE_INSTANTIATE(std::int32_t, float)
 HEPTANE_INSTANTIATE(std::int64_t, double)
 HEPTANE_INSTANTIATE(std::int64_t, float)
 #undef HEPTANE_INSTANTIATE
+
+template offset_t block_diag_map<std::int32_t>(const CudaExecutor&, index_t, index_t,
+                                               const index_t*, const index_t*, std::int32_t*);
+template offset_t block_diag_map<std::int64_t>(const CudaExecutor&, index_t, index_t,
+                                               const index_t*, const index_t*, std::int64_t*);
 
 }  // namespace heptane::kernels

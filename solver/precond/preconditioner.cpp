@@ -311,6 +311,23 @@ public:
                                                            std::shared_ptr<const Executor> exec)
     {
         const auto t0 = clock_type::now();
+        if (p.on_executor && !exec->is_cpu()) {
+            if (auto pc = from_device_pattern(type, p, values, nc, exec)) {
+                pc->setup_ms_ = ms_since(t0);
+                return pc;
+            }
+            // no such path (an entry stored twice, nc > 8): the pattern to the host
+            std::vector<index_t> ptr(std::size_t(p.rows) + 1);
+            copy_bytes(*exec, p.row_ptr32, *cpu_executor(), ptr.data(),
+                       ptr.size() * sizeof(index_t));
+            std::vector<index_t> col(std::size_t(ptr.back()));
+            copy_bytes(*exec, p.col_idx, *cpu_executor(), col.data(), col.size() * sizeof(index_t));
+            CsrPatternView h;
+            h.rows = p.rows;
+            h.row_ptr32 = ptr.data();
+            h.col_idx = col.data();
+            return from_values(type, h, values, nc, std::move(exec));
+        }
         auto pc = std::make_unique<BlockDiagPc>(type, p, nc, std::move(exec));
         if (!pc->numeric_on_executor(values)) {  // no path there: the values to the host
             std::vector<double> h(std::size_t(p.nnz()));
@@ -323,7 +340,7 @@ public:
     /// The symbolic part; a numeric part must follow (from_csr, from_values).
     BlockDiagPc(PcType type, const CsrPatternView& p, index_t nc,
                 std::shared_ptr<const Executor> exec)
-        : Preconditioner<VT>(p.rows, nc, std::move(exec)), type_(type)
+        : Preconditioner<VT>(p.rows, nc, std::move(exec)), type_(type), nnz_(p.nnz())
     {
         HEPTANE_ENSURE(p.rows % nc == 0, InputError,
                        who() << ": block size " << nc << " does not divide the size " << p.rows);
@@ -332,10 +349,44 @@ public:
         binv_ = Array<VT>(this->exec_, map_.size());
     }
 
+    /// Setup from a pattern and values both in a GPU's memory: the gather map is made there
+    /// (kernels::block_diag_map), no host copy of the pattern is kept (update_values then
+    /// refuses: it has nothing to compare with). nullptr where that path does not apply (nc >
+    /// 8, an entry stored twice): the caller takes the host pattern.
+    static std::unique_ptr<BlockDiagPc> from_device_pattern(
+        PcType type, const CsrPatternView& p, const double* values, index_t nc,
+        const std::shared_ptr<const Executor>& exec)
+    {
+        HEPTANE_ENSURE(p.rows % nc == 0, InputError,
+                       (type == PcType::jacobi ? "Jacobi" : "block-Jacobi")
+                           << ": block size " << nc << " does not divide the size " << p.rows);
+        HEPTANE_ENSURE(p.row_ptr32 && !p.row_ptr64, NotSupported,
+                       "a pattern in the executor's memory takes 32-bit row pointers");
+        if (nc > 8) return nullptr;
+        index_t nnz32 = 0;
+        copy_bytes(*exec, p.row_ptr32 + p.rows, *cpu_executor(), &nnz32, sizeof(index_t));
+        std::unique_ptr<BlockDiagPc> pc(new BlockDiagPc(type, p.rows, nc, offset_t(nnz32), exec));
+        const index_t nb = pc->nblocks();
+        const std::size_t len = std::size_t(nb) * pc->nc2();
+        // positions are < nnz < 2^31 (32-bit row pointers): a 32-bit map
+        pc->map32_ = Array<std::int32_t>(exec, len);
+        const offset_t repeats = dispatch_executor(*exec, [&](const auto& e) {
+            return kernels::block_diag_map(e, nb, nc, p.row_ptr32, p.col_idx, pc->map32_.data());
+        });
+        if (repeats > 0) return nullptr;
+        pc->binv_ = Array<VT>(exec, len);
+        if (!pc->numeric_on_executor(values)) return nullptr;
+        return pc;
+    }
+
     PcType type() const noexcept override { return type_; }
     void update_values(const Csr<double>& a) override
     {
         const auto t0 = clock_type::now();
+        HEPTANE_ENSURE(!map_.empty() || map32_.empty(), InputError,
+                       who() << ": set up from a pattern in device memory, so there is no host "
+                                "copy of it to compare a values-only update with; use "
+                                "update_values_device, or set up again");
         Csr<double> keep;
         const Csr<double>& h = host_csr(a, keep);
         pattern_.check(h, who());
@@ -344,9 +395,9 @@ public:
     }
     bool update_values_device(const double* values, offset_t nnz) override
     {
-        HEPTANE_ENSURE(nnz == pattern_.nnz(), InputError,
+        HEPTANE_ENSURE(nnz == nnz_, InputError,
                        who() << ": values-only update with " << nnz
-                             << " values; the preconditioner was set up for " << pattern_.nnz()
+                             << " values; the preconditioner was set up for " << nnz_
                              << " entries");
         const auto t0 = clock_type::now();
         if (!numeric_on_executor(values)) return false;
@@ -464,7 +515,7 @@ private:
     // the gather map on the executor, 32-bit where the positions fit
     void upload_map()
     {
-        if (pattern_.nnz() > offset_t(std::numeric_limits<std::int32_t>::max())) {
+        if (nnz_ > offset_t(std::numeric_limits<std::int32_t>::max())) {
             map64_ = upload_same(map_, this->exec_);
             return;
         }
@@ -484,8 +535,9 @@ private:
         const std::size_t n2 = nc2();
         std::vector<offset_t> local(n2, -1);  // the block's map into vals
         std::vector<double> vals(n2, 0.0), blk(n2), inv(n2);
+        const std::vector<offset_t> map = block_map(c);
         for (std::size_t s = 0; s < n2; ++s) {
-            const offset_t k = map_[std::size_t(c) * n2 + s];
+            const offset_t k = map[s];
             if (k < 0) continue;
             local[s] = offset_t(s);
             vals[s] = fetch(k);
@@ -499,9 +551,37 @@ private:
                                       << detail::describe_pivot_failure(c, this->nc_, f));
     }
 
+    // the device-pattern setup (from_device_pattern): no host pattern, no host map
+    BlockDiagPc(PcType type, index_t n, index_t nc, offset_t nnz,
+                std::shared_ptr<const Executor> exec)
+        : Preconditioner<VT>(n, nc, std::move(exec)), type_(type), nnz_(nnz)
+    {
+    }
+
+    // the gather map of block c (nc² positions, -1 where none), from wherever it is kept
+    std::vector<offset_t> block_map(index_t c) const
+    {
+        const std::size_t n2 = nc2(), at = std::size_t(c) * n2;
+        std::vector<offset_t> m(n2);
+        if (!map_.empty()) {
+            std::copy(map_.begin() + std::ptrdiff_t(at), map_.begin() + std::ptrdiff_t(at + n2),
+                      m.begin());
+        } else if (!map32_.empty()) {
+            std::vector<std::int32_t> d(n2);
+            copy_bytes(*this->exec_, map32_.data() + at, *cpu_executor(), d.data(),
+                       n2 * sizeof(std::int32_t));
+            std::copy(d.begin(), d.end(), m.begin());
+        } else {
+            copy_bytes(*this->exec_, map64_.data() + at, *cpu_executor(), m.data(),
+                       n2 * sizeof(std::int64_t));
+        }
+        return m;
+    }
+
     PcType type_;
+    offset_t nnz_ = 0;  // the entries of the pattern set up from
     ScalarPattern pattern_;
-    std::vector<offset_t> map_;  // the gather map, host
+    std::vector<offset_t> map_;  // the gather map, host (none after from_device_pattern)
     std::vector<std::pair<offset_t, offset_t>> dups_;
     std::vector<double> combined_;
     Array<std::int32_t> map32_;  // the gather map on a GPU (one of the two)

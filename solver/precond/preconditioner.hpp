@@ -59,6 +59,11 @@ struct CsrPatternView {
     const index_t* row_ptr32 = nullptr;   ///< rows + 1 entries, or
     const offset_t* row_ptr64 = nullptr;  ///< rows + 1 entries
     const index_t* col_idx = nullptr;     ///< nnz() entries
+    /// The arrays live in the executor's memory (a GPU's; 32-bit row pointers), not the
+    /// host's: make_preconditioner's values overload then makes the Jacobi/block-Jacobi
+    /// gather map there and keeps no host copy of the pattern (row_begin and nnz() must not
+    /// be called on such a view from the host).
+    bool on_executor = false;
     offset_t row_begin(index_t r) const noexcept
     {
         return row_ptr64 ? row_ptr64[r] : offset_t(row_ptr32[r]);
@@ -148,7 +153,12 @@ std::unique_ptr<Preconditioner<VT>> make_preconditioner(PcType type, const Csr<d
 /// on the host, use the Csr overload). The symbolic part is made from the pattern on the
 /// host, the numeric part runs where the values are (update_values_device; where that path
 /// is missing, e.g. nc > 8 on a GPU, the values are copied to the host first). Bit for bit
-/// make_preconditioner on the same matrix; the same errors.
+/// make_preconditioner on the same matrix; the same errors. A pattern in the executor's memory
+/// (pattern.on_executor, a GPU): the symbolic part runs there too (kernels::block_diag_map),
+/// nothing of the matrix is copied to the host, and later values-only updates must come
+/// through update_values_device (update_values throws InputError: no host pattern to compare
+/// with); where the device path does not apply (an entry stored twice, nc > 8) the pattern
+/// is copied to the host and set up as above.
 template <class VT>
 std::unique_ptr<Preconditioner<VT>> make_preconditioner(PcType type, const CsrPatternView& pattern,
                                                         const double* values, index_t block_size,
