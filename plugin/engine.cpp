@@ -18,6 +18,7 @@
 #include "formats/csr/csr.hpp"
 #include "formats/detect/detect.hpp"
 #include "formats/spmv.hpp"
+#include "plugin/device_pool.hpp"
 #include "plugin/pinned_upload.hpp"
 #include "solver/bicgstab/bicgstab.hpp"
 #include "solver/cg/cg.hpp"
@@ -208,7 +209,7 @@ struct BdiaStore final : TypedStore<VT> {
         kernels::scatter_values(*cpu_executor(), nnz_, slot_.data(), a.values, m.data.data());
       } else {
         m       = bdia_zeros_on<MT>(n, nc, std::move(offsets), exec);
-        upload_ = std::make_unique<PinnedUpload>(exec, sizeof(double) * std::size_t(nnz_));
+        upload_ = shared_pinned_upload(exec);
         values_ = Array<double>(exec, std::size_t(nnz_));
         slot64_ = Array<std::int64_t>(exec, slot.size());
         upload_->upload(slot.data(), slot64_.data(), slot64_.bytes());
@@ -218,9 +219,12 @@ struct BdiaStore final : TypedStore<VT> {
       // On a GPU the pattern goes up (row pointers and columns, through the pinned buffers)
       // and the slot map is computed there: no host pass over the entries, no host map.
       const auto t1 = clock_type::now();
-      upload_       = std::make_unique<PinnedUpload>(exec, sizeof(double) * std::size_t(nnz_));
+      upload_       = shared_pinned_upload(exec);
       {
-        Array<index_t> ptr(exec, std::size_t(n) + 1), col(exec, std::size_t(nnz_));
+        // kept: the preconditioner makes its symbolic part from it (device_pattern)
+        ptr_                = Array<index_t>(exec, std::size_t(n) + 1);
+        col_                = Array<index_t>(exec, std::size_t(nnz_));
+        Array<index_t> &ptr = ptr_, &col = col_;
         upload_->upload(a.row_ptr, ptr.data(), ptr.bytes());
         upload_->upload(a.col_idx, col.data(), col.bytes());
         offset_t bad = -1;
@@ -264,7 +268,17 @@ struct BdiaStore final : TypedStore<VT> {
     if (slot_ms_ > 0) o << "; at the first build the pattern went up and the slot map was computed on the device in " << slot_ms_ << " ms, the values went up and were scattered in " << values_ms_ << " ms";
     return o.str();
   }
-  const double *device_values() const override { return values_.empty() ? nullptr : values_.data(); }
+  const double  *device_values() const override { return values_.empty() ? nullptr : values_.data(); }
+  CsrPatternView device_pattern() const override
+  {
+    CsrPatternView p;
+    if (ptr_.empty()) return p;
+    p.rows        = index_t(ptr_.size() - 1);
+    p.row_ptr32   = ptr_.data();
+    p.col_idx     = col_.data();
+    p.on_executor = true;
+    return p;
+  }
   // PETSc's values up into values_, then scattered on the device into dst
   void scatter_device(const CsrView &a, MT *dst)
   {
@@ -282,7 +296,8 @@ struct BdiaStore final : TypedStore<VT> {
   Array<std::int32_t>           slot32_;        // GPU: the slot map (one of the two)
   Array<std::int64_t>           slot64_;        //
   Array<double>                 values_;        // GPU: the CSR values of the last build/refresh
-  std::unique_ptr<PinnedUpload> upload_;        // GPU
+  Array<index_t>                ptr_, col_;     // GPU (slot map made there): the CSR pattern
+  std::shared_ptr<PinnedUpload> upload_;        // GPU (the executor's, device_pool.hpp)
   double                        slot_ms_   = 0; // GPU, first build: pattern up + slot map
   double                        values_ms_ = 0; // GPU, first build: values up + scatter
 };
@@ -335,7 +350,7 @@ struct CsrStore final : TypedStore<VT> {
   void put(const CsrView &a, Array<MT> &v)
   {
     if constexpr (std::is_same_v<MT, double>) {
-      if (!upload_) upload_ = std::make_unique<PinnedUpload>(v.exec(), v.bytes());
+      if (!upload_) upload_ = shared_pinned_upload(v.exec());
       upload_->upload(a.values, v.data(), v.bytes());
     } else {
       staging_.resize(v.size());
@@ -355,7 +370,7 @@ struct CsrStore final : TypedStore<VT> {
   }
   std::shared_ptr<OpT>          own_; // the operator, writable (TypedStore::op_ is the same object)
   std::vector<MT>               staging_;
-  std::unique_ptr<PinnedUpload> upload_; // GPU, fp64
+  std::shared_ptr<PinnedUpload> upload_; // GPU, fp64 (the executor's, device_pool.hpp)
 };
 
 // Any other format: rebuilt from COO by make_matrix_operator, with the block size and the
@@ -445,9 +460,10 @@ void MatrixEngine::build(const CsrView &a, const GridHint &hint, const MatrixCon
 
   const Format f = cfg.format == "auto" ? parse_format(detected_format) : parse_format(cfg.format);
   if (f == Format::bdia || f == Format::bsr) HEPTANE_ENSURE(n % nc == 0, InputError, "block size " << nc << " does not divide the " << n << " rows");
-  // one executor (CUDA stream and handles) for the life of the engine unless the device changes
+  // the process's executor of the device (CUDA stream and handles; device_pool.hpp), kept for
+  // the life of the engine unless the device changes
   const std::string  device = resolve_device(cfg.device);
-  const auto         exec   = m.exec && device == m.device ? m.exec : make_executor(device);
+  const auto         exec   = m.exec && device == m.device ? m.exec : shared_executor(device);
   std::ostringstream where;
   where << "(" << (hint.has_grid() ? hint.source : std::string("detected")) << ")";
   switch (cfg.precision) {
@@ -582,6 +598,10 @@ const double *MatrixEngine::csr_values_on_device() const noexcept
 {
   return impl_->store ? impl_->store->device_values() : nullptr;
 }
+CsrPatternView MatrixEngine::csr_pattern_on_device() const
+{
+  return impl_->store ? impl_->store->device_pattern() : CsrPatternView{};
+}
 const MatrixTimings &MatrixEngine::timings() const noexcept
 {
   return impl_->timings;
@@ -659,9 +679,10 @@ struct KrylovEngine::Impl {
   KrylovTimings timings;
   // the preconditioner takes its numeric part where the values are (update_values_device),
   // from this engine's values as of this build of it
-  bool                in_place    = false;
-  const MatrixEngine *values_from = nullptr;
-  int                 values_of   = -1; // values_from->timings().builds
+  bool                in_place          = false;
+  bool                pattern_on_device = false; // its symbolic part made on the device
+  const MatrixEngine *values_from       = nullptr;
+  int                 values_of         = -1; // values_from->timings().builds
 };
 
 namespace
@@ -684,10 +705,15 @@ CsrPatternView pattern_view(const CsrView &a)
   return p;
 }
 
-std::string numeric_path_note(bool in_place, const MatrixEngine &m)
+std::string numeric_path_note(bool in_place, bool pattern_on_device, const MatrixEngine &m)
 {
   const bool gpu = !m.executor()->is_cpu();
-  if (in_place) return gpu ? "numeric part on the device, from the operator's device copy of the values" : "numeric part on the host, on PETSc's values in place";
+  if (in_place) {
+    if (!gpu) return "numeric part on the host, on PETSc's values in place";
+    std::string note = "numeric part on the device, from the operator's device copy of the values";
+    if (pattern_on_device) note += "; symbolic part on the device, from the operator's device copy of the pattern";
+    return note;
+  }
   return gpu ? "numeric part on the host, from a host copy of the matrix (pattern compared), factors uploaded" : "numeric part on the host, from a copy of the matrix (pattern compared)";
 }
 
@@ -710,15 +736,20 @@ void KrylovEngine::build_preconditioner(PcType type, const CsrView &a, const Mat
   k.in_place           = values && (type == PcType::none || type == PcType::jacobi || type == PcType::block_jacobi);
   if (k.in_place) {
     k.csr = Csr<double>(); // nothing to keep
-    if (m.precision() == Precision::single) k.f.pc = make_preconditioner<float>(type, pattern_view(a), values, nc, m.executor());
-    else k.d.pc = make_preconditioner<double>(type, pattern_view(a), values, nc, m.executor());
+    // the symbolic part from the pattern the operator keeps on the device, where it does
+    // (the same arrays PETSc gave: no host pass over the pattern), else from PETSc's
+    CsrPatternView p    = m.csr_pattern_on_device();
+    k.pattern_on_device = p.on_executor && p.rows == a.rows && type != PcType::none;
+    if (!k.pattern_on_device) p = pattern_view(a);
+    if (m.precision() == Precision::single) k.f.pc = make_preconditioner<float>(type, p, values, nc, m.executor());
+    else k.d.pc = make_preconditioner<double>(type, p, values, nc, m.executor());
   } else {
     copy_view(a, k.csr);
     if (m.precision() == Precision::single) k.f.pc = make_preconditioner<float>(type, k.csr, nc, m.executor());
     else k.d.pc = make_preconditioner<double>(type, k.csr, nc, m.executor());
   }
   k.pc_desc     = k.f.pc ? k.f.pc->describe() : k.d.pc->describe();
-  k.pc_path     = numeric_path_note(k.in_place, m);
+  k.pc_path     = numeric_path_note(k.in_place, k.pattern_on_device, m);
   k.values_from = &m;
   k.values_of   = m.timings().builds;
   m.executor()->synchronize();
@@ -743,7 +774,7 @@ void KrylovEngine::refresh_preconditioner(const CsrView &a, const MatrixEngine &
     if (k.f.pc) k.f.pc->update_values(k.csr);
     else k.d.pc->update_values(k.csr);
   }
-  k.pc_path = numeric_path_note(done, m);
+  k.pc_path = numeric_path_note(done, done && k.pattern_on_device, m);
   m.executor()->synchronize();
   k.timings.last_pc_ms = ms_since(t0);
   ++k.timings.pc_refreshes;

@@ -163,7 +163,12 @@ public:
   /// The CSR values of the last build or refresh (nnz() doubles in the order of the CsrView
   /// given) in the executor's device memory, where the operator keeps a copy there (bdiagh,
   /// and csr in fp64, on a GPU); nullptr otherwise. Valid until the next build.
-  const double        *csr_values_on_device() const noexcept;
+  const double *csr_values_on_device() const noexcept;
+  /// The CSR pattern of the last build (the CsrView's row pointers and columns) in the
+  /// executor's device memory (on_executor set), where the operator keeps it there (bdiagh on
+  /// a GPU, slot map made on the device); a view with rows = 0 otherwise. Valid until the
+  /// next build.
+  CsrPatternView       csr_pattern_on_device() const;
   const MatrixTimings &timings() const noexcept;
 
   struct Impl;

@@ -71,6 +71,10 @@ struct StoreBase {
   /// The CSR values of the last build or refresh (nnz doubles, CSR order) in the executor's
   /// device memory, where the store keeps them there; else nullptr.
   virtual const double *device_values() const { return nullptr; }
+  /// The CSR pattern of the last build (32-bit row pointers and columns, CSR order) in the
+  /// executor's device memory, where the store keeps it there (on_executor set); else a view
+  /// with rows = 0.
+  virtual CsrPatternView device_pattern() const { return {}; }
 };
 
 template <class VT>

@@ -25,6 +25,7 @@
    and the residual history are fed from heptane's monitor, and ksp->its, ksp->rnorm and
    ksp->reason are set from heptane's Status.
 */
+#include "plugin/device_pool.hpp"
 #include "plugin/petsc_common.hpp"
 
 #include <cstring>
@@ -572,6 +573,12 @@ static PetscErrorCode KSPView_Heptane(KSP ksp, PetscViewer viewer)
   if (h->krylov->has_preconditioner()) PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane preconditioner, last setup: %s\n", h->krylov->numeric_path().c_str()));
   if (!h->last_update->empty()) PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane last setup: %s\n", h->last_update->c_str()));
   if (h->solves) PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane last solve: %.3f ms\n", h->krylov->timings().last_solve_ms));
+  {
+    const heptane::plugin::PrewarmReport w = heptane::plugin::prewarm_report();
+    if (!w.device.empty())
+      PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane device set-up: %s made on a background thread at load (-heptane_prewarm) in %.3f ms; the first setup %s\n", w.device.c_str(), w.ms, w.waited ? "waited for it" : "found it ready"));
+    else if (!w.error.empty()) PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane device set-up at load failed (%s); the device was set up at the first setup instead\n", w.error.c_str()));
+  }
   PetscFunctionReturn(0);
 }
 
@@ -581,6 +588,7 @@ static PetscErrorCode KSPSetFromOptions_Heptane(KSP ksp, PetscOptionItems *Petsc
   char         device[64];
   PetscBool    flg;
   PetscInt     grid[3] = {0, 0, 0}, n = 3, nc = 0;
+  PetscBool    prewarm = PETSC_TRUE;
 
   PetscFunctionBegin;
   PetscOptionsHeadBegin(PetscOptionsObject, h->solver == heptane::SolverType::bicgstab ? "KSP hbcgs options (heptane BiCGStab)" : "KSP hcg options (heptane CG)");
@@ -596,6 +604,8 @@ static PetscErrorCode KSPSetFromOptions_Heptane(KSP ksp, PetscOptionItems *Petsc
   /* read where they are used (KSPHeptaneGridHint); listed here for -help */
   PetscCall(PetscOptionsIntArray("-heptane_grid", "Grid J,H,I behind the matrix (x fastest) when it has no DMDA (default: from the DMDA, else detected)", "KSPHBCGS", grid, &n, NULL));
   PetscCall(PetscOptionsInt("-heptane_block", "Unknowns per cell Nc with -heptane_grid (default: from the DMDA, else detected)", "KSPHBCGS", nc, &nc, NULL));
+  /* read once, when the plugin is loaded (register.cpp); listed here for -help */
+  PetscCall(PetscOptionsBool("-heptane_prewarm", "One rank, -heptane_device auto or a GPU: set the GPU up (context, stream, handles, pinned buffers) on a background thread when the plugin is loaded, read at load only", "KSPHBCGS", prewarm, &prewarm, NULL));
   PetscOptionsHeadEnd();
   /* PCSetFromOptions() ran before this (KSPSetFromOptions): take the PC's type now */
   PetscCall(KSPHeptaneCheckComm(ksp));
@@ -688,7 +698,9 @@ static PetscErrorCode KSPCreate_Heptane_Private(KSP ksp, heptane::SolverType sol
 .  -heptane_device <auto,cpu,gpu,gpu:N> - where heptane runs
 .  -heptane_precision <double,single,mixed> - value precision
 .  -heptane_check_every <k> - GPU: the host reads the residual every k iterations
--  -heptane_grid J,H,I -heptane_block Nc - the grid when the matrix has no DMDA
+.  -heptane_grid J,H,I -heptane_block Nc - the grid when the matrix has no DMDA
+-  -heptane_prewarm <true,false> - set the GPU up on a background thread when the plugin is
+   loaded (one rank; read at load, without prefix, with -heptane_device)
 
    Also honours -ksp_rtol -ksp_atol -ksp_divtol -ksp_max_it -ksp_monitor -ksp_converged_reason
    -ksp_view -ksp_error_if_not_converged -ksp_initial_guess_nonzero, and -pc_type none, jacobi,

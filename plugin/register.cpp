@@ -4,8 +4,40 @@
    the file name without "lib" and the extension, so the function name must follow the file
    name: libheptane_petsc.so -> PetscDLLibraryRegister_heptane_petsc (plugin/CMakeLists.txt
    fixes the output name). A mismatch is silent: only -info says the symbol was not found.
+
+   Loading also starts the GPU's set-up on a background thread (plugin/device_pool.hpp: the
+   CUDA context, the stream, the library handles, the pinned upload buffers), so that it runs
+   while the host program builds its grid and assembles its matrix instead of inside the first
+   KSPSetUp: -heptane_prewarm (default true) on one MPI rank with -heptane_device (no prefix)
+   auto or a GPU. Several ranks take their GPU by node-local rank at the first distributed
+   setup and are not prewarmed.
 */
+#include "plugin/device_pool.hpp"
 #include "plugin/petsc_common.hpp"
+
+static PetscErrorCode HeptaneReleaseDevices(void)
+{
+  PetscFunctionBegin;
+  HeptaneCallCXX(heptane::plugin::release_devices());
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode HeptanePrewarm(void)
+{
+  char        device[64] = "auto";
+  PetscBool   prewarm    = PETSC_TRUE, set;
+  PetscMPIInt size;
+
+  PetscFunctionBegin;
+  PetscCall(PetscOptionsGetBool(NULL, NULL, "-heptane_prewarm", &prewarm, NULL));
+  PetscCall(PetscOptionsGetString(NULL, NULL, "-heptane_device", device, sizeof(device), &set));
+  PetscCallMPI(MPI_Comm_size(PETSC_COMM_WORLD, &size));
+  PetscCall(PetscRegisterFinalize(HeptaneReleaseDevices));
+  if (!prewarm || size > 1) PetscFunctionReturn(0);
+  HeptaneCallCXX(heptane::plugin::prewarm_device(device));
+  PetscCall(PetscInfo(NULL, "heptane: setting up device '%s' on a background thread (-heptane_prewarm)\n", device));
+  PetscFunctionReturn(0);
+}
 
 PetscErrorCode PetscDLLibraryRegister_heptane_petsc(void)
 {
@@ -15,5 +47,6 @@ PetscErrorCode PetscDLLibraryRegister_heptane_petsc(void)
   PetscCall(MatRegister(MATBDIAGH, MatCreate_BDIAGH));
   PetscCall(MatBDIAGHRegisterFactors());
   PetscCall(PetscInfo(NULL, "heptane: registered KSP types %s, %s and Mat type %s\n", KSPHBCGS, KSPHCG, MATBDIAGH));
+  PetscCall(HeptanePrewarm());
   PetscFunctionReturn(0);
 }

@@ -14,7 +14,9 @@
 #   PETSC_NP      MPI ranks of the PETSc runs [1]
 #   PETSC_PCS     PETSc preconditioners, one run each [ilu on 1 rank, bjacobi on more]
 #   HEPTANE_PCS   heptane preconditioners, one run each: -pc_type none|jacobi|pbjacobi|ilu, and
-#                 ilu:natural / ilu:multicolor for -pc_type ilu -heptane_ilu natural|multicolor [ilu]
+#                 ilu:natural / ilu:multicolor for -pc_type ilu -heptane_ilu natural|multicolor;
+#                 a suffix +mixed or +single adds -heptane_precision mixed|single
+#                 (e.g. pbjacobi+mixed) [ilu]
 #   HEPTANE_OPTS  more options for the heptane runs, e.g. "-heptane_device gpu" []
 #   VIA_ENV       1: repeat the first heptane run with the options in PETSC_OPTIONS [1]
 #   MPIEXEC       MPI launcher for PETSC_NP > 1 [mpirun]
@@ -80,10 +82,13 @@ done
 first=1
 # shellcheck disable=SC2086
 for spec in $heptane_pcs; do
-  pc=${spec%%:*}
+  base=${spec%%+*} prec=""
+  [ "$spec" != "$base" ] && prec=${spec#*+}
+  pc=${base%%:*}
   pc_opts="-pc_type $pc"
-  [ "$spec" != "$pc" ] && pc_opts="$pc_opts -heptane_ilu ${spec#*:}"
-  name="heptane-hbcgs-${spec/:/-}"
+  [ "$base" != "$pc" ] && pc_opts="$pc_opts -heptane_ilu ${base#*:}"
+  [ -n "$prec" ] && pc_opts="$pc_opts -heptane_precision $prec"
+  name="heptane-hbcgs-${base/:/-}${prec:+-$prec}"
   run "$name" -- "$exe" $args -dll_append "$plugin" -ksp_type hbcgs $pc_opts -ksp_rtol "$rtol" $heptane_opts
   if [ "$first" = 1 ] && [ "$via_env" = 1 ]; then
     run "$name-PETSC_OPTIONS" "PETSC_OPTIONS=-dll_append $plugin -ksp_type hbcgs $pc_opts $heptane_opts" -- "$exe" $args -ksp_rtol "$rtol"

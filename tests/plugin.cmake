@@ -113,7 +113,7 @@ heptane_plugin_test(plugin_host_help_lists_options
   ${compare} --heptane "-ksp_type hbcgs -help"
   "--expect=KSP hbcgs options" "--expect=-heptane_format <now auto : formerly auto>.*choose one of. auto csr bdiagh"
   "--expect=-heptane_device <now auto" "--expect=-heptane_precision <now double" "--expect=-heptane_check_every <now 8" "--expect=-heptane_ilu <now auto"
-  "--expect=-heptane_grid" "--expect=-heptane_block" -- ${host})
+  "--expect=-heptane_grid" "--expect=-heptane_block" "--expect=-heptane_prewarm: <TRUE" -- ${host})
 heptane_plugin_test(plugin_host_error_if_not_converged
   ${compare} --heptane "-ksp_type hbcgs -ksp_max_it 2 -ksp_error_if_not_converged"
   --expect-error "KSPSolve has not converged, reason DIVERGED_ITS" -- ${host})
@@ -147,12 +147,19 @@ if(HEPTANE_HAVE_CUDA)
   endfunction()
   set(on_device "heptane preconditioner, last setup: numeric part on the device")
   set(two_refreshes "heptane preconditioner setups: 1 full \\(symbolic \\+ numeric\\), 2 values-only")
+  # ... and their symbolic part from the pattern the operator keeps on the device (bdiagh);
+  # the GPU was set up on a background thread when the plugin was loaded (-heptane_prewarm)
   foreach(pc jacobi pbjacobi)
     heptane_plugin_gpu_test(plugin_host_gpu_${pc}_numeric_on_device
       ${compare} --ref "${ref_bcgs} -pc_type ${pc}" --heptane "-ksp_type hbcgs -pc_type ${pc} -heptane_device gpu -ksp_view"
       --expect "${on_device}" --expect "${two_refreshes}" --expect "on the device, after a pinned, chunked upload"
+      --expect "symbolic part on the device, from the operator's device copy of the pattern"
+      --expect "cuda:0 made on a background thread at load"
       --reject MISMATCH -- ${host} -dof 3 -solves 3)
   endforeach()
+  heptane_plugin_gpu_test(plugin_host_gpu_without_prewarm
+    ${compare} --ref "${ref_bcgs} -pc_type pbjacobi" --heptane "-ksp_type hbcgs -pc_type pbjacobi -heptane_device gpu -heptane_prewarm 0 -ksp_view"
+    --expect "${on_device}" --reject "background thread" --reject MISMATCH -- ${host} -dof 2 -solves 2)
   heptane_plugin_gpu_test(plugin_host_gpu_pbjacobi_csr_numeric_on_device
     ${compare} --ref "${ref_bcgs} -pc_type pbjacobi" --heptane "-ksp_type hbcgs -pc_type pbjacobi -heptane_device gpu -heptane_format csr -ksp_view"
     --expect "${on_device}" --expect "${two_refreshes}" --reject MISMATCH -- ${host} -dof 3 -solves 3)

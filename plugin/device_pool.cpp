@@ -1,0 +1,124 @@
+// One executor per device for the process, its pinned buffers, and the background prewarm
+// (device_pool.hpp).
+#include "plugin/device_pool.hpp"
+
+#include <atomic>
+#include <chrono>
+#include <exception>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "plugin/engine.hpp"
+#include "solver/solve.hpp"
+
+namespace heptane::plugin
+{
+
+namespace
+{
+
+struct Pool {
+  std::mutex                                                mutex;
+  std::map<std::string, std::shared_ptr<const Executor>>    execs;
+  std::map<const Executor *, std::shared_ptr<PinnedUpload>> pinned;
+  std::thread                                               worker;      // the prewarm, joined by whoever needs its result
+  std::atomic<bool>                                         done{false}; // the worker has finished
+  PrewarmReport                                             report;
+};
+
+// Never destroyed: executors must not outlive the CUDA runtime, so they go in
+// release_devices() (PetscFinalize), and what is left at exit is left to the driver.
+Pool &pool()
+{
+  static Pool *p = new Pool;
+  return *p;
+}
+
+// "cuda" and "cuda:0" are the same device
+std::string canonical(const std::string &resolved)
+{
+  return resolved == "cuda" ? std::string("cuda:0") : resolved;
+}
+
+// joins a running prewarm (the caller holds the mutex; the worker does not take it)
+void join_worker(Pool &p)
+{
+  if (p.worker.joinable()) p.worker.join();
+}
+
+} // namespace
+
+void prewarm_device(const std::string &device)
+{
+  Pool                       &p = pool();
+  std::lock_guard<std::mutex> lock(p.mutex);
+  if (p.worker.joinable() || !p.execs.empty()) return;
+  p.worker = std::thread([&p, device] {
+    const auto t0 = std::chrono::steady_clock::now();
+    try {
+      const std::string name = canonical(resolve_device(device));
+      if (name == "cpu") {
+        p.done = true;
+        return;
+      }
+      auto exec = make_executor(name);
+      auto up   = std::make_shared<PinnedUpload>(exec, std::size_t(64) << 20);
+      // the thread owns these until joined; the joiner moves them into the pool
+      p.report.device      = name;
+      p.execs[name]        = exec;
+      p.pinned[exec.get()] = std::move(up);
+    } catch (const std::exception &e) {
+      p.report.error = e.what();
+    }
+    p.report.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    p.done      = true;
+  });
+}
+
+std::shared_ptr<const Executor> shared_executor(const std::string &device)
+{
+  Pool                       &p = pool();
+  std::lock_guard<std::mutex> lock(p.mutex);
+  const std::string           name = canonical(device);
+  if (name == "cpu") return make_executor(name);
+  if (p.worker.joinable()) {
+    // the worker writes the pool without the mutex: nothing else reads it until joined
+    p.report.waited = !p.done;
+    join_worker(p);
+  }
+  auto it = p.execs.find(name);
+  if (it != p.execs.end()) return it->second;
+  auto exec     = make_executor(name);
+  p.execs[name] = exec;
+  return exec;
+}
+
+std::shared_ptr<PinnedUpload> shared_pinned_upload(const std::shared_ptr<const Executor> &exec)
+{
+  Pool                       &p = pool();
+  std::lock_guard<std::mutex> lock(p.mutex);
+  join_worker(p);
+  auto &up = p.pinned[exec.get()];
+  if (!up) up = std::make_shared<PinnedUpload>(exec, std::size_t(64) << 20);
+  return up;
+}
+
+PrewarmReport prewarm_report()
+{
+  Pool                       &p = pool();
+  std::lock_guard<std::mutex> lock(p.mutex);
+  if (p.worker.joinable()) return PrewarmReport{}; // still running: nothing to say yet
+  return p.report;
+}
+
+void release_devices()
+{
+  Pool                       &p = pool();
+  std::lock_guard<std::mutex> lock(p.mutex);
+  join_worker(p);
+  p.pinned.clear();
+  p.execs.clear();
+}
+
+} // namespace heptane::plugin
