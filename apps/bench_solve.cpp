@@ -40,7 +40,7 @@ namespace heptane::cli {
 namespace {
 const char* usage =
     "usage: heptane bench solve [--sizes thesis|small|LIST] [--formats bdiagh,csr,bsr]\n"
-    "                           [--impl fused,reference] [--device auto|cpu|gpu]\n"
+    "                           [--impl fused,fused-nodots,reference] [--device auto|cpu|gpu]\n"
     "                           [--pc none|jacobi|bjacobi|ilu0] [--rtol R] [--max-it N]\n"
     "                           [--model uniform|reservoir] [--reps N] [--steady-its N]\n"
     "                           [--copy-gbs G] [--csv FILE] [--json FILE]\n\n"
@@ -55,6 +55,9 @@ const char* usage =
     "  ms/it        steady state: operator, preconditioner, b and x built once, one warm-up\n"
     "               solve, then --reps solves of --steady-its iterations (rtol = atol = 0) on\n"
     "               the same solver object and arrays; median of solve time / iterations\n"
+    "  --impl       fused: heptane's loop (dot products fused into the BDIA-GH products on a\n"
+    "               GPU); fused-nodots: the same loop with those dot products reduced in\n"
+    "               kernels of their own; reference: the thesis-style cuBLAS/cuSPARSE loop\n"
     "  --reps       repetitions of each timed measurement (default 5)\n"
     "  --steady-its iterations per steady-state solve (default 50; at least 1); a solve that\n"
     "               stops earlier (a breakdown, say) makes the row an error\n"
@@ -122,6 +125,7 @@ double steady_per_it_ms(const Coo<double>& a, const std::vector<double>& b, cons
     opts.max_it = its;
     opts.record_history = false;
     opts.compute_true_residual = false;
+    opts.fused_dots = cfg.options.fused_dots;
     Bicgstab<double> s(opts, cfg.impl);
     s.set_operator(op);
     s.set_preconditioner(m);
@@ -222,7 +226,10 @@ int bench_solve(int argc, char** argv)
             for (const auto& iname : impl_list) {
                 SolveConfig cfg;
                 cfg.format = parse_format(fname);
-                cfg.impl = parse_bicgstab_impl(iname);
+                // fused-nodots: the fused loop with the dot products reduced apart
+                const bool nodots = iname == "fused-nodots";
+                cfg.impl = parse_bicgstab_impl(nodots ? "fused" : iname);
+                cfg.options.fused_dots = !nodots;
                 cfg.pc = parse_pc(pc);
                 cfg.device = dev;
                 cfg.format_options.block_size = st.block_size;

@@ -2,6 +2,7 @@
 // share (DESIGN.md §2). A solver is written once against it.
 #pragma once
 
+#include <cstddef>
 #include <memory>
 #include <string>
 
@@ -38,6 +39,21 @@ public:
     /// state that changes from call to call on the host. The solvers then replay a batch of
     /// iterations as one graph launch. False (the default) keeps plain launches.
     virtual bool graph_safe() const { return false; }
+    /// y = A x together with the dot products of y that a Krylov step takes next, in the same
+    /// pass over y (the step then reads neither y nor w again): count = 1: (w, y); count = 3:
+    /// (w, y), (y, y), (w, w). Writes partial sums, accumulated in double, to
+    /// partials[k * parts + b] for k < count, b < parts, and returns parts: the sum over b in
+    /// order is the dot product. Returns 0, computing nothing, where this operator cannot fuse
+    /// (the default): the caller applies and reduces separately. w may be x; y aliases
+    /// neither. `capacity`: doubles at `partials` (fused_dots_capacity(count) is enough).
+    /// Device work only, like apply (graph-safe where apply is).
+    virtual index_t apply_fused_dots(const VT* /*x*/, VT* /*y*/, const VT* /*w*/, int /*count*/,
+                                     double* /*partials*/, std::size_t /*capacity*/) const
+    {
+        return 0;
+    }
+    /// Doubles apply_fused_dots needs at `partials` for `count` sums; 0 when it never fuses.
+    virtual std::size_t fused_dots_capacity(int /*count*/) const { return 0; }
 };
 
 }  // namespace heptane

@@ -16,6 +16,7 @@
 #include "formats/detect/detect.hpp"
 #include "formats/dia/dia.hpp"
 #include "formats/ell/ell.hpp"
+#include "formats/fused_dots.hpp"
 #include "formats/hyb/hyb.hpp"
 #include "formats/spmv.hpp"
 
@@ -227,6 +228,16 @@ public:
     bool graph_safe() const override
     {
         return exec_->is_cuda() && !std::is_same_v<M, Csr<MT>> && !at_;
+    }
+    index_t apply_fused_dots(const VT* x, VT* y, const VT* w, int count, double* partials,
+                             std::size_t capacity) const override
+    {
+        return heptane::apply_fused_dots(*exec_, a_, opt_.bdia_kernel, x, y, w, count, partials,
+                                         capacity);
+    }
+    std::size_t fused_dots_capacity(int count) const override
+    {
+        return heptane::fused_dots_capacity(*exec_, a_, opt_.bdia_kernel, count);
     }
 
 private:

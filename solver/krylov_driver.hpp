@@ -30,6 +30,41 @@ private:
     std::chrono::steady_clock::time_point t0_;
 };
 
+/// A product followed by the reduction of its result (Operator::apply_fused_dots): the
+/// partial-sum scratch of one solve, sized once for the operator (none when it cannot fuse
+/// or SolverOptions::fused_dots is off), and whether a product has fused in this solve.
+class FusedDots {
+public:
+    template <class VT>
+    FusedDots(const Operator<VT>& a, bool enabled, Array<double>& scratch)
+    {
+        cap_ = enabled ? std::max(a.fused_dots_capacity(1), a.fused_dots_capacity(3)) : 0;
+        if (cap_ > scratch.size()) scratch = Array<double>(a.executor(), cap_);
+        partials_ = scratch.data();
+    }
+    /// y = A x with the `count` dot products of the step that follows (w as in
+    /// apply_fused_dots): fused where the operator can, then finish(parts, partials) ends
+    /// the step; else A.apply(x, y) and then apart() reduces y on its own.
+    template <class VT, class Finish, class Apart>
+    void apply(const Operator<VT>& a, const VT* x, VT* y, const VT* w, int count, Finish&& finish,
+               Apart&& apart)
+    {
+        if (const index_t parts = cap_ ? a.apply_fused_dots(x, y, w, count, partials_, cap_) : 0) {
+            finish(parts, static_cast<const double*>(partials_));
+            used_ = true;
+            return;
+        }
+        a.apply(x, y);
+        apart();
+    }
+    bool used() const noexcept { return used_; }
+
+private:
+    std::size_t cap_ = 0;
+    double* partials_ = nullptr;
+    bool used_ = false;
+};
+
 /// Throws InputError for options no solve can honour.
 inline void check_options(const SolverOptions& o)
 {

@@ -226,6 +226,22 @@ Run run(Method method, const Coo<double>& a, const std::vector<double>& b, PcTyp
     return out;
 }
 
+/// One solve of `method` with operator a and preconditioner m on device arrays b and x.
+Status solve_with(Method method, const Operator<double>& a, const Operator<double>& m,
+                  const SolverOptions& o, const Array<double>& b, Array<double>& x)
+{
+    if (method == Method::bicgstab) {
+        Bicgstab<double> s(o);
+        s.set_operator(a);
+        s.set_preconditioner(m);
+        return s.solve(b, x);
+    }
+    Cg<double> s(o);
+    s.set_operator(a);
+    s.set_preconditioner(m);
+    return s.solve(b, x);
+}
+
 SolverOptions tight(double rtol = 1e-10)
 {
     SolverOptions o;
@@ -744,17 +760,7 @@ BOOST_AUTO_TEST_CASE(cuda_graph_replay_matches_plain_launches)
                 o.check_every = 3;
                 o.cuda_graphs = graphs == 1;
                 Array<double> xd(exec, b.size());
-                if (method == Method::bicgstab) {
-                    Bicgstab<double> s(o);
-                    s.set_operator(*bdia);
-                    s.set_preconditioner(*m);
-                    st[graphs] = s.solve(bd, xd);
-                } else {
-                    Cg<double> s(o);
-                    s.set_operator(*bdia);
-                    s.set_preconditioner(*m);
-                    st[graphs] = s.solve(bd, xd);
-                }
+                st[graphs] = solve_with(method, *bdia, *m, o, bd, xd);
                 x[graphs] = xd.to_vector();
             }
             const std::string what =
@@ -771,6 +777,65 @@ BOOST_AUTO_TEST_CASE(cuda_graph_replay_matches_plain_launches)
     // CSR: not graph-safe, plain launches
     const Run csr = run(Method::bicgstab, nonsym, b, PcType::jacobi, 1, tight());
     BOOST_TEST(!csr.st.cuda_graph);
+}
+
+BOOST_AUTO_TEST_CASE(fused_dots_follow_the_separate_reductions)
+{
+    // BDIA-GH on a GPU computes BiCGStab's (r̂, v) and (t, s), (t, t), (s, s), and CG's (p, q)
+    // inside the products (Operator::apply_fused_dots); the sums come in another order, so
+    // the loop follows the unfused one to rounding: the same iterations (give or take one),
+    // residual histories and solutions agreeing to 1e-8. Status::fused_dots says which ran;
+    // on the CPU nothing fuses and both runs are the same loop.
+    auto exec = test::test_executor();
+    HeptaSpec spec;
+    spec.J = 12;
+    spec.H = 10;
+    spec.I = 8;
+    spec.Nc = 3;
+    spec.banded = false;
+    spec.model = HeptaModel::reservoir;
+    spec.seed = 5;
+    const auto coupled = generate_hepta_coo<double>(spec);
+    const auto b = make_rhs(spec, coupled).b;
+    const auto spd = seven_point(12, 10, 8, 0.0, 0.0, true);
+    const auto bs = test::random_vector<double>(std::size_t(spd.rows), 4);
+    for (Method method : {Method::bicgstab, Method::cg})
+        for (PcType pc : {PcType::none, PcType::block_jacobi, PcType::ilu0_mc}) {
+            if (method == Method::cg && pc == PcType::ilu0_mc) continue;
+            const Coo<double>& a = method == Method::cg ? spd : coupled;
+            const std::vector<double>& rhs = method == Method::cg ? bs : b;
+            const index_t nc = method == Method::cg ? 1 : 3;
+            FormatOptions fo;
+            fo.block_size = nc;
+            const auto op = make_matrix_operator<double, double>(a, Format::bdia, exec, fo);
+            const auto m = make_preconditioner<double>(pc, csr_from_coo(a), nc, exec);
+            const Array<double> bd = Array<double>(rhs).to(exec);
+            Status st[2];
+            std::vector<double> x[2];
+            for (int fused = 0; fused < 2; ++fused) {
+                SolverOptions o = tight();
+                o.fused_dots = fused == 1;
+                Array<double> xd(exec, rhs.size());
+                st[fused] = solve_with(method, *op, *m, o, bd, xd);
+                x[fused] = xd.to_vector();
+            }
+            BOOST_TEST_CONTEXT((method == Method::cg ? "cg" : "bicgstab")
+                               << " pc=" << to_string(pc) << " on " << exec->name())
+            {
+                BOOST_TEST(st[1].converged(), st[1].summary());
+                BOOST_TEST(st[0].converged(), st[0].summary());
+                BOOST_TEST(st[1].fused_dots == exec->is_cuda());
+                BOOST_TEST(!st[0].fused_dots);
+                BOOST_TEST(std::abs(st[1].iterations - st[0].iterations) <= 1);
+                const std::size_t k = std::min<std::size_t>(8, st[0].history.size());
+                for (std::size_t i = 0; i < k; ++i)
+                    BOOST_TEST(
+                        std::abs(st[1].history[i] - st[0].history[i]) <= 1e-8 * st[0].history[0],
+                        "iteration " << i);
+                BOOST_TEST(max_abs_diff(x[1], x[0]) <= 1e-8 * norm_inf(x[0]));
+                BOOST_TEST(st[1].true_relative_residual <= 1e-9);
+            }
+        }
 }
 
 // ---- solve_system ---------------------------------------------------------------------------

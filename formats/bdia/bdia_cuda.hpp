@@ -3,6 +3,8 @@
 // the tuned defaults; user code should call that one.
 #pragma once
 
+#include <cstddef>
+
 #include "formats/bdia/bdia_kernels.hpp"
 
 namespace heptane::kernels {
@@ -24,5 +26,28 @@ struct BdiaLaunch {
 template <class MT, class VT>
 void spmv_bdia(const CudaExecutor& exec, const Bdia<MT>& a, Op op, VT alpha, const VT* x, VT beta,
                VT* y, BdiaKernel kernel, const BdiaLaunch& launch);
+
+/// y = A x (beta = 0) with the dot products a Krylov step needs next computed in the same
+/// pass, while each y_r is in a register (formats/bdia/bdia_dots.cuh):
+///     count = 1: (w, y);     count = 3: (w, y), (y, y), (w, w)
+/// accumulated in double, one partial per CTA: partials[k * parts + b] for sum k < count and
+/// CTA b < parts, where parts is the return value; their sum in order b = 0, 1, ... is the dot
+/// product (reproducible run to run). w may be x (the product's own input: no extra pass);
+/// y must alias neither. A must be square. Returns 0, computing nothing, where there is no
+/// fused kernel (an empty matrix, more than 64 block diagonals): the caller then applies and
+/// reduces separately. Throws InputError when count is not 1 or 3 or `capacity` (doubles at
+/// partials) is below count * parts (spmv_dots_capacity gives enough), DimensionMismatch as
+/// spmv does. The tuned launch shape; the bytes of the product plus one read of w (none when
+/// w is x).
+template <class MT, class VT>
+index_t spmv_dots(const CudaExecutor& exec, const Bdia<MT>& a, const VT* x, VT* y, const VT* w,
+                  int count, double* partials, std::size_t capacity);
+
+/// Doubles of `partials` that spmv_dots needs for `count` sums over a matrix of `rows` rows
+/// (one per 256 rows, rounded up, per sum).
+inline std::size_t spmv_dots_capacity(index_t rows, int count)
+{
+    return std::size_t(count) * ((std::size_t(rows > 0 ? rows : 0) + 255) / 256 + 1);
+}
 
 }  // namespace heptane::kernels

@@ -271,19 +271,27 @@ __device__ __forceinline__ void row_sum2(const Params& p, long long r, const MT*
     }
 }
 
-template <int NC, int D, int G, int RPT, class MT, class VT>
-__global__ void __launch_bounds__(256)
-    ax_kernel(Params p, const MT* __restrict__ data, VT alpha, const VT* __restrict__ x, VT beta,
-              VT* __restrict__ y)
+/// The first of the RPT rows of this thread, and whether the whole CTA lies in the interior
+/// block rows (block-uniform: no bounds tests there).
+template <int NC, int RPT>
+__device__ __forceinline__ long long thread_row(const Params& p, bool& interior)
 {
     const long long cta_rows = static_cast<long long>(blockDim.x) * RPT;
     const long long r_begin = blockIdx.x * cta_rows;
     const long long r_end = r_begin + cta_rows < p.n ? r_begin + cta_rows : p.n;
     const int nc = NC > 0 ? NC : p.nc;
-    // block-uniform: the whole CTA lies in the interior block rows -> no bounds tests
-    const bool interior =
+    interior =
         r_begin >= static_cast<long long>(p.lo) * nc && r_end <= static_cast<long long>(p.hi) * nc;
-    const long long r = r_begin + static_cast<long long>(threadIdx.x) * RPT;
+    return r_begin + static_cast<long long>(threadIdx.x) * RPT;
+}
+
+template <int NC, int D, int G, int RPT, class MT, class VT>
+__global__ void __launch_bounds__(256)
+    ax_kernel(Params p, const MT* __restrict__ data, VT alpha, const VT* __restrict__ x, VT beta,
+              VT* __restrict__ y)
+{
+    bool interior;
+    const long long r = thread_row<NC, RPT>(p, interior);
     if (r >= p.n) return;
     if constexpr (RPT == 1) {
         const VT sum = interior ? row_sum<NC, D, G, false>(p, r, data, x)
@@ -516,18 +524,25 @@ void optimized_nc(const CudaExecutor& exec, const Params& p, Op op, int block, i
 /// loads) for Nc = 4, 8, 16, with the alternative staging for Nc = 4 and, in single
 /// precision, Nc = 8; fp64: 1 row per thread, alternative staging for Nc = 8 (16 loads in
 /// flight per thread instead of 8). Differences between these shapes are within 1-3 %.
+template <class MT>
+constexpr int tuned_rows_per_thread(int nc)
+{
+    return sizeof(MT) == 4 && nc >= 4 ? 2 : 1;
+}
 template <class MT, class VT>
-BdiaLaunch tuned_launch(index_t nc, const BdiaLaunch& asked)
+constexpr bool tuned_alt_stage(int nc)
 {
     constexpr bool fp32_values = sizeof(MT) == 4;
     constexpr bool fp32_vectors = sizeof(VT) == 4;
+    return nc == 4 ? fp32_values : nc == 8 ? (!fp32_values || fp32_vectors) : false;
+}
+template <class MT, class VT>
+BdiaLaunch tuned_launch(index_t nc, const BdiaLaunch& asked)
+{
     BdiaLaunch l = asked;
     if (l.block <= 0) l.block = 256;
-    if (l.rows_per_thread <= 0) l.rows_per_thread = fp32_values && nc >= 4 ? 2 : 1;
-    if (l.stage <= 0) {
-        const bool alt = nc == 4 ? fp32_values : nc == 8 ? (!fp32_values || fp32_vectors) : false;
-        l.stage = alt ? 2 : 1;
-    }
+    if (l.rows_per_thread <= 0) l.rows_per_thread = tuned_rows_per_thread<MT>(nc);
+    if (l.stage <= 0) l.stage = tuned_alt_stage<MT, VT>(nc) ? 2 : 1;
     return l;
 }
 

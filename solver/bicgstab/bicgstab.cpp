@@ -6,23 +6,26 @@
 //     p  = r + β (p − ω v)                 update_p      4 passes
 //     p̂  = M⁻¹ p                           precondition  (skipped for M = I: p̂ = p)
 //     v  = A p̂                             SpMV          matrix + 2 passes
-//     α  = ρ / (r̂, v)                      alpha         2 passes
+//     α  = ρ / (r̂, v)                      alpha         2 passes   (fused: +1 in the SpMV)
 //     s  = r − α v                         update_s      3 passes
 //     ŝ  = M⁻¹ s                           precondition  (skipped for M = I)
 //     t  = A ŝ                             SpMV          matrix + 2 passes
-//     (s, s): ‖s‖ ≤ tol → ω = 0 (half step) omega        2 passes
+//     (s, s): ‖s‖ ≤ tol → ω = 0 (half step) omega        2 passes   (fused: 0, or +1 with M ≠ I)
 //     ω  = (t, s) / (t, t)                 (one reduction of the three sums)
 //     x += α p̂ + ω ŝ,  r = s − ω t,        update_xr     7 passes (8 with M ≠ I)
 //     (r̂, r), (r, r) → ρ, β, tests
 //
-// Traffic per iteration without preconditioner: 2 × matrix bytes + 22 · n·sizeof(VT)
-// (BENCHMARKS.md counts ≈ 25 passes for one kernel per vector operation; going down to
-// 15–17 needs the dot products fused into the SpMV itself, which the Operator interface
-// does not offer yet). With a preconditioner: + 2 applications, + 1 pass.
+// Traffic per iteration without preconditioner: 2 × matrix bytes + 22 · n·sizeof(VT), or
+// 19 where the operator fuses the dot products into the product (Operator::apply_fused_dots,
+// SolverOptions::fused_dots: BDIA-GH on a GPU): the alpha and omega steps then add up the
+// product's per-CTA partial sums instead of reading v, r̂, t and s again (t = A s reads s as
+// its own x: no pass at all). BENCHMARKS.md counts ≈ 25 passes for one kernel per vector
+// operation and 15–17 when fused into the SpMVs. With a preconditioner: + 2 applications,
+// + 1 pass.
 // Launches per iteration: 5 vector kernels (3 reductions whose last block computes the
-// scalars: α; ‖s‖ with ω; ρ with ‖r‖ -- and 2 element-wise) + 2 SpMV (+ 2 preconditioner
-// applications); the host is not involved until the check. Distributed, each of the 3
-// reduction points is one all-reduce.
+// scalars: α; ‖s‖ with ω; ρ with ‖r‖ -- and 2 element-wise; fused, the α and ω ones only
+// reduce the partials) + 2 SpMV (+ 2 preconditioner applications); the host is not involved
+// until the check. Distributed, each of the 3 reduction points is one all-reduce.
 #include "solver/bicgstab/bicgstab.hpp"
 
 #include "solver/bicgstab/bicgstab_reference.hpp"
@@ -85,6 +88,7 @@ struct Bicgstab<VT>::Workspace {
     detail::CheckMirrors mirrors;
     BatchGraph graph;
     Array<VT> r, r_hat, p, v, s, t, p_hat, s_hat;
+    Array<double> partials;  // a fused product's partial sums (Operator::apply_fused_dots)
 };
 
 template <class VT>
@@ -163,6 +167,7 @@ Status Bicgstab<VT>::solve(const Array<VT>& b_arr, Array<VT>& x_arr)
     }
     // r̂ = r, p = v = 0, ‖b‖, ‖r0‖, ρ = (r̂, r) = ‖r0‖²
     ops.bicgstab_init(n, b, r, r_hat, p, v, detail::stop_params(opts_));
+    detail::FusedDots fused(A, opts_.fused_dots, w.partials);
     const bool graphs = detail::graphs_allowed(opts_, A, identity ? nullptr : m_.get());
     detail::KrylovDriver<VT> driver(ops, w.mirrors, opts_, graphs ? &w.graph : nullptr);
     const bool stopped = driver.start();
@@ -173,19 +178,30 @@ Status Bicgstab<VT>::solve(const Array<VT>& b_arr, Array<VT>& x_arr)
     detail::Stopwatch solve_clock;
     if (!stopped) {
         driver.run([&] {
-            ops.bicgstab_update_p(n, r, v, p);                           // p = r + β(p − ωv)
-            if (!identity) m_->apply(p, p_hat);                          // p̂ = M⁻¹ p
-            A.apply(p_hat, v);                                           // v = A p̂
-            ops.bicgstab_alpha(n, r_hat, v);                             // α = ρ/(r̂, v)
-            ops.bicgstab_update_s(n, r, v, s);                           // s = r − αv
-            if (!identity) m_->apply(s, s_hat);                          // ŝ = M⁻¹ s
-            A.apply(s_hat, t);                                           // t = A ŝ
-            ops.bicgstab_omega(n, t, s);                                 // ω = (t,s)/(t,t)
+            ops.bicgstab_update_p(n, r, v, p);   // p = r + β(p − ωv)
+            if (!identity) m_->apply(p, p_hat);  // p̂ = M⁻¹ p
+            // v = A p̂, α = ρ/(r̂, v)
+            fused.apply(
+                A, p_hat, v, r_hat, 1,
+                [&](index_t parts, const double* sums) {
+                    ops.bicgstab_alpha_partials(parts, sums);
+                },
+                [&] { ops.bicgstab_alpha(n, r_hat, v); });
+            ops.bicgstab_update_s(n, r, v, s);   // s = r − αv
+            if (!identity) m_->apply(s, s_hat);  // ŝ = M⁻¹ s
+            // t = A ŝ with (t, s), (t, t), (s, s) → half-step test, ω = (t,s)/(t,t)
+            fused.apply(
+                A, s_hat, t, s, 3,
+                [&](index_t parts, const double* sums) {
+                    ops.bicgstab_omega_partials(parts, sums);
+                },
+                [&] { ops.bicgstab_omega(n, t, s); });
             ops.bicgstab_update_xr(n, p_hat, s_hat, s, t, r_hat, x, r);  // x, r, ρ, β
         });
     }
     driver.finish(st);
     st.cuda_graph = driver.used_graph();
+    st.fused_dots = fused.used();
     st.timings.solve_ms = solve_clock.ms();
     st.timings.per_iteration_ms = st.iterations > 0 ? st.timings.solve_ms / st.iterations : 0.0;
 

@@ -3,15 +3,17 @@
 //
 //     start:  r = b − A x0;  z = M⁻¹ r;  p = z;  ρ = (r, z)
 //     loop:   q  = A p                               SpMV        matrix + 2 passes
-//             α  = ρ / (p, q)                        alpha       2 passes
+//             α  = ρ / (p, q)                        alpha       2 passes (fused: 0)
 //             x += α p,  r −= α q,  (r, r) → tests   update_xr   6 passes
 //             z  = M⁻¹ r                             precondition (skipped for M = I: z = r)
 //             ρ' = (r, z),  β = ρ'/ρ                 beta        2 passes (M ≠ I only; for
 //                                                                M = I, (r, r) gives ρ')
 //             p  = z + β p                           update_p    3 passes
 //
-// Traffic per iteration without preconditioner: matrix bytes + 13 · n·sizeof(VT);
-// with one: + 1 application + 2 passes. Launches: 3 (4 with M) + SpMV (+ M).
+// Traffic per iteration without preconditioner: matrix bytes + 13 · n·sizeof(VT), or 11
+// where the operator fuses (p, q) into the product (Operator::apply_fused_dots: p is the
+// product's own x, so the sum costs no pass); with a preconditioner: + 1 application + 2
+// passes. Launches: 3 (4 with M) + SpMV (+ M).
 #include "solver/cg/cg.hpp"
 
 #include "solver/krylov_driver.hpp"
@@ -50,6 +52,7 @@ struct Cg<VT>::Workspace {
     detail::CheckMirrors mirrors;
     BatchGraph graph;
     Array<VT> r, z, p, q;
+    Array<double> partials;  // a fused product's partial sums (Operator::apply_fused_dots)
 };
 
 template <class VT>
@@ -113,6 +116,7 @@ Status Cg<VT>::solve(const Array<VT>& b_arr, Array<VT>& x_arr)
     ops.cg_init(n, b, r, detail::stop_params(opts_));  // ‖b‖, ‖r0‖, tests at iteration 0
     if (!identity) m_->apply(r, z);                    // z = M⁻¹ r
     ops.cg_start(n, r, z, p);                          // p = z, ρ = (r, z)
+    detail::FusedDots fused(A, opts_.fused_dots, w.partials);
     const bool graphs = detail::graphs_allowed(opts_, A, identity ? nullptr : m_.get());
     detail::KrylovDriver<VT> driver(ops, w.mirrors, opts_, graphs ? &w.graph : nullptr);
     const bool stopped = driver.start();
@@ -123,8 +127,11 @@ Status Cg<VT>::solve(const Array<VT>& b_arr, Array<VT>& x_arr)
     detail::Stopwatch solve_clock;
     if (!stopped) {
         driver.run([&] {
-            A.apply(p, q);                              // q = A p
-            ops.cg_alpha(n, p, q);                      // α = ρ/(p, q)
+            // q = A p, α = ρ/(p, q)
+            fused.apply(
+                A, p, q, p, 1,
+                [&](index_t parts, const double* sums) { ops.cg_alpha_partials(parts, sums); },
+                [&] { ops.cg_alpha(n, p, q); });
             ops.cg_update_xr(n, p, q, x, r, identity);  // x += αp, r −= αq, ‖r‖
             if (!identity) {
                 m_->apply(r, z);       // z = M⁻¹ r
@@ -135,6 +142,7 @@ Status Cg<VT>::solve(const Array<VT>& b_arr, Array<VT>& x_arr)
     }
     driver.finish(st);
     st.cuda_graph = driver.used_graph();
+    st.fused_dots = fused.used();
     st.timings.solve_ms = solve_clock.ms();
     st.timings.per_iteration_ms = st.iterations > 0 ? st.timings.solve_ms / st.iterations : 0.0;
 

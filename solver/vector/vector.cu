@@ -9,6 +9,7 @@
 // never visit the host.
 #include <cstddef>
 
+#include "core/cuda_block_sum.cuh"
 #include "core/cuda_common.hpp"
 #include "solver/vector/vector_kernels.hpp"
 
@@ -31,30 +32,7 @@ unsigned blocks_for(const CudaExecutor& exec, index_t n)
     return g < m ? g : m;
 }
 
-/// Sum each of v[0..NS) over the block; the result is valid in thread 0.
-template <int NS>
-__device__ void block_sum(double (&v)[NS])
-{
-    __shared__ double sh[NS][32];
-    const int lane = threadIdx.x & 31;
-    const int warp = threadIdx.x >> 5;
-#pragma unroll
-    for (int k = 0; k < NS; ++k)
-        for (int off = 16; off > 0; off >>= 1) v[k] += __shfl_down_sync(0xffffffffu, v[k], off);
-    if (lane == 0)
-#pragma unroll
-        for (int k = 0; k < NS; ++k) sh[k][warp] = v[k];
-    __syncthreads();
-    if (warp == 0) {
-        const int nwarps = blockDim.x >> 5;
-#pragma unroll
-        for (int k = 0; k < NS; ++k) {
-            v[k] = lane < nwarps ? sh[k][lane] : 0.0;
-            for (int off = 16; off > 0; off >>= 1) v[k] += __shfl_down_sync(0xffffffffu, v[k], off);
-        }
-    }
-    __syncthreads();  // sh is reused by the next call
-}
+using cuda_detail::block_sum;
 
 /// Map: load(state) once per thread, then (i, acc) for each element. Fin(state, sums, hist)
 /// runs once, in the last block. gated: do nothing once state->stop is set.
@@ -548,6 +526,38 @@ void bicgstab_alpha(const CudaExecutor& exec, index_t n, const VT* r_hat, const 
                     StepContext ctx)
 {
     launch_reduce<1>(exec, n, DotMap<VT>{{}, r_hat, v}, AlphaFin{}, ctx, true);
+}
+
+namespace {
+/// The partial sums a fused product left (Operator::apply_fused_dots), NS per CTA.
+template <int NS>
+struct PartialsMap : NoLoad {
+    const double* partials;
+    long long parts;
+    __device__ void operator()(long long i, double (&a)[NS]) const
+    {
+#pragma unroll
+        for (int k = 0; k < NS; ++k) a[k] += __ldcg(&partials[k * parts + i]);
+    }
+};
+}  // namespace
+
+void bicgstab_alpha_partials(const CudaExecutor& exec, index_t parts, const double* partials,
+                             StepContext ctx)
+{
+    launch_reduce<1>(exec, parts, PartialsMap<1>{{}, partials, parts}, AlphaFin{}, ctx, true);
+}
+
+void bicgstab_omega_partials(const CudaExecutor& exec, index_t parts, const double* partials,
+                             StepContext ctx)
+{
+    launch_reduce<3>(exec, parts, PartialsMap<3>{{}, partials, parts}, OmegaFin{}, ctx, true);
+}
+
+void cg_alpha_partials(const CudaExecutor& exec, index_t parts, const double* partials,
+                       StepContext ctx)
+{
+    launch_reduce<1>(exec, parts, PartialsMap<1>{{}, partials, parts}, CgAlphaFin{}, ctx, true);
 }
 
 template <class VT>

@@ -125,6 +125,44 @@ void bicgstab_alpha(const CpuExecutor& e, index_t n, const VT* r_hat, const VT* 
     krylov::bicgstab_alpha_finalize(*ctx.state, rv);
 }
 
+namespace {
+/// The NS sums of a fused product's partials (in order), over the processes with a reducer;
+/// false (nothing summed) once the iteration has stopped.
+template <int NS>
+bool sum_partials(const CpuExecutor& e, index_t parts, const double* partials,
+                  const StepContext& ctx, double (&v)[NS])
+{
+    if (ctx.state->stop) return false;
+    for (int k = 0; k < NS; ++k) {
+        v[k] = 0;
+        for (index_t b = 0; b < parts; ++b) v[k] += partials[std::size_t(k) * parts + b];
+    }
+    if (ctx.reducer) ctx.reducer->sum(e, v, NS);
+    return true;
+}
+}  // namespace
+
+void bicgstab_alpha_partials(const CpuExecutor& e, index_t parts, const double* partials,
+                             StepContext ctx)
+{
+    double v[1];
+    if (sum_partials(e, parts, partials, ctx, v)) krylov::bicgstab_alpha_finalize(*ctx.state, v[0]);
+}
+
+void bicgstab_omega_partials(const CpuExecutor& e, index_t parts, const double* partials,
+                             StepContext ctx)
+{
+    double v[3];
+    if (sum_partials(e, parts, partials, ctx, v))
+        krylov::bicgstab_s_omega_finalize(*ctx.state, v[0], v[1], v[2]);
+}
+
+void cg_alpha_partials(const CpuExecutor& e, index_t parts, const double* partials, StepContext ctx)
+{
+    double v[1];
+    if (sum_partials(e, parts, partials, ctx, v)) krylov::cg_alpha_finalize(*ctx.state, v[0]);
+}
+
 template <class VT>
 void bicgstab_update_s(const CpuExecutor&, index_t n, const VT* r, const VT* v, VT* s,
                        StepContext ctx)

@@ -120,6 +120,31 @@ template <class VT>
 void bicgstab_update_xr(const CudaExecutor& exec, index_t n, const VT* p_hat, const VT* s_hat,
                         const VT* s, const VT* t, const VT* r_hat, VT* x, VT* r, StepContext ctx);
 
+// ---- steps whose dot products came with the product (Operator::apply_fused_dots) --------
+// `partials`: the product's count × parts partial sums in the executor's memory, sum k at
+// partials[k * parts .. (k + 1) * parts). Each step adds them in order (over the processes
+// with ctx.reducer, as the step it replaces) and runs the same finalize as that step; no
+// vector is read.                                                   0 passes
+
+/// α = ρ / (r̂, v) from the partials of (r̂, v) (v = A p̂ fused with count 1, w = r̂)
+void bicgstab_alpha_partials(const CpuExecutor& exec, index_t parts, const double* partials,
+                             StepContext ctx);
+void bicgstab_alpha_partials(const CudaExecutor& exec, index_t parts, const double* partials,
+                             StepContext ctx);
+
+/// The ω step (half-step test, ω) from the partials of (t, s), (t, t), (s, s)
+/// (t = A ŝ fused with count 3, w = s)
+void bicgstab_omega_partials(const CpuExecutor& exec, index_t parts, const double* partials,
+                             StepContext ctx);
+void bicgstab_omega_partials(const CudaExecutor& exec, index_t parts, const double* partials,
+                             StepContext ctx);
+
+/// CG α = ρ / (p, q) from the partials of (p, q) (q = A p fused with count 1, w = p)
+void cg_alpha_partials(const CpuExecutor& exec, index_t parts, const double* partials,
+                       StepContext ctx);
+void cg_alpha_partials(const CudaExecutor& exec, index_t parts, const double* partials,
+                       StepContext ctx);
+
 // ---- CG (preconditioned) --------------------------------------------------------------
 
 /// (b, b) and (r, r); then krylov::init_finalize.                    2 passes

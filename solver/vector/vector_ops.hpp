@@ -211,6 +211,24 @@ public:
         });
     }
 
+    /// The α and ω steps from a fused product's partial sums (Operator::apply_fused_dots).
+    void bicgstab_alpha_partials(index_t parts, const double* partials)
+    {
+        call([&](const auto& e) {
+            kernels::bicgstab_alpha_partials(e, parts, partials, context());
+        });
+    }
+    void bicgstab_omega_partials(index_t parts, const double* partials)
+    {
+        call([&](const auto& e) {
+            kernels::bicgstab_omega_partials(e, parts, partials, context());
+        });
+    }
+    void cg_alpha_partials(index_t parts, const double* partials)
+    {
+        call([&](const auto& e) { kernels::cg_alpha_partials(e, parts, partials, context()); });
+    }
+
     void cg_init(index_t n, const VT* b, const VT* r, StopParams params)
     {
         call([&](const auto& e) { kernels::cg_init(e, n, b, r, params, context()); });

@@ -1,0 +1,7 @@
+// BDIA-GH CUDA product with fused dot products, (MT, VT) = (float,float). The kernels are in
+// bdia_dots.cuh; one precision per file so that the CUDA build spreads over cores.
+#include "formats/bdia/bdia_dots.cuh"
+
+namespace heptane::kernels {
+HEPTANE_INSTANTIATE_BDIA_DOTS(float, float)
+}  // namespace heptane::kernels

@@ -1,0 +1,55 @@
+// The fused product-and-dots of Operator::apply_fused_dots for the operators that wrap a
+// format (formats/matrix.cpp, the PETSc plugin's own): BDIA-GH on a CUDA executor has a fused
+// kernel (kernels::spmv_dots, formats/bdia/bdia_dots.cuh); every other format, the CPU and
+// the thesis BDIA kernel do not (0: the caller applies and reduces separately).
+#pragma once
+
+#include <cstddef>
+#include <type_traits>
+
+#include "core/executor.hpp"
+#include "formats/bdia/bdia.hpp"
+#include "formats/bdia/bdia_cuda.hpp"
+
+namespace heptane {
+
+template <class M>
+struct is_bdia : std::false_type {
+};
+template <class T>
+struct is_bdia<Bdia<T>> : std::true_type {
+};
+
+/// Operator::fused_dots_capacity for matrix `m` of format M on `exec` with `kernel`.
+template <class M>
+std::size_t fused_dots_capacity(const Executor& exec, const M& m, kernels::BdiaKernel kernel,
+                                int count)
+{
+    if constexpr (is_bdia<M>::value) {
+#ifdef HEPTANE_HAVE_CUDA
+        if (exec.is_cuda() && kernel != kernels::BdiaKernel::thesis)
+            return kernels::spmv_dots_capacity(m.rows, count);
+#endif
+    }
+    (void)exec, (void)m, (void)kernel, (void)count;
+    return 0;
+}
+
+/// Operator::apply_fused_dots for matrix `m` of format M on `exec` with `kernel`.
+template <class M, class VT>
+index_t apply_fused_dots(const Executor& exec, const M& m, kernels::BdiaKernel kernel, const VT* x,
+                         VT* y, const VT* w, int count, double* partials, std::size_t capacity)
+{
+    if constexpr (is_bdia<M>::value) {
+#ifdef HEPTANE_HAVE_CUDA
+        if (exec.is_cuda() && kernel != kernels::BdiaKernel::thesis)
+            return kernels::spmv_dots(static_cast<const CudaExecutor&>(exec), m, x, y, w, count,
+                                      partials, capacity);
+#endif
+    }
+    (void)exec, (void)m, (void)kernel, (void)x, (void)y, (void)w, (void)count, (void)partials,
+        (void)capacity;
+    return 0;
+}
+
+}  // namespace heptane
