@@ -4,6 +4,7 @@
 #include "plugin/engine_impl.hpp"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstring>
 #include <sstream>
@@ -17,6 +18,7 @@
 #include "formats/coo/coo.hpp"
 #include "formats/csr/csr.hpp"
 #include "formats/detect/detect.hpp"
+#include "formats/fused_dots.hpp"
 #include "formats/spmv.hpp"
 #include "plugin/device_pool.hpp"
 #include "plugin/pinned_upload.hpp"
@@ -110,8 +112,11 @@ public:
   void                            apply_transpose(VT alpha, const VT *x, VT beta, VT *y) const override { spmv(*exec_, m_, Op::transpose, alpha, x, beta, y); }
   std::string                     describe() const override { return desc_; }
   // CSR's CUDA kernels may wait on the host (see formats/matrix.cpp); the others only launch.
-  bool graph_safe() const override { return exec_->is_cuda() && !std::is_same_v<M, Csr<MT>>; }
-  M   &matrix() noexcept { return m_; }
+  bool        graph_safe() const override { return exec_->is_cuda() && !std::is_same_v<M, Csr<MT>>; }
+  index_t     apply_fused_dots(const VT *x, VT *y, const VT *w, int count, double *partials, std::size_t capacity) const override { return heptane::apply_fused_dots(*exec_, m_, kernels::BdiaKernel::automatic, x, y, w, count, partials, capacity); }
+  std::size_t fused_dots_capacity(int count) const override { return heptane::fused_dots_capacity(*exec_, m_, kernels::BdiaKernel::automatic, count); }
+  M          &matrix() noexcept { return m_; }
+  const M    &matrix() const noexcept { return m_; }
 
 private:
   M                               m_;
@@ -267,6 +272,25 @@ struct BdiaStore final : TypedStore<VT> {
     o << what << " on the device, after a pinned, chunked upload of the CSR values";
     if (slot_ms_ > 0) o << "; at the first build the pattern went up and the slot map was computed on the device in " << slot_ms_ << " ms, the values went up and were scattered in " << values_ms_ << " ms";
     return o.str();
+  }
+  std::shared_ptr<const Operator<VT>> right_scaled(const VT *binv, index_t b, const std::shared_ptr<const Operator<VT>> &reuse) const override
+  {
+    const Bdia<MT> &a = own_->matrix();
+    if (b < 1 || a.block_size % b != 0) return nullptr;
+    auto out = std::dynamic_pointer_cast<const OpT>(reuse);
+    if (!out || out->matrix().data.size() != a.data.size() || out->matrix().block_offsets != a.block_offsets || out->executor() != own_->executor()) {
+      Bdia<MT> m;
+      m.rows          = a.rows;
+      m.cols          = a.cols;
+      m.block_size    = a.block_size;
+      m.block_offsets = a.block_offsets;
+      m.data          = Array<MT>(a.data.exec(), a.data.size());
+      out             = std::make_shared<OpT>(std::move(m), own_->executor(), own_->describe() + ", right-scaled by the block-Jacobi inverse");
+    }
+    // the operator is ours (made here): writable
+    Bdia<MT> &dst = const_cast<OpT &>(*out).matrix();
+    dispatch_executor(*own_->executor(), [&](const auto &e) { kernels::bdia_right_scale(e, a, b, binv, dst); });
+    return out;
   }
   const double  *device_values() const override { return values_.empty() ? nullptr : values_.data(); }
   CsrPatternView device_pattern() const override
@@ -602,6 +626,23 @@ CsrPatternView MatrixEngine::csr_pattern_on_device() const
 {
   return impl_->store ? impl_->store->device_pattern() : CsrPatternView{};
 }
+namespace
+{
+template <class VT>
+std::shared_ptr<const Operator<VT>> right_scaled_of(const MatrixEngine::Impl &m, const VT *binv, index_t b, const std::shared_ptr<const Operator<VT>> &reuse)
+{
+  const auto *t = m.distributed ? nullptr : dynamic_cast<const detail::TypedStore<VT> *>(m.store.get());
+  return t && binv ? t->right_scaled(binv, b, reuse) : nullptr;
+}
+} // namespace
+std::shared_ptr<const Operator<double>> MatrixEngine::right_scaled(const double *binv, index_t b, const std::shared_ptr<const Operator<double>> &reuse) const
+{
+  return right_scaled_of(*impl_, binv, b, reuse);
+}
+std::shared_ptr<const Operator<float>> MatrixEngine::right_scaled(const float *binv, index_t b, const std::shared_ptr<const Operator<float>> &reuse) const
+{
+  return right_scaled_of(*impl_, binv, b, reuse);
+}
 const MatrixTimings &MatrixEngine::timings() const noexcept
 {
   return impl_->timings;
@@ -617,10 +658,31 @@ struct Typed {
   std::shared_ptr<Preconditioner<VT>> pc;
   Bicgstab<VT>                        bicgstab;
   Cg<VT>                              cg;
-  Array<VT>                           b, x;
+  Array<VT>                           b, x, y;
   std::vector<VT>                     staging; // float vectors: conversion on the host
+  // Â = A M⁻¹ (KrylovEngine::set_fold) and what it was made from
+  std::shared_ptr<const Operator<VT>> folded;
+  const MatrixEngine                 *folded_m = nullptr;
+  std::array<int, 4>                  folded_for{-1, -1, -1, -1};
 
-  Status solve(SolverType solver, std::shared_ptr<const Operator<VT>> op, const SolverOptions &opts, bool nonzero_guess, const double *bh, double *xh)
+  // Â for this solve: made again when A or M has changed since (their build and refresh
+  // counts); nullptr when the operator cannot form it. `made_ms`: the time it took, 0 if reused.
+  std::shared_ptr<const Operator<VT>> fold(const MatrixEngine &m, const KrylovTimings &t, double &made_ms)
+  {
+    made_ms                      = 0;
+    const std::array<int, 4> key = {m.timings().builds, m.timings().refreshes, t.pc_builds, t.pc_refreshes};
+    if (folded_m == &m && folded_for == key) return folded;
+    const auto t0 = clock_type::now();
+    folded        = m.right_scaled(pc->block_inverse(), pc->block_size(), folded_m == &m ? folded : nullptr);
+    folded_m      = &m;
+    folded_for    = key;
+    if (folded) folded->executor()->synchronize();
+    made_ms = ms_since(t0);
+    return folded;
+  }
+
+  // folded: BiCGStab on Â y = b (zero initial guess), then x = M⁻¹ y
+  Status solve(SolverType solver, std::shared_ptr<const Operator<VT>> op, const std::shared_ptr<const Operator<VT>> &folded_op, const SolverOptions &opts, bool nonzero_guess, const double *bh, double *xh)
   {
     const auto        exec = op->executor();
     const std::size_t n    = std::size_t(op->rows());
@@ -631,7 +693,14 @@ struct Typed {
     SolverOptions o         = opts;
     o.nonzero_initial_guess = nonzero_guess;
     Status st;
-    if (solver == SolverType::bicgstab) {
+    if (folded_op) {
+      if (y.size() != n || y.exec() != exec) y = Array<VT>(exec, n);
+      bicgstab.options() = o;
+      bicgstab.set_operator(folded_op);
+      bicgstab.set_preconditioner(std::shared_ptr<const Operator<VT>>());
+      st = bicgstab.solve(b, y);
+      pc->apply(y.data(), x.data()); // x = M⁻¹ y
+    } else if (solver == SolverType::bicgstab) {
       bicgstab.options() = o;
       bicgstab.set_operator(op);
       bicgstab.set_preconditioner(pc);
@@ -683,6 +752,10 @@ struct KrylovEngine::Impl {
   bool                pattern_on_device = false; // its symbolic part made on the device
   const MatrixEngine *values_from       = nullptr;
   int                 values_of         = -1; // values_from->timings().builds
+  // the preconditioner folded into the operator (set_fold) and what the last solve did
+  bool   fold    = true;
+  bool   folded  = false;
+  double fold_ms = 0;
 };
 
 namespace
@@ -790,9 +863,29 @@ Status KrylovEngine::solve(SolverType solver, const MatrixEngine &m, const Solve
   const auto t0 = clock_type::now();
   Impl      &k  = *impl_;
   HEPTANE_ENSURE(m.built(), InputError, "solve before the operator was built");
-  Status st               = m.precision() == Precision::single ? k.f.solve(solver, m.operator_single(), opts, nonzero_guess, b, x) : k.d.solve(solver, m.operator_double(), opts, nonzero_guess, b, x);
+  // the preconditioner folded into the operator where that is the same method
+  const auto run = [&](auto &t, auto op) {
+    std::decay_t<decltype(op)> folded;
+    if (k.fold && solver == SolverType::bicgstab && !nonzero_guess && t.pc && t.pc->block_inverse()) folded = t.fold(m, k.timings, k.fold_ms);
+    k.folded = folded != nullptr;
+    return t.solve(solver, op, folded, opts, nonzero_guess, b, x);
+  };
+  k.fold_ms               = 0;
+  Status st               = m.precision() == Precision::single ? run(k.f, m.operator_single()) : run(k.d, m.operator_double());
   k.timings.last_solve_ms = ms_since(t0);
   return st;
+}
+void KrylovEngine::set_fold(bool fold) noexcept
+{
+  impl_->fold = fold;
+}
+bool KrylovEngine::last_solve_folded() const noexcept
+{
+  return impl_->folded;
+}
+double KrylovEngine::last_fold_ms() const noexcept
+{
+  return impl_->fold_ms;
 }
 
 std::string KrylovEngine::preconditioner_describe() const

@@ -168,8 +168,15 @@ public:
   /// executor's device memory (on_executor set), where the operator keeps it there (bdiagh on
   /// a GPU, slot map made on the device); a view with rows = 0 otherwise. Valid until the
   /// next build.
-  CsrPatternView       csr_pattern_on_device() const;
-  const MatrixTimings &timings() const noexcept;
+  CsrPatternView csr_pattern_on_device() const;
+  /// Â = A M⁻¹ for a right block-Jacobi (or Jacobi) M folded into the operator: `binv` holds
+  /// M⁻¹'s blocks of b (Preconditioner::block_inverse), in the operator's vector precision;
+  /// the result is written into `reuse` when it is an earlier result for this build (no
+  /// allocation), else into a new operator. nullptr where the operator cannot form it (one
+  /// rank's bdiagh only; b must divide the block size). Valid until the next build.
+  std::shared_ptr<const Operator<double>> right_scaled(const double *binv, index_t b, const std::shared_ptr<const Operator<double>> &reuse) const;
+  std::shared_ptr<const Operator<float>>  right_scaled(const float *binv, index_t b, const std::shared_ptr<const Operator<float>> &reuse) const;
+  const MatrixTimings                    &timings() const noexcept;
 
   struct Impl;
 
@@ -207,7 +214,18 @@ public:
   /// Solve A x = b with the operator of `m` and the preconditioner. b and x are host arrays
   /// of m.rows() doubles (this rank's rows; collective when `m` is distributed); x is the initial guess when nonzero_guess and receives the last
   /// iterate. Numerical trouble is the Status; misuse throws.
-  Status      solve(SolverType solver, const MatrixEngine &m, const SolverOptions &opts, bool nonzero_guess, const double *b, double *x);
+  /// BiCGStab with Jacobi or block Jacobi M and a zero initial guess on one rank's bdiagh
+  /// operator: the preconditioner folded into the operator (fold, the default), i.e.
+  /// unpreconditioned BiCGStab on Â = A M⁻¹ (MatrixEngine::right_scaled, redone after every
+  /// new build or refresh of A or M) for y, then x = M⁻¹ y. The same iterates and residuals
+  /// as right preconditioning, to rounding, without two preconditioner applications and a
+  /// vector pass per iteration; Â costs a second copy of the matrix values.
+  Status solve(SolverType solver, const MatrixEngine &m, const SolverOptions &opts, bool nonzero_guess, const double *b, double *x);
+  void   set_fold(bool fold) noexcept;
+  /// Whether the last solve ran on the folded operator, and how long making it took (ms; 0
+  /// when it was reused).
+  bool        last_solve_folded() const noexcept;
+  double      last_fold_ms() const noexcept;
   std::string preconditioner_describe() const;
   /// Where the last setup or refresh ran the preconditioner's numeric part, one line (e.g.
   /// "numeric part on the device, from the operator's device copy of the values").

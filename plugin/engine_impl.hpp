@@ -79,7 +79,12 @@ struct StoreBase {
 
 template <class VT>
 struct TypedStore : StoreBase {
-  std::shared_ptr<const Operator<double>> op_double() const override
+  /// Â = A M⁻¹ with M⁻¹ block diagonal (blocks of b; `binv` as Preconditioner::block_inverse
+  /// gives them), into `reuse` when it is an earlier result of this store (no allocation),
+  /// else into a new operator; nullptr where the store cannot form it (formats other than
+  /// BDIA-GH, b not dividing the block size).
+  virtual std::shared_ptr<const Operator<VT>> right_scaled(const VT * /*binv*/, index_t /*b*/, const std::shared_ptr<const Operator<VT>> & /*reuse*/) const { return nullptr; }
+  std::shared_ptr<const Operator<double>>     op_double() const override
   {
     if constexpr (std::is_same_v<VT, double>) return op_;
     return nullptr;

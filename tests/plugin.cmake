@@ -66,6 +66,22 @@ foreach(pc none jacobi pbjacobi ilu)
     ${compare} --ref "${ref_bcgs} -pc_type ${pc}" --heptane "-ksp_type hbcgs -pc_type ${pc} -ksp_view"
     --expect "from -pc_type ${pc}" --reject MISMATCH -- ${host} -dof 2)
 endforeach()
+# Jacobi and block Jacobi folded into the operator (BiCGStab on A M^-1, x = M^-1 y): the same
+# answers as PETSc, made again after each values-only setup; -heptane_fold 0, a nonzero initial
+# guess and CG keep the preconditioner apart
+foreach(pc jacobi pbjacobi)
+  heptane_plugin_test(plugin_host_${pc}_folded_into_the_operator
+    ${compare} --ref "${ref_bcgs} -pc_type ${pc}" --heptane "-ksp_type hbcgs -pc_type ${pc} -ksp_view"
+    --expect "preconditioner folded into the operator \\(-heptane_fold\\): BiCGStab on A M\\^-1 \\(made for this solve"
+    --expect "heptane setups: 1 full \\(new pattern\\), 2 values-only"
+    --reject MISMATCH -- ${host} -dof 3 -solves 3)
+endforeach()
+heptane_plugin_test(plugin_host_fold_off_keeps_the_preconditioner_apart
+  ${compare} --ref "${ref_bcgs} -pc_type pbjacobi" --heptane "-ksp_type hbcgs -pc_type pbjacobi -heptane_fold 0 -ksp_view"
+  "--expect=-heptane_fold FALSE" --reject "folded into the operator" --reject MISMATCH -- ${host} -dof 3 -solves 2)
+heptane_plugin_test(plugin_host_initial_guess_nonzero_is_not_folded
+  ${compare} --ref "${ref_bcgs} -pc_type pbjacobi -ksp_initial_guess_nonzero" --heptane "-ksp_type hbcgs -pc_type pbjacobi -ksp_initial_guess_nonzero -ksp_view"
+  --reject "folded into the operator" --reject MISMATCH -- ${host} -dof 2 -x0 1)
 foreach(fmt csr ell hyb dia bsr coo)
   heptane_plugin_test(plugin_host_format_${fmt}
     ${compare} --ref ${ref_bcgs} --heptane "-ksp_type hbcgs -heptane_format ${fmt} -ksp_view"
@@ -154,7 +170,7 @@ if(HEPTANE_HAVE_CUDA)
       ${compare} --ref "${ref_bcgs} -pc_type ${pc}" --heptane "-ksp_type hbcgs -pc_type ${pc} -heptane_device gpu -ksp_view"
       --expect "${on_device}" --expect "${two_refreshes}" --expect "on the device, after a pinned, chunked upload"
       --expect "symbolic part on the device, from the operator's device copy of the pattern"
-      --expect "cuda:0 made on a background thread at load"
+      --expect "cuda:0 made on a background thread at load" --expect "preconditioner folded into the operator"
       --reject MISMATCH -- ${host} -dof 3 -solves 3)
   endforeach()
   heptane_plugin_gpu_test(plugin_host_gpu_without_prewarm

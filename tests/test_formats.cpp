@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <random>
 #include <set>
 #include <string>
@@ -847,4 +848,182 @@ BOOST_AUTO_TEST_CASE(bdia_slots_from_csr_put_each_entry_where_bdia_from_coo_does
                 index_t(std::upper_bound(ptr.begin(), ptr.end(), index_t(bad)) - ptr.begin() - 1);
             BOOST_TEST(col[std::size_t(bad)] / nc - br / nc == 1);
         }
+}
+
+namespace {
+
+// Operator::apply_fused_dots of a BDIA-GH operator in precision (MT, VT), block size nc:
+// on a GPU, y bit for bit the plain product's, and the partial sums add up to (w, y) and,
+// with count 3, (y, y) and (w, w), computed here in double from the same y; w apart from x
+// and w = x (no preconditioner). Elsewhere (the CPU) it declines: capacity 0, returns 0, y
+// untouched. Partials and y are poisoned with NaN first, so an unwritten one shows.
+template <class MT, class VT>
+void check_fused_dots(const std::string& what, const Coo<double>& a64, index_t nc)
+{
+    const auto exec = test::test_executor();
+    FormatOptions opt;
+    opt.block_size = nc;
+    const auto op = make_matrix_operator<MT, VT>(a64, Format::bdia, exec, opt);
+    const std::size_t n = std::size_t(a64.rows);
+    const std::vector<VT> xh = test::random_vector<VT>(n, 11), wh = test::random_vector<VT>(n, 12);
+    const Array<VT> x = Array<VT>(std::vector<VT>(xh)).to(exec);
+    const Array<VT> w = Array<VT>(std::vector<VT>(wh)).to(exec);
+    const VT nan = std::numeric_limits<VT>::quiet_NaN();
+    Array<VT> y_ref = Array<VT>(std::vector<VT>(n, nan)).to(exec);
+    op->apply(x.data(), y_ref.data());
+    const std::vector<VT> yr = y_ref.to_vector();
+    for (int count : {1, 3})
+        for (bool w_is_x : {true, false}) {
+            BOOST_TEST_CONTEXT(what << " " << op->describe() << ", count " << count
+                                    << (w_is_x ? ", w = x" : ", w apart"))
+            {
+                const std::size_t cap = op->fused_dots_capacity(count);
+                Array<double> partials =
+                    Array<double>(std::vector<double>(std::max<std::size_t>(cap, 1),
+                                                      std::numeric_limits<double>::quiet_NaN()))
+                        .to(exec);
+                Array<VT> y = Array<VT>(std::vector<VT>(n, nan)).to(exec);
+                const VT* wp = w_is_x ? x.data() : w.data();
+                const index_t parts =
+                    op->apply_fused_dots(x.data(), y.data(), wp, count, partials.data(), cap);
+                const std::vector<VT> yh = y.to_vector();
+                if (!exec->is_cuda()) {
+                    BOOST_TEST(cap == 0u);
+                    BOOST_TEST(parts == 0);
+                    BOOST_TEST(std::all_of(yh.begin(), yh.end(), [](VT v) { return v != v; }));
+                    continue;
+                }
+                BOOST_TEST_REQUIRE(parts > 0);
+                BOOST_TEST(std::size_t(count) * std::size_t(parts) <= cap);
+                BOOST_TEST(yh == yr, boost::test_tools::per_element());
+                const std::vector<double> ph = partials.to_vector();
+                const std::vector<VT>& wv = w_is_x ? xh : wh;
+                double want[3] = {0, 0, 0}, scale[3] = {0, 0, 0};
+                for (std::size_t i = 0; i < n; ++i) {
+                    const double wi = wv[i], yi = yr[i];
+                    want[0] += wi * yi;
+                    want[1] += yi * yi;
+                    want[2] += wi * wi;
+                    scale[0] += std::abs(wi * yi);
+                    scale[1] += yi * yi;
+                    scale[2] += wi * wi;
+                }
+                for (int k = 0; k < count; ++k) {
+                    double got = 0;
+                    for (index_t b = 0; b < parts; ++b)
+                        got += ph[std::size_t(k) * std::size_t(parts) + std::size_t(b)];
+                    // the same products in double, added in another order
+                    BOOST_TEST(std::abs(got - want[k]) <= 1e-12 * scale[k],
+                               "sum " << k << ": " << got << " vs " << want[k]);
+                }
+            }
+        }
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(bdia_fused_dots_give_the_product_and_its_dot_products)
+{
+    // every block size with a compiled kernel (1, 2, 3, 4, 8, 16) and the generic one (5);
+    // several CTAs each (>= 576 rows); banded and grid variants
+    for (index_t nc : {1, 2, 3, 4, 5, 8, 16}) {
+        const auto a = hepta(12, 8, 6, nc, nc % 2 == 0, 70 + unsigned(nc));
+        const std::string what = "hepta 12x8x6 Nc=" + std::to_string(nc);
+        check_fused_dots<double, double>(what, a, nc);
+        check_fused_dots<float, float>(what, a, nc);
+        check_fused_dots<float, double>(what, a, nc);
+    }
+    // extra block diagonals (9, not 7): the generic kernel
+    const auto h = hepta(6, 5, 4, 2, false, 80);
+    FormatOptions opt;
+    opt.block_size = 2;
+    opt.block_offsets = {-60, -30, -6, -1, 0, 1, 6, 30, 60};
+    const auto exec = test::test_executor();
+    const auto op9 = make_matrix_operator<double, double>(h, Format::bdia, exec, opt);
+    BOOST_TEST(op9->describe().find("D=9") != std::string::npos, op9->describe());
+    BOOST_TEST((op9->fused_dots_capacity(1) > 0) == exec->is_cuda());
+}
+
+BOOST_AUTO_TEST_CASE(fused_dots_are_declined_by_other_formats_and_the_thesis_kernel)
+{
+    const auto exec = test::test_executor();
+    const auto a = hepta(6, 5, 4, 3, false, 81);
+    FormatOptions thesis;
+    thesis.block_size = 3;
+    thesis.bdia_kernel = kernels::BdiaKernel::thesis;
+    const auto t = make_matrix_operator<double, double>(a, Format::bdia, exec, thesis);
+    const auto c = make_matrix_operator<double, double>(a, Format::csr, exec);
+    const Array<double> x =
+        Array<double>(test::random_vector<double>(std::size_t(a.rows), 3)).to(exec);
+    Array<double> y(exec, std::size_t(a.rows));
+    Array<double> partials(exec, 4096);
+    for (const auto* op : {t.get(), c.get()}) {
+        BOOST_TEST(op->fused_dots_capacity(1) == 0u, op->describe());
+        BOOST_TEST(
+            op->apply_fused_dots(x.data(), y.data(), x.data(), 1, partials.data(), 4096) == 0,
+            op->describe());
+    }
+}
+
+namespace {
+
+// kernels::bdia_right_scale on the executor under test: Â = A B with B block diagonal (blocks
+// of b), checked through products: Â x against A (B x) computed here in double.
+template <class MT, class VT>
+void check_right_scale(const Coo<double>& a64, index_t nc, index_t b, double tol)
+{
+    const auto exec = test::test_executor();
+    const Bdia<MT> a_host = bdia_from_coo(convert_values<MT>(a64), nc);
+    const Bdia<MT> a = a_host.to(exec);
+    Bdia<MT> out = a_host.to(exec);
+    dispatch_executor(*exec, [&](const auto& e) {
+        kernels::fill(e, index_t(out.data.size()), MT(7), out.data.data());
+    });
+    const std::size_t n = std::size_t(a64.rows), nb = n / std::size_t(b);
+    const std::vector<VT> bh = test::random_vector<VT>(nb * std::size_t(b * b), 21);
+    const Array<VT> bd = Array<VT>(std::vector<VT>(bh)).to(exec);
+    dispatch_executor(*exec,
+                      [&](const auto& e) { kernels::bdia_right_scale(e, a, b, bd.data(), out); });
+    const std::vector<VT> x = test::random_vector<VT>(n, 22);
+    std::vector<double> bx(n, 0.0);  // B x
+    for (std::size_t p = 0; p < nb; ++p)
+        for (index_t i = 0; i < b; ++i)
+            for (index_t j = 0; j < b; ++j)
+                bx[p * b + i] += double(bh[p * b * b + i * b + j]) * double(x[p * b + j]);
+    std::vector<double> want(n, 0.0);  // A (B x)
+    const Coo<MT> am = convert_values<MT>(a64);
+    for (offset_t k = 0; k < am.nnz(); ++k)
+        want[std::size_t(am.row[std::size_t(k)])] +=
+            double(am.val[std::size_t(k)]) * bx[std::size_t(am.col[std::size_t(k)])];
+    const Array<VT> xd = Array<VT>(std::vector<VT>(x)).to(exec);
+    Array<VT> yd(exec, n);
+    dispatch_executor(*exec, [&](const auto& e) {
+        kernels::spmv(e, out, Op::normal, VT(1), xd.data(), VT(0), yd.data());
+    });
+    BOOST_TEST(test::rel_max_diff(yd.to_vector(), want) <= tol,
+               "Nc=" << nc << " b=" << b << ": " << test::rel_max_diff(yd.to_vector(), want));
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(bdia_right_scale_equals_the_product_with_the_block_diagonal)
+{
+    for (index_t nc : {1, 2, 3, 4}) {
+        const auto a = hepta(7, 5, 4, nc, nc == 2, 90 + unsigned(nc));  // both variants
+        for (index_t b : {index_t(1), nc, index_t(2)}) {
+            if (nc % b != 0) continue;
+            check_right_scale<double, double>(a, nc, b, 1e-13);
+            check_right_scale<float, double>(a, nc, b, 1e-5);
+            check_right_scale<float, float>(a, nc, b, 1e-5);
+        }
+    }
+    // blocks that do not divide the block size
+    const auto exec = test::test_executor();
+    const Bdia<double> a = bdia_from_coo(hepta(4, 3, 3, 3, false, 99), 3).to(exec);
+    Bdia<double> out = bdia_from_coo(hepta(4, 3, 3, 3, false, 99), 3).to(exec);
+    const Array<double> bd(exec, 4 * 36);
+    BOOST_CHECK_THROW(
+        dispatch_executor(
+            *exec, [&](const auto& e) { kernels::bdia_right_scale(e, a, 2, bd.data(), out); }),
+        InputError);
 }

@@ -285,8 +285,46 @@ void spmv(const CpuExecutor&, const Bdia<MT>& a, Op op, VT alpha, const VT* x, V
     }
 }
 
-#define HEPTANE_INSTANTIATE(MT, VT) \
-    template void spmv<MT, VT>(const CpuExecutor&, const Bdia<MT>&, Op, VT, const VT*, VT, VT*);
+template <class MT, class VT>
+void bdia_right_scale(const CpuExecutor&, const Bdia<MT>& a, index_t b, const VT* binv,
+                      Bdia<MT>& out)
+{
+    check_right_scale(a, b, out);
+    HEPTANE_ENSURE(a.exec()->is_cpu() && out.data.exec()->is_cpu(), DimensionMismatch,
+                   "BDIA right scaling on the host: the matrices are not on the host");
+    const offset_t n = a.rows;
+    const int nc = a.block_size, nq = a.num_block_diagonals();
+    const offset_t nbc = a.cols / nc;
+    const index_t* dq = a.block_offsets.data();
+    const MT* in = a.data.data();
+    MT* o = out.data.data();
+    // row r, block diagonal q, column c = cb·Nc + s of pc block P = c / b, j = c mod b:
+    //     out(r, (q, s)) = sum_i A(r, (q, s − j + i)) · B_P(i, j)
+#pragma omp parallel for schedule(static) if (n >= 32768)
+    for (offset_t r = 0; r < n; ++r) {
+        const offset_t br = r / nc;
+        for (int q = 0; q < nq; ++q) {
+            const offset_t cb = br + dq[q];
+            const bool inside = cb >= 0 && cb < nbc;
+            for (int s = 0; s < nc; ++s) {
+                double sum = 0;
+                if (inside) {
+                    const offset_t c = cb * nc + s;
+                    const int j = int(c % b);
+                    const VT* bp = binv + (c / b) * offset_t(b) * b + j;
+                    const MT* ap = in + offset_t(q * nc + s - j) * n + r;
+                    for (int i = 0; i < b; ++i) sum += double(ap[i * n]) * double(bp[i * b]);
+                }
+                o[offset_t(q * nc + s) * n + r] = MT(sum);
+            }
+        }
+    }
+}
+
+#define HEPTANE_INSTANTIATE(MT, VT)                                                              \
+    template void spmv<MT, VT>(const CpuExecutor&, const Bdia<MT>&, Op, VT, const VT*, VT, VT*); \
+    template void bdia_right_scale<MT, VT>(const CpuExecutor&, const Bdia<MT>&, index_t,         \
+                                           const VT*, Bdia<MT>&);
 HEPTANE_INSTANTIATE(double, double)
 HEPTANE_INSTANTIATE(float, float)
 HEPTANE_INSTANTIATE(float, double)

@@ -3,6 +3,7 @@
 // (float, double) (mixed: fp32 values, fp64 vectors and accumulation).
 #pragma once
 
+#include "core/error.hpp"
 #include "core/executor.hpp"
 #include "core/types.hpp"
 #include "formats/bdia/bdia.hpp"
@@ -22,5 +23,36 @@ void spmv(const CpuExecutor& exec, const Bdia<MT>& a, Op op, VT alpha, const VT*
 template <class MT, class VT>
 void spmv(const CudaExecutor& exec, const Bdia<MT>& a, Op op, VT alpha, const VT* x, VT beta, VT* y,
           BdiaKernel kernel = BdiaKernel::automatic);
+
+/// out = A B with B block diagonal, its blocks b × b (b divides Nc) given as nblocks · b²
+/// values, row-major: binv[P·b² + i·b + j] = B_P(i, j), P < cols / b. Each stored block of A
+/// has its columns mixed within the b-blocks:
+///     out(r, c) = sum_i A(r, (c/b)·b + i) · B_{c/b}(i, c mod b)
+/// in double, rounded to MT. `out` has A's shape (rows, cols, block size, block offsets, data
+/// of the same size, on the same executor); every slot of it is written (0 where the column
+/// lies outside the matrix). A right block-Jacobi preconditioner folded into the operator
+/// (Â = A M⁻¹, B = M⁻¹) makes BiCGStab's preconditioned product one product of Â: its rows
+/// and residuals are those of the right-preconditioned method. Traffic: A read once, out
+/// written once, binv ~once. Throws DimensionMismatch for shapes that do not fit, InputError
+/// when b does not divide Nc.
+/// The shape checks of bdia_right_scale (both executors).
+template <class MT>
+void check_right_scale(const Bdia<MT>& a, index_t b, const Bdia<MT>& out)
+{
+    HEPTANE_ENSURE(
+        b >= 1 && a.block_size % b == 0, InputError,
+        "BDIA right scaling: blocks of " << b << " do not divide the block size " << a.block_size);
+    HEPTANE_ENSURE(a.data.size() == std::size_t(a.slots()) && out.rows == a.rows &&
+                       out.cols == a.cols && out.block_size == a.block_size &&
+                       out.block_offsets == a.block_offsets && out.data.size() == a.data.size(),
+                   DimensionMismatch, "BDIA right scaling: the output has another shape");
+}
+
+template <class MT, class VT>
+void bdia_right_scale(const CpuExecutor& exec, const Bdia<MT>& a, index_t b, const VT* binv,
+                      Bdia<MT>& out);
+template <class MT, class VT>
+void bdia_right_scale(const CudaExecutor& exec, const Bdia<MT>& a, index_t b, const VT* binv,
+                      Bdia<MT>& out);
 
 }  // namespace heptane::kernels

@@ -419,6 +419,9 @@ protected:
     }
     bool symmetric_apply() const noexcept override { return type_ == PcType::jacobi; }
 
+public:
+    const VT* block_inverse() const noexcept override { return binv_.data(); }
+
 private:
     static const char* name(PcType t) { return t == PcType::jacobi ? "Jacobi" : "block-Jacobi"; }
     const char* who() const { return name(type_); }

@@ -120,6 +120,11 @@ public:
     /// update_values for values that cannot be factored (the message names the block; the
     /// preconditioner keeps its previous values) and DeviceError for a failed launch.
     virtual bool update_values_device(const double* values, offset_t nnz);
+    /// Jacobi and block Jacobi: M⁻¹'s diagonal blocks as the apply uses them, n/b blocks of
+    /// b × b values, row-major, in the executor's memory (b = block_size(); Jacobi: b = 1,
+    /// 1/a_ii), for a caller that folds M⁻¹ into the operator (kernels::bdia_right_scale).
+    /// Valid until the next update_values or update_values_device. nullptr for the others.
+    virtual const VT* block_inverse() const noexcept { return nullptr; }
 
 protected:
     Preconditioner(index_t n, index_t nc, std::shared_ptr<const Executor> exec)
