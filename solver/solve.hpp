@@ -52,7 +52,10 @@ struct SolveConfig {
     Format format = Format::csr;
     FormatOptions format_options;
     /// double: fp64 everywhere; single: fp32 matrix, vectors and preconditioner; mixed: fp32
-    /// matrix values, fp64 vectors and preconditioner.
+    /// matrix values, fp64 vectors and preconditioner. The solver stops on its recursive
+    /// residual, which is that of the rounded (fp32) matrix; Status::true_residual_norm is
+    /// then ‖b − A x‖ with the fp64 matrix as given (on the host, after the solve), which can
+    /// stay above rtol·‖b‖ by about the fp32 rounding of A times ‖A‖‖x‖/‖b‖.
     Precision precision = Precision::double_;
     /// Unset: bjacobi for CG (ILU(0) is not symmetric); for BiCGStab ilu0 on the CPU, and
     /// on CUDA ilu0-mc (multi-colour: 2 + 2 launches per apply on a 7-point grid instead of
