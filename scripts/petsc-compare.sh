@@ -15,8 +15,8 @@
 #   PETSC_PCS     PETSc preconditioners, one run each [ilu on 1 rank, bjacobi on more]
 #   HEPTANE_PCS   heptane preconditioners, one run each: -pc_type none|jacobi|pbjacobi|ilu, and
 #                 ilu:natural / ilu:multicolor for -pc_type ilu -heptane_ilu natural|multicolor;
-#                 a suffix +mixed or +single adds -heptane_precision mixed|single
-#                 (e.g. pbjacobi+mixed) [ilu]
+#                 suffixes: +mixed / +single add -heptane_precision mixed|single, +nofold
+#                 adds -heptane_fold 0 (e.g. pbjacobi+mixed, pbjacobi+nofold) [ilu]
 #   HEPTANE_OPTS  more options for the heptane runs, e.g. "-heptane_device gpu" []
 #   VIA_ENV       1: repeat the first heptane run with the options in PETSC_OPTIONS [1]
 #   MPIEXEC       MPI launcher for PETSC_NP > 1 [mpirun]
@@ -82,13 +82,21 @@ done
 first=1
 # shellcheck disable=SC2086
 for spec in $heptane_pcs; do
-  base=${spec%%+*} prec=""
-  [ "$spec" != "$base" ] && prec=${spec#*+}
+  base=${spec%%+*}
   pc=${base%%:*}
   pc_opts="-pc_type $pc"
   [ "$base" != "$pc" ] && pc_opts="$pc_opts -heptane_ilu ${base#*:}"
-  [ -n "$prec" ] && pc_opts="$pc_opts -heptane_precision $prec"
-  name="heptane-hbcgs-${base/:/-}${prec:+-$prec}"
+  name="heptane-hbcgs-${base/:/-}"
+  mods=""
+  [ "$spec" != "$base" ] && mods=${spec#*+}
+  for mod in ${mods//+/ }; do
+    case "$mod" in
+      mixed | single) pc_opts="$pc_opts -heptane_precision $mod" ;;
+      nofold) pc_opts="$pc_opts -heptane_fold 0" ;;
+      *) echo "petsc-compare: unknown suffix +$mod in '$spec' (mixed, single, nofold)" >&2; exit 2 ;;
+    esac
+    name="$name-$mod"
+  done
   run "$name" -- "$exe" $args -dll_append "$plugin" -ksp_type hbcgs $pc_opts -ksp_rtol "$rtol" $heptane_opts
   if [ "$first" = 1 ] && [ "$via_env" = 1 ]; then
     run "$name-PETSC_OPTIONS" "PETSC_OPTIONS=-dll_append $plugin -ksp_type hbcgs $pc_opts $heptane_opts" -- "$exe" $args -ksp_rtol "$rtol"
@@ -99,7 +107,7 @@ done
 # The final line of each system: "<system>: ksp T, S solves, I iterations, solve time X s; |x|_2 = N ..."
 {
   echo "reservoir $args, rtol $rtol; logs in $logdir"
-  printf '%-9s %-34s %7s %12s %10s %22s %10s\n' system run iters "solve [s]" "vs first" "|x|_2" "rel.diff"
+  printf '%-9s %-34s %7s %12s %10s %22s %10s %11s\n' system run iters "solve [s]" "vs first" "|x|_2" "rel.diff" "max relres"
   for sys in pressure coupled; do
     ref_t="" ref_n=""
     for name in "${names[@]}"; do
@@ -108,11 +116,13 @@ done
       its=$(sed -E 's/.* ([0-9]+) iterations.*/\1/' <<<"$line")
       t=$(sed -E 's/.*solve time ([0-9.eE+-]+) s.*/\1/' <<<"$line")
       n=$(sed -E 's/.*\|[px]\|_2 = ([0-9.eE+-]+).*/\1/' <<<"$line")
+      rr=$(sed -nE 's/.*max true relres ([0-9.eE+-]+).*/\1/p' <<<"$line")
       if [ -z "$ref_t" ]; then ref_t=$t ref_n=$n; fi
-      awk -v s="$sys" -v r="$name" -v i="$its" -v t="$t" -v rt="$ref_t" -v n="$n" -v rn="$ref_n" 'BEGIN {
+      awk -v s="$sys" -v r="$name" -v i="$its" -v t="$t" -v rt="$ref_t" -v n="$n" -v rn="$ref_n" -v rr="${rr:--}" 'BEGIN {
         d = n - rn; if (d < 0) d = -d; ar = rn < 0 ? -rn : rn
-        printf "%-9s %-34s %7d %12.4f %9.2fx %22.13e %10.1e\n", s, r, i, t, (t > 0 ? rt / t : 0), n, (ar > 0 ? d / ar : 0) }'
+        printf "%-9s %-34s %7d %12.4f %9.2fx %22.13e %10.1e %11s\n", s, r, i, t, (t > 0 ? rt / t : 0), n, (ar > 0 ? d / ar : 0), rr }'
     done
   done
-  echo "(vs first: the first run's solve time / this run's; solve time = sum of KSPSolve wall times, setup included)"
+  echo "(vs first: the first run's solve time / this run's; solve time = sum of KSPSolve wall times, setup included;"
+  echo " max relres: the largest true ||b - A x|| / ||b|| of the run's solves, PETSc's MatMult in double)"
 } | tee "$summary"

@@ -17,7 +17,8 @@
 # Environment [defaults]: PETSC_PREFIX [/tmp/petsc], PETSC_TARBALL [.tools/petsc-3.18.5.tar.xz],
 #   BUILD_DIR [/tmp/build-heptane-petsc], GRID [-nx 128 -ny 128 -nz 64], STEPS [-steps 2 -newton 2],
 #   NP [16] ranks for PETSc, PETSC_PCS [bjacobi], HEPTANE_PCS [pbjacobi ilu], DEVICE [gpu] (cpu:
-#   heptane's CPU back end, built without CUDA), RTOL [1e-6: issue #4's tolerance], JOBS [nproc], HEPTANE_CMAKE_ARGS.
+#   heptane's CPU back end, built without CUDA), RTOL [1e-6: issue #4's tolerance], JOBS [nproc], HEPTANE_CMAKE_ARGS,
+#   PREBUILT [0; 1: BUILD_DIR already has the plugin and the example, configure nothing].
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -62,21 +63,28 @@ if [ "$device" = cpu ]; then
 else
   command -v nvidia-smi >/dev/null && nvidia-smi -L | tee -a "$logdir/petsc-gpu.log" >&2 || true
 fi
-say "configuring heptane in $build with PETSC_DIR=$prefix"
-# shellcheck disable=SC2086
-cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DPETSC_DIR="$prefix" \
-  -DHEPTANE_BUILD_TESTS=OFF -DHEPTANE_BUILD_EXAMPLES=ON "${cuda_args[@]}" ${HEPTANE_CMAKE_ARGS:-} \
-  >"$logdir/configure.log" 2>&1 || fail "configure" "$logdir/configure.log"
-grep "heptane:" "$logdir/configure.log" | tee -a "$logdir/petsc-gpu.log" >&2 || true
-grep -q "PETSc plugin ON" "$logdir/configure.log" || fail "the PETSc plugin is OFF (see $logdir/configure.log)"
-if [ "$device" != cpu ]; then
-  grep -q "CUDA back end ON" "$logdir/configure.log" || fail "no CUDA back end (nvcc not found?); DEVICE=cpu runs the CPU path"
+if [ "${PREBUILT:-0}" = 1 ]; then
+  # a build of the caller's (scripts/one-gpu.sh) that has the plugin and the example
+  [ -f "$build/lib/libheptane_petsc.so" ] && [ -x "$build/examples/reservoir" ] ||
+    fail "PREBUILT=1 but $build has no lib/libheptane_petsc.so or examples/reservoir"
+  say "using the build in $build (PREBUILT=1)"
+else
+  say "configuring heptane in $build with PETSC_DIR=$prefix"
+  # shellcheck disable=SC2086
+  cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DPETSC_DIR="$prefix" \
+    -DHEPTANE_BUILD_TESTS=OFF -DHEPTANE_BUILD_EXAMPLES=ON "${cuda_args[@]}" ${HEPTANE_CMAKE_ARGS:-} \
+    >"$logdir/configure.log" 2>&1 || fail "configure" "$logdir/configure.log"
+  grep "heptane:" "$logdir/configure.log" | tee -a "$logdir/petsc-gpu.log" >&2 || true
+  grep -q "PETSc plugin ON" "$logdir/configure.log" || fail "the PETSc plugin is OFF (see $logdir/configure.log)"
+  if [ "$device" != cpu ]; then
+    grep -q "CUDA back end ON" "$logdir/configure.log" || fail "no CUDA back end (nvcc not found?); DEVICE=cpu runs the CPU path"
+  fi
+  say "building the plugin and the example (-j $jobs)"
+  t0=$SECONDS
+  cmake --build "$build" --target heptane_petsc reservoir -j "$jobs" >"$logdir/build.log" 2>&1 ||
+    fail "build" "$logdir/build.log"
+  say "built in $((SECONDS - t0)) s: $build/lib/libheptane_petsc.so, $build/examples/reservoir"
 fi
-say "building the plugin and the example (-j $jobs)"
-t0=$SECONDS
-cmake --build "$build" --target heptane_petsc reservoir -j "$jobs" >"$logdir/build.log" 2>&1 ||
-  fail "build" "$logdir/build.log"
-say "built in $((SECONDS - t0)) s: $build/lib/libheptane_petsc.so, $build/examples/reservoir"
 
 # ---- 3. the runs -----------------------------------------------------------------------------
 say "running: reservoir $grid $steps; PETSc bcgs on $np ranks vs heptane hbcgs on $device"
