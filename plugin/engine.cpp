@@ -25,6 +25,7 @@
 #include "solver/bicgstab/bicgstab.hpp"
 #include "solver/cg/cg.hpp"
 #include "solver/precond/precond_kernels.hpp"
+#include "solver/refine.hpp"
 #include "solver/vector/vector_ops.hpp"
 
 namespace heptane::plugin
@@ -256,6 +257,12 @@ struct BdiaStore final : TypedStore<VT> {
     d << "bdiagh " << n << 'x' << n << " Nc=" << nc << " D=" << m.num_block_diagonals() << ' ' << precision_name<MT, VT>() << " on " << exec->name();
     own_      = std::make_shared<OpT>(std::move(m), exec, d.str());
     this->op_ = own_;
+    if constexpr (keeps_fp64) { // mixed: the fp64 matrix beside, for the refinement's residuals
+      const Bdia<MT> &m32 = own_->matrix();
+      Bdia<double>    m64 = m32.exec()->is_cpu() ? bdia_zeros<double>(n, n, nc, m32.block_offsets) : bdia_zeros_on<double>(n, nc, m32.block_offsets, exec);
+      own64_              = std::make_shared<Op64>(std::move(m64), exec, "bdiagh fp64 (the refinement's residuals)");
+      scatter_fp64(a);
+    }
   }
   void refresh(const CsrView &a) override
   {
@@ -263,8 +270,10 @@ struct BdiaStore final : TypedStore<VT> {
     Array<MT> &data = own_->matrix().data;
     if (data.on_host()) kernels::scatter_values(*cpu_executor(), nnz_, slot_.data(), a.values, data.data());
     else scatter_device(a, data.data());
+    if constexpr (keeps_fp64) scatter_fp64(a);
   }
-  std::string note() const override
+  std::shared_ptr<const Operator<double>> op_fp64() const override { return own64_; }
+  std::string                             note() const override
   {
     const std::string what = "values scattered through the CSR->BDIA slot map (" + std::to_string(nnz_) + " entries)";
     if (values_.empty()) return what;
@@ -303,6 +312,20 @@ struct BdiaStore final : TypedStore<VT> {
     p.on_executor = true;
     return p;
   }
+  // mixed: the same values into the fp64 matrix (on a GPU from the device copy just uploaded)
+  void scatter_fp64(const CsrView &a)
+  {
+    double *dst = own64_->matrix().data.data();
+    if (own64_->matrix().data.on_host()) {
+      kernels::scatter_values(*cpu_executor(), nnz_, slot_.data(), a.values, dst);
+      return;
+    }
+    const double *v = values_.data();
+    dispatch_executor(*values_.exec(), [&](const auto &e) {
+      if (slot32_.empty()) kernels::scatter_values(e, nnz_, slot64_.data(), v, dst);
+      else kernels::scatter_values(e, nnz_, slot32_.data(), v, dst);
+    });
+  }
   // PETSc's values up into values_, then scattered on the device into dst
   void scatter_device(const CsrView &a, MT *dst)
   {
@@ -314,7 +337,10 @@ struct BdiaStore final : TypedStore<VT> {
     });
   }
 
-  std::shared_ptr<OpT>          own_; // the operator, writable (TypedStore::op_ is the same object)
+  static constexpr bool keeps_fp64 = !std::is_same_v<MT, double> && std::is_same_v<VT, double>;
+  using Op64                       = OwnedMatrixOperator<Bdia<double>, double, double>;
+  std::shared_ptr<OpT>          own_;   // the operator, writable (TypedStore::op_ is the same object)
+  std::shared_ptr<Op64>         own64_; // mixed: the fp64 matrix (op_fp64)
   offset_t                      nnz_ = 0;
   std::vector<offset_t>         slot_;          // CPU: the slot map
   Array<std::int32_t>           slot32_;        // GPU: the slot map (one of the two)
@@ -580,6 +606,10 @@ std::shared_ptr<const Operator<float>> MatrixEngine::operator_single() const
 {
   return impl_->store ? impl_->store->op_single() : nullptr;
 }
+std::shared_ptr<const Operator<double>> MatrixEngine::operator_fp64() const
+{
+  return impl_->store ? impl_->store->op_fp64() : nullptr;
+}
 index_t MatrixEngine::rows() const noexcept
 {
   return impl_->rows;
@@ -681,8 +711,43 @@ struct Typed {
     return folded;
   }
 
-  // folded: BiCGStab on Â y = b (zero initial guess), then x = M⁻¹ y
-  Status solve(SolverType solver, std::shared_ptr<const Operator<VT>> op, const std::shared_ptr<const Operator<VT>> &folded_op, const SolverOptions &opts, bool nonzero_guess, const double *bh, double *xh)
+  // One solve on device arrays (x: the initial guess when o.nonzero_initial_guess). folded:
+  // BiCGStab on Â y = b (zero initial guess), then x = M⁻¹ y.
+  Status solve_on(SolverType solver, const std::shared_ptr<const Operator<VT>> &op, const std::shared_ptr<const Operator<VT>> &folded_op, const SolverOptions &o, const Array<VT> &bd, Array<VT> &xd)
+  {
+    if (folded_op) {
+      const std::size_t n = bd.size();
+      if (y.size() != n || y.exec() != bd.exec()) y = Array<VT>(bd.exec(), n);
+      bicgstab.options() = o;
+      bicgstab.set_operator(folded_op);
+      bicgstab.set_preconditioner(std::shared_ptr<const Operator<VT>>());
+      const Status st = bicgstab.solve(bd, y);
+      pc->apply(y.data(), xd.data()); // x = M⁻¹ y
+      return st;
+    }
+    if (solver == SolverType::bicgstab) {
+      bicgstab.options() = o;
+      bicgstab.set_operator(op);
+      bicgstab.set_preconditioner(pc);
+      return bicgstab.solve(bd, xd);
+    }
+    cg.options() = o;
+    cg.set_operator(op);
+    cg.set_preconditioner(pc);
+    return cg.solve(bd, xd);
+  }
+  // the refinement's inner solver: one correction A32 d = r (refine_mixed)
+  struct Correction {
+    Typed                              &t;
+    SolverType                          solver;
+    std::shared_ptr<const Operator<VT>> op, folded;
+    SolverOptions                       opts;
+    SolverOptions                      &options() noexcept { return opts; }
+    Status                              solve(const Array<VT> &r, Array<VT> &d) { return t.solve_on(solver, op, folded, opts, r, d); }
+  };
+
+  // b and x from and to the host; op64 (mixed): refined against the fp64 matrix
+  Status solve(SolverType solver, std::shared_ptr<const Operator<VT>> op, const std::shared_ptr<const Operator<VT>> &folded_op, const std::shared_ptr<const Operator<double>> &op64, const SolverOptions &opts, bool nonzero_guess, const double *bh, double *xh, int &corrections)
   {
     const auto        exec = op->executor();
     const std::size_t n    = std::size_t(op->rows());
@@ -693,24 +758,14 @@ struct Typed {
     SolverOptions o         = opts;
     o.nonzero_initial_guess = nonzero_guess;
     Status st;
-    if (folded_op) {
-      if (y.size() != n || y.exec() != exec) y = Array<VT>(exec, n);
-      bicgstab.options() = o;
-      bicgstab.set_operator(folded_op);
-      bicgstab.set_preconditioner(std::shared_ptr<const Operator<VT>>());
-      st = bicgstab.solve(b, y);
-      pc->apply(y.data(), x.data()); // x = M⁻¹ y
-    } else if (solver == SolverType::bicgstab) {
-      bicgstab.options() = o;
-      bicgstab.set_operator(op);
-      bicgstab.set_preconditioner(pc);
-      st = bicgstab.solve(b, x);
-    } else {
-      cg.options() = o;
-      cg.set_operator(op);
-      cg.set_preconditioner(pc);
-      st = cg.solve(b, x);
+    corrections = 0;
+    if constexpr (std::is_same_v<VT, double>) {
+      if (op64) {
+        Correction c{*this, solver, op, folded_op, o};
+        st = refine_mixed(c, *op64, b, x, o, corrections);
+      }
     }
+    if (!corrections) st = solve_on(solver, op, folded_op, o, b, x);
     download(x, xh);
     return st;
   }
@@ -756,6 +811,9 @@ struct KrylovEngine::Impl {
   bool   fold    = true;
   bool   folded  = false;
   double fold_ms = 0;
+  // mixed precision refined against the fp64 matrix (set_refine)
+  bool refine      = true;
+  int  corrections = 0;
 };
 
 namespace
@@ -863,12 +921,15 @@ Status KrylovEngine::solve(SolverType solver, const MatrixEngine &m, const Solve
   const auto t0 = clock_type::now();
   Impl      &k  = *impl_;
   HEPTANE_ENSURE(m.built(), InputError, "solve before the operator was built");
-  // the preconditioner folded into the operator where that is the same method
-  const auto run = [&](auto &t, auto op) {
+  // mixed: refined against the fp64 matrix where the operator keeps one; the preconditioner
+  // folded into the operator where that is the same method (the refinement's corrections
+  // always start from zero)
+  const auto op64 = k.refine && m.precision() == Precision::mixed ? m.operator_fp64() : nullptr;
+  const auto run  = [&](auto &t, auto op) {
     std::decay_t<decltype(op)> folded;
-    if (k.fold && solver == SolverType::bicgstab && !nonzero_guess && t.pc && t.pc->block_inverse()) folded = t.fold(m, k.timings, k.fold_ms);
+    if (k.fold && solver == SolverType::bicgstab && (op64 || !nonzero_guess) && t.pc && t.pc->block_inverse()) folded = t.fold(m, k.timings, k.fold_ms);
     k.folded = folded != nullptr;
-    return t.solve(solver, op, folded, opts, nonzero_guess, b, x);
+    return t.solve(solver, op, folded, op64, opts, nonzero_guess, b, x, k.corrections);
   };
   k.fold_ms               = 0;
   Status st               = m.precision() == Precision::single ? run(k.f, m.operator_single()) : run(k.d, m.operator_double());
@@ -878,6 +939,14 @@ Status KrylovEngine::solve(SolverType solver, const MatrixEngine &m, const Solve
 void KrylovEngine::set_fold(bool fold) noexcept
 {
   impl_->fold = fold;
+}
+void KrylovEngine::set_refine(bool refine) noexcept
+{
+  impl_->refine = refine;
+}
+int KrylovEngine::last_corrections() const noexcept
+{
+  return impl_->corrections;
 }
 bool KrylovEngine::last_solve_folded() const noexcept
 {

@@ -148,6 +148,9 @@ public:
   /// The operator for vectors of double (precision double or mixed) or float (single).
   std::shared_ptr<const Operator<double>> operator_double() const;
   std::shared_ptr<const Operator<float>>  operator_single() const;
+  /// Precision mixed: the matrix in fp64 beside the fp32 values, for the residuals of the
+  /// refinement (one rank's bdiagh); nullptr otherwise.
+  std::shared_ptr<const Operator<double>> operator_fp64() const;
   index_t                                 rows() const noexcept; ///< this rank's rows
   offset_t                                nnz() const noexcept;  ///< this rank's entries
   index_t                                 block_size() const noexcept;
@@ -222,6 +225,11 @@ public:
   /// vector pass per iteration; Â costs a second copy of the matrix values.
   Status solve(SolverType solver, const MatrixEngine &m, const SolverOptions &opts, bool nonzero_guess, const double *b, double *x);
   void   set_fold(bool fold) noexcept;
+  /// Precision mixed on an operator that keeps the fp64 matrix too (MatrixEngine::
+  /// operator_fp64): iterative refinement (solver/refine.hpp), so that the true residual
+  /// meets rtol as in double (refine, the default); corrections of the last solve.
+  void set_refine(bool refine) noexcept;
+  int  last_corrections() const noexcept;
   /// Whether the last solve ran on the folded operator, and how long making it took (ms; 0
   /// when it was reused).
   bool        last_solve_folded() const noexcept;

@@ -75,6 +75,9 @@ struct StoreBase {
   /// executor's device memory, where the store keeps it there (on_executor set); else a view
   /// with rows = 0.
   virtual CsrPatternView device_pattern() const { return {}; }
+  /// Mixed precision: the matrix in fp64 beside the operator's fp32 values, where the store
+  /// keeps one (bdiagh), for the residuals of the refinement; else nullptr.
+  virtual std::shared_ptr<const Operator<double>> op_fp64() const { return nullptr; }
 };
 
 template <class VT>

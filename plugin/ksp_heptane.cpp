@@ -37,7 +37,8 @@ typedef struct {
   char      device[64];
   PetscInt  precision; /* index into HeptanePrecisions */
   PetscInt  check_every;
-  PetscBool fold; /* -heptane_fold: Jacobi/block Jacobi folded into the operator (BiCGStab) */
+  PetscBool fold;   /* -heptane_fold: Jacobi/block Jacobi folded into the operator (BiCGStab) */
+  PetscBool refine; /* -heptane_refine: mixed precision refined against the fp64 matrix */
   /* the preconditioner, taken from the PETSc PC */
   heptane::PcType pc;
   char            pc_from[64];  /* what it was chosen from, for the view */
@@ -523,7 +524,7 @@ static PetscErrorCode KSPSolve_Heptane(KSP ksp)
   }
   PetscCall(VecGetArrayRead(ksp->vec_rhs, &b));
   PetscCall(VecGetArray(ksp->vec_sol, &x));
-  HeptaneCallCXX(h->krylov->set_fold(h->fold); st = h->krylov->solve(h->solver, *h->engine, opts, !ksp->guess_zero, b, x));
+  HeptaneCallCXX(h->krylov->set_fold(h->fold); h->krylov->set_refine(h->refine); st = h->krylov->solve(h->solver, *h->engine, opts, !ksp->guess_zero, b, x));
   PetscCall(VecRestoreArray(ksp->vec_sol, &x));
   PetscCall(VecRestoreArrayRead(ksp->vec_rhs, &b));
   PetscCall(h->monitor_error);
@@ -561,7 +562,7 @@ static PetscErrorCode KSPView_Heptane(KSP ksp, PetscViewer viewer)
   PetscCall(PetscObjectTypeCompare((PetscObject)viewer, PETSCVIEWERASCII, &isascii));
   if (!isascii) PetscFunctionReturn(0);
   PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane %s, right-preconditioned inside heptane; stopping on the unpreconditioned ||r|| <= max(rtol ||b||, atol)\n", h->solver == heptane::SolverType::bicgstab ? "BiCGStab (fused loop)" : "CG"));
-  PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane options: -heptane_format %s -heptane_device %s -heptane_precision %s -heptane_check_every %" PetscInt_FMT " -heptane_ilu %s -heptane_fold %s\n", HeptaneFormats[h->format], h->device, HeptanePrecisions[h->precision], h->check_every, HeptaneIluOrders[h->ilu], PetscBools[h->fold]));
+  PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane options: -heptane_format %s -heptane_device %s -heptane_precision %s -heptane_check_every %" PetscInt_FMT " -heptane_ilu %s -heptane_fold %s -heptane_refine %s\n", HeptaneFormats[h->format], h->device, HeptanePrecisions[h->precision], h->check_every, HeptaneIluOrders[h->ilu], PetscBools[h->fold], PetscBools[h->refine]));
   PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane preconditioner: %s (from %s; the PETSc PC below is none because heptane applies it)\n", h->krylov->has_preconditioner() ? h->krylov->preconditioner_describe().c_str() : heptane::to_string(h->pc), h->pc_from[0] ? h->pc_from : "-"));
   if (!h->pc_note->empty()) PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane preconditioner fallback: %s\n", h->pc_note->c_str()));
   if (h->engine && h->engine->built()) {
@@ -574,6 +575,8 @@ static PetscErrorCode KSPView_Heptane(KSP ksp, PetscViewer viewer)
   if (h->krylov->has_preconditioner()) PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane preconditioner, last setup: %s\n", h->krylov->numeric_path().c_str()));
   if (!h->last_update->empty()) PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane last setup: %s\n", h->last_update->c_str()));
   if (h->solves) PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane last solve: %.3f ms\n", h->krylov->timings().last_solve_ms));
+  if (h->solves && h->krylov->last_corrections() > 0)
+    PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane last solve: mixed precision refined against the fp64 matrix (-heptane_refine), corrections: %d; residuals of the fp64 matrix\n", h->krylov->last_corrections()));
   if (h->solves && h->krylov->last_solve_folded())
     PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane last solve: preconditioner folded into the operator (-heptane_fold): BiCGStab on A M^-1 (%s), then x = M^-1 y\n",
                                      h->krylov->last_fold_ms() > 0 ? ("made for this solve in " + std::to_string(h->krylov->last_fold_ms()) + " ms").c_str() : "kept from the solve before"));
@@ -605,6 +608,7 @@ static PetscErrorCode KSPSetFromOptions_Heptane(KSP ksp, PetscOptionItems *Petsc
   PetscCall(PetscOptionsEList("-heptane_precision", "double; single (fp32 matrix and vectors); mixed (fp32 matrix values, fp64 vectors)", "KSPHBCGS", HeptanePrecisions, HeptaneNumPrecisions, HeptanePrecisions[h->precision], &h->precision, NULL));
   PetscCall(PetscOptionsEList("-heptane_ilu", "Ordering of -pc_type ilu: auto (multicolor on a GPU, natural on the CPU), natural (PETSc's ILU(0)), multicolor (ILU(0) of a multi-colour permutation)", "KSPHBCGS", HeptaneIluOrders, 3, HeptaneIluOrders[h->ilu], &h->ilu, NULL));
   PetscCall(PetscOptionsBoundedInt("-heptane_check_every", "GPU: the host reads the residual every k iterations", "KSPHBCGS", h->check_every, &h->check_every, NULL, 1));
+  PetscCall(PetscOptionsBool("-heptane_refine", "-heptane_precision mixed on one rank's bdiagh operator: iterative refinement against an fp64 copy of the matrix, so that the true residual meets -ksp_rtol as in double", "KSPHBCGS", h->refine, &h->refine, NULL));
   PetscCall(PetscOptionsBool("-heptane_fold", "hbcgs with -pc_type jacobi/pbjacobi on one rank's bdiagh operator, zero initial guess: BiCGStab on A M^-1 (kept beside A), then x = M^-1 y; the same method without two preconditioner applications per iteration", "KSPHBCGS", h->fold, &h->fold, NULL));
   /* read where they are used (KSPHeptaneGridHint); listed here for -help */
   PetscCall(PetscOptionsIntArray("-heptane_grid", "Grid J,H,I behind the matrix (x fastest) when it has no DMDA (default: from the DMDA, else detected)", "KSPHBCGS", grid, &n, NULL));
@@ -671,6 +675,7 @@ static PetscErrorCode KSPCreate_Heptane_Private(KSP ksp, heptane::SolverType sol
   h->precision   = 0; /* double */
   h->check_every = 8;
   h->fold        = PETSC_TRUE;
+  h->refine      = PETSC_TRUE;
   h->pc          = heptane::PcType::ilu0;
   h->pc_built    = heptane::PcType::none;
   h->mat_nzstate = h->mat_state = -1;
@@ -704,6 +709,8 @@ static PetscErrorCode KSPCreate_Heptane_Private(KSP ksp, heptane::SolverType sol
 .  -heptane_device <auto,cpu,gpu,gpu:N> - where heptane runs
 .  -heptane_precision <double,single,mixed> - value precision
 .  -heptane_check_every <k> - GPU: the host reads the residual every k iterations
+.  -heptane_refine <true,false> - -heptane_precision mixed on one rank's bdiagh: refined against an
+   fp64 copy of the matrix until the true residual meets -ksp_rtol
 .  -heptane_fold <true,false> - hbcgs with jacobi/pbjacobi on one rank: the preconditioner folded
    into a copy of the operator (A M^-1), the same iterates with fewer passes per iteration
 .  -heptane_grid J,H,I -heptane_block Nc - the grid when the matrix has no DMDA

@@ -1,5 +1,6 @@
 #include "solver/solve.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 
@@ -8,6 +9,7 @@
 #include "formats/spmv.hpp"
 #include "solver/bicgstab/bicgstab_reference.hpp"
 #include "solver/cg/cg.hpp"
+#include "solver/refine.hpp"
 
 namespace heptane {
 
@@ -130,21 +132,44 @@ SolveResult run(const Coo<double>& a, const std::vector<double>& b, const SolveC
                           : Array<VT>(std::vector<VT>(cfg.x0.begin(), cfg.x0.end())).to(exec);
     res.timings.upload_ms = ms_since(t0);
 
+    // mixed: the fp64 matrix too, for the residuals of the refinement
+    constexpr bool mixed = std::is_same_v<MT, float> && std::is_same_v<VT, double>;
+    std::unique_ptr<Operator<double>> op64;
+    if constexpr (mixed) {
+        if (cfg.refine && !reference) {
+            t0 = clock_type::now();
+            op64 = make_matrix_operator<double, double>(a, cfg.format, exec, cfg.format_options);
+            exec->synchronize();
+            res.timings.operator_ms += ms_since(t0);
+        }
+    }
+
     stage(SolveStage::solve);
     SolverOptions opts = cfg.options;
     opts.nonzero_initial_guess = !cfg.x0.empty();
+    auto solve_with = [&](auto& s, std::string name) {
+        s.set_operator(op);
+        s.set_preconditioner(m);
+        if constexpr (mixed) {
+            if (op64) {
+                int corrections = 0;
+                res.status = refine_mixed(s, *op64, b_dev, x_dev, opts, corrections);
+                res.corrections = corrections;
+                name += ", fp64 iterative refinement (" + std::to_string(corrections) +
+                        (corrections == 1 ? " correction)" : " corrections)");
+                res.solver = name;
+                return;
+            }
+        }
+        res.status = s.solve(b_dev, x_dev);
+        res.solver = name;
+    };
     if (cfg.solver == SolverType::bicgstab) {
         Bicgstab<VT> s(opts, cfg.impl);
-        s.set_operator(op);
-        s.set_preconditioner(m);
-        res.status = s.solve(b_dev, x_dev);
-        res.solver = std::string("bicgstab (") + to_string(cfg.impl) + ")";
+        solve_with(s, std::string("bicgstab (") + to_string(cfg.impl) + ")");
     } else {
         Cg<VT> s(opts);
-        s.set_operator(op);
-        s.set_preconditioner(m);
-        res.status = s.solve(b_dev, x_dev);
-        res.solver = "cg";
+        solve_with(s, "cg");
     }
 
     stage(SolveStage::download);
@@ -155,7 +180,8 @@ SolveResult run(const Coo<double>& a, const std::vector<double>& b, const SolveC
     if constexpr (!std::is_same_v<MT, double>) {
         // fp32 values: the solver's own true residual is against the rounded matrix it
         // iterated with; report the one against the matrix as given (fp64), on the host
-        if (opts.compute_true_residual) {
+        // (the refinement has it already, from the fp64 matrix on the device)
+        if (opts.compute_true_residual && !op64) {
             t0 = clock_type::now();
             std::vector<double> r(b);  // r = b − A x
             heptane::spmv(*cpu_executor(), csr, Op::normal, -1.0, res.x.data(), 1.0, r.data());

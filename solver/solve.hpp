@@ -52,10 +52,10 @@ struct SolveConfig {
     Format format = Format::csr;
     FormatOptions format_options;
     /// double: fp64 everywhere; single: fp32 matrix, vectors and preconditioner; mixed: fp32
-    /// matrix values, fp64 vectors and preconditioner. The solver stops on its recursive
-    /// residual, which is that of the rounded (fp32) matrix; Status::true_residual_norm is
-    /// then ‖b − A x‖ with the fp64 matrix as given (on the host, after the solve), which can
-    /// stay above rtol·‖b‖ by about the fp32 rounding of A times ‖A‖‖x‖/‖b‖.
+    /// matrix values, fp64 vectors and preconditioner. Single (and mixed without refine)
+    /// stops on the recursive residual of the rounded (fp32) matrix; Status's true residual
+    /// is then ‖b − A x‖ with the fp64 matrix as given (on the host, after the solve), which
+    /// can stay above rtol·‖b‖ by about the fp32 rounding of A times ‖A‖‖x‖/‖b‖.
     Precision precision = Precision::double_;
     /// Unset: bjacobi for CG (ILU(0) is not symmetric); for BiCGStab ilu0 on the CPU, and
     /// on CUDA ilu0-mc (multi-colour: 2 + 2 launches per apply on a 7-point grid instead of
@@ -66,6 +66,12 @@ struct SolveConfig {
     /// Preconditioner block size Nc. 0: format_options.block_size when > 0, else 1.
     index_t block_size = 0;
     std::string device = "cpu";
+    /// Mixed precision: iterative refinement -- the solver (fp32 matrix values, fp64
+    /// vectors) finds corrections of the residual taken with the fp64 matrix (kept on the
+    /// device beside the fp32 one) until that true residual meets rtol/atol. Without it the
+    /// solve stops on the recursive residual of the rounded matrix, whose true residual can
+    /// stay about 1e-7 ||A|| ||x|| / ||b|| behind. No effect in double or single precision.
+    bool refine = true;
     /// rtol, atol, max_it, check_every, monitor (per iteration progress), ...
     SolverOptions options;
     /// Initial guess (empty: zero). Non-empty sets options.nonzero_initial_guess.
@@ -95,6 +101,8 @@ struct SolveResult {
     std::string preconditioner;  ///< the preconditioner's describe()
     std::string device;          ///< the executor's name()
     Precision precision = Precision::double_;
+    /// Mixed precision with SolveConfig::refine: the corrections solved for (0 otherwise).
+    int corrections = 0;
     SolveTimingsFull timings;
 };
 

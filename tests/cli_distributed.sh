@@ -72,8 +72,9 @@ for prec in mixed single; do
   grep -q "\"precision\": \"$prec\"" "$dir/$prec.json"
   compare "$dir/x_$prec.mtx" "$dir/x1.mtx" "$tol"
 done
-# and the same fp32 matrix on one process gives the same answer as on the ranks
-"$heptane" solve "${common[@]}" --precision mixed -o "$dir/x1_mixed.mtx" --json >"$dir/one_mixed.json"
+# and the same fp32 matrix on one process gives the same answer as on the ranks (without the
+# fp64 refinement one process does by default, which the ranks do not)
+"$heptane" solve "${common[@]}" --precision mixed --no-refine -o "$dir/x1_mixed.mtx" --json >"$dir/one_mixed.json"
 compare "$dir/x_mixed.mtx" "$dir/x1_mixed.mtx"
 # bad input is a clear error, not a hang: an x0 of the wrong length
 awk '/^%/ { print; next } !size { print $1 - 1, $2; size = $1; next }

@@ -92,9 +92,15 @@ heptane_plugin_test(plugin_host_ilu_multicolor
   --expect "heptane preconditioner: ilu0-mc Nc=3"
   --expect "heptane preconditioner setups: 1 full \\(symbolic \\+ numeric\\), 1 values-only"
   --reject MISMATCH -- ${host} -dof 3 -solves 2)
+# mixed precision is refined against an fp64 copy of the matrix: PETSc's answer at its rtol;
+# -heptane_refine 0 stops on the fp32 matrix's residual
 heptane_plugin_test(plugin_host_mixed_precision
-  ${compare} --tol 1e-4 --ref "${ref_bcgs} -ksp_rtol 1e-6" --heptane "-ksp_type hbcgs -heptane_precision mixed -ksp_rtol 1e-6 -ksp_view"
-  --expect "fp32 values/fp64 vectors" -- ${host} -dof 2)
+  ${compare} --tol 1e-5 --ref "${ref_bcgs} -ksp_rtol 1e-6" --heptane "-ksp_type hbcgs -heptane_precision mixed -ksp_rtol 1e-6 -ksp_view"
+  --expect "fp32 values/fp64 vectors" --expect "refined against the fp64 matrix \\(-heptane_refine\\), corrections: [1-9]"
+  -- ${host} -dof 2)
+heptane_plugin_test(plugin_host_mixed_precision_unrefined
+  ${compare} --tol 1e-4 --ref "${ref_bcgs} -ksp_rtol 1e-6" --heptane "-ksp_type hbcgs -heptane_precision mixed -heptane_refine 0 -ksp_rtol 1e-6 -ksp_view"
+  --expect "fp32 values/fp64 vectors" --reject "refined against" -- ${host} -dof 2)
 heptane_plugin_test(plugin_host_hcg_matches_cg
   ${compare} --ref "-ksp_type cg -pc_type jacobi" --heptane "-ksp_type hcg -pc_type jacobi"
   --expect "ksp=hcg" --reject MISMATCH -- ${host} -convection 0)
@@ -180,8 +186,9 @@ if(HEPTANE_HAVE_CUDA)
     ${compare} --ref "${ref_bcgs} -pc_type pbjacobi" --heptane "-ksp_type hbcgs -pc_type pbjacobi -heptane_device gpu -heptane_format csr -ksp_view"
     --expect "${on_device}" --expect "${two_refreshes}" --reject MISMATCH -- ${host} -dof 3 -solves 3)
   heptane_plugin_gpu_test(plugin_host_gpu_pbjacobi_mixed_numeric_on_device
-    ${compare} --tol 1e-4 --ref "${ref_bcgs} -pc_type pbjacobi -ksp_rtol 1e-6" --heptane "-ksp_type hbcgs -pc_type pbjacobi -heptane_device gpu -heptane_precision mixed -ksp_rtol 1e-6 -ksp_view"
-    --expect "${on_device}" --expect "fp32 values/fp64 vectors" -- ${host} -dof 3 -solves 2)
+    ${compare} --tol 1e-5 --ref "${ref_bcgs} -pc_type pbjacobi -ksp_rtol 1e-6" --heptane "-ksp_type hbcgs -pc_type pbjacobi -heptane_device gpu -heptane_precision mixed -ksp_rtol 1e-6 -ksp_view"
+    --expect "${on_device}" --expect "fp32 values/fp64 vectors" --expect "refined against the fp64 matrix"
+    --expect "preconditioner folded into the operator" -- ${host} -dof 3 -solves 2)
   heptane_plugin_gpu_test(plugin_host_gpu_ilu_numeric_on_the_host
     ${compare} --ref ${ref_bcgs} --heptane "-ksp_type hbcgs -heptane_device gpu -heptane_ilu natural -ksp_view"
     --expect "numeric part on the host, from a host copy of the matrix \\(pattern compared\\), factors uploaded"
