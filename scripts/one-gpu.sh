@@ -11,7 +11,8 @@
 # Environment: BUILD_DIR [build-gpu], JOBS [nproc], CUDA_ARCH [90], PETSC_PREFIX [/tmp/petsc],
 #   TESTS_REGEX (ctest -R on top of the labels; default all gpu and plugin tests),
 #   BENCH_ARGS [--sizes thesis --formats bdiagh,csr --impl fused,reference --reps 3],
-#   HEPTANE_PCS [pbjacobi pbjacobi+mixed] for the PETSc comparison (see petsc-compare.sh).
+#   HEPTANE_PCS [pbjacobi pbjacobi+mixed] for the PETSc comparison (see petsc-compare.sh),
+#   PETSC_REPEATS [1]: the whole comparison (PETSc and heptane) that many times.
 # Output in $OUT (at most 8 files): summary.txt, logs.tar.gz, solve.md/solve.csv/solve.json
 # (--bench-solve), petsc.txt (--petsc).
 set -uo pipefail
@@ -92,18 +93,22 @@ fi
 
 # ---- the plugin against PETSc on every core --------------------------------------------------
 if [ "$petsc" = 1 ]; then
-  PREBUILT=1 BUILD_DIR=$build PETSC_PREFIX=$prefix OUT=$logs/petsc \
-    HEPTANE_PCS=${HEPTANE_PCS:-pbjacobi pbjacobi+mixed} bash scripts/petsc-gpu.sh >"$logs/petsc-gpu.out" 2>&1 || status=1
-  {
-    cat "$logs/petsc/summary.txt" 2>/dev/null
-    echo "# where the heptane time goes (-ksp_view 'last setup' lines, first solve of each system)"
-    for f in "$logs"/petsc/heptane-*.log; do
-      [ -f "$f" ] || continue
-      echo "## $(basename "$f")"
-      grep -E "solve [0-9.]+ s$|heptane last setup:|heptane device set-up|heptane last solve" "$f" | head -24
-    done
-  } >"$out/petsc.txt"
-  tee -a "$summary" <"$out/petsc.txt" | head -12
+  : >"$out/petsc.txt"
+  for rep in $(seq 1 "${PETSC_REPEATS:-1}"); do
+    PREBUILT=1 BUILD_DIR=$build PETSC_PREFIX=$prefix OUT=$logs/petsc$rep \
+      HEPTANE_PCS=${HEPTANE_PCS:-pbjacobi pbjacobi+mixed} bash scripts/petsc-gpu.sh >"$logs/petsc-gpu$rep.out" 2>&1 || status=1
+    {
+      echo "# comparison $rep of ${PETSC_REPEATS:-1}"
+      cat "$logs/petsc$rep/summary.txt" 2>/dev/null
+      echo "# where the heptane time goes (-ksp_view lines of each solve)"
+      for f in "$logs/petsc$rep"/heptane-*.log; do
+        [ -f "$f" ] || continue
+        echo "## $(basename "$f")"
+        grep -E "solve [0-9.]+ s |heptane last setup:|heptane device set-up|heptane last solve" "$f" | head -40
+      done
+    } >>"$out/petsc.txt"
+    grep -E "^(pressure|coupled) " "$logs/petsc$rep/summary.txt" | tee -a "$summary"
+  done
 fi
 note "status $status"
 finish "$status"
