@@ -280,6 +280,8 @@ struct BdiaStore final : TypedStore<VT> {
     std::ostringstream o;
     o << what << " on the device, after a pinned, chunked upload of the CSR values";
     if (slot_ms_ > 0) o << "; at the first build the pattern went up and the slot map was computed on the device in " << slot_ms_ << " ms, the values went up and were scattered in " << values_ms_ << " ms";
+    const PinnedUpload::Stats &u = upload_->stats();
+    if (u.bytes > 0) o << "; the last upload: " << u.bytes / 1e6 << " MB, host copies into the pinned buffers " << u.host_copy_ms << " ms (" << u.threads << " threads), waits for the copy engine " << u.wait_ms << " ms";
     return o.str();
   }
   std::shared_ptr<const Operator<VT>> right_scaled(const VT *binv, index_t b, const std::shared_ptr<const Operator<VT>> &reuse) const override
@@ -329,6 +331,7 @@ struct BdiaStore final : TypedStore<VT> {
   // PETSc's values up into values_, then scattered on the device into dst
   void scatter_device(const CsrView &a, MT *dst)
   {
+    upload_->reset_stats();
     upload_->upload(a.values, values_.data(), values_.bytes());
     const double *v = values_.data();
     dispatch_executor(*values_.exec(), [&](const auto &e) {

@@ -31,7 +31,18 @@ public:
   /// still be running (exec->synchronize() waits for it).
   void upload(const void *src, void *dst, std::size_t bytes);
 
+  /// Where the time of the uploads since the last reset_stats() went: bytes moved, host
+  /// copies into the pinned buffers (ms, wall clock of the parallel copies), and waits for
+  /// the copy engine to free a buffer (ms). For -ksp_view (a slow upload: which side).
+  struct Stats {
+    double bytes = 0, host_copy_ms = 0, wait_ms = 0;
+    int    threads = 0; // of the host copies (HEPTANE_UPLOAD_THREADS, else OpenMP's default)
+  };
+  const Stats &stats() const noexcept { return stats_; }
+  void         reset_stats() noexcept { stats_ = Stats{}; }
+
 private:
+  Stats                           stats_;
   std::shared_ptr<const Executor> exec_;
   std::size_t                     chunk_   = 0;
   void                           *buf_[2]  = {nullptr, nullptr};

@@ -104,7 +104,8 @@ if [ "$petsc" = 1 ]; then
       for f in "$logs/petsc$rep"/heptane-*.log; do
         [ -f "$f" ] || continue
         echo "## $(basename "$f")"
-        grep -E "solve [0-9.]+ s |heptane last setup:|heptane device set-up|heptane last solve" "$f" | head -40
+        grep -E "solve [0-9.]+ s |heptane last setup:|heptane device set-up|heptane last solve|the last upload" "$f" |
+          sed -E 's/.*(the last upload: .*)/    \1/' | head -60
       done
     } >>"$out/petsc.txt"
     grep -E "^(pressure|coupled) " "$logs/petsc$rep/summary.txt" | tee -a "$summary"
