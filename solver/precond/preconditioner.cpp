@@ -340,11 +340,12 @@ public:
     /// The symbolic part; a numeric part must follow (from_csr, from_values).
     BlockDiagPc(PcType type, const CsrPatternView& p, index_t nc,
                 std::shared_ptr<const Executor> exec)
-        : Preconditioner<VT>(p.rows, nc, std::move(exec)), type_(type), nnz_(p.nnz())
+        : Preconditioner<VT>(p.rows, nc, std::move(exec)), type_(type)
     {
         HEPTANE_ENSURE(p.rows % nc == 0, InputError,
                        who() << ": block size " << nc << " does not divide the size " << p.rows);
         pattern_.set(p);
+        nnz_ = pattern_.nnz();
         symbolic();
         binv_ = Array<VT>(this->exec_, map_.size());
     }
