@@ -35,6 +35,9 @@ Pool &pool()
   return *p;
 }
 
+// the most one upload of the pinned buffers is sized for: two chunks of 32 MiB (PinnedUpload)
+constexpr std::size_t upload_bytes = std::size_t(64) << 20;
+
 // "cuda" and "cuda:0" are the same device
 std::string canonical(const std::string &resolved)
 {
@@ -63,7 +66,7 @@ void prewarm_device(const std::string &device)
         return;
       }
       auto exec = make_executor(name);
-      auto up   = std::make_shared<PinnedUpload>(exec, std::size_t(64) << 20);
+      auto up   = std::make_shared<PinnedUpload>(exec, upload_bytes);
       // the thread owns these until joined; the joiner moves them into the pool
       p.report.device      = name;
       p.execs[name]        = exec;
@@ -100,7 +103,7 @@ std::shared_ptr<PinnedUpload> shared_pinned_upload(const std::shared_ptr<const E
   std::lock_guard<std::mutex> lock(p.mutex);
   join_worker(p);
   auto &up = p.pinned[exec.get()];
-  if (!up) up = std::make_shared<PinnedUpload>(exec, std::size_t(64) << 20);
+  if (!up) up = std::make_shared<PinnedUpload>(exec, upload_bytes);
   return up;
 }
 

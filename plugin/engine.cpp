@@ -692,7 +692,8 @@ struct Typed {
   Bicgstab<VT>                        bicgstab;
   Cg<VT>                              cg;
   Array<VT>                           b, x, y;
-  std::vector<VT>                     staging; // float vectors: conversion on the host
+  std::vector<VT>                     staging;    // float vectors: conversion on the host
+  MixedRefinement                     refinement; // mixed: its vectors, kept across solves
   // Â = A M⁻¹ (KrylovEngine::set_fold) and what it was made from
   std::shared_ptr<const Operator<VT>> folded;
   const MatrixEngine                 *folded_m = nullptr;
@@ -739,7 +740,7 @@ struct Typed {
     cg.set_preconditioner(pc);
     return cg.solve(bd, xd);
   }
-  // the refinement's inner solver: one correction A32 d = r (refine_mixed)
+  // the refinement's inner solver: one correction A32 d = r (MixedRefinement)
   struct Correction {
     Typed                              &t;
     SolverType                          solver;
@@ -761,14 +762,17 @@ struct Typed {
     SolverOptions o         = opts;
     o.nonzero_initial_guess = nonzero_guess;
     Status st;
-    corrections = 0;
+    corrections  = 0;
+    bool refined = false;
     if constexpr (std::is_same_v<VT, double>) {
       if (op64) {
         Correction c{*this, solver, op, folded_op, o};
-        st = refine_mixed(c, *op64, b, x, o, corrections);
+        st          = refinement.solve(c, *op64, b, x, o);
+        corrections = refinement.corrections();
+        refined     = true;
       }
     }
-    if (!corrections) st = solve_on(solver, op, folded_op, o, b, x);
+    if (!refined) st = solve_on(solver, op, folded_op, o, b, x);
     download(x, xh);
     return st;
   }

@@ -152,8 +152,9 @@ SolveResult run(const Coo<double>& a, const std::vector<double>& b, const SolveC
         s.set_preconditioner(m);
         if constexpr (mixed) {
             if (op64) {
-                int corrections = 0;
-                res.status = refine_mixed(s, *op64, b_dev, x_dev, opts, corrections);
+                MixedRefinement refinement;
+                res.status = refinement.solve(s, *op64, b_dev, x_dev, opts);
+                const int corrections = refinement.corrections();
                 res.corrections = corrections;
                 name += ", fp64 iterative refinement (" + std::to_string(corrections) +
                         (corrections == 1 ? " correction)" : " corrections)");

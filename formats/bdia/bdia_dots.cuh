@@ -47,21 +47,12 @@ __global__ void __launch_bounds__(256)
 #pragma unroll
     for (int k = 0; k < ND; ++k) acc[k] = 0.0;
     if (r < p.n) {
-        if constexpr (RPT == 1) {
-            const VT sum = interior ? row_sum<NC, D, G, false>(p, r, data, x)
-                                    : row_sum<NC, D, G, true>(p, r, data, x);
-            y[r] = sum;
-            add_dots<ND>(acc, ldg(w + r), sum);
-        } else {
-            VT s0, s1;
-            if (interior)
-                row_sum2<NC, D, G, false>(p, r, data, x, s0, s1);
-            else
-                row_sum2<NC, D, G, true>(p, r, data, x, s0, s1);
-            y[r] = s0;
-            y[r + 1] = s1;
-            add_dots<ND>(acc, ldg(w + r), s0);
-            add_dots<ND>(acc, ldg(w + r + 1), s1);
+        VT s[RPT];
+        thread_sums<NC, D, G, RPT>(p, r, interior, data, x, s);
+#pragma unroll
+        for (int k = 0; k < RPT; ++k) {
+            y[r + k] = s[k];
+            add_dots<ND>(acc, ldg(w + r + k), s[k]);
         }
     }
     cuda_detail::block_sum<ND>(acc);

@@ -285,6 +285,24 @@ __device__ __forceinline__ long long thread_row(const Params& p, bool& interior)
     return r_begin + static_cast<long long>(threadIdx.x) * RPT;
 }
 
+/// The sums of the RPT rows r, r+1, .. of this thread into s (checked copy unless the CTA is
+/// interior).
+template <int NC, int D, int G, int RPT, class MT, class VT>
+__device__ __forceinline__ void thread_sums(const Params& p, long long r, bool interior,
+                                            const MT* __restrict__ data, const VT* __restrict__ x,
+                                            VT (&s)[RPT])
+{
+    if constexpr (RPT == 1) {
+        s[0] = interior ? row_sum<NC, D, G, false>(p, r, data, x)
+                        : row_sum<NC, D, G, true>(p, r, data, x);
+    } else {
+        if (interior)
+            row_sum2<NC, D, G, false>(p, r, data, x, s[0], s[1]);
+        else
+            row_sum2<NC, D, G, true>(p, r, data, x, s[0], s[1]);
+    }
+}
+
 template <int NC, int D, int G, int RPT, class MT, class VT>
 __global__ void __launch_bounds__(256)
     ax_kernel(Params p, const MT* __restrict__ data, VT alpha, const VT* __restrict__ x, VT beta,
@@ -293,19 +311,10 @@ __global__ void __launch_bounds__(256)
     bool interior;
     const long long r = thread_row<NC, RPT>(p, interior);
     if (r >= p.n) return;
-    if constexpr (RPT == 1) {
-        const VT sum = interior ? row_sum<NC, D, G, false>(p, r, data, x)
-                                : row_sum<NC, D, G, true>(p, r, data, x);
-        store_result(y, r, alpha, sum, beta);
-    } else {
-        VT s0, s1;
-        if (interior)
-            row_sum2<NC, D, G, false>(p, r, data, x, s0, s1);
-        else
-            row_sum2<NC, D, G, true>(p, r, data, x, s0, s1);
-        store_result(y, r, alpha, s0, beta);
-        store_result(y, r + 1, alpha, s1, beta);
-    }
+    VT s[RPT];
+    thread_sums<NC, D, G, RPT>(p, r, interior, data, x, s);
+#pragma unroll
+    for (int k = 0; k < RPT; ++k) store_result(y, r + k, alpha, s[k], beta);
 }
 
 // ------------------------------------------------------------------------------------------
