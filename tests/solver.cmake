@@ -12,3 +12,6 @@ target_link_libraries(test_precond_mc PRIVATE Eigen3::Eigen)
 heptane_add_test(test_precond_update SOURCES test_precond_update.cpp GPU LABELS solver)
 # the CPU triangular solves: natural order and level schedule agree (CPU kernels only)
 heptane_add_test(test_precond_cpu SOURCES test_precond_cpu.cpp LABELS solver)
+# algebraic multigrid and CPR against dense Eigen products and solutions
+heptane_add_test(test_amg SOURCES test_amg.cpp GPU LABELS solver)
+target_link_libraries(test_amg PRIVATE Eigen3::Eigen)

@@ -17,6 +17,8 @@
 #include <vector>
 
 #include "solver/precond/block_kernels.hpp"
+#include "solver/precond/amg/amg.hpp"
+#include "solver/precond/amg/cpr.hpp"
 #include "solver/precond/block_utils.hpp"
 #include "solver/precond/precond_kernels.hpp"
 #include "solver/vector/vector_ops.hpp"
@@ -32,8 +34,11 @@ PcType parse_pc(const std::string& name)
     if (name == "ilu0" || name == "ilu" || name == "bilu0") return PcType::ilu0;
     if (name == "ilu0-mc" || name == "ilu0_mc" || name == "mcilu0" || name == "bilu0-mc")
         return PcType::ilu0_mc;
-    HEPTANE_THROW(InputError, "unknown preconditioner '"
-                                  << name << "' (choices: none, jacobi, bjacobi, ilu0, ilu0-mc)");
+    if (name == "amg" || name == "gamg" || name == "sa") return PcType::amg;
+    if (name == "cpr") return PcType::cpr;
+    HEPTANE_THROW(InputError,
+                  "unknown preconditioner '"
+                      << name << "' (choices: none, jacobi, bjacobi, ilu0, ilu0-mc, amg, cpr)");
 }
 
 const char* to_string(PcType t) noexcept
@@ -49,6 +54,10 @@ const char* to_string(PcType t) noexcept
             return "ilu0";
         case PcType::ilu0_mc:
             return "ilu0-mc";
+        case PcType::amg:
+            return "amg";
+        case PcType::cpr:
+            return "cpr";
     }
     return "?";
 }
@@ -912,6 +921,16 @@ std::unique_ptr<Preconditioner<VT>> make_preconditioner(PcType type, const Csr<d
                                                         index_t block_size,
                                                         std::shared_ptr<const Executor> exec)
 {
+    return make_preconditioner<VT>(type, a, block_size, std::move(exec), PcOptions{});
+}
+
+template <class VT>
+std::unique_ptr<Preconditioner<VT>> make_preconditioner(PcType type, const Csr<double>& a,
+                                                        index_t block_size,
+                                                        std::shared_ptr<const Executor> exec,
+                                                        const PcOptions& options,
+                                                        std::shared_ptr<const Operator<VT>> a_op)
+{
     check_setup(exec.get(), block_size);
     switch (type) {
         case PcType::none:
@@ -924,6 +943,11 @@ std::unique_ptr<Preconditioner<VT>> make_preconditioner(PcType type, const Csr<d
             return std::make_unique<Ilu0Pc<VT>>(a, block_size, std::move(exec));
         case PcType::ilu0_mc:
             return std::make_unique<Ilu0McPc<VT>>(a, block_size, std::move(exec));
+        case PcType::amg:
+            return std::make_unique<AmgPreconditioner<VT>>(a, block_size, std::move(exec),
+                                                           options.amg, std::move(a_op));
+        case PcType::cpr:
+            return make_cpr<VT>(a, block_size, std::move(exec), options.cpr, std::move(a_op));
     }
     HEPTANE_THROW(InputError, "make_preconditioner: unknown type");
 }
@@ -954,6 +978,12 @@ template std::unique_ptr<Preconditioner<double>> make_preconditioner<double>(
     PcType, const Csr<double>&, index_t, std::shared_ptr<const Executor>);
 template std::unique_ptr<Preconditioner<float>> make_preconditioner<float>(
     PcType, const Csr<double>&, index_t, std::shared_ptr<const Executor>);
+template std::unique_ptr<Preconditioner<double>> make_preconditioner<double>(
+    PcType, const Csr<double>&, index_t, std::shared_ptr<const Executor>, const PcOptions&,
+    std::shared_ptr<const Operator<double>>);
+template std::unique_ptr<Preconditioner<float>> make_preconditioner<float>(
+    PcType, const Csr<double>&, index_t, std::shared_ptr<const Executor>, const PcOptions&,
+    std::shared_ptr<const Operator<float>>);
 template std::unique_ptr<Preconditioner<double>> make_preconditioner<double>(
     PcType, const CsrPatternView&, const double*, index_t, std::shared_ptr<const Executor>);
 template std::unique_ptr<Preconditioner<float>> make_preconditioner<float>(

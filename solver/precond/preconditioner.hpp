@@ -46,10 +46,11 @@
 #include "core/array.hpp"
 #include "core/operator.hpp"
 #include "formats/csr/csr.hpp"
+#include "solver/precond/amg/amg_options.hpp"
 
 namespace heptane {
 
-enum class PcType { none, jacobi, block_jacobi, ilu0, ilu0_mc };
+enum class PcType { none, jacobi, block_jacobi, ilu0, ilu0_mc, amg, cpr };
 
 /// A square host CSR nonzero pattern, borrowed, not owned (e.g. PETSc's SeqAIJ arrays):
 /// 0-based, columns sorted within each row. Row pointers 32-bit (row_ptr32, as PETSc's) or
@@ -72,8 +73,9 @@ struct CsrPatternView {
 };
 
 /// "none", "jacobi", "bjacobi" (also "block_jacobi", "block-jacobi"), "ilu0" (also "ilu",
-/// "bilu0"), "ilu0-mc" (also "ilu0_mc", "mcilu0", "bilu0-mc"). Throws InputError naming the
-/// choices.
+/// "bilu0"), "ilu0-mc" (also "ilu0_mc", "mcilu0", "bilu0-mc"), "amg" (smoothed-aggregation
+/// multigrid, solver/precond/amg/amg.hpp), "cpr" (two-stage CPR for Nc > 1,
+/// solver/precond/amg/cpr.hpp). Throws InputError naming the choices.
 PcType parse_pc(const std::string& name);
 const char* to_string(PcType t) noexcept;
 
@@ -145,12 +147,26 @@ private:
     mutable Array<VT> tmp_;  // for alpha != 1 or beta != 0 (not used by the solvers)
 };
 
+/// Options of the preconditioners that have any (AMG, CPR).
+struct PcOptions {
+    AmgOptions amg;
+    CprOptions cpr;
+};
+
 /// Build a preconditioner from host CSR `a` (double) with block size `block_size` (≥ 1;
-/// used by block_jacobi and ilu0) on `exec`. Instantiated for VT = double and float.
+/// used by block_jacobi, ilu0, AMG's aggregation and CPR) on `exec`. Instantiated for VT =
+/// double and float.
 template <class VT>
 std::unique_ptr<Preconditioner<VT>> make_preconditioner(PcType type, const Csr<double>& a,
                                                         index_t block_size,
                                                         std::shared_ptr<const Executor> exec);
+/// The same with options; `a_op`, when given, is A itself as an operator on `exec` (the
+/// solver's): AMG uses it for the finest level's products and CPR for its residual, instead
+/// of a copy of their own.
+template <class VT>
+std::unique_ptr<Preconditioner<VT>> make_preconditioner(
+    PcType type, const Csr<double>& a, index_t block_size, std::shared_ptr<const Executor> exec,
+    const PcOptions& options, std::shared_ptr<const Operator<VT>> a_op = nullptr);
 
 /// A preconditioner set up from a borrowed host pattern and its CSR values already in the
 /// memory of `exec` (nnz doubles in the pattern's order; device memory on a GPU): none,

@@ -1,0 +1,531 @@
+#include "solver/precond/amg/amg.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+
+#include "core/error.hpp"
+#include "solver/precond/amg/amg_kernels.hpp"
+#include "solver/precond/amg/amg_level.hpp"
+#include "solver/precond/amg/amg_setup.hpp"
+#include "solver/precond/precond_kernels.hpp"
+#include "solver/vector/vector_ops.hpp"
+
+namespace heptane {
+
+using amg::csr_apply;
+using amg::CsrLevel;
+using amg::place;
+using amg::place_csr;
+
+AmgSmoother parse_amg_smoother(const std::string& name)
+{
+    if (name == "chebyshev" || name == "cheby") return AmgSmoother::chebyshev;
+    if (name == "jacobi") return AmgSmoother::jacobi;
+    if (name == "l1jacobi" || name == "l1-jacobi") return AmgSmoother::l1jacobi;
+    if (name == "ilu0mc" || name == "ilu0-mc") return AmgSmoother::ilu0mc;
+    HEPTANE_THROW(InputError, "unknown AMG smoother '"
+                                  << name << "' (choices: chebyshev, jacobi, l1jacobi, ilu0mc)");
+}
+
+const char* to_string(AmgSmoother s) noexcept
+{
+    switch (s) {
+        case AmgSmoother::chebyshev:
+            return "chebyshev";
+        case AmgSmoother::jacobi:
+            return "jacobi";
+        case AmgSmoother::l1jacobi:
+            return "l1jacobi";
+        case AmgSmoother::ilu0mc:
+            return "ilu0mc";
+    }
+    return "?";
+}
+
+AmgCycle parse_amg_cycle(const std::string& name)
+{
+    if (name == "v" || name == "V") return AmgCycle::v;
+    if (name == "w" || name == "W") return AmgCycle::w;
+    HEPTANE_THROW(InputError, "unknown AMG cycle '" << name << "' (choices: v, w)");
+}
+
+const char* to_string(AmgCycle c) noexcept
+{
+    return c == AmgCycle::v ? "v" : "w";
+}
+
+std::string AmgInfo::table() const
+{
+    std::ostringstream os;
+    os << "level        rows          nnz  nnz/row  lambda_max\n";
+    for (std::size_t l = 0; l < levels.size(); ++l) {
+        char line[128];
+        std::snprintf(line, sizeof line, "%5zu %11lld %12lld %8.1f  %10.3g\n", l,
+                      static_cast<long long>(levels[l].rows), static_cast<long long>(levels[l].nnz),
+                      levels[l].rows ? double(levels[l].nnz) / levels[l].rows : 0.0,
+                      levels[l].lambda_max);
+        os << line;
+    }
+    char tail[160];
+    std::snprintf(tail, sizeof tail, "operator complexity %.3f, grid complexity %.3f, coarsest: %s",
+                  operator_complexity, grid_complexity, coarse_solve.c_str());
+    os << tail;
+    return os.str();
+}
+
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+double ms_since(clock_type::time_point t0)
+{
+    return std::chrono::duration<double, std::milli>(clock_type::now() - t0).count();
+}
+
+// The largest level a dense factorisation takes when coarsening stalls above coarse_size.
+constexpr index_t dense_limit = 4000;
+
+/// The host hierarchy: A_l (l ≥ 1; A_0 is the caller's), P_l and R_l = P_lᵀ.
+struct HostHierarchy {
+    std::vector<Csr<double>> a;  // a[0] empty (the caller's matrix)
+    std::vector<Csr<double>> p, r;
+    bool dense_coarse = true;
+};
+
+HostHierarchy build_host(const Csr<double>& a0, index_t nc, const AmgOptions& o)
+{
+    HEPTANE_ENSURE(a0.rows == a0.cols, InputError,
+                   "AMG: the matrix is " << a0.rows << " x " << a0.cols << ", not square");
+    HEPTANE_ENSURE(o.max_levels >= 1, InputError,
+                   "AMG: max_levels (" << o.max_levels << ") must be >= 1");
+    HEPTANE_ENSURE(o.coarse_size >= 1, InputError,
+                   "AMG: coarse_size (" << o.coarse_size << ") must be >= 1");
+    HEPTANE_ENSURE(o.strength_threshold >= 0, InputError,
+                   "AMG: strength threshold (" << o.strength_threshold << ") must be >= 0");
+    HostHierarchy h;
+    h.a.emplace_back();
+    const Csr<double>* cur = &a0;
+    while (int(h.a.size()) < o.max_levels && cur->rows > o.coarse_size) {
+        const amg::Strength s = amg::strength(*cur, nc, o.strength_threshold);
+        const amg::Aggregates g = amg::aggregate(s);
+        const index_t nc_rows = g.count * nc;
+        if (g.count == 0 || double(nc_rows) * 1.2 > double(cur->rows)) break;  // stalled
+        Csr<double> p = amg::prolongator(*cur, nc, s, g, o.prolongation_weight);
+        Csr<double> r = transpose(p);
+        Csr<double> ac = amg::galerkin(r, *cur, p);
+        h.p.push_back(std::move(p));
+        h.r.push_back(std::move(r));
+        h.a.push_back(std::move(ac));
+        cur = &h.a.back();
+    }
+    h.dense_coarse = cur->rows <= std::max(o.coarse_size, dense_limit);
+    return h;
+}
+
+}  // namespace
+
+template <class VT>
+struct AmgPreconditioner<VT>::Impl {
+    struct Level {
+        index_t n = 0;
+        std::shared_ptr<const Operator<VT>> a;  // the level's matrix
+        CsrLevel<VT>* own = nullptr;            // a, when AMG owns it (values refresh)
+        Csr<VT> p, r;                           // to the next level (not on the coarsest)
+        Array<VT> dinv;
+        double lambda = 0;
+        std::unique_ptr<Preconditioner<VT>> ilu;  // ilu0mc smoother
+        mutable Array<VT> x, b, res, d, b2, e2;
+    };
+    std::shared_ptr<const Executor> exec;
+    AmgOptions opts;
+    index_t nc = 1;
+    std::vector<Level> levels;
+    Array<VT> coarse_inv;  // dense, on the coarsest level when dense_coarse
+    bool dense_coarse = true;
+    bool user_fine = false;
+    HostHierarchy host;
+    std::vector<offset_t> pattern_ptr;  // A_0's pattern, for update_values' check
+    std::vector<index_t> pattern_col;
+    AmgInfo info;
+    std::unique_ptr<VectorOps<VT>> ops;
+
+    template <class F>
+    void on_exec(F&& f) const
+    {
+        dispatch_executor(*exec, std::forward<F>(f));
+    }
+
+    // smoother data and coarse inverse of every level, from the host matrices
+    void numeric(const Csr<double>& a0)
+    {
+        const auto t0 = clock_type::now();
+        const bool l1 = opts.smoother == AmgSmoother::l1jacobi;
+        const int nl = int(levels.size());
+        for (int l = 0; l < nl; ++l) {
+            Level& L = levels[l];
+            const Csr<double>& a = l == 0 ? a0 : host.a[l];
+            const bool coarsest = l == nl - 1;
+            if (coarsest && dense_coarse) {
+                coarse_inv = place<VT>(amg::dense_inverse(a, l), exec);
+                continue;
+            }
+            if (opts.smoother == AmgSmoother::ilu0mc) {
+                if (L.ilu)
+                    L.ilu->update_values(a);
+                else
+                    L.ilu = make_preconditioner<VT>(PcType::ilu0_mc, a, nc, exec);
+                continue;
+            }
+            const std::vector<double> dinv = amg::inverse_diagonal(a, l1, l);
+            if (L.dinv.size() == dinv.size()) {
+                std::vector<VT> t(dinv.begin(), dinv.end());
+                copy_bytes(*cpu_executor(), t.data(), *exec, L.dinv.data(), t.size() * sizeof(VT));
+            } else {
+                L.dinv = place<VT>(dinv, exec);
+            }
+            if (opts.smoother == AmgSmoother::chebyshev) L.lambda = estimate_lambda(L);
+        }
+        exec->synchronize();
+        info.device_ms += ms_since(t0);
+        for (int l = 0; l < nl; ++l) info.levels[l].lambda_max = levels[l].lambda;
+    }
+
+    // λ_max(D⁻¹A) by power iterations through the level's product on the executor
+    double estimate_lambda(Level& L)
+    {
+        const index_t n = L.n;
+        std::vector<VT> v0(static_cast<std::size_t>(n));
+        std::uint64_t s = 0x9E3779B97F4A7C15ull;
+        for (auto& x : v0) {  // a fixed pseudo-random start (deterministic)
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            x = VT(0.5 + double(s % 1000003) / 1000003.0);
+        }
+        Array<VT> v = Array<VT>(std::move(v0)).to(exec);
+        Array<VT>& w = L.res;
+        double norm = ops->norm2(n, v.data());
+        double lambda = 0;
+        const int iters = std::max(1, opts.power_iterations);
+        for (int k = 0; k < iters && norm > 0; ++k) {
+            ops->axpby(n, VT(1.0 / norm), v.data(), VT(0), v.data());
+            L.a->apply(v.data(), w.data());
+            on_exec([&](const auto& e) {
+                kernels::diag_scale(e, n, L.dinv.data(), w.data(), v.data());
+            });
+            norm = ops->norm2(n, v.data());
+            lambda = norm;
+        }
+        return lambda;
+    }
+
+    // ---- the cycle ------------------------------------------------------------------------
+
+    void residual(const Level& L, const VT* b, const VT* x, VT* r) const
+    {
+        ops->copy(L.n, b, r);
+        L.a->apply(VT(-1), x, VT(1), r);
+    }
+
+    // `sweeps` smoothing steps on A x = b; zero: x is taken as 0 on entry (not read)
+    void smooth(const Level& L, const VT* b, VT* x, int sweeps, bool zero) const
+    {
+        const index_t n = L.n;
+        if (sweeps <= 0) {
+            if (zero) ops->fill(n, VT(0), x);
+            return;
+        }
+        if (zero) ops->fill(n, VT(0), x);
+        switch (opts.smoother) {
+            case AmgSmoother::chebyshev: {
+                const double hi = 1.1 * L.lambda, lo = L.lambda / opts.chebyshev_ratio;
+                const double theta = 0.5 * (hi + lo), delta = 0.5 * (hi - lo);
+                const double sigma = theta / delta;
+                double rho = 1.0 / sigma;
+                const VT* r = b;
+                if (!zero) {
+                    residual(L, b, x, L.res.data());
+                    r = L.res.data();
+                }
+                on_exec([&](const auto& e) {
+                    kernels::smooth_step(e, n, VT(0), VT(1.0 / theta), L.dinv.data(), r, L.d.data(),
+                                         x);
+                });
+                for (int k = 1; k < sweeps; ++k) {
+                    if (r == b) {
+                        residual(L, b, x, L.res.data());
+                        r = L.res.data();
+                    } else {
+                        L.a->apply(VT(-1), L.d.data(), VT(1), L.res.data());  // r −= A d
+                    }
+                    const double rho_new = 1.0 / (2.0 * sigma - rho);
+                    on_exec([&](const auto& e) {
+                        kernels::smooth_step(e, n, VT(rho_new * rho), VT(2.0 * rho_new / delta),
+                                             L.dinv.data(), L.res.data(), L.d.data(), x);
+                    });
+                    rho = rho_new;
+                }
+                return;
+            }
+            case AmgSmoother::jacobi:
+            case AmgSmoother::l1jacobi: {
+                const VT w = opts.smoother == AmgSmoother::jacobi ? VT(opts.jacobi_weight) : VT(1);
+                for (int k = 0; k < sweeps; ++k) {
+                    const VT* r = b;
+                    if (!(zero && k == 0)) {
+                        residual(L, b, x, L.res.data());
+                        r = L.res.data();
+                    }
+                    on_exec([&](const auto& e) {
+                        kernels::smooth_step(e, n, VT(0), w, L.dinv.data(), r, L.d.data(), x);
+                    });
+                }
+                return;
+            }
+            case AmgSmoother::ilu0mc: {
+                for (int k = 0; k < sweeps; ++k) {
+                    const VT* r = b;
+                    if (!(zero && k == 0)) {
+                        residual(L, b, x, L.res.data());
+                        r = L.res.data();
+                    }
+                    L.ilu->apply(r, L.d.data());
+                    ops->axpby(n, VT(1), L.d.data(), VT(1), x);
+                }
+                return;
+            }
+        }
+    }
+
+    // x ≈ A_l⁻¹ b from x = 0
+    void cycle(int l, const VT* b, VT* x) const
+    {
+        const Level& L = levels[l];
+        const int nl = int(levels.size());
+        if (l == nl - 1) {
+            if (dense_coarse) {
+                on_exec(
+                    [&](const auto& e) { kernels::dense_apply(e, L.n, coarse_inv.data(), b, x); });
+            } else {
+                smooth(L, b, x, std::max(1, opts.pre_sweeps + opts.post_sweeps), true);
+            }
+            return;
+        }
+        const Level& C = levels[l + 1];
+        smooth(L, b, x, opts.pre_sweeps, true);
+        residual(L, b, x, L.res.data());
+        csr_apply(*exec, L.r, VT(1), L.res.data(), VT(0), C.b.data());
+        cycle(l + 1, C.b.data(), C.x.data());
+        if (opts.cycle == AmgCycle::w && l + 1 < nl - 1) {
+            // a second visit for the remaining coarse residual
+            residual(C, C.b.data(), C.x.data(), C.b2.data());
+            cycle(l + 1, C.b2.data(), C.e2.data());
+            ops->axpby(C.n, VT(1), C.e2.data(), VT(1), C.x.data());
+        }
+        csr_apply(*exec, L.p, VT(1), C.x.data(), VT(1), x);
+        smooth(L, b, x, opts.post_sweeps, false);
+    }
+};
+
+template <class VT>
+AmgPreconditioner<VT>::AmgPreconditioner(const Csr<double>& a_in, index_t nc,
+                                         std::shared_ptr<const Executor> exec,
+                                         const AmgOptions& opts,
+                                         std::shared_ptr<const Operator<VT>> fine)
+    : Preconditioner<VT>(a_in.rows, nc, exec), impl_(std::make_unique<Impl>())
+{
+    const auto t_start = clock_type::now();
+    Csr<double> keep;
+    const Csr<double>& a = a_in.exec()->is_cpu() ? a_in : (keep = a_in.to(cpu_executor()));
+    HEPTANE_ENSURE(nc >= 1 && a.rows % nc == 0, InputError,
+                   "AMG: block size " << nc << " does not divide the " << a.rows << " rows");
+    HEPTANE_ENSURE(opts.pre_sweeps >= 0 && opts.post_sweeps >= 0, InputError,
+                   "AMG: sweeps must be >= 0");
+    HEPTANE_ENSURE(opts.smoother != AmgSmoother::chebyshev || opts.chebyshev_ratio > 1, InputError,
+                   "AMG: the Chebyshev ratio (" << opts.chebyshev_ratio << ") must be > 1");
+    if (fine) {
+        HEPTANE_ENSURE(fine->rows() == a.rows && fine->cols() == a.cols, DimensionMismatch,
+                       "AMG: the fine operator is " << fine->rows() << " x " << fine->cols()
+                                                    << ", A " << a.rows << " x " << a.cols);
+    }
+    Impl& m = *impl_;
+    m.exec = exec;
+    m.opts = opts;
+    m.nc = nc;
+    m.ops = std::make_unique<VectorOps<VT>>(exec, 0);
+    m.host = build_host(a, nc, opts);
+    m.dense_coarse = m.host.dense_coarse;
+    m.info.host_setup_ms = ms_since(t_start);
+    m.pattern_ptr = a.row_ptr.host();
+    m.pattern_col = a.col_idx.host();
+
+    const auto t_dev = clock_type::now();
+    const int nl = int(m.host.a.size());
+    m.levels.resize(static_cast<std::size_t>(nl));
+    for (int l = 0; l < nl; ++l) {
+        auto& L = m.levels[std::size_t(l)];
+        const Csr<double>& al = l == 0 ? a : m.host.a[std::size_t(l)];
+        L.n = al.rows;
+        if (l == 0 && fine) {
+            L.a = fine;
+            m.user_fine = true;
+        } else if (!(l == nl - 1 && m.dense_coarse)) {
+            auto own = std::make_shared<CsrLevel<VT>>(place_csr<VT>(al, exec), exec);
+            L.own = own.get();
+            L.a = std::move(own);
+        }
+        if (l < nl - 1) {
+            L.p = place_csr<VT>(m.host.p[std::size_t(l)], exec);
+            L.r = place_csr<VT>(m.host.r[std::size_t(l)], exec);
+        }
+        const std::size_t n = std::size_t(L.n);
+        L.res = Array<VT>(exec, n);
+        L.d = Array<VT>(exec, n);
+        if (l > 0) {
+            L.x = Array<VT>(exec, n);
+            L.b = Array<VT>(exec, n);
+            if (opts.cycle == AmgCycle::w) {
+                L.b2 = Array<VT>(exec, n);
+                L.e2 = Array<VT>(exec, n);
+            }
+        }
+        m.info.levels.push_back({al.rows, al.nnz(), 0.0});
+    }
+    m.info.device_ms = ms_since(t_dev);
+    double nnz = 0, rows = 0;
+    for (const auto& li : m.info.levels) {
+        nnz += double(li.nnz);
+        rows += double(li.rows);
+    }
+    m.info.operator_complexity = a.nnz() ? nnz / double(a.nnz()) : 1.0;
+    m.info.grid_complexity = a.rows ? rows / double(a.rows) : 1.0;
+    m.info.coarse_solve = m.dense_coarse ? "dense LU" : "smoothed (coarsening stalled)";
+    m.numeric(a);
+    this->setup_ms_ = ms_since(t_start);
+}
+
+template <class VT>
+AmgPreconditioner<VT>::~AmgPreconditioner() = default;
+
+template <class VT>
+void AmgPreconditioner<VT>::update_values(const Csr<double>& a_in)
+{
+    const auto t_start = clock_type::now();
+    Impl& m = *impl_;
+    Csr<double> keep;
+    const Csr<double>& a = a_in.exec()->is_cpu() ? a_in : (keep = a_in.to(cpu_executor()));
+    HEPTANE_ENSURE(a.rows == this->n_ && a.row_ptr.host() == m.pattern_ptr &&
+                       a.col_idx.host() == m.pattern_col,
+                   InputError,
+                   "AMG update_values: the matrix does not have the pattern of the one the "
+                   "hierarchy was built from");
+    const int nl = int(m.levels.size());
+    m.info.device_ms = 0;
+    // the Galerkin products with the kept P and R (the same patterns, new values)
+    std::vector<Csr<double>> fresh(static_cast<std::size_t>(nl));
+    const auto t_host = clock_type::now();
+    for (int l = 1; l < nl; ++l) {
+        const Csr<double>& prev = l == 1 ? a : fresh[std::size_t(l - 1)];
+        fresh[std::size_t(l)] =
+            amg::galerkin(m.host.r[std::size_t(l - 1)], prev, m.host.p[std::size_t(l - 1)]);
+        HEPTANE_ENSURE(
+            fresh[std::size_t(l)].nnz() == m.host.a[std::size_t(l)].nnz(), InputError,
+            "AMG update_values: level " << l + 1 << " changed its pattern (new exact zeros?)");
+    }
+    for (int l = 1; l < nl; ++l) m.host.a[std::size_t(l)] = std::move(fresh[std::size_t(l)]);
+    m.info.host_setup_ms = ms_since(t_host);
+    const auto t_dev = clock_type::now();
+    for (int l = 0; l < nl; ++l) {
+        auto& L = m.levels[std::size_t(l)];
+        if (!L.own) continue;
+        const Csr<double>& al = l == 0 ? a : m.host.a[std::size_t(l)];
+        Csr<VT>& dst = L.own->matrix();
+        std::vector<VT> t(al.values.host().begin(), al.values.host().end());
+        copy_bytes(*cpu_executor(), t.data(), *m.exec, dst.values.data(), t.size() * sizeof(VT));
+    }
+    m.info.device_ms = ms_since(t_dev);
+    m.numeric(a);
+    this->setup_ms_ = ms_since(t_start);
+}
+
+template <class VT>
+bool AmgPreconditioner<VT>::graph_safe() const
+{
+    const Impl& m = *impl_;
+    if (!m.exec->is_cuda()) return false;
+    for (const auto& L : m.levels) {
+        if (L.a && !L.a->graph_safe()) return false;
+        if (L.ilu && !L.ilu->graph_safe()) return false;
+    }
+    return true;
+}
+
+template <class VT>
+const AmgInfo& AmgPreconditioner<VT>::info() const noexcept
+{
+    return impl_->info;
+}
+
+template <class VT>
+const AmgOptions& AmgPreconditioner<VT>::options() const noexcept
+{
+    return impl_->opts;
+}
+
+template <class VT>
+void AmgPreconditioner<VT>::solve(const VT* r, VT* z) const
+{
+    impl_->cycle(0, r, z);
+}
+
+template <class VT>
+bool AmgPreconditioner<VT>::symmetric_apply() const noexcept
+{
+    return impl_->opts.smoother != AmgSmoother::ilu0mc &&
+           impl_->opts.pre_sweeps == impl_->opts.post_sweeps;
+}
+
+template <class VT>
+std::string AmgPreconditioner<VT>::details() const
+{
+    const Impl& m = *impl_;
+    std::ostringstream os;
+    os << "(smoothed aggregation, " << m.levels.size() << " levels, rows";
+    for (std::size_t l = 0; l < m.info.levels.size(); ++l)
+        os << (l ? "/" : " ") << m.info.levels[l].rows;
+    char c[64];
+    std::snprintf(c, sizeof c, ", operator complexity %.2f", m.info.operator_complexity);
+    os << c << ", " << to_string(m.opts.smoother) << "(" << m.opts.pre_sweeps << ","
+       << m.opts.post_sweeps << "), " << (m.opts.cycle == AmgCycle::v ? "V" : "W")
+       << "-cycle, theta " << m.opts.strength_threshold << ", coarsest " << m.info.coarse_solve
+       << (m.user_fine ? ", finest level through the solver's operator" : "") << ")";
+    return os.str();
+}
+
+AmgInfo amg_hierarchy(const Csr<double>& a, index_t nc, const AmgOptions& opts)
+{
+    HEPTANE_ENSURE(nc >= 1 && a.rows % nc == 0, InputError,
+                   "AMG: block size " << nc << " does not divide the " << a.rows << " rows");
+    const auto t0 = clock_type::now();
+    const HostHierarchy h = build_host(a, nc, opts);
+    AmgInfo info;
+    info.host_setup_ms = ms_since(t0);
+    double nnz = 0, rows = 0;
+    for (std::size_t l = 0; l < h.a.size(); ++l) {
+        const Csr<double>& al = l == 0 ? a : h.a[l];
+        info.levels.push_back({al.rows, al.nnz(), 0.0});
+        nnz += double(al.nnz());
+        rows += double(al.rows);
+    }
+    info.operator_complexity = a.nnz() ? nnz / double(a.nnz()) : 1.0;
+    info.grid_complexity = a.rows ? rows / double(a.rows) : 1.0;
+    info.coarse_solve = h.dense_coarse ? "dense LU" : "smoothed (coarsening stalled)";
+    return info;
+}
+
+template class AmgPreconditioner<double>;
+template class AmgPreconditioner<float>;
+
+}  // namespace heptane

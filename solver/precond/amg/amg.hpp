@@ -1,0 +1,89 @@
+// Algebraic multigrid (smoothed aggregation) as a heptane Preconditioner: z = one cycle of
+// the hierarchy applied to r, from a zero initial guess.
+//
+//     AmgOptions o;                                  // amg_options.hpp: θ, smoother, cycle…
+//     auto m = make_amg<double>(csr, nc, exec, o);   // or make_preconditioner(PcType::amg…)
+//     Cg<double> s; s.set_operator(A); s.set_preconditioner(std::move(m));
+//
+// Setup (amg_setup.hpp, the CPU reference): strength of connection, aggregation, the
+// smoothed prolongator P, R = Pᵀ and the Galerkin products A_{l+1} = R A_l P on the host
+// (OpenMP); the levels are then placed on the executor as CSR (the finest level can be the
+// caller's operator, e.g. BDIA-GH), with each level's smoother data (D⁻¹, λ_max(D⁻¹A) by
+// power iterations through the level's product on the executor) and the coarsest level's
+// dense inverse. The cycle runs entirely on the executor: products through the SpMV core,
+// smoothing steps and the coarse solve as kernels (amg_kernels.hpp), no host
+// synchronisation (graph-safe on a GPU).
+//
+// update_values(A') keeps the aggregates, P and R (PETSc GAMG's reuse of the interpolation)
+// and redoes the Galerkin products, the smoother data and the coarse inverse.
+//
+// Errors (InputError): a matrix that is not square or whose size Nc does not divide, a zero
+// diagonal entry on any level (named with its level and 1-based row), a singular coarsest
+// level.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "solver/precond/amg/amg_options.hpp"
+#include "solver/precond/preconditioner.hpp"
+
+namespace heptane {
+
+/// One level of a hierarchy as `heptane info --verbose` and -ksp_view print it.
+struct AmgLevelInfo {
+    index_t rows = 0;
+    offset_t nnz = 0;
+    double lambda_max = 0;  ///< estimated λ_max(D⁻¹A) (Chebyshev); 0 on the coarsest
+};
+
+struct AmgInfo {
+    std::vector<AmgLevelInfo> levels;
+    /// Σ nnz(A_l) / nnz(A_0) and Σ rows(A_l) / rows(A_0).
+    double operator_complexity = 0;
+    double grid_complexity = 0;
+    /// How the coarsest level is treated: "dense LU" or "smoothed" (coarsening stalled above
+    /// a size a dense factorisation could take).
+    std::string coarse_solve;
+    double host_setup_ms = 0;  ///< strength, aggregation, P, Galerkin products (host)
+    double device_ms = 0;      ///< levels to the executor, smoother data, coarse inverse
+    /// Multi-line table: level, rows, nnz, nnz/row, λ_max; complexities.
+    std::string table() const;
+};
+
+template <class VT>
+class AmgPreconditioner final : public Preconditioner<VT> {
+public:
+    /// `fine`: an operator for A itself on `exec` (the solver's), used for the finest
+    /// level's products instead of a CSR copy; null: AMG keeps its own.
+    AmgPreconditioner(const Csr<double>& a, index_t nc, std::shared_ptr<const Executor> exec,
+                      const AmgOptions& opts, std::shared_ptr<const Operator<VT>> fine = nullptr);
+    ~AmgPreconditioner() override;
+    PcType type() const noexcept override { return PcType::amg; }
+    /// Same pattern, new values: see the header comment. A `fine` operator given at setup
+    /// must be updated by the caller.
+    void update_values(const Csr<double>& a) override;
+    bool graph_safe() const override;
+    const AmgInfo& info() const noexcept;
+    const AmgOptions& options() const noexcept;
+
+    struct Impl;
+
+protected:
+    void solve(const VT* r, VT* z) const override;
+    bool symmetric_apply() const noexcept override;
+    std::string details() const override;
+
+private:
+    std::unique_ptr<Impl> impl_;
+};
+
+extern template class AmgPreconditioner<double>;
+extern template class AmgPreconditioner<float>;
+
+/// The hierarchy of `a` as the setup would build it, without an executor (for `heptane
+/// info --verbose`): sizes and complexities; lambda_max is not estimated (0).
+AmgInfo amg_hierarchy(const Csr<double>& a, index_t nc, const AmgOptions& opts);
+
+}  // namespace heptane

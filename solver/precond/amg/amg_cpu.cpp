@@ -1,0 +1,69 @@
+// Multigrid and CPR kernels on the CPU (OpenMP); declared in amg_kernels.hpp.
+#include "solver/precond/amg/amg_kernels.hpp"
+
+namespace heptane::kernels {
+
+template <class VT>
+void smooth_step(const CpuExecutor&, index_t n, VT a, VT b, const VT* dinv, const VT* r, VT* d,
+                 VT* x)
+{
+    if (a == VT(0)) {
+#pragma omp parallel for schedule(static)
+        for (index_t i = 0; i < n; ++i) {
+            d[i] = b * (dinv[i] * r[i]);
+            x[i] += d[i];
+        }
+    } else {
+#pragma omp parallel for schedule(static)
+        for (index_t i = 0; i < n; ++i) {
+            d[i] = a * d[i] + b * (dinv[i] * r[i]);
+            x[i] += d[i];
+        }
+    }
+}
+
+template <class VT>
+void dense_apply(const CpuExecutor&, index_t n, const VT* ainv, const VT* b, VT* x)
+{
+#pragma omp parallel for schedule(static) if (n > 256)
+    for (index_t i = 0; i < n; ++i) {
+        VT s = 0;
+        const VT* row = ainv + static_cast<std::size_t>(i) * n;
+        for (index_t j = 0; j < n; ++j) s += row[j] * b[j];
+        x[i] = s;
+    }
+}
+
+template <class VT>
+void cpr_restrict(const CpuExecutor&, index_t ncells, index_t nc, const VT* w, const VT* r, VT* rp)
+{
+#pragma omp parallel for schedule(static)
+    for (index_t i = 0; i < ncells; ++i) {
+        VT s = 0;
+        for (index_t c = 0; c < nc; ++c)
+            s += w[static_cast<std::size_t>(i) * nc + c] * r[static_cast<std::size_t>(i) * nc + c];
+        rp[i] = s;
+    }
+}
+
+template <class VT>
+void cpr_prolong(const CpuExecutor&, index_t ncells, index_t nc, index_t p, const VT* xp, VT* z)
+{
+#pragma omp parallel for schedule(static)
+    for (index_t i = 0; i < ncells; ++i)
+        for (index_t c = 0; c < nc; ++c)
+            z[static_cast<std::size_t>(i) * nc + c] = c == p ? xp[i] : VT(0);
+}
+
+#define HEPTANE_INSTANTIATE(VT)                                                                   \
+    template void smooth_step<VT>(const CpuExecutor&, index_t, VT, VT, const VT*, const VT*, VT*, \
+                                  VT*);                                                           \
+    template void dense_apply<VT>(const CpuExecutor&, index_t, const VT*, const VT*, VT*);        \
+    template void cpr_restrict<VT>(const CpuExecutor&, index_t, index_t, const VT*, const VT*,    \
+                                   VT*);                                                          \
+    template void cpr_prolong<VT>(const CpuExecutor&, index_t, index_t, index_t, const VT*, VT*);
+HEPTANE_INSTANTIATE(double)
+HEPTANE_INSTANTIATE(float)
+#undef HEPTANE_INSTANTIATE
+
+}  // namespace heptane::kernels

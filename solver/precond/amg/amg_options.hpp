@@ -1,0 +1,76 @@
+// Options of the algebraic multigrid preconditioner (amg.hpp) and of CPR (cpr.hpp). Kept in
+// a header of their own so that SolveConfig, the CLI and the plugin can carry them without
+// the setup code.
+#pragma once
+
+#include <string>
+
+#include "core/types.hpp"
+
+namespace heptane {
+
+/// Smoother of every level but the coarsest (solved directly).
+///   chebyshev  Chebyshev polynomial in D⁻¹A of degree `sweeps` on [λ/ratio, 1.1·λ], λ the
+///              largest eigenvalue of D⁻¹A estimated by power iterations at setup (the
+///              default, as PETSc GAMG's; symmetric, so the cycle suits CG).
+///   jacobi     damped Jacobi x += ω D⁻¹ (b − A x), `sweeps` times (ω = jacobi_weight).
+///   l1jacobi   l1-Jacobi x += D_l1⁻¹ (b − A x), D_l1 = diag(|a_ii| + Σ_{j≠i} |a_ij|)
+///              (convergent for any SPD matrix without a weight; hypre's l1 smoothers).
+///   ilu0mc     one multi-colour ILU(0) correction x += (LU)⁻¹ (b − A x) per sweep (the
+///              ilu0-mc preconditioner as a smoother; not symmetric: BiCGStab/GMRES).
+enum class AmgSmoother { chebyshev, jacobi, l1jacobi, ilu0mc };
+/// "chebyshev" (also "cheby"), "jacobi", "l1jacobi" (also "l1-jacobi"), "ilu0mc" (also
+/// "ilu0-mc"). Throws InputError naming the choices.
+AmgSmoother parse_amg_smoother(const std::string& name);
+const char* to_string(AmgSmoother s) noexcept;
+
+/// V: one coarse-grid visit per level; W: two (cycle_index = 2).
+enum class AmgCycle { v, w };
+AmgCycle parse_amg_cycle(const std::string& name);
+const char* to_string(AmgCycle c) noexcept;
+
+/// Smoothed aggregation (Vaněk, Mandel, Brezina 1996), as PETSc GAMG, amgcl and AMGX's
+/// aggregation AMG do it. Names follow PETSc's -pc_gamg_* where there is one.
+struct AmgOptions {
+    /// Strength of connection: node j is a strong neighbour of i when
+    /// |a_ij| > theta·sqrt(|a_ii|·|a_jj|) (Frobenius norms of the Nc × Nc blocks for Nc > 1).
+    /// 0 keeps every coupling (GAMG's default threshold); amgcl's default is 0.08.
+    double strength_threshold = 0.08;
+    /// Prolongator smoothing P = (I − ω D_F⁻¹ A_F) T, ω = prolongation_weight / ρ(D_F⁻¹ A_F)
+    /// (A_F: A without its weak couplings, lumped into the diagonal). 0: unsmoothed (plain)
+    /// aggregation, whose coarse operators keep A's stencil (7-point stays 7-point).
+    double prolongation_weight = 4.0 / 3.0;
+    /// Stop coarsening at this many rows or fewer (the coarsest level is solved with a dense
+    /// LU on the executor), after max_levels levels, or when a level coarsens by less than
+    /// a factor 1.2.
+    index_t coarse_size = 300;
+    int max_levels = 20;
+    AmgSmoother smoother = AmgSmoother::chebyshev;
+    /// Chebyshev degree, or Jacobi / l1-Jacobi / ILU sweeps, before and after the coarse
+    /// correction.
+    int pre_sweeps = 2;
+    int post_sweeps = 2;
+    double jacobi_weight = 2.0 / 3.0;
+    /// Chebyshev interval [λ_max/ratio, 1.1·λ_max] (GAMG: [0.1, 1.1]·λ_max → ratio 11).
+    double chebyshev_ratio = 11.0;
+    /// Power iterations that estimate λ_max(D⁻¹A) at setup.
+    int power_iterations = 10;
+    AmgCycle cycle = AmgCycle::v;
+};
+
+/// The second stage of CPR on the whole system.
+enum class CprSmoother { bilu0, bilu0mc, bjacobi };
+
+/// Constrained pressure residual (Wallis 1983; two-stage, as in OPM and Eclipse): a
+/// quasi-IMPES decoupling, AMG on the pressure system, and a block preconditioner on the
+/// full system, applied multiplicatively.
+struct CprOptions {
+    /// Which unknown of each cell is the pressure.
+    index_t pressure_index = 0;
+    AmgOptions amg;
+    /// Unset on the command line: block ILU(0) on the CPU, multi-colour block ILU(0) on a GPU.
+    bool second_stage_auto = true;
+    CprSmoother second_stage = CprSmoother::bilu0;
+};
+
+}  // namespace heptane

@@ -1,0 +1,402 @@
+#include "solver/precond/amg/amg_setup.hpp"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <utility>
+
+#include "core/error.hpp"
+#include "solver/precond/block_utils.hpp"
+
+namespace heptane::amg {
+
+namespace {
+
+// Exclusive prefix sum of counts[0..n) into ptr[0..n] (ptr[0] = 0).
+std::vector<offset_t> prefix(const std::vector<offset_t>& counts)
+{
+    std::vector<offset_t> ptr(counts.size() + 1, 0);
+    for (std::size_t i = 0; i < counts.size(); ++i) ptr[i + 1] = ptr[i] + counts[i];
+    return ptr;
+}
+
+Csr<double> host_csr(index_t rows, index_t cols, std::vector<offset_t> ptr,
+                     std::vector<index_t> col, std::vector<double> val)
+{
+    Csr<double> c;
+    c.rows = rows;
+    c.cols = cols;
+    c.row_ptr = Array<offset_t>(std::move(ptr));
+    c.col_idx = Array<index_t>(std::move(col));
+    c.values = Array<double>(std::move(val));
+    return c;
+}
+
+}  // namespace
+
+Strength strength(const Csr<double>& a, index_t nc, double theta)
+{
+    HEPTANE_ENSURE(a.rows == a.cols, InputError,
+                   "AMG: the matrix is " << a.rows << " x " << a.cols << ", not square");
+    HEPTANE_ENSURE(nc >= 1 && a.rows % nc == 0, InputError,
+                   "AMG: block size " << nc << " does not divide the " << a.rows << " rows");
+    const index_t nodes = a.rows / nc;
+    const offset_t* rp = a.row_ptr.data();
+    const index_t* ci = a.col_idx.data();
+    const double* v = a.values.data();
+    Strength s;
+    s.nodes = nodes;
+    s.keep.assign(std::size_t(a.nnz()), 0);
+
+    // the node couplings: block Frobenius norms (|a_ij| for Nc = 1), per node a short list
+    // of (neighbour, norm²) gathered from the node's Nc rows
+    std::vector<double> diag(static_cast<std::size_t>(nodes), 0.0);
+    std::vector<offset_t> count(static_cast<std::size_t>(nodes), 0);
+    // node I's blocks: at most the entries of its rows
+    std::vector<offset_t> tmp_ptr(std::size_t(nodes) + 1);
+    for (index_t i = 0; i <= nodes; ++i) tmp_ptr[i] = rp[std::size_t(i) * nc];
+    std::vector<index_t> tmp_col(std::size_t(a.nnz()));
+    std::vector<double> tmp_norm(std::size_t(a.nnz()));
+#pragma omp parallel for schedule(static)
+    for (index_t node = 0; node < nodes; ++node) {
+        const offset_t base = tmp_ptr[node];
+        offset_t len = 0;
+        for (index_t r = node * nc; r < (node + 1) * nc; ++r) {
+            for (offset_t k = rp[r]; k < rp[r + 1]; ++k) {
+                const index_t j = ci[k] / nc;
+                const double x = v[k] * v[k];
+                offset_t q = 0;
+                while (q < len && tmp_col[base + q] != j) ++q;
+                if (q == len) {
+                    tmp_col[base + len] = j;
+                    tmp_norm[base + len] = 0;
+                    ++len;
+                }
+                tmp_norm[base + q] += x;
+            }
+        }
+        for (offset_t q = 0; q < len; ++q)
+            if (tmp_col[base + q] == node) diag[node] = std::sqrt(tmp_norm[base + q]);
+        count[node] = len;
+    }
+    // strong pairs (|a_IJ| > θ sqrt(|a_II| |a_JJ|); a zero norm is never strong)
+    std::vector<offset_t> strong_count(static_cast<std::size_t>(nodes), 0);
+#pragma omp parallel for schedule(static)
+    for (index_t node = 0; node < nodes; ++node) {
+        const offset_t base = tmp_ptr[node];
+        offset_t m = 0;
+        for (offset_t q = 0; q < count[node]; ++q) {
+            const index_t j = tmp_col[base + q];
+            const double x = std::sqrt(tmp_norm[base + q]);
+            const double ref = std::sqrt(diag[node] * diag[j]);
+            if (j != node && x > 0 && x > theta * ref) {
+                tmp_col[base + m] = j;
+                tmp_norm[base + m] = ref > 0 ? x / ref : std::numeric_limits<double>::max();
+                ++m;
+            }
+        }
+        strong_count[node] = m;
+    }
+    s.ptr = prefix(strong_count);
+    s.adj.resize(std::size_t(s.ptr.back()));
+    s.weight.resize(std::size_t(s.ptr.back()));
+#pragma omp parallel for schedule(static)
+    for (index_t node = 0; node < nodes; ++node) {
+        const offset_t base = tmp_ptr[node];
+        // sorted by neighbour (the rows were sorted, but Nc rows interleave)
+        std::vector<std::pair<index_t, double>> e;
+        e.reserve(std::size_t(strong_count[node]));
+        for (offset_t q = 0; q < strong_count[node]; ++q)
+            e.emplace_back(tmp_col[base + q], tmp_norm[base + q]);
+        std::sort(e.begin(), e.end());
+        for (std::size_t q = 0; q < e.size(); ++q) {
+            s.adj[s.ptr[node] + offset_t(q)] = e[q].first;
+            s.weight[s.ptr[node] + offset_t(q)] = e[q].second;
+        }
+        // entries to keep in the filtered matrix
+        for (index_t r = node * nc; r < (node + 1) * nc; ++r)
+            for (offset_t k = rp[r]; k < rp[r + 1]; ++k) {
+                const index_t j = ci[k] / nc;
+                const bool strong =
+                    j == node || std::binary_search(s.adj.begin() + s.ptr[node],
+                                                    s.adj.begin() + s.ptr[node + 1], j);
+                s.keep[k] = strong ? 1 : 0;
+            }
+    }
+    return s;
+}
+
+Aggregates aggregate(const Strength& s)
+{
+    constexpr index_t free_node = -2, none = -1;
+    const index_t n = s.nodes;
+    Aggregates g;
+    g.of_node.assign(static_cast<std::size_t>(n), free_node);
+    auto& id = g.of_node;
+    for (index_t i = 0; i < n; ++i)
+        if (s.ptr[i] == s.ptr[i + 1]) id[i] = none;  // no strong neighbour
+    // phase 1: a free node whose strong neighbours are all free, with them
+    for (index_t i = 0; i < n; ++i) {
+        if (id[i] != free_node) continue;
+        bool all_free = true;
+        for (offset_t k = s.ptr[i]; k < s.ptr[i + 1] && all_free; ++k)
+            all_free = id[s.adj[k]] == free_node;
+        if (!all_free) continue;
+        const index_t a = g.count++;
+        id[i] = a;
+        for (offset_t k = s.ptr[i]; k < s.ptr[i + 1]; ++k) id[s.adj[k]] = a;
+    }
+    // phase 2: join the phase-1 aggregate of the strongest aggregated neighbour
+    const std::vector<index_t> phase1 = id;
+#pragma omp parallel for schedule(static)
+    for (index_t i = 0; i < n; ++i) {
+        if (phase1[i] != free_node) continue;
+        double best = -1;
+        for (offset_t k = s.ptr[i]; k < s.ptr[i + 1]; ++k) {
+            const index_t j = s.adj[k];
+            if (phase1[j] >= 0 && s.weight[k] > best) {
+                best = s.weight[k];
+                id[i] = phase1[j];
+            }
+        }
+    }
+    // phase 3: the rest, with their free strong neighbours
+    for (index_t i = 0; i < n; ++i) {
+        if (id[i] != free_node) continue;
+        const index_t a = g.count++;
+        id[i] = a;
+        for (offset_t k = s.ptr[i]; k < s.ptr[i + 1]; ++k)
+            if (id[s.adj[k]] == free_node) id[s.adj[k]] = a;
+    }
+    return g;
+}
+
+Csr<double> prolongator(const Csr<double>& a, index_t nc, const Strength& s, const Aggregates& agg,
+                        double weight)
+{
+    const index_t n = a.rows;
+    const offset_t* rp = a.row_ptr.data();
+    const index_t* ci = a.col_idx.data();
+    const double* v = a.values.data();
+    const index_t cols = agg.count * nc;
+    auto tcol = [&](index_t j) -> index_t {  // column of T's one in row j, or -1
+        const index_t g = agg.of_node[std::size_t(j / nc)];
+        return g < 0 ? -1 : g * nc + j % nc;
+    };
+    if (weight == 0) {
+        std::vector<offset_t> cnt(static_cast<std::size_t>(n));
+        for (index_t i = 0; i < n; ++i) cnt[i] = tcol(i) >= 0 ? 1 : 0;
+        std::vector<offset_t> ptr = prefix(cnt);
+        std::vector<index_t> col(std::size_t(ptr.back()));
+        std::vector<double> val(std::size_t(ptr.back()), 1.0);
+        for (index_t i = 0; i < n; ++i)
+            if (cnt[i]) col[ptr[i]] = tcol(i);
+        return host_csr(n, cols, std::move(ptr), std::move(col), std::move(val));
+    }
+    // filtered diagonal d_F = a_ii + Σ weak a_ij, and the Gershgorin bound of D_F⁻¹ A_F
+    std::vector<double> dF(static_cast<std::size_t>(n));
+    double rho = 0;
+#pragma omp parallel for schedule(static) reduction(max : rho)
+    for (index_t i = 0; i < n; ++i) {
+        double d = 0, off = 0;
+        for (offset_t k = rp[i]; k < rp[i + 1]; ++k) {
+            if (ci[k] == i)
+                d += v[k];
+            else if (!s.keep[k])
+                d += v[k];
+            else
+                off += std::abs(v[k]);
+        }
+        dF[i] = d;
+        if (d != 0) rho = std::max(rho, 1.0 + off / std::abs(d));
+    }
+    const double omega = rho > 0 ? weight / rho : 0.0;
+    // P row i = T row i − ω/d_F Σ_{kept j} a_F_ij T row j; at most nnz(row) + 1 entries
+    std::vector<offset_t> cap(std::size_t(n) + 1);
+    for (index_t i = 0; i <= n; ++i) cap[i] = rp[i] + i;
+    std::vector<index_t> tc(std::size_t(cap[n]));
+    std::vector<double> tv(std::size_t(cap[n]));
+    std::vector<offset_t> cnt(static_cast<std::size_t>(n));
+#pragma omp parallel
+    {
+        std::vector<std::pair<index_t, double>> e;
+#pragma omp for schedule(static)
+        for (index_t i = 0; i < n; ++i) {
+            e.clear();
+            const index_t ti = tcol(i);
+            if (ti >= 0) e.emplace_back(ti, 1.0);
+            if (dF[i] != 0) {
+                const double f = omega / dF[i];
+                for (offset_t k = rp[i]; k < rp[i + 1]; ++k) {
+                    const index_t j = ci[k];
+                    if (j != i && !s.keep[k]) continue;
+                    const index_t tj = tcol(j);
+                    if (tj < 0) continue;
+                    e.emplace_back(tj, -f * (j == i ? dF[i] : v[k]));
+                }
+            }
+            std::sort(e.begin(), e.end(),
+                      [](const auto& x, const auto& y) { return x.first < y.first; });
+            offset_t m = 0;
+            for (std::size_t q = 0; q < e.size(); ++q) {
+                if (m > 0 && tc[cap[i] + m - 1] == e[q].first) {
+                    tv[cap[i] + m - 1] += e[q].second;
+                } else {
+                    tc[cap[i] + m] = e[q].first;
+                    tv[cap[i] + m] = e[q].second;
+                    ++m;
+                }
+            }
+            // drop exact zeros (cancellation), keep the row canonical
+            offset_t w = 0;
+            for (offset_t q = 0; q < m; ++q)
+                if (tv[cap[i] + q] != 0) {
+                    tc[cap[i] + w] = tc[cap[i] + q];
+                    tv[cap[i] + w] = tv[cap[i] + q];
+                    ++w;
+                }
+            cnt[i] = w;
+        }
+    }
+    std::vector<offset_t> ptr = prefix(cnt);
+    std::vector<index_t> col(std::size_t(ptr.back()));
+    std::vector<double> val(std::size_t(ptr.back()));
+#pragma omp parallel for schedule(static)
+    for (index_t i = 0; i < n; ++i)
+        for (offset_t q = 0; q < cnt[i]; ++q) {
+            col[ptr[i] + q] = tc[cap[i] + q];
+            val[ptr[i] + q] = tv[cap[i] + q];
+        }
+    return host_csr(n, cols, std::move(ptr), std::move(col), std::move(val));
+}
+
+Csr<double> spgemm(const Csr<double>& a, const Csr<double>& b)
+{
+    HEPTANE_ENSURE(a.cols == b.rows, DimensionMismatch,
+                   "spgemm: " << a.rows << "x" << a.cols << " times " << b.rows << "x" << b.cols);
+    const index_t n = a.rows, m = b.cols;
+    const offset_t *ap = a.row_ptr.data(), *bp = b.row_ptr.data();
+    const index_t *ac = a.col_idx.data(), *bc = b.col_idx.data();
+    const double *av = a.values.data(), *bv = b.values.data();
+    std::vector<offset_t> cnt(static_cast<std::size_t>(n));
+    // symbolic: distinct columns per row (a marker per column and thread)
+#pragma omp parallel
+    {
+        std::vector<index_t> mark(static_cast<std::size_t>(m), -1);
+#pragma omp for schedule(dynamic, 1024)
+        for (index_t i = 0; i < n; ++i) {
+            offset_t c = 0;
+            for (offset_t k = ap[i]; k < ap[i + 1]; ++k) {
+                const index_t j = ac[k];
+                for (offset_t q = bp[j]; q < bp[j + 1]; ++q)
+                    if (mark[bc[q]] != i) {
+                        mark[bc[q]] = i;
+                        ++c;
+                    }
+            }
+            cnt[i] = c;
+        }
+    }
+    std::vector<offset_t> ptr = prefix(cnt);
+    std::vector<index_t> col(std::size_t(ptr.back()));
+    std::vector<double> val(std::size_t(ptr.back()));
+#pragma omp parallel
+    {
+        std::vector<offset_t> pos(static_cast<std::size_t>(m), -1);
+#pragma omp for schedule(dynamic, 1024)
+        for (index_t i = 0; i < n; ++i) {
+            const offset_t base = ptr[i];
+            offset_t c = 0;
+            for (offset_t k = ap[i]; k < ap[i + 1]; ++k) {
+                const index_t j = ac[k];
+                const double x = av[k];
+                for (offset_t q = bp[j]; q < bp[j + 1]; ++q) {
+                    const index_t t = bc[q];
+                    if (pos[t] < base || pos[t] >= base + c || col[pos[t]] != t) {
+                        pos[t] = base + c;
+                        col[base + c] = t;
+                        val[base + c] = x * bv[q];
+                        ++c;
+                    } else {
+                        val[pos[t]] += x * bv[q];
+                    }
+                }
+            }
+            // sort the row by column (values follow)
+            std::vector<std::pair<index_t, double>> e(static_cast<std::size_t>(c));
+            for (offset_t q = 0; q < c; ++q) e[q] = {col[base + q], val[base + q]};
+            std::sort(e.begin(), e.end(),
+                      [](const auto& x, const auto& y) { return x.first < y.first; });
+            for (offset_t q = 0; q < c; ++q) {
+                col[base + q] = e[q].first;
+                val[base + q] = e[q].second;
+            }
+        }
+    }
+    return host_csr(n, m, std::move(ptr), std::move(col), std::move(val));
+}
+
+Csr<double> galerkin(const Csr<double>& r, const Csr<double>& a, const Csr<double>& p)
+{
+    return spgemm(r, spgemm(a, p));
+}
+
+std::vector<double> dense_inverse(const Csr<double>& a, int level)
+{
+    const index_t n = a.rows;
+    std::vector<double> d(std::size_t(n) * n, 0.0), inv(std::size_t(n) * n);
+    for (index_t i = 0; i < n; ++i)
+        for (offset_t k = a.row_ptr[i]; k < a.row_ptr[i + 1]; ++k)
+            d[std::size_t(i) * n + a.col_idx[k]] += a.values[k];
+    const detail::PivotFailure f = detail::invert_block(d.data(), inv.data(), n);
+    HEPTANE_ENSURE(!f.singular, InputError,
+                   "AMG: the coarsest level (level " << level + 1 << ", " << n
+                                                     << " rows) is singular: pivot " << f.step + 1
+                                                     << " is " << f.pivot
+                                                     << " (is the matrix singular, e.g. a "
+                                                        "pressure system with no fixed "
+                                                        "pressure, well or accumulation "
+                                                        "term?)");
+    return inv;
+}
+
+std::vector<double> inverse_diagonal(const Csr<double>& a, bool l1, int level)
+{
+    const index_t n = a.rows;
+    std::vector<double> d(static_cast<std::size_t>(n));
+    index_t bad = -1;
+#pragma omp parallel for schedule(static) reduction(max : bad)
+    for (index_t i = 0; i < n; ++i) {
+        double diag = 0, sum = 0;
+        for (offset_t k = a.row_ptr[i]; k < a.row_ptr[i + 1]; ++k) {
+            if (a.col_idx[k] == i)
+                diag += a.values[k];
+            else
+                sum += std::abs(a.values[k]);
+        }
+        const double x = l1 ? std::abs(diag) + sum : diag;
+        if (x == 0 || !std::isfinite(x)) {
+            bad = std::max(bad, i);
+            d[i] = 0;
+        } else {
+            d[i] = 1.0 / x;
+        }
+    }
+    if (bad >= 0) {
+        index_t first = 0;  // report the first zero row
+        for (; first < n; ++first) {
+            double diag = 0;
+            for (offset_t k = a.row_ptr[first]; k < a.row_ptr[first + 1]; ++k)
+                if (a.col_idx[k] == first) diag += a.values[k];
+            if (diag == 0 || !std::isfinite(diag)) break;
+        }
+        HEPTANE_THROW(InputError, "AMG: level " << level + 1 << " has a zero diagonal entry in row "
+                                                << first + 1 << (level == 0 ? " of the matrix" : "")
+                                                << " (its smoother divides by a_ii)");
+    }
+    return d;
+}
+
+}  // namespace heptane::amg

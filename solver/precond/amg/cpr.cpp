@@ -1,0 +1,213 @@
+#include "solver/precond/amg/cpr.hpp"
+
+#include <chrono>
+#include <sstream>
+
+#include "core/error.hpp"
+#include "solver/precond/amg/amg_kernels.hpp"
+#include "solver/precond/amg/amg_level.hpp"
+#include "solver/precond/block_utils.hpp"
+#include "solver/vector/vector_ops.hpp"
+
+namespace heptane {
+
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+double ms_since(clock_type::time_point t0)
+{
+    return std::chrono::duration<double, std::milli>(clock_type::now() - t0).count();
+}
+
+const Csr<double>& on_host(const Csr<double>& a, Csr<double>& keep)
+{
+    if (a.exec()->is_cpu()) return a;
+    keep = a.to(cpu_executor());
+    return keep;
+}
+
+}  // namespace
+
+Csr<double> cpr_pressure_matrix(const Csr<double>& a, index_t nc, index_t p,
+                                std::vector<double>* weights)
+{
+    HEPTANE_ENSURE(
+        p >= 0 && p < nc, InputError,
+        "CPR: pressure index " << p << " is not an unknown of a cell (Nc = " << nc << ")");
+    const detail::BlockCsrHost b = detail::block_csr_from_csr(a, nc, "CPR");
+    const index_t nb = b.nb;
+    const std::size_t nc2 = std::size_t(nc) * nc;
+    std::vector<double> w(std::size_t(nb) * nc, 0.0);
+#pragma omp parallel
+    {
+        std::vector<double> inv(nc2);
+#pragma omp for schedule(static)
+        for (index_t i = 0; i < nb; ++i) {
+            const double* d = b.val.data() + std::size_t(b.diag[i]) * nc2;
+            const detail::PivotFailure f = detail::invert_block(d, inv.data(), nc);
+            for (index_t c = 0; c < nc; ++c)  // w = D⁻ᵀ e_p = row p of D⁻¹
+                w[std::size_t(i) * nc + c] =
+                    f.singular ? (c == p ? 1.0 : 0.0) : inv[std::size_t(p) * nc + c];
+        }
+    }
+    Csr<double> ap;
+    ap.rows = ap.cols = nb;
+    std::vector<offset_t> ptr(b.ptr.begin(), b.ptr.end());
+    std::vector<index_t> col(b.col.begin(), b.col.end());
+    std::vector<double> val(col.size());
+#pragma omp parallel for schedule(static)
+    for (index_t i = 0; i < nb; ++i)
+        for (offset_t q = b.ptr[i]; q < b.ptr[i + 1]; ++q) {
+            const double* blk = b.val.data() + std::size_t(q) * nc2;
+            double s = 0;
+            for (index_t c = 0; c < nc; ++c)
+                s += w[std::size_t(i) * nc + c] * blk[std::size_t(c) * nc + p];
+            val[std::size_t(q)] = s;
+        }
+    ap.row_ptr = Array<offset_t>(std::move(ptr));
+    ap.col_idx = Array<index_t>(std::move(col));
+    ap.values = Array<double>(std::move(val));
+    if (weights) *weights = std::move(w);
+    return ap;
+}
+
+namespace {
+
+template <class VT>
+class CprPc final : public Preconditioner<VT> {
+public:
+    CprPc(const Csr<double>& a, index_t nc, std::shared_ptr<const Executor> exec,
+          const CprOptions& o, std::shared_ptr<const Operator<VT>> a_op)
+        : Preconditioner<VT>(a.rows, nc, exec), opts_(o), ops_(exec, 0)
+    {
+        const auto t0 = clock_type::now();
+        std::vector<double> w;
+        const Csr<double> ap = cpr_pressure_matrix(a, nc, o.pressure_index, &w);
+        cells_ = ap.rows;
+        w_ = amg::place<VT>(w, exec);
+        amg_ = std::make_unique<AmgPreconditioner<VT>>(ap, 1, exec, o.amg);
+        if (a_op) {
+            a_ = std::move(a_op);
+        } else {
+            auto own = std::make_shared<amg::CsrLevel<VT>>(amg::place_csr<VT>(a, exec), exec);
+            own_ = own.get();
+            a_ = std::move(own);
+        }
+        PcType second = PcType::ilu0;
+        if (o.second_stage_auto)
+            second = exec->is_cuda() ? PcType::ilu0_mc : PcType::ilu0;
+        else if (o.second_stage == CprSmoother::bilu0mc)
+            second = PcType::ilu0_mc;
+        else if (o.second_stage == CprSmoother::bjacobi)
+            second = PcType::block_jacobi;
+        try {
+            m2_ = make_preconditioner<VT>(second, a, nc, exec);
+        } catch (const InputError& e) {
+            if (second != PcType::ilu0_mc) throw;
+            // a singular pivot in the multi-colour order: natural-order BILU(0)
+            m2_ = make_preconditioner<VT>(PcType::ilu0, a, nc, exec);
+            fallback_ = std::string("ilu0-mc failed: ") + e.what();
+        }
+        xp_ = Array<VT>(exec, std::size_t(cells_));
+        rp_ = Array<VT>(exec, std::size_t(cells_));
+        t_ = Array<VT>(exec, std::size_t(a.rows));
+        d_ = Array<VT>(exec, std::size_t(a.rows));
+        exec->synchronize();
+        this->setup_ms_ = ms_since(t0);
+    }
+    PcType type() const noexcept override { return PcType::cpr; }
+    bool graph_safe() const override
+    {
+        return this->exec_->is_cuda() && a_->graph_safe() && amg_->graph_safe() &&
+               m2_->graph_safe();
+    }
+    void update_values(const Csr<double>& a_in) override
+    {
+        const auto t0 = clock_type::now();
+        Csr<double> keep;
+        const Csr<double>& a = on_host(a_in, keep);
+        HEPTANE_ENSURE(a.rows == this->n_, InputError,
+                       "CPR update_values: " << a.rows << " rows, set up with " << this->n_);
+        std::vector<double> w;
+        const Csr<double> ap = cpr_pressure_matrix(a, this->nc_, opts_.pressure_index, &w);
+        std::vector<VT> wv(w.begin(), w.end());
+        copy_bytes(*cpu_executor(), wv.data(), *this->exec_, w_.data(), wv.size() * sizeof(VT));
+        amg_->update_values(ap);
+        m2_->update_values(a);
+        if (own_) {
+            std::vector<VT> v(a.values.host().begin(), a.values.host().end());
+            HEPTANE_ENSURE(v.size() == own_->matrix().values.size(), InputError,
+                           "CPR update_values: the pattern changed");
+            copy_bytes(*cpu_executor(), v.data(), *this->exec_, own_->matrix().values.data(),
+                       v.size() * sizeof(VT));
+        }
+        this->exec_->synchronize();
+        this->setup_ms_ = ms_since(t0);
+    }
+    const AmgPreconditioner<VT>& pressure_amg() const { return *amg_; }
+
+protected:
+    void solve(const VT* r, VT* z) const override
+    {
+        const index_t n = this->n_, nc = this->nc_, cells = cells_;
+        const index_t p = opts_.pressure_index;
+        dispatch_executor(*this->exec_, [&](const auto& e) {
+            kernels::cpr_restrict(e, cells, nc, w_.data(), r, rp_.data());
+        });
+        amg_->apply(rp_.data(), xp_.data());
+        dispatch_executor(*this->exec_, [&](const auto& e) {
+            kernels::cpr_prolong(e, cells, nc, p, xp_.data(), z);
+        });
+        ops_.copy(n, r, t_.data());
+        a_->apply(VT(-1), z, VT(1), t_.data());
+        m2_->apply(t_.data(), d_.data());
+        ops_.axpby(n, VT(1), d_.data(), VT(1), z);
+    }
+    std::string details() const override
+    {
+        std::ostringstream os;
+        os << "(quasi-IMPES, pressure unknown " << opts_.pressure_index
+           << "; pressure: " << amg_->describe() << "; second stage: " << m2_->describe();
+        if (!fallback_.empty()) os << " [" << fallback_ << "]";
+        os << ")";
+        return os.str();
+    }
+
+private:
+    CprOptions opts_;
+    mutable VectorOps<VT> ops_;
+    index_t cells_ = 0;
+    Array<VT> w_;
+    std::unique_ptr<AmgPreconditioner<VT>> amg_;
+    std::shared_ptr<const Operator<VT>> a_;
+    amg::CsrLevel<VT>* own_ = nullptr;
+    std::unique_ptr<Preconditioner<VT>> m2_;
+    std::string fallback_;
+    mutable Array<VT> xp_, rp_, t_, d_;
+};
+
+}  // namespace
+
+template <class VT>
+std::unique_ptr<Preconditioner<VT>> make_cpr(const Csr<double>& a_in, index_t nc,
+                                             std::shared_ptr<const Executor> exec,
+                                             const CprOptions& opts,
+                                             std::shared_ptr<const Operator<VT>> a_op)
+{
+    Csr<double> keep;
+    const Csr<double>& a = on_host(a_in, keep);
+    HEPTANE_ENSURE(a.rows == a.cols, InputError,
+                   "CPR: the matrix is " << a.rows << " x " << a.cols << ", not square");
+    HEPTANE_ENSURE(nc >= 1 && a.rows % nc == 0, InputError,
+                   "CPR: block size " << nc << " does not divide the " << a.rows << " rows");
+    return std::make_unique<CprPc<VT>>(a, nc, std::move(exec), opts, std::move(a_op));
+}
+
+template std::unique_ptr<Preconditioner<double>> make_cpr<double>(
+    const Csr<double>&, index_t, std::shared_ptr<const Executor>, const CprOptions&,
+    std::shared_ptr<const Operator<double>>);
+template std::unique_ptr<Preconditioner<float>> make_cpr<float>(
+    const Csr<double>&, index_t, std::shared_ptr<const Executor>, const CprOptions&,
+    std::shared_ptr<const Operator<float>>);
+
+}  // namespace heptane

@@ -1,0 +1,38 @@
+// CPR, the constrained-pressure-residual two-stage preconditioner for the coupled systems
+// of black-oil and compositional simulators (Wallis 1983; Gries et al. 2014; OPM's
+// cprw), as a heptane Preconditioner on an Nc × Nc block matrix:
+//
+//   decoupling   quasi-IMPES weights per cell: w_I = D_I⁻ᵀ e_p, D_I the cell's diagonal
+//                block, p the pressure unknown (a singular D_I keeps w_I = e_p);
+//   pressure     A_p[I, J] = Σ_c w_I[c] A[(I, c), (J, p)] (unit diagonal), solved
+//                approximately by one AMG cycle (amg.hpp);
+//   second stage M₂ = block ILU(0) (multi-colour on a GPU) or block Jacobi on the whole
+//                system;
+//   z = E x_p + M₂⁻¹ (r − A E x_p),  x_p = AMG(Wᵀ r),  (E x_p)_(I, c) = x_p,I if c = p else 0.
+//
+// Every step of the apply runs on the executor. update_values redoes the weights, A_p's
+// values (AMG's values refresh on the kept hierarchy) and M₂'s numeric part.
+#pragma once
+
+#include <memory>
+
+#include "solver/precond/amg/amg.hpp"
+#include "solver/precond/preconditioner.hpp"
+
+namespace heptane {
+
+/// CPR on host CSR `a` with block size nc (≥ 1, dividing the rows). `a_op`: A on `exec` (the
+/// solver's operator) for the second stage's residual; null: CPR keeps a CSR copy.
+/// Throws InputError for a pressure index ≥ nc and what AMG and M₂'s setup throw.
+template <class VT>
+std::unique_ptr<Preconditioner<VT>> make_cpr(const Csr<double>& a, index_t nc,
+                                             std::shared_ptr<const Executor> exec,
+                                             const CprOptions& opts,
+                                             std::shared_ptr<const Operator<VT>> a_op = nullptr);
+
+/// The quasi-IMPES pressure matrix of `a` and the weights (nc per cell), host (for tests and
+/// `heptane info`).
+Csr<double> cpr_pressure_matrix(const Csr<double>& a, index_t nc, index_t pressure_index,
+                                std::vector<double>* weights = nullptr);
+
+}  // namespace heptane

@@ -1,0 +1,505 @@
+// Algebraic multigrid and CPR (solver/precond/amg): the setup steps against dense Eigen
+// computations, the cycle as a preconditioner against Eigen's direct solution, iteration
+// counts that do not grow with the grid, values-only refresh, CPR on coupled systems, and
+// the errors. Runs on the CPU and (the _gpu variant) on CUDA.
+#include <Eigen/Dense>
+#include <Eigen/Sparse>
+#include <boost/test/unit_test.hpp>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "core/error.hpp"
+#include "formats/csr/csr.hpp"
+#include "formats/matrix.hpp"
+#include "generators/hepta.hpp"
+#include "solver/bicgstab/bicgstab.hpp"
+#include "solver/cg/cg.hpp"
+#include "solver/precond/amg/amg.hpp"
+#include "solver/precond/amg/amg_setup.hpp"
+#include "solver/precond/amg/cpr.hpp"
+#include "solver/precond/preconditioner.hpp"
+#include "tests/test_common.hpp"
+
+using namespace heptane;
+using heptane::test::test_executor;
+
+namespace {
+
+Eigen::MatrixXd dense(const Csr<double>& a)
+{
+    Eigen::MatrixXd d = Eigen::MatrixXd::Zero(a.rows, a.cols);
+    for (index_t i = 0; i < a.rows; ++i)
+        for (offset_t k = a.row_ptr[i]; k < a.row_ptr[i + 1]; ++k)
+            d(i, a.col_idx[k]) += a.values[k];
+    return d;
+}
+
+Eigen::SparseMatrix<double> sparse(const Csr<double>& a)
+{
+    std::vector<Eigen::Triplet<double>> t;
+    for (index_t i = 0; i < a.rows; ++i)
+        for (offset_t k = a.row_ptr[i]; k < a.row_ptr[i + 1]; ++k)
+            t.emplace_back(i, a.col_idx[k], a.values[k]);
+    Eigen::SparseMatrix<double> s(a.rows, a.cols);
+    s.setFromTriplets(t.begin(), t.end());
+    return s;
+}
+
+Csr<double> generated(index_t j, index_t h, index_t i, index_t nc, HeptaModel model,
+                      double difficulty = 0.0, std::uint64_t seed = 1)
+{
+    HeptaSpec s;
+    s.J = j;
+    s.H = h;
+    s.I = i;
+    s.Nc = nc;
+    s.banded = false;
+    s.model = model;
+    s.difficulty = difficulty;
+    s.seed = seed;
+    return csr_from_coo(generate_hepta_coo<double>(s));
+}
+
+// 3-D Poisson, 7-point, Dirichlet: SPD
+Csr<double> poisson(index_t m)
+{
+    const index_t n = m * m * m;
+    Coo<double> c;
+    c.rows = c.cols = n;
+    std::vector<index_t> r, col;
+    std::vector<double> v;
+    for (index_t z = 0; z < m; ++z)
+        for (index_t y = 0; y < m; ++y)
+            for (index_t x = 0; x < m; ++x) {
+                const index_t i = x + m * (y + m * z);
+                auto add = [&](index_t j, double a) {
+                    r.push_back(i);
+                    col.push_back(j);
+                    v.push_back(a);
+                };
+                if (z > 0) add(i - m * m, -1);
+                if (y > 0) add(i - m, -1);
+                if (x > 0) add(i - 1, -1);
+                add(i, 6);
+                if (x < m - 1) add(i + 1, -1);
+                if (y < m - 1) add(i + m, -1);
+                if (z < m - 1) add(i + m * m, -1);
+            }
+    c.row = Array<index_t>(std::move(r));
+    c.col = Array<index_t>(std::move(col));
+    c.val = Array<double>(std::move(v));
+    return csr_from_coo(c);
+}
+
+template <class VT>
+std::shared_ptr<const Operator<VT>> op_of(const Csr<double>& a)
+{
+    Coo<double> coo = to_coo(a);
+    return make_matrix_operator<VT, VT>(coo, Format::csr, test_executor());
+}
+
+struct Run {
+    Status st;
+    std::vector<double> x;
+};
+
+// solve A x = b (b = A·1 + noise-free) with a solver and the given preconditioner type
+template <class Solver>
+Run solve_with(const Csr<double>& a, const std::vector<double>& b,
+               std::shared_ptr<const Operator<double>> m, double rtol = 1e-8, int max_it = 500)
+{
+    auto exec = test_executor();
+    SolverOptions o;
+    o.rtol = rtol;
+    o.max_it = max_it;
+    Solver s(o);
+    s.set_operator(op_of<double>(a));
+    s.set_preconditioner(std::move(m));
+    Array<double> bd = Array<double>(b).to(exec);
+    Array<double> x(exec, b.size());
+    Run r;
+    r.st = s.solve(bd, x);
+    r.x = x.to_vector();
+    return r;
+}
+
+std::vector<double> times(const Csr<double>& a, const std::vector<double>& x)
+{
+    std::vector<double> y(static_cast<std::size_t>(a.rows), 0.0);
+    for (index_t i = 0; i < a.rows; ++i)
+        for (offset_t k = a.row_ptr[i]; k < a.row_ptr[i + 1]; ++k)
+            y[i] += a.values[k] * x[a.col_idx[k]];
+    return y;
+}
+
+double true_relres(const Csr<double>& a, const std::vector<double>& x, const std::vector<double>& b)
+{
+    const std::vector<double> ax = times(a, x);
+    double rr = 0, bb = 0;
+    for (std::size_t i = 0; i < b.size(); ++i) {
+        rr += (b[i] - ax[i]) * (b[i] - ax[i]);
+        bb += b[i] * b[i];
+    }
+    return std::sqrt(rr / bb);
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(amg_setup)
+
+BOOST_AUTO_TEST_CASE(spgemm_and_galerkin_match_dense_products)
+{
+    const Coo<double> ac = test::random_coo<double>(60, 45, 1, 6, 7);
+    const Coo<double> bc = test::random_coo<double>(45, 30, 0, 5, 8);
+    const Csr<double> a = csr_from_coo(ac), b = csr_from_coo(bc);
+    const Csr<double> c = amg::spgemm(a, b);
+    BOOST_CHECK_SMALL((dense(c) - dense(a) * dense(b)).cwiseAbs().maxCoeff(), 1e-12);
+    for (index_t i = 0; i < c.rows; ++i)  // canonical: sorted, no duplicates
+        for (offset_t k = c.row_ptr[i] + 1; k < c.row_ptr[i + 1]; ++k)
+            BOOST_TEST(c.col_idx[k - 1] < c.col_idx[k]);
+    const Csr<double> sq = csr_from_coo(test::random_coo<double>(45, 45, 1, 6, 9));
+    const Csr<double> p = b;
+    const Csr<double> g = amg::galerkin(transpose(p), sq, p);
+    BOOST_CHECK_SMALL(
+        (dense(g) - dense(p).transpose() * dense(sq) * dense(p)).cwiseAbs().maxCoeff(), 1e-11);
+}
+
+BOOST_AUTO_TEST_CASE(aggregates_cover_every_coupled_node_and_are_connected)
+{
+    const Csr<double> a = generated(12, 10, 6, 1, HeptaModel::reservoir);
+    const amg::Strength s = amg::strength(a, 1, 0.08);
+    const amg::Aggregates g = amg::aggregate(s);
+    BOOST_TEST(g.count > 0);
+    BOOST_TEST(g.count < a.rows / 3);  // coarsens
+    std::vector<int> size(static_cast<std::size_t>(g.count), 0);
+    for (index_t i = 0; i < s.nodes; ++i) {
+        const bool coupled = s.ptr[i + 1] > s.ptr[i];
+        BOOST_TEST((g.of_node[i] >= 0) == coupled);
+        if (g.of_node[i] >= 0) ++size[std::size_t(g.of_node[i])];
+    }
+    for (int c : size) BOOST_TEST(c >= 1);
+    // each aggregate is connected in the strong graph: a search inside it reaches all
+    std::vector<int> reached(static_cast<std::size_t>(g.count), 0),
+        seen(static_cast<std::size_t>(s.nodes), 0);
+    for (index_t i = 0; i < s.nodes; ++i) {
+        const index_t ag = g.of_node[i];
+        if (ag < 0 || reached[std::size_t(ag)]) continue;
+        std::vector<index_t> stack{i};
+        seen[i] = 1;
+        int count = 0;
+        while (!stack.empty()) {
+            const index_t u = stack.back();
+            stack.pop_back();
+            ++count;
+            for (offset_t k = s.ptr[u]; k < s.ptr[u + 1]; ++k) {
+                const index_t v = s.adj[k];
+                if (!seen[v] && g.of_node[v] == ag) {
+                    seen[v] = 1;
+                    stack.push_back(v);
+                }
+            }
+        }
+        reached[std::size_t(ag)] = count;
+        BOOST_TEST(count == size[std::size_t(ag)], "aggregate " << ag << " is not connected");
+    }
+}
+
+BOOST_AUTO_TEST_CASE(prolongator_is_the_smoothed_tentative_one)
+{
+    // P = (I - w D_F^-1 A_F) T, computed densely here with theta = 0 (A_F = A)
+    const Csr<double> a = generated(6, 5, 4, 1, HeptaModel::reservoir);
+    const amg::Strength s = amg::strength(a, 1, 0.0);
+    const amg::Aggregates g = amg::aggregate(s);
+    const Csr<double> t = amg::prolongator(a, 1, s, g, 0.0);
+    const Csr<double> p = amg::prolongator(a, 1, s, g, 4.0 / 3.0);
+    const Eigen::MatrixXd A = dense(a), T = dense(t);
+    BOOST_TEST(t.nnz() == offset_t(a.rows));  // every node aggregated, one 1 per row
+    Eigen::VectorXd dinv = A.diagonal().cwiseInverse();
+    double rho = 0;  // the Gershgorin bound used by the setup
+    for (index_t i = 0; i < a.rows; ++i)
+        rho = std::max(rho, A.row(i).cwiseAbs().sum() * std::abs(dinv(i)));
+    const Eigen::MatrixXd expect = T - (4.0 / 3.0 / rho) * dinv.asDiagonal() * A * T;
+    BOOST_CHECK_SMALL((dense(p) - expect).cwiseAbs().maxCoeff(), 1e-12);
+}
+
+BOOST_AUTO_TEST_CASE(block_aggregation_keeps_the_block_size)
+{
+    const Csr<double> a = generated(8, 6, 4, 3, HeptaModel::reservoir);
+    const AmgInfo info = amg_hierarchy(a, 3, AmgOptions{});
+    BOOST_TEST(info.levels.size() >= 2u);
+    for (const auto& l : info.levels) BOOST_TEST(l.rows % 3 == 0);
+    BOOST_TEST(info.operator_complexity > 1.0);
+    BOOST_TEST(info.operator_complexity < 3.0);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(amg_cycle)
+
+BOOST_AUTO_TEST_CASE(cg_with_amg_solves_poisson_to_eigens_solution_in_few_iterations)
+{
+    const Csr<double> a = poisson(20);
+    const std::vector<double> b = test::random_vector<double>(static_cast<std::size_t>(a.rows), 3);
+    AmgOptions o;
+    o.coarse_size = 50;
+    auto m = std::make_shared<AmgPreconditioner<double>>(a, 1, test_executor(), o);
+    BOOST_TEST(m->info().levels.size() >= 3u);
+    const Run r = solve_with<Cg<double>>(a, b, m);
+    BOOST_TEST(r.st.converged(), r.st.summary());
+    BOOST_TEST(r.st.iterations <= 20, r.st.iterations);
+    // against Eigen's direct solution
+    Eigen::SimplicialLDLT<Eigen::SparseMatrix<double>> ldlt(sparse(a));
+    const Eigen::VectorXd xe = ldlt.solve(Eigen::Map<const Eigen::VectorXd>(b.data(), a.rows));
+    const std::vector<double> xv(xe.data(), xe.data() + a.rows);
+    BOOST_CHECK_SMALL(test::rel_max_diff(r.x, xv), 1e-6);
+    BOOST_CHECK_LE(true_relres(a, r.x, b), 1e-8 * 1.01);
+}
+
+BOOST_AUTO_TEST_CASE(iterations_do_not_grow_with_the_grid)
+{
+    int its[2] = {0, 0};
+    const index_t sizes[2] = {16, 32};
+    for (int k = 0; k < 2; ++k) {
+        const Csr<double> a = poisson(sizes[k]);
+        const std::vector<double> b(static_cast<std::size_t>(a.rows), 1.0);
+        auto m = std::make_shared<AmgPreconditioner<double>>(a, 1, test_executor(), AmgOptions{});
+        const Run r = solve_with<Cg<double>>(a, b, m);
+        BOOST_TEST(r.st.converged(), r.st.summary());
+        its[k] = r.st.iterations;
+    }
+    // Jacobi would need about 2x the iterations on the 2x finer grid
+    BOOST_TEST(double(its[1]) <= 1.4 * double(its[0]) + 1, its[0] << " -> " << its[1]);
+}
+
+BOOST_AUTO_TEST_CASE(every_smoother_and_cycle_converges_on_the_reservoir_model)
+{
+    const Csr<double> a = generated(24, 20, 10, 1, HeptaModel::reservoir, 1.0);
+    const std::vector<double> b = test::random_vector<double>(static_cast<std::size_t>(a.rows), 5);
+    const Run jac = solve_with<Bicgstab<double>>(
+        a, b, make_preconditioner<double>(PcType::jacobi, a, 1, test_executor()), 1e-8, 3000);
+    for (AmgSmoother sm :
+         {AmgSmoother::chebyshev, AmgSmoother::jacobi, AmgSmoother::l1jacobi, AmgSmoother::ilu0mc})
+        for (AmgCycle cy : {AmgCycle::v, AmgCycle::w}) {
+            AmgOptions o;
+            o.smoother = sm;
+            o.cycle = cy;
+            o.coarse_size = 40;
+            auto m = std::make_shared<AmgPreconditioner<double>>(a, 1, test_executor(), o);
+            const Run r = solve_with<Bicgstab<double>>(a, b, m);
+            BOOST_TEST(r.st.converged(), to_string(sm)
+                                             << "/" << to_string(cy) << ": " << r.st.summary());
+            BOOST_CHECK_LE(true_relres(a, r.x, b), 1.1e-8);
+            BOOST_TEST(r.st.iterations * 4 < jac.st.iterations,
+                       to_string(sm)
+                           << ": " << r.st.iterations << " vs Jacobi " << jac.st.iterations);
+        }
+}
+
+BOOST_AUTO_TEST_CASE(float_amg_matches_double_iterations)
+{
+    const Csr<double> a = poisson(16);
+    const std::vector<double> b(static_cast<std::size_t>(a.rows), 1.0);
+    auto md = std::make_shared<AmgPreconditioner<double>>(a, 1, test_executor(), AmgOptions{});
+    const Run rd = solve_with<Cg<double>>(a, b, md, 1e-5);
+    auto exec = test_executor();
+    SolverOptions o;
+    o.rtol = 1e-5;
+    Cg<float> s(o);
+    s.set_operator(op_of<float>(a));
+    s.set_preconditioner(std::make_shared<AmgPreconditioner<float>>(a, 1, exec, AmgOptions{}));
+    const std::vector<float> bf(b.begin(), b.end());
+    Array<float> bd = Array<float>(bf).to(exec), x(exec, bf.size());
+    const Status st = s.solve(bd, x);
+    BOOST_TEST(st.converged(), st.summary());
+    BOOST_TEST(std::abs(st.iterations - rd.st.iterations) <= 2);
+}
+
+BOOST_AUTO_TEST_CASE(values_refresh_equals_a_fresh_setup)
+{
+    // scaling A by 2 leaves strength, aggregates and P unchanged: the refreshed hierarchy
+    // must apply as a fresh setup on 2A does
+    Csr<double> a = generated(12, 10, 8, 1, HeptaModel::reservoir, 0.5);
+    auto exec = test_executor();
+    AmgOptions o;
+    o.coarse_size = 30;
+    AmgPreconditioner<double> m(a, 1, exec, o);
+    Csr<double> a2 = a;
+    for (auto& v : a2.values.host()) v *= 2;
+    m.update_values(a2);
+    AmgPreconditioner<double> fresh(a2, 1, exec, o);
+    const std::vector<double> r = test::random_vector<double>(static_cast<std::size_t>(a.rows), 11);
+    Array<double> rd = Array<double>(r).to(exec), z1(exec, r.size()), z2(exec, r.size());
+    m.apply(rd.data(), z1.data());
+    fresh.apply(rd.data(), z2.data());
+    BOOST_CHECK_SMALL(test::rel_max_diff(z1.to_vector(), z2.to_vector()), 1e-10);
+    // a different pattern is refused
+    Csr<double> other = generated(12, 10, 8, 1, HeptaModel::reservoir, 0.5);
+    other.col_idx.host()[1] = other.col_idx.host()[0];
+    BOOST_CHECK_THROW(m.update_values(other), InputError);
+}
+
+BOOST_AUTO_TEST_CASE(bad_input_gets_a_clear_error)
+{
+    auto exec = test_executor();
+    // not square
+    const Csr<double> rect = csr_from_coo(test::random_coo<double>(20, 30, 1, 3, 1));
+    BOOST_CHECK_THROW(AmgPreconditioner<double>(rect, 1, exec, AmgOptions{}), InputError);
+    // a zero diagonal entry: named by its 1-based row
+    Csr<double> z = poisson(6);
+    for (offset_t k = z.row_ptr[4]; k < z.row_ptr[5]; ++k)
+        if (z.col_idx[k] == 4) z.values.host()[std::size_t(k)] = 0;
+    try {
+        AmgOptions small;
+        small.coarse_size = 20;
+        AmgPreconditioner<double> m(z, 1, exec, small);
+        BOOST_ERROR("no error for a zero diagonal");
+    } catch (const InputError& e) {
+        BOOST_TEST(std::string(e.what()).find("row 5") != std::string::npos, e.what());
+    }
+    // a singular coarsest level: the pure Neumann Laplacian (rows sum to zero)
+    Csr<double> neu = poisson(5);
+    for (index_t i = 0; i < neu.rows; ++i) {
+        double off = 0;
+        offset_t d = 0;
+        for (offset_t k = neu.row_ptr[i]; k < neu.row_ptr[i + 1]; ++k)
+            if (neu.col_idx[k] == i)
+                d = k;
+            else
+                off += neu.values[k];
+        neu.values.host()[std::size_t(d)] = -off;
+    }
+    AmgOptions o;
+    o.coarse_size = 200;
+    try {
+        AmgPreconditioner<double> m(neu, 1, exec, o);
+        BOOST_ERROR("no error for a singular coarse level");
+    } catch (const InputError& e) {
+        BOOST_TEST(std::string(e.what()).find("singular") != std::string::npos, e.what());
+    }
+    // a block size that does not divide the rows
+    BOOST_CHECK_THROW(AmgPreconditioner<double>(poisson(5), 2, exec, AmgOptions{}), InputError);
+    BOOST_CHECK_THROW(parse_amg_smoother("sor"), InputError);
+    BOOST_TEST((parse_pc("amg") == PcType::amg));
+    BOOST_TEST((parse_pc("cpr") == PcType::cpr));
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(cpr)
+
+BOOST_AUTO_TEST_CASE(pressure_matrix_is_the_weighted_pressure_columns)
+{
+    const Csr<double> a = generated(5, 4, 3, 3, HeptaModel::reservoir);
+    std::vector<double> w;
+    const Csr<double> ap = cpr_pressure_matrix(a, 3, 0, &w);
+    const Eigen::MatrixXd A = dense(a), Ap = dense(ap);
+    const index_t cells = a.rows / 3;
+    for (index_t i = 0; i < cells; ++i) {
+        // w = D^-T e_0: w^T D = e_0^T
+        const Eigen::MatrixXd d = A.block(3 * i, 3 * i, 3, 3);
+        const Eigen::Vector3d wi(w[3 * i], w[3 * i + 1], w[3 * i + 2]);
+        const Eigen::RowVector3d e = wi.transpose() * d;
+        BOOST_CHECK_SMALL(std::abs(e(0) - 1.0), 1e-12);
+        BOOST_CHECK_SMALL(std::abs(e(1)) + std::abs(e(2)), 1e-12);
+        for (index_t j = 0; j < cells; ++j) {
+            double s = 0;
+            for (int c = 0; c < 3; ++c) s += wi(c) * A(3 * i + c, 3 * j);
+            BOOST_CHECK_SMALL(std::abs(Ap(i, j) - s), 1e-12);
+        }
+    }
+}
+
+// A coupled two-unknown system whose pressure part is the hard channelized pressure matrix:
+// A[(i,0),(j,0)] = Ap_ij, A[(i,1),(j,0)] = 0.1 Ap_ij (transport driven by pressure),
+// A[(i,0),(i,1)] = 0.3 and A[(i,1),(i,1)] = 1 (accumulation of the second unknown).
+Csr<double> coupled_from_pressure(const Csr<double>& ap)
+{
+    Coo<double> c;
+    c.rows = c.cols = 2 * ap.rows;
+    std::vector<index_t> r, col;
+    std::vector<double> v;
+    for (index_t i = 0; i < ap.rows; ++i)
+        for (int a = 0; a < 2; ++a) {
+            for (offset_t k = ap.row_ptr[i]; k < ap.row_ptr[i + 1]; ++k) {
+                const index_t j = ap.col_idx[k];
+                r.push_back(2 * i + a);
+                col.push_back(2 * j);
+                v.push_back(a == 0 ? ap.values[k] : 0.1 * ap.values[k]);
+                if (j == i) {
+                    r.push_back(2 * i + a);
+                    col.push_back(2 * j + 1);
+                    v.push_back(a == 0 ? 0.3 : 1.0);
+                }
+            }
+        }
+    c.row = Array<index_t>(std::move(r));
+    c.col = Array<index_t>(std::move(col));
+    c.val = Array<double>(std::move(v));
+    return csr_from_coo(c);
+}
+
+BOOST_AUTO_TEST_CASE(cpr_beats_block_ilu0_when_the_pressure_is_hard)
+{
+    const Csr<double> a =
+        coupled_from_pressure(generated(24, 20, 10, 1, HeptaModel::channelized, 0.5));
+    const std::vector<double> b = test::random_vector<double>(std::size_t(a.rows), 4);
+    auto exec = test_executor();
+    const Run ilu = solve_with<Bicgstab<double>>(
+        a, b, make_preconditioner<double>(PcType::ilu0, a, 2, exec), 1e-8, 3000);
+    auto m = make_preconditioner<double>(PcType::cpr, a, 2, exec);
+    const Run cpr = solve_with<Bicgstab<double>>(a, b, std::move(m), 1e-8, 3000);
+    BOOST_TEST_MESSAGE("coupled channelized 24x20x10 Nc=2: CPR "
+                       << cpr.st.iterations << ", BILU(0) " << ilu.st.iterations << " ("
+                       << ilu.st.summary() << ")");
+    BOOST_TEST(cpr.st.converged(), cpr.st.summary());
+    BOOST_CHECK_LE(true_relres(a, cpr.x, b), 1.1e-8);
+    BOOST_TEST(cpr.st.iterations * 3 <= ilu.st.iterations,
+               "CPR " << cpr.st.iterations << " vs BILU(0) " << ilu.st.iterations);
+    // against Eigen's LU
+    Eigen::SparseLU<Eigen::SparseMatrix<double>> lu(sparse(a));
+    const Eigen::VectorXd xe = lu.solve(Eigen::Map<const Eigen::VectorXd>(b.data(), a.rows));
+    BOOST_CHECK_SMALL(test::rel_max_diff(cpr.x, std::vector<double>(xe.data(), xe.data() + a.rows)),
+                      1e-5);
+}
+
+BOOST_AUTO_TEST_CASE(cpr_converges_on_the_generated_coupled_reservoir_system)
+{
+    const Csr<double> a = generated(16, 12, 8, 3, HeptaModel::channelized, 1.0);
+    const std::vector<double> b = test::random_vector<double>(std::size_t(a.rows), 4);
+    auto exec = test_executor();
+    const Run ilu = solve_with<Bicgstab<double>>(
+        a, b, make_preconditioner<double>(PcType::ilu0, a, 3, exec), 1e-8, 3000);
+    const Run cpr =
+        solve_with<Bicgstab<double>>(a, b, make_preconditioner<double>(PcType::cpr, a, 3, exec));
+    BOOST_TEST(cpr.st.converged(), cpr.st.summary());
+    BOOST_CHECK_LE(true_relres(a, cpr.x, b), 1.1e-8);
+    BOOST_TEST(cpr.st.iterations <= ilu.st.iterations + 2);
+}
+
+BOOST_AUTO_TEST_CASE(cpr_values_refresh_and_every_second_stage)
+{
+    Csr<double> a = generated(10, 8, 6, 2, HeptaModel::reservoir, 0.5);
+    const std::vector<double> b = test::random_vector<double>(static_cast<std::size_t>(a.rows), 2);
+    auto exec = test_executor();
+    for (CprSmoother s2 : {CprSmoother::bilu0, CprSmoother::bilu0mc, CprSmoother::bjacobi}) {
+        PcOptions po;
+        po.cpr.second_stage_auto = false;
+        po.cpr.second_stage = s2;
+        std::shared_ptr<Preconditioner<double>> m =
+            make_preconditioner<double>(PcType::cpr, a, 2, exec, po);
+        const Run r = solve_with<Bicgstab<double>>(a, b, m);
+        BOOST_TEST(r.st.converged(), r.st.summary());
+        Csr<double> a2 = a;
+        for (auto& v : a2.values.host()) v *= 3;
+        m->update_values(a2);
+        const Run r2 = solve_with<Bicgstab<double>>(a2, b, m);
+        BOOST_TEST(r2.st.converged(), r2.st.summary());
+        BOOST_CHECK_LE(true_relres(a2, r2.x, b), 1.1e-8);
+    }
+    PcOptions bad;
+    bad.cpr.pressure_index = 2;
+    BOOST_CHECK_THROW(make_preconditioner<double>(PcType::cpr, a, 2, exec, bad), InputError);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
