@@ -1,4 +1,4 @@
-// heptane solve: A x = b with BiCGStab or CG on the CPU or a GPU, with an honest account of
+// heptane solve: A x = b with BiCGStab, CG or GMRES on the CPU or a GPU, with an honest account of
 // convergence (reason, recursive and true residual, error against x_true when known).
 #include <chrono>
 #include <cmath>
@@ -23,10 +23,14 @@ const char* solve_usage =
     "       heptane solve --generate JxHxIxNc[:model[:banded]] [options]\n\n"
     "Solve A x = b. Without -b, b = A*1 (for --generate: b = A*x_true, and the error against\n"
     "x_true is reported).\n"
-    "  --solver S        bicgstab (default) | cg (symmetric positive definite A)\n"
-    "  --pc P            none | jacobi | bjacobi | ilu0 | ilu0-mc (default for bicgstab:\n"
-    "                    ilu0 on the CPU; on CUDA ilu0-mc, falling back to ilu0 if it does\n"
-    "                    not converge; bjacobi for cg); bjacobi and ilu0(-mc) work on\n"
+    "  --solver S        bicgstab (default) | cg (symmetric positive definite A) | gmres\n"
+    "                    (restarted flexible GMRES(m), right-preconditioned; also: fgmres)\n"
+    "  --restart M       gmres: basis vectors per cycle before a restart (default 30; keeps\n"
+    "                    2M+1 vectors with a preconditioner, M+1 without; --max-it counts\n"
+    "                    the iterations of all cycles)\n"
+    "  --pc P            none | jacobi | bjacobi | ilu0 | ilu0-mc (default for bicgstab and\n"
+    "                    gmres: ilu0 on the CPU; on CUDA ilu0-mc, falling back to ilu0 if it\n"
+    "                    does not converge; bjacobi for cg); bjacobi and ilu0(-mc) work on\n"
     "                    Nc x Nc blocks; ilu0-mc is ILU(0) in multi-colour order (one GPU\n"
     "                    launch per colour, more iterations than natural-order ilu0)\n"
     "  --format F        auto | csr | ell | hyb | dia | bsr | bdiagh (default auto: the format\n"
@@ -44,10 +48,12 @@ const char* solve_usage =
     "  --rtol R          stop when ||r|| <= R ||b|| (default 1e-8)\n"
     "  --atol A          or when ||r|| < A (default 0)\n"
     "  --max-it N        iteration limit (default 1000)\n"
-    "  --check-every K   GPU: read the residual on the host every K iterations (default 8)\n"
+    "  --check-every K   GPU: read the residual on the host every K iterations (default 8;\n"
+    "                    gmres reads it every iteration)\n"
     "  --no-graphs       GPU: launch every kernel instead of replaying each batch of K\n"
     "                    iterations from a CUDA graph (the default where the operator and\n"
-    "                    preconditioner allow it: BDIA-GH and the other non-CSR formats)\n"
+    "                    preconditioner allow it: BDIA-GH and the other non-CSR formats;\n"
+    "                    not gmres, whose host reads the Hessenberg column every iteration)\n"
     "  --no-fused-dots   GPU, BDIA-GH: reduce the dot products after each product in kernels\n"
     "                    of their own instead of inside the product (the default saves 2-3\n"
     "                    vector passes per iteration; the results agree to rounding)\n"
@@ -57,7 +63,8 @@ const char* solve_usage =
     "  --history FILE    write the residual history as CSV (iteration,residual,relative)\n"
     "  --json            one JSON object on stdout (keys: converged, reason, iterations,\n"
     "                    true_relres, relres, solve_seconds, setup_seconds, per_iteration_ms,\n"
-    "                    format, format_reason, device, ...)\n"
+    "                    solver, restart (gmres; null otherwise), format, format_reason,\n"
+    "                    device, ...)\n"
     "  --quiet           no progress on stderr\n"
     "Under mpirun (mpirun -np P heptane solve ...; a build with MPI) the rows are split over\n"
     "the P ranks, one GPU per rank (node-local rank) or CPU ranks, operator BDIA-GH (any\n"
@@ -116,6 +123,8 @@ int cmd_solve(int argc, char** argv)
     auto hist = args.get("--history");
     SolveConfig cfg;
     cfg.solver = parse_solver(args.get_or("--solver", "bicgstab"));
+    const bool has_restart = args.get("--restart").has_value();
+    const long long restart = args.get_int("--restart", cfg.restart);
     if (auto pc = args.get("--pc")) cfg.pc = parse_pc(*pc);
     const std::string fmt_name = args.get_or("--format", "auto");
     const std::string prec = args.get_or("--precision", "double");
@@ -140,6 +149,10 @@ int cmd_solve(int argc, char** argv)
         throw UsageError("--precision must be double, single or mixed");
     if (cfg.options.max_it < 0) throw UsageError("--max-it must be >= 0");
     if (cfg.options.check_every < 1) throw UsageError("--check-every must be >= 1");
+    if (restart < 1 || restart > (1 << 20)) throw UsageError("--restart must be in [1, 1048576]");
+    cfg.restart = static_cast<int>(restart);
+    if (has_restart && cfg.solver != SolverType::gmres)
+        throw UsageError("--restart applies to --solver gmres only");
 
     auto exec = pick_executor(device);
     cfg.device = exec->is_cuda()
@@ -213,12 +226,15 @@ int cmd_solve(int argc, char** argv)
     if (hist) write_history_csv(*hist, st);
     const auto& t = r.timings;
     const double setup_s = (t.operator_ms + t.preconditioner_ms + t.upload_ms + t.setup_ms) / 1e3;
+    const std::string restart_json =
+        cfg.solver == SolverType::gmres ? std::to_string(cfg.restart) : "null";
     if (json) {
         std::printf(
             "{\"source\": %s, \"converged\": %s, \"reason\": \"%s\", \"iterations\": %d, "
             "\"relres\": %.6e, \"true_relres\": %.6e, \"error_vs_xtrue\": %.6e, "
             "\"solve_seconds\": %.6f, \"setup_seconds\": %.6f, \"total_seconds\": %.6f, "
-            "\"per_iteration_ms\": %.6f, \"solver\": %s, \"preconditioner\": %s, \"format\": "
+            "\"per_iteration_ms\": %.6f, \"solver\": %s, \"restart\": %s, \"preconditioner\": %s, "
+            "\"format\": "
             "\"%s\", "
             "\"format_reason\": %s, \"operator\": %s, \"precision\": \"%s\", \"device\": %s, "
             "\"cuda_graph\": %s, \"fused_dots\": %s, \"corrections\": %d, \"rows\": %d, "
@@ -226,7 +242,7 @@ int cmd_solve(int argc, char** argv)
             json_string(p.source).c_str(), st.converged() ? "true" : "false", to_string(st.reason),
             st.iterations, st.relative_residual, st.true_relative_residual, err, t.solve_ms / 1e3,
             setup_s, t.total_ms / 1e3, t.per_iteration_ms, json_string(r.solver).c_str(),
-            json_string(r.preconditioner).c_str(), to_string(cfg.format),
+            restart_json.c_str(), json_string(r.preconditioner).c_str(), to_string(cfg.format),
             json_string(format_reason).c_str(), json_string(r.format).c_str(), prec.c_str(),
             json_string(r.device).c_str(), st.cuda_graph ? "true" : "false",
             st.fused_dots ? "true" : "false", r.corrections, p.a.rows,

@@ -15,7 +15,9 @@
 namespace heptane {
 
 /// Mixed precision with iterative refinement: a solver over the fp32-valued matrix (fp64
-/// vectors: anything with options() and solve(b, x) -> Status, e.g. Bicgstab<double>) solves
+/// vectors: any Solver<double> -- Bicgstab, Cg, Gmres, what make_solver returns -- or
+/// anything else with options() and solve(b, x) -> Status, such as the PETSc plugin's
+/// correction adapter) solves
 /// for corrections, A d = r, of the residual r = b − A x taken with the fp64 matrix (same
 /// executor), x += d, until ‖r‖ ≤ max(o.rtol ‖b‖, o.atol) -- what a double solve stops on. A
 /// correction is asked for a reduction of at most 1e-6: fp32 values (unit roundoff 6e-8)
@@ -30,8 +32,9 @@ namespace heptane {
 class MixedRefinement {
 public:
     /// Solve A x = b; s.options() is overwritten. corrections(): the inner solves run.
-    template <class Solver>
-    Status solve(Solver& s, const Operator<double>& a64, const Array<double>& b, Array<double>& x,
+    /// `S`: Solver<double> (virtual calls) or any type with the same options()/solve().
+    template <class S>
+    Status solve(S& s, const Operator<double>& a64, const Array<double>& b, Array<double>& x,
                  const SolverOptions& o)
     {
         const auto exec = a64.executor();

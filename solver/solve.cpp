@@ -8,28 +8,10 @@
 #include "formats/csr/csr.hpp"
 #include "formats/spmv.hpp"
 #include "solver/bicgstab/bicgstab_reference.hpp"
-#include "solver/cg/cg.hpp"
+#include "solver/krylov.hpp"
 #include "solver/refine.hpp"
 
 namespace heptane {
-
-SolverType parse_solver(const std::string& name)
-{
-    if (name == "bicgstab" || name == "bcgs") return SolverType::bicgstab;
-    if (name == "cg") return SolverType::cg;
-    HEPTANE_THROW(InputError, "unknown solver '" << name << "' (choices: bicgstab, cg)");
-}
-
-const char* to_string(SolverType s) noexcept
-{
-    switch (s) {
-        case SolverType::bicgstab:
-            return "bicgstab";
-        case SolverType::cg:
-            return "cg";
-    }
-    return "?";
-}
 
 const char* to_string(SolveStage s) noexcept
 {
@@ -118,7 +100,14 @@ SolveResult run(const Coo<double>& a, const std::vector<double>& b, const SolveC
     // the preconditioner
     stage(SolveStage::build_preconditioner);
     t0 = clock_type::now();
-    std::shared_ptr<const Preconditioner<VT>> m = make_preconditioner<VT>(pc, csr, nc, exec);
+    // AMG's finest level and CPR's residual use the solver's own operator when it has the
+    // preconditioner's precision (e.g. BDIA-GH at the floor), else a CSR copy of their own
+    std::shared_ptr<const Operator<VT>> a_op;
+    if constexpr (std::is_same_v<MT, VT>) {
+        if (!reference) a_op = op;
+    }
+    std::shared_ptr<const Preconditioner<VT>> m =
+        make_preconditioner<VT>(pc, csr, nc, exec, cfg.pc_options, a_op);
     exec->synchronize();
     res.timings.preconditioner_ms = ms_since(t0);
     res.preconditioner = m->describe();
@@ -147,31 +136,26 @@ SolveResult run(const Coo<double>& a, const std::vector<double>& b, const SolveC
     stage(SolveStage::solve);
     SolverOptions opts = cfg.options;
     opts.nonzero_initial_guess = !cfg.x0.empty();
-    auto solve_with = [&](auto& s, std::string name) {
-        s.set_operator(op);
-        s.set_preconditioner(m);
-        if constexpr (mixed) {
-            if (op64) {
-                MixedRefinement refinement;
-                res.status = refinement.solve(s, *op64, b_dev, x_dev, opts);
-                const int corrections = refinement.corrections();
-                res.corrections = corrections;
-                name += ", fp64 iterative refinement (" + std::to_string(corrections) +
-                        (corrections == 1 ? " correction)" : " corrections)");
-                res.solver = name;
-                return;
-            }
+    SolverExtras extras;
+    extras.bicgstab_impl = cfg.impl;
+    extras.restart = cfg.restart;
+    const std::unique_ptr<Solver<VT>> solver = make_solver<VT>(cfg.solver, opts, extras);
+    solver->set_operator(op);
+    solver->set_preconditioner(m);
+    res.solver = solver->name();
+    bool refined = false;
+    if constexpr (mixed) {
+        if (op64) {
+            MixedRefinement refinement;
+            res.status = refinement.solve(*solver, *op64, b_dev, x_dev, opts);
+            const int corrections = refinement.corrections();
+            res.corrections = corrections;
+            res.solver += ", fp64 iterative refinement (" + std::to_string(corrections) +
+                          (corrections == 1 ? " correction)" : " corrections)");
+            refined = true;
         }
-        res.status = s.solve(b_dev, x_dev);
-        res.solver = name;
-    };
-    if (cfg.solver == SolverType::bicgstab) {
-        Bicgstab<VT> s(opts, cfg.impl);
-        solve_with(s, std::string("bicgstab (") + to_string(cfg.impl) + ")");
-    } else {
-        Cg<VT> s(opts);
-        solve_with(s, "cg");
     }
+    if (!refined) res.status = solver->solve(b_dev, x_dev);
 
     stage(SolveStage::download);
     t0 = clock_type::now();

@@ -1,7 +1,8 @@
 // One call from a host matrix and right-hand side to a solution, for the CLI (`heptane
 // solve`), the plugin and quick experiments: builds the operator (make_matrix_operator with
-// the chosen format, precision and device), the preconditioner, runs the solver and returns
-// x on the host with the Status, the timings and what was used.
+// the chosen format, precision and device), the preconditioner, runs the solver (BiCGStab,
+// CG or GMRES, through make_solver) and returns x on the host with the Status, the timings
+// and what was used.
 //
 //     SolveConfig cfg;                       // BiCGStab + ILU(0), CSR, double, on the CPU
 //     cfg.device = "cuda";
@@ -26,15 +27,13 @@
 #include "formats/coo/coo.hpp"
 #include "formats/matrix.hpp"
 #include "solver/bicgstab/bicgstab.hpp"
+#include "solver/krylov.hpp"
 #include "solver/precond/preconditioner.hpp"
 #include "solver/solver.hpp"
 
 namespace heptane {
 
-enum class SolverType { bicgstab, cg };
-/// "bicgstab" (also "bcgs") or "cg". Throws InputError naming the choices.
-SolverType parse_solver(const std::string& name);
-const char* to_string(SolverType s) noexcept;
+// SolverType, parse_solver and to_string(SolverType) are in solver/krylov.hpp.
 
 /// "cpu", "cuda" (device 0), "cuda:N" (also "gpu", "gpu:N"). Throws InputError for anything
 /// else, NotSupported/DeviceError when CUDA is absent.
@@ -46,6 +45,8 @@ const char* to_string(SolveStage s) noexcept;
 
 struct SolveConfig {
     SolverType solver = SolverType::bicgstab;
+    /// GMRES: the restart length m (≥ 1; basis vectors kept per cycle).
+    int restart = 30;
     /// BiCGStab loop; reference = cuBLAS + cuSPARSE CSR (CUDA, double precision only; the
     /// format is then always cuSPARSE CSR).
     BicgstabImpl impl = BicgstabImpl::fused;
@@ -57,12 +58,14 @@ struct SolveConfig {
     /// is then ‖b − A x‖ with the fp64 matrix as given (on the host, after the solve), which
     /// can stay above rtol·‖b‖ by about the fp32 rounding of A times ‖A‖‖x‖/‖b‖.
     Precision precision = Precision::double_;
-    /// Unset: bjacobi for CG (ILU(0) is not symmetric); for BiCGStab ilu0 on the CPU, and
+    /// Unset: bjacobi for CG (ILU(0) is not symmetric); for BiCGStab and GMRES ilu0 on the CPU, and
     /// on CUDA ilu0-mc (multi-colour: 2 + 2 launches per apply on a 7-point grid instead of
     /// 2·(J+H+I−2), more iterations) falling back to ilu0 — a second, complete solve from
     /// x0 — when ilu0-mc cannot be set up or does not converge; the fallback is named in
     /// SolveResult::preconditioner.
     std::optional<PcType> pc;
+    /// Options of the amg and cpr preconditioners (AmgOptions, CprOptions).
+    PcOptions pc_options;
     /// Preconditioner block size Nc. 0: format_options.block_size when > 0, else 1.
     index_t block_size = 0;
     std::string device = "cpu";
@@ -96,7 +99,7 @@ struct SolveTimingsFull {
 struct SolveResult {
     std::vector<double> x;  ///< the last iterate, on the host
     Status status;
-    std::string solver;          ///< e.g. "bicgstab (fused)"
+    std::string solver;          ///< Solver::name(), e.g. "bicgstab (fused)", "gmres(30)"
     std::string format;          ///< the operator's describe()
     std::string preconditioner;  ///< the preconditioner's describe()
     std::string device;          ///< the executor's name()

@@ -1,5 +1,7 @@
 // The solver framework shared by every Krylov method of heptane: stopping options, the
-// reason a solve stopped, and the Status a solve returns (DESIGN.md §2-§3).
+// reason a solve stopped, the Status a solve returns (DESIGN.md §2-§3), and Solver<VT>, the
+// interface BiCGStab, CG and GMRES implement (make_solver in solver/krylov.hpp picks one by
+// name).
 //
 // Misuse is an error; numerics are a status. A solve throws only for misuse (sizes or
 // executors that do not fit, a solver used before set_operator) and for failed device calls
@@ -8,9 +10,12 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "core/array.hpp"
+#include "core/operator.hpp"
 #include "solver/reason.hpp"
 
 namespace heptane {
@@ -99,6 +104,51 @@ struct Status {
     bool converged() const noexcept { return is_converged(reason); }
     /// One line, e.g. "converged_rtol in 42 iterations: ‖r‖/‖b‖ = 8.1e-09 (true 8.3e-09)".
     std::string summary() const;
+};
+
+/// A Krylov solver of A x = b on vectors of type VT: Bicgstab, Cg and Gmres implement it, so
+/// code that only sets the operator, the preconditioner and the options (solve_system, the
+/// mixed-precision refinement, the distributed CLI) is written once for all of them.
+///
+///     std::unique_ptr<Solver<double>> s = make_solver<double>(SolverType::gmres, opts);
+///     s->set_operator(A);
+///     s->set_preconditioner(P);     // optional
+///     Status st = s->solve(b, x);   // b, x in the operator's executor memory
+///
+/// Every solver stops on the unpreconditioned residual ‖b − A x‖ (rtol relative to ‖b‖),
+/// with the options and Reasons above; errors as documented for each solver.
+template <class VT>
+class Solver {
+public:
+    virtual ~Solver() = default;
+
+    /// The system matrix (shared ownership).
+    virtual void set_operator(std::shared_ptr<const Operator<VT>> a) = 0;
+    /// The system matrix, not owned: it must outlive the solves.
+    virtual void set_operator(const Operator<VT>& a) = 0;
+    /// The preconditioner M (applied as M⁻¹ through M.apply); nullptr = none. Must live on
+    /// the operator's executor.
+    virtual void set_preconditioner(std::shared_ptr<const Operator<VT>> m) = 0;
+    /// The preconditioner, not owned: it must outlive the solves.
+    virtual void set_preconditioner(const Operator<VT>& m) = 0;
+
+    virtual SolverOptions& options() noexcept = 0;
+    virtual const SolverOptions& options() const noexcept = 0;
+
+    /// Solve A x = b. x is the initial guess when options().nonzero_initial_guess, otherwise
+    /// it is overwritten with 0 first; on return it holds the last iterate (the one the
+    /// Status describes). b is not modified.
+    virtual Status solve(const Array<VT>& b, Array<VT>& x) = 0;
+
+    /// The method, e.g. "bicgstab (fused)", "cg", "gmres(30)".
+    virtual std::string name() const = 0;
+
+protected:
+    Solver() = default;
+    Solver(const Solver&) = default;
+    Solver(Solver&&) noexcept = default;
+    Solver& operator=(const Solver&) = default;
+    Solver& operator=(Solver&&) noexcept = default;
 };
 
 }  // namespace heptane

@@ -15,3 +15,18 @@ heptane_add_test(test_precond_cpu SOURCES test_precond_cpu.cpp LABELS solver)
 # algebraic multigrid and CPR against dense Eigen products and solutions
 heptane_add_test(test_amg SOURCES test_amg.cpp GPU LABELS solver)
 target_link_libraries(test_amg PRIVATE Eigen3::Eigen)
+# GMRES(m) against SparseLU, BiCGStab and itself, the Solver interface (make_solver)
+heptane_add_test(test_gmres SOURCES test_gmres.cpp GPU LABELS solver)
+target_link_libraries(test_gmres PRIVATE Eigen3::Eigen)
+# heptane solve --solver gmres: converged, and the JSON report names the restart
+if(TARGET heptane_cli)
+  add_test(NAME cli_solve_gmres COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/cli_gmres.sh
+    $<TARGET_FILE:heptane_cli>)
+  set_tests_properties(cli_solve_gmres PROPERTIES TIMEOUT 300 LABELS "cpu;solver")
+  if(HEPTANE_HAVE_CUDA)
+    add_test(NAME cli_solve_gmres_gpu COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/cli_gmres.sh
+      $<TARGET_FILE:heptane_cli>)
+    set_tests_properties(cli_solve_gmres_gpu PROPERTIES TIMEOUT 300 SKIP_RETURN_CODE 77
+      LABELS "gpu;solver" ENVIRONMENT "HEPTANE_TEST_DEVICE=cuda")
+  endif()
+endif()

@@ -21,6 +21,7 @@
 #include "generators/hepta.hpp"
 #include "solver/bicgstab/bicgstab.hpp"
 #include "solver/cg/cg.hpp"
+#include "solver/gmres/gmres.hpp"
 #include "solver/precond/preconditioner.hpp"
 #include "tests/test_common.hpp"
 
@@ -506,6 +507,22 @@ BOOST_AUTO_TEST_CASE(cg_on_ranks_gives_the_one_process_answer)
         o.max_it = 2000;
         compare_with_one_process(s, pc, [&] { return Cg<double>(o); });
     }
+}
+
+BOOST_AUTO_TEST_CASE(gmres_on_ranks_gives_the_one_process_answer)
+{
+    // the multi-dot sums of CGS2 (up to m + 2 per reduction) go through the Reducer in
+    // calls of at most 8; a short restart exercises the restarts across ranks too
+    const int size = world()->size();
+    for (int m : {8, 30})
+        for (PcType pc : {PcType::none, PcType::block_jacobi}) {
+            HeptaSpec s = spec_of(8, 6, 3 * size + 1, 3, false, HeptaModel::reservoir);
+            s.difficulty = 0.5;
+            SolverOptions o;
+            o.rtol = 1e-10;
+            o.max_it = 2000;
+            compare_with_one_process(s, pc, [&] { return Gmres<double>(o, m); });
+        }
 }
 
 BOOST_AUTO_TEST_CASE(block_ilu_per_rank_converges)

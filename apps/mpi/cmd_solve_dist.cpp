@@ -27,8 +27,7 @@
 #include "formats/detect/detect.hpp"
 #include "generators/hepta.hpp"
 #include "generators/matrix_market.hpp"
-#include "solver/bicgstab/bicgstab.hpp"
-#include "solver/cg/cg.hpp"
+#include "solver/krylov.hpp"
 #include "solver/precond/preconditioner.hpp"
 #include "solver/solve.hpp"
 
@@ -142,7 +141,7 @@ Bdia<float> with_float_values(const Bdia<double>& a)
 struct RankSolve {
     Status status;
     std::vector<double> x;  ///< this rank's rows of the last iterate
-    std::string op, exchange, reduction, pc;
+    std::string solver, op, exchange, reduction, pc;
     double pc_s = 0, op_s = 0;
 };
 
@@ -152,7 +151,8 @@ struct RankSolve {
 template <class MT, class VT>
 RankSolve solve_on_ranks(const std::shared_ptr<const dist::Communicator>& comm, LocalProblem& p,
                          const std::shared_ptr<const Executor>& exec, const dist::DistOptions& dopt,
-                         SolverType solver, PcType pc, SolverOptions opts)
+                         SolverType solver, const SolverExtras& extras, PcType pc,
+                         SolverOptions opts)
 {
     RankSolve r;
     const std::size_t n = std::size_t(p.part.rows(comm->rank()));
@@ -174,17 +174,11 @@ RankSolve solve_on_ranks(const std::shared_ptr<const dist::Communicator>& comm, 
 
     opts.nonzero_initial_guess = !p.x0.empty();
     MPI_Barrier(comm->comm());
-    if (solver == SolverType::cg) {
-        Cg<VT> s(opts);
-        s.set_operator(op);
-        s.set_preconditioner(*m);
-        r.status = s.solve(b, x);
-    } else {
-        Bicgstab<VT> s(opts);
-        s.set_operator(op);
-        s.set_preconditioner(*m);
-        r.status = s.solve(b, x);
-    }
+    const std::unique_ptr<Solver<VT>> s = make_solver<VT>(solver, opts, extras);
+    s->set_operator(op);
+    s->set_preconditioner(*m);
+    r.status = s->solve(b, x);
+    r.solver = s->name();
     const std::vector<VT> xh = n > 0 ? x.to_vector() : std::vector<VT>{};
     r.x.assign(xh.begin(), xh.end());
     r.op = op.describe();
@@ -229,6 +223,8 @@ int cmd_solve_distributed(Args& args, bool json, bool monitor, bool quiet_flag)
     auto hist = args.get("--history");
     auto x0file = args.get("--x0");
     const SolverType solver = parse_solver(args.get_or("--solver", "bicgstab"));
+    const bool has_restart = args.get("--restart").has_value();
+    const long long restart = args.get_int("--restart", 30);
     auto pc_name = args.get("--pc");
     const std::string fmt = args.get_or("--format", "auto");
     const std::string prec = args.get_or("--precision", "double");
@@ -259,6 +255,11 @@ int cmd_solve_distributed(Args& args, bool json, bool monitor, bool quiet_flag)
     if (split != "planes" && split != "cells") throw UsageError("--split must be planes or cells");
     if (opts.max_it < 0) throw UsageError("--max-it must be >= 0");
     if (opts.check_every < 1) throw UsageError("--check-every must be >= 1");
+    if (restart < 1 || restart > (1 << 20)) throw UsageError("--restart must be in [1, 1048576]");
+    if (has_restart && solver != SolverType::gmres)
+        throw UsageError("--restart applies to --solver gmres only");
+    SolverExtras extras;
+    extras.restart = static_cast<int>(restart);
 
     const auto t0 = Clock::now();
     const auto exec = rank_executor(device, *comm);
@@ -287,9 +288,11 @@ int cmd_solve_distributed(Args& args, bool json, bool monitor, bool quiet_flag)
         }
     };
     const RankSolve r =
-        prec == "single"  ? solve_on_ranks<float, float>(comm, p, exec, dopt, solver, pc, opts)
-        : prec == "mixed" ? solve_on_ranks<float, double>(comm, p, exec, dopt, solver, pc, opts)
-                          : solve_on_ranks<double, double>(comm, p, exec, dopt, solver, pc, opts);
+        prec == "single"
+            ? solve_on_ranks<float, float>(comm, p, exec, dopt, solver, extras, pc, opts)
+        : prec == "mixed"
+            ? solve_on_ranks<float, double>(comm, p, exec, dopt, solver, extras, pc, opts)
+            : solve_on_ranks<double, double>(comm, p, exec, dopt, solver, extras, pc, opts);
     const Status& st = r.status;
     const std::vector<double>& xh = r.x;
 
@@ -315,19 +318,22 @@ int cmd_solve_distributed(Args& args, bool json, bool monitor, bool quiet_flag)
 
     if (xfile) write_matrix_market_vector(*xfile, x_all, "x from heptane solve: " + st.summary());
     if (hist) write_history_csv(*hist, st);
-    const std::string solver_name = solver == SolverType::cg ? "cg" : "bicgstab (fused)";
+    const std::string& solver_name = r.solver;
+    const std::string restart_json =
+        solver == SolverType::gmres ? std::to_string(extras.restart) : "null";
     if (json) {
         std::printf(
             "{\"source\": %s, \"converged\": %s, \"reason\": \"%s\", \"iterations\": %d, "
             "\"relres\": %.6e, \"true_relres\": %.6e, \"error_vs_xtrue\": %.6e, "
             "\"solve_seconds\": %.6f, \"setup_seconds\": %.6f, \"total_seconds\": %.6f, "
-            "\"per_iteration_ms\": %.6f, \"solver\": \"%s\", \"preconditioner\": %s, "
+            "\"per_iteration_ms\": %.6f, \"solver\": \"%s\", \"restart\": %s, "
+            "\"preconditioner\": %s, "
             "\"format\": \"bdiagh\", \"operator\": %s, \"precision\": \"%s\", "
             "\"device\": %s, \"ranks\": %d, \"partition\": %s, \"halo\": \"%s\", "
             "\"reduce\": \"%s\", \"cuda_graph\": %s, \"rows\": %d, \"nnz\": %lld}\n",
             json_string(p.source).c_str(), st.converged() ? "true" : "false", to_string(st.reason),
             st.iterations, st.relative_residual, st.true_relative_residual, err, solve_s, setup_s,
-            total_s, per_it, solver_name.c_str(), json_string(r.pc).c_str(),
+            total_s, per_it, solver_name.c_str(), restart_json.c_str(), json_string(r.pc).c_str(),
             json_string(r.op).c_str(), prec.c_str(), json_string(exec->name()).c_str(),
             comm->size(), json_string(p.part.describe()).c_str(), r.exchange.c_str(),
             r.reduction.c_str(), st.cuda_graph ? "true" : "false", p.global_rows,

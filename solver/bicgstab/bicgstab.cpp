@@ -125,6 +125,12 @@ void Bicgstab<VT>::set_preconditioner(const Operator<VT>& m)
 }
 
 template <class VT>
+std::string Bicgstab<VT>::name() const
+{
+    return std::string("bicgstab (") + to_string(impl_) + ")";
+}
+
+template <class VT>
 Status Bicgstab<VT>::solve(const Array<VT>& b_arr, Array<VT>& x_arr)
 {
     detail::check_operands("Bicgstab", a_.get(), m_.get(), b_arr, x_arr);

@@ -39,31 +39,34 @@ const char* to_string(BicgstabImpl impl) noexcept;
 BicgstabImpl parse_bicgstab_impl(const std::string& name);
 
 template <class VT>
-class Bicgstab {
+class Bicgstab : public Solver<VT> {
 public:
     explicit Bicgstab(SolverOptions options = {}, BicgstabImpl impl = BicgstabImpl::fused);
-    ~Bicgstab();
+    ~Bicgstab() override;
     Bicgstab(Bicgstab&&) noexcept;
     Bicgstab& operator=(Bicgstab&&) noexcept;
 
     /// The system matrix (shared ownership).
-    void set_operator(std::shared_ptr<const Operator<VT>> a);
+    void set_operator(std::shared_ptr<const Operator<VT>> a) override;
     /// The system matrix, not owned: it must outlive the solves.
-    void set_operator(const Operator<VT>& a);
+    void set_operator(const Operator<VT>& a) override;
     /// The preconditioner M (z = M⁻¹ r through M.apply); nullptr = none. Must live on the
     /// operator's executor.
-    void set_preconditioner(std::shared_ptr<const Operator<VT>> m);
+    void set_preconditioner(std::shared_ptr<const Operator<VT>> m) override;
     /// The preconditioner, not owned: it must outlive the solves.
-    void set_preconditioner(const Operator<VT>& m);
+    void set_preconditioner(const Operator<VT>& m) override;
 
-    SolverOptions& options() noexcept { return opts_; }
-    const SolverOptions& options() const noexcept { return opts_; }
+    SolverOptions& options() noexcept override { return opts_; }
+    const SolverOptions& options() const noexcept override { return opts_; }
     BicgstabImpl implementation() const noexcept { return impl_; }
 
     /// Solve A x = b. x is the initial guess when options().nonzero_initial_guess, otherwise
     /// it is overwritten with 0 first; on return it holds the last iterate (the one the
     /// Status describes, also when the solve did not converge). b is not modified.
-    Status solve(const Array<VT>& b, Array<VT>& x);
+    Status solve(const Array<VT>& b, Array<VT>& x) override;
+
+    /// "bicgstab (fused)" or "bicgstab (reference)".
+    std::string name() const override;
 
     struct Workspace;
 

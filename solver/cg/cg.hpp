@@ -13,6 +13,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 
 #include "core/array.hpp"
 #include "core/operator.hpp"
@@ -21,26 +22,29 @@
 namespace heptane {
 
 template <class VT>
-class Cg {
+class Cg : public Solver<VT> {
 public:
     explicit Cg(SolverOptions options = {});
-    ~Cg();
+    ~Cg() override;
     Cg(Cg&&) noexcept;
     Cg& operator=(Cg&&) noexcept;
 
-    void set_operator(std::shared_ptr<const Operator<VT>> a);
+    void set_operator(std::shared_ptr<const Operator<VT>> a) override;
     /// Not owned: must outlive the solves.
-    void set_operator(const Operator<VT>& a);
+    void set_operator(const Operator<VT>& a) override;
     /// nullptr = none. Must live on the operator's executor.
-    void set_preconditioner(std::shared_ptr<const Operator<VT>> m);
+    void set_preconditioner(std::shared_ptr<const Operator<VT>> m) override;
     /// Not owned: must outlive the solves.
-    void set_preconditioner(const Operator<VT>& m);
+    void set_preconditioner(const Operator<VT>& m) override;
 
-    SolverOptions& options() noexcept { return opts_; }
-    const SolverOptions& options() const noexcept { return opts_; }
+    SolverOptions& options() noexcept override { return opts_; }
+    const SolverOptions& options() const noexcept override { return opts_; }
 
     /// Solve A x = b; x as for Bicgstab::solve.
-    Status solve(const Array<VT>& b, Array<VT>& x);
+    Status solve(const Array<VT>& b, Array<VT>& x) override;
+
+    /// "cg".
+    std::string name() const override { return "cg"; }
 
     struct Workspace;
 

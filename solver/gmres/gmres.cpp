@@ -1,0 +1,374 @@
+// Flexible GMRES(m) written once against Operator::apply, the block kernels of
+// solver/gmres/gmres_kernels.hpp and the vector kernels (solver/vector/vector_ops.hpp).
+//
+//     cycle:  r = b − A x,  β = ‖r‖,  v_0 = r / β,  g = β e_1
+//     step j: z_j = M⁻¹ v_j                          preconditioner (skipped for M = I)
+//             w   = A z_j                            SpMV
+//             h   = V_j^T w, ‖w‖²;  w −= V_j h       multi-dot, multi-axpy     CGS, pass 1
+//             h' = V_j^T w;  w −= V_j h', ‖w‖²       multi-dot, multi-axpy     CGS, pass 2
+//             H[:, j] = h + h',  h_{j+1,j} = ‖w‖     (read back: one wait per iteration)
+//             Givens rotations on the host: |g_{j+1}| = ‖b − A x_j‖, the tests
+//             v_{j+1} = w / h_{j+1,j}                scale
+//     end:    R y = g (back substitution on the host),  x += Z_j y   multi-axpy
+//
+// Traffic of step j (k = j + 1 basis vectors): matrix bytes + 4k + 8 vector passes, plus one
+// preconditioner application; the update at the end of a cycle k + 2 passes.
+#include "solver/gmres/gmres.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "core/error.hpp"
+#include "solver/gmres/gmres_kernels.hpp"
+#include "solver/krylov_driver.hpp"
+#include "solver/precond/preconditioner.hpp"
+#include "solver/vector/vector_ops.hpp"
+
+namespace heptane {
+
+namespace {
+
+/// values[0..count) (executor memory) summed over the processes of a distributed operator,
+/// in calls of at most 8 values (Reducer::sum's limit); nothing on one process.
+void global_sum(const Reducer* reducer, const Executor& exec, double* values, int count)
+{
+    if (!reducer) return;
+    for (int k = 0; k < count; k += 8) reducer->sum(exec, values + k, std::min(8, count - k));
+}
+
+}  // namespace
+
+template <class VT>
+struct Gmres<VT>::Workspace {
+    Workspace(std::shared_ptr<const Executor> e, index_t n_, int m_, bool precond_,
+              const Reducer* reducer_)
+        : exec(e),
+          n(n_),
+          m(m_),
+          precond(precond_),
+          reducer(reducer_),
+          ops(e, 0, reducer_),
+          V(e, std::size_t(m_ + 1) * std::size_t(n_)),
+          Z(e, precond_ ? std::size_t(m_) * std::size_t(n_) : 0),
+          sums(e, 2 * std::size_t(m_ + 2)),
+          y(e, std::size_t(m_)),
+          scratch(e, dispatch_executor(*e,
+                                       [&](const auto& ex) {
+                                           return kernels::gmres_scratch_size(ex, n_, m_ + 2);
+                                       })),
+          H(std::size_t(m_ + 1) * std::size_t(m_)),
+          cs(std::size_t(m_)),
+          sn(std::size_t(m_)),
+          g(std::size_t(m_ + 1)),
+          yh(std::size_t(m_)),
+          hh(2 * std::size_t(m_ + 2))
+    {
+    }
+    bool fits(const std::shared_ptr<const Executor>& e, index_t n_, int m_, bool precond_,
+              const Reducer* reducer_) const
+    {
+        return e.get() == exec.get() && n_ == n && m_ == m && precond_ == precond &&
+               reducer_ == reducer;
+    }
+    std::shared_ptr<const Executor> exec;
+    index_t n;
+    int m;
+    bool precond;
+    const Reducer* reducer;
+    VectorOps<VT> ops;
+    Array<VT> V;            // the Krylov basis v_0 .. v_m, column j at j·n
+    Array<VT> Z;            // z_j = M⁻¹ v_j, j < m (empty without a preconditioner)
+    Array<double> sums;     // pass 1: h[0..j], (w, w) at j + 1; pass 2 from m + 2 on
+    Array<double> y;        // the least-squares solution, for x += Z y
+    Array<double> scratch;  // reduction partials of the block kernels
+    // host: the rotated Hessenberg (R, column-major, leading dimension m + 1), the Givens
+    // rotations, the rotated right-hand side g, y, and the read-back sums
+    std::vector<double> H, cs, sn, g, yh, hh;
+};
+
+template <class VT>
+Gmres<VT>::Gmres(SolverOptions options, int restart) : opts_(std::move(options))
+{
+    set_restart(restart);
+}
+template <class VT>
+Gmres<VT>::~Gmres() = default;
+template <class VT>
+Gmres<VT>::Gmres(Gmres&&) noexcept = default;
+template <class VT>
+Gmres<VT>& Gmres<VT>::operator=(Gmres&&) noexcept = default;
+
+template <class VT>
+void Gmres<VT>::set_restart(int m)
+{
+    HEPTANE_ENSURE(m >= 1, InputError, "Gmres: restart (" << m << ") must be >= 1");
+    restart_ = m;
+}
+
+template <class VT>
+void Gmres<VT>::set_operator(std::shared_ptr<const Operator<VT>> a)
+{
+    a_ = std::move(a);
+}
+template <class VT>
+void Gmres<VT>::set_operator(const Operator<VT>& a)
+{
+    a_ = std::shared_ptr<const Operator<VT>>(&a, [](const Operator<VT>*) {});
+}
+template <class VT>
+void Gmres<VT>::set_preconditioner(std::shared_ptr<const Operator<VT>> m)
+{
+    m_ = std::move(m);
+}
+template <class VT>
+void Gmres<VT>::set_preconditioner(const Operator<VT>& m)
+{
+    m_ = std::shared_ptr<const Operator<VT>>(&m, [](const Operator<VT>*) {});
+}
+
+template <class VT>
+std::string Gmres<VT>::name() const
+{
+    return "gmres(" + std::to_string(restart_) + ")";
+}
+
+template <class VT>
+Status Gmres<VT>::solve(const Array<VT>& b_arr, Array<VT>& x_arr)
+{
+    detail::check_operands("Gmres", a_.get(), m_.get(), b_arr, x_arr);
+    detail::check_options(opts_);
+
+    detail::Stopwatch setup_clock;
+    const Operator<VT>& A = *a_;
+    const Operator<VT>* M = is_identity_preconditioner(m_.get()) ? nullptr : m_.get();
+    const index_t n = A.rows();
+    const int m = restart_;
+    const std::shared_ptr<const Executor> exec = A.executor();
+    const Reducer* reducer = A.reducer();
+    if (!ws_ || !ws_->fits(exec, n, m, M != nullptr, reducer))
+        ws_ = std::make_unique<Workspace>(exec, n, m, M != nullptr, reducer);
+    Workspace& w = *ws_;
+    VectorOps<VT>& ops = w.ops;
+    const std::size_t ld = std::size_t(n);
+    const VT* b = b_arr.data();
+    VT* x = x_arr.data();
+    VT* V = w.V.data();
+    VT* Z = M ? w.Z.data() : V;  // without M, z_j = v_j
+    double* pass1 = w.sums.data();
+    double* pass2 = pass1 + (m + 2);
+    double* scratch = w.scratch.data();
+    std::vector<double>&H = w.H, &cs = w.cs, &sn = w.sn, &g = w.g, &yh = w.yh, &hh = w.hh;
+    const std::size_t ldh = std::size_t(m + 1);
+
+    // out[0..k) = V_k^T v (+ (v, v) at out[k]), summed over the processes
+    auto multi_dot = [&](int k, const VT* v, bool with_norm, double* out) {
+        dispatch_executor(*exec, [&](const auto& e) {
+            kernels::gmres_multi_dot(e, n, k, V, v, with_norm, out, scratch);
+        });
+        global_sum(reducer, *exec, out, k + (with_norm ? 1 : 0));
+    };
+    // target += alpha · basis_k coef (and ‖target‖² at norm_out)
+    auto multi_axpy = [&](int k, const VT* basis, const double* coef, double alpha, VT* target,
+                          double* norm_out) {
+        dispatch_executor(*exec, [&](const auto& e) {
+            kernels::gmres_multi_axpy(e, n, k, basis, coef, alpha, target, norm_out, scratch);
+        });
+        if (norm_out) global_sum(reducer, *exec, norm_out, 1);
+    };
+
+    // r0 = b − A x0 in v_0
+    if (opts_.nonzero_initial_guess) {
+        A.apply(x, V);
+        ops.axpby(n, VT(1), b, VT(-1), V);
+    } else {
+        ops.fill(n, VT(0), x);
+        ops.copy(n, b, V);
+    }
+    const double bnorm = ops.norm2(n, b);
+    double beta = ops.norm2(n, V);
+    const double r0norm = beta;
+    // the stopping rules of krylov::init_finalize / residual_finalize (krylov_state.hpp)
+    const double tol = std::max(opts_.rtol * bnorm, opts_.atol);
+    const double div_limit = opts_.dtol * r0norm;
+    auto converged = [&](double rn) {
+        return rn < opts_.atol ? Reason::converged_atol : Reason::converged_rtol;
+    };
+    std::vector<double> history, prefix_min;
+    auto emit = [&](int i, double rn) {
+        history.push_back(rn);
+        prefix_min.push_back(prefix_min.empty() ? rn : std::min(prefix_min.back(), rn));
+        if (opts_.monitor) {
+            IterationInfo info;
+            info.iteration = i;
+            info.residual_norm = rn;
+            info.relative_residual = bnorm > 0 ? rn / bnorm : 0.0;
+            opts_.monitor(info);
+        }
+    };
+    // as detail::KrylovDriver: min ‖r‖ of the last window not below (1 − rtol)·(min before)
+    auto stagnated = [&] {
+        const int win = opts_.stagnation_window;
+        const int seen = int(history.size()) - 1;
+        if (win <= 0 || seen < win) return false;
+        double recent = history[std::size_t(seen)];
+        for (int i = seen - win + 1; i <= seen; ++i)
+            recent = std::min(recent, history[std::size_t(i)]);
+        return !(recent < (1.0 - opts_.stagnation_rtol) * prefix_min[std::size_t(seen - win)]);
+    };
+
+    Reason reason = Reason::iterating;
+    int it = 0;
+    double rnorm = beta;
+    emit(0, beta);
+    if (!std::isfinite(bnorm) || !std::isfinite(beta)) {
+        reason = Reason::diverged_nan;
+    } else if (bnorm == 0.0) {
+        reason = Reason::converged_atol;
+        ops.fill(n, VT(0), x);  // b = 0: x = 0
+    } else if (beta <= tol) {
+        reason = converged(beta);
+    } else if (opts_.max_it <= 0) {
+        reason = Reason::diverged_max_it;
+    }
+    Status st;
+    st.timings.setup_ms = setup_clock.ms();
+
+    detail::Stopwatch solve_clock;
+    // h_{j+1,j} at most this fraction of ‖A z_j‖: A z_j is in span(V_j) to working precision
+    const double invariant_ratio = std::numeric_limits<VT>::epsilon();
+    while (reason == Reason::iterating) {
+        ops.axpby(n, VT(1.0 / beta), V, VT(0), V);  // v_0 = r / β
+        std::fill(g.begin(), g.end(), 0.0);
+        g[0] = beta;
+        int cols = 0;            // columns of this cycle in the least-squares solution
+        bool end_cycle = false;  // an invariant space without convergence: restart
+        for (int j = 0; j < m && reason == Reason::iterating && !end_cycle; ++j) {
+            const int k = j + 1;
+            VT* vj = V + std::size_t(j) * ld;
+            VT* wv = V + std::size_t(k) * ld;
+            VT* zj = Z + std::size_t(j) * ld;
+            if (M) M->apply(vj, zj);  // z_j = M⁻¹ v_j
+            A.apply(zj, wv);          // w = A z_j
+            // CGS2: two classical Gram-Schmidt passes against v_0 .. v_j
+            multi_dot(k, wv, true, pass1);
+            multi_axpy(k, V, pass1, -1.0, wv, nullptr);
+            multi_dot(k, wv, false, pass2);
+            multi_axpy(k, V, pass2, -1.0, wv, pass2 + k);
+            copy_bytes(*exec, pass1, *cpu_executor(), hh.data(),
+                       sizeof(double) * std::size_t(m + 2 + k + 1));
+            const double* h1 = hh.data();
+            const double* h2 = hh.data() + (m + 2);
+            double* h = H.data() + std::size_t(j) * ldh;
+            bool finite = std::isfinite(h1[k]) && std::isfinite(h2[k]);
+            for (int i = 0; i < k; ++i) {
+                h[i] = h1[i] + h2[i];
+                finite = finite && std::isfinite(h[i]);
+            }
+            if (!finite) {  // x keeps the iterate of the columns before j
+                reason = Reason::diverged_nan;
+                break;
+            }
+            const double az_norm = std::sqrt(h1[k]);
+            const double h_next = std::sqrt(std::max(h2[k], 0.0));
+            h[k] = h_next;
+            const bool invariant = !(h_next > invariant_ratio * az_norm);
+            for (int i = 0; i < j; ++i) {  // the rotations so far
+                const double t = cs[std::size_t(i)] * h[i] + sn[std::size_t(i)] * h[i + 1];
+                h[i + 1] = -sn[std::size_t(i)] * h[i] + cs[std::size_t(i)] * h[i + 1];
+                h[i] = t;
+            }
+            const double d = std::hypot(h[j], h[k]);
+            double est;
+            if (d == 0.0) {
+                // A z_j = 0 within the space: column j adds nothing; solve without it
+                cs[std::size_t(j)] = 1.0;
+                sn[std::size_t(j)] = 0.0;
+                cols = j;
+                est = std::abs(g[std::size_t(j)]);
+            } else {
+                cs[std::size_t(j)] = h[j] / d;
+                sn[std::size_t(j)] = h[k] / d;
+                h[j] = d;
+                h[k] = 0.0;
+                g[std::size_t(k)] = -sn[std::size_t(j)] * g[std::size_t(j)];
+                g[std::size_t(j)] = cs[std::size_t(j)] * g[std::size_t(j)];
+                cols = k;
+                est = std::abs(g[std::size_t(k)]);  // = ‖b − A x_j‖ (right preconditioning)
+            }
+            ++it;
+            rnorm = est;
+            emit(it, est);
+            if (!std::isfinite(est)) {
+                reason = Reason::diverged_nan;
+            } else if (est <= tol) {
+                reason = converged(est);
+            } else if (invariant) {
+                // no new direction: restart from the true residual if this cycle made
+                // progress, else the method has broken down (A M⁻¹ singular on the space)
+                if (cols > 0 && est < beta)
+                    end_cycle = true;
+                else
+                    reason = Reason::breakdown_rho;
+            } else if (est > div_limit) {
+                reason = Reason::diverged_dtol;
+            }
+            if (reason == Reason::iterating && it >= opts_.max_it) reason = Reason::diverged_max_it;
+            if (reason == Reason::iterating && stagnated()) reason = Reason::stagnation;
+            if (reason == Reason::iterating && !end_cycle && k < m)
+                ops.axpby(n, VT(1.0 / h_next), wv, VT(0), wv);  // v_{j+1} = w / h_{j+1,j}
+        }
+        // x += Z y with R y = g
+        if (cols > 0) {
+            for (int i = cols - 1; i >= 0; --i) {
+                double s = g[std::size_t(i)];
+                for (int l = i + 1; l < cols; ++l)
+                    s -= H[std::size_t(l) * ldh + std::size_t(i)] * yh[std::size_t(l)];
+                yh[std::size_t(i)] = s / H[std::size_t(i) * ldh + std::size_t(i)];
+            }
+            copy_bytes(*cpu_executor(), yh.data(), *exec, w.y.data(),
+                       sizeof(double) * std::size_t(cols));
+            multi_axpy(cols, Z, w.y.data(), 1.0, x, nullptr);
+        }
+        if (reason != Reason::iterating) break;
+        // restart from the true residual
+        A.apply(x, V);
+        ops.axpby(n, VT(1), b, VT(-1), V);
+        beta = ops.norm2(n, V);
+        if (!std::isfinite(beta)) {
+            reason = Reason::diverged_nan;
+        } else if (beta <= tol) {
+            reason = converged(beta);
+            rnorm = beta;
+        } else if (beta > div_limit) {
+            reason = Reason::diverged_dtol;
+            rnorm = beta;
+        }
+    }
+    st.reason = reason;
+    st.iterations = it;
+    st.b_norm = bnorm;
+    st.initial_residual_norm = r0norm;
+    st.residual_norm = rnorm;
+    st.relative_residual = bnorm > 0 ? rnorm / bnorm : 0.0;
+    if (opts_.record_history) st.history = std::move(history);
+    st.timings.solve_ms = solve_clock.ms();
+    st.timings.per_iteration_ms = st.iterations > 0 ? st.timings.solve_ms / st.iterations : 0.0;
+
+    if (opts_.compute_true_residual) {
+        detail::Stopwatch clock;
+        A.apply(x, V);
+        ops.axpby(n, VT(1), b, VT(-1), V);
+        st.true_residual_norm = ops.norm2(n, V);
+        st.true_relative_residual =
+            st.b_norm > 0 ? st.true_residual_norm / st.b_norm : st.true_residual_norm;
+        st.timings.true_residual_ms = clock.ms();
+    }
+    return st;
+}
+
+template class Gmres<double>;
+template class Gmres<float>;
+
+}  // namespace heptane

@@ -1,0 +1,48 @@
+#include "solver/krylov.hpp"
+
+#include "core/error.hpp"
+
+namespace heptane {
+
+SolverType parse_solver(const std::string& name)
+{
+    if (name == "bicgstab" || name == "bcgs") return SolverType::bicgstab;
+    if (name == "cg") return SolverType::cg;
+    if (name == "gmres" || name == "fgmres") return SolverType::gmres;
+    HEPTANE_THROW(InputError, "unknown solver '" << name << "' (choices: bicgstab, cg, gmres)");
+}
+
+const char* to_string(SolverType s) noexcept
+{
+    switch (s) {
+        case SolverType::bicgstab:
+            return "bicgstab";
+        case SolverType::cg:
+            return "cg";
+        case SolverType::gmres:
+            return "gmres";
+    }
+    return "?";
+}
+
+template <class VT>
+std::unique_ptr<Solver<VT>> make_solver(SolverType type, const SolverOptions& options,
+                                        const SolverExtras& extras)
+{
+    switch (type) {
+        case SolverType::bicgstab:
+            return std::make_unique<Bicgstab<VT>>(options, extras.bicgstab_impl);
+        case SolverType::cg:
+            return std::make_unique<Cg<VT>>(options);
+        case SolverType::gmres:
+            return std::make_unique<Gmres<VT>>(options, extras.restart);
+    }
+    HEPTANE_THROW(InputError, "make_solver: unknown solver type " << int(type));
+}
+
+template std::unique_ptr<Solver<double>> make_solver<double>(SolverType, const SolverOptions&,
+                                                             const SolverExtras&);
+template std::unique_ptr<Solver<float>> make_solver<float>(SolverType, const SolverOptions&,
+                                                           const SolverExtras&);
+
+}  // namespace heptane
