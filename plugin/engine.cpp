@@ -22,8 +22,8 @@
 #include "formats/spmv.hpp"
 #include "plugin/device_pool.hpp"
 #include "plugin/pinned_upload.hpp"
-#include "solver/bicgstab/bicgstab.hpp"
-#include "solver/cg/cg.hpp"
+#include "solver/krylov.hpp"
+#include "solver/precond/amg/amg.hpp"
 #include "solver/precond/precond_kernels.hpp"
 #include "solver/refine.hpp"
 #include "solver/vector/vector_ops.hpp"
@@ -689,8 +689,9 @@ namespace
 template <class VT>
 struct Typed {
   std::shared_ptr<Preconditioner<VT>> pc;
-  Bicgstab<VT>                        bicgstab;
-  Cg<VT>                              cg;
+  std::unique_ptr<Solver<VT>>         solver; // make_solver's, kept across solves
+  SolverType                          solver_type    = SolverType::bicgstab;
+  int                                 solver_restart = 0;
   Array<VT>                           b, x, y;
   std::vector<VT>                     staging;    // float vectors: conversion on the host
   MixedRefinement                     refinement; // mixed: its vectors, kept across solves
@@ -715,43 +716,52 @@ struct Typed {
     return folded;
   }
 
+  // The solver of `type` (make_solver), made again when the type or GMRES's restart changes.
+  Solver<VT> &get_solver(SolverType type, int restart)
+  {
+    if (!solver || solver_type != type || (type == SolverType::gmres && solver_restart != restart)) {
+      SolverExtras ex;
+      ex.restart     = restart;
+      solver         = make_solver<VT>(type, SolverOptions{}, ex);
+      solver_type    = type;
+      solver_restart = restart;
+    }
+    return *solver;
+  }
   // One solve on device arrays (x: the initial guess when o.nonzero_initial_guess). folded:
   // BiCGStab on Â y = b (zero initial guess), then x = M⁻¹ y.
-  Status solve_on(SolverType solver, const std::shared_ptr<const Operator<VT>> &op, const std::shared_ptr<const Operator<VT>> &folded_op, const SolverOptions &o, const Array<VT> &bd, Array<VT> &xd)
+  Status solve_on(SolverType type, int restart, const std::shared_ptr<const Operator<VT>> &op, const std::shared_ptr<const Operator<VT>> &folded_op, const SolverOptions &o, const Array<VT> &bd, Array<VT> &xd)
   {
     if (folded_op) {
       const std::size_t n = bd.size();
       if (y.size() != n || y.exec() != bd.exec()) y = Array<VT>(bd.exec(), n);
-      bicgstab.options() = o;
-      bicgstab.set_operator(folded_op);
-      bicgstab.set_preconditioner(std::shared_ptr<const Operator<VT>>());
-      const Status st = bicgstab.solve(bd, y);
+      Solver<VT> &s = get_solver(SolverType::bicgstab, restart);
+      s.options()   = o;
+      s.set_operator(folded_op);
+      s.set_preconditioner(std::shared_ptr<const Operator<VT>>());
+      const Status st = s.solve(bd, y);
       pc->apply(y.data(), xd.data()); // x = M⁻¹ y
       return st;
     }
-    if (solver == SolverType::bicgstab) {
-      bicgstab.options() = o;
-      bicgstab.set_operator(op);
-      bicgstab.set_preconditioner(pc);
-      return bicgstab.solve(bd, xd);
-    }
-    cg.options() = o;
-    cg.set_operator(op);
-    cg.set_preconditioner(pc);
-    return cg.solve(bd, xd);
+    Solver<VT> &s = get_solver(type, restart);
+    s.options()   = o;
+    s.set_operator(op);
+    s.set_preconditioner(pc);
+    return s.solve(bd, xd);
   }
   // the refinement's inner solver: one correction A32 d = r (MixedRefinement)
   struct Correction {
     Typed                              &t;
     SolverType                          solver;
+    int                                 restart;
     std::shared_ptr<const Operator<VT>> op, folded;
     SolverOptions                       opts;
     SolverOptions                      &options() noexcept { return opts; }
-    Status                              solve(const Array<VT> &r, Array<VT> &d) { return t.solve_on(solver, op, folded, opts, r, d); }
+    Status                              solve(const Array<VT> &r, Array<VT> &d) { return t.solve_on(solver, restart, op, folded, opts, r, d); }
   };
 
   // b and x from and to the host; op64 (mixed): refined against the fp64 matrix
-  Status solve(SolverType solver, std::shared_ptr<const Operator<VT>> op, const std::shared_ptr<const Operator<VT>> &folded_op, const std::shared_ptr<const Operator<double>> &op64, const SolverOptions &opts, bool nonzero_guess, const double *bh, double *xh, int &corrections)
+  Status solve(SolverType solver, int restart, std::shared_ptr<const Operator<VT>> op, const std::shared_ptr<const Operator<VT>> &folded_op, const std::shared_ptr<const Operator<double>> &op64, const SolverOptions &opts, bool nonzero_guess, const double *bh, double *xh, int &corrections)
   {
     const auto        exec = op->executor();
     const std::size_t n    = std::size_t(op->rows());
@@ -766,13 +776,13 @@ struct Typed {
     bool refined = false;
     if constexpr (std::is_same_v<VT, double>) {
       if (op64) {
-        Correction c{*this, solver, op, folded_op, o};
+        Correction c{*this, solver, restart, op, folded_op, o};
         st          = refinement.solve(c, *op64, b, x, o);
         corrections = refinement.corrections();
         refined     = true;
       }
     }
-    if (!refined) st = solve_on(solver, op, folded_op, o, b, x);
+    if (!refined) st = solve_on(solver, restart, op, folded_op, o, b, x);
     download(x, xh);
     return st;
   }
@@ -821,6 +831,9 @@ struct KrylovEngine::Impl {
   // mixed precision refined against the fp64 matrix (set_refine)
   bool refine      = true;
   int  corrections = 0;
+  // GMRES's restart (set_restart) and the last solver's name
+  int         restart = 30;
+  std::string solver_name;
 };
 
 namespace
@@ -860,7 +873,7 @@ std::string numeric_path_note(bool in_place, bool pattern_on_device, const Matri
 KrylovEngine::KrylovEngine() : impl_(std::make_unique<Impl>()) { }
 KrylovEngine::~KrylovEngine() = default;
 
-void KrylovEngine::build_preconditioner(PcType type, const CsrView &a, const MatrixEngine &m)
+void KrylovEngine::build_preconditioner(PcType type, const CsrView &a, const MatrixEngine &m, const PcOptions &opts)
 {
   const auto t0 = clock_type::now();
   Impl      &k  = *impl_;
@@ -881,6 +894,16 @@ void KrylovEngine::build_preconditioner(PcType type, const CsrView &a, const Mat
     if (!k.pattern_on_device) p = pattern_view(a);
     if (m.precision() == Precision::single) k.f.pc = make_preconditioner<float>(type, p, values, nc, m.executor());
     else k.d.pc = make_preconditioner<double>(type, p, values, nc, m.executor());
+  } else if (type == PcType::amg || type == PcType::cpr) {
+    // AMG/CPR: set up from a host copy (the hierarchy is made on the host); the finest level's
+    // products (AMG) or the second stage's residual (CPR) through m's operator where a
+    // values-only refresh updates that object in place (bdiagh, csr; one rank), so no second
+    // copy of A; otherwise (other formats are rebuilt on a refresh; a distributed operator is
+    // not this rank's diagonal block) a copy of their own
+    copy_view(a, k.csr);
+    const bool stable = !m.distributed() && (m.format() == Format::bdia || m.format() == Format::csr) && m.rows() == a.rows;
+    if (m.precision() == Precision::single) k.f.pc = make_preconditioner<float>(type, k.csr, nc, m.executor(), opts, stable ? m.operator_single() : nullptr);
+    else k.d.pc = make_preconditioner<double>(type, k.csr, nc, m.executor(), opts, stable ? m.operator_double() : nullptr);
   } else {
     copy_view(a, k.csr);
     if (m.precision() == Precision::single) k.f.pc = make_preconditioner<float>(type, k.csr, nc, m.executor());
@@ -913,6 +936,7 @@ void KrylovEngine::refresh_preconditioner(const CsrView &a, const MatrixEngine &
     else k.d.pc->update_values(k.csr);
   }
   k.pc_path = numeric_path_note(done, done && k.pattern_on_device, m);
+  k.pc_desc = k.f.pc ? k.f.pc->describe() : k.d.pc->describe();
   m.executor()->synchronize();
   k.timings.last_pc_ms = ms_since(t0);
   ++k.timings.pc_refreshes;
@@ -935,13 +959,27 @@ Status KrylovEngine::solve(SolverType solver, const MatrixEngine &m, const Solve
   const auto run  = [&](auto &t, auto op) {
     std::decay_t<decltype(op)> folded;
     if (k.fold && solver == SolverType::bicgstab && (op64 || !nonzero_guess) && t.pc && t.pc->block_inverse()) folded = t.fold(m, k.timings, k.fold_ms);
-    k.folded = folded != nullptr;
-    return t.solve(solver, op, folded, op64, opts, nonzero_guess, b, x, k.corrections);
+    k.folded        = folded != nullptr;
+    const Status st = t.solve(solver, k.restart, op, folded, op64, opts, nonzero_guess, b, x, k.corrections);
+    k.solver_name   = t.solver->name();
+    return st;
   };
   k.fold_ms               = 0;
   Status st               = m.precision() == Precision::single ? run(k.f, m.operator_single()) : run(k.d, m.operator_double());
   k.timings.last_solve_ms = ms_since(t0);
   return st;
+}
+void KrylovEngine::set_restart(int restart) noexcept
+{
+  impl_->restart = restart;
+}
+int KrylovEngine::restart() const noexcept
+{
+  return impl_->restart;
+}
+const std::string &KrylovEngine::solver_name() const noexcept
+{
+  return impl_->solver_name;
 }
 void KrylovEngine::set_fold(bool fold) noexcept
 {
@@ -968,11 +1006,122 @@ std::string KrylovEngine::preconditioner_describe() const
 {
   return impl_->pc_desc;
 }
+namespace
+{
+template <class VT>
+std::string amg_table(const std::shared_ptr<Preconditioner<VT>> &pc)
+{
+  const auto *amg = dynamic_cast<const AmgPreconditioner<VT> *>(pc.get());
+  return amg ? amg->info().table() : std::string();
+}
+} // namespace
+std::string KrylovEngine::preconditioner_hierarchy() const
+{
+  return impl_->f.pc ? amg_table(impl_->f.pc) : amg_table(impl_->d.pc);
+}
 const std::string &KrylovEngine::numeric_path() const noexcept
 {
   return impl_->pc_path;
 }
 const KrylovTimings &KrylovEngine::timings() const noexcept
+{
+  return impl_->timings;
+}
+
+// ---- PcEngine ----------------------------------------------------------------------------------
+
+struct PcEngine::Impl {
+  std::shared_ptr<const Executor>         exec;
+  std::shared_ptr<Preconditioner<double>> pc;
+  Csr<double>                             csr;  // the host CSR of the last setup or refresh
+  Array<double>                           r, z; // on a GPU: the vectors of the apply
+  PcType                                  type = PcType::none;
+  PcTimings                               timings;
+};
+
+PcEngine::PcEngine() : impl_(std::make_unique<Impl>()) { }
+PcEngine::~PcEngine() = default;
+
+void PcEngine::build(PcType type, const CsrView &a, index_t nc, const std::string &device, const PcOptions &opts)
+{
+  const auto t0 = clock_type::now();
+  Impl      &p  = *impl_;
+  p.pc.reset(); // free the old one (device memory) first
+  HEPTANE_ENSURE(nc >= 1 && a.rows % nc == 0, InputError, "block size " << nc << " does not divide the " << a.rows << " rows");
+  const auto exec = shared_executor(resolve_device(device));
+  copy_view(a, p.csr);
+  p.pc   = make_preconditioner<double>(type, p.csr, nc, exec, opts);
+  p.exec = exec;
+  p.type = type;
+  if (!exec->is_cpu() && (p.r.size() != std::size_t(a.rows) || p.r.exec() != exec)) {
+    p.r = Array<double>(exec, std::size_t(a.rows));
+    p.z = Array<double>(exec, std::size_t(a.rows));
+  }
+  exec->synchronize();
+  p.timings.last_setup_ms = ms_since(t0);
+  ++p.timings.builds;
+}
+
+void PcEngine::refresh(const CsrView &a)
+{
+  const auto t0 = clock_type::now();
+  Impl      &p  = *impl_;
+  HEPTANE_ENSURE(p.pc, InputError, "values-only preconditioner refresh before the first setup");
+  HEPTANE_ENSURE(a.rows == p.pc->rows(), InputError, "values-only preconditioner refresh: " << a.rows << " rows, the setup had " << p.pc->rows());
+  copy_view(a, p.csr); // the pattern compared: another one is the preconditioner's InputError
+  p.pc->update_values(p.csr);
+  p.exec->synchronize();
+  p.timings.last_setup_ms = ms_since(t0);
+  ++p.timings.refreshes;
+}
+
+void PcEngine::apply(const double *r, double *z)
+{
+  const auto t0 = clock_type::now();
+  Impl      &p  = *impl_;
+  HEPTANE_ENSURE(p.pc, InputError, "preconditioner applied before its setup");
+  if (p.exec->is_cpu()) {
+    p.pc->apply(r, z);
+  } else {
+    const std::size_t bytes = p.r.bytes();
+    copy_bytes(*cpu_executor(), r, *p.exec, p.r.data(), bytes);
+    p.pc->apply(p.r.data(), p.z.data());
+    copy_bytes(*p.exec, p.z.data(), *cpu_executor(), z, bytes);
+  }
+  p.exec->synchronize();
+  p.timings.apply_ms += ms_since(t0);
+  ++p.timings.applies;
+}
+
+bool PcEngine::built() const noexcept
+{
+  return impl_->pc != nullptr;
+}
+index_t PcEngine::rows() const noexcept
+{
+  return impl_->pc ? impl_->pc->rows() : 0;
+}
+PcType PcEngine::type() const noexcept
+{
+  return impl_->type;
+}
+index_t PcEngine::block_size() const noexcept
+{
+  return impl_->pc ? impl_->pc->block_size() : 0;
+}
+std::string PcEngine::describe() const
+{
+  return impl_->pc ? impl_->pc->describe() : std::string("(not set up)");
+}
+std::string PcEngine::hierarchy() const
+{
+  return amg_table(impl_->pc);
+}
+std::shared_ptr<const Executor> PcEngine::executor() const
+{
+  return impl_->exec;
+}
+const PcTimings &PcEngine::timings() const noexcept
 {
   return impl_->timings;
 }

@@ -58,6 +58,7 @@
 #include "core/types.hpp"
 #include "formats/matrix.hpp"
 #include "solver/precond/preconditioner.hpp"
+#include "solver/krylov.hpp"
 #include "solver/solve.hpp"
 #include "solver/solver.hpp"
 
@@ -205,7 +206,12 @@ public:
   /// (Re)build the preconditioner of `type` from `a` (the values the operator of `m` holds;
   /// for a distributed `m`, this rank's diagonal block with local columns) with m's block
   /// size, on m's executor, in m's vector precision.
-  void build_preconditioner(PcType type, const CsrView &a, const MatrixEngine &m);
+  /// amg and cpr: built from a host copy of `a` with `opts` (PcOptions: -heptane_amg_*,
+  /// -heptane_cpr_*); on one rank whose operator is bdiagh or csr (an operator object a
+  /// values-only refresh updates in place) AMG's finest level and CPR's residual run through
+  /// m's operator itself instead of a copy of their own. Distributed: AMG/CPR of this rank's
+  /// diagonal block (block Jacobi over the ranks).
+  void build_preconditioner(PcType type, const CsrView &a, const MatrixEngine &m, const PcOptions &opts = {});
   /// New values for the preconditioner built last, on the same pattern (a Newton step):
   /// the numeric part only (Preconditioner::update_values_device where the values are, see
   /// above, else update_values). `a`: the values m holds (m.refresh_values(a) first). Throws
@@ -223,8 +229,15 @@ public:
   /// new build or refresh of A or M) for y, then x = M⁻¹ y. The same iterates and residuals
   /// as right preconditioning, to rounding, without two preconditioner applications and a
   /// vector pass per iteration; Â costs a second copy of the matrix values.
+  /// The solver is made by make_solver (solver/krylov.hpp) and kept across solves (remade when
+  /// the type or the GMRES restart changes).
   Status solve(SolverType solver, const MatrixEngine &m, const SolverOptions &opts, bool nonzero_guess, const double *b, double *x);
-  void   set_fold(bool fold) noexcept;
+  /// GMRES: the restart length m (basis vectors per cycle, >= 1; default 30).
+  void set_restart(int restart) noexcept;
+  int  restart() const noexcept;
+  /// The name of the solver of the last solve (Solver::name(), e.g. "gmres(30)"), or empty.
+  const std::string &solver_name() const noexcept;
+  void               set_fold(bool fold) noexcept;
   /// Precision mixed on an operator that keeps the fp64 matrix too (MatrixEngine::
   /// operator_fp64): iterative refinement (solver/refine.hpp), so that the true residual
   /// meets rtol as in double (refine, the default); corrections of the last solve.
@@ -235,10 +248,63 @@ public:
   bool        last_solve_folded() const noexcept;
   double      last_fold_ms() const noexcept;
   std::string preconditioner_describe() const;
+  /// amg: the hierarchy (AmgInfo::table(): level, rows, nnz, nnz/row, lambda_max, the
+  /// complexities), several lines; empty for the other types (CPR's pressure AMG is in its
+  /// describe()).
+  std::string preconditioner_hierarchy() const;
   /// Where the last setup or refresh ran the preconditioner's numeric part, one line (e.g.
   /// "numeric part on the device, from the operator's device copy of the values").
   const std::string   &numeric_path() const noexcept;
   const KrylovTimings &timings() const noexcept;
+
+  struct Impl;
+
+private:
+  std::unique_ptr<Impl> impl_;
+};
+
+/// Times and counts of a PcEngine.
+struct PcTimings {
+  double last_setup_ms = 0; ///< the last build or refresh
+  double apply_ms      = 0; ///< all applies together (with the copies to and from the executor)
+  int    builds        = 0; ///< full setups (new pattern)
+  int    refreshes     = 0; ///< values-only (numeric only: AMG keeps its aggregates, P and R)
+  long   applies       = 0;
+};
+
+/// A heptane preconditioner on its own, for PETSc's PC types hamg and hcpr under PETSc's own
+/// KSPs (cg, gmres, ...): set up from a borrowed host CSR (one rank's matrix, or on several
+/// ranks the rank's diagonal block: block Jacobi over the ranks), applied to host vectors,
+/// which go to the executor and back (no copy on the CPU).
+///
+///     PcEngine p;
+///     p.build(PcType::amg, csr, nc, "auto", opts);   // "auto": a GPU when one is visible
+///     p.apply(r, z);                                  // z = M^-1 r, host arrays of rows()
+///     p.refresh(csr);                                 // same pattern, new values
+class PcEngine {
+public:
+  PcEngine();
+  ~PcEngine();
+  PcEngine(const PcEngine &)            = delete;
+  PcEngine &operator=(const PcEngine &) = delete;
+
+  /// `device`: as -heptane_device (auto, cpu, gpu, gpu:N, cuda, cuda:N); the process's
+  /// executor of it (device_pool.hpp). Throws what make_preconditioner throws.
+  void build(PcType type, const CsrView &a, index_t nc, const std::string &device, const PcOptions &opts);
+  /// Same pattern, new values: Preconditioner::update_values (host CSR path). Throws
+  /// InputError when there is none, or the pattern or size differs (build instead).
+  void refresh(const CsrView &a);
+  /// z = M^-1 r; r and z host arrays of rows() doubles.
+  void        apply(const double *r, double *z);
+  bool        built() const noexcept;
+  index_t     rows() const noexcept;
+  PcType      type() const noexcept;
+  index_t     block_size() const noexcept;
+  std::string describe() const;
+  /// AMG: AmgInfo::table(); empty for CPR.
+  std::string                     hierarchy() const;
+  std::shared_ptr<const Executor> executor() const;
+  const PcTimings                &timings() const noexcept;
 
   struct Impl;
 

@@ -1,12 +1,14 @@
 /*
-   KSPHBCGS ("hbcgs") and KSPHCG ("hcg"): BiCGStab and CG on heptane's engine (DESIGN.md
-   section 5). One private struct and one ops table for both, like KSPCreate_BCGS.
+   KSPHBCGS ("hbcgs"), KSPHCG ("hcg") and KSPHGMRES ("hgmres"): BiCGStab, CG and flexible
+   restarted GMRES on heptane's engine (DESIGN.md section 5), made by heptane::make_solver. One
+   private struct and one ops table for all three, like KSPCreate_BCGS.
 
    Setup (KSPSetUp_Heptane, called by KSPSetUp for a new KSP and for every new matrix):
      - the PETSc PC's type selects heptane's preconditioner (none, jacobi, pbjacobi -> block
        Jacobi with Nc x Nc blocks, ilu -> ILU(0)/BILU(0), bjacobi with ILU(0) blocks -> ILU(0)
-       of each rank's block); the PETSc PC itself is then set to PCNONE, since heptane
-       preconditions inside its own loop; any other PC is an error;
+       of each rank's block, hamg -> AMG, hcpr -> CPR with the -heptane_amg_ and -heptane_cpr_ options);
+       the PETSc PC itself is then set to PCNONE, since heptane preconditions inside its own
+       loop; any other PC is an error;
      - one rank: SeqAIJ and bdiagh are read in place (MatGetRowIJ, MatSeqAIJGetArrayRead),
        SeqBAIJ is converted to SeqAIJ once (MAT_REUSE_MATRIX for new values), a one-rank
        MPIAIJ gives its diagonal block. The grid comes from -heptane_grid/-heptane_block, else
@@ -33,12 +35,15 @@
 typedef struct {
   heptane::SolverType solver;
   /* options (KSPSetFromOptions_Heptane) */
-  PetscInt  format; /* index into HeptaneFormats */
-  char      device[64];
-  PetscInt  precision; /* index into HeptanePrecisions */
-  PetscInt  check_every;
-  PetscBool fold;   /* -heptane_fold: Jacobi/block Jacobi folded into the operator (BiCGStab) */
-  PetscBool refine; /* -heptane_refine: mixed precision refined against the fp64 matrix */
+  PetscInt            format; /* index into HeptaneFormats */
+  char                device[64];
+  PetscInt            precision; /* index into HeptanePrecisions */
+  PetscInt            check_every;
+  PetscBool           fold;          /* -heptane_fold: Jacobi/block Jacobi folded into the operator (BiCGStab) */
+  PetscBool           refine;        /* -heptane_refine: mixed precision refined against the fp64 matrix */
+  PetscInt            restart;       /* hgmres: -ksp_gmres_restart (KSPGMRESSetRestart) */
+  heptane::PcOptions *pc_opts;       /* -heptane_amg_*, -heptane_cpr_* (hamg, hcpr) */
+  heptane::PcOptions *pc_opts_built; /* those the preconditioner in krylov was built with */
   /* the preconditioner, taken from the PETSc PC */
   heptane::PcType pc;
   char            pc_from[64];  /* what it was chosen from, for the view */
@@ -74,7 +79,7 @@ static const char *const HeptaneIluOrders[] = {"auto", "natural", "multicolor"};
 
 static const char *KSPHeptaneName(KSP_Heptane *h)
 {
-  return h->solver == heptane::SolverType::bicgstab ? KSPHBCGS : KSPHCG;
+  return h->solver == heptane::SolverType::bicgstab ? KSPHBCGS : (h->solver == heptane::SolverType::cg ? KSPHCG : KSPHGMRES);
 }
 
 static heptane::plugin::MatrixConfig KSPHeptaneConfig(KSP_Heptane *h)
@@ -132,7 +137,7 @@ static PetscErrorCode KSPHeptaneTakePC(KSP ksp)
   KSP_Heptane *h = (KSP_Heptane *)ksp->data;
   PC           pc;
   PCType       type;
-  PetscBool    isnone, isjacobi, ispbjacobi, isilu, isbjacobi;
+  PetscBool    isnone, isjacobi, ispbjacobi, isilu, isbjacobi, isamg, iscpr;
   PetscInt     levels;
 
   PetscFunctionBegin;
@@ -151,6 +156,8 @@ static PetscErrorCode KSPHeptaneTakePC(KSP ksp)
   PetscCall(PetscObjectTypeCompare((PetscObject)pc, PCPBJACOBI, &ispbjacobi));
   PetscCall(PetscObjectTypeCompare((PetscObject)pc, PCILU, &isilu));
   PetscCall(PetscObjectTypeCompare((PetscObject)pc, PCBJACOBI, &isbjacobi));
+  PetscCall(PetscObjectTypeCompare((PetscObject)pc, PCHAMG, &isamg));
+  PetscCall(PetscObjectTypeCompare((PetscObject)pc, PCHCPR, &iscpr));
   if (isnone) {
     if (!h->pc_taken) { /* the user's own choice */
       h->pc = heptane::PcType::none;
@@ -158,13 +165,13 @@ static PetscErrorCode KSPHeptaneTakePC(KSP ksp)
     }
     PetscFunctionReturn(0);
   }
-  PetscCheck(isjacobi || ispbjacobi || isilu || isbjacobi, PetscObjectComm((PetscObject)ksp), PETSC_ERR_SUP, "KSP %s preconditions inside heptane and does not support PC type %s: use -pc_type none, jacobi, pbjacobi (block Jacobi over the Nc x Nc blocks) or ilu (ILU(0), BILU(0) for Nc > 1; on several ranks ILU(0) of each rank's diagonal block, also what bjacobi with its default ILU(0) blocks means)", KSPHeptaneName(h), type);
+  PetscCheck(isjacobi || ispbjacobi || isilu || isbjacobi || isamg || iscpr, PetscObjectComm((PetscObject)ksp), PETSC_ERR_SUP, "KSP %s preconditions inside heptane and does not support PC type %s: use -pc_type none, jacobi, pbjacobi (block Jacobi over the Nc x Nc blocks), ilu (ILU(0), BILU(0) for Nc > 1; on several ranks ILU(0) of each rank's diagonal block, also what bjacobi with its default ILU(0) blocks means), hamg (heptane's smoothed-aggregation AMG) or hcpr (CPR: AMG on the pressure, BILU(0) on the whole system)", KSPHeptaneName(h), type);
   if (isilu) {
     PetscCall(PCFactorGetLevels(pc, &levels));
     PetscCheck(levels == 0, PetscObjectComm((PetscObject)ksp), PETSC_ERR_SUP, "KSP %s: heptane has ILU(0) only, -pc_factor_levels %" PetscInt_FMT " is not supported", KSPHeptaneName(h), levels);
   }
   if (isbjacobi) PetscCall(KSPHeptaneCheckBJacobi(ksp, pc));
-  h->pc = isjacobi ? heptane::PcType::jacobi : (ispbjacobi ? heptane::PcType::block_jacobi : heptane::PcType::ilu0);
+  h->pc = isjacobi ? heptane::PcType::jacobi : (ispbjacobi ? heptane::PcType::block_jacobi : (isamg ? heptane::PcType::amg : (iscpr ? heptane::PcType::cpr : heptane::PcType::ilu0)));
   PetscCall(PetscSNPrintf(h->pc_from, sizeof(h->pc_from), "-pc_type %s", type));
   PetscCall(PCSetType(pc, PCNONE));
   h->pc_taken = PETSC_TRUE;
@@ -178,6 +185,13 @@ static heptane::PcType KSPHeptaneResolvePC(KSP_Heptane *h)
   if (h->ilu == 2) return heptane::PcType::ilu0_mc;
   const auto exec = h->engine->executor();
   return exec && exec->is_cuda() && !h->ilu_fallback ? heptane::PcType::ilu0_mc : heptane::PcType::ilu0;
+}
+
+/* hamg/hcpr whose -heptane_amg_ or -heptane_cpr_ options changed since the preconditioner was
+   built (KSPSetFromOptions again): set it up again. */
+static bool KSPHeptanePcOptionsChanged(KSP_Heptane *h)
+{
+  return (h->pc == heptane::PcType::amg || h->pc == heptane::PcType::cpr) && !HeptanePcOptionsEqual(*h->pc_opts, *h->pc_opts_built);
 }
 
 /* The CSR of the operator: in place for SeqAIJ and bdiagh, through a SeqAIJ copy for BAIJ. */
@@ -263,7 +277,7 @@ static PetscErrorCode KSPHeptaneBuildPC(KSP ksp, Mat Amat, PetscBool values_only
     PetscCall(HeptaneCSRGet(aij, &csr));
     view = &csr.view;
   }
-  values_only = (PetscBool)(values_only && h->krylov->has_preconditioner() && want == h->pc_built);
+  values_only = (PetscBool)(values_only && h->krylov->has_preconditioner() && want == h->pc_built && !KSPHeptanePcOptionsChanged(h));
   if (values_only)
     HeptaneCallCXX(
       try {
@@ -272,7 +286,7 @@ static PetscErrorCode KSPHeptaneBuildPC(KSP ksp, Mat Amat, PetscBool values_only
       } catch (const heptane::InputError &e) { refused = e.what(); });
   if (!refreshed)
     HeptaneCallCXX(
-      try { h->krylov->build_preconditioner(want, *view, *h->engine); } catch (const heptane::InputError &e) {
+      try { h->krylov->build_preconditioner(want, *view, *h->engine, *h->pc_opts); } catch (const heptane::InputError &e) {
         if (want != heptane::PcType::ilu0_mc || h->ilu != 0) throw;
         why  = e.what();
         fell = PETSC_TRUE;
@@ -293,8 +307,9 @@ static PetscErrorCode KSPHeptaneBuildPC(KSP ksp, Mat Amat, PetscBool values_only
     h->ilu_fallback = PETSC_TRUE;
     PetscCall(PetscInfo(ksp, "%s: %s\n", KSPHeptaneName(h), h->pc_note->c_str()));
   }
-  h->pc_built     = want;
-  h->pc_refreshed = refreshed;
+  h->pc_built       = want;
+  h->pc_refreshed   = refreshed;
+  *h->pc_opts_built = *h->pc_opts;
   PetscFunctionReturn(0);
 }
 
@@ -423,7 +438,7 @@ static PetscErrorCode KSPHeptaneUpdate(KSP ksp)
   if (updated == 2) h->full_builds++;
   else if (updated == 1) h->value_refreshes++;
 
-  rebuild_pc = (PetscBool)(updated || !h->krylov->has_preconditioner() || KSPHeptaneResolvePC(h) != h->pc_built);
+  rebuild_pc = (PetscBool)(updated || !h->krylov->has_preconditioner() || KSPHeptaneResolvePC(h) != h->pc_built || KSPHeptanePcOptionsChanged(h));
   if (rebuild_pc) PetscCall(KSPHeptaneBuildPC(ksp, Amat, (PetscBool)(updated == 1)));
   if (updated || rebuild_pc) {
     char        line[512];
@@ -465,7 +480,7 @@ static PetscErrorCode KSPHeptaneMonitor(KSP ksp, PetscInt it, PetscReal rnorm)
 
 static KSPConvergedReason KSPHeptaneReason(KSP_Heptane *h, heptane::Reason r)
 {
-  const bool bcgs = h->solver == heptane::SolverType::bicgstab;
+  const bool bcgs = h->solver == heptane::SolverType::bicgstab; /* GMRES: breakdown_rho is an invariant Krylov space that misses the tolerance */
   switch (r) {
   case heptane::Reason::converged_rtol:
     return KSP_CONVERGED_RTOL;
@@ -524,7 +539,7 @@ static PetscErrorCode KSPSolve_Heptane(KSP ksp)
   }
   PetscCall(VecGetArrayRead(ksp->vec_rhs, &b));
   PetscCall(VecGetArray(ksp->vec_sol, &x));
-  HeptaneCallCXX(h->krylov->set_fold(h->fold); h->krylov->set_refine(h->refine); st = h->krylov->solve(h->solver, *h->engine, opts, !ksp->guess_zero, b, x));
+  HeptaneCallCXX(h->krylov->set_fold(h->fold); h->krylov->set_refine(h->refine); h->krylov->set_restart((int)h->restart); st = h->krylov->solve(h->solver, *h->engine, opts, !ksp->guess_zero, b, x));
   PetscCall(VecRestoreArray(ksp->vec_sol, &x));
   PetscCall(VecRestoreArrayRead(ksp->vec_rhs, &b));
   PetscCall(h->monitor_error);
@@ -561,14 +576,26 @@ static PetscErrorCode KSPView_Heptane(KSP ksp, PetscViewer viewer)
   PetscFunctionBegin;
   PetscCall(PetscObjectTypeCompare((PetscObject)viewer, PETSCVIEWERASCII, &isascii));
   if (!isascii) PetscFunctionReturn(0);
-  PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane %s, right-preconditioned inside heptane; stopping on the unpreconditioned ||r|| <= max(rtol ||b||, atol)\n", h->solver == heptane::SolverType::bicgstab ? "BiCGStab (fused loop)" : "CG"));
+  if (h->solver == heptane::SolverType::gmres)
+    PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane GMRES(%" PetscInt_FMT ") (flexible, restarted; -ksp_gmres_restart), right-preconditioned inside heptane; stopping on the unpreconditioned ||r|| <= max(rtol ||b||, atol)\n", h->restart));
+  else PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane %s, right-preconditioned inside heptane; stopping on the unpreconditioned ||r|| <= max(rtol ||b||, atol)\n", h->solver == heptane::SolverType::bicgstab ? "BiCGStab (fused loop)" : "CG"));
   PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane options: -heptane_format %s -heptane_device %s -heptane_precision %s -heptane_check_every %" PetscInt_FMT " -heptane_ilu %s -heptane_fold %s -heptane_refine %s\n", HeptaneFormats[h->format], h->device, HeptanePrecisions[h->precision], h->check_every, HeptaneIluOrders[h->ilu], PetscBools[h->fold], PetscBools[h->refine]));
   PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane preconditioner: %s (from %s; the PETSc PC below is none because heptane applies it)\n", h->krylov->has_preconditioner() ? h->krylov->preconditioner_describe().c_str() : heptane::to_string(h->pc), h->pc_from[0] ? h->pc_from : "-"));
   if (!h->pc_note->empty()) PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane preconditioner fallback: %s\n", h->pc_note->c_str()));
+  if (h->pc == heptane::PcType::amg || h->pc == heptane::PcType::cpr) {
+    PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane %s options: %s\n", h->pc == heptane::PcType::amg ? "AMG" : "CPR", HeptanePcOptionsText(*h->pc_opts, (PetscBool)(h->pc == heptane::PcType::cpr)).c_str()));
+    if (h->engine && h->engine->built() && h->engine->distributed())
+      PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane preconditioner on %d ranks: %s of each rank's diagonal block (block Jacobi over the ranks; the couplings between ranks are not in it); rank 0's shown\n", h->engine->ranks(), h->pc == heptane::PcType::amg ? "AMG" : "CPR"));
+    const std::string table = h->krylov->preconditioner_hierarchy();
+    if (!table.empty()) {
+      PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane AMG hierarchy:\n"));
+      PetscCall(HeptaneViewLines(viewer, "    ", table));
+    }
+  }
   if (h->engine && h->engine->built()) {
     PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane operator: %s (PETSc matrix %s)\n", h->engine->describe().c_str(), h->mat_type->c_str()));
     PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane structure: %s\n", h->grid_source->c_str()));
-    PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane values-only update: %s; preconditioner: numeric part redone on its kept symbolic setup\n", h->engine->refresh_note().c_str()));
+    PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane values-only update: %s; preconditioner: %s\n", h->engine->refresh_note().c_str(), h->pc_built == heptane::PcType::amg || h->pc_built == heptane::PcType::cpr ? "numeric part redone on its kept symbolic setup (AMG keeps its aggregates, P and R; the Galerkin products, smoother data and coarse inverse are redone)" : "numeric part redone on its kept symbolic setup"));
   }
   PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane setups: %" PetscInt_FMT " full (new pattern), %" PetscInt_FMT " values-only; %" PetscInt_FMT " solves\n", h->full_builds, h->value_refreshes, h->solves));
   PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane preconditioner setups: %d full (symbolic + numeric), %d values-only (numeric only, symbolic setup kept)\n", h->krylov->timings().pc_builds, h->krylov->timings().pc_refreshes));
@@ -598,7 +625,8 @@ static PetscErrorCode KSPSetFromOptions_Heptane(KSP ksp, PetscOptionItems *Petsc
   PetscBool    prewarm = PETSC_TRUE;
 
   PetscFunctionBegin;
-  PetscOptionsHeadBegin(PetscOptionsObject, h->solver == heptane::SolverType::bicgstab ? "KSP hbcgs options (heptane BiCGStab)" : "KSP hcg options (heptane CG)");
+  PetscOptionsHeadBegin(PetscOptionsObject, h->solver == heptane::SolverType::bicgstab ? "KSP hbcgs options (heptane BiCGStab)" : (h->solver == heptane::SolverType::cg ? "KSP hcg options (heptane CG)" : "KSP hgmres options (heptane GMRES)"));
+  if (h->solver == heptane::SolverType::gmres) PetscCall(PetscOptionsBoundedInt("-ksp_gmres_restart", "Number of Krylov search directions (restart length m of heptane's flexible GMRES)", "KSPGMRESSetRestart", h->restart, &h->restart, NULL, 1));
   PetscCall(PetscOptionsEList("-heptane_format", "Matrix format heptane solves with (auto: BDIA-GH on a grid, else detected)", "KSPHBCGS", HeptaneFormats, HeptaneNumFormats, HeptaneFormats[h->format], &h->format, NULL));
   PetscCall(PetscOptionsString("-heptane_device", "Where heptane runs: auto (a GPU when one is visible), cpu, gpu, gpu:N", "KSPHBCGS", h->device, device, sizeof(device), &flg));
   if (flg) {
@@ -615,6 +643,8 @@ static PetscErrorCode KSPSetFromOptions_Heptane(KSP ksp, PetscOptionItems *Petsc
   PetscCall(PetscOptionsInt("-heptane_block", "Unknowns per cell Nc with -heptane_grid (default: from the DMDA, else detected)", "KSPHBCGS", nc, &nc, NULL));
   /* read once, when the plugin is loaded (register.cpp); listed here for -help */
   PetscCall(PetscOptionsBool("-heptane_prewarm", "One rank, -heptane_device auto or a GPU: set the GPU up (context, stream, handles, pinned buffers) on a background thread when the plugin is loaded, read at load only", "KSPHBCGS", prewarm, &prewarm, NULL));
+  /* -pc_type hamg / hcpr: heptane's AMG / CPR inside its loop */
+  PetscCall(HeptanePcOptionsFromOptions(PetscOptionsObject, h->pc_opts, PETSC_TRUE, "KSPHBCGS"));
   PetscOptionsHeadEnd();
   /* PCSetFromOptions() ran before this (KSPSetFromOptions): take the PC's type now */
   PetscCall(KSPHeptaneCheckComm(ksp));
@@ -659,7 +689,28 @@ static PetscErrorCode KSPDestroy_Heptane(KSP ksp)
   delete h->last_update;
   delete h->grid_source;
   delete h->mat_type;
+  delete h->pc_opts;
+  delete h->pc_opts_built;
+  PetscCall(PetscObjectComposeFunction((PetscObject)ksp, "KSPGMRESSetRestart_C", NULL));
+  PetscCall(PetscObjectComposeFunction((PetscObject)ksp, "KSPGMRESGetRestart_C", NULL));
   PetscCall(PetscFree(ksp->data));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode KSPGMRESSetRestart_HGMRES(KSP ksp, PetscInt restart)
+{
+  KSP_Heptane *h = (KSP_Heptane *)ksp->data;
+
+  PetscFunctionBegin;
+  PetscCheck(restart >= 1, PetscObjectComm((PetscObject)ksp), PETSC_ERR_ARG_OUTOFRANGE, "KSP %s: the restart must be >= 1, got %" PetscInt_FMT, KSPHGMRES, restart);
+  h->restart = restart;
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode KSPGMRESGetRestart_HGMRES(KSP ksp, PetscInt *restart)
+{
+  PetscFunctionBegin;
+  *restart = ((KSP_Heptane *)ksp->data)->restart;
   PetscFunctionReturn(0);
 }
 
@@ -676,11 +727,12 @@ static PetscErrorCode KSPCreate_Heptane_Private(KSP ksp, heptane::SolverType sol
   h->check_every = 8;
   h->fold        = PETSC_TRUE;
   h->refine      = PETSC_TRUE;
+  h->restart     = 30;
   h->pc          = heptane::PcType::ilu0;
   h->pc_built    = heptane::PcType::none;
   h->mat_nzstate = h->mat_state = -1;
   PetscCall(PetscStrncpy(h->device, "auto", sizeof(h->device)));
-  HeptaneCallCXX(h->own = new heptane::plugin::MatrixEngine(); h->krylov = new heptane::plugin::KrylovEngine(); h->last_update = new std::string(); h->grid_source = new std::string(); h->mat_type = new std::string(); h->pc_note = new std::string());
+  HeptaneCallCXX(h->own = new heptane::plugin::MatrixEngine(); h->krylov = new heptane::plugin::KrylovEngine(); h->last_update = new std::string(); h->grid_source = new std::string(); h->mat_type = new std::string(); h->pc_note = new std::string(); h->pc_opts = new heptane::PcOptions(); h->pc_opts_built = new heptane::PcOptions());
   h->engine = h->own;
   PetscCall(KSPHeptaneCheckComm(ksp));
 
@@ -698,6 +750,10 @@ static PetscErrorCode KSPCreate_Heptane_Private(KSP ksp, heptane::SolverType sol
      side only names where PETSc would apply M, so both sides are accepted */
   PetscCall(KSPSetSupportedNorm(ksp, KSP_NORM_UNPRECONDITIONED, PC_RIGHT, 3));
   PetscCall(KSPSetSupportedNorm(ksp, KSP_NORM_UNPRECONDITIONED, PC_LEFT, 2));
+  if (solver == heptane::SolverType::gmres) { /* KSPGMRESSetRestart()/GetRestart() work on hgmres too */
+    PetscCall(PetscObjectComposeFunction((PetscObject)ksp, "KSPGMRESSetRestart_C", KSPGMRESSetRestart_HGMRES));
+    PetscCall(PetscObjectComposeFunction((PetscObject)ksp, "KSPGMRESGetRestart_C", KSPGMRESGetRestart_HGMRES));
+  }
   PetscFunctionReturn(0);
 }
 
@@ -714,12 +770,18 @@ static PetscErrorCode KSPCreate_Heptane_Private(KSP ksp, heptane::SolverType sol
 .  -heptane_fold <true,false> - hbcgs with jacobi/pbjacobi on one rank: the preconditioner folded
    into a copy of the operator (A M^-1), the same iterates with fewer passes per iteration
 .  -heptane_grid J,H,I -heptane_block Nc - the grid when the matrix has no DMDA
--  -heptane_prewarm <true,false> - set the GPU up on a background thread when the plugin is
+.  -heptane_prewarm <true,false> - set the GPU up on a background thread when the plugin is
    loaded (one rank; read at load, without prefix, with -heptane_device)
+.  -heptane_amg_threshold <theta> -heptane_amg_smoother <chebyshev,jacobi,l1jacobi,ilu0mc>
+   -heptane_amg_sweeps <k> -heptane_amg_cycle <v,w> -heptane_amg_coarse_size <n>
+   -heptane_amg_max_levels <L> - AMG (-pc_type hamg, and CPR's pressure stage)
+-  -heptane_cpr_pressure_index <p> -heptane_cpr_second <auto,bilu0,bilu0mc,bjacobi> - CPR
+   (-pc_type hcpr)
 
    Also honours -ksp_rtol -ksp_atol -ksp_divtol -ksp_max_it -ksp_monitor -ksp_converged_reason
    -ksp_view -ksp_error_if_not_converged -ksp_initial_guess_nonzero, and -pc_type none, jacobi,
-   pbjacobi, ilu, bjacobi (applied by heptane). Any number of MPI ranks: on several, the matrix
+   pbjacobi, ilu, bjacobi, hamg, hcpr (applied by heptane; on several ranks ilu, hamg and hcpr
+   are per rank, on the rank's diagonal block). Any number of MPI ranks: on several, the matrix
    (MPIAIJ, MPIBAIJ, a DMDA split along z only) becomes heptane's distributed BDIA-GH operator
    and ilu/bjacobi is ILU(0) of each rank's diagonal block.
 M*/
@@ -738,5 +800,25 @@ PetscErrorCode KSPCreate_HCG(KSP ksp)
 {
   PetscFunctionBegin;
   PetscCall(KSPCreate_Heptane_Private(ksp, heptane::SolverType::cg));
+  PetscFunctionReturn(0);
+}
+
+/*MC
+   KSPHGMRES - "hgmres": heptane's restarted flexible GMRES(m) (right-preconditioned; the
+   preconditioner may vary between applications, e.g. an AMG cycle), on heptane's engine, for
+   nonsymmetric systems where BiCGStab's irregular convergence or breakdowns hurt. Options as
+   for KSPHBCGS, plus
+
+   Options Database Keys:
+.  -ksp_gmres_restart <m> - the restart length (basis vectors per cycle; default 30); also
+   KSPGMRESSetRestart()
+
+   Compare with PETSc's -ksp_type fgmres (or gmres -ksp_pc_side right): the same stopping test
+   on the unpreconditioned residual.
+M*/
+PetscErrorCode KSPCreate_HGMRES(KSP ksp)
+{
+  PetscFunctionBegin;
+  PetscCall(KSPCreate_Heptane_Private(ksp, heptane::SolverType::gmres));
   PetscFunctionReturn(0);
 }

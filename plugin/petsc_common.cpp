@@ -3,6 +3,7 @@
 #include "plugin/petsc_common.hpp"
 
 #include <cstring>
+#include <sstream>
 
 const char *const HeptaneFormats[]     = {"auto", "csr", "bdiagh", "ell", "hyb", "dia", "bsr", "coo"};
 const PetscInt    HeptaneNumFormats    = 8;
@@ -229,5 +230,73 @@ PetscErrorCode HeptaneCheckDevice(const char device[])
       if (*c < '0' || *c > '9') ok = PETSC_FALSE;
   }
   PetscCheck(ok, PETSC_COMM_SELF, PETSC_ERR_ARG_WRONG, "-heptane_device %s: choose auto, cpu, gpu, gpu:N (cuda, cuda:N are accepted too)", device);
+  PetscFunctionReturn(0);
+}
+
+static const char *const HeptaneAmgSmoothers[] = {"chebyshev", "jacobi", "l1jacobi", "ilu0mc"};
+static const char *const HeptaneAmgCycles[]    = {"v", "w"};
+static const char *const HeptaneCprSeconds[]   = {"auto", "bilu0", "bilu0mc", "bjacobi"};
+
+PetscErrorCode HeptanePcOptionsFromOptions(PetscOptionItems *PetscOptionsObject, heptane::PcOptions *opts, PetscBool cpr, const char man[])
+{
+  heptane::AmgOptions &a      = opts->amg;
+  PetscReal            theta  = a.strength_threshold;
+  PetscInt             smooth = (PetscInt)a.smoother, cycle = (PetscInt)a.cycle, sweeps = a.pre_sweeps, coarse = a.coarse_size, levels = a.max_levels;
+  PetscBool            flg;
+
+  PetscFunctionBegin;
+  PetscCall(PetscOptionsReal("-heptane_amg_threshold", "AMG strength of connection theta: j is a strong neighbour of i when |a_ij| > theta sqrt(|a_ii a_jj|) (block norms for Nc > 1); 0 keeps every coupling", man, theta, &theta, &flg));
+  PetscCheck(theta >= 0, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "-heptane_amg_threshold %g: must be >= 0", (double)theta);
+  a.strength_threshold = theta;
+  PetscCall(PetscOptionsEList("-heptane_amg_smoother", "AMG smoother: chebyshev (symmetric: CG), jacobi (damped), l1jacobi, ilu0mc (multi-colour ILU(0), not symmetric)", man, HeptaneAmgSmoothers, 4, HeptaneAmgSmoothers[smooth], &smooth, NULL));
+  a.smoother = (heptane::AmgSmoother)smooth;
+  PetscCall(PetscOptionsBoundedInt("-heptane_amg_sweeps", "AMG pre- and post-smoothing sweeps (Chebyshev: the degree)", man, sweeps, &sweeps, NULL, 1));
+  a.pre_sweeps = a.post_sweeps = (int)sweeps;
+  PetscCall(PetscOptionsEList("-heptane_amg_cycle", "AMG cycle: v or w", man, HeptaneAmgCycles, 2, HeptaneAmgCycles[cycle], &cycle, NULL));
+  a.cycle = (heptane::AmgCycle)cycle;
+  PetscCall(PetscOptionsBoundedInt("-heptane_amg_coarse_size", "AMG: stop coarsening at this many rows or fewer (the coarsest level is solved by a dense LU)", man, coarse, &coarse, NULL, 1));
+  a.coarse_size = (heptane::index_t)coarse;
+  PetscCall(PetscOptionsBoundedInt("-heptane_amg_max_levels", "AMG: at most this many levels", man, levels, &levels, NULL, 1));
+  a.max_levels = (int)levels;
+  if (cpr) {
+    PetscInt p = opts->cpr.pressure_index, second = opts->cpr.second_stage_auto ? 0 : 1 + (PetscInt)opts->cpr.second_stage;
+    PetscCall(PetscOptionsBoundedInt("-heptane_cpr_pressure_index", "CPR: the pressure unknown of each cell (0 .. Nc-1)", man, p, &p, NULL, 0));
+    opts->cpr.pressure_index = (heptane::index_t)p;
+    PetscCall(PetscOptionsEList("-heptane_cpr_second", "CPR second stage on the whole system: auto (BILU(0) on the CPU, multi-colour BILU(0) on a GPU), bilu0, bilu0mc, bjacobi", man, HeptaneCprSeconds, 4, HeptaneCprSeconds[second], &second, NULL));
+    opts->cpr.second_stage_auto = second == 0;
+    if (second > 0) opts->cpr.second_stage = (heptane::CprSmoother)(second - 1);
+  }
+  opts->cpr.amg = opts->amg;
+  PetscFunctionReturn(0);
+}
+
+std::string HeptanePcOptionsText(const heptane::PcOptions &o, PetscBool cpr)
+{
+  std::ostringstream os;
+  os << "-heptane_amg_threshold " << o.amg.strength_threshold << " -heptane_amg_smoother " << HeptaneAmgSmoothers[(int)o.amg.smoother] << " -heptane_amg_sweeps " << o.amg.pre_sweeps << " -heptane_amg_cycle " << HeptaneAmgCycles[(int)o.amg.cycle] << " -heptane_amg_coarse_size "
+     << o.amg.coarse_size << " -heptane_amg_max_levels " << o.amg.max_levels;
+  if (cpr) os << " -heptane_cpr_pressure_index " << o.cpr.pressure_index << " -heptane_cpr_second " << HeptaneCprSeconds[o.cpr.second_stage_auto ? 0 : 1 + (int)o.cpr.second_stage];
+  return os.str();
+}
+
+PetscBool HeptanePcOptionsEqual(const heptane::PcOptions &x, const heptane::PcOptions &y)
+{
+  const auto same_amg = [](const heptane::AmgOptions &a, const heptane::AmgOptions &b) {
+    return a.strength_threshold == b.strength_threshold && a.smoother == b.smoother && a.pre_sweeps == b.pre_sweeps && a.post_sweeps == b.post_sweeps && a.cycle == b.cycle && a.coarse_size == b.coarse_size && a.max_levels == b.max_levels;
+  };
+  return (PetscBool)(same_amg(x.amg, y.amg) && same_amg(x.cpr.amg, y.cpr.amg) && x.cpr.pressure_index == y.cpr.pressure_index && x.cpr.second_stage_auto == y.cpr.second_stage_auto && x.cpr.second_stage == y.cpr.second_stage);
+}
+
+PetscErrorCode HeptaneViewLines(PetscViewer viewer, const char indent[], const std::string &text)
+{
+  std::size_t b = 0;
+
+  PetscFunctionBegin;
+  while (b < text.size()) {
+    std::size_t e = text.find('\n', b);
+    if (e == std::string::npos) e = text.size();
+    PetscCall(PetscViewerASCIIPrintf(viewer, "%s%s\n", indent, text.substr(b, e - b).c_str()));
+    b = e + 1;
+  }
   PetscFunctionReturn(0);
 }

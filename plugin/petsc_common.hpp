@@ -105,6 +105,27 @@ PETSC_INTERN PetscErrorCode HeptaneGridHintFromDM(DM, heptane::plugin::GridHint 
 /* "auto", "cpu", "gpu", "gpu:N", "cuda", "cuda:N" */
 PETSC_INTERN PetscErrorCode HeptaneCheckDevice(const char[]);
 
+/* The options of heptane's AMG and CPR (-pc_type hamg, hcpr), read inside the caller's
+   PetscOptionsHeadBegin/End (so with its object's prefix) into *opts, listed by -help:
+     -heptane_amg_threshold theta      strength of connection (AmgOptions::strength_threshold)
+     -heptane_amg_smoother chebyshev|jacobi|l1jacobi|ilu0mc
+     -heptane_amg_sweeps k             pre- and post-smoothing sweeps (Chebyshev degree)
+     -heptane_amg_cycle v|w
+     -heptane_amg_coarse_size n        stop coarsening at n rows or fewer
+     -heptane_amg_max_levels L
+   and with cpr also
+     -heptane_cpr_pressure_index p     the pressure unknown of each cell
+     -heptane_cpr_second auto|bilu0|bilu0mc|bjacobi   the second stage (auto: BILU(0) on the
+                                       CPU, multi-colour BILU(0) on a GPU)
+   opts->cpr.amg is set to opts->amg. */
+PETSC_INTERN PetscErrorCode HeptanePcOptionsFromOptions(PetscOptionItems *, heptane::PcOptions *, PetscBool cpr, const char man[]);
+/* The same options as one line for the views ("-heptane_amg_threshold 0.08 ..."). */
+std::string HeptanePcOptionsText(const heptane::PcOptions &, PetscBool cpr);
+/* A text of several lines to an ASCII viewer, each line after `indent` (the AMG hierarchy). */
+PetscErrorCode HeptaneViewLines(PetscViewer, const char indent[], const std::string &);
+/* Whether two PcOptions ask for the same preconditioner (the fields the options set). */
+PetscBool HeptanePcOptionsEqual(const heptane::PcOptions &, const heptane::PcOptions &);
+
 /* ---- the Mat type bdiagh (mat_bdiagh.cpp) ---- */
 typedef struct {
   heptane::plugin::MatrixEngine *engine;

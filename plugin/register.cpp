@@ -44,9 +44,12 @@ PetscErrorCode PetscDLLibraryRegister_heptane_petsc(void)
   PetscFunctionBegin;
   PetscCall(KSPRegister(KSPHBCGS, KSPCreate_HBCGS));
   PetscCall(KSPRegister(KSPHCG, KSPCreate_HCG));
+  PetscCall(KSPRegister(KSPHGMRES, KSPCreate_HGMRES));
+  PetscCall(PCRegister(PCHAMG, PCCreate_HAMG));
+  PetscCall(PCRegister(PCHCPR, PCCreate_HCPR));
   PetscCall(MatRegister(MATBDIAGH, MatCreate_BDIAGH));
   PetscCall(MatBDIAGHRegisterFactors());
-  PetscCall(PetscInfo(NULL, "heptane: registered KSP types %s, %s and Mat type %s\n", KSPHBCGS, KSPHCG, MATBDIAGH));
+  PetscCall(PetscInfo(NULL, "heptane: registered KSP types %s, %s, %s, PC types %s, %s and Mat type %s\n", KSPHBCGS, KSPHCG, KSPHGMRES, PCHAMG, PCHCPR, MATBDIAGH));
   PetscCall(HeptanePrewarm());
   PetscFunctionReturn(0);
 }

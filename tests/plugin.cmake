@@ -126,6 +126,136 @@ if(HEPTANE_BUILD_EXAMPLES)
     --expect "pressure: ksp hcg" -- ${reservoir} -system pressure)
 endif()
 
+# ---- multigrid: -pc_type hamg / hcpr, -ksp_type hgmres ---------------------------------------
+# tests/plugin_solves.py runs plugin_compare.py (the same comparison of the printed numbers) and
+# checks every solve either run reports: the converged reason, the error against the known
+# solution (plugin_host: rel_error) or the true relative residual (reservoir), and for the heptane
+# run the iterations against a band (--its), or against the reference run's (--max-its-ratio,
+# --its-diff). Bands measured on the CPU at these sizes (2026-11-25), with room for rounding.
+set(solves ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/plugin_solves.py)
+set(hep1 "-dll_append ${plugin_so}")
+set(host_checks --max-error 1e-8)
+if(HEPTANE_BUILD_EXAMPLES)
+  set(res_p $<TARGET_FILE:reservoir> -nx 16 -ny 12 -nz 8 -steps 3 -ksp_rtol 1e-9 -system pressure)
+  set(res_c $<TARGET_FILE:reservoir> -nx 16 -ny 12 -nz 8 -steps 2 -newton 3 -ksp_rtol 1e-9 -system coupled)
+  set(amg_view "heptane preconditioner: amg \\(smoothed aggregation, [2-9] levels")
+  # (a) heptane's BiCGStab with its AMG on the pressure system: 7 iterations a solve (PETSc's bcgs
+  # with GAMG: 9-10), PETSc's solution to the tolerance; the hierarchy in -ksp_view; the finest
+  # level's products through heptane's own operator (BDIA-GH); Newton steps refresh values only
+  heptane_plugin_test(plugin_reservoir_hamg_matches_gamg
+    ${solves} --its pressure=4:12 --ref-its pressure=5:16 --max-relres 1e-8 --solves 3 --
+    --plugin ${plugin_so} --ref "${ref_bcgs} -pc_type gamg" --heptane "-ksp_type hbcgs -pc_type hamg -ksp_view"
+    --expect "${amg_view}.*from -pc_type hamg" --expect "finest level through the solver's operator"
+    --expect "heptane AMG hierarchy:\\n +level +rows +nnz +nnz/row +lambda_max\\n +0 +1536 +9920"
+    --expect "heptane AMG options: -heptane_amg_threshold 0.08 -heptane_amg_smoother chebyshev -heptane_amg_sweeps 2 -heptane_amg_cycle v"
+    --expect "heptane preconditioner setups: 1 full \\(symbolic \\+ numeric\\), 2 values-only"
+    --reject DIVERGED -- ${res_p})
+  # ... and far fewer iterations than Jacobi (93-98 a solve): at most a fifth, solve by solve
+  heptane_plugin_test(plugin_reservoir_hamg_far_fewer_iterations_than_jacobi
+    ${solves} --its pressure=4:12 --ref-its pressure=60:140 --max-its-ratio 0.2 --max-relres 1e-8 --solves 3 --
+    --plugin ${plugin_so} --ref "${hep1} -ksp_type hbcgs -pc_type jacobi" --heptane "-ksp_type hbcgs -pc_type hamg" -- ${res_p})
+  # (b) PETSc's CG with heptane's AMG as an ordinary PC (PCSetUp/PCApply; 11-12 iterations, GAMG
+  # 15-16), values-only setups on the Newton steps, the view of the PC
+  heptane_plugin_test(plugin_reservoir_petsc_cg_with_hamg_pc
+    ${solves} --its pressure=6:18 --ref-its pressure=8:24 --max-relres 1e-8 --solves 3 --
+    --plugin ${plugin_so} --ref "-ksp_type cg -ksp_norm_type unpreconditioned -pc_type gamg"
+    --heptane "-ksp_type cg -ksp_norm_type unpreconditioned -pc_type hamg -ksp_view"
+    --expect "type: hamg" --expect "${amg_view}" --expect "heptane AMG hierarchy:" --expect "heptane block size Nc=1 from the DMDA's dof, PETSc matrix seqaij"
+    --expect "heptane preconditioner setups: 1 full \\(new pattern\\), 2 values-only \\(numeric only, hierarchy kept\\)"
+    --reject "finest level through" -- ${res_p})
+  # heptane's CG with its AMG (Chebyshev smoothing: a symmetric cycle)
+  heptane_plugin_test(plugin_reservoir_hcg_hamg_matches_cg
+    ${solves} --its pressure=6:18 --max-relres 1e-8 --solves 3 --
+    --plugin ${plugin_so} --ref "-ksp_type cg -ksp_norm_type unpreconditioned -pc_type gamg" --heptane "-ksp_type hcg -pc_type hamg"
+    --expect "pressure: ksp hcg" -- ${res_p})
+  # (c) CPR on the coupled (Nc = 3) system: 9-10 iterations (BILU(0): 18-22, block Jacobi 58-70)
+  heptane_plugin_test(plugin_reservoir_hcpr_coupled
+    ${solves} --its coupled=5:15 --ref-its coupled=14:30 --max-relres 1e-8 --solves 6 --
+    --plugin ${plugin_so} --ref ${ref_bcgs} --heptane "-ksp_type hbcgs -pc_type hcpr -ksp_view"
+    --expect "heptane preconditioner: cpr \\(quasi-IMPES, pressure unknown 0. pressure: amg \\(smoothed aggregation.*second stage: ilu0 Nc=3"
+    --expect "heptane CPR options: .* -heptane_cpr_pressure_index 0 -heptane_cpr_second auto"
+    --expect "coupled: ksp hbcgs" -- ${res_c})
+  # ... as an ordinary PC under PETSc's FGMRES, on bdiagh matrices (15-16 iterations)
+  heptane_plugin_test(plugin_reservoir_petsc_fgmres_with_hcpr_pc
+    ${solves} --its coupled=9:24 --max-relres 1e-8 --solves 6 --
+    --plugin ${plugin_so} --ref ${ref_bcgs} --heptane "-ksp_type fgmres -pc_type hcpr -dm_mat_type bdiagh -ksp_view"
+    --expect "type: hcpr" --expect "heptane block size Nc=3 from the DMDA's dof, PETSc matrix bdiagh"
+    --expect "heptane preconditioner setups: 1 full \\(new pattern\\), 5 values-only" -- ${res_c})
+  # (d) the values-only refresh over a run of Newton steps (3 steps x 3): one full setup, then
+  # only the numeric part (AMG's aggregates, P and R kept), every solve in the band
+  heptane_plugin_test(plugin_reservoir_hcpr_newton_values_only
+    ${solves} --its coupled=5:15 --max-relres 1e-8 --solves 9 --
+    --plugin ${plugin_so} --ref ${ref_bcgs} --heptane "-ksp_type hbcgs -pc_type hcpr -ksp_view"
+    --expect "heptane setups: 1 full \\(new pattern\\), 8 values-only"
+    --expect "heptane preconditioner setups: 1 full \\(symbolic \\+ numeric\\), 8 values-only"
+    --expect "preconditioner refactored \\(numeric only, symbolic setup kept\\)"
+    --expect "AMG keeps its aggregates, P and R" -- ${res_c} -steps 3)
+  # ... and with the bdiagh matrix's own BDIA-GH copy as AMG's finest level (refreshed at assembly)
+  heptane_plugin_test(plugin_reservoir_hamg_bdiagh_newton_values_only
+    ${solves} --its pressure=4:12 --max-relres 1e-8 --solves 5 --
+    --plugin ${plugin_so} --ref "${ref_bcgs} -pc_type gamg" --heptane "-ksp_type hbcgs -pc_type hamg -dm_mat_type bdiagh -ksp_view"
+    --expect "PETSc matrix bdiagh" --expect "finest level through the solver's operator"
+    --expect "heptane preconditioner setups: 1 full \\(symbolic \\+ numeric\\), 4 values-only" -- ${res_p} -steps 5)
+  # hgmres: heptane's flexible GMRES(30) is PETSc's FGMRES: the same iterations (BILU(0): 26-30;
+  # CPR: 15-16) and solution
+  heptane_plugin_test(plugin_reservoir_hgmres_matches_fgmres
+    ${solves} --its coupled=18:40 --its-diff 1 --max-relres 1e-8 --solves 6 --
+    --plugin ${plugin_so} --ref "-ksp_type fgmres" --heptane "-ksp_type hgmres -ksp_view"
+    --expect "heptane GMRES\\(30\\) \\(flexible, restarted" --expect "coupled: ksp hgmres" -- ${res_c})
+  heptane_plugin_test(plugin_reservoir_hgmres_hcpr_matches_fgmres_hcpr
+    ${solves} --its coupled=9:24 --its-diff 1 --max-relres 1e-8 --solves 6 --
+    --plugin ${plugin_so} --ref "${hep1} -ksp_type fgmres -pc_type hcpr" --heptane "-ksp_type hgmres -pc_type hcpr"
+    --expect "coupled: ksp hgmres" -- ${res_c})
+endif()
+# PETSc's GMRES with heptane's AMG on BAIJ matrices (converted to AIJ once per pattern, values
+# after), Nc = 2 from the DMDA
+heptane_plugin_test(plugin_host_petsc_gmres_with_hamg_pc_baij
+  ${solves} --its host=6:20 ${host_checks} --solves 3 --
+  --plugin ${plugin_so} --ref "${ref_bcgs} -dm_mat_type baij" --heptane "-ksp_type gmres -pc_type hamg -dm_mat_type baij -ksp_view"
+  --expect "heptane block size Nc=2 from the DMDA's dof, PETSc matrix seqbaij"
+  --expect "heptane preconditioner setups: 1 full \\(new pattern\\), 2 values-only" --reject MISMATCH -- ${host} -dof 2 -solves 3)
+# a new pattern in the Newton loop: the PC is set up again from scratch
+heptane_plugin_test(plugin_host_petsc_cg_hamg_pc_new_pattern
+  ${solves} --its host=5:20 ${host_checks} --solves 3 --
+  --plugin ${plugin_so} --ref "-ksp_type cg -pc_type jacobi" --heptane "-ksp_type cg -pc_type hamg -ksp_view"
+  --expect "heptane preconditioner setups: 2 full \\(new pattern\\), 1 values-only" --reject MISMATCH
+  -- ${host} -use_dm 0 -convection 0 -solves 3 -new_pattern_at 3)
+# every -heptane_amg_ option reaches the hierarchy and the cycle
+heptane_plugin_test(plugin_host_hcg_hamg_options
+  ${solves} --its host=4:16 ${host_checks} --solves 1 --
+  --plugin ${plugin_so} --ref "-ksp_type cg -pc_type jacobi"
+  --heptane "-ksp_type hcg -pc_type hamg -heptane_amg_smoother l1jacobi -heptane_amg_sweeps 3 -heptane_amg_cycle w -heptane_amg_coarse_size 50 -heptane_amg_threshold 0.02 -heptane_amg_max_levels 3 -ksp_view"
+  --expect "amg \\(smoothed aggregation, 3 levels, rows 4096/[0-9]+/[0-9]+, .*l1jacobi\\(3,3\\), W-cycle, theta 0.02"
+  --reject MISMATCH -- ${host} -convection 0 -n 16)
+heptane_plugin_test(plugin_host_hgmres_restart
+  ${solves} --its host=8:30 --its-diff 1 ${host_checks} --solves 2 --
+  --plugin ${plugin_so} --ref "-ksp_type fgmres -ksp_gmres_restart 5 -pc_type ilu" --heptane "-ksp_type hgmres -ksp_gmres_restart 5 -pc_type ilu -ksp_view"
+  --expect "heptane GMRES\\(5\\)" --reject MISMATCH -- ${host} -dof 2 -solves 2)
+# CPR's options: another pressure unknown, block Jacobi as the second stage (22 iterations;
+# BILU(0): 8)
+heptane_plugin_test(plugin_host_hcpr_hbcgs
+  ${solves} --its host=12:32 ${host_checks} --solves 2 --
+  --plugin ${plugin_so} --ref ${ref_bcgs} --heptane "-ksp_type hbcgs -pc_type hcpr -heptane_cpr_second bjacobi -heptane_cpr_pressure_index 1 -ksp_view"
+  --expect "pressure unknown 1. .*second stage: bjacobi Nc=3" --reject MISMATCH -- ${host} -dof 3 -solves 2)
+# (e) -help lists the multigrid options, for heptane's KSPs and for the PC types
+heptane_plugin_test(plugin_host_help_lists_amg_options
+  ${solves} --its host=3:16 ${host_checks} --
+  --plugin ${plugin_so} --heptane "-ksp_type hbcgs -pc_type hamg -help"
+  "--expect=KSP hbcgs options" "--expect=-heptane_amg_threshold <0.08" "--expect=-heptane_amg_smoother <now chebyshev : formerly chebyshev> AMG smoother[^\\n]*choose one of. chebyshev jacobi l1jacobi ilu0mc"
+  "--expect=-heptane_amg_sweeps <now 2" "--expect=-heptane_amg_cycle <now v" "--expect=-heptane_amg_coarse_size <now 300" "--expect=-heptane_amg_max_levels <now 20"
+  "--expect=-heptane_cpr_pressure_index <now 0" "--expect=-heptane_cpr_second <now auto" -- ${host})
+heptane_plugin_test(plugin_host_help_lists_pc_options
+  ${solves} --its host=3:24 ${host_checks} --
+  --plugin ${plugin_so} --heptane "-ksp_type gmres -pc_type hcpr -help"
+  "--expect=PC hcpr options \\(heptane CPR\\)" "--expect=-heptane_amg_smoother <now chebyshev" "--expect=-heptane_cpr_second <now auto" "--expect=-heptane_block <now 0"
+  "--expect=-heptane_device <now auto" -- ${host} -dof 3)
+heptane_plugin_test(plugin_host_hgmres_help
+  ${solves} --its host=3:24 ${host_checks} --
+  --plugin ${plugin_so} --heptane "-ksp_type hgmres -help" "--expect=KSP hgmres options \\(heptane GMRES\\)" "--expect=-ksp_gmres_restart <now 30" -- ${host})
+heptane_plugin_test(plugin_host_hcpr_pressure_index_is_an_error
+  ${compare} --heptane "-ksp_type hbcgs -pc_type hcpr -heptane_cpr_pressure_index 5"
+  --expect-error "CPR: pressure index 5 is not an unknown of a cell \\(Nc = 3\\)" -- ${host} -dof 3)
+
 # ---- PETSc's KSP machinery: monitor, reason, view, -help, errors ---------------------------
 heptane_plugin_test(plugin_host_monitor_and_reason
   ${compare} --heptane "-ksp_type hbcgs -ksp_monitor -ksp_converged_reason"
@@ -197,6 +327,23 @@ if(HEPTANE_HAVE_CUDA)
     heptane_plugin_gpu_test(plugin_reservoir_gpu_pbjacobi_matches_bcgs
       ${compare} --ref "${ref_bcgs} -pc_type pbjacobi" --heptane "-ksp_type hbcgs -pc_type pbjacobi -heptane_device gpu"
       --expect "coupled: ksp hbcgs" -- $<TARGET_FILE:reservoir> -nx 16 -ny 12 -nz 8 -steps 2 -newton 2 -ksp_rtol 1e-9)
+    # AMG and CPR on the GPU: inside hbcgs (the hierarchy placed on the device, the finest level
+    # through the device's BDIA-GH operator), and as PETSc's PC (the Vec's array up and back at
+    # each application); bands as on the CPU, a little wider (not yet run on a GPU: no PETSc on
+    # the device machine when they were written)
+    heptane_plugin_gpu_test(plugin_reservoir_gpu_hamg_matches_gamg
+      ${solves} --its pressure=4:14 --max-relres 1e-8 --solves 3 --
+      --plugin ${plugin_so} --ref "${ref_bcgs} -pc_type gamg" --heptane "-ksp_type hbcgs -pc_type hamg -heptane_device gpu -ksp_view"
+      --expect "heptane preconditioner: amg \\(smoothed aggregation.* on cuda" --expect "heptane AMG hierarchy:" -- ${res_p})
+    heptane_plugin_gpu_test(plugin_reservoir_gpu_petsc_cg_with_hamg_pc
+      ${solves} --its pressure=6:20 --max-relres 1e-8 --solves 3 --
+      --plugin ${plugin_so} --ref "-ksp_type cg -ksp_norm_type unpreconditioned -pc_type gamg"
+      --heptane "-ksp_type cg -ksp_norm_type unpreconditioned -pc_type hamg -heptane_device gpu -ksp_view"
+      --expect "type: hamg" --expect "heptane preconditioner: amg .* on cuda" --expect "heptane preconditioner setups: 1 full \\(new pattern\\), 2 values-only" -- ${res_p})
+    heptane_plugin_gpu_test(plugin_reservoir_gpu_hcpr_coupled
+      ${solves} --its coupled=5:18 --max-relres 1e-8 --solves 6 --
+      --plugin ${plugin_so} --ref ${ref_bcgs} --heptane "-ksp_type hbcgs -pc_type hcpr -heptane_device gpu -ksp_view"
+      --expect "heptane preconditioner: cpr .* on cuda" -- ${res_c})
   endif()
 endif()
 # ---- several MPI ranks ------------------------------------------------------------------------
@@ -283,6 +430,26 @@ if(HEPTANE_PETSC_MPIEXEC)
       heptane_plugin_test(plugin_reservoir_two_ranks_other_format_is_an_error
         ${compare} --mpiexec "${np2}" --heptane "-ksp_type hbcgs -heptane_format csr"
         --expect-error "on several MPI ranks heptane's operator is the distributed BDIA-GH" -- ${reservoir2})
+      # (f) AMG per rank (block Jacobi over the ranks, each rank's diagonal block), inside
+      # heptane's BiCGStab (9 iterations a solve; PETSc's bcgs with GAMG on 2 ranks: 12) and as
+      # PETSc's CG's PC; CPR per rank on the coupled system (10-12; bjacobi/ILU: 19-23)
+      set(res2_p $<TARGET_FILE:reservoir> -nx 16 -ny 12 -nz 8 -steps 3 -ksp_rtol 1e-10 -system pressure)
+      set(res2_c $<TARGET_FILE:reservoir> -nx 16 -ny 12 -nz 8 -steps 2 -newton 3 -ksp_rtol 1e-10 -system coupled)
+      set(per_rank "heptane preconditioner on 2 ranks: AMG of each rank's diagonal block \\(block Jacobi over the ranks")
+      heptane_plugin_test(plugin_reservoir_two_ranks_hamg_matches_gamg
+        ${solves} --its pressure=5:15 --ref-its pressure=6:20 --max-relres 1e-9 --solves 3 --
+        --plugin ${plugin_so} --mpiexec "${np2}" --ref "${ref_bcgs} -pc_type gamg" --heptane "-ksp_type hbcgs -pc_type hamg -ksp_view"
+        --expect "2 MPI rank" --expect "${per_rank}" --expect "heptane AMG hierarchy:\\n +level +rows +nnz +nnz/row +lambda_max\\n +0 +768 "
+        --expect "heptane preconditioner setups: 1 full \\(symbolic \\+ numeric\\), 2 values-only" --reject "finest level through" -- ${res2_p})
+      heptane_plugin_test(plugin_reservoir_two_ranks_petsc_cg_with_hamg_pc
+        ${solves} --its pressure=8:24 --max-relres 1e-9 --solves 3 --
+        --plugin ${plugin_so} --mpiexec "${np2}" --ref "-ksp_type cg -ksp_norm_type unpreconditioned -pc_type gamg"
+        --heptane "-ksp_type cg -ksp_norm_type unpreconditioned -pc_type hamg -ksp_view"
+        --expect "type: hamg" --expect "${per_rank}" --expect "heptane preconditioner setups: 1 full \\(new pattern\\), 2 values-only" -- ${res2_p})
+      heptane_plugin_test(plugin_reservoir_two_ranks_hcpr
+        ${solves} --its coupled=6:16 --ref-its coupled=14:30 --max-relres 1e-9 --solves 6 --
+        --plugin ${plugin_so} --mpiexec "${np2}" --ref ${ref_bcgs} --heptane "-ksp_type hbcgs -pc_type hcpr -ksp_view"
+        --expect "heptane preconditioner on 2 ranks: CPR of each rank's diagonal block" --expect "coupled: ksp hbcgs" -- ${res2_c})
       heptane_plugin_test(plugin_reservoir_petsc_bcgs_two_ranks
         ${compare} --mpiexec "${np2}" --heptane "-ksp_type bcgs -pc_type bjacobi" --expect "2 MPI rank"
         --expect "coupled: ksp bcgs" -- ${reservoir})

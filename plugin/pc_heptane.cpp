@@ -1,0 +1,414 @@
+/*
+   PCHAMG ("hamg") and PCHCPR ("hcpr"): heptane's smoothed-aggregation AMG and its CPR
+   (constrained pressure residual: AMG on the quasi-IMPES pressure system, BILU(0) on the whole)
+   as ordinary PETSc preconditioners, for PETSc's own KSPs:
+
+       -ksp_type cg -pc_type hamg            -ksp_type fgmres -pc_type hcpr
+
+   With heptane's KSPs (hbcgs, hcg, hgmres) the same PC types select heptane's preconditioner
+   inside heptane's own loop instead (ksp_heptane.cpp, KSPHeptaneTakePC): the PC is then set to
+   none and nothing here runs.
+
+   Setup (PCSetUp_Heptane, for a new Pmat and whenever its values changed):
+     - one rank: SeqAIJ and bdiagh are read in place (MatGetRowIJ, MatSeqAIJGetArrayRead), SeqBAIJ
+       is converted to SeqAIJ once per pattern (MAT_REUSE_MATRIX for new values), a one-rank
+       MPIAIJ gives its diagonal block; several ranks: each rank's diagonal block (the columns
+       of its own rows; MPIAIJ's in place, any other type copied with MatGetRow), so the
+       preconditioner is block Jacobi over the ranks with AMG/CPR of each block;
+     - Nc (AMG's aggregation of whole cells, CPR's cells) from -heptane_block, else the DMDA's
+       dof, else the matrix block size, else a bdiagh matrix's detected Nc, else 1;
+     - same Pmat object and nonzero state as the last setup: values only (update_values: AMG
+       keeps its aggregates, P and R and redoes the Galerkin products, the smoother data and
+       the coarse inverse; CPR also its weights and the second stage's numeric part);
+       otherwise, or when that is refused, a new setup;
+     - the executor is the plugin's device choice (-heptane_device, default auto: the first GPU
+       when one is visible, else the CPU; on several ranks the GPU of the node-local rank).
+   Apply (PCApply_Heptane): the Vec's local array to the executor (no copy on the CPU), one AMG
+   cycle (or CPR's two stages) there, and back.
+*/
+#include <petsc/private/pcimpl.h>
+
+#include "plugin/petsc_common.hpp"
+
+typedef struct {
+  heptane::PcType            type; /* amg or cpr */
+  heptane::PcOptions        *opts; /* -heptane_amg_*, -heptane_cpr_* */
+  heptane::PcOptions        *opts_built;
+  char                       device[64]; /* -heptane_device */
+  PetscInt                   block;      /* -heptane_block; 0: from the matrix */
+  heptane::plugin::PcEngine *engine;
+  Mat                        aij; /* SeqAIJ copy of a SeqBAIJ matrix (owned) */
+  PetscObjectId              aij_src_id;
+  PetscObjectState           aij_src_nzstate, aij_src_state;
+  HeptaneRows               *rows; /* several ranks: this rank's rows */
+  PetscObjectId              mat_id;
+  PetscObjectState           mat_nzstate;
+  PetscInt                   nc;
+  PetscMPIInt                ranks;
+  std::string               *nc_from, *mat_type, *last;
+  std::string               *device_built; /* the executor's device of the last setup */
+} PC_Heptane;
+
+static const char *PCHeptaneName(PC_Heptane *p)
+{
+  return p->type == heptane::PcType::amg ? PCHAMG : PCHCPR;
+}
+
+static const char *PCHeptaneMan(PC_Heptane *p)
+{
+  return p->type == heptane::PcType::amg ? "PCHAMG" : "PCHCPR";
+}
+
+/* One rank: the CSR of Pmat, in place for SeqAIJ and bdiagh (and a one-rank MPIAIJ's diagonal
+   block), through a SeqAIJ copy for SeqBAIJ. */
+static PetscErrorCode PCHeptaneAIJ(PC pc, Mat A, Mat *aij)
+{
+  PC_Heptane      *p = (PC_Heptane *)pc->data;
+  PetscBool        isaij, isbdiagh, isbaij, ismpiaij;
+  PetscObjectState nz, st;
+  PetscObjectId    id;
+  Mat              Ao;
+  const PetscInt  *colmap;
+
+  PetscFunctionBegin;
+  PetscCall(PetscObjectBaseTypeCompare((PetscObject)A, MATSEQAIJ, &isaij)); /* seqaij and its GPU variants */
+  PetscCall(PetscObjectTypeCompare((PetscObject)A, MATBDIAGH, &isbdiagh));
+  PetscCall(PetscObjectTypeCompare((PetscObject)A, MATSEQBAIJ, &isbaij));
+  PetscCall(PetscObjectBaseTypeCompare((PetscObject)A, MATMPIAIJ, &ismpiaij));
+  if (isaij || isbdiagh) {
+    *aij = A;
+    PetscFunctionReturn(0);
+  }
+  if (ismpiaij) {
+    PetscCall(MatMPIAIJGetSeqAIJ(A, aij, &Ao, &colmap));
+    PetscFunctionReturn(0);
+  }
+  PetscCheck(isbaij, PetscObjectComm((PetscObject)pc), PETSC_ERR_SUP, "PC %s: matrix type %s is not supported; use aij (seqaij, mpiaij), baij, bdiagh, or a DMDA matrix of these types", PCHeptaneName(p), ((PetscObject)A)->type_name);
+  PetscCall(MatGetNonzeroState(A, &nz));
+  PetscCall(PetscObjectStateGet((PetscObject)A, &st));
+  PetscCall(PetscObjectGetId((PetscObject)A, &id));
+  if (!p->aij || id != p->aij_src_id || nz != p->aij_src_nzstate) {
+    PetscCall(MatDestroy(&p->aij));
+    PetscCall(MatConvert(A, MATSEQAIJ, MAT_INITIAL_MATRIX, &p->aij));
+  } else if (st != p->aij_src_state) {
+    PetscCall(MatConvert(A, MATSEQAIJ, MAT_REUSE_MATRIX, &p->aij));
+  }
+  p->aij_src_id      = id;
+  p->aij_src_nzstate = nz;
+  p->aij_src_state   = st;
+  *aij               = p->aij;
+  PetscFunctionReturn(0);
+}
+
+/* Nc: -heptane_block, else the DMDA's dof, else the matrix block size, else a bdiagh matrix's
+   detected block size, else 1. */
+static PetscErrorCode PCHeptaneBlockSize(PC pc, Mat A, PetscInt *nc)
+{
+  PC_Heptane               *p = (PC_Heptane *)pc->data;
+  DM                        dm;
+  PetscBool                 found, isbdiagh;
+  PetscInt                  bs;
+  heptane::plugin::GridHint hint;
+
+  PetscFunctionBegin;
+  if (p->block > 0) {
+    *nc = p->block;
+    HeptaneCallCXX(*p->nc_from = "-heptane_block");
+    PetscFunctionReturn(0);
+  }
+  PetscCall(MatGetDM(A, &dm));
+  if (!dm) dm = pc->dm;
+  PetscCall(HeptaneGridHintFromDM(dm, &hint, &found));
+  if (found && hint.block_size > 0) {
+    *nc = hint.block_size;
+    HeptaneCallCXX(*p->nc_from = "the DMDA's dof");
+    PetscFunctionReturn(0);
+  }
+  PetscCall(MatGetBlockSize(A, &bs));
+  PetscCall(PetscObjectTypeCompare((PetscObject)A, MATBDIAGH, &isbdiagh));
+  if (bs <= 1 && isbdiagh && A->spptr) {
+    const heptane::plugin::MatrixEngine *e = ((Mat_BDIAGH *)A->spptr)->engine;
+    if (e && e->built() && !e->distributed()) {
+      *nc = e->block_size();
+      HeptaneCallCXX(*p->nc_from = "the bdiagh matrix's block size");
+      PetscFunctionReturn(0);
+    }
+  }
+  *nc = bs > 0 ? bs : 1;
+  HeptaneCallCXX(*p->nc_from = "the matrix block size");
+  PetscFunctionReturn(0);
+}
+
+/* -heptane_device as the executor name: on several ranks "auto"/"gpu" is the GPU of the
+   node-local rank (as the distributed operator takes it). */
+static PetscErrorCode PCHeptaneDevice(PC pc, std::string *device)
+{
+  PC_Heptane *p = (PC_Heptane *)pc->data;
+  MPI_Comm    node;
+  PetscMPIInt local;
+
+  PetscFunctionBegin;
+  HeptaneCallCXX(*device = heptane::plugin::resolve_device(p->device));
+  if (p->ranks > 1 && *device == "cuda") {
+    const int gpus = heptane::CudaExecutor::device_count();
+    PetscCallMPI(MPI_Comm_split_type(PetscObjectComm((PetscObject)pc), MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
+    PetscCallMPI(MPI_Comm_rank(node, &local));
+    PetscCallMPI(MPI_Comm_free(&node));
+    HeptaneCallCXX(*device = "cuda:" + std::to_string(gpus > 0 ? local % gpus : 0));
+  }
+  PetscFunctionReturn(0);
+}
+
+/* Build (values_only false) or refresh the engine from `a`; an error is kept in *msg (with its
+   PETSc error code in *code), not raised, so that the ranks can agree on it. */
+static void PCHeptaneEngine(PC_Heptane *p, const heptane::plugin::CsrView &a, PetscBool values_only, const std::string &device, std::string *msg, PetscErrorCode *code, PetscBool *refreshed, std::string *refused)
+{
+  *code      = 0;
+  *refreshed = PETSC_FALSE;
+  try {
+    if (values_only) {
+      try {
+        p->engine->refresh(a);
+        *refreshed = PETSC_TRUE;
+      } catch (const heptane::InputError &e) {
+        *refused = e.what();
+      }
+    }
+    if (!*refreshed) p->engine->build(p->type, a, (heptane::index_t)p->nc, device, *p->opts);
+  } catch (const heptane::NotSupported &e) {
+    *code = PETSC_ERR_SUP;
+    *msg  = std::string(e.what()) + " [" + e.where() + "]";
+  } catch (const heptane::DeviceError &e) {
+    *code = PETSC_ERR_GPU;
+    *msg  = std::string(e.what()) + " [" + e.where() + "]";
+  } catch (const heptane::Error &e) {
+    *code = PETSC_ERR_ARG_WRONG;
+    *msg  = std::string(e.what()) + " [" + e.where() + "]";
+  } catch (const std::bad_alloc &) {
+    *code = PETSC_ERR_MEM;
+    *msg  = "out of memory";
+  } catch (const std::exception &e) {
+    *code = PETSC_ERR_LIB;
+    *msg  = e.what();
+  }
+}
+
+static PetscErrorCode PCSetUp_Heptane(PC pc)
+{
+  PC_Heptane                     *p   = (PC_Heptane *)pc->data;
+  Mat                             A   = pc->pmat, aij;
+  HeptaneCSR                      csr = {};
+  PetscObjectState                nz;
+  PetscObjectId                   id;
+  PetscInt                        nc;
+  PetscBool                       values_only, refreshed = PETSC_FALSE;
+  PetscErrorCode                  code = 0;
+  PetscMPIInt                     failed, any, rank;
+  std::string                     device, msg, refused;
+  MPI_Comm                        comm = PetscObjectComm((PetscObject)pc);
+  const heptane::plugin::CsrView *view;
+
+  PetscFunctionBegin;
+  PetscCheck(A, comm, PETSC_ERR_ORDER, "PC %s: no matrix (KSPSetOperators or PCSetOperators first)", PCHeptaneName(p));
+  PetscCheck(A->rmap->N == A->cmap->N, comm, PETSC_ERR_ARG_SIZ, "PC %s: the matrix is %" PetscInt_FMT " x %" PetscInt_FMT ", not square", PCHeptaneName(p), A->rmap->N, A->cmap->N);
+  PetscCallMPI(MPI_Comm_size(comm, &p->ranks));
+  PetscCallMPI(MPI_Comm_rank(comm, &rank));
+  PetscCall(MatGetNonzeroState(A, &nz));
+  PetscCall(PetscObjectGetId((PetscObject)A, &id));
+  PetscCall(PCHeptaneBlockSize(pc, A, &nc));
+  PetscCall(PCHeptaneDevice(pc, &device));
+  values_only = (PetscBool)(p->engine->built() && id == p->mat_id && nz == p->mat_nzstate && nc == p->nc && HeptanePcOptionsEqual(*p->opts, *p->opts_built) && device == *p->device_built);
+  p->nc       = nc;
+  if (p->ranks > 1) { /* this rank's diagonal block (local columns): block Jacobi over the ranks */
+    if (!p->rows) HeptaneCallCXX(p->rows = new HeptaneRows());
+    PetscCall(HeptaneRowsGet(A, p->rows));
+    view = &p->rows->split.diag;
+  } else {
+    PetscCall(PCHeptaneAIJ(pc, A, &aij));
+    PetscCall(HeptaneCSRGet(aij, &csr));
+    view = &csr.view;
+  }
+  PCHeptaneEngine(p, *view, values_only, device, &msg, &code, &refreshed, &refused);
+  PetscCall(HeptaneCSRRestore(&csr));
+  if (p->rows) PetscCall(HeptaneRowsRestore(p->rows));
+  /* several ranks: every rank stops on an error of one (none is left waiting in a collective) */
+  failed = code ? 1 : 0;
+  any    = failed;
+  if (p->ranks > 1) PetscCallMPI(MPI_Allreduce(&failed, &any, 1, MPI_INT, MPI_MAX, comm));
+  PetscCheck(!failed, PETSC_COMM_SELF, code, "PC %s%s: heptane: %s", PCHeptaneName(p), p->ranks > 1 ? (" on rank " + std::to_string(rank)).c_str() : "", msg.c_str());
+  PetscCheck(!any, PETSC_COMM_SELF, PETSC_ERR_LIB, "PC %s: the setup failed on another rank", PCHeptaneName(p));
+  if (!refused.empty()) PetscCall(PetscInfo(pc, "%s: values-only refresh refused (%s); set up from scratch\n", PCHeptaneName(p), refused.c_str()));
+  p->mat_id      = id;
+  p->mat_nzstate = nz;
+  *p->opts_built = *p->opts;
+  {
+    char ms[32];
+    PetscCall(PetscSNPrintf(ms, sizeof(ms), "%.3f ms", p->engine->timings().last_setup_ms));
+    HeptaneCallCXX(*p->device_built = device; *p->mat_type = ((PetscObject)A)->type_name; *p->last = std::string(refreshed ? "values only (numeric part redone on the kept hierarchy)" : "full (new pattern)") + " in " + ms);
+  }
+  PetscCall(PetscInfo(pc, "%s: setup %s; %s\n", PCHeptaneName(p), p->last->c_str(), p->engine->describe().c_str()));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode PCApply_Heptane(PC pc, Vec x, Vec y)
+{
+  PC_Heptane        *p = (PC_Heptane *)pc->data;
+  const PetscScalar *xa;
+  PetscScalar       *ya;
+  PetscInt           n;
+
+  PetscFunctionBegin;
+  PetscCall(VecGetLocalSize(x, &n));
+  PetscCheck(n == (PetscInt)p->engine->rows(), PETSC_COMM_SELF, PETSC_ERR_ARG_SIZ, "PC %s: the vector has %" PetscInt_FMT " local rows, the preconditioner %" PetscInt_FMT, PCHeptaneName(p), n, (PetscInt)p->engine->rows());
+  PetscCall(VecGetArrayRead(x, &xa));
+  PetscCall(VecGetArrayWrite(y, &ya));
+  HeptaneCallCXX(p->engine->apply(xa, ya));
+  PetscCall(VecRestoreArrayWrite(y, &ya));
+  PetscCall(VecRestoreArrayRead(x, &xa));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode PCView_Heptane(PC pc, PetscViewer viewer)
+{
+  PC_Heptane *p = (PC_Heptane *)pc->data;
+  PetscBool   isascii;
+
+  PetscFunctionBegin;
+  PetscCall(PetscObjectTypeCompare((PetscObject)viewer, PETSCVIEWERASCII, &isascii));
+  if (!isascii) PetscFunctionReturn(0);
+  PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane %s, applied by heptane (the Vec's array to the executor and back)\n", p->type == heptane::PcType::amg ? "smoothed-aggregation AMG (one cycle per application)" : "CPR (quasi-IMPES pressure AMG, then a second stage on the whole system)"));
+  PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane options: -heptane_device %s %s\n", p->device, HeptanePcOptionsText(*p->opts, (PetscBool)(p->type == heptane::PcType::cpr)).c_str()));
+  if (!p->engine->built()) PetscFunctionReturn(0);
+  PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane preconditioner: %s\n", p->engine->describe().c_str()));
+  PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane block size Nc=%" PetscInt_FMT " from %s, PETSc matrix %s\n", p->nc, p->nc_from->c_str(), p->mat_type->c_str()));
+  if (p->ranks > 1)
+    PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane preconditioner on %d ranks: %s of each rank's diagonal block (block Jacobi over the ranks; the couplings between ranks are not in it); rank 0's shown\n", (int)p->ranks, p->type == heptane::PcType::amg ? "AMG" : "CPR"));
+  {
+    const std::string table = p->engine->hierarchy();
+    if (!table.empty()) {
+      PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane AMG hierarchy:\n"));
+      PetscCall(HeptaneViewLines(viewer, "    ", table));
+    }
+  }
+  {
+    const heptane::plugin::PcTimings &t = p->engine->timings();
+    PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane preconditioner setups: %d full (new pattern), %d values-only (numeric only, hierarchy kept); last: %s\n", t.builds, t.refreshes, p->last->c_str()));
+    PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane applications: %ld, %.3f ms in all\n", t.applies, t.apply_ms));
+  }
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode PCSetFromOptions_Heptane(PC pc, PetscOptionItems *PetscOptionsObject)
+{
+  PC_Heptane *p = (PC_Heptane *)pc->data;
+  char        device[64];
+  PetscBool   flg;
+
+  PetscFunctionBegin;
+  PetscOptionsHeadBegin(PetscOptionsObject, p->type == heptane::PcType::amg ? "PC hamg options (heptane AMG)" : "PC hcpr options (heptane CPR)");
+  PetscCall(PetscOptionsString("-heptane_device", "Where heptane's preconditioner runs: auto (a GPU when one is visible), cpu, gpu, gpu:N", PCHeptaneMan(p), p->device, device, sizeof(device), &flg));
+  if (flg) {
+    PetscCall(HeptaneCheckDevice(device));
+    PetscCall(PetscStrncpy(p->device, device, sizeof(p->device)));
+  }
+  PetscCall(PetscOptionsBoundedInt("-heptane_block", "Unknowns per cell Nc (AMG aggregates whole cells; CPR's cells) (default: the DMDA's dof, else the matrix block size)", PCHeptaneMan(p), p->block, &p->block, NULL, 0));
+  PetscCall(HeptanePcOptionsFromOptions(PetscOptionsObject, p->opts, (PetscBool)(p->type == heptane::PcType::cpr), PCHeptaneMan(p)));
+  PetscOptionsHeadEnd();
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode PCReset_Heptane(PC pc)
+{
+  PC_Heptane *p = (PC_Heptane *)pc->data;
+
+  PetscFunctionBegin;
+  PetscCall(MatDestroy(&p->aij));
+  delete p->engine;
+  delete p->rows;
+  p->engine = NULL;
+  p->rows   = NULL;
+  HeptaneCallCXX(p->engine = new heptane::plugin::PcEngine());
+  p->mat_id      = 0;
+  p->mat_nzstate = -1;
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode PCDestroy_Heptane(PC pc)
+{
+  PC_Heptane *p = (PC_Heptane *)pc->data;
+
+  PetscFunctionBegin;
+  PetscCall(MatDestroy(&p->aij));
+  delete p->engine;
+  delete p->rows;
+  delete p->opts;
+  delete p->opts_built;
+  delete p->nc_from;
+  delete p->mat_type;
+  delete p->last;
+  delete p->device_built;
+  PetscCall(PetscFree(pc->data));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode PCCreate_Heptane_Private(PC pc, heptane::PcType type)
+{
+  PC_Heptane *p;
+
+  PetscFunctionBegin;
+  PetscCall(PetscNew(&p));
+  pc->data       = p;
+  p->type        = type;
+  p->mat_nzstate = -1;
+  PetscCall(PetscStrncpy(p->device, "auto", sizeof(p->device)));
+  HeptaneCallCXX(p->opts = new heptane::PcOptions(); p->opts_built = new heptane::PcOptions(); p->engine = new heptane::plugin::PcEngine(); p->nc_from = new std::string(); p->mat_type = new std::string(); p->last = new std::string(); p->device_built = new std::string());
+  pc->ops->setup          = PCSetUp_Heptane;
+  pc->ops->apply          = PCApply_Heptane;
+  pc->ops->view           = PCView_Heptane;
+  pc->ops->setfromoptions = PCSetFromOptions_Heptane;
+  pc->ops->reset          = PCReset_Heptane;
+  pc->ops->destroy        = PCDestroy_Heptane;
+  PetscFunctionReturn(0);
+}
+
+/*MC
+   PCHAMG - "hamg": heptane's smoothed-aggregation algebraic multigrid (one V- or W-cycle per
+   application) on the CPU or a GPU. With heptane's KSPs (hbcgs, hcg, hgmres) it runs inside
+   heptane's loop; with PETSc's KSPs it is an ordinary PC (on several ranks: AMG of each rank's
+   diagonal block, block Jacobi over the ranks).
+
+   Options Database Keys:
++  -heptane_amg_threshold <theta> - strength of connection (default 0.08)
+.  -heptane_amg_smoother <chebyshev,jacobi,l1jacobi,ilu0mc> - smoother (default chebyshev)
+.  -heptane_amg_sweeps <k> - pre- and post-smoothing sweeps (default 2)
+.  -heptane_amg_cycle <v,w> - cycle (default v)
+.  -heptane_amg_coarse_size <n> - stop coarsening at n rows (default 300)
+.  -heptane_amg_max_levels <L> - at most L levels (default 20)
+.  -heptane_block <Nc> - unknowns per cell (default: the DMDA's dof, else the matrix block size)
+-  -heptane_device <auto,cpu,gpu,gpu:N> - where it runs
+
+M*/
+PetscErrorCode PCCreate_HAMG(PC pc)
+{
+  PetscFunctionBegin;
+  PetscCall(PCCreate_Heptane_Private(pc, heptane::PcType::amg));
+  PetscFunctionReturn(0);
+}
+
+/*MC
+   PCHCPR - "hcpr": heptane's two-stage CPR for coupled Nc x Nc block systems (quasi-IMPES
+   decoupling, one AMG cycle on the pressure system, then BILU(0) or block Jacobi on the whole
+   system). Options as for PCHAMG (its pressure AMG), plus
+
+   Options Database Keys:
++  -heptane_cpr_pressure_index <p> - the pressure unknown of each cell (default 0)
+-  -heptane_cpr_second <auto,bilu0,bilu0mc,bjacobi> - the second stage (auto: BILU(0) on the
+   CPU, multi-colour BILU(0) on a GPU)
+
+M*/
+PetscErrorCode PCCreate_HCPR(PC pc)
+{
+  PetscFunctionBegin;
+  PetscCall(PCCreate_Heptane_Private(pc, heptane::PcType::cpr));
+  PetscFunctionReturn(0);
+}
