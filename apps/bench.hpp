@@ -14,6 +14,10 @@ int bench_spmv(int argc, char** argv);
 /// heptane bench solve: BiCGStab per iteration and to tolerance (apps/bench_solve.cpp).
 int bench_solve(int argc, char** argv);
 
+/// heptane bench precond: time to solution per preconditioner (setup, iterations, solve)
+/// on generated or given systems (apps/bench_precond.cpp). CPU or CUDA.
+int bench_precond(int argc, char** argv);
+
 /// heptane bench mlem: MLEM/OSEM per iteration and the forward/back projections against their
 /// floors, per format and A^T strategy (apps/bench_mlem.cpp). CPU or CUDA.
 int bench_mlem(int argc, char** argv);

@@ -24,6 +24,8 @@ const char* bench_usage =
     "  spmv     SpMV per format and precision against the copy bandwidth and cuSPARSE\n"
     "           (heptane bench spmv --help)\n"
     "  solve    BiCGStab per iteration and to tolerance (heptane bench solve --help)\n"
+    "  precond  time to solution per preconditioner: setup, iterations, solve (AMG, CPR, ILU,\n"
+    "           Jacobi; heptane bench precond --help)\n"
     "  mlem     MLEM/OSEM per iteration, forward and back projections, against their floors\n"
     "           (heptane bench mlem --help)\n"
     "  lsqr     LSQR per iteration against its floor (heptane bench lsqr --help)\n"
@@ -115,6 +117,7 @@ int cmd_bench(int argc, char** argv)
     if (what == "mmread") return bench_mmread(argc - 1, argv + 1);
     if (what == "spmv") return bench_spmv(argc - 1, argv + 1);
     if (what == "solve") return bench_solve(argc - 1, argv + 1);
+    if (what == "precond") return bench_precond(argc - 1, argv + 1);
     if (what == "mlem") return bench_mlem(argc - 1, argv + 1);
     if (what == "lsqr") return bench_lsqr(argc - 1, argv + 1);
     if (what == "comm" || what == "scale") {
@@ -125,7 +128,7 @@ int cmd_bench(int argc, char** argv)
 #endif
     }
     throw UsageError("unknown benchmark '" + what +
-                     "' (spmv, solve, mlem, lsqr, mmread, comm, scale)");
+                     "' (spmv, solve, precond, mlem, lsqr, mmread, comm, scale)");
 }
 
 }  // namespace heptane::cli

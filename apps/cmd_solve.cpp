@@ -28,11 +28,16 @@ const char* solve_usage =
     "  --restart M       gmres: basis vectors per cycle before a restart (default 30; keeps\n"
     "                    2M+1 vectors with a preconditioner, M+1 without; --max-it counts\n"
     "                    the iterations of all cycles)\n"
-    "  --pc P            none | jacobi | bjacobi | ilu0 | ilu0-mc (default for bicgstab and\n"
-    "                    gmres: ilu0 on the CPU; on CUDA ilu0-mc, falling back to ilu0 if it\n"
-    "                    does not converge; bjacobi for cg); bjacobi and ilu0(-mc) work on\n"
-    "                    Nc x Nc blocks; ilu0-mc is ILU(0) in multi-colour order (one GPU\n"
-    "                    launch per colour, more iterations than natural-order ilu0)\n"
+    "  --pc P            none | jacobi | bjacobi | ilu0 | ilu0-mc | amg | cpr (default for\n"
+    "                    bicgstab and gmres: ilu0 on the CPU; on CUDA ilu0-mc, falling back to\n"
+    "                    ilu0 if it does not converge; bjacobi for cg); bjacobi and ilu0(-mc)\n"
+    "                    work on Nc x Nc blocks; ilu0-mc is ILU(0) in multi-colour order (one\n"
+    "                    GPU launch per colour, more iterations than natural-order ilu0);\n"
+    "                    amg: smoothed-aggregation algebraic multigrid, one V-cycle per apply\n"
+    "                    (Nc x Nc blocks aggregated together; symmetric with the default\n"
+    "                    Chebyshev smoother, so fit for cg); cpr: two-stage CPR for coupled\n"
+    "                    Nc > 1 systems (quasi-IMPES pressure by AMG, then block ILU(0))\n"
+    "AMG and CPR options (--pc amg | cpr):\n%s"
     "  --format F        auto | csr | ell | hyb | dia | bsr | bdiagh (default auto: the format\n"
     "                    `heptane info` picks, with the reason printed)\n"
     "  --precision P     double | single | mixed (fp32 matrix values, fp64 vectors); default\n"
@@ -99,7 +104,7 @@ int cmd_solve(int argc, char** argv)
     Args args(argc, argv,
               {"--monitor", "--json", "--quiet", "--no-graphs", "--no-fused-dots", "--no-refine"});
     if (args.help()) {
-        std::printf("%s", solve_usage);
+        std::printf(solve_usage, pc_options_help);
         return 0;
     }
     const bool json = args.flag("--json");
@@ -126,6 +131,7 @@ int cmd_solve(int argc, char** argv)
     const bool has_restart = args.get("--restart").has_value();
     const long long restart = args.get_int("--restart", cfg.restart);
     if (auto pc = args.get("--pc")) cfg.pc = parse_pc(*pc);
+    cfg.pc_options = parse_pc_options(args);
     const std::string fmt_name = args.get_or("--format", "auto");
     const std::string prec = args.get_or("--precision", "double");
     const std::string device = args.get_or("--device", "auto");

@@ -144,4 +144,65 @@ bool launched_by_mpirun()
     return false;
 }
 
+const char* pc_options_help =
+    "  --amg-threshold T     strength of connection: |a_ij| > T sqrt(|a_ii a_jj|) (default 0.08;\n"
+    "                        0 keeps every coupling)\n"
+    "  --amg-smoother S      chebyshev (default), jacobi, l1jacobi, ilu0mc\n"
+    "  --amg-sweeps N        Chebyshev degree / smoothing sweeps before and after (default 2)\n"
+    "  --amg-cycle C         v (default) or w\n"
+    "  --amg-coarse-size N   coarsest level at most N rows, solved by dense LU (default 300)\n"
+    "  --amg-max-levels N    at most N levels (default 20)\n"
+    "  --cpr-pressure-index P  the pressure unknown of each cell for --pc cpr (default 0)\n"
+    "  --cpr-second M        CPR's second stage: bilu0, bilu0mc or bjacobi (default: bilu0 on\n"
+    "                        the CPU, bilu0mc on a GPU)\n";
+
+PcOptions parse_pc_options(Args& args)
+{
+    PcOptions o;
+    AmgOptions& a = o.amg;
+    a.strength_threshold = args.get_double("--amg-threshold", a.strength_threshold);
+    if (!(a.strength_threshold >= 0 && a.strength_threshold < 1))
+        throw UsageError("--amg-threshold must be in [0, 1)");
+    if (auto s = args.get("--amg-smoother")) {
+        try {
+            a.smoother = parse_amg_smoother(*s);
+        } catch (const InputError& e) {
+            throw UsageError(e.what());
+        }
+    }
+    const long long sweeps = args.get_int("--amg-sweeps", a.pre_sweeps);
+    if (sweeps < 1 || sweeps > 20) throw UsageError("--amg-sweeps must be in 1..20");
+    a.pre_sweeps = a.post_sweeps = int(sweeps);
+    if (auto c = args.get("--amg-cycle")) {
+        try {
+            a.cycle = parse_amg_cycle(*c);
+        } catch (const InputError& e) {
+            throw UsageError(e.what());
+        }
+    }
+    const long long cs = args.get_int("--amg-coarse-size", a.coarse_size);
+    if (cs < 1 || cs > 4000) throw UsageError("--amg-coarse-size must be in 1..4000");
+    a.coarse_size = index_t(cs);
+    const long long ml = args.get_int("--amg-max-levels", a.max_levels);
+    if (ml < 1 || ml > 50) throw UsageError("--amg-max-levels must be in 1..50");
+    a.max_levels = int(ml);
+    o.cpr.amg = a;
+    const long long p = args.get_int("--cpr-pressure-index", 0);
+    if (p < 0) throw UsageError("--cpr-pressure-index must be >= 0");
+    o.cpr.pressure_index = index_t(p);
+    if (auto s = args.get("--cpr-second")) {
+        o.cpr.second_stage_auto = false;
+        if (*s == "bilu0")
+            o.cpr.second_stage = CprSmoother::bilu0;
+        else if (*s == "bilu0mc")
+            o.cpr.second_stage = CprSmoother::bilu0mc;
+        else if (*s == "bjacobi")
+            o.cpr.second_stage = CprSmoother::bjacobi;
+        else
+            throw UsageError("unknown --cpr-second '" + *s +
+                             "' (choices: bilu0, bilu0mc, bjacobi)");
+    }
+    return o;
+}
+
 }  // namespace heptane::cli

@@ -10,6 +10,7 @@
 #include "core/executor.hpp"
 #include "formats/coo/coo.hpp"
 #include "generators/hepta.hpp"
+#include "solver/precond/preconditioner.hpp"
 #include "solver/solver.hpp"
 
 namespace heptane::cli {
@@ -38,6 +39,14 @@ void print_result(const Status& st, double err);
 /// A solve's residual history as CSV (iteration,residual,relative); IoError when the file
 /// cannot be written.
 void write_history_csv(const std::string& path, const Status& st);
+
+class Args;
+/// The multigrid and CPR options of solve, info and bench precond (--amg-threshold,
+/// --amg-smoother, --amg-sweeps, --amg-cycle, --amg-coarse-size, --amg-max-levels,
+/// --cpr-pressure-index, --cpr-second); UsageError for bad values.
+PcOptions parse_pc_options(Args& args);
+/// Their --help lines.
+extern const char* pc_options_help;
 
 /// JSON string literal with escapes.
 std::string json_string(const std::string& s);

@@ -30,3 +30,14 @@ if(TARGET heptane_cli)
       LABELS "gpu;solver" ENVIRONMENT "HEPTANE_TEST_DEVICE=cuda")
   endif()
 endif()
+# heptane solve --pc amg | cpr, info --verbose, bench precond, end to end
+if(TARGET heptane_cli)
+  add_test(NAME cli_amg COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/cli_amg.sh $<TARGET_FILE:heptane_cli>)
+  set_tests_properties(cli_amg PROPERTIES TIMEOUT 300 LABELS "cpu;solver")
+  if(HEPTANE_HAVE_CUDA)
+    add_test(NAME cli_amg_gpu COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/cli_amg.sh
+      $<TARGET_FILE:heptane_cli>)
+    set_tests_properties(cli_amg_gpu PROPERTIES TIMEOUT 300 SKIP_RETURN_CODE 77
+      LABELS "gpu;solver" ENVIRONMENT "HEPTANE_TEST_DEVICE=cuda")
+  endif()
+endif()

@@ -447,7 +447,10 @@ BOOST_AUTO_TEST_CASE(cpr_beats_block_ilu0_when_the_pressure_is_hard)
     auto exec = test_executor();
     const Run ilu = solve_with<Bicgstab<double>>(
         a, b, make_preconditioner<double>(PcType::ilu0, a, 2, exec), 1e-8, 3000);
-    auto m = make_preconditioner<double>(PcType::cpr, a, 2, exec);
+    PcOptions po;  // the same natural-order BILU(0) as the reference, on a GPU too
+    po.cpr.second_stage_auto = false;
+    po.cpr.second_stage = CprSmoother::bilu0;
+    auto m = make_preconditioner<double>(PcType::cpr, a, 2, exec, po);
     const Run cpr = solve_with<Bicgstab<double>>(a, b, std::move(m), 1e-8, 3000);
     BOOST_TEST_MESSAGE("coupled channelized 24x20x10 Nc=2: CPR "
                        << cpr.st.iterations << ", BILU(0) " << ilu.st.iterations << " ("
@@ -470,8 +473,11 @@ BOOST_AUTO_TEST_CASE(cpr_converges_on_the_generated_coupled_reservoir_system)
     auto exec = test_executor();
     const Run ilu = solve_with<Bicgstab<double>>(
         a, b, make_preconditioner<double>(PcType::ilu0, a, 3, exec), 1e-8, 3000);
-    const Run cpr =
-        solve_with<Bicgstab<double>>(a, b, make_preconditioner<double>(PcType::cpr, a, 3, exec));
+    PcOptions po;
+    po.cpr.second_stage_auto = false;
+    po.cpr.second_stage = CprSmoother::bilu0;
+    const Run cpr = solve_with<Bicgstab<double>>(
+        a, b, make_preconditioner<double>(PcType::cpr, a, 3, exec, po));
     BOOST_TEST(cpr.st.converged(), cpr.st.summary());
     BOOST_CHECK_LE(true_relres(a, cpr.x, b), 1.1e-8);
     BOOST_TEST(cpr.st.iterations <= ilu.st.iterations + 2);

@@ -152,12 +152,13 @@ template <class MT, class VT>
 RankSolve solve_on_ranks(const std::shared_ptr<const dist::Communicator>& comm, LocalProblem& p,
                          const std::shared_ptr<const Executor>& exec, const dist::DistOptions& dopt,
                          SolverType solver, const SolverExtras& extras, PcType pc,
-                         SolverOptions opts)
+                         const PcOptions& pc_options, SolverOptions opts)
 {
     RankSolve r;
     const std::size_t n = std::size_t(p.part.rows(comm->rank()));
     auto t = Clock::now();
-    const auto m = make_preconditioner<VT>(pc, csr_from_coo(to_coo(p.local)), p.block_size, exec);
+    const auto m =
+        make_preconditioner<VT>(pc, csr_from_coo(to_coo(p.local)), p.block_size, exec, pc_options);
     r.pc_s = seconds_since(t);
 
     t = Clock::now();
@@ -226,6 +227,7 @@ int cmd_solve_distributed(Args& args, bool json, bool monitor, bool quiet_flag)
     const bool has_restart = args.get("--restart").has_value();
     const long long restart = args.get_int("--restart", 30);
     auto pc_name = args.get("--pc");
+    const PcOptions pc_options = parse_pc_options(args);
     const std::string fmt = args.get_or("--format", "auto");
     const std::string prec = args.get_or("--precision", "double");
     const std::string device = args.get_or("--device", "auto");
@@ -288,11 +290,12 @@ int cmd_solve_distributed(Args& args, bool json, bool monitor, bool quiet_flag)
         }
     };
     const RankSolve r =
-        prec == "single"
-            ? solve_on_ranks<float, float>(comm, p, exec, dopt, solver, extras, pc, opts)
-        : prec == "mixed"
-            ? solve_on_ranks<float, double>(comm, p, exec, dopt, solver, extras, pc, opts)
-            : solve_on_ranks<double, double>(comm, p, exec, dopt, solver, extras, pc, opts);
+        prec == "single"  ? solve_on_ranks<float, float>(comm, p, exec, dopt, solver, extras, pc,
+                                                        pc_options, opts)
+        : prec == "mixed" ? solve_on_ranks<float, double>(comm, p, exec, dopt, solver, extras, pc,
+                                                          pc_options, opts)
+                          : solve_on_ranks<double, double>(comm, p, exec, dopt, solver, extras, pc,
+                                                           pc_options, opts);
     const Status& st = r.status;
     const std::vector<double>& xh = r.x;
 

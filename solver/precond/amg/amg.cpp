@@ -92,6 +92,7 @@ struct HostHierarchy {
     std::vector<Csr<double>> a;  // a[0] empty (the caller's matrix)
     std::vector<Csr<double>> p, r;
     bool dense_coarse = true;
+    double ms[4] = {0, 0, 0, 0};  // strength, aggregation, P and R, Galerkin products
 };
 
 HostHierarchy build_host(const Csr<double>& a0, index_t nc, const AmgOptions& o)
@@ -108,13 +109,21 @@ HostHierarchy build_host(const Csr<double>& a0, index_t nc, const AmgOptions& o)
     h.a.emplace_back();
     const Csr<double>* cur = &a0;
     while (int(h.a.size()) < o.max_levels && cur->rows > o.coarse_size) {
+        auto t = clock_type::now();
         const amg::Strength s = amg::strength(*cur, nc, o.strength_threshold);
+        h.ms[0] += ms_since(t);
+        t = clock_type::now();
         const amg::Aggregates g = amg::aggregate(s);
+        h.ms[1] += ms_since(t);
         const index_t nc_rows = g.count * nc;
         if (g.count == 0 || double(nc_rows) * 1.2 > double(cur->rows)) break;  // stalled
+        t = clock_type::now();
         Csr<double> p = amg::prolongator(*cur, nc, s, g, o.prolongation_weight);
         Csr<double> r = transpose(p);
+        h.ms[2] += ms_since(t);
+        t = clock_type::now();
         Csr<double> ac = amg::galerkin(r, *cur, p);
+        h.ms[3] += ms_since(t);
         h.p.push_back(std::move(p));
         h.r.push_back(std::move(r));
         h.a.push_back(std::move(ac));
@@ -500,7 +509,14 @@ std::string AmgPreconditioner<VT>::details() const
     os << c << ", " << to_string(m.opts.smoother) << "(" << m.opts.pre_sweeps << ","
        << m.opts.post_sweeps << "), " << (m.opts.cycle == AmgCycle::v ? "V" : "W")
        << "-cycle, theta " << m.opts.strength_threshold << ", coarsest " << m.info.coarse_solve
-       << (m.user_fine ? ", finest level through the solver's operator" : "") << ")";
+       << (m.user_fine ? ", finest level through the solver's operator" : "");
+    char t[200];
+    std::snprintf(t, sizeof t,
+                  "; setup: host %.1f ms (strength %.1f, aggregation %.1f, P %.1f, Galerkin %.1f), "
+                  "executor %.1f ms)",
+                  m.info.host_setup_ms, m.host.ms[0], m.host.ms[1], m.host.ms[2], m.host.ms[3],
+                  m.info.device_ms);
+    os << t;
     return os.str();
 }
 

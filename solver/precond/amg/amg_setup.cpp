@@ -49,6 +49,44 @@ Strength strength(const Csr<double>& a, index_t nc, double theta)
     Strength s;
     s.nodes = nodes;
     s.keep.assign(std::size_t(a.nnz()), 0);
+    if (nc == 1) {  // scalar: the rows are the nodes, sorted already
+        std::vector<double> d(static_cast<std::size_t>(nodes), 0.0);
+#pragma omp parallel for schedule(static)
+        for (index_t i = 0; i < nodes; ++i)
+            for (offset_t k = rp[i]; k < rp[i + 1]; ++k)
+                if (ci[k] == i) d[i] += std::abs(v[k]);
+        std::vector<offset_t> cnt(static_cast<std::size_t>(nodes));
+#pragma omp parallel for schedule(static)
+        for (index_t i = 0; i < nodes; ++i) {
+            offset_t m = 0;
+            for (offset_t k = rp[i]; k < rp[i + 1]; ++k) {
+                const index_t j = ci[k];
+                const double x = std::abs(v[k]);
+                const bool strong =
+                    j == i ||
+                    (x > 0 && x > theta * std::sqrt(d[i] * d[static_cast<std::size_t>(j)]));
+                s.keep[k] = strong ? 1 : 0;
+                if (strong && j != i) ++m;
+            }
+            cnt[i] = m;
+        }
+        s.ptr = prefix(cnt);
+        s.adj.resize(static_cast<std::size_t>(s.ptr.back()));
+        s.weight.resize(static_cast<std::size_t>(s.ptr.back()));
+#pragma omp parallel for schedule(static)
+        for (index_t i = 0; i < nodes; ++i) {
+            offset_t q = s.ptr[i];
+            for (offset_t k = rp[i]; k < rp[i + 1]; ++k) {
+                const index_t j = ci[k];
+                if (j == i || !s.keep[k]) continue;
+                const double ref = std::sqrt(d[i] * d[static_cast<std::size_t>(j)]);
+                s.adj[q] = j;
+                s.weight[q] = ref > 0 ? std::abs(v[k]) / ref : std::numeric_limits<double>::max();
+                ++q;
+            }
+        }
+        return s;
+    }
 
     // the node couplings: block Frobenius norms (|a_ij| for Nc = 1), per node a short list
     // of (neighbour, norm²) gathered from the node's Nc rows
@@ -106,8 +144,8 @@ Strength strength(const Csr<double>& a, index_t nc, double theta)
     for (index_t node = 0; node < nodes; ++node) {
         const offset_t base = tmp_ptr[node];
         // sorted by neighbour (the rows were sorted, but Nc rows interleave)
-        std::vector<std::pair<index_t, double>> e;
-        e.reserve(std::size_t(strong_count[node]));
+        thread_local std::vector<std::pair<index_t, double>> e;
+        e.clear();
         for (offset_t q = 0; q < strong_count[node]; ++q)
             e.emplace_back(tmp_col[base + q], tmp_norm[base + q]);
         std::sort(e.begin(), e.end());
@@ -213,62 +251,61 @@ Csr<double> prolongator(const Csr<double>& a, index_t nc, const Strength& s, con
         if (d != 0) rho = std::max(rho, 1.0 + off / std::abs(d));
     }
     const double omega = rho > 0 ? weight / rho : 0.0;
-    // P row i = T row i − ω/d_F Σ_{kept j} a_F_ij T row j; at most nnz(row) + 1 entries
-    std::vector<offset_t> cap(std::size_t(n) + 1);
-    for (index_t i = 0; i <= n; ++i) cap[i] = rp[i] + i;
-    std::vector<index_t> tc(std::size_t(cap[n]));
-    std::vector<double> tv(std::size_t(cap[n]));
+    // P row i = T row i − ω/d_F Σ_{kept j} a_F_ij T row j, built twice (count, then fill)
+    // with a small buffer per thread instead of a scratch array of A's size
+    auto build_row = [&](index_t i, std::vector<std::pair<index_t, double>>& e) {
+        e.clear();
+        const index_t ti = tcol(i);
+        if (ti >= 0) e.emplace_back(ti, 1.0);
+        if (dF[i] != 0) {
+            const double f = omega / dF[i];
+            for (offset_t k = rp[i]; k < rp[i + 1]; ++k) {
+                const index_t j = ci[k];
+                if (j != i && !s.keep[k]) continue;
+                const index_t tj = tcol(j);
+                if (tj < 0) continue;
+                e.emplace_back(tj, -f * (j == i ? dF[i] : v[k]));
+            }
+        }
+        std::sort(e.begin(), e.end(),
+                  [](const auto& x, const auto& y) { return x.first < y.first; });
+        std::size_t m = 0;  // merge equal columns, drop exact zeros (cancellation)
+        for (std::size_t q = 0; q < e.size(); ++q) {
+            if (m > 0 && e[m - 1].first == e[q].first)
+                e[m - 1].second += e[q].second;
+            else
+                e[m++] = e[q];
+        }
+        std::size_t w = 0;
+        for (std::size_t q = 0; q < m; ++q)
+            if (e[q].second != 0) e[w++] = e[q];
+        e.resize(w);
+    };
     std::vector<offset_t> cnt(static_cast<std::size_t>(n));
 #pragma omp parallel
     {
         std::vector<std::pair<index_t, double>> e;
 #pragma omp for schedule(static)
         for (index_t i = 0; i < n; ++i) {
-            e.clear();
-            const index_t ti = tcol(i);
-            if (ti >= 0) e.emplace_back(ti, 1.0);
-            if (dF[i] != 0) {
-                const double f = omega / dF[i];
-                for (offset_t k = rp[i]; k < rp[i + 1]; ++k) {
-                    const index_t j = ci[k];
-                    if (j != i && !s.keep[k]) continue;
-                    const index_t tj = tcol(j);
-                    if (tj < 0) continue;
-                    e.emplace_back(tj, -f * (j == i ? dF[i] : v[k]));
-                }
-            }
-            std::sort(e.begin(), e.end(),
-                      [](const auto& x, const auto& y) { return x.first < y.first; });
-            offset_t m = 0;
-            for (std::size_t q = 0; q < e.size(); ++q) {
-                if (m > 0 && tc[cap[i] + m - 1] == e[q].first) {
-                    tv[cap[i] + m - 1] += e[q].second;
-                } else {
-                    tc[cap[i] + m] = e[q].first;
-                    tv[cap[i] + m] = e[q].second;
-                    ++m;
-                }
-            }
-            // drop exact zeros (cancellation), keep the row canonical
-            offset_t w = 0;
-            for (offset_t q = 0; q < m; ++q)
-                if (tv[cap[i] + q] != 0) {
-                    tc[cap[i] + w] = tc[cap[i] + q];
-                    tv[cap[i] + w] = tv[cap[i] + q];
-                    ++w;
-                }
-            cnt[i] = w;
+            build_row(i, e);
+            cnt[i] = offset_t(e.size());
         }
     }
     std::vector<offset_t> ptr = prefix(cnt);
-    std::vector<index_t> col(std::size_t(ptr.back()));
-    std::vector<double> val(std::size_t(ptr.back()));
-#pragma omp parallel for schedule(static)
-    for (index_t i = 0; i < n; ++i)
-        for (offset_t q = 0; q < cnt[i]; ++q) {
-            col[ptr[i] + q] = tc[cap[i] + q];
-            val[ptr[i] + q] = tv[cap[i] + q];
+    std::vector<index_t> col(static_cast<std::size_t>(ptr.back()));
+    std::vector<double> val(static_cast<std::size_t>(ptr.back()));
+#pragma omp parallel
+    {
+        std::vector<std::pair<index_t, double>> e;
+#pragma omp for schedule(static)
+        for (index_t i = 0; i < n; ++i) {
+            build_row(i, e);
+            for (std::size_t q = 0; q < e.size(); ++q) {
+                col[ptr[i] + offset_t(q)] = e[q].first;
+                val[ptr[i] + offset_t(q)] = e[q].second;
+            }
         }
+    }
     return host_csr(n, cols, std::move(ptr), std::move(col), std::move(val));
 }
 
@@ -305,6 +342,7 @@ Csr<double> spgemm(const Csr<double>& a, const Csr<double>& b)
 #pragma omp parallel
     {
         std::vector<offset_t> pos(static_cast<std::size_t>(m), -1);
+        std::vector<std::pair<index_t, double>> e;
 #pragma omp for schedule(dynamic, 1024)
         for (index_t i = 0; i < n; ++i) {
             const offset_t base = ptr[i];
@@ -325,7 +363,7 @@ Csr<double> spgemm(const Csr<double>& a, const Csr<double>& b)
                 }
             }
             // sort the row by column (values follow)
-            std::vector<std::pair<index_t, double>> e(static_cast<std::size_t>(c));
+            e.resize(static_cast<std::size_t>(c));
             for (offset_t q = 0; q < c; ++q) e[q] = {col[base + q], val[base + q]};
             std::sort(e.begin(), e.end(),
                       [](const auto& x, const auto& y) { return x.first < y.first; });
@@ -340,7 +378,69 @@ Csr<double> spgemm(const Csr<double>& a, const Csr<double>& b)
 
 Csr<double> galerkin(const Csr<double>& r, const Csr<double>& a, const Csr<double>& p)
 {
-    return spgemm(r, spgemm(a, p));
+    // R A P row by row without forming A P: row I of the result sums r_Ij a_jk p_kl over the
+    // entries of R's row I, A's rows j and P's rows k (a dense accumulator per thread over
+    // the coarse columns)
+    HEPTANE_ENSURE(r.cols == a.rows && a.cols == p.rows, DimensionMismatch,
+                   "galerkin: R " << r.rows << "x" << r.cols << ", A " << a.rows << "x" << a.cols
+                                  << ", P " << p.rows << "x" << p.cols);
+    const index_t n = r.rows, m = p.cols;
+    const offset_t *rp = r.row_ptr.data(), *ap = a.row_ptr.data(), *pp = p.row_ptr.data();
+    const index_t *rc = r.col_idx.data(), *ac = a.col_idx.data(), *pc = p.col_idx.data();
+    const double *rv = r.values.data(), *av = a.values.data(), *pv = p.values.data();
+    std::vector<offset_t> cnt(static_cast<std::size_t>(n));
+#pragma omp parallel
+    {
+        std::vector<index_t> mark(static_cast<std::size_t>(m), -1);
+#pragma omp for schedule(dynamic, 256)
+        for (index_t i = 0; i < n; ++i) {
+            offset_t c = 0;
+            for (offset_t q = rp[i]; q < rp[i + 1]; ++q) {
+                const index_t j = rc[q];
+                for (offset_t t = ap[j]; t < ap[j + 1]; ++t) {
+                    const index_t k = ac[t];
+                    for (offset_t u = pp[k]; u < pp[k + 1]; ++u)
+                        if (mark[pc[u]] != i) {
+                            mark[pc[u]] = i;
+                            ++c;
+                        }
+                }
+            }
+            cnt[i] = c;
+        }
+    }
+    std::vector<offset_t> ptr = prefix(cnt);
+    std::vector<index_t> col(static_cast<std::size_t>(ptr.back()));
+    std::vector<double> val(static_cast<std::size_t>(ptr.back()));
+#pragma omp parallel
+    {
+        std::vector<index_t> mark(static_cast<std::size_t>(m), -1);
+        std::vector<double> acc(static_cast<std::size_t>(m));
+#pragma omp for schedule(dynamic, 256)
+        for (index_t i = 0; i < n; ++i) {
+            const offset_t base = ptr[i];
+            offset_t c = 0;
+            for (offset_t q = rp[i]; q < rp[i + 1]; ++q) {
+                const index_t j = rc[q];
+                for (offset_t t = ap[j]; t < ap[j + 1]; ++t) {
+                    const index_t k = ac[t];
+                    const double x = rv[q] * av[t];
+                    for (offset_t u = pp[k]; u < pp[k + 1]; ++u) {
+                        const index_t l = pc[u];
+                        if (mark[l] != i) {
+                            mark[l] = i;
+                            acc[l] = 0;
+                            col[base + c++] = l;
+                        }
+                        acc[l] += x * pv[u];
+                    }
+                }
+            }
+            std::sort(col.begin() + base, col.begin() + base + c);
+            for (offset_t q = 0; q < c; ++q) val[base + q] = acc[col[base + q]];
+        }
+    }
+    return host_csr(n, m, std::move(ptr), std::move(col), std::move(val));
 }
 
 std::vector<double> dense_inverse(const Csr<double>& a, int level)

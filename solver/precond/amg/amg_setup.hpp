@@ -29,7 +29,7 @@ struct Strength {
     index_t nodes = 0;
     std::vector<offset_t> ptr;
     std::vector<index_t> adj;
-    std::vector<double> weight;
+    std::vector<float> weight;
     std::vector<char> keep;
 };
 Strength strength(const Csr<double>& a, index_t nc, double theta);

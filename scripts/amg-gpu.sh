@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# Multigrid on one GPU in one device call: build heptane with CUDA (no PETSc), run the GPU
+# tests of the solver layer (AMG/CPR, GMRES, the solvers), then `heptane bench precond` on
+# the issue's systems: the channelized pressure at 1 M and 8 M cells, the reservoir pressure
+# at 1 M, the coupled reservoir system (Nc = 3) at 1 M, on the GPU and on all CPU cores.
+#
+#   OUT=/some/dir bash scripts/amg-gpu.sh [--no-tests] [--quick]
+#
+# Environment: BUILD_DIR [build-gpu], JOBS [nproc], CUDA_ARCH [90].
+# Output in $OUT: summary.txt, precond-*.md/.csv/.json, logs.tar.gz.
+set -uo pipefail
+cd "$(dirname "$0")/.." || exit 1
+out=${OUT:-$PWD/amg-gpu-out}
+build=${BUILD_DIR:-build-gpu}
+jobs=${JOBS:-$(nproc)}
+export PATH=/usr/local/cuda/bin:$PATH
+tests=1 quick=0
+for a in "$@"; do
+  case "$a" in
+    --no-tests) tests=0 ;;
+    --quick) quick=1 ;;
+    *) echo "amg-gpu: unknown option $a" >&2; exit 2 ;;
+  esac
+done
+mkdir -p "$out/logs"
+logs=$out/logs
+summary=$out/summary.txt
+: >"$summary"
+note() { echo "$*" | tee -a "$summary"; }
+status=0
+note "amg-gpu $(date -u +%FT%TZ) on $(hostname), commit $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 | tee -a "$summary"
+t0=$(date +%s)
+cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="${CUDA_ARCH:-90}" \
+  -DHEPTANE_WITH_PETSC=OFF >"$logs/configure.log" 2>&1 || { note "configure FAILED"; tail -30 "$logs/configure.log"; exit 1; }
+cmake --build "$build" -j "$jobs" >"$logs/build.log" 2>&1 ||
+  { note "build FAILED"; grep -E "error" "$logs/build.log" | head -40 | tee -a "$summary"; tar czf "$out/logs.tar.gz" -C "$out" logs; exit 1; }
+note "configure + build: $(($(date +%s) - t0)) s"
+if [ "$tests" = 1 ]; then
+  t0=$(date +%s)
+  (cd "$build" && ctest -L gpu -R "${TESTS_REGEX:-amg|gmres|solver|precond}" --output-on-failure --timeout 300 -j 4) \
+    >"$logs/ctest.log" 2>&1 || status=1
+  grep -E "tests passed|tests failed|\(Failed\)|\(Timeout\)|Skipped|Not Run" "$logs/ctest.log" | tee -a "$summary"
+  note "tests: $(($(date +%s) - t0)) s"
+fi
+h=$build/apps/heptane
+bench() {  # name, then bench precond arguments
+  local name=$1
+  shift
+  local t=$(date +%s)
+  "$h" bench precond "$@" --csv "$out/precond-$name.csv" --json "$out/precond-$name.json" \
+    >"$out/precond-$name.md" 2>"$logs/precond-$name.err" || status=1
+  note "## $name ($(($(date +%s) - t)) s): $*"
+  grep -E "^\| [^ ]" "$out/precond-$name.md" | grep -v "^| system" | cut -c1-200 | tee -a "$summary"
+}
+if [ "$quick" = 1 ]; then
+  bench quick --generate 64x64x32x1:channelized --pcs jacobi,amg --solver cg --device gpu
+else
+  bench pressure-gpu --generate 128x128x64x1:channelized,128x128x64x1:reservoir \
+    --pcs jacobi,ilu0-mc,amg --solver cg --device gpu --reps 2
+  bench pressure-bcgs-gpu --generate 128x128x64x1:channelized --pcs jacobi,ilu0-mc,amg \
+    --solver bicgstab --device gpu --reps 2
+  bench pressure-8m-gpu --generate 256x256x128x1:channelized --pcs jacobi,amg --solver cg \
+    --device gpu
+  bench coupled-gpu --generate 128x128x64x3:reservoir,128x128x64x3:channelized \
+    --pcs ilu0-mc,cpr --solver bicgstab --device gpu --reps 2
+  bench pressure-cpu --generate 128x128x64x1:channelized --pcs jacobi,amg --solver cg \
+    --device cpu
+fi
+note "status $status"
+tar czf "$out/logs.tar.gz" -C "$out" logs 2>/dev/null && rm -rf "$logs"
+exit "$status"
