@@ -10,6 +10,7 @@
 #include <array>
 #include <cctype>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <sstream>
 
@@ -44,6 +45,12 @@ enum Stream : std::uint64_t {
     stream_porosity = 4,       // (c)
     stream_mobility = 5,       // (lower cell of a connection, axis, a*Nc+s)
     stream_x_true = 6,         // (row)
+    // channelized model (channelized_permeability)
+    stream_ch_modes = 7,      // (m): Fourier modes of the correlated field
+    stream_ch_layer = 8,      // (tag, i): layer family and log-means
+    stream_ch_bed = 9,        // (bed, channel): channel geometry
+    stream_ch_nugget = 10,    // (c): per-cell white noise
+    stream_ch_porosity = 11,  // (c)
 };
 
 /// Random numbers form a tree of keys: key(seed, stream) = mix64(mix64(seed) ^ stream), and
@@ -115,6 +122,76 @@ double normal(std::uint64_t key, std::uint64_t a) noexcept
     return 0.0;  // (1 - pi/4)^64 < 1e-42
 }
 
+/// exp x for x in [-30, 30], a faster deterministic twin of det_exp for per-cell use (no
+/// divisions): x = k ln2 + r, |r| <= ln2/2; exp r by Horner on the Taylor coefficients to
+/// r^13/13! (error < 1e-17 relative); 2^k assembled from its bits (|k| <= 44).
+double det_exp30(double x) noexcept
+{
+    constexpr double inv_fact[14] = {1.0,
+                                     1.0,
+                                     1.0 / 2,
+                                     1.0 / 6,
+                                     1.0 / 24,
+                                     1.0 / 120,
+                                     1.0 / 720,
+                                     1.0 / 5040,
+                                     1.0 / 40320,
+                                     1.0 / 362880,
+                                     1.0 / 3628800,
+                                     1.0 / 39916800,
+                                     1.0 / 479001600,
+                                     1.0 / 6227020800.0};
+    x = std::min(30.0, std::max(-30.0, x));
+    const double k = std::floor(x * (1.0 / ln2) + 0.5);
+    constexpr double ln2_hi = 0.693145751953125;  // as in det_exp: k * ln2_hi is exact
+    constexpr double ln2_lo = 1.42860682030941723212e-6;
+    const double r = (x - k * ln2_hi) - k * ln2_lo;
+    double p = inv_fact[13];
+    for (int n = 12; n >= 0; --n) p = p * r + inv_fact[n];
+    const std::uint64_t bits = std::uint64_t(static_cast<long long>(k) + 1023) << 52;
+    double two_k;
+    std::memcpy(&two_k, &bits, sizeof two_k);
+    return p * two_k;
+}
+
+/// sin x and cos x for |x| < 2^50 (deterministic, like det_exp). x = n pi/2 + r with
+/// |r| <= pi/4 (two-part Cody-Waite split of pi/2: n * pio2_hi is exact for |n| < 2^20, and
+/// the result stays deterministic beyond); Taylor series of sin r to r^17 and cos r to r^16.
+void det_sincos(double x, double& sin_x, double& cos_x) noexcept
+{
+    constexpr double two_over_pi = 0.63661977236758134308;
+    constexpr double pio2_hi = 1.57079632673412561417;  // first 33 bits of pi/2
+    constexpr double pio2_lo = 6.07710050650619224932e-11;
+    x = std::min(1e15, std::max(-1e15, x));
+    const double n = std::floor(x * two_over_pi + 0.5);
+    const double r = (x - n * pio2_hi) - n * pio2_lo;
+    const double r2 = r * r;
+    double ps = 1.0, pc = 1.0;
+    for (int k = 8; k >= 1; --k) {
+        ps = 1.0 - ps * r2 / (double(2 * k) * double(2 * k + 1));
+        pc = 1.0 - pc * r2 / (double(2 * k - 1) * double(2 * k));
+    }
+    const double sr = r * ps, cr = pc;
+    switch (static_cast<long long>(n) & 3) {
+        case 0:
+            sin_x = sr;
+            cos_x = cr;
+            break;
+        case 1:
+            sin_x = cr;
+            cos_x = -sr;
+            break;
+        case 2:
+            sin_x = -sr;
+            cos_x = -cr;
+            break;
+        default:
+            sin_x = -cr;
+            cos_x = sr;
+            break;
+    }
+}
+
 // ---- parallel thresholds -------------------------------------------------------------------
 
 /// Below these sizes a loop runs on one thread: a parallel region costs more than the work,
@@ -183,6 +260,182 @@ struct Geometry {
     }
 };
 
+// ---- channelized permeability field (hepta.hpp: channelized_permeability) -----------------
+
+/// Fraction of the layers in the upper (Tarbert-like, shallow-marine) family: 35 of SPE10's 85.
+constexpr int ch_top_layers = 35, ch_all_layers = 85;
+constexpr int ch_modes = 32;              // Fourier modes of the correlated Gaussian field
+constexpr double ch_nugget = 0.3;         // std of the per-cell white noise in log k
+constexpr int ch_bed_layers = 3;          // fluvial layers sharing one set of channels
+constexpr double ch_barrier_prob = 0.15;  // a marine layer is a shale barrier
+constexpr double ch_two_pi = 6.28318530717958647693;
+
+class ChannelizedField {
+public:
+    /// Everything cells of z-layers [i_lo, i_hi) need.
+    ChannelizedField(index_t J, index_t H, index_t I, std::uint64_t seed, index_t i_lo,
+                     index_t i_hi)
+        : J_(J), H_(H), I_(I), nugget_key_(stream_key(seed, stream_ch_nugget))
+    {
+        // correlated field: g(x) = sqrt(2/M) sum_m cos(k_m . x + phi_m), k_m ~ N(0, L^-2)
+        // per axis (a Gaussian covariance of lengths Lx, Ly, Lz), x at cell centres
+        const double ly = std::max(2.0, double(std::min(J, H)) / 10.0);
+        const double len[3] = {2.0 * ly, ly, 0.5};
+        const double cell[3] = {1.0, 1.0, 0.5};
+        const index_t n[3] = {J, H, I};
+        const std::uint64_t mode_key = stream_key(seed, stream_ch_modes);
+        const double amp = std::sqrt(2.0 / ch_modes);
+        for (int ax = 0; ax < 3; ++ax) {
+            tab_re_[ax].resize(std::size_t(ch_modes) * n[ax]);
+            tab_im_[ax].resize(tab_re_[ax].size());
+        }
+        for (int m = 0; m < ch_modes; ++m) {
+            const double phase = ch_two_pi * unit(hash(hash(mode_key, 3), std::uint64_t(m)));
+            for (int ax = 0; ax < 3; ++ax) {
+                const double k = normal(hash(mode_key, std::uint64_t(ax)), std::uint64_t(m)) /
+                                 len[ax] * cell[ax];
+                for (index_t t = 0; t < n[ax]; ++t) {
+                    double sn, cs;
+                    det_sincos(k * (double(t) + 0.5) + (ax == 0 ? phase : 0.0), sn, cs);
+                    const std::size_t at = std::size_t(m) * n[ax] + t;
+                    tab_re_[ax][at] = ax == 0 ? amp * cs : cs;
+                    tab_im_[ax][at] = ax == 0 ? amp * sn : sn;
+                }
+            }
+        }
+        // layer families and log-means (all layers: cheap)
+        const index_t n_top =
+            index_t((offset_t(ch_top_layers) * I + ch_all_layers / 2) / ch_all_layers);
+        const std::uint64_t layer_key = stream_key(seed, stream_ch_layer);
+        layers_.resize(I);
+        for (index_t i = 0; i < I; ++i) {
+            Layer& L = layers_[i];
+            const double z1 = normal(hash(layer_key, 0), std::uint64_t(i));
+            const double z2 = normal(hash(layer_key, 1), std::uint64_t(i));
+            if (i < n_top) {
+                if (unit(hash(hash(layer_key, 2), std::uint64_t(i))) < ch_barrier_prob) {
+                    L.mu = det_log(0.01) + 0.5 * z1;  // shale barrier
+                    L.sigma = 1.0;
+                } else {
+                    L.mu = det_log(50.0) + 0.7 * z1;  // shallow-marine sand
+                    L.sigma = 1.2;
+                }
+            } else {
+                L.mu = det_log(0.02) + 0.5 * z1;  // fluvial shale background
+                L.sigma = 1.5;
+                L.mu_channel = det_log(1500.0) + 0.3 * z2;
+            }
+        }
+        // channels of the fluvial layers in [i_lo, i_hi): centre line yc(x) and vertical
+        // half-width hw(x) (the half-width across the channel, over cos of its angle) per x
+        const std::uint64_t bed_key = stream_key(seed, stream_ch_bed);
+        const double w0 = std::max(3.0, double(H) / 16.0);
+        const index_t n_ch = std::max<index_t>(1, index_t(std::floor(0.3 * double(H) / w0 + 0.5)));
+        const double width_of[ch_bed_layers] = {1.0, 0.8, 0.55};  // top of a bed widest
+        for (index_t i = std::max<index_t>(i_lo, n_top); i < std::min(i_hi, I); ++i) {
+            Layer& L = layers_[i];
+            const index_t f = i - n_top, bed = f / ch_bed_layers, t = f % ch_bed_layers;
+            L.ch_begin = index_t(center_.size() / std::size_t(J));
+            for (index_t ch = 0; ch < n_ch; ++ch) {
+                const std::uint64_t key =
+                    hash(hash(bed_key, std::uint64_t(bed)), std::uint64_t(ch));
+                auto u = [&](std::uint64_t tag) { return unit(hash(key, tag)); };
+                const double width = w0 * (0.7 + 0.6 * u(1));
+                const double wave = width * (8.0 + 6.0 * u(2));  // meander wavelength
+                const double a1 = wave * (0.1 + 0.15 * u(3)), p1 = ch_two_pi * u(4);
+                const double wave2 = wave / 2.3, a2 = 0.25 * a1, p2 = ch_two_pi * u(5);
+                const double slope = 0.4 * (u(6) - 0.5);
+                const double drift = (u(7) < 0.5 ? -0.3 : 0.3) * width * double(t);
+                const double y0 = double(H) * u(0) + drift;
+                const double half = 0.5 * width * width_of[t];
+                for (index_t j = 0; j < J; ++j) {
+                    const double x = double(j) + 0.5;
+                    double s1, c1, s2, c2;
+                    det_sincos(ch_two_pi * x / wave + p1, s1, c1);
+                    det_sincos(ch_two_pi * x / wave2 + p2, s2, c2);
+                    const double dy =
+                        slope + a1 * (ch_two_pi / wave) * c1 + a2 * (ch_two_pi / wave2) * c2;
+                    center_.push_back(y0 + slope * (x - 0.5 * double(J)) + a1 * s1 + a2 * s2);
+                    half_.push_back(half * std::sqrt(1.0 + dy * dy));
+                }
+            }
+            L.ch_end = index_t(center_.size() / std::size_t(J));
+        }
+    }
+
+    /// kx of cells [c0, c1) into k[0 .. c1 - c0) and, if s is not null, the normalised log
+    /// permeability (log k - log k_min) / (log k_max - log k_min) in [0, 1] into s.
+    void fill(index_t c0, index_t c1, double* k, double* s) const
+    {
+        if (c1 <= c0) return;
+        const index_t J = J_, l0 = c0 / J, l1 = (c1 - 1) / J + 1;
+#pragma omp parallel if (c1 - c0 >= parallel_min_cells)
+        {
+            std::vector<double> g(static_cast<std::size_t>(J));
+#pragma omp for schedule(static)
+            for (index_t l = l0; l < l1; ++l) {
+                const index_t j0 = std::max<index_t>(0, c0 - l * J);
+                const index_t j1 = std::min<index_t>(J, c1 - l * J);
+                line(l % H_, l / H_, j0, j1, g.data(), k, s, l * J - c0);
+            }
+        }
+    }
+
+private:
+    struct Layer {
+        double mu = 0, sigma = 0;          // background log-mean and log-std
+        double mu_channel = 0;             // fluvial layers: log-mean on the channel axis
+        index_t ch_begin = 0, ch_end = 0;  // its channels' rows in center_ / half_
+    };
+
+    /// Cells j in [j0, j1) of line (h, i) into k[base + j] (and s[base + j]), as fill.
+    void line(index_t h, index_t i, index_t j0, index_t j1, double* g, double* k, double* s,
+              index_t base) const
+    {
+        const index_t J = J_;
+        for (index_t j = j0; j < j1; ++j) g[j] = 0.0;
+        for (int m = 0; m < ch_modes; ++m) {
+            // Re(X_m[j] Y_m[h] Z_m[i]) = cos(k_m . x + phi_m), amplitude folded into X
+            const std::size_t ah = std::size_t(m) * H_ + h, ai = std::size_t(m) * I_ + i;
+            const double yr = tab_re_[1][ah], yi = tab_im_[1][ah];
+            const double zr = tab_re_[2][ai], zi = tab_im_[2][ai];
+            const double yz_re = yr * zr - yi * zi, yz_im = yr * zi + yi * zr;
+            const double* xr = tab_re_[0].data() + std::size_t(m) * J;
+            const double* xi = tab_im_[0].data() + std::size_t(m) * J;
+            for (index_t j = j0; j < j1; ++j) g[j] += xr[j] * yz_re - xi[j] * yz_im;
+        }
+        const Layer& L = layers_[i];
+        const double y = double(h) + 0.5;
+        const double log_min = det_log(channelized_k_min), log_max = det_log(channelized_k_max);
+        const index_t row = J * (h + H_ * i);
+        for (index_t j = j0; j < j1; ++j) {
+            // nugget: triangular (sum of two uniforms), std ch_nugget
+            const std::uint64_t z = hash(nugget_key_, std::uint64_t(row) + std::uint64_t(j));
+            const double u1 = (double(z >> 32) + 0.5) * (1.0 / 4294967296.0);
+            const double u2 = (double(z & 0xffffffffULL) + 0.5) * (1.0 / 4294967296.0);
+            const double nugget = ch_nugget * 2.44948974278317809820 * (u1 + u2 - 1.0);
+            double logk = L.mu + L.sigma * g[j] + nugget;
+            // channels: r = distance to the nearest centre line / half-width
+            double r = 1.0;
+            for (index_t ch = L.ch_begin; ch < L.ch_end; ++ch) {
+                const std::size_t at = std::size_t(ch) * J + j;
+                r = std::min(r, std::abs(y - center_[at]) / half_[at]);
+            }
+            if (r < 1.0) logk = L.mu_channel - 1.5 * r * r + 0.8 * g[j] + nugget;
+            logk = std::min(30.0, std::max(-30.0, logk));
+            k[base + j] = std::min(channelized_k_max, std::max(channelized_k_min, det_exp30(logk)));
+            if (s)
+                s[base + j] = std::min(1.0, std::max(0.0, (logk - log_min) / (log_max - log_min)));
+        }
+    }
+
+    index_t J_, H_, I_;
+    std::uint64_t nugget_key_;
+    std::vector<double> tab_re_[3], tab_im_[3];  // [m * n_axis + t]: e^{i k_m,axis x_t}
+    std::vector<Layer> layers_;
+    std::vector<double> center_, half_;  // [channel row * J + j]
+};
+
 // ---- coefficient models ------------------------------------------------------------------
 
 /// Reservoir model constants. Cells are 1 x 1 x 0.5 (x, y, z), so the area/distance factor
@@ -205,16 +458,20 @@ public:
           uniform_key_(stream_key(spec.seed, stream_uniform_entry)),
           mobility_key_(stream_key(spec.seed, stream_mobility))
     {
-        if (spec.model != HeptaModel::reservoir) return;
+        if (spec.model == HeptaModel::uniform) return;
         const index_t G = geo_.G;
         const index_t jh = spec.J * spec.H;
         if (cell_hi < 0) cell_hi = G;
         c0_ = std::max<index_t>(0, cell_lo - jh);
         const index_t c1 = std::min<index_t>(G, cell_hi + jh);
         const double d = spec.difficulty;
+        const double acc_scale = accumulation_ref * det_exp(-3.0 * d * ln10);  // 10^(-3d)
+        if (spec.model == HeptaModel::channelized) {
+            channelized_cells(c1, acc_scale);
+            return;
+        }
         const double sigma_layer = 0.5 + 1.5 * d;
         const double sigma_cell = 0.25 + 0.5 * d;
-        const double acc_scale = accumulation_ref * det_exp(-3.0 * d * ln10);  // 10^(-3d)
         perm_.resize(std::size_t(std::max<index_t>(0, c1 - c0_)));
         acc_.resize(perm_.size());
         std::vector<double> layer(spec.I);
@@ -257,6 +514,28 @@ public:
     }
 
 private:
+    /// Channelized model: k_x from channelized_permeability's field on cells [c0_, c1), and
+    /// the accumulation with a porosity that follows log k (0.05 in the tightest shale to
+    /// 0.25 in the best sand, plus uniform noise in [0, 0.05)).
+    void channelized_cells(index_t c1, double acc_scale)
+    {
+        const index_t n = std::max<index_t>(0, c1 - c0_);
+        perm_.resize(std::size_t(n));
+        acc_.resize(perm_.size());
+        if (n == 0) return;
+        const index_t jh = spec_.J * spec_.H;
+        const ChannelizedField field(spec_.J, spec_.H, spec_.I, spec_.seed, c0_ / jh,
+                                     (c1 - 1) / jh + 1);
+        field.fill(c0_, c1, perm_.data(), acc_.data());  // acc_ <- normalised log k first
+        const std::uint64_t phi_key = stream_key(spec_.seed, stream_ch_porosity);
+#pragma omp parallel for schedule(static) if (n >= parallel_min_cells)
+        for (index_t c = c0_; c < c1; ++c) {
+            const double phi =
+                0.05 + 0.2 * acc_[c - c0_] + 0.05 * unit(hash(phi_key, std::uint64_t(c)));
+            acc_[c - c0_] = acc_scale * (phi / 0.2);
+        }
+    }
+
     /// Thesis-like: every entry of every present block uniform in (0, 1), hashed from its
     /// (row, column).
     void uniform_row(index_t c, const std::array<bool, num_dirs>& present, double* buf) const
@@ -325,8 +604,8 @@ private:
     std::uint64_t uniform_key_;  // stream keys (see stream_key)
     std::uint64_t mobility_key_;
     index_t c0_ = 0;            // first cell of perm_ and acc_
-    std::vector<double> perm_;  // k_x per cell (reservoir)
-    std::vector<double> acc_;   // pore volume / dt per cell (reservoir)
+    std::vector<double> perm_;  // k_x per cell (reservoir, channelized)
+    std::vector<double> acc_;   // pore volume / dt per cell (reservoir, channelized)
 };
 
 std::string lower(std::string s)
@@ -344,8 +623,9 @@ HeptaModel parse_model(const std::string& name)
     const std::string n = lower(name);
     if (n == "uniform") return HeptaModel::uniform;
     if (n == "reservoir") return HeptaModel::reservoir;
-    HEPTANE_THROW(InputError,
-                  "unknown coefficient model '" << name << "' (choose uniform or reservoir)");
+    if (n == "channelized") return HeptaModel::channelized;
+    HEPTANE_THROW(InputError, "unknown coefficient model '"
+                                  << name << "' (choose uniform, reservoir or channelized)");
 }
 
 const char* to_string(HeptaModel m)
@@ -355,6 +635,8 @@ const char* to_string(HeptaModel m)
             return "uniform";
         case HeptaModel::reservoir:
             return "reservoir";
+        case HeptaModel::channelized:
+            return "channelized";
     }
     return "?";
 }
@@ -387,9 +669,29 @@ std::string describe(const HeptaSpec& s)
     std::ostringstream o;
     o << (s.banded ? "banded" : "grid") << " GH " << s.J << "x" << s.H << "x" << s.I
       << ", Nc=" << s.Nc << ", " << to_string(s.model);
-    if (s.model == HeptaModel::reservoir) o << " (difficulty " << s.difficulty << ")";
+    if (s.model == HeptaModel::reservoir || s.model == HeptaModel::channelized)
+        o << " (difficulty " << s.difficulty << ")";
     o << ", seed " << s.seed;
     return o.str();
+}
+
+PermeabilityField channelized_permeability(index_t J, index_t H, index_t I, std::uint64_t seed)
+{
+    HeptaSpec spec;
+    spec.J = J;
+    spec.H = H;
+    spec.I = I;
+    spec.banded = false;
+    validate(spec);
+    const index_t G = index_t(spec.cells());
+    PermeabilityField out;
+    out.kx.resize(std::size_t(G));
+    const ChannelizedField field(J, H, I, seed, 0, I);
+    field.fill(0, G, out.kx.data(), nullptr);
+    out.ky = out.kx;
+    out.kz.resize(out.kx.size());
+    for (std::size_t c = 0; c < out.kz.size(); ++c) out.kz[c] = channelized_kz_ratio * out.kx[c];
+    return out;
 }
 
 std::vector<index_t> hepta_block_offsets(const HeptaSpec& spec)

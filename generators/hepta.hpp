@@ -44,9 +44,18 @@ namespace heptane {
 ///    T*(C + 2 diag(off-diagonal row sums of C)). Every row is diagonally dominant with margin
 ///    exactly the accumulation term; with Nc = 1 the matrix is symmetric positive definite.
 ///    Couplings that wrap across a face in the banded variant are treated as neighbours.
-enum class HeptaModel { uniform, reservoir };
+///  * channelized: the reservoir model's stencil (T = area/distance * harmonic mean of the two
+///    cells' k, the same mobility blocks C for Nc > 1, no-flow boundaries, no wells) and its
+///    accumulation diagonal and difficulty, on a strongly heterogeneous SPE10-model-2-like
+///    field (channelized_permeability below) in mD instead of the mild layered one, with
+///    porosity 0.05 .. 0.30 rising with log k (pore volume / dt 0.25 .. 1.5 at difficulty 0).
+///    Off-diagonal magnitudes span about 1e-4 .. 7.5e3; every row is diagonally dominant
+///    with margin the accumulation term, so the Nc = 1 matrix is a symmetric M-matrix (SPD).
+///    Hard for one-level methods: CG + Jacobi to rtol 1e-8 on 64x64x32 took 561 iterations
+///    (reservoir: 30), CG + ILU(0) 209 (reservoir: 10), both at difficulty 0.
+enum class HeptaModel { uniform, reservoir, channelized };
 
-/// "uniform" or "reservoir". Throws InputError naming the valid choices.
+/// "uniform", "reservoir" or "channelized". Throws InputError naming the valid choices.
 HeptaModel parse_model(const std::string& name);
 const char* to_string(HeptaModel m);
 
@@ -64,6 +73,8 @@ struct HeptaSpec {
     /// For scale: unpreconditioned BiCGStab to rtol 1e-8 on a 32x32x16 grid, Nc = 1, took
     /// 28 iterations at difficulty 0, 252 at 0.5, 2013 at 1 (Nc = 4: 25, 165, 1148); at 2 it
     /// did not converge in 5000.
+    /// Channelized model: each +1 shrinks the accumulation term by 10^3 as well; the
+    /// permeability field does not depend on it (its contrast is fixed).
     double difficulty = 0.0;
 
     /// G = J*H*I (64-bit: valid only after validate()).
@@ -77,8 +88,44 @@ struct HeptaSpec {
 /// when I > 1 (with J = 1 the +-1 and +-J diagonals coincide, with H = 1 +-J and +-J*H do).
 void validate(const HeptaSpec& spec);
 
-/// "banded GH 16x16x32, Nc=8, uniform, seed 1" (difficulty shown for the reservoir model).
+/// "banded GH 16x16x32, Nc=8, uniform, seed 1" (difficulty shown for the reservoir and
+/// channelized models).
 std::string describe(const HeptaSpec& spec);
+
+/// Clip range of the channelized model's horizontal permeability kx = ky (mD): every cell
+/// lies in [min, max].
+inline constexpr double channelized_k_min = 1e-3;
+inline constexpr double channelized_k_max = 1e4;
+/// The channelized model's vertical anisotropy: kz = channelized_kz_ratio * kx in every cell.
+inline constexpr double channelized_kz_ratio = 0.1;
+
+/// Per-cell permeability (mD), cell c = j + J*(h + H*i) as in the matrices.
+struct PermeabilityField {
+    std::vector<double> kx, ky, kz;
+};
+
+/// The channelized model's permeability on a J x H x I grid (cells 1 x 1 x 0.5, z-layer
+/// i = 0 on top), after SPE10 model 2: a function of (J, H, I, seed) only, bit-identical on
+/// every machine and for any thread count, and for the rows of generate_hepta_bdia_rows.
+///  * log k = layer log-mean + sigma * g + nugget: g a spatially correlated standard Gaussian
+///    field (spectral method: 32 random Fourier modes of a Gaussian covariance, correlation
+///    lengths Lx = 2 Ly, Ly = max(2, min(J, H)/10) cells, Lz = one layer), the nugget white
+///    noise of std 0.3. Each layer's log-mean is drawn around its family's (layer-to-layer
+///    variation).
+///  * Layer families: the top round(35 I / 85) layers (Tarbert-like, shallow marine):
+///    sand, median ~50 mD, sigma 1.2; each of them is instead a shale barrier (median
+///    ~0.01 mD, sigma 1) with probability 0.15. The other layers (Upper Ness-like, fluvial):
+///    shale, median ~0.02 mD, sigma 1.5, cut by sinuous sand channels (meandering centre
+///    lines of two harmonics, wavelength 8-14 widths, random tilt; widths max(3, H/16) x
+///    [0.7, 1.3) cells; about a quarter of a layer, 17-39% at 256 x 256), median ~1500 mD
+///    on the channel axis falling by e^-1.5 towards the banks, sigma 0.8. A channel set
+///    persists through a bed of 3 layers, narrowing downwards and shifting sideways. With
+///    I = 1 the one layer is fluvial.
+///  * kx = ky = exp(log k) clipped to [channelized_k_min, channelized_k_max] = [1e-3, 1e4]
+///    (contrast 1e7; at 128 x 128 x 64 and up about 2-3% of the cells sit at 1e-3 and 0.1%
+///    at 1e4; small grids reach >= 1e6 wherever a fluvial layer has a channel); kz = 0.1 kx.
+/// OpenMP-parallel. Throws InputError unless J, H, I >= 1 and J*H*I < 2^31.
+PermeabilityField channelized_permeability(index_t J, index_t H, index_t I, std::uint64_t seed);
 
 /// The block offsets that carry couplings, ascending: a subset of {-JH, -J, -1, 0, 1, J, JH}
 /// (banded: +-d is kept when d < G; grid: when its axis has more than one cell). These are

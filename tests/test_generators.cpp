@@ -1,6 +1,7 @@
 // General-hepta generators: sizes against the thesis table and the closed formulas, the
 // pattern against an independent enumeration over cells, dense blocks, determinism (seeds,
-// thread counts), BDIA-direct == COO, the reservoir model's diagonal dominance, and b = A x.
+// thread counts), BDIA-direct == COO, the reservoir model's diagonal dominance, and b = A x;
+// the channelized model: its field (contrast, kz/kx) and its matrix (a symmetric M-matrix).
 #include <boost/test/unit_test.hpp>
 
 #include <algorithm>
@@ -408,7 +409,223 @@ BOOST_AUTO_TEST_CASE(model_names_parse_and_print)
     BOOST_TEST((parse_model("uniform") == HeptaModel::uniform));
     BOOST_TEST((parse_model("Reservoir") == HeptaModel::reservoir));
     BOOST_TEST(std::string(to_string(HeptaModel::reservoir)) == "reservoir");
+    BOOST_TEST((parse_model("channelized") == HeptaModel::channelized));
+    BOOST_TEST((parse_model("Channelized") == HeptaModel::channelized));
+    BOOST_TEST(std::string(to_string(HeptaModel::channelized)) == "channelized");
     BOOST_CHECK_EXCEPTION(parse_model("laplace"), InputError, [](const InputError& e) {
-        return std::string(e.what()).find("uniform or reservoir") != std::string::npos;
+        return std::string(e.what()).find("uniform, reservoir or channelized") != std::string::npos;
     });
+}
+
+// ---- channelized model ---------------------------------------------------------------------
+
+namespace {
+
+Coo<double> transposed(const Coo<double>& a)
+{
+    Coo<double> tr{a.rows, a.cols, a.col, a.row, a.val};
+    canonicalize(tr);
+    return tr;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(channelized_nc1_is_a_symmetric_m_matrix)
+{
+    for (bool banded : {false, true})
+        for (double difficulty : {0.0, 1.0}) {
+            const auto s = spec(24, 20, 10, 1, banded, HeptaModel::channelized, 5, difficulty);
+            BOOST_TEST_CONTEXT(describe(s))
+            {
+                const auto a = generate_hepta_coo<double>(s);
+                BOOST_TEST(is_canonical(a));
+                BOOST_TEST(same_coo(a, transposed(a)));  // symmetric, entry for entry
+                std::vector<double> diag(a.rows, 0), off(a.rows, 0);
+                index_t positive_off = 0;
+                double off_lo = 1e300, off_hi = 0;
+                for (offset_t k = 0; k < a.nnz(); ++k) {
+                    if (a.row[k] == a.col[k]) {
+                        diag[a.row[k]] += a.val[k];
+                    } else {
+                        positive_off += a.val[k] > 0;
+                        off[a.row[k]] -= a.val[k];
+                        off_lo = std::min(off_lo, -a.val[k]);
+                        off_hi = std::max(off_hi, -a.val[k]);
+                    }
+                }
+                BOOST_TEST(positive_off == 0);
+                index_t non_positive_diag = 0, not_dominant = 0, strict = 0;
+                for (index_t r = 0; r < a.rows; ++r) {
+                    non_positive_diag += !(diag[r] > 0);
+                    not_dominant += diag[r] < off[r];
+                    strict += diag[r] > off[r];
+                }
+                BOOST_TEST(non_positive_diag == 0);
+                BOOST_TEST(not_dominant == 0);
+                BOOST_TEST(strict >= 1);
+                // the field's contrast shows in the transmissibilities
+                BOOST_TEST(off_lo > 0);
+                BOOST_TEST(off_hi / off_lo > 1e5);
+            }
+        }
+}
+
+BOOST_AUTO_TEST_CASE(channelized_rows_are_diagonally_dominant_for_every_block_size)
+{
+    for (bool banded : {false, true})
+        for (index_t nc : {1, 2, 3, 4}) {
+            const auto s = spec(9, 8, 7, nc, banded, HeptaModel::channelized, 9);
+            const auto a = generate_hepta_coo<double>(s);
+            std::vector<double> diag(a.rows, 0), off(a.rows, 0);
+            for (offset_t k = 0; k < a.nnz(); ++k)
+                (a.row[k] == a.col[k] ? diag : off)[a.row[k]] += std::abs(a.val[k]);
+            double min_margin = 1e300;
+            for (index_t r = 0; r < a.rows; ++r)
+                min_margin = std::min(min_margin, diag[r] - off[r]);
+            // margin: the accumulation term, >= 0.25 at difficulty 0 (up to rounding)
+            BOOST_TEST_CONTEXT(describe(s))
+            {
+                BOOST_TEST(min_margin > 0.2);
+            }
+        }
+}
+
+BOOST_AUTO_TEST_CASE(channelized_permeability_contrast_and_anisotropy)
+{
+    const std::tuple<index_t, index_t, index_t> shapes[] = {{32, 32, 16}, {40, 24, 6}, {64, 48, 1}};
+    for (auto [J, H, I] : shapes)
+        for (std::uint64_t seed : {1, 2, 3}) {
+            BOOST_TEST_CONTEXT(J << "x" << H << "x" << I << " seed " << seed)
+            {
+                const auto f = channelized_permeability(J, H, I, seed);
+                const std::size_t g = std::size_t(J) * H * I;
+                BOOST_TEST(f.kx.size() == g);
+                BOOST_TEST(f.ky.size() == g);
+                BOOST_TEST(f.kz.size() == g);
+                const auto [lo, hi] = std::minmax_element(f.kx.begin(), f.kx.end());
+                BOOST_TEST(*lo >= channelized_k_min);
+                BOOST_TEST(*hi <= channelized_k_max);
+                BOOST_TEST(*hi / *lo >= 1e6);
+                BOOST_TEST(f.ky == f.kx);
+                double worst = 0, sum_log = 0, sum_log2 = 0;
+                std::size_t channel_like = 0;
+                for (std::size_t c = 0; c < g; ++c) {
+                    worst = std::max(worst, std::abs(f.kz[c] / f.kx[c] - 0.1));
+                    const double l = std::log10(f.kx[c]);
+                    sum_log += l;
+                    sum_log2 += l * l;
+                    channel_like += f.kx[c] > 100.0;
+                }
+                BOOST_TEST(worst < 1e-15);
+                // strongly heterogeneous: log10 k spreads over decades, sand and shale both
+                const double mean = sum_log / double(g);
+                BOOST_TEST(std::sqrt(sum_log2 / double(g) - mean * mean) > 1.0);
+                BOOST_TEST(channel_like > g / 20);
+                BOOST_TEST(channel_like < g * 3 / 4);
+            }
+        }
+    BOOST_CHECK_THROW(channelized_permeability(0, 4, 4, 1), InputError);
+}
+
+BOOST_AUTO_TEST_CASE(channelized_same_seed_same_matrix_other_seed_other_one)
+{
+    for (index_t nc : {1, 3}) {
+        const auto a =
+            generate_hepta_coo<double>(spec(12, 10, 8, nc, false, HeptaModel::channelized, 42));
+        const auto b =
+            generate_hepta_coo<double>(spec(12, 10, 8, nc, false, HeptaModel::channelized, 42));
+        const auto c =
+            generate_hepta_coo<double>(spec(12, 10, 8, nc, false, HeptaModel::channelized, 43));
+        BOOST_TEST(same_coo(a, b));
+        BOOST_TEST(a.col.host() == c.col.host());
+        offset_t differ = 0;
+        for (offset_t k = 0; k < a.nnz(); ++k) differ += a.val[k] != c.val[k];
+        BOOST_TEST(differ > a.nnz() * 9 / 10);
+        BOOST_TEST(channelized_permeability(12, 10, 8, 42).kx ==
+                   channelized_permeability(12, 10, 8, 42).kx);
+        BOOST_TEST(channelized_permeability(12, 10, 8, 42).kx !=
+                   channelized_permeability(12, 10, 8, 43).kx);
+    }
+}
+
+BOOST_AUTO_TEST_CASE(channelized_does_not_depend_on_the_thread_count)
+{
+    // 64 x 40 x 12 = 30720 cells: well above the one-thread threshold of 4096 cells
+    for (bool banded : {false, true})
+        for (index_t nc : {1, 2}) {
+            const auto s = spec(64, 40, 12, nc, banded, HeptaModel::channelized, 7, 0.5);
+            set_threads(1);
+            const auto a1 = generate_hepta_coo<double>(s);
+            const auto b1 = generate_hepta_bdia<double>(s);
+            const auto f1 = channelized_permeability(s.J, s.H, s.I, s.seed);
+            set_threads(2);
+            const auto a2 = generate_hepta_coo<double>(s);
+            const auto b2 = generate_hepta_bdia<double>(s);
+            const auto f2 = channelized_permeability(s.J, s.H, s.I, s.seed);
+            BOOST_TEST_CONTEXT(describe(s))
+            {
+                BOOST_TEST(same_coo(a1, a2));
+                BOOST_TEST(b1.data.host() == b2.data.host());
+                BOOST_TEST(b1.pattern.host() == b2.pattern.host());
+                BOOST_TEST(same_coo(to_coo(b1), a1));
+                BOOST_TEST(f1.kx == f2.kx);
+                BOOST_TEST(f1.kz == f2.kz);
+            }
+        }
+#ifdef _OPENMP
+    omp_set_num_threads(omp_get_num_procs());
+#endif
+}
+
+BOOST_AUTO_TEST_CASE(channelized_row_blocks_equal_the_whole_matrix)
+{
+    // generate_hepta_bdia_rows computes the field only near its rows: same values
+    for (bool banded : {false, true}) {
+        const auto s = spec(10, 9, 11, 2, banded, HeptaModel::channelized, 3);
+        const auto whole = generate_hepta_bdia<double>(s);
+        const index_t n = whole.rows, nd = whole.num_diagonals();
+        const index_t bounds[][2] = {
+            {0, 2 * 90 * 2}, {2 * 90 * 3 + 8, 2 * 90 * 7}, {n - 2 * 90, n}};
+        for (const auto& b : bounds) {
+            const auto part = generate_hepta_bdia_rows<double>(s, b[0], b[1]);
+            const index_t m = b[1] - b[0];
+            offset_t differ = 0;
+            for (index_t k = 0; k < nd; ++k)
+                for (index_t r = 0; r < m; ++r)
+                    differ += part.data[std::size_t(k) * m + r] !=
+                              whole.data[std::size_t(k) * n + b[0] + r];
+            BOOST_TEST_CONTEXT(describe(s) << ", rows " << b[0] << ".." << b[1])
+            {
+                BOOST_TEST(differ == 0);
+            }
+        }
+    }
+}
+
+BOOST_AUTO_TEST_CASE(channelized_values_are_pinned_across_machines)
+{
+    // regression pin, as values_are_pinned_across_machines: changing the field or the
+    // deterministic sin/cos/exp must change these on purpose
+    const auto a = generate_hepta_coo<double>(spec(4, 3, 2, 1, false, HeptaModel::channelized, 1));
+    BOOST_TEST(a.val[0] == 0x1.f3e6b1fe3afe6p+3);
+    BOOST_TEST(a.val[1] == -0x1.330453c1d867cp+3);
+    BOOST_TEST(a.val[3] == -0x1.52ecc5f0d3f77p-12);
+    const auto f = channelized_permeability(4, 3, 2, 1);
+    BOOST_TEST(f.kx[0] == 0x1.c8fe4e9d434cfp+3);
+    BOOST_TEST(f.kx[23] == 0x1.746e4c81f3d0fp-10);
+}
+
+BOOST_AUTO_TEST_CASE(channelized_through_every_path)
+{
+    // BDIA-direct == COO, float == double rounded once, b = A x_true, other models unchanged
+    const auto s = spec(7, 6, 5, 3, false, HeptaModel::channelized, 11, 1.0);
+    BOOST_TEST(same_coo(to_coo(generate_hepta_bdia<double>(s)), generate_hepta_coo<double>(s)));
+    const auto d = generate_hepta_coo<double>(s);
+    const auto f = generate_hepta_coo<float>(s);
+    for (offset_t k = 0; k < d.nnz(); ++k) BOOST_TEST(f.val[k] == static_cast<float>(d.val[k]));
+    const auto sys = make_rhs(s, d);
+    std::vector<double> y(d.rows);
+    kernels::spmv(*cpu_executor(), d, Op::normal, 1.0, sys.x_true.data(), 0.0, y.data());
+    BOOST_TEST(test::rel_max_diff(sys.b, y) < 1e-14);
+    BOOST_TEST(describe(s) == "grid GH 7x6x5, Nc=3, channelized (difficulty 1), seed 11");
 }
