@@ -145,7 +145,7 @@ bool launched_by_mpirun()
 }
 
 const char* pc_options_help =
-    "  --amg-threshold T     strength of connection: |a_ij| > T sqrt(|a_ii a_jj|) (default 0.08;\n"
+    "  --amg-threshold T     strength of connection: |a_ij| > T sqrt(|a_ii a_jj|) (default 0.02;\n"
     "                        0 keeps every coupling)\n"
     "  --amg-smoother S      chebyshev (default), jacobi, l1jacobi, ilu0mc\n"
     "  --amg-sweeps N        Chebyshev degree / smoothing sweeps before and after (default 2)\n"

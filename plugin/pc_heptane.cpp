@@ -378,7 +378,7 @@ static PetscErrorCode PCCreate_Heptane_Private(PC pc, heptane::PcType type)
    diagonal block, block Jacobi over the ranks).
 
    Options Database Keys:
-+  -heptane_amg_threshold <theta> - strength of connection (default 0.08)
++  -heptane_amg_threshold <theta> - strength of connection (default 0.02)
 .  -heptane_amg_smoother <chebyshev,jacobi,l1jacobi,ilu0mc> - smoother (default chebyshev)
 .  -heptane_amg_sweeps <k> - pre- and post-smoothing sweeps (default 2)
 .  -heptane_amg_cycle <v,w> - cycle (default v)

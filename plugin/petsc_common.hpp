@@ -119,7 +119,7 @@ PETSC_INTERN PetscErrorCode HeptaneCheckDevice(const char[]);
                                        CPU, multi-colour BILU(0) on a GPU)
    opts->cpr.amg is set to opts->amg. */
 PETSC_INTERN PetscErrorCode HeptanePcOptionsFromOptions(PetscOptionItems *, heptane::PcOptions *, PetscBool cpr, const char man[]);
-/* The same options as one line for the views ("-heptane_amg_threshold 0.08 ..."). */
+/* The same options as one line for the views ("-heptane_amg_threshold 0.02 ..."). */
 std::string HeptanePcOptionsText(const heptane::PcOptions &, PetscBool cpr);
 /* A text of several lines to an ASCII viewer, each line after `indent` (the AMG hierarchy). */
 PetscErrorCode HeptaneViewLines(PetscViewer, const char indent[], const std::string &);

@@ -147,7 +147,7 @@ if(HEPTANE_BUILD_EXAMPLES)
     --plugin ${plugin_so} --ref "${ref_bcgs} -pc_type gamg" --heptane "-ksp_type hbcgs -pc_type hamg -ksp_view"
     --expect "${amg_view}.*from -pc_type hamg" --expect "finest level through the solver's operator"
     --expect "heptane AMG hierarchy:\\n +level +rows +nnz +nnz/row +lambda_max\\n +0 +1536 +9920"
-    --expect "heptane AMG options: -heptane_amg_threshold 0.08 -heptane_amg_smoother chebyshev -heptane_amg_sweeps 2 -heptane_amg_cycle v"
+    --expect "heptane AMG options: -heptane_amg_threshold 0.02 -heptane_amg_smoother chebyshev -heptane_amg_sweeps 2 -heptane_amg_cycle v"
     --expect "heptane preconditioner setups: 1 full \\(symbolic \\+ numeric\\), 2 values-only"
     --reject DIVERGED -- ${res_p})
   # ... and far fewer iterations than Jacobi (93-98 a solve): at most a fifth, solve by solve
@@ -172,7 +172,7 @@ if(HEPTANE_BUILD_EXAMPLES)
   heptane_plugin_test(plugin_reservoir_hcpr_coupled
     ${solves} --its coupled=5:15 --ref-its coupled=14:30 --max-relres 1e-8 --solves 6 --
     --plugin ${plugin_so} --ref ${ref_bcgs} --heptane "-ksp_type hbcgs -pc_type hcpr -ksp_view"
-    --expect "heptane preconditioner: cpr \\(quasi-IMPES, pressure unknown 0. pressure: amg \\(smoothed aggregation.*second stage: ilu0 Nc=3"
+    --expect "heptane preconditioner: cpr \\(quasi-IMPES, pressure unknown 0. pressure: amg \\(smoothed aggregation.*second stage: ilu0(-mc)? Nc=3"
     --expect "heptane CPR options: .* -heptane_cpr_pressure_index 0 -heptane_cpr_second auto"
     --expect "coupled: ksp hbcgs" -- ${res_c})
   # ... as an ordinary PC under PETSc's FGMRES, on bdiagh matrices (15-16 iterations)
@@ -200,7 +200,7 @@ if(HEPTANE_BUILD_EXAMPLES)
   # CPR: 15-16) and solution
   heptane_plugin_test(plugin_reservoir_hgmres_matches_fgmres
     ${solves} --its coupled=18:40 --its-diff 1 --max-relres 1e-8 --solves 6 --
-    --plugin ${plugin_so} --ref "-ksp_type fgmres" --heptane "-ksp_type hgmres -ksp_view"
+    --plugin ${plugin_so} --ref "-ksp_type fgmres" --heptane "-ksp_type hgmres -heptane_ilu natural -ksp_view"
     --expect "heptane GMRES\\(30\\) \\(flexible, restarted" --expect "coupled: ksp hgmres" -- ${res_c})
   heptane_plugin_test(plugin_reservoir_hgmres_hcpr_matches_fgmres_hcpr
     ${solves} --its coupled=9:24 --its-diff 1 --max-relres 1e-8 --solves 6 --
@@ -229,7 +229,7 @@ heptane_plugin_test(plugin_host_hcg_hamg_options
   --reject MISMATCH -- ${host} -convection 0 -n 16)
 heptane_plugin_test(plugin_host_hgmres_restart
   ${solves} --its host=8:30 --its-diff 1 ${host_checks} --solves 2 --
-  --plugin ${plugin_so} --ref "-ksp_type fgmres -ksp_gmres_restart 5 -pc_type ilu" --heptane "-ksp_type hgmres -ksp_gmres_restart 5 -pc_type ilu -ksp_view"
+  --plugin ${plugin_so} --ref "-ksp_type fgmres -ksp_gmres_restart 5 -pc_type ilu" --heptane "-ksp_type hgmres -ksp_gmres_restart 5 -pc_type ilu -heptane_ilu natural -ksp_view"
   --expect "heptane GMRES\\(5\\)" --reject MISMATCH -- ${host} -dof 2 -solves 2)
 # CPR's options: another pressure unknown, block Jacobi as the second stage (22 iterations;
 # BILU(0): 8)
@@ -241,7 +241,7 @@ heptane_plugin_test(plugin_host_hcpr_hbcgs
 heptane_plugin_test(plugin_host_help_lists_amg_options
   ${solves} --its host=3:16 ${host_checks} --
   --plugin ${plugin_so} --heptane "-ksp_type hbcgs -pc_type hamg -help"
-  "--expect=KSP hbcgs options" "--expect=-heptane_amg_threshold <0.08" "--expect=-heptane_amg_smoother <now chebyshev : formerly chebyshev> AMG smoother[^\\n]*choose one of. chebyshev jacobi l1jacobi ilu0mc"
+  "--expect=KSP hbcgs options" "--expect=-heptane_amg_threshold <0.02" "--expect=-heptane_amg_smoother <now chebyshev : formerly chebyshev> AMG smoother[^\\n]*choose one of. chebyshev jacobi l1jacobi ilu0mc"
   "--expect=-heptane_amg_sweeps <now 2" "--expect=-heptane_amg_cycle <now v" "--expect=-heptane_amg_coarse_size <now 300" "--expect=-heptane_amg_max_levels <now 20"
   "--expect=-heptane_cpr_pressure_index <now 0" "--expect=-heptane_cpr_second <now auto" -- ${host})
 heptane_plugin_test(plugin_host_help_lists_pc_options

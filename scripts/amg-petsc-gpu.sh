@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# Multigrid against PETSc in one device call (the H100 of the device tool): build PETSc 3.18
+# (CPU, MPI) from .tools/ (carry .tools), heptane with CUDA, the plugin and the reservoir
+# example; run the GPU tests of AMG/CPR/GMRES and the plugin's multigrid tests; then the
+# reservoir example at 128 x 128 x 64 (rtol 1e-6): the pressure system with PETSc's bcgs + gamg
+# and + bjacobi/ILU(0) on 16 ranks against hbcgs + hamg and + pbjacobi on the GPU, and the
+# coupled system with PETSc's bcgs + bjacobi against hbcgs + hcpr and + pbjacobi.
+#
+#   OUT=/some/dir bash scripts/amg-petsc-gpu.sh
+#
+# Environment: BUILD_DIR [build-gpu], PETSC_PREFIX [/tmp/petsc], GRID [-nx 128 -ny 128 -nz 64],
+#   STEPS [-steps 2 -newton 2], NP [16], TESTS_REGEX [amg|cpr|gmres].
+set -uo pipefail
+cd "$(dirname "$0")/.." || exit 1
+root=$PWD
+out=${OUT:-$root/amg-petsc-out}
+build=${BUILD_DIR:-build-gpu}
+prefix=${PETSC_PREFIX:-/tmp/petsc}
+grid=${GRID:--nx 128 -ny 128 -nz 64}
+steps=${STEPS:--steps 2 -newton 2}
+np=${NP:-16}
+export PATH=/usr/local/cuda/bin:$PATH
+mkdir -p "$out/logs"
+logs=$out/logs
+summary=$out/summary.txt
+: >"$summary"
+note() { echo "$*" | tee -a "$summary"; }
+finish() {
+  tar czf "$out/logs.tar.gz" -C "$out" logs 2>/dev/null && rm -rf "$logs"
+  exit "$1"
+}
+status=0
+note "amg-petsc-gpu $(date -u +%FT%TZ), commit $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
+nvidia-smi --query-gpu=name,memory.total --format=csv,noheader 2>&1 | tee -a "$summary"
+if ! [ -f "$prefix/lib/pkgconfig/PETSc.pc" ] && ! [ -f "$prefix/lib/pkgconfig/petsc.pc" ]; then
+  t0=$(date +%s)
+  work=$(mktemp -d /tmp/petsc-build.XXXXXX)
+  PETSC_BUILD_DIR=$work bash .tools/petsc-from-source.sh build .tools/petsc-3.18.5.tar.xz "$prefix" \
+    >"$logs/petsc-build.log" 2>&1 || { note "PETSc build FAILED"; tail -20 "$logs/petsc-build.log"; finish 1; }
+  rm -rf "$work"
+  note "PETSc 3.18.5 built in $(($(date +%s) - t0)) s"
+fi
+export PKG_CONFIG_PATH="$prefix/lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
+export LD_LIBRARY_PATH="$prefix/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+t0=$(date +%s)
+cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="${CUDA_ARCH:-90}" \
+  -DPETSC_DIR="$prefix" -DHEPTANE_BUILD_EXAMPLES=ON >"$logs/configure.log" 2>&1 ||
+  { note "configure FAILED"; tail -30 "$logs/configure.log"; finish 1; }
+grep -E "heptane: (MPI|CUDA|PETSc)" "$logs/configure.log" | tee -a "$summary"
+cmake --build "$build" -j "$(nproc)" >"$logs/build.log" 2>&1 ||
+  { note "build FAILED"; grep -E "error" "$logs/build.log" | head -40 | tee -a "$summary"; finish 1; }
+note "configure + build: $(($(date +%s) - t0)) s"
+t0=$(date +%s)
+(cd "$build" && ctest -L "gpu|plugin" -R "${TESTS_REGEX:-amg|cpr|gmres}" --output-on-failure \
+  --timeout 300 -j 6) >"$logs/ctest.log" 2>&1 || status=1
+grep -E "tests passed|tests failed|\(Failed\)|\(Timeout\)|Skipped|Not Run" "$logs/ctest.log" | tee -a "$summary"
+note "tests: $(($(date +%s) - t0)) s"
+compare() {  # name system petsc_pcs heptane_pcs
+  local t=$(date +%s)
+  BUILD_DIR=$build EXAMPLE_ARGS="$grid $steps -system $2" RTOL=1e-6 PETSC_NP=$np PETSC_PCS="$3" \
+    HEPTANE_PCS="$4" HEPTANE_OPTS="-heptane_device gpu -ksp_view" VIA_ENV=0 LOG_DIR="$logs/$1" \
+    bash scripts/petsc-compare.sh >"$logs/$1.out" 2>&1 || status=1
+  note "## $1 ($(($(date +%s) - t)) s)"
+  cat "$logs/$1/summary.txt" 2>/dev/null | tee -a "$summary"
+  for f in "$logs/$1"/heptane-*.log; do
+    [ -f "$f" ] || continue
+    echo "# $(basename "$f")" >>"$summary"
+    grep -E "heptane last setup|heptane preconditioner: amg|heptane preconditioner: cpr|solve [0-9.]+ s " "$f" |
+      head -6 | cut -c1-400 >>"$summary"
+  done
+}
+compare pressure pressure "bjacobi gamg" "pbjacobi hamg"
+compare coupled coupled "bjacobi" "pbjacobi hcpr"
+t=$(date +%s)
+"$build/apps/heptane" bench precond --generate 128x128x64x1:channelized --pcs jacobi,amg \
+  --solver cg --device gpu --reps 2 --csv "$out/precond.csv" >"$out/precond.md" 2>"$logs/precond.err" || status=1
+note "## bench precond ($(($(date +%s) - t)) s)"
+cut -c1-600 "$out/precond.md" | tee -a "$summary"
+note "status $status"
+finish "$status"
