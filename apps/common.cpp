@@ -154,7 +154,7 @@ const char* pc_options_help =
     "  --amg-max-levels N    at most N levels (default 20)\n"
     "  --cpr-pressure-index P  the pressure unknown of each cell for --pc cpr (default 0)\n"
     "  --cpr-second M        CPR's second stage: bilu0, bilu0mc or bjacobi (default: bilu0 on\n"
-    "                        the CPU, bilu0mc on a GPU)\n";
+    "                        the CPU, bjacobi on a GPU)\n";
 
 PcOptions parse_pc_options(Args& args)
 {

@@ -262,7 +262,7 @@ PetscErrorCode HeptanePcOptionsFromOptions(PetscOptionItems *PetscOptionsObject,
     PetscInt p = opts->cpr.pressure_index, second = opts->cpr.second_stage_auto ? 0 : 1 + (PetscInt)opts->cpr.second_stage;
     PetscCall(PetscOptionsBoundedInt("-heptane_cpr_pressure_index", "CPR: the pressure unknown of each cell (0 .. Nc-1)", man, p, &p, NULL, 0));
     opts->cpr.pressure_index = (heptane::index_t)p;
-    PetscCall(PetscOptionsEList("-heptane_cpr_second", "CPR second stage on the whole system: auto (BILU(0) on the CPU, multi-colour BILU(0) on a GPU), bilu0, bilu0mc, bjacobi", man, HeptaneCprSeconds, 4, HeptaneCprSeconds[second], &second, NULL));
+    PetscCall(PetscOptionsEList("-heptane_cpr_second", "CPR second stage on the whole system: auto (BILU(0) on the CPU, block Jacobi on a GPU), bilu0, bilu0mc, bjacobi", man, HeptaneCprSeconds, 4, HeptaneCprSeconds[second], &second, NULL));
     opts->cpr.second_stage_auto = second == 0;
     if (second > 0) opts->cpr.second_stage = (heptane::CprSmoother)(second - 1);
   }

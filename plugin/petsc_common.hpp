@@ -116,7 +116,7 @@ PETSC_INTERN PetscErrorCode HeptaneCheckDevice(const char[]);
    and with cpr also
      -heptane_cpr_pressure_index p     the pressure unknown of each cell
      -heptane_cpr_second auto|bilu0|bilu0mc|bjacobi   the second stage (auto: BILU(0) on the
-                                       CPU, multi-colour BILU(0) on a GPU)
+                                       CPU, block Jacobi on a GPU)
    opts->cpr.amg is set to opts->amg. */
 PETSC_INTERN PetscErrorCode HeptanePcOptionsFromOptions(PetscOptionItems *, heptane::PcOptions *, PetscBool cpr, const char man[]);
 /* The same options as one line for the views ("-heptane_amg_threshold 0.02 ..."). */

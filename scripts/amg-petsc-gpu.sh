@@ -9,7 +9,10 @@
 #   OUT=/some/dir bash scripts/amg-petsc-gpu.sh
 #
 # Environment: BUILD_DIR [build-gpu], PETSC_PREFIX [/tmp/petsc], GRID [-nx 128 -ny 128 -nz 64],
-#   STEPS [-steps 2 -newton 2], NP [16], TESTS_REGEX [amg|cpr|gmres].
+#   STEPS [-steps 2 -newton 2], NP [16], TESTS_REGEX [amg|cpr|gmres], PRESSURE_PETSC_PCS
+#   [bjacobi gamg], PRESSURE_HEPTANE_PCS [pbjacobi hamg], COUPLED_PETSC_PCS [bjacobi],
+#   COUPLED_HEPTANE_PCS [pbjacobi hcpr], COUPLED_EXTRA (options of one more hcpr run, e.g.
+#   "-heptane_cpr_second bjacobi"), BENCH_ARGS (heptane bench precond's systems and PCs).
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 root=$PWD
@@ -55,10 +58,10 @@ t0=$(date +%s)
   --timeout 300 -j 6) >"$logs/ctest.log" 2>&1 || status=1
 grep -E "tests passed|tests failed|\(Failed\)|\(Timeout\)|Skipped|Not Run" "$logs/ctest.log" | tee -a "$summary"
 note "tests: $(($(date +%s) - t0)) s"
-compare() {  # name system petsc_pcs heptane_pcs
+compare() {  # name system petsc_pcs heptane_pcs [more heptane options]
   local t=$(date +%s)
   BUILD_DIR=$build EXAMPLE_ARGS="$grid $steps -system $2" RTOL=1e-6 PETSC_NP=$np PETSC_PCS="$3" \
-    HEPTANE_PCS="$4" HEPTANE_OPTS="-heptane_device gpu -ksp_view" VIA_ENV=0 LOG_DIR="$logs/$1" \
+    HEPTANE_PCS="$4" HEPTANE_OPTS="-heptane_device gpu -ksp_view ${5:-}" VIA_ENV=0 LOG_DIR="$logs/$1" \
     bash scripts/petsc-compare.sh >"$logs/$1.out" 2>&1 || status=1
   note "## $1 ($(($(date +%s) - t)) s)"
   cat "$logs/$1/summary.txt" 2>/dev/null | tee -a "$summary"
@@ -66,14 +69,16 @@ compare() {  # name system petsc_pcs heptane_pcs
     [ -f "$f" ] || continue
     echo "# $(basename "$f")" >>"$summary"
     grep -E "heptane last setup|heptane preconditioner: amg|heptane preconditioner: cpr|solve [0-9.]+ s " "$f" |
-      head -6 | cut -c1-400 >>"$summary"
+      head -12 | cut -c1-500 >>"$summary"
   done
 }
-compare pressure pressure "bjacobi gamg" "pbjacobi hamg"
-compare coupled coupled "bjacobi" "pbjacobi hcpr"
+compare pressure pressure "${PRESSURE_PETSC_PCS:-bjacobi gamg}" "${PRESSURE_HEPTANE_PCS:-pbjacobi hamg}"
+compare coupled coupled "${COUPLED_PETSC_PCS:-bjacobi}" "${COUPLED_HEPTANE_PCS:-pbjacobi hcpr}"
+[ -n "${COUPLED_EXTRA:-}" ] && compare coupled-extra coupled "" "hcpr" "$COUPLED_EXTRA"
 t=$(date +%s)
-"$build/apps/heptane" bench precond --generate 128x128x64x1:channelized --pcs jacobi,amg \
-  --solver cg --device gpu --reps 2 --csv "$out/precond.csv" >"$out/precond.md" 2>"$logs/precond.err" || status=1
+# shellcheck disable=SC2086
+"$build/apps/heptane" bench precond ${BENCH_ARGS:---generate 128x128x64x1:channelized --pcs jacobi,amg --solver cg} \
+  --device gpu --reps 2 --csv "$out/precond.csv" >"$out/precond.md" 2>"$logs/precond.err" || status=1
 note "## bench precond ($(($(date +%s) - t)) s)"
 cut -c1-600 "$out/precond.md" | tee -a "$summary"
 note "status $status"

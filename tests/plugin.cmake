@@ -172,7 +172,7 @@ if(HEPTANE_BUILD_EXAMPLES)
   heptane_plugin_test(plugin_reservoir_hcpr_coupled
     ${solves} --its coupled=5:15 --ref-its coupled=14:30 --max-relres 1e-8 --solves 6 --
     --plugin ${plugin_so} --ref ${ref_bcgs} --heptane "-ksp_type hbcgs -pc_type hcpr -ksp_view"
-    --expect "heptane preconditioner: cpr \\(quasi-IMPES, pressure unknown 0. pressure: amg \\(smoothed aggregation.*second stage: ilu0(-mc)? Nc=3"
+    --expect "heptane preconditioner: cpr \\(quasi-IMPES, pressure unknown 0. pressure: amg \\(smoothed aggregation.*second stage: (ilu0|ilu0-mc|bjacobi) Nc=3"
     --expect "heptane CPR options: .* -heptane_cpr_pressure_index 0 -heptane_cpr_second auto"
     --expect "coupled: ksp hbcgs" -- ${res_c})
   # ... as an ordinary PC under PETSc's FGMRES, on bdiagh matrices (15-16 iterations)

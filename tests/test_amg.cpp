@@ -457,7 +457,7 @@ BOOST_AUTO_TEST_CASE(cpr_beats_block_ilu0_when_the_pressure_is_hard)
                        << ilu.st.summary() << ")");
     BOOST_TEST(cpr.st.converged(), cpr.st.summary());
     BOOST_CHECK_LE(true_relres(a, cpr.x, b), 1.1e-8);
-    BOOST_TEST(cpr.st.iterations * 3 <= ilu.st.iterations,
+    BOOST_TEST(cpr.st.iterations * 5 <= ilu.st.iterations * 2,
                "CPR " << cpr.st.iterations << " vs BILU(0) " << ilu.st.iterations);
     // against Eigen's LU
     Eigen::SparseLU<Eigen::SparseMatrix<double>> lu(sparse(a));

@@ -432,18 +432,13 @@ void AmgPreconditioner<VT>::update_values(const Csr<double>& a_in)
                    "hierarchy was built from");
     const int nl = int(m.levels.size());
     m.info.device_ms = 0;
-    // the Galerkin products with the kept P and R (the same patterns, new values)
-    std::vector<Csr<double>> fresh(static_cast<std::size_t>(nl));
+    // the Galerkin products with the kept P and R into the kept coarse patterns
     const auto t_host = clock_type::now();
     for (int l = 1; l < nl; ++l) {
-        const Csr<double>& prev = l == 1 ? a : fresh[std::size_t(l - 1)];
-        fresh[std::size_t(l)] =
-            amg::galerkin(m.host.r[std::size_t(l - 1)], prev, m.host.p[std::size_t(l - 1)]);
-        HEPTANE_ENSURE(
-            fresh[std::size_t(l)].nnz() == m.host.a[std::size_t(l)].nnz(), InputError,
-            "AMG update_values: level " << l + 1 << " changed its pattern (new exact zeros?)");
+        const Csr<double>& prev = l == 1 ? a : m.host.a[std::size_t(l - 1)];
+        amg::galerkin_numeric(m.host.r[std::size_t(l - 1)], prev, m.host.p[std::size_t(l - 1)],
+                              m.host.a[std::size_t(l)]);
     }
-    for (int l = 1; l < nl; ++l) m.host.a[std::size_t(l)] = std::move(fresh[std::size_t(l)]);
     m.info.host_setup_ms = ms_since(t_host);
     const auto t_dev = clock_type::now();
     for (int l = 0; l < nl; ++l) {

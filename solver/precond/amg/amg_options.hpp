@@ -72,7 +72,8 @@ struct CprOptions {
     /// Which unknown of each cell is the pressure.
     index_t pressure_index = 0;
     AmgOptions amg;
-    /// Unset on the command line: block ILU(0) on the CPU, multi-colour block ILU(0) on a GPU.
+    /// Unset on the command line: block ILU(0) on the CPU, block Jacobi on a GPU (cpr.cpp says
+    /// why).
     bool second_stage_auto = true;
     CprSmoother second_stage = CprSmoother::bilu0;
 };

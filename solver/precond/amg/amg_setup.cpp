@@ -443,6 +443,47 @@ Csr<double> galerkin(const Csr<double>& r, const Csr<double>& a, const Csr<doubl
     return host_csr(n, m, std::move(ptr), std::move(col), std::move(val));
 }
 
+void galerkin_numeric(const Csr<double>& r, const Csr<double>& a, const Csr<double>& p,
+                      Csr<double>& c)
+{
+    const index_t n = r.rows, m = p.cols;
+    const offset_t *rp = r.row_ptr.data(), *ap = a.row_ptr.data(), *pp = p.row_ptr.data();
+    const index_t *rc = r.col_idx.data(), *ac = a.col_idx.data(), *pc = p.col_idx.data();
+    const double *rv = r.values.data(), *av = a.values.data(), *pv = p.values.data();
+    const offset_t* cp = c.row_ptr.data();
+    const index_t* cc = c.col_idx.data();
+    double* cv = c.values.data();
+    int outside = 0;
+#pragma omp parallel reduction(max : outside)
+    {
+        // acc[l] is zero outside the row being formed: set to zero over the row's pattern
+        // after use; an entry off the pattern is caught by its mark
+        std::vector<double> acc(static_cast<std::size_t>(m), 0.0);
+        std::vector<index_t> mark(static_cast<std::size_t>(m), -1);
+#pragma omp for schedule(dynamic, 256)
+        for (index_t i = 0; i < n; ++i) {
+            for (offset_t q = cp[i]; q < cp[i + 1]; ++q) mark[cc[q]] = i;
+            for (offset_t q = rp[i]; q < rp[i + 1]; ++q) {
+                const index_t j = rc[q];
+                for (offset_t t = ap[j]; t < ap[j + 1]; ++t) {
+                    const index_t k = ac[t];
+                    const double x = rv[q] * av[t];
+                    for (offset_t u = pp[k]; u < pp[k + 1]; ++u) {
+                        if (mark[pc[u]] != i) outside = 1;
+                        acc[pc[u]] += x * pv[u];
+                    }
+                }
+            }
+            for (offset_t q = cp[i]; q < cp[i + 1]; ++q) {
+                cv[q] = acc[cc[q]];
+                acc[cc[q]] = 0;
+            }
+        }
+    }
+    HEPTANE_ENSURE(!outside, InputError,
+                   "AMG values refresh: a product falls outside the kept coarse pattern");
+}
+
 std::vector<double> dense_inverse(const Csr<double>& a, int level)
 {
     const index_t n = a.rows;

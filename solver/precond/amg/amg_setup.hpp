@@ -49,6 +49,11 @@ Csr<double> spgemm(const Csr<double>& a, const Csr<double>& b);
 
 /// Pᵀ A P with R = Pᵀ given.
 Csr<double> galerkin(const Csr<double>& r, const Csr<double>& a, const Csr<double>& p);
+/// The numeric part alone: new values of R A P written into `c`, which holds the pattern an
+/// earlier galerkin(r, a', p) returned for an `a'` with a's pattern (one pass, no
+/// allocation). Throws InputError when a product falls outside c's pattern.
+void galerkin_numeric(const Csr<double>& r, const Csr<double>& a, const Csr<double>& p,
+                      Csr<double>& c);
 
 /// A⁻¹ row-major (n² values) of a small host CSR matrix. Throws InputError naming the level
 /// when it is singular.

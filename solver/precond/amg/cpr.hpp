@@ -6,7 +6,8 @@
 //                block, p the pressure unknown (a singular D_I keeps w_I = e_p);
 //   pressure     A_p[I, J] = Σ_c w_I[c] A[(I, c), (J, p)] (unit diagonal), solved
 //                approximately by one AMG cycle (amg.hpp);
-//   second stage M₂ = block ILU(0) (multi-colour on a GPU) or block Jacobi on the whole
+//   second stage M₂ = block ILU(0) (natural or multi-colour) or block Jacobi (the default on a
+//                GPU) on the whole
 //                system;
 //   z = E x_p + M₂⁻¹ (r − A E x_p),  x_p = AMG(Wᵀ r),  (E x_p)_(I, c) = x_p,I if c = p else 0.
 //
