@@ -1,4 +1,4 @@
-// heptane gen: write a general-hepta system (DESIGN.md §1) as Matrix Market files.
+// heptane gen: write a general-hepta system (docs/design.md §1) as Matrix Market files.
 #include <cstdio>
 #include <string>
 

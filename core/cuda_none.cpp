@@ -1,5 +1,5 @@
 // CPU-only build: the CUDA executor is absent. Asking for it is a clear error, never a
-// silent fallback (DESIGN.md §2).
+// silent fallback (docs/design.md §2).
 #include "core/error.hpp"
 #include "core/executor.hpp"
 

@@ -1,5 +1,5 @@
 // Typed errors. Misuse (wrong sizes, bad files, missing devices) throws one of these;
-// numerical trouble inside a solver is a Status, never an exception (DESIGN.md §2).
+// numerical trouble inside a solver is a Status, never an exception (docs/design.md §2).
 #pragma once
 
 #include <sstream>

@@ -1,4 +1,4 @@
-// Executors: where data lives and kernels run (DESIGN.md §2). Every kernel takes one.
+// Executors: where data lives and kernels run (docs/design.md §2). Every kernel takes one.
 // This header is free of CUDA so that CPU-only code and CPU-only builds can include it.
 #pragma once
 

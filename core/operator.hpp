@@ -1,5 +1,5 @@
 // The one interface that formats, preconditioners, solvers and the distributed operator
-// share (DESIGN.md §2). A solver is written once against it.
+// share (docs/design.md §2). A solver is written once against it.
 #pragma once
 
 #include <cstddef>

@@ -1,4 +1,4 @@
-// Global sums for solvers whose vectors are split across processes (DESIGN.md §4). A
+// Global sums for solvers whose vectors are split across processes (docs/design.md §4). A
 // distributed operator hands one to the solver (Operator::reducer()); the vector kernels then
 // stop after their local partial sums, call sum() once per reduction point with all the
 // sums of that point in one small buffer, and finish (alpha, beta, the stopping tests) from

@@ -1,4 +1,4 @@
-// The processes of a distributed solve (DESIGN.md §4): one MPI rank per GPU, ranks of one
+// The processes of a distributed solve (docs/design.md §4): one MPI rank per GPU, ranks of one
 // node bound to its GPUs by node-local rank, and the contiguous row ranges they own.
 #pragma once
 

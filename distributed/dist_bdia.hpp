@@ -1,4 +1,4 @@
-// A BDIA-GH operator whose rows are split over MPI ranks (DESIGN.md §4). Each rank holds
+// A BDIA-GH operator whose rows are split over MPI ranks (docs/design.md §4). Each rank holds
 // its rows as a local Bdia (columns relative to its first row; the couplings to other
 // ranks' rows kept in the same data, outside the local columns) and computes
 //

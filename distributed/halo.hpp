@@ -1,4 +1,4 @@
-// Halo exchange of a row-split BDIA-GH operator (DESIGN.md §4). Rows are split in contiguous
+// Halo exchange of a row-split BDIA-GH operator (docs/design.md §4). Rows are split in contiguous
 // ranges, so what a process needs from the others is x on the rows within reach of its
 // block offsets: w_lo = max(0, -d_min)*Nc rows below its range and w_hi = max(0, d_max)*Nc
 // above (one z-plane of J*H*Nc for a GH grid), and what it sends are contiguous pieces of

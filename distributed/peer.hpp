@@ -1,4 +1,4 @@
-// Device-direct exchange between the GPUs of one node through CUDA IPC (DESIGN.md §4): every
+// Device-direct exchange between the GPUs of one node through CUDA IPC (docs/design.md §4): every
 // rank exports one device "mailbox" (cudaIpcGetMemHandle), the others map it once
 // (cudaIpcOpenMemHandle), and from then on kernels write straight into a partner GPU's memory
 // over NVLink and raise a sequence-number flag there; the partner's kernel spins on its flag.

@@ -1,4 +1,4 @@
-// A sparse matrix in any format on any executor, as an Operator (DESIGN.md §2: file or
+// A sparse matrix in any format on any executor, as an Operator (docs/design.md §2: file or
 // generator -> canonical COO -> chosen format on the chosen executor -> Operator).
 #pragma once
 

@@ -1,4 +1,4 @@
-// General-hepta (GH) test systems (DESIGN.md §1): a J x H x I grid of cells (x fastest, then
+// General-hepta (GH) test systems (docs/design.md §1): a J x H x I grid of cells (x fastest, then
 // y, then z), Nc unknowns per cell, each cell coupled to itself and to the cells at block
 // offsets {-J*H, -J, -1, +1, +J, +J*H} by dense Nc x Nc blocks.
 //

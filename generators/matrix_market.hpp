@@ -1,4 +1,4 @@
-// Matrix Market I/O. The reader emits canonical COO (DESIGN.md §2); every problem with the
+// Matrix Market I/O. The reader emits canonical COO (docs/design.md §2); every problem with the
 // input is an InputError (or IoError when the file cannot be opened) whose message names the
 // file, the 1-based line and the problem, and nothing partial is returned.
 #pragma once

@@ -1,4 +1,4 @@
-// PET-like emission tomography systems for MLEM, OSEM and LSQR (DESIGN.md §3): a ring scanner
+// PET-like emission tomography systems for MLEM, OSEM and LSQR (docs/design.md §3): a ring scanner
 // around a voxel image, the system matrix A (rows: lines of response, LORs; columns: voxels;
 // a_ij = length of LOR i inside voxel j, by Siddon's algorithm), a Shepp–Logan-like phantom f
 // and Poisson counts g ~ Poisson(A f). A is rectangular, very sparse (a row crosses O(n)

@@ -1,4 +1,4 @@
-// The heptane side of the PETSc plugin (DESIGN.md §5), free of PETSc: a matrix borrowed as
+// The heptane side of the PETSc plugin (docs/design.md §5), free of PETSc: a matrix borrowed as
 // host CSR (PETSc SeqAIJ arrays) becomes a heptane operator in the chosen format, precision
 // and device; a Newton step that keeps the nonzero pattern only moves the values; the
 // preconditioner and the Krylov solver run on that operator.
@@ -11,7 +11,7 @@
 //     k.refresh_preconditioner(csr, m);               // same pattern, new values: numeric only
 //     Status st = k.solve(SolverType::bicgstab, m, opts, false, b, x);
 //
-// On several MPI ranks (DESIGN.md §4) each rank gives its rows [row_begin, row_end) with
+// On several MPI ranks (docs/design.md §4) each rank gives its rows [row_begin, row_end) with
 // global column indices; the operator is heptane::dist::DistributedBdia (BDIA-GH rows per
 // rank, halo exchange, global reductions) and the preconditioner is built from the rank's
 // diagonal block (block Jacobi over the ranks, like PETSc's bjacobi):

@@ -1,5 +1,5 @@
 // MatrixEngine::build_distributed (engine.hpp): a matrix whose rows are split over MPI ranks
-// becomes heptane::dist::DistributedBdia (DESIGN.md section 4).
+// becomes heptane::dist::DistributedBdia (docs/design.md section 4).
 //
 // Rank p owns the global rows [r0, r1) (PETSc's ownership range). Its local block is a Bdia with
 // rows = cols = n = r1 - r0, block size Nc, the global block offsets d_q (the same on every

@@ -1,5 +1,5 @@
 /*
-   heptane's PETSc plugin (DESIGN.md section 5): the names it registers from its one entry point
+   heptane's PETSc plugin (docs/design.md section 5): the names it registers from its one entry point
    PetscDLLibraryRegister_heptane_petsc, called by PETSc when the library is loaded with
 
        -dll_append /path/libheptane_petsc.so      (or in PETSC_OPTIONS)

@@ -1,6 +1,6 @@
 /*
    KSPHBCGS ("hbcgs"), KSPHCG ("hcg") and KSPHGMRES ("hgmres"): BiCGStab, CG and flexible
-   restarted GMRES on heptane's engine (DESIGN.md section 5), made by heptane::make_solver. One
+   restarted GMRES on heptane's engine (docs/design.md section 5), made by heptane::make_solver. One
    private struct and one ops table for all three, like KSPCreate_BCGS.
 
    Setup (KSPSetUp_Heptane, called by KSPSetUp for a new KSP and for every new matrix):
@@ -13,7 +13,7 @@
        SeqBAIJ is converted to SeqAIJ once (MAT_REUSE_MATRIX for new values), a one-rank
        MPIAIJ gives its diagonal block. The grid comes from -heptane_grid/-heptane_block, else
        the DMDA of the matrix (or of the KSP), else detect_structure;
-     - several ranks (DESIGN.md section 4): each rank's rows become heptane's distributed
+     - several ranks (docs/design.md section 4): each rank's rows become heptane's distributed
        BDIA-GH operator (engine_dist.cpp): an MPIAIJ (a DMDA's default, bdiagh) lends its
        diagonal and off-diagonal blocks in place, any other type (MPIBAIJ) is copied with
        MatGetRow (HeptaneRowsGet); each rank builds its preconditioner from its diagonal block,

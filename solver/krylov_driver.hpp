@@ -81,7 +81,7 @@ inline void check_options(const SolverOptions& o)
         "solver options: stagnation_window (" << o.stagnation_window << ") must be >= 0");
 }
 
-/// The misuse checks every solve makes before touching the device (DESIGN.md §2: misuse is
+/// The misuse checks every solve makes before touching the device (docs/design.md §2: misuse is
 /// an error). `who` names the solver in the messages.
 template <class VT>
 void check_operands(const char* who, const Operator<VT>* a, const Operator<VT>* m,

@@ -1,5 +1,5 @@
 // The solver framework shared by every Krylov method of heptane: stopping options, the
-// reason a solve stopped, the Status a solve returns (DESIGN.md §2-§3), and Solver<VT>, the
+// reason a solve stopped, the Status a solve returns (docs/design.md §2-§3), and Solver<VT>, the
 // interface BiCGStab, CG and GMRES implement (make_solver in solver/krylov.hpp picks one by
 // name).
 //

@@ -43,7 +43,7 @@ Coo<double> with_explicit_zeros(Coo<double> a)
     return a;
 }
 
-// A hepta-like matrix (DESIGN.md §1), written here so these tests do not depend on the
+// A hepta-like matrix (docs/design.md §1), written here so these tests do not depend on the
 // generator: J x H x I cells, Nc unknowns each, dense Nc x Nc blocks (values in [-1, 1), about
 // 5 % explicit zeros) on the block offsets {-JH, -J, -1, 0, 1, J, JH}. banded: cut only at the
 // matrix bounds; grid: no block across a face of the box.
@@ -458,7 +458,8 @@ BOOST_AUTO_TEST_CASE(bsr_transpose_matches_csr_and_eigen)
 BOOST_AUTO_TEST_CASE(bdia_layout_matches_design)
 {
     // Nc = 2, 3 block rows; blocks on block offsets -1, 0, +1 with entries 10*(r+1) + c.
-    // DESIGN.md §1: value(r, k = q*Nc + s) = data[k*N + r], column(r, k) = r - r%Nc + d_q*Nc + s.
+    // docs/design.md §1: value(r, k = q*Nc + s) = data[k*N + r], column(r, k) = r - r%Nc + d_q*Nc +
+    // s.
     std::vector<index_t> r, c;
     std::vector<double> v;
     for (index_t i = 0; i < 6; ++i)

@@ -108,7 +108,7 @@ BOOST_AUTO_TEST_CASE(thesis_sizes_match_benchmarks_table_by_formula)
         const auto s = spec(t.J, t.H, t.I, t.nc, true);
         BOOST_TEST(s.rows() == t.n);
         BOOST_TEST(hepta_nnz(s) == t.nnz);
-        // and the thesis formula of DESIGN.md written out
+        // and the thesis formula of docs/design.md written out
         const offset_t G = offset_t(t.J) * t.H * t.I;
         BOOST_TEST(offset_t(t.nc) * t.nc * (7 * G - 2 - 2 * t.J - 2 * offset_t(t.J) * t.H) ==
                    t.nnz);

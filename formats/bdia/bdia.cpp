@@ -1,4 +1,4 @@
-// BDIA-GH from canonical COO and back (DESIGN.md §1). With block size Nc, entry (r, c) lies
+// BDIA-GH from canonical COO and back (docs/design.md §1). With block size Nc, entry (r, c) lies
 // on block offset d = c/Nc - r/Nc and, if d = d_q, in diagonal k = q*Nc + (c mod Nc), stored
 // at data[k*rows + r]. Distinct block offsets are found with one flag per possible offset
 // (no hash map); each entry's q by binary search in the short sorted offset list.

@@ -1,5 +1,5 @@
 // BDIA-GH: block-diagonal storage for matrices whose Nc x Nc blocks lie on a few block
-// diagonals (DESIGN.md §1). For block offsets d_0..d_{D-1} and block size Nc there are
+// diagonals (docs/design.md §1). For block offsets d_0..d_{D-1} and block size Nc there are
 // D*Nc element diagonals k = q*Nc + s, each a column of length `rows`:
 //
 //     value(r, k)  = data[k*rows + r]

@@ -1,4 +1,4 @@
-// BDIA-GH SpMV on the CPU (OpenMP), y = alpha*op(A)*x + beta*y (DESIGN.md §1).
+// BDIA-GH SpMV on the CPU (OpenMP), y = alpha*op(A)*x + beta*y (docs/design.md §1).
 //
 // Notation: Nc block size, d_q block offsets, B = rows/Nc block rows, C = cols/Nc block
 // columns, D(k, r) = data[k*rows + r] with k = q*Nc + s. Row r = b*Nc + l (block row b).

@@ -1,7 +1,7 @@
 // BDIA-GH SpMV on CUDA: kernel templates. bdia_fp64.cu, bdia_fp32.cu and bdia_mixed.cu
 // instantiate them, one precision per file (CI compiles the CUDA code on two cores).
 //
-// Layout (DESIGN.md §1): value(r, k = q*Nc + s) = data[k*N + r],
+// Layout (docs/design.md §1): value(r, k = q*Nc + s) = data[k*N + r],
 //   column(r, k) = (r/Nc + d_q)*Nc + s, a slot is valid iff block column r/Nc + d_q is in
 //   [0, cols/Nc); validity is per (block row, q), not per element.
 //   A x:   y_r = sum_q sum_s data[(q*Nc+s)*N + r] * x[(r/Nc + d_q)*Nc + s]

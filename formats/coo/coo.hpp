@@ -1,5 +1,5 @@
 // Canonical COO: the one format every reader and generator emits and every other format
-// builds from (DESIGN.md §2). Canonical means: entries sorted by (row, column), no duplicates.
+// builds from (docs/design.md §2). Canonical means: entries sorted by (row, column), no duplicates.
 #pragma once
 
 #include "core/array.hpp"

@@ -1,4 +1,4 @@
-// Structure detection (DESIGN.md §1, "Detection"): from any canonical COO matrix find the
+// Structure detection (docs/design.md §1, "Detection"): from any canonical COO matrix find the
 // block size, the block diagonals, the padding BDIA-GH would add, a 7-point (3-D), 5-point
 // (2-D) or 3-point (1-D) grid behind the pattern, row-length statistics, and the storage
 // format to use with a human-readable reason. Values are never looked at: a stored explicit

@@ -1,4 +1,4 @@
-// BiCGStab, right-preconditioned (van der Vorst 1992; DESIGN.md §3), the reservoir workhorse.
+// BiCGStab, right-preconditioned (van der Vorst 1992; docs/design.md §3), the reservoir workhorse.
 //
 //     Bicgstab<double> s(opts);
 //     s.set_operator(A);            // any Operator<double>: a format, a distributed operator

@@ -1,5 +1,5 @@
 // The thesis-style BiCGStab, kept as the baseline the fused loop is measured against
-// (DESIGN.md §3): cuSPARSE generic SpMV on CSR and one cuBLAS call per vector operation,
+// (docs/design.md §3): cuSPARSE generic SpMV on CSR and one cuBLAS call per vector operation,
 // each dot product and norm returned to the host as it is computed (cuBLAS pointer mode
 // host), so the host waits for the device several times per iteration. It stops by the
 // same rules as the fused loop (solver/vector/krylov_state.hpp, evaluated on the host).

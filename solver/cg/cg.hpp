@@ -1,4 +1,4 @@
-// Preconditioned conjugate gradients for symmetric positive definite systems (DESIGN.md §3),
+// Preconditioned conjugate gradients for symmetric positive definite systems (docs/design.md §3),
 // the pressure-equation solver.
 //
 //     Cg<double> s(opts);

@@ -1,5 +1,5 @@
 // GMRES(m): restarted, right-preconditioned, flexible GMRES (Saad 1993, FGMRES), beside
-// BiCGStab and CG (DESIGN.md §3) for nonsymmetric systems where BiCGStab's irregular
+// BiCGStab and CG (docs/design.md §3) for nonsymmetric systems where BiCGStab's irregular
 // convergence or breakdowns hurt, and for preconditioners that change from one application
 // to the next (a multigrid cycle, an inner Krylov solve).
 //

@@ -1,6 +1,6 @@
 // LSQR (Paige & Saunders 1982, ACM TOMS 8(1)): min ‖A x − b‖² + damp²‖x − x0‖² for a
 // rectangular m x n operator, written once against Operator::apply / apply_transpose and the
-// vector kernels of solver/vector (DESIGN.md §3). It follows SciPy's
+// vector kernels of solver/vector (docs/design.md §3). It follows SciPy's
 // scipy.sparse.linalg.lsqr step by step — the same bidiagonalisation, the same plane
 // rotations (SciPy's _sym_ortho), the same estimates of ‖r‖, ‖Aᵀr‖, ‖A‖, cond(A), ‖x‖ and the
 // same stopping tests in the same order — so istop, the iteration count and x agree with

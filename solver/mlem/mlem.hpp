@@ -1,5 +1,5 @@
 // MLEM (Shepp & Vardi 1982) and OSEM (Hudson & Larkin 1994) for emission tomography
-// (DESIGN.md §3): the maximum-likelihood image f ≥ 0 of Poisson counts g ~ Poisson(A f),
+// (docs/design.md §3): the maximum-likelihood image f ≥ 0 of Poisson counts g ~ Poisson(A f),
 // A the m x n system matrix (rows: lines of response, columns: voxels, a_ij ≥ 0).
 //
 //     norm_j = Σ_i a_ij                          sensitivity, Aᵀ·1, computed once

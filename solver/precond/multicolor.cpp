@@ -6,7 +6,7 @@
 // depends only on rows of earlier colours (lower solve) or later colours (upper solve):
 // one launch per colour per triangle (2 + 2 for the red-black colouring of 7-point grids).
 // The price is a weaker factorisation (ILU(0) of P A Pᵀ drops different fill), so more
-// iterations; DESIGN.md §3 and preconditioner.hpp say when each is used.
+// iterations; docs/design.md §3 and preconditioner.hpp say when each is used.
 #include <algorithm>
 
 #include "core/error.hpp"

@@ -1,4 +1,4 @@
-// Preconditioners: each is an Operator whose apply is z = M⁻¹ r (DESIGN.md §3).
+// Preconditioners: each is an Operator whose apply is z = M⁻¹ r (docs/design.md §3).
 //
 //   none          M = I. The solvers notice it and skip the copy (p̂ = p).
 //   jacobi        M = diag(A).
