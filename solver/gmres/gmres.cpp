@@ -160,7 +160,7 @@ Status Gmres<VT>::solve(const Array<VT>& b_arr, Array<VT>& x_arr)
     double* pass2 = pass1 + (m + 2);
     double* scratch = w.scratch.data();
     std::vector<double>&H = w.H, &cs = w.cs, &sn = w.sn, &g = w.g, &yh = w.yh, &hh = w.hh;
-    const std::size_t ldh = std::size_t(m + 1);
+    const std::size_t ldh = std::size_t(m) + 1;
 
     // out[0..k) = V_k^T v (+ (v, v) at out[k]), summed over the processes
     auto multi_dot = [&](int k, const VT* v, bool with_norm, double* out) {
