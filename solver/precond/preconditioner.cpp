@@ -16,9 +16,9 @@
 #include <utility>
 #include <vector>
 
-#include "solver/precond/block_kernels.hpp"
 #include "solver/precond/amg/amg.hpp"
 #include "solver/precond/amg/cpr.hpp"
+#include "solver/precond/block_kernels.hpp"
 #include "solver/precond/block_utils.hpp"
 #include "solver/precond/precond_kernels.hpp"
 #include "solver/vector/vector_ops.hpp"
@@ -36,9 +36,9 @@ PcType parse_pc(const std::string& name)
         return PcType::ilu0_mc;
     if (name == "amg" || name == "gamg" || name == "sa") return PcType::amg;
     if (name == "cpr") return PcType::cpr;
-    HEPTANE_THROW(InputError,
-                  "unknown preconditioner '"
-                      << name << "' (choices: none, jacobi, bjacobi, ilu0, ilu0-mc, amg, cpr)");
+    HEPTANE_THROW(InputError, "unknown preconditioner '"
+                                  << name
+                                  << "' (choices: none, jacobi, bjacobi, ilu0, ilu0-mc, amg, cpr)");
 }
 
 const char* to_string(PcType t) noexcept

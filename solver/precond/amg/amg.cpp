@@ -431,6 +431,7 @@ void AmgPreconditioner<VT>::update_values(const Csr<double>& a_in)
                    "AMG update_values: the matrix does not have the pattern of the one the "
                    "hierarchy was built from");
     const int nl = int(m.levels.size());
+    const double first_host_ms = m.info.host_setup_ms, first_device_ms = m.info.device_ms;
     m.info.device_ms = 0;
     // the Galerkin products with the kept P and R into the kept coarse patterns
     const auto t_host = clock_type::now();
@@ -451,6 +452,11 @@ void AmgPreconditioner<VT>::update_values(const Csr<double>& a_in)
     }
     m.info.device_ms = ms_since(t_dev);
     m.numeric(a);
+    m.info.refresh_host_ms = m.info.host_setup_ms;
+    m.info.refresh_device_ms = m.info.device_ms;
+    m.info.host_setup_ms = first_host_ms;
+    m.info.device_ms = first_device_ms;
+    ++m.info.refreshes;
     this->setup_ms_ = ms_since(t_start);
 }
 
@@ -508,10 +514,16 @@ std::string AmgPreconditioner<VT>::details() const
     char t[200];
     std::snprintf(t, sizeof t,
                   "; setup: host %.1f ms (strength %.1f, aggregation %.1f, P %.1f, Galerkin %.1f), "
-                  "executor %.1f ms)",
+                  "executor %.1f ms",
                   m.info.host_setup_ms, m.host.ms[0], m.host.ms[1], m.host.ms[2], m.host.ms[3],
                   m.info.device_ms);
     os << t;
+    if (m.info.refreshes > 0) {
+        std::snprintf(t, sizeof t, "; last of %d values refreshes: host %.1f ms, executor %.1f ms",
+                      m.info.refreshes, m.info.refresh_host_ms, m.info.refresh_device_ms);
+        os << t;
+    }
+    os << ")";
     return os.str();
 }
 

@@ -48,6 +48,12 @@ struct AmgInfo {
     std::string coarse_solve;
     double host_setup_ms = 0;  ///< strength, aggregation, P, Galerkin products (host)
     double device_ms = 0;      ///< levels to the executor, smoother data, coarse inverse
+    /// Values-only refreshes (update_values) so far, and the last one's host part (Galerkin
+    /// products) and executor part (values, smoother data, coarse inverse); the two fields
+    /// above stay the first setup's.
+    int refreshes = 0;
+    double refresh_host_ms = 0;
+    double refresh_device_ms = 0;
     /// Multi-line table: level, rows, nnz, nnz/row, λ_max; complexities.
     std::string table() const;
 };
