@@ -23,7 +23,10 @@ Args::Args(int argc, char** argv, const std::set<std::string>& flags)
             } else if (flags.count(name)) {
                 flags_given_.insert(name);
             } else {
-                if (i + 1 >= argc) throw UsageError("option " + name + " needs a value");
+                if (i + 1 >= argc) {  // unknown (finish) or missing its value (get)
+                    missing_.insert(name);
+                    continue;
+                }
                 opts_[name] = argv[++i];
             }
         } else {
@@ -41,6 +44,7 @@ bool Args::flag(const std::string& name)
 std::optional<std::string> Args::get(const std::string& name)
 {
     used_.insert(name);
+    if (missing_.count(name)) throw UsageError("option " + name + " needs a value");
     auto it = opts_.find(name);
     if (it == opts_.end()) return std::nullopt;
     return it->second;
@@ -89,6 +93,8 @@ void Args::finish(std::size_t min_pos, std::size_t max_pos)
     for (const auto& [k, v] : opts_)
         if (!used_.count(k)) throw UsageError("unknown option " + k);
     for (const auto& k : flags_given_)
+        if (!used_.count(k)) throw UsageError("unknown option " + k);
+    for (const auto& k : missing_)
         if (!used_.count(k)) throw UsageError("unknown option " + k);
     if (pos_.size() < min_pos) throw UsageError("missing argument (see --help)");
     if (pos_.size() > max_pos) throw UsageError("unexpected argument '" + pos_[max_pos] + "'");

@@ -38,6 +38,7 @@ private:
     std::map<std::string, std::string> opts_;
     std::set<std::string> flags_given_;
     std::set<std::string> used_;
+    std::set<std::string> missing_;  // options at the end with no value after them
     std::vector<std::string> pos_;
     bool help_ = false;
 };

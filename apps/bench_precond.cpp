@@ -102,7 +102,8 @@ int bench_precond(int argc, char** argv)
         SolveConfig cfg = base;
         const Structure s = detect_structure(p.a);
         cfg.block_size = s.block_size > 0 ? s.block_size : 1;
-        cfg.format = format ? parse_format(*format) : (s.hepta ? Format::bdia : Format::csr);
+        cfg.format = format ? usage_checked([&] { return parse_format(*format); })
+                            : (s.hepta ? Format::bdia : Format::csr);
         cfg.format_options.block_size =
             cfg.format == Format::bdia || cfg.format == Format::bsr ? cfg.block_size : 0;
         for (PcType pc : pc_list) {

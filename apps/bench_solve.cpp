@@ -214,7 +214,7 @@ int bench_solve(int argc, char** argv)
     std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     std::fflush(stdout);
     for (auto spec : specs) {
-        spec.model = parse_model(model);
+        spec.model = usage_checked([&] { return parse_model(model); });
         auto a = generate_hepta_coo<double>(spec);
         auto sys = make_rhs(spec, a);
         HeptaSpec rspec = spec;
@@ -225,12 +225,13 @@ int bench_solve(int argc, char** argv)
         for (const auto& fname : fmt_list) {
             for (const auto& iname : impl_list) {
                 SolveConfig cfg;
-                cfg.format = parse_format(fname);
+                cfg.format = usage_checked([&] { return parse_format(fname); });
                 // fused-nodots: the fused loop with the dot products reduced apart
                 const bool nodots = iname == "fused-nodots";
-                cfg.impl = parse_bicgstab_impl(nodots ? "fused" : iname);
+                cfg.impl =
+                    usage_checked([&] { return parse_bicgstab_impl(nodots ? "fused" : iname); });
                 cfg.options.fused_dots = !nodots;
-                cfg.pc = parse_pc(pc);
+                cfg.pc = usage_checked([&] { return parse_pc(pc); });
                 cfg.device = dev;
                 cfg.format_options.block_size = st.block_size;
                 cfg.block_size = st.block_size;

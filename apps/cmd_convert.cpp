@@ -68,7 +68,7 @@ int cmd_convert(int argc, char** argv)
     Problem p = load_problem(file, gen, quiet);
 
     Structure s = detect_structure(p.a);
-    const Format f = parse_format(fmt_name ? *fmt_name : s.format);
+    const Format f = usage_checked([&] { return parse_format(fmt_name ? *fmt_name : s.format); });
     const index_t b = bs > 0 ? static_cast<index_t>(bs) : s.block_size;
 
     auto t0 = std::chrono::steady_clock::now();

@@ -4,6 +4,7 @@
 
 #include "apps/args.hpp"
 #include "apps/commands.hpp"
+#include "apps/common.hpp"
 #include "apps/progress.hpp"
 #include "generators/hepta.hpp"
 #include "generators/matrix_market.hpp"
@@ -57,7 +58,7 @@ int cmd_gen(int argc, char** argv)
     spec.I = dims.size() > 2 ? static_cast<index_t>(dims[2]) : 1;
     spec.Nc = static_cast<index_t>(nc);
     spec.banded = args.flag("--banded");
-    spec.model = parse_model(args.get_or("--model", "reservoir"));
+    spec.model = usage_checked([&] { return parse_model(args.get_or("--model", "reservoir")); });
     spec.seed = static_cast<std::uint64_t>(args.get_int("--seed", 1));
     spec.difficulty = args.get_double("--difficulty", 0.0);
     const bool quiet = args.flag("--quiet");

@@ -94,6 +94,7 @@ int cmd_lsqr(int argc, char** argv)
     lo.atol = args.get_double("--atol", lo.atol);
     lo.btol = args.get_double("--btol", lo.btol);
     lo.conlim = args.get_double("--conlim", lo.conlim);
+    const bool has_iter_lim = args.get("--iter-lim").has_value();
     const long long iter_lim = args.get_int("--iter-lim", -1);
     auto x0file = args.get("--x0");
     auto xfile = args.get("-o");
@@ -105,6 +106,7 @@ int cmd_lsqr(int argc, char** argv)
     if (lo.damp < 0 || lo.atol < 0 || lo.btol < 0 || lo.conlim < 0)
         throw UsageError("--damp, --atol, --btol and --conlim must be >= 0");
     if (iter_lim > 2147483647LL) throw UsageError("--iter-lim is too large");
+    if (has_iter_lim && iter_lim < 0) throw UsageError("--iter-lim must be >= 0");
     lo.iter_lim = static_cast<int>(iter_lim < 0 ? -1 : iter_lim);
     if (prec != "double" && prec != "single" && prec != "mixed")
         throw UsageError("--precision must be double, single or mixed");

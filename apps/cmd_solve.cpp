@@ -45,7 +45,8 @@ const char* solve_usage =
     "                    the residual taken with the fp64 matrix (kept on the device too) until\n"
     "                    it meets --rtol. single (and mixed with --no-refine) stops on the\n"
     "                    residual of the rounded matrix; the true relres printed is against the\n"
-    "                    fp64 matrix and can stay above --rtol by ~1e-7 ||A|| ||x|| / ||b||\n"
+    "                    fp64 matrix and can stay above --rtol by ~1e-7 ||A|| ||x|| / ||b||:\n"
+    "                    the result is then NOT converged (diverged_true_residual, exit 1)\n"
     "  --no-refine       mixed: no fp64 refinement (one solve with the fp32 values)\n"
     "  --device D        auto | cpu | gpu | gpu:N (default auto: the GPU when there is one)\n"
     "  --impl I          fused (default) | reference (thesis-style cuBLAS/cuSPARSE BiCGStab,\n"
@@ -127,15 +128,15 @@ int cmd_solve(int argc, char** argv)
     auto xfile = args.get("-o");
     auto hist = args.get("--history");
     SolveConfig cfg;
-    cfg.solver = parse_solver(args.get_or("--solver", "bicgstab"));
+    cfg.solver = usage_checked([&] { return parse_solver(args.get_or("--solver", "bicgstab")); });
     const bool has_restart = args.get("--restart").has_value();
     const long long restart = args.get_int("--restart", cfg.restart);
-    if (auto pc = args.get("--pc")) cfg.pc = parse_pc(*pc);
+    if (auto pc = args.get("--pc")) cfg.pc = usage_checked([&] { return parse_pc(*pc); });
     cfg.pc_options = parse_pc_options(args);
     const std::string fmt_name = args.get_or("--format", "auto");
     const std::string prec = args.get_or("--precision", "double");
     const std::string device = args.get_or("--device", "auto");
-    cfg.impl = parse_bicgstab_impl(args.get_or("--impl", "fused"));
+    cfg.impl = usage_checked([&] { return parse_bicgstab_impl(args.get_or("--impl", "fused")); });
     cfg.options.rtol = args.get_double("--rtol", cfg.options.rtol);
     cfg.options.atol = args.get_double("--atol", cfg.options.atol);
     cfg.options.max_it = static_cast<int>(args.get_int("--max-it", cfg.options.max_it));
@@ -153,6 +154,9 @@ int cmd_solve(int argc, char** argv)
         cfg.precision = Precision::mixed;
     else
         throw UsageError("--precision must be double, single or mixed");
+    if (!(cfg.options.rtol >= 0)) throw UsageError("--rtol must be >= 0");
+    if (!(cfg.options.atol >= 0)) throw UsageError("--atol must be >= 0");
+    if (fmt_name != "auto") usage_checked([&] { return parse_format(fmt_name); });
     if (cfg.options.max_it < 0) throw UsageError("--max-it must be >= 0");
     if (cfg.options.check_every < 1) throw UsageError("--check-every must be >= 1");
     if (restart < 1 || restart > (1 << 20)) throw UsageError("--restart must be in [1, 1048576]");
@@ -237,7 +241,7 @@ int cmd_solve(int argc, char** argv)
     if (json) {
         std::printf(
             "{\"source\": %s, \"converged\": %s, \"reason\": \"%s\", \"iterations\": %d, "
-            "\"relres\": %.6e, \"true_relres\": %.6e, \"error_vs_xtrue\": %.6e, "
+            "\"relres\": %.6e, \"true_relres\": %s, \"error_vs_xtrue\": %s, "
             "\"solve_seconds\": %.6f, \"setup_seconds\": %.6f, \"total_seconds\": %.6f, "
             "\"per_iteration_ms\": %.6f, \"solver\": %s, \"restart\": %s, \"preconditioner\": %s, "
             "\"format\": "
@@ -246,9 +250,10 @@ int cmd_solve(int argc, char** argv)
             "\"cuda_graph\": %s, \"fused_dots\": %s, \"corrections\": %d, \"rows\": %d, "
             "\"nnz\": %lld}\n",
             json_string(p.source).c_str(), st.converged() ? "true" : "false", to_string(st.reason),
-            st.iterations, st.relative_residual, st.true_relative_residual, err, t.solve_ms / 1e3,
-            setup_s, t.total_ms / 1e3, t.per_iteration_ms, json_string(r.solver).c_str(),
-            restart_json.c_str(), json_string(r.preconditioner).c_str(), to_string(cfg.format),
+            st.iterations, st.relative_residual, json_number(st.true_relative_residual).c_str(),
+            json_number(err).c_str(), t.solve_ms / 1e3, setup_s, t.total_ms / 1e3,
+            t.per_iteration_ms, json_string(r.solver).c_str(), restart_json.c_str(),
+            json_string(r.preconditioner).c_str(), to_string(cfg.format),
             json_string(format_reason).c_str(), json_string(r.format).c_str(), prec.c_str(),
             json_string(r.device).c_str(), st.cuda_graph ? "true" : "false",
             st.fused_dots ? "true" : "false", r.corrections, p.a.rows,

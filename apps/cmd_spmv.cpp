@@ -102,7 +102,8 @@ int cmd_spmv(int argc, char** argv)
     Problem p = load_problem(file, gen, quiet);
 
     Structure s = detect_structure(p.a);
-    const Format f = parse_format(fmt_name == "auto" ? s.format : fmt_name);
+    const Format f =
+        usage_checked([&] { return parse_format(fmt_name == "auto" ? s.format : fmt_name); });
     FormatOptions opt;
     opt.block_size = bs > 0 ? static_cast<index_t>(bs) : s.block_size;
 

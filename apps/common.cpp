@@ -1,5 +1,6 @@
 #include "apps/common.hpp"
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -57,9 +58,12 @@ HeptaSpec parse_generate_spec(const std::string& s)
         else if (part == "grid")
             spec.banded = false;
         else
-            spec.model = parse_model(part);
+            spec.model = usage_checked([&] { return parse_model(part); });
     }
-    validate(spec);
+    usage_checked([&] {
+        validate(spec);
+        return 0;
+    });
     return spec;
 }
 
@@ -142,6 +146,21 @@ bool launched_by_mpirun()
         if (s && std::atoi(s) > 1) return true;
     }
     return false;
+}
+
+std::string json_number(double v)
+{
+    if (v < 0 || !std::isfinite(v)) return "null";
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.6e", v);
+    return buf;
+}
+
+bool first_rank_of_launch()
+{
+    for (const char* v : {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID"})
+        if (const char* r = std::getenv(v)) return std::string(r) == "0";
+    return true;
 }
 
 const char* pc_options_help =

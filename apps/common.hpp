@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "apps/args.hpp"
+#include "core/error.hpp"
 #include "core/executor.hpp"
 #include "formats/coo/coo.hpp"
 #include "generators/hepta.hpp"
@@ -40,6 +42,22 @@ void print_result(const Status& st, double err);
 /// cannot be written.
 void write_history_csv(const std::string& path, const Status& st);
 
+/// f() with an InputError (a bad name or value the library refuses) turned into a UsageError,
+/// for command-line values: exit status 2, not 1.
+template <class F>
+auto usage_checked(F&& f) -> decltype(f())
+{
+    try {
+        return f();
+    } catch (const InputError& e) {
+        throw UsageError(e.what());
+    }
+}
+
+/// False on the ranks other than 0 of an MPI launch (OpenMPI, MPICH/PMI, Slurm environment
+/// variables; MPI need not be initialised), so that --help prints once under mpirun.
+bool first_rank_of_launch();
+
 class Args;
 /// The multigrid and CPR options of solve, info and bench precond (--amg-threshold,
 /// --amg-smoother, --amg-sweeps, --amg-cycle, --amg-coarse-size, --amg-max-levels,
@@ -47,6 +65,10 @@ class Args;
 PcOptions parse_pc_options(Args& args);
 /// Their --help lines.
 extern const char* pc_options_help;
+
+/// A JSON number with 6 significant digits after the point (%.6e), or null for a negative
+/// value (the "not computed" of the reports).
+std::string json_number(double v);
 
 /// JSON string literal with escapes.
 std::string json_string(const std::string& s);

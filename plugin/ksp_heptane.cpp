@@ -500,6 +500,7 @@ static KSPConvergedReason KSPHeptaneReason(KSP_Heptane *h, heptane::Reason r)
   case heptane::Reason::diverged_indefinite: /* CG: (p, Ap) <= 0 or (r, M^-1 r) < 0 */
     return h->pc == heptane::PcType::none ? KSP_DIVERGED_INDEFINITE_MAT : KSP_DIVERGED_INDEFINITE_PC;
   case heptane::Reason::stagnation:
+  case heptane::Reason::diverged_true_residual:
     return KSP_DIVERGED_BREAKDOWN;
   case heptane::Reason::iterating:
     break;

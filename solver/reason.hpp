@@ -18,6 +18,10 @@ enum class Reason {
     breakdown_rv,         ///< BiCGStab: (r̂, v) = 0, so α = ρ/(r̂, v) is undefined
     diverged_indefinite,  ///< CG: (p, Ap) ≤ 0 or (r, M⁻¹r) < 0: A or M is not SPD
     stagnation,           ///< ‖r‖ stopped decreasing (SolverOptions::stagnation_window)
+    /// The recursive residual met the tolerance, but the true ‖b − A x‖ with the matrix as
+    /// given (fp64) does not: a solve with fp32 matrix values (single precision, or mixed
+    /// without refinement) whose rounding of A sits above rtol (solve_system)
+    diverged_true_residual,
 };
 
 /// The enumerator's name, e.g. "converged_rtol".

@@ -56,7 +56,8 @@ struct SolveConfig {
     /// matrix values, fp64 vectors and preconditioner. Single (and mixed without refine)
     /// stops on the recursive residual of the rounded (fp32) matrix; Status's true residual
     /// is then ‖b − A x‖ with the fp64 matrix as given (on the host, after the solve), which
-    /// can stay above rtol·‖b‖ by about the fp32 rounding of A times ‖A‖‖x‖/‖b‖.
+    /// can stay above rtol·‖b‖ by about the fp32 rounding of A times ‖A‖‖x‖/‖b‖; the Status's
+    /// reason is then Reason::diverged_true_residual, not converged.
     Precision precision = Precision::double_;
     /// Unset: bjacobi for CG (ILU(0) is not symmetric); for BiCGStab and GMRES ilu0 on the CPU, and
     /// on CUDA ilu0-mc (multi-colour: 2 + 2 launches per apply on a 7-point grid instead of

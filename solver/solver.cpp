@@ -29,6 +29,8 @@ const char* to_string(Reason r) noexcept
             return "diverged_indefinite";
         case Reason::stagnation:
             return "stagnation";
+        case Reason::diverged_true_residual:
+            return "diverged_true_residual";
     }
     return "unknown";
 }

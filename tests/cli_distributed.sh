@@ -74,7 +74,11 @@ for prec in mixed single; do
 done
 # and the same fp32 matrix on one process gives the same answer as on the ranks (without the
 # fp64 refinement one process does by default, which the ranks do not)
-"$heptane" solve "${common[@]}" --precision mixed --no-refine -o "$dir/x1_mixed.mtx" --json >"$dir/one_mixed.json"
+# (one process reports the true residual with the fp64 matrix: at rtol 1e-11 the rounding of
+# the fp32 values keeps it above rtol, so that run says diverged_true_residual and exits 1)
+"$heptane" solve "${common[@]}" --precision mixed --no-refine -o "$dir/x1_mixed.mtx" --json \
+  >"$dir/one_mixed.json" || true
+grep -qE '"reason": "(converged_rtol|diverged_true_residual)"' "$dir/one_mixed.json"
 compare "$dir/x_mixed.mtx" "$dir/x1_mixed.mtx"
 # bad input is a clear error, not a hang: an x0 of the wrong length
 awk '/^%/ { print; next } !size { print $1 - 1, $2; size = $1; next }

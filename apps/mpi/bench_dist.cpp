@@ -118,7 +118,8 @@ const char* scale_usage =
     "with Nc = 8), with its breakdown: the distributed SpMV, the local SpMV alone, one halo\n"
     "exchange alone, the part of the SpMV spent waiting for the halo (SpMV - local SpMV),\n"
     "one reduction point alone, and the rest (vector work). Run it with P = 1, 2, 4 for strong\n"
-    "scaling (scripts/scale.sh does, and computes the efficiencies).\n"
+    "scaling (scripts/multi-gpu.sh runs it on 1, 2 and 4 GPUs; docs/benchmarks.md has the\n"
+    "efficiencies it gave).\n"
     "  --weak           SPEC is per rank: the z extent is multiplied by P (weak scaling)\n"
     "  --iters N        BiCGStab iterations per solve, no preconditioner, rtol 0 (default 50)\n"
     "  --reps N         timed repetitions of the parts (default 30)\n"
@@ -134,7 +135,7 @@ int bench_comm(int argc, char** argv)
 {
     Args args(argc, argv, {});
     if (args.help()) {
-        std::printf("%s", comm_usage);
+        if (first_rank_of_launch()) std::printf("%s", comm_usage);
         return 0;
     }
     const auto sizes = parse_sizes(args.get_or("--sizes", "8,1K,8K,64K,256K,1M,4M,16M,64M"));
@@ -272,7 +273,7 @@ int bench_scale(int argc, char** argv)
 {
     Args args(argc, argv, {"--weak", "--no-graphs"});
     if (args.help()) {
-        std::printf("%s", scale_usage);
+        if (first_rank_of_launch()) std::printf("%s", scale_usage);
         return 0;
     }
     const bool weak = args.flag("--weak");

@@ -223,7 +223,8 @@ int cmd_solve_distributed(Args& args, bool json, bool monitor, bool quiet_flag)
     auto xfile = args.get("-o");
     auto hist = args.get("--history");
     auto x0file = args.get("--x0");
-    const SolverType solver = parse_solver(args.get_or("--solver", "bicgstab"));
+    const SolverType solver =
+        usage_checked([&] { return parse_solver(args.get_or("--solver", "bicgstab")); });
     const bool has_restart = args.get("--restart").has_value();
     const long long restart = args.get_int("--restart", 30);
     auto pc_name = args.get("--pc");
@@ -278,7 +279,7 @@ int cmd_solve_distributed(Args& args, bool json, bool monitor, bool quiet_flag)
     // preconditioner of this rank's diagonal block
     PcType pc = solver == SolverType::cg ? PcType::block_jacobi
                                          : (exec->is_cuda() ? PcType::ilu0_mc : PcType::ilu0);
-    if (pc_name) pc = parse_pc(*pc_name);
+    if (pc_name) pc = usage_checked([&] { return parse_pc(*pc_name); });
 
     double last_print = 0;
     opts.monitor = [&](const IterationInfo& it) {

@@ -256,7 +256,8 @@ void fill(const BlockPattern& p, const Csr<double>& a_in, const Target& t, const
         });
     }
     HEPTANE_ENSURE(bad == no_row, InputError,
-                   who << ": values-only update with another nonzero pattern (row " << bad
+                   who << ": values-only update with another nonzero pattern (row "
+                       << std::int64_t(bad) + 1
                        << " differs from the one the preconditioner was set up with); set up a "
                           "new preconditioner for a new pattern");
 }
@@ -297,10 +298,11 @@ PivotFailure invert_block(const double* a, double* inv, index_t nc)
 std::string describe_pivot_failure(index_t block_row, index_t nc, const PivotFailure& f)
 {
     std::ostringstream os;
-    os << "block row " << block_row << " (rows " << std::int64_t(block_row) * nc << ".."
-       << std::int64_t(block_row) * nc + nc - 1 << "): pivot " << f.step + 1 << " of " << nc
-       << " is " << f.pivot << " after partial pivoting (|pivot| <= " << f.threshold
-       << " = nc*eps*max|a_ij|)";
+    // 1-based, as the files and the readers count
+    os << "block row " << std::int64_t(block_row) + 1 << " (rows "
+       << std::int64_t(block_row) * nc + 1 << ".." << std::int64_t(block_row) * nc + nc
+       << "): pivot " << f.step + 1 << " of " << nc << " is " << f.pivot
+       << " after partial pivoting (|pivot| <= " << f.threshold << " = nc*eps*max|a_ij|)";
     return os.str();
 }
 

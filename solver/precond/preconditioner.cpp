@@ -245,7 +245,8 @@ struct ScalarPattern {
                   1;
         }
         HEPTANE_ENSURE(bad == no_row, InputError,
-                       who << ": values-only update with another nonzero pattern (row " << bad
+                       who << ": values-only update with another nonzero pattern (row "
+                           << std::int64_t(bad) + 1
                            << " differs from the one the preconditioner was set up with); set "
                               "up a new preconditioner for a new pattern");
     }
@@ -557,8 +558,8 @@ private:
         }
         detail::gather_block<0>(local.data(), vals.data(), this->nc_, blk.data());
         if (type_ == PcType::jacobi)
-            HEPTANE_THROW(InputError,
-                          "Jacobi: the diagonal entry of row " << c << " is " << blk[0]);
+            HEPTANE_THROW(InputError, "Jacobi: the diagonal entry of row " << std::int64_t(c) + 1
+                                                                           << " is " << blk[0]);
         const detail::PivotFailure f = detail::invert_block(blk.data(), inv.data(), this->nc_);
         HEPTANE_THROW(InputError, "block-Jacobi: singular diagonal block, "
                                       << detail::describe_pivot_failure(c, this->nc_, f));
@@ -832,8 +833,9 @@ private:
                     const std::size_t k = std::size_t(q - f.ptr[std::size_t(i)]);
                     const index_t j = f.col[std::size_t(q)];
                     HEPTANE_ENSURE(j < p0 || j >= p1, InputError,
-                                   "multi-colour ILU(0): block rows " << i << " and " << j
-                                                                      << " share colour " << c);
+                                   "multi-colour ILU(0): block rows "
+                                       << std::int64_t(i) + 1 << " and " << std::int64_t(j) + 1
+                                       << " share colour " << c);
                     col[std::size_t(t.col_off[std::size_t(c)]) + k * rows_c + std::size_t(i - p0)] =
                         j;
                 }
