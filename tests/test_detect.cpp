@@ -297,9 +297,10 @@ BOOST_AUTO_TEST_CASE(format_choice_falls_back_by_row_shape)
     const auto ell = detect_structure(test::random_coo<double>(500, 500, 9, 9, 1));
     BOOST_TEST(ell.format == "ell");
     BOOST_TEST(contains(ell.format_reason, "uniform"));
-    // a few very long rows: HYB
-    auto h = test::random_coo<double>(500, 500, 4, 6, 2);
-    {
+    // a few very long rows: HYB when at least 4096 rows share an ELL width, else CSR (HYB
+    // would be COO alone there)
+    auto long_rows = [](index_t n) {
+        auto h = test::random_coo<double>(n, n, 4, 6, 2);
         std::vector<index_t> r, c;
         for (offset_t k = 0; k < h.nnz(); ++k)
             if (h.row[k] >= 5) {
@@ -312,16 +313,19 @@ BOOST_AUTO_TEST_CASE(format_choice_falls_back_by_row_shape)
                 c.push_back(j * 2);
             }
         Coo<double> x;
-        x.rows = x.cols = 500;
+        x.rows = x.cols = n;
         x.val = std::vector<double>(r.size(), 1.0);
         x.row = std::move(r);
         x.col = std::move(c);
         canonicalize(x);
-        h = std::move(x);
-    }
-    const auto hyb = detect_structure(h);
+        return x;
+    };
+    const auto hyb = detect_structure(long_rows(6000));
     BOOST_TEST(hyb.format == "hyb");
     BOOST_TEST(contains(hyb.format_reason, "very unequal"));
+    const auto small = detect_structure(long_rows(500));
+    BOOST_TEST(small.format == "csr");
+    BOOST_TEST(contains(small.format_reason, "HYB's ELL part would be empty"));
     // moderately unequal rows: CSR
     const auto csr = detect_structure(test::random_coo<double>(500, 500, 4, 9, 3));
     BOOST_TEST(csr.format == "csr");
