@@ -182,23 +182,13 @@ PcOptions parse_pc_options(Args& args)
     a.strength_threshold = args.get_double("--amg-threshold", a.strength_threshold);
     if (!(a.strength_threshold >= 0 && a.strength_threshold < 1))
         throw UsageError("--amg-threshold must be in [0, 1)");
-    if (auto s = args.get("--amg-smoother")) {
-        try {
-            a.smoother = parse_amg_smoother(*s);
-        } catch (const InputError& e) {
-            throw UsageError(e.what());
-        }
-    }
+    if (auto s = args.get("--amg-smoother"))
+        a.smoother = usage_checked([&] { return parse_amg_smoother(*s); });
     const long long sweeps = args.get_int("--amg-sweeps", a.pre_sweeps);
     if (sweeps < 1 || sweeps > 20) throw UsageError("--amg-sweeps must be in 1..20");
     a.pre_sweeps = a.post_sweeps = int(sweeps);
-    if (auto c = args.get("--amg-cycle")) {
-        try {
-            a.cycle = parse_amg_cycle(*c);
-        } catch (const InputError& e) {
-            throw UsageError(e.what());
-        }
-    }
+    if (auto c = args.get("--amg-cycle"))
+        a.cycle = usage_checked([&] { return parse_amg_cycle(*c); });
     const long long cs = args.get_int("--amg-coarse-size", a.coarse_size);
     if (cs < 1 || cs > 4000) throw UsageError("--amg-coarse-size must be in 1..4000");
     a.coarse_size = index_t(cs);

@@ -11,7 +11,7 @@
 //   prolongator T (one 1 per row: node i's aggregate, the same unknown of the cell — the
 //               near null space is the constant per unknown), smoothed with the filtered
 //               matrix: P = (I − ω D_F⁻¹ A_F) T
-//   galerkin    A_c = Pᵀ (A P), two sparse products (OpenMP, row by row)
+//   galerkin    A_c = R A P, R = Pᵀ, row by row without forming A P (OpenMP)
 //   dense_inverse  the coarsest level's inverse (Gauss-Jordan, partial pivoting)
 #pragma once
 
@@ -43,9 +43,6 @@ Aggregates aggregate(const Strength& s);
 /// P (rows of A × count·nc) from the aggregates; weight = 0: the tentative T.
 Csr<double> prolongator(const Csr<double>& a, index_t nc, const Strength& s, const Aggregates& agg,
                         double weight);
-
-/// C = A B (host, canonical: columns sorted within each row).
-Csr<double> spgemm(const Csr<double>& a, const Csr<double>& b);
 
 /// Pᵀ A P with R = Pᵀ given.
 Csr<double> galerkin(const Csr<double>& r, const Csr<double>& a, const Csr<double>& p);
