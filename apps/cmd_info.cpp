@@ -62,7 +62,7 @@ int cmd_info(int argc, char** argv)
                           ", \"amg\": {\"operator_complexity\": %.6g, \"grid_complexity\": "
                           "%.6g, \"coarse_solve\": %s, \"setup_ms\": %.3f, \"levels\": [",
                           amg->operator_complexity, amg->grid_complexity,
-                          json_string(amg->coarse_solve).c_str(), amg->host_setup_ms);
+                          json_string(amg->coarse_solve).c_str(), amg->hierarchy_ms);
             body = body.substr(0, close) + extra + levels + "]}" + body.substr(close);
         }
         // prepend the source to the object produced by to_json
@@ -71,7 +71,7 @@ int cmd_info(int argc, char** argv)
         std::printf("matrix: %s\n%s", p.source.c_str(), to_text(s).c_str());
         if (amg)
             std::printf("AMG hierarchy (smoothed aggregation, host setup %.1f ms):\n%s\n",
-                        amg->host_setup_ms, amg->table().c_str());
+                        amg->hierarchy_ms, amg->table().c_str());
         else if (verbose)
             std::printf("AMG hierarchy: none (the matrix is not square)\n");
     }

@@ -171,6 +171,8 @@ const char* pc_options_help =
     "  --amg-cycle C         v (default) or w\n"
     "  --amg-coarse-size N   coarsest level at most N rows, solved by dense LU (default 300)\n"
     "  --amg-max-levels N    at most N levels (default 20)\n"
+    "  --amg-setup W         where the hierarchy is built: auto (default: the device for a GPU\n"
+    "                        and Nc = 1, else the host), host, device\n"
     "  --cpr-pressure-index P  the pressure unknown of each cell for --pc cpr (default 0)\n"
     "  --cpr-second M        CPR's second stage: bilu0, bilu0mc or bjacobi (default: bilu0 on\n"
     "                        the CPU, bjacobi on a GPU)\n";
@@ -195,6 +197,8 @@ PcOptions parse_pc_options(Args& args)
     const long long ml = args.get_int("--amg-max-levels", a.max_levels);
     if (ml < 1 || ml > 50) throw UsageError("--amg-max-levels must be in 1..50");
     a.max_levels = int(ml);
+    if (auto w = args.get("--amg-setup"))
+        a.setup = usage_checked([&] { return parse_amg_setup(*w); });
     o.cpr.amg = a;
     const long long p = args.get_int("--cpr-pressure-index", 0);
     if (p < 0) throw UsageError("--cpr-pressure-index must be >= 0");

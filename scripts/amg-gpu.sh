@@ -2,7 +2,9 @@
 # Multigrid on one GPU in one device call: build heptane with CUDA (no PETSc), run the GPU
 # tests of the solver layer (AMG/CPR, GMRES, the solvers), then `heptane bench precond` on
 # the issue's systems: the channelized pressure at 1 M and 8 M cells, the reservoir pressure
-# at 1 M, the coupled reservoir system (Nc = 3) at 1 M, on the GPU and on all CPU cores.
+# at 1 M (also with the hierarchy built on the host: --amg-setup host), the channelized model
+# at 460 K cells, the coupled reservoir system (Nc = 3) at 1 M, on the GPU and on all CPU
+# cores. SANITIZE=1 (default) also runs test_amg's setup cases under compute-sanitizer.
 #
 #   OUT=/some/dir bash scripts/amg-gpu.sh [--no-tests] [--quick]
 #
@@ -42,6 +44,12 @@ if [ "$tests" = 1 ]; then
     >"$logs/ctest.log" 2>&1 || status=1
   grep -E "tests passed|tests failed|\(Failed\)|\(Timeout\)|Skipped|Not Run" "$logs/ctest.log" | tee -a "$summary"
   note "tests: $(($(date +%s) - t0)) s"
+  if [ "${SANITIZE:-1}" = 1 ] && command -v compute-sanitizer >/dev/null; then
+    # the device AMG setup's kernels and cuSPARSE calls under memcheck
+    HEPTANE_TEST_DEVICE=cuda timeout 200 compute-sanitizer --tool memcheck --error-exitcode 9 \
+      "$build/tests/test_amg" --run_test=amg_setup >"$logs/memcheck-amg.log" 2>&1 || status=1
+    note "memcheck test_amg/amg_setup: $(grep -E "ERROR SUMMARY|No errors|failure" "$logs/memcheck-amg.log" | head -3 | tr '\n' ' ')"
+  fi
 fi
 h=$build/apps/heptane
 bench() {  # name, then bench precond arguments
@@ -60,6 +68,10 @@ else
     --pcs jacobi,ilu0-mc,amg --solver cg --device gpu --reps 2
   bench pressure-bcgs-gpu --generate 128x128x64x1:channelized --pcs jacobi,ilu0-mc,amg \
     --solver bicgstab --device gpu --reps 2
+  bench pressure-host-setup-gpu --generate 128x128x64x1:channelized,128x128x64x1:reservoir \
+    --pcs amg --solver cg --device gpu --amg-setup host
+  bench hetero-460k-gpu --generate 128x128x28x1:channelized --pcs jacobi,amg --solver cg \
+    --device gpu --reps 2
   bench pressure-8m-gpu --generate 256x256x128x1:channelized --pcs jacobi,amg --solver cg \
     --device gpu
   bench coupled-gpu --generate 128x128x64x3:reservoir,128x128x64x3:channelized \

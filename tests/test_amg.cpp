@@ -2,9 +2,11 @@
 // computations, the cycle as a preconditioner against Eigen's direct solution, iteration
 // counts that do not grow with the grid, values-only refresh, CPR on coupled systems, and
 // the errors. Runs on the CPU and (the _gpu variant) on CUDA.
+#include <omp.h>
 #include <Eigen/Dense>
 #include <Eigen/Sparse>
 #include <boost/test/unit_test.hpp>
+
 #include <cmath>
 #include <string>
 #include <vector>
@@ -17,6 +19,9 @@
 #include "solver/cg/cg.hpp"
 #include "solver/precond/amg/amg.hpp"
 #include "solver/precond/amg/amg_setup.hpp"
+#ifdef HEPTANE_HAVE_CUDA
+#include "solver/precond/amg/amg_device.hpp"
+#endif
 #include "solver/precond/amg/cpr.hpp"
 #include "solver/precond/preconditioner.hpp"
 #include "tests/test_common.hpp"
@@ -224,6 +229,95 @@ BOOST_AUTO_TEST_CASE(prolongator_is_the_smoothed_tentative_one)
     BOOST_CHECK_SMALL((dense(p) - expect).cwiseAbs().maxCoeff(), 1e-12);
 }
 
+BOOST_AUTO_TEST_CASE(aggregation_does_not_depend_on_the_thread_count)
+{
+    // the synchronous rounds read only the previous round: 1 thread and all give one answer
+    const Csr<double> a = generated(20, 16, 8, 1, HeptaModel::channelized, 0.0, 7);
+    const amg::Strength s = amg::strength(a, 1, 0.02);
+    const amg::Aggregates all = amg::aggregate(s);
+    const int threads = omp_get_max_threads();
+    omp_set_num_threads(1);
+    const amg::Aggregates one = amg::aggregate(s);
+    omp_set_num_threads(threads);
+    BOOST_TEST(all.count == one.count);
+    BOOST_TEST(all.of_node == one.of_node);
+    // every aggregate has a root: a node whose strong neighbours all joined it
+    std::vector<char> has_root(static_cast<std::size_t>(all.count), 0);
+    for (index_t i = 0; i < s.nodes; ++i) {
+        const index_t g = all.of_node[i];
+        if (g < 0) continue;
+        bool root = true;
+        for (offset_t k = s.ptr[i]; k < s.ptr[i + 1]; ++k)
+            root = root && all.of_node[s.adj[k]] == g;
+        if (root) has_root[std::size_t(g)] = 1;
+    }
+    for (index_t g = 0; g < all.count; ++g) BOOST_TEST(has_root[std::size_t(g)], "aggregate " << g);
+}
+
+BOOST_AUTO_TEST_CASE(device_setup_matches_the_host_reference)
+{
+    // On a GPU: the device setup finds the CPU's aggregates and P bit for bit, and R A P to
+    // rounding (cuSPARSE's SpGEMM sums in its own order); its refresh equals the host's
+    // numeric Galerkin product; the whole preconditioner applies as the host-built one. On
+    // the CPU: asking for the device setup is a clear error.
+    const Csr<double> a = generated(24, 20, 10, 1, HeptaModel::channelized, 0.0, 3);
+    auto exec = test_executor();
+    AmgOptions o;
+    o.coarse_size = 40;
+    o.setup = AmgSetup::device;
+    if (!exec->is_cuda()) {
+        BOOST_CHECK_THROW(AmgPreconditioner<double>(a, 1, exec, o), InputError);
+        return;
+    }
+#ifdef HEPTANE_HAVE_CUDA
+    const amg::DeviceHierarchy dh(a, o, exec);
+    BOOST_REQUIRE(dh.levels() >= 3);
+    const amg::Strength s = amg::strength(a, 1, o.strength_threshold);
+    const amg::Aggregates g = amg::aggregate(s);
+    BOOST_TEST(dh.aggregates(0) == g.of_node);
+    const Csr<double> p = amg::prolongator(a, 1, s, g, o.prolongation_weight);
+    const Csr<double> pd = dh.p(0).to(cpu_executor());
+    BOOST_TEST(pd.row_ptr.host() == p.row_ptr.host());
+    BOOST_TEST(pd.col_idx.host() == p.col_idx.host());
+    BOOST_TEST(pd.values.host() == p.values.host());  // bit for bit
+    const Csr<double> r = transpose(p);
+    const Csr<double> rd = dh.r(0).to(cpu_executor());
+    BOOST_TEST(rd.col_idx.host() == r.col_idx.host());
+    const Csr<double> c = amg::galerkin(r, a, p);
+    const Csr<double> cd = dh.a(1).to(cpu_executor());
+    BOOST_TEST(cd.row_ptr.host() == c.row_ptr.host());
+    BOOST_TEST(cd.col_idx.host() == c.col_idx.host());  // sorted rows, the same pattern
+    BOOST_CHECK_SMALL(test::rel_max_diff(cd.values.host(), c.values.host()), 1e-12);
+    // values-only refresh on the device against the host's numeric product
+    Csr<double> a3 = a;
+    for (std::size_t k = 0; k < a3.values.size(); ++k)
+        a3.values.host()[k] *= 1.0 + 0.25 * double(k % 7);
+    const_cast<amg::DeviceHierarchy&>(dh).refresh(a3);
+    Csr<double> c3 = c;
+    amg::galerkin_numeric(r, a3, p, c3);
+    BOOST_CHECK_SMALL(
+        test::rel_max_diff(dh.a(1).to(cpu_executor()).values.host(), c3.values.host()), 1e-12);
+    // the preconditioners built on the device and on the host apply alike
+    AmgOptions oh = o;
+    oh.setup = AmgSetup::host;
+    AmgPreconditioner<double> md(a, 1, exec, o), mh(a, 1, exec, oh);
+    BOOST_TEST(md.info().setup_on == "device");
+    BOOST_TEST(mh.info().setup_on == "host");
+    BOOST_TEST(md.info().levels.size() == mh.info().levels.size());
+    for (std::size_t l = 0; l < md.info().levels.size(); ++l)
+        BOOST_TEST(md.info().levels[l].nnz == mh.info().levels[l].nnz);
+    const std::vector<double> rv = test::random_vector<double>(static_cast<std::size_t>(a.rows), 5);
+    Array<double> rdv = Array<double>(rv).to(exec), z1(exec, rv.size()), z2(exec, rv.size());
+    md.apply(rdv.data(), z1.data());
+    mh.apply(rdv.data(), z2.data());
+    BOOST_CHECK_SMALL(test::rel_max_diff(z1.to_vector(), z2.to_vector()), 1e-9);
+    // Nc > 1 is the host's
+    BOOST_CHECK_THROW(
+        AmgPreconditioner<double>(generated(8, 6, 4, 3, HeptaModel::reservoir), 3, exec, o),
+        InputError);
+#endif
+}
+
 BOOST_AUTO_TEST_CASE(block_aggregation_keeps_the_block_size)
 {
     const Csr<double> a = generated(8, 6, 4, 3, HeptaModel::reservoir);
@@ -381,6 +475,8 @@ BOOST_AUTO_TEST_CASE(bad_input_gets_a_clear_error)
     // a block size that does not divide the rows
     BOOST_CHECK_THROW(AmgPreconditioner<double>(poisson(5), 2, exec, AmgOptions{}), InputError);
     BOOST_CHECK_THROW(parse_amg_smoother("sor"), InputError);
+    BOOST_CHECK_THROW(parse_amg_setup("gpu"), InputError);
+    BOOST_TEST((parse_amg_setup("device") == AmgSetup::device));
     BOOST_TEST((parse_pc("amg") == PcType::amg));
     BOOST_TEST((parse_pc("cpr") == PcType::cpr));
 }
@@ -458,7 +554,9 @@ BOOST_AUTO_TEST_CASE(cpr_beats_block_ilu0_when_the_pressure_is_hard)
                        << ilu.st.summary() << ")");
     BOOST_TEST(cpr.st.converged(), cpr.st.summary());
     BOOST_CHECK_LE(true_relres(a, cpr.x, b), 1.1e-8);
-    BOOST_TEST(cpr.st.iterations * 5 <= ilu.st.iterations * 2,
+    // at most half BILU(0)'s (measured 34 vs 72 with the Lanczos λ estimate; 25 with the
+    // power iterations alone, whose low estimate made AMG indefinite on an 8 M-cell system)
+    BOOST_TEST(cpr.st.iterations * 2 <= ilu.st.iterations,
                "CPR " << cpr.st.iterations << " vs BILU(0) " << ilu.st.iterations);
     // against Eigen's LU
     Eigen::SparseLU<Eigen::SparseMatrix<double>> lu(sparse(a));

@@ -5,17 +5,20 @@
 //     auto m = make_amg<double>(csr, nc, exec, o);   // or make_preconditioner(PcType::amg…)
 //     Cg<double> s; s.set_operator(A); s.set_preconditioner(std::move(m));
 //
-// Setup (amg_setup.hpp, the CPU reference): strength of connection, aggregation, the
-// smoothed prolongator P, R = Pᵀ and the Galerkin products A_{l+1} = R A_l P on the host
-// (OpenMP); the levels are then placed on the executor as CSR (the finest level can be the
-// caller's operator, e.g. BDIA-GH), with each level's smoother data (D⁻¹, λ_max(D⁻¹A) by
-// power iterations through the level's product on the executor) and the coarsest level's
-// dense inverse. The cycle runs entirely on the executor: products through the SpMV core,
+// Setup: strength of connection, aggregation, the smoothed prolongator P, R = Pᵀ and the
+// Galerkin products A_{l+1} = R A_l P — on the device for a GPU executor and Nc = 1
+// (amg_device.hpp: the same aggregates and P as the CPU, R A P by cuSPARSE's SpGEMM), else on
+// the host (amg_setup.hpp, OpenMP, the CPU reference); AmgOptions::setup chooses. The levels
+// are CSR on the executor in the solver's precision (the finest level can be the caller's
+// operator, e.g. BDIA-GH), with each level's smoother data (D⁻¹, λ_max(D⁻¹A) by power
+// iterations through the level's product on the executor) and the coarsest level's dense
+// inverse. The cycle runs entirely on the executor: products through the SpMV core,
 // smoothing steps and the coarse solve as kernels (amg_kernels.hpp), no host
 // synchronisation (graph-safe on a GPU).
 //
 // update_values(A') keeps the aggregates, P and R (PETSc GAMG's reuse of the interpolation)
-// and redoes the Galerkin products, the smoother data and the coarse inverse.
+// and redoes the Galerkin products (where the hierarchy was built: on the device with
+// cuSPARSE's SpGEMM reuse), the smoother data and the coarse inverse.
 //
 // Errors (InputError): a matrix that is not square or whose size Nc does not divide, a zero
 // diagonal entry on any level (named with its level and 1-based row), a singular coarsest
@@ -46,13 +49,16 @@ struct AmgInfo {
     /// How the coarsest level is treated: "dense LU" or "smoothed" (coarsening stalled above
     /// a size a dense factorisation could take).
     std::string coarse_solve;
-    double host_setup_ms = 0;  ///< strength, aggregation, P, Galerkin products (host)
-    double device_ms = 0;      ///< levels to the executor, smoother data, coarse inverse
-    /// Values-only refreshes (update_values) so far, and the last one's host part (Galerkin
-    /// products) and executor part (values, smoother data, coarse inverse); the two fields
-    /// above stay the first setup's.
+    /// Where the hierarchy was built: "host" or "device" (AmgOptions::setup).
+    std::string setup_on = "host";
+    double hierarchy_ms = 0;            ///< strength, aggregation, P and R, Galerkin products
+    double phase_ms[4] = {0, 0, 0, 0};  ///< the same four phases one by one
+    double device_ms = 0;  ///< levels in the solver's precision, smoother data, coarse inverse
+    /// Values-only refreshes (update_values) so far, and the last one's Galerkin products
+    /// (where the hierarchy lives) and executor part (values, smoother data, coarse inverse);
+    /// the fields above stay the first setup's.
     int refreshes = 0;
-    double refresh_host_ms = 0;
+    double refresh_hierarchy_ms = 0;
     double refresh_device_ms = 0;
     /// Multi-line table: level, rows, nnz, nnz/row, λ_max; complexities.
     std::string table() const;

@@ -29,6 +29,16 @@ enum class AmgCycle { v, w };
 AmgCycle parse_amg_cycle(const std::string& name);
 const char* to_string(AmgCycle c) noexcept;
 
+/// Where the hierarchy (strength, aggregation, P, R, Galerkin products) is built.
+///   automatic  on the device when the executor is a GPU and Nc = 1 (pressure systems, CPR's
+///              pressure stage), else on the host
+///   host       on the host (OpenMP; the CPU reference), whatever the executor
+///   device     on the device (amg_device.hpp); InputError on a CPU executor or with Nc > 1
+enum class AmgSetup { automatic, host, device };
+/// "auto", "host", "device". Throws InputError naming the choices.
+AmgSetup parse_amg_setup(const std::string& name);
+const char* to_string(AmgSetup s) noexcept;
+
 /// Smoothed aggregation (Vaněk, Mandel, Brezina 1996), as PETSc GAMG, amgcl and AMGX's
 /// aggregation AMG do it. Names follow PETSc's -pc_gamg_* where there is one.
 struct AmgOptions {
@@ -60,6 +70,7 @@ struct AmgOptions {
     /// Power iterations that estimate λ_max(D⁻¹A) at setup.
     int power_iterations = 10;
     AmgCycle cycle = AmgCycle::v;
+    AmgSetup setup = AmgSetup::automatic;
 };
 
 /// The second stage of CPR on the whole system.

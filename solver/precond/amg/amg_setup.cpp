@@ -168,46 +168,64 @@ Strength strength(const Csr<double>& a, index_t nc, double theta)
 
 Aggregates aggregate(const Strength& s)
 {
-    constexpr index_t free_node = -2, none = -1;
+    // Synchronous rounds (the CUDA setup runs the same ones, amg_device.cu): every round reads
+    // only the previous round's states, so the result does not depend on the thread count
     const index_t n = s.nodes;
-    Aggregates g;
-    g.of_node.assign(static_cast<std::size_t>(n), free_node);
-    auto& id = g.of_node;
-    for (index_t i = 0; i < n; ++i)
-        if (s.ptr[i] == s.ptr[i + 1]) id[i] = none;  // no strong neighbour
-    // phase 1: a free node whose strong neighbours are all free, with them
-    for (index_t i = 0; i < n; ++i) {
-        if (id[i] != free_node) continue;
-        bool all_free = true;
-        for (offset_t k = s.ptr[i]; k < s.ptr[i + 1] && all_free; ++k)
-            all_free = id[s.adj[k]] == free_node;
-        if (!all_free) continue;
-        const index_t a = g.count++;
-        id[i] = a;
-        for (offset_t k = s.ptr[i]; k < s.ptr[i + 1]; ++k) id[s.adj[k]] = a;
-    }
-    // phase 2: join the phase-1 aggregate of the strongest aggregated neighbour
-    const std::vector<index_t> phase1 = id;
+    std::vector<std::uint8_t> state(static_cast<std::size_t>(n));
 #pragma omp parallel for schedule(static)
-    for (index_t i = 0; i < n; ++i) {
-        if (phase1[i] != free_node) continue;
-        double best = -1;
-        for (offset_t k = s.ptr[i]; k < s.ptr[i + 1]; ++k) {
-            const index_t j = s.adj[k];
-            if (phase1[j] >= 0 && s.weight[k] > best) {
-                best = s.weight[k];
-                id[i] = phase1[j];
-            }
+    for (index_t i = 0; i < n; ++i)
+        state[i] = s.ptr[i] == s.ptr[i + 1] ? mis_out : mis_undecided;  // isolated: out
+    std::vector<std::uint64_t> key(static_cast<std::size_t>(n)), m1(static_cast<std::size_t>(n));
+    for (long long undecided = 1; undecided > 0;) {
+#pragma omp parallel for schedule(static)
+        for (index_t i = 0; i < n; ++i) key[i] = mis_key(state[i], i);
+#pragma omp parallel for schedule(static)
+        for (index_t i = 0; i < n; ++i) {
+            std::uint64_t m = key[i];
+            for (offset_t k = s.ptr[i]; k < s.ptr[i + 1]; ++k) m = std::max(m, key[s.adj[k]]);
+            m1[i] = m;
+        }
+        undecided = 0;
+#pragma omp parallel for schedule(static) reduction(+ : undecided)
+        for (index_t i = 0; i < n; ++i) {
+            if (state[i] != mis_undecided) continue;
+            std::uint64_t m = m1[i];
+            for (offset_t k = s.ptr[i]; k < s.ptr[i + 1]; ++k) m = std::max(m, m1[s.adj[k]]);
+            state[i] = mis_next_state(m, key[i]);
+            if (state[i] == mis_undecided) ++undecided;
         }
     }
-    // phase 3: the rest, with their free strong neighbours
-    for (index_t i = 0; i < n; ++i) {
-        if (id[i] != free_node) continue;
-        const index_t a = g.count++;
-        id[i] = a;
-        for (offset_t k = s.ptr[i]; k < s.ptr[i + 1]; ++k)
-            if (id[s.adj[k]] == free_node) id[s.adj[k]] = a;
+    Aggregates g;
+    g.of_node.assign(static_cast<std::size_t>(n), -1);
+    auto& id = g.of_node;
+    for (index_t i = 0; i < n; ++i)  // the roots, numbered in node order
+        if (state[i] == mis_root) id[i] = g.count++;
+    // every neighbour of a root joins it (a node has at most one root neighbour in a
+    // symmetric graph; otherwise the strongest, the first in its row on ties)
+    std::vector<index_t> next = id;
+#pragma omp parallel for schedule(static)
+    for (index_t i = 0; i < n; ++i)
+        if (state[i] != mis_root)
+            next[i] =
+                strongest_aggregated(s.ptr.data(), s.adj.data(), s.weight.data(), i, id.data());
+    id.swap(next);
+    // the rest (at distance 2 from a root) join their strongest aggregated neighbour; repeated
+    // while that changes anything (once for a symmetric graph)
+    for (bool changed = true; changed;) {
+        changed = false;
+        next = id;
+#pragma omp parallel for schedule(static) reduction(|| : changed)
+        for (index_t i = 0; i < n; ++i) {
+            if (id[i] >= 0 || s.ptr[i] == s.ptr[i + 1]) continue;
+            next[i] =
+                strongest_aggregated(s.ptr.data(), s.adj.data(), s.weight.data(), i, id.data());
+            if (next[i] >= 0) changed = true;
+        }
+        id.swap(next);
     }
+    // none left with a symmetric graph; in any case a coupled node ends in an aggregate
+    for (index_t i = 0; i < n; ++i)
+        if (id[i] < 0 && s.ptr[i] < s.ptr[i + 1]) id[i] = g.count++;
     return g;
 }
 
@@ -267,18 +285,22 @@ Csr<double> prolongator(const Csr<double>& a, index_t nc, const Strength& s, con
                 e.emplace_back(tj, -f * (j == i ? dF[i] : v[k]));
             }
         }
-        std::sort(e.begin(), e.end(),
-                  [](const auto& x, const auto& y) { return x.first < y.first; });
-        std::size_t m = 0;  // merge equal columns, drop exact zeros (cancellation)
+        // merge equal columns in the order the entries come (the CUDA setup sums in the same
+        // order), drop exact zeros (cancellation), then sort the distinct columns
+        std::size_t m = 0;
         for (std::size_t q = 0; q < e.size(); ++q) {
-            if (m > 0 && e[m - 1].first == e[q].first)
-                e[m - 1].second += e[q].second;
+            std::size_t t = 0;
+            while (t < m && e[t].first != e[q].first) ++t;
+            if (t < m)
+                e[t].second += e[q].second;
             else
                 e[m++] = e[q];
         }
         std::size_t w = 0;
         for (std::size_t q = 0; q < m; ++q)
             if (e[q].second != 0) e[w++] = e[q];
+        std::sort(e.begin(), e.begin() + std::ptrdiff_t(w),
+                  [](const auto& x, const auto& y) { return x.first < y.first; });
         e.resize(w);
     };
     std::vector<offset_t> cnt(static_cast<std::size_t>(n));

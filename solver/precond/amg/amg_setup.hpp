@@ -3,11 +3,15 @@
 //
 //   strength    which couplings are strong (|a_ij| > θ sqrt(|a_ii a_jj|), block norms for
 //               Nc > 1) and the node graph of the strong ones
-//   aggregate   the three phases of Vaněk, Mandel & Brezina (1996): (1) a node whose strong
-//               neighbours are all free forms an aggregate with them, (2) a free node joins
-//               the phase-1 aggregate it is most strongly coupled to, (3) the rest form
-//               aggregates with their free strong neighbours; a node without strong
-//               neighbours belongs to no aggregate (the smoother alone treats it)
+//   aggregate   Vaněk, Mandel & Brezina's (1996) aggregates, found in parallel as Bell, Dalton
+//               & Olson (2012) do (CUSP; AMGX and Kokkos-Kernels likewise): the roots are a
+//               maximal distance-2 independent set of the strong graph (Luby-style rounds with
+//               hashed priorities, synchronous, so the CPU and the CUDA setup give the same
+//               set); (1) each root with its strong neighbours is an aggregate (their
+//               neighbourhoods are disjoint), (2) every other node, at distance 2 from a root,
+//               joins the aggregate of its most strongly coupled aggregated neighbour; a node
+//               without strong neighbours belongs to no aggregate (the smoother alone treats
+//               it)
 //   prolongator T (one 1 per row: node i's aggregate, the same unknown of the cell — the
 //               near null space is the constant per unknown), smoothed with the filtered
 //               matrix: P = (I − ω D_F⁻¹ A_F) T
@@ -15,6 +19,7 @@
 //   dense_inverse  the coarsest level's inverse (Gauss-Jordan, partial pivoting)
 #pragma once
 
+#include <cstdint>
 #include <vector>
 
 #include "formats/csr/csr.hpp"
@@ -33,6 +38,60 @@ struct Strength {
     std::vector<char> keep;
 };
 Strength strength(const Csr<double>& a, index_t nc, double theta);
+
+// ---- the parallel aggregation's rules, shared by the CPU (amg_setup.cpp) and CUDA
+// (amg_device.cu) setups so that both find the same aggregates ----------------------------
+#ifdef __CUDACC__
+#define HEPTANE_AMG_HD __host__ __device__
+#else
+#define HEPTANE_AMG_HD
+#endif
+constexpr std::uint8_t mis_out = 0, mis_undecided = 1, mis_root = 2;
+
+/// A node's priority in the distance-2 independent set: a hash of its index (a fixed order
+/// that looks random, so a round decides a fair share of the nodes).
+HEPTANE_AMG_HD inline std::uint32_t mis_hash(std::uint32_t i)
+{
+    i ^= i >> 16;
+    i *= 0x7feb352dU;
+    i ^= i >> 15;
+    i *= 0x846ca68bU;
+    i ^= i >> 16;
+    return i;
+}
+/// (state, hash, index) packed so that the larger key wins: roots above undecided above out.
+HEPTANE_AMG_HD inline std::uint64_t mis_key(std::uint8_t state, index_t i)
+{
+    return (std::uint64_t(state) << 62) | (std::uint64_t(mis_hash(std::uint32_t(i)) >> 2) << 32) |
+           std::uint64_t(std::uint32_t(i));
+}
+/// An undecided node's next state from the largest key within distance 2 (`m2`): a root
+/// when that is its own, out when it is a root's, undecided otherwise.
+HEPTANE_AMG_HD inline std::uint8_t mis_next_state(std::uint64_t m2, std::uint64_t own)
+{
+    if (m2 == own) return mis_root;
+    return (m2 >> 62) == mis_root ? mis_out : mis_undecided;
+}
+/// The aggregate of node i's most strongly coupled neighbour that has one (the first in
+/// the row on ties), −1 when none has.
+HEPTANE_AMG_HD inline index_t strongest_aggregated(const offset_t* ptr, const index_t* adj,
+                                                   const float* weight, index_t i,
+                                                   const index_t* id)
+{
+    float best = -1;
+    index_t out = -1;
+    for (offset_t k = ptr[i]; k < ptr[i + 1]; ++k) {
+        const index_t g = id[adj[k]];
+        if (g >= 0 && weight[k] > best) {
+            best = weight[k];
+            out = g;
+        }
+    }
+    return out;
+}
+
+/// The largest coarsest level a dense inverse takes when coarsening stalls above coarse_size.
+constexpr index_t dense_limit = 4000;
 
 struct Aggregates {
     index_t count = 0;

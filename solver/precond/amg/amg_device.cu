@@ -1,0 +1,813 @@
+// The AMG setup on a CUDA executor; amg_device.hpp says what each step does and how it
+// matches the CPU reference (amg_setup.cpp).
+#include <cub/device/device_scan.cuh>
+
+#include <algorithm>
+#include <cfloat>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <utility>
+
+#include "core/cuda_common.hpp"
+#include "solver/precond/amg/amg_device.hpp"
+#include "solver/precond/amg/amg_setup.hpp"
+
+namespace heptane::amg {
+
+namespace {
+
+constexpr int threads = 256;
+
+__device__ inline long long thread_index()
+{
+    return static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
+}
+
+// ---- kernels ---------------------------------------------------------------------------------
+
+__global__ void to_int32(long long n, const offset_t* __restrict__ in, int* __restrict__ out)
+{
+    const long long i = thread_index();
+    if (i < n) out[i] = static_cast<int>(in[i]);
+}
+
+__global__ void to_offset(long long n, const int* __restrict__ in, offset_t* __restrict__ out)
+{
+    const long long i = thread_index();
+    if (i < n) out[i] = in[i];
+}
+
+template <class VT>
+__global__ void convert(long long n, const double* __restrict__ in, VT* __restrict__ out)
+{
+    const long long i = thread_index();
+    if (i < n) out[i] = static_cast<VT>(in[i]);
+}
+
+// strength, Nc = 1 (amg_setup.cpp's scalar branch, operation for operation)
+__global__ void abs_diagonal(index_t n, const offset_t* __restrict__ rp,
+                             const index_t* __restrict__ ci, const double* __restrict__ v,
+                             double* __restrict__ d)
+{
+    const long long i = thread_index();
+    if (i >= n) return;
+    double s = 0;
+    for (offset_t k = rp[i]; k < rp[i + 1]; ++k)
+        if (ci[k] == i) s += fabs(v[k]);
+    d[i] = s;
+}
+
+__global__ void strong_count(index_t n, const offset_t* __restrict__ rp,
+                             const index_t* __restrict__ ci, const double* __restrict__ v,
+                             const double* __restrict__ d, double theta, char* __restrict__ keep,
+                             offset_t* __restrict__ cnt)
+{
+    const long long i = thread_index();
+    if (i >= n) return;
+    offset_t m = 0;
+    for (offset_t k = rp[i]; k < rp[i + 1]; ++k) {
+        const index_t j = ci[k];
+        const double x = fabs(v[k]);
+        const bool strong = j == i || (x > 0 && x > __dmul_rn(theta, sqrt(__dmul_rn(d[i], d[j]))));
+        keep[k] = strong ? 1 : 0;
+        if (strong && j != i) ++m;
+    }
+    cnt[i] = m;
+}
+
+__global__ void strong_fill(index_t n, const offset_t* __restrict__ rp,
+                            const index_t* __restrict__ ci, const double* __restrict__ v,
+                            const double* __restrict__ d, const char* __restrict__ keep,
+                            const offset_t* __restrict__ sp, index_t* __restrict__ adj,
+                            float* __restrict__ w)
+{
+    const long long i = thread_index();
+    if (i >= n) return;
+    offset_t q = sp[i];
+    for (offset_t k = rp[i]; k < rp[i + 1]; ++k) {
+        const index_t j = ci[k];
+        if (j == i || !keep[k]) continue;
+        const double ref = sqrt(__dmul_rn(d[i], d[j]));
+        adj[q] = j;
+        w[q] = ref > 0 ? static_cast<float>(fabs(v[k]) / ref) : static_cast<float>(DBL_MAX);
+        ++q;
+    }
+}
+
+// the distance-2 independent set: one synchronous round = keys, max over distance 1, max over
+// distance 2 and the new states
+__global__ void mis_init(index_t n, const offset_t* __restrict__ sp, std::uint8_t* __restrict__ st)
+{
+    const long long i = thread_index();
+    if (i < n) st[i] = sp[i] == sp[i + 1] ? mis_out : mis_undecided;
+}
+
+__global__ void mis_keys(index_t n, const std::uint8_t* __restrict__ st,
+                         std::uint64_t* __restrict__ key)
+{
+    const long long i = thread_index();
+    if (i < n) key[i] = mis_key(st[i], index_t(i));
+}
+
+__global__ void mis_max(index_t n, const offset_t* __restrict__ sp, const index_t* __restrict__ adj,
+                        const std::uint64_t* __restrict__ in, std::uint64_t* __restrict__ out)
+{
+    const long long i = thread_index();
+    if (i >= n) return;
+    std::uint64_t m = in[i];
+    for (offset_t k = sp[i]; k < sp[i + 1]; ++k) m = max(m, in[adj[k]]);
+    out[i] = m;
+}
+
+__global__ void mis_update(index_t n, const offset_t* __restrict__ sp,
+                           const index_t* __restrict__ adj, const std::uint64_t* __restrict__ m1,
+                           const std::uint64_t* __restrict__ key, std::uint8_t* __restrict__ st,
+                           unsigned long long* __restrict__ undecided)
+{
+    const long long i = thread_index();
+    if (i >= n || st[i] != mis_undecided) return;
+    std::uint64_t m = m1[i];
+    for (offset_t k = sp[i]; k < sp[i + 1]; ++k) m = max(m, m1[adj[k]]);
+    const std::uint8_t s = mis_next_state(m, key[i]);
+    st[i] = s;
+    if (s == mis_undecided) atomicAdd(undecided, 1ULL);
+}
+
+__global__ void flag_roots(index_t n, const std::uint8_t* __restrict__ st,
+                           offset_t* __restrict__ flag)
+{
+    const long long i = thread_index();
+    if (i < n) flag[i] = st[i] == mis_root ? 1 : 0;
+}
+
+__global__ void number_roots(index_t n, const std::uint8_t* __restrict__ st,
+                             const offset_t* __restrict__ pos, index_t* __restrict__ id)
+{
+    const long long i = thread_index();
+    if (i < n) id[i] = st[i] == mis_root ? index_t(pos[i]) : -1;
+}
+
+// next[i] for a node without an aggregate yet: the strongest aggregated neighbour's
+__global__ void join(index_t n, const offset_t* __restrict__ sp, const index_t* __restrict__ adj,
+                     const float* __restrict__ w, const index_t* __restrict__ id,
+                     index_t* __restrict__ next, int* __restrict__ changed)
+{
+    const long long i = thread_index();
+    if (i >= n) return;
+    if (id[i] >= 0 || sp[i] == sp[i + 1]) {
+        next[i] = id[i];
+        return;
+    }
+    const index_t g = strongest_aggregated(sp, adj, w, index_t(i), id);
+    next[i] = g;
+    if (g >= 0) *changed = 1;
+}
+
+__global__ void flag_leftovers(index_t n, const offset_t* __restrict__ sp,
+                               const index_t* __restrict__ id, offset_t* __restrict__ flag)
+{
+    const long long i = thread_index();
+    if (i < n) flag[i] = (id[i] < 0 && sp[i] < sp[i + 1]) ? 1 : 0;
+}
+
+__global__ void number_leftovers(index_t n, index_t base, const offset_t* __restrict__ flag_pos,
+                                 const offset_t* __restrict__ sp, index_t* __restrict__ id)
+{
+    const long long i = thread_index();
+    if (i < n && id[i] < 0 && sp[i] < sp[i + 1]) id[i] = base + index_t(flag_pos[i]);
+}
+
+// prolongator: the filtered diagonal and the Gershgorin bound (max by the bits of a
+// non-negative double)
+__global__ void filtered_diagonal(index_t n, const offset_t* __restrict__ rp,
+                                  const index_t* __restrict__ ci, const double* __restrict__ v,
+                                  const char* __restrict__ keep, double* __restrict__ dF,
+                                  unsigned long long* __restrict__ rho_bits)
+{
+    const long long i = thread_index();
+    if (i >= n) return;
+    double d = 0, off = 0;
+    for (offset_t k = rp[i]; k < rp[i + 1]; ++k) {
+        if (ci[k] == i)
+            d += v[k];
+        else if (!keep[k])
+            d += v[k];
+        else
+            off += fabs(v[k]);
+    }
+    dF[i] = d;
+    if (d != 0)
+        atomicMax(rho_bits,
+                  static_cast<unsigned long long>(__double_as_longlong(1.0 + off / fabs(d))));
+}
+
+// The entries of row i of P before merging, in the CPU's order: q = −1 is T's 1, then A's
+// row; false where the entry does not exist.
+struct PEntries {
+    const offset_t* rp;
+    const index_t* ci;
+    const double* v;
+    const char* keep;
+    const index_t* agg;
+    const double* dF;
+    double omega;
+
+    __device__ bool get(index_t i, double f, offset_t q, index_t& col, double& val) const
+    {
+        if (q < 0) {
+            col = agg[i];
+            val = 1.0;
+            return col >= 0;
+        }
+        if (dF[i] == 0) return false;
+        const offset_t k = rp[i] + q;
+        const index_t j = ci[k];
+        if (j != i && !keep[k]) return false;
+        col = agg[j];
+        if (col < 0) return false;
+        val = __dmul_rn(-f, j == i ? dF[i] : v[k]);
+        return true;
+    }
+};
+
+// count (out_col == nullptr) or fill row i of P: each column once, summed in entry order,
+// exact zeros dropped; then the row sorted by column
+__global__ void prolongator_rows(index_t n, PEntries e, const offset_t* __restrict__ pp,
+                                 offset_t* __restrict__ cnt, index_t* __restrict__ out_col,
+                                 double* __restrict__ out_val)
+{
+    const long long ii = thread_index();
+    if (ii >= n) return;
+    const index_t i = index_t(ii);
+    const double f = e.dF[i] != 0 ? e.omega / e.dF[i] : 0.0;
+    const offset_t len = e.rp[i + 1] - e.rp[i];
+    offset_t c = 0;
+    const offset_t base = out_col ? pp[i] : 0;
+    for (offset_t q = -1; q < len; ++q) {
+        index_t col;
+        double val;
+        if (!e.get(i, f, q, col, val)) continue;
+        bool first = true;
+        for (offset_t t = -1; t < q && first; ++t) {
+            index_t c2;
+            double v2;
+            if (e.get(i, f, t, c2, v2) && c2 == col) first = false;
+        }
+        if (!first) continue;
+        double s = val;
+        for (offset_t t = q + 1; t < len; ++t) {
+            index_t c2;
+            double v2;
+            if (e.get(i, f, t, c2, v2) && c2 == col) s = __dadd_rn(s, v2);
+        }
+        if (s == 0) continue;
+        if (out_col) {
+            out_col[base + c] = col;
+            out_val[base + c] = s;
+        }
+        ++c;
+    }
+    if (!out_col) {
+        cnt[i] = c;
+        return;
+    }
+    for (offset_t a = 1; a < c; ++a) {  // insertion sort of the row (short)
+        const index_t kc = out_col[base + a];
+        const double kv = out_val[base + a];
+        offset_t b = a - 1;
+        while (b >= 0 && out_col[base + b] > kc) {
+            out_col[base + b + 1] = out_col[base + b];
+            out_val[base + b + 1] = out_val[base + b];
+            --b;
+        }
+        out_col[base + b + 1] = kc;
+        out_val[base + b + 1] = kv;
+    }
+}
+
+// rows whose columns are not increasing (cuSPARSE's SpGEMM output order is not promised)
+__global__ void count_unsorted(index_t n, const int* __restrict__ rp,
+                               const index_t* __restrict__ ci, unsigned long long* __restrict__ bad)
+{
+    const long long i = thread_index();
+    if (i >= n) return;
+    for (int k = rp[i] + 1; k < rp[i + 1]; ++k)
+        if (ci[k - 1] >= ci[k]) {
+            atomicAdd(bad, 1ULL);
+            return;
+        }
+}
+
+// perm[k] for the sorted order of each row (insertion sort of positions)
+__global__ void sort_permutation(index_t n, const int* __restrict__ rp,
+                                 const index_t* __restrict__ ci, int* __restrict__ perm)
+{
+    const long long i = thread_index();
+    if (i >= n) return;
+    const int b = rp[i], e = rp[i + 1];
+    for (int k = b; k < e; ++k) perm[k] = k;
+    for (int a = b + 1; a < e; ++a) {
+        const int key = perm[a];
+        int q = a - 1;
+        while (q >= b && ci[perm[q]] > ci[key]) {
+            perm[q + 1] = perm[q];
+            --q;
+        }
+        perm[q + 1] = key;
+    }
+}
+
+template <class T>
+__global__ void gather(long long n, const int* __restrict__ perm, const T* __restrict__ in,
+                       T* __restrict__ out)
+{
+    const long long k = thread_index();
+    if (k < n) out[k] = perm ? in[perm[k]] : in[k];
+}
+
+template <class VT>
+__global__ void inverse_diagonal_kernel(index_t n, const offset_t* __restrict__ rp,
+                                        const index_t* __restrict__ ci,
+                                        const double* __restrict__ v, bool l1, VT* __restrict__ d,
+                                        int* __restrict__ bad)
+{
+    const long long i = thread_index();
+    if (i >= n) return;
+    double diag = 0, sum = 0;
+    for (offset_t k = rp[i]; k < rp[i + 1]; ++k) {
+        if (ci[k] == i)
+            diag += v[k];
+        else
+            sum += fabs(v[k]);
+    }
+    const double x = l1 ? fabs(diag) + sum : diag;
+    if (x == 0 || !isfinite(x)) {
+        atomicMin(bad, int(i));
+        d[i] = 0;
+    } else {
+        d[i] = static_cast<VT>(1.0 / x);
+    }
+}
+
+// ---- host helpers ----------------------------------------------------------------------------
+
+const CudaExecutor& cuda_of(const std::shared_ptr<const Executor>& e)
+{
+    HEPTANE_ENSURE(e && e->is_cuda(), InputError, "AMG device setup: the executor is not CUDA");
+    return static_cast<const CudaExecutor&>(*e);
+}
+
+template <class T>
+T read_back(const CudaExecutor& e, const T* p)
+{
+    T x{};
+    HEPTANE_CUDA_CHECK(cudaMemcpyAsync(&x, p, sizeof(T), cudaMemcpyDeviceToHost, cuda::stream(e)));
+    HEPTANE_CUDA_CHECK(cudaStreamSynchronize(cuda::stream(e)));
+    return x;
+}
+
+template <class T>
+void zero(const CudaExecutor& e, T* p, std::size_t n = 1)
+{
+    HEPTANE_CUDA_CHECK(cudaMemsetAsync(p, 0, n * sizeof(T), cuda::stream(e)));
+}
+
+#define HEPTANE_LAUNCH(kernel, n, ...)                                                           \
+    do {                                                                                         \
+        if ((n) > 0) {                                                                           \
+            kernel<<<cuda::grid_for((n), threads), threads, 0, cuda::stream(ce)>>>(__VA_ARGS__); \
+            HEPTANE_CUDA_LAUNCH_CHECK();                                                         \
+        }                                                                                        \
+    } while (0)
+
+using clock_type = std::chrono::steady_clock;
+double ms_since(clock_type::time_point t0)
+{
+    return std::chrono::duration<double, std::milli>(clock_type::now() - t0).count();
+}
+
+// 32-bit row pointers of a device CSR matrix, for cuSPARSE
+Array<int> ptr32(const std::shared_ptr<const Executor>& exec, const Csr<double>& a)
+{
+    const CudaExecutor& ce = cuda_of(exec);
+    HEPTANE_ENSURE(a.nnz() < offset_t(std::numeric_limits<int>::max()), InputError,
+                   "AMG device setup: a level has "
+                       << a.nnz()
+                       << " entries, more than cuSPARSE's SpGEMM takes "
+                          "(2^31); use the host setup (--amg-setup host)");
+    Array<int> p(exec, std::size_t(a.rows) + 1);
+    HEPTANE_LAUNCH(to_int32, static_cast<long long>(a.rows) + 1, static_cast<long long>(a.rows) + 1,
+                   a.row_ptr.data(), p.data());
+    return p;
+}
+
+cusparseSpMatDescr_t describe(const Csr<double>& a, int* ptr)
+{
+    cusparseSpMatDescr_t d = nullptr;
+    HEPTANE_CUSPARSE_CHECK(
+        cusparseCreateCsr(&d, a.rows, a.cols, a.nnz(), ptr, const_cast<index_t*>(a.col_idx.data()),
+                          const_cast<double*>(a.values.data()), CUSPARSE_INDEX_32I,
+                          CUSPARSE_INDEX_32I, CUSPARSE_INDEX_BASE_ZERO, CUDA_R_64F));
+    return d;
+}
+
+/// C = A B with cuSPARSE's SpGEMM reuse API: the pattern once, compute() for new values.
+struct SpGemm {
+    const CudaExecutor* ce = nullptr;
+    cusparseSpMatDescr_t a = nullptr, b = nullptr, c = nullptr;
+    cusparseSpGEMMDescr_t desc = nullptr;
+    Array<char> buf4, buf5;
+    Array<int> c_ptr;
+    Array<index_t> c_col;
+    Array<double> c_val;
+    index_t rows = 0, cols = 0;
+
+    SpGemm(const std::shared_ptr<const Executor>& exec, cusparseSpMatDescr_t a_,
+           cusparseSpMatDescr_t b_, index_t m, index_t n)
+        : ce(&cuda_of(exec)), a(a_), b(b_), rows(m), cols(n)
+    {
+        cusparseHandle_t h = cuda::cusparse(*ce);
+        const auto op = CUSPARSE_OPERATION_NON_TRANSPOSE;
+        const auto alg = CUSPARSE_SPGEMM_DEFAULT;
+        c_ptr = Array<int>(exec, std::size_t(m) + 1);
+        HEPTANE_CUSPARSE_CHECK(cusparseCreateCsr(&c, m, n, 0, c_ptr.data(), nullptr, nullptr,
+                                                 CUSPARSE_INDEX_32I, CUSPARSE_INDEX_32I,
+                                                 CUSPARSE_INDEX_BASE_ZERO, CUDA_R_64F));
+        HEPTANE_CUSPARSE_CHECK(cusparseSpGEMM_createDescr(&desc));
+        std::size_t s1 = 0, s2 = 0, s3 = 0, s4 = 0, s5 = 0;
+        HEPTANE_CUSPARSE_CHECK(
+            cusparseSpGEMMreuse_workEstimation(h, op, op, a, b, c, alg, desc, &s1, nullptr));
+        Array<char> buf1(exec, std::max<std::size_t>(s1, 1));
+        HEPTANE_CUSPARSE_CHECK(
+            cusparseSpGEMMreuse_workEstimation(h, op, op, a, b, c, alg, desc, &s1, buf1.data()));
+        HEPTANE_CUSPARSE_CHECK(cusparseSpGEMMreuse_nnz(h, op, op, a, b, c, alg, desc, &s2, nullptr,
+                                                       &s3, nullptr, &s4, nullptr));
+        Array<char> buf2(exec, std::max<std::size_t>(s2, 1)),
+            buf3(exec, std::max<std::size_t>(s3, 1));
+        buf4 = Array<char>(exec, std::max<std::size_t>(s4, 1));
+        HEPTANE_CUSPARSE_CHECK(cusparseSpGEMMreuse_nnz(
+            h, op, op, a, b, c, alg, desc, &s2, buf2.data(), &s3, buf3.data(), &s4, buf4.data()));
+        std::int64_t r = 0, cc = 0, nnz = 0;
+        HEPTANE_CUSPARSE_CHECK(cusparseSpMatGetSize(c, &r, &cc, &nnz));
+        HEPTANE_ENSURE(nnz < std::int64_t(std::numeric_limits<int>::max()), InputError,
+                       "AMG device setup: a Galerkin product has "
+                           << nnz
+                           << " entries, more than cuSPARSE's SpGEMM takes (2^31); use the "
+                              "host setup (--amg-setup host)");
+        c_col = Array<index_t>(exec, std::size_t(nnz));
+        c_val = Array<double>(exec, std::size_t(nnz));
+        HEPTANE_CUSPARSE_CHECK(cusparseCsrSetPointers(c, c_ptr.data(), c_col.data(), c_val.data()));
+        HEPTANE_CUSPARSE_CHECK(
+            cusparseSpGEMMreuse_copy(h, op, op, a, b, c, alg, desc, &s5, nullptr));
+        buf5 = Array<char>(exec, std::max<std::size_t>(s5, 1));
+        HEPTANE_CUSPARSE_CHECK(
+            cusparseSpGEMMreuse_copy(h, op, op, a, b, c, alg, desc, &s5, buf5.data()));
+        compute();
+        HEPTANE_CUDA_CHECK(cudaStreamSynchronize(cuda::stream(*ce)));  // before buf1-3 go
+    }
+    void compute()
+    {
+        const double one = 1, zero_v = 0;
+        HEPTANE_CUSPARSE_CHECK(cusparseSpGEMMreuse_compute(
+            cuda::cusparse(*ce), CUSPARSE_OPERATION_NON_TRANSPOSE, CUSPARSE_OPERATION_NON_TRANSPOSE,
+            &one, a, b, &zero_v, c, CUDA_R_64F, CUSPARSE_SPGEMM_DEFAULT, desc));
+    }
+    ~SpGemm()
+    {
+        if (desc) cusparseSpGEMM_destroyDescr(desc);
+        if (c) cusparseDestroySpMat(c);
+    }
+    SpGemm(const SpGemm&) = delete;
+    SpGemm& operator=(const SpGemm&) = delete;
+};
+
+}  // namespace
+
+struct DeviceHierarchy::Impl {
+    std::shared_ptr<const Executor> exec;
+    const CudaExecutor* ce = nullptr;
+    struct Level {
+        Csr<double> a;       // the level matrix (sorted rows)
+        Array<int> a_ptr32;  // its 32-bit row pointers (cuSPARSE)
+        cusparseSpMatDescr_t a_desc = nullptr;
+        Array<index_t> agg;  // of each node, on the device
+        Csr<double> p, r;    // to the next level
+        Array<int> p_ptr32, r_ptr32;
+        cusparseSpMatDescr_t p_desc = nullptr, r_desc = nullptr;
+        std::unique_ptr<SpGemm> ap, rap;         // A P and R (A P)
+        cusparseSpMatDescr_t ap_desc = nullptr;  // A P as an input of the second product
+        Array<int> perm;                         // the next level's sorted order of rap's output
+        bool permuted = false;
+        ~Level()
+        {
+            if (a_desc) cusparseDestroySpMat(a_desc);
+            if (p_desc) cusparseDestroySpMat(p_desc);
+            if (r_desc) cusparseDestroySpMat(r_desc);
+            if (ap_desc) cusparseDestroySpMat(ap_desc);
+        }
+    };
+    std::vector<std::unique_ptr<Level>> levels;
+    bool dense_coarse = true;
+    double ms[4] = {0, 0, 0, 0};
+    Array<char> scan_tmp;
+
+    offset_t scan(Array<offset_t>& counts, Array<offset_t>& out, std::size_t n)  // n + 1 entries
+    {
+        std::size_t bytes = 0;
+        HEPTANE_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, bytes, counts.data(), out.data(),
+                                                         static_cast<long long>(n) + 1,
+                                                         cuda::stream(*ce)));
+        if (scan_tmp.size() < bytes) scan_tmp = Array<char>(exec, bytes);
+        HEPTANE_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(scan_tmp.data(), bytes, counts.data(),
+                                                         out.data(), static_cast<long long>(n) + 1,
+                                                         cuda::stream(*ce)));
+        return read_back(*ce, out.data() + n);
+    }
+
+    // level l's coarsening: false when it stalls (then level l is the coarsest)
+    bool coarsen(Level& L, const AmgOptions& o)
+    {
+        const CudaExecutor& ce = *this->ce;
+        const Csr<double>& a = L.a;
+        const index_t n = a.rows;
+        const std::size_t nn = std::size_t(n);
+        auto t = clock_type::now();
+        // strength
+        Array<double> d(exec, nn);
+        Array<char> keep(exec, std::size_t(a.nnz()));
+        Array<offset_t> cnt(exec, nn + 1), sp(exec, nn + 1);
+        zero(ce, cnt.data() + n);
+        HEPTANE_LAUNCH(abs_diagonal, n, n, a.row_ptr.data(), a.col_idx.data(), a.values.data(),
+                       d.data());
+        HEPTANE_LAUNCH(strong_count, n, n, a.row_ptr.data(), a.col_idx.data(), a.values.data(),
+                       d.data(), o.strength_threshold, keep.data(), cnt.data());
+        const offset_t strong = scan(cnt, sp, nn);
+        Array<index_t> adj(exec, std::size_t(strong));
+        Array<float> w(exec, std::size_t(strong));
+        HEPTANE_LAUNCH(strong_fill, n, n, a.row_ptr.data(), a.col_idx.data(), a.values.data(),
+                       d.data(), keep.data(), sp.data(), adj.data(), w.data());
+        HEPTANE_CUDA_CHECK(cudaStreamSynchronize(cuda::stream(ce)));
+        ms[0] += ms_since(t);
+        // aggregation
+        t = clock_type::now();
+        Array<std::uint8_t> st(exec, nn);
+        Array<std::uint64_t> key(exec, nn), m1(exec, nn);
+        Array<unsigned long long> counter(exec, 1);
+        HEPTANE_LAUNCH(mis_init, n, n, sp.data(), st.data());
+        for (unsigned long long undecided = 1; undecided > 0;) {
+            zero(ce, counter.data());
+            HEPTANE_LAUNCH(mis_keys, n, n, st.data(), key.data());
+            HEPTANE_LAUNCH(mis_max, n, n, sp.data(), adj.data(), key.data(), m1.data());
+            HEPTANE_LAUNCH(mis_update, n, n, sp.data(), adj.data(), m1.data(), key.data(),
+                           st.data(), counter.data());
+            undecided = n > 0 ? read_back(ce, counter.data()) : 0;
+        }
+        HEPTANE_LAUNCH(flag_roots, n, n, st.data(), cnt.data());
+        Array<offset_t> pos(exec, nn + 1);
+        index_t count = index_t(scan(cnt, pos, nn));
+        Array<index_t> id(exec, nn), next(exec, nn);
+        HEPTANE_LAUNCH(number_roots, n, n, st.data(), pos.data(), id.data());
+        Array<int> changed(exec, 1);
+        for (int pass = 0;; ++pass) {  // pass 0: the roots' neighbours; then the rest
+            zero(ce, changed.data());
+            HEPTANE_LAUNCH(join, n, n, sp.data(), adj.data(), w.data(), id.data(), next.data(),
+                           changed.data());
+            id.swap(next);
+            if (pass > 0 && (n == 0 || read_back(ce, changed.data()) == 0)) break;
+        }
+        HEPTANE_LAUNCH(flag_leftovers, n, n, sp.data(), id.data(), cnt.data());
+        const index_t left = index_t(scan(cnt, pos, nn));
+        if (left > 0)
+            HEPTANE_LAUNCH(number_leftovers, n, n, count, pos.data(), sp.data(), id.data());
+        count += left;
+        ms[1] += ms_since(t);
+        if (count == 0 || double(count) * 1.2 > double(n)) return false;  // stalled
+        // P = (I − ω D_F⁻¹ A_F) T and R = Pᵀ
+        t = clock_type::now();
+        Array<double> dF(exec, nn);
+        Array<unsigned long long> rho_bits(exec, 1);
+        zero(ce, rho_bits.data());
+        HEPTANE_LAUNCH(filtered_diagonal, n, n, a.row_ptr.data(), a.col_idx.data(), a.values.data(),
+                       keep.data(), dF.data(), rho_bits.data());
+        const unsigned long long rb = read_back(ce, rho_bits.data());
+        double rho = 0;
+        std::memcpy(&rho, &rb, sizeof rho);
+        const double omega = rho > 0 ? o.prolongation_weight / rho : 0.0;
+        PEntries e{a.row_ptr.data(),
+                   a.col_idx.data(),
+                   a.values.data(),
+                   keep.data(),
+                   id.data(),
+                   dF.data(),
+                   omega};
+        Csr<double>& p = L.p;
+        p.rows = n;
+        p.cols = count;
+        p.row_ptr = Array<offset_t>(exec, nn + 1);
+        HEPTANE_LAUNCH(prolongator_rows, n, n, e, nullptr, cnt.data(), nullptr, nullptr);
+        const offset_t pnnz = scan(cnt, p.row_ptr, nn);
+        p.col_idx = Array<index_t>(exec, std::size_t(pnnz));
+        p.values = Array<double>(exec, std::size_t(pnnz));
+        HEPTANE_LAUNCH(prolongator_rows, n, n, e, p.row_ptr.data(), nullptr, p.col_idx.data(),
+                       p.values.data());
+        L.p_ptr32 = ptr32(exec, p);
+        Csr<double>& r = L.r;
+        r.rows = count;
+        r.cols = n;
+        L.r_ptr32 = Array<int>(exec, std::size_t(count) + 1);
+        r.col_idx = Array<index_t>(exec, std::size_t(pnnz));
+        r.values = Array<double>(exec, std::size_t(pnnz));
+        {
+            cusparseHandle_t h = cuda::cusparse(ce);
+            std::size_t bytes = 0;
+            HEPTANE_CUSPARSE_CHECK(cusparseCsr2cscEx2_bufferSize(
+                h, n, count, int(pnnz), p.values.data(), L.p_ptr32.data(), p.col_idx.data(),
+                r.values.data(), L.r_ptr32.data(), r.col_idx.data(), CUDA_R_64F,
+                CUSPARSE_ACTION_NUMERIC, CUSPARSE_INDEX_BASE_ZERO, CUSPARSE_CSR2CSC_ALG1, &bytes));
+            Array<char> buf(exec, std::max<std::size_t>(bytes, 1));
+            HEPTANE_CUSPARSE_CHECK(
+                cusparseCsr2cscEx2(h, n, count, int(pnnz), p.values.data(), L.p_ptr32.data(),
+                                   p.col_idx.data(), r.values.data(), L.r_ptr32.data(),
+                                   r.col_idx.data(), CUDA_R_64F, CUSPARSE_ACTION_NUMERIC,
+                                   CUSPARSE_INDEX_BASE_ZERO, CUSPARSE_CSR2CSC_ALG1, buf.data()));
+            HEPTANE_CUDA_CHECK(cudaStreamSynchronize(cuda::stream(ce)));
+        }
+        r.row_ptr = Array<offset_t>(exec, std::size_t(count) + 1);
+        HEPTANE_LAUNCH(to_offset, static_cast<long long>(count) + 1,
+                       static_cast<long long>(count) + 1, L.r_ptr32.data(), r.row_ptr.data());
+        L.agg = std::move(id);
+        HEPTANE_CUDA_CHECK(cudaStreamSynchronize(cuda::stream(ce)));
+        ms[2] += ms_since(t);
+        // A_c = R (A P)
+        t = clock_type::now();
+        L.p_desc = describe(p, L.p_ptr32.data());
+        L.r_desc = describe(r, L.r_ptr32.data());
+        L.ap = std::make_unique<SpGemm>(exec, L.a_desc, L.p_desc, n, count);
+        HEPTANE_CUSPARSE_CHECK(
+            cusparseCreateCsr(&L.ap_desc, n, count, L.ap->c_val.size(), L.ap->c_ptr.data(),
+                              L.ap->c_col.data(), L.ap->c_val.data(), CUSPARSE_INDEX_32I,
+                              CUSPARSE_INDEX_32I, CUSPARSE_INDEX_BASE_ZERO, CUDA_R_64F));
+        L.rap = std::make_unique<SpGemm>(exec, L.r_desc, L.ap_desc, count, count);
+        auto next_level = std::make_unique<Level>();
+        Csr<double>& c = next_level->a;
+        const SpGemm& g = *L.rap;
+        c.rows = c.cols = count;
+        const long long cnnz = static_cast<long long>(g.c_val.size());
+        Array<unsigned long long> bad(exec, 1);
+        zero(ce, bad.data());
+        HEPTANE_LAUNCH(count_unsorted, count, count, g.c_ptr.data(), g.c_col.data(), bad.data());
+        L.permuted = read_back(ce, bad.data()) > 0;
+        if (L.permuted) {
+            L.perm = Array<int>(exec, std::size_t(cnnz));
+            HEPTANE_LAUNCH(sort_permutation, count, count, g.c_ptr.data(), g.c_col.data(),
+                           L.perm.data());
+        }
+        const int* perm = L.permuted ? L.perm.data() : nullptr;
+        c.row_ptr = Array<offset_t>(exec, std::size_t(count) + 1);
+        HEPTANE_LAUNCH(to_offset, static_cast<long long>(count) + 1,
+                       static_cast<long long>(count) + 1, g.c_ptr.data(), c.row_ptr.data());
+        c.col_idx = Array<index_t>(exec, std::size_t(cnnz));
+        c.values = Array<double>(exec, std::size_t(cnnz));
+        HEPTANE_LAUNCH(gather<index_t>, cnnz, cnnz, perm, g.c_col.data(), c.col_idx.data());
+        HEPTANE_LAUNCH(gather<double>, cnnz, cnnz, perm, g.c_val.data(), c.values.data());
+        next_level->a_ptr32 = ptr32(exec, c);
+        next_level->a_desc = describe(c, next_level->a_ptr32.data());
+        HEPTANE_CUDA_CHECK(cudaStreamSynchronize(cuda::stream(ce)));
+        ms[3] += ms_since(t);
+        levels.push_back(std::move(next_level));
+        return true;
+    }
+};
+
+DeviceHierarchy::DeviceHierarchy(const Csr<double>& a0, const AmgOptions& o,
+                                 std::shared_ptr<const Executor> exec)
+    : impl_(std::make_unique<Impl>())
+{
+    Impl& m = *impl_;
+    m.exec = std::move(exec);
+    m.ce = &cuda_of(m.exec);
+    HEPTANE_ENSURE(a0.rows == a0.cols, InputError,
+                   "AMG: the matrix is " << a0.rows << " x " << a0.cols << ", not square");
+    HEPTANE_CUDA_CHECK(cudaSetDevice(m.ce->device()));
+    auto first = std::make_unique<Impl::Level>();
+    first->a = a0.to(m.exec);
+    first->a_ptr32 = ptr32(m.exec, first->a);
+    first->a_desc = describe(first->a, first->a_ptr32.data());
+    m.levels.push_back(std::move(first));
+    while (int(m.levels.size()) < o.max_levels && m.levels.back()->a.rows > o.coarse_size)
+        if (!m.coarsen(*m.levels.back(), o)) break;
+    m.dense_coarse = m.levels.back()->a.rows <= std::max(o.coarse_size, dense_limit);
+}
+
+DeviceHierarchy::~DeviceHierarchy() = default;
+
+int DeviceHierarchy::levels() const noexcept
+{
+    return int(impl_->levels.size());
+}
+const Csr<double>& DeviceHierarchy::a(int l) const
+{
+    return impl_->levels.at(std::size_t(l))->a;
+}
+const Csr<double>& DeviceHierarchy::p(int l) const
+{
+    return impl_->levels.at(std::size_t(l))->p;
+}
+const Csr<double>& DeviceHierarchy::r(int l) const
+{
+    return impl_->levels.at(std::size_t(l))->r;
+}
+std::vector<index_t> DeviceHierarchy::aggregates(int l) const
+{
+    return impl_->levels.at(std::size_t(l))->agg.to_vector();
+}
+bool DeviceHierarchy::dense_coarse() const noexcept
+{
+    return impl_->dense_coarse;
+}
+const double* DeviceHierarchy::phase_ms() const noexcept
+{
+    return impl_->ms;
+}
+
+void DeviceHierarchy::refresh(const Csr<double>& a0)
+{
+    Impl& m = *impl_;
+    const CudaExecutor& ce = *m.ce;
+    HEPTANE_CUDA_CHECK(cudaSetDevice(ce.device()));
+    Csr<double>& first = m.levels.front()->a;
+    HEPTANE_ENSURE(a0.nnz() == first.nnz() && a0.rows == first.rows, InputError,
+                   "AMG refresh: the matrix does not have the pattern of the one the hierarchy "
+                   "was built from");
+    copy_bytes(*a0.exec(), a0.values.data(), *m.exec, first.values.data(),
+               std::size_t(a0.nnz()) * sizeof(double));
+    for (std::size_t l = 0; l + 1 < m.levels.size(); ++l) {
+        Impl::Level& L = *m.levels[l];
+        L.ap->compute();
+        L.rap->compute();
+        Csr<double>& c = m.levels[l + 1]->a;
+        const long long cnnz = static_cast<long long>(c.values.size());
+        HEPTANE_LAUNCH(gather<double>, cnnz, cnnz, L.permuted ? L.perm.data() : nullptr,
+                       L.rap->c_val.data(), c.values.data());
+    }
+    HEPTANE_CUDA_CHECK(cudaStreamSynchronize(cuda::stream(ce)));
+}
+
+template <class VT>
+Array<VT> inverse_diagonal_device(const Csr<double>& a, bool l1, int level,
+                                  const std::shared_ptr<const Executor>& exec)
+{
+    const CudaExecutor& ce = cuda_of(exec);
+    const index_t n = a.rows;
+    Array<VT> d(exec, std::size_t(n));
+    Array<int> bad(exec, 1);
+    const int none = std::numeric_limits<int>::max();
+    HEPTANE_CUDA_CHECK(
+        cudaMemcpyAsync(bad.data(), &none, sizeof none, cudaMemcpyHostToDevice, cuda::stream(ce)));
+    HEPTANE_LAUNCH(inverse_diagonal_kernel<VT>, n, n, a.row_ptr.data(), a.col_idx.data(),
+                   a.values.data(), l1, d.data(), bad.data());
+    const int first = read_back(ce, bad.data());
+    HEPTANE_ENSURE(first == none, InputError,
+                   "AMG: level " << level + 1 << " has a zero diagonal entry in row " << first + 1
+                                 << (level == 0 ? " of the matrix" : "")
+                                 << " (its smoother divides by a_ii)");
+    return d;
+}
+
+template <class VT>
+Csr<VT> device_copy(const Csr<double>& a, const std::shared_ptr<const Executor>& exec)
+{
+    Csr<VT> c;
+    c.rows = a.rows;
+    c.cols = a.cols;
+    c.row_ptr = a.row_ptr.to(exec);
+    c.col_idx = a.col_idx.to(exec);
+    c.values = Array<VT>(exec, a.values.size());
+    device_copy_values<VT>(a, c, exec);
+    return c;
+}
+
+template <class VT>
+void device_copy_values(const Csr<double>& a, Csr<VT>& dst,
+                        const std::shared_ptr<const Executor>& exec)
+{
+    const CudaExecutor& ce = cuda_of(exec);
+    const long long n = static_cast<long long>(a.values.size());
+    HEPTANE_LAUNCH(convert<VT>, n, n, a.values.data(), dst.values.data());
+}
+
+template Array<double> inverse_diagonal_device<double>(const Csr<double>&, bool, int,
+                                                       const std::shared_ptr<const Executor>&);
+template Array<float> inverse_diagonal_device<float>(const Csr<double>&, bool, int,
+                                                     const std::shared_ptr<const Executor>&);
+template Csr<double> device_copy<double>(const Csr<double>&,
+                                         const std::shared_ptr<const Executor>&);
+template Csr<float> device_copy<float>(const Csr<double>&, const std::shared_ptr<const Executor>&);
+template void device_copy_values<double>(const Csr<double>&, Csr<double>&,
+                                         const std::shared_ptr<const Executor>&);
+template void device_copy_values<float>(const Csr<double>&, Csr<float>&,
+                                        const std::shared_ptr<const Executor>&);
+
+}  // namespace heptane::amg
