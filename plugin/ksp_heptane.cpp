@@ -294,7 +294,7 @@ static PetscErrorCode KSPHeptaneBuildPC(KSP ksp, Mat Amat, PetscBool values_only
   if (!refused.empty()) PetscCall(PetscInfo(ksp, "%s: values-only preconditioner refresh refused (%s); set up from scratch\n", KSPHeptaneName(h), refused.c_str()));
   fell_any = fell;
   /* several ranks: one rank's block that cannot be factored sends every rank back to natural */
-  if (h->engine->distributed()) PetscCallMPI(MPI_Allreduce(&fell, &fell_any, 1, MPIU_BOOL, MPI_LOR, PetscObjectComm((PetscObject)ksp)));
+  if (h->engine->distributed()) PetscCallMPI(MPI_Allreduce(&fell, &fell_any, 1, HEPTANE_MPIU_BOOL, MPI_LOR, PetscObjectComm((PetscObject)ksp)));
   if (fell_any) {
     want = heptane::PcType::ilu0;
     HeptaneCallCXX(h->krylov->build_preconditioner(want, *view, *h->engine); *h->pc_note = "natural ILU(0) after multi-colour ILU(0) could not be factored: " + (fell ? why : std::string("on another rank")));
@@ -617,7 +617,7 @@ static PetscErrorCode KSPView_Heptane(KSP ksp, PetscViewer viewer)
   PetscFunctionReturn(0);
 }
 
-static PetscErrorCode KSPSetFromOptions_Heptane(KSP ksp, PetscOptionItems *PetscOptionsObject)
+static PetscErrorCode KSPSetFromOptions_Heptane(KSP ksp, HeptaneOptionItems PetscOptionsObject)
 {
   KSP_Heptane *h = (KSP_Heptane *)ksp->data;
   char         device[64];
@@ -647,9 +647,9 @@ static PetscErrorCode KSPSetFromOptions_Heptane(KSP ksp, PetscOptionItems *Petsc
   /* -pc_type hamg / hcpr: heptane's AMG / CPR inside its loop */
   PetscCall(HeptanePcOptionsFromOptions(PetscOptionsObject, h->pc_opts, PETSC_TRUE, "KSPHBCGS"));
   PetscOptionsHeadEnd();
-  /* PCSetFromOptions() ran before this (KSPSetFromOptions): take the PC's type now */
+  /* the PC's type is taken at KSPSetUp (KSPHeptaneUpdate), not here: KSPSetFromOptions() calls
+     PCSetFromOptions() before this in PETSc 3.18 and after it in 3.25 (petsc_compat.hpp) */
   PetscCall(KSPHeptaneCheckComm(ksp));
-  PetscCall(KSPHeptaneTakePC(ksp));
   PetscFunctionReturn(0);
 }
 
@@ -775,7 +775,8 @@ static PetscErrorCode KSPCreate_Heptane_Private(KSP ksp, heptane::SolverType sol
    loaded (one rank; read at load, without prefix, with -heptane_device)
 .  -heptane_amg_threshold <theta> -heptane_amg_smoother <chebyshev,jacobi,l1jacobi,ilu0mc>
    -heptane_amg_sweeps <k> -heptane_amg_cycle <v,w> -heptane_amg_coarse_size <n>
-   -heptane_amg_max_levels <L> - AMG (-pc_type hamg, and CPR's pressure stage)
+   -heptane_amg_max_levels <L> -heptane_amg_setup <auto,host,device> - AMG (-pc_type hamg,
+   and CPR's pressure stage)
 -  -heptane_cpr_pressure_index <p> -heptane_cpr_second <auto,bilu0,bilu0mc,bjacobi> - CPR
    (-pc_type hcpr)
 

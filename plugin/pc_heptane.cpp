@@ -298,7 +298,7 @@ static PetscErrorCode PCView_Heptane(PC pc, PetscViewer viewer)
   PetscFunctionReturn(0);
 }
 
-static PetscErrorCode PCSetFromOptions_Heptane(PC pc, PetscOptionItems *PetscOptionsObject)
+static PetscErrorCode PCSetFromOptions_Heptane(PC pc, HeptaneOptionItems PetscOptionsObject)
 {
   PC_Heptane *p = (PC_Heptane *)pc->data;
   char        device[64];
@@ -384,6 +384,8 @@ static PetscErrorCode PCCreate_Heptane_Private(PC pc, heptane::PcType type)
 .  -heptane_amg_cycle <v,w> - cycle (default v)
 .  -heptane_amg_coarse_size <n> - stop coarsening at n rows (default 300)
 .  -heptane_amg_max_levels <L> - at most L levels (default 20)
+.  -heptane_amg_setup <auto,host,device> - where the hierarchy is built (default auto: the GPU
+   for a GPU run and a scalar system)
 .  -heptane_block <Nc> - unknowns per cell (default: the DMDA's dof, else the matrix block size)
 -  -heptane_device <auto,cpu,gpu,gpu:N> - where it runs
 

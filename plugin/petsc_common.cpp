@@ -235,9 +235,10 @@ PetscErrorCode HeptaneCheckDevice(const char device[])
 
 static const char *const HeptaneAmgSmoothers[] = {"chebyshev", "jacobi", "l1jacobi", "ilu0mc"};
 static const char *const HeptaneAmgCycles[]    = {"v", "w"};
+static const char *const HeptaneAmgSetups[]    = {"auto", "host", "device"};
 static const char *const HeptaneCprSeconds[]   = {"auto", "bilu0", "bilu0mc", "bjacobi"};
 
-PetscErrorCode HeptanePcOptionsFromOptions(PetscOptionItems *PetscOptionsObject, heptane::PcOptions *opts, PetscBool cpr, const char man[])
+PetscErrorCode HeptanePcOptionsFromOptions(HeptaneOptionItems PetscOptionsObject, heptane::PcOptions *opts, PetscBool cpr, const char man[])
 {
   heptane::AmgOptions &a      = opts->amg;
   PetscReal            theta  = a.strength_threshold;
@@ -258,6 +259,9 @@ PetscErrorCode HeptanePcOptionsFromOptions(PetscOptionItems *PetscOptionsObject,
   a.coarse_size = (heptane::index_t)coarse;
   PetscCall(PetscOptionsBoundedInt("-heptane_amg_max_levels", "AMG: at most this many levels", man, levels, &levels, NULL, 1));
   a.max_levels = (int)levels;
+  PetscInt setup = (PetscInt)a.setup;
+  PetscCall(PetscOptionsEList("-heptane_amg_setup", "AMG: where the hierarchy is built: auto (the GPU for a GPU run and a scalar system, else the host), host, device", man, HeptaneAmgSetups, 3, HeptaneAmgSetups[setup], &setup, NULL));
+  a.setup = (heptane::AmgSetup)setup;
   if (cpr) {
     PetscInt p = opts->cpr.pressure_index, second = opts->cpr.second_stage_auto ? 0 : 1 + (PetscInt)opts->cpr.second_stage;
     PetscCall(PetscOptionsBoundedInt("-heptane_cpr_pressure_index", "CPR: the pressure unknown of each cell (0 .. Nc-1)", man, p, &p, NULL, 0));
@@ -274,7 +278,7 @@ std::string HeptanePcOptionsText(const heptane::PcOptions &o, PetscBool cpr)
 {
   std::ostringstream os;
   os << "-heptane_amg_threshold " << o.amg.strength_threshold << " -heptane_amg_smoother " << HeptaneAmgSmoothers[(int)o.amg.smoother] << " -heptane_amg_sweeps " << o.amg.pre_sweeps << " -heptane_amg_cycle " << HeptaneAmgCycles[(int)o.amg.cycle] << " -heptane_amg_coarse_size "
-     << o.amg.coarse_size << " -heptane_amg_max_levels " << o.amg.max_levels;
+     << o.amg.coarse_size << " -heptane_amg_max_levels " << o.amg.max_levels << " -heptane_amg_setup " << HeptaneAmgSetups[(int)o.amg.setup];
   if (cpr) os << " -heptane_cpr_pressure_index " << o.cpr.pressure_index << " -heptane_cpr_second " << HeptaneCprSeconds[o.cpr.second_stage_auto ? 0 : 1 + (int)o.cpr.second_stage];
   return os.str();
 }
@@ -282,7 +286,7 @@ std::string HeptanePcOptionsText(const heptane::PcOptions &o, PetscBool cpr)
 PetscBool HeptanePcOptionsEqual(const heptane::PcOptions &x, const heptane::PcOptions &y)
 {
   const auto same_amg = [](const heptane::AmgOptions &a, const heptane::AmgOptions &b) {
-    return a.strength_threshold == b.strength_threshold && a.smoother == b.smoother && a.pre_sweeps == b.pre_sweeps && a.post_sweeps == b.post_sweeps && a.cycle == b.cycle && a.coarse_size == b.coarse_size && a.max_levels == b.max_levels;
+    return a.strength_threshold == b.strength_threshold && a.smoother == b.smoother && a.pre_sweeps == b.pre_sweeps && a.post_sweeps == b.post_sweeps && a.cycle == b.cycle && a.coarse_size == b.coarse_size && a.max_levels == b.max_levels && a.setup == b.setup;
   };
   return (PetscBool)(same_amg(x.amg, y.amg) && same_amg(x.cpr.amg, y.cpr.amg) && x.cpr.pressure_index == y.cpr.pressure_index && x.cpr.second_stage_auto == y.cpr.second_stage_auto && x.cpr.second_stage == y.cpr.second_stage);
 }

@@ -1,10 +1,13 @@
 // Internal header of the PETSc plugin: what the KSP types (ksp_heptane.cpp) and the Mat type
 // (mat_bdiagh.cpp) share. PETSc style: PetscCall on every call, PetscCheck with the values.
+// What differs between PETSc versions (3.18 and 3.25 tested) is in petsc_compat.hpp, nowhere else.
 #pragma once
 
 #include <petsc/private/kspimpl.h>
 #include <petsc/private/matimpl.h>
 #include <petscdmda.h>
+
+#include "plugin/petsc_compat.hpp" /* the names that differ between PETSc versions */
 
 #include <string>
 #include <vector>
@@ -118,7 +121,7 @@ PETSC_INTERN PetscErrorCode HeptaneCheckDevice(const char[]);
      -heptane_cpr_second auto|bilu0|bilu0mc|bjacobi   the second stage (auto: BILU(0) on the
                                        CPU, block Jacobi on a GPU)
    opts->cpr.amg is set to opts->amg. */
-PETSC_INTERN PetscErrorCode HeptanePcOptionsFromOptions(PetscOptionItems *, heptane::PcOptions *, PetscBool cpr, const char man[]);
+PETSC_INTERN PetscErrorCode HeptanePcOptionsFromOptions(HeptaneOptionItems, heptane::PcOptions *, PetscBool cpr, const char man[]);
 /* The same options as one line for the views ("-heptane_amg_threshold 0.02 ..."). */
 std::string HeptanePcOptionsText(const heptane::PcOptions &, PetscBool cpr);
 /* A text of several lines to an ASCII viewer, each line after `indent` (the AMG hierarchy). */

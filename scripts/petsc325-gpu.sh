@@ -1,0 +1,240 @@
+#!/usr/bin/env bash
+# PETSc 3.25.4 with CUDA against the plugin, in one device call (issue #18; the H100 of the
+# device tool: carry .tools). Builds PETSc 3.25.4 with its CUDA back end from
+# .tools/petsc-3.25.4.tar.xz, heptane with CUDA + the plugin + the reservoir example against it
+# (the heptane library compiles while PETSc builds), runs `ctest -L plugin`, then measures PETSc's
+# own GPU path (aijcusparse matrices, CUDA vectors) against the plugin on the same GPU, one MPI
+# rank each:
+#   - examples/reservoir (GRID, rtol RTOL), pressure and coupled systems: PETSc's bcgs with
+#     jacobi, pbjacobi (coupled only: on the pressure system, Nc = 1, it is jacobi) and gamg
+#     against the plugin's hbcgs with pbjacobi and hamg, and hcpr on the coupled system;
+#   - PETSc's src/ksp/ksp/tutorials/ex45 (3-D Laplacian, EX45_N^3 grid), built from the tarball
+#     against the install: bcgs + jacobi and bcgs + gamg on aijcusparse against the plugin's
+#     hbcgs + jacobi and hbcgs + hamg (-dll_append).
+# PETSc's runs use -ksp_pc_side right, so that both stop on ||b - A x|| <= rtol ||b|| (docs/petsc.md),
+# and -dm_mat_type aijcusparse -dm_vec_type cuda: both programs make their matrix and vectors with
+# DMCreateMatrix/DMCreateGlobalVector, which read the -dm_ options, not -mat_type/-vec_type. The
+# plugin's runs keep PETSc's aij matrices on the host; heptane copies them to its GPU.
+# Written without a GPU at hand: its CPU path was checked against a CPU build of 3.25.4 (below).
+# Every run has -log_view; the summary has iterations, the KSPSolve, KSPSetUp and PCSetUp events
+# (total time over the run's solves) and the run's wall time; the logs go to $OUT/logs.tar.gz.
+#
+#   OUT=/some/dir bash scripts/petsc325-gpu.sh
+#
+# Environment [defaults]: BUILD_DIR [build-petsc325-gpu], PETSC_PREFIX [/tmp/petsc325] (an
+#   install there with lib/pkgconfig/PETSc.pc is used as it is), PETSC_CUDA [1], BUDGET [540]
+#   (seconds for the whole script; each step gets what is left, runs that do not fit are
+#   SKIPPED), GRID [-nx 128 -ny 128 -nz 64], STEPS [-steps 2 -newton 2], RTOL [1e-6], EX45_N
+#   [128], MAX_IT [3000], RUN_CAP [60] (seconds per run at most), RUN_TESTS [1], CTEST_CAP [150],
+#   COUPLED_HAMG [0] (1: hbcgs + hamg on the coupled system too), HEPTANE_DEVICE [gpu],
+#   PETSC_GPU_OPTS [-dm_mat_type aijcusparse -dm_vec_type cuda -use_gpu_aware_mpi 0],
+#   CMAKE_EXTRA [], JOBS [nproc]. (A CPU check of the script:
+#   PETSC_PREFIX=<CPU install> PETSC_CUDA=0 HEPTANE_DEVICE=cpu PETSC_GPU_OPTS="-dm_mat_type aij"
+#   CMAKE_EXTRA=-DHEPTANE_WITH_CUDA=OFF GRID=... EX45_N=...)
+set -uo pipefail
+cd "$(dirname "$0")/.." || exit 1
+root=$PWD
+t_start=$(date +%s)
+budget=${BUDGET:-540}
+out=${OUT:-$root/petsc325-gpu-out}
+build=${BUILD_DIR:-build-petsc325-gpu}
+prefix=${PETSC_PREFIX:-/tmp/petsc325}
+grid=${GRID:--nx 128 -ny 128 -nz 64}
+steps=${STEPS:--steps 2 -newton 2}
+rtol=${RTOL:-1e-6}
+ex45_n=${EX45_N:-128}
+max_it=${MAX_IT:-3000}
+run_cap=${RUN_CAP:-60}
+device=${HEPTANE_DEVICE:-gpu}
+gpu_opts=${PETSC_GPU_OPTS:--dm_mat_type aijcusparse -dm_vec_type cuda -use_gpu_aware_mpi 0}
+jobs=${JOBS:-$(nproc)}
+tarball=$root/.tools/petsc-3.25.4.tar.xz
+export PATH=/usr/local/cuda/bin:$PATH
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+mkdir -p "$out/logs"
+logs=$out/logs
+summary=$out/summary.txt
+: >"$summary"
+status=0
+note() { echo "$*" | tee -a "$summary"; }
+failed() { note "FAILED: $*"; status=1; }
+elapsed() { echo $(($(date +%s) - t_start)); }
+left() { echo $((budget - $(elapsed))); }
+petscrc_made=0
+finish() {
+  [ "$petscrc_made" = 1 ] && rm -f "$HOME/.petscrc"
+  note "status $status ($(elapsed) s in all)"
+  tar czf "$out/logs.tar.gz" -C "$out" logs 2>/dev/null && rm -rf "$logs"
+  exit "$status"
+}
+# at most min(cap, what is left - reserve) seconds; 0 when that is under 10 s
+allow() { # cap reserve
+  local l=$(($(left) - $2))
+  [ "$l" -gt "$1" ] && l=$1
+  [ "$l" -lt 10 ] && l=0
+  echo "$l"
+}
+
+note "petsc325-gpu $(date -u +%FT%TZ), commit $(git rev-parse --short HEAD 2>/dev/null || echo '?') (working tree: $(git status --porcelain 2>/dev/null | wc -l) changed files)"
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>&1 | tee -a "$summary"
+command -v nvcc >/dev/null && nvcc --version | tail -1 | tee -a "$summary"
+mpirun --version 2>/dev/null | head -1 | tee -a "$summary"
+[ -f "$tarball" ] || { failed "$tarball not found (carry .tools)"; finish; }
+
+# ---- 1. the heptane library (background) while PETSc builds ---------------------------------
+read -ra cmake_extra <<<"${CMAKE_EXTRA:-}"
+cmake_args=(-S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="${CUDA_ARCH:-90}"
+  -DPETSC_DIR="$prefix" -DHEPTANE_BUILD_EXAMPLES=ON -DHEPTANE_BUILD_TESTS=ON "${cmake_extra[@]}")
+(cmake "${cmake_args[@]}" && cmake --build "$build" -j "$jobs" --target heptane) >"$logs/lib-build.log" 2>&1 &
+lib_pid=$!
+
+# ---- 2. PETSc 3.25.4 with CUDA -----------------------------------------------------------
+if [ -f "$prefix/lib/pkgconfig/PETSc.pc" ] || [ -f "$prefix/lib/pkgconfig/petsc.pc" ]; then
+  note "PETSc: using the install in $prefix"
+else
+  t0=$(date +%s)
+  work=$(mktemp -d /tmp/petsc325-build.XXXXXX)
+  lim=$(allow 400 120)
+  if [ "$lim" = 0 ] || ! CUDA=${PETSC_CUDA:-1} PETSC_BUILD_DIR=$work timeout -k 10 "$lim" \
+    bash .tools/petsc-from-source.sh build "$tarball" "$prefix" >"$logs/petsc-build.log" 2>&1; then
+    failed "PETSc 3.25.4 build (limit ${lim} s, $(($(date +%s) - t0)) s)"
+    grep -E "error|Error|ERROR" "$logs/petsc-build.log" | head -20 | tee -a "$summary"
+    tail -5 "$logs/petsc-build.log" | tee -a "$summary"
+    wait "$lib_pid"
+    finish
+  fi
+  rm -rf "$work"
+  note "PETSc 3.25.4 (CUDA=${PETSC_CUDA:-1}) built in $(($(date +%s) - t0)) s"
+fi
+grep -hE "^#define PETSC_HAVE_CUDA |^#define PETSC_VERSION_(MINOR|SUBMINOR) " "$prefix"/include/petscconf.h "$prefix"/include/petscversion.h 2>/dev/null | tr '\n' ' ' | tee -a "$summary"
+echo | tee -a "$summary"
+export PKG_CONFIG_PATH="$prefix/lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
+export LD_LIBRARY_PATH="$prefix/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+# OpenMPI here is not GPU-aware: PETSc aborts once it sets up the GPU unless told so. Every
+# PETSc run below gets -use_gpu_aware_mpi 0 on its command line; ~/.petscrc gives it to the
+# plugin tests too (their PETSC_OPTIONS belong to the tests), removed at the end
+if [ ! -e "$HOME/.petscrc" ]; then
+  echo "-use_gpu_aware_mpi 0" >"$HOME/.petscrc" && petscrc_made=1
+fi
+
+# ---- 3. ex45 from the tarball (small; while the library may still compile) -------------------
+ex45=$out/ex45
+ex45_dir=$(mktemp -d /tmp/ex45.XXXXXX)
+read -ra petsc_flags <<<"$(pkg-config --cflags --libs PETSc 2>>"$logs/ex45-build.log")"
+if tar xf "$tarball" -C "$ex45_dir" petsc-3.25.4/src/ksp/ksp/tutorials/ex45.c 2>>"$logs/ex45-build.log" &&
+  mpicc -O2 -o "$ex45" "$ex45_dir/petsc-3.25.4/src/ksp/ksp/tutorials/ex45.c" "${petsc_flags[@]}" \
+    -Wl,-rpath,"$prefix/lib" >>"$logs/ex45-build.log" 2>&1; then
+  note "ex45 built"
+else
+  failed "ex45 build"; tail -10 "$logs/ex45-build.log" | tee -a "$summary"; ex45=""
+fi
+rm -rf "$ex45_dir"
+
+# ---- 4. heptane + plugin + example against PETSc 3.25 -----------------------------------------
+t0=$(date +%s)
+wait "$lib_pid" || { failed "heptane library build (before PETSc was there)"; grep -E "error" "$logs/lib-build.log" | head -20 | tee -a "$summary"; finish; }
+lim=$(allow 300 60)
+if [ "$lim" = 0 ] || ! timeout -k 10 "$lim" cmake "${cmake_args[@]}" >"$logs/configure.log" 2>&1; then
+  failed "configure against PETSc 3.25 (limit ${lim} s)"; tail -30 "$logs/configure.log" | tee -a "$summary"; finish
+fi
+grep -E "heptane: (MPI|CUDA|PETSc)" "$logs/configure.log" | tee -a "$summary"
+grep -q "heptane: PETSc plugin ON" "$logs/configure.log" || { failed "the plugin is not configured (PETSc not found in $prefix)"; finish; }
+lim=$(allow 300 60)
+if [ "$lim" = 0 ] || ! timeout -k 10 "$lim" cmake --build "$build" -j "$jobs" --target heptane_petsc reservoir plugin_host >"$logs/build.log" 2>&1; then
+  failed "build of heptane_petsc reservoir plugin_host (limit ${lim} s)"
+  grep -E "error|warning" "$logs/build.log" | head -40 | tee -a "$summary"
+  finish
+fi
+note "warnings in the plugin's build: $(grep -c "plugin/.*warning" "$logs/build.log")"
+note "heptane + plugin build: $(($(date +%s) - t0)) s after PETSc ($(elapsed) s so far)"
+plugin=$(readlink -f "$build/lib/libheptane_petsc.so")
+reservoir=$build/examples/reservoir
+
+# ---- 5. ctest -L plugin ---------------------------------------------------------------------
+if [ "${RUN_TESTS:-1}" = 1 ]; then
+  t0=$(date +%s)
+  lim=$(allow "${CTEST_CAP:-150}" 120)
+  if [ "$lim" = 0 ]; then
+    failed "ctest -L plugin SKIPPED (time budget)"
+  else
+    (cd "$build" && OMP_NUM_THREADS=2 timeout -k 10 "$lim" ctest -L plugin --output-on-failure --timeout 120 -j "$((jobs / 2 > 1 ? jobs / 2 : 1))") >"$logs/ctest.log" 2>&1
+    rc=$?
+    grep -E "tests passed|tests failed|\(Failed\)|\(Timeout\)|\*\*\*Skipped|Not Run" "$logs/ctest.log" | tee -a "$summary"
+    [ "$rc" = 124 ] && failed "ctest -L plugin TIMED OUT after $lim s ($(grep -c " Passed " "$logs/ctest.log") passed before)"
+    [ "$rc" != 0 ] && [ "$rc" != 124 ] && failed "ctest -L plugin (rc $rc)"
+    note "ctest -L plugin: $(($(date +%s) - t0)) s"
+  fi
+fi
+
+# ---- 6. PETSc's GPU path against the plugin --------------------------------------------------
+# run NAME CAP -- COMMAND...: log to $logs/NAME.log, one row in the table
+table=$out/runs.txt
+printf '%-30s %4s %6s %9s %9s %9s %9s %9s %8s  %s\n' run rc iters KSPSolve KSPSetUp PCSetUp "sum[s]" "example" "wall[s]" "check" >"$table"
+ev() { awk -v e="$2" '$1 == e { printf "%.4f", $4; f = 1; exit } END { if (!f) printf "-" }' "$1"; }
+run() {
+  local name=$1 cap=$2 log=$logs/$1.log
+  shift 3
+  local lim
+  lim=$(allow "$cap" 5)
+  if [ "$lim" = 0 ]; then
+    note "SKIPPED: $name (time budget, $(elapsed) s used)"
+    printf '%-30s %4s\n' "$name" skipped >>"$table"
+    return
+  fi
+  printf '%q ' "$@" >"$log"
+  echo >>"$log"
+  local t0 t1 rc
+  t0=$(date +%s.%N)
+  timeout -k 10 "$lim" "$@" >>"$log" 2>&1
+  rc=$?
+  t1=$(date +%s.%N)
+  local wall its solve check
+  wall=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", b - a }')
+  if grep -qE "^(pressure|coupled): ksp" "$log"; then # reservoir: the system's final line
+    its=$(sed -nE 's/^(pressure|coupled): ksp .* ([0-9]+) iterations.*/\2/p' "$log" | head -1)
+    solve=$(sed -nE 's/.*solve time ([0-9.eE+-]+) s.*/\1/p' "$log" | head -1)
+    check="$(sed -nE 's/.*(\|[px]\|_2 = [0-9.eE+-]+).*/\1/p' "$log" | head -1), $(sed -nE 's/.*(max true relres [0-9.eE+-]+).*/\1/p' "$log" | head -1)"
+  else # ex45: -ksp_converged_reason and its residual line
+    its=$(sed -nE 's/.*Linear solve .* iterations ([0-9]+).*/\1/p' "$log" | head -1)
+    solve=-
+    check="$(grep -m1 -oE "Linear solve (converged|did not converge) due to [A-Z_]+" "$log" | sed 's/Linear solve //'), $(grep -m1 -oE "Residual norm [0-9.eE+-]+" "$log")"
+  fi
+  local gpu="" t_solve t_ksetup t_psetup sum
+  grep -qE "^MatCUSPARSCopyTo" "$log" && gpu=", aijcusparse used"
+  t_solve=$(ev "$log" KSPSolve) t_ksetup=$(ev "$log" KSPSetUp) t_psetup=$(ev "$log" PCSetUp)
+  sum=$(awk -v a="$t_solve" -v b="$t_ksetup" -v c="$t_psetup" 'BEGIN { if (a == "-") print "-"; else printf "%.4f", a + (b == "-" ? 0 : b) + (c == "-" ? 0 : c) }')
+  printf '%-30s %4s %6s %9s %9s %9s %9s %9s %8s  %s\n' "$name" "$rc" "${its:--}" "$t_solve" "$t_ksetup" "$t_psetup" "$sum" \
+    "${solve:--}" "$wall" "$check$gpu" >>"$table"
+  if [ "$rc" = 124 ]; then failed "$name TIMED OUT after $lim s"
+  elif [ "$rc" != 0 ]; then failed "$name (rc $rc)"; tail -15 "$log" | tee -a "$summary"
+  elif grep -qE "DIVERGED|did not converge" "$log"; then note "NOT CONVERGED: $name ($(grep -m1 -oE "DIVERGED_[A-Z_]+" "$log"))"
+  fi
+}
+note "## runs: reservoir $grid $steps, ex45 ${ex45_n}^3, rtol $rtol, max_it $max_it, 1 MPI rank each"
+note "## PETSc: -ksp_type bcgs -ksp_pc_side right $gpu_opts; plugin: -dll_append, -heptane_device $device (aij matrices on the host, heptane's copy on its device)"
+note "## KSPSolve/KSPSetUp/PCSetUp: -log_view, total over the run's solves [s] (KSPSolve leaves the setups out); sum: the three;"
+note "## example: the reservoir example's own sum of KSPSolve wall times (setup included); wall: the whole run (grid, assembly, CUDA start included)"
+common="-ksp_rtol $rtol -ksp_max_it $max_it -log_view"
+petsc="-ksp_type bcgs -ksp_pc_side right $gpu_opts"
+heptane="-dll_append $plugin -heptane_device $device -use_gpu_aware_mpi 0"
+res() { echo "$reservoir $grid $steps -system $1"; }
+# shellcheck disable=SC2086,SC2046
+{
+  for pc in jacobi gamg; do run "pressure-petsc-bcgs-$pc" "$run_cap" -- $(res pressure) $petsc -pc_type $pc $common; done
+  for pc in pbjacobi hamg; do run "pressure-plugin-hbcgs-$pc" "$run_cap" -- $(res pressure) $heptane -ksp_type hbcgs -pc_type $pc $common; done
+  if [ -n "$ex45" ]; then
+    ex="$ex45 -da_grid_x $ex45_n -da_grid_y $ex45_n -da_grid_z $ex45_n -ksp_converged_reason"
+    for pc in jacobi gamg; do run "ex45-petsc-bcgs-$pc" "$run_cap" -- $ex $petsc -pc_type $pc $common; done
+    for pc in jacobi hamg; do run "ex45-plugin-hbcgs-$pc" "$run_cap" -- $ex $heptane -ksp_type hbcgs -pc_type $pc $common; done
+  fi
+  # the multigrid runs on the coupled system last: neither AMG is made for it (CPR is), they
+  # may run to max_it; hamg there only with COUPLED_HAMG=1 (on the CPU at 16x16x8 it did not
+  # converge and the second Newton step's AMG setup stopped on a zero diagonal of level 1)
+  for pc in jacobi pbjacobi; do run "coupled-petsc-bcgs-$pc" "$run_cap" -- $(res coupled) $petsc -pc_type $pc $common; done
+  for pc in pbjacobi hcpr; do run "coupled-plugin-hbcgs-$pc" "$run_cap" -- $(res coupled) $heptane -ksp_type hbcgs -pc_type $pc $common; done
+  run coupled-petsc-bcgs-gamg "$run_cap" -- $(res coupled) $petsc -pc_type gamg $common
+  [ "${COUPLED_HAMG:-0}" = 1 ] && run coupled-plugin-hbcgs-hamg "$run_cap" -- $(res coupled) $heptane -ksp_type hbcgs -pc_type hamg $common
+}
+note "## table (also in $out/runs.txt)"
+tee -a "$summary" <"$table"
+finish
