@@ -258,7 +258,7 @@ PetscErrorCode HeptanePcOptionsFromOptions(HeptaneOptionItems PetscOptionsObject
   PetscCall(PetscOptionsBoundedInt("-heptane_amg_coarse_size", "AMG: stop coarsening at this many rows or fewer (the coarsest level is solved by a dense LU)", man, coarse, &coarse, NULL, 1));
   a.coarse_size = (heptane::index_t)coarse;
   PetscCall(PetscOptionsBoundedInt("-heptane_amg_max_levels", "AMG: at most this many levels", man, levels, &levels, NULL, 1));
-  a.max_levels = (int)levels;
+  a.max_levels   = (int)levels;
   PetscInt setup = (PetscInt)a.setup;
   PetscCall(PetscOptionsEList("-heptane_amg_setup", "AMG: where the hierarchy is built: auto (the GPU for a GPU run and a scalar system, else the host), host, device", man, HeptaneAmgSetups, 3, HeptaneAmgSetups[setup], &setup, NULL));
   a.setup = (heptane::AmgSetup)setup;
