@@ -249,9 +249,9 @@ heptane_plugin_test(plugin_host_help_lists_amg_options
   "--expect=-heptane_cpr_pressure_index:? <now 0" "--expect=-heptane_cpr_second:? <now auto" -- ${host})
 heptane_plugin_test(plugin_host_help_lists_pc_options
   ${solves} --its host=3:24 ${host_checks} --
-  --plugin ${plugin_so} --heptane "-ksp_type gmres -pc_type hcpr -help"
+  --plugin ${plugin_so} --heptane "-ksp_type gmres -pc_type hcpr -heptane_device cpu -help"
   "--expect=PC hcpr options \\(heptane CPR\\)" "--expect=-heptane_amg_smoother:? <now chebyshev" "--expect=-heptane_cpr_second:? <now auto" "--expect=-heptane_block:? <now 0"
-  "--expect=-heptane_device:? <now auto" -- ${host} -dof 3)
+  "--expect=-heptane_device:? <now cpu" -- ${host} -dof 3)
 heptane_plugin_test(plugin_host_hgmres_help
   ${solves} --its host=3:24 ${host_checks} --
   --plugin ${plugin_so} --heptane "-ksp_type hgmres -help" "--expect=KSP hgmres options \\(heptane GMRES\\)" "--expect=-ksp_gmres_restart:? <now 30" -- ${host})
