@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <sstream>
 
@@ -144,6 +145,31 @@ bool setup_on_device(const AmgOptions& o, index_t nc, const Executor& exec)
     return can;
 }
 
+// A 64-bit fingerprint of a CSR pattern (sizes, row lengths, columns and their positions,
+// each row's terms mixed by splitmix64 and combined in parallel): update_values compares it
+// instead of a copy of the pattern (300 MB at 8 M rows); two different patterns share one with
+// probability 2^-64
+std::uint64_t pattern_fingerprint(const Csr<double>& a)
+{
+    auto mix = [](std::uint64_t x) {
+        x += 0x9E3779B97F4A7C15ull;
+        x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+        x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+        return x ^ (x >> 31);
+    };
+    const offset_t* rp = a.row_ptr.data();
+    const index_t* ci = a.col_idx.data();
+    std::uint64_t h = 0;
+#pragma omp parallel for schedule(static) reduction(^ : h)
+    for (index_t i = 0; i < a.rows; ++i) {
+        std::uint64_t x = mix(std::uint64_t(i) ^ (std::uint64_t(rp[i + 1] - rp[i]) << 32));
+        for (offset_t k = rp[i]; k < rp[i + 1]; ++k)
+            x = mix(x ^ (std::uint64_t(std::uint32_t(ci[k])) | (std::uint64_t(k - rp[i]) << 32)));
+        h ^= x;
+    }
+    return h ^ mix(std::uint64_t(a.rows) ^ (std::uint64_t(a.nnz()) << 20));
+}
+
 // a_ij = a_ji to 1e-12 relative for every stored entry (rows sorted; a missing mirror
 // entry counts as 0)
 bool numerically_symmetric(const Csr<double>& a)
@@ -227,8 +253,7 @@ struct AmgPreconditioner<VT>::Impl {
 #ifdef HEPTANE_HAVE_CUDA
     std::unique_ptr<amg::DeviceHierarchy> dev;  // … or on the device
 #endif
-    std::vector<offset_t> pattern_ptr;  // A_0's pattern, for update_values' check
-    std::vector<index_t> pattern_col;
+    std::uint64_t pattern = 0;  // A_0's pattern fingerprint, for update_values' check
     AmgInfo info;
     std::unique_ptr<VectorOps<VT>> ops;
 
@@ -559,8 +584,7 @@ AmgPreconditioner<VT>::AmgPreconditioner(const Csr<double>& a_in, index_t nc,
         m.info.setup_on = "host";
     }
     m.info.hierarchy_ms = ms_since(t_start);
-    m.pattern_ptr = a.row_ptr.host();
-    m.pattern_col = a.col_idx.host();
+    m.pattern = pattern_fingerprint(a);
     m.symmetric = numerically_symmetric(a);
 
     const auto t_dev = clock_type::now();
@@ -632,8 +656,7 @@ void AmgPreconditioner<VT>::update_values(const Csr<double>& a_in)
     Impl& m = *impl_;
     Csr<double> keep;
     const Csr<double>& a = a_in.exec()->is_cpu() ? a_in : (keep = a_in.to(cpu_executor()));
-    HEPTANE_ENSURE(a.rows == this->n_ && a.row_ptr.host() == m.pattern_ptr &&
-                       a.col_idx.host() == m.pattern_col,
+    HEPTANE_ENSURE(a.rows == this->n_ && a.cols == this->n_ && pattern_fingerprint(a) == m.pattern,
                    InputError,
                    "AMG update_values: the matrix does not have the pattern of the one the "
                    "hierarchy was built from");

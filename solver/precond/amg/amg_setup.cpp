@@ -488,9 +488,16 @@ std::vector<double> inverse_diagonal(const Csr<double>& a, bool l1, int level)
                 if (a.col_idx[k] == first) diag += a.values[k];
             if (diag == 0 || !std::isfinite(diag)) break;
         }
-        HEPTANE_THROW(InputError, "AMG: level " << level + 1 << " has a zero diagonal entry in row "
-                                                << first + 1 << (level == 0 ? " of the matrix" : "")
-                                                << " (its smoother divides by a_ii)");
+        HEPTANE_THROW(InputError,
+                      "AMG: level "
+                          << level + 1 << " has a zero diagonal entry in row " << first + 1
+                          << (level == 0 ? " of the matrix" : "")
+                          << " (its smoother divides by a_ii"
+                          << (level > 0
+                                  ? "; a Galerkin product gave it: for a coupled system, CPR (--pc "
+                                    "cpr, -pc_type hcpr) applies AMG to the pressure alone"
+                                  : "")
+                          << ")");
     }
     return d;
 }
