@@ -11,7 +11,8 @@ namespace heptane::cli {
 /// options). Needs a build with the CUDA back end.
 int bench_spmv(int argc, char** argv);
 
-/// heptane bench solve: BiCGStab per iteration and to tolerance (apps/bench_solve.cpp).
+/// heptane bench solve: BiCGStab or GMRES(m) per iteration, against its floor, and to
+/// tolerance (apps/bench_solve.cpp).
 int bench_solve(int argc, char** argv);
 
 /// heptane bench precond: time to solution per preconditioner (setup, iterations, solve)

@@ -1,18 +1,24 @@
-// heptane bench solve: BiCGStab on the thesis systems (BENCHMARKS.md), per format and per
-// implementation, with the thesis protocol (5 iterations + setup) and to a tolerance; time
-// per iteration next to its floor.
+// heptane bench solve: BiCGStab (or, with --solver gmres, flexible GMRES(m)) on the thesis
+// systems (BENCHMARKS.md), per format and per implementation, with the thesis protocol (5
+// iterations + setup) and to a tolerance; time per iteration next to its floor.
 //
 // Two per-iteration figures. "5-it ms/it" is the thesis protocol's: a fresh solve_system
 // (operator, preconditioner, solver workspace, pinned check mirrors) for 5 iterations, its
 // solve time / 5, so the per-solve fixed costs of a new solver are spread over 5 iterations.
-// "ms/it" is the steady state: operator, preconditioner, b and x built once, one Bicgstab
+// "ms/it" is the steady state: operator, preconditioner, b and x built once, one solver
 // object, one warm-up solve, then --reps solves of --steady-its iterations on the same object
-// and arrays; the median of solve_ms / iterations. Both implementations go through that path.
+// and arrays; the median of solve_ms / iterations. Both BiCGStab implementations and GMRES go
+// through that path (make_solver, the Solver interface).
 //
 // Floor of one unpreconditioned BiCGStab iteration (BENCHMARKS.md): two products read the
 // matrix twice, plus k vector passes of 8N bytes each; k = 15 when the vector updates and the
 // dot products are fused (the lower end of the 15-17 quoted there). floor = bytes / copy BW,
 // with the copy bandwidth measured by this program (CUDA) or taken as given (--copy-gbs).
+//
+// Floor of one GMRES(m) iteration (solver/gmres/gmres_traffic.hpp, docs/benchmarks.md): the
+// bytes of one inner iteration averaged over a whole cycle with its restart,
+// (1 + 1/m) · matrix bytes + k(m) · 8N with k(m) = 2m + 13 + 8/m (73.27 for m = 30); no
+// preconditioner bytes. The steady-state solves run whole cycles by default (4m iterations).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -32,6 +38,8 @@
 #include "generators/hepta.hpp"
 #include "solver/bicgstab/bicgstab.hpp"
 #include "solver/bicgstab/bicgstab_reference.hpp"
+#include "solver/gmres/gmres_traffic.hpp"
+#include "solver/krylov.hpp"
 #include "solver/precond/preconditioner.hpp"
 #include "solver/solve.hpp"
 
@@ -39,13 +47,14 @@ namespace heptane::cli {
 
 namespace {
 const char* usage =
-    "usage: heptane bench solve [--sizes thesis|small|LIST] [--formats bdiagh,csr,bsr]\n"
+    "usage: heptane bench solve [--solver bicgstab|gmres] [--restart M]\n"
+    "                           [--sizes thesis|small|LIST] [--formats bdiagh,csr,bsr]\n"
     "                           [--impl fused,fused-nodots,reference] [--device auto|cpu|gpu]\n"
     "                           [--pc none|jacobi|bjacobi|ilu0] [--rtol R] [--max-it N]\n"
     "                           [--model uniform|reservoir] [--reps N] [--steady-its N]\n"
     "                           [--copy-gbs G] [--csv FILE] [--json FILE]\n\n"
-    "For each system: 5 BiCGStab iterations + setup (the thesis protocol, timed end to end),\n"
-    "the steady-state time per iteration, and a solve to --rtol (default 1e-8) on the\n"
+    "For each system: 5 iterations + setup of the solver (the thesis protocol, timed end to\n"
+    "end), the steady-state time per iteration, and a solve to --rtol (default 1e-8) on the\n"
     "reservoir model; per format and implementation, in double precision. Prints a markdown\n"
     "table with the steady-state time per iteration next to the floor:\n"
     "  5 it + setup ms  median over --reps of a fresh solve (operator, preconditioner, upload,\n"
@@ -55,12 +64,23 @@ const char* usage =
     "  ms/it        steady state: operator, preconditioner, b and x built once, one warm-up\n"
     "               solve, then --reps solves of --steady-its iterations (rtol = atol = 0) on\n"
     "               the same solver object and arrays; median of solve time / iterations\n"
-    "  --impl       fused: heptane's loop (dot products fused into the BDIA-GH products on a\n"
-    "               GPU); fused-nodots: the same loop with those dot products reduced in\n"
-    "               kernels of their own; reference: the thesis-style cuBLAS/cuSPARSE loop\n"
+    "  floor ms/it  bytes of one iteration at the floor / copy bandwidth; x floor: ms/it over it.\n"
+    "               bicgstab: 2 x matrix bytes + 15 x 8N; gmres: (1 + 1/M) x matrix bytes +\n"
+    "               k(M) x 8N, k(M) = 2M + 13 + 8/M (73.27 for M = 30), one inner iteration\n"
+    "               averaged over a whole cycle with its restart (solver/gmres/gmres_traffic.hpp;\n"
+    "               CUDA: more for M > 32). Neither counts preconditioner bytes\n"
+    "  --solver     bicgstab (default) or gmres: flexible, right-preconditioned GMRES(M) through\n"
+    "               the Solver interface; its rows have impl \"gmres(M)\", and every column,\n"
+    "               the 5-iteration thesis protocol and the solve to --rtol included, is GMRES's\n"
+    "  --restart M  gmres: basis vectors per cycle (default 30); a usage error with bicgstab\n"
+    "  --impl       bicgstab only (a usage error with gmres). fused: heptane's loop (dot\n"
+    "               products fused into the BDIA-GH products on a GPU); fused-nodots: the same\n"
+    "               loop with those dot products reduced in kernels of their own; reference:\n"
+    "               the thesis-style cuBLAS/cuSPARSE loop (default fused)\n"
     "  --reps       repetitions of each timed measurement (default 5)\n"
-    "  --steady-its iterations per steady-state solve (default 50; at least 1); a solve that\n"
-    "               stops earlier (a breakdown, say) makes the row an error\n"
+    "  --steady-its iterations per steady-state solve (at least 1; default 50, gmres 4M: four\n"
+    "               whole cycles, as its floor averages over whole cycles; give a multiple of\n"
+    "               M); a solve that stops earlier (a breakdown, say) makes the row an error\n"
     "  --sizes      thesis: the ten banded systems of BENCHMARKS.md; small: the first three;\n"
     "               or a list JxHxIxNc,... (default thesis)\n"
     "  --model      coefficients for the 5-iteration runs (default uniform, as the thesis);\n"
@@ -101,17 +121,17 @@ double median(std::vector<double> v)
     return v[v.size() / 2];
 }
 
-// Steady-state ms per iteration of `cfg`'s BiCGStab on A x = b, double precision as the
-// 5-iteration runs: the operator and the preconditioner built as solve_system builds them,
-// b and x uploaded once, one warm-up solve and `reps` timed solves of `its` iterations
-// (rtol = atol = 0) on the same Bicgstab object, whose workspace and check mirrors the
-// warm-up allocates. Median over the reps of solve_ms / iterations.
+// Steady-state ms per iteration of `cfg`'s solver (BiCGStab or GMRES, through make_solver) on
+// A x = b, double precision as the 5-iteration runs: the operator and the preconditioner built
+// as solve_system builds them, b and x uploaded once, one warm-up solve and `reps` timed
+// solves of `its` iterations (rtol = atol = 0) on the same solver object, whose workspace and
+// check mirrors the warm-up allocates. Median over the reps of solve_ms / iterations.
 double steady_per_it_ms(const Coo<double>& a, const std::vector<double>& b, const SolveConfig& cfg,
                         const std::shared_ptr<const Executor>& exec, int its, int reps)
 {
     const Csr<double> csr = csr_from_coo(a);
     std::shared_ptr<const Operator<double>> op;
-    if (cfg.impl == BicgstabImpl::reference)
+    if (cfg.solver == SolverType::bicgstab && cfg.impl == BicgstabImpl::reference)
         op = make_cusparse_csr_operator(csr, exec);  // the thesis baseline, as solve_system
     else
         op = make_matrix_operator<double, double>(a, cfg.format, exec, cfg.format_options);
@@ -126,13 +146,16 @@ double steady_per_it_ms(const Coo<double>& a, const std::vector<double>& b, cons
     opts.record_history = false;
     opts.compute_true_residual = false;
     opts.fused_dots = cfg.options.fused_dots;
-    Bicgstab<double> s(opts, cfg.impl);
-    s.set_operator(op);
-    s.set_preconditioner(m);
-    s.solve(b_dev, x_dev);  // warm-up
+    SolverExtras extras;
+    extras.bicgstab_impl = cfg.impl;
+    extras.restart = cfg.restart;
+    const std::unique_ptr<Solver<double>> s = make_solver<double>(cfg.solver, opts, extras);
+    s->set_operator(op);
+    s->set_preconditioner(m);
+    s->solve(b_dev, x_dev);  // warm-up
     std::vector<double> per;
     for (int k = 0; k < reps; ++k) {
-        const Status st = s.solve(b_dev, x_dev);
+        const Status st = s->solve(b_dev, x_dev);
         HEPTANE_ENSURE(st.iterations == its, InputError,
                        "steady-state solve stopped after "
                            << st.iterations << " of " << its << " iterations ("
@@ -150,6 +173,13 @@ int bench_solve(int argc, char** argv)
         std::printf("%s", usage);
         return 0;
     }
+    const std::string solver_name = args.get_or("--solver", "bicgstab");
+    const SolverType solver = usage_checked([&] { return parse_solver(solver_name); });
+    if (solver == SolverType::cg) throw UsageError("--solver must be bicgstab or gmres, not cg");
+    const bool gmres = solver == SolverType::gmres;
+    const bool has_restart = args.get("--restart").has_value();
+    const long long restart = args.get_int("--restart", 30);
+    const bool has_impl = args.get("--impl").has_value();
     const std::string sizes = args.get_or("--sizes", "thesis");
     const std::string formats = args.get_or("--formats", "bdiagh,csr");
     const std::string impls = args.get_or("--impl", "fused");
@@ -159,13 +189,20 @@ int bench_solve(int argc, char** argv)
     const int max_it = static_cast<int>(args.get_int("--max-it", 2000));
     const std::string model = args.get_or("--model", "uniform");
     const int reps = static_cast<int>(args.get_int("--reps", 5));
-    const int steady_its = static_cast<int>(args.get_int("--steady-its", 50));
+    const int steady_its = static_cast<int>(
+        args.get_int("--steady-its", gmres ? 4 * std::clamp(restart, 1LL, 1LL << 20) : 50));
     double copy_gbs = args.get_double("--copy-gbs", 0);
     auto csv = args.get("--csv");
     auto jsonf = args.get("--json");
     args.finish(0, 0);
+    if (restart < 1 || restart > (1 << 20)) throw UsageError("--restart must be in [1, 1048576]");
     if (reps < 1) throw UsageError("--reps must be at least 1");
     if (steady_its < 1) throw UsageError("--steady-its must be at least 1");
+    if (has_restart && !gmres) throw UsageError("--restart applies to --solver gmres only");
+    if (has_impl && gmres)
+        throw UsageError("--impl applies to --solver bicgstab only (GMRES has one loop)");
+    const int m = static_cast<int>(restart);
+    const std::string gmres_label = "gmres(" + std::to_string(m) + ")";
 
     auto exec = pick_executor(device);
     const std::string dev =
@@ -201,12 +238,24 @@ int bench_solve(int argc, char** argv)
         return v;
     };
     const auto fmt_list = split(formats);
-    const auto impl_list = split(impls);
+    // GMRES has one loop: its rows are labelled gmres(m) where BiCGStab's name the loop
+    const auto impl_list = gmres ? std::vector<std::string>{gmres_label} : split(impls);
+    // GMRES(m) traffic per iteration (solver/gmres/gmres_traffic.hpp): CUDA's multi-dot
+    // rereads w once per 32 basis vectors (no difference for m <= 32)
+    const GmresTraffic gmres_model =
+        gmres_traffic(m, false, exec->is_cuda() ? gmres_cuda_dot_tile : 0);
 
     std::vector<Row> rows;
-    std::printf("BiCGStab on %s; copy bandwidth %s; preconditioner %s\n", exec->name().c_str(),
-                copy_gbs > 0 ? (std::to_string(int(copy_gbs)) + " GB/s").c_str() : "not given",
-                pc.c_str());
+    std::printf(
+        "%s on %s; copy bandwidth %s; preconditioner %s\n",
+        gmres ? ("GMRES(" + std::to_string(m) + ")").c_str() : "BiCGStab", exec->name().c_str(),
+        copy_gbs > 0 ? (std::to_string(int(copy_gbs)) + " GB/s").c_str() : "not given", pc.c_str());
+    if (gmres)
+        std::printf(
+            "floor per iteration: %.4f x matrix bytes + %.4f x 8N (k(m) = 2m + 13 + 8/m for m <= "
+            "32; solver/gmres/gmres_traffic.hpp)%s\n",
+            gmres_model.products, gmres_model.vector_passes,
+            pc == "none" ? "" : "; preconditioner bytes not counted");
     std::printf(
         "| system | N | nnz | format | impl | 5 it + setup ms | 5-it ms/it | ms/it (%d it) | "
         "floor ms/it | x floor | it to %.0e | s to tol | true relres | reason |\n",
@@ -228,8 +277,11 @@ int bench_solve(int argc, char** argv)
                 cfg.format = usage_checked([&] { return parse_format(fname); });
                 // fused-nodots: the fused loop with the dot products reduced apart
                 const bool nodots = iname == "fused-nodots";
-                cfg.impl =
-                    usage_checked([&] { return parse_bicgstab_impl(nodots ? "fused" : iname); });
+                cfg.solver = solver;
+                cfg.restart = m;
+                if (!gmres)
+                    cfg.impl = usage_checked(
+                        [&] { return parse_bicgstab_impl(nodots ? "fused" : iname); });
                 cfg.options.fused_dots = !nodots;
                 cfg.pc = usage_checked([&] { return parse_pc(pc); });
                 cfg.device = dev;
@@ -262,7 +314,9 @@ int bench_solve(int argc, char** argv)
                     if (copy_gbs > 0) {
                         const Precision p = Precision::double_;
                         const auto traffic = spmv_traffic(a, cfg.format, cfg.format_options, p);
-                        const double bytes = 2 * traffic.matrix_bytes + 15.0 * 8.0 * a.rows;
+                        const double bytes =
+                            gmres ? gmres_model.bytes(traffic.matrix_bytes, double(a.rows))
+                                  : 2 * traffic.matrix_bytes + 15.0 * 8.0 * a.rows;
                         r.floor_ms = bytes / (copy_gbs * 1e9) * 1e3;
                     }
                     // to tolerance on the reservoir model

@@ -5,3 +5,16 @@ if(TARGET heptane_cli)
     $<TARGET_FILE:heptane_cli>)
   set_tests_properties(cli_exit_codes PROPERTIES TIMEOUT 300 LABELS "cpu;cli")
 endif()
+# heptane bench solve --solver gmres on the CPU: runs, and prints the floor of GMRES(m)'s
+# traffic model given --copy-gbs (no speed thresholds)
+if(TARGET heptane_cli)
+  add_test(NAME cli_bench_solve_gmres COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/cli_bench_solve_gmres.sh
+    $<TARGET_FILE:heptane_cli>)
+  set_tests_properties(cli_bench_solve_gmres PROPERTIES TIMEOUT 300 LABELS "cpu;cli")
+  if(HEPTANE_HAVE_CUDA)
+    add_test(NAME cli_bench_solve_gmres_gpu
+      COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/cli_bench_solve_gmres.sh $<TARGET_FILE:heptane_cli>)
+    set_tests_properties(cli_bench_solve_gmres_gpu PROPERTIES TIMEOUT 300 SKIP_RETURN_CODE 77
+      LABELS "gpu;cli" ENVIRONMENT "HEPTANE_TEST_DEVICE=cuda")
+  endif()
+endif()

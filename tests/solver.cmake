@@ -18,6 +18,9 @@ target_link_libraries(test_amg PRIVATE Eigen3::Eigen)
 # GMRES(m) against SparseLU, BiCGStab and itself, the Solver interface (make_solver)
 heptane_add_test(test_gmres SOURCES test_gmres.cpp GPU LABELS solver)
 target_link_libraries(test_gmres PRIVATE Eigen3::Eigen)
+# GMRES(m)'s floor traffic model (gmres_traffic.hpp): hand counts, and its product counts
+# against a solve
+heptane_add_test(test_gmres_traffic SOURCES test_gmres_traffic.cpp LABELS solver)
 # heptane solve --solver gmres: converged, and the JSON report names the restart
 if(TARGET heptane_cli)
   add_test(NAME cli_solve_gmres COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/cli_gmres.sh

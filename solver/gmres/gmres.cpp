@@ -11,8 +11,10 @@
 //             v_{j+1} = w / h_{j+1,j}                scale
 //     end:    R y = g (back substitution on the host),  x += Z_j y   multi-axpy
 //
-// Traffic of step j (k = j + 1 basis vectors): matrix bytes + 4k + 8 vector passes, plus one
-// preconditioner application; the update at the end of a cycle k + 2 passes.
+// Traffic of step j (k = j + 1 basis vectors): one product (matrix bytes, z_j read, w
+// written) and 4k + 6 further vector passes, plus one preconditioner application and, for
+// j < m − 1, 2 passes of the scaling; per cycle the update x += Z y (m + 2 passes), v_0's
+// scaling and the restart. The whole count, per iteration: solver/gmres/gmres_traffic.hpp.
 #include "solver/gmres/gmres.hpp"
 
 #include <algorithm>

@@ -19,7 +19,8 @@ namespace heptane::kernels {
 namespace {
 
 constexpr int block_size = 256;
-constexpr int tile = 32;        // dot products per pass over w
+// dot products per pass over w (gmres_cuda_dot_tile in gmres_traffic.hpp counts on it)
+constexpr int tile = 32;
 constexpr int max_coef = 4096;  // coefficients in shared memory per multi-axpy launch (32 KiB)
 
 unsigned blocks_for(const CudaExecutor& exec, index_t n)
