@@ -241,7 +241,7 @@ int bench_solve(int argc, char** argv)
     // GMRES has one loop: its rows are labelled gmres(m) where BiCGStab's name the loop
     const auto impl_list = gmres ? std::vector<std::string>{gmres_label} : split(impls);
     // GMRES(m) traffic per iteration (solver/gmres/gmres_traffic.hpp): CUDA's multi-dot
-    // rereads w once per 32 basis vectors (no difference for m <= 32)
+    // rereads w once per gmres_cuda_dot_tile basis vectors
     const GmresTraffic gmres_model =
         gmres_traffic(m, false, exec->is_cuda() ? gmres_cuda_dot_tile : 0);
 
@@ -252,8 +252,8 @@ int bench_solve(int argc, char** argv)
         copy_gbs > 0 ? (std::to_string(int(copy_gbs)) + " GB/s").c_str() : "not given", pc.c_str());
     if (gmres)
         std::printf(
-            "floor per iteration: %.4f x matrix bytes + %.4f x 8N (k(m) = 2m + 13 + 8/m for m <= "
-            "32; solver/gmres/gmres_traffic.hpp)%s\n",
+            "floor per iteration: %.4f x matrix bytes + %.4f x 8N (k(m) = 2m + 13 + 8/m, plus "
+            "the rereads of w of CUDA's multi-dot; solver/gmres/gmres_traffic.hpp)%s\n",
             gmres_model.products, gmres_model.vector_passes,
             pc == "none" ? "" : "; preconditioner bytes not counted");
     std::printf(

@@ -104,7 +104,12 @@ BOOST_AUTO_TEST_CASE(gmres_traffic_of_m30_is_the_hand_count)
     hand += 2 + 3 + 1;                     // the restart
     BOOST_TEST(hand == 2198);
     BOOST_TEST(gmres_cycle_passes(30) == hand);
-    BOOST_TEST(gmres_cycle_passes(30, gmres_cuda_dot_tile) == hand);  // k ≤ 32: one tile
+    BOOST_TEST(gmres_cycle_passes(30, 32) == hand);  // k ≤ 32: one tile of 32
+    // CUDA's tile of 8: w read ⌈k/8⌉ times per multi-dot, two multi-dots per step
+    long long extra8 = 0;
+    for (int k = 1; k <= 30; ++k) extra8 += 2 * ((k + 7) / 8 - 1);
+    BOOST_TEST(extra8 == 84);
+    BOOST_TEST(gmres_cycle_passes(30, gmres_cuda_dot_tile) == hand + extra8);
     const GmresTraffic t = gmres_traffic(30);
     BOOST_TEST(t.products == 31.0 / 30.0, boost::test_tools::tolerance(1e-15));
     BOOST_TEST(t.vector_passes == 2198.0 / 30.0, boost::test_tools::tolerance(1e-15));
@@ -122,9 +127,10 @@ BOOST_AUTO_TEST_CASE(gmres_traffic_closed_form_and_cuda_tiles)
         BOOST_TEST(gmres_cycle_passes(m) == closed, "m = " << m);
         BOOST_TEST(gmres_traffic(m).vector_passes == 2.0 * m + 13 + 8.0 / m,
                    boost::test_tools::tolerance(1e-13));
-        // CUDA: a multi-dot over k > 32 columns reads w once per 32 of them (twice per step)
+        // CUDA: a multi-dot over k > tile columns reads w once per tile (twice per step)
+        const int tile = gmres_cuda_dot_tile;
         long long extra = 0;
-        for (int k = 1; k <= m; ++k) extra += 2 * ((k + 31) / 32 - 1);
+        for (int k = 1; k <= m; ++k) extra += 2 * ((k + tile - 1) / tile - 1);
         BOOST_TEST(gmres_cycle_passes(m, gmres_cuda_dot_tile) == closed + extra, "m = " << m);
     }
     BOOST_TEST(gmres_cycle_passes(33, 32) == gmres_cycle_passes(33) + 2);

@@ -23,8 +23,9 @@ std::size_t gmres_scratch_size(const CpuExecutor& exec, index_t n, int max_sums)
 std::size_t gmres_scratch_size(const CudaExecutor& exec, index_t n, int max_sums);
 
 /// out[c] = (V_c, w) for c < k, and with `with_norm` also out[k] = (w, w): k (+ 1) dot
-/// products in one pass over w and V (CUDA: one pass over w per 32 columns), each summed in
-/// a fixed order (reproducible run to run for a given thread count or device).
+/// products in one pass over w and V (CUDA: one pass over w per gmres_cuda_dot_tile columns,
+/// gmres_traffic.hpp), each summed in a fixed order (reproducible run to run for a given thread
+/// count or device).
 ///                                                                  k + 1 passes
 template <class VT>
 void gmres_multi_dot(const CpuExecutor& exec, index_t n, int k, const VT* V, const VT* w,

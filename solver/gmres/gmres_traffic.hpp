@@ -31,9 +31,12 @@
 // k(1) = 23, k(30) = 73.27 (1099/15). Without a preconditioner Z is V (z_j = v_j) and P = 0;
 // with one, the product reads z_j and x += Z y reads Z instead of V: the same passes.
 //
-// CUDA's multi-dot (gmres.cu) reduces at most 32 columns per pass over w (its `tile`), so
-// for k > 32 it reads w ⌈k/32⌉ times; `dot_tile` = 32 counts that (k(m) above holds for
-// m ≤ 32, GMRES(30) included). The CPU kernel keeps w in cache across the columns
+// CUDA's multi-dot (gmres.cu) reduces at most 8 columns per pass over w (its tile, this
+// file's gmres_cuda_dot_tile), so for k > 8 it reads w ⌈k/8⌉ times; `dot_tile` counts that
+// (k(m) above holds for m ≤ 8; GMRES(30) on CUDA: 84 more passes a cycle, k = 76.07). A tile
+// of 8 was measured against 16 and 32 on the H100 (docs/benchmarks.md): the extra reads of w
+// cost less than the registers of 32 running sums (98 per thread, 2 blocks per SM). The CPU
+// kernel keeps w in cache across the columns
 // (dot_tile = 0: one pass for any k). Left out: CUDA's multi-axpy takes at most 4096 columns
 // per launch (one more pass over w per 4096 columns, for m > 4096), the reduction partials
 // and the Hessenberg column read back (O(m) doubles), the steps of the first residual
@@ -42,8 +45,8 @@
 
 namespace heptane {
 
-/// Columns per pass over w of gmres.cu's multi-dot (its `tile`).
-inline constexpr int gmres_cuda_dot_tile = 32;
+/// Columns per pass over w of gmres.cu's multi-dot (its `tile` is this constant).
+inline constexpr int gmres_cuda_dot_tile = 8;
 
 /// GMRES(m) traffic per iteration, averaged over a whole cycle with its restart.
 struct GmresTraffic {
@@ -88,7 +91,7 @@ constexpr long long gmres_cycle_passes(int m, int dot_tile = 0)
 
 /// GMRES(m)'s traffic per iteration (m ≥ 1; see the model at the top of this file).
 /// `preconditioned`: one preconditioner application per iteration. `dot_tile`: 0 on the
-/// CPU, gmres_cuda_dot_tile on CUDA (the same for m ≤ 32).
+/// CPU, gmres_cuda_dot_tile on CUDA (the same for m ≤ gmres_cuda_dot_tile).
 constexpr GmresTraffic gmres_traffic(int m, bool preconditioned = false, int dot_tile = 0)
 {
     GmresTraffic t;
