@@ -49,6 +49,7 @@
 #include <mpi.h>
 
 #include <array>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -219,6 +220,15 @@ public:
   /// another pattern), or when the values cannot be factored; the preconditioner then keeps
   /// its previous values (build_preconditioner to start over).
   void refresh_preconditioner(const CsrView &a, const MatrixEngine &m);
+  /// A preconditioner heptane does not have, applied by the caller on host arrays (the PETSc
+  /// plugin: PETSc's own PC through PCApply): apply(r, z) sets z = M^-1 r for m.rows() doubles
+  /// of this rank (collective where m is distributed: every rank's solver calls it together).
+  /// On a GPU r goes to the host and z back at each application. Replaces any preconditioner
+  /// built before until build_preconditioner; `describe` is what preconditioner_describe() says.
+  /// apply may throw to stop the solve (the exception leaves solve()).
+  void set_host_preconditioner(std::function<void(const double *r, double *z)> apply, const std::string &describe);
+  /// Whether the preconditioner is one set by set_host_preconditioner.
+  bool host_preconditioner() const noexcept;
   bool has_preconditioner() const noexcept;
   /// Solve A x = b with the operator of `m` and the preconditioner. b and x are host arrays
   /// of m.rows() doubles (this rank's rows; collective when `m` is distributed); x is the initial guess when nonzero_guess and receives the last

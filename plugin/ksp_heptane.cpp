@@ -3,12 +3,20 @@
    restarted GMRES on heptane's engine (docs/design.md section 5), made by heptane::make_solver. One
    private struct and one ops table for all three, like KSPCreate_BCGS.
 
-   Setup (KSPSetUp_Heptane, called by KSPSetUp for a new KSP and for every new matrix):
+   Setup (KSPSetUp_Heptane, called by KSPSetUp for a new KSP and for every new matrix, before
+   KSPSetUp's PCSetUp):
      - the PETSc PC's type selects heptane's preconditioner (none, jacobi, pbjacobi -> block
        Jacobi with Nc x Nc blocks, ilu -> ILU(0)/BILU(0), bjacobi with ILU(0) blocks -> ILU(0)
-       of each rank's block, hamg -> AMG, hcpr -> CPR with the -heptane_amg_ and -heptane_cpr_ options);
-       the PETSc PC itself is then set to PCNONE, since heptane preconditions inside its own
-       loop; any other PC is an error;
+       of each rank's block, hamg -> AMG, hcpr -> CPR with the -heptane_amg_ and -heptane_cpr_
+       options), which heptane applies inside its loop; the PETSc PC keeps its type (PCGetType,
+       -ksp_view) but is held: its own setup and apply are replaced by no-ops while this KSP
+       has it (KSPHeptaneHoldPC; given back by KSPReset/KSPDestroy). ILU options heptane does
+       not honour (a zero-pivot shift, an ordering) are named in a warning;
+     - any other PC type, or options that change the method (ILU(k), bjacobi with other
+       blocks), and every type with -heptane_petsc_pc: PETSc's own PC, set up by PCSetUp and
+       applied through PCApply at each iteration (the vectors to the host and back on a GPU);
+     - hcg: the operator's symmetry is checked once per matrix state; a nonsymmetric one stops
+       KSPSolve with KSP_DIVERGED_INDEFINITE_MAT and a warning pointing to hbcgs;
      - one rank: SeqAIJ and bdiagh are read in place (MatGetRowIJ, MatSeqAIJGetArrayRead),
        SeqBAIJ is converted to SeqAIJ once (MAT_REUSE_MATRIX for new values), a one-rank
        MPIAIJ gives its diagonal block. The grid comes from -heptane_grid/-heptane_block, else
@@ -17,12 +25,17 @@
        BDIA-GH operator (engine_dist.cpp): an MPIAIJ (a DMDA's default, bdiagh) lends its
        diagonal and off-diagonal blocks in place, any other type (MPIBAIJ) is copied with
        MatGetRow (HeptaneRowsGet); each rank builds its preconditioner from its diagonal block,
-       so ILU is block Jacobi over the ranks with ILU(0) blocks, as PETSc's bjacobi. The global
-       numbering must be a grid's natural one: a DMDA split along z only;
+       so ILU is block Jacobi over the ranks with ILU(0) blocks, as PETSc's bjacobi. A DMDA
+       split in x or y (PETSc's default split) numbers the unknowns rank by rank: the matrix
+       is renumbered into the grid's natural order once per pattern (KSPHeptaneNaturalMap:
+       MatCreateSubMatrix from the DMDA's AO) and b and x are scattered to it and back;
      - same matrix object and nonzero state (MatGetNonzeroState) as the last setup: only the
        values move (engine.hpp) and the preconditioner redoes its numeric part on its kept
        symbolic setup; otherwise the structure is found and the operator and the
-       preconditioner are built again (on several ranks the ranks agree on what to do).
+       preconditioner are built again (on several ranks the ranks agree on what to do);
+     - on the CPU back end heptane's host work runs on -heptane_threads OpenMP threads per rank
+       (default 1, OpenMP's own count when OMP_NUM_THREADS is set), the caller's count restored
+       after.
    Solve (KSPSolve_Heptane): b and x go to heptane's device, the solver iterates, the monitor
    and the residual history are fed from heptane's monitor, and ksp->its, ksp->rnorm and
    ksp->reason are set from heptane's Status.
@@ -30,6 +43,10 @@
 #include "plugin/device_pool.hpp"
 #include "plugin/petsc_common.hpp"
 
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 
 typedef struct {
@@ -47,7 +64,6 @@ typedef struct {
   /* the preconditioner, taken from the PETSc PC */
   heptane::PcType pc;
   char            pc_from[64];  /* what it was chosen from, for the view */
-  PetscBool       pc_taken;     /* we set the PETSc PC to none ourselves */
   heptane::PcType pc_built;     /* type of the preconditioner in krylov */
   PetscBool       pc_refreshed; /* the last setup of it was values-only (numeric part only) */
   PetscInt        ilu;          /* -heptane_ilu: index into HeptaneIluOrders */
@@ -71,6 +87,38 @@ typedef struct {
   PetscMPIInt                    ranks;   /* of the KSP's communicator */
   PetscInt                       full_builds, value_refreshes, solves;
   PetscErrorCode                 monitor_error;
+  /* a PC type heptane does not have (lu, asm, ilu(k), gamg, ...): PETSc's own PC, set up by
+     KSPSetUp's PCSetUp and applied through PCApply inside heptane's loop */
+  PetscBool      petsc_pc;
+  PetscBool      force_petsc_pc; /* -heptane_petsc_pc: do so for every PC type */
+  Vec            pc_r, pc_z;     /* PETSc-layout vectors for PCApply (arrays placed or scattered) */
+  Vec            nat_r, nat_z;   /* natural-layout vectors without arrays (natural map) */
+  PetscErrorCode pc_apply_error;
+  std::string   *petsc_pc_note; /* why, for the view */
+  /* a PC type heptane applies itself: PETSc's PC keeps its type (PCGetType, -ksp_view), its
+     own setup and apply are replaced by no-ops while heptane's KSP holds it */
+  PC             pc_inside;
+  struct _PCOps *pc_ops_saved;
+  std::string   *warned; /* warnings given (once each) */
+  /* hcg: is the operator symmetric (checked once per pattern and values) */
+  PetscBool        check_symmetry;
+  PetscReal        symmetry_tol;
+  PetscInt         symmetric; /* -1 not checked, 0 no, 1 yes */
+  PetscObjectState sym_state;
+  PetscObjectId    sym_id;
+  std::string     *sym_note;
+  /* OpenMP threads of heptane's host work on this rank (-heptane_threads; 0: OpenMP's own) */
+  PetscInt  threads;
+  PetscBool threads_set;
+  /* several ranks, a numbering that is not the grid's natural one (a DMDA split in x or y):
+     the matrix renumbered once per pattern into the natural order, rows [rstart, rend) of it
+     on this rank (MatCreateSubMatrix, values gathered again at each values-only setup), and b
+     and x scattered to and from it */
+  IS           nat_is; /* PETSc indices of this rank's natural rows */
+  Mat          nat_A;  /* the renumbered matrix */
+  VecScatter   nat_sc; /* PETSc layout -> natural layout */
+  Vec          nat_b, nat_x;
+  std::string *nat_note;
 } KSP_Heptane;
 
 /* -heptane_ilu: the ordering of -pc_type ilu. auto: multi-colour on a GPU (its apply is one
@@ -105,52 +153,148 @@ static PetscErrorCode KSPHeptaneCheckComm(KSP ksp)
   PetscFunctionReturn(0);
 }
 
-/* -pc_type bjacobi (PETSc's default on several ranks): one block per rank, factored by ILU(0),
-   is what heptane does for ilu; other block counts or sub-solvers are errors. */
-static PetscErrorCode KSPHeptaneCheckBJacobi(KSP ksp, PC pc)
+/* A warning on stderr, once per KSP and text, and in -info. */
+static PetscErrorCode KSPHeptaneWarn(KSP ksp, const char msg[])
 {
-  KSP_Heptane *h     = (KSP_Heptane *)ksp->data;
-  PetscInt     total = -1, local = -1, levels = 0;
-  char         sub[64];
-  PetscBool    flg;
-  const char  *prefix;
-  PetscMPIInt  size;
+  KSP_Heptane *h = (KSP_Heptane *)ksp->data;
 
   PetscFunctionBegin;
-  PetscCallMPI(MPI_Comm_size(PetscObjectComm((PetscObject)pc), &size));
-  PetscCall(PCBJacobiGetTotalBlocks(pc, &total, NULL));
-  PetscCall(PCBJacobiGetLocalBlocks(pc, &local, NULL));
-  PetscCheck((total <= 0 || total == size) && local <= 1, PetscObjectComm((PetscObject)ksp), PETSC_ERR_SUP, "KSP %s: -pc_type bjacobi is one block per rank in heptane (ILU(0) of each rank's diagonal block); %" PetscInt_FMT " blocks on %d ranks are not supported", KSPHeptaneName(h), total > 0 ? total : local * size, (int)size);
-  PetscCall(PCGetOptionsPrefix(pc, &prefix));
-  PetscCall(PetscOptionsGetString(((PetscObject)pc)->options, prefix, "-sub_pc_type", sub, sizeof(sub), &flg));
-  PetscCheck(!flg || !strcmp(sub, PCILU), PetscObjectComm((PetscObject)ksp), PETSC_ERR_SUP, "KSP %s: with -pc_type bjacobi heptane factors each rank's block by ILU(0); -sub_pc_type %s is not supported (use -pc_type none, jacobi, pbjacobi or ilu)", KSPHeptaneName(h), sub);
-  PetscCall(PetscOptionsGetString(((PetscObject)pc)->options, prefix, "-sub_ksp_type", sub, sizeof(sub), &flg));
-  PetscCheck(!flg || !strcmp(sub, KSPPREONLY), PetscObjectComm((PetscObject)ksp), PETSC_ERR_SUP, "KSP %s: with -pc_type bjacobi heptane applies ILU(0) once per block; -sub_ksp_type %s is not supported", KSPHeptaneName(h), sub);
-  PetscCall(PetscOptionsGetInt(((PetscObject)pc)->options, prefix, "-sub_pc_factor_levels", &levels, &flg));
-  PetscCheck(levels == 0, PetscObjectComm((PetscObject)ksp), PETSC_ERR_SUP, "KSP %s: heptane has ILU(0) only, -sub_pc_factor_levels %" PetscInt_FMT " is not supported", KSPHeptaneName(h), levels);
+  PetscCall(PetscInfo(ksp, "%s\n", msg));
+  if (h->warned->find(msg) != std::string::npos) PetscFunctionReturn(0);
+  HeptaneCallCXX(*h->warned += std::string(msg) + "\n");
+  PetscCall(PetscFPrintf(PetscObjectComm((PetscObject)ksp), PETSC_STDERR, "WARNING (heptane): %s\n", msg));
   PetscFunctionReturn(0);
 }
 
-/* The PETSc PC's type selects heptane's preconditioner; the PETSc PC becomes PCNONE. */
-static PetscErrorCode KSPHeptaneTakePC(KSP ksp)
+/* -pc_type bjacobi (PETSc's default on several ranks): one block per rank, factored by ILU(0),
+   is what heptane does for ilu. Otherwise *why says what heptane cannot do (PETSc's own bjacobi
+   is applied then). */
+static PetscErrorCode KSPHeptaneBJacobiIsILU0(KSP ksp, PC pc, char why[], size_t len)
+{
+  PetscInt    total = -1, local = -1, levels = 0;
+  char        sub[64];
+  PetscBool   flg;
+  const char *prefix;
+  PetscMPIInt size;
+
+  PetscFunctionBegin;
+  why[0] = 0;
+  PetscCallMPI(MPI_Comm_size(PetscObjectComm((PetscObject)pc), &size));
+  PetscCall(PCBJacobiGetTotalBlocks(pc, &total, NULL));
+  PetscCall(PCBJacobiGetLocalBlocks(pc, &local, NULL));
+  if (!((total <= 0 || total == size) && local <= 1)) {
+    PetscCall(PetscSNPrintf(why, len, "%" PetscInt_FMT " blocks on %d ranks (heptane's is one block per rank)", total > 0 ? total : local * size, (int)size));
+    PetscFunctionReturn(0);
+  }
+  PetscCall(PCGetOptionsPrefix(pc, &prefix));
+  PetscCall(PetscOptionsGetString(((PetscObject)pc)->options, prefix, "-sub_pc_type", sub, sizeof(sub), &flg));
+  if (flg && strcmp(sub, PCILU)) {
+    PetscCall(PetscSNPrintf(why, len, "-sub_pc_type %s (heptane's blocks are ILU(0))", sub));
+    PetscFunctionReturn(0);
+  }
+  PetscCall(PetscOptionsGetString(((PetscObject)pc)->options, prefix, "-sub_ksp_type", sub, sizeof(sub), &flg));
+  if (flg && strcmp(sub, KSPPREONLY)) {
+    PetscCall(PetscSNPrintf(why, len, "-sub_ksp_type %s (heptane applies each block's ILU(0) once)", sub));
+    PetscFunctionReturn(0);
+  }
+  PetscCall(PetscOptionsGetInt(((PetscObject)pc)->options, prefix, "-sub_pc_factor_levels", &levels, &flg));
+  if (levels != 0) PetscCall(PetscSNPrintf(why, len, "-sub_pc_factor_levels %" PetscInt_FMT " (heptane has ILU(0))", levels));
+  PetscFunctionReturn(0);
+}
+
+/* A PC heptane applies inside its KSP keeps its type; PETSc's own setup and apply of it are
+   replaced by these while heptane's KSP holds it (KSPHeptaneHoldPC), restored after. */
+static PetscErrorCode PCSetUp_HeptaneHeld(PC pc)
+{
+  PetscFunctionBegin;
+  (void)pc;
+  PetscFunctionReturn(0);
+}
+static PetscErrorCode PCApply_HeptaneHeld(PC pc, Vec x, Vec y)
+{
+  PetscFunctionBegin;
+  (void)x;
+  (void)y;
+  SETERRQ(PetscObjectComm((PetscObject)pc), PETSC_ERR_SUP, "PC %s is applied by heptane inside its KSP (hbcgs, hcg, hgmres), which holds it: PETSc's own setup of it is not run, so it has no PCApply here. Use -heptane_petsc_pc to have heptane's KSP apply PETSc's own PC instead",
+          ((PetscObject)pc)->type_name);
+}
+static PetscErrorCode PCView_HeptaneHeld(PC pc, PetscViewer viewer)
+{
+  PetscBool isascii;
+
+  PetscFunctionBegin;
+  PetscCall(PetscObjectTypeCompare((PetscObject)viewer, PETSCVIEWERASCII, &isascii));
+  if (isascii) PetscCall(PetscViewerASCIIPrintf(viewer, "  applied by heptane inside the KSP (its \"heptane preconditioner\" line above says what it is); PETSc's own setup and apply of this PC are not run\n"));
+  (void)pc;
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode KSPHeptaneHoldPC(KSP ksp, PC pc)
 {
   KSP_Heptane *h = (KSP_Heptane *)ksp->data;
-  PC           pc;
-  PCType       type;
-  PetscBool    isnone, isjacobi, ispbjacobi, isilu, isbjacobi, isamg, iscpr;
-  PetscInt     levels;
+
+  PetscFunctionBegin;
+  if (pc->ops->setup == PCSetUp_HeptaneHeld) PetscFunctionReturn(0);
+  if (!h->pc_ops_saved) PetscCall(PetscNew(&h->pc_ops_saved));
+  *h->pc_ops_saved            = *pc->ops;
+  h->pc_inside                = pc;
+  pc->ops->setup              = PCSetUp_HeptaneHeld;
+  pc->ops->apply              = PCApply_HeptaneHeld;
+  pc->ops->applytranspose     = PCApply_HeptaneHeld;
+  pc->ops->view               = PCView_HeptaneHeld;
+  pc->ops->matapply           = NULL;
+  pc->ops->applyrichardson    = NULL;
+  pc->ops->applyBA            = NULL;
+  pc->ops->applyBAtranspose   = NULL;
+  pc->ops->applysymmetricleft = pc->ops->applysymmetricright = NULL;
+  pc->ops->setuponblocks                                     = NULL;
+  pc->ops->presolve                                          = NULL;
+  pc->ops->postsolve                                         = NULL;
+  pc->ops->getfactoredmatrix                                 = NULL;
+  pc->setupcalled                                            = PETSC_FALSE;
+  PetscFunctionReturn(0);
+}
+
+/* Give the PC back to PETSc (another PC kind, another KSP type, KSPReset): its own ops again,
+   set up afresh at the next PCSetUp. */
+static PetscErrorCode KSPHeptaneReleasePC(KSP ksp)
+{
+  KSP_Heptane *h = (KSP_Heptane *)ksp->data;
+
+  PetscFunctionBegin;
+  if (h->pc_inside && h->pc_inside == ksp->pc && ksp->pc->ops->setup == PCSetUp_HeptaneHeld) {
+    *ksp->pc->ops        = *h->pc_ops_saved;
+    ksp->pc->setupcalled = PETSC_FALSE;
+  }
+  h->pc_inside = NULL;
+  PetscFunctionReturn(0);
+}
+
+/* The PETSc PC's type selects heptane's preconditioner, which heptane applies inside its loop
+   (the PC is held: KSPHeptaneHoldPC); a type heptane does not have, or options of it heptane
+   cannot honour that change the method (ILU(k), bjacobi with other blocks), leave the PC to
+   PETSc: set up by PCSetUp, applied through PCApply (KSPHeptanePCApply). */
+static PetscErrorCode KSPHeptaneTakePC(KSP ksp)
+{
+  KSP_Heptane       *h = (KSP_Heptane *)ksp->data;
+  PC                 pc;
+  PCType             type;
+  PetscBool          isnone, isjacobi, ispbjacobi, isilu, isbjacobi, isamg, iscpr, flg;
+  PetscInt           levels;
+  char               why[256] = "", msg[512], opt[64];
+  const char        *prefix;
+  MatFactorShiftType shift;
 
   PetscFunctionBegin;
   PetscCall(KSPGetPC(ksp, &pc));
   PetscCall(PCGetType(pc, &type));
   if (!type) { /* no PCSetType/PCSetFromOptions yet: PETSc's own default is ILU on one rank,
                   block Jacobi with ILU(0) blocks on several: heptane's ILU(0) (per rank) */
-    h->pc = heptane::PcType::ilu0;
+    PetscCall(PCSetType(pc, h->ranks > 1 ? PCBJACOBI : PCILU));
+    PetscCall(PCGetType(pc, &type));
     PetscCall(PetscStrncpy(h->pc_from, h->ranks > 1 ? "default (bjacobi/ilu)" : "default (ilu)", sizeof(h->pc_from)));
-    PetscCall(PCSetType(pc, PCNONE));
-    h->pc_taken = PETSC_TRUE;
-    PetscFunctionReturn(0);
-  }
+  } else PetscCall(PetscSNPrintf(h->pc_from, sizeof(h->pc_from), "-pc_type %s", type));
+  if (h->pc_inside && h->pc_inside != pc) PetscCall(KSPHeptaneReleasePC(ksp));
   PetscCall(PetscObjectTypeCompare((PetscObject)pc, PCNONE, &isnone));
   PetscCall(PetscObjectTypeCompare((PetscObject)pc, PCJACOBI, &isjacobi));
   PetscCall(PetscObjectTypeCompare((PetscObject)pc, PCPBJACOBI, &ispbjacobi));
@@ -158,23 +302,43 @@ static PetscErrorCode KSPHeptaneTakePC(KSP ksp)
   PetscCall(PetscObjectTypeCompare((PetscObject)pc, PCBJACOBI, &isbjacobi));
   PetscCall(PetscObjectTypeCompare((PetscObject)pc, PCHAMG, &isamg));
   PetscCall(PetscObjectTypeCompare((PetscObject)pc, PCHCPR, &iscpr));
+  h->petsc_pc = PETSC_FALSE;
+  HeptaneCallCXX(h->petsc_pc_note->clear());
   if (isnone) {
-    if (!h->pc_taken) { /* the user's own choice */
-      h->pc = heptane::PcType::none;
-      PetscCall(PetscStrncpy(h->pc_from, "-pc_type none", sizeof(h->pc_from)));
-    }
+    h->pc = heptane::PcType::none;
     PetscFunctionReturn(0);
   }
-  PetscCheck(isjacobi || ispbjacobi || isilu || isbjacobi || isamg || iscpr, PetscObjectComm((PetscObject)ksp), PETSC_ERR_SUP, "KSP %s preconditions inside heptane and does not support PC type %s: use -pc_type none, jacobi, pbjacobi (block Jacobi over the Nc x Nc blocks), ilu (ILU(0), BILU(0) for Nc > 1; on several ranks ILU(0) of each rank's diagonal block, also what bjacobi with its default ILU(0) blocks means), hamg (heptane's smoothed-aggregation AMG) or hcpr (CPR: AMG on the pressure, BILU(0) on the whole system)", KSPHeptaneName(h), type);
   if (isilu) {
     PetscCall(PCFactorGetLevels(pc, &levels));
-    PetscCheck(levels == 0, PetscObjectComm((PetscObject)ksp), PETSC_ERR_SUP, "KSP %s: heptane has ILU(0) only, -pc_factor_levels %" PetscInt_FMT " is not supported", KSPHeptaneName(h), levels);
+    if (levels != 0) PetscCall(PetscSNPrintf(why, sizeof(why), "-pc_factor_levels %" PetscInt_FMT " (heptane has ILU(0))", levels));
   }
-  if (isbjacobi) PetscCall(KSPHeptaneCheckBJacobi(ksp, pc));
+  if (isbjacobi) PetscCall(KSPHeptaneBJacobiIsILU0(ksp, pc, why, sizeof(why)));
+  if (!(isjacobi || ispbjacobi || isilu || isbjacobi || isamg || iscpr)) PetscCall(PetscSNPrintf(why, sizeof(why), "heptane has no PC type %s", type));
+  if (h->force_petsc_pc && !why[0]) PetscCall(PetscStrncpy(why, "-heptane_petsc_pc", sizeof(why)));
+  if (why[0]) { /* PETSc's own PC, through PCApply */
+    if (h->pc_inside == pc) PetscCall(KSPHeptaneReleasePC(ksp));
+    h->petsc_pc = PETSC_TRUE;
+    h->pc       = heptane::PcType::none;
+    PetscCall(PetscSNPrintf(msg, sizeof(msg), "PETSc's own PC %s, applied through PCApply at every iteration (%s%s)", type, why, h->engine && h->engine->built() && h->engine->executor()->is_cuda() ? "; the vectors go to the host and back" : ""));
+    HeptaneCallCXX(*h->petsc_pc_note = msg);
+    PetscCall(PetscInfo(ksp, "%s: %s\n", KSPHeptaneName(h), msg));
+    PetscFunctionReturn(0);
+  }
+  if (isilu) { /* what heptane's ILU(0) does not honour is said, not dropped */
+    PetscCall(PCFactorGetShiftType(pc, &shift));
+    if (shift != MAT_SHIFT_NONE) {
+      PetscCall(PetscSNPrintf(msg, sizeof(msg), "KSP %s: the ILU zero-pivot shift %s (-pc_factor_shift_type) is not applied by heptane's ILU(0) (BILU(0) inverts its Nc x Nc pivot blocks with partial pivoting; a zero pivot stops the setup with the block named). Add -heptane_petsc_pc to apply PETSc's own ILU with the shift", KSPHeptaneName(h), MatFactorShiftTypes[shift]));
+      PetscCall(KSPHeptaneWarn(ksp, msg));
+    }
+    PetscCall(PCGetOptionsPrefix(pc, &prefix));
+    PetscCall(PetscOptionsGetString(((PetscObject)pc)->options, prefix, "-pc_factor_mat_ordering_type", opt, sizeof(opt), &flg));
+    if (flg && strcmp(opt, MATORDERINGNATURAL)) {
+      PetscCall(PetscSNPrintf(msg, sizeof(msg), "KSP %s: -pc_factor_mat_ordering_type %s is not applied: heptane's ILU(0) factors in the natural order (-heptane_ilu natural) or a multi-colour one (-heptane_ilu multicolor). Add -heptane_petsc_pc to apply PETSc's own ILU with that ordering", KSPHeptaneName(h), opt));
+      PetscCall(KSPHeptaneWarn(ksp, msg));
+    }
+  }
   h->pc = isjacobi ? heptane::PcType::jacobi : (ispbjacobi ? heptane::PcType::block_jacobi : (isamg ? heptane::PcType::amg : (iscpr ? heptane::PcType::cpr : heptane::PcType::ilu0)));
-  PetscCall(PetscSNPrintf(h->pc_from, sizeof(h->pc_from), "-pc_type %s", type));
-  PetscCall(PCSetType(pc, PCNONE));
-  h->pc_taken = PETSC_TRUE;
+  PetscCall(KSPHeptaneHoldPC(ksp, pc));
   PetscFunctionReturn(0);
 }
 
@@ -270,7 +434,7 @@ static PetscErrorCode KSPHeptaneBuildPC(KSP ksp, Mat Amat, PetscBool values_only
   PetscFunctionBegin;
   if (h->engine->distributed()) { /* several ranks: this rank's diagonal block (MPIAIJ's Ad, lent
                                      again: the operator was updated from the same matrix) */
-    if (h->rows->inplace) PetscCall(HeptaneRowsGet(Amat, h->rows));
+    if (h->rows->inplace) PetscCall(HeptaneRowsGet(h->nat_A ? h->nat_A : Amat, h->rows));
     view = &h->rows->split.diag;
   } else {
     PetscCall(KSPHeptaneAIJ(ksp, Amat, &aij));
@@ -331,6 +495,54 @@ static PetscErrorCode KSPHeptaneRanksEngine(KSP ksp, Mat Amat, MPI_Comm comm, in
   PetscFunctionReturn(0);
 }
 
+/* Several ranks, a new pattern: where the global numbering is not the grid's natural one (a
+   DMDA split in x or y numbers its unknowns rank by rank), the map to the natural order, made
+   once per pattern from the DMDA's AO: this rank takes the natural rows [rstart, rend) (as many
+   as it owns in PETSc's numbering), nat_is lists their PETSc indices, the matrix is renumbered
+   by MatCreateSubMatrix (KSPHeptaneUpdateRanks) and b and x go through nat_sc. */
+static PetscErrorCode KSPHeptaneNaturalMap(KSP ksp, Mat Amat, DM dm)
+{
+  KSP_Heptane *h = (KSP_Heptane *)ksp->data;
+  PetscBool    isda;
+  PetscInt     dim, m = 1, n = 1, p = 1, dof, M, N, P, nloc, *idx;
+  AO           ao;
+  Vec          tmpl;
+  MPI_Comm     comm = PetscObjectComm((PetscObject)ksp);
+
+  PetscFunctionBegin;
+  PetscCall(ISDestroy(&h->nat_is));
+  PetscCall(MatDestroy(&h->nat_A));
+  PetscCall(VecScatterDestroy(&h->nat_sc));
+  PetscCall(VecDestroy(&h->nat_b));
+  PetscCall(VecDestroy(&h->nat_x));
+  HeptaneCallCXX(h->nat_note->clear());
+  if (!dm) PetscFunctionReturn(0);
+  PetscCall(PetscObjectTypeCompare((PetscObject)dm, DMDA, &isda));
+  if (!isda) PetscFunctionReturn(0);
+  PetscCall(DMDAGetInfo(dm, &dim, &M, &N, &P, &m, &n, &p, &dof, NULL, NULL, NULL, NULL, NULL));
+  if ((dim < 2 || m == 1) && (dim < 3 || n == 1)) PetscFunctionReturn(0); /* slabs of the last dimension: natural */
+  PetscCheck(Amat->rmap->N == M * (dim > 1 ? N : 1) * (dim > 2 ? P : 1) * dof, comm, PETSC_ERR_ARG_SIZ, "KSP %s: the matrix has %" PetscInt_FMT " rows, its DMDA %" PetscInt_FMT " unknowns", KSPHeptaneName(h), Amat->rmap->N, M * (dim > 1 ? N : 1) * (dim > 2 ? P : 1) * dof);
+  PetscCall(DMDAGetAO(dm, &ao));
+  nloc = Amat->rmap->n;
+  PetscCall(PetscMalloc1(nloc, &idx));
+  for (PetscInt k = 0; k < nloc; k++) idx[k] = Amat->rmap->rstart + k;
+  PetscCall(AOApplicationToPetsc(ao, nloc, idx));
+  PetscCall(ISCreateGeneral(comm, nloc, idx, PETSC_OWN_POINTER, &h->nat_is));
+  PetscCall(ISSetBlockSize(h->nat_is, dof));
+  PetscCall(VecCreateMPI(comm, nloc, Amat->rmap->N, &h->nat_b));
+  PetscCall(VecDuplicate(h->nat_b, &h->nat_x));
+  PetscCall(MatCreateVecs(Amat, &tmpl, NULL));
+  PetscCall(VecScatterCreate(tmpl, h->nat_is, h->nat_b, NULL, &h->nat_sc));
+  PetscCall(VecDestroy(&tmpl));
+  {
+    char line[512];
+    PetscCall(PetscSNPrintf(line, sizeof(line), "the DMDA is split %" PetscInt_FMT " x %" PetscInt_FMT " x %" PetscInt_FMT " over the ranks, so PETSc numbers the unknowns rank by rank: the matrix is renumbered into the grid's natural order once per pattern (MatCreateSubMatrix from the DMDA's AO; its values gathered again at each values-only setup), b and x scattered to it and back (VecScatter)", m, dim > 1 ? n : 1, dim > 2 ? p : 1));
+    HeptaneCallCXX(*h->nat_note = line);
+    PetscCall(PetscInfo(ksp, "%s: %s\n", KSPHeptaneName(h), line));
+  }
+  PetscFunctionReturn(0);
+}
+
 /* Several ranks: this rank's rows of the matrix into the distributed operator, MPIAIJ's two
    blocks in place, any other type through a row copy (HeptaneRowsGet). What to do (0 nothing,
    1 values, 2 build) is agreed over the ranks: building and refreshing are collective. */
@@ -362,7 +574,7 @@ static PetscErrorCode KSPHeptaneUpdateRanks(KSP ksp, Mat Amat, const heptane::pl
   if (todo == 2) {
     PetscCall(MatGetDM(Amat, &dm));
     if (!dm) dm = ksp->dm;
-    PetscCall(HeptaneCheckDMDASplit(dm, KSPHeptaneName(h)));
+    PetscCall(KSPHeptaneNaturalMap(ksp, Amat, dm));
     PetscCall(KSPHeptaneGridHint(ksp, Amat, &hint));
     if (hint.block_size == 0) { /* Nc: the matrix's block size (PETSc splits the rows on it) */
       PetscCall(MatGetBlockSize(Amat, &bs));
@@ -370,12 +582,186 @@ static PetscErrorCode KSPHeptaneUpdateRanks(KSP ksp, Mat Amat, const heptane::pl
       HeptaneCallCXX(hint.source = "matrix block size");
     }
   }
+  if (h->nat_is) { /* PETSc's numbering is not the grid's: the rows renumbered into it (MPIBAIJ's
+                       MAT_REUSE_MATRIX refuses the layout it made itself: made anew, its rows are
+                       copied by HeptaneRowsGet anyway) */
+    PetscBool isaij;
+    PetscCall(PetscObjectBaseTypeCompare((PetscObject)Amat, MATMPIAIJ, &isaij));
+    if (!isaij) PetscCall(MatDestroy(&h->nat_A));
+    PetscCall(MatCreateSubMatrix(Amat, h->nat_is, h->nat_is, h->nat_A ? MAT_REUSE_MATRIX : MAT_INITIAL_MATRIX, &h->nat_A));
+    Amat = h->nat_A;
+  }
   PetscCall(HeptaneRowsGet(Amat, h->rows));
   ierr = KSPHeptaneRanksEngine(ksp, Amat, comm, todo, &hint, cfg);
   PetscCall(HeptaneRowsRestore(h->rows)); /* MPIAIJ's blocks back (copies are kept) */
   PetscCall(ierr);
   PetscFunctionReturn(0);
 }
+
+/* z = M^-1 r with PETSc's own PC (KSPHeptaneTakePC left it to PETSc), r and z this rank's
+   rows in heptane's order: PETSc's layout placed around them, or, under the natural map,
+   scattered to PETSc's numbering and back. Collective (every rank's solver applies it together). */
+static PetscErrorCode KSPHeptanePCApply(KSP ksp, const double *r, double *z)
+{
+  KSP_Heptane *h = (KSP_Heptane *)ksp->data;
+  PC           pc;
+
+  PetscFunctionBegin;
+  PetscCall(KSPGetPC(ksp, &pc));
+  if (h->nat_sc) {
+    PetscCall(VecPlaceArray(h->nat_r, r));
+    PetscCall(VecPlaceArray(h->nat_z, z));
+    PetscCall(VecScatterBegin(h->nat_sc, h->nat_r, h->pc_r, INSERT_VALUES, SCATTER_REVERSE));
+    PetscCall(VecScatterEnd(h->nat_sc, h->nat_r, h->pc_r, INSERT_VALUES, SCATTER_REVERSE));
+    PetscCall(PCApply(pc, h->pc_r, h->pc_z));
+    PetscCall(VecScatterBegin(h->nat_sc, h->pc_z, h->nat_z, INSERT_VALUES, SCATTER_FORWARD));
+    PetscCall(VecScatterEnd(h->nat_sc, h->pc_z, h->nat_z, INSERT_VALUES, SCATTER_FORWARD));
+    PetscCall(VecResetArray(h->nat_r));
+    PetscCall(VecResetArray(h->nat_z));
+  } else {
+    PetscCall(VecPlaceArray(h->pc_r, r));
+    PetscCall(VecPlaceArray(h->pc_z, z));
+    PetscCall(PCApply(pc, h->pc_r, h->pc_z));
+    PetscCall(VecResetArray(h->pc_r));
+    PetscCall(VecResetArray(h->pc_z));
+  }
+  PetscFunctionReturn(0);
+}
+
+/* Thrown out of heptane's solver when PCApply failed (its PETSc error is in pc_apply_error). */
+struct HeptanePCApplyFailed { };
+
+/* PETSc's own PC as heptane's preconditioner: its vectors, and the callback. */
+static PetscErrorCode KSPHeptaneUsePetscPC(KSP ksp, Mat Pmat)
+{
+  KSP_Heptane *h = (KSP_Heptane *)ksp->data;
+  PetscInt     n, N;
+
+  PetscFunctionBegin;
+  if (h->pc_r) {
+    PetscCall(VecGetLocalSize(h->pc_r, &n));
+    if (n != Pmat->rmap->n) {
+      PetscCall(VecDestroy(&h->pc_r));
+      PetscCall(VecDestroy(&h->pc_z));
+    }
+  }
+  if (!h->pc_r) PetscCall(MatCreateVecs(Pmat, &h->pc_r, &h->pc_z));
+  PetscCall(VecDestroy(&h->nat_r));
+  PetscCall(VecDestroy(&h->nat_z));
+  if (h->nat_sc) {
+    PetscCall(VecGetLocalSize(h->pc_r, &n));
+    PetscCall(VecGetSize(h->pc_r, &N));
+    PetscCall(VecCreateMPIWithArray(PetscObjectComm((PetscObject)ksp), 1, n, N, NULL, &h->nat_r));
+    PetscCall(VecCreateMPIWithArray(PetscObjectComm((PetscObject)ksp), 1, n, N, NULL, &h->nat_z));
+  }
+  if (!h->krylov->host_preconditioner()) {
+    PC pc;
+    PetscCall(KSPGetPC(ksp, &pc));
+    HeptaneCallCXX(h->krylov->set_host_preconditioner(
+      [ksp, h](const double *r, double *z) {
+        h->pc_apply_error = KSPHeptanePCApply(ksp, r, z);
+        if (h->pc_apply_error) throw HeptanePCApplyFailed();
+      },
+      std::string("PETSc PC ") + ((PetscObject)pc)->type_name + " (PCApply)"));
+  }
+  h->pc_built = heptane::PcType::none;
+  PetscFunctionReturn(0);
+}
+
+/* hcg: whether the operator is symmetric, once per matrix state (pattern or values). One rank:
+   every entry against its transpose (a binary search in the sorted row), relative difference
+   |a_ij - a_ji| <= tol max(|a_ij|, |a_ji|), a missing transpose counting as 0; several ranks:
+   MatIsSymmetric (|a_ij - a_ji| <= tol ||A||_inf) where the matrix type has it. A matrix marked
+   with MatSetOption(MAT_SYMMETRIC) is taken at its word. */
+static PetscErrorCode KSPHeptaneCheckSymmetry(KSP ksp, Mat Amat)
+{
+  KSP_Heptane     *h   = (KSP_Heptane *)ksp->data;
+  PetscBool        set = PETSC_FALSE, flg = PETSC_FALSE;
+  PetscObjectState st;
+  PetscObjectId    id;
+  char             line[512];
+
+  PetscFunctionBegin;
+  if (h->solver != heptane::SolverType::cg || !h->check_symmetry) {
+    h->symmetric = -1;
+    PetscFunctionReturn(0);
+  }
+  PetscCall(PetscObjectStateGet((PetscObject)Amat, &st));
+  PetscCall(PetscObjectGetId((PetscObject)Amat, &id));
+  if (h->symmetric >= 0 && st == h->sym_state && id == h->sym_id) PetscFunctionReturn(0);
+  h->sym_state = st;
+  h->sym_id    = id;
+  PetscCall(MatIsSymmetricKnown(Amat, &set, &flg));
+  if (set) {
+    h->symmetric = flg ? 1 : 0;
+    PetscCall(PetscSNPrintf(line, sizeof(line), "the matrix is marked %s (MatSetOption MAT_SYMMETRIC)", flg ? "symmetric" : "not symmetric"));
+  } else if (h->ranks > 1) {
+    PetscReal norm;
+    if (!Amat->ops->issymmetric) {
+      h->symmetric = -1;
+      PetscCall(PetscSNPrintf(line, sizeof(line), "not checked (matrix type %s has no MatIsSymmetric; set MAT_SYMMETRIC to say it is)", ((PetscObject)Amat)->type_name));
+      HeptaneCallCXX(*h->sym_note = line);
+      PetscFunctionReturn(0);
+    }
+    PetscCall(MatNorm(Amat, NORM_INFINITY, &norm));
+    PetscCall(MatIsSymmetric(Amat, h->symmetry_tol * norm, &flg));
+    h->symmetric = flg ? 1 : 0;
+    PetscCall(PetscSNPrintf(line, sizeof(line), "MatIsSymmetric with tolerance %g ||A||_inf: %s", (double)h->symmetry_tol, flg ? "symmetric" : "NOT symmetric"));
+  } else {
+    Mat        aij;
+    HeptaneCSR csr   = {};
+    double     worst = 0, vij = 0, vji = 0;
+    PetscInt   wi = -1, wj = -1;
+    PetscCall(KSPHeptaneAIJ(ksp, Amat, &aij));
+    PetscCall(HeptaneCSRGet(aij, &csr));
+    const heptane::plugin::CsrView &a = csr.view;
+    for (heptane::index_t i = 0; i < a.rows; i++)
+      for (heptane::index_t k = a.row_ptr[i]; k < a.row_ptr[i + 1]; k++) {
+        const heptane::index_t  j = a.col_idx[k];
+        const heptane::index_t *b = a.col_idx + a.row_ptr[j], *e = a.col_idx + a.row_ptr[j + 1];
+        const heptane::index_t *f = std::lower_bound(b, e, i);
+        const double            t = (f != e && *f == i) ? a.values[a.row_ptr[j] + (f - b)] : 0.0;
+        const double            d = std::fabs(a.values[k] - t), sc = std::max(std::fabs(a.values[k]), std::fabs(t));
+        if (d > h->symmetry_tol * sc && d / sc > worst) {
+          worst = d / sc;
+          wi    = i;
+          wj    = j;
+          vij   = a.values[k];
+          vji   = t;
+        }
+      }
+    PetscCall(HeptaneCSRRestore(&csr));
+    h->symmetric = wi < 0 ? 1 : 0;
+    if (wi < 0) PetscCall(PetscSNPrintf(line, sizeof(line), "every entry equals its transpose to %g (relative)", (double)h->symmetry_tol));
+    else
+      PetscCall(
+        PetscSNPrintf(line, sizeof(line), "NOT symmetric: a(%" PetscInt_FMT ", %" PetscInt_FMT ") = %g but a(%" PetscInt_FMT ", %" PetscInt_FMT ") = %g (relative difference %.3g > -heptane_symmetry_tol %g)", wi, wj, vij, wj, wi, vji, worst, (double)h->symmetry_tol));
+  }
+  HeptaneCallCXX(*h->sym_note = line);
+  PetscCall(PetscInfo(ksp, "%s: symmetry: %s\n", KSPHeptaneName(h), line));
+  PetscFunctionReturn(0);
+}
+
+/* OpenMP threads for heptane's host work on the CPU back end (-heptane_threads): set around
+   setup and solve, the caller's own count restored after. */
+struct HeptaneThreadsScope {
+  int  prev = 0;
+  bool on   = false;
+  explicit HeptaneThreadsScope(const KSP_Heptane *h)
+  {
+    on = h->threads > 0 && heptane::plugin::resolve_device(h->device) == "cpu";
+    if (on) {
+      prev = omp_get_max_threads();
+      omp_set_num_threads((int)h->threads);
+    }
+  }
+  ~HeptaneThreadsScope()
+  {
+    if (on) omp_set_num_threads(prev);
+  }
+  HeptaneThreadsScope(const HeptaneThreadsScope &)            = delete;
+  HeptaneThreadsScope &operator=(const HeptaneThreadsScope &) = delete;
+};
 
 /* Bring the operator and the preconditioner up to date with the KSP's matrix. */
 static PetscErrorCode KSPHeptaneUpdate(KSP ksp)
@@ -395,7 +781,7 @@ static PetscErrorCode KSPHeptaneUpdate(KSP ksp)
   PetscCall(KSPHeptaneTakePC(ksp));
   PetscCall(KSPGetOperators(ksp, &Amat, &Pmat));
   PetscCheck(Amat->rmap->N == Amat->cmap->N, PETSC_COMM_SELF, PETSC_ERR_ARG_SIZ, "KSP %s: the matrix is %" PetscInt_FMT " x %" PetscInt_FMT ", not square", KSPHeptaneName(h), Amat->rmap->N, Amat->cmap->N);
-  if (Pmat != Amat) PetscCall(PetscInfo(ksp, "%s: the preconditioner is built from Amat; the separate Pmat is not used\n", KSPHeptaneName(h)));
+  if (Pmat != Amat && !h->petsc_pc) PetscCall(PetscInfo(ksp, "%s: the preconditioner is built from Amat; the separate Pmat is not used\n", KSPHeptaneName(h)));
   PetscCall(PetscObjectTypeCompare((PetscObject)Amat, MATBDIAGH, &isbdiagh));
   PetscCall(MatGetNonzeroState(Amat, &nz));
   PetscCall(PetscObjectStateGet((PetscObject)Amat, &st));
@@ -438,13 +824,20 @@ static PetscErrorCode KSPHeptaneUpdate(KSP ksp)
   if (updated == 2) h->full_builds++;
   else if (updated == 1) h->value_refreshes++;
 
-  rebuild_pc = (PetscBool)(updated || !h->krylov->has_preconditioner() || KSPHeptaneResolvePC(h) != h->pc_built || KSPHeptanePcOptionsChanged(h));
-  if (rebuild_pc) PetscCall(KSPHeptaneBuildPC(ksp, Amat, (PetscBool)(updated == 1)));
+  if (h->petsc_pc) { /* PETSc's PC: set up by KSPSetUp's PCSetUp (after this), from Pmat */
+    PetscCall(KSPHeptaneUsePetscPC(ksp, Pmat));
+    rebuild_pc = PETSC_FALSE;
+  } else {
+    rebuild_pc = (PetscBool)(updated || !h->krylov->has_preconditioner() || h->krylov->host_preconditioner() || KSPHeptaneResolvePC(h) != h->pc_built || KSPHeptanePcOptionsChanged(h));
+    if (rebuild_pc) PetscCall(KSPHeptaneBuildPC(ksp, Amat, (PetscBool)(updated == 1 && !h->krylov->host_preconditioner())));
+  }
   if (updated || rebuild_pc) {
     char        line[512];
     const auto &mt    = h->engine->timings();
     const char *where = h->krylov->numeric_path().c_str();
-    if (updated == 2) PetscCall(PetscSNPrintf(line, sizeof(line), "new pattern: operator built in %.3f ms (detection %.3f ms), preconditioner %.3f ms (%s)", mt.last_build_ms, mt.last_detect_ms, h->krylov->timings().last_pc_ms, where));
+    if (h->petsc_pc)
+      PetscCall(PetscSNPrintf(line, sizeof(line), "%s: operator %s in %.3f ms; the preconditioner is PETSc's PCSetUp (PCSetUp in -log_view)", updated == 2 ? "new pattern" : "same pattern", updated == 2 ? "built" : "values refreshed", updated == 2 ? mt.last_build_ms : mt.last_refresh_ms));
+    else if (updated == 2) PetscCall(PetscSNPrintf(line, sizeof(line), "new pattern: operator built in %.3f ms (detection %.3f ms), preconditioner %.3f ms (%s)", mt.last_build_ms, mt.last_detect_ms, h->krylov->timings().last_pc_ms, where));
     else if (updated == 1)
       PetscCall(PetscSNPrintf(line, sizeof(line), "same pattern: values refreshed in %.3f ms, preconditioner %s in %.3f ms (%s)", mt.last_refresh_ms, h->pc_refreshed ? "refactored (numeric only, symbolic setup kept)" : "set up from scratch",
                               h->krylov->timings().last_pc_ms, where));
@@ -455,12 +848,16 @@ static PetscErrorCode KSPHeptaneUpdate(KSP ksp)
   h->mat_id      = id;
   h->mat_nzstate = nz;
   h->mat_state   = st;
+  PetscCall(KSPHeptaneCheckSymmetry(ksp, Amat));
   PetscFunctionReturn(0);
 }
 
 static PetscErrorCode KSPSetUp_Heptane(KSP ksp)
 {
+  KSP_Heptane *h = (KSP_Heptane *)ksp->data;
+
   PetscFunctionBegin;
+  HeptaneThreadsScope threads(h);
   PetscCall(KSPHeptaneUpdate(ksp));
   PetscFunctionReturn(0);
 }
@@ -508,18 +905,77 @@ static KSPConvergedReason KSPHeptaneReason(KSP_Heptane *h, heptane::Reason r)
   return KSP_DIVERGED_BREAKDOWN;
 }
 
+/* One run of heptane's solver on the KSP's b and x (scattered to the natural order and back
+   under the natural map); a failed PCApply of PETSc's PC stops it with that PETSc error. */
+static PetscErrorCode KSPHeptaneRun(KSP ksp, const heptane::SolverOptions &opts, heptane::Status *st)
+{
+  KSP_Heptane       *h  = (KSP_Heptane *)ksp->data;
+  Vec                bv = ksp->vec_rhs, xv = ksp->vec_sol;
+  const PetscScalar *b;
+  PetscScalar       *x;
+  bool               failed = false;
+
+  PetscFunctionBegin;
+  if (h->nat_sc) {
+    PetscCall(VecScatterBegin(h->nat_sc, ksp->vec_rhs, h->nat_b, INSERT_VALUES, SCATTER_FORWARD));
+    PetscCall(VecScatterEnd(h->nat_sc, ksp->vec_rhs, h->nat_b, INSERT_VALUES, SCATTER_FORWARD));
+    if (!ksp->guess_zero) {
+      PetscCall(VecScatterBegin(h->nat_sc, ksp->vec_sol, h->nat_x, INSERT_VALUES, SCATTER_FORWARD));
+      PetscCall(VecScatterEnd(h->nat_sc, ksp->vec_sol, h->nat_x, INSERT_VALUES, SCATTER_FORWARD));
+    }
+    bv = h->nat_b;
+    xv = h->nat_x;
+  }
+  h->pc_apply_error = 0;
+  PetscCall(VecGetArrayRead(bv, &b));
+  PetscCall(VecGetArray(xv, &x));
+  HeptaneCallCXX(
+    try { *st = h->krylov->solve(h->solver, *h->engine, opts, !ksp->guess_zero, b, x); } catch (const HeptanePCApplyFailed &) { failed = true; });
+  PetscCall(VecRestoreArray(xv, &x));
+  PetscCall(VecRestoreArrayRead(bv, &b));
+  if (failed) PetscCall(h->pc_apply_error);
+  PetscCall(h->monitor_error);
+  if (h->nat_sc) {
+    PetscCall(VecScatterBegin(h->nat_sc, h->nat_x, ksp->vec_sol, INSERT_VALUES, SCATTER_REVERSE));
+    PetscCall(VecScatterEnd(h->nat_sc, h->nat_x, ksp->vec_sol, INSERT_VALUES, SCATTER_REVERSE));
+  }
+  PetscFunctionReturn(0);
+}
+
 static PetscErrorCode KSPSolve_Heptane(KSP ksp)
 {
   KSP_Heptane           *h = (KSP_Heptane *)ksp->data;
-  const PetscScalar     *b;
-  PetscScalar           *x;
   heptane::Status        st;
   heptane::SolverOptions opts;
   PetscBool              fallback;
 
   PetscFunctionBegin;
   PetscCheck(!ksp->transpose_solve, PetscObjectComm((PetscObject)ksp), PETSC_ERR_SUP, "KSP %s: KSPSolveTranspose() is not supported (heptane solves A x = b only)", KSPHeptaneName(h));
+  HeptaneThreadsScope threads(h);
   PetscCall(KSPHeptaneUpdate(ksp)); /* no-op unless the matrix changed since KSPSetUp */
+  ksp->its   = 0;
+  ksp->rnorm = 0;
+  if (h->symmetric == 0) { /* hcg on a nonsymmetric matrix: stop before iterating */
+    char msg[768];
+    PetscCall(VecNorm(ksp->vec_rhs, NORM_2, &ksp->rnorm));
+    ksp->rnorm0 = ksp->rnorm;
+    ksp->reason = KSP_DIVERGED_INDEFINITE_MAT;
+    PetscCall(PetscSNPrintf(msg, sizeof(msg), "KSP hcg: the matrix is not symmetric (%s); CG needs a symmetric positive definite matrix, so KSPSolve stops with KSP_DIVERGED_INDEFINITE_MAT without iterating. Use -ksp_type hbcgs (or hgmres) for this system; -heptane_check_symmetry 0 runs CG anyway",
+                            h->sym_note->c_str()));
+    PetscCall(KSPHeptaneWarn(ksp, msg));
+    PetscFunctionReturn(0);
+  }
+  if (h->petsc_pc) { /* PETSc's PC set up by PCSetUp: a failed setup (e.g. a zero pivot) is the reason */
+    PC             pc;
+    PCFailedReason pcreason;
+    PetscCall(KSPGetPC(ksp, &pc));
+    PetscCall(PCGetFailedReason(pc, &pcreason));
+    if (pcreason) {
+      ksp->reason = KSP_DIVERGED_PC_FAILED;
+      PetscCall(PetscInfo(ksp, "%s: PETSc's PC %s failed its setup (%s)\n", KSPHeptaneName(h), ((PetscObject)pc)->type_name, PCFailedReasons[pcreason]));
+      PetscFunctionReturn(0);
+    }
+  }
   opts.rtol        = ksp->rtol;
   opts.atol        = ksp->abstol;
   opts.dtol        = ksp->divtol > 0 ? ksp->divtol : 1e300;
@@ -529,21 +985,15 @@ static PetscErrorCode KSPSolve_Heptane(KSP ksp)
   opts.monitor     = [ksp, h](const heptane::IterationInfo &info) {
     if (!h->monitor_error) h->monitor_error = KSPHeptaneMonitor(ksp, info.iteration, info.residual_norm);
   };
-  ksp->its   = 0;
-  ksp->rnorm = 0;
   /* -heptane_ilu auto on a GPU: a multi-colour ILU(0) that does not converge is retried with
      the natural ILU(0) from the same initial guess (as heptane's solve_system does) */
-  fallback = (PetscBool)(h->pc_built == heptane::PcType::ilu0_mc && h->ilu == 0);
+  fallback = (PetscBool)(!h->petsc_pc && h->pc_built == heptane::PcType::ilu0_mc && h->ilu == 0);
   if (fallback && !ksp->guess_zero) {
     if (!h->x0) PetscCall(VecDuplicate(ksp->vec_sol, &h->x0));
     PetscCall(VecCopy(ksp->vec_sol, h->x0));
   }
-  PetscCall(VecGetArrayRead(ksp->vec_rhs, &b));
-  PetscCall(VecGetArray(ksp->vec_sol, &x));
-  HeptaneCallCXX(h->krylov->set_fold(h->fold); h->krylov->set_refine(h->refine); h->krylov->set_restart((int)h->restart); st = h->krylov->solve(h->solver, *h->engine, opts, !ksp->guess_zero, b, x));
-  PetscCall(VecRestoreArray(ksp->vec_sol, &x));
-  PetscCall(VecRestoreArrayRead(ksp->vec_rhs, &b));
-  PetscCall(h->monitor_error);
+  HeptaneCallCXX(h->krylov->set_fold(h->fold); h->krylov->set_refine(h->refine); h->krylov->set_restart((int)h->restart));
+  PetscCall(KSPHeptaneRun(ksp, opts, &st));
   if (fallback && !st.converged()) {
     Mat Amat;
 
@@ -553,17 +1003,19 @@ static PetscErrorCode KSPSolve_Heptane(KSP ksp)
     PetscCall(KSPGetOperators(ksp, &Amat, NULL));
     PetscCall(KSPHeptaneBuildPC(ksp, Amat, PETSC_FALSE));
     if (!ksp->guess_zero) PetscCall(VecCopy(h->x0, ksp->vec_sol));
-    PetscCall(VecGetArrayRead(ksp->vec_rhs, &b));
-    PetscCall(VecGetArray(ksp->vec_sol, &x));
-    HeptaneCallCXX(st = h->krylov->solve(h->solver, *h->engine, opts, !ksp->guess_zero, b, x));
-    PetscCall(VecRestoreArray(ksp->vec_sol, &x));
-    PetscCall(VecRestoreArrayRead(ksp->vec_rhs, &b));
-    PetscCall(h->monitor_error);
+    PetscCall(KSPHeptaneRun(ksp, opts, &st));
   }
   ksp->its    = st.iterations;
   ksp->rnorm  = st.residual_norm;
   ksp->rnorm0 = st.initial_residual_norm;
   ksp->reason = KSPHeptaneReason(h, st.reason);
+  if (h->petsc_pc && ksp->reason < 0) { /* PCApply's own failure (e.g. a zero pivot) says more */
+    PC             pc;
+    PCFailedReason pcreason;
+    PetscCall(KSPGetPC(ksp, &pc));
+    PetscCall(PCGetFailedReason(pc, &pcreason));
+    if (pcreason) ksp->reason = KSP_DIVERGED_PC_FAILED;
+  }
   h->solves++;
   PetscCall(PetscInfo(ksp, "%s: %s (%s), %.3f ms\n", KSPHeptaneName(h), st.summary().c_str(), heptane::to_string(st.reason), h->krylov->timings().last_solve_ms));
   PetscFunctionReturn(0);
@@ -581,7 +1033,17 @@ static PetscErrorCode KSPView_Heptane(KSP ksp, PetscViewer viewer)
     PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane GMRES(%" PetscInt_FMT ") (flexible, restarted; -ksp_gmres_restart), right-preconditioned inside heptane; stopping on the unpreconditioned ||r|| <= max(rtol ||b||, atol)\n", h->restart));
   else PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane %s, right-preconditioned inside heptane; stopping on the unpreconditioned ||r|| <= max(rtol ||b||, atol)\n", h->solver == heptane::SolverType::bicgstab ? "BiCGStab (fused loop)" : "CG"));
   PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane options: -heptane_format %s -heptane_device %s -heptane_precision %s -heptane_check_every %" PetscInt_FMT " -heptane_ilu %s -heptane_fold %s -heptane_refine %s\n", HeptaneFormats[h->format], h->device, HeptanePrecisions[h->precision], h->check_every, HeptaneIluOrders[h->ilu], PetscBools[h->fold], PetscBools[h->refine]));
-  PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane preconditioner: %s (from %s; the PETSc PC below is none because heptane applies it)\n", h->krylov->has_preconditioner() ? h->krylov->preconditioner_describe().c_str() : heptane::to_string(h->pc), h->pc_from[0] ? h->pc_from : "-"));
+  if (h->petsc_pc) PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane preconditioner: %s (from %s; the PETSc PC below is set up and applied by PETSc)\n", h->petsc_pc_note->c_str(), h->pc_from[0] ? h->pc_from : "-"));
+  else
+    PetscCall(
+      PetscViewerASCIIPrintf(viewer, "  heptane preconditioner: %s (from %s; applied by heptane inside its loop: PETSc's own setup and apply of the PC below are not run)\n", h->krylov->has_preconditioner() ? h->krylov->preconditioner_describe().c_str() : heptane::to_string(h->pc), h->pc_from[0] ? h->pc_from : "-"));
+  if (h->solver == heptane::SolverType::cg) PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane symmetry check (-heptane_check_symmetry %s): %s\n", PetscBools[h->check_symmetry], h->sym_note->empty() ? "not run yet" : h->sym_note->c_str()));
+  if (!h->nat_note->empty()) PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane numbering: %s\n", h->nat_note->c_str()));
+  if (heptane::plugin::resolve_device(h->device) == "cpu") {
+    if (h->threads > 0)
+      PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane threads: %" PetscInt_FMT " OpenMP thread%s per rank (%s)\n", h->threads, h->threads == 1 ? "" : "s", h->threads_set ? "-heptane_threads" : "the default: one per rank, so that a rank per core does not oversubscribe; -heptane_threads N for more"));
+    else PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane threads: OpenMP's own count per rank, %d here (%s)\n", omp_get_max_threads(), h->threads_set ? "-heptane_threads 0" : "OMP_NUM_THREADS is set"));
+  }
   if (!h->pc_note->empty()) PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane preconditioner fallback: %s\n", h->pc_note->c_str()));
   if (h->pc == heptane::PcType::amg || h->pc == heptane::PcType::cpr) {
     PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane %s options: %s\n", h->pc == heptane::PcType::amg ? "AMG" : "CPR", HeptanePcOptionsText(*h->pc_opts, (PetscBool)(h->pc == heptane::PcType::cpr)).c_str()));
@@ -596,11 +1058,15 @@ static PetscErrorCode KSPView_Heptane(KSP ksp, PetscViewer viewer)
   if (h->engine && h->engine->built()) {
     PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane operator: %s (PETSc matrix %s)\n", h->engine->describe().c_str(), h->mat_type->c_str()));
     PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane structure: %s\n", h->grid_source->c_str()));
-    PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane values-only update: %s; preconditioner: %s\n", h->engine->refresh_note().c_str(), h->pc_built == heptane::PcType::amg || h->pc_built == heptane::PcType::cpr ? "numeric part redone on its kept symbolic setup (AMG keeps its aggregates, P and R; the Galerkin products, smoother data and coarse inverse are redone)" : "numeric part redone on its kept symbolic setup"));
+    PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane values-only update: %s; preconditioner: %s\n", h->engine->refresh_note().c_str(),
+                                     h->petsc_pc ? "PETSc's own PCSetUp for the new values"
+                                     : h->pc_built == heptane::PcType::amg || h->pc_built == heptane::PcType::cpr
+                                       ? "numeric part redone on its kept symbolic setup (AMG keeps its aggregates, P and R; the Galerkin products, smoother data and coarse inverse are redone)"
+                                       : "numeric part redone on its kept symbolic setup"));
   }
   PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane setups: %" PetscInt_FMT " full (new pattern), %" PetscInt_FMT " values-only; %" PetscInt_FMT " solves\n", h->full_builds, h->value_refreshes, h->solves));
-  PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane preconditioner setups: %d full (symbolic + numeric), %d values-only (numeric only, symbolic setup kept)\n", h->krylov->timings().pc_builds, h->krylov->timings().pc_refreshes));
-  if (h->krylov->has_preconditioner()) PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane preconditioner, last setup: %s\n", h->krylov->numeric_path().c_str()));
+  if (!h->petsc_pc) PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane preconditioner setups: %d full (symbolic + numeric), %d values-only (numeric only, symbolic setup kept)\n", h->krylov->timings().pc_builds, h->krylov->timings().pc_refreshes));
+  if (h->krylov->has_preconditioner() && !h->petsc_pc) PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane preconditioner, last setup: %s\n", h->krylov->numeric_path().c_str()));
   if (!h->last_update->empty()) PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane last setup: %s\n", h->last_update->c_str()));
   if (h->solves) PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane last solve: %.3f ms\n", h->krylov->timings().last_solve_ms));
   if (h->solves && h->krylov->last_corrections() > 0)
@@ -639,6 +1105,13 @@ static PetscErrorCode KSPSetFromOptions_Heptane(KSP ksp, HeptaneOptionItems Pets
   PetscCall(PetscOptionsBoundedInt("-heptane_check_every", "GPU: the host reads the residual every k iterations", "KSPHBCGS", h->check_every, &h->check_every, NULL, 1));
   PetscCall(PetscOptionsBool("-heptane_refine", "-heptane_precision mixed on one rank's bdiagh operator: iterative refinement against an fp64 copy of the matrix, so that the true residual meets -ksp_rtol as in double", "KSPHBCGS", h->refine, &h->refine, NULL));
   PetscCall(PetscOptionsBool("-heptane_fold", "hbcgs with -pc_type jacobi/pbjacobi on one rank's bdiagh operator, zero initial guess: BiCGStab on A M^-1 (kept beside A), then x = M^-1 y; the same method without two preconditioner applications per iteration", "KSPHBCGS", h->fold, &h->fold, NULL));
+  PetscCall(PetscOptionsBool("-heptane_petsc_pc", "Apply PETSc's own PC (PCSetUp, PCApply) inside heptane's loop even where heptane has the PC type (jacobi, pbjacobi, ilu, bjacobi); PC types heptane does not have are always applied so", "KSPHBCGS", h->force_petsc_pc, &h->force_petsc_pc, NULL));
+  PetscCall(PetscOptionsBoundedInt("-heptane_threads", "OpenMP threads per rank for heptane's work on the CPU (0: OpenMP's own count; default 1, or OpenMP's own when OMP_NUM_THREADS is set)", "KSPHBCGS", h->threads, &h->threads, &flg, 0));
+  if (flg) h->threads_set = PETSC_TRUE;
+  if (h->solver == heptane::SolverType::cg) {
+    PetscCall(PetscOptionsBool("-heptane_check_symmetry", "hcg: check once per matrix state that the matrix is symmetric, and stop with KSP_DIVERGED_INDEFINITE_MAT if not", "KSPHCG", h->check_symmetry, &h->check_symmetry, NULL));
+    PetscCall(PetscOptionsReal("-heptane_symmetry_tol", "hcg: relative tolerance of the symmetry check, |a_ij - a_ji| <= tol max(|a_ij|, |a_ji|)", "KSPHCG", h->symmetry_tol, &h->symmetry_tol, NULL));
+  }
   /* read where they are used (KSPHeptaneGridHint); listed here for -help */
   PetscCall(PetscOptionsIntArray("-heptane_grid", "Grid J,H,I behind the matrix (x fastest) when it has no DMDA (default: from the DMDA, else detected)", "KSPHBCGS", grid, &n, NULL));
   PetscCall(PetscOptionsInt("-heptane_block", "Unknowns per cell Nc with -heptane_grid (default: from the DMDA, else detected)", "KSPHBCGS", nc, &nc, NULL));
@@ -653,14 +1126,34 @@ static PetscErrorCode KSPSetFromOptions_Heptane(KSP ksp, HeptaneOptionItems Pets
   PetscFunctionReturn(0);
 }
 
+/* What reset and destroy free alike: PETSc objects, the held PC given back. */
+static PetscErrorCode KSPHeptaneFreeWork(KSP ksp)
+{
+  KSP_Heptane *h = (KSP_Heptane *)ksp->data;
+
+  PetscFunctionBegin;
+  PetscCall(KSPHeptaneReleasePC(ksp));
+  PetscCall(MatDestroy(&h->aij));
+  PetscCall(MatDestroy(&h->engine_mat));
+  PetscCall(VecDestroy(&h->x0));
+  PetscCall(VecDestroy(&h->pc_r));
+  PetscCall(VecDestroy(&h->pc_z));
+  PetscCall(VecDestroy(&h->nat_r));
+  PetscCall(VecDestroy(&h->nat_z));
+  PetscCall(ISDestroy(&h->nat_is));
+  PetscCall(MatDestroy(&h->nat_A));
+  PetscCall(VecScatterDestroy(&h->nat_sc));
+  PetscCall(VecDestroy(&h->nat_b));
+  PetscCall(VecDestroy(&h->nat_x));
+  PetscFunctionReturn(0);
+}
+
 static PetscErrorCode KSPReset_Heptane(KSP ksp)
 {
   KSP_Heptane *h = (KSP_Heptane *)ksp->data;
 
   PetscFunctionBegin;
-  PetscCall(MatDestroy(&h->aij));
-  PetscCall(MatDestroy(&h->engine_mat));
-  PetscCall(VecDestroy(&h->x0));
+  PetscCall(KSPHeptaneFreeWork(ksp));
   delete h->own;
   delete h->krylov;
   delete h->rows;
@@ -672,6 +1165,7 @@ static PetscErrorCode KSPReset_Heptane(KSP ksp)
   h->engine      = h->own;
   h->mat_id      = 0;
   h->mat_nzstate = h->mat_state = -1;
+  h->symmetric                  = -1;
   PetscFunctionReturn(0);
 }
 
@@ -680,13 +1174,16 @@ static PetscErrorCode KSPDestroy_Heptane(KSP ksp)
   KSP_Heptane *h = (KSP_Heptane *)ksp->data;
 
   PetscFunctionBegin;
-  PetscCall(MatDestroy(&h->aij));
-  PetscCall(MatDestroy(&h->engine_mat));
-  PetscCall(VecDestroy(&h->x0));
+  PetscCall(KSPHeptaneFreeWork(ksp));
+  PetscCall(PetscFree(h->pc_ops_saved));
   delete h->own;
   delete h->krylov;
   delete h->rows;
   delete h->pc_note;
+  delete h->petsc_pc_note;
+  delete h->warned;
+  delete h->sym_note;
+  delete h->nat_note;
   delete h->last_update;
   delete h->grid_source;
   delete h->mat_type;
@@ -732,8 +1229,12 @@ static PetscErrorCode KSPCreate_Heptane_Private(KSP ksp, heptane::SolverType sol
   h->pc          = heptane::PcType::ilu0;
   h->pc_built    = heptane::PcType::none;
   h->mat_nzstate = h->mat_state = -1;
+  h->check_symmetry             = PETSC_TRUE;
+  h->symmetry_tol               = 1e-8;
+  h->symmetric                  = -1;
+  h->threads                    = getenv("OMP_NUM_THREADS") ? 0 : 1; /* one per rank unless told */
   PetscCall(PetscStrncpy(h->device, "auto", sizeof(h->device)));
-  HeptaneCallCXX(h->own = new heptane::plugin::MatrixEngine(); h->krylov = new heptane::plugin::KrylovEngine(); h->last_update = new std::string(); h->grid_source = new std::string(); h->mat_type = new std::string(); h->pc_note = new std::string(); h->pc_opts = new heptane::PcOptions(); h->pc_opts_built = new heptane::PcOptions());
+  HeptaneCallCXX(h->own = new heptane::plugin::MatrixEngine(); h->krylov = new heptane::plugin::KrylovEngine(); h->last_update = new std::string(); h->grid_source = new std::string(); h->mat_type = new std::string(); h->pc_note = new std::string(); h->pc_opts = new heptane::PcOptions(); h->pc_opts_built = new heptane::PcOptions(); h->petsc_pc_note = new std::string(); h->warned = new std::string(); h->sym_note = new std::string(); h->nat_note = new std::string());
   h->engine = h->own;
   PetscCall(KSPHeptaneCheckComm(ksp));
 
@@ -777,15 +1278,21 @@ static PetscErrorCode KSPCreate_Heptane_Private(KSP ksp, heptane::SolverType sol
    -heptane_amg_sweeps <k> -heptane_amg_cycle <v,w> -heptane_amg_coarse_size <n>
    -heptane_amg_max_levels <L> -heptane_amg_setup <auto,host,device> - AMG (-pc_type hamg,
    and CPR's pressure stage)
--  -heptane_cpr_pressure_index <p> -heptane_cpr_second <auto,bilu0,bilu0mc,bjacobi> - CPR
+.  -heptane_cpr_pressure_index <p> -heptane_cpr_second <auto,bilu0,bilu0mc,bjacobi> - CPR
    (-pc_type hcpr)
+
+.  -heptane_petsc_pc <false> - apply PETSc's own PC (PCApply) even for the PC types heptane has
+.  -heptane_threads <n> - OpenMP threads per rank on the CPU (default 1; 0: OpenMP's own count)
+-  -heptane_check_symmetry <true> -heptane_symmetry_tol <1e-8> - hcg: stop on a nonsymmetric matrix
 
    Also honours -ksp_rtol -ksp_atol -ksp_divtol -ksp_max_it -ksp_monitor -ksp_converged_reason
    -ksp_view -ksp_error_if_not_converged -ksp_initial_guess_nonzero, and -pc_type none, jacobi,
    pbjacobi, ilu, bjacobi, hamg, hcpr (applied by heptane; on several ranks ilu, hamg and hcpr
-   are per rank, on the rank's diagonal block). Any number of MPI ranks: on several, the matrix
-   (MPIAIJ, MPIBAIJ, a DMDA split along z only) becomes heptane's distributed BDIA-GH operator
-   and ilu/bjacobi is ILU(0) of each rank's diagonal block.
+   are per rank, on the rank's diagonal block); any other PC type (lu, asm, sor, gamg, hypre,
+   ilu with levels, ...) is PETSc's own, applied through PCApply inside heptane's loop. Any
+   number of MPI ranks: on several, the matrix (MPIAIJ, MPIBAIJ; a DMDA split any way, renumbered
+   into the grid's natural order where PETSc's numbering is not) becomes heptane's distributed
+   BDIA-GH operator and ilu/bjacobi is ILU(0) of each rank's diagonal block.
 M*/
 PetscErrorCode KSPCreate_HBCGS(KSP ksp)
 {

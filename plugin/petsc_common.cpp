@@ -146,24 +146,6 @@ PetscErrorCode HeptaneRowsRestore(HeptaneRows *r)
   PetscFunctionReturn(0);
 }
 
-PetscErrorCode HeptaneCheckDMDASplit(DM dm, const char who[])
-{
-  PetscBool   isda;
-  PetscInt    dim, m, n, p;
-  PetscMPIInt size;
-
-  PetscFunctionBegin;
-  if (!dm) PetscFunctionReturn(0);
-  PetscCall(PetscObjectTypeCompare((PetscObject)dm, DMDA, &isda));
-  if (!isda) PetscFunctionReturn(0);
-  PetscCallMPI(MPI_Comm_size(PetscObjectComm((PetscObject)dm), &size));
-  if (size == 1) PetscFunctionReturn(0);
-  PetscCall(DMDAGetInfo(dm, &dim, NULL, NULL, NULL, &m, &n, &p, NULL, NULL, NULL, NULL, NULL, NULL));
-  /* ranks own slabs of the last dimension: PETSc's global numbering is the natural one */
-  PetscCheck((dim < 2 || m == 1) && (dim < 3 || n == 1), PetscObjectComm((PetscObject)dm), PETSC_ERR_SUP, "%s on %d MPI ranks: the DMDA is split %" PetscInt_FMT " x %" PetscInt_FMT " x %" PetscInt_FMT " over the ranks, so PETSc numbers the unknowns rank by rank, not in the grid's natural order (x fastest) that heptane's distributed operator needs. Split the DMDA along %s only: run with %s (or create it with %s)", who, (int)size, m, dim > 1 ? n : 1, dim > 2 ? p : 1, dim == 3 ? "z" : "y", dim == 3 ? "-da_processors_x 1 -da_processors_y 1" : "-da_processors_x 1", dim == 3 ? "m = n = 1 processors in x and y" : "m = 1 processor in x");
-  PetscFunctionReturn(0);
-}
-
 PetscErrorCode HeptaneGridHintFromOptions(PetscOptions options, const char prefix[], heptane::plugin::GridHint *hint, PetscBool *found)
 {
   PetscInt  grid[3] = {1, 1, 1}, n = 3, nc = 0;

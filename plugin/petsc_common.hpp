@@ -95,10 +95,6 @@ typedef struct {
 PETSC_INTERN PetscErrorCode HeptaneRowsGet(Mat, HeptaneRows *);
 PETSC_INTERN PetscErrorCode HeptaneRowsRestore(HeptaneRows *);
 
-/* Several ranks: a DMDA split in x (or y in 3-D) numbers its unknowns rank by rank, not in the
-   grid's natural order, which heptane's distributed operator needs: an error that says so. */
-PETSC_INTERN PetscErrorCode HeptaneCheckDMDASplit(DM, const char[]);
-
 /* The grid behind a matrix: -heptane_grid J,H,I / -heptane_block Nc from the options database
    (with the given prefix), else the DMDA the matrix was created from. *found = PETSC_FALSE
    when neither says anything (the structure is then detected). */

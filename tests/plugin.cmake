@@ -272,12 +272,64 @@ heptane_plugin_test(plugin_host_help_lists_options
 heptane_plugin_test(plugin_host_error_if_not_converged
   ${compare} --heptane "-ksp_type hbcgs -ksp_max_it 2 -ksp_error_if_not_converged"
   --expect-error "KSPSolve(\\(\\))? has not converged, reason DIVERGED_ITS" -- ${host})
-heptane_plugin_test(plugin_host_unsupported_pc_is_an_error
-  ${compare} --heptane "-ksp_type hbcgs -pc_type sor"
-  --expect-error "does not support PC type sor: use -pc_type none, jacobi, pbjacobi" -- ${host})
-heptane_plugin_test(plugin_host_ilu_levels_is_an_error
-  ${compare} --heptane "-ksp_type hbcgs -pc_factor_levels 1"
-  --expect-error "heptane has ILU\\(0\\) only" -- ${host})
+# ---- PC types heptane does not have: PETSc's own PC, set up by PCSetUp and applied through
+# PCApply inside heptane's loop; every solve against the known solution, and the iterations
+# against PETSc's own bcgs with the same PC (right-preconditioned: the same method)
+foreach(pc lu sor asm)
+  heptane_plugin_test(plugin_host_petsc_pc_${pc}_through_pcapply
+    ${solves} --its-diff 1 ${host_checks} --solves 2 --
+    --plugin ${plugin_so} --ref "${ref_bcgs} -pc_type ${pc}" --heptane "-ksp_type hbcgs -pc_type ${pc} -ksp_view"
+    --expect "heptane preconditioner: PETSc's own PC ${pc}, applied through PCApply at every iteration \\(heptane has no PC type ${pc}\\)"
+    --expect "type: ${pc}" --reject "applied by heptane inside the KSP" --reject MISMATCH -- ${host} -dof 2 -solves 2)
+endforeach()
+heptane_plugin_test(plugin_host_ilu_levels_through_pcapply
+  ${solves} --its-diff 1 ${host_checks} --solves 2 --
+  --plugin ${plugin_so} --ref "${ref_bcgs} -pc_factor_levels 1" --heptane "-ksp_type hbcgs -pc_factor_levels 1 -ksp_view"
+  --expect "PETSc's own PC ilu, applied through PCApply at every iteration \\(-pc_factor_levels 1 \\(heptane has ILU\\(0\\)\\)\\)"
+  --expect "1 level of fill|levels of fill: 1" --reject MISMATCH -- ${host} -dof 2 -solves 2)
+heptane_plugin_test(plugin_host_hgmres_petsc_pc_asm
+  ${solves} --its-diff 1 ${host_checks} --solves 2 --
+  --plugin ${plugin_so} --ref "-ksp_type fgmres -pc_type asm" --heptane "-ksp_type hgmres -pc_type asm"
+  --reject MISMATCH -- ${host} -dof 3 -solves 2)
+# -heptane_petsc_pc: PETSc's own ILU(0) through PCApply is heptane's ILU(0): the same iterations
+heptane_plugin_test(plugin_host_heptane_petsc_pc_forced
+  ${solves} --its-diff 1 ${host_checks} --solves 2 --
+  --plugin ${plugin_so} --ref "${hep1} -ksp_type hbcgs -pc_type ilu" --heptane "-ksp_type hbcgs -pc_type ilu -heptane_petsc_pc -ksp_view"
+  --expect "PETSc's own PC ilu, applied through PCApply at every iteration \\(-heptane_petsc_pc\\)" -- ${host} -dof 2 -solves 2)
+# a PC heptane applies keeps its type in PCGetType and -ksp_view, its own setup not run
+heptane_plugin_test(plugin_host_held_pc_keeps_its_type
+  ${compare} --ref ${ref_bcgs} --heptane "-ksp_type hbcgs -pc_type ilu -ksp_view"
+  --expect "heptane preconditioner: ilu0 Nc=2.*from -pc_type ilu. applied by heptane inside its loop"
+  --expect "PC Object: 1 MPI process(es)?\\n +type: ilu\\n +applied by heptane inside the KSP"
+  --reject MISMATCH -- ${host} -dof 2)
+# options heptane's ILU(0) cannot honour are named in a warning, not dropped
+heptane_plugin_test(plugin_host_ilu_shift_is_warned
+  ${compare} --heptane "-ksp_type hbcgs -pc_factor_shift_type inblocks"
+  --expect "WARNING \\(heptane\\): KSP hbcgs: the ILU zero-pivot shift INBLOCKS \\(-pc_factor_shift_type\\) is not applied by heptane's ILU\\(0\\)"
+  -- ${host} -dof 2)
+# ---- hcg on a matrix that is not symmetric: stopped before iterating, with a warning that
+# points to hbcgs; a symmetric one passes the check
+heptane_plugin_test(plugin_host_hcg_nonsymmetric_stops
+  ${solves} --reason DIVERGED_INDEFINITE_MAT --its host=0:0 --solves 2 --
+  --plugin ${plugin_so} --heptane "-ksp_type hcg -ksp_view"
+  --expect "WARNING \\(heptane\\): KSP hcg: the matrix is not symmetric \\(NOT symmetric: a\\([0-9]+, [0-9]+\\) = .*CG needs a symmetric positive definite matrix.*Use -ksp_type hbcgs"
+  --expect "heptane symmetry check \\(-heptane_check_symmetry TRUE\\): NOT symmetric" -- ${host} -solves 2)
+heptane_plugin_test(plugin_host_hcg_symmetric_passes_the_check
+  ${solves} ${host_checks} --solves 2 --
+  --plugin ${plugin_so} --ref "-ksp_type cg -pc_type jacobi" --heptane "-ksp_type hcg -pc_type jacobi -ksp_view"
+  --expect "heptane symmetry check \\(-heptane_check_symmetry TRUE\\): every entry equals its transpose"
+  --reject WARNING -- ${host} -convection 0 -solves 2)
+heptane_plugin_test(plugin_host_hcg_symmetry_check_off
+  ${solves} --reason ".*" --solves 1 --
+  --plugin ${plugin_so} --heptane "-ksp_type hcg -heptane_check_symmetry 0 -ksp_max_it 50"
+  --reject WARNING -- ${host})
+# ---- threads: one OpenMP thread per rank unless told (OMP_NUM_THREADS or -heptane_threads)
+heptane_plugin_test(plugin_host_one_thread_per_rank_by_default
+  env -u OMP_NUM_THREADS ${compare} --heptane "-ksp_type hbcgs -heptane_device cpu -ksp_view"
+  --expect "heptane threads: 1 OpenMP thread per rank \\(the default" --expect "on cpu \\(1 threads\\)" -- ${host})
+heptane_plugin_test(plugin_host_threads_option
+  ${compare} --heptane "-ksp_type hbcgs -heptane_device cpu -heptane_threads 2 -ksp_view"
+  --expect "heptane threads: 2 OpenMP threads per rank \\(-heptane_threads\\)" --expect "on cpu \\(2 threads\\)" -- ${host})
 heptane_plugin_test(plugin_host_wrong_grid_is_an_error
   ${compare} --heptane "-ksp_type hbcgs -heptane_grid 12,12,11"
   --expect-error "the grid 12x12x11 with Nc = 1 \\(-heptane_grid\\) has 1584 unknowns, the matrix 1728 rows" -- ${host} -use_dm 0)
@@ -359,13 +411,16 @@ if(HEPTANE_PETSC_MPIEXEC)
   # (CI has fewer cores than ranks) and --allow-run-as-root (CI containers run as root)
   set(np2 ${HEPTANE_PETSC_MPIEXEC} ${MPIEXEC_NUMPROC_FLAG} 2 ${MPIEXEC_PREFLAGS})
   set(np3 ${HEPTANE_PETSC_MPIEXEC} ${MPIEXEC_NUMPROC_FLAG} 3 ${MPIEXEC_PREFLAGS})
+  set(np4 ${HEPTANE_PETSC_MPIEXEC} ${MPIEXEC_NUMPROC_FLAG} 4 ${MPIEXEC_PREFLAGS})
   execute_process(COMMAND ${HEPTANE_PETSC_MPIEXEC} --version OUTPUT_VARIABLE mpi_version ERROR_QUIET)
   if(mpi_version MATCHES "Open MPI|OpenRTE")
     list(APPEND np2 --oversubscribe --allow-run-as-root)
     list(APPEND np3 --oversubscribe --allow-run-as-root)
+    list(APPEND np4 --oversubscribe --allow-run-as-root)
   endif()
   list(JOIN np2 " " np2)
   list(JOIN np3 " " np3)
+  list(JOIN np4 " " np4)
   set(hep "-dll_append ${plugin_so}")
   if(TARGET heptane_distributed)
     if(HEPTANE_BUILD_EXAMPLES)
@@ -426,10 +481,30 @@ if(HEPTANE_PETSC_MPIEXEC)
         set_tests_properties(plugin_reservoir_two_ranks_gpu_pbjacobi_numeric_on_device plugin_reservoir_two_ranks_gpu_ilu_numeric_on_the_host
           PROPERTIES LABELS "plugin;gpu" SKIP_RETURN_CODE 77)
       endif()
-      heptane_plugin_test(plugin_reservoir_two_ranks_xy_split_is_an_error
-        ${compare} --mpiexec "${np2}" --heptane "-ksp_type hbcgs -da_processors_x 2"
-        --expect-error "the DMDA is split 2 x 1 x 1 over the ranks.*Split the DMDA along z only: run with -da_processors_x 1 -da_processors_y 1"
-        -- ${reservoir2})
+      # PETSc's own DMDA split (in x or y too): PETSc numbers the unknowns rank by rank, so the
+      # matrix is renumbered into the grid's natural order once per pattern (values gathered
+      # again each Newton step) and b and x scattered; the same answers as PETSc's bcgs
+      set(renumbered "heptane numbering: the DMDA is split")
+      heptane_plugin_test(plugin_reservoir_two_ranks_x_split_matches_bcgs
+        ${compare} --mpiexec "${np2}" --ref "${ref_bcgs} -da_processors_x 2" --heptane "-ksp_type hbcgs -da_processors_x 2 -ksp_view"
+        --expect "${renumbered} 2 x 1 x 1 over the ranks" --expect "coupled: ksp hbcgs"
+        --expect "heptane setups: 1 full \\(new pattern\\), 3 values-only" --reject DIVERGED -- ${reservoir2})
+      # (the example splits its DMDA along z unless -z_split_only 0: then PETSc chooses, 2 x 2 x 1 here)
+      heptane_plugin_test(plugin_reservoir_four_ranks_default_split_matches_bcgs
+        ${compare} --mpiexec "${np4}" --ref "${ref_bcgs} -z_split_only 0" --heptane "-ksp_type hbcgs -z_split_only 0 -ksp_view"
+        --expect "4 MPI rank" --expect "${renumbered} 2 x 2 x 1 over the ranks" --expect "coupled: ksp hbcgs" --reject DIVERGED -- ${reservoir2})
+      heptane_plugin_test(plugin_reservoir_three_ranks_y_split_baij_matches_bcgs
+        ${compare} --mpiexec "${np3}" --ref "${ref_bcgs} -da_processors_y 3 -dm_mat_type baij" --heptane "-ksp_type hbcgs -da_processors_y 3 -dm_mat_type baij -ksp_view"
+        --expect "${renumbered} 1 x 3 x 1 over the ranks" --expect "PETSc matrix mpibaij" --expect "coupled: ksp hbcgs" --reject DIVERGED -- ${reservoir2})
+      # ... with PETSc's own PC through PCApply (its vectors in PETSc's numbering) and with AMG
+      heptane_plugin_test(plugin_reservoir_two_ranks_x_split_petsc_asm
+        ${solves} --max-relres 1e-9 --solves 6 --
+        --plugin ${plugin_so} --mpiexec "${np2}" --ref "${ref_bcgs} -pc_type asm -da_processors_x 2" --heptane "-ksp_type hbcgs -pc_type asm -da_processors_x 2 -ksp_view"
+        --expect "${renumbered} 2 x 1 x 1" --expect "PETSc's own PC asm, applied through PCApply" -- ${reservoir2})
+      heptane_plugin_test(plugin_reservoir_two_ranks_x_split_hamg
+        ${solves} --its pressure=4:20 --max-relres 1e-9 --solves 3 --
+        --plugin ${plugin_so} --mpiexec "${np2}" --ref "${ref_bcgs} -pc_type gamg -da_processors_x 2" --heptane "-ksp_type hbcgs -pc_type hamg -da_processors_x 2 -ksp_view"
+        --expect "${renumbered} 2 x 1 x 1" -- $<TARGET_FILE:reservoir> -nx 16 -ny 12 -nz 8 -steps 3 -ksp_rtol 1e-10 -system pressure)
       heptane_plugin_test(plugin_reservoir_two_ranks_other_format_is_an_error
         ${compare} --mpiexec "${np2}" --heptane "-ksp_type hbcgs -heptane_format csr"
         --expect-error "on several MPI ranks heptane's operator is the distributed BDIA-GH" -- ${reservoir2})
@@ -469,6 +544,10 @@ if(HEPTANE_PETSC_MPIEXEC)
       ${compare} --mpiexec "${np3}" --ref "${ref_bcgs} -pc_type pbjacobi" --heptane "-ksp_type hbcgs -pc_type pbjacobi -ksp_view"
       --expect "heptane setups: 2 full \\(new pattern\\), 1 values-only" --reject MISMATCH
       -- ${host} -use_dm 0 -dof 2 -solves 3 -new_pattern_at 2)
+    heptane_plugin_test(plugin_host_two_ranks_hcg_nonsymmetric_stops
+      ${solves} --reason DIVERGED_INDEFINITE_MAT --its host=0:0 --solves 1 --
+      --plugin ${plugin_so} --mpiexec "${np2}" --heptane "-ksp_type hcg -ksp_view"
+      --expect "KSP hcg: the matrix is not symmetric \\(MatIsSymmetric with tolerance 1e-08 .*A.*_inf: NOT symmetric\\)" -- ${host} -use_dm 0)
     heptane_plugin_test(plugin_host_two_ranks_not_natural_order_is_an_error
       ${compare} --mpiexec "${np2}" --heptane "-ksp_type hbcgs -heptane_grid 24,6,12"
       --expect-error "block offset -12, which is not one of the 7 of the 24x6x12 grid.*not the grid's natural order"

@@ -25,8 +25,8 @@
    Runs on any number of MPI ranks (at most nz). The DMDA is split over the ranks along z only
    (each rank owns whole x-y layers), so that PETSc's global numbering of the unknowns is the
    grid's natural one (x fastest), which a distributed solver on BDIA-GH rows (heptane's hbcgs)
-   needs; -z_split_only 0 lets PETSc split in every direction (-da_processors_x/y/z still
-   choose). C that is also valid C++.
+   takes as it is; -z_split_only 0 lets PETSc split in every direction (-da_processors_x/y/z
+   still choose), which heptane's KSPs renumber into the natural order. C that is also valid C++.
 */
 #include <petscdmda.h>
 #include <petscksp.h>
