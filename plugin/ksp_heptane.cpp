@@ -72,7 +72,9 @@ typedef struct {
   /* the matrix the engine holds */
   PetscObjectId                  mat_id;
   PetscObjectState               mat_nzstate, mat_state;
-  Mat                            aij; /* SeqAIJ copy of a BAIJ matrix (owned) */
+  Mat                            aij;       /* AIJ copy of an SBAIJ matrix (owned) */
+  HeptaneBAIJ                   *baij;      /* a BAIJ matrix's map to scalar CSR (KSPHeptaneCSRGet) */
+  const char                    *input_how; /* how the matrix is read, for the view */
   PetscObjectState               aij_src_nzstate, aij_src_state;
   PetscObjectId                  aij_src_id;
   heptane::plugin::MatrixEngine *own;        /* engine for non-bdiagh matrices */
@@ -82,9 +84,10 @@ typedef struct {
   std::string                   *last_update; /* what the last setup did, for the view */
   std::string                   *grid_source;
   std::string                   *mat_type;
-  std::string                   *pc_note; /* why the preconditioner is what it is (fallbacks) */
-  HeptaneRows                   *rows;    /* several ranks: this rank's rows (kept for the PC) */
-  PetscMPIInt                    ranks;   /* of the KSP's communicator */
+  std::string                   *pc_note;   /* why the preconditioner is what it is (fallbacks) */
+  HeptaneRows                   *rows;      /* several ranks: this rank's rows (kept for the PC) */
+  Mat                            rows_from; /* the matrix they were read from (not referenced) */
+  PetscMPIInt                    ranks;     /* of the KSP's communicator */
   PetscInt                       full_builds, value_refreshes, solves;
   PetscErrorCode                 monitor_error;
   /* a PC type heptane does not have (lu, asm, ilu(k), gamg, ...): PETSc's own PC, set up by
@@ -358,44 +361,65 @@ static bool KSPHeptanePcOptionsChanged(KSP_Heptane *h)
   return (h->pc == heptane::PcType::amg || h->pc == heptane::PcType::cpr) && !HeptanePcOptionsEqual(*h->pc_opts, *h->pc_opts_built);
 }
 
-/* The CSR of the operator: in place for SeqAIJ and bdiagh, through a SeqAIJ copy for BAIJ. */
-static PetscErrorCode KSPHeptaneAIJ(KSP ksp, Mat A, Mat *aij)
+/* The CSR of the operator on one rank, restored by HeptaneCSRRestore: in place for AIJ (any
+   SeqAIJ-based type, bdiagh, a one-rank MPIAIJ's diagonal block); BAIJ (SeqBAIJ, a one-rank
+   MPIBAIJ's diagonal block) through HeptaneBAIJGet's map, made once per pattern, the values
+   gathered at each call (no MatConvert); SBAIJ (only its upper triangle is stored) through a
+   SeqAIJ copy, converted once per pattern and MAT_REUSE_MATRIX for new values. */
+static PetscErrorCode KSPHeptaneCSRGet(KSP ksp, Mat A, HeptaneCSR *csr)
 {
   KSP_Heptane     *h = (KSP_Heptane *)ksp->data;
-  PetscBool        isaij, isbdiagh, isbaij, ismpiaij;
+  PetscBool        isaij, isbdiagh, isbaij, ismpiaij, ismpibaij, issbaij, ismpisbaij;
   PetscObjectState nz, st;
   PetscObjectId    id;
-  Mat              Ao;
+  Mat              Ad, Ao;
   const PetscInt  *colmap;
 
   PetscFunctionBegin;
-  PetscCall(PetscObjectTypeCompare((PetscObject)A, MATSEQAIJ, &isaij));
+  *csr = HeptaneCSR();
+  PetscCall(PetscObjectBaseTypeCompare((PetscObject)A, MATSEQAIJ, &isaij));
   PetscCall(PetscObjectTypeCompare((PetscObject)A, MATBDIAGH, &isbdiagh));
-  PetscCall(PetscObjectTypeCompare((PetscObject)A, MATSEQBAIJ, &isbaij));
-  PetscCall(PetscObjectTypeCompare((PetscObject)A, MATMPIAIJ, &ismpiaij));
+  PetscCall(PetscObjectBaseTypeCompare((PetscObject)A, MATSEQBAIJ, &isbaij));
+  PetscCall(PetscObjectBaseTypeCompare((PetscObject)A, MATMPIAIJ, &ismpiaij));
+  PetscCall(PetscObjectBaseTypeCompare((PetscObject)A, MATMPIBAIJ, &ismpibaij));
+  PetscCall(PetscObjectBaseTypeCompare((PetscObject)A, MATSEQSBAIJ, &issbaij));
+  PetscCall(PetscObjectBaseTypeCompare((PetscObject)A, MATMPISBAIJ, &ismpisbaij));
   if (isaij || isbdiagh) {
-    *aij = A;
+    h->input_how = "read in place (MatGetRowIJ, MatSeqAIJGetArrayRead)";
+    PetscCall(HeptaneCSRGet(A, csr));
     PetscFunctionReturn(0);
   }
   if (ismpiaij) { /* one rank: the diagonal block is the whole matrix, with global columns */
-    PetscCall(MatMPIAIJGetSeqAIJ(A, aij, &Ao, &colmap));
+    h->input_how = "one rank's MPIAIJ: its diagonal block read in place";
+    PetscCall(MatMPIAIJGetSeqAIJ(A, &Ad, &Ao, &colmap));
+    PetscCall(HeptaneCSRGet(Ad, csr));
     PetscFunctionReturn(0);
   }
-  PetscCheck(isbaij, PetscObjectComm((PetscObject)ksp), PETSC_ERR_SUP, "KSP %s: matrix type %s is not supported; use aij (seqaij), baij (seqbaij), bdiagh, or a DMDA matrix of these types", KSPHeptaneName(h), ((PetscObject)A)->type_name);
+  if (isbaij || ismpibaij) {
+    h->input_how = "BAIJ read through a block-to-scalar map made once per pattern, values gathered at each setup (no MatConvert)";
+    Ad           = A;
+    if (ismpibaij) PetscCall(MatMPIBAIJGetSeqBAIJ(A, &Ad, &Ao, &colmap));
+    PetscCall(HeptaneBAIJGet(Ad, NULL, h->baij, &csr->view));
+    PetscFunctionReturn(0);
+  }
+  PetscCheck(issbaij || ismpisbaij, PetscObjectComm((PetscObject)ksp), PETSC_ERR_SUP, "KSP %s: matrix type %s is not supported; use aij, baij, sbaij, bdiagh (or their mpi types), or a DMDA matrix of these types", KSPHeptaneName(h), ((PetscObject)A)->type_name);
+  h->input_how = "SBAIJ converted to AIJ once per pattern (MatConvert), MAT_REUSE_MATRIX for new values";
   PetscCall(MatGetNonzeroState(A, &nz));
   PetscCall(PetscObjectStateGet((PetscObject)A, &st));
   PetscCall(PetscObjectGetId((PetscObject)A, &id));
   if (!h->aij || id != h->aij_src_id || nz != h->aij_src_nzstate) {
     PetscCall(MatDestroy(&h->aij));
-    PetscCall(MatConvert(A, MATSEQAIJ, MAT_INITIAL_MATRIX, &h->aij));
-    PetscCall(PetscInfo(ksp, "%s: converted the %s matrix to seqaij (new pattern)\n", KSPHeptaneName(h), ((PetscObject)A)->type_name));
+    PetscCall(MatConvert(A, MATAIJ, MAT_INITIAL_MATRIX, &h->aij));
+    PetscCall(PetscInfo(ksp, "%s: converted the %s matrix to aij (new pattern)\n", KSPHeptaneName(h), ((PetscObject)A)->type_name));
   } else if (st != h->aij_src_state) {
-    PetscCall(MatConvert(A, MATSEQAIJ, MAT_REUSE_MATRIX, &h->aij));
+    PetscCall(MatConvert(A, MATAIJ, MAT_REUSE_MATRIX, &h->aij));
   }
   h->aij_src_id      = id;
   h->aij_src_nzstate = nz;
   h->aij_src_state   = st;
-  *aij               = h->aij;
+  Ad                 = h->aij;
+  if (ismpisbaij) PetscCall(MatMPIAIJGetSeqAIJ(h->aij, &Ad, &Ao, &colmap));
+  PetscCall(HeptaneCSRGet(Ad, csr));
   PetscFunctionReturn(0);
 }
 
@@ -423,8 +447,7 @@ static PetscErrorCode KSPHeptaneGridHint(KSP ksp, Mat A, heptane::plugin::GridHi
    cannot factor), the preconditioner is built from scratch as for a new pattern. */
 static PetscErrorCode KSPHeptaneBuildPC(KSP ksp, Mat Amat, PetscBool values_only)
 {
-  KSP_Heptane                    *h = (KSP_Heptane *)ksp->data;
-  Mat                             aij;
+  KSP_Heptane                    *h    = (KSP_Heptane *)ksp->data;
   HeptaneCSR                      csr  = {};
   heptane::PcType                 want = KSPHeptaneResolvePC(h);
   PetscBool                       fell = PETSC_FALSE, fell_any, refreshed = PETSC_FALSE;
@@ -434,11 +457,10 @@ static PetscErrorCode KSPHeptaneBuildPC(KSP ksp, Mat Amat, PetscBool values_only
   PetscFunctionBegin;
   if (h->engine->distributed()) { /* several ranks: this rank's diagonal block (MPIAIJ's Ad, lent
                                      again: the operator was updated from the same matrix) */
-    if (h->rows->inplace) PetscCall(HeptaneRowsGet(h->nat_A ? h->nat_A : Amat, h->rows));
+    if (h->rows->inplace) PetscCall(HeptaneRowsGet(h->rows_from, h->rows));
     view = &h->rows->split.diag;
   } else {
-    PetscCall(KSPHeptaneAIJ(ksp, Amat, &aij));
-    PetscCall(HeptaneCSRGet(aij, &csr));
+    PetscCall(KSPHeptaneCSRGet(ksp, Amat, &csr));
     view = &csr.view;
   }
   values_only = (PetscBool)(values_only && h->krylov->has_preconditioner() && want == h->pc_built && !KSPHeptanePcOptionsChanged(h));
@@ -487,8 +509,11 @@ static PetscErrorCode KSPHeptaneRanksEngine(KSP ksp, Mat Amat, MPI_Comm comm, in
   heptane::plugin::DistRowsScope scope(h->rows->split);
   if (todo == 2) {
     HeptaneCallCXX(h->own->build_distributed(h->rows->split.diag, (heptane::index_t)h->rows->rstart, comm, *hint, cfg));
-    const char *how = h->rows->inplace ? "read in place from the MPIAIJ's diagonal and off-diagonal blocks (MatMPIAIJGetSeqAIJ)" : "copied with MatGetRow (not an MPIAIJ: ";
-    HeptaneCallCXX(*h->grid_source = h->own->structure_note() + "; this rank's rows " + how + (h->rows->inplace ? "" : std::string(((PetscObject)Amat)->type_name) + ")"));
+    std::string how;
+    if (h->rows->inplace) how = "read in place from the MPIAIJ's diagonal and off-diagonal blocks (MatMPIAIJGetSeqAIJ)";
+    else if (h->rows->baij) how = "read from the MPIBAIJ's two SeqBAIJ blocks (MatMPIBAIJGetSeqBAIJ) through a block-to-scalar map made once per pattern, values gathered at each setup";
+    else how = std::string("copied with MatGetRow (not an MPIAIJ: ") + ((PetscObject)Amat)->type_name + ")";
+    HeptaneCallCXX(*h->grid_source = h->own->structure_note() + "; this rank's rows " + how);
   } else {
     HeptaneCallCXX(h->own->refresh_values(h->rows->split.diag));
   }
@@ -582,6 +607,23 @@ static PetscErrorCode KSPHeptaneUpdateRanks(KSP ksp, Mat Amat, const heptane::pl
       HeptaneCallCXX(hint.source = "matrix block size");
     }
   }
+  {
+    PetscBool issbaij;
+    PetscCall(PetscObjectBaseTypeCompare((PetscObject)Amat, MATMPISBAIJ, &issbaij));
+    if (issbaij) { /* only the upper triangle is stored: an MPIAIJ copy, values reused */
+      PetscObjectState sst;
+      PetscObjectId    sid;
+      PetscCall(PetscObjectStateGet((PetscObject)Amat, &sst));
+      PetscCall(PetscObjectGetId((PetscObject)Amat, &sid));
+      if (todo == 2 || !h->aij || sid != h->aij_src_id) {
+        PetscCall(MatDestroy(&h->aij));
+        PetscCall(MatConvert(Amat, MATMPIAIJ, MAT_INITIAL_MATRIX, &h->aij));
+      } else if (sst != h->aij_src_state) PetscCall(MatConvert(Amat, MATMPIAIJ, MAT_REUSE_MATRIX, &h->aij));
+      h->aij_src_id    = sid;
+      h->aij_src_state = sst;
+      Amat             = h->aij;
+    }
+  }
   if (h->nat_is) { /* PETSc's numbering is not the grid's: the rows renumbered into it (MPIBAIJ's
                        MAT_REUSE_MATRIX refuses the layout it made itself: made anew, its rows are
                        copied by HeptaneRowsGet anyway) */
@@ -591,6 +633,7 @@ static PetscErrorCode KSPHeptaneUpdateRanks(KSP ksp, Mat Amat, const heptane::pl
     PetscCall(MatCreateSubMatrix(Amat, h->nat_is, h->nat_is, h->nat_A ? MAT_REUSE_MATRIX : MAT_INITIAL_MATRIX, &h->nat_A));
     Amat = h->nat_A;
   }
+  h->rows_from = Amat; /* the matrix the rows come from (an SBAIJ's AIJ copy, the renumbered one) */
   PetscCall(HeptaneRowsGet(Amat, h->rows));
   ierr = KSPHeptaneRanksEngine(ksp, Amat, comm, todo, &hint, cfg);
   PetscCall(HeptaneRowsRestore(h->rows)); /* MPIAIJ's blocks back (copies are kept) */
@@ -708,12 +751,10 @@ static PetscErrorCode KSPHeptaneCheckSymmetry(KSP ksp, Mat Amat)
     h->symmetric = flg ? 1 : 0;
     PetscCall(PetscSNPrintf(line, sizeof(line), "MatIsSymmetric with tolerance %g ||A||_inf: %s", (double)h->symmetry_tol, flg ? "symmetric" : "NOT symmetric"));
   } else {
-    Mat        aij;
     HeptaneCSR csr   = {};
     double     worst = 0, vij = 0, vji = 0;
     PetscInt   wi = -1, wj = -1;
-    PetscCall(KSPHeptaneAIJ(ksp, Amat, &aij));
-    PetscCall(HeptaneCSRGet(aij, &csr));
+    PetscCall(KSPHeptaneCSRGet(ksp, Amat, &csr));
     const heptane::plugin::CsrView &a = csr.view;
     for (heptane::index_t i = 0; i < a.rows; i++)
       for (heptane::index_t k = a.row_ptr[i]; k < a.row_ptr[i + 1]; k++) {
@@ -767,7 +808,7 @@ struct HeptaneThreadsScope {
 static PetscErrorCode KSPHeptaneUpdate(KSP ksp)
 {
   KSP_Heptane                  *h = (KSP_Heptane *)ksp->data;
-  Mat                           Amat, Pmat, aij;
+  Mat                           Amat, Pmat;
   PetscObjectState              nz, st;
   PetscObjectId                 id;
   PetscBool                     isbdiagh, rebuild_pc;
@@ -808,8 +849,7 @@ static PetscErrorCode KSPHeptaneUpdate(KSP ksp)
     if (!h->own->built() || id != h->mat_id || nz != h->mat_nzstate || h->own->config() != cfg) updated = 2;
     else if (st != h->mat_state) updated = 1;
     if (updated) {
-      PetscCall(KSPHeptaneAIJ(ksp, Amat, &aij));
-      PetscCall(HeptaneCSRGet(aij, &csr));
+      PetscCall(KSPHeptaneCSRGet(ksp, Amat, &csr));
       if (updated == 2) {
         PetscCall(KSPHeptaneGridHint(ksp, Amat, &hint));
         HeptaneCallCXX(h->own->build(csr.view, hint, cfg));
@@ -1057,6 +1097,7 @@ static PetscErrorCode KSPView_Heptane(KSP ksp, PetscViewer viewer)
   }
   if (h->engine && h->engine->built()) {
     PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane operator: %s (PETSc matrix %s)\n", h->engine->describe().c_str(), h->mat_type->c_str()));
+    if (!h->engine->distributed() && h->input_how) PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane matrix input: %s\n", h->input_how));
     PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane structure: %s\n", h->grid_source->c_str()));
     PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane values-only update: %s; preconditioner: %s\n", h->engine->refresh_note().c_str(),
                                      h->petsc_pc ? "PETSc's own PCSetUp for the new values"
@@ -1184,6 +1225,7 @@ static PetscErrorCode KSPDestroy_Heptane(KSP ksp)
   delete h->warned;
   delete h->sym_note;
   delete h->nat_note;
+  delete h->baij;
   delete h->last_update;
   delete h->grid_source;
   delete h->mat_type;
@@ -1234,7 +1276,7 @@ static PetscErrorCode KSPCreate_Heptane_Private(KSP ksp, heptane::SolverType sol
   h->symmetric                  = -1;
   h->threads                    = getenv("OMP_NUM_THREADS") ? 0 : 1; /* one per rank unless told */
   PetscCall(PetscStrncpy(h->device, "auto", sizeof(h->device)));
-  HeptaneCallCXX(h->own = new heptane::plugin::MatrixEngine(); h->krylov = new heptane::plugin::KrylovEngine(); h->last_update = new std::string(); h->grid_source = new std::string(); h->mat_type = new std::string(); h->pc_note = new std::string(); h->pc_opts = new heptane::PcOptions(); h->pc_opts_built = new heptane::PcOptions(); h->petsc_pc_note = new std::string(); h->warned = new std::string(); h->sym_note = new std::string(); h->nat_note = new std::string());
+  HeptaneCallCXX(h->own = new heptane::plugin::MatrixEngine(); h->krylov = new heptane::plugin::KrylovEngine(); h->last_update = new std::string(); h->grid_source = new std::string(); h->mat_type = new std::string(); h->pc_note = new std::string(); h->pc_opts = new heptane::PcOptions(); h->pc_opts_built = new heptane::PcOptions(); h->petsc_pc_note = new std::string(); h->warned = new std::string(); h->sym_note = new std::string(); h->nat_note = new std::string(); h->baij = new HeptaneBAIJ());
   h->engine = h->own;
   PetscCall(KSPHeptaneCheckComm(ksp));
 

@@ -68,6 +68,59 @@ static PetscErrorCode HeptaneMPIAIJBlocks(Mat A, Mat *Ad, Mat *Ao, const PetscIn
   PetscFunctionReturn(0);
 }
 
+PetscErrorCode HeptaneBAIJGet(Mat A, const PetscInt bcolmap[], HeptaneBAIJ *b, heptane::plugin::CsrView *view)
+{
+  PetscObjectState nz, st;
+  PetscObjectId    id;
+  PetscInt         bs, nb, bs2;
+  PetscScalar     *a;
+
+  PetscFunctionBegin;
+  PetscCall(MatGetNonzeroState(A, &nz));
+  PetscCall(PetscObjectStateGet((PetscObject)A, &st));
+  PetscCall(PetscObjectGetId((PetscObject)A, &id));
+  PetscCall(MatGetBlockSize(A, &bs));
+  bs2 = bs * bs;
+  if (id != b->id || nz != b->nz || bcolmap != b->bcolmap) { /* a new pattern: the map */
+    const PetscInt *ia, *ja;
+    PetscBool       done;
+    PetscCall(MatGetRowIJ(A, 0, PETSC_FALSE, PETSC_TRUE, &nb, &ia, &ja, &done));
+    PetscCheck(done, PETSC_COMM_SELF, PETSC_ERR_SUP, "heptane: MatGetRowIJ() gave no block CSR for matrix type %s", ((PetscObject)A)->type_name);
+    PetscCheck(ia[nb] * bs2 < 2147483647 && nb * bs < 2147483647, PETSC_COMM_SELF, PETSC_ERR_SUP, "heptane: %" PetscInt_FMT " entries do not fit 32-bit indices", ia[nb] * bs2);
+    HeptaneCallCXX(b->ptr.resize((size_t)(nb * bs) + 1); b->col.resize((size_t)(ia[nb] * bs2)); b->src.resize((size_t)(ia[nb] * bs2)); b->val.resize((size_t)(ia[nb] * bs2)));
+    size_t e  = 0;
+    b->ptr[0] = 0;
+    for (PetscInt ib = 0; ib < nb; ib++)
+      for (PetscInt r = 0; r < bs; r++) {
+        for (PetscInt k = ia[ib]; k < ia[ib + 1]; k++) {
+          const PetscInt jb = bcolmap ? bcolmap[ja[k]] : ja[k];
+          for (PetscInt c = 0; c < bs; c++, e++) {
+            b->col[e] = (heptane::index_t)(jb * bs + c);
+            b->src[e] = k * bs2 + c * bs + r; /* blocks are stored column-major */
+          }
+        }
+        b->ptr[(size_t)(ib * bs + r) + 1] = (heptane::index_t)e;
+      }
+    PetscCall(MatRestoreRowIJ(A, 0, PETSC_FALSE, PETSC_TRUE, &nb, &ia, &ja, &done));
+    b->id      = id;
+    b->nz      = nz;
+    b->bcolmap = bcolmap;
+    b->state   = -1;
+  }
+  if (st != b->state) { /* new values (a second call for the same values gathers nothing) */
+    PetscCall(MatSeqBAIJGetArray(A, &a));
+    const size_t n = b->src.size();
+    for (size_t e = 0; e < n; e++) b->val[e] = PetscRealPart(a[b->src[e]]);
+    PetscCall(MatSeqBAIJRestoreArray(A, &a));
+    PetscCall(PetscObjectStateGet((PetscObject)A, &b->state)); /* GetArray/RestoreArray moved it on */
+  }
+  view->rows    = (heptane::index_t)(b->ptr.size() - 1);
+  view->row_ptr = b->ptr.data();
+  view->col_idx = b->col.data();
+  view->values  = b->val.data();
+  PetscFunctionReturn(0);
+}
+
 PetscErrorCode HeptaneRowsGet(Mat A, HeptaneRows *r)
 {
   Mat                Ad, Ao;
@@ -99,9 +152,23 @@ PetscErrorCode HeptaneRowsGet(Mat A, HeptaneRows *r)
     }
     PetscFunctionReturn(0);
   }
+  r->inplace = PETSC_FALSE;
+  {
+    PetscBool mpibaij;
+    PetscCall(PetscObjectBaseTypeCompare((PetscObject)A, MATMPIBAIJ, &mpibaij));
+    r->baij = mpibaij;
+    if (mpibaij) { /* its two SeqBAIJ blocks, expanded through a map kept per pattern */
+      const PetscInt *bgarray;
+      PetscCall(MatMPIBAIJGetSeqBAIJ(A, &Ad, &Ao, &bgarray));
+      PetscCall(HeptaneBAIJGet(Ad, NULL, &r->bd, &r->split.diag));
+      PetscCall(HeptaneBAIJGet(Ao, bgarray, &r->bo, &r->split.off));
+      PetscCheck(r->split.diag.rows == n && r->split.off.rows == n, PETSC_COMM_SELF, PETSC_ERR_PLIB, "heptane: the MPIBAIJ blocks have %d and %d rows, the rank owns %" PetscInt_FMT, (int)r->split.diag.rows, (int)r->split.off.rows, n);
+      r->split.off_cols = NULL; /* global columns */
+      PetscFunctionReturn(0);
+    }
+  }
   /* another type: copied row by row. Sizes first (MatGetRow without indices or values only
      counts), then one allocation */
-  r->inplace = PETSC_FALSE;
   for (PetscInt i = r->rstart; i < r->rend; i++) {
     PetscCall(MatGetRow(A, i, &ncols, &cols, NULL));
     for (PetscInt k = 0; k < ncols; k++) {

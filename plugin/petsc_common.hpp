@@ -74,14 +74,33 @@ typedef struct {
 PETSC_INTERN PetscErrorCode HeptaneCSRGet(Mat, HeptaneCSR *);
 PETSC_INTERN PetscErrorCode HeptaneCSRRestore(HeptaneCSR *);
 
+/* A SeqBAIJ matrix (or MPIBAIJ's diagonal or off-diagonal block) as heptane's scalar CSR,
+   without MatConvert: once per nonzero pattern the scalar pattern (every entry of every
+   block, columns ascending) and, for each entry, where its value lies in the BAIJ array
+   (blocks column-major); then each HeptaneBAIJGet gathers the values through that map (one
+   pass, no allocation) into `val`, which the view points to. `bcolmap` (MPIBAIJ's off-diagonal
+   block): the global block column of each of its block columns; NULL: the columns as they are. */
+struct HeptaneBAIJ {
+  PetscObjectId                 id      = 0;
+  PetscObjectState              nz      = -1;
+  PetscObjectState              state   = -1; /* of the values in val */
+  const PetscInt               *bcolmap = nullptr;
+  std::vector<heptane::index_t> ptr, col;
+  std::vector<PetscInt>         src;
+  std::vector<double>           val;
+};
+PETSC_INTERN PetscErrorCode HeptaneBAIJGet(Mat, const PetscInt bcolmap[], HeptaneBAIJ *, heptane::plugin::CsrView *);
+
 /* Several ranks: this rank's rows [rstart, rend) of a parallel matrix as heptane's DistRows
    (engine_impl.hpp): its diagonal block (the columns of its own rows, local indices: what the
    preconditioner is built from) and its other entries (global columns through off_cols).
    An MPIAIJ matrix (bdiagh on several ranks, an MPIAIJ by another name; the mpiaij types of
    PETSc's GPU back ends) lends its two SeqAIJ blocks in place (MatMPIAIJGetSeqAIJ: Ad, Ao and
-   garray; MatGetRowIJ, MatSeqAIJGetArrayRead: no copy) until HeptaneRowsRestore. Any other
-   type (MPIBAIJ, ...) is copied row by row (MatGetRow) into arrays kept here, refilled by
-   every HeptaneRowsGet; HeptaneRowsRestore leaves them. */
+   garray; MatGetRowIJ, MatSeqAIJGetArrayRead: no copy) until HeptaneRowsRestore. An MPIBAIJ
+   gives its two SeqBAIJ blocks (MatMPIBAIJGetSeqBAIJ) through HeptaneBAIJGet: the pattern once
+   per nonzero state, the values gathered at each call. Any other type is copied row by row
+   (MatGetRow) into arrays kept here, refilled by every HeptaneRowsGet; HeptaneRowsRestore
+   leaves them. */
 typedef struct {
   PetscInt                      rstart, rend;
   PetscBool                     inplace;                /* the last HeptaneRowsGet lent MPIAIJ's blocks */
@@ -89,7 +108,9 @@ typedef struct {
   std::vector<heptane::index_t> garray32;               /* lent, 64-bit PetscInt: garray in 32 bits */
   std::vector<heptane::index_t> dptr, dcol, optr, ocol; /* copied */
   std::vector<double>           dval, oval;
-  heptane::plugin::DistRows     split; /* both parts (valid until HeptaneRowsRestore when lent) */
+  HeptaneBAIJ                   bd, bo; /* MPIBAIJ: its two SeqBAIJ blocks through HeptaneBAIJGet */
+  PetscBool                     baij;   /* the last HeptaneRowsGet read an MPIBAIJ's blocks */
+  heptane::plugin::DistRows     split;  /* both parts (valid until HeptaneRowsRestore when lent) */
 } HeptaneRows;
 
 PETSC_INTERN PetscErrorCode HeptaneRowsGet(Mat, HeptaneRows *);

@@ -22,6 +22,10 @@ set(plugin_so $<TARGET_FILE:heptane_petsc>)
 set(compare ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/plugin_compare.py --plugin ${plugin_so})
 set(host $<TARGET_FILE:plugin_host>)
 set(ref_bcgs "-ksp_type bcgs -ksp_pc_side right")
+# tests/plugin_solves.py: plugin_compare.py plus checks on every solve (reason, error, iterations)
+set(solves ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/plugin_solves.py)
+set(hep1 "-dll_append ${plugin_so}")
+set(host_checks --max-error 1e-8)
 # OpenMPI refuses root without these (the CI runs as root); passive OpenMP waiting keeps a
 # loaded CI host from stalling in barriers.
 set(plugin_env "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMP_WAIT_POLICY=passive;OMPI_MCA_rmaps_base_oversubscribe=1")
@@ -41,10 +45,18 @@ heptane_plugin_test(plugin_host_dmda_nc3_newton_reuses_setup
   --expect "heptane preconditioner setups: 1 full \\(symbolic \\+ numeric\\), 2 values-only \\(numeric only"
   --expect "grid 12x12x12 Nc=3 from DMDA" --expect "bdiagh 5184x5184 Nc=3 D=7"
   --reject MISMATCH -- ${host} -dof 3 -solves 3)
-heptane_plugin_test(plugin_host_baij_converted_once
-  ${compare} --ref "${ref_bcgs} -dm_mat_type baij" --heptane "-ksp_type hbcgs -ksp_view -dm_mat_type baij"
-  --expect "PETSc matrix seqbaij" --expect "heptane setups: 1 full \\(new pattern\\), 1 values-only"
-  --reject MISMATCH -- ${host} -dof 3 -solves 2)
+# BAIJ without MatConvert: a block-to-scalar map once per pattern, the values gathered at each
+# setup; SBAIJ (upper triangle) through an AIJ copy; every solve against the known solution
+heptane_plugin_test(plugin_host_baij_read_through_a_map
+  ${solves} ${host_checks} --solves 3 --
+  --plugin ${plugin_so} --ref "${ref_bcgs} -dm_mat_type baij" --heptane "-ksp_type hbcgs -ksp_view -dm_mat_type baij"
+  --expect "PETSc matrix seqbaij" --expect "heptane matrix input: BAIJ read through a block-to-scalar map made once per pattern"
+  --expect "heptane setups: 1 full \\(new pattern\\), 2 values-only" --reject MISMATCH -- ${host} -dof 3 -solves 3)
+heptane_plugin_test(plugin_host_sbaij_hcg_matches_cg
+  ${solves} ${host_checks} --its-diff 2 --solves 2 --
+  --plugin ${plugin_so} --ref "-ksp_type cg -pc_type jacobi" --heptane "-ksp_type hcg -pc_type jacobi -ksp_view"
+  --expect "PETSc matrix seqsbaij" --expect "heptane matrix input: SBAIJ converted to AIJ once per pattern"
+  --expect "the matrix is marked symmetric" --reject MISMATCH -- ${host} -use_dm 0 -mat_type sbaij -convection 0 -solves 2)
 heptane_plugin_test(plugin_host_bdiagh_mat_type
   ${compare} --ref "${ref_bcgs} -dm_mat_type aij" --heptane "-ksp_type hbcgs -ksp_view -dm_mat_type bdiagh -mat_view ::ascii_info"
   --expect "PETSc matrix bdiagh" --expect "BDIA-GH copy: bdiagh 5184x5184 Nc=3 D=7"
@@ -132,9 +144,6 @@ endif()
 # solution (plugin_host: rel_error) or the true relative residual (reservoir), and for the heptane
 # run the iterations against a band (--its), or against the reference run's (--max-its-ratio,
 # --its-diff). Bands measured on the CPU at these sizes (2026-11-25), with room for rounding.
-set(solves ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/plugin_solves.py)
-set(hep1 "-dll_append ${plugin_so}")
-set(host_checks --max-error 1e-8)
 if(HEPTANE_BUILD_EXAMPLES)
   set(res_p $<TARGET_FILE:reservoir> -nx 16 -ny 12 -nz 8 -steps 3 -ksp_rtol 1e-9 -system pressure)
   set(res_c $<TARGET_FILE:reservoir> -nx 16 -ny 12 -nz 8 -steps 2 -newton 3 -ksp_rtol 1e-9 -system coupled)
@@ -454,7 +463,7 @@ if(HEPTANE_PETSC_MPIEXEC)
         --expect "pressure: ksp hcg" --reject DIVERGED -- ${reservoir2} -system pressure)
       # bdiagh is an MPIAIJ by another name: its blocks are read in place; MPIBAIJ is copied
       set(rows_bdiagh "rows read in place from the MPIAIJ's diagonal and off-diagonal blocks")
-      set(rows_baij "rows copied with MatGetRow \\(not an MPIAIJ: mpibaij\\)")
+      set(rows_baij "rows read from the MPIBAIJ's two SeqBAIJ blocks \\(MatMPIBAIJGetSeqBAIJ\\) through a block-to-scalar map")
       foreach(type bdiagh baij)
         heptane_plugin_test(plugin_reservoir_two_ranks_${type}_matrices
           ${compare} --mpiexec "${np2}" --ref ${ref_bcgs} --heptane "-ksp_type hbcgs -dm_mat_type ${type} -ksp_view"
@@ -544,6 +553,18 @@ if(HEPTANE_PETSC_MPIEXEC)
       ${compare} --mpiexec "${np3}" --ref "${ref_bcgs} -pc_type pbjacobi" --heptane "-ksp_type hbcgs -pc_type pbjacobi -ksp_view"
       --expect "heptane setups: 2 full \\(new pattern\\), 1 values-only" --reject MISMATCH
       -- ${host} -use_dm 0 -dof 2 -solves 3 -new_pattern_at 2)
+    foreach(np 2 3)
+      heptane_plugin_test(plugin_host_${np}_ranks_mpibaij_matches_bcgs
+        ${solves} ${host_checks} --solves 2 --
+        --plugin ${plugin_so} --mpiexec "${np${np}}" --ref ${ref_bcgs} --heptane "-ksp_type hbcgs -ksp_view"
+        --expect "PETSc matrix mpibaij" --expect "rows read from the MPIBAIJ's two SeqBAIJ blocks"
+        --expect "heptane setups: 1 full \\(new pattern\\), 1 values-only" --reject MISMATCH -- ${host} -use_dm 0 -mat_type baij -dof 2 -solves 2)
+      heptane_plugin_test(plugin_host_${np}_ranks_mpisbaij_hcg_matches_cg
+        ${solves} ${host_checks} --its-diff 2 --solves 2 --
+        --plugin ${plugin_so} --mpiexec "${np${np}}" --ref "-ksp_type cg -pc_type jacobi" --heptane "-ksp_type hcg -pc_type jacobi -ksp_view"
+        --expect "PETSc matrix mpisbaij" --expect "symmetry check .*: the matrix is marked symmetric" --reject MISMATCH
+        -- ${host} -use_dm 0 -mat_type sbaij -convection 0 -solves 2)
+    endforeach()
     heptane_plugin_test(plugin_host_two_ranks_hcg_nonsymmetric_stops
       ${solves} --reason DIVERGED_INDEFINITE_MAT --its host=0:0 --solves 1 --
       --plugin ${plugin_so} --mpiexec "${np2}" --heptane "-ksp_type hcg -ksp_view"

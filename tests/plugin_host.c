@@ -11,7 +11,8 @@
 
    Options: -n N (cells per dimension, 12), -dim 2|3 (3), -dof d (1), -use_dm 0|1 (1),
             -solves k (1), -new_pattern_at k (0 = never), -convection c (0.3), -x0 0|1 (0)
-   plus any -ksp_ / -pc_ / -mat_type / -dm_mat_type option.
+   plus any -ksp_ / -pc_ / -mat_type / -dm_mat_type option (-mat_type sbaij stores the upper
+   triangle: a symmetric system, -convection 0 -dof 1).
 
    Written in C that is also valid C++ (the build compiles it as C++).
 */
@@ -111,6 +112,11 @@ int main(int argc, char **argv)
     PetscCall(MatMPIAIJSetPreallocation(A, 8 * dof, NULL, 8 * dof, NULL));
     PetscCall(MatSetOption(A, MAT_NEW_NONZERO_ALLOCATION_ERR, PETSC_FALSE));
     PetscCall(MatSetUp(A));
+  }
+  { /* -mat_type sbaij (symmetric storage: use -convection 0 -dof 1): the upper triangle is kept */
+    PetscBool sbaij;
+    PetscCall(PetscObjectTypeCompareAny((PetscObject)A, &sbaij, MATSEQSBAIJ, MATMPISBAIJ, ""));
+    if (sbaij) PetscCall(MatSetOption(A, MAT_IGNORE_LOWER_TRIANGULAR, PETSC_TRUE));
   }
   PetscCall(MatCreateVecs(A, &x, &b));
   PetscCall(VecDuplicate(x, &xe));
