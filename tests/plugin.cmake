@@ -2,8 +2,12 @@
 # (-dll_append, or PETSC_OPTIONS) into programs that link PETSc only and know nothing of heptane:
 # tests/plugin_host.c and the reservoir example. tests/plugin_compare.py runs each program with a
 # PETSc KSP and with heptane's and compares the numbers they print (solution norms, checksums,
-# Newton residuals). The reference runs use right preconditioning so that PETSc stops on the
-# same unpreconditioned ||r|| <= rtol ||b|| as heptane.
+# Newton residuals); tests/plugin_solves.py (${solves}), which every test that solves goes
+# through, also checks every solve either run reports: its converged reason, its error against
+# the known solution (plugin_host) or its true relative residual (reservoir), and its iterations
+# against the reference's (--its-diff for the same method, --max-its-ratio otherwise) or a band.
+# The reference runs use right preconditioning so that PETSc stops on the same unpreconditioned
+# ||r|| <= rtol ||b|| as heptane.
 if(NOT TARGET heptane_petsc)
   return()
 endif()
@@ -37,10 +41,12 @@ endfunction()
 
 # ---- results match PETSc's own KSPs --------------------------------------------------------
 heptane_plugin_test(plugin_host_bcgs_matches_petsc
-  ${compare} --ref ${ref_bcgs} --heptane "-ksp_type hbcgs"
+  ${solves} ${host_checks} --its-diff 2 --
+    --plugin ${plugin_so} --ref ${ref_bcgs} --heptane "-ksp_type hbcgs"
   --expect "ksp=hbcgs" --reject MISMATCH -- ${host})
 heptane_plugin_test(plugin_host_dmda_nc3_newton_reuses_setup
-  ${compare} --ref ${ref_bcgs} --heptane "-ksp_type hbcgs -ksp_view"
+  ${solves} ${host_checks} --its-diff 2 --
+    --plugin ${plugin_so} --ref ${ref_bcgs} --heptane "-ksp_type hbcgs -ksp_view"
   --expect "heptane setups: 1 full \\(new pattern\\), 2 values-only"
   --expect "heptane preconditioner setups: 1 full \\(symbolic \\+ numeric\\), 2 values-only \\(numeric only"
   --expect "grid 12x12x12 Nc=3 from DMDA" --expect "bdiagh 5184x5184 Nc=3 D=7"
@@ -58,24 +64,29 @@ heptane_plugin_test(plugin_host_sbaij_hcg_matches_cg
   --expect "PETSc matrix seqsbaij" --expect "heptane matrix input: SBAIJ converted to AIJ once per pattern"
   --expect "the matrix is marked symmetric" --reject MISMATCH -- ${host} -use_dm 0 -mat_type sbaij -convection 0 -solves 2)
 heptane_plugin_test(plugin_host_bdiagh_mat_type
-  ${compare} --ref "${ref_bcgs} -dm_mat_type aij" --heptane "-ksp_type hbcgs -ksp_view -dm_mat_type bdiagh -mat_view ::ascii_info"
+  ${solves} ${host_checks} --its-diff 2 --
+    --plugin ${plugin_so} --ref "${ref_bcgs} -dm_mat_type aij" --heptane "-ksp_type hbcgs -ksp_view -dm_mat_type bdiagh -mat_view ::ascii_info"
   --expect "PETSc matrix bdiagh" --expect "BDIA-GH copy: bdiagh 5184x5184 Nc=3 D=7"
   --expect "heptane setups: 1 full \\(new pattern\\), 1 values-only"
   --reject MISMATCH -- ${host} -dof 3 -solves 2)
 heptane_plugin_test(plugin_host_bdiagh_with_petsc_bcgs
-  ${compare} --ref "${ref_bcgs} -dm_mat_type aij" --heptane "${ref_bcgs} -dm_mat_type bdiagh"
+  ${solves} ${host_checks} --its-diff 2 --
+    --plugin ${plugin_so} --ref "${ref_bcgs} -dm_mat_type aij" --heptane "${ref_bcgs} -dm_mat_type bdiagh"
   --expect "ksp=bcgs" -- ${host} -dof 2 -solves 2)
 heptane_plugin_test(plugin_host_new_pattern_is_detected_again
-  ${compare} --ref ${ref_bcgs} --heptane "-ksp_type hbcgs -ksp_view -info"
+  ${solves} ${host_checks} --its-diff 2 --
+    --plugin ${plugin_so} --ref ${ref_bcgs} --heptane "-ksp_type hbcgs -ksp_view -info"
   --expect "heptane setups: 2 full \\(new pattern\\), 1 values-only" --expect "detected: Nc=2"
   --reject MISMATCH -- ${host} -use_dm 0 -dof 2 -solves 3 -new_pattern_at 3)
 heptane_plugin_test(plugin_host_grid_from_options
-  ${compare} --ref ${ref_bcgs} --heptane "-ksp_type hbcgs -ksp_view -heptane_grid 12,12,12 -heptane_block 2"
+  ${solves} ${host_checks} --its-diff 2 --
+    --plugin ${plugin_so} --ref ${ref_bcgs} --heptane "-ksp_type hbcgs -ksp_view -heptane_grid 12,12,12 -heptane_block 2"
   --expect "grid 12x12x12 Nc=2 from -heptane_grid/-heptane_block"
   -- ${host} -use_dm 0 -dof 2 -mat_type baij)
 foreach(pc none jacobi pbjacobi ilu)
   heptane_plugin_test(plugin_host_pc_${pc}
-    ${compare} --ref "${ref_bcgs} -pc_type ${pc}" --heptane "-ksp_type hbcgs -pc_type ${pc} -ksp_view"
+    ${solves} ${host_checks} --its-diff 2 --
+    --plugin ${plugin_so} --ref "${ref_bcgs} -pc_type ${pc}" --heptane "-ksp_type hbcgs -pc_type ${pc} -ksp_view"
     --expect "from -pc_type ${pc}" --reject MISMATCH -- ${host} -dof 2)
 endforeach()
 # Jacobi and block Jacobi folded into the operator (BiCGStab on A M^-1, x = M^-1 y): the same
@@ -83,41 +94,50 @@ endforeach()
 # guess and CG keep the preconditioner apart
 foreach(pc jacobi pbjacobi)
   heptane_plugin_test(plugin_host_${pc}_folded_into_the_operator
-    ${compare} --ref "${ref_bcgs} -pc_type ${pc}" --heptane "-ksp_type hbcgs -pc_type ${pc} -ksp_view"
+    ${solves} ${host_checks} --its-diff 2 --
+    --plugin ${plugin_so} --ref "${ref_bcgs} -pc_type ${pc}" --heptane "-ksp_type hbcgs -pc_type ${pc} -ksp_view"
     --expect "preconditioner folded into the operator \\(-heptane_fold\\): BiCGStab on A M\\^-1 \\(made for this solve"
     --expect "heptane setups: 1 full \\(new pattern\\), 2 values-only"
     --reject MISMATCH -- ${host} -dof 3 -solves 3)
 endforeach()
 heptane_plugin_test(plugin_host_fold_off_keeps_the_preconditioner_apart
-  ${compare} --ref "${ref_bcgs} -pc_type pbjacobi" --heptane "-ksp_type hbcgs -pc_type pbjacobi -heptane_fold 0 -ksp_view"
+  ${solves} ${host_checks} --its-diff 2 --
+    --plugin ${plugin_so} --ref "${ref_bcgs} -pc_type pbjacobi" --heptane "-ksp_type hbcgs -pc_type pbjacobi -heptane_fold 0 -ksp_view"
   "--expect=-heptane_fold FALSE" --reject "folded into the operator" --reject MISMATCH -- ${host} -dof 3 -solves 2)
 heptane_plugin_test(plugin_host_initial_guess_nonzero_is_not_folded
-  ${compare} --ref "${ref_bcgs} -pc_type pbjacobi -ksp_initial_guess_nonzero" --heptane "-ksp_type hbcgs -pc_type pbjacobi -ksp_initial_guess_nonzero -ksp_view"
+  ${solves} ${host_checks} --its-diff 2 --
+    --plugin ${plugin_so} --ref "${ref_bcgs} -pc_type pbjacobi -ksp_initial_guess_nonzero" --heptane "-ksp_type hbcgs -pc_type pbjacobi -ksp_initial_guess_nonzero -ksp_view"
   --reject "folded into the operator" --reject MISMATCH -- ${host} -dof 2 -x0 1)
 foreach(fmt csr ell hyb dia bsr coo)
   heptane_plugin_test(plugin_host_format_${fmt}
-    ${compare} --ref ${ref_bcgs} --heptane "-ksp_type hbcgs -heptane_format ${fmt} -ksp_view"
+    ${solves} ${host_checks} --its-diff 2 --
+    --plugin ${plugin_so} --ref ${ref_bcgs} --heptane "-ksp_type hbcgs -heptane_format ${fmt} -ksp_view"
     --expect "heptane operator: ${fmt} " --reject MISMATCH -- ${host} -dof 2 -solves 2)
 endforeach()
 heptane_plugin_test(plugin_host_ilu_multicolor
-  ${compare} --ref ${ref_bcgs} --heptane "-ksp_type hbcgs -heptane_ilu multicolor -ksp_view"
+  ${solves} ${host_checks} --its host=8:20 --
+    --plugin ${plugin_so} --ref ${ref_bcgs} --heptane "-ksp_type hbcgs -heptane_ilu multicolor -ksp_view"
   --expect "heptane preconditioner: ilu0-mc Nc=3"
   --expect "heptane preconditioner setups: 1 full \\(symbolic \\+ numeric\\), 1 values-only"
   --reject MISMATCH -- ${host} -dof 3 -solves 2)
 # mixed precision is refined against an fp64 copy of the matrix: PETSc's answer at its rtol;
 # -heptane_refine 0 stops on the fp32 matrix's residual
 heptane_plugin_test(plugin_host_mixed_precision
-  ${compare} --tol 1e-5 --ref "${ref_bcgs} -ksp_rtol 1e-6" --heptane "-ksp_type hbcgs -heptane_precision mixed -ksp_rtol 1e-6 -ksp_view"
+  ${solves} --max-error 1e-4 --its-diff 3 --
+  --plugin ${plugin_so} --tol 1e-5 --ref "${ref_bcgs} -ksp_rtol 1e-6" --heptane "-ksp_type hbcgs -heptane_precision mixed -ksp_rtol 1e-6 -ksp_view"
   --expect "fp32 values/fp64 vectors" --expect "refined against the fp64 matrix \\(-heptane_refine\\), corrections: [1-9]"
   -- ${host} -dof 2)
 heptane_plugin_test(plugin_host_mixed_precision_unrefined
-  ${compare} --tol 1e-4 --ref "${ref_bcgs} -ksp_rtol 1e-6" --heptane "-ksp_type hbcgs -heptane_precision mixed -heptane_refine 0 -ksp_rtol 1e-6 -ksp_view"
+  ${solves} --max-error 1e-3 --
+  --plugin ${plugin_so} --tol 1e-4 --ref "${ref_bcgs} -ksp_rtol 1e-6" --heptane "-ksp_type hbcgs -heptane_precision mixed -heptane_refine 0 -ksp_rtol 1e-6 -ksp_view"
   --expect "fp32 values/fp64 vectors" --reject "refined against" -- ${host} -dof 2)
 heptane_plugin_test(plugin_host_hcg_matches_cg
-  ${compare} --ref "-ksp_type cg -pc_type jacobi" --heptane "-ksp_type hcg -pc_type jacobi"
+  ${solves} ${host_checks} --its-diff 2 --
+    --plugin ${plugin_so} --ref "-ksp_type cg -pc_type jacobi" --heptane "-ksp_type hcg -pc_type jacobi"
   --expect "ksp=hcg" --reject MISMATCH -- ${host} -convection 0)
 heptane_plugin_test(plugin_host_initial_guess_nonzero
-  ${compare} --ref "${ref_bcgs} -ksp_initial_guess_nonzero" --heptane "-ksp_type hbcgs -ksp_initial_guess_nonzero"
+  ${solves} ${host_checks} --its-diff 2 --
+    --plugin ${plugin_so} --ref "${ref_bcgs} -ksp_initial_guess_nonzero" --heptane "-ksp_type hbcgs -ksp_initial_guess_nonzero"
   --reject MISMATCH -- ${host} -x0 1)
 
 # ---- the reservoir example: same solution to the tolerance, by options alone ---------------
@@ -125,16 +145,20 @@ heptane_plugin_test(plugin_host_initial_guess_nonzero
 if(HEPTANE_BUILD_EXAMPLES)
   set(reservoir $<TARGET_FILE:reservoir> -nx 16 -ny 12 -nz 8 -steps 2 -newton 2 -ksp_rtol 1e-9)
   heptane_plugin_test(plugin_reservoir_hbcgs_matches_bcgs
-    ${compare} --ref ${ref_bcgs} --heptane "-ksp_type hbcgs"
+    ${solves} --max-relres 1e-8 --its-diff 2 --
+    --plugin ${plugin_so} --ref ${ref_bcgs} --heptane "-ksp_type hbcgs"
     --expect "pressure: ksp hbcgs" --expect "coupled: ksp hbcgs" -- ${reservoir})
   heptane_plugin_test(plugin_reservoir_through_petsc_options
-    ${compare} --via-env --ref ${ref_bcgs} --heptane "-ksp_type hbcgs -pc_type ilu"
+    ${solves} --max-relres 1e-8 --its-diff 2 --
+    --plugin ${plugin_so} --via-env --ref ${ref_bcgs} --heptane "-ksp_type hbcgs -pc_type ilu"
     --expect "coupled: ksp hbcgs" -- ${reservoir})
   heptane_plugin_test(plugin_reservoir_bdiagh_matrices
-    ${compare} --ref ${ref_bcgs} --heptane "-ksp_type hbcgs -dm_mat_type bdiagh"
+    ${solves} --max-relres 1e-8 --its-diff 2 --
+    --plugin ${plugin_so} --ref ${ref_bcgs} --heptane "-ksp_type hbcgs -dm_mat_type bdiagh"
     --expect "coupled: ksp hbcgs" -- ${reservoir})
   heptane_plugin_test(plugin_reservoir_hcg_pressure
-    ${compare} --ref "-ksp_type cg" --heptane "-ksp_type hcg"
+    ${solves} --max-relres 1e-8 --max-its-ratio 1.2 --
+    --plugin ${plugin_so} --ref "-ksp_type cg" --heptane "-ksp_type hcg"
     --expect "pressure: ksp hcg" -- ${reservoir} -system pressure)
 endif()
 
@@ -270,11 +294,13 @@ heptane_plugin_test(plugin_host_hcpr_pressure_index_is_an_error
 
 # ---- PETSc's KSP machinery: monitor, reason, view, -help, errors ---------------------------
 heptane_plugin_test(plugin_host_monitor_and_reason
-  ${compare} --heptane "-ksp_type hbcgs -ksp_monitor -ksp_converged_reason"
+  ${solves} ${host_checks} --
+    --plugin ${plugin_so} --heptane "-ksp_type hbcgs -ksp_monitor -ksp_converged_reason"
   --expect "  0 KSP Residual norm" --expect "Linear solve converged due to CONVERGED_RTOL iterations"
   -- ${host})
 heptane_plugin_test(plugin_host_help_lists_options
-  ${compare} --heptane "-ksp_type hbcgs -help"
+  ${solves} ${host_checks} --
+    --plugin ${plugin_so} --heptane "-ksp_type hbcgs -help"
   "--expect=KSP hbcgs options" "--expect=-heptane_format:? <now auto : formerly auto>.*choose one of. auto csr bdiagh"
   "--expect=-heptane_device:? <now auto" "--expect=-heptane_precision:? <now double" "--expect=-heptane_check_every:? <now 8" "--expect=-heptane_ilu:? <now auto"
   "--expect=-heptane_grid" "--expect=-heptane_block" "--expect=-heptane_prewarm: <(now )?TRUE" -- ${host})
@@ -307,13 +333,15 @@ heptane_plugin_test(plugin_host_heptane_petsc_pc_forced
   --expect "PETSc's own PC ilu, applied through PCApply at every iteration \\(-heptane_petsc_pc\\)" -- ${host} -dof 2 -solves 2)
 # a PC heptane applies keeps its type in PCGetType and -ksp_view, its own setup not run
 heptane_plugin_test(plugin_host_held_pc_keeps_its_type
-  ${compare} --ref ${ref_bcgs} --heptane "-ksp_type hbcgs -pc_type ilu -ksp_view"
+  ${solves} ${host_checks} --its-diff 2 --
+    --plugin ${plugin_so} --ref ${ref_bcgs} --heptane "-ksp_type hbcgs -pc_type ilu -ksp_view"
   --expect "heptane preconditioner: ilu0 Nc=2.*from -pc_type ilu. applied by heptane inside its loop"
   --expect "PC Object: 1 MPI process(es)?\\n +type: ilu\\n +applied by heptane inside the KSP"
   --reject MISMATCH -- ${host} -dof 2)
 # options heptane's ILU(0) cannot honour are named in a warning, not dropped
 heptane_plugin_test(plugin_host_ilu_shift_is_warned
-  ${compare} --heptane "-ksp_type hbcgs -pc_factor_shift_type inblocks"
+  ${solves} ${host_checks} --
+    --plugin ${plugin_so} --heptane "-ksp_type hbcgs -pc_factor_shift_type inblocks"
   --expect "WARNING \\(heptane\\): KSP hbcgs: the ILU zero-pivot shift INBLOCKS \\(-pc_factor_shift_type\\) is not applied by heptane's ILU\\(0\\)"
   -- ${host} -dof 2)
 # ---- hcg on a matrix that is not symmetric: stopped before iterating, with a warning that
@@ -334,10 +362,12 @@ heptane_plugin_test(plugin_host_hcg_symmetry_check_off
   --reject WARNING -- ${host})
 # ---- threads: one OpenMP thread per rank unless told (OMP_NUM_THREADS or -heptane_threads)
 heptane_plugin_test(plugin_host_one_thread_per_rank_by_default
-  env -u OMP_NUM_THREADS ${compare} --heptane "-ksp_type hbcgs -heptane_device cpu -ksp_view"
+  env -u OMP_NUM_THREADS ${solves} ${host_checks} --
+    --plugin ${plugin_so} --heptane "-ksp_type hbcgs -heptane_device cpu -ksp_view"
   --expect "heptane threads: 1 OpenMP thread per rank \\(the default" --expect "on cpu \\(1 threads\\)" -- ${host})
 heptane_plugin_test(plugin_host_threads_option
-  ${compare} --heptane "-ksp_type hbcgs -heptane_device cpu -heptane_threads 2 -ksp_view"
+  ${solves} ${host_checks} --
+    --plugin ${plugin_so} --heptane "-ksp_type hbcgs -heptane_device cpu -heptane_threads 2 -ksp_view"
   --expect "heptane threads: 2 OpenMP threads per rank \\(-heptane_threads\\)" --expect "on cpu \\(2 threads\\)" -- ${host})
 heptane_plugin_test(plugin_host_wrong_grid_is_an_error
   ${compare} --heptane "-ksp_type hbcgs -heptane_grid 12,12,11"
@@ -367,29 +397,35 @@ if(HEPTANE_HAVE_CUDA)
   # the GPU was set up on a background thread when the plugin was loaded (-heptane_prewarm)
   foreach(pc jacobi pbjacobi)
     heptane_plugin_gpu_test(plugin_host_gpu_${pc}_numeric_on_device
-      ${compare} --ref "${ref_bcgs} -pc_type ${pc}" --heptane "-ksp_type hbcgs -pc_type ${pc} -heptane_device gpu -ksp_view"
+      ${solves} ${host_checks} --
+      --plugin ${plugin_so} --ref "${ref_bcgs} -pc_type ${pc}" --heptane "-ksp_type hbcgs -pc_type ${pc} -heptane_device gpu -ksp_view"
       --expect "${on_device}" --expect "${two_refreshes}" --expect "on the device, after a pinned, chunked upload"
       --expect "symbolic part on the device, from the operator's device copy of the pattern"
       --expect "cuda:0 made on a background thread at load" --expect "preconditioner folded into the operator"
       --reject MISMATCH -- ${host} -dof 3 -solves 3)
   endforeach()
   heptane_plugin_gpu_test(plugin_host_gpu_without_prewarm
-    ${compare} --ref "${ref_bcgs} -pc_type pbjacobi" --heptane "-ksp_type hbcgs -pc_type pbjacobi -heptane_device gpu -heptane_prewarm 0 -ksp_view"
+    ${solves} ${host_checks} --
+    --plugin ${plugin_so} --ref "${ref_bcgs} -pc_type pbjacobi" --heptane "-ksp_type hbcgs -pc_type pbjacobi -heptane_device gpu -heptane_prewarm 0 -ksp_view"
     --expect "${on_device}" --reject "background thread" --reject MISMATCH -- ${host} -dof 2 -solves 2)
   heptane_plugin_gpu_test(plugin_host_gpu_pbjacobi_csr_numeric_on_device
-    ${compare} --ref "${ref_bcgs} -pc_type pbjacobi" --heptane "-ksp_type hbcgs -pc_type pbjacobi -heptane_device gpu -heptane_format csr -ksp_view"
+    ${solves} ${host_checks} --
+    --plugin ${plugin_so} --ref "${ref_bcgs} -pc_type pbjacobi" --heptane "-ksp_type hbcgs -pc_type pbjacobi -heptane_device gpu -heptane_format csr -ksp_view"
     --expect "${on_device}" --expect "${two_refreshes}" --reject MISMATCH -- ${host} -dof 3 -solves 3)
   heptane_plugin_gpu_test(plugin_host_gpu_pbjacobi_mixed_numeric_on_device
-    ${compare} --tol 1e-5 --ref "${ref_bcgs} -pc_type pbjacobi -ksp_rtol 1e-6" --heptane "-ksp_type hbcgs -pc_type pbjacobi -heptane_device gpu -heptane_precision mixed -ksp_rtol 1e-6 -ksp_view"
+    ${solves} --max-error 1e-4 --
+    --plugin ${plugin_so} --tol 1e-5 --ref "${ref_bcgs} -pc_type pbjacobi -ksp_rtol 1e-6" --heptane "-ksp_type hbcgs -pc_type pbjacobi -heptane_device gpu -heptane_precision mixed -ksp_rtol 1e-6 -ksp_view"
     --expect "${on_device}" --expect "fp32 values/fp64 vectors" --expect "refined against the fp64 matrix"
     --expect "preconditioner folded into the operator" -- ${host} -dof 3 -solves 2)
   heptane_plugin_gpu_test(plugin_host_gpu_ilu_numeric_on_the_host
-    ${compare} --ref ${ref_bcgs} --heptane "-ksp_type hbcgs -heptane_device gpu -heptane_ilu natural -ksp_view"
+    ${solves} ${host_checks} --
+    --plugin ${plugin_so} --ref ${ref_bcgs} --heptane "-ksp_type hbcgs -heptane_device gpu -heptane_ilu natural -ksp_view"
     --expect "numeric part on the host, from a host copy of the matrix \\(pattern compared\\), factors uploaded"
     --expect "${two_refreshes}" --reject MISMATCH -- ${host} -dof 3 -solves 3)
   if(HEPTANE_BUILD_EXAMPLES)
     heptane_plugin_gpu_test(plugin_reservoir_gpu_pbjacobi_matches_bcgs
-      ${compare} --ref "${ref_bcgs} -pc_type pbjacobi" --heptane "-ksp_type hbcgs -pc_type pbjacobi -heptane_device gpu"
+      ${solves} --max-relres 1e-8 --
+      --plugin ${plugin_so} --ref "${ref_bcgs} -pc_type pbjacobi" --heptane "-ksp_type hbcgs -pc_type pbjacobi -heptane_device gpu"
       --expect "coupled: ksp hbcgs" -- $<TARGET_FILE:reservoir> -nx 16 -ny 12 -nz 8 -steps 2 -newton 2 -ksp_rtol 1e-9)
     # AMG and CPR on the GPU: inside hbcgs (the hierarchy placed on the device, the finest level
     # through the device's BDIA-GH operator), and as PETSc's PC (the Vec's array up and back at
@@ -437,7 +473,8 @@ if(HEPTANE_PETSC_MPIEXEC)
       # solution norms, sums and Newton residuals within 1e-6 (relative) of PETSc's bcgs (the
       # ranks take a GPU where there is one: there bjacobi is the multi-colour ILU(0))
       heptane_plugin_test(plugin_reservoir_two_ranks_hbcgs_matches_bcgs
-        ${compare} --mpiexec "${np2}" --ref ${ref_bcgs} --heptane "-ksp_type hbcgs -ksp_view"
+        ${solves} --max-relres 1e-8 --its-diff 2 --
+    --plugin ${plugin_so} --mpiexec "${np2}" --ref ${ref_bcgs} --heptane "-ksp_type hbcgs -ksp_view"
         --expect "2 MPI rank" --expect "pressure: ksp hbcgs" --expect "coupled: ksp hbcgs"
         --expect "heptane preconditioner: ilu0(-mc)? Nc=3.*from -pc_type bjacobi"
         --expect "bdiagh rows .0, 2304\\) of 4608 on rank 0/2, Nc=3 D=7"
@@ -447,26 +484,30 @@ if(HEPTANE_PETSC_MPIEXEC)
         --reject DIVERGED -- ${reservoir2})
       # 3 ranks: 8 z-planes split 3/3/2, a middle rank with halos on both sides
       heptane_plugin_test(plugin_reservoir_three_ranks_hbcgs_matches_bcgs
-        ${compare} --mpiexec "${np3}" --ref ${ref_bcgs} --heptane "-ksp_type hbcgs -ksp_view"
+        ${solves} --max-relres 1e-8 --its-diff 2 --
+    --plugin ${plugin_so} --mpiexec "${np3}" --ref ${ref_bcgs} --heptane "-ksp_type hbcgs -ksp_view"
         --expect "3 MPI rank" --expect "coupled: ksp hbcgs" --expect "3 ranks, rows 0:.0,1728\\) 1:.1728,3456\\) 2:.3456,4608\\)"
         --expect "heptane setups: 1 full \\(new pattern\\), 3 values-only" --reject DIVERGED -- ${reservoir2})
       # 2 ranks against 1: the same answers (pbjacobi does not depend on the split; ILU is
       # block Jacobi over the ranks there, so the iterations differ, not the solution)
       foreach(pc pbjacobi ilu)
         heptane_plugin_test(plugin_reservoir_two_ranks_match_one_rank_${pc}
-          ${compare} --mpiexec "${np2}" --ref-mpiexec= --ref "${hep} -ksp_type hbcgs -pc_type ${pc}"
+          ${solves} --max-relres 1e-8 --
+    --plugin ${plugin_so} --mpiexec "${np2}" --ref-mpiexec= --ref "${hep} -ksp_type hbcgs -pc_type ${pc}"
           --heptane "-ksp_type hbcgs -pc_type ${pc}" --expect "2 MPI rank" --expect "coupled: ksp hbcgs"
           --reject DIVERGED -- ${reservoir2})
       endforeach()
       heptane_plugin_test(plugin_reservoir_two_ranks_hcg_matches_cg
-        ${compare} --mpiexec "${np2}" --ref "-ksp_type cg -pc_type jacobi" --heptane "-ksp_type hcg -pc_type jacobi"
+        ${solves} --max-relres 1e-8 --max-its-ratio 1.2 --
+    --plugin ${plugin_so} --mpiexec "${np2}" --ref "-ksp_type cg -pc_type jacobi" --heptane "-ksp_type hcg -pc_type jacobi"
         --expect "pressure: ksp hcg" --reject DIVERGED -- ${reservoir2} -system pressure)
       # bdiagh is an MPIAIJ by another name: its blocks are read in place; MPIBAIJ is copied
       set(rows_bdiagh "rows read in place from the MPIAIJ's diagonal and off-diagonal blocks")
       set(rows_baij "rows read from the MPIBAIJ's two SeqBAIJ blocks \\(MatMPIBAIJGetSeqBAIJ\\) through a block-to-scalar map")
       foreach(type bdiagh baij)
         heptane_plugin_test(plugin_reservoir_two_ranks_${type}_matrices
-          ${compare} --mpiexec "${np2}" --ref ${ref_bcgs} --heptane "-ksp_type hbcgs -dm_mat_type ${type} -ksp_view"
+          ${solves} --max-relres 1e-8 --its-diff 2 --
+    --plugin ${plugin_so} --mpiexec "${np2}" --ref ${ref_bcgs} --heptane "-ksp_type hbcgs -dm_mat_type ${type} -ksp_view"
           --expect "PETSc matrix mpi${type}|PETSc matrix ${type}" --expect "coupled: ksp hbcgs" --expect "${rows_${type}}"
           --expect "heptane setups: 1 full \\(new pattern\\), 3 values-only" --reject DIVERGED -- ${reservoir2})
       endforeach()
@@ -478,13 +519,13 @@ if(HEPTANE_PETSC_MPIEXEC)
         set(on_two_gpus "[ $(nvidia-smi -L 2>/dev/null | grep -c '^GPU') -ge 2 ] || exit 77 && exec \"$@\"")
         set(up_on_device "values-only update: the diagonal block's [0-9]+ values up as they are .* scattered on the device")
         heptane_plugin_test(plugin_reservoir_two_ranks_gpu_pbjacobi_numeric_on_device
-          sh -c "${on_two_gpus}" sh ${compare} --mpiexec "${np2}" --ref "${ref_bcgs} -pc_type pbjacobi"
+          sh -c "${on_two_gpus}" sh ${solves} --max-relres 1e-8 -- --plugin ${plugin_so} --mpiexec "${np2}" --ref "${ref_bcgs} -pc_type pbjacobi"
           --heptane "-ksp_type hbcgs -pc_type pbjacobi -heptane_device gpu -ksp_view" --expect "${up_on_device}"
           --expect "heptane preconditioner, last setup: numeric part on the device"
           --expect "heptane preconditioner setups: 1 full \\(symbolic \\+ numeric\\), 3 values-only"
           --reject DIVERGED -- ${reservoir2})
         heptane_plugin_test(plugin_reservoir_two_ranks_gpu_ilu_numeric_on_the_host
-          sh -c "${on_two_gpus}" sh ${compare} --mpiexec "${np2}" --ref ${ref_bcgs}
+          sh -c "${on_two_gpus}" sh ${solves} --max-relres 1e-8 -- --plugin ${plugin_so} --mpiexec "${np2}" --ref ${ref_bcgs}
           --heptane "-ksp_type hbcgs -heptane_device gpu -heptane_ilu natural -ksp_view" --expect "${up_on_device}"
           --expect "numeric part on the host, from a host copy of the matrix" --reject DIVERGED -- ${reservoir2})
         set_tests_properties(plugin_reservoir_two_ranks_gpu_pbjacobi_numeric_on_device plugin_reservoir_two_ranks_gpu_ilu_numeric_on_the_host
@@ -495,15 +536,18 @@ if(HEPTANE_PETSC_MPIEXEC)
       # again each Newton step) and b and x scattered; the same answers as PETSc's bcgs
       set(renumbered "heptane numbering: the DMDA is split")
       heptane_plugin_test(plugin_reservoir_two_ranks_x_split_matches_bcgs
-        ${compare} --mpiexec "${np2}" --ref "${ref_bcgs} -da_processors_x 2" --heptane "-ksp_type hbcgs -da_processors_x 2 -ksp_view"
+        ${solves} --max-relres 1e-8 --max-its-ratio 1.2 --
+    --plugin ${plugin_so} --mpiexec "${np2}" --ref "${ref_bcgs} -da_processors_x 2" --heptane "-ksp_type hbcgs -da_processors_x 2 -ksp_view"
         --expect "${renumbered} 2 x 1 x 1 over the ranks" --expect "coupled: ksp hbcgs"
         --expect "heptane setups: 1 full \\(new pattern\\), 3 values-only" --reject DIVERGED -- ${reservoir2})
       # (the example splits its DMDA along z unless -z_split_only 0: then PETSc chooses, 2 x 2 x 1 here)
       heptane_plugin_test(plugin_reservoir_four_ranks_default_split_matches_bcgs
-        ${compare} --mpiexec "${np4}" --ref "${ref_bcgs} -z_split_only 0" --heptane "-ksp_type hbcgs -z_split_only 0 -ksp_view"
+        ${solves} --max-relres 1e-8 --max-its-ratio 1.2 --
+    --plugin ${plugin_so} --mpiexec "${np4}" --ref "${ref_bcgs} -z_split_only 0" --heptane "-ksp_type hbcgs -z_split_only 0 -ksp_view"
         --expect "4 MPI rank" --expect "${renumbered} 2 x 2 x 1 over the ranks" --expect "coupled: ksp hbcgs" --reject DIVERGED -- ${reservoir2})
       heptane_plugin_test(plugin_reservoir_three_ranks_y_split_baij_matches_bcgs
-        ${compare} --mpiexec "${np3}" --ref "${ref_bcgs} -da_processors_y 3 -dm_mat_type baij" --heptane "-ksp_type hbcgs -da_processors_y 3 -dm_mat_type baij -ksp_view"
+        ${solves} --max-relres 1e-8 --its-diff 2 --
+    --plugin ${plugin_so} --mpiexec "${np3}" --ref "${ref_bcgs} -da_processors_y 3 -dm_mat_type baij" --heptane "-ksp_type hbcgs -da_processors_y 3 -dm_mat_type baij -ksp_view"
         --expect "${renumbered} 1 x 3 x 1 over the ranks" --expect "PETSc matrix mpibaij" --expect "coupled: ksp hbcgs" --reject DIVERGED -- ${reservoir2})
       # ... with PETSc's own PC through PCApply (its vectors in PETSc's numbering) and with AMG
       heptane_plugin_test(plugin_reservoir_two_ranks_x_split_petsc_asm
@@ -538,19 +582,22 @@ if(HEPTANE_PETSC_MPIEXEC)
         --plugin ${plugin_so} --mpiexec "${np2}" --ref ${ref_bcgs} --heptane "-ksp_type hbcgs -pc_type hcpr -ksp_view"
         --expect "heptane preconditioner on 2 ranks: CPR of each rank's diagonal block" --expect "coupled: ksp hbcgs" -- ${res2_c})
       heptane_plugin_test(plugin_reservoir_petsc_bcgs_two_ranks
-        ${compare} --mpiexec "${np2}" --heptane "-ksp_type bcgs -pc_type bjacobi" --expect "2 MPI rank"
+        ${solves} --max-relres 1e-8 --
+    --plugin ${plugin_so} --mpiexec "${np2}" --heptane "-ksp_type bcgs -pc_type bjacobi" --expect "2 MPI rank"
         --expect "coupled: ksp bcgs" -- ${reservoir})
     endif()
     # a matrix without a DMDA: Nc from its block size, the block offsets from the pattern
     heptane_plugin_test(plugin_host_two_ranks_plain_matrix
-      ${compare} --mpiexec "${np2}" --ref ${ref_bcgs} --heptane "-ksp_type hbcgs -ksp_view"
+      ${solves} ${host_checks} --its-diff 2 --
+    --plugin ${plugin_so} --mpiexec "${np2}" --ref ${ref_bcgs} --heptane "-ksp_type hbcgs -ksp_view"
       --expect "Nc=2 \\(matrix block size\\), block offsets of the pattern over the ranks \\{-144,-12,-1,0,1,12,144\\}"
       --expect "heptane setups: 1 full \\(new pattern\\), 1 values-only" --reject MISMATCH
       -- ${host} -use_dm 0 -dof 2 -solves 2)
     # a new pattern in the Newton loop (entries added far off the diagonal, among the couplings to
     # other ranks): every rank builds again, with new slot maps, then refreshes values only
     heptane_plugin_test(plugin_host_three_ranks_new_pattern_in_newton_loop
-      ${compare} --mpiexec "${np3}" --ref "${ref_bcgs} -pc_type pbjacobi" --heptane "-ksp_type hbcgs -pc_type pbjacobi -ksp_view"
+      ${solves} ${host_checks} --its-diff 2 --
+    --plugin ${plugin_so} --mpiexec "${np3}" --ref "${ref_bcgs} -pc_type pbjacobi" --heptane "-ksp_type hbcgs -pc_type pbjacobi -ksp_view"
       --expect "heptane setups: 2 full \\(new pattern\\), 1 values-only" --reject MISMATCH
       -- ${host} -use_dm 0 -dof 2 -solves 3 -new_pattern_at 2)
     foreach(np 2 3)
