@@ -360,6 +360,17 @@ heptane_plugin_test(plugin_host_hcg_symmetry_check_off
   ${solves} --reason ".*" --solves 1 --
   --plugin ${plugin_so} --heptane "-ksp_type hcg -heptane_check_symmetry 0 -ksp_max_it 50"
   --reject WARNING -- ${host})
+# ---- a host whose KSP has an options prefix: heptane's options follow it; unprefixed ones are
+# ignored, as PETSc's rule is (the KSP stays PETSc's default gmres)
+heptane_plugin_test(plugin_host_options_follow_the_ksp_prefix
+  ${solves} ${host_checks} --its-diff 2 --
+  --plugin ${plugin_so} --ref "-flow_ksp_type bcgs -flow_ksp_pc_side right -flow_pc_type pbjacobi"
+  --heptane "-flow_ksp_type hbcgs -flow_pc_type pbjacobi -flow_heptane_threads 2 -flow_heptane_device cpu -flow_ksp_view"
+  --expect "ksp=hbcgs" --expect "heptane threads: 2 OpenMP threads per rank \\(-heptane_threads\\)"
+  --expect "heptane preconditioner: bjacobi Nc=2" --reject MISMATCH -- ${host} -dof 2 -prefix flow_)
+heptane_plugin_test(plugin_host_unprefixed_options_are_ignored
+  ${solves} ${host_checks} --
+  --plugin ${plugin_so} --heptane "-ksp_type hbcgs" --expect "ksp=gmres" -- ${host} -prefix flow_)
 # ---- threads: one OpenMP thread per rank unless told (OMP_NUM_THREADS or -heptane_threads)
 heptane_plugin_test(plugin_host_one_thread_per_rank_by_default
   env -u OMP_NUM_THREADS ${solves} ${host_checks} --

@@ -10,7 +10,8 @@
    "solution norm" line the tests compare.
 
    Options: -n N (cells per dimension, 12), -dim 2|3 (3), -dof d (1), -use_dm 0|1 (1),
-            -solves k (1), -new_pattern_at k (0 = never), -convection c (0.3), -x0 0|1 (0)
+            -solves k (1), -new_pattern_at k (0 = never), -convection c (0.3), -x0 0|1 (0),
+            -prefix p (the KSP's options prefix; none)
    plus any -ksp_ / -pc_ / -mat_type / -dm_mat_type option (-mat_type sbaij stores the upper
    triangle: a symmetric system, -convection 0 -dof 1).
 
@@ -132,6 +133,12 @@ int main(int argc, char **argv)
   }
 
   PetscCall(KSPCreate(PETSC_COMM_WORLD, &ksp));
+  { /* -prefix p: the KSP's options prefix, as a host's (e.g. -prefix flow_: -flow_ksp_type ...) */
+    char      prefix[64];
+    PetscBool flg;
+    PetscCall(PetscOptionsGetString(NULL, NULL, "-prefix", prefix, sizeof(prefix), &flg));
+    if (flg) PetscCall(KSPSetOptionsPrefix(ksp, prefix));
+  }
   PetscCall(KSPSetTolerances(ksp, 1e-10, PETSC_DEFAULT, PETSC_DEFAULT, 2000));
   for (PetscInt s = 1; s <= solves; s++) {
     const PetscReal scale = 1.0 + 0.1 * (PetscReal)(s - 1);
