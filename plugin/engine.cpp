@@ -687,68 +687,6 @@ const MatrixTimings &MatrixEngine::timings() const noexcept
 namespace
 {
 
-// A preconditioner applied on the host by the caller (KrylovEngine::set_host_preconditioner):
-// r down to the host, apply(r, z), z up; no copies where the vectors already are host doubles.
-template <class VT>
-class HostPreconditioner final : public Operator<VT> {
-public:
-  HostPreconditioner(index_t n, std::shared_ptr<const Executor> exec, std::function<void(const double *, double *)> f, std::string desc) : n_(n), exec_(std::move(exec)), f_(std::move(f)), desc_(std::move(desc)) { }
-  index_t                         rows() const override { return n_; }
-  index_t                         cols() const override { return n_; }
-  std::shared_ptr<const Executor> executor() const override { return exec_; }
-  std::string                     describe() const override { return desc_; }
-  void                            apply_transpose(VT, const VT *, VT, VT *) const override { HEPTANE_THROW(NotSupported, "the transpose of a preconditioner applied by the caller"); }
-  void                            apply(VT alpha, const VT *r, VT beta, VT *z) const override
-  {
-    const std::size_t n = std::size_t(n_);
-    if constexpr (std::is_same_v<VT, double>) {
-      if (exec_->is_cpu() && alpha == VT(1) && beta == VT(0)) {
-        f_(r, z); // host doubles already: in place
-        return;
-      }
-    }
-    rh_.resize(n);
-    zh_.resize(n);
-    down(r, rh_.data());
-    f_(rh_.data(), zh_.data());
-    if (beta != VT(0)) {
-      std::vector<double> old(n);
-      down(z, old.data());
-      for (std::size_t i = 0; i < n; i++) zh_[i] = double(alpha) * zh_[i] + double(beta) * old[i];
-    } else if (alpha != VT(1)) {
-      for (std::size_t i = 0; i < n; i++) zh_[i] *= double(alpha);
-    }
-    up(zh_.data(), z);
-  }
-
-private:
-  void down(const VT *d, double *h) const
-  {
-    if constexpr (std::is_same_v<VT, double>) {
-      copy_bytes(*exec_, d, *cpu_executor(), h, std::size_t(n_) * sizeof(double));
-    } else {
-      stage_.resize(std::size_t(n_));
-      copy_bytes(*exec_, d, *cpu_executor(), stage_.data(), std::size_t(n_) * sizeof(VT));
-      std::copy(stage_.begin(), stage_.end(), h);
-    }
-  }
-  void up(const double *h, VT *d) const
-  {
-    if constexpr (std::is_same_v<VT, double>) {
-      copy_bytes(*cpu_executor(), h, *exec_, d, std::size_t(n_) * sizeof(double));
-    } else {
-      stage_.assign(h, h + n_);
-      copy_bytes(*cpu_executor(), stage_.data(), *exec_, d, std::size_t(n_) * sizeof(VT));
-    }
-  }
-  index_t                                       n_;
-  std::shared_ptr<const Executor>               exec_;
-  std::function<void(const double *, double *)> f_;
-  std::string                                   desc_;
-  mutable std::vector<double>                   rh_, zh_;
-  mutable std::vector<VT>                       stage_;
-};
-
 template <class VT>
 struct Typed {
   std::shared_ptr<Preconditioner<VT>> pc;
@@ -1047,7 +985,7 @@ Status KrylovEngine::solve(SolverType solver, const MatrixEngine &m, const Solve
   const auto op64 = k.refine && m.precision() == Precision::mixed ? m.operator_fp64() : nullptr;
   const auto run  = [&](auto &t, auto op) {
     using VT = std::remove_const_t<std::remove_pointer_t<decltype(t.b.data())>>;
-    if (k.host_apply && (!t.host_pc || t.host_pc->rows() != op->rows() || t.host_pc->executor() != op->executor())) t.host_pc = std::make_shared<HostPreconditioner<VT>>(op->rows(), op->executor(), k.host_apply, k.pc_desc);
+    if (k.host_apply && (!t.host_pc || t.host_pc->rows() != op->rows() || t.host_pc->executor() != op->executor())) t.host_pc = std::make_shared<detail::HostCallbackOperator<VT>>(op->rows(), op->executor(), k.host_apply, k.pc_desc);
     std::decay_t<decltype(op)> folded;
     if (k.fold && solver == SolverType::bicgstab && (op64 || !nonzero_guess) && t.pc && t.pc->block_inverse()) folded = t.fold(m, k.timings, k.fold_ms);
     k.folded        = folded != nullptr;

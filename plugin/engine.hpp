@@ -138,6 +138,14 @@ public:
   /// otherwise). On a GPU each rank takes the GPU of its node-local rank unless
   /// cfg.device names one. refresh_values() then scatters new values (collective too).
   void build_distributed(const CsrView &a, index_t row_begin, MPI_Comm comm, const GridHint &hint, const MatrixConfig &cfg);
+  /// Several MPI ranks whose numbering is not a GH one (build_distributed refused it): the
+  /// operator is the caller's own product, y = A x on this rank's rows [row_begin, row_begin +
+  /// a.rows) (the PETSc plugin: MatMult), called on host arrays by every rank together, with the
+  /// ranks' reductions (MPI) for the solver's dot products; `a` (this rank's diagonal block,
+  /// local columns) is what the preconditioner will be built from and what refresh_values is
+  /// given (nothing to copy then: the caller's product reads the current values). fp64 only
+  /// (NotSupported otherwise); on a GPU the vectors go to the host and back at each product.
+  void build_distributed_callback(const CsrView &a, index_t row_begin, index_t nc, MPI_Comm comm, std::function<void(const double *x, double *y)> apply, const std::string &describe, const MatrixConfig &cfg);
 
   bool                            built() const noexcept;
   bool                            distributed() const noexcept; ///< built by build_distributed

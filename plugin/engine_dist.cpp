@@ -26,6 +26,7 @@
 #include "core/bitset.hpp"
 #include "core/error.hpp"
 #include "distributed/dist_bdia.hpp"
+#include "distributed/reducers.hpp"
 #include "formats/bdia/bdia.hpp"
 #include "formats/bdia/bdia_slots.hpp"
 #include "plugin/engine_impl.hpp"
@@ -458,6 +459,53 @@ void MatrixEngine::build_distributed(const CsrView &a, index_t row_begin, MPI_Co
   m.distributed            = true;
   m.row_begin              = row_begin;
   m.global_rows            = N;
+  m.ranks                  = C.size();
+  m.timings.last_detect_ms = 0;
+  m.timings.last_build_ms  = ms_since(t0);
+  ++m.timings.builds;
+}
+
+namespace
+{
+// The caller's product as the operator (build_distributed_callback): nothing to refresh.
+struct CallbackStore final : detail::TypedStore<double> {
+  explicit CallbackStore(std::shared_ptr<const Operator<double>> op) { op_ = std::move(op); }
+  void        refresh(const CsrView &) override { }
+  std::string note() const override { return "nothing to copy: the operator is the caller's own product on the current values"; }
+};
+} // namespace
+
+void MatrixEngine::build_distributed_callback(const CsrView &a, index_t row_begin, index_t nc, MPI_Comm comm, std::function<void(const double *, double *)> apply, const std::string &describe, const MatrixConfig &cfg)
+{
+  const auto t0 = clock_type::now();
+  Impl      &m  = *impl_;
+  m.store.reset();
+  HEPTANE_ENSURE(cfg.precision == Precision::double_, NotSupported, "-heptane_precision " << to_string(cfg.precision) << ": the fallback operator on several ranks (the caller's own product, for a numbering that is not a grid's) is fp64 only");
+  if (!m.comm || m.comm_src != comm) {
+    m.comm     = std::make_shared<const dist::Communicator>(comm);
+    m.comm_src = comm;
+  }
+  const dist::Communicator &C      = *m.comm;
+  const dist::RowPartition  part   = dist::partition_from_local(C, a.rows);
+  std::string               device = resolve_device(cfg.device);
+  if (device == "cuda") device = "cuda:" + std::to_string(std::max(0, C.local_device()));
+  const auto exec = m.exec && device == m.device ? m.exec : make_executor(device);
+  auto       op   = std::make_shared<detail::HostCallbackOperator<double>>(a.rows, exec, std::move(apply), describe + " on " + exec->name());
+  op->reducer_    = dist::make_reducer(dist::ReduceModel::mpi, m.comm, exec);
+  m.store         = std::make_unique<CallbackStore>(op);
+  m.cfg           = cfg;
+  m.device        = device;
+  m.exec          = exec;
+  m.format        = Format::csr;
+  m.rows          = a.rows;
+  m.nnz           = a.nnz();
+  m.nc            = nc > 0 ? nc : 1;
+  m.offsets.clear();
+  m.grid                   = {0, 0, 0};
+  m.note                   = describe + "; " + std::to_string(C.size()) + " ranks, rows " + part.describe();
+  m.distributed            = true;
+  m.row_begin              = row_begin;
+  m.global_rows            = part.global_rows();
   m.ranks                  = C.size();
   m.timings.last_detect_ms = 0;
   m.timings.last_build_ms  = ms_since(t0);

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -11,6 +12,8 @@
 #include <vector>
 
 #include "core/array.hpp"
+#include "core/error.hpp"
+#include "core/reducer.hpp"
 #include "plugin/engine.hpp"
 
 namespace heptane::dist
@@ -98,6 +101,72 @@ struct TypedStore : StoreBase {
     return nullptr;
   }
   std::shared_ptr<const Operator<VT>> op_;
+};
+
+// An operator applied on the host by the caller: a preconditioner (KrylovEngine::
+// set_host_preconditioner) or, on several ranks, the matrix itself (MatrixEngine::
+// build_distributed_callback, with the ranks' reducer): r down to the host, apply(r, z), z up;
+// no copies where the vectors already are host doubles.
+template <class VT>
+class HostCallbackOperator final : public Operator<VT> {
+public:
+  HostCallbackOperator(index_t n, std::shared_ptr<const Executor> exec, std::function<void(const double *, double *)> f, std::string desc) : n_(n), exec_(std::move(exec)), f_(std::move(f)), desc_(std::move(desc)) { }
+  index_t                         rows() const override { return n_; }
+  index_t                         cols() const override { return n_; }
+  std::shared_ptr<const Executor> executor() const override { return exec_; }
+  std::string                     describe() const override { return desc_; }
+  const Reducer                  *reducer() const override { return reducer_.get(); }
+  std::unique_ptr<Reducer>        reducer_; // several ranks: where the solver sums its dot products
+  void                            apply_transpose(VT, const VT *, VT, VT *) const override { HEPTANE_THROW(NotSupported, "the transpose of an operator applied by the caller"); }
+  void                            apply(VT alpha, const VT *r, VT beta, VT *z) const override
+  {
+    const std::size_t n = std::size_t(n_);
+    if constexpr (std::is_same_v<VT, double>) {
+      if (exec_->is_cpu() && alpha == VT(1) && beta == VT(0)) {
+        f_(r, z); // host doubles already: in place
+        return;
+      }
+    }
+    rh_.resize(n);
+    zh_.resize(n);
+    down(r, rh_.data());
+    f_(rh_.data(), zh_.data());
+    if (beta != VT(0)) {
+      std::vector<double> old(n);
+      down(z, old.data());
+      for (std::size_t i = 0; i < n; i++) zh_[i] = double(alpha) * zh_[i] + double(beta) * old[i];
+    } else if (alpha != VT(1)) {
+      for (std::size_t i = 0; i < n; i++) zh_[i] *= double(alpha);
+    }
+    up(zh_.data(), z);
+  }
+
+private:
+  void down(const VT *d, double *h) const
+  {
+    if constexpr (std::is_same_v<VT, double>) {
+      copy_bytes(*exec_, d, *cpu_executor(), h, std::size_t(n_) * sizeof(double));
+    } else {
+      stage_.resize(std::size_t(n_));
+      copy_bytes(*exec_, d, *cpu_executor(), stage_.data(), std::size_t(n_) * sizeof(VT));
+      std::copy(stage_.begin(), stage_.end(), h);
+    }
+  }
+  void up(const double *h, VT *d) const
+  {
+    if constexpr (std::is_same_v<VT, double>) {
+      copy_bytes(*cpu_executor(), h, *exec_, d, std::size_t(n_) * sizeof(double));
+    } else {
+      stage_.assign(h, h + n_);
+      copy_bytes(*cpu_executor(), stage_.data(), *exec_, d, std::size_t(n_) * sizeof(VT));
+    }
+  }
+  index_t                                       n_;
+  std::shared_ptr<const Executor>               exec_;
+  std::function<void(const double *, double *)> f_;
+  std::string                                   desc_;
+  mutable std::vector<double>                   rh_, zh_;
+  mutable std::vector<VT>                       stage_;
 };
 
 } // namespace detail

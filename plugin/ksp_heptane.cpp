@@ -96,8 +96,9 @@ typedef struct {
   PetscBool      force_petsc_pc; /* -heptane_petsc_pc: do so for every PC type */
   Vec            pc_r, pc_z;     /* PETSc-layout vectors for PCApply (arrays placed or scattered) */
   Vec            nat_r, nat_z;   /* natural-layout vectors without arrays (natural map) */
-  PetscErrorCode pc_apply_error;
-  std::string   *petsc_pc_note; /* why, for the view */
+  PetscErrorCode pc_apply_error; /* of PCApply or the fallback operator's MatMult */
+  Vec            op_x, op_y;     /* the fallback operator's vectors (arrays placed) */
+  std::string   *petsc_pc_note;  /* why, for the view */
   /* a PC type heptane applies itself: PETSc's PC keeps its type (PCGetType, -ksp_view), its
      own setup and apply are replaced by no-ops while heptane's KSP holds it */
   PC             pc_inside;
@@ -155,6 +156,10 @@ static PetscErrorCode KSPHeptaneCheckComm(KSP ksp)
 #endif
   PetscFunctionReturn(0);
 }
+
+/* Thrown out of heptane's solver when PETSc's PCApply or MatMult called from inside it failed
+   (its PETSc error is in pc_apply_error). */
+struct HeptaneCallbackFailed { };
 
 /* A warning on stderr, once per KSP and text, and in -info. */
 static PetscErrorCode KSPHeptaneWarn(KSP ksp, const char msg[])
@@ -501,6 +506,43 @@ static PetscErrorCode KSPHeptaneBuildPC(KSP ksp, Mat Amat, PetscBool values_only
 
 /* Several ranks: build (todo 2) or refresh (todo 1) the distributed operator from this rank's
    rows as HeptaneRowsGet gives them (DistRowsScope: both parts read where they are). */
+/* y = A x with PETSc's MatMult on this rank's rows (the fallback operator), x and y placed. */
+static PetscErrorCode KSPHeptaneMatMult(KSP ksp, const double *x, double *y)
+{
+  KSP_Heptane *h = (KSP_Heptane *)ksp->data;
+
+  PetscFunctionBegin;
+  PetscCall(VecPlaceArray(h->op_x, x));
+  PetscCall(VecPlaceArray(h->op_y, y));
+  PetscCall(MatMult(h->rows_from, h->op_x, h->op_y));
+  PetscCall(VecResetArray(h->op_x));
+  PetscCall(VecResetArray(h->op_y));
+  PetscFunctionReturn(0);
+}
+
+/* Several ranks, a numbering BDIA-GH cannot take and no DMDA to renumber by: heptane's Krylov
+   loop and preconditioner (built from this rank's diagonal block, as always) on PETSc's own
+   MatMult of the matrix, instead of stopping. */
+static PetscErrorCode KSPHeptaneMatMultOperator(KSP ksp, Mat A, MPI_Comm comm, const heptane::plugin::GridHint *hint, const heptane::plugin::MatrixConfig &cfg, const std::string &why)
+{
+  KSP_Heptane *h = (KSP_Heptane *)ksp->data;
+
+  PetscFunctionBegin;
+  PetscCall(VecDestroy(&h->op_x));
+  PetscCall(VecDestroy(&h->op_y));
+  PetscCall(MatCreateVecs(A, &h->op_x, &h->op_y));
+  HeptaneCallCXX(h->own->build_distributed_callback(
+    h->rows->split.diag, (heptane::index_t)h->rows->rstart, hint->block_size, comm,
+    [ksp, h](const double *x, double *y) {
+      h->pc_apply_error = KSPHeptaneMatMult(ksp, x, y);
+      if (h->pc_apply_error) throw HeptaneCallbackFailed();
+    },
+    std::string("PETSc's MatMult of the ") + ((PetscObject)A)->type_name + " matrix", cfg);
+                 *h->grid_source = "the global numbering is not a grid's, so the operator is PETSc's own MatMult (heptane's Krylov loop and preconditioner around it): " + why);
+  PetscCall(PetscInfo(ksp, "%s: %s\n", KSPHeptaneName(h), h->grid_source->c_str()));
+  PetscFunctionReturn(0);
+}
+
 static PetscErrorCode KSPHeptaneRanksEngine(KSP ksp, Mat Amat, MPI_Comm comm, int todo, const heptane::plugin::GridHint *hint, const heptane::plugin::MatrixConfig &cfg)
 {
   KSP_Heptane *h = (KSP_Heptane *)ksp->data;
@@ -508,7 +550,19 @@ static PetscErrorCode KSPHeptaneRanksEngine(KSP ksp, Mat Amat, MPI_Comm comm, in
   PetscFunctionBegin;
   heptane::plugin::DistRowsScope scope(h->rows->split);
   if (todo == 2) {
-    HeptaneCallCXX(h->own->build_distributed(h->rows->split.diag, (heptane::index_t)h->rows->rstart, comm, *hint, cfg));
+    std::string refused;
+    /* a numbering that is no grid's (the ranks agree: every one throws or none does) falls back
+       to PETSc's MatMult as the operator, unless the grid was given (-heptane_grid) or the
+       ranks' rows are not whole blocks (a block size to fix) */
+    HeptaneCallCXX(
+      try { h->own->build_distributed(h->rows->split.diag, (heptane::index_t)h->rows->rstart, comm, *hint, cfg); } catch (const heptane::InputError &e) {
+        if (hint->has_grid() || std::string(e.what()).find("not whole blocks") != std::string::npos) throw;
+        refused = e.what();
+      });
+    if (!refused.empty()) {
+      PetscCall(KSPHeptaneMatMultOperator(ksp, Amat, comm, hint, cfg, refused));
+      PetscFunctionReturn(0);
+    }
     std::string how;
     if (h->rows->inplace) how = "read in place from the MPIAIJ's diagonal and off-diagonal blocks (MatMPIAIJGetSeqAIJ)";
     else if (h->rows->baij) how = "read from the MPIBAIJ's two SeqBAIJ blocks (MatMPIBAIJGetSeqBAIJ) through a block-to-scalar map made once per pattern, values gathered at each setup";
@@ -671,9 +725,6 @@ static PetscErrorCode KSPHeptanePCApply(KSP ksp, const double *r, double *z)
   PetscFunctionReturn(0);
 }
 
-/* Thrown out of heptane's solver when PCApply failed (its PETSc error is in pc_apply_error). */
-struct HeptanePCApplyFailed { };
-
 /* PETSc's own PC as heptane's preconditioner: its vectors, and the callback. */
 static PetscErrorCode KSPHeptaneUsePetscPC(KSP ksp, Mat Pmat)
 {
@@ -703,7 +754,7 @@ static PetscErrorCode KSPHeptaneUsePetscPC(KSP ksp, Mat Pmat)
     HeptaneCallCXX(h->krylov->set_host_preconditioner(
       [ksp, h](const double *r, double *z) {
         h->pc_apply_error = KSPHeptanePCApply(ksp, r, z);
-        if (h->pc_apply_error) throw HeptanePCApplyFailed();
+        if (h->pc_apply_error) throw HeptaneCallbackFailed();
       },
       std::string("PETSc PC ") + ((PetscObject)pc)->type_name + " (PCApply)"));
   }
@@ -970,7 +1021,7 @@ static PetscErrorCode KSPHeptaneRun(KSP ksp, const heptane::SolverOptions &opts,
   PetscCall(VecGetArrayRead(bv, &b));
   PetscCall(VecGetArray(xv, &x));
   HeptaneCallCXX(
-    try { *st = h->krylov->solve(h->solver, *h->engine, opts, !ksp->guess_zero, b, x); } catch (const HeptanePCApplyFailed &) { failed = true; });
+    try { *st = h->krylov->solve(h->solver, *h->engine, opts, !ksp->guess_zero, b, x); } catch (const HeptaneCallbackFailed &) { failed = true; });
   PetscCall(VecRestoreArray(xv, &x));
   PetscCall(VecRestoreArrayRead(bv, &b));
   if (failed) PetscCall(h->pc_apply_error);
@@ -1179,6 +1230,8 @@ static PetscErrorCode KSPHeptaneFreeWork(KSP ksp)
   PetscCall(VecDestroy(&h->x0));
   PetscCall(VecDestroy(&h->pc_r));
   PetscCall(VecDestroy(&h->pc_z));
+  PetscCall(VecDestroy(&h->op_x));
+  PetscCall(VecDestroy(&h->op_y));
   PetscCall(VecDestroy(&h->nat_r));
   PetscCall(VecDestroy(&h->nat_z));
   PetscCall(ISDestroy(&h->nat_is));

@@ -627,6 +627,19 @@ if(HEPTANE_PETSC_MPIEXEC)
       ${solves} --reason DIVERGED_INDEFINITE_MAT --its host=0:0 --solves 1 --
       --plugin ${plugin_so} --mpiexec "${np2}" --heptane "-ksp_type hcg -ksp_view"
       --expect "KSP hcg: the matrix is not symmetric \\(MatIsSymmetric with tolerance 1e-08 .*A.*_inf: NOT symmetric\\)" -- ${host} -use_dm 0)
+    # a numbering that is no grid's and no DMDA to renumber by: heptane's loop and preconditioner
+    # around PETSc's own MatMult, the same iterations as PETSc's bcgs with the same PC
+    set(matmult "heptane structure: the global numbering is not a grid's, so the operator is PETSc's own MatMult")
+    heptane_plugin_test(plugin_host_two_ranks_any_numbering_on_petsc_matmult
+      ${solves} ${host_checks} --its-diff 1 --solves 2 --
+      --plugin ${plugin_so} --mpiexec "${np2}" --ref ${ref_bcgs} --heptane "-ksp_type hbcgs -ksp_view"
+      --expect "${matmult}" --expect "heptane operator: PETSc's MatMult of the mpiaij matrix"
+      --reject MISMATCH -- ${host} -use_dm 0 -permute 1 -dof 2 -solves 2)
+    heptane_plugin_test(plugin_host_three_ranks_any_numbering_baij_pbjacobi
+      ${solves} ${host_checks} --its-diff 1 --solves 2 --
+      --plugin ${plugin_so} --mpiexec "${np3}" --ref "${ref_bcgs} -pc_type pbjacobi" --heptane "-ksp_type hbcgs -pc_type pbjacobi -ksp_view"
+      --expect "${matmult}" --expect "heptane operator: PETSc's MatMult of the mpibaij matrix"
+      --reject MISMATCH -- ${host} -use_dm 0 -permute 1 -mat_type baij -dof 3 -solves 2)
     heptane_plugin_test(plugin_host_two_ranks_not_natural_order_is_an_error
       ${compare} --mpiexec "${np2}" --heptane "-ksp_type hbcgs -heptane_grid 24,6,12"
       --expect-error "block offset -12, which is not one of the 7 of the 24x6x12 grid.*not the grid's natural order"

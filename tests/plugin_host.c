@@ -11,7 +11,8 @@
 
    Options: -n N (cells per dimension, 12), -dim 2|3 (3), -dof d (1), -use_dm 0|1 (1),
             -solves k (1), -new_pattern_at k (0 = never), -convection c (0.3), -x0 0|1 (0),
-            -prefix p (the KSP's options prefix; none)
+            -prefix p (the KSP's options prefix; none), -permute 0|1 (0: with -use_dm 0, the cells
+            numbered by a fixed pseudo-random permutation, a numbering that is no grid's)
    plus any -ksp_ / -pc_ / -mat_type / -dm_mat_type option (-mat_type sbaij stores the upper
    triangle: a symmetric system, -convection 0 -dof 1).
 
@@ -29,6 +30,32 @@ static PetscScalar Coupling(PetscInt dirn, PetscInt a, PetscInt b, PetscReal con
   return (PetscScalar)(s * v);
 }
 
+/* -permute: the cells numbered by a fixed pseudo-random permutation (Fisher-Yates with an LCG),
+   a numbering that is no grid's */
+static PetscBool Permute = PETSC_FALSE;
+static PetscInt *Perm    = NULL;
+static PetscInt  Number(PetscInt c, PetscInt ncell)
+{
+  (void)ncell;
+  return Permute ? Perm[c] : c;
+}
+static PetscErrorCode MakePermutation(PetscInt ncell)
+{
+  unsigned long long state = 12345;
+
+  PetscFunctionBeginUser;
+  PetscCall(PetscMalloc1(ncell, &Perm));
+  for (PetscInt i = 0; i < ncell; i++) Perm[i] = i;
+  for (PetscInt i = ncell - 1; i > 0; i--) {
+    state             = state * 6364136223846793005ULL + 1442695040888963407ULL;
+    const PetscInt j  = (PetscInt)((state >> 33) % (unsigned long long)(i + 1));
+    const PetscInt t  = Perm[i];
+    Perm[i]           = Perm[j];
+    Perm[j]           = t;
+  }
+  PetscFunctionReturn(0);
+}
+
 static PetscErrorCode Assemble(Mat A, DM da, PetscInt n, PetscInt dim, PetscInt dof, PetscReal conv, PetscReal s, PetscBool extra)
 {
   PetscInt    nz = dim == 3 ? n : 1, ny = n, nx = n;
@@ -41,14 +68,14 @@ static PetscErrorCode Assemble(Mat A, DM da, PetscInt n, PetscInt dim, PetscInt 
   for (PetscInt k = 0; k < nz; k++)
     for (PetscInt j = 0; j < ny; j++)
       for (PetscInt i = 0; i < nx; i++) {
-        const PetscInt c       = i + nx * (j + ny * k);
+        const PetscInt c       = Number(i + nx * (j + ny * k), ncell);
         const PetscInt nb[6][3] = {{i - 1, j, k}, {i + 1, j, k}, {i, j - 1, k}, {i, j + 1, k}, {i, j, k - 1}, {i, j, k + 1}};
         PetscReal      diag     = 0.0;
         for (PetscInt d = 0; d < 6; d++) {
           const PetscInt ii = nb[d][0], jj = nb[d][1], kk = nb[d][2];
           if (dim == 2 && d >= 4) continue;
           if (ii < 0 || ii >= nx || jj < 0 || jj >= ny || kk < 0 || kk >= nz) continue;
-          const PetscInt cn = ii + nx * (jj + ny * kk);
+          const PetscInt cn = Number(ii + nx * (jj + ny * kk), ncell);
           for (PetscInt a = 0; a < dof; a++)
             for (PetscInt b = 0; b < dof; b++) block[a * dof + b] = Coupling(d, a, b, conv, s);
           diag += 1.0 + (d == 0 ? conv : 0.0) + 0.05 * dof;
@@ -58,7 +85,7 @@ static PetscErrorCode Assemble(Mat A, DM da, PetscInt n, PetscInt dim, PetscInt 
           for (PetscInt b = 0; b < dof; b++) block[a * dof + b] = (a == b) ? s * (diag + 0.5 + 0.1 * a) : 0.02 * s * (a - b);
         PetscCall(MatSetValuesBlocked(A, 1, &c, 1, &c, block, ADD_VALUES));
         if (extra && c == 0) { /* a long-range coupling: a new nonzero pattern */
-          const PetscInt far = ncell - 1;
+          const PetscInt far = Number(ncell - 1, ncell);
           for (PetscInt a = 0; a < dof * dof; a++) block[a] = -0.01 * s;
           PetscCall(MatSetValuesBlocked(A, 1, &c, 1, &far, block, ADD_VALUES));
         }
@@ -90,6 +117,9 @@ int main(int argc, char **argv)
   PetscCall(PetscOptionsGetReal(NULL, NULL, "-convection", &conv, NULL));
   PetscCall(PetscOptionsGetBool(NULL, NULL, "-use_dm", &use_dm, NULL));
   PetscCall(PetscOptionsGetBool(NULL, NULL, "-x0", &x0, NULL));
+  PetscCall(PetscOptionsGetBool(NULL, NULL, "-permute", &Permute, NULL));
+  PetscCheck(!Permute || !use_dm, PETSC_COMM_WORLD, PETSC_ERR_ARG_INCOMP, "-permute needs -use_dm 0");
+  if (Permute) PetscCall(MakePermutation(n * n * (dim == 3 ? n : 1)));
   PetscCheck(dim == 2 || dim == 3, PETSC_COMM_WORLD, PETSC_ERR_ARG_OUTOFRANGE, "-dim 2 or 3");
 
   if (use_dm) {
@@ -180,6 +210,7 @@ int main(int argc, char **argv)
   PetscCall(VecDestroy(&r));
   PetscCall(MatDestroy(&A));
   PetscCall(DMDestroy(&da));
+  PetscCall(PetscFree(Perm));
   PetscCall(PetscFinalize());
   return 0;
 }
