@@ -37,7 +37,8 @@ typedef struct {
   char                       device[64]; /* -heptane_device */
   PetscInt                   block;      /* -heptane_block; 0: from the matrix */
   heptane::plugin::PcEngine *engine;
-  Mat                        aij; /* SeqAIJ copy of a SeqBAIJ matrix (owned) */
+  Mat                        aij;  /* AIJ copy of an SBAIJ matrix (owned) */
+  HeptaneBAIJ               *baij; /* a BAIJ matrix's map to scalar CSR (PCHeptaneCSRGet) */
   PetscObjectId              aij_src_id;
   PetscObjectState           aij_src_nzstate, aij_src_state;
   HeptaneRows               *rows; /* several ranks: this rank's rows */
@@ -59,44 +60,71 @@ static const char *PCHeptaneMan(PC_Heptane *p)
   return p->type == heptane::PcType::amg ? "PCHAMG" : "PCHCPR";
 }
 
-/* One rank: the CSR of Pmat, in place for SeqAIJ and bdiagh (and a one-rank MPIAIJ's diagonal
-   block), through a SeqAIJ copy for SeqBAIJ. */
-static PetscErrorCode PCHeptaneAIJ(PC pc, Mat A, Mat *aij)
+/* One rank: the CSR of Pmat, restored by HeptaneCSRRestore: in place for SeqAIJ (and its GPU
+   variants), bdiagh and a one-rank MPIAIJ's diagonal block; SeqBAIJ (or a one-rank MPIBAIJ's
+   diagonal block) through HeptaneBAIJGet's map (once per pattern, the values gathered at each
+   setup, no MatConvert); SBAIJ through an AIJ copy (MatConvert once per pattern, then
+   MAT_REUSE_MATRIX). */
+/* An SBAIJ matrix (upper triangle stored) as AIJ: converted once per pattern, MAT_REUSE_MATRIX
+   for new values. */
+static PetscErrorCode PCHeptaneSBAIJCopy(PC pc, Mat A, Mat *aij)
 {
   PC_Heptane      *p = (PC_Heptane *)pc->data;
-  PetscBool        isaij, isbdiagh, isbaij, ismpiaij;
   PetscObjectState nz, st;
   PetscObjectId    id;
-  Mat              Ao;
-  const PetscInt  *colmap;
 
   PetscFunctionBegin;
-  PetscCall(PetscObjectBaseTypeCompare((PetscObject)A, MATSEQAIJ, &isaij)); /* seqaij and its GPU variants */
-  PetscCall(PetscObjectTypeCompare((PetscObject)A, MATBDIAGH, &isbdiagh));
-  PetscCall(PetscObjectTypeCompare((PetscObject)A, MATSEQBAIJ, &isbaij));
-  PetscCall(PetscObjectBaseTypeCompare((PetscObject)A, MATMPIAIJ, &ismpiaij));
-  if (isaij || isbdiagh) {
-    *aij = A;
-    PetscFunctionReturn(0);
-  }
-  if (ismpiaij) {
-    PetscCall(MatMPIAIJGetSeqAIJ(A, aij, &Ao, &colmap));
-    PetscFunctionReturn(0);
-  }
-  PetscCheck(isbaij, PetscObjectComm((PetscObject)pc), PETSC_ERR_SUP, "PC %s: matrix type %s is not supported; use aij (seqaij, mpiaij), baij, bdiagh, or a DMDA matrix of these types", PCHeptaneName(p), ((PetscObject)A)->type_name);
   PetscCall(MatGetNonzeroState(A, &nz));
   PetscCall(PetscObjectStateGet((PetscObject)A, &st));
   PetscCall(PetscObjectGetId((PetscObject)A, &id));
   if (!p->aij || id != p->aij_src_id || nz != p->aij_src_nzstate) {
     PetscCall(MatDestroy(&p->aij));
-    PetscCall(MatConvert(A, MATSEQAIJ, MAT_INITIAL_MATRIX, &p->aij));
+    PetscCall(MatConvert(A, MATAIJ, MAT_INITIAL_MATRIX, &p->aij));
   } else if (st != p->aij_src_state) {
-    PetscCall(MatConvert(A, MATSEQAIJ, MAT_REUSE_MATRIX, &p->aij));
+    PetscCall(MatConvert(A, MATAIJ, MAT_REUSE_MATRIX, &p->aij));
   }
   p->aij_src_id      = id;
   p->aij_src_nzstate = nz;
   p->aij_src_state   = st;
   *aij               = p->aij;
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode PCHeptaneCSRGet(PC pc, Mat A, HeptaneCSR *csr)
+{
+  PC_Heptane     *p = (PC_Heptane *)pc->data;
+  PetscBool       isaij, isbdiagh, isbaij, ismpiaij, ismpibaij, issbaij;
+  Mat             Ad, Ao;
+  const PetscInt *colmap;
+
+  PetscFunctionBegin;
+  *csr = HeptaneCSR();
+  PetscCall(PetscObjectBaseTypeCompare((PetscObject)A, MATSEQAIJ, &isaij)); /* seqaij and its GPU variants */
+  PetscCall(PetscObjectTypeCompare((PetscObject)A, MATBDIAGH, &isbdiagh));
+  PetscCall(PetscObjectBaseTypeCompare((PetscObject)A, MATSEQBAIJ, &isbaij));
+  PetscCall(PetscObjectBaseTypeCompare((PetscObject)A, MATMPIAIJ, &ismpiaij));
+  PetscCall(PetscObjectBaseTypeCompare((PetscObject)A, MATMPIBAIJ, &ismpibaij));
+  PetscCall(PetscObjectTypeCompareAny((PetscObject)A, &issbaij, MATSEQSBAIJ, MATMPISBAIJ, ""));
+  if (isaij || isbdiagh) {
+    PetscCall(HeptaneCSRGet(A, csr));
+    PetscFunctionReturn(0);
+  }
+  if (ismpiaij) {
+    PetscCall(MatMPIAIJGetSeqAIJ(A, &Ad, &Ao, &colmap));
+    PetscCall(HeptaneCSRGet(Ad, csr));
+    PetscFunctionReturn(0);
+  }
+  if (isbaij || ismpibaij) {
+    Ad = A;
+    if (ismpibaij) PetscCall(MatMPIBAIJGetSeqBAIJ(A, &Ad, &Ao, &colmap));
+    PetscCall(HeptaneBAIJGet(Ad, NULL, p->baij, &csr->view));
+    PetscFunctionReturn(0);
+  }
+  PetscCheck(issbaij, PetscObjectComm((PetscObject)pc), PETSC_ERR_SUP, "PC %s: matrix type %s is not supported; use aij, baij, sbaij, bdiagh (or their mpi types), or a DMDA matrix of these types", PCHeptaneName(p), ((PetscObject)A)->type_name);
+  PetscCall(PCHeptaneSBAIJCopy(pc, A, &Ad));
+  PetscCall(PetscObjectBaseTypeCompare((PetscObject)p->aij, MATMPIAIJ, &ismpiaij));
+  if (ismpiaij) PetscCall(MatMPIAIJGetSeqAIJ(p->aij, &Ad, &Ao, &colmap));
+  PetscCall(HeptaneCSRGet(Ad, csr));
   PetscFunctionReturn(0);
 }
 
@@ -196,7 +224,7 @@ static void PCHeptaneEngine(PC_Heptane *p, const heptane::plugin::CsrView &a, Pe
 static PetscErrorCode PCSetUp_Heptane(PC pc)
 {
   PC_Heptane                     *p   = (PC_Heptane *)pc->data;
-  Mat                             A   = pc->pmat, aij;
+  Mat                             A   = pc->pmat;
   HeptaneCSR                      csr = {};
   PetscObjectState                nz;
   PetscObjectId                   id;
@@ -220,12 +248,15 @@ static PetscErrorCode PCSetUp_Heptane(PC pc)
   values_only = (PetscBool)(p->engine->built() && id == p->mat_id && nz == p->mat_nzstate && nc == p->nc && HeptanePcOptionsEqual(*p->opts, *p->opts_built) && device == *p->device_built);
   p->nc       = nc;
   if (p->ranks > 1) { /* this rank's diagonal block (local columns): block Jacobi over the ranks */
+    PetscBool issbaij;
+    Mat       src = A;
     if (!p->rows) HeptaneCallCXX(p->rows = new HeptaneRows());
-    PetscCall(HeptaneRowsGet(A, p->rows));
+    PetscCall(PetscObjectBaseTypeCompare((PetscObject)A, MATMPISBAIJ, &issbaij));
+    if (issbaij) PetscCall(PCHeptaneSBAIJCopy(pc, A, &src)); /* MatGetRow would give the upper triangle only */
+    PetscCall(HeptaneRowsGet(src, p->rows));
     view = &p->rows->split.diag;
   } else {
-    PetscCall(PCHeptaneAIJ(pc, A, &aij));
-    PetscCall(HeptaneCSRGet(aij, &csr));
+    PetscCall(PCHeptaneCSRGet(pc, A, &csr));
     view = &csr.view;
   }
   PCHeptaneEngine(p, *view, values_only, device, &msg, &code, &refreshed, &refused);
@@ -344,6 +375,7 @@ static PetscErrorCode PCDestroy_Heptane(PC pc)
   delete p->opts;
   delete p->opts_built;
   delete p->nc_from;
+  delete p->baij;
   delete p->mat_type;
   delete p->last;
   delete p->device_built;
@@ -361,7 +393,7 @@ static PetscErrorCode PCCreate_Heptane_Private(PC pc, heptane::PcType type)
   p->type        = type;
   p->mat_nzstate = -1;
   PetscCall(PetscStrncpy(p->device, "auto", sizeof(p->device)));
-  HeptaneCallCXX(p->opts = new heptane::PcOptions(); p->opts_built = new heptane::PcOptions(); p->engine = new heptane::plugin::PcEngine(); p->nc_from = new std::string(); p->mat_type = new std::string(); p->last = new std::string(); p->device_built = new std::string());
+  HeptaneCallCXX(p->opts = new heptane::PcOptions(); p->opts_built = new heptane::PcOptions(); p->engine = new heptane::plugin::PcEngine(); p->nc_from = new std::string(); p->mat_type = new std::string(); p->last = new std::string(); p->device_built = new std::string(); p->baij = new HeptaneBAIJ());
   pc->ops->setup          = PCSetUp_Heptane;
   pc->ops->apply          = PCApply_Heptane;
   pc->ops->view           = PCView_Heptane;

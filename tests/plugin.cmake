@@ -247,6 +247,12 @@ heptane_plugin_test(plugin_host_petsc_gmres_with_hamg_pc_baij
   --plugin ${plugin_so} --ref "${ref_bcgs} -dm_mat_type baij" --heptane "-ksp_type gmres -pc_type hamg -dm_mat_type baij -ksp_view"
   --expect "heptane block size Nc=2 from the DMDA's dof, PETSc matrix seqbaij"
   --expect "heptane preconditioner setups: 1 full \\(new pattern\\), 2 values-only" --reject MISMATCH -- ${host} -dof 2 -solves 3)
+# ... and on SBAIJ (its upper triangle through an AIJ copy), under PETSc's CG
+heptane_plugin_test(plugin_host_petsc_cg_with_hamg_pc_sbaij
+  ${solves} --its host=5:20 ${host_checks} --solves 2 --
+  --plugin ${plugin_so} --ref "-ksp_type cg -pc_type jacobi" --heptane "-ksp_type cg -pc_type hamg -ksp_view"
+  --expect "PETSc matrix seqsbaij" --expect "heptane preconditioner setups: 1 full \\(new pattern\\), 1 values-only"
+  --reject MISMATCH -- ${host} -use_dm 0 -mat_type sbaij -convection 0 -solves 2)
 # a new pattern in the Newton loop: the PC is set up again from scratch
 heptane_plugin_test(plugin_host_petsc_cg_hamg_pc_new_pattern
   ${solves} --its host=5:20 ${host_checks} --solves 3 --
