@@ -3,6 +3,7 @@
 // choice and its reason, and the JSON form.
 #include <boost/test/unit_test.hpp>
 
+#include <array>
 #include <chrono>
 #include <string>
 #include <vector>
@@ -187,8 +188,57 @@ BOOST_AUTO_TEST_CASE(explicit_zeros_count_as_stored_and_a_missing_entry_breaks_t
     });
     const auto st = detect_structure(b);
     BOOST_TEST(st.block_size == 1);
-    // with Nc = 1 the block offsets are the element offsets {+-JH*2 + s, ...}: not 7
+    // with Nc = 1 the block offsets are the element offsets {+-JH*2 + s, ...}: not 7; and as
+    // sparse 2 x 2 blocks it is the banded variant (couplings across the box's faces), which
+    // sparse blocks do not take (a band cut into blocks would look like one)
     BOOST_TEST(st.block_offsets.size() > 7u);
+    BOOST_TEST(!st.sparse_blocks);
+    // the same on the grid variant: found as sparse 2 x 2 blocks on the 4 x 3 x 2 grid
+    auto g = generate_hepta_coo<double>(spec(4, 3, 2, 2, false));
+    dropped = false;
+    const auto gs = detect_structure(filter(g, [&](index_t r, index_t c) {
+        if (!dropped && r == r0 && c / 2 != r / 2) {
+            dropped = true;
+            return false;
+        }
+        return true;
+    }));
+    BOOST_TEST(gs.block_size == 2);
+    BOOST_TEST(gs.sparse_blocks);
+    BOOST_TEST(gs.hepta);
+    BOOST_TEST((gs.grid == std::array<index_t, 3>{4, 3, 2}));
+    BOOST_TEST(gs.block_fill < 1.0);
+}
+
+BOOST_AUTO_TEST_CASE(sparse_blocks_a_16x23x3_grid_with_3_unknowns_per_cell)
+{
+    // a coupled system whose off-diagonal blocks couple each unknown to itself only (diagonal
+    // 3 x 3 blocks between cells, full blocks within a cell): no full-block Nc but 1, where
+    // the element offsets are far more than 7; with sparse blocks it is the 16 x 23 x 3 grid
+    const auto a = filter(generate_hepta_coo<double>(spec(16, 23, 3, 3, false)),
+                          [](index_t r, index_t c) { return r / 3 == c / 3 || r % 3 == c % 3; });
+    const auto st = detect_structure(a);
+    BOOST_TEST_MESSAGE(to_text(st));
+    BOOST_TEST(st.hepta, st.hepta_reason);
+    BOOST_TEST(st.block_size == 3);
+    BOOST_TEST(st.sparse_blocks);
+    BOOST_TEST(st.grid_dims == 3);
+    BOOST_TEST((st.grid == std::array<index_t, 3>{16, 23, 3}));
+    BOOST_TEST(st.block_offsets.size() == 7u);
+    BOOST_TEST(st.grid_variant);
+    // 9 slots per cell block, 3 per neighbour block: fill = nnz / slots < 1
+    BOOST_TEST(st.block_fill > 0.3);
+    BOOST_TEST(st.block_fill < 0.6);
+    BOOST_TEST(contains(st.hepta_reason, "blocks of 3 (sparse: "));
+    BOOST_TEST(contains(st.hepta_reason, "with full blocks (Nc = 1) it is not"));
+    BOOST_TEST(contains(to_json(st), "\"sparse_blocks\": true"));
+    BOOST_TEST(st.format != "bsr");  // bsr is for full blocks
+    // full blocks only: the old answer, 1 x 1 blocks and no grid
+    DetectOptions full_only;
+    full_only.max_sparse_block_size = 1;
+    const auto st1 = detect_structure(a, full_only);
+    BOOST_TEST(!st1.hepta);
+    BOOST_TEST(st1.block_size == 1);
 }
 
 BOOST_AUTO_TEST_CASE(random_matrix_is_not_hepta_and_says_why)

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstring>
 #include <numeric>
+#include <optional>
 #include <sstream>
 
 #include "core/error.hpp"
@@ -180,20 +181,55 @@ offset_t bdia_slots_in_bounds(index_t rows, index_t cols, index_t b, const std::
 /// Block couplings that cross a face of the J x H x I box: +-1 from j = J-1 / j = 0, and
 /// (3-D) +-J from h = H-1 / h = 0. (+-J*H never wraps; in 2-D +-J is the outer axis.)
 offset_t count_face_couplings(index_t b, int dims, index_t J, index_t H, index_t nbr,
-                              const std::vector<offset_t>& ptr, const index_t* col)
+                              const std::vector<offset_t>& ptr, const index_t* col, bool sparse)
 {
     offset_t n = 0;
 #pragma omp parallel for reduction(+ : n) schedule(static) if (nbr >= parallel_min_rows)
     for (index_t br = 0; br < nbr; ++br) {
         const index_t j = br % J, h = (br / J) % H;
         const index_t r0 = br * b;
-        for (offset_t k = ptr[r0]; k < ptr[r0 + 1]; k += b) {
-            const index_t d = col[k] / b - br;
-            n += (d == 1 && j == J - 1) || (d == -1 && j == 0);
-            if (dims == 3) n += (d == J && h == H - 1) || (d == -J && h == 0);
+        if (!sparse) {  // full blocks: the block row's first row has every block once
+            for (offset_t k = ptr[r0]; k < ptr[r0 + 1]; k += b) {
+                const index_t d = col[k] / b - br;
+                n += (d == 1 && j == J - 1) || (d == -1 && j == 0);
+                if (dims == 3) n += (d == J && h == H - 1) || (d == -J && h == 0);
+            }
+            continue;
         }
+        // sparse blocks: any row of the block row may hold the block; count each block once
+        bool seen[4] = {false, false, false, false};  // +1, -1, +J, -J
+        for (offset_t k = ptr[r0]; k < ptr[r0 + b]; ++k) {
+            const index_t d = col[k] / b - br;
+            seen[0] = seen[0] || (d == 1 && j == J - 1);
+            seen[1] = seen[1] || (d == -1 && j == 0);
+            if (dims == 3) {
+                seen[2] = seen[2] || (d == J && h == H - 1);
+                seen[3] = seen[3] || (d == -J && h == 0);
+            }
+        }
+        n += offset_t(seen[0]) + seen[1] + seen[2] + seen[3];
     }
     return n;
+}
+
+/// Distinct block offsets of every entry (blocks need not be full), at most `limit` + 1 of
+/// them (more: the caller gives up).
+std::vector<index_t> all_block_offsets(index_t rows, index_t b, const std::vector<offset_t>& ptr,
+                                       const index_t* col, std::size_t limit)
+{
+    std::vector<index_t> out;
+    for (index_t r = 0; r < rows && out.size() <= limit; ++r) {
+        const index_t br = r / b;
+        for (offset_t k = ptr[r]; k < ptr[r + 1]; ++k) {
+            const index_t d = col[k] / b - br;
+            if (std::find(out.begin(), out.end(), d) == out.end()) {
+                out.push_back(d);
+                if (out.size() > limit) break;
+            }
+        }
+    }
+    std::sort(out.begin(), out.end());
+    return out;
 }
 
 std::string pct(double fraction)
@@ -284,7 +320,8 @@ void analyse_grid(Structure& s, const std::vector<offset_t>& ptr, const index_t*
     s.hepta = true;
     s.grid_dims = dims;
     s.grid = {J, H, I};
-    s.face_couplings = dims >= 2 ? count_face_couplings(b, dims, J, H, G, ptr, col) : 0;
+    s.face_couplings =
+        dims >= 2 ? count_face_couplings(b, dims, J, H, G, ptr, col, s.sparse_blocks) : 0;
     s.grid_variant = s.face_couplings == 0;
     std::ostringstream o;
     const char* stencil = dims == 3 ? "7-point" : dims == 2 ? "5-point" : "3-point";
@@ -295,7 +332,9 @@ void analyse_grid(Structure& s, const std::vector<offset_t>& ptr, const index_t*
         o << J << " x " << H << " grid";
     else
         o << J << " x " << H << " x " << I << " grid";
-    o << ", blocks of " << b << " (block offsets " << offsets_text(d) << "); ";
+    o << ", blocks of " << b;
+    if (s.sparse_blocks) o << " (sparse: " << pct(s.block_fill) << " of their slots hold entries)";
+    o << " (block offsets " << offsets_text(d) << "); ";
     if (dims == 1)
         o << "a line has no box faces";
     else if (s.grid_variant)
@@ -311,6 +350,11 @@ void analyse_grid(Structure& s, const std::vector<offset_t>& ptr, const index_t*
     // face coupled both ways; with I = 1 or H = I = 1 this is the 5- or 3-point count),
     // banded: every in-bounds slot
     const offset_t bb = offset_t(b) * b;
+    if (s.sparse_blocks) {  // the stencil's count of entries assumes full blocks
+        o << "; " << pad;
+        s.hepta_reason = o.str();
+        return;
+    }
     const offset_t expected =
         s.grid_variant
             ? bb * (7 * offset_t(G) - 2 * (offset_t(H) * I + offset_t(J) * I + offset_t(J) * H))
@@ -322,6 +366,41 @@ void analyse_grid(Structure& s, const std::vector<offset_t>& ptr, const index_t*
           << " entries are missing (absent couplings, e.g. zero transmissibility)";
     o << "; " << pad;
     s.hepta_reason = o.str();
+}
+
+/// Sparse blocks (Structure::block_size): when the full-block Nc gives no GH stencil, every
+/// b = 2 .. max_sparse_block_size dividing the size whose blocks holding an entry have at most 7
+/// block offsets is analysed as a grid; the 2-D or 3-D grid variant (no couplings across the
+/// box's faces) with the least padding (the smaller b on a tie) replaces the result, the first
+/// reason kept after it.
+void try_sparse_blocks(Structure& s, const DetectOptions& opt, const std::vector<offset_t>& ptr,
+                       const index_t* col)
+{
+    std::optional<Structure> best;
+    const index_t hi = std::min(opt.max_sparse_block_size, s.rows);
+    for (index_t b = 2; b <= hi; ++b) {
+        if (s.rows % b || b == s.block_size) continue;
+        std::vector<index_t> d = all_block_offsets(s.rows, b, ptr, col, 7);
+        if (d.size() > 7) continue;
+        Structure t = s;
+        t.block_size = b;
+        t.sparse_blocks = true;
+        t.block_offsets = std::move(d);
+        t.bdia_slots = bdia_slots_in_bounds(s.rows, s.cols, b, t.block_offsets);
+        t.bdia_padding = double(t.bdia_slots - s.nnz) / double(s.nnz);
+        // the slots of the blocks that hold an entry: every in-bounds slot of a grid's stencil
+        // when the grid variant holds them all; a lower bound on fill otherwise
+        t.block_fill = double(s.nnz) / double(t.bdia_slots);
+        analyse_grid(t, ptr, col);
+        // a real grid only: 2-D or 3-D with nothing coupled across the box's faces (a band
+        // cut into blocks would look like a narrow grid whose rows wrap)
+        if (!t.hepta || t.grid_dims < 2 || !t.grid_variant) continue;
+        if (!best || t.bdia_padding < best->bdia_padding) best = std::move(t);
+    }
+    if (!best) return;
+    best->hepta_reason += "; with full blocks (Nc = " + std::to_string(s.block_size) +
+                          ") it is not: " + s.hepta_reason;
+    s = std::move(*best);
 }
 
 // HYB's ELL width for the row lengths of `ptr` (formats/hyb: choose_hyb_width).
@@ -370,7 +449,7 @@ void choose_format(Structure& s, const DetectOptions& opt, const std::vector<off
         ell_padding <= opt.ell_max_padding) {
         s.format = "ell";
         why << "ell: rows are uniform (" << rows_text << "), ELL pads " << pct(ell_padding);
-    } else if (s.block_size >= 2) {
+    } else if (s.block_size >= 2 && !s.sparse_blocks) {
         s.format = "bsr";
         why << "bsr: dense " << s.block_size << " x " << s.block_size << " blocks and rows too "
             << "unequal for ELL (" << rows_text << ")";
@@ -476,6 +555,7 @@ Structure detect_structure(const Coo<T>& a, const DetectOptions& opt)
     s.bdia_slots = bdia_slots_in_bounds(a.rows, a.cols, s.block_size, s.block_offsets);
     s.bdia_padding = nnz > 0 ? double(s.bdia_slots - nnz) / double(nnz) : 0.0;
     analyse_grid(s, ptr, c);
+    if (!s.hepta && s.rows == s.cols && nnz > 0) try_sparse_blocks(s, opt, ptr, c);
     choose_format(s, opt, ptr);
     return s;
 }
@@ -485,6 +565,8 @@ std::string to_json(const Structure& s)
     std::ostringstream o;
     o << "{\"rows\": " << s.rows << ", \"cols\": " << s.cols << ", \"nnz\": " << s.nnz
       << ", \"block_size\": " << s.block_size
+      << ", \"sparse_blocks\": " << (s.sparse_blocks ? "true" : "false")
+      << ", \"block_fill\": " << s.block_fill
       << ", \"num_block_offsets\": " << s.block_offsets.size() << ", \"block_offsets\": ";
     if (s.block_offsets.size() > 100) {
         o << "null";
@@ -525,8 +607,9 @@ std::string to_text(const Structure& s)
 {
     std::ostringstream o;
     o << "size        " << s.rows << " x " << s.cols << ", " << s.nnz << " stored entries\n"
-      << "blocks      " << s.block_size << " x " << s.block_size << ", " << s.block_offsets.size()
-      << " block diagonals {" << offsets_text(s.block_offsets) << "}\n"
+      << "blocks      " << s.block_size << " x " << s.block_size
+      << (s.sparse_blocks ? " (sparse, " + pct(s.block_fill) + " filled)" : std::string()) << ", "
+      << s.block_offsets.size() << " block diagonals {" << offsets_text(s.block_offsets) << "}\n"
       << "BDIA-GH     " << s.bdia_slots << " slots, padding " << pct(s.bdia_padding) << "\n"
       << "hepta       " << (s.hepta ? "yes: " : "no: ") << s.hepta_reason << "\n"
       << "rows        " << s.row_stats.min << ".." << s.row_stats.max << " entries, mean "

@@ -27,7 +27,9 @@ struct RowStats {
 
 /// Thresholds of the format choice (see Structure::format).
 struct DetectOptions {
-    index_t max_block_size = 64;            ///< largest block size tried
+    index_t max_block_size = 64;  ///< largest block size tried
+    /// Largest block size tried for sparse blocks (below), 1 to try none.
+    index_t max_sparse_block_size = 16;
     index_t max_bdia_offsets = 27;          ///< BDIA needs D <= this (a 27-point stencil)
     double max_bdia_padding = 0.30;         ///< ... and padding <= this (fraction of nnz)
     double ell_max_avg_deviation_pct = 20;  ///< ELL needs rows this uniform ...
@@ -42,7 +44,16 @@ struct Structure {
     offset_t nnz = 0;
     /// Nc: the largest b <= max_block_size dividing rows and cols such that every b x b block
     /// (aligned to multiples of b) that holds an entry holds b^2 entries. 1 at least.
+    /// Sparse blocks: when that Nc gives no GH stencil, the b <= max_sparse_block_size (rows
+    /// divisible by b) whose blocks holding an entry form a 2-D or 3-D grid (the grid variant:
+    /// nothing coupled across the box's faces) with the least padding, even though those blocks are
+    /// not full (e.g. a coupled system whose off-diagonal blocks couple each unknown only to
+    /// itself); sparse_blocks is then set.
     index_t block_size = 1;
+    /// block_size was found with blocks that are not full (see block_size).
+    bool sparse_blocks = false;
+    /// Entries over the b^2 slots of the blocks that hold any (1 for full blocks).
+    double block_fill = 1;
     /// The distinct block offsets (block column - block row), ascending.
     std::vector<index_t> block_offsets;
     /// Slots BDIA-GH with these offsets and this block size would hold, counting only slots
@@ -87,7 +98,8 @@ struct Structure {
 template <class T>
 Structure detect_structure(const Coo<T>& a, const DetectOptions& opt = {});
 
-/// The structure as one JSON object with keys rows, cols, nnz, block_size, block_offsets
+/// The structure as one JSON object with keys rows, cols, nnz, block_size, sparse_blocks,
+/// block_fill, block_offsets
 /// (the list, or null when there are more than 100; num_block_offsets always), bdia_slots,
 /// bdia_padding, hepta, hepta_reason, grid_dims, grid ([J,H,I], [J,H], [J] or null),
 /// grid_variant, face_couplings, row_stats {min, max, mean, avg_deviation_pct, empty_rows},
