@@ -3,8 +3,9 @@
 # split in cells) must match the one-process answer, and the JSON report must say so; from a
 # nonzero --x0 (the answer itself: next to no iterations) and in --precision mixed and single.
 #   tests/cli_distributed.sh HEPTANE MPIEXEC [MPI flags...]
-# On CPU ranks by default; with HEPTANE_TEST_DEVICE=cuda on GPUs (one per rank where there are
-# enough; exits 77, skipped, where there is no GPU).
+# On CPU ranks by default; with HEPTANE_TEST_DEVICE=cuda on GPUs, one per rank: it exits 77,
+# skipped, where there are fewer than 3 GPUs (ranks sharing a GPU would not run the multi-GPU
+# halo and reduction models it is meant to test).
 set -euo pipefail
 heptane=$1
 mpiexec=$2
@@ -15,8 +16,9 @@ trap 'rm -rf "$dir"' EXIT
 spec=16x12x9x2:reservoir
 device=cpu
 if [ "${HEPTANE_TEST_DEVICE:-cpu}" = cuda ]; then
-  if ! nvidia-smi -L 2>/dev/null | grep -q "^GPU"; then
-    echo "cli_distributed: no GPU here (HEPTANE_TEST_DEVICE=cuda): skipped"
+  gpus=$(nvidia-smi -L 2>/dev/null | grep -c "^GPU" || true)
+  if [ "${gpus:-0}" -lt 3 ]; then
+    echo "cli_distributed: ${gpus:-0} GPU(s) here, 3 needed (one per rank; HEPTANE_TEST_DEVICE=cuda): skipped"
     exit 77
   fi
   device=gpu

@@ -8,6 +8,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <vector>
 
 #include "distributed/dist_bdia.hpp"
@@ -31,7 +33,30 @@ using namespace heptane::dist;
 namespace {
 
 struct MpiFixture {
-    MpiFixture() { MPI_Init(nullptr, nullptr); }
+    MpiFixture()
+    {
+        MPI_Init(nullptr, nullptr);
+        // on GPUs every rank needs its own (the peer and NCCL models this program tests run
+        // only so): fewer GPUs than ranks on a node is a skip (77), not a pass without them
+        if (test::testing_on_gpu() && built_with_cuda()) {
+            MPI_Comm node;
+            int node_size = 1, rank = 0;
+            MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+            MPI_Comm_size(node, &node_size);
+            MPI_Comm_free(&node);
+            MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+            const int gpus = CudaExecutor::device_count();
+            if (node_size > 1 && gpus < node_size) {
+                if (rank == 0)
+                    std::printf(
+                        "SKIPPED: %d ranks on this node but %d GPU(s): the multi-GPU models "
+                        "(one GPU per rank: peer, NCCL) cannot run here\n",
+                        node_size, gpus);
+                MPI_Finalize();
+                std::exit(77);
+            }
+        }
+    }
     ~MpiFixture() { MPI_Finalize(); }
 };
 
