@@ -791,16 +791,21 @@ static PetscErrorCode KSPHeptaneCheckSymmetry(KSP ksp, Mat Amat)
     PetscCall(PetscSNPrintf(line, sizeof(line), "the matrix is marked %s (MatSetOption MAT_SYMMETRIC)", flg ? "symmetric" : "not symmetric"));
   } else if (h->ranks > 1) {
     PetscReal norm;
-    if (!Amat->ops->issymmetric) {
+    PetscErrorCode (*istranspose)(Mat, Mat, PetscReal, PetscBool *) = NULL;
+    /* MatIsSymmetric where the type has it, else MatIsTranspose(A, A) (what PETSc 3.25's
+       MatIsSymmetric does for MPIAIJ itself) where that is composed */
+    PetscCall(PetscObjectQueryFunction((PetscObject)Amat, "MatIsTranspose_C", &istranspose));
+    if (!Amat->ops->issymmetric && !istranspose) {
       h->symmetric = -1;
-      PetscCall(PetscSNPrintf(line, sizeof(line), "not checked (matrix type %s has no MatIsSymmetric; set MAT_SYMMETRIC to say it is)", ((PetscObject)Amat)->type_name));
+      PetscCall(PetscSNPrintf(line, sizeof(line), "not checked (matrix type %s has neither MatIsSymmetric nor MatIsTranspose; set MAT_SYMMETRIC to say it is)", ((PetscObject)Amat)->type_name));
       HeptaneCallCXX(*h->sym_note = line);
       PetscFunctionReturn(0);
     }
     PetscCall(MatNorm(Amat, NORM_INFINITY, &norm));
-    PetscCall(MatIsSymmetric(Amat, h->symmetry_tol * norm, &flg));
+    if (Amat->ops->issymmetric) PetscCall(MatIsSymmetric(Amat, h->symmetry_tol * norm, &flg));
+    else PetscCall(MatIsTranspose(Amat, Amat, h->symmetry_tol * norm, &flg));
     h->symmetric = flg ? 1 : 0;
-    PetscCall(PetscSNPrintf(line, sizeof(line), "MatIsSymmetric with tolerance %g ||A||_inf: %s", (double)h->symmetry_tol, flg ? "symmetric" : "NOT symmetric"));
+    PetscCall(PetscSNPrintf(line, sizeof(line), "%s with tolerance %g ||A||_inf: %s", Amat->ops->issymmetric ? "MatIsSymmetric" : "MatIsTranspose(A, A)", (double)h->symmetry_tol, flg ? "symmetric" : "NOT symmetric"));
   } else {
     HeptaneCSR csr   = {};
     double     worst = 0, vij = 0, vji = 0;
