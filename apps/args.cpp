@@ -1,6 +1,9 @@
 #include "apps/args.hpp"
 
+#include <cerrno>
+#include <cstdint>
 #include <cstdlib>
+#include <limits>
 
 namespace heptane::cli {
 
@@ -109,10 +112,21 @@ std::vector<long long> parse_dims(const std::string& s, std::size_t min_n, std::
         if (j == std::string::npos) j = s.size();
         std::string part = s.substr(i, j - i);
         char* end = nullptr;
+        errno = 0;
         long long v = std::strtoll(part.c_str(), &end, 10);
         if (part.empty() || *end != '\0' || v <= 0)
             throw UsageError("bad dimensions '" + s +
                              "': expected positive integers like 16x16x32");
+        // heptane's indices are 32-bit: a larger extent must not wrap into a small one
+        if (errno == ERANGE || v > std::numeric_limits<std::int32_t>::max()) {
+            std::string msg = "bad dimensions '";
+            msg += s;
+            msg += "': ";
+            msg += part;
+            msg += " is larger than ";
+            msg += std::to_string(std::numeric_limits<std::int32_t>::max());
+            throw UsageError(msg);
+        }
         out.push_back(v);
         i = j + 1;
     }

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <stdexcept>
 
 #include "apps/args.hpp"
 #include "apps/commands.hpp"
@@ -25,8 +26,12 @@ std::shared_ptr<const Executor> pick_executor(const std::string& device)
         const std::string p = prefix;
         if (device.rfind(p, 0) == 0) {
             try {
-                return CudaExecutor::create(std::stoi(device.substr(p.size())));
+                std::size_t used = 0;
+                const std::string n = device.substr(p.size());
+                const int id = std::stoi(n, &used);
+                if (used == n.size() && id >= 0) return CudaExecutor::create(id);
             } catch (const std::invalid_argument&) {
+            } catch (const std::out_of_range&) {  // e.g. gpu:99999999999: a usage error too
             }
         }
     }

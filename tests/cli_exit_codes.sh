@@ -35,6 +35,13 @@ expect 2 solve "${g[@]}" --impl foo
 expect 2 solve "${g[@]}" --precision quad
 expect 2 solve "${g[@]}" --restart 5
 expect 2 solve "${g[@]}" --amg-cycle z --pc amg
+# found by tests/fuzz/fuzz_cli_args: a device number past int was an uncaught std::stoi error
+# (exit 1), a grid extent past 32 bits wrapped into a small grid (exit 0)
+expect 2 solve "${g[@]}" --device gpu:99999999999
+expect 2 spmv --generate 2x2x2 --device gpu:99999999999
+expect 2 solve --generate 8x8x4294967297x1 --device cpu
+expect 2 info --generate 4294967298x2x2 --json
+expect 2 gen --grid 4294967298x2x2 -o "$dir/big.mtx"
 expect 2 solve "$dir/A.mtx" --bogus
 grep -q "unknown option --bogus" "$dir/err" || { echo "FAIL: --bogus: $(cat "$dir/err")"; fail=1; }
 expect 2 solve "$dir/A.mtx" --rtol
