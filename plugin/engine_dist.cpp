@@ -22,6 +22,7 @@
 // waiting in a collective).
 #include <cstdint>
 #include <limits>
+#include <utility>
 
 #include "core/bitset.hpp"
 #include "core/error.hpp"
@@ -369,6 +370,18 @@ struct DistStore final : TypedStore<VT> {
 
 } // namespace
 
+namespace
+{
+// This rank's device and executor: on a GPU the GPU of the rank's node-local rank unless
+// cfg.device names one; the engine's executor again when the device did not change.
+std::pair<std::string, std::shared_ptr<const Executor>> rank_device(const MatrixEngine::Impl &m, const dist::Communicator &C, const MatrixConfig &cfg)
+{
+  std::string device = resolve_device(cfg.device);
+  if (device == "cuda") device = "cuda:" + std::to_string(std::max(0, C.local_device()));
+  return {device, m.exec && device == m.device ? m.exec : make_executor(device)};
+}
+} // namespace
+
 void MatrixEngine::build_distributed(const CsrView &a, index_t row_begin, MPI_Comm comm, const GridHint &hint, const MatrixConfig &cfg)
 {
   const auto t0 = clock_type::now();
@@ -430,10 +443,7 @@ void MatrixEngine::build_distributed(const CsrView &a, index_t row_begin, MPI_Co
                                            "-da_processors_x 1 -da_processors_y 1)");
   note << "; " << C.size() << " ranks, rows " << part.describe();
 
-  // the device: on a GPU, each rank the GPU of its node-local rank unless one is named
-  std::string device = resolve_device(cfg.device);
-  if (device == "cuda") device = "cuda:" + std::to_string(std::max(0, C.local_device()));
-  const auto exec = m.exec && device == m.device ? m.exec : make_executor(device);
+  const auto [device, exec] = rank_device(m, C, cfg);
   switch (cfg.precision) {
   case Precision::double_:
     m.store = std::make_unique<DistStore<double, double>>(rows, given, row_begin, nc, offsets, m.comm, part, exec);
@@ -485,21 +495,19 @@ void MatrixEngine::build_distributed_callback(const CsrView &a, index_t row_begi
     m.comm     = std::make_shared<const dist::Communicator>(comm);
     m.comm_src = comm;
   }
-  const dist::Communicator &C      = *m.comm;
-  const dist::RowPartition  part   = dist::partition_from_local(C, a.rows);
-  std::string               device = resolve_device(cfg.device);
-  if (device == "cuda") device = "cuda:" + std::to_string(std::max(0, C.local_device()));
-  const auto exec = m.exec && device == m.device ? m.exec : make_executor(device);
-  auto       op   = std::make_shared<detail::HostCallbackOperator<double>>(a.rows, exec, std::move(apply), describe + " on " + exec->name());
-  op->reducer_    = dist::make_reducer(dist::ReduceModel::mpi, m.comm, exec);
-  m.store         = std::make_unique<CallbackStore>(op);
-  m.cfg           = cfg;
-  m.device        = device;
-  m.exec          = exec;
-  m.format        = Format::csr;
-  m.rows          = a.rows;
-  m.nnz           = a.nnz();
-  m.nc            = nc > 0 ? nc : 1;
+  const dist::Communicator &C    = *m.comm;
+  const dist::RowPartition  part = dist::partition_from_local(C, a.rows);
+  const auto [device, exec]      = rank_device(m, C, cfg);
+  auto op                        = std::make_shared<detail::HostCallbackOperator<double>>(a.rows, exec, std::move(apply), describe + " on " + exec->name());
+  op->reducer_                   = dist::make_reducer(dist::ReduceModel::mpi, m.comm, exec);
+  m.store                        = std::make_unique<CallbackStore>(op);
+  m.cfg                          = cfg;
+  m.device                       = device;
+  m.exec                         = exec;
+  m.format                       = Format::csr;
+  m.rows                         = a.rows;
+  m.nnz                          = a.nnz();
+  m.nc                           = nc > 0 ? nc : 1;
   m.offsets.clear();
   m.grid                   = {0, 0, 0};
   m.note                   = describe + "; " + std::to_string(C.size()) + " ranks, rows " + part.describe();

@@ -72,11 +72,9 @@ typedef struct {
   /* the matrix the engine holds */
   PetscObjectId                  mat_id;
   PetscObjectState               mat_nzstate, mat_state;
-  Mat                            aij;       /* AIJ copy of an SBAIJ matrix (owned) */
-  HeptaneBAIJ                   *baij;      /* a BAIJ matrix's map to scalar CSR (KSPHeptaneCSRGet) */
-  const char                    *input_how; /* how the matrix is read, for the view */
-  PetscObjectState               aij_src_nzstate, aij_src_state;
-  PetscObjectId                  aij_src_id;
+  HeptaneAIJCopy                 sbaij;      /* an SBAIJ matrix's AIJ copy (owned) */
+  HeptaneBAIJ                   *baij;       /* a BAIJ matrix's map to scalar CSR (KSPHeptaneCSRGet) */
+  const char                    *input_how;  /* how the matrix is read, for the view */
   heptane::plugin::MatrixEngine *own;        /* engine for non-bdiagh matrices */
   heptane::plugin::MatrixEngine *engine;     /* the engine used: own, or the bdiagh matrix's */
   Mat                            engine_mat; /* the bdiagh matrix lending its engine (referenced) */
@@ -373,12 +371,10 @@ static bool KSPHeptanePcOptionsChanged(KSP_Heptane *h)
    SeqAIJ copy, converted once per pattern and MAT_REUSE_MATRIX for new values. */
 static PetscErrorCode KSPHeptaneCSRGet(KSP ksp, Mat A, HeptaneCSR *csr)
 {
-  KSP_Heptane     *h = (KSP_Heptane *)ksp->data;
-  PetscBool        isaij, isbdiagh, isbaij, ismpiaij, ismpibaij, issbaij, ismpisbaij;
-  PetscObjectState nz, st;
-  PetscObjectId    id;
-  Mat              Ad, Ao;
-  const PetscInt  *colmap;
+  KSP_Heptane    *h = (KSP_Heptane *)ksp->data;
+  PetscBool       isaij, isbdiagh, isbaij, ismpiaij, ismpibaij, issbaij, ismpisbaij;
+  Mat             Ad, Ao;
+  const PetscInt *colmap;
 
   PetscFunctionBegin;
   *csr = HeptaneCSR();
@@ -409,21 +405,8 @@ static PetscErrorCode KSPHeptaneCSRGet(KSP ksp, Mat A, HeptaneCSR *csr)
   }
   PetscCheck(issbaij || ismpisbaij, PetscObjectComm((PetscObject)ksp), PETSC_ERR_SUP, "KSP %s: matrix type %s is not supported; use aij, baij, sbaij, bdiagh (or their mpi types), or a DMDA matrix of these types", KSPHeptaneName(h), ((PetscObject)A)->type_name);
   h->input_how = "SBAIJ converted to AIJ once per pattern (MatConvert), MAT_REUSE_MATRIX for new values";
-  PetscCall(MatGetNonzeroState(A, &nz));
-  PetscCall(PetscObjectStateGet((PetscObject)A, &st));
-  PetscCall(PetscObjectGetId((PetscObject)A, &id));
-  if (!h->aij || id != h->aij_src_id || nz != h->aij_src_nzstate) {
-    PetscCall(MatDestroy(&h->aij));
-    PetscCall(MatConvert(A, MATAIJ, MAT_INITIAL_MATRIX, &h->aij));
-    PetscCall(PetscInfo(ksp, "%s: converted the %s matrix to aij (new pattern)\n", KSPHeptaneName(h), ((PetscObject)A)->type_name));
-  } else if (st != h->aij_src_state) {
-    PetscCall(MatConvert(A, MATAIJ, MAT_REUSE_MATRIX, &h->aij));
-  }
-  h->aij_src_id      = id;
-  h->aij_src_nzstate = nz;
-  h->aij_src_state   = st;
-  Ad                 = h->aij;
-  if (ismpisbaij) PetscCall(MatMPIAIJGetSeqAIJ(h->aij, &Ad, &Ao, &colmap));
+  PetscCall(HeptaneAIJCopyGet(A, &h->sbaij, &Ad));
+  if (ismpisbaij) PetscCall(MatMPIAIJGetSeqAIJ(h->sbaij.aij, &Ad, &Ao, &colmap));
   PetscCall(HeptaneCSRGet(Ad, csr));
   PetscFunctionReturn(0);
 }
@@ -664,19 +647,7 @@ static PetscErrorCode KSPHeptaneUpdateRanks(KSP ksp, Mat Amat, const heptane::pl
   {
     PetscBool issbaij;
     PetscCall(PetscObjectBaseTypeCompare((PetscObject)Amat, MATMPISBAIJ, &issbaij));
-    if (issbaij) { /* only the upper triangle is stored: an MPIAIJ copy, values reused */
-      PetscObjectState sst;
-      PetscObjectId    sid;
-      PetscCall(PetscObjectStateGet((PetscObject)Amat, &sst));
-      PetscCall(PetscObjectGetId((PetscObject)Amat, &sid));
-      if (todo == 2 || !h->aij || sid != h->aij_src_id) {
-        PetscCall(MatDestroy(&h->aij));
-        PetscCall(MatConvert(Amat, MATMPIAIJ, MAT_INITIAL_MATRIX, &h->aij));
-      } else if (sst != h->aij_src_state) PetscCall(MatConvert(Amat, MATMPIAIJ, MAT_REUSE_MATRIX, &h->aij));
-      h->aij_src_id    = sid;
-      h->aij_src_state = sst;
-      Amat             = h->aij;
-    }
+    if (issbaij) PetscCall(HeptaneAIJCopyGet(Amat, &h->sbaij, &Amat)); /* only the upper triangle is stored: an MPIAIJ copy */
   }
   if (h->nat_is) { /* PETSc's numbering is not the grid's: the rows renumbered into it (MPIBAIJ's
                        MAT_REUSE_MATRIX refuses the layout it made itself: made anew, its rows are
@@ -748,15 +719,19 @@ static PetscErrorCode KSPHeptaneUsePetscPC(KSP ksp, Mat Pmat)
     PetscCall(VecCreateMPIWithArray(PetscObjectComm((PetscObject)ksp), 1, n, N, NULL, &h->nat_r));
     PetscCall(VecCreateMPIWithArray(PetscObjectComm((PetscObject)ksp), 1, n, N, NULL, &h->nat_z));
   }
-  if (!h->krylov->host_preconditioner()) {
-    PC pc;
+  {
+    PC          pc;
+    std::string desc;
     PetscCall(KSPGetPC(ksp, &pc));
-    HeptaneCallCXX(h->krylov->set_host_preconditioner(
-      [ksp, h](const double *r, double *z) {
-        h->pc_apply_error = KSPHeptanePCApply(ksp, r, z);
-        if (h->pc_apply_error) throw HeptaneCallbackFailed();
-      },
-      std::string("PETSc PC ") + ((PetscObject)pc)->type_name + " (PCApply)"));
+    HeptaneCallCXX(desc = std::string("PETSc PC ") + ((PetscObject)pc)->type_name + " (PCApply)");
+    /* set once, and again when the PC's type changed (the description names it) */
+    if (!h->krylov->host_preconditioner() || h->krylov->preconditioner_describe() != desc)
+      HeptaneCallCXX(h->krylov->set_host_preconditioner(
+        [ksp, h](const double *r, double *z) {
+          h->pc_apply_error = KSPHeptanePCApply(ksp, r, z);
+          if (h->pc_apply_error) throw HeptaneCallbackFailed();
+        },
+        desc));
   }
   h->pc_built = heptane::PcType::none;
   PetscFunctionReturn(0);
@@ -1038,6 +1013,25 @@ static PetscErrorCode KSPHeptaneRun(KSP ksp, const heptane::SolverOptions &opts,
   PetscFunctionReturn(0);
 }
 
+/* PETSc's own PC failed (its setup or an apply, e.g. a zero pivot): the KSP's reason becomes
+   KSP_DIVERGED_PC_FAILED. */
+static PetscErrorCode KSPHeptanePetscPCFailed(KSP ksp, PetscBool *failed)
+{
+  KSP_Heptane   *h = (KSP_Heptane *)ksp->data;
+  PC             pc;
+  PCFailedReason pcreason;
+
+  PetscFunctionBegin;
+  PetscCall(KSPGetPC(ksp, &pc));
+  PetscCall(PCGetFailedReason(pc, &pcreason));
+  *failed = pcreason ? PETSC_TRUE : PETSC_FALSE;
+  if (*failed) {
+    ksp->reason = KSP_DIVERGED_PC_FAILED;
+    PetscCall(PetscInfo(ksp, "%s: PETSc's PC %s failed (%s)\n", KSPHeptaneName(h), ((PetscObject)pc)->type_name, PCFailedReasons[pcreason]));
+  }
+  PetscFunctionReturn(0);
+}
+
 static PetscErrorCode KSPSolve_Heptane(KSP ksp)
 {
   KSP_Heptane           *h = (KSP_Heptane *)ksp->data;
@@ -1062,15 +1056,9 @@ static PetscErrorCode KSPSolve_Heptane(KSP ksp)
     PetscFunctionReturn(0);
   }
   if (h->petsc_pc) { /* PETSc's PC set up by PCSetUp: a failed setup (e.g. a zero pivot) is the reason */
-    PC             pc;
-    PCFailedReason pcreason;
-    PetscCall(KSPGetPC(ksp, &pc));
-    PetscCall(PCGetFailedReason(pc, &pcreason));
-    if (pcreason) {
-      ksp->reason = KSP_DIVERGED_PC_FAILED;
-      PetscCall(PetscInfo(ksp, "%s: PETSc's PC %s failed its setup (%s)\n", KSPHeptaneName(h), ((PetscObject)pc)->type_name, PCFailedReasons[pcreason]));
-      PetscFunctionReturn(0);
-    }
+    PetscBool failed;
+    PetscCall(KSPHeptanePetscPCFailed(ksp, &failed));
+    if (failed) PetscFunctionReturn(0);
   }
   opts.rtol        = ksp->rtol;
   opts.atol        = ksp->abstol;
@@ -1106,11 +1094,8 @@ static PetscErrorCode KSPSolve_Heptane(KSP ksp)
   ksp->rnorm0 = st.initial_residual_norm;
   ksp->reason = KSPHeptaneReason(h, st.reason);
   if (h->petsc_pc && ksp->reason < 0) { /* PCApply's own failure (e.g. a zero pivot) says more */
-    PC             pc;
-    PCFailedReason pcreason;
-    PetscCall(KSPGetPC(ksp, &pc));
-    PetscCall(PCGetFailedReason(pc, &pcreason));
-    if (pcreason) ksp->reason = KSP_DIVERGED_PC_FAILED;
+    PetscBool failed;
+    PetscCall(KSPHeptanePetscPCFailed(ksp, &failed));
   }
   h->solves++;
   PetscCall(PetscInfo(ksp, "%s: %s (%s), %.3f ms\n", KSPHeptaneName(h), st.summary().c_str(), heptane::to_string(st.reason), h->krylov->timings().last_solve_ms));
@@ -1230,7 +1215,7 @@ static PetscErrorCode KSPHeptaneFreeWork(KSP ksp)
 
   PetscFunctionBegin;
   PetscCall(KSPHeptaneReleasePC(ksp));
-  PetscCall(MatDestroy(&h->aij));
+  PetscCall(MatDestroy(&h->sbaij.aij));
   PetscCall(MatDestroy(&h->engine_mat));
   PetscCall(VecDestroy(&h->x0));
   PetscCall(VecDestroy(&h->pc_r));

@@ -37,11 +37,9 @@ typedef struct {
   char                       device[64]; /* -heptane_device */
   PetscInt                   block;      /* -heptane_block; 0: from the matrix */
   heptane::plugin::PcEngine *engine;
-  Mat                        aij;  /* AIJ copy of an SBAIJ matrix (owned) */
-  HeptaneBAIJ               *baij; /* a BAIJ matrix's map to scalar CSR (PCHeptaneCSRGet) */
-  PetscObjectId              aij_src_id;
-  PetscObjectState           aij_src_nzstate, aij_src_state;
-  HeptaneRows               *rows; /* several ranks: this rank's rows */
+  HeptaneAIJCopy             sbaij; /* an SBAIJ matrix's AIJ copy (owned) */
+  HeptaneBAIJ               *baij;  /* a BAIJ matrix's map to scalar CSR (PCHeptaneCSRGet) */
+  HeptaneRows               *rows;  /* several ranks: this rank's rows */
   PetscObjectId              mat_id;
   PetscObjectState           mat_nzstate;
   PetscInt                   nc;
@@ -65,31 +63,6 @@ static const char *PCHeptaneMan(PC_Heptane *p)
    diagonal block) through HeptaneBAIJGet's map (once per pattern, the values gathered at each
    setup, no MatConvert); SBAIJ through an AIJ copy (MatConvert once per pattern, then
    MAT_REUSE_MATRIX). */
-/* An SBAIJ matrix (upper triangle stored) as AIJ: converted once per pattern, MAT_REUSE_MATRIX
-   for new values. */
-static PetscErrorCode PCHeptaneSBAIJCopy(PC pc, Mat A, Mat *aij)
-{
-  PC_Heptane      *p = (PC_Heptane *)pc->data;
-  PetscObjectState nz, st;
-  PetscObjectId    id;
-
-  PetscFunctionBegin;
-  PetscCall(MatGetNonzeroState(A, &nz));
-  PetscCall(PetscObjectStateGet((PetscObject)A, &st));
-  PetscCall(PetscObjectGetId((PetscObject)A, &id));
-  if (!p->aij || id != p->aij_src_id || nz != p->aij_src_nzstate) {
-    PetscCall(MatDestroy(&p->aij));
-    PetscCall(MatConvert(A, MATAIJ, MAT_INITIAL_MATRIX, &p->aij));
-  } else if (st != p->aij_src_state) {
-    PetscCall(MatConvert(A, MATAIJ, MAT_REUSE_MATRIX, &p->aij));
-  }
-  p->aij_src_id      = id;
-  p->aij_src_nzstate = nz;
-  p->aij_src_state   = st;
-  *aij               = p->aij;
-  PetscFunctionReturn(0);
-}
-
 static PetscErrorCode PCHeptaneCSRGet(PC pc, Mat A, HeptaneCSR *csr)
 {
   PC_Heptane     *p = (PC_Heptane *)pc->data;
@@ -121,9 +94,9 @@ static PetscErrorCode PCHeptaneCSRGet(PC pc, Mat A, HeptaneCSR *csr)
     PetscFunctionReturn(0);
   }
   PetscCheck(issbaij, PetscObjectComm((PetscObject)pc), PETSC_ERR_SUP, "PC %s: matrix type %s is not supported; use aij, baij, sbaij, bdiagh (or their mpi types), or a DMDA matrix of these types", PCHeptaneName(p), ((PetscObject)A)->type_name);
-  PetscCall(PCHeptaneSBAIJCopy(pc, A, &Ad));
-  PetscCall(PetscObjectBaseTypeCompare((PetscObject)p->aij, MATMPIAIJ, &ismpiaij));
-  if (ismpiaij) PetscCall(MatMPIAIJGetSeqAIJ(p->aij, &Ad, &Ao, &colmap));
+  PetscCall(HeptaneAIJCopyGet(A, &p->sbaij, &Ad));
+  PetscCall(PetscObjectBaseTypeCompare((PetscObject)Ad, MATMPIAIJ, &ismpiaij));
+  if (ismpiaij) PetscCall(MatMPIAIJGetSeqAIJ(Ad, &Ad, &Ao, &colmap));
   PetscCall(HeptaneCSRGet(Ad, csr));
   PetscFunctionReturn(0);
 }
@@ -252,7 +225,7 @@ static PetscErrorCode PCSetUp_Heptane(PC pc)
     Mat       src = A;
     if (!p->rows) HeptaneCallCXX(p->rows = new HeptaneRows());
     PetscCall(PetscObjectBaseTypeCompare((PetscObject)A, MATMPISBAIJ, &issbaij));
-    if (issbaij) PetscCall(PCHeptaneSBAIJCopy(pc, A, &src)); /* MatGetRow would give the upper triangle only */
+    if (issbaij) PetscCall(HeptaneAIJCopyGet(A, &p->sbaij, &src)); /* MatGetRow would give the upper triangle only */
     PetscCall(HeptaneRowsGet(src, p->rows));
     view = &p->rows->split.diag;
   } else {
@@ -353,7 +326,7 @@ static PetscErrorCode PCReset_Heptane(PC pc)
   PC_Heptane *p = (PC_Heptane *)pc->data;
 
   PetscFunctionBegin;
-  PetscCall(MatDestroy(&p->aij));
+  PetscCall(MatDestroy(&p->sbaij.aij));
   delete p->engine;
   delete p->rows;
   p->engine = NULL;
@@ -369,7 +342,7 @@ static PetscErrorCode PCDestroy_Heptane(PC pc)
   PC_Heptane *p = (PC_Heptane *)pc->data;
 
   PetscFunctionBegin;
-  PetscCall(MatDestroy(&p->aij));
+  PetscCall(MatDestroy(&p->sbaij.aij));
   delete p->engine;
   delete p->rows;
   delete p->opts;

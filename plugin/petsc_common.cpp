@@ -121,6 +121,28 @@ PetscErrorCode HeptaneBAIJGet(Mat A, const PetscInt bcolmap[], HeptaneBAIJ *b, h
   PetscFunctionReturn(0);
 }
 
+PetscErrorCode HeptaneAIJCopyGet(Mat A, HeptaneAIJCopy *c, Mat *aij)
+{
+  PetscObjectState nz, st;
+  PetscObjectId    id;
+
+  PetscFunctionBegin;
+  PetscCall(MatGetNonzeroState(A, &nz));
+  PetscCall(PetscObjectStateGet((PetscObject)A, &st));
+  PetscCall(PetscObjectGetId((PetscObject)A, &id));
+  if (!c->aij || id != c->id || nz != c->nz) {
+    PetscCall(MatDestroy(&c->aij));
+    PetscCall(MatConvert(A, MATAIJ, MAT_INITIAL_MATRIX, &c->aij));
+  } else if (st != c->state) {
+    PetscCall(MatConvert(A, MATAIJ, MAT_REUSE_MATRIX, &c->aij));
+  }
+  c->id    = id;
+  c->nz    = nz;
+  c->state = st;
+  *aij     = c->aij;
+  PetscFunctionReturn(0);
+}
+
 PetscErrorCode HeptaneRowsGet(Mat A, HeptaneRows *r)
 {
   Mat                Ad, Ao;

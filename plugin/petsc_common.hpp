@@ -91,6 +91,16 @@ struct HeptaneBAIJ {
 };
 PETSC_INTERN PetscErrorCode HeptaneBAIJGet(Mat, const PetscInt bcolmap[], HeptaneBAIJ *, heptane::plugin::CsrView *);
 
+/* An SBAIJ matrix (only its upper triangle is stored) as AIJ (seq or mpi, as the matrix is):
+   MatConvert once per pattern (object and nonzero state), MAT_REUSE_MATRIX for new values,
+   nothing when neither moved. Zero-initialised (PetscNew); MatDestroy(&copy.aij) frees it. */
+typedef struct {
+  Mat              aij;
+  PetscObjectId    id;
+  PetscObjectState nz, state;
+} HeptaneAIJCopy;
+PETSC_INTERN PetscErrorCode HeptaneAIJCopyGet(Mat, HeptaneAIJCopy *, Mat *);
+
 /* Several ranks: this rank's rows [rstart, rend) of a parallel matrix as heptane's DistRows
    (engine_impl.hpp): its diagonal block (the columns of its own rows, local indices: what the
    preconditioner is built from) and its other entries (global columns through off_cols).
