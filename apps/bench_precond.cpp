@@ -20,7 +20,7 @@ namespace {
 const char* precond_usage =
     "usage: heptane bench precond [--generate SPEC[,SPEC...]] [FILE...] [--pcs LIST] [--solver S]\n"
     "                             [--device D] [--format F] [--rtol R] [--max-it N] [--reps N]\n"
-    "                             [AMG options] [--csv FILE] [--json FILE]\n\n"
+    "                             [--operator-build W] [AMG options] [--csv FILE] [--json FILE]\n\n"
     "Time to solution per preconditioner: for every system (each JxHxIxNc[:model] of --generate,\n"
     "default 128x128x64x1:channelized, and every Matrix Market FILE) and every preconditioner\n"
     "of --pcs (default jacobi,ilu0-mc,amg; also none, bjacobi, ilu0, cpr), one solve of\n"
@@ -30,6 +30,8 @@ const char* precond_usage =
     "(default) or gmres. --device: auto (default), cpu, gpu. --format: the operator's format\n"
     "(default bdiagh where the matrix is hepta, else csr). The table goes to stdout; --csv and\n"
     "--json write one row / object per run. Exit status 1 when a run does not converge.\n"
+    "--operator-build W: where a BDIA-GH operator for a GPU is built: device (default: the\n"
+    "entries are uploaded and placed by a kernel) or host (built on the host, then uploaded).\n"
     "AMG options (also used by cpr):\n";
 
 struct Row {
@@ -65,8 +67,11 @@ int bench_precond(int argc, char** argv)
     const long long reps = args.get_int("--reps", 1);
     const auto csv = args.get("--csv");
     const auto json = args.get("--json");
+    const std::string build = args.get_or("--operator-build", "device");
     const PcOptions pco = parse_pc_options(args);
     args.finish(0, 64);
+    if (build != "device" && build != "host")
+        throw UsageError("--operator-build must be device or host, got '" + build + "'");
     if (rtol <= 0) throw UsageError("--rtol must be > 0");
     if (max_it < 1 || reps < 1) throw UsageError("--max-it and --reps must be >= 1");
     SolveConfig base;
@@ -91,6 +96,7 @@ int bench_precond(int argc, char** argv)
     base.options.max_it = int(max_it);
     base.options.record_history = false;
     base.pc_options = pco;
+    base.format_options.build_on_host = build == "host";
     if (gens.empty() && args.positionals().empty()) gens.push_back("128x128x64x1:channelized");
 
     std::vector<Row> rows;

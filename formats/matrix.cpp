@@ -296,16 +296,23 @@ std::unique_ptr<Operator<VT>> make_matrix_operator(const Coo<double>& a, Format 
     std::unique_ptr<Csr<MT>> at;
     if (opt.transpose == TransposeMode::stored && f != Format::bdia)
         at = std::make_unique<Csr<MT>>(place(transpose(csr_from_coo(*host)), exec));
-    return with_built_format(*host, f, opt, [&](auto m) -> std::unique_ptr<Operator<VT>> {
+    // m on the host (placed == false) or already on exec
+    auto wrap = [&](auto m, bool placed) -> std::unique_ptr<Operator<VT>> {
         using M = decltype(m);
         const index_t rows = rows_of(m), cols = a.cols;
         std::ostringstream d;
         d << to_string(f) << ' ' << rows << 'x' << cols << ' ' << structure(m) << ' '
           << precision_name<MT, VT>() << " on " << exec->name();
         if (at) d << ", stored transpose";
-        return std::make_unique<MatrixOperator<M, MT, VT>>(place(std::move(m), exec), rows, cols,
-                                                           std::move(at), exec, opt, d.str());
-    });
+        return std::make_unique<MatrixOperator<M, MT, VT>>(
+            placed ? std::move(m) : place(std::move(m), exec), rows, cols, std::move(at), exec, opt,
+            d.str());
+    };
+    // BDIA-GH for a GPU: the entries go up and are placed there (no host BDIA copy).
+    if (f == Format::bdia && !exec->is_cpu() && !opt.build_on_host)
+        return wrap(bdia_from_coo(*host, block_size_for(*host, opt), opt.block_offsets, exec),
+                    true);
+    return with_built_format(*host, f, opt, [&](auto m) { return wrap(std::move(m), false); });
 }
 
 SpmvTraffic spmv_traffic(const Coo<double>& a, Format f, const FormatOptions& opt, Precision p)

@@ -32,6 +32,10 @@ struct FormatOptions {
     TransposeMode transpose = TransposeMode::scatter;
     kernels::CsrKernel csr_kernel = kernels::CsrKernel::automatic;
     kernels::BdiaKernel bdia_kernel = kernels::BdiaKernel::automatic;
+    /// BDIA-GH for a GPU executor: false (default) uploads the COO entries and places them on
+    /// the device (bdia_from_coo with an executor); true builds the matrix on the host and
+    /// uploads it (the earlier path, kept for comparison: `--operator-build host`).
+    bool build_on_host = false;
 };
 
 /// Build format `f` from canonical host COO, with values converted to MT, placed on `exec`,

@@ -9,6 +9,7 @@
 #include <random>
 #include <set>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "core/bitset.hpp"
@@ -526,6 +527,52 @@ BOOST_AUTO_TEST_CASE(bdia_rejects_entry_off_the_given_offsets)
     BOOST_TEST(throws_input_error_mentioning([&] { bdia_from_coo(a, 0); }, ">= 1"));
     BOOST_TEST(
         throws_input_error_mentioning([&] { bdia_from_coo(not_canonical(), 1); }, "canonical"));
+}
+
+BOOST_AUTO_TEST_CASE(bdia_built_on_the_executor_round_trips_and_matches_the_host_build)
+{
+    // bdia_from_coo with an executor (on a GPU: the entries uploaded and placed by a kernel)
+    // must give the host build's data and pattern bit for bit and round-trip to the input,
+    // explicit zeros included, in double and float, offsets found or given.
+    const auto exec = test::test_executor();
+    auto check = [&](const std::string& what, const auto& a, index_t nc,
+                     const std::vector<index_t>& given) {
+        using T = std::decay_t<decltype(a.val.data()[0])>;
+        const Bdia<T> host = bdia_from_coo(a, nc, given);
+        const Bdia<T> dev = bdia_from_coo(a, nc, given, exec);
+        BOOST_TEST(dev.exec()->name() == exec->name(), what);
+        const Bdia<T> back = dev.to(cpu_executor());
+        BOOST_TEST(back.block_offsets == host.block_offsets, what);
+        BOOST_TEST(back.data.to_vector() == host.data.to_vector(), what << ": data differ");
+        BOOST_TEST(back.pattern.to_vector() == host.pattern.to_vector(),
+                   what << ": pattern differs");
+        std::string why;
+        BOOST_TEST(test::same_coo(a, to_coo(back), why), what << ": " << why);
+    };
+    for (const auto& m : hepta_matrices()) {
+        const Coo<double> a = with_explicit_zeros(m.a);
+        check(m.name + " (double)", a, m.nc, {});
+        check(m.name + " given offsets (double)", a, m.nc, m.offsets);
+        check(m.name + " (float)", convert_values<float>(a), m.nc, {});
+    }
+    for (const auto& m : random_matrices())
+        for (index_t nc : dividing_blocks(m.a)) {
+            if (bdia_block_offsets(m.a, nc).size() > 64) continue;  // over a GPU's limit
+            check("random Nc=" + std::to_string(nc) + " " + m.name, m.a, nc, {});
+        }
+    // the same errors as the host build, before anything is uploaded
+    const auto a = hepta(4, 3, 3, 2, true, 8);
+    BOOST_TEST(throws_input_error_mentioning(
+        [&] {
+            bdia_from_coo(a, 2, {-1, 0, 1}, exec);
+        },
+        "not among the given block offsets"));
+    BOOST_TEST(
+        throws_input_error_mentioning([&] { bdia_from_coo(a, 5, {}, exec); }, "does not divide"));
+    BOOST_TEST(throws_input_error_mentioning([&] { bdia_from_coo(not_canonical(), 1, {}, exec); },
+                                             "canonical"));
+    BOOST_TEST(bdia_block_offsets(a, 2) == (std::vector<index_t>{-12, -4, -1, 0, 1, 4, 12}),
+               boost::test_tools::per_element());
 }
 
 BOOST_AUTO_TEST_CASE(bdia_zeros_marks_every_valid_slot)

@@ -48,6 +48,17 @@ struct Bdia {
 /// given block offsets (InputError naming the first that does not).
 template <class T>
 Bdia<T> bdia_from_coo(const Coo<T>& a, index_t block_size, std::vector<index_t> block_offsets = {});
+/// The same, built on `exec`: on a GPU the entries are uploaded and placed there by one kernel
+/// (kernels::bdia_place_entries), without a host BDIA copy. The checks (canonical order, the
+/// offsets) run on the host first; errors as above, NotSupported for more than 64 block
+/// offsets on a GPU or a GPU in a build without CUDA.
+template <class T>
+Bdia<T> bdia_from_coo(const Coo<T>& a, index_t block_size, std::vector<index_t> block_offsets,
+                      const std::shared_ptr<const Executor>& exec);
+/// The distinct block offsets (block column - block row) of canonical host COO `a` with block
+/// size Nc, ascending (what bdia_from_coo uses when none are given).
+template <class T>
+std::vector<index_t> bdia_block_offsets(const Coo<T>& a, index_t block_size);
 template <class T>
 Coo<T> to_coo(const Bdia<T>& a);
 

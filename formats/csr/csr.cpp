@@ -10,14 +10,11 @@ template <class T>
 Csr<T> csr_from_coo(const Coo<T>& a)
 {
     HEPTANE_ENSURE(a.exec()->is_cpu(), NotSupported, "csr_from_coo works on host COO");
-    HEPTANE_ENSURE(is_canonical(a), InputError, "csr_from_coo needs canonical COO");
     Csr<T> m;
     m.rows = a.rows;
     m.cols = a.cols;
-    std::vector<offset_t> ptr(std::size_t(a.rows) + 1, 0);
-    for (offset_t k = 0; k < a.nnz(); ++k) ++ptr[a.row[k] + 1];
-    std::partial_sum(ptr.begin(), ptr.end(), ptr.begin());
-    m.row_ptr = Array<offset_t>(std::move(ptr));
+    // checks canonical order (InputError naming the first entry that breaks it), in parallel
+    m.row_ptr = Array<offset_t>(canonical_row_ptr(a, "csr_from_coo"));
     m.col_idx = a.col;  // canonical order is CSR order
     m.values = a.val;
     return m;

@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# Setup on the GPU in one device call (issues #17 and #22): build heptane with CUDA (no PETSc),
+# run the GPU tests of the formats and solver layers (with the data folder when .data/ holds
+# a copy of ../shared/data), memcheck of the device BDIA-GH build, then `heptane bench precond`
+# with the BDIA-GH operator built on the device (default) and on the host (--operator-build
+# host) on the channelized 1 M / 8.4 M and reservoir 1 M pressure systems, and the thesis
+# protocol of `heptane bench solve` (setup + 5 iterations against the cuSPARSE reference).
+#
+#   OUT=/some/dir bash scripts/setup-gpu.sh [--no-tests] [--no-solve]
+#
+# Environment: BUILD_DIR [build-gpu], JOBS [nproc], CUDA_ARCH [90].
+# Output in $OUT: summary.txt, precond-*.md/.csv/.json, solve-thesis.*, logs.tar.gz.
+set -uo pipefail
+cd "$(dirname "$0")/.." || exit 1
+out=${OUT:-$PWD/setup-gpu-out}
+build=${BUILD_DIR:-build-gpu}
+jobs=${JOBS:-$(nproc)}
+export PATH=/usr/local/cuda/bin:$PATH
+tests=1 solve=1
+for a in "$@"; do
+  case "$a" in
+    --no-tests) tests=0 ;;
+    --no-solve) solve=0 ;;
+    *) echo "setup-gpu: unknown option $a" >&2; exit 2 ;;
+  esac
+done
+mkdir -p "$out/logs"
+logs=$out/logs
+summary=$out/summary.txt
+: >"$summary"
+note() { echo "$*" | tee -a "$summary"; }
+status=0
+note "setup-gpu $(date -u +%FT%TZ) on $(hostname), commit $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 | tee -a "$summary"
+data_args=()
+[ -d .data ] && data_args=(-DHEPTANE_TEST_DATA_DIR="$PWD/.data")
+t0=$(date +%s)
+cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="${CUDA_ARCH:-90}" \
+  -DHEPTANE_WITH_PETSC=OFF "${data_args[@]}" >"$logs/configure.log" 2>&1 ||
+  { note "configure FAILED"; tail -30 "$logs/configure.log"; exit 1; }
+cmake --build "$build" -j "$jobs" >"$logs/build.log" 2>&1 ||
+  { note "build FAILED"; grep -E "error" "$logs/build.log" | head -40 | tee -a "$summary"; tar czf "$out/logs.tar.gz" -C "$out" logs; exit 1; }
+note "configure + build: $(($(date +%s) - t0)) s"
+if [ "$tests" = 1 ]; then
+  t0=$(date +%s)
+  (cd "$build" && ctest -L gpu -R "${TESTS_REGEX:-formats|amg|gmres|solver|precond}" --output-on-failure --timeout 300 -j 4) \
+    >"$logs/ctest.log" 2>&1 || status=1
+  grep -E "tests passed|tests failed|\(Failed\)|\(Timeout\)|Skipped|Not Run" "$logs/ctest.log" | tee -a "$summary"
+  note "tests: $(($(date +%s) - t0)) s"
+  if command -v compute-sanitizer >/dev/null; then
+    HEPTANE_TEST_DEVICE=cuda timeout 200 compute-sanitizer --tool memcheck --error-exitcode 9 \
+      "$build/tests/test_formats" --run_test=bdia_built_on_the_executor_round_trips_and_matches_the_host_build \
+      >"$logs/memcheck-bdia-build.log" 2>&1 || status=1
+    note "memcheck bdia build: $(grep -E "ERROR SUMMARY|No errors|failure" "$logs/memcheck-bdia-build.log" | head -3 | tr '\n' ' ')"
+    HEPTANE_TEST_DEVICE=cuda timeout 200 compute-sanitizer --tool racecheck --error-exitcode 9 \
+      "$build/tests/test_formats" --run_test=bdia_built_on_the_executor_round_trips_and_matches_the_host_build \
+      >"$logs/racecheck-bdia-build.log" 2>&1 || status=1
+    note "racecheck bdia build: $(grep -E "ERROR SUMMARY|RACECHECK SUMMARY|No errors|failure" "$logs/racecheck-bdia-build.log" | head -3 | tr '\n' ' ')"
+  fi
+fi
+h=$build/apps/heptane
+bench() {  # name, then bench precond arguments
+  local name=$1
+  shift
+  local t=$(date +%s)
+  "$h" bench precond "$@" --csv "$out/precond-$name.csv" --json "$out/precond-$name.json" \
+    >"$out/precond-$name.md" 2>"$logs/precond-$name.err" || status=1
+  note "## $name ($(($(date +%s) - t)) s): $*"
+  grep -E "^\| " "$out/precond-$name.md" | grep -v "^| system\|^|---" | cut -c1-600 | tee -a "$summary"
+}
+for where in device host; do
+  bench "pressure-$where" --generate 128x128x64x1:channelized,128x128x64x1:reservoir,128x128x28x1:channelized \
+    --pcs jacobi,amg --solver cg --device gpu --reps 3 --operator-build "$where"
+done
+for where in device host; do
+  bench "pressure-8m-$where" --generate 256x256x128x1:channelized --pcs jacobi,amg --solver cg \
+    --device gpu --reps 2 --operator-build "$where"
+done
+if [ "$solve" = 1 ]; then
+  t=$(date +%s)
+  timeout 240 "$h" bench solve --sizes thesis --formats bdiagh --impl fused,reference --device gpu --reps 3 \
+    --csv "$out/solve-thesis.csv" --json "$out/solve-thesis.json" >"$out/solve-thesis.md" 2>"$logs/solve-thesis.err" || status=1
+  note "## bench solve thesis ($(($(date +%s) - t)) s)"
+  grep -E "^\| " "$out/solve-thesis.md" | cut -c1-300 | tee -a "$summary"
+fi
+tar czf "$out/logs.tar.gz" -C "$out" logs && rm -rf "$logs"
+note "status $status"
+exit "$status"
