@@ -331,15 +331,8 @@ struct AmgPreconditioner<VT>::Impl {
     double estimate_lambda(Level& L)
     {
         const index_t n = L.n;
-        std::vector<VT> v0(static_cast<std::size_t>(n));
-        std::uint64_t s = 0x9E3779B97F4A7C15ull;
-        for (auto& x : v0) {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            x = VT(0.5 + double(s % 1000003) / 1000003.0);
-        }
-        const Array<VT> start = Array<VT>(std::move(v0)).to(exec);
+        Array<VT> start(exec, std::size_t(n));
+        on_exec([&](const auto& e) { kernels::start_vector(e, n, start.data()); });
         Array<VT> v(exec, std::size_t(n));
         ops->copy(n, start.data(), v.data());
         Array<VT>& w = L.res;

@@ -9,6 +9,14 @@ namespace {
 
 constexpr int threads = 256;
 
+template <class VT>
+__global__ void start_vector_kernel(index_t n, VT* __restrict__ v)
+{
+    const index_t i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n)
+        v[i] = VT(0.5 + double(start_hash(static_cast<unsigned long long>(i)) >> 11) * 0x1.0p-53);
+}
+
 template <class VT, bool keep_d>
 __global__ void smooth_step_kernel(index_t n, VT a, VT b, const VT* __restrict__ dinv,
                                    const VT* __restrict__ r, VT* __restrict__ d, VT* __restrict__ x)
@@ -64,6 +72,15 @@ void set_device(const CudaExecutor& exec)
 }  // namespace
 
 template <class VT>
+void start_vector(const CudaExecutor& exec, index_t n, VT* v)
+{
+    if (n == 0) return;
+    set_device(exec);
+    start_vector_kernel<VT><<<cuda::grid_for(n, threads), threads, 0, cuda::stream(exec)>>>(n, v);
+    HEPTANE_CUDA_LAUNCH_CHECK();
+}
+
+template <class VT>
 void smooth_step(const CudaExecutor& exec, index_t n, VT a, VT b, const VT* dinv, const VT* r,
                  VT* d, VT* x)
 {
@@ -111,6 +128,7 @@ void cpr_prolong(const CudaExecutor& exec, index_t ncells, index_t nc, index_t p
 }
 
 #define HEPTANE_INSTANTIATE(VT)                                                                    \
+    template void start_vector<VT>(const CudaExecutor&, index_t, VT*);                             \
     template void smooth_step<VT>(const CudaExecutor&, index_t, VT, VT, const VT*, const VT*, VT*, \
                                   VT*);                                                            \
     template void dense_apply<VT>(const CudaExecutor&, index_t, const VT*, const VT*, VT*);        \

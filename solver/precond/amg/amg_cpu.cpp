@@ -55,7 +55,16 @@ void cpr_prolong(const CpuExecutor&, index_t ncells, index_t nc, index_t p, cons
             z[static_cast<std::size_t>(i) * nc + c] = c == p ? xp[i] : VT(0);
 }
 
+template <class VT>
+void start_vector(const CpuExecutor&, index_t n, VT* v)
+{
+#pragma omp parallel for schedule(static) if (n > 32768)
+    for (index_t i = 0; i < n; ++i)
+        v[i] = VT(0.5 + double(start_hash(static_cast<unsigned long long>(i)) >> 11) * 0x1.0p-53);
+}
+
 #define HEPTANE_INSTANTIATE(VT)                                                                   \
+    template void start_vector<VT>(const CpuExecutor&, index_t, VT*);                             \
     template void smooth_step<VT>(const CpuExecutor&, index_t, VT, VT, const VT*, const VT*, VT*, \
                                   VT*);                                                           \
     template void dense_apply<VT>(const CpuExecutor&, index_t, const VT*, const VT*, VT*);        \

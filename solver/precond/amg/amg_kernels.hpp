@@ -5,6 +5,14 @@
 #include "core/executor.hpp"
 #include "core/types.hpp"
 
+#ifndef HEPTANE_HD
+#ifdef __CUDACC__
+#define HEPTANE_HD __host__ __device__
+#else
+#define HEPTANE_HD
+#endif
+#endif
+
 namespace heptane::kernels {
 
 /// One smoothing step: d = a·d + b·(dinv ∘ r); x += d. With a = 0, d is only written (it
@@ -38,5 +46,23 @@ void cpr_prolong(const CpuExecutor& exec, index_t ncells, index_t nc, index_t p,
 template <class VT>
 void cpr_prolong(const CudaExecutor& exec, index_t ncells, index_t nc, index_t p, const VT* xp,
                  VT* z);
+
+/// The fixed pseudo-random start vector of the λ_max estimates, made where it is used (the
+/// host's sequential generator and upload cost more than the estimate at 8 M rows):
+///     v_i = 0.5 + u(i),  u(i) = (splitmix64(i) >> 11) · 2⁻⁵³ ∈ [0, 1)
+/// the same on every executor (a counter-based hash: no state, any order).
+template <class VT>
+void start_vector(const CpuExecutor& exec, index_t n, VT* v);
+template <class VT>
+void start_vector(const CudaExecutor& exec, index_t n, VT* v);
+
+/// splitmix64 of i, the hash start_vector draws from.
+HEPTANE_HD inline constexpr unsigned long long start_hash(unsigned long long i)
+{
+    unsigned long long x = i + 0x9E3779B97F4A7C15ull;
+    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+    return x ^ (x >> 31);
+}
 
 }  // namespace heptane::kernels
