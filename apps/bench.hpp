@@ -18,6 +18,9 @@ int bench_solve(int argc, char** argv);
 /// heptane bench precond: time to solution per preconditioner (setup, iterations, solve)
 /// on generated or given systems (apps/bench_precond.cpp). CPU or CUDA.
 int bench_precond(int argc, char** argv);
+/// heptane bench setup: the BDIA-GH operator's setup stage by stage next to one product
+/// (apps/bench_setup.cpp). CPU or CUDA.
+int bench_setup(int argc, char** argv);
 
 /// heptane bench mlem: MLEM/OSEM per iteration and the forward/back projections against their
 /// floors, per format and A^T strategy (apps/bench_mlem.cpp). CPU or CUDA.

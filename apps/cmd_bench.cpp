@@ -27,6 +27,8 @@ const char* bench_usage =
     "           tolerance (heptane bench solve --help)\n"
     "  precond  time to solution per preconditioner: setup, iterations, solve (AMG, CPR, ILU,\n"
     "           Jacobi; heptane bench precond --help)\n"
+    "  setup    the BDIA-GH operator's setup stage by stage (row pointers, offsets, upload,\n"
+    "           placement on the device) next to one product (heptane bench setup --help)\n"
     "  mlem     MLEM/OSEM per iteration, forward and back projections, against their floors\n"
     "           (heptane bench mlem --help)\n"
     "  lsqr     LSQR per iteration against its floor (heptane bench lsqr --help)\n"
@@ -119,6 +121,7 @@ int cmd_bench(int argc, char** argv)
     if (what == "spmv") return bench_spmv(argc - 1, argv + 1);
     if (what == "solve") return bench_solve(argc - 1, argv + 1);
     if (what == "precond") return bench_precond(argc - 1, argv + 1);
+    if (what == "setup") return bench_setup(argc - 1, argv + 1);
     if (what == "mlem") return bench_mlem(argc - 1, argv + 1);
     if (what == "lsqr") return bench_lsqr(argc - 1, argv + 1);
     if (what == "comm" || what == "scale") {
@@ -129,7 +132,7 @@ int cmd_bench(int argc, char** argv)
 #endif
     }
     throw UsageError("unknown benchmark '" + what +
-                     "' (spmv, solve, precond, mlem, lsqr, mmread, comm, scale)");
+                     "' (spmv, solve, precond, setup, mlem, lsqr, mmread, comm, scale)");
 }
 
 }  // namespace heptane::cli

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <fstream>
 #include <string>
+#include <utility>
 
 #include "apps/args.hpp"
 #include "apps/commands.hpp"
@@ -227,7 +228,10 @@ int cmd_solve(int argc, char** argv)
         };
         std::fprintf(stderr, "format %s: %s\n", to_string(cfg.format), format_reason.c_str());
     }
-    SolveResult r = solve_system(p.a, b, cfg);
+    // solve_system takes the matrix over (no copy of its entries): only its size is used below
+    const index_t rows = p.a.rows;
+    const offset_t nnz = p.a.nnz();
+    SolveResult r = solve_system(std::move(p.a), b, cfg);
     const Status& st = r.status;
 
     double err = -1, xmax = 0;
@@ -256,11 +260,10 @@ int cmd_solve(int argc, char** argv)
             json_string(r.preconditioner).c_str(), to_string(cfg.format),
             json_string(format_reason).c_str(), json_string(r.format).c_str(), prec.c_str(),
             json_string(r.device).c_str(), st.cuda_graph ? "true" : "false",
-            st.fused_dots ? "true" : "false", r.corrections, p.a.rows,
-            static_cast<long long>(p.a.nnz()));
+            st.fused_dots ? "true" : "false", r.corrections, rows, static_cast<long long>(nnz));
     } else {
-        std::printf("system    %s: %d rows, %lld entries\n", p.source.c_str(), p.a.rows,
-                    static_cast<long long>(p.a.nnz()));
+        std::printf("system    %s: %d rows, %lld entries\n", p.source.c_str(), rows,
+                    static_cast<long long>(nnz));
         std::printf("operator  %s\n", r.format.c_str());
         std::printf("solver    %s, preconditioner %s, on %s\n", r.solver.c_str(),
                     r.preconditioner.c_str(), r.device.c_str());

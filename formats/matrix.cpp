@@ -315,6 +315,43 @@ std::unique_ptr<Operator<VT>> make_matrix_operator(const Coo<double>& a, Format 
     return with_built_format(*host, f, opt, [&](auto m) { return wrap(std::move(m), false); });
 }
 
+template <class MT, class VT>
+std::unique_ptr<Operator<VT>> make_matrix_operator(const Csr<double>& a, Format f,
+                                                   std::shared_ptr<const Executor> exec,
+                                                   const FormatOptions& opt,
+                                                   const Csr<double>* a_on_exec)
+{
+    HEPTANE_ENSURE(exec != nullptr, InputError, "make_matrix_operator: no executor given");
+    HEPTANE_ENSURE(a.exec()->is_cpu(), NotSupported, "make_matrix_operator takes host CSR");
+    const bool same = a_on_exec && a_on_exec->exec() == exec && a_on_exec->rows == a.rows &&
+                      a_on_exec->nnz() == a.nnz();
+    if constexpr (std::is_same_v<MT, double>) {
+        const bool gpu = !exec->is_cpu();
+        const bool plain = opt.transpose != TransposeMode::stored;
+        auto describe = [&](const std::string& structure_note) {
+            std::ostringstream d;
+            d << to_string(f) << ' ' << a.rows << 'x' << a.cols << ' ' << structure_note << ' '
+              << precision_name<MT, VT>() << " on " << exec->name();
+            return d.str();
+        };
+        if (gpu && f == Format::bdia && !opt.build_on_host && opt.block_size > 0) {
+            Bdia<double> m = bdia_from_csr(a, opt.block_size, opt.block_offsets, exec,
+                                           same ? a_on_exec : nullptr);
+            const std::string d = describe(structure(m));
+            return std::make_unique<MatrixOperator<Bdia<double>, double, VT>>(
+                std::move(m), a.rows, a.cols, nullptr, exec, opt, d);
+        }
+        if (gpu && f == Format::csr && plain) {
+            Csr<double> m = same ? *a_on_exec : a.to(exec);  // a copy on the device, or an upload
+            const std::string d = describe(structure(m));
+            return std::make_unique<MatrixOperator<Csr<double>, double, VT>>(
+                std::move(m), a.rows, a.cols, nullptr, exec, opt, d);
+        }
+    }
+    (void)same;
+    return make_matrix_operator<MT, VT>(to_coo(a), f, std::move(exec), opt);
+}
+
 SpmvTraffic spmv_traffic(const Coo<double>& a, Format f, const FormatOptions& opt, Precision p)
 {
     const double vs = p == Precision::double_ ? 8 : 4;  // matrix value bytes
@@ -329,9 +366,12 @@ SpmvTraffic spmv_traffic(const Coo<double>& a, Format f, const FormatOptions& op
     });
 }
 
-#define HEPTANE_INSTANTIATE(MT, VT)                                      \
-    template std::unique_ptr<Operator<VT>> make_matrix_operator<MT, VT>( \
-        const Coo<double>&, Format, std::shared_ptr<const Executor>, const FormatOptions&);
+#define HEPTANE_INSTANTIATE(MT, VT)                                                         \
+    template std::unique_ptr<Operator<VT>> make_matrix_operator<MT, VT>(                    \
+        const Coo<double>&, Format, std::shared_ptr<const Executor>, const FormatOptions&); \
+    template std::unique_ptr<Operator<VT>> make_matrix_operator<MT, VT>(                    \
+        const Csr<double>&, Format, std::shared_ptr<const Executor>, const FormatOptions&,  \
+        const Csr<double>*);
 HEPTANE_INSTANTIATE(double, double)
 HEPTANE_INSTANTIATE(float, float)
 HEPTANE_INSTANTIATE(float, double)

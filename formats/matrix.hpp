@@ -47,6 +47,17 @@ std::unique_ptr<Operator<VT>> make_matrix_operator(const Coo<double>& a, Format 
                                                    std::shared_ptr<const Executor> exec,
                                                    const FormatOptions& opt = {});
 
+/// The same from host CSR `a` (canonical, as csr_from_coo gives). `a_on_exec`: optional, `a`
+/// already in exec's memory (a copy the caller keeps): BDIA-GH (MT = double) is placed from
+/// it and the CSR format copies it on the device, with no upload. BDIA-GH for a GPU is built
+/// there from the CSR arrays (bdia_from_csr) unless opt.build_on_host; the other formats,
+/// and any format in fp32, go through canonical COO (to_coo) and the overload above.
+template <class MT, class VT>
+std::unique_ptr<Operator<VT>> make_matrix_operator(const Csr<double>& a, Format f,
+                                                   std::shared_ptr<const Executor> exec,
+                                                   const FormatOptions& opt = {},
+                                                   const Csr<double>* a_on_exec = nullptr);
+
 /// Bytes one y = A x moves at the floor (BENCHMARKS.md): the stored values and indices once,
 /// x once, y once (plus y again when beta != 0, not counted here).
 struct SpmvTraffic {

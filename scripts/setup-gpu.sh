@@ -8,8 +8,9 @@
 #
 #   OUT=/some/dir bash scripts/setup-gpu.sh [--no-tests] [--no-solve]
 #
-# Environment: BUILD_DIR [build-gpu], JOBS [nproc], CUDA_ARCH [90].
-# Output in $OUT: summary.txt, precond-*.md/.csv/.json, solve-thesis.*, logs.tar.gz.
+# Environment: BUILD_DIR [build-gpu], JOBS [nproc], CUDA_ARCH [90], TESTS_REGEX, SETUP_ONLY=1
+# (stop after bench setup).
+# Output in $OUT: summary.txt, setup.*, precond-*.md/.csv/.json, solve-thesis.*, logs.tar.gz.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 out=${OUT:-$PWD/setup-gpu-out}
@@ -59,6 +60,13 @@ if [ "$tests" = 1 ]; then
   fi
 fi
 h=$build/apps/heptane
+t=$(date +%s)
+"$h" bench setup --device gpu --reps 5 \
+  --generate 128x128x64x1:channelized,256x256x128x1:channelized,64x64x64x3:reservoir,16x16x32x8,32x128x64x8 \
+  --csv "$out/setup.csv" --json "$out/setup.json" >"$out/setup.md" 2>"$logs/setup.err" || status=1
+note "## bench setup ($(($(date +%s) - t)) s)"
+grep -E "^\| " "$out/setup.md" | tee -a "$summary"
+[ "${SETUP_ONLY:-0}" = 1 ] && { tar czf "$out/logs.tar.gz" -C "$out" logs && rm -rf "$logs"; note "status $status"; exit "$status"; }
 bench() {  # name, then bench precond arguments
   local name=$1
   shift

@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <memory>
+#include <type_traits>
+#include <utility>
 
 #include "core/error.hpp"
 #include "formats/csr/csr.hpp"
@@ -61,10 +64,28 @@ double ms_since(clock_type::time_point t0)
     return std::chrono::duration<double, std::milli>(clock_type::now() - t0).count();
 }
 
+// The operator in (MT, VT) from the caller's COO when there is one (the COO path of
+// make_matrix_operator), else from the CSR; with a copy of the CSR on a GPU (double values),
+// BDIA-GH and CSR operators are made from that copy on the device.
 template <class MT, class VT>
-SolveResult run(const Coo<double>& a, const std::vector<double>& b, const SolveConfig& cfg,
-                PcType pc, const std::shared_ptr<const Executor>& exec,
-                clock_type::time_point t_start)
+std::unique_ptr<Operator<VT>> build_operator(const Coo<double>* a, const Csr<double>& csr,
+                                             const Csr<double>* csr_on_exec, const SolveConfig& cfg,
+                                             const std::shared_ptr<const Executor>& exec)
+{
+    const bool from_csr = !a || (csr_on_exec && std::is_same_v<MT, double> &&
+                                 (cfg.format == Format::bdia || cfg.format == Format::csr) &&
+                                 cfg.format_options.block_size > 0);
+    if (from_csr)
+        return make_matrix_operator<MT, VT>(csr, cfg.format, exec, cfg.format_options, csr_on_exec);
+    return make_matrix_operator<MT, VT>(*a, cfg.format, exec, cfg.format_options);
+}
+
+// One attempt with preconditioner `pc`. `a`: the caller's COO (null when solve_system took it
+// over); `csr`: A as CSR on the host, made once by solve_system in csr_ms.
+template <class MT, class VT>
+SolveResult run(const Coo<double>* a, const Csr<double>& csr, double csr_ms,
+                const std::vector<double>& b, const SolveConfig& cfg, PcType pc,
+                const std::shared_ptr<const Executor>& exec, clock_type::time_point t_start)
 {
     SolveResult res;
     res.precision = cfg.precision;
@@ -82,7 +103,16 @@ SolveResult run(const Coo<double>& a, const std::vector<double>& b, const SolveC
     // the operator
     stage(SolveStage::build_operator);
     auto t0 = clock_type::now();
-    const Csr<double> csr = csr_from_coo(a);
+    // On a GPU, A's CSR goes up once: BDIA-GH is placed from it there, the CSR format and
+    // AMG's device setup copy it there (device to device), instead of one upload each. It
+    // is released after the preconditioner's setup.
+    std::unique_ptr<Csr<double>> csr_on_exec;
+    if (!reference && exec->is_cuda() &&
+        ((std::is_same_v<MT, double> &&
+          (cfg.format == Format::csr ||
+           (cfg.format == Format::bdia && cfg.format_options.block_size > 0))) ||
+         pc == PcType::amg))
+        csr_on_exec = std::make_unique<Csr<double>>(csr.to(exec));
     std::shared_ptr<const Operator<VT>> op;
     if (reference) {
         if constexpr (std::is_same_v<MT, double> && std::is_same_v<VT, double>) {
@@ -91,10 +121,10 @@ SolveResult run(const Coo<double>& a, const std::vector<double>& b, const SolveC
             HEPTANE_THROW(NotSupported, "the reference BiCGStab runs in double precision only");
         }
     } else {
-        op = make_matrix_operator<MT, VT>(a, cfg.format, exec, cfg.format_options);
+        op = build_operator<MT, VT>(a, csr, csr_on_exec.get(), cfg, exec);
     }
     exec->synchronize();
-    res.timings.operator_ms = ms_since(t0);
+    res.timings.operator_ms = csr_ms + ms_since(t0);
     res.format = op->describe();
 
     // the preconditioner
@@ -107,8 +137,9 @@ SolveResult run(const Coo<double>& a, const std::vector<double>& b, const SolveC
         if (!reference) a_op = op;
     }
     std::shared_ptr<const Preconditioner<VT>> m =
-        make_preconditioner<VT>(pc, csr, nc, exec, cfg.pc_options, a_op);
+        make_preconditioner<VT>(pc, csr, nc, exec, cfg.pc_options, a_op, csr_on_exec.get());
     exec->synchronize();
+    csr_on_exec.reset();
     res.timings.preconditioner_ms = ms_since(t0);
     res.preconditioner = m->describe();
 
@@ -127,7 +158,7 @@ SolveResult run(const Coo<double>& a, const std::vector<double>& b, const SolveC
     if constexpr (mixed) {
         if (cfg.refine && !reference) {
             t0 = clock_type::now();
-            op64 = make_matrix_operator<double, double>(a, cfg.format, exec, cfg.format_options);
+            op64 = build_operator<double, double>(a, csr, nullptr, cfg, exec);
             exec->synchronize();
             res.timings.operator_ms += ms_since(t0);
         }
@@ -194,25 +225,31 @@ SolveResult run(const Coo<double>& a, const std::vector<double>& b, const SolveC
 
 }  // namespace
 
-SolveResult solve_system(const Coo<double>& a, const std::vector<double>& b, const SolveConfig& cfg)
+namespace {
+
+void check_system(index_t rows, index_t cols, const std::vector<double>& b, const SolveConfig& cfg)
 {
-    const auto t_start = clock_type::now();
-    HEPTANE_ENSURE(a.rows == a.cols, DimensionMismatch,
-                   "solve_system: A is " << a.rows << " x " << a.cols << ", not square");
-    HEPTANE_ENSURE(b.size() == std::size_t(a.rows), DimensionMismatch,
-                   "solve_system: b has " << b.size() << " entries, A has " << a.rows << " rows");
+    HEPTANE_ENSURE(rows == cols, DimensionMismatch,
+                   "solve_system: A is " << rows << " x " << cols << ", not square");
+    HEPTANE_ENSURE(b.size() == std::size_t(rows), DimensionMismatch,
+                   "solve_system: b has " << b.size() << " entries, A has " << rows << " rows");
     HEPTANE_ENSURE(
-        cfg.x0.empty() || cfg.x0.size() == std::size_t(a.rows), DimensionMismatch,
-        "solve_system: x0 has " << cfg.x0.size() << " entries, A has " << a.rows << " rows");
-    const auto exec = make_executor(cfg.device);
+        cfg.x0.empty() || cfg.x0.size() == std::size_t(rows), DimensionMismatch,
+        "solve_system: x0 has " << cfg.x0.size() << " entries, A has " << rows << " rows");
+}
+
+SolveResult solve(const Coo<double>* a, const Csr<double>& csr, double csr_ms,
+                  const std::vector<double>& b, const SolveConfig& cfg,
+                  const std::shared_ptr<const Executor>& exec, clock_type::time_point t_start)
+{
     auto attempt = [&](PcType pc) {
         switch (cfg.precision) {
             case Precision::double_:
-                return run<double, double>(a, b, cfg, pc, exec, t_start);
+                return run<double, double>(a, csr, csr_ms, b, cfg, pc, exec, t_start);
             case Precision::single:
-                return run<float, float>(a, b, cfg, pc, exec, t_start);
+                return run<float, float>(a, csr, csr_ms, b, cfg, pc, exec, t_start);
             case Precision::mixed:
-                return run<float, double>(a, b, cfg, pc, exec, t_start);
+                return run<float, double>(a, csr, csr_ms, b, cfg, pc, exec, t_start);
         }
         HEPTANE_THROW(InputError, "solve_system: unknown precision");
     };
@@ -243,6 +280,28 @@ SolveResult solve_system(const Coo<double>& a, const std::vector<double>& b, con
     }
     res.timings.total_ms = ms_since(t_start);
     return res;
+}
+
+}  // namespace
+
+SolveResult solve_system(const Coo<double>& a, const std::vector<double>& b, const SolveConfig& cfg)
+{
+    const auto t_start = clock_type::now();
+    check_system(a.rows, a.cols, b, cfg);
+    const auto exec = make_executor(cfg.device);
+    const auto t0 = clock_type::now();
+    const Csr<double> csr = csr_from_coo(a);
+    return solve(&a, csr, ms_since(t0), b, cfg, exec, t_start);
+}
+
+SolveResult solve_system(Coo<double>&& a, const std::vector<double>& b, const SolveConfig& cfg)
+{
+    const auto t_start = clock_type::now();
+    check_system(a.rows, a.cols, b, cfg);
+    const auto exec = make_executor(cfg.device);
+    const auto t0 = clock_type::now();
+    const Csr<double> csr = csr_from_coo(std::move(a));  // takes a's columns and values over
+    return solve(nullptr, csr, ms_since(t0), b, cfg, exec, t_start);
 }
 
 }  // namespace heptane

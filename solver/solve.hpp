@@ -113,5 +113,10 @@ struct SolveResult {
 /// Solve A x = b. `a` is canonical host COO (square); b has a.rows entries.
 SolveResult solve_system(const Coo<double>& a, const std::vector<double>& b,
                          const SolveConfig& cfg);
+/// The same, taking `a` over: its column and value arrays become the CSR the operator and the
+/// preconditioner are made from, with no copy (a is left empty). For callers that do not need
+/// A afterwards (a matrix read from a file): the copy of a large matrix's entries costs more
+/// than the GPU setup itself.
+SolveResult solve_system(Coo<double>&& a, const std::vector<double>& b, const SolveConfig& cfg);
 
 }  // namespace heptane

@@ -69,8 +69,13 @@ expect 2 lsqr "$dir/A.mtx" "$dir/b.mtx" --damp -1 --device cpu
 expect 2 mlem "$dir/A.mtx" "$dir/b.mtx" --iters -1 --device cpu
 expect 2 bench precond --generate 4x4x4x1 --pcs foo --device cpu
 expect 2 bench precond --generate 4x4x4x1 --rtol 0 --device cpu
+expect 2 bench precond --generate 4x4x4x1 --operator-build gpu --device cpu
+expect 2 bench setup --generate 4x4x4x1 --reps 0 --device cpu
+expect 2 bench setup --generate 4x4x4x1 --bogus 1 --device cpu
 expect 2 bench foo
 expect 2 foo
 expect 0 bench precond --generate 4x4x4x1 --pcs jacobi,amg --device cpu
+expect 0 bench setup --generate 4x4x4x2 --reps 1 --device cpu
+grep -q "^| grid GH 4x4x4, Nc=2" "$dir/out" || { echo "FAIL: bench setup row: $(cat "$dir/out")"; fail=1; }
 [ "$fail" = 0 ] && echo "cli_exit_codes: all cases as promised"
 exit "$fail"

@@ -100,6 +100,33 @@ void find_offsets(const Coo<T>& a, NC nc, std::vector<index_t>& block_offsets)
         if (used[f]) block_offsets.push_back(static_cast<index_t>(offset_t(f) - brows + 1));
 }
 
+// The same from CSR: each thread scans a contiguous range of rows.
+template <class T, class NC>
+void find_offsets_csr(const Csr<T>& a, NC nc, std::vector<index_t>& block_offsets)
+{
+    const index_t brows = a.rows / nc, bcols = a.cols / nc;
+    const offset_t* rp = a.row_ptr.data();
+    const index_t* c = a.col_idx.data();
+    const std::size_t span = brows > 0 && bcols > 0 ? std::size_t(brows) + bcols - 1 : 0;
+    std::vector<std::uint8_t> used(span, 0);
+#pragma omp parallel for schedule(static) if (a.nnz() > kParallelMin)
+    for (index_t r = 0; r < a.rows; ++r) {
+        const offset_t rb = r / nc;
+        for (offset_t k = rp[r]; k < rp[r + 1]; ++k) {
+            const std::size_t f = std::size_t(offset_t(c[k] / nc) - rb + brows - 1);
+            bool seen;  // read first, as in find_offsets
+#pragma omp atomic read
+            seen = used[f];
+            if (!seen) {
+#pragma omp atomic write
+                used[f] = 1;
+            }
+        }
+    }
+    for (std::size_t f = 0; f < span; ++f)
+        if (used[f]) block_offsets.push_back(static_cast<index_t>(offset_t(f) - brows + 1));
+}
+
 // Every entry into data/bits; bad = the first entry on an offset not in the list (nnz: none).
 template <class T, class NC>
 void bdia_fill_raw(index_t rows, NC nc, const std::vector<index_t>& block_offsets,
@@ -267,6 +294,66 @@ Bdia<T> bdia_from_coo(const Coo<T>& a, index_t block_size, std::vector<index_t> 
 }
 
 template <class T>
+Bdia<T> bdia_from_csr(const Csr<T>& a, index_t block_size, std::vector<index_t> block_offsets,
+                      const std::shared_ptr<const Executor>& exec, const Csr<T>* on_exec)
+{
+    HEPTANE_ENSURE(exec != nullptr, InputError, "bdia_from_csr: no executor given");
+    const index_t nc = block_size;
+    const bool given = !block_offsets.empty();
+    block_offsets = checked_offsets(a.rows, a.cols, nc, std::move(block_offsets), "bdia_from_csr");
+    require_well_formed(a, "bdia_from_csr");
+    if (!given) {
+        if (nc == 1)
+            find_offsets_csr(a, std::integral_constant<index_t, 1>{}, block_offsets);
+        else
+            find_offsets_csr(a, nc, block_offsets);
+    }
+    const index_t nq = index_t(block_offsets.size());
+    const std::size_t slots = std::size_t(nq) * std::size_t(nc) * std::size_t(a.rows);
+    Bdia<T> m;
+    m.rows = a.rows;
+    m.cols = a.cols;
+    m.block_size = nc;
+    m.data = Array<T>(exec, slots);
+    m.pattern = Array<std::uint64_t>(exec, (slots + 63) / 64);
+    offset_t bad = -1;
+    if (exec->is_cpu()) {
+        bad = kernels::bdia_place_entries(
+            static_cast<const CpuExecutor&>(*exec), a.rows, nc, block_offsets.data(), nq,
+            a.row_ptr.data(), a.col_idx.data(), a.values.data(), m.data.data(), m.pattern.data());
+    } else {
+#ifdef HEPTANE_HAVE_CUDA
+        HEPTANE_ENSURE(!on_exec || (on_exec->exec() == exec && on_exec->rows == a.rows &&
+                                    on_exec->nnz() == a.nnz()),
+                       InputError,
+                       "bdia_from_csr: the executor's copy of the matrix is not the given one "
+                       "on this executor");
+        Csr<T> uploaded;
+        if (!on_exec) uploaded = a.to(exec);
+        const Csr<T>& d = on_exec ? *on_exec : uploaded;
+        bad = kernels::bdia_place_entries(
+            static_cast<const CudaExecutor&>(*exec), a.rows, nc, block_offsets.data(), nq,
+            d.row_ptr.data(), d.col_idx.data(), d.values.data(), m.data.data(), m.pattern.data());
+#else
+        (void)on_exec;
+        HEPTANE_THROW(NotSupported, "BDIA-GH on a GPU requested in a build without CUDA");
+#endif
+    }
+    if (bad >= 0) {
+        const offset_t* rp = a.row_ptr.data();
+        const index_t r = index_t(std::upper_bound(rp, rp + a.rows + 1, bad) - rp - 1);
+        const index_t c = a.col_idx[std::size_t(bad)];
+        HEPTANE_THROW(InputError, "bdia_from_csr: entry ("
+                                      << r << ", " << c << ") (0-based) lies on block offset "
+                                      << c / nc - r / nc
+                                      << ", which is not among the given block offsets"
+                                      << " (block size " << nc << ")");
+    }
+    m.block_offsets = std::move(block_offsets);
+    return m;
+}
+
+template <class T>
 Coo<T> to_coo(const Bdia<T>& a)
 {
     HEPTANE_ENSURE(a.exec()->is_cpu(), NotSupported, "to_coo works on host BDIA");
@@ -335,15 +422,17 @@ Bdia<T> bdia_zeros(index_t rows, index_t cols, index_t block_size,
     return m;
 }
 
-#define HEPTANE_INSTANTIATE(T)                                                          \
-    template Bdia<T> bdia_from_coo<T>(const Coo<T>&, index_t, std::vector<index_t>);    \
-    template Bdia<T> bdia_from_coo<T>(const Coo<T>&, index_t, std::vector<index_t>,     \
-                                      const std::shared_ptr<const Executor>&);          \
-    template std::vector<index_t> bdia_block_offsets<T>(const Coo<T>&, index_t);        \
-    template Coo<T> to_coo<T>(const Bdia<T>&);                                          \
-    template Bdia<T> bdia_zeros<T>(index_t, index_t, index_t, std::vector<index_t>);    \
-    template offset_t kernels::bdia_place_entries<T>(                                   \
-        const CpuExecutor&, index_t, index_t, const index_t*, index_t, const offset_t*, \
+#define HEPTANE_INSTANTIATE(T)                                                                \
+    template Bdia<T> bdia_from_coo<T>(const Coo<T>&, index_t, std::vector<index_t>);          \
+    template Bdia<T> bdia_from_coo<T>(const Coo<T>&, index_t, std::vector<index_t>,           \
+                                      const std::shared_ptr<const Executor>&);                \
+    template std::vector<index_t> bdia_block_offsets<T>(const Coo<T>&, index_t);              \
+    template Bdia<T> bdia_from_csr<T>(const Csr<T>&, index_t, std::vector<index_t>,           \
+                                      const std::shared_ptr<const Executor>&, const Csr<T>*); \
+    template Coo<T> to_coo<T>(const Bdia<T>&);                                                \
+    template Bdia<T> bdia_zeros<T>(index_t, index_t, index_t, std::vector<index_t>);          \
+    template offset_t kernels::bdia_place_entries<T>(                                         \
+        const CpuExecutor&, index_t, index_t, const index_t*, index_t, const offset_t*,       \
         const index_t*, const T*, T*, std::uint64_t*);
 HEPTANE_INSTANTIATE(double)
 HEPTANE_INSTANTIATE(float)

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "formats/coo/coo.hpp"
+#include "formats/csr/csr.hpp"
 
 namespace heptane {
 
@@ -50,11 +51,19 @@ template <class T>
 Bdia<T> bdia_from_coo(const Coo<T>& a, index_t block_size, std::vector<index_t> block_offsets = {});
 /// The same, built on `exec`: on a GPU the entries are uploaded and placed there by one kernel
 /// (kernels::bdia_place_entries), without a host BDIA copy. The checks (canonical order, the
-/// offsets) run on the host first; errors as above, NotSupported for more than 64 block
-/// offsets on a GPU or a GPU in a build without CUDA.
+/// offsets) run on the host first; errors as above, NotSupported for a GPU in a build without
+/// CUDA.
 template <class T>
 Bdia<T> bdia_from_coo(const Coo<T>& a, index_t block_size, std::vector<index_t> block_offsets,
                       const std::shared_ptr<const Executor>& exec);
+/// The same from host CSR `a` (well formed: require_well_formed; columns in any order, no
+/// entry stored twice) on `exec`. `on_exec`: optional, the same matrix already in exec's
+/// memory (a copy the caller keeps for other uses): the placement reads it instead of
+/// uploading `a`. Errors as bdia_from_coo's (InputError also for a malformed CSR or an
+/// `on_exec` that does not match).
+template <class T>
+Bdia<T> bdia_from_csr(const Csr<T>& a, index_t block_size, std::vector<index_t> block_offsets,
+                      const std::shared_ptr<const Executor>& exec, const Csr<T>* on_exec = nullptr);
 /// The distinct block offsets (block column - block row) of canonical host COO `a` with block
 /// size Nc, ascending (what bdia_from_coo uses when none are given).
 template <class T>

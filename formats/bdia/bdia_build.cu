@@ -1,8 +1,8 @@
 // bdia_place_entries on CUDA (formats/bdia/bdia_build.hpp): one warp per row (its entries read
-// by neighbouring lanes: coalesced), the block offsets in the kernel's parameters (ascending:
-// a binary search), the pattern bit set by an atomicOr on its 64-bit word (a word's 64 rows
-// come from neighbouring warps of one diagonal); an entry on none of the offsets is reported
-// through atomicMin.
+// by neighbouring lanes: coalesced), the block offsets in the kernel's parameters when there are
+// at most 64 of them, else in device memory (ascending: a binary search), the pattern bit set by an
+// atomicOr on its 64-bit word (a word's 64 rows come from neighbouring warps of one diagonal); an
+// entry on none of the offsets is reported through atomicMin.
 #include <cstdint>
 
 #include "core/array.hpp"
@@ -13,38 +13,41 @@ namespace heptane::kernels {
 
 namespace {
 
+constexpr int kParamOffsets = 64;
+
 struct PlaceParams {
     long long rows;
     index_t nc, nq;
-    index_t offsets[bdia_place_max_offsets];
+    index_t offsets[kParamOffsets];
 };
 
 constexpr int kWarpsPerBlock = 8;
 
 template <class T, bool Scalar>
 __global__ void __launch_bounds__(kWarpsPerBlock * 32)
-    bdia_place_kernel(PlaceParams p, const offset_t* __restrict__ row_ptr,
-                      const index_t* __restrict__ col, const T* __restrict__ val,
-                      T* __restrict__ data, unsigned long long* __restrict__ pattern,
-                      unsigned long long* bad)
+    bdia_place_kernel(PlaceParams p, const index_t* __restrict__ many_offsets,
+                      const offset_t* __restrict__ row_ptr, const index_t* __restrict__ col,
+                      const T* __restrict__ val, T* __restrict__ data,
+                      unsigned long long* __restrict__ pattern, unsigned long long* bad)
 {
     const long long r = blockIdx.x * static_cast<long long>(kWarpsPerBlock) + threadIdx.x / 32;
     if (r >= p.rows) return;
     const long long nc = Scalar ? 1 : p.nc;
     const long long rb = r / nc;
     const long long end = row_ptr[r + 1];
+    const index_t* offsets = many_offsets ? many_offsets : p.offsets;
     for (long long e = row_ptr[r] + threadIdx.x % 32; e < end; e += 32) {
         const long long c = col[e];
         const long long d = c / nc - rb;
         int lo = 0, hi = p.nq;  // the first q with offsets[q] >= d
         while (lo < hi) {
             const int mid = (lo + hi) / 2;
-            if (p.offsets[mid] < d)
+            if (offsets[mid] < d)
                 lo = mid + 1;
             else
                 hi = mid;
         }
-        if (lo == p.nq || p.offsets[lo] != d) {
+        if (lo == p.nq || offsets[lo] != d) {
             atomicMin(bad, static_cast<unsigned long long>(e));
             continue;
         }
@@ -63,9 +66,6 @@ offset_t bdia_place_entries(const CudaExecutor& exec, index_t rows, index_t nc,
 {
     HEPTANE_ENSURE(nc >= 1 && rows % nc == 0, InputError,
                    "BDIA-GH on a GPU: block size " << nc << " does not divide " << rows);
-    HEPTANE_ENSURE(nq <= bdia_place_max_offsets, NotSupported,
-                   "BDIA-GH built on a GPU: " << nq << " block offsets (at most "
-                                              << bdia_place_max_offsets << ")");
     HEPTANE_CUDA_CHECK(cudaSetDevice(exec.device()));
     const cudaStream_t st = cuda::stream(exec);
     const std::size_t slots = std::size_t(nq) * std::size_t(nc) * std::size_t(rows);
@@ -78,7 +78,13 @@ offset_t bdia_place_entries(const CudaExecutor& exec, index_t rows, index_t nc,
     p.rows = rows;
     p.nc = nc;
     p.nq = nq;
-    for (index_t q = 0; q < nq; ++q) p.offsets[q] = offsets[q];
+    Array<index_t> many;  // more offsets than the parameters hold: in device memory
+    if (nq > kParamOffsets)
+        many =
+            Array<index_t>(std::vector<index_t>(offsets, offsets + nq)).to(exec.shared_from_this());
+    else
+        for (index_t q = 0; q < nq; ++q) p.offsets[q] = offsets[q];
+    const index_t* many_ptr = nq > kParamOffsets ? many.data() : nullptr;
     Array<unsigned long long> bad(exec.shared_from_this(), 1);
     const unsigned long long none = ~0ull;
     copy_bytes(*cpu_executor(), &none, exec, bad.data(), sizeof none);
@@ -87,10 +93,10 @@ offset_t bdia_place_entries(const CudaExecutor& exec, index_t rows, index_t nc,
         const unsigned grid = cuda::grid_for(rows, kWarpsPerBlock);
         if (nc == 1)
             bdia_place_kernel<T, true><<<grid, kWarpsPerBlock * 32, 0, st>>>(
-                p, row_ptr, col, val, data, bits, bad.data());
+                p, many_ptr, row_ptr, col, val, data, bits, bad.data());
         else
             bdia_place_kernel<T, false><<<grid, kWarpsPerBlock * 32, 0, st>>>(
-                p, row_ptr, col, val, data, bits, bad.data());
+                p, many_ptr, row_ptr, col, val, data, bits, bad.data());
         HEPTANE_CUDA_LAUNCH_CHECK();
     }
     unsigned long long first = none;

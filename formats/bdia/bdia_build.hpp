@@ -28,7 +28,4 @@ offset_t bdia_place_entries(const CudaExecutor& exec, index_t rows, index_t nc,
                             const index_t* offsets, index_t nq, const offset_t* row_ptr,
                             const index_t* col, const T* val, T* data, std::uint64_t* pattern);
 
-/// The most block offsets bdia_place_entries takes on a GPU.
-constexpr index_t bdia_place_max_offsets = 64;
-
 }  // namespace heptane::kernels

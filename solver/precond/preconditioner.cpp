@@ -931,7 +931,8 @@ std::unique_ptr<Preconditioner<VT>> make_preconditioner(PcType type, const Csr<d
                                                         index_t block_size,
                                                         std::shared_ptr<const Executor> exec,
                                                         const PcOptions& options,
-                                                        std::shared_ptr<const Operator<VT>> a_op)
+                                                        std::shared_ptr<const Operator<VT>> a_op,
+                                                        const Csr<double>* a_on_exec)
 {
     check_setup(exec.get(), block_size);
     switch (type) {
@@ -947,7 +948,7 @@ std::unique_ptr<Preconditioner<VT>> make_preconditioner(PcType type, const Csr<d
             return std::make_unique<Ilu0McPc<VT>>(a, block_size, std::move(exec));
         case PcType::amg:
             return std::make_unique<AmgPreconditioner<VT>>(a, block_size, std::move(exec),
-                                                           options.amg, std::move(a_op));
+                                                           options.amg, std::move(a_op), a_on_exec);
         case PcType::cpr:
             return make_cpr<VT>(a, block_size, std::move(exec), options.cpr, std::move(a_op));
     }
@@ -982,10 +983,10 @@ template std::unique_ptr<Preconditioner<float>> make_preconditioner<float>(
     PcType, const Csr<double>&, index_t, std::shared_ptr<const Executor>);
 template std::unique_ptr<Preconditioner<double>> make_preconditioner<double>(
     PcType, const Csr<double>&, index_t, std::shared_ptr<const Executor>, const PcOptions&,
-    std::shared_ptr<const Operator<double>>);
+    std::shared_ptr<const Operator<double>>, const Csr<double>*);
 template std::unique_ptr<Preconditioner<float>> make_preconditioner<float>(
     PcType, const Csr<double>&, index_t, std::shared_ptr<const Executor>, const PcOptions&,
-    std::shared_ptr<const Operator<float>>);
+    std::shared_ptr<const Operator<float>>, const Csr<double>*);
 template std::unique_ptr<Preconditioner<double>> make_preconditioner<double>(
     PcType, const CsrPatternView&, const double*, index_t, std::shared_ptr<const Executor>);
 template std::unique_ptr<Preconditioner<float>> make_preconditioner<float>(

@@ -162,11 +162,13 @@ std::unique_ptr<Preconditioner<VT>> make_preconditioner(PcType type, const Csr<d
                                                         std::shared_ptr<const Executor> exec);
 /// The same with options; `a_op`, when given, is A itself as an operator on `exec` (the
 /// solver's): AMG uses it for the finest level's products and CPR for its residual, instead
-/// of a copy of their own.
+/// of a copy of their own. `a_on_exec`, when given, is `a` already in exec's memory (a copy
+/// the caller made): AMG's device setup starts from it instead of uploading `a` again.
 template <class VT>
 std::unique_ptr<Preconditioner<VT>> make_preconditioner(
     PcType type, const Csr<double>& a, index_t block_size, std::shared_ptr<const Executor> exec,
-    const PcOptions& options, std::shared_ptr<const Operator<VT>> a_op = nullptr);
+    const PcOptions& options, std::shared_ptr<const Operator<VT>> a_op = nullptr,
+    const Csr<double>* a_on_exec = nullptr);
 
 /// A preconditioner set up from a borrowed host pattern and its CSR values already in the
 /// memory of `exec` (nnz doubles in the pattern's order; device memory on a GPU): none,

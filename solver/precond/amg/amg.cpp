@@ -535,12 +535,14 @@ template <class VT>
 AmgPreconditioner<VT>::AmgPreconditioner(const Csr<double>& a_in, index_t nc,
                                          std::shared_ptr<const Executor> exec,
                                          const AmgOptions& opts,
-                                         std::shared_ptr<const Operator<VT>> fine)
+                                         std::shared_ptr<const Operator<VT>> fine,
+                                         const Csr<double>* a_on_exec)
     : Preconditioner<VT>(a_in.rows, nc, exec), impl_(std::make_unique<Impl>())
 {
     const auto t_start = clock_type::now();
     Csr<double> keep;
     const Csr<double>& a = a_in.exec()->is_cpu() ? a_in : (keep = a_in.to(cpu_executor()));
+    (void)a_on_exec;  // used by the device setup (CUDA builds)
     HEPTANE_ENSURE(nc >= 1 && a.rows % nc == 0, InputError,
                    "AMG: block size " << nc << " does not divide the " << a.rows << " rows");
     HEPTANE_ENSURE(opts.pre_sweeps >= 0 && opts.post_sweeps >= 0, InputError,
@@ -563,7 +565,9 @@ AmgPreconditioner<VT>::AmgPreconditioner(const Csr<double>& a_in, index_t nc,
 #ifdef HEPTANE_HAVE_CUDA
         HEPTANE_ENSURE(a.rows == a.cols, InputError,
                        "AMG: the matrix is " << a.rows << " x " << a.cols << ", not square");
-        m.dev = std::make_unique<amg::DeviceHierarchy>(a_in, opts, exec);
+        const bool reuse = a_on_exec && a_on_exec->exec() == exec && a_on_exec->rows == a.rows &&
+                           a_on_exec->nnz() == a.nnz();
+        m.dev = std::make_unique<amg::DeviceHierarchy>(reuse ? *a_on_exec : a_in, opts, exec);
         m.dense_coarse = m.dev->dense_coarse();
         nl = m.dev->levels();
         std::copy(m.dev->phase_ms(), m.dev->phase_ms() + 4, m.info.phase_ms);

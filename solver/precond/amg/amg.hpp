@@ -68,9 +68,13 @@ template <class VT>
 class AmgPreconditioner final : public Preconditioner<VT> {
 public:
     /// `fine`: an operator for A itself on `exec` (the solver's), used for the finest
-    /// level's products instead of a CSR copy; null: AMG keeps its own.
+    /// level's products instead of a CSR copy; null: AMG keeps its own. `a_on_exec`: A's
+    /// CSR already in exec's memory (a copy the caller made): a hierarchy built on the device
+    /// starts from it instead of uploading `a` again (`a` is still read on the host for the
+    /// pattern and symmetry checks).
     AmgPreconditioner(const Csr<double>& a, index_t nc, std::shared_ptr<const Executor> exec,
-                      const AmgOptions& opts, std::shared_ptr<const Operator<VT>> fine = nullptr);
+                      const AmgOptions& opts, std::shared_ptr<const Operator<VT>> fine = nullptr,
+                      const Csr<double>* a_on_exec = nullptr);
     ~AmgPreconditioner() override;
     PcType type() const noexcept override { return PcType::amg; }
     /// Same pattern, new values: see the header comment. A `fine` operator given at setup
