@@ -114,6 +114,9 @@ int bench_precond(int argc, char** argv)
                             : (s.hepta ? Format::bdia : Format::csr);
         cfg.format_options.block_size =
             cfg.format == Format::bdia || cfg.format == Format::bsr ? cfg.block_size : 0;
+        // the detected block offsets, as heptane solve passes them (detection is not timed)
+        cfg.format_options.block_offsets =
+            cfg.format == Format::bdia ? s.block_offsets : std::vector<index_t>{};
         for (PcType pc : pc_list) {
             cfg.pc = pc;
             Row best;

@@ -151,8 +151,9 @@ int bench_setup(int argc, char** argv)
         Array<std::uint64_t> pattern(exec, (slots + 63) / 64);
         row.place_ms = median_ms(n, [&] {
             const offset_t bad = dispatch_executor(*exec, [&](const auto& e) {
-                return kernels::bdia_place_entries(e, a.rows, nc, offsets.data(), row.offsets, rp,
-                                                   cp, vp, data.data(), pattern.data());
+                return kernels::bdia_place_entries(e, a.rows, a.cols, nc, offsets.data(),
+                                                   row.offsets, rp, cp, vp, data.data(),
+                                                   pattern.data());
             });
             HEPTANE_ENSURE(bad < 0, InputError, "bench setup: entry " << bad << " off the offsets");
             exec->synchronize();

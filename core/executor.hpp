@@ -71,7 +71,10 @@ private:
 std::shared_ptr<const CpuExecutor> cpu_executor();
 
 /// Copy `bytes` from `src` on `src_exec` to `dst` on `dst_exec` (host↔host, host↔device,
-/// device↔device); returns when the copy is complete.
+/// device↔device); returns when the copy is complete. Uploads of 8 MB or more from pageable
+/// host memory go through the process's two pinned 16 MB staging buffers (allocated at the
+/// first such upload, kept for the life of the process), the host filling one while the
+/// other is copied to the device.
 void copy_bytes(const Executor& src_exec, const void* src, const Executor& dst_exec, void* dst,
                 std::size_t bytes);
 

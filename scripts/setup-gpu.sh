@@ -4,7 +4,8 @@
 # a copy of ../shared/data), memcheck of the device BDIA-GH build, then `heptane bench precond`
 # with the BDIA-GH operator built on the device (default) and on the host (--operator-build
 # host) on the channelized 1 M / 8.4 M and reservoir 1 M pressure systems, and the thesis
-# protocol of `heptane bench solve` (setup + 5 iterations against the cuSPARSE reference).
+# protocol of `heptane bench solve` (setup + 5 iterations against the cuSPARSE reference), and
+# the coupled reservoir system (Nc = 3, 1 M cells) with block Jacobi, ILU(0) and CPR.
 #
 #   OUT=/some/dir bash scripts/setup-gpu.sh [--no-tests] [--no-solve]
 #
@@ -84,6 +85,8 @@ for where in device host; do
   bench "pressure-8m-$where" --generate 256x256x128x1:channelized --pcs jacobi,amg --solver cg \
     --device gpu --reps 2 --operator-build "$where"
 done
+bench coupled --generate 128x128x64x3:reservoir --pcs bjacobi,ilu0-mc,cpr --solver bicgstab \
+  --device gpu --reps 2
 if [ "$solve" = 1 ]; then
   t=$(date +%s)
   timeout 240 "$h" bench solve --sizes thesis --formats bdiagh --impl fused,reference --device gpu --reps 3 \

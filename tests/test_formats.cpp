@@ -661,6 +661,21 @@ BOOST_AUTO_TEST_CASE(matrix_operator_from_csr_applies_as_the_one_from_coo)
     }
 }
 
+BOOST_AUTO_TEST_CASE(large_uploads_arrive_intact)
+{
+    // copy_bytes sends uploads of 8 MB or more from pageable memory through pinned staging
+    // buffers of 16 MB in turn (on a GPU): sizes below, at and above the threshold, with a
+    // last chunk that is not full, come back unchanged
+    const auto exec = test::test_executor();
+    for (std::size_t n : {std::size_t(1 << 20) - 1, std::size_t(1 << 20),
+                          std::size_t(5 << 20) + 3}) {  // doubles: 8 MB - 8 B, 8 MB, 40 MB + 24 B
+        std::vector<double> h(n);
+        for (std::size_t i = 0; i < n; ++i) h[i] = double(i % 1000003) * 0.5 - double(i % 7);
+        const Array<double> d = Array<double>(std::vector<double>(h)).to(exec);
+        BOOST_TEST((d.to_vector() == h), n << " doubles came back changed");
+    }
+}
+
 BOOST_AUTO_TEST_CASE(bdia_zeros_marks_every_valid_slot)
 {
     // banded hepta: every slot with a column inside the matrix is an entry, so the pattern of

@@ -113,6 +113,7 @@ void find_offsets_csr(const Csr<T>& a, NC nc, std::vector<index_t>& block_offset
     for (index_t r = 0; r < a.rows; ++r) {
         const offset_t rb = r / nc;
         for (offset_t k = rp[r]; k < rp[r + 1]; ++k) {
+            if (c[k] < 0 || c[k] >= a.cols) continue;  // reported by the placement
             const std::size_t f = std::size_t(offset_t(c[k] / nc) - rb + brows - 1);
             bool seen;  // read first, as in find_offsets
 #pragma omp atomic read
@@ -129,7 +130,7 @@ void find_offsets_csr(const Csr<T>& a, NC nc, std::vector<index_t>& block_offset
 
 // Every entry into data/bits; bad = the first entry on an offset not in the list (nnz: none).
 template <class T, class NC>
-void bdia_fill_raw(index_t rows, NC nc, const std::vector<index_t>& block_offsets,
+void bdia_fill_raw(index_t rows, index_t cols, NC nc, const std::vector<index_t>& block_offsets,
                    const offset_t* ptr, const index_t* c, const T* v, T* data, std::uint64_t* bits,
                    offset_t& bad)
 {
@@ -153,6 +154,10 @@ void bdia_fill_raw(index_t rows, NC nc, const std::vector<index_t>& block_offset
             const index_t rb = r / nc;
             index_t q = 0;  // the previous entry's offset index: a row's entries ascend in d
             for (offset_t e = ptr[r]; e < ptr[r + 1]; ++e) {
+                if (c[e] < 0 || c[e] >= cols) {  // outside the matrix
+                    first_bad = std::min(first_bad, e);
+                    continue;
+                }
                 const index_t d = c[e] / nc - rb;
                 // Most entries lie on the offset of the previous entry or the next one: try
                 // those before the binary search.
@@ -180,6 +185,29 @@ void bdia_fill_raw(index_t rows, NC nc, const std::vector<index_t>& block_offset
         }
     }
     bad = first_bad;
+}
+
+// Sizes and row pointers of host CSR `a` (from 0, non-decreasing, to nnz): O(rows).
+template <class T>
+void require_row_pointers(const Csr<T>& a, const char* who)
+{
+    HEPTANE_ENSURE(a.exec()->is_cpu(), NotSupported, who << " works on host CSR");
+    HEPTANE_ENSURE(a.rows >= 0 && a.cols >= 0 && a.row_ptr.size() == std::size_t(a.rows) + 1 &&
+                       a.col_idx.size() == a.values.size(),
+                   InputError,
+                   who << ": CSR arrays do not fit a " << a.rows << " x " << a.cols << " matrix ("
+                       << a.row_ptr.size() << " row pointers, " << a.col_idx.size() << " columns, "
+                       << a.values.size() << " values)");
+    const offset_t* rp = a.row_ptr.data();
+    HEPTANE_ENSURE(rp[0] == 0 && rp[a.rows] == a.nnz(), InputError,
+                   who << ": row pointers run from " << rp[0] << " to " << rp[a.rows]
+                       << ", not from 0 to " << a.nnz());
+    index_t bad = a.rows;
+#pragma omp parallel for reduction(min : bad) if (a.rows > kParallelMin)
+    for (index_t i = 0; i < a.rows; ++i)
+        if (rp[i + 1] < rp[i]) bad = std::min(bad, i);
+    HEPTANE_ENSURE(bad == a.rows, InputError,
+                   who << ": decreasing row pointers at row " << bad << " (0-based)");
 }
 
 // The offsets bdia_from_coo uses: given (checked, sorted) or found in the pattern. Checks the
@@ -216,9 +244,9 @@ template <class T>
 namespace kernels {
 
 template <class T>
-offset_t bdia_place_entries(const CpuExecutor&, index_t rows, index_t nc, const index_t* offsets,
-                            index_t nq, const offset_t* row_ptr, const index_t* col, const T* val,
-                            T* data, std::uint64_t* pattern)
+offset_t bdia_place_entries(const CpuExecutor&, index_t rows, index_t cols, index_t nc,
+                            const index_t* offsets, index_t nq, const offset_t* row_ptr,
+                            const index_t* col, const T* val, T* data, std::uint64_t* pattern)
 {
     const std::size_t slots = std::size_t(nq) * std::size_t(nc) * std::size_t(rows);
     const std::size_t words = (slots + 63) / 64;
@@ -229,7 +257,7 @@ offset_t bdia_place_entries(const CpuExecutor&, index_t rows, index_t nc, const 
     const std::vector<index_t> dq(offsets, offsets + nq);
     offset_t bad = 0;
     auto fill = [&](auto ncv) {
-        bdia_fill_raw(rows, ncv, dq, row_ptr, col, val, data, pattern, bad);
+        bdia_fill_raw(rows, cols, ncv, dq, row_ptr, col, val, data, pattern, bad);
     };
     if (nc == 1)
         fill(std::integral_constant<index_t, 1>{});
@@ -271,8 +299,8 @@ Bdia<T> bdia_from_coo(const Coo<T>& a, index_t block_size, std::vector<index_t> 
     m.pattern = Array<std::uint64_t>(exec, (slots + 63) / 64);
     offset_t bad = -1;
     if (exec->is_cpu()) {
-        bad = kernels::bdia_place_entries(static_cast<const CpuExecutor&>(*exec), a.rows, nc,
-                                          block_offsets.data(), nq, ptr.data(), a.col.data(),
+        bad = kernels::bdia_place_entries(static_cast<const CpuExecutor&>(*exec), a.rows, a.cols,
+                                          nc, block_offsets.data(), nq, ptr.data(), a.col.data(),
                                           a.val.data(), m.data.data(), m.pattern.data());
     } else {
 #ifdef HEPTANE_HAVE_CUDA
@@ -281,8 +309,8 @@ Bdia<T> bdia_from_coo(const Coo<T>& a, index_t block_size, std::vector<index_t> 
         const Array<offset_t> dptr = Array<offset_t>(std::move(ptr)).to(exec);
         const Array<index_t> col = a.col.to(exec);
         const Array<T> val = a.val.to(exec);
-        bad = kernels::bdia_place_entries(static_cast<const CudaExecutor&>(*exec), a.rows, nc,
-                                          block_offsets.data(), nq, dptr.data(), col.data(),
+        bad = kernels::bdia_place_entries(static_cast<const CudaExecutor&>(*exec), a.rows, a.cols,
+                                          nc, block_offsets.data(), nq, dptr.data(), col.data(),
                                           val.data(), m.data.data(), m.pattern.data());
 #else
         HEPTANE_THROW(NotSupported, "BDIA-GH on a GPU requested in a build without CUDA");
@@ -301,7 +329,10 @@ Bdia<T> bdia_from_csr(const Csr<T>& a, index_t block_size, std::vector<index_t> 
     const index_t nc = block_size;
     const bool given = !block_offsets.empty();
     block_offsets = checked_offsets(a.rows, a.cols, nc, std::move(block_offsets), "bdia_from_csr");
-    require_well_formed(a, "bdia_from_csr");
+    // The row pointers here (O(rows)); each column is checked where it is placed (a column
+    // outside the matrix is reported like an entry off the offsets), so the entries are read
+    // once, by the placement, and not also by a host pass.
+    require_row_pointers(a, "bdia_from_csr");
     if (!given) {
         if (nc == 1)
             find_offsets_csr(a, std::integral_constant<index_t, 1>{}, block_offsets);
@@ -319,7 +350,7 @@ Bdia<T> bdia_from_csr(const Csr<T>& a, index_t block_size, std::vector<index_t> 
     offset_t bad = -1;
     if (exec->is_cpu()) {
         bad = kernels::bdia_place_entries(
-            static_cast<const CpuExecutor&>(*exec), a.rows, nc, block_offsets.data(), nq,
+            static_cast<const CpuExecutor&>(*exec), a.rows, a.cols, nc, block_offsets.data(), nq,
             a.row_ptr.data(), a.col_idx.data(), a.values.data(), m.data.data(), m.pattern.data());
     } else {
 #ifdef HEPTANE_HAVE_CUDA
@@ -332,7 +363,7 @@ Bdia<T> bdia_from_csr(const Csr<T>& a, index_t block_size, std::vector<index_t> 
         if (!on_exec) uploaded = a.to(exec);
         const Csr<T>& d = on_exec ? *on_exec : uploaded;
         bad = kernels::bdia_place_entries(
-            static_cast<const CudaExecutor&>(*exec), a.rows, nc, block_offsets.data(), nq,
+            static_cast<const CudaExecutor&>(*exec), a.rows, a.cols, nc, block_offsets.data(), nq,
             d.row_ptr.data(), d.col_idx.data(), d.values.data(), m.data.data(), m.pattern.data());
 #else
         (void)on_exec;
@@ -343,6 +374,9 @@ Bdia<T> bdia_from_csr(const Csr<T>& a, index_t block_size, std::vector<index_t> 
         const offset_t* rp = a.row_ptr.data();
         const index_t r = index_t(std::upper_bound(rp, rp + a.rows + 1, bad) - rp - 1);
         const index_t c = a.col_idx[std::size_t(bad)];
+        HEPTANE_ENSURE(c >= 0 && c < a.cols, InputError,
+                       "bdia_from_csr: entry (" << r << ", " << c << ") (0-based) lies outside the "
+                                                << a.rows << " x " << a.cols << " matrix");
         HEPTANE_THROW(InputError, "bdia_from_csr: entry ("
                                       << r << ", " << c << ") (0-based) lies on block offset "
                                       << c / nc - r / nc
@@ -422,17 +456,17 @@ Bdia<T> bdia_zeros(index_t rows, index_t cols, index_t block_size,
     return m;
 }
 
-#define HEPTANE_INSTANTIATE(T)                                                                \
-    template Bdia<T> bdia_from_coo<T>(const Coo<T>&, index_t, std::vector<index_t>);          \
-    template Bdia<T> bdia_from_coo<T>(const Coo<T>&, index_t, std::vector<index_t>,           \
-                                      const std::shared_ptr<const Executor>&);                \
-    template std::vector<index_t> bdia_block_offsets<T>(const Coo<T>&, index_t);              \
-    template Bdia<T> bdia_from_csr<T>(const Csr<T>&, index_t, std::vector<index_t>,           \
-                                      const std::shared_ptr<const Executor>&, const Csr<T>*); \
-    template Coo<T> to_coo<T>(const Bdia<T>&);                                                \
-    template Bdia<T> bdia_zeros<T>(index_t, index_t, index_t, std::vector<index_t>);          \
-    template offset_t kernels::bdia_place_entries<T>(                                         \
-        const CpuExecutor&, index_t, index_t, const index_t*, index_t, const offset_t*,       \
+#define HEPTANE_INSTANTIATE(T)                                                                   \
+    template Bdia<T> bdia_from_coo<T>(const Coo<T>&, index_t, std::vector<index_t>);             \
+    template Bdia<T> bdia_from_coo<T>(const Coo<T>&, index_t, std::vector<index_t>,              \
+                                      const std::shared_ptr<const Executor>&);                   \
+    template std::vector<index_t> bdia_block_offsets<T>(const Coo<T>&, index_t);                 \
+    template Bdia<T> bdia_from_csr<T>(const Csr<T>&, index_t, std::vector<index_t>,              \
+                                      const std::shared_ptr<const Executor>&, const Csr<T>*);    \
+    template Coo<T> to_coo<T>(const Bdia<T>&);                                                   \
+    template Bdia<T> bdia_zeros<T>(index_t, index_t, index_t, std::vector<index_t>);             \
+    template offset_t kernels::bdia_place_entries<T>(                                            \
+        const CpuExecutor&, index_t, index_t, index_t, const index_t*, index_t, const offset_t*, \
         const index_t*, const T*, T*, std::uint64_t*);
 HEPTANE_INSTANTIATE(double)
 HEPTANE_INSTANTIATE(float)

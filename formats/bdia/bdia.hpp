@@ -56,11 +56,11 @@ Bdia<T> bdia_from_coo(const Coo<T>& a, index_t block_size, std::vector<index_t> 
 template <class T>
 Bdia<T> bdia_from_coo(const Coo<T>& a, index_t block_size, std::vector<index_t> block_offsets,
                       const std::shared_ptr<const Executor>& exec);
-/// The same from host CSR `a` (well formed: require_well_formed; columns in any order, no
-/// entry stored twice) on `exec`. `on_exec`: optional, the same matrix already in exec's
-/// memory (a copy the caller keeps for other uses): the placement reads it instead of
-/// uploading `a`. Errors as bdia_from_coo's (InputError also for a malformed CSR or an
-/// `on_exec` that does not match).
+/// The same from host CSR `a` (columns in any order within a row, no entry stored twice) on
+/// `exec`. The row pointers are checked on the host, each column where it is placed. `on_exec`:
+/// optional, the same matrix already in exec's memory (a copy the caller keeps for other uses): the
+/// placement reads it instead of uploading `a`. Errors as bdia_from_coo's (InputError also for a
+/// malformed CSR or an `on_exec` that does not match).
 template <class T>
 Bdia<T> bdia_from_csr(const Csr<T>& a, index_t block_size, std::vector<index_t> block_offsets,
                       const std::shared_ptr<const Executor>& exec, const Csr<T>* on_exec = nullptr);

@@ -16,7 +16,7 @@ namespace {
 constexpr int kParamOffsets = 64;
 
 struct PlaceParams {
-    long long rows;
+    long long rows, cols;
     index_t nc, nq;
     index_t offsets[kParamOffsets];
 };
@@ -38,6 +38,10 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
     const index_t* offsets = many_offsets ? many_offsets : p.offsets;
     for (long long e = row_ptr[r] + threadIdx.x % 32; e < end; e += 32) {
         const long long c = col[e];
+        if (c < 0 || c >= p.cols) {  // outside the matrix
+            atomicMin(bad, static_cast<unsigned long long>(e));
+            continue;
+        }
         const long long d = c / nc - rb;
         int lo = 0, hi = p.nq;  // the first q with offsets[q] >= d
         while (lo < hi) {
@@ -60,7 +64,7 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
 }  // namespace
 
 template <class T>
-offset_t bdia_place_entries(const CudaExecutor& exec, index_t rows, index_t nc,
+offset_t bdia_place_entries(const CudaExecutor& exec, index_t rows, index_t cols, index_t nc,
                             const index_t* offsets, index_t nq, const offset_t* row_ptr,
                             const index_t* col, const T* val, T* data, std::uint64_t* pattern)
 {
@@ -76,6 +80,7 @@ offset_t bdia_place_entries(const CudaExecutor& exec, index_t rows, index_t nc,
     }
     PlaceParams p{};
     p.rows = rows;
+    p.cols = cols;
     p.nc = nc;
     p.nq = nq;
     Array<index_t> many;  // more offsets than the parameters hold: in device memory
@@ -104,10 +109,10 @@ offset_t bdia_place_entries(const CudaExecutor& exec, index_t rows, index_t nc,
     return first == none ? offset_t(-1) : offset_t(first);
 }
 
-#define HEPTANE_INSTANTIATE(T)                                                                     \
-    template offset_t bdia_place_entries<T>(const CudaExecutor&, index_t, index_t, const index_t*, \
-                                            index_t, const offset_t*, const index_t*, const T*,    \
-                                            T*, std::uint64_t*);
+#define HEPTANE_INSTANTIATE(T)                                                              \
+    template offset_t bdia_place_entries<T>(const CudaExecutor&, index_t, index_t, index_t, \
+                                            const index_t*, index_t, const offset_t*,       \
+                                            const index_t*, const T*, T*, std::uint64_t*);
 HEPTANE_INSTANTIATE(double)
 HEPTANE_INSTANTIATE(float)
 #undef HEPTANE_INSTANTIATE

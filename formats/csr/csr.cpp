@@ -37,35 +37,6 @@ Csr<T> csr_from_coo(Coo<T>&& a)
 }
 
 template <class T>
-void require_well_formed(const Csr<T>& a, const char* who)
-{
-    HEPTANE_ENSURE(a.exec()->is_cpu(), NotSupported, who << " works on host CSR");
-    HEPTANE_ENSURE(a.rows >= 0 && a.cols >= 0 && a.row_ptr.size() == std::size_t(a.rows) + 1 &&
-                       a.col_idx.size() == a.values.size(),
-                   InputError,
-                   who << ": CSR arrays do not fit a " << a.rows << " x " << a.cols << " matrix ("
-                       << a.row_ptr.size() << " row pointers, " << a.col_idx.size() << " columns, "
-                       << a.values.size() << " values)");
-    const offset_t* rp = a.row_ptr.data();
-    const index_t* ci = a.col_idx.data();
-    const offset_t nnz = a.nnz();
-    HEPTANE_ENSURE(rp[0] == 0 && rp[a.rows] == nnz, InputError,
-                   who << ": row pointers run from " << rp[0] << " to " << rp[a.rows]
-                       << ", not from 0 to " << nnz);
-    index_t bad_row = a.rows;
-#pragma omp parallel for reduction(min : bad_row) if (a.rows > 32768)
-    for (index_t i = 0; i < a.rows; ++i) {
-        bool ok = rp[i] <= rp[i + 1];
-        for (offset_t k = rp[i]; ok && k < rp[i + 1]; ++k) ok = ci[k] >= 0 && ci[k] < a.cols;
-        if (!ok) bad_row = std::min(bad_row, i);
-    }
-    HEPTANE_ENSURE(bad_row == a.rows, InputError,
-                   who << ": row " << bad_row
-                       << " (0-based) has decreasing row pointers or a column outside the "
-                       << a.rows << " x " << a.cols << " matrix");
-}
-
-template <class T>
 Coo<T> to_coo(const Csr<T>& a)
 {
     HEPTANE_ENSURE(a.exec()->is_cpu(), NotSupported, "to_coo works on host CSR");
@@ -103,11 +74,10 @@ Csr<T> transpose(const Csr<T>& a)
     return t;
 }
 
-#define HEPTANE_INSTANTIATE(T)                                        \
-    template Csr<T> csr_from_coo<T>(const Coo<T>&);                   \
-    template Csr<T> csr_from_coo<T>(Coo<T> &&);                       \
-    template Coo<T> to_coo<T>(const Csr<T>&);                         \
-    template void require_well_formed<T>(const Csr<T>&, const char*); \
+#define HEPTANE_INSTANTIATE(T)                      \
+    template Csr<T> csr_from_coo<T>(const Coo<T>&); \
+    template Csr<T> csr_from_coo<T>(Coo<T> &&);     \
+    template Coo<T> to_coo<T>(const Csr<T>&);       \
     template Csr<T> transpose<T>(const Csr<T>&);
 HEPTANE_INSTANTIATE(double)
 HEPTANE_INSTANTIATE(float)

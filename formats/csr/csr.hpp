@@ -27,11 +27,6 @@ Csr<T> csr_from_coo(const Coo<T>& a);
 /// The same, taking over a's column and value arrays (no copy; `a` is left empty).
 template <class T>
 Csr<T> csr_from_coo(Coo<T>&& a);
-/// Throws InputError unless host CSR `a` is well formed: rows + 1 row pointers from 0,
-/// non-decreasing, to nnz; every column inside the matrix (columns need not be sorted). `who`
-/// starts the message. O(nnz), OpenMP.
-template <class T>
-void require_well_formed(const Csr<T>& a, const char* who);
 /// Back to canonical COO, entry for entry (host).
 template <class T>
 Coo<T> to_coo(const Csr<T>& a);
