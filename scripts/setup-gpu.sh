@@ -58,6 +58,10 @@ if [ "$tests" = 1 ]; then
       "$build/tests/test_formats" --run_test=bdia_built_on_the_executor_round_trips_and_matches_the_host_build \
       >"$logs/racecheck-bdia-build.log" 2>&1 || status=1
     note "racecheck bdia build: $(grep -E "ERROR SUMMARY|RACECHECK SUMMARY|No errors|failure" "$logs/racecheck-bdia-build.log" | head -3 | tr '\n' ' ')"
+    HEPTANE_TEST_DEVICE=cuda timeout 200 compute-sanitizer --tool synccheck --error-exitcode 9 \
+      "$build/tests/test_formats" --run_test=bdia_built_on_the_executor_round_trips_and_matches_the_host_build \
+      >"$logs/synccheck-bdia-build.log" 2>&1 || status=1
+    note "synccheck bdia build: $(grep -E "ERROR SUMMARY|No errors|failure" "$logs/synccheck-bdia-build.log" | head -3 | tr '\n' ' ')"
   fi
 fi
 h=$build/apps/heptane

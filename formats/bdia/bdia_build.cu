@@ -1,8 +1,9 @@
-// bdia_place_entries on CUDA (formats/bdia/bdia_build.hpp): one warp per row (its entries read
-// by neighbouring lanes: coalesced), the block offsets in the kernel's parameters when there are
-// at most 64 of them, else in device memory (ascending: a binary search), the pattern bit set by an
-// atomicOr on its 64-bit word (a word's 64 rows come from neighbouring warps of one diagonal); an
-// entry on none of the offsets is reported through atomicMin.
+// bdia_place_entries on CUDA (formats/bdia/bdia_build.hpp): one thread per row for short rows
+// (below), one warp per row for long ones (its entries read by neighbouring lanes: coalesced), the
+// block offsets in the kernel's parameters when there are at most 64 of them, else in device memory
+// (ascending: a binary search), the pattern bit set by an atomicOr on its 64-bit word (a word's 64
+// rows come from neighbouring warps of one diagonal); an entry on none of the offsets is reported
+// through atomicMin.
 #include <cstdint>
 
 #include "core/array.hpp"
@@ -61,6 +62,72 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
     }
 }
 
+// The same with one thread per row, for short rows (a 7-point stencil: 7 entries per row at
+// Nc = 1): the 32 rows of a warp write the same diagonals at neighbouring addresses
+// (coalesced), and the pattern bits of a word are ORed within the warp first (lanes whose
+// slots share a word: __match_any_sync; their bits combined by two 32-bit __reduce_or_sync),
+// one atomicOr per word instead of one per entry. Every lane runs the warp's longest row's
+// trip count so the warp stays converged for the warp-wide calls.
+template <class T, bool Scalar>
+__global__ void __launch_bounds__(kWarpsPerBlock * 32)
+    bdia_place_rows_kernel(PlaceParams p, const index_t* __restrict__ many_offsets,
+                           const offset_t* __restrict__ row_ptr, const index_t* __restrict__ col,
+                           const T* __restrict__ val, T* __restrict__ data,
+                           unsigned long long* __restrict__ pattern, unsigned long long* bad)
+{
+    const long long r = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x;
+    const bool row_ok = r < p.rows;
+    const long long begin = row_ok ? row_ptr[r] : 0;
+    const int len = row_ok ? int(row_ptr[r + 1] - begin) : 0;
+    const int longest = __reduce_max_sync(0xffffffffu, unsigned(len));
+    const long long nc = Scalar ? 1 : p.nc;
+    const long long rb = row_ok ? r / nc : 0;
+    const index_t* offsets = many_offsets ? many_offsets : p.offsets;
+    int q = 0;  // the previous entry's offset index: a row's entries mostly ascend in d
+    for (int j = 0; j < longest; ++j) {
+        unsigned long long word = ~0ull, bit = 0;
+        if (j < len) {
+            const long long e = begin + j;
+            const long long c = col[e];
+            bool ok = c >= 0 && c < p.cols;
+            if (ok) {
+                const long long d = c / nc - rb;
+                if (!(q < p.nq && offsets[q] == d)) {
+                    if (q + 1 < p.nq && offsets[q + 1] == d) {
+                        ++q;
+                    } else {
+                        int lo = 0, hi = p.nq;  // the first q with offsets[q] >= d
+                        while (lo < hi) {
+                            const int mid = (lo + hi) / 2;
+                            if (offsets[mid] < d)
+                                lo = mid + 1;
+                            else
+                                hi = mid;
+                        }
+                        q = lo;
+                    }
+                }
+                ok = q < p.nq && offsets[q] == d;
+                if (ok) {
+                    const long long s = (static_cast<long long>(q) * nc + c % nc) * p.rows + r;
+                    data[s] = val[e];
+                    word = static_cast<unsigned long long>(s) >> 6;
+                    bit = 1ull << (s & 63);
+                } else {
+                    q = 0;
+                }
+            }
+            if (!ok) atomicMin(bad, static_cast<unsigned long long>(e));
+        }
+        const unsigned group = __match_any_sync(0xffffffffu, word);
+        const unsigned lo_bits = __reduce_or_sync(group, unsigned(bit));
+        const unsigned hi_bits = __reduce_or_sync(group, unsigned(bit >> 32));
+        const bool leader = (threadIdx.x % 32) == unsigned(__ffs(group) - 1);
+        if (leader && word != ~0ull)
+            atomicOr(pattern + word, (static_cast<unsigned long long>(hi_bits) << 32) | lo_bits);
+    }
+}
+
 }  // namespace
 
 template <class T>
@@ -93,7 +160,22 @@ offset_t bdia_place_entries(const CudaExecutor& exec, index_t rows, index_t cols
     Array<unsigned long long> bad(exec.shared_from_this(), 1);
     const unsigned long long none = ~0ull;
     copy_bytes(*cpu_executor(), &none, exec, bad.data(), sizeof none);
-    if (rows > 0) {
+    const offset_t nnz = [&] {
+        offset_t n = 0;
+        if (rows > 0) copy_bytes(exec, row_ptr + rows, *cpu_executor(), &n, sizeof n);
+        return n;
+    }();
+    if (rows > 0 && nnz <= offset_t(32) * rows) {  // short rows: a thread per row
+        auto* bits = reinterpret_cast<unsigned long long*>(pattern);
+        const unsigned grid = cuda::grid_for(rows, kWarpsPerBlock * 32);
+        if (nc == 1)
+            bdia_place_rows_kernel<T, true><<<grid, kWarpsPerBlock * 32, 0, st>>>(
+                p, many_ptr, row_ptr, col, val, data, bits, bad.data());
+        else
+            bdia_place_rows_kernel<T, false><<<grid, kWarpsPerBlock * 32, 0, st>>>(
+                p, many_ptr, row_ptr, col, val, data, bits, bad.data());
+        HEPTANE_CUDA_LAUNCH_CHECK();
+    } else if (rows > 0) {  // long rows: a warp per row
         auto* bits = reinterpret_cast<unsigned long long*>(pattern);
         const unsigned grid = cuda::grid_for(rows, kWarpsPerBlock);
         if (nc == 1)
