@@ -24,6 +24,20 @@ struct PlaceParams {
 
 constexpr int kWarpsPerBlock = 8;
 
+// The first q < nq with offsets[q] >= d (nq when none): a binary search of the ascending list.
+__device__ inline int first_not_below(const index_t* offsets, int nq, long long d)
+{
+    int lo = 0, hi = nq;
+    while (lo < hi) {
+        const int mid = (lo + hi) / 2;
+        if (offsets[mid] < d)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
 template <class T, bool Scalar>
 __global__ void __launch_bounds__(kWarpsPerBlock * 32)
     bdia_place_kernel(PlaceParams p, const index_t* __restrict__ many_offsets,
@@ -44,14 +58,7 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
             continue;
         }
         const long long d = c / nc - rb;
-        int lo = 0, hi = p.nq;  // the first q with offsets[q] >= d
-        while (lo < hi) {
-            const int mid = (lo + hi) / 2;
-            if (offsets[mid] < d)
-                lo = mid + 1;
-            else
-                hi = mid;
-        }
+        const int lo = first_not_below(offsets, p.nq, d);
         if (lo == p.nq || offsets[lo] != d) {
             atomicMin(bad, static_cast<unsigned long long>(e));
             continue;
@@ -96,15 +103,7 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
                     if (q + 1 < p.nq && offsets[q + 1] == d) {
                         ++q;
                     } else {
-                        int lo = 0, hi = p.nq;  // the first q with offsets[q] >= d
-                        while (lo < hi) {
-                            const int mid = (lo + hi) / 2;
-                            if (offsets[mid] < d)
-                                lo = mid + 1;
-                            else
-                                hi = mid;
-                        }
-                        q = lo;
+                        q = first_not_below(offsets, p.nq, d);
                     }
                 }
                 ok = q < p.nq && offsets[q] == d;
