@@ -63,19 +63,6 @@ struct Row {
     double iter_s = 0, iter_bytes = 0;
 };
 
-std::vector<std::string> split(const std::string& s)
-{
-    std::vector<std::string> v;
-    std::size_t i = 0;
-    while (i <= s.size()) {
-        auto j = s.find(',', i);
-        if (j == std::string::npos) j = s.size();
-        if (j > i) v.push_back(s.substr(i, j - i));
-        i = j + 1;
-    }
-    return v;
-}
-
 struct Setup {
     const Coo<double>* a;
     const std::vector<double>* b;
@@ -227,8 +214,8 @@ int bench_lsqr(int argc, char** argv)
     std::fflush(stdout);
     std::vector<Row> rows;
     int failed = 0;
-    for (const auto& fname : split(formats)) {
-        for (const auto& tname : split(transposes)) {
+    for (const auto& fname : split_commas(formats)) {
+        for (const auto& tname : split_commas(transposes)) {
             Row r;
             FormatOptions fo;
             Format fmt;

@@ -75,19 +75,6 @@ double median(std::vector<double> v)
     return v[v.size() / 2];
 }
 
-std::vector<std::string> split(const std::string& s)
-{
-    std::vector<std::string> v;
-    std::size_t i = 0;
-    while (i <= s.size()) {
-        auto j = s.find(',', i);
-        if (j == std::string::npos) j = s.size();
-        if (j > i) v.push_back(s.substr(i, j - i));
-        i = j + 1;
-    }
-    return v;
-}
-
 Coo<double> transposed(const Coo<double>& a)
 {
     Coo<double> t{a.cols, a.rows, a.col, a.row, a.val};
@@ -255,8 +242,8 @@ int bench_mlem(int argc, char** argv)
     std::fflush(stdout);
     std::vector<Row> rows;
     int failed = 0;
-    for (const auto& fname : split(formats)) {
-        for (const auto& tname : split(transposes)) {
+    for (const auto& fname : split_commas(formats)) {
+        for (const auto& tname : split_commas(transposes)) {
             Row r;
             FormatOptions fo;
             Format fmt;

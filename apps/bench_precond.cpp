@@ -2,7 +2,6 @@
 // total -- on generated or given systems, one line each, with the true residual checked.
 #include <cstdio>
 #include <fstream>
-#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -54,12 +53,7 @@ int bench_precond(int argc, char** argv)
         return 0;
     }
     std::vector<std::string> gens;
-    if (auto g = args.get("--generate")) {
-        std::stringstream ss(*g);
-        std::string item;
-        while (std::getline(ss, item, ','))
-            if (!item.empty()) gens.push_back(item);
-    }
+    if (auto g = args.get("--generate")) gens = split_commas(*g);
     const std::string pcs = args.get_or("--pcs", "jacobi,ilu0-mc,amg");
     const std::string solver = args.get_or("--solver", "bicgstab");
     const std::string device = args.get_or("--device", "auto");
@@ -83,15 +77,11 @@ int bench_precond(int argc, char** argv)
         throw UsageError(e.what());
     }
     std::vector<PcType> pc_list;
-    {
-        std::stringstream ss(pcs);
-        std::string item;
-        while (std::getline(ss, item, ',')) try {
-                pc_list.push_back(parse_pc(item));
-            } catch (const InputError& e) {
-                throw UsageError(e.what());
-            }
-    }
+    for (const std::string& item : split_commas(pcs)) try {
+            pc_list.push_back(parse_pc(item));
+        } catch (const InputError& e) {
+            throw UsageError(e.what());
+        }
     const auto exec = pick_executor(device);
     base.device = exec->is_cuda() ? "cuda" : "cpu";
     base.options.rtol = rtol;

@@ -7,7 +7,6 @@
 #include <cstdio>
 #include <fstream>
 #include <functional>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -89,12 +88,7 @@ int bench_setup(int argc, char** argv)
         return 0;
     }
     std::vector<std::string> gens;
-    if (auto g = args.get("--generate")) {
-        std::stringstream ss(*g);
-        std::string item;
-        while (std::getline(ss, item, ','))
-            if (!item.empty()) gens.push_back(item);
-    }
+    if (auto g = args.get("--generate")) gens = split_commas(*g);
     const std::string device = args.get_or("--device", "auto");
     const long long reps = args.get_int("--reps", 5);
     const auto csv = args.get("--csv");
@@ -152,7 +146,7 @@ int bench_setup(int argc, char** argv)
         row.place_ms = median_ms(n, [&] {
             const offset_t bad = dispatch_executor(*exec, [&](const auto& e) {
                 return kernels::bdia_place_entries(e, a.rows, a.cols, nc, offsets.data(),
-                                                   row.offsets, rp, cp, vp, data.data(),
+                                                   row.offsets, a.nnz(), rp, cp, vp, data.data(),
                                                    pattern.data());
             });
             HEPTANE_ENSURE(bad < 0, InputError, "bench setup: entry " << bad << " off the offsets");
@@ -208,14 +202,15 @@ int bench_setup(int argc, char** argv)
         }
         std::sort(t.begin(), t.end());
         row.spmv_ms = t[t.size() / 2];
+        char cusparse[32];
+        std::snprintf(cusparse, sizeof cusparse, "%.2f", row.cusparse_ms);
         std::printf(
             "| %s | %d | %d | %lld | %d | %.2f | %.2f | %.2f (%.1f GB/s) | %.3f | %.2f | %.2f | "
             "%.2f | %.2f | %s | %.4f | %.1f | %.1f |\n",
             row.system.c_str(), int(row.rows), int(row.nc), static_cast<long long>(row.nnz),
             int(row.offsets), row.rowptr_ms, row.offsets_ms, row.upload_ms,
             row.upload_ms > 0 ? row.upload_mb / row.upload_ms : 0.0, row.place_ms, row.build_ms,
-            row.from_csr_ms, row.host_build_ms, row.csr_ms,
-            row.cusparse_ms >= 0 ? (std::to_string(row.cusparse_ms).substr(0, 7)).c_str() : "-",
+            row.from_csr_ms, row.host_build_ms, row.csr_ms, row.cusparse_ms >= 0 ? cusparse : "-",
             row.spmv_ms, row.place_ms / row.spmv_ms, row.build_ms / row.spmv_ms);
         std::fflush(stdout);
         rows.push_back(row);

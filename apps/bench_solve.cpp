@@ -228,20 +228,9 @@ int bench_solve(int argc, char** argv)
             i = j + 1;
         }
     }
-    auto split = [](const std::string& s) {
-        std::vector<std::string> v;
-        std::size_t i = 0;
-        while (i <= s.size()) {
-            auto j = s.find(',', i);
-            if (j == std::string::npos) j = s.size();
-            if (j > i) v.push_back(s.substr(i, j - i));
-            i = j + 1;
-        }
-        return v;
-    };
-    const auto fmt_list = split(formats);
+    const auto fmt_list = split_commas(formats);
     // GMRES has one loop: its rows are labelled gmres(m) where BiCGStab's name the loop
-    const auto impl_list = gmres ? std::vector<std::string>{gmres_label} : split(impls);
+    const auto impl_list = gmres ? std::vector<std::string>{gmres_label} : split_commas(impls);
     // GMRES(m) traffic per iteration (solver/gmres/gmres_traffic.hpp): CUDA's multi-dot
     // rereads w once per gmres_cuda_dot_tile basis vectors
     const GmresTraffic gmres_model =

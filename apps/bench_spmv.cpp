@@ -25,13 +25,13 @@
 #include <memory>
 #include <optional>
 #include <set>
-#include <sstream>
 #include <string>
 #include <type_traits>
 #include <vector>
 
 #include "apps/args.hpp"
 #include "apps/bench.hpp"
+#include "apps/common.hpp"
 #include "core/error.hpp"
 #include "core/executor.hpp"
 
@@ -108,16 +108,6 @@ using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t0)
 {
     return std::chrono::duration<double>(Clock::now() - t0).count();
-}
-
-std::vector<std::string> split(const std::string& s)
-{
-    std::vector<std::string> out;
-    std::stringstream ss(s);
-    std::string tok;
-    while (std::getline(ss, tok, ','))
-        if (!tok.empty()) out.push_back(tok);
-    return out;
 }
 
 struct Options {
@@ -984,14 +974,15 @@ int bench_spmv(int argc, char** argv)
     opt.warmup = static_cast<int>(args.get_int("--warmup", opt.quick ? 2 : 5));
     opt.device = static_cast<int>(args.get_int("--device", 0));
     if (auto m = args.get("--matrix"))
-        for (auto& f : split(*m)) opt.files.push_back(f);
+        for (auto& f : split_commas(*m)) opt.files.push_back(f);
     const std::set<std::string> all_formats = {"bdia", "csr", "coo", "ell",
                                                "hyb",  "dia", "bsr", "cusparse"};
-    for (auto& f : split(args.get_or("--formats", "bdia,csr,coo,ell,hyb,dia,bsr,cusparse"))) {
+    for (auto& f :
+         split_commas(args.get_or("--formats", "bdia,csr,coo,ell,hyb,dia,bsr,cusparse"))) {
         if (!all_formats.count(f)) throw UsageError("unknown format '" + f + "' in --formats");
         opt.formats.insert(f);
     }
-    for (auto& p : split(args.get_or("--precision", "double,mixed,single"))) {
+    for (auto& p : split_commas(args.get_or("--precision", "double,mixed,single"))) {
         if (p == "double")
             opt.precisions.push_back(Precision::double_);
         else if (p == "mixed")

@@ -153,6 +153,19 @@ bool launched_by_mpirun()
     return false;
 }
 
+std::vector<std::string> split_commas(const std::string& s)
+{
+    std::vector<std::string> v;
+    std::size_t i = 0;
+    while (i <= s.size()) {
+        std::size_t j = s.find(',', i);
+        if (j == std::string::npos) j = s.size();
+        if (j > i) v.push_back(s.substr(i, j - i));
+        i = j + 1;
+    }
+    return v;
+}
+
 std::string json_number(double v)
 {
     if (v < 0 || !std::isfinite(v)) return "null";

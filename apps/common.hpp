@@ -73,4 +73,8 @@ std::string json_number(double v);
 /// JSON string literal with escapes.
 std::string json_string(const std::string& s);
 
+/// "a,b,,c" -> {"a", "b", "c"}: the non-empty items of a comma-separated list (option values
+/// such as --formats, --pcs, --generate).
+std::vector<std::string> split_commas(const std::string& s);
+
 }  // namespace heptane::cli

@@ -4,6 +4,13 @@
 #include <cstdint>
 #include <string>
 
+/// Marks a function usable both in host code and in CUDA kernels (nvcc), plain elsewhere.
+#ifdef __CUDACC__
+#define HEPTANE_HD __host__ __device__
+#else
+#define HEPTANE_HD
+#endif
+
 namespace heptane {
 
 /// Row and column indices. A matrix has fewer than 2^31 rows and columns.

@@ -69,53 +69,30 @@ std::vector<index_t> checked_offsets(index_t rows, index_t cols, index_t nc,
     return offsets;
 }
 
-// The two passes of bdia_from_coo for a block size `nc` that is either an index_t or the
-// constant 1 (std::integral_constant): with the constant, the divisions and remainders per
-// entry fold away (an integer division per entry was the larger part of a scalar conversion).
-template <class T, class NC>
-void find_offsets(const Coo<T>& a, NC nc, std::vector<index_t>& block_offsets)
+// The distinct block offsets of host CSR arrays (rows x cols, row pointers ptr, columns col) for
+// a block size `nc` that is either an index_t or the constant 1 (std::integral_constant: the
+// divisions and remainders per entry fold away; an integer division per entry was the larger
+// part of a scalar conversion). Each thread scans a contiguous range of rows; a column outside
+// the matrix is skipped (the placement reports it).
+template <class NC>
+void find_offsets(index_t rows, index_t cols, NC nc, const offset_t* ptr, const index_t* c,
+                  std::vector<index_t>& block_offsets)
 {
-    const index_t brows = a.rows / nc, bcols = a.cols / nc;
-    const offset_t nnz = a.nnz();
-    const index_t* r = a.row.data();
-    const index_t* c = a.col.data();
+    const index_t brows = rows / nc, bcols = cols / nc;
     // d = c/Nc - r/Nc lies in [-(brows-1), bcols-1]; used[d + brows - 1] marks it.
     const std::size_t span = brows > 0 && bcols > 0 ? std::size_t(brows) + bcols - 1 : 0;
     std::vector<std::uint8_t> used(span, 0);
-#pragma omp parallel for if (nnz > kParallelMin)
-    for (offset_t k = 0; k < nnz; ++k) {
-        const std::size_t f = std::size_t(offset_t(c[k] / nc) - r[k] / nc + brows - 1);
-        // Read first: the few flags of a stencil are set once and then only read, so their
-        // cache lines stay shared instead of moving between the threads at every entry (an
-        // unconditional write made this loop most of the conversion's time on 16 threads).
-        bool seen;
-#pragma omp atomic read
-        seen = used[f];
-        if (!seen) {
-#pragma omp atomic write
-            used[f] = 1;
-        }
-    }
-    for (std::size_t f = 0; f < span; ++f)
-        if (used[f]) block_offsets.push_back(static_cast<index_t>(offset_t(f) - brows + 1));
-}
-
-// The same from CSR: each thread scans a contiguous range of rows.
-template <class T, class NC>
-void find_offsets_csr(const Csr<T>& a, NC nc, std::vector<index_t>& block_offsets)
-{
-    const index_t brows = a.rows / nc, bcols = a.cols / nc;
-    const offset_t* rp = a.row_ptr.data();
-    const index_t* c = a.col_idx.data();
-    const std::size_t span = brows > 0 && bcols > 0 ? std::size_t(brows) + bcols - 1 : 0;
-    std::vector<std::uint8_t> used(span, 0);
-#pragma omp parallel for schedule(static) if (a.nnz() > kParallelMin)
-    for (index_t r = 0; r < a.rows; ++r) {
+#pragma omp parallel for schedule(static) if (ptr[rows] > kParallelMin)
+    for (index_t r = 0; r < rows; ++r) {
         const offset_t rb = r / nc;
-        for (offset_t k = rp[r]; k < rp[r + 1]; ++k) {
-            if (c[k] < 0 || c[k] >= a.cols) continue;  // reported by the placement
+        for (offset_t k = ptr[r]; k < ptr[r + 1]; ++k) {
+            if (c[k] < 0 || c[k] >= cols) continue;
             const std::size_t f = std::size_t(offset_t(c[k] / nc) - rb + brows - 1);
-            bool seen;  // read first, as in find_offsets
+            // Read first: the few flags of a stencil are set once and then only read, so
+            // their cache lines stay shared instead of moving between the threads at every
+            // entry (an unconditional write made this loop most of the conversion's time on
+            // 16 threads).
+            bool seen;
 #pragma omp atomic read
             seen = used[f];
             if (!seen) {
@@ -210,33 +187,81 @@ void require_row_pointers(const Csr<T>& a, const char* who)
                    who << ": decreasing row pointers at row " << bad << " (0-based)");
 }
 
-// The offsets bdia_from_coo uses: given (checked, sorted) or found in the pattern. Checks the
-// block size and canonical order (canonical_row_ptr), whose row pointers it returns in `ptr`.
-template <class T>
-std::vector<index_t> prepared_offsets(const Coo<T>& a, index_t nc, std::vector<index_t> offsets,
-                                      std::vector<offset_t>& ptr)
+// The block offsets: given (checked: checked_offsets) or found in the CSR arrays.
+std::vector<index_t> block_offsets_of(index_t rows, index_t cols, index_t nc,
+                                      std::vector<index_t> offsets, const offset_t* ptr,
+                                      const index_t* col, const char* who)
 {
     const bool given = !offsets.empty();
-    offsets = checked_offsets(a.rows, a.cols, nc, std::move(offsets), "bdia_from_coo");
-    ptr = canonical_row_ptr(a, "bdia_from_coo");
+    offsets = checked_offsets(rows, cols, nc, std::move(offsets), who);
     if (!given) {
         if (nc == 1)
-            find_offsets(a, std::integral_constant<index_t, 1>{}, offsets);
+            find_offsets(rows, cols, std::integral_constant<index_t, 1>{}, ptr, col, offsets);
         else
-            find_offsets(a, nc, offsets);
+            find_offsets(rows, cols, nc, ptr, col, offsets);
     }
     return offsets;
 }
 
+// BDIA-GH with these offsets from host CSR arrays (the checks done), on `exec`: placed on the
+// host, or on a GPU from `dev` (the same arrays already there) or an upload of them. An entry
+// outside the matrix or off the offsets is an InputError naming it.
 template <class T>
-[[noreturn]] void throw_off_offsets(const Coo<T>& a, index_t nc, offset_t bad)
+Bdia<T> place_csr(index_t rows, index_t cols, index_t nc, std::vector<index_t> offsets,
+                  const offset_t* ptr, const index_t* col, const T* val,
+                  const std::shared_ptr<const Executor>& exec, const Csr<T>* dev, const char* who)
 {
-    const index_t r = a.row[std::size_t(bad)], c = a.col[std::size_t(bad)];
-    HEPTANE_THROW(InputError, "bdia_from_coo: entry ("
-                                  << r << ", " << c << ") (0-based) lies on block offset "
-                                  << c / nc - r / nc
-                                  << ", which is not among the given block offsets"
-                                  << " (block size " << nc << ")");
+    const index_t nq = index_t(offsets.size());
+    const offset_t nnz = ptr[rows];
+    const std::size_t slots = std::size_t(nq) * std::size_t(nc) * std::size_t(rows);
+    Bdia<T> m;
+    m.rows = rows;
+    m.cols = cols;
+    m.block_size = nc;
+    m.data = Array<T>(exec, slots);
+    m.pattern = Array<std::uint64_t>(exec, (slots + 63) / 64);
+    offset_t bad = -1;
+    if (exec->is_cpu()) {
+        bad = kernels::bdia_place_entries(static_cast<const CpuExecutor&>(*exec), rows, cols, nc,
+                                          offsets.data(), nq, nnz, ptr, col, val, m.data.data(),
+                                          m.pattern.data());
+    } else {
+#ifdef HEPTANE_HAVE_CUDA
+        // the arrays on the device: the caller's copy, or one upload of each
+        Array<offset_t> dptr;
+        Array<index_t> dcol;
+        Array<T> dval;
+        if (!dev) {
+            const auto& host = *cpu_executor();
+            dptr = Array<offset_t>(exec, std::size_t(rows) + 1);
+            dcol = Array<index_t>(exec, std::size_t(nnz));
+            dval = Array<T>(exec, std::size_t(nnz));
+            copy_bytes(host, ptr, *exec, dptr.data(), dptr.bytes());
+            copy_bytes(host, col, *exec, dcol.data(), dcol.bytes());
+            copy_bytes(host, val, *exec, dval.data(), dval.bytes());
+        }
+        bad = kernels::bdia_place_entries(
+            static_cast<const CudaExecutor&>(*exec), rows, cols, nc, offsets.data(), nq, nnz,
+            dev ? dev->row_ptr.data() : dptr.data(), dev ? dev->col_idx.data() : dcol.data(),
+            dev ? dev->values.data() : dval.data(), m.data.data(), m.pattern.data());
+#else
+        (void)dev;
+        HEPTANE_THROW(NotSupported, "BDIA-GH on a GPU requested in a build without CUDA");
+#endif
+    }
+    if (bad >= 0) {
+        const index_t r = index_t(std::upper_bound(ptr, ptr + rows + 1, bad) - ptr - 1);
+        const index_t c = col[bad];
+        HEPTANE_ENSURE(c >= 0 && c < cols, InputError,
+                       who << ": entry (" << r << ", " << c << ") (0-based) lies outside the "
+                           << rows << " x " << cols << " matrix");
+        HEPTANE_THROW(InputError, who << ": entry (" << r << ", " << c
+                                      << ") (0-based) lies on block offset " << c / nc - r / nc
+                                      << ", which is not among the given block offsets"
+                                      << " (block size " << nc << ")");
+    }
+    m.block_offsets = std::move(offsets);
+    return m;
 }
 
 }  // namespace
@@ -245,8 +270,9 @@ namespace kernels {
 
 template <class T>
 offset_t bdia_place_entries(const CpuExecutor&, index_t rows, index_t cols, index_t nc,
-                            const index_t* offsets, index_t nq, const offset_t* row_ptr,
-                            const index_t* col, const T* val, T* data, std::uint64_t* pattern)
+                            const index_t* offsets, index_t nq, offset_t nnz,
+                            const offset_t* row_ptr, const index_t* col, const T* val, T* data,
+                            std::uint64_t* pattern)
 {
     const std::size_t slots = std::size_t(nq) * std::size_t(nc) * std::size_t(rows);
     const std::size_t words = (slots + 63) / 64;
@@ -263,7 +289,7 @@ offset_t bdia_place_entries(const CpuExecutor&, index_t rows, index_t cols, inde
         fill(std::integral_constant<index_t, 1>{});
     else
         fill(nc);
-    return bad == row_ptr[rows] ? offset_t(-1) : bad;
+    return bad == nnz ? offset_t(-1) : bad;
 }
 
 }  // namespace kernels
@@ -271,8 +297,9 @@ offset_t bdia_place_entries(const CpuExecutor&, index_t rows, index_t cols, inde
 template <class T>
 std::vector<index_t> bdia_block_offsets(const Coo<T>& a, index_t block_size)
 {
-    std::vector<offset_t> ptr;
-    return prepared_offsets(a, block_size, {}, ptr);
+    const std::vector<offset_t> ptr = canonical_row_ptr(a, "bdia_block_offsets");
+    return block_offsets_of(a.rows, a.cols, block_size, {}, ptr.data(), a.col.data(),
+                            "bdia_block_offsets");
 }
 
 template <class T>
@@ -286,39 +313,12 @@ Bdia<T> bdia_from_coo(const Coo<T>& a, index_t block_size, std::vector<index_t> 
                       const std::shared_ptr<const Executor>& exec)
 {
     HEPTANE_ENSURE(exec != nullptr, InputError, "bdia_from_coo: no executor given");
-    const index_t nc = block_size;
-    std::vector<offset_t> ptr;
-    block_offsets = prepared_offsets(a, nc, std::move(block_offsets), ptr);
-    const index_t nq = index_t(block_offsets.size());
-    const std::size_t slots = std::size_t(nq) * std::size_t(nc) * std::size_t(a.rows);
-    Bdia<T> m;
-    m.rows = a.rows;
-    m.cols = a.cols;
-    m.block_size = nc;
-    m.data = Array<T>(exec, slots);
-    m.pattern = Array<std::uint64_t>(exec, (slots + 63) / 64);
-    offset_t bad = -1;
-    if (exec->is_cpu()) {
-        bad = kernels::bdia_place_entries(static_cast<const CpuExecutor&>(*exec), a.rows, a.cols,
-                                          nc, block_offsets.data(), nq, ptr.data(), a.col.data(),
-                                          a.val.data(), m.data.data(), m.pattern.data());
-    } else {
-#ifdef HEPTANE_HAVE_CUDA
-        // The entries to the device as CSR (row pointers, columns, values: one copy each),
-        // placed there by one kernel.
-        const Array<offset_t> dptr = Array<offset_t>(std::move(ptr)).to(exec);
-        const Array<index_t> col = a.col.to(exec);
-        const Array<T> val = a.val.to(exec);
-        bad = kernels::bdia_place_entries(static_cast<const CudaExecutor&>(*exec), a.rows, a.cols,
-                                          nc, block_offsets.data(), nq, dptr.data(), col.data(),
-                                          val.data(), m.data.data(), m.pattern.data());
-#else
-        HEPTANE_THROW(NotSupported, "BDIA-GH on a GPU requested in a build without CUDA");
-#endif
-    }
-    if (bad >= 0) throw_off_offsets(a, nc, bad);
-    m.block_offsets = std::move(block_offsets);
-    return m;
+    // canonical COO is CSR with these row pointers (the check of canonical order included)
+    const std::vector<offset_t> ptr = canonical_row_ptr(a, "bdia_from_coo");
+    block_offsets = block_offsets_of(a.rows, a.cols, block_size, std::move(block_offsets),
+                                     ptr.data(), a.col.data(), "bdia_from_coo");
+    return place_csr<T>(a.rows, a.cols, block_size, std::move(block_offsets), ptr.data(),
+                        a.col.data(), a.val.data(), exec, nullptr, "bdia_from_coo");
 }
 
 template <class T>
@@ -326,65 +326,21 @@ Bdia<T> bdia_from_csr(const Csr<T>& a, index_t block_size, std::vector<index_t> 
                       const std::shared_ptr<const Executor>& exec, const Csr<T>* on_exec)
 {
     HEPTANE_ENSURE(exec != nullptr, InputError, "bdia_from_csr: no executor given");
-    const index_t nc = block_size;
-    const bool given = !block_offsets.empty();
-    block_offsets = checked_offsets(a.rows, a.cols, nc, std::move(block_offsets), "bdia_from_csr");
     // The row pointers here (O(rows)); each column is checked where it is placed (a column
     // outside the matrix is reported like an entry off the offsets), so the entries are read
     // once, by the placement, and not also by a host pass.
     require_row_pointers(a, "bdia_from_csr");
-    if (!given) {
-        if (nc == 1)
-            find_offsets_csr(a, std::integral_constant<index_t, 1>{}, block_offsets);
-        else
-            find_offsets_csr(a, nc, block_offsets);
-    }
-    const index_t nq = index_t(block_offsets.size());
-    const std::size_t slots = std::size_t(nq) * std::size_t(nc) * std::size_t(a.rows);
-    Bdia<T> m;
-    m.rows = a.rows;
-    m.cols = a.cols;
-    m.block_size = nc;
-    m.data = Array<T>(exec, slots);
-    m.pattern = Array<std::uint64_t>(exec, (slots + 63) / 64);
-    offset_t bad = -1;
-    if (exec->is_cpu()) {
-        bad = kernels::bdia_place_entries(
-            static_cast<const CpuExecutor&>(*exec), a.rows, a.cols, nc, block_offsets.data(), nq,
-            a.row_ptr.data(), a.col_idx.data(), a.values.data(), m.data.data(), m.pattern.data());
-    } else {
-#ifdef HEPTANE_HAVE_CUDA
-        HEPTANE_ENSURE(!on_exec || (on_exec->exec() == exec && on_exec->rows == a.rows &&
-                                    on_exec->nnz() == a.nnz()),
-                       InputError,
-                       "bdia_from_csr: the executor's copy of the matrix is not the given one "
-                       "on this executor");
-        Csr<T> uploaded;
-        if (!on_exec) uploaded = a.to(exec);
-        const Csr<T>& d = on_exec ? *on_exec : uploaded;
-        bad = kernels::bdia_place_entries(
-            static_cast<const CudaExecutor&>(*exec), a.rows, a.cols, nc, block_offsets.data(), nq,
-            d.row_ptr.data(), d.col_idx.data(), d.values.data(), m.data.data(), m.pattern.data());
-#else
-        (void)on_exec;
-        HEPTANE_THROW(NotSupported, "BDIA-GH on a GPU requested in a build without CUDA");
-#endif
-    }
-    if (bad >= 0) {
-        const offset_t* rp = a.row_ptr.data();
-        const index_t r = index_t(std::upper_bound(rp, rp + a.rows + 1, bad) - rp - 1);
-        const index_t c = a.col_idx[std::size_t(bad)];
-        HEPTANE_ENSURE(c >= 0 && c < a.cols, InputError,
-                       "bdia_from_csr: entry (" << r << ", " << c << ") (0-based) lies outside the "
-                                                << a.rows << " x " << a.cols << " matrix");
-        HEPTANE_THROW(InputError, "bdia_from_csr: entry ("
-                                      << r << ", " << c << ") (0-based) lies on block offset "
-                                      << c / nc - r / nc
-                                      << ", which is not among the given block offsets"
-                                      << " (block size " << nc << ")");
-    }
-    m.block_offsets = std::move(block_offsets);
-    return m;
+    HEPTANE_ENSURE(
+        !on_exec || exec->is_cpu() ||
+            (on_exec->exec() == exec && on_exec->rows == a.rows && on_exec->nnz() == a.nnz()),
+        InputError,
+        "bdia_from_csr: the executor's copy of the matrix is not the given one on "
+        "this executor");
+    block_offsets = block_offsets_of(a.rows, a.cols, block_size, std::move(block_offsets),
+                                     a.row_ptr.data(), a.col_idx.data(), "bdia_from_csr");
+    return place_csr(a.rows, a.cols, block_size, std::move(block_offsets), a.row_ptr.data(),
+                     a.col_idx.data(), a.values.data(), exec, exec->is_cpu() ? nullptr : on_exec,
+                     "bdia_from_csr");
 }
 
 template <class T>
@@ -456,18 +412,18 @@ Bdia<T> bdia_zeros(index_t rows, index_t cols, index_t block_size,
     return m;
 }
 
-#define HEPTANE_INSTANTIATE(T)                                                                   \
-    template Bdia<T> bdia_from_coo<T>(const Coo<T>&, index_t, std::vector<index_t>);             \
-    template Bdia<T> bdia_from_coo<T>(const Coo<T>&, index_t, std::vector<index_t>,              \
-                                      const std::shared_ptr<const Executor>&);                   \
-    template std::vector<index_t> bdia_block_offsets<T>(const Coo<T>&, index_t);                 \
-    template Bdia<T> bdia_from_csr<T>(const Csr<T>&, index_t, std::vector<index_t>,              \
-                                      const std::shared_ptr<const Executor>&, const Csr<T>*);    \
-    template Coo<T> to_coo<T>(const Bdia<T>&);                                                   \
-    template Bdia<T> bdia_zeros<T>(index_t, index_t, index_t, std::vector<index_t>);             \
-    template offset_t kernels::bdia_place_entries<T>(                                            \
-        const CpuExecutor&, index_t, index_t, index_t, const index_t*, index_t, const offset_t*, \
-        const index_t*, const T*, T*, std::uint64_t*);
+#define HEPTANE_INSTANTIATE(T)                                                                \
+    template Bdia<T> bdia_from_coo<T>(const Coo<T>&, index_t, std::vector<index_t>);          \
+    template Bdia<T> bdia_from_coo<T>(const Coo<T>&, index_t, std::vector<index_t>,           \
+                                      const std::shared_ptr<const Executor>&);                \
+    template std::vector<index_t> bdia_block_offsets<T>(const Coo<T>&, index_t);              \
+    template Bdia<T> bdia_from_csr<T>(const Csr<T>&, index_t, std::vector<index_t>,           \
+                                      const std::shared_ptr<const Executor>&, const Csr<T>*); \
+    template Coo<T> to_coo<T>(const Bdia<T>&);                                                \
+    template Bdia<T> bdia_zeros<T>(index_t, index_t, index_t, std::vector<index_t>);          \
+    template offset_t kernels::bdia_place_entries<T>(                                         \
+        const CpuExecutor&, index_t, index_t, index_t, const index_t*, index_t, offset_t,     \
+        const offset_t*, const index_t*, const T*, T*, std::uint64_t*);
 HEPTANE_INSTANTIATE(double)
 HEPTANE_INSTANTIATE(float)
 #undef HEPTANE_INSTANTIATE

@@ -131,8 +131,9 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
 
 template <class T>
 offset_t bdia_place_entries(const CudaExecutor& exec, index_t rows, index_t cols, index_t nc,
-                            const index_t* offsets, index_t nq, const offset_t* row_ptr,
-                            const index_t* col, const T* val, T* data, std::uint64_t* pattern)
+                            const index_t* offsets, index_t nq, offset_t nnz,
+                            const offset_t* row_ptr, const index_t* col, const T* val, T* data,
+                            std::uint64_t* pattern)
 {
     HEPTANE_ENSURE(nc >= 1 && rows % nc == 0, InputError,
                    "BDIA-GH on a GPU: block size " << nc << " does not divide " << rows);
@@ -157,32 +158,20 @@ offset_t bdia_place_entries(const CudaExecutor& exec, index_t rows, index_t cols
         for (index_t q = 0; q < nq; ++q) p.offsets[q] = offsets[q];
     const index_t* many_ptr = nq > kParamOffsets ? many.data() : nullptr;
     Array<unsigned long long> bad(exec.shared_from_this(), 1);
-    const unsigned long long none = ~0ull;
-    copy_bytes(*cpu_executor(), &none, exec, bad.data(), sizeof none);
-    const offset_t nnz = [&] {
-        offset_t n = 0;
-        if (rows > 0) copy_bytes(exec, row_ptr + rows, *cpu_executor(), &n, sizeof n);
-        return n;
-    }();
-    if (rows > 0 && nnz <= offset_t(32) * rows) {  // short rows: a thread per row
-        auto* bits = reinterpret_cast<unsigned long long*>(pattern);
-        const unsigned grid = cuda::grid_for(rows, kWarpsPerBlock * 32);
-        if (nc == 1)
-            bdia_place_rows_kernel<T, true><<<grid, kWarpsPerBlock * 32, 0, st>>>(
-                p, many_ptr, row_ptr, col, val, data, bits, bad.data());
-        else
-            bdia_place_rows_kernel<T, false><<<grid, kWarpsPerBlock * 32, 0, st>>>(
-                p, many_ptr, row_ptr, col, val, data, bits, bad.data());
-        HEPTANE_CUDA_LAUNCH_CHECK();
-    } else if (rows > 0) {  // long rows: a warp per row
-        auto* bits = reinterpret_cast<unsigned long long*>(pattern);
-        const unsigned grid = cuda::grid_for(rows, kWarpsPerBlock);
-        if (nc == 1)
-            bdia_place_kernel<T, true><<<grid, kWarpsPerBlock * 32, 0, st>>>(
-                p, many_ptr, row_ptr, col, val, data, bits, bad.data());
-        else
-            bdia_place_kernel<T, false><<<grid, kWarpsPerBlock * 32, 0, st>>>(
-                p, many_ptr, row_ptr, col, val, data, bits, bad.data());
+    const unsigned long long none = ~0ull;  // all bytes 0xff
+    HEPTANE_CUDA_CHECK(cudaMemsetAsync(bad.data(), 0xff, sizeof none, st));
+    if (rows > 0) {
+        // short rows (up to 32 entries on average): a thread per row; long ones: a warp per row
+        const bool per_thread = nnz <= offset_t(32) * rows;
+        const auto kernel =
+            per_thread
+                ? (nc == 1 ? bdia_place_rows_kernel<T, true> : bdia_place_rows_kernel<T, false>)
+                : (nc == 1 ? bdia_place_kernel<T, true> : bdia_place_kernel<T, false>);
+        const unsigned grid =
+            cuda::grid_for(rows, per_thread ? kWarpsPerBlock * 32 : kWarpsPerBlock);
+        kernel<<<grid, kWarpsPerBlock * 32, 0, st>>>(p, many_ptr, row_ptr, col, val, data,
+                                                     reinterpret_cast<unsigned long long*>(pattern),
+                                                     bad.data());
         HEPTANE_CUDA_LAUNCH_CHECK();
     }
     unsigned long long first = none;
@@ -190,9 +179,9 @@ offset_t bdia_place_entries(const CudaExecutor& exec, index_t rows, index_t cols
     return first == none ? offset_t(-1) : offset_t(first);
 }
 
-#define HEPTANE_INSTANTIATE(T)                                                              \
-    template offset_t bdia_place_entries<T>(const CudaExecutor&, index_t, index_t, index_t, \
-                                            const index_t*, index_t, const offset_t*,       \
+#define HEPTANE_INSTANTIATE(T)                                                                  \
+    template offset_t bdia_place_entries<T>(const CudaExecutor&, index_t, index_t, index_t,     \
+                                            const index_t*, index_t, offset_t, const offset_t*, \
                                             const index_t*, const T*, T*, std::uint64_t*);
 HEPTANE_INSTANTIATE(double)
 HEPTANE_INSTANTIATE(float)

@@ -15,17 +15,20 @@
 namespace heptane::kernels {
 
 /// Zeroes data[0, nq * nc * rows) and pattern[0, ceil(that / 64)), then writes the entries
-/// of a rows x cols CSR matrix (row_ptr[0, rows], non-decreasing; col and val of row_ptr[rows]
-/// entries, in any order within a row, in the executor's memory) into them. `offsets`: the nq
-/// block offsets, ascending, in host memory. Returns -1, or the index of an entry whose column
-/// lies outside the matrix or on none of the offsets (the lowest such index; not stored).
+/// of a rows x cols CSR matrix (row_ptr[0, rows], non-decreasing; col and val of its nnz =
+/// row_ptr[rows] entries, in any order within a row, in the executor's memory) into them.
+/// `offsets`: the nq block offsets, ascending, in host memory. Returns -1, or the index of an entry
+/// whose column lies outside the matrix or on none of the offsets (the lowest such index; not
+/// stored).
 template <class T>
 offset_t bdia_place_entries(const CpuExecutor& exec, index_t rows, index_t cols, index_t nc,
-                            const index_t* offsets, index_t nq, const offset_t* row_ptr,
-                            const index_t* col, const T* val, T* data, std::uint64_t* pattern);
+                            const index_t* offsets, index_t nq, offset_t nnz,
+                            const offset_t* row_ptr, const index_t* col, const T* val, T* data,
+                            std::uint64_t* pattern);
 template <class T>
 offset_t bdia_place_entries(const CudaExecutor& exec, index_t rows, index_t cols, index_t nc,
-                            const index_t* offsets, index_t nq, const offset_t* row_ptr,
-                            const index_t* col, const T* val, T* data, std::uint64_t* pattern);
+                            const index_t* offsets, index_t nq, offset_t nnz,
+                            const offset_t* row_ptr, const index_t* col, const T* val, T* data,
+                            std::uint64_t* pattern);
 
 }  // namespace heptane::kernels

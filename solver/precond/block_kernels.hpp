@@ -13,15 +13,8 @@
 #include <type_traits>
 #include <vector>
 
+#include "core/types.hpp"
 #include "solver/precond/block_utils.hpp"
-
-#ifndef HEPTANE_HD
-#ifdef __CUDACC__
-#define HEPTANE_HD __host__ __device__
-#else
-#define HEPTANE_HD
-#endif
-#endif
 
 namespace heptane::detail {
 

@@ -15,12 +15,6 @@
 #include "core/types.hpp"
 #include "solver/reason.hpp"
 
-#ifdef __CUDACC__
-#define HEPTANE_HD __host__ __device__
-#else
-#define HEPTANE_HD
-#endif
-
 namespace heptane {
 
 /// Stopping parameters handed to the init kernel (by value).

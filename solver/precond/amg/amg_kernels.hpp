@@ -5,14 +5,6 @@
 #include "core/executor.hpp"
 #include "core/types.hpp"
 
-#ifndef HEPTANE_HD
-#ifdef __CUDACC__
-#define HEPTANE_HD __host__ __device__
-#else
-#define HEPTANE_HD
-#endif
-#endif
-
 namespace heptane::kernels {
 
 /// One smoothing step: d = a·d + b·(dinv ∘ r); x += d. With a = 0, d is only written (it
