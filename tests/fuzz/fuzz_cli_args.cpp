@@ -148,8 +148,9 @@ const std::vector<Profile>& profiles()
          "precond",
          {},
          {"--generate", "--pcs", "--format", "--solver", "--device", "--rtol", "--max-it", "--reps",
-          "--csv", "--json"},
+          "--csv", "--json", "--operator-build"},
          true},
+        {"bench", "setup", {}, {"--generate", "--device", "--reps", "--csv", "--json"}, false},
         {"bench",
          "mlem",
          {},
@@ -518,7 +519,7 @@ int run_main(const std::vector<std::string>& args, std::string& out, std::string
 
 const char* kCommands[] = {"gen",  "info", "convert", "spmv", "solve",
                            "mlem", "lsqr", "pet",     "bench"};
-const char* kBenchmarks[] = {"mmread", "spmv", "solve", "precond", "mlem", "lsqr"};
+const char* kBenchmarks[] = {"mmread", "spmv", "solve", "precond", "setup", "mlem", "lsqr"};
 
 bool is_help(const std::string& s)
 {
