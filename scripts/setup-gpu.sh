@@ -10,7 +10,8 @@
 #   OUT=/some/dir bash scripts/setup-gpu.sh [--no-tests] [--no-solve]
 #
 # Environment: BUILD_DIR [build-gpu], JOBS [nproc], CUDA_ARCH [90], TESTS_REGEX, SETUP_ONLY=1
-# (stop after bench setup).
+# (stop after bench setup), QUICK=1 (no bench setup, no host-build or thesis runs: the
+# pressure systems and the coupled one with the operator built on the device only).
 # Output in $OUT: summary.txt, setup.*, precond-*.md/.csv/.json, solve-thesis.*, logs.tar.gz.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
@@ -62,11 +63,18 @@ if [ "$tests" = 1 ]; then
       "$build/tests/test_formats" --run_test=bdia_built_on_the_executor_round_trips_and_matches_the_host_build \
       >"$logs/synccheck-bdia-build.log" 2>&1 || status=1
     note "synccheck bdia build: $(grep -E "ERROR SUMMARY|No errors|failure" "$logs/synccheck-bdia-build.log" | head -3 | tr '\n' ' ')"
+    for tool in memcheck racecheck; do  # CPR's setup kernels and the pattern fingerprint
+      HEPTANE_TEST_DEVICE=cuda timeout 200 compute-sanitizer --tool $tool --error-exitcode 9 \
+        "$build/tests/test_amg" --run_test='*/cpr_kernels*,cpr_set_up*' \
+        >"$logs/$tool-cpr-setup.log" 2>&1 || status=1
+      note "$tool cpr setup: $(grep -E "ERROR SUMMARY|RACECHECK SUMMARY|No errors|failure" "$logs/$tool-cpr-setup.log" | head -3 | tr '\n' ' ')"
+    done
   fi
 fi
 h=$build/apps/heptane
+quick=${QUICK:-0}
 t=$(date +%s)
-"$h" bench setup --device gpu --reps 5 \
+[ "$quick" = 1 ] || "$h" bench setup --device gpu --reps 5 \
   --generate 128x128x64x1:channelized,256x256x128x1:channelized,64x64x64x3:reservoir,16x16x32x8,32x128x64x8 \
   --csv "$out/setup.csv" --json "$out/setup.json" >"$out/setup.md" 2>"$logs/setup.err" || status=1
 note "## bench setup ($(($(date +%s) - t)) s)"
@@ -81,17 +89,19 @@ bench() {  # name, then bench precond arguments
   note "## $name ($(($(date +%s) - t)) s): $*"
   grep -E "^\| " "$out/precond-$name.md" | grep -v "^| system\|^|---" | cut -c1-600 | tee -a "$summary"
 }
-for where in device host; do
+wheres="device host"
+[ "$quick" = 1 ] && wheres=device
+for where in $wheres; do
   bench "pressure-$where" --generate 128x128x64x1:channelized,128x128x64x1:reservoir,128x128x28x1:channelized \
     --pcs jacobi,amg --solver cg --device gpu --reps 3 --operator-build "$where"
 done
-for where in device host; do
+for where in $wheres; do
   bench "pressure-8m-$where" --generate 256x256x128x1:channelized --pcs jacobi,amg --solver cg \
     --device gpu --reps 2 --operator-build "$where"
 done
 bench coupled --generate 128x128x64x3:reservoir --pcs bjacobi,ilu0-mc,cpr --solver bicgstab \
   --device gpu --reps 2
-if [ "$solve" = 1 ]; then
+if [ "$solve" = 1 ] && [ "$quick" != 1 ]; then
   t=$(date +%s)
   timeout 240 "$h" bench solve --sizes thesis --formats bdiagh --impl fused,reference --device gpu --reps 3 \
     --csv "$out/solve-thesis.csv" --json "$out/solve-thesis.json" >"$out/solve-thesis.md" 2>"$logs/solve-thesis.err" || status=1

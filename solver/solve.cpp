@@ -104,14 +104,16 @@ SolveResult run(const Coo<double>* a, const Csr<double>& csr, double csr_ms,
     stage(SolveStage::build_operator);
     auto t0 = clock_type::now();
     // On a GPU, A's CSR goes up once: BDIA-GH is placed from it there, the CSR format and
-    // AMG's device setup copy it there (device to device), instead of one upload each. It
-    // is released after the preconditioner's setup.
+    // AMG's device setup copy it there (device to device), Jacobi, block Jacobi and CPR are
+    // set up from it there, instead of one upload (or a host setup) each. It is released
+    // after the preconditioner's setup.
     std::unique_ptr<Csr<double>> csr_on_exec;
     if (!reference && exec->is_cuda() &&
         ((std::is_same_v<MT, double> &&
           (cfg.format == Format::csr ||
            (cfg.format == Format::bdia && cfg.format_options.block_size > 0))) ||
-         pc == PcType::amg))
+         pc == PcType::amg || pc == PcType::cpr || pc == PcType::jacobi ||
+         pc == PcType::block_jacobi))
         csr_on_exec = std::make_unique<Csr<double>>(csr.to(exec));
     std::shared_ptr<const Operator<VT>> op;
     if (reference) {

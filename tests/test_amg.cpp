@@ -18,12 +18,14 @@
 #include "solver/bicgstab/bicgstab.hpp"
 #include "solver/cg/cg.hpp"
 #include "solver/precond/amg/amg.hpp"
+#include "solver/precond/amg/amg_kernels.hpp"
 #include "solver/precond/amg/amg_setup.hpp"
 #ifdef HEPTANE_HAVE_CUDA
 #include "solver/precond/amg/amg_device.hpp"
 #endif
 #include "solver/precond/amg/cpr.hpp"
 #include "solver/precond/preconditioner.hpp"
+#include "solver/vector/vector_ops.hpp"
 #include "tests/test_common.hpp"
 
 using namespace heptane;
@@ -606,6 +608,168 @@ BOOST_AUTO_TEST_CASE(cpr_values_refresh_and_every_second_stage)
     PcOptions bad;
     bad.cpr.pressure_index = 2;
     BOOST_CHECK_THROW(make_preconditioner<double>(PcType::cpr, a, 2, exec, bad), InputError);
+}
+
+// A without the entries of cell `cell`'s diagonal block (nc × nc): its rows keep their
+// other entries, so the kernels must insert the diagonal block themselves
+Csr<double> without_diagonal_block(const Csr<double>& a, index_t nc, index_t cell)
+{
+    Coo<double> c;
+    c.rows = a.rows;
+    c.cols = a.cols;
+    std::vector<index_t> r, col;
+    std::vector<double> v;
+    for (index_t i = 0; i < a.rows; ++i)
+        for (offset_t k = a.row_ptr[i]; k < a.row_ptr[i + 1]; ++k) {
+            if (i / nc == cell && a.col_idx[k] / nc == cell) continue;
+            r.push_back(i);
+            col.push_back(a.col_idx[k]);
+            v.push_back(a.values[k]);
+        }
+    c.row = Array<index_t>(std::move(r));
+    c.col = Array<index_t>(std::move(col));
+    c.val = Array<double>(std::move(v));
+    return csr_from_coo(c);
+}
+
+// kernels::cpr_pressure_pattern / _values on the test executor, back on the host
+struct CprKernelResult {
+    int defects = 0;
+    Csr<double> ap;
+    std::vector<double> w;
+    index_t singular = 0;
+};
+
+CprKernelResult cpr_kernels_on(const Csr<double>& a, index_t nc, index_t p)
+{
+    auto exec = test_executor();
+    const Csr<double> ad = a.to(exec);
+    const index_t cells = a.rows / nc;
+    CprKernelResult res;
+    Array<offset_t> ptr(exec, std::size_t(cells) + 1);
+    res.defects = dispatch_executor(*exec, [&](const auto& e) {
+        return kernels::cpr_pressure_pattern(e, cells, nc, ad.row_ptr.data(), ad.col_idx.data(),
+                                             ptr.data());
+    });
+    if (res.defects) return res;
+    const std::vector<offset_t> hp = ptr.to_vector();
+    Array<index_t> col(exec, std::size_t(hp.back()));
+    Array<double> val(exec, std::size_t(hp.back()));
+    Array<double> w(exec, std::size_t(a.rows));
+    res.singular = dispatch_executor(*exec, [&](const auto& e) {
+        return kernels::cpr_pressure_values(e, cells, nc, p, ad.row_ptr.data(), ad.col_idx.data(),
+                                            ad.values.data(), ptr.data(), col.data(), val.data(),
+                                            w.data());
+    });
+    res.ap.rows = res.ap.cols = cells;
+    res.ap.row_ptr = Array<offset_t>(std::vector<offset_t>(hp));
+    res.ap.col_idx = Array<index_t>(col.to_vector());
+    res.ap.values = Array<double>(val.to_vector());
+    res.w = w.to_vector();
+    return res;
+}
+
+BOOST_AUTO_TEST_CASE(cpr_kernels_match_the_host_reference_bit_for_bit)
+{
+    // The executor's kernels (CPU here, CUDA in the _gpu variant) against the host
+    // reference (detail::block_pattern, block_fill, invert_block): the same pattern, the same
+    // bits; on coupled systems, a singular diagonal block and one that no row stores.
+    Csr<double> r3 = generated(6, 5, 4, 3, HeptaModel::reservoir, 0.5, 2);
+    Csr<double> singular = r3;  // cell 5's diagonal block zeroed: singular, w = e_p
+    for (index_t i = 15; i < 18; ++i)
+        for (offset_t k = singular.row_ptr[i]; k < singular.row_ptr[i + 1]; ++k)
+            if (singular.col_idx[k] / 3 == 5) singular.values.host()[std::size_t(k)] = 0.0;
+    const struct {
+        const char* name;
+        Csr<double> a;
+        index_t nc;
+    } cases[] = {
+        {"reservoir Nc=3", r3, 3},
+        {"channelized Nc=4", generated(5, 4, 4, 4, HeptaModel::channelized, 1.0, 7), 4},
+        {"coupled Nc=2", coupled_from_pressure(generated(6, 5, 4, 1, HeptaModel::channelized)), 2},
+        {"a singular diagonal block", singular, 3},
+        {"a diagonal block not stored", without_diagonal_block(r3, 3, 7), 3},
+        {"Nc=1", generated(6, 5, 4, 1, HeptaModel::reservoir), 1},
+    };
+    for (const auto& c : cases)
+        for (index_t p : {index_t(0), c.nc - 1}) {
+            BOOST_TEST_CONTEXT(c.name << ", pressure unknown " << p)
+            {
+                std::vector<double> w_ref;
+                const Csr<double> ref = cpr_pressure_matrix(c.a, c.nc, p, &w_ref);
+                const CprKernelResult k = cpr_kernels_on(c.a, c.nc, p);
+                BOOST_TEST(k.defects == 0);
+                BOOST_TEST(k.ap.row_ptr.host() == ref.row_ptr.host());
+                BOOST_TEST(k.ap.col_idx.host() == ref.col_idx.host());
+                BOOST_TEST(k.ap.values.host() == ref.values.host());  // bit for bit
+                BOOST_TEST(k.w == w_ref);
+                const index_t expect_singular =
+                    std::string(c.name).find("diagonal") != std::string::npos;
+                BOOST_TEST(k.singular == expect_singular);
+            }
+        }
+}
+
+BOOST_AUTO_TEST_CASE(cpr_kernels_report_what_they_cannot_take)
+{
+    // unsorted or repeated columns (bit 0), a column out of range (bit 1): the callers then
+    // take the host path
+    const Csr<double> a = generated(4, 3, 3, 2, HeptaModel::reservoir);
+    Csr<double> unsorted = a;
+    auto& c = unsorted.col_idx.host();
+    std::swap(c[std::size_t(unsorted.row_ptr[5])], c[std::size_t(unsorted.row_ptr[5]) + 1]);
+    BOOST_TEST(cpr_kernels_on(unsorted, 2, 0).defects == 1);
+    Csr<double> repeated = a;
+    repeated.col_idx.host()[std::size_t(a.row_ptr[6]) + 1] = a.col_idx[a.row_ptr[6]];
+    BOOST_TEST((cpr_kernels_on(repeated, 2, 0).defects & 1) == 1);
+    Csr<double> out = a;
+    out.col_idx.host()[std::size_t(a.row_ptr[a.rows] - 1)] = a.cols;
+    BOOST_TEST(cpr_kernels_on(out, 2, 0).defects == 2);
+    // and CPR set up from such an A on the executor takes the host path, which says what is
+    // wrong (a column out of range)
+    auto exec = test_executor();
+    const Csr<double> od = out.to(exec);
+    BOOST_CHECK_THROW(make_cpr<double>(out, 2, exec, CprOptions{}, nullptr, &od), Error);
+}
+
+BOOST_AUTO_TEST_CASE(cpr_set_up_on_the_executor_equals_the_host_setup)
+{
+    // make_cpr with A in the executor's memory (the solver's path on a GPU) against the host
+    // path: the same preconditioner, after the setup and after a values refresh; a refresh
+    // with another pattern is refused
+    const Csr<double> a = generated(12, 10, 6, 3, HeptaModel::channelized, 1.0, 5);
+    auto exec = test_executor();
+    const std::vector<double> rv = test::random_vector<double>(std::size_t(a.rows), 9);
+    const Array<double> r = Array<double>(rv).to(exec);
+    for (bool auto_second : {true, false}) {
+        CprOptions o;
+        o.second_stage_auto = auto_second;
+        o.second_stage = CprSmoother::bjacobi;
+        const Csr<double> ad = a.to(exec);
+        auto me = make_cpr<double>(a, 3, exec, o, nullptr, &ad);
+        auto mh = make_cpr<double>(a, 3, exec, o);
+        BOOST_TEST(me->describe().find("made on the executor") != std::string::npos,
+                   me->describe());
+        BOOST_TEST(mh->describe().find("made on the executor") == std::string::npos);
+        Array<double> z1(exec, rv.size()), z2(exec, rv.size());
+        me->apply(r.data(), z1.data());
+        mh->apply(r.data(), z2.data());
+        BOOST_CHECK_SMALL(test::rel_max_diff(z1.to_vector(), z2.to_vector()), 1e-12);
+        Csr<double> a2 = a;
+        for (std::size_t k = 0; k < a2.values.size(); ++k)
+            a2.values.host()[k] *= 1.0 + 0.1 * double(k % 5);
+        me->update_values(a2);
+        mh->update_values(a2);
+        me->apply(r.data(), z1.data());
+        mh->apply(r.data(), z2.data());
+        BOOST_CHECK_SMALL(test::rel_max_diff(z1.to_vector(), z2.to_vector()), 1e-12);
+        // the refresh was not a no-op
+        auto m1 = make_cpr<double>(a, 3, exec, o);
+        Array<double> z3(exec, rv.size());
+        m1->apply(r.data(), z3.data());
+        BOOST_TEST(test::rel_max_diff(z1.to_vector(), z3.to_vector()) > 1e-6);
+        BOOST_CHECK_THROW(me->update_values(without_diagonal_block(a, 3, 4)), InputError);
+    }
 }
 
 BOOST_AUTO_TEST_SUITE_END()

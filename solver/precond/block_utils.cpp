@@ -65,17 +65,27 @@ BlockPattern block_pattern(const Csr<double>& a_in, index_t nc, const char* who)
     m.nc = nc;
     m.ptr.assign(std::size_t(nb) + 1, 0);
     m.diag.assign(std::size_t(nb), 0);
-    // pass 1: how many blocks each block row has
-#pragma omp parallel if (nb > 4096)
+    // pass 1: how many blocks each block row has; the first row with a column out of range
+    index_t bad_row = n;
+#pragma omp parallel reduction(min : bad_row) if (nb > 4096)
     {
         std::vector<index_t> c;
 #pragma omp for schedule(static)
         for (index_t I = 0; I < nb; ++I) {
+            for (index_t r = I * nc; r < (I + 1) * nc && bad_row >= n; ++r)
+                for (offset_t k = rp[r]; k < rp[r + 1]; ++k)
+                    if (ci[k] < 0 || ci[k] >= n) {
+                        bad_row = r;
+                        break;
+                    }
             const std::size_t room = std::size_t(rp[(I + 1) * nc] - rp[I * nc]) + 1;
             if (c.size() < room) c.resize(2 * room);
             m.ptr[std::size_t(I) + 1] = gather_block_row(rp, ci, nc, I, c.data());
         }
     }
+    HEPTANE_ENSURE(
+        bad_row == n, InputError,
+        who << ": row " << std::int64_t(bad_row) + 1 << " has a column outside 1.." << n);
     for (index_t I = 0; I < nb; ++I) m.ptr[std::size_t(I) + 1] += m.ptr[std::size_t(I)];
     m.col.resize(std::size_t(m.ptr.back()));
     // pass 2: the block columns, the diagonal, and whether every block is dense: scalar

@@ -290,8 +290,8 @@ index_t block_diag_invert(const CpuExecutor&, index_t nblocks, index_t nc, const
     return bad;
 }
 
-template <class IT>
-offset_t block_diag_map(const CpuExecutor&, index_t nblocks, index_t nc, const index_t* row_ptr,
+template <class RP, class IT>
+offset_t block_diag_map(const CpuExecutor&, index_t nblocks, index_t nc, const RP* row_ptr,
                         const index_t* col, IT* map)
 {
     const index_t rows = nblocks * nc;
@@ -302,9 +302,9 @@ offset_t block_diag_map(const CpuExecutor&, index_t nblocks, index_t nc, const i
         const index_t c = r / nc;
         IT* m = map + std::size_t(c) * nc2 + std::size_t(r % nc) * std::size_t(nc);
         for (index_t b = 0; b < nc; ++b) m[b] = IT(-1);
-        for (index_t k = row_ptr[r]; k < row_ptr[r + 1]; ++k) {
+        for (offset_t k = row_ptr[r]; k < offset_t(row_ptr[r + 1]); ++k) {
             const index_t j = col[k];
-            if (k > row_ptr[r] && j == col[k - 1]) ++repeats;
+            if (k > offset_t(row_ptr[r]) && j == col[k - 1]) ++repeats;
             if (j < 0 || j >= rows || j / nc != c) continue;
             if (m[j % nc] < 0) m[j % nc] = IT(k);
         }
@@ -341,9 +341,13 @@ HEPTANE_INSTANTIATE(std::int64_t, double)
 HEPTANE_INSTANTIATE(std::int64_t, float)
 #undef HEPTANE_INSTANTIATE
 
-template offset_t block_diag_map<std::int32_t>(const CpuExecutor&, index_t, index_t, const index_t*,
-                                               const index_t*, std::int32_t*);
-template offset_t block_diag_map<std::int64_t>(const CpuExecutor&, index_t, index_t, const index_t*,
-                                               const index_t*, std::int64_t*);
+#define HEPTANE_INSTANTIATE(RP, IT)                                                           \
+    template offset_t block_diag_map<RP, IT>(const CpuExecutor&, index_t, index_t, const RP*, \
+                                             const index_t*, IT*);
+HEPTANE_INSTANTIATE(index_t, std::int32_t)
+HEPTANE_INSTANTIATE(index_t, std::int64_t)
+HEPTANE_INSTANTIATE(offset_t, std::int32_t)
+HEPTANE_INSTANTIATE(offset_t, std::int64_t)
+#undef HEPTANE_INSTANTIATE
 
 }  // namespace heptane::kernels

@@ -123,19 +123,19 @@ index_t block_diag_invert(const CudaExecutor& exec, index_t nblocks, index_t nc,
                           const double* values, VT* inv, index_t* flag);
 
 /// Symbolic part of Jacobi (nc = 1) and block Jacobi from a CSR pattern in the executor's
-/// memory: for the nblocks·nc rows of (row_ptr, col) (32-bit row pointers, columns sorted
+/// memory: for the nblocks·nc rows of (row_ptr, col) (32- or 64-bit row pointers, columns sorted
 /// within each row), map[c·nc² + a·nc + b] = the position k of entry (c·nc + a, c·nc + b),
 /// −1 where the pattern has none (the gather map of block_diag_invert). Columns outside
 /// [0, nblocks·nc) are ignored. Returns the number of entries that repeat the column of the
 /// entry before them in their row (map then names one of the copies: a caller that finds any
 /// must sum them, which this map cannot say, so it takes its host path). map: nblocks·nc²
 /// entries of executor memory. Traffic: the pattern once, the map once.
-template <class IT>
-offset_t block_diag_map(const CpuExecutor& exec, index_t nblocks, index_t nc,
-                        const index_t* row_ptr, const index_t* col, IT* map);
-template <class IT>
-offset_t block_diag_map(const CudaExecutor& exec, index_t nblocks, index_t nc,
-                        const index_t* row_ptr, const index_t* col, IT* map);
+template <class RP, class IT>
+offset_t block_diag_map(const CpuExecutor& exec, index_t nblocks, index_t nc, const RP* row_ptr,
+                        const index_t* col, IT* map);
+template <class RP, class IT>
+offset_t block_diag_map(const CudaExecutor& exec, index_t nblocks, index_t nc, const RP* row_ptr,
+                        const index_t* col, IT* map);
 
 /// dst[map[k]] = VT(src[k]) for k < n: new values into another layout through a map made once
 /// per pattern (the PETSc plugin's CSR → BDIA-GH slots); the targets map[k] are distinct and

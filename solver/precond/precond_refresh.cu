@@ -44,8 +44,8 @@ __global__ void scatter_values_kernel(long long n, const IT* __restrict__ map,
 }
 
 // one thread per row r: its nc entries of the gather map; repeated columns counted
-template <class IT>
-__global__ void block_diag_map_kernel(index_t rows, index_t nc, const index_t* __restrict__ row_ptr,
+template <class RP, class IT>
+__global__ void block_diag_map_kernel(index_t rows, index_t nc, const RP* __restrict__ row_ptr,
                                       const index_t* __restrict__ col, IT* __restrict__ map,
                                       unsigned long long* repeats)
 {
@@ -55,8 +55,8 @@ __global__ void block_diag_map_kernel(index_t rows, index_t nc, const index_t* _
     IT* m = map + static_cast<long long>(c) * nc * nc + static_cast<long long>(r % nc) * nc;
     for (index_t b = 0; b < nc; ++b) m[b] = IT(-1);
     unsigned long long rep = 0;
-    const index_t lo = row_ptr[r], hi = row_ptr[r + 1];
-    for (index_t k = lo; k < hi; ++k) {
+    const RP lo = row_ptr[r], hi = row_ptr[r + 1];
+    for (RP k = lo; k < hi; ++k) {
         const index_t j = col[k];
         if (k > lo && j == col[k - 1]) ++rep;
         if (j < 0 || j >= rows || j / nc != c) continue;
@@ -90,9 +90,9 @@ index_t block_diag_invert(const CudaExecutor& exec, index_t nblocks, index_t nc,
     return first == INT_MAX ? -1 : first;
 }
 
-template <class IT>
-offset_t block_diag_map(const CudaExecutor& exec, index_t nblocks, index_t nc,
-                        const index_t* row_ptr, const index_t* col, IT* map)
+template <class RP, class IT>
+offset_t block_diag_map(const CudaExecutor& exec, index_t nblocks, index_t nc, const RP* row_ptr,
+                        const index_t* col, IT* map)
 {
     const index_t rows = nblocks * nc;
     if (rows <= 0) return 0;
@@ -131,9 +131,13 @@ HEPTANE_INSTANTIATE(std::int64_t, double)
 HEPTANE_INSTANTIATE(std::int64_t, float)
 #undef HEPTANE_INSTANTIATE
 
-template offset_t block_diag_map<std::int32_t>(const CudaExecutor&, index_t, index_t,
-                                               const index_t*, const index_t*, std::int32_t*);
-template offset_t block_diag_map<std::int64_t>(const CudaExecutor&, index_t, index_t,
-                                               const index_t*, const index_t*, std::int64_t*);
+#define HEPTANE_INSTANTIATE(RP, IT)                                                            \
+    template offset_t block_diag_map<RP, IT>(const CudaExecutor&, index_t, index_t, const RP*, \
+                                             const index_t*, IT*);
+HEPTANE_INSTANTIATE(index_t, std::int32_t)
+HEPTANE_INSTANTIATE(index_t, std::int64_t)
+HEPTANE_INSTANTIATE(offset_t, std::int32_t)
+HEPTANE_INSTANTIATE(offset_t, std::int64_t)
+#undef HEPTANE_INSTANTIATE
 
 }  // namespace heptane::kernels

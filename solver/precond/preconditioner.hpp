@@ -60,7 +60,7 @@ struct CsrPatternView {
     const index_t* row_ptr32 = nullptr;   ///< rows + 1 entries, or
     const offset_t* row_ptr64 = nullptr;  ///< rows + 1 entries
     const index_t* col_idx = nullptr;     ///< nnz() entries
-    /// The arrays live in the executor's memory (a GPU's; 32-bit row pointers), not the
+    /// The arrays live in the executor's memory (a GPU's), not the
     /// host's: make_preconditioner's values overload then makes the Jacobi/block-Jacobi
     /// gather map there and keeps no host copy of the pattern (row_begin and nnz() must not
     /// be called on such a view from the host).
@@ -163,7 +163,10 @@ std::unique_ptr<Preconditioner<VT>> make_preconditioner(PcType type, const Csr<d
 /// The same with options; `a_op`, when given, is A itself as an operator on `exec` (the
 /// solver's): AMG uses it for the finest level's products and CPR for its residual, instead
 /// of a copy of their own. `a_on_exec`, when given, is `a` already in exec's memory (a copy
-/// the caller made): AMG's device setup starts from it instead of uploading `a` again.
+/// the caller made): on a GPU, AMG's device setup starts from it instead of uploading `a`
+/// again, and Jacobi, block Jacobi and CPR are set up there from it (the pattern path of the
+/// CsrPatternView overload below; CPR: cpr.hpp), so that a values-only update of Jacobi and
+/// block Jacobi must then come through update_values_device.
 template <class VT>
 std::unique_ptr<Preconditioner<VT>> make_preconditioner(
     PcType type, const Csr<double>& a, index_t block_size, std::shared_ptr<const Executor> exec,

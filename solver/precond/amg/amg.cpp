@@ -145,29 +145,12 @@ bool setup_on_device(const AmgOptions& o, index_t nc, const Executor& exec)
     return can;
 }
 
-// A 64-bit fingerprint of a CSR pattern (sizes, row lengths, columns and their positions,
-// each row's terms mixed by splitmix64 and combined in parallel): update_values compares it
-// instead of a copy of the pattern (300 MB at 8 M rows); two different patterns share one with
-// probability 2^-64
+// A 64-bit fingerprint of host CSR a's pattern (kernels::csr_pattern_fingerprint):
+// update_values compares it instead of a copy of the pattern (300 MB at 8 M rows)
 std::uint64_t pattern_fingerprint(const Csr<double>& a)
 {
-    auto mix = [](std::uint64_t x) {
-        x += 0x9E3779B97F4A7C15ull;
-        x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-        x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-        return x ^ (x >> 31);
-    };
-    const offset_t* rp = a.row_ptr.data();
-    const index_t* ci = a.col_idx.data();
-    std::uint64_t h = 0;
-#pragma omp parallel for schedule(static) reduction(^ : h)
-    for (index_t i = 0; i < a.rows; ++i) {
-        std::uint64_t x = mix(std::uint64_t(i) ^ (std::uint64_t(rp[i + 1] - rp[i]) << 32));
-        for (offset_t k = rp[i]; k < rp[i + 1]; ++k)
-            x = mix(x ^ (std::uint64_t(std::uint32_t(ci[k])) | (std::uint64_t(k - rp[i]) << 32)));
-        h ^= x;
-    }
-    return h ^ mix(std::uint64_t(a.rows) ^ (std::uint64_t(a.nnz()) << 20));
+    return kernels::csr_pattern_fingerprint(*cpu_executor(), a.rows, a.row_ptr.data(),
+                                            a.col_idx.data());
 }
 
 // a_ij = a_ji to 1e-12 relative for every stored entry (rows sorted; a missing mirror
@@ -302,7 +285,7 @@ struct AmgPreconditioner<VT>::Impl {
 #ifdef HEPTANE_HAVE_CUDA
             if (!a.exec()->is_cpu()) {
                 L.dinv = amg::inverse_diagonal_device<VT>(a, l1, l, exec);
-                if (opts.smoother == AmgSmoother::chebyshev) L.lambda = estimate_lambda(L);
+                if (opts.smoother == AmgSmoother::chebyshev) L.lambda = timed_lambda(L);
                 continue;
             }
 #endif
@@ -313,11 +296,21 @@ struct AmgPreconditioner<VT>::Impl {
             } else {
                 L.dinv = place<VT>(dinv, exec);
             }
-            if (opts.smoother == AmgSmoother::chebyshev) L.lambda = estimate_lambda(L);
+            if (opts.smoother == AmgSmoother::chebyshev) L.lambda = timed_lambda(L);
         }
         exec->synchronize();
         info.device_ms += ms_since(t0);
         for (int l = 0; l < nl; ++l) info.levels[l].lambda_max = levels[l].lambda;
+    }
+
+    // estimate_lambda, its time added to info.lambda_ms (it ends with a norm or a dot read
+    // on the host, so the work is done when it returns)
+    double timed_lambda(Level& L)
+    {
+        const auto t = clock_type::now();
+        const double lambda = estimate_lambda(L);
+        info.lambda_ms += ms_since(t);
+        return lambda;
     }
 
     // λ_max(D⁻¹A) for the Chebyshev interval: the larger of two estimates through the level's
@@ -658,7 +651,8 @@ void AmgPreconditioner<VT>::update_values(const Csr<double>& a_in)
                    "AMG update_values: the matrix does not have the pattern of the one the "
                    "hierarchy was built from");
     const int nl = int(m.levels.size());
-    const double first_hierarchy_ms = m.info.hierarchy_ms, first_device_ms = m.info.device_ms;
+    const double first_hierarchy_ms = m.info.hierarchy_ms, first_device_ms = m.info.device_ms,
+                 first_lambda_ms = m.info.lambda_ms;
     m.info.device_ms = 0;
     // the Galerkin products with the kept P and R into the kept coarse patterns, where the
     // hierarchy lives
@@ -694,6 +688,7 @@ void AmgPreconditioner<VT>::update_values(const Csr<double>& a_in)
     m.info.refresh_device_ms = m.info.device_ms;
     m.info.hierarchy_ms = first_hierarchy_ms;
     m.info.device_ms = first_device_ms;
+    m.info.lambda_ms = first_lambda_ms;
     ++m.info.refreshes;
     this->setup_ms_ = ms_since(t_start);
 }
@@ -753,9 +748,9 @@ std::string AmgPreconditioner<VT>::details() const
     const double* ph = m.info.phase_ms;
     std::snprintf(t, sizeof t,
                   "; setup on the %s: hierarchy %.1f ms (strength %.1f, aggregation %.1f, P %.1f, "
-                  "Galerkin %.1f), smoother data and levels %.1f ms",
+                  "Galerkin %.1f), smoother data and levels %.1f ms (lambda estimates %.1f)",
                   m.info.setup_on.c_str(), m.info.hierarchy_ms, ph[0], ph[1], ph[2], ph[3],
-                  m.info.device_ms);
+                  m.info.device_ms, m.info.lambda_ms);
     os << t;
     if (m.info.refreshes > 0) {
         std::snprintf(t, sizeof t,

@@ -54,6 +54,7 @@ struct AmgInfo {
     double hierarchy_ms = 0;            ///< strength, aggregation, P and R, Galerkin products
     double phase_ms[4] = {0, 0, 0, 0};  ///< the same four phases one by one
     double device_ms = 0;  ///< levels in the solver's precision, smoother data, coarse inverse
+    double lambda_ms = 0;  ///< of device_ms: the λ_max estimates (Chebyshev)
     /// Values-only refreshes (update_values) so far, and the last one's Galerkin products
     /// (where the hierarchy lives) and executor part (values, smoother data, coarse inverse);
     /// the fields above stay the first setup's.

@@ -1,6 +1,10 @@
 // Multigrid and CPR kernels on the CPU (OpenMP); declared in amg_kernels.hpp.
 #include "solver/precond/amg/amg_kernels.hpp"
 
+#include <vector>
+
+#include "solver/precond/amg/cpr_cell.hpp"
+
 namespace heptane::kernels {
 
 template <class VT>
@@ -63,6 +67,54 @@ void start_vector(const CpuExecutor&, index_t n, VT* v)
         v[i] = VT(0.5 + double(start_hash(static_cast<unsigned long long>(i)) >> 11) * 0x1.0p-53);
 }
 
+int cpr_pressure_pattern(const CpuExecutor&, index_t ncells, index_t nc, const offset_t* row_ptr,
+                         const index_t* col, offset_t* ap_ptr)
+{
+    const index_t n = ncells * nc;
+    int defects = 0;
+    ap_ptr[0] = 0;
+#pragma omp parallel reduction(| : defects)
+    {
+        std::vector<offset_t> cur(static_cast<std::size_t>(nc));
+#pragma omp for schedule(static)
+        for (index_t i = 0; i < ncells; ++i) {
+            const int d = detail::cpr_cell_defects(i, nc, n, row_ptr, col);
+            defects |= d;
+            ap_ptr[i + 1] = d ? 0 : detail::cpr_cell_count(i, nc, row_ptr, col, cur.data());
+        }
+    }
+    for (index_t i = 0; i < ncells; ++i) ap_ptr[i + 1] += ap_ptr[i];
+    return defects;
+}
+
+template <class VT>
+index_t cpr_pressure_values(const CpuExecutor&, index_t ncells, index_t nc, index_t p,
+                            const offset_t* row_ptr, const index_t* col, const double* val,
+                            const offset_t* ap_ptr, index_t* ap_col, double* ap_val, VT* w)
+{
+    index_t singular = 0;
+#pragma omp parallel reduction(+ : singular)
+    {
+        std::vector<offset_t> cur(static_cast<std::size_t>(nc));
+        std::vector<double> work(3 * std::size_t(nc) * std::size_t(nc));
+#pragma omp for schedule(static)
+        for (index_t i = 0; i < ncells; ++i)
+            if (!detail::cpr_cell_values(i, nc, p, row_ptr, col, val, ap_ptr, ap_col, ap_val, w,
+                                         cur.data(), work.data()))
+                ++singular;
+    }
+    return singular;
+}
+
+std::uint64_t csr_pattern_fingerprint(const CpuExecutor&, index_t rows, const offset_t* row_ptr,
+                                      const index_t* col)
+{
+    unsigned long long h = 0;
+#pragma omp parallel for schedule(static) reduction(^ : h)
+    for (index_t i = 0; i < rows; ++i) h ^= fingerprint_row(i, row_ptr, col);
+    return fingerprint_finish(h, rows, rows > 0 ? row_ptr[rows] : 0);
+}
+
 #define HEPTANE_INSTANTIATE(VT)                                                                   \
     template void start_vector<VT>(const CpuExecutor&, index_t, VT*);                             \
     template void smooth_step<VT>(const CpuExecutor&, index_t, VT, VT, const VT*, const VT*, VT*, \
@@ -70,7 +122,10 @@ void start_vector(const CpuExecutor&, index_t n, VT* v)
     template void dense_apply<VT>(const CpuExecutor&, index_t, const VT*, const VT*, VT*);        \
     template void cpr_restrict<VT>(const CpuExecutor&, index_t, index_t, const VT*, const VT*,    \
                                    VT*);                                                          \
-    template void cpr_prolong<VT>(const CpuExecutor&, index_t, index_t, index_t, const VT*, VT*);
+    template void cpr_prolong<VT>(const CpuExecutor&, index_t, index_t, index_t, const VT*, VT*); \
+    template index_t cpr_pressure_values<VT>(const CpuExecutor&, index_t, index_t, index_t,       \
+                                             const offset_t*, const index_t*, const double*,      \
+                                             const offset_t*, index_t*, double*, VT*);
 HEPTANE_INSTANTIATE(double)
 HEPTANE_INSTANTIATE(float)
 #undef HEPTANE_INSTANTIATE

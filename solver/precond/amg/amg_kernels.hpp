@@ -2,6 +2,8 @@
 // them side by side. VT = double and float. Vectors live in the executor's memory.
 #pragma once
 
+#include <cstdint>
+
 #include "core/executor.hpp"
 #include "core/types.hpp"
 
@@ -39,6 +41,40 @@ template <class VT>
 void cpr_prolong(const CudaExecutor& exec, index_t ncells, index_t nc, index_t p, const VT* xp,
                  VT* z);
 
+/// CPR's setup on the executor, from the scalar CSR (row_ptr, col, val) of an Nc × Nc block
+/// matrix of ncells·nc rows in the executor's memory (cpr_cell.hpp says what is computed).
+/// cpr_pressure_pattern: ap_ptr (ncells + 1 entries) = the row pointers of the pressure
+/// matrix A_p (one entry per block column of a cell, its diagonal block always); returns the
+/// defects of the input (bit 0: a row's columns not increasing; bit 1: a column outside
+/// [0, ncells·nc)), 0 when there are none (otherwise ap_ptr means nothing and the caller
+/// takes the host path, whose messages say what is wrong). Traffic: the pattern twice.
+int cpr_pressure_pattern(const CpuExecutor& exec, index_t ncells, index_t nc,
+                         const offset_t* row_ptr, const index_t* col, offset_t* ap_ptr);
+int cpr_pressure_pattern(const CudaExecutor& exec, index_t ncells, index_t nc,
+                         const offset_t* row_ptr, const index_t* col, offset_t* ap_ptr);
+
+/// cpr_pressure_values: the quasi-IMPES weights w (ncells·nc, as VT) and A_p's columns and
+/// values (ap_col, ap_val: ap_ptr[ncells] entries) on a defect-free input and its ap_ptr;
+/// returns the number of cells whose diagonal block is singular (their weights are e_p).
+/// The CUDA one takes nc <= 8 (NotSupported otherwise). Bit for bit the host reference.
+template <class VT>
+index_t cpr_pressure_values(const CpuExecutor& exec, index_t ncells, index_t nc, index_t p,
+                            const offset_t* row_ptr, const index_t* col, const double* val,
+                            const offset_t* ap_ptr, index_t* ap_col, double* ap_val, VT* w);
+template <class VT>
+index_t cpr_pressure_values(const CudaExecutor& exec, index_t ncells, index_t nc, index_t p,
+                            const offset_t* row_ptr, const index_t* col, const double* val,
+                            const offset_t* ap_ptr, index_t* ap_col, double* ap_val, VT* w);
+
+/// A 64-bit fingerprint of a CSR pattern of `rows` rows in the executor's memory (sizes, row
+/// lengths, columns and their positions: each row's terms mixed by splitmix64, the rows
+/// combined by XOR), the same on every executor: a values-only update compares it instead
+/// of keeping a copy of the pattern; two different patterns share one with probability 2⁻⁶⁴.
+std::uint64_t csr_pattern_fingerprint(const CpuExecutor& exec, index_t rows,
+                                      const offset_t* row_ptr, const index_t* col);
+std::uint64_t csr_pattern_fingerprint(const CudaExecutor& exec, index_t rows,
+                                      const offset_t* row_ptr, const index_t* col);
+
 /// The fixed pseudo-random start vector of the λ_max estimates, made where it is used (the
 /// host's sequential generator and upload cost more than the estimate at 8 M rows):
 ///     v_i = 0.5 + u(i),  u(i) = (splitmix64(i) >> 11) · 2⁻⁵³ ∈ [0, 1)
@@ -55,6 +91,26 @@ HEPTANE_HD inline constexpr unsigned long long start_hash(unsigned long long i)
     x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
     x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
     return x ^ (x >> 31);
+}
+
+/// One row's term of csr_pattern_fingerprint before the XOR over the rows.
+HEPTANE_HD inline unsigned long long fingerprint_row(index_t i, const offset_t* row_ptr,
+                                                     const index_t* col)
+{
+    const offset_t lo = row_ptr[i], hi = row_ptr[i + 1];
+    unsigned long long x = start_hash(static_cast<unsigned long long>(i) ^
+                                      (static_cast<unsigned long long>(hi - lo) << 32));
+    for (offset_t k = lo; k < hi; ++k)
+        x = start_hash(x ^ (static_cast<unsigned long long>(static_cast<std::uint32_t>(col[k])) |
+                            (static_cast<unsigned long long>(k - lo) << 32)));
+    return x;
+}
+
+/// csr_pattern_fingerprint from the XOR of the rows' terms.
+inline std::uint64_t fingerprint_finish(unsigned long long rows_xor, index_t rows, offset_t nnz)
+{
+    return rows_xor ^ start_hash(static_cast<unsigned long long>(rows) ^
+                                 (static_cast<unsigned long long>(nnz) << 20));
 }
 
 }  // namespace heptane::kernels

@@ -1,6 +1,7 @@
 #include "solver/precond/amg/cpr.hpp"
 
 #include <chrono>
+#include <cstdint>
 #include <sstream>
 
 #include "core/error.hpp"
@@ -91,7 +92,7 @@ template <class VT>
 class CprPc final : public Preconditioner<VT> {
 public:
     CprPc(const Csr<double>& a, index_t nc, std::shared_ptr<const Executor> exec,
-          const CprOptions& o, std::shared_ptr<const Operator<VT>> a_op)
+          const CprOptions& o, std::shared_ptr<const Operator<VT>> a_op, const Csr<double>* a_exec)
         : Preconditioner<VT>(a.rows, nc, exec), opts_(o), ops_(exec, 0)
     {
         const auto t0 = clock_type::now();
@@ -99,16 +100,18 @@ public:
                        "CPR: pressure index " << o.pressure_index
                                               << " is not an unknown of a cell (Nc = " << nc
                                               << ")");
-        // the block structure once (symbolic); a values refresh refills it
-        pattern_ = detail::block_pattern(a, nc, "CPR");
-        blocks_.resize(pattern_.blocks.col.size() * std::size_t(nc) * nc);
-        detail::block_fill(pattern_, a, blocks_.data(), "CPR");
-        std::vector<double> w, ap_val;
-        weights_and_pressure(pattern_.blocks, blocks_.data(), o.pressure_index, w, ap_val);
-        const Csr<double> ap = pressure_csr(pattern_.blocks, std::move(ap_val));
-        cells_ = ap.rows;
-        w_ = amg::place<VT>(w, exec);
-        amg_ = std::make_unique<AmgPreconditioner<VT>>(ap, 1, exec, o.amg);
+        if (!(a_exec && setup_on_executor(*a_exec))) {
+            // the block structure once (symbolic) on the host; a values refresh refills it
+            pattern_ = detail::block_pattern(a, nc, "CPR");
+            blocks_.resize(pattern_.blocks.col.size() * std::size_t(nc) * nc);
+            detail::block_fill(pattern_, a, blocks_.data(), "CPR");
+            std::vector<double> w, ap_val;
+            weights_and_pressure(pattern_.blocks, blocks_.data(), o.pressure_index, w, ap_val);
+            const Csr<double> ap = pressure_csr(pattern_.blocks, std::move(ap_val));
+            cells_ = ap.rows;
+            w_ = amg::place<VT>(w, exec);
+            amg_ = std::make_unique<AmgPreconditioner<VT>>(ap, 1, exec, o.amg);
+        }
         if (a_op) {
             a_ = std::move(a_op);
         } else {
@@ -127,7 +130,18 @@ public:
         else if (o.second_stage == CprSmoother::bjacobi)
             second = PcType::block_jacobi;
         try {
-            m2_ = make_preconditioner<VT>(second, a, nc, exec);
+            if (on_exec_ && second == PcType::block_jacobi) {
+                // from A where it is (on a GPU: the gather map and inverses made there)
+                CsrPatternView v;
+                v.rows = a_exec->rows;
+                v.row_ptr64 = a_exec->row_ptr.data();
+                v.col_idx = a_exec->col_idx.data();
+                v.on_executor = !exec->is_cpu();
+                m2_ = make_preconditioner<VT>(second, v, a_exec->values.data(), nc, exec);
+                m2_on_exec_ = v.on_executor;
+            } else {
+                m2_ = make_preconditioner<VT>(second, a, nc, exec);
+            }
         } catch (const InputError& e) {
             if (second != PcType::ilu0_mc) throw;
             // a singular pivot in the multi-colour order: natural-order BILU(0)
@@ -150,6 +164,12 @@ public:
     void update_values(const Csr<double>& a_in) override
     {
         const auto t0 = clock_type::now();
+        if (on_exec_) {
+            refresh_on_executor(a_in);
+            this->exec_->synchronize();
+            this->setup_ms_ = ms_since(t0);
+            return;
+        }
         Csr<double> keep;
         const Csr<double>& a = on_host(a_in, keep);
         HEPTANE_ENSURE(a.rows == this->n_, InputError,
@@ -195,6 +215,7 @@ protected:
     {
         std::ostringstream os;
         os << "(quasi-IMPES, pressure unknown " << opts_.pressure_index
+           << (on_exec_ ? "; weights and pressure matrix made on the executor" : "")
            << "; pressure: " << amg_->describe() << "; second stage: " << m2_->describe();
         if (!fallback_.empty()) os << " [" << fallback_ << "]";
         os << ")";
@@ -202,7 +223,103 @@ protected:
     }
 
 private:
+    // The weights and A_p from A in the executor's memory (kernels::cpr_pressure_*): A_p is
+    // made there, and copied to the host for AMG's checks (its device setup starts from the
+    // copy on the executor). False, with nothing set, where the kernels do not take A (a row
+    // not sorted or with a repeated column, a column out of range, nc > 8 on a GPU): the
+    // host path then sets up, and says what is wrong where something is.
+    bool setup_on_executor(const Csr<double>& ad)
+    {
+        const auto& exec = this->exec_;
+        const index_t nc = this->nc_;
+        if (!same_memory(*ad.exec(), *exec) || ad.rows != this->n_ || ad.cols != this->n_ ||
+            (exec->is_cuda() && nc > 8))
+            return false;
+        const index_t cells = ad.rows / nc;
+        Csr<double> ap;
+        ap.rows = ap.cols = cells;
+        ap.row_ptr = Array<offset_t>(exec, std::size_t(cells) + 1);
+        const int defects = dispatch_executor(*exec, [&](const auto& e) {
+            return kernels::cpr_pressure_pattern(e, cells, nc, ad.row_ptr.data(), ad.col_idx.data(),
+                                                 ap.row_ptr.data());
+        });
+        if (defects) return false;
+        offset_t nnz = 0;
+        copy_bytes(*exec, ap.row_ptr.data() + cells, *cpu_executor(), &nnz, sizeof(offset_t));
+        ap.col_idx = Array<index_t>(exec, std::size_t(nnz));
+        ap.values = Array<double>(exec, std::size_t(nnz));
+        w_ = Array<VT>(exec, std::size_t(ad.rows));
+        dispatch_executor(*exec, [&](const auto& e) {
+            kernels::cpr_pressure_values(e, cells, nc, opts_.pressure_index, ad.row_ptr.data(),
+                                         ad.col_idx.data(), ad.values.data(), ap.row_ptr.data(),
+                                         ap.col_idx.data(), ap.values.data(), w_.data());
+        });
+        fingerprint_ = dispatch_executor(*exec, [&](const auto& e) {
+            return kernels::csr_pattern_fingerprint(e, ad.rows, ad.row_ptr.data(),
+                                                    ad.col_idx.data());
+        });
+        ap_host_ = ap.to(cpu_executor());
+        cells_ = cells;
+        amg_ = std::make_unique<AmgPreconditioner<VT>>(ap_host_, 1, exec, opts_.amg, nullptr, &ap);
+        ap_exec_ = std::move(ap);
+        on_exec_ = true;
+        return true;
+    }
+
+    // update_values after setup_on_executor: A to the executor (unless there already), its
+    // pattern checked by fingerprint, the weights and A_p's values made again there.
+    void refresh_on_executor(const Csr<double>& a_in)
+    {
+        const auto& exec = this->exec_;
+        const index_t nc = this->nc_;
+        Csr<double> keep;
+        const Csr<double>& ad = same_memory(*a_in.exec(), *exec) ? a_in : (keep = a_in.to(exec));
+        HEPTANE_ENSURE(ad.rows == this->n_ && ad.cols == this->n_, InputError,
+                       "CPR update_values: the matrix is " << ad.rows << " x " << ad.cols
+                                                           << ", set up with " << this->n_);
+        const std::uint64_t f = dispatch_executor(*exec, [&](const auto& e) {
+            return kernels::csr_pattern_fingerprint(e, ad.rows, ad.row_ptr.data(),
+                                                    ad.col_idx.data());
+        });
+        HEPTANE_ENSURE(f == fingerprint_, InputError,
+                       "CPR update_values: the nonzero pattern differs from the one set up "
+                       "with (a values-only update keeps it; set up again)");
+        dispatch_executor(*exec, [&](const auto& e) {
+            kernels::cpr_pressure_values(e, cells_, nc, opts_.pressure_index, ad.row_ptr.data(),
+                                         ad.col_idx.data(), ad.values.data(),
+                                         ap_exec_.row_ptr.data(), ap_exec_.col_idx.data(),
+                                         ap_exec_.values.data(), w_.data());
+        });
+        copy_bytes(*exec, ap_exec_.values.data(), *cpu_executor(), ap_host_.values.data(),
+                   std::size_t(ap_host_.nnz()) * sizeof(double));
+        amg_->update_values(ap_host_);
+        Csr<double> host;  // A on the host where a step needs it there
+        auto on_host_once = [&]() -> const Csr<double>& {
+            if (a_in.exec()->is_cpu()) return a_in;
+            if (host.rows == 0) host = a_in.to(cpu_executor());
+            return host;
+        };
+        if (m2_on_exec_) {
+            if (!m2_->update_values_device(ad.values.data(), ad.nnz()))
+                m2_->update_values(on_host_once());
+        } else {
+            m2_->update_values(on_host_once());
+        }
+        if (own_) {
+            const Csr<double>& a = on_host_once();
+            std::vector<VT> v(a.values.host().begin(), a.values.host().end());
+            HEPTANE_ENSURE(v.size() == own_->matrix().values.size(), InputError,
+                           "CPR update_values: the pattern changed");
+            copy_bytes(*cpu_executor(), v.data(), *exec, own_->matrix().values.data(),
+                       v.size() * sizeof(VT));
+        }
+    }
+
     CprOptions opts_;
+    bool on_exec_ = false;     // the weights and A_p made on the executor
+    bool m2_on_exec_ = false;  // M₂ set up from A's pattern in device memory
+    std::uint64_t fingerprint_ = 0;
+    Csr<double> ap_exec_, ap_host_;
     detail::BlockPattern pattern_;
     std::vector<double> blocks_;
     mutable VectorOps<VT> ops_;
@@ -222,7 +339,8 @@ template <class VT>
 std::unique_ptr<Preconditioner<VT>> make_cpr(const Csr<double>& a_in, index_t nc,
                                              std::shared_ptr<const Executor> exec,
                                              const CprOptions& opts,
-                                             std::shared_ptr<const Operator<VT>> a_op)
+                                             std::shared_ptr<const Operator<VT>> a_op,
+                                             const Csr<double>* a_exec)
 {
     Csr<double> keep;
     const Csr<double>& a = on_host(a_in, keep);
@@ -230,14 +348,14 @@ std::unique_ptr<Preconditioner<VT>> make_cpr(const Csr<double>& a_in, index_t nc
                    "CPR: the matrix is " << a.rows << " x " << a.cols << ", not square");
     HEPTANE_ENSURE(nc >= 1 && a.rows % nc == 0, InputError,
                    "CPR: block size " << nc << " does not divide the " << a.rows << " rows");
-    return std::make_unique<CprPc<VT>>(a, nc, std::move(exec), opts, std::move(a_op));
+    return std::make_unique<CprPc<VT>>(a, nc, std::move(exec), opts, std::move(a_op), a_exec);
 }
 
 template std::unique_ptr<Preconditioner<double>> make_cpr<double>(
     const Csr<double>&, index_t, std::shared_ptr<const Executor>, const CprOptions&,
-    std::shared_ptr<const Operator<double>>);
+    std::shared_ptr<const Operator<double>>, const Csr<double>*);
 template std::unique_ptr<Preconditioner<float>> make_cpr<float>(
     const Csr<double>&, index_t, std::shared_ptr<const Executor>, const CprOptions&,
-    std::shared_ptr<const Operator<float>>);
+    std::shared_ptr<const Operator<float>>, const Csr<double>*);
 
 }  // namespace heptane

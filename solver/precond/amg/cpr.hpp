@@ -11,8 +11,9 @@
 //                system;
 //   z = E x_p + M₂⁻¹ (r − A E x_p),  x_p = AMG(Wᵀ r),  (E x_p)_(I, c) = x_p,I if c = p else 0.
 //
-// Every step of the apply runs on the executor. update_values redoes the weights, A_p's
-// values (AMG's values refresh on the kept hierarchy) and M₂'s numeric part.
+// Every step of the apply runs on the executor; so does the setup when A is given there
+// (make_cpr's a_exec). update_values redoes the weights, A_p's values (AMG's values refresh
+// on the kept hierarchy) and M₂'s numeric part.
 #pragma once
 
 #include <memory>
@@ -23,13 +24,19 @@
 namespace heptane {
 
 /// CPR on host CSR `a` with block size nc (≥ 1, dividing the rows). `a_op`: A on `exec` (the
-/// solver's operator) for the second stage's residual; null: CPR keeps a CSR copy.
+/// solver's operator) for the second stage's residual; null: CPR keeps a CSR copy. `a_exec`:
+/// A already in exec's memory (the caller's copy, borrowed for the setup): the weights, the
+/// pressure matrix and block Jacobi's M₂ are then made there (kernels::cpr_pressure_*;
+/// nothing of A crosses the bus, and a values refresh runs there too, its pattern checked by
+/// fingerprint), unless its rows are not sorted, repeat a column or nc > 8 on a GPU (the host
+/// path then sets up). Both paths give the same preconditioner, bit for bit.
 /// Throws InputError for a pressure index ≥ nc and what AMG and M₂'s setup throw.
 template <class VT>
 std::unique_ptr<Preconditioner<VT>> make_cpr(const Csr<double>& a, index_t nc,
                                              std::shared_ptr<const Executor> exec,
                                              const CprOptions& opts,
-                                             std::shared_ptr<const Operator<VT>> a_op = nullptr);
+                                             std::shared_ptr<const Operator<VT>> a_op = nullptr,
+                                             const Csr<double>* a_exec = nullptr);
 
 /// The quasi-IMPES pressure matrix of `a` and the weights (nc per cell), host (for tests and
 /// `heptane info`).
