@@ -191,6 +191,8 @@ const char* pc_options_help =
     "  --amg-max-levels N    at most N levels (default 20)\n"
     "  --amg-setup W         where the hierarchy is built: auto (default: the device for a GPU\n"
     "                        and Nc = 1, else the host), host, device\n"
+    "  --amg-lambda-its N    Chebyshev's lambda_max(D^-1 A): 0 (default) Gershgorin's bound, one\n"
+    "                        pass; N > 0: estimated by N power and N + 2 Lanczos steps\n"
     "  --cpr-pressure-index P  the pressure unknown of each cell for --pc cpr (default 0)\n"
     "  --cpr-second M        CPR's second stage: bilu0, bilu0mc or bjacobi (default: bilu0 on\n"
     "                        the CPU, bjacobi on a GPU)\n";
@@ -217,6 +219,9 @@ PcOptions parse_pc_options(Args& args)
     a.max_levels = int(ml);
     if (auto w = args.get("--amg-setup"))
         a.setup = usage_checked([&] { return parse_amg_setup(*w); });
+    const long long li = args.get_int("--amg-lambda-its", a.power_iterations);
+    if (li < 0 || li > 100) throw UsageError("--amg-lambda-its must be in 0..100");
+    a.power_iterations = int(li);
     o.cpr.amg = a;
     const long long p = args.get_int("--cpr-pressure-index", 0);
     if (p < 0) throw UsageError("--cpr-pressure-index must be >= 0");

@@ -1361,8 +1361,8 @@ static PetscErrorCode KSPCreate_Heptane_Private(KSP ksp, heptane::SolverType sol
    loaded (one rank; read at load, without prefix, with -heptane_device)
 .  -heptane_amg_threshold <theta> -heptane_amg_smoother <chebyshev,jacobi,l1jacobi,ilu0mc>
    -heptane_amg_sweeps <k> -heptane_amg_cycle <v,w> -heptane_amg_coarse_size <n>
-   -heptane_amg_max_levels <L> -heptane_amg_setup <auto,host,device> - AMG (-pc_type hamg,
-   and CPR's pressure stage)
+   -heptane_amg_max_levels <L> -heptane_amg_setup <auto,host,device>
+   -heptane_amg_lambda_its <N> - AMG (-pc_type hamg, and CPR's pressure stage)
 .  -heptane_cpr_pressure_index <p> -heptane_cpr_second <auto,bilu0,bilu0mc,bjacobi> - CPR
    (-pc_type hcpr)
 

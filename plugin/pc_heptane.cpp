@@ -391,6 +391,8 @@ static PetscErrorCode PCCreate_Heptane_Private(PC pc, heptane::PcType type)
 .  -heptane_amg_max_levels <L> - at most L levels (default 20)
 .  -heptane_amg_setup <auto,host,device> - where the hierarchy is built (default auto: the GPU
    for a GPU run and a scalar system)
+.  -heptane_amg_lambda_its <N> - Chebyshev's lambda_max(D^-1 A): 0 (default) Gershgorin's bound,
+   N > 0 estimated by N power and N + 2 Lanczos steps
 .  -heptane_block <Nc> - unknowns per cell (default: the DMDA's dof, else the matrix block size)
 -  -heptane_device <auto,cpu,gpu,gpu:N> - where it runs
 

@@ -333,6 +333,9 @@ PetscErrorCode HeptanePcOptionsFromOptions(HeptaneOptionItems PetscOptionsObject
   PetscInt setup = (PetscInt)a.setup;
   PetscCall(PetscOptionsEList("-heptane_amg_setup", "AMG: where the hierarchy is built: auto (the GPU for a GPU run and a scalar system, else the host), host, device", man, HeptaneAmgSetups, 3, HeptaneAmgSetups[setup], &setup, NULL));
   a.setup = (heptane::AmgSetup)setup;
+  PetscInt lits = a.power_iterations;
+  PetscCall(PetscOptionsBoundedInt("-heptane_amg_lambda_its", "AMG Chebyshev: lambda_max(D^-1 A) by Gershgorin's bound (0) or estimated by this many power and Lanczos steps", man, lits, &lits, NULL, 0));
+  a.power_iterations = (int)lits;
   if (cpr) {
     PetscInt p = opts->cpr.pressure_index, second = opts->cpr.second_stage_auto ? 0 : 1 + (PetscInt)opts->cpr.second_stage;
     PetscCall(PetscOptionsBoundedInt("-heptane_cpr_pressure_index", "CPR: the pressure unknown of each cell (0 .. Nc-1)", man, p, &p, NULL, 0));
@@ -349,7 +352,7 @@ std::string HeptanePcOptionsText(const heptane::PcOptions &o, PetscBool cpr)
 {
   std::ostringstream os;
   os << "-heptane_amg_threshold " << o.amg.strength_threshold << " -heptane_amg_smoother " << HeptaneAmgSmoothers[(int)o.amg.smoother] << " -heptane_amg_sweeps " << o.amg.pre_sweeps << " -heptane_amg_cycle " << HeptaneAmgCycles[(int)o.amg.cycle] << " -heptane_amg_coarse_size "
-     << o.amg.coarse_size << " -heptane_amg_max_levels " << o.amg.max_levels << " -heptane_amg_setup " << HeptaneAmgSetups[(int)o.amg.setup];
+     << o.amg.coarse_size << " -heptane_amg_max_levels " << o.amg.max_levels << " -heptane_amg_setup " << HeptaneAmgSetups[(int)o.amg.setup] << " -heptane_amg_lambda_its " << o.amg.power_iterations;
   if (cpr) os << " -heptane_cpr_pressure_index " << o.cpr.pressure_index << " -heptane_cpr_second " << HeptaneCprSeconds[o.cpr.second_stage_auto ? 0 : 1 + (int)o.cpr.second_stage];
   return os.str();
 }
@@ -357,7 +360,7 @@ std::string HeptanePcOptionsText(const heptane::PcOptions &o, PetscBool cpr)
 PetscBool HeptanePcOptionsEqual(const heptane::PcOptions &x, const heptane::PcOptions &y)
 {
   const auto same_amg = [](const heptane::AmgOptions &a, const heptane::AmgOptions &b) {
-    return a.strength_threshold == b.strength_threshold && a.smoother == b.smoother && a.pre_sweeps == b.pre_sweeps && a.post_sweeps == b.post_sweeps && a.cycle == b.cycle && a.coarse_size == b.coarse_size && a.max_levels == b.max_levels && a.setup == b.setup;
+    return a.strength_threshold == b.strength_threshold && a.smoother == b.smoother && a.pre_sweeps == b.pre_sweeps && a.post_sweeps == b.post_sweeps && a.cycle == b.cycle && a.coarse_size == b.coarse_size && a.max_levels == b.max_levels && a.setup == b.setup && a.power_iterations == b.power_iterations;
   };
   return (PetscBool)(same_amg(x.amg, y.amg) && same_amg(x.cpr.amg, y.cpr.amg) && x.cpr.pressure_index == y.cpr.pressure_index && x.cpr.second_stage_auto == y.cpr.second_stage_auto && x.cpr.second_stage == y.cpr.second_stage);
 }

@@ -145,12 +145,14 @@ bool setup_on_device(const AmgOptions& o, index_t nc, const Executor& exec)
     return can;
 }
 
-// A 64-bit fingerprint of host CSR a's pattern (kernels::csr_pattern_fingerprint):
-// update_values compares it instead of a copy of the pattern (300 MB at 8 M rows)
+// A 64-bit fingerprint of CSR a's pattern, where a lives (kernels::csr_pattern_fingerprint,
+// the same value on every executor): update_values compares it instead of a copy of the
+// pattern (300 MB at 8 M rows)
 std::uint64_t pattern_fingerprint(const Csr<double>& a)
 {
-    return kernels::csr_pattern_fingerprint(*cpu_executor(), a.rows, a.row_ptr.data(),
-                                            a.col_idx.data());
+    return dispatch_executor(*a.exec(), [&](const auto& e) {
+        return kernels::csr_pattern_fingerprint(e, a.rows, a.row_ptr.data(), a.col_idx.data());
+    });
 }
 
 // a_ij = a_ji to 1e-12 relative for every stored entry (rows sorted; a missing mirror
@@ -285,7 +287,7 @@ struct AmgPreconditioner<VT>::Impl {
 #ifdef HEPTANE_HAVE_CUDA
             if (!a.exec()->is_cpu()) {
                 L.dinv = amg::inverse_diagonal_device<VT>(a, l1, l, exec);
-                if (opts.smoother == AmgSmoother::chebyshev) L.lambda = timed_lambda(L);
+                if (opts.smoother == AmgSmoother::chebyshev) L.lambda = timed_lambda(L, a);
                 continue;
             }
 #endif
@@ -296,19 +298,27 @@ struct AmgPreconditioner<VT>::Impl {
             } else {
                 L.dinv = place<VT>(dinv, exec);
             }
-            if (opts.smoother == AmgSmoother::chebyshev) L.lambda = timed_lambda(L);
+            if (opts.smoother == AmgSmoother::chebyshev) L.lambda = timed_lambda(L, a);
         }
         exec->synchronize();
         info.device_ms += ms_since(t0);
         for (int l = 0; l < nl; ++l) info.levels[l].lambda_max = levels[l].lambda;
     }
 
-    // estimate_lambda, its time added to info.lambda_ms (it ends with a norm or a dot read
-    // on the host, so the work is done when it returns)
-    double timed_lambda(Level& L)
+    // λ_max(D⁻¹A) of level L (matrix a, where it lives) for the Chebyshev interval, its time
+    // added to info.lambda_ms (each way ends with a value read on the host, so the work is
+    // done when it returns): with power_iterations > 0 the estimate below, else Gershgorin's
+    // bound max_i Σ_j |a_ij| / |a_ii| (an upper bound, one pass over the level, amgcl's default)
+    double timed_lambda(Level& L, const Csr<double>& a)
     {
         const auto t = clock_type::now();
-        const double lambda = estimate_lambda(L);
+        const double lambda =
+            opts.power_iterations > 0
+                ? estimate_lambda(L)
+                : dispatch_executor(*a.exec(), [&](const auto& e) {
+                      return kernels::gershgorin_bound(e, a.rows, a.row_ptr.data(),
+                                                       a.col_idx.data(), a.values.data());
+                  });
         info.lambda_ms += ms_since(t);
         return lambda;
     }
@@ -435,7 +445,9 @@ struct AmgPreconditioner<VT>::Impl {
         if (zero) ops->fill(n, VT(0), x);
         switch (opts.smoother) {
             case AmgSmoother::chebyshev: {
-                const double hi = 1.1 * L.lambda, lo = L.lambda / opts.chebyshev_ratio;
+                // an estimate (from below) gets 10 % of room, Gershgorin's bound none
+                const double hi = (opts.power_iterations > 0 ? 1.1 : 1.0) * L.lambda;
+                const double lo = L.lambda / opts.chebyshev_ratio;
                 const double theta = 0.5 * (hi + lo), delta = 0.5 * (hi - lo);
                 const double sigma = theta / delta;
                 double rho = 1.0 / sigma;
@@ -533,8 +545,13 @@ AmgPreconditioner<VT>::AmgPreconditioner(const Csr<double>& a_in, index_t nc,
     : Preconditioner<VT>(a_in.rows, nc, exec), impl_(std::make_unique<Impl>())
 {
     const auto t_start = clock_type::now();
+    // A in the executor's memory stays there when the hierarchy is built there and nothing
+    // needs it on the host: the pattern's fingerprint is taken where it is, and the symmetry
+    // check (only the λ estimate's Lanczos steps ask it) is not needed with Gershgorin's bound
+    const bool stays = !a_in.exec()->is_cpu() && same_memory(*exec, *a_in.exec()) &&
+                       opts.power_iterations <= 0 && setup_on_device(opts, nc, *exec);
     Csr<double> keep;
-    const Csr<double>& a = a_in.exec()->is_cpu() ? a_in : (keep = a_in.to(cpu_executor()));
+    const Csr<double>& a = a_in.exec()->is_cpu() || stays ? a_in : (keep = a_in.to(cpu_executor()));
     (void)a_on_exec;  // used by the device setup (CUDA builds)
     HEPTANE_ENSURE(nc >= 1 && a.rows % nc == 0, InputError,
                    "AMG: block size " << nc << " does not divide the " << a.rows << " rows");
@@ -574,8 +591,11 @@ AmgPreconditioner<VT>::AmgPreconditioner(const Csr<double>& a_in, index_t nc,
         m.info.setup_on = "host";
     }
     m.info.hierarchy_ms = ms_since(t_start);
-    m.pattern = pattern_fingerprint(a);
-    m.symmetric = numerically_symmetric(a);
+    // the fingerprint where A is (the caller's copy on the executor when there is one)
+    const bool on_exec_copy = a_on_exec && same_memory(*exec, *a_on_exec->exec()) &&
+                              a_on_exec->rows == a.rows && a_on_exec->nnz() == a.nnz();
+    m.pattern = pattern_fingerprint(on_exec_copy ? *a_on_exec : a);
+    m.symmetric = opts.power_iterations > 0 && numerically_symmetric(a);
 
     const auto t_dev = clock_type::now();
     // a level's fp64 matrix in the solver's precision on the executor

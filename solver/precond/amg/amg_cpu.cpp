@@ -1,6 +1,7 @@
 // Multigrid and CPR kernels on the CPU (OpenMP); declared in amg_kernels.hpp.
 #include "solver/precond/amg/amg_kernels.hpp"
 
+#include <algorithm>
 #include <vector>
 
 #include "solver/precond/amg/cpr_cell.hpp"
@@ -113,6 +114,15 @@ std::uint64_t csr_pattern_fingerprint(const CpuExecutor&, index_t rows, const of
 #pragma omp parallel for schedule(static) reduction(^ : h)
     for (index_t i = 0; i < rows; ++i) h ^= fingerprint_row(i, row_ptr, col);
     return fingerprint_finish(h, rows, rows > 0 ? row_ptr[rows] : 0);
+}
+
+double gershgorin_bound(const CpuExecutor&, index_t n, const offset_t* row_ptr, const index_t* col,
+                        const double* val)
+{
+    double bound = 0;
+#pragma omp parallel for schedule(static) reduction(max : bound)
+    for (index_t i = 0; i < n; ++i) bound = std::max(bound, gershgorin_row(i, row_ptr, col, val));
+    return bound;
 }
 
 #define HEPTANE_INSTANTIATE(VT)                                                                   \

@@ -2,6 +2,7 @@
 // them side by side. VT = double and float. Vectors live in the executor's memory.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 
 #include "core/executor.hpp"
@@ -74,6 +75,26 @@ std::uint64_t csr_pattern_fingerprint(const CpuExecutor& exec, index_t rows,
                                       const offset_t* row_ptr, const index_t* col);
 std::uint64_t csr_pattern_fingerprint(const CudaExecutor& exec, index_t rows,
                                       const offset_t* row_ptr, const index_t* col);
+
+/// Gershgorin's bound on λ_max(D⁻¹A), D = diag(A): max_i Σ_j |a_ij| / |a_ii| over the rows
+/// of CSR (row_ptr, col, val) in the executor's memory (0 for n = 0; +inf where a row has no
+/// nonzero diagonal). One pass over the matrix.
+double gershgorin_bound(const CpuExecutor& exec, index_t n, const offset_t* row_ptr,
+                        const index_t* col, const double* val);
+double gershgorin_bound(const CudaExecutor& exec, index_t n, const offset_t* row_ptr,
+                        const index_t* col, const double* val);
+
+/// Row i's term of gershgorin_bound.
+HEPTANE_HD inline double gershgorin_row(index_t i, const offset_t* row_ptr, const index_t* col,
+                                        const double* val)
+{
+    double sum = 0, diag = 0;
+    for (offset_t k = row_ptr[i]; k < row_ptr[i + 1]; ++k) {
+        sum += fabs(val[k]);
+        if (col[k] == i) diag += val[k];
+    }
+    return diag != 0 ? sum / fabs(diag) : (sum != 0 ? HUGE_VAL : 0.0);
+}
 
 /// The fixed pseudo-random start vector of the λ_max estimates, made where it is used (the
 /// host's sequential generator and upload cost more than the estimate at 8 M rows):

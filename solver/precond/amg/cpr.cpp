@@ -224,8 +224,8 @@ protected:
 
 private:
     // The weights and A_p from A in the executor's memory (kernels::cpr_pressure_*): A_p is
-    // made there, and copied to the host for AMG's checks (its device setup starts from the
-    // copy on the executor). False, with nothing set, where the kernels do not take A (a row
+    // made there and AMG set up from it there. False, with nothing set, where the kernels do
+    // not take A (a row
     // not sorted or with a repeated column, a column out of range, nc > 8 on a GPU): the
     // host path then sets up, and says what is wrong where something is.
     bool setup_on_executor(const Csr<double>& ad)
@@ -258,9 +258,10 @@ private:
             return kernels::csr_pattern_fingerprint(e, ad.rows, ad.row_ptr.data(),
                                                     ad.col_idx.data());
         });
-        ap_host_ = ap.to(cpu_executor());
         cells_ = cells;
-        amg_ = std::make_unique<AmgPreconditioner<VT>>(ap_host_, 1, exec, opts_.amg, nullptr, &ap);
+        // AMG starts from A_p where it is (it copies it to the host only where its options
+        // need it there)
+        amg_ = std::make_unique<AmgPreconditioner<VT>>(ap, 1, exec, opts_.amg, nullptr, &ap);
         ap_exec_ = std::move(ap);
         on_exec_ = true;
         return true;
@@ -290,8 +291,12 @@ private:
                                          ap_exec_.row_ptr.data(), ap_exec_.col_idx.data(),
                                          ap_exec_.values.data(), w_.data());
         });
-        copy_bytes(*exec, ap_exec_.values.data(), *cpu_executor(), ap_host_.values.data(),
-                   std::size_t(ap_host_.nnz()) * sizeof(double));
+        // AMG's values refresh takes A_p on the host (kept from the first refresh on)
+        if (ap_host_.rows == 0)
+            ap_host_ = ap_exec_.to(cpu_executor());
+        else
+            copy_bytes(*exec, ap_exec_.values.data(), *cpu_executor(), ap_host_.values.data(),
+                       std::size_t(ap_host_.nnz()) * sizeof(double));
         amg_->update_values(ap_host_);
         Csr<double> host;  // A on the host where a step needs it there
         auto on_host_once = [&]() -> const Csr<double>& {

@@ -1,7 +1,8 @@
-// CPR's setup kernels and the CSR pattern fingerprint on CUDA; declared in amg_kernels.hpp,
-// the per-cell work shared with the CPU (cpr_cell.hpp). A thread per cell: its nc rows are
-// walked together, ~7·nc² entries for a 7-point stencil, so the warps read scattered rows
+// CPR's setup kernels, the CSR pattern fingerprint and Gershgorin's bound on CUDA; declared in
+// amg_kernels.hpp, the per-cell work shared with the CPU (cpr_cell.hpp). A thread per cell: its nc
+// rows are walked together, ~7·nc² entries for a 7-point stencil, so the warps read scattered rows
 // but each entry once per pass.
+#include <cstring>
 #include <cub/device/device_scan.cuh>
 
 #include "core/cuda_common.hpp"
@@ -52,6 +53,18 @@ __global__ void fingerprint_kernel(index_t rows, const offset_t* __restrict__ ro
     unsigned long long x = i < rows ? fingerprint_row(index_t(i), row_ptr, col) : 0ull;
     for (int o = 16; o > 0; o /= 2) x ^= __shfl_xor_sync(0xffffffffu, x, o);
     if (threadIdx.x % 32 == 0 && x) atomicXor(h, x);
+}
+
+// the bits of a non-negative double order as the values do: an integer max
+__global__ void gershgorin_kernel(index_t n, const offset_t* __restrict__ row_ptr,
+                                  const index_t* __restrict__ col, const double* __restrict__ val,
+                                  unsigned long long* bound)
+{
+    const long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
+    double x = i < n ? gershgorin_row(index_t(i), row_ptr, col, val) : 0.0;
+    for (int o = 16; o > 0; o /= 2) x = fmax(x, __shfl_xor_sync(0xffffffffu, x, o));
+    if (threadIdx.x % 32 == 0 && x > 0)
+        atomicMax(bound, static_cast<unsigned long long>(__double_as_longlong(x)));
 }
 
 template <class T>
@@ -127,6 +140,23 @@ std::uint64_t csr_pattern_fingerprint(const CudaExecutor& exec, index_t rows,
     const unsigned long long x = read_back(exec, h);
     HEPTANE_CUDA_CHECK(cudaFreeAsync(h, s));
     return fingerprint_finish(x, rows, read_back(exec, row_ptr + rows));
+}
+
+double gershgorin_bound(const CudaExecutor& exec, index_t n, const offset_t* row_ptr,
+                        const index_t* col, const double* val)
+{
+    if (n <= 0) return 0;
+    const auto s = cuda::stream(exec);
+    unsigned long long* b = nullptr;
+    HEPTANE_CUDA_CHECK(cudaMallocAsync(&b, sizeof(*b), s));
+    HEPTANE_CUDA_CHECK(cudaMemsetAsync(b, 0, sizeof(*b), s));
+    gershgorin_kernel<<<cuda::grid_for(n, 256), 256, 0, s>>>(n, row_ptr, col, val, b);
+    HEPTANE_CUDA_LAUNCH_CHECK();
+    const unsigned long long bits = read_back(exec, b);
+    HEPTANE_CUDA_CHECK(cudaFreeAsync(b, s));
+    double bound = 0;
+    std::memcpy(&bound, &bits, sizeof bound);
+    return bound;
 }
 
 template index_t cpr_pressure_values<double>(const CudaExecutor&, index_t, index_t, index_t,
