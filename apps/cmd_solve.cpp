@@ -55,8 +55,9 @@ const char* solve_usage =
     "  --rtol R          stop when ||r|| <= R ||b|| (default 1e-8)\n"
     "  --atol A          or when ||r|| < A (default 0)\n"
     "  --max-it N        iteration limit (default 1000)\n"
-    "  --check-every K   GPU: read the residual on the host every K iterations (default 8;\n"
-    "                    gmres reads it every iteration)\n"
+    "  --check-every K   GPU: read the residual on the host every K iterations (default 0:\n"
+    "                    automatic, 1 with --pc amg or cpr, else 8; gmres reads it every\n"
+    "                    iteration)\n"
     "  --no-graphs       GPU: launch every kernel instead of replaying each batch of K\n"
     "                    iterations from a CUDA graph (the default where the operator and\n"
     "                    preconditioner allow it: BDIA-GH and the other non-CSR formats;\n"
@@ -159,7 +160,7 @@ int cmd_solve(int argc, char** argv)
     if (!(cfg.options.atol >= 0)) throw UsageError("--atol must be >= 0");
     if (fmt_name != "auto") usage_checked([&] { return parse_format(fmt_name); });
     if (cfg.options.max_it < 0) throw UsageError("--max-it must be >= 0");
-    if (cfg.options.check_every < 1) throw UsageError("--check-every must be >= 1");
+    if (cfg.options.check_every < 0) throw UsageError("--check-every must be >= 0 (0: automatic)");
     if (restart < 1 || restart > (1 << 20)) throw UsageError("--restart must be in [1, 1048576]");
     cfg.restart = static_cast<int>(restart);
     if (has_restart && cfg.solver != SolverType::gmres)

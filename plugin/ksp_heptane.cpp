@@ -1184,7 +1184,7 @@ static PetscErrorCode KSPSetFromOptions_Heptane(KSP ksp, HeptaneOptionItems Pets
   }
   PetscCall(PetscOptionsEList("-heptane_precision", "double; single (fp32 matrix and vectors); mixed (fp32 matrix values, fp64 vectors)", "KSPHBCGS", HeptanePrecisions, HeptaneNumPrecisions, HeptanePrecisions[h->precision], &h->precision, NULL));
   PetscCall(PetscOptionsEList("-heptane_ilu", "Ordering of -pc_type ilu: auto (multicolor on a GPU, natural on the CPU), natural (PETSc's ILU(0)), multicolor (ILU(0) of a multi-colour permutation)", "KSPHBCGS", HeptaneIluOrders, 3, HeptaneIluOrders[h->ilu], &h->ilu, NULL));
-  PetscCall(PetscOptionsBoundedInt("-heptane_check_every", "GPU: the host reads the residual every k iterations", "KSPHBCGS", h->check_every, &h->check_every, NULL, 1));
+  PetscCall(PetscOptionsBoundedInt("-heptane_check_every", "GPU: the host reads the residual every k iterations (0: automatic, 1 with -pc_type hamg or hcpr, else 8)", "KSPHBCGS", h->check_every, &h->check_every, NULL, 0));
   PetscCall(PetscOptionsBool("-heptane_refine", "-heptane_precision mixed on one rank's bdiagh operator: iterative refinement against an fp64 copy of the matrix, so that the true residual meets -ksp_rtol as in double", "KSPHBCGS", h->refine, &h->refine, NULL));
   PetscCall(PetscOptionsBool("-heptane_fold", "hbcgs with -pc_type jacobi/pbjacobi on one rank's bdiagh operator, zero initial guess: BiCGStab on A M^-1 (kept beside A), then x = M^-1 y; the same method without two preconditioner applications per iteration", "KSPHBCGS", h->fold, &h->fold, NULL));
   PetscCall(PetscOptionsBool("-heptane_petsc_pc", "Apply PETSc's own PC (PCSetUp, PCApply) inside heptane's loop even where heptane has the PC type (jacobi, pbjacobi, ilu, bjacobi); PC types heptane does not have are always applied so", "KSPHBCGS", h->force_petsc_pc, &h->force_petsc_pc, NULL));
@@ -1307,7 +1307,7 @@ static PetscErrorCode KSPCreate_Heptane_Private(KSP ksp, heptane::SolverType sol
   h->solver      = solver;
   h->format      = 0; /* auto */
   h->precision   = 0; /* double */
-  h->check_every = 8;
+  h->check_every = 0;
   h->fold        = PETSC_TRUE;
   h->refine      = PETSC_TRUE;
   h->restart     = 30;
@@ -1351,7 +1351,8 @@ static PetscErrorCode KSPCreate_Heptane_Private(KSP ksp, heptane::SolverType sol
 +  -heptane_format <auto,csr,bdiagh,ell,hyb,dia,bsr,coo> - matrix format (auto: BDIA-GH on a grid, else detected)
 .  -heptane_device <auto,cpu,gpu,gpu:N> - where heptane runs
 .  -heptane_precision <double,single,mixed> - value precision
-.  -heptane_check_every <k> - GPU: the host reads the residual every k iterations
+.  -heptane_check_every <k> - GPU: the host reads the residual every k iterations (default 0:
+   automatic, 1 with -pc_type hamg or hcpr, else 8)
 .  -heptane_refine <true,false> - -heptane_precision mixed on one rank's bdiagh: refined against an
    fp64 copy of the matrix until the true residual meets -ksp_rtol
 .  -heptane_fold <true,false> - hbcgs with jacobi/pbjacobi on one rank: the preconditioner folded

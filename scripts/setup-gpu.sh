@@ -11,7 +11,8 @@
 #
 # Environment: BUILD_DIR [build-gpu], JOBS [nproc], CUDA_ARCH [90], TESTS_REGEX, SETUP_ONLY=1
 # (stop after bench setup), QUICK=1 (no bench setup, no host-build or thesis runs: the
-# pressure systems and the coupled one with the operator built on the device only).
+# pressure systems and the coupled one with the operator built on the device only), SANITIZE=0
+# (no compute-sanitizer runs).
 # Output in $OUT: summary.txt, setup.*, precond-*.md/.csv/.json, solve-thesis.*, logs.tar.gz.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
@@ -50,7 +51,7 @@ if [ "$tests" = 1 ]; then
     >"$logs/ctest.log" 2>&1 || status=1
   grep -E "tests passed|tests failed|\(Failed\)|\(Timeout\)|Skipped|Not Run" "$logs/ctest.log" | tee -a "$summary"
   note "tests: $(($(date +%s) - t0)) s"
-  if command -v compute-sanitizer >/dev/null; then
+  if [ "${SANITIZE:-1}" = 1 ] && command -v compute-sanitizer >/dev/null; then
     HEPTANE_TEST_DEVICE=cuda timeout 200 compute-sanitizer --tool memcheck --error-exitcode 9 \
       "$build/tests/test_formats" --run_test=bdia_built_on_the_executor_round_trips_and_matches_the_host_build \
       >"$logs/memcheck-bdia-build.log" 2>&1 || status=1

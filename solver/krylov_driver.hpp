@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/operator.hpp"
+#include "solver/precond/preconditioner.hpp"
 #include "solver/solver.hpp"
 #include "solver/vector/vector_ops.hpp"
 
@@ -74,8 +75,9 @@ inline void check_options(const SolverOptions& o)
     HEPTANE_ENSURE(o.dtol > 0, InputError, "solver options: dtol (" << o.dtol << ") must be > 0");
     HEPTANE_ENSURE(o.max_it >= 0, InputError,
                    "solver options: max_it (" << o.max_it << ") must be >= 0");
-    HEPTANE_ENSURE(o.check_every >= 1, InputError,
-                   "solver options: check_every (" << o.check_every << ") must be >= 1");
+    HEPTANE_ENSURE(
+        o.check_every >= 0, InputError,
+        "solver options: check_every (" << o.check_every << ") must be >= 0 (0: automatic)");
     HEPTANE_ENSURE(
         o.stagnation_window >= 0, InputError,
         "solver options: stagnation_window (" << o.stagnation_window << ") must be >= 0");
@@ -129,6 +131,16 @@ struct CheckMirrors {
     }
 };
 
+/// The batch of a solve's host checks: SolverOptions::check_every, or for 0 (automatic) 1
+/// with a multigrid preconditioner (AMG, CPR), 8 otherwise.
+template <class VT>
+int effective_check_every(const SolverOptions& o, const Operator<VT>* m)
+{
+    if (o.check_every > 0) return o.check_every;
+    const auto* p = dynamic_cast<const Preconditioner<VT>*>(m);
+    return p && (p->type() == PcType::amg || p->type() == PcType::cpr) ? 1 : 8;
+}
+
 /// Whether a solve may replay its iterations from a CUDA graph: asked for, on a CUDA
 /// executor, and every part graph-safe (the operator, the preconditioner unless it is
 /// skipped, the reducer of a distributed operator).
@@ -144,10 +156,10 @@ class KrylovDriver {
 public:
     /// `graph`: where to record the batch for replay (null: plain launches, always on the
     /// CPU). The first batch is queued plainly and the recording made while it runs; every
-    /// later full batch is one graph launch.
+    /// later full batch is one graph launch. `check_every`: the batch (effective_check_every).
     KrylovDriver(VectorOps<VT>& ops, CheckMirrors& mirrors, const SolverOptions& opts,
-                 BatchGraph* graph = nullptr)
-        : ops_(ops), mirrors_(mirrors), opts_(opts), graph_(graph)
+                 int check_every, BatchGraph* graph = nullptr)
+        : ops_(ops), mirrors_(mirrors), opts_(opts), check_every_(check_every), graph_(graph)
     {
         if (graph_) graph_->reset();  // the pointers of this solve are recorded anew
     }
@@ -168,7 +180,7 @@ public:
     template <class Iterate>
     void run(Iterate&& iterate)
     {
-        const int k = ops_.asynchronous() ? opts_.check_every : 1;
+        const int k = ops_.asynchronous() ? check_every_ : 1;
         mirrors_.ensure(ops_.exec(), sizeof(KrylovState) + sizeof(double) * std::size_t(k));
         HostMirror* mirrors[2] = {mirrors_.slot[0].get(), mirrors_.slot[1].get()};
         struct Batch {
@@ -284,6 +296,7 @@ private:
     VectorOps<VT>& ops_;
     CheckMirrors& mirrors_;
     const SolverOptions& opts_;
+    int check_every_ = 8;
     BatchGraph* graph_ = nullptr;
     int graph_launches_ = 0;
     KrylovState state_{};

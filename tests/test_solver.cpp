@@ -17,6 +17,7 @@
 #include "solver/bicgstab/bicgstab.hpp"
 #include "solver/bicgstab/bicgstab_reference.hpp"
 #include "solver/cg/cg.hpp"
+#include "solver/krylov_driver.hpp"
 #include "solver/precond/preconditioner.hpp"
 #include "solver/solve.hpp"
 #include "tests/test_common.hpp"
@@ -611,6 +612,50 @@ BOOST_AUTO_TEST_CASE(float_vectors_converge_to_single_precision_tolerances)
     BOOST_TEST(norm2(residual(a, x, b)) / norm2(b) <= 1e-4);
 }
 
+// ---- the host checks' batch ------------------------------------------------------------------
+
+BOOST_AUTO_TEST_CASE(check_every_is_automatic_by_default_and_never_changes_the_answer)
+{
+    // 0 (the default) reads the residual back after every iteration with a multigrid
+    // preconditioner and every 8 otherwise; any batch gives the same iterates and count
+    auto exec = test::test_executor();
+    const auto a = seven_point(12, 10, 8, 0.2, 0.1);
+    const Csr<double> csr = csr_from_coo(a);
+    std::shared_ptr<const Preconditioner<double>> amg =
+        make_preconditioner<double>(PcType::amg, csr, 1, exec);
+    std::shared_ptr<const Preconditioner<double>> jacobi =
+        make_preconditioner<double>(PcType::jacobi, csr, 1, exec);
+    SolverOptions o;
+    BOOST_TEST(o.check_every == 0);
+    BOOST_TEST(detail::effective_check_every<double>(o, amg.get()) == 1);
+    BOOST_TEST(detail::effective_check_every<double>(o, jacobi.get()) == 8);
+    BOOST_TEST(detail::effective_check_every<double>(o, nullptr) == 8);
+    o.check_every = 3;
+    BOOST_TEST(detail::effective_check_every<double>(o, amg.get()) == 3);
+    std::shared_ptr<const Operator<double>> op =
+        make_matrix_operator<double, double>(a, Format::csr, exec);
+    const std::vector<double> bh = test::random_vector<double>(std::size_t(a.rows), 8);
+    const Array<double> b = Array<double>(bh).to(exec);
+    std::vector<double> first;
+    int its = -1;
+    for (int k : {0, 1, 8}) {
+        Cg<double> cg(tight(1e-9));
+        cg.options().check_every = k;
+        cg.set_operator(op);
+        cg.set_preconditioner(amg);
+        Array<double> x(exec, bh.size());
+        const Status st = cg.solve(b, x);
+        BOOST_TEST(st.converged(), st.summary());
+        if (its < 0) {
+            its = st.iterations;
+            first = x.to_vector();
+        } else {
+            BOOST_TEST(st.iterations == its);
+            BOOST_TEST(x.to_vector() == first);  // the same iterates, bit for bit
+        }
+    }
+}
+
 // ---- misuse ---------------------------------------------------------------------------------
 
 BOOST_AUTO_TEST_CASE(misuse_throws)
@@ -636,7 +681,7 @@ BOOST_AUTO_TEST_CASE(misuse_throws)
     s.set_preconditioner(make_preconditioner<double>(PcType::jacobi, csr_from_coo(small), 1, exec));
     BOOST_CHECK_THROW(s.solve(b, x), DimensionMismatch);
     s.set_preconditioner(nullptr);
-    s.options().check_every = 0;
+    s.options().check_every = -1;
     BOOST_CHECK_THROW(s.solve(b, x), InputError);
     s.options().check_every = 4;
     s.options().rtol = -1;

@@ -257,7 +257,7 @@ int cmd_solve_distributed(Args& args, bool json, bool monitor, bool quiet_flag)
             "implementation is single-process)");
     if (split != "planes" && split != "cells") throw UsageError("--split must be planes or cells");
     if (opts.max_it < 0) throw UsageError("--max-it must be >= 0");
-    if (opts.check_every < 1) throw UsageError("--check-every must be >= 1");
+    if (opts.check_every < 0) throw UsageError("--check-every must be >= 0 (0: automatic)");
     if (restart < 1 || restart > (1 << 20)) throw UsageError("--restart must be in [1, 1048576]");
     if (has_restart && solver != SolverType::gmres)
         throw UsageError("--restart applies to --solver gmres only");

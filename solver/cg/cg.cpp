@@ -118,7 +118,9 @@ Status Cg<VT>::solve(const Array<VT>& b_arr, Array<VT>& x_arr)
     ops.cg_start(n, r, z, p);                          // p = z, ρ = (r, z)
     detail::FusedDots fused(A, opts_.fused_dots, w.partials);
     const bool graphs = detail::graphs_allowed(opts_, A, identity ? nullptr : m_.get());
-    detail::KrylovDriver<VT> driver(ops, w.mirrors, opts_, graphs ? &w.graph : nullptr);
+    detail::KrylovDriver<VT> driver(
+        ops, w.mirrors, opts_, detail::effective_check_every(opts_, identity ? nullptr : m_.get()),
+        graphs ? &w.graph : nullptr);
     const bool stopped = driver.start();
     if (stopped && driver.initial_state().bnorm == 0.0) ops.fill(n, VT(0), x);
     Status st;
