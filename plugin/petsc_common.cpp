@@ -332,7 +332,7 @@ PetscErrorCode HeptanePcOptionsFromOptions(HeptaneOptionItems PetscOptionsObject
   a.max_levels   = (int)levels;
   PetscInt setup = (PetscInt)a.setup;
   PetscCall(PetscOptionsEList("-heptane_amg_setup", "AMG: where the hierarchy is built: auto (the GPU for a GPU run and a scalar system, else the host), host, device", man, HeptaneAmgSetups, 3, HeptaneAmgSetups[setup], &setup, NULL));
-  a.setup = (heptane::AmgSetup)setup;
+  a.setup       = (heptane::AmgSetup)setup;
   PetscInt lits = a.power_iterations;
   PetscCall(PetscOptionsBoundedInt("-heptane_amg_lambda_its", "AMG Chebyshev: lambda_max(D^-1 A) by Gershgorin's bound (0) or estimated by this many power and Lanczos steps", man, lits, &lits, NULL, 0));
   a.power_iterations = (int)lits;

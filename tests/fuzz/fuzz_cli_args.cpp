@@ -83,10 +83,9 @@ struct Profile {
 };
 
 const std::vector<std::string> kPcOptions = {
-    "--amg-threshold", "--amg-smoother",       "--amg-sweeps",
-    "--amg-cycle",     "--amg-coarse-size",    "--amg-max-levels",
-    "--amg-setup",     "--cpr-pressure-index", "--cpr-second",
-    "--amg-lambda-its"};
+    "--amg-threshold",   "--amg-smoother",   "--amg-sweeps", "--amg-cycle",
+    "--amg-coarse-size", "--amg-max-levels", "--amg-setup",  "--cpr-pressure-index",
+    "--cpr-second",      "--amg-lambda-its"};
 
 const std::vector<Profile>& profiles()
 {
