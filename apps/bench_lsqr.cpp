@@ -152,11 +152,7 @@ int bench_lsqr(int argc, char** argv)
     if (args.positionals().size() == 1) throw UsageError("give both A.mtx and b.mtx, or neither");
     if (su.iters < 1 || su.check_iters < 1 || su.reps < 1)
         throw UsageError("--iters, --check-iters and --reps must be >= 1");
-    if (prec != "double" && prec != "single" && prec != "mixed")
-        throw UsageError("--precision must be double, single or mixed");
-    const Precision p = prec == "double"   ? Precision::double_
-                        : prec == "single" ? Precision::single
-                                           : Precision::mixed;
+    const Precision p = precision_option(prec);
     const double vs = p == Precision::single ? 4 : 8;
     // LSQR amplifies rounding (PET systems are ill-posed): different summation orders (an
     // atomic scatter against the reference's gather) already differ by up to ~1e-8 after 10

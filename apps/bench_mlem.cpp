@@ -176,11 +176,7 @@ int bench_mlem(int argc, char** argv)
     if (args.positionals().size() == 1) throw UsageError("give both A.mtx and g.mtx, or neither");
     if (su.iters < 1 || su.check_iters < 1 || su.reps < 1)
         throw UsageError("--iters, --check-iters and --reps must be >= 1");
-    if (prec != "double" && prec != "single" && prec != "mixed")
-        throw UsageError("--precision must be double, single or mixed");
-    const Precision p = prec == "double"   ? Precision::double_
-                        : prec == "single" ? Precision::single
-                                           : Precision::mixed;
+    const Precision p = precision_option(prec);
     const double vs = p == Precision::single ? 4 : 8;  // vector bytes
     const double tol = p == Precision::double_ ? 1e-10 : 1e-4;
 

@@ -982,16 +982,8 @@ int bench_spmv(int argc, char** argv)
         if (!all_formats.count(f)) throw UsageError("unknown format '" + f + "' in --formats");
         opt.formats.insert(f);
     }
-    for (auto& p : split_commas(args.get_or("--precision", "double,mixed,single"))) {
-        if (p == "double")
-            opt.precisions.push_back(Precision::double_);
-        else if (p == "mixed")
-            opt.precisions.push_back(Precision::mixed);
-        else if (p == "single")
-            opt.precisions.push_back(Precision::single);
-        else
-            throw UsageError("unknown precision '" + p + "' (double, mixed, single)");
-    }
+    for (auto& p : split_commas(args.get_or("--precision", "double,mixed,single")))
+        opt.precisions.push_back(precision_option(p));
     opt.csv = args.get_or("--csv", "");
     opt.json = args.get_or("--json", "");
     const auto sizes = args.get("--sizes");

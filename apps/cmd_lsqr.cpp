@@ -108,8 +108,7 @@ int cmd_lsqr(int argc, char** argv)
     if (iter_lim > 2147483647LL) throw UsageError("--iter-lim is too large");
     if (has_iter_lim && iter_lim < 0) throw UsageError("--iter-lim must be >= 0");
     lo.iter_lim = static_cast<int>(iter_lim < 0 ? -1 : iter_lim);
-    if (prec != "double" && prec != "single" && prec != "mixed")
-        throw UsageError("--precision must be double, single or mixed");
+    const Precision precision = precision_option(prec);
     Format format;
     FormatOptions fo;
     try {
@@ -143,9 +142,10 @@ int cmd_lsqr(int argc, char** argv)
                      a.rows, a.cols, static_cast<long long>(a.nnz()), bfile.c_str(), read_s);
 
     const std::vector<double>* x0p = x0file ? &x0 : nullptr;
-    Result r = prec == "double"   ? run<double, double>(a, b, x0p, format, fo, lo, exec)
-               : prec == "single" ? run<float, float>(a, b, x0p, format, fo, lo, exec)
-                                  : run<float, double>(a, b, x0p, format, fo, lo, exec);
+    Result r =
+        precision == Precision::double_  ? run<double, double>(a, b, x0p, format, fo, lo, exec)
+        : precision == Precision::single ? run<float, float>(a, b, x0p, format, fo, lo, exec)
+                                         : run<float, double>(a, b, x0p, format, fo, lo, exec);
     const LsqrStatus& st = r.status;
     if (xfile) write_matrix_market_vector(*xfile, r.x, "x from heptane lsqr: " + st.summary());
     const double setup_s = (r.operator_ms + st.timings.setup_ms) / 1e3;

@@ -106,8 +106,7 @@ int cmd_mlem(int argc, char** argv)
     if (iterations < 0 || iterations > 100000000) throw UsageError("--iters must be in [0, 1e8]");
     mo.iterations = static_cast<int>(iterations);
     if (subsets < 1) throw UsageError("--subsets must be >= 1");
-    if (prec != "double" && prec != "single" && prec != "mixed")
-        throw UsageError("--precision must be double, single or mixed");
+    const Precision precision = precision_option(prec);
     Format format;
     FormatOptions fo;
     try {
@@ -149,9 +148,9 @@ int cmd_mlem(int argc, char** argv)
                      a.rows, a.cols, static_cast<long long>(a.nnz()), gfile.c_str(), read_s);
 
     const int S = static_cast<int>(subsets);
-    Result r = prec == "double"   ? run<double, double>(a, g, S, format, fo, mo, exec)
-               : prec == "single" ? run<float, float>(a, g, S, format, fo, mo, exec)
-                                  : run<float, double>(a, g, S, format, fo, mo, exec);
+    Result r = precision == Precision::double_  ? run<double, double>(a, g, S, format, fo, mo, exec)
+               : precision == Precision::single ? run<float, float>(a, g, S, format, fo, mo, exec)
+                                                : run<float, double>(a, g, S, format, fo, mo, exec);
     const MlemStatus& st = r.status;
     double relerr = -1;
     if (phantom) {

@@ -148,14 +148,7 @@ int cmd_solve(int argc, char** argv)
     cfg.options.fused_dots = !args.flag("--no-fused-dots");
     cfg.refine = !args.flag("--no-refine");
     args.finish(gen ? 0 : 1, gen ? 0 : 1);
-    if (prec == "double")
-        cfg.precision = Precision::double_;
-    else if (prec == "single")
-        cfg.precision = Precision::single;
-    else if (prec == "mixed")
-        cfg.precision = Precision::mixed;
-    else
-        throw UsageError("--precision must be double, single or mixed");
+    cfg.precision = precision_option(prec);
     if (!(cfg.options.rtol >= 0)) throw UsageError("--rtol must be >= 0");
     if (!(cfg.options.atol >= 0)) throw UsageError("--atol must be >= 0");
     if (fmt_name != "auto") usage_checked([&] { return parse_format(fmt_name); });

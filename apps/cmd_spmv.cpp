@@ -94,8 +94,7 @@ int cmd_spmv(int argc, char** argv)
     const int reps = static_cast<int>(args.get_int("--reps", 20));
     args.finish(gen ? 0 : 1, gen ? 0 : 1);
     if (reps < 1) throw UsageError("--reps must be at least 1");
-    if (prec != "double" && prec != "single" && prec != "mixed")
-        throw UsageError("--precision must be double, single or mixed");
+    const Precision pr = precision_option(prec);
     std::optional<std::string> file;
     if (!args.positionals().empty()) file = args.positionals()[0];
     auto exec = pick_executor(device);
@@ -124,16 +123,12 @@ int cmd_spmv(int argc, char** argv)
                   ref.data());
 
     Result r;
-    Precision pr = Precision::double_;
-    if (prec == "double") {
+    if (pr == Precision::double_)
         r = run<double, double>(p.a, f, opt, exec, transpose, x, reps);
-    } else if (prec == "single") {
-        pr = Precision::single;
+    else if (pr == Precision::single)
         r = run<float, float>(p.a, f, opt, exec, transpose, x, reps);
-    } else {
-        pr = Precision::mixed;
+    else
         r = run<float, double>(p.a, f, opt, exec, transpose, x, reps);
-    }
     // check: max |y - ref| relative to max_i sum_j |a_ij x_j| (the size of the terms summed)
     std::vector<double> scale(ref.size(), 0.0);
     for (offset_t k = 0; k < p.a.nnz(); ++k) {

@@ -166,6 +166,14 @@ std::vector<std::string> split_commas(const std::string& s)
     return v;
 }
 
+Precision precision_option(const std::string& value)
+{
+    Precision p = Precision::double_;
+    if (!parse_precision(value, p))
+        throw UsageError("--precision must be double, single or mixed, not '" + value + "'");
+    return p;
+}
+
 std::string json_number(double v)
 {
     if (v < 0 || !std::isfinite(v)) return "null";

@@ -78,4 +78,7 @@ std::string json_string(const std::string& s);
 /// such as --formats, --pcs, --generate).
 std::vector<std::string> split_commas(const std::string& s);
 
+/// The value of --precision: double, single or mixed; UsageError naming them otherwise.
+Precision precision_option(const std::string& value);
+
 }  // namespace heptane::cli

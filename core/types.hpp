@@ -25,6 +25,20 @@ enum class Op { normal, transpose };
 /// values and vectors) or mixed (fp32 matrix values, fp64 vectors and accumulation).
 enum class Precision { double_, single, mixed };
 
+/// "double", "single" or "mixed" (to_string's words) into `out`; false for anything else.
+inline bool parse_precision(const std::string& s, Precision& out)
+{
+    if (s == "double")
+        out = Precision::double_;
+    else if (s == "single")
+        out = Precision::single;
+    else if (s == "mixed")
+        out = Precision::mixed;
+    else
+        return false;
+    return true;
+}
+
 inline const char* to_string(Precision p)
 {
     switch (p) {

@@ -190,9 +190,11 @@ RankSolve solve_on_ranks(const std::shared_ptr<const dist::Communicator>& comm, 
 }
 
 /// The one-process operator line's words for the precision.
-const char* precision_words(const std::string& prec)
+const char* precision_words(Precision p)
 {
-    return prec == "single" ? "fp32" : prec == "mixed" ? "fp32 values/fp64 vectors" : "fp64";
+    return p == Precision::single  ? "fp32"
+           : p == Precision::mixed ? "fp32 values/fp64 vectors"
+                                   : "fp64";
 }
 
 /// x gathered on rank 0 (empty elsewhere).
@@ -249,8 +251,7 @@ int cmd_solve_distributed(Args& args, bool json, bool monitor, bool quiet_flag)
             "under mpirun the operator is BDIA-GH split over the ranks: --format "
             "auto or bdiagh, not " +
             fmt);
-    if (prec != "double" && prec != "single" && prec != "mixed")
-        throw UsageError("--precision must be double, single or mixed");
+    const Precision precision = precision_option(prec);
     if (impl != "fused")
         throw UsageError(
             "under mpirun --impl fused only (the reference "
@@ -290,13 +291,14 @@ int cmd_solve_distributed(Args& args, bool json, bool monitor, bool quiet_flag)
             last_print = now;
         }
     };
-    const RankSolve r =
-        prec == "single"  ? solve_on_ranks<float, float>(comm, p, exec, dopt, solver, extras, pc,
-                                                        pc_options, opts)
-        : prec == "mixed" ? solve_on_ranks<float, double>(comm, p, exec, dopt, solver, extras, pc,
-                                                          pc_options, opts)
-                          : solve_on_ranks<double, double>(comm, p, exec, dopt, solver, extras, pc,
-                                                           pc_options, opts);
+    const RankSolve r = precision == Precision::single
+                            ? solve_on_ranks<float, float>(comm, p, exec, dopt, solver, extras, pc,
+                                                           pc_options, opts)
+                        : precision == Precision::mixed
+                            ? solve_on_ranks<float, double>(comm, p, exec, dopt, solver, extras, pc,
+                                                            pc_options, opts)
+                            : solve_on_ranks<double, double>(comm, p, exec, dopt, solver, extras,
+                                                             pc, pc_options, opts);
     const Status& st = r.status;
     const std::vector<double>& xh = r.x;
 
@@ -347,7 +349,7 @@ int cmd_solve_distributed(Args& args, bool json, bool monitor, bool quiet_flag)
                     p.global_rows, static_cast<long long>(p.nnz), comm->size());
         std::printf("split     %s\n", p.part.describe().c_str());
         std::printf("operator  %s (rank 0), precision %s (%s)\n", r.op.c_str(), prec.c_str(),
-                    precision_words(prec));
+                    precision_words(precision));
         std::printf("solver    %s, preconditioner %s per rank\n", solver_name.c_str(),
                     r.pc.c_str());
         print_result(st, err);
