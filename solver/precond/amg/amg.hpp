@@ -10,8 +10,9 @@
 // (amg_device.hpp: the same aggregates and P as the CPU, R A P by cuSPARSE's SpGEMM), else on
 // the host (amg_setup.hpp, OpenMP, the CPU reference); AmgOptions::setup chooses. The levels
 // are CSR on the executor in the solver's precision (the finest level can be the caller's
-// operator, e.g. BDIA-GH), with each level's smoother data (D⁻¹, λ_max(D⁻¹A) by power
-// iterations through the level's product on the executor) and the coarsest level's dense
+// operator, e.g. BDIA-GH), with each level's smoother data (D⁻¹ and, for Chebyshev, a bound
+// on λ_max(D⁻¹A): Gershgorin's by default, or power and Lanczos steps through the level's
+// product on the executor, AmgOptions::power_iterations) and the coarsest level's dense
 // inverse. The cycle runs entirely on the executor: products through the SpMV core,
 // smoothing steps and the coarse solve as kernels (amg_kernels.hpp), no host
 // synchronisation (graph-safe on a GPU).
@@ -38,7 +39,7 @@ namespace heptane {
 struct AmgLevelInfo {
     index_t rows = 0;
     offset_t nnz = 0;
-    double lambda_max = 0;  ///< estimated λ_max(D⁻¹A) (Chebyshev); 0 on the coarsest
+    double lambda_max = 0;  ///< the bound or estimate of λ_max(D⁻¹A) (Chebyshev); 0 on the coarsest
 };
 
 struct AmgInfo {

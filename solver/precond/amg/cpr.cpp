@@ -225,9 +225,8 @@ protected:
 private:
     // The weights and A_p from A in the executor's memory (kernels::cpr_pressure_*): A_p is
     // made there and AMG set up from it there. False, with nothing set, where the kernels do
-    // not take A (a row
-    // not sorted or with a repeated column, a column out of range, nc > 8 on a GPU): the
-    // host path then sets up, and says what is wrong where something is.
+    // not take A (a row not sorted or with a repeated column, a column out of range, nc > 8
+    // on a GPU): the host path then sets up, and says what is wrong where something is.
     bool setup_on_executor(const Csr<double>& ad)
     {
         const auto& exec = this->exec_;
