@@ -285,6 +285,7 @@ heptane_plugin_test(plugin_host_help_lists_amg_options
   "--expect=KSP hbcgs options" "--expect=-heptane_amg_threshold:? <(now )?0.02" "--expect=-heptane_amg_smoother:? <now chebyshev : formerly chebyshev> AMG smoother[^\\n]*choose one of. chebyshev jacobi l1jacobi ilu0mc"
   "--expect=-heptane_amg_sweeps:? <now 2" "--expect=-heptane_amg_cycle:? <now v" "--expect=-heptane_amg_coarse_size:? <now 300" "--expect=-heptane_amg_max_levels:? <now 20"
   "--expect=-heptane_amg_setup:? <now auto : formerly auto> AMG: where the hierarchy is built"
+  "--expect=-heptane_amg_lambda_its:? <now 0"
   "--expect=-heptane_cpr_pressure_index:? <now 0" "--expect=-heptane_cpr_second:? <now auto" -- ${host})
 heptane_plugin_test(plugin_host_help_lists_pc_options
   ${solves} --its host=3:24 ${host_checks} --
@@ -308,7 +309,7 @@ heptane_plugin_test(plugin_host_help_lists_options
   ${solves} ${host_checks} --
     --plugin ${plugin_so} --heptane "-ksp_type hbcgs -help"
   "--expect=KSP hbcgs options" "--expect=-heptane_format:? <now auto : formerly auto>.*choose one of. auto csr bdiagh"
-  "--expect=-heptane_device:? <now auto" "--expect=-heptane_precision:? <now double" "--expect=-heptane_check_every:? <now 8" "--expect=-heptane_ilu:? <now auto"
+  "--expect=-heptane_device:? <now auto" "--expect=-heptane_precision:? <now double" "--expect=-heptane_check_every:? <now 0" "--expect=-heptane_ilu:? <now auto"
   "--expect=-heptane_grid" "--expect=-heptane_block" "--expect=-heptane_prewarm: <(now )?TRUE" -- ${host})
 heptane_plugin_test(plugin_host_error_if_not_converged
   ${compare} --heptane "-ksp_type hbcgs -ksp_max_it 2 -ksp_error_if_not_converged"
