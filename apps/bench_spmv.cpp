@@ -673,6 +673,7 @@ private:
     bool fits(double bytes) const
     {
         std::size_t free_b = 0, total = 0;
+        b_.exec->release_cached();  // what the allocator's pool keeps counts as free
         HEPTANE_CUDA_CHECK(cudaMemGetInfo(&free_b, &total));
         return bytes + double(1u << 30) < double(free_b);
     }

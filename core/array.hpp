@@ -1,6 +1,7 @@
 // Array<T>: a contiguous buffer owned by an executor (RAII). On the host it is a std::vector,
 // so readers and generators can build data with push_back and hand it over without a copy; on
-// a CUDA device it is one cudaMalloc'd block. Copies between executors go through to().
+// a CUDA device it is one block from the executor (stream-ordered, core/executor.hpp).
+// Copies between executors go through to().
 #pragma once
 
 #include <cstddef>

@@ -34,6 +34,11 @@ inline unsigned grid_for(long long n, int block)
     return static_cast<unsigned>(g < 1 ? 1 : g);
 }
 
+/// One value from device memory to the host: queued on the executor's stream, which is then
+/// synchronised (so everything queued before it is done too).
+template <class T>
+T read_back(const CudaExecutor& e, const T* p);
+
 }  // namespace heptane::cuda
 
 #define HEPTANE_CUDA_CHECK(call)                                                                  \
@@ -62,3 +67,12 @@ inline unsigned grid_for(long long n, int block)
             HEPTANE_THROW(DeviceError,                                                  \
                           #call << " failed: " << cusparseGetErrorString(heptane_st_)); \
     } while (0)
+
+template <class T>
+T heptane::cuda::read_back(const CudaExecutor& e, const T* p)
+{
+    T x{};
+    HEPTANE_CUDA_CHECK(cudaMemcpyAsync(&x, p, sizeof(T), cudaMemcpyDeviceToHost, stream(e)));
+    HEPTANE_CUDA_CHECK(cudaStreamSynchronize(stream(e)));
+    return x;
+}

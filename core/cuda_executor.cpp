@@ -1,8 +1,11 @@
 // The CUDA executor (host code: runtime API only, no kernels).
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <string>
+#include <vector>
 
 #include "core/cuda_common.hpp"
 
@@ -128,15 +131,58 @@ std::string CudaExecutor::name() const
     return "cuda:" + std::to_string(impl_->device) + " (" + impl_->prop.name + ")";
 }
 
+// Device memory comes from the device's stream-ordered pool (cudaMallocAsync / cudaFreeAsync on
+// the executor's stream): a free does not wait for the device as cudaFree does, and a later
+// allocation reuses the memory without a call into the driver. AMG's setup makes and drops
+// hundreds of temporaries; with cudaMalloc/cudaFree each free stalled the host until the device
+// was idle. The pool keeps what it holds (release threshold: no limit) until release_cached()
+// or an allocation that fails, which trims it and tries once more. HEPTANE_CUDA_MALLOC=sync
+// selects plain cudaMalloc / cudaFree instead.
+namespace {
+bool use_pool()
+{
+    static const bool pool = [] {
+        const char* v = std::getenv("HEPTANE_CUDA_MALLOC");
+        return !(v && std::string(v) == "sync");
+    }();
+    return pool;
+}
+// once per device: the default pool keeps freed memory instead of returning it at every
+// synchronisation
+void keep_pool_memory(int device)
+{
+    static std::mutex m;
+    static std::vector<int> done;
+    std::lock_guard<std::mutex> lock(m);
+    if (std::find(done.begin(), done.end(), device) != done.end()) return;
+    cudaMemPool_t pool = nullptr;
+    HEPTANE_CUDA_CHECK(cudaDeviceGetDefaultMemPool(&pool, device));
+    std::uint64_t keep = UINT64_MAX;
+    HEPTANE_CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep));
+    done.push_back(device);
+}
+}  // namespace
+
 void* CudaExecutor::alloc(std::size_t bytes) const
 {
     if (bytes == 0) return nullptr;
     void* p = nullptr;
     HEPTANE_CUDA_CHECK(cudaSetDevice(impl_->device));
-    cudaError_t err = cudaMalloc(&p, bytes);
+    cudaError_t err = cudaSuccess;
+    if (use_pool()) {
+        keep_pool_memory(impl_->device);
+        err = cudaMallocAsync(&p, bytes, impl_->stream);
+        if (err == cudaErrorMemoryAllocation) {  // memory the pool holds for other streams
+            cudaGetLastError();
+            release_cached();
+            err = cudaMallocAsync(&p, bytes, impl_->stream);
+        }
+    } else {
+        err = cudaMalloc(&p, bytes);
+    }
     if (err != cudaSuccess) {
         cudaGetLastError();
-        HEPTANE_THROW(DeviceError, "cudaMalloc of " << bytes << " bytes on device " << impl_->device
+        HEPTANE_THROW(DeviceError, "allocation of " << bytes << " bytes on device " << impl_->device
                                                     << " failed: " << cudaGetErrorString(err));
     }
     return p;
@@ -144,7 +190,21 @@ void* CudaExecutor::alloc(std::size_t bytes) const
 
 void CudaExecutor::free(void* ptr) const noexcept
 {
-    if (ptr) cudaFree(ptr);
+    if (!ptr) return;
+    if (use_pool())
+        cudaFreeAsync(ptr, impl_->stream);
+    else
+        cudaFree(ptr);
+}
+
+void CudaExecutor::release_cached() const
+{
+    if (!use_pool()) return;
+    HEPTANE_CUDA_CHECK(cudaSetDevice(impl_->device));
+    HEPTANE_CUDA_CHECK(cudaDeviceSynchronize());  // frees queued on every stream are done
+    cudaMemPool_t pool = nullptr;
+    HEPTANE_CUDA_CHECK(cudaDeviceGetDefaultMemPool(&pool, impl_->device));
+    HEPTANE_CUDA_CHECK(cudaMemPoolTrimTo(pool, 0));
 }
 
 void CudaExecutor::synchronize() const

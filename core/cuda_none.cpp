@@ -37,6 +37,7 @@ void* CudaExecutor::alloc(std::size_t) const
 }
 void CudaExecutor::free(void*) const noexcept {}
 void CudaExecutor::synchronize() const {}
+void CudaExecutor::release_cached() const {}
 int CudaExecutor::device() const noexcept
 {
     return -1;

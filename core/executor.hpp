@@ -38,7 +38,11 @@ public:
 };
 
 /// One CUDA device with its own stream, cuBLAS handle and cuSPARSE handle. All kernels and
-/// transfers of this executor are queued on its stream. Plain cudaMalloc, no managed memory.
+/// transfers of this executor are queued on its stream. Memory is stream-ordered on that stream
+/// (cudaMallocAsync / cudaFreeAsync from the device's default pool, which keeps freed memory for
+/// reuse; HEPTANE_CUDA_MALLOC=sync: plain cudaMalloc / cudaFree); no managed memory. Work queued
+/// on another stream that uses this executor's memory must be ordered before the memory is
+/// freed (an event the executor's stream waits for), as the halo exchanges do.
 class CudaExecutor final : public Executor {
 public:
     /// Throws NotSupported in a build without CUDA and DeviceError when the device is absent.
@@ -51,6 +55,9 @@ public:
     void* alloc(std::size_t bytes) const override;
     void free(void* ptr) const noexcept override;
     void synchronize() const override;
+    /// Wait for the device, then return the memory the pool keeps for reuse to the driver (so
+    /// that cudaMemGetInfo and allocations outside the pool see it free).
+    void release_cached() const;
     int device() const noexcept;
     /// Opaque handles (cudaStream_t, cublasHandle_t, cusparseHandle_t); core/cuda_common.hpp
     /// gives typed accessors for CUDA code.

@@ -12,7 +12,8 @@
 # Environment: BUILD_DIR [build-gpu], JOBS [nproc], CUDA_ARCH [90], TESTS_REGEX, SETUP_ONLY=1
 # (stop after bench setup), QUICK=1 (no bench setup, no host-build or thesis runs: the
 # pressure systems and the coupled one with the operator built on the device only), SANITIZE=0
-# (no compute-sanitizer runs).
+# (no compute-sanitizer runs), ESTIMATE=1 (with QUICK: AMG with the λ estimate too),
+# COMPARE_MALLOC=1 (the pressure systems again with HEPTANE_CUDA_MALLOC=sync).
 # Output in $OUT: summary.txt, setup.*, precond-*.md/.csv/.json, solve-thesis.*, logs.tar.gz.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
@@ -100,7 +101,14 @@ for where in $wheres; do
   bench "pressure-$where" --generate 128x128x64x1:channelized,128x128x64x1:reservoir,128x128x28x1:channelized \
     --pcs jacobi,amg --solver cg --device gpu --reps 3 --operator-build "$where"
 done
-if [ "$quick" = 1 ]; then  # the λ estimate (the default before Gershgorin's bound) beside it
+if [ "${COMPARE_MALLOC:-0}" = 1 ]; then  # plain cudaMalloc/cudaFree instead of the pool
+  export HEPTANE_CUDA_MALLOC=sync
+  bench pressure-sync-malloc \
+    --generate 128x128x64x1:channelized,128x128x64x1:reservoir,128x128x28x1:channelized \
+    --pcs jacobi,amg --solver cg --device gpu --reps 3
+  unset HEPTANE_CUDA_MALLOC
+fi
+if [ "$quick" = 1 ] && [ "${ESTIMATE:-0}" = 1 ]; then  # the λ estimate beside Gershgorin's bound
   bench pressure-estimate --generate 128x128x64x1:channelized,128x128x64x1:reservoir,128x128x28x1:channelized \
     --pcs amg --solver cg --device gpu --reps 3 --amg-lambda-its 10
   bench pressure-8m-estimate --generate 256x256x128x1:channelized --pcs amg --solver cg --device gpu \

@@ -18,6 +18,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "core/cuda_common.hpp"
 #include "formats/bdia/bdia_cuda.hpp"
 #include "formats/bsr/bsr_kernels.hpp"
 #include "formats/coo/coo_kernels.hpp"
@@ -512,4 +513,39 @@ BOOST_AUTO_TEST_CASE(cusparse_transpose_equals_host_transpose)
     BOOST_TEST(t.row_ptr.to_vector() == expect.row_ptr.host(), boost::test_tools::per_element());
     BOOST_TEST(t.col_idx.to_vector() == expect.col_idx.host(), boost::test_tools::per_element());
     BOOST_TEST(t.values.to_vector() == expect.values.host(), boost::test_tools::per_element());
+}
+
+// The executor's memory is stream-ordered (core/executor.hpp): a freed block is reused by the
+// next allocation without the driver, data of live blocks survives the reuse, and
+// release_cached() gives the pool's memory back (cudaMemGetInfo sees it free again).
+BOOST_AUTO_TEST_CASE(executor_memory_is_reused_in_stream_order_and_released)
+{
+    const auto e = gpu();
+    const std::size_t n = std::size_t(64) << 20;  // 512 MB of doubles
+    auto free_now = [&] {
+        std::size_t f = 0, t = 0;
+        e->synchronize();
+        HEPTANE_CUDA_CHECK(cudaMemGetInfo(&f, &t));
+        return double(f);
+    };
+    e->release_cached();
+    const double free0 = free_now();
+    std::vector<double> h(1000);
+    std::iota(h.begin(), h.end(), 1.0);
+    const Array<double> kept = Array<double>(h).to(e);
+    double free1 = 0;
+    {
+        Array<double> a(e, n);
+        HEPTANE_CUDA_CHECK(cudaMemsetAsync(a.data(), 0xff, n * sizeof(double), cuda::stream(*e)));
+        free1 = free_now();
+    }
+    {
+        Array<double> b(e, n);  // the block a left, in stream order
+        HEPTANE_CUDA_CHECK(cudaMemsetAsync(b.data(), 0, n * sizeof(double), cuda::stream(*e)));
+        BOOST_TEST(free_now() >= free1 - double(64 << 20));
+    }
+    BOOST_TEST(kept.to_vector() == h, boost::test_tools::per_element());
+    e->release_cached();
+    BOOST_TEST(free_now() >= free0 - double(64 << 20));
+    BOOST_TEST(free1 <= free0 - double(n * sizeof(double)) + double(64 << 20));
 }

@@ -359,14 +359,7 @@ const CudaExecutor& cuda_of(const std::shared_ptr<const Executor>& e)
     return static_cast<const CudaExecutor&>(*e);
 }
 
-template <class T>
-T read_back(const CudaExecutor& e, const T* p)
-{
-    T x{};
-    HEPTANE_CUDA_CHECK(cudaMemcpyAsync(&x, p, sizeof(T), cudaMemcpyDeviceToHost, cuda::stream(e)));
-    HEPTANE_CUDA_CHECK(cudaStreamSynchronize(cuda::stream(e)));
-    return x;
-}
+using cuda::read_back;
 
 template <class T>
 void zero(const CudaExecutor& e, T* p, std::size_t n = 1)
@@ -464,8 +457,7 @@ struct SpGemm {
         buf5 = Array<char>(exec, std::max<std::size_t>(s5, 1));
         HEPTANE_CUSPARSE_CHECK(
             cusparseSpGEMMreuse_copy(h, op, op, a, b, c, alg, desc, &s5, buf5.data()));
-        compute();
-        HEPTANE_CUDA_CHECK(cudaStreamSynchronize(cuda::stream(*ce)));  // before buf1-3 go
+        compute();  // buf1-3 are freed in stream order after it (core/executor.hpp)
     }
     void compute()
     {
@@ -632,7 +624,6 @@ struct DeviceHierarchy::Impl {
                                    p.col_idx.data(), r.values.data(), L.r_ptr32.data(),
                                    r.col_idx.data(), CUDA_R_64F, CUSPARSE_ACTION_NUMERIC,
                                    CUSPARSE_INDEX_BASE_ZERO, CUSPARSE_CSR2CSC_ALG1, buf.data()));
-            HEPTANE_CUDA_CHECK(cudaStreamSynchronize(cuda::stream(ce)));
         }
         r.row_ptr = Array<offset_t>(exec, std::size_t(count) + 1);
         HEPTANE_LAUNCH(to_offset, static_cast<long long>(count) + 1,

@@ -67,15 +67,7 @@ __global__ void gershgorin_kernel(index_t n, const offset_t* __restrict__ row_pt
         atomicMax(bound, static_cast<unsigned long long>(__double_as_longlong(x)));
 }
 
-template <class T>
-T read_back(const CudaExecutor& exec, const T* d)
-{
-    T v{};
-    HEPTANE_CUDA_CHECK(
-        cudaMemcpyAsync(&v, d, sizeof(T), cudaMemcpyDeviceToHost, cuda::stream(exec)));
-    HEPTANE_CUDA_CHECK(cudaStreamSynchronize(cuda::stream(exec)));
-    return v;
-}
+using cuda::read_back;
 
 }  // namespace
 
