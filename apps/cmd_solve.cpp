@@ -29,9 +29,11 @@ const char* solve_usage =
     "  --restart M       gmres: basis vectors per cycle before a restart (default 30; keeps\n"
     "                    2M+1 vectors with a preconditioner, M+1 without; --max-it counts\n"
     "                    the iterations of all cycles)\n"
-    "  --pc P            none | jacobi | bjacobi | ilu0 | ilu0-mc | amg | cpr (default for\n"
-    "                    bicgstab and gmres: ilu0 on the CPU; on CUDA ilu0-mc, falling back to\n"
-    "                    ilu0 if it does not converge; bjacobi for cg); bjacobi and ilu0(-mc)\n"
+    "  --pc P            none | jacobi | bjacobi | ilu0 | ilu0-mc | amg | cpr. Default on the\n"
+    "                    CPU: ilu0 (bjacobi for cg); on CUDA: amg (cpr for bicgstab/gmres with\n"
+    "                    Nc > 1), and if it fails or does not converge ilu0-mc, then ilu0\n"
+    "                    (bjacobi after amg for cg); the result names the one used and why\n"
+    "                    the others were left; bjacobi and ilu0(-mc)\n"
     "                    work on Nc x Nc blocks; ilu0-mc is ILU(0) in multi-colour order (one\n"
     "                    GPU launch per colour, more iterations than natural-order ilu0);\n"
     "                    amg: smoothed-aggregation algebraic multigrid, one V-cycle per apply\n"
@@ -49,7 +51,10 @@ const char* solve_usage =
     "                    fp64 matrix and can stay above --rtol by ~1e-7 ||A|| ||x|| / ||b||:\n"
     "                    the result is then NOT converged (diverged_true_residual, exit 1)\n"
     "  --no-refine       mixed: no fp64 refinement (one solve with the fp32 values)\n"
-    "  --device D        auto | cpu | gpu | gpu:N (default auto: the GPU when there is one)\n"
+    "  --device D        auto | cpu | gpu | gpu:N (default auto: the GPU when there is one\n"
+    "                    and the matrix has enough stored entries for it to win, by a model\n"
+    "                    measured with scripts/device-crossover.sh -- about 6.7 M entries with\n"
+    "                    16 host threads, fewer with fewer; the choice is printed)\n"
     "  --impl I          fused (default) | reference (thesis-style cuBLAS/cuSPARSE BiCGStab,\n"
     "                    GPU and double only)\n"
     "  --rtol R          stop when ||r|| <= R ||b|| (default 1e-8)\n"
@@ -159,13 +164,18 @@ int cmd_solve(int argc, char** argv)
     if (has_restart && cfg.solver != SolverType::gmres)
         throw UsageError("--restart applies to --solver gmres only");
 
-    auto exec = pick_executor(device);
-    cfg.device = exec->is_cuda()
-                     ? "cuda:" + std::to_string(static_cast<const CudaExecutor&>(*exec).device())
-                     : "cpu";
+    // a named device before reading the matrix (a bad name is a usage error at once); auto
+    // after, by the matrix's size
+    std::shared_ptr<const Executor> exec;
+    if (device != "auto") exec = pick_executor(device);
     std::optional<std::string> file;
     if (!args.positionals().empty()) file = args.positionals()[0];
     Problem p = load_problem(file, gen, quiet);
+    std::string device_why;
+    if (!exec) exec = pick_solve_executor(device, static_cast<long long>(p.a.nnz()), device_why);
+    cfg.device = exec->is_cuda()
+                     ? "cuda:" + std::to_string(static_cast<const CudaExecutor&>(*exec).device())
+                     : "cpu";
     HEPTANE_ENSURE(p.a.rows == p.a.cols, DimensionMismatch,
                    "A is " << p.a.rows << " x " << p.a.cols << ": solve needs a square matrix");
 
@@ -221,6 +231,7 @@ int cmd_solve(int argc, char** argv)
             std::fprintf(stderr, "  [%8.1f ms] %s\n", ms, to_string(st));
         };
         std::fprintf(stderr, "format %s: %s\n", to_string(cfg.format), format_reason.c_str());
+        if (!device_why.empty()) std::fprintf(stderr, "device %s\n", device_why.c_str());
     }
     // solve_system takes the matrix over (no copy of its entries): only its size is used below
     const index_t rows = p.a.rows;
@@ -245,16 +256,18 @@ int cmd_solve(int argc, char** argv)
             "\"format\": "
             "\"%s\", "
             "\"format_reason\": %s, \"operator\": %s, \"precision\": \"%s\", \"device\": %s, "
-            "\"cuda_graph\": %s, \"fused_dots\": %s, \"corrections\": %d, \"rows\": %d, "
-            "\"nnz\": %lld}\n",
+            "\"device_choice\": %s, \"cuda_graph\": %s, \"fused_dots\": %s, "
+            "\"corrections\": %d, \"rows\": %d, \"nnz\": %lld}\n",
             json_string(p.source).c_str(), st.converged() ? "true" : "false", to_string(st.reason),
             st.iterations, st.relative_residual, json_number(st.true_relative_residual).c_str(),
             json_number(err).c_str(), t.solve_ms / 1e3, setup_s, t.total_ms / 1e3,
             t.per_iteration_ms, json_string(r.solver).c_str(), restart_json.c_str(),
             json_string(r.preconditioner).c_str(), to_string(cfg.format),
             json_string(format_reason).c_str(), json_string(r.format).c_str(), prec.c_str(),
-            json_string(r.device).c_str(), st.cuda_graph ? "true" : "false",
-            st.fused_dots ? "true" : "false", r.corrections, rows, static_cast<long long>(nnz));
+            json_string(r.device).c_str(),
+            device_why.empty() ? "null" : json_string(device_why).c_str(),
+            st.cuda_graph ? "true" : "false", st.fused_dots ? "true" : "false", r.corrections, rows,
+            static_cast<long long>(nnz));
     } else {
         std::printf("system    %s: %d rows, %lld entries\n", p.source.c_str(), rows,
                     static_cast<long long>(nnz));

@@ -1,9 +1,11 @@
 #include "apps/common.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <sstream>
 #include <stdexcept>
 
 #include "apps/args.hpp"
@@ -36,6 +38,45 @@ std::shared_ptr<const Executor> pick_executor(const std::string& device)
         }
     }
     throw UsageError("--device must be auto, cpu, gpu or gpu:N (got '" + device + "')");
+}
+
+long long auto_gpu_min_entries(int threads)
+{
+    // fitted to docs/logs/device-crossover-h100-2026-11-27-run3.csv (heptane solve with its
+    // defaults, H100 and 16 host cores): the GPU process spent 0.43-0.45 s more outside the
+    // solve (CUDA start-up, handles) plus ~0.05 s of setup launches; per stored entry the
+    // CPU took 0.05-0.12 us (Nc = 3 - 1), the GPU (AMG / CPR) ~0.012 us. The measured
+    // crossover lies between 6.1 M and 14.6 M entries (Nc = 1), 2.0 M and 16.3 M (Nc = 3).
+    constexpr double fixed_s = 0.50, cpu16_s = 0.09e-6, gpu_s = 0.015e-6;
+    const double cpu_s = cpu16_s * 16.0 / std::clamp(threads, 1, 16);
+    return static_cast<long long>(std::ceil(fixed_s / (cpu_s - gpu_s)));
+}
+
+std::shared_ptr<const Executor> pick_solve_executor(const std::string& device, long long nnz,
+                                                    std::string& why)
+{
+    why.clear();
+    if (device != "auto") return pick_executor(device);
+    if (!built_with_cuda() || CudaExecutor::device_count() == 0) {
+        why = built_with_cuda() ? "auto: the CPU (no CUDA device visible)"
+                                : "auto: the CPU (this build has no CUDA back end)";
+        return cpu_executor();
+    }
+    const auto cpu = cpu_executor();
+    const long long from = auto_gpu_min_entries(cpu->threads());
+    std::ostringstream o;
+    if (nnz < from) {
+        o << "auto: the CPU (" << nnz << " stored entries < " << from
+          << ", where a GPU's start-up and setup would outweigh its faster iterations; "
+          << cpu->threads() << " host threads)";
+        why = o.str();
+        return cpu;
+    }
+    auto gpu = CudaExecutor::create(0);
+    o << "auto: the GPU (" << nnz << " stored entries >= " << from << " with " << cpu->threads()
+      << " host threads)";
+    why = o.str();
+    return gpu;
 }
 
 HeptaSpec parse_generate_spec(const std::string& s)

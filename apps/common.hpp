@@ -22,6 +22,19 @@ namespace heptane::cli {
 /// NotSupported when a GPU is asked for and there is none.
 std::shared_ptr<const Executor> pick_executor(const std::string& device);
 
+/// heptane solve's --device: as pick_executor, except that "auto" weighs the devices for a
+/// matrix of `nnz` stored entries by a measured model (auto_prefers_gpu) instead of taking any
+/// GPU there is. `why` says what was chosen and why (empty unless "auto").
+std::shared_ptr<const Executor> pick_solve_executor(const std::string& device, long long nnz,
+                                                    std::string& why);
+/// The model behind --device auto for a solve: the GPU when nnz * (c_cpu(threads) - c_gpu) > F,
+/// with F the GPU's fixed cost (CUDA start-up, handles, setup launches) and c the time per
+/// stored entry of a solve with the defaults (setup and iterations) on each device, fitted
+/// to `heptane solve` timed on both (scripts/device-crossover.sh; docs/benchmarks.md). c_cpu
+/// scales as 16 / min(threads, 16) from the 16 cores it was measured on. Returns the entries
+/// from which the GPU wins with this many host threads.
+long long auto_gpu_min_entries(int threads);
+
 /// A matrix to work on: read from a Matrix Market file, or generated from
 /// "JxHxIxNc[:model]" (e.g. 64x64x64x3:reservoir, banded with "...:uniform:banded").
 struct Problem {

@@ -45,32 +45,80 @@ StagePool& stage_pool()
     return *pool;
 }
 
+// The staging buffers held for one copy: the pool's lock, the buffers (made at the first
+// copy) and an event per buffer, destroyed with it.
+struct Staging {
+    std::lock_guard<std::mutex> lock{stage_pool().mutex};
+    void** buffer = stage_pool().buffer;
+    cudaEvent_t event[2] = {nullptr, nullptr};
+    Staging()
+    {
+        if (!buffer[0])
+            for (int b = 0; b < 2; ++b)
+                HEPTANE_CUDA_CHECK(cudaHostAlloc(&buffer[b], kStageChunk, cudaHostAllocPortable));
+        for (auto& e : event)
+            HEPTANE_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+    }
+    ~Staging()
+    {
+        for (auto& e : event)
+            if (e) cudaEventDestroy(e);
+    }
+    Staging(const Staging&) = delete;
+    Staging& operator=(const Staging&) = delete;
+};
+
 // dst (device) = src (pageable host), bytes >= kStageMin, on `stream`: chunks copied into the
 // two pinned buffers by the host threads while the DMA engine copies the previous chunk out of
 // the other; returns when the data is on the device.
 void stage_upload(cudaStream_t stream, void* dst, const void* src, std::size_t bytes)
 {
-    StagePool& pool = stage_pool();
-    std::lock_guard<std::mutex> lock(pool.mutex);
-    if (!pool.buffer[0])
-        for (auto& b : pool.buffer)
-            HEPTANE_CUDA_CHECK(cudaHostAlloc(&b, kStageChunk, cudaHostAllocPortable));
-    cudaEvent_t staged[2] = {nullptr, nullptr};
-    for (auto& e : staged) HEPTANE_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+    Staging st;
     std::size_t chunk = 0;
     for (std::size_t off = 0; off < bytes; off += kStageChunk, ++chunk) {
         const int b = int(chunk & 1);
         const std::size_t n = std::min(kStageChunk, bytes - off);
         // the copy out of this buffer two chunks ago is done (an event not yet recorded
         // counts as done)
-        HEPTANE_CUDA_CHECK(cudaEventSynchronize(staged[b]));
-        parallel_memcpy(pool.buffer[b], static_cast<const char*>(src) + off, n);
-        HEPTANE_CUDA_CHECK(cudaMemcpyAsync(static_cast<char*>(dst) + off, pool.buffer[b], n,
+        HEPTANE_CUDA_CHECK(cudaEventSynchronize(st.event[b]));
+        parallel_memcpy(st.buffer[b], static_cast<const char*>(src) + off, n);
+        HEPTANE_CUDA_CHECK(cudaMemcpyAsync(static_cast<char*>(dst) + off, st.buffer[b], n,
                                            cudaMemcpyHostToDevice, stream));
-        HEPTANE_CUDA_CHECK(cudaEventRecord(staged[b], stream));
+        HEPTANE_CUDA_CHECK(cudaEventRecord(st.event[b], stream));
     }
     HEPTANE_CUDA_CHECK(cudaStreamSynchronize(stream));
-    for (auto& e : staged) cudaEventDestroy(e);
+}
+
+// dst (pageable host) = src (device), bytes >= kStageMin, on `stream`: the DMA engine copies
+// chunks into the two pinned buffers while the host threads copy the previous chunk out of the
+// other (the driver's own path to pageable memory copies on one thread).
+void stage_download(cudaStream_t stream, void* dst, const void* src, std::size_t bytes)
+{
+    Staging st;
+    const std::size_t chunks = (bytes + kStageChunk - 1) / kStageChunk;
+    auto queue = [&](std::size_t c) {
+        const std::size_t off = c * kStageChunk, n = std::min(kStageChunk, bytes - off);
+        HEPTANE_CUDA_CHECK(cudaMemcpyAsync(st.buffer[c & 1], static_cast<const char*>(src) + off, n,
+                                           cudaMemcpyDeviceToHost, stream));
+        HEPTANE_CUDA_CHECK(cudaEventRecord(st.event[c & 1], stream));
+    };
+    queue(0);
+    for (std::size_t c = 0; c < chunks; ++c) {
+        HEPTANE_CUDA_CHECK(cudaEventSynchronize(st.event[c & 1]));
+        if (c + 1 < chunks) queue(c + 1);  // into the other buffer, emptied last round
+        const std::size_t off = c * kStageChunk;
+        parallel_memcpy(static_cast<char*>(dst) + off, st.buffer[c & 1],
+                        std::min(kStageChunk, bytes - off));
+    }
+}
+
+bool is_pinned(const void* p)
+{
+    cudaPointerAttributes attr{};
+    const bool pinned =
+        cudaPointerGetAttributes(&attr, p) == cudaSuccess && attr.type == cudaMemoryTypeHost;
+    cudaGetLastError();  // an unregistered pointer may leave an error behind
+    return pinned;
 }
 }  // namespace
 
@@ -244,16 +292,15 @@ void copy_bytes(const Executor& src_exec, const void* src, const Executor& dst_e
     // wait: callers of copy_bytes expect the data to be there on return.
     const auto& dev = static_cast<const CudaExecutor&>(dst_exec.is_cuda() ? dst_exec : src_exec);
     HEPTANE_CUDA_CHECK(cudaSetDevice(dev.device()));
-    if (src_exec.is_cpu() && bytes >= kStageMin) {
-        // a large upload from pageable memory: through the pinned staging buffers
-        cudaPointerAttributes attr{};
-        const bool pinned =
-            cudaPointerGetAttributes(&attr, src) == cudaSuccess && attr.type == cudaMemoryTypeHost;
-        cudaGetLastError();  // an unregistered pointer may leave an error behind
-        if (!pinned) {
-            stage_upload(cuda::stream(dev), dst, src, bytes);
-            return;
-        }
+    // large copies between the device and pageable host memory: through the pinned staging
+    // buffers
+    if (src_exec.is_cpu() && bytes >= kStageMin && !is_pinned(src)) {
+        stage_upload(cuda::stream(dev), dst, src, bytes);
+        return;
+    }
+    if (dst_exec.is_cpu() && bytes >= kStageMin && !is_pinned(dst)) {
+        stage_download(cuda::stream(dev), dst, src, bytes);
+        return;
     }
     auto s = cuda::stream(dev);
     HEPTANE_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, s));

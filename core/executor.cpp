@@ -1,8 +1,13 @@
 #include "core/executor.hpp"
 
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <new>
+
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
 
 #ifdef _OPENMP
 #include <omp.h>
@@ -49,6 +54,20 @@ void* CpuExecutor::alloc(std::size_t bytes) const
 void CpuExecutor::free(void* ptr) const noexcept
 {
     std::free(ptr);
+}
+
+void advise_huge_pages(void* p, std::size_t bytes) noexcept
+{
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    constexpr std::uintptr_t huge = std::uintptr_t(2) << 20;
+    const auto first = reinterpret_cast<std::uintptr_t>(p);
+    const std::uintptr_t begin = (first + huge - 1) & ~(huge - 1);
+    const std::uintptr_t end = (first + bytes) & ~(huge - 1);
+    if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
+#else
+    (void)p;
+    (void)bytes;
+#endif
 }
 
 }  // namespace heptane

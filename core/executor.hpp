@@ -78,12 +78,17 @@ private:
 std::shared_ptr<const CpuExecutor> cpu_executor();
 
 /// Copy `bytes` from `src` on `src_exec` to `dst` on `dst_exec` (host↔host, host↔device,
-/// device↔device); returns when the copy is complete. Uploads of 8 MB or more from pageable
-/// host memory go through the process's two pinned 16 MB staging buffers (allocated at the
-/// first such upload, kept for the life of the process), the host filling one while the
-/// other is copied to the device.
+/// device↔device); returns when the copy is complete. Copies of 8 MB or more between the device
+/// and pageable host memory go through the process's two pinned 16 MB staging buffers
+/// (allocated at the first such copy, kept for the life of the process), the host threads
+/// filling or emptying one while the other is copied.
 void copy_bytes(const Executor& src_exec, const void* src, const Executor& dst_exec, void* dst,
                 std::size_t bytes);
+
+/// Ask the OS to back the whole 2 MB pages inside [p, p + bytes) with huge pages (Linux's
+/// madvise(MADV_HUGEPAGE); nothing elsewhere). Memory not yet touched then faults in 512 times
+/// fewer pieces.
+void advise_huge_pages(void* p, std::size_t bytes) noexcept;
 
 /// True when this build of heptane contains the CUDA back end.
 bool built_with_cuda() noexcept;

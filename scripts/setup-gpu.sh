@@ -65,6 +65,11 @@ if [ "$tests" = 1 ]; then
       "$build/tests/test_formats" --run_test=bdia_built_on_the_executor_round_trips_and_matches_the_host_build \
       >"$logs/synccheck-bdia-build.log" 2>&1 || status=1
     note "synccheck bdia build: $(grep -E "ERROR SUMMARY|No errors|failure" "$logs/synccheck-bdia-build.log" | head -3 | tr '\n' ' ')"
+    # the executor's stream-ordered pool and the staged copies both ways
+    HEPTANE_TEST_DEVICE=cuda timeout 200 compute-sanitizer --tool memcheck --error-exitcode 9 \
+      "$build/tests/test_cuda_spmv" --run_test='executor_memory*,staged_*' \
+      >"$logs/memcheck-pool-staging.log" 2>&1 || status=1
+    note "memcheck pool + staging: $(grep -E "ERROR SUMMARY|No errors|failure|rror:" "$logs/memcheck-pool-staging.log" | head -3 | tr '\n' ' ')"
     # CPR's setup kernels, the pattern fingerprint and Gershgorin's bound (racecheck leaves out
     # cuSPARSE's SpGEMM kernels, library code it reports hazards in)
     for tool in memcheck racecheck; do

@@ -148,10 +148,19 @@ SolveResult run(const Coo<double>* a, const Csr<double>& csr, double csr_ms,
     // vectors
     stage(SolveStage::upload);
     t0 = clock_type::now();
-    const Array<VT> b_dev = Array<VT>(std::vector<VT>(b.begin(), b.end())).to(exec);
-    Array<VT> x_dev = cfg.x0.empty()
-                          ? Array<VT>(exec, b.size())
-                          : Array<VT>(std::vector<VT>(cfg.x0.begin(), cfg.x0.end())).to(exec);
+    // fp64 vectors go up from the caller's arrays (no host copy: a fresh vector of 67 MB costs
+    // more in page faults than its upload)
+    auto up = [&](const std::vector<double>& v) {
+        if constexpr (std::is_same_v<VT, double>) {
+            Array<VT> d(exec, v.size());
+            copy_bytes(*cpu_executor(), v.data(), *exec, d.data(), v.size() * sizeof(VT));
+            return d;
+        } else {
+            return Array<VT>(std::vector<VT>(v.begin(), v.end())).to(exec);
+        }
+    };
+    const Array<VT> b_dev = up(b);
+    Array<VT> x_dev = cfg.x0.empty() ? Array<VT>(exec, b.size()) : up(cfg.x0);
     res.timings.upload_ms = ms_since(t0);
 
     // mixed: the fp64 matrix too, for the residuals of the refinement
@@ -192,8 +201,13 @@ SolveResult run(const Coo<double>* a, const Csr<double>& csr, double csr_ms,
 
     stage(SolveStage::download);
     t0 = clock_type::now();
-    const std::vector<VT> xh = x_dev.to_vector();
-    res.x.assign(xh.begin(), xh.end());
+    if constexpr (std::is_same_v<VT, double>) {  // straight into the result
+        resize_for_overwrite(res.x, x_dev.size());
+        copy_bytes(*exec, x_dev.data(), *cpu_executor(), res.x.data(), x_dev.bytes());
+    } else {
+        const std::vector<VT> xh = x_dev.to_vector();
+        res.x.assign(xh.begin(), xh.end());
+    }
     res.timings.download_ms = ms_since(t0);
     if constexpr (!std::is_same_v<MT, double>) {
         // fp32 values: the solver's own true residual is against the rounded matrix it
@@ -258,33 +272,47 @@ SolveResult solve(const Coo<double>* a, const Csr<double>& csr, double csr_ms,
     SolveResult res;
     if (cfg.pc) {
         res = attempt(*cfg.pc);
-    } else if (cfg.solver == SolverType::cg) {
-        res = attempt(PcType::block_jacobi);
-    } else if (!exec->is_cuda()) {
-        res = attempt(PcType::ilu0);
-    } else {
-        // GPU default: multi-colour ILU(0), whose apply is ~100x cheaper there than the
-        // level-scheduled natural one; if it cannot be built (a singular pivot in the
-        // permuted order) or does not converge, solve again with natural ILU(0).
-        std::string why;
-        try {
-            res = attempt(PcType::ilu0_mc);
-            if (res.status.converged()) {
-                res.timings.total_ms = ms_since(t_start);
-                return res;
-            }
-            why = res.preconditioner + ": " + res.status.summary();
-        } catch (const InputError& e) {
-            why = std::string("ilu0-mc: ") + e.what();
-        }
-        res = attempt(PcType::ilu0);
-        res.preconditioner += " (fallback; " + why + ")";
+        res.timings.total_ms = ms_since(t_start);
+        return res;
     }
+    const index_t nc =
+        cfg.block_size > 0
+            ? cfg.block_size
+            : (cfg.format_options.block_size > 0 ? cfg.format_options.block_size : 1);
+    const std::vector<PcType> chain = default_preconditioners(exec->kind(), cfg.solver, nc);
+    std::string why;  // what the ones before the last attempt said
+    for (std::size_t k = 0; k < chain.size(); ++k) {
+        const bool last = k + 1 == chain.size();
+        try {
+            res = attempt(chain[k]);
+        } catch (const InputError& e) {
+            if (last) throw;
+            why += (why.empty() ? "" : "; ") + std::string(to_string(chain[k])) + ": " + e.what();
+            continue;
+        } catch (const NotSupported& e) {
+            if (last) throw;
+            why += (why.empty() ? "" : "; ") + std::string(to_string(chain[k])) + ": " + e.what();
+            continue;
+        }
+        if (res.status.converged() || last) break;
+        why += (why.empty() ? "" : "; ") + res.preconditioner + ": " + res.status.summary();
+    }
+    const std::string where = exec->is_cuda() ? "CUDA" : "the CPU";
+    res.preconditioner += why.empty() ? " (the default on " + where + ")"
+                                      : " (fallback on " + where + "; " + why + ")";
     res.timings.total_ms = ms_since(t_start);
     return res;
 }
 
 }  // namespace
+
+std::vector<PcType> default_preconditioners(ExecKind device, SolverType solver, index_t nc)
+{
+    if (device == ExecKind::cpu)
+        return {solver == SolverType::cg ? PcType::block_jacobi : PcType::ilu0};
+    if (solver == SolverType::cg) return {PcType::amg, PcType::block_jacobi};
+    return {nc > 1 ? PcType::cpr : PcType::amg, PcType::ilu0_mc, PcType::ilu0};
+}
 
 SolveResult solve_system(const Coo<double>& a, const std::vector<double>& b, const SolveConfig& cfg)
 {

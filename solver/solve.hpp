@@ -59,11 +59,8 @@ struct SolveConfig {
     /// can stay above rtol·‖b‖ by about the fp32 rounding of A times ‖A‖‖x‖/‖b‖; the Status's
     /// reason is then Reason::diverged_true_residual, not converged.
     Precision precision = Precision::double_;
-    /// Unset: bjacobi for CG (ILU(0) is not symmetric); for BiCGStab and GMRES ilu0 on the CPU, and
-    /// on CUDA ilu0-mc (multi-colour: 2 + 2 launches per apply on a 7-point grid instead of
-    /// 2·(J+H+I−2), more iterations) falling back to ilu0 — a second, complete solve from
-    /// x0 — when ilu0-mc cannot be set up or does not converge; the fallback is named in
-    /// SolveResult::preconditioner.
+    /// Unset: default_preconditioners(): tried in turn until one converges (a later one is a
+    /// second, complete solve from x0), the fallback named in SolveResult::preconditioner.
     std::optional<PcType> pc;
     /// Options of the amg and cpr preconditioners (AmgOptions, CprOptions).
     PcOptions pc_options;
@@ -109,6 +106,16 @@ struct SolveResult {
     int corrections = 0;
     SolveTimingsFull timings;
 };
+
+/// The preconditioners solve_system tries, in order, when SolveConfig::pc is unset: the next
+/// one when a preconditioner cannot be set up or its solve does not converge.
+/// CPU: bjacobi for CG (ILU(0) is not symmetric), ilu0 for BiCGStab and GMRES (set up in
+/// microseconds there, and fewest iterations of the cheap ones).
+/// CUDA: amg for Nc = 1 and for CG (iterations that do not grow with the grid, set up on the
+/// device in tens of ms at 1 M rows), cpr for Nc > 1 with BiCGStab and GMRES; then ilu0-mc
+/// (multi-colour ILU(0): 2 + 2 launches per apply on a 7-point grid, its setup on the host)
+/// and ilu0 (level-scheduled; the last resort) -- bjacobi after amg for CG.
+std::vector<PcType> default_preconditioners(ExecKind device, SolverType solver, index_t nc);
 
 /// Solve A x = b. `a` is canonical host COO (square); b has a.rows entries.
 SolveResult solve_system(const Coo<double>& a, const std::vector<double>& b,

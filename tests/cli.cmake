@@ -23,3 +23,16 @@ endif()
 add_test(NAME ctest_summary COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/ctest_summary_test.sh
   ${PROJECT_SOURCE_DIR}/scripts/ctest_summary.py)
 set_tests_properties(ctest_summary PROPERTIES TIMEOUT 60 LABELS "cpu;cli")
+# heptane solve --device auto: small systems on the CPU, the choice printed; on a GPU machine a
+# large one on the GPU (apps/common.hpp's measured model)
+if(TARGET heptane_cli)
+  add_test(NAME cli_device_auto COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/cli_device_auto.sh
+    $<TARGET_FILE:heptane_cli>)
+  set_tests_properties(cli_device_auto PROPERTIES TIMEOUT 300 LABELS "cpu;cli")
+  if(HEPTANE_HAVE_CUDA)
+    add_test(NAME cli_device_auto_gpu COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/cli_device_auto.sh
+      $<TARGET_FILE:heptane_cli>)
+    set_tests_properties(cli_device_auto_gpu PROPERTIES TIMEOUT 300 SKIP_RETURN_CODE 77
+      LABELS "gpu;cli" ENVIRONMENT "HEPTANE_TEST_DEVICE=cuda")
+  endif()
+endif()

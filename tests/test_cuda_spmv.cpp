@@ -549,3 +549,28 @@ BOOST_AUTO_TEST_CASE(executor_memory_is_reused_in_stream_order_and_released)
     BOOST_TEST(free_now() >= free0 - double(64 << 20));
     BOOST_TEST(free1 <= free0 - double(n * sizeof(double)) + double(64 << 20));
 }
+
+// Copies between the device and pageable host memory of 8 MB or more go through the pinned
+// staging buffers (two of 16 MB, core/executor.hpp): sizes below, at and around the chunk
+// boundaries, and an odd byte count, both ways, against the data itself.
+BOOST_AUTO_TEST_CASE(staged_uploads_and_downloads_round_trip)
+{
+    const auto e = gpu();
+    const std::size_t mb = std::size_t(1) << 20;
+    for (std::size_t bytes : {8 * mb - 1, 8 * mb, 16 * mb, 16 * mb + 8, 32 * mb, 40 * mb + 3}) {
+        std::vector<unsigned char> h(bytes);
+        for (std::size_t i = 0; i < bytes; ++i)
+            h[i] = static_cast<unsigned char>((i * 2654435761u) >> 13);
+        Array<unsigned char> d(e, bytes);
+        copy_bytes(*cpu_executor(), h.data(), *e, d.data(), bytes);
+        std::vector<unsigned char> back(bytes, 0);
+        copy_bytes(*e, d.data(), *cpu_executor(), back.data(), bytes);
+        BOOST_TEST_CONTEXT(bytes << " bytes")
+        {
+            std::size_t first_bad = bytes;
+            for (std::size_t i = 0; i < bytes && first_bad == bytes; ++i)
+                if (back[i] != h[i]) first_bad = i;
+            BOOST_TEST(first_bad == bytes, "first difference at byte " << first_bad);
+        }
+    }
+}
