@@ -23,7 +23,8 @@ constexpr int block_size = 256;
 // dot products per pass over w: gmres_traffic.hpp's gmres_cuda_dot_tile (8; measured against
 // 16 and 32 there)
 constexpr int tile = gmres_cuda_dot_tile;
-constexpr int max_coef = 4096;  // coefficients in shared memory per multi-axpy launch (32 KiB)
+constexpr int max_coef =
+    4096;  // coefficients in shared memory per multi-axpy launch (32 KiB + 64 B)
 
 unsigned blocks_for(const CudaExecutor& exec, index_t n)
 {
@@ -79,14 +80,26 @@ __global__ void __launch_bounds__(block_size)
     if (threadIdx.x == 0) out[c] = acc[0];
 }
 
+/// Shared slots multi_axpy_kernel keeps for k coefficients: k rounded up to the unroll (8) plus
+/// one more group of 8.
+__host__ __device__ constexpr int coef_slots(int k)
+{
+    return (k + 7) / 8 * 8 + 8;
+}
+
 /// w += alpha Σ_{c<k} coef[c] V_c; with partials, (w, w) of the result per block.
 template <class VT>
 __global__ void __launch_bounds__(block_size)
     multi_axpy_kernel(index_t n, int k, const VT* __restrict__ V, const double* __restrict__ coef,
                       double alpha, VT* w, double* partials)
 {
+    // k coefficients, then zeros up to coef_slots(k): the compiled loop below reads the
+    // coefficients in pairs (LDS.128), its remainder too, so an odd k read one double past k
+    // (compute-sanitizer memcheck: a 16-byte shared read at a[0] when k = 1); the padding keeps
+    // every such read inside the array
     extern __shared__ double a[];
-    for (int c = threadIdx.x; c < k; c += blockDim.x) a[c] = alpha * coef[c];
+    for (int c = threadIdx.x; c < coef_slots(k); c += blockDim.x)
+        a[c] = c < k ? alpha * coef[c] : 0.0;
     __syncthreads();
     const std::size_t ld = static_cast<std::size_t>(n);
     double acc[1] = {0.0};
@@ -150,7 +163,7 @@ void gmres_multi_axpy(const CudaExecutor& exec, index_t n, int k, const VT* V, c
         const int cols = std::min(max_coef, k - c0);
         const bool last = c0 + cols >= k;
         multi_axpy_kernel<VT>
-            <<<blocks, block_size, sizeof(double) * std::size_t(cols > 0 ? cols : 0), s>>>(
+            <<<blocks, block_size, sizeof(double) * std::size_t(coef_slots(cols)), s>>>(
                 n, cols, V + std::size_t(c0) * ld, coef + c0, alpha, w,
                 last && norm_out ? scratch : nullptr);
         HEPTANE_CUDA_LAUNCH_CHECK();

@@ -1,0 +1,114 @@
+#!/usr/bin/env python3
+"""compute-sanitizer over every GPU test (issue #20).
+
+Runs each test ctest labels `gpu` (its command, environment and working directory as ctest has
+them, from `ctest --show-only=json-v1`) under `compute-sanitizer --tool TOOL`, which follows
+child processes, so the CLI scripts' heptane runs and mpiexec's ranks are checked too. Prints
+and writes (OUT/sanitize-TOOL.md, OUT/sanitize-TOOL/*.log) one row per test: passed with 0
+errors, sanitizer errors (the ERROR SUMMARY line), failed, skipped (exit 77: what the test said)
+or timed out. Exit status 1 if any test reported errors, failed or timed out.
+
+    python3 scripts/sanitize-gpu.py --build build-gpu [--tool memcheck|racecheck|synccheck|initcheck]
+        [--jobs 4] [--timeout 300] [--regex R] [--out DIR]
+
+racecheck leaves out cuSPARSE's kernels (--kernel-name-exclude kns=cusparse): it reports
+hazards inside cusparse::load_balancing_kernel, library code.
+"""
+import argparse
+import concurrent.futures
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--build", default="build-gpu")
+    ap.add_argument("--tool", default="memcheck",
+                    choices=["memcheck", "racecheck", "synccheck", "initcheck"])
+    ap.add_argument("--jobs", type=int, default=4)
+    ap.add_argument("--timeout", type=int, default=300, help="seconds per test")
+    ap.add_argument("--regex", default="", help="only tests whose name matches")
+    ap.add_argument("--out", default=".")
+    a = ap.parse_args()
+    build = os.path.abspath(a.build)
+    info = json.loads(subprocess.check_output(
+        ["ctest", "--show-only=json-v1", "-L", "gpu"], cwd=build, text=True))
+    logs = os.path.join(a.out, "sanitize-" + a.tool)
+    os.makedirs(logs, exist_ok=True)
+    san = ["compute-sanitizer", "--tool", a.tool, "--error-exitcode", "9",
+           "--print-limit", "20"]
+    if a.tool == "racecheck":
+        san += ["--kernel-name-exclude", "kns=cusparse"]
+
+    tests = [t for t in info["tests"] if re.search(a.regex, t["name"])]
+
+    def run(t):
+        props = {p["name"]: p["value"] for p in t.get("properties", [])}
+        env = os.environ.copy()
+        for e in props.get("ENVIRONMENT", []):
+            k, v = e.split("=", 1)
+            env[k] = v
+        cwd = props.get("WORKING_DIRECTORY", build)
+        log = os.path.join(logs, t["name"] + ".log")
+        t0 = time.time()
+        # a session of its own, so that a timeout kills the sanitizer and the tests under it
+        p = subprocess.Popen(san + t["command"], cwd=cwd, env=env, stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True, errors="replace",
+                             start_new_session=True)
+        try:
+            out, _ = p.communicate(timeout=a.timeout)
+            rc = p.returncode
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, signal.SIGKILL)
+            out, _ = p.communicate()
+            rc = None
+        secs = time.time() - t0
+        with open(log, "w") as f:
+            f.write(" ".join(san + t["command"]) + "\n" + out)
+        summaries = re.findall(r"(?:ERROR|RACECHECK) SUMMARY: (\d+) (?:errors|hazards)", out)
+        errors = sum(int(s) for s in summaries)
+        if rc is None:
+            verdict = "TIMEOUT"
+        elif rc == 77 or (rc == 255 and "before first instrumented API call" in out
+                          and re.search(r"skipp", out, re.I)):
+            # a test that skips before touching CUDA: the sanitizer reports exit 255
+            why = [l for l in out.splitlines() if "skip" in l.lower()]
+            verdict = "skipped" + (": " + why[0].strip()[:120] if why else "")
+        elif errors > 0 or rc == 9:
+            verdict = "ERRORS (%d)" % errors
+        elif rc != 0:
+            verdict = "FAILED (exit %d)" % rc
+        else:
+            verdict = "passed, 0 errors"
+        return t["name"], verdict, secs, len(summaries)
+
+    rows = []
+    with concurrent.futures.ThreadPoolExecutor(max_workers=a.jobs) as pool:
+        # printed as they finish, so that a run cut short still shows what was done
+        for fut in concurrent.futures.as_completed([pool.submit(run, t) for t in tests]):
+            name, verdict, secs, n = fut.result()
+            rows.append((name, verdict, secs, n))
+            print("%-34s %-40s %7.1f s (%d sanitized processes)" % (name, verdict, secs, n),
+                  flush=True)
+    rows.sort()
+    bad = [r for r in rows if not (r[1].startswith("passed") or r[1].startswith("skipped"))]
+    md = os.path.join(a.out, "sanitize-%s.md" % a.tool)
+    with open(md, "w") as f:
+        f.write("| test | compute-sanitizer --tool %s | seconds | processes |\n|---|---|---|---|\n"
+                % a.tool)
+        for name, verdict, secs, n in rows:
+            f.write("| %s | %s | %.1f | %d |\n" % (name, verdict, secs, n))
+        f.write("\n%d tests: %d passed with 0 errors, %d skipped, %d with errors, failed or "
+                "timed out\n" % (len(rows), sum(r[1].startswith("passed") for r in rows),
+                                 sum(r[1].startswith("skipped") for r in rows), len(bad)))
+    print(open(md).read().splitlines()[-1])
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
