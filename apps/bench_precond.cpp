@@ -89,7 +89,7 @@ int bench_precond(int argc, char** argv)
             throw UsageError(e.what());
         }
     const auto exec = pick_executor(device);
-    base.device = exec->is_cuda() ? "cuda" : "cpu";
+    base.executor = exec;  // one executor for every solve, as a simulator holds one
     base.options.rtol = rtol;
     base.options.max_it = int(max_it);
     base.options.record_history = false;

@@ -275,7 +275,7 @@ int bench_solve(int argc, char** argv)
                         [&] { return parse_bicgstab_impl(nodots ? "fused" : iname); });
                 cfg.options.fused_dots = !nodots;
                 cfg.pc = usage_checked([&] { return parse_pc(pc); });
-                cfg.device = dev;
+                cfg.executor = exec;
                 cfg.format_options.block_size = st.block_size;
                 cfg.block_size = st.block_size;
                 if (cfg.format == Format::bdia) cfg.format_options.block_offsets = st.block_offsets;

@@ -4,6 +4,9 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <future>
+#include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -164,18 +167,34 @@ int cmd_solve(int argc, char** argv)
     if (has_restart && cfg.solver != SolverType::gmres)
         throw UsageError("--restart applies to --solver gmres only");
 
-    // a named device before reading the matrix (a bad name is a usage error at once); auto
-    // after, by the matrix's size
+    // The device: a bad name is a usage error at once. A GPU's start-up (CUDA context,
+    // handles: ~0.45 s on the H100 machine) runs in a thread beside the read when the GPU is
+    // named, or when auto will pick it by the size the file or generator announces.
+    const int dev = parse_device_name(device);
+    std::future<std::shared_ptr<const Executor>> warming;
     std::shared_ptr<const Executor> exec;
-    if (device != "auto") exec = pick_executor(device);
     std::optional<std::string> file;
     if (!args.positionals().empty()) file = args.positionals()[0];
+    if (dev == device_cpu) {
+        exec = cpu_executor();
+    } else if (dev >= 0 && (!built_with_cuda() || dev >= CudaExecutor::device_count())) {
+        exec = pick_executor(device);  // no such GPU: the error now, before the read
+    } else if (dev >= 0) {
+        warming = std::async(std::launch::async, [dev] {
+            return std::shared_ptr<const Executor>(CudaExecutor::create(dev));
+        });
+    } else if (built_with_cuda() && CudaExecutor::device_count() > 0 &&
+               expected_entries(file, gen) >= auto_gpu_min_entries(cpu_executor()->threads())) {
+        warming = std::async(std::launch::async, [] {
+            return std::shared_ptr<const Executor>(CudaExecutor::create(0));
+        });
+    }
     Problem p = load_problem(file, gen, quiet);
     std::string device_why;
-    if (!exec) exec = pick_solve_executor(device, static_cast<long long>(p.a.nnz()), device_why);
-    cfg.device = exec->is_cuda()
-                     ? "cuda:" + std::to_string(static_cast<const CudaExecutor&>(*exec).device())
-                     : "cpu";
+    if (!exec && dev >= 0) exec = warming.get();
+    if (!exec)
+        exec = pick_solve_executor(device, static_cast<long long>(p.a.nnz()), device_why, &warming);
+    cfg.executor = exec;  // solve_system runs on it (no second stream and handles)
     HEPTANE_ENSURE(p.a.rows == p.a.cols, DimensionMismatch,
                    "A is " << p.a.rows << " x " << p.a.cols << ": solve needs a square matrix");
 

@@ -16,14 +16,11 @@
 
 namespace heptane::cli {
 
-std::shared_ptr<const Executor> pick_executor(const std::string& device)
+int parse_device_name(const std::string& device)
 {
-    if (device == "cpu") return cpu_executor();
-    if (device == "auto") {
-        if (built_with_cuda() && CudaExecutor::device_count() > 0) return CudaExecutor::create(0);
-        return cpu_executor();
-    }
-    if (device == "gpu" || device == "cuda") return CudaExecutor::create(0);
+    if (device == "cpu") return device_cpu;
+    if (device == "auto") return device_auto;
+    if (device == "gpu" || device == "cuda") return 0;
     for (const char* prefix : {"gpu:", "cuda:"}) {
         const std::string p = prefix;
         if (device.rfind(p, 0) == 0) {
@@ -31,13 +28,47 @@ std::shared_ptr<const Executor> pick_executor(const std::string& device)
                 std::size_t used = 0;
                 const std::string n = device.substr(p.size());
                 const int id = std::stoi(n, &used);
-                if (used == n.size() && id >= 0) return CudaExecutor::create(id);
+                if (used == n.size() && id >= 0) return id;
             } catch (const std::invalid_argument&) {
             } catch (const std::out_of_range&) {  // e.g. gpu:99999999999: a usage error too
             }
         }
     }
     throw UsageError("--device must be auto, cpu, gpu or gpu:N (got '" + device + "')");
+}
+
+std::shared_ptr<const Executor> pick_executor(const std::string& device)
+{
+    const int d = parse_device_name(device);
+    if (d == device_cpu) return cpu_executor();
+    if (d == device_auto) {
+        if (built_with_cuda() && CudaExecutor::device_count() > 0) return CudaExecutor::create(0);
+        return cpu_executor();
+    }
+    return CudaExecutor::create(d);
+}
+
+long long expected_entries(const std::optional<std::string>& file,
+                           const std::optional<std::string>& generate)
+{
+    try {
+        if (generate) {
+            const HeptaSpec s = parse_generate_spec(*generate);
+            return 7LL * s.J * s.H * s.I * s.Nc * s.Nc;  // at most; fewer at the boundary
+        }
+        if (file) {
+            std::ifstream in(*file);
+            std::string line;
+            while (std::getline(in, line))
+                if (!line.empty() && line[0] != '%') {
+                    long long rows = 0, cols = 0, nnz = -1;
+                    std::istringstream(line) >> rows >> cols >> nnz;
+                    return nnz;
+                }
+        }
+    } catch (const std::exception&) {  // the read itself reports what is wrong
+    }
+    return -1;
 }
 
 long long auto_gpu_min_entries(int threads)
@@ -52,8 +83,9 @@ long long auto_gpu_min_entries(int threads)
     return static_cast<long long>(std::ceil(fixed_s / (cpu_s - gpu_s)));
 }
 
-std::shared_ptr<const Executor> pick_solve_executor(const std::string& device, long long nnz,
-                                                    std::string& why)
+std::shared_ptr<const Executor> pick_solve_executor(
+    const std::string& device, long long nnz, std::string& why,
+    std::future<std::shared_ptr<const Executor>>* warming)
 {
     why.clear();
     if (device != "auto") return pick_executor(device);
@@ -72,7 +104,7 @@ std::shared_ptr<const Executor> pick_solve_executor(const std::string& device, l
         why = o.str();
         return cpu;
     }
-    auto gpu = CudaExecutor::create(0);
+    auto gpu = warming && warming->valid() ? warming->get() : CudaExecutor::create(0);
     o << "auto: the GPU (" << nnz << " stored entries >= " << from << " with " << cpu->threads()
       << " host threads)";
     why = o.str();

@@ -2,6 +2,7 @@
 // generator spec, small JSON output helpers.
 #pragma once
 
+#include <future>
 #include <memory>
 #include <optional>
 #include <string>
@@ -21,12 +22,24 @@ namespace heptane::cli {
 /// "gpu" / "cuda" (device 0) or "gpu:N". Throws UsageError on other names, DeviceError/
 /// NotSupported when a GPU is asked for and there is none.
 std::shared_ptr<const Executor> pick_executor(const std::string& device);
+/// --device's name: device_cpu, device_auto or the CUDA device's number ("gpu" / "cuda": 0).
+/// Throws UsageError on other names; makes nothing.
+constexpr int device_cpu = -1, device_auto = -2;
+int parse_device_name(const std::string& device);
+/// The stored entries a matrix will have, known before it is read: a generator spec's bound
+/// (7 Nc^2 per cell) or a Matrix Market file's size line (symmetric files: the stored half);
+/// -1 when unknown (the read reports any error).
+long long expected_entries(const std::optional<std::string>& file,
+                           const std::optional<std::string>& generate);
 
 /// heptane solve's --device: as pick_executor, except that "auto" weighs the devices for a
 /// matrix of `nnz` stored entries by a measured model (auto_prefers_gpu) instead of taking any
 /// GPU there is. `why` says what was chosen and why (empty unless "auto").
-std::shared_ptr<const Executor> pick_solve_executor(const std::string& device, long long nnz,
-                                                    std::string& why);
+/// `warming`, when valid, is a CUDA executor for device 0 already being made (started beside
+/// the read when expected_entries() passed the model): taken when the GPU is chosen.
+std::shared_ptr<const Executor> pick_solve_executor(
+    const std::string& device, long long nnz, std::string& why,
+    std::future<std::shared_ptr<const Executor>>* warming = nullptr);
 /// The model behind --device auto for a solve: the GPU when nnz * (c_cpu(threads) - c_gpu) > F,
 /// with F the GPU's fixed cost (CUDA start-up, handles, setup launches) and c the time per
 /// stored entry of a solve with the defaults (setup and iterations) on each device, fitted

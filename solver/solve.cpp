@@ -318,7 +318,7 @@ SolveResult solve_system(const Coo<double>& a, const std::vector<double>& b, con
 {
     const auto t_start = clock_type::now();
     check_system(a.rows, a.cols, b, cfg);
-    const auto exec = make_executor(cfg.device);
+    const auto exec = cfg.executor ? cfg.executor : make_executor(cfg.device);
     const auto t0 = clock_type::now();
     const Csr<double> csr = csr_from_coo(a);
     return solve(&a, csr, ms_since(t0), b, cfg, exec, t_start);
@@ -328,7 +328,7 @@ SolveResult solve_system(Coo<double>&& a, const std::vector<double>& b, const So
 {
     const auto t_start = clock_type::now();
     check_system(a.rows, a.cols, b, cfg);
-    const auto exec = make_executor(cfg.device);
+    const auto exec = cfg.executor ? cfg.executor : make_executor(cfg.device);
     const auto t0 = clock_type::now();
     const Csr<double> csr = csr_from_coo(std::move(a));  // takes a's columns and values over
     return solve(nullptr, csr, ms_since(t0), b, cfg, exec, t_start);

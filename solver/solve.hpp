@@ -66,7 +66,11 @@ struct SolveConfig {
     PcOptions pc_options;
     /// Preconditioner block size Nc. 0: format_options.block_size when > 0, else 1.
     index_t block_size = 0;
+    /// "cpu", "cuda", "cuda:N" (make_executor); ignored when `executor` is set.
     std::string device = "cpu";
+    /// The executor to run on, shared with the caller (its stream, cuBLAS and cuSPARSE
+    /// handles): one executor per process instead of one per call. Unset: make_executor(device).
+    std::shared_ptr<const Executor> executor;
     /// Mixed precision: iterative refinement -- the solver (fp32 matrix values, fp64
     /// vectors) finds corrections of the residual taken with the fp64 matrix (kept on the
     /// device beside the fp32 one) until that true residual meets rtol/atol. Without it the

@@ -1075,3 +1075,34 @@ BOOST_AUTO_TEST_CASE(default_preconditioners_are_the_documented_chains)
     BOOST_TEST((default_preconditioners(ExecKind::cuda, SolverType::cg, 3) ==
                 V{PcType::amg, PcType::block_jacobi}));
 }
+
+BOOST_AUTO_TEST_CASE(solve_system_runs_on_the_executor_it_is_given)
+{
+    // SolveConfig::executor: solve_system uses it (device is then ignored, even a bad name)
+    // and gives the same answer as the executor it would make itself
+    HeptaSpec spec;
+    spec.J = 8;
+    spec.H = 6;
+    spec.I = 5;
+    spec.Nc = 1;
+    spec.banded = false;
+    spec.model = HeptaModel::reservoir;
+    const auto a = generate_hepta_coo<double>(spec);
+    const auto b = make_rhs(spec, a).b;
+    const auto exec = test::test_executor();
+    SolveConfig cfg;
+    cfg.pc = PcType::jacobi;
+    cfg.options.rtol = 1e-10;
+    cfg.device = exec->is_cuda() ? "cuda" : "cpu";
+    const SolveResult made = solve_system(a, b, cfg);
+    cfg.device = "no such device";
+    BOOST_CHECK_THROW(solve_system(a, b, cfg), Error);
+    cfg.executor = exec;
+    const SolveResult given = solve_system(a, b, cfg);
+    BOOST_TEST(given.device == exec->name());
+    BOOST_TEST(given.status.converged(), given.status.summary());
+    // GPU reductions with atomics may round differently from run to run
+    BOOST_TEST(std::abs(given.status.iterations - made.status.iterations) <=
+               (exec->is_cuda() ? 1 : 0));
+    BOOST_TEST(norm2(residual(a, given.x, b)) / norm2(b) <= 1e-10);
+}
