@@ -281,21 +281,24 @@ SolveResult solve(const Coo<double>* a, const Csr<double>& csr, double csr_ms,
             : (cfg.format_options.block_size > 0 ? cfg.format_options.block_size : 1);
     const std::vector<PcType> chain = default_preconditioners(exec->kind(), cfg.solver, nc);
     std::string why;  // what the ones before the last attempt said
+    auto left = [&why](const std::string& pc, const std::string& reason) {
+        why += (why.empty() ? "" : "; ") + pc + ": " + reason;
+    };
     for (std::size_t k = 0; k < chain.size(); ++k) {
         const bool last = k + 1 == chain.size();
         try {
             res = attempt(chain[k]);
-        } catch (const InputError& e) {
+        } catch (const InputError& e) {  // cannot be set up on this matrix
             if (last) throw;
-            why += (why.empty() ? "" : "; ") + std::string(to_string(chain[k])) + ": " + e.what();
+            left(to_string(chain[k]), e.what());
             continue;
         } catch (const NotSupported& e) {
             if (last) throw;
-            why += (why.empty() ? "" : "; ") + std::string(to_string(chain[k])) + ": " + e.what();
+            left(to_string(chain[k]), e.what());
             continue;
         }
         if (res.status.converged() || last) break;
-        why += (why.empty() ? "" : "; ") + res.preconditioner + ": " + res.status.summary();
+        left(res.preconditioner, res.status.summary());
     }
     const std::string where = exec->is_cuda() ? "CUDA" : "the CPU";
     res.preconditioner += why.empty() ? " (the default on " + where + ")"
