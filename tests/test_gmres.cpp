@@ -702,6 +702,83 @@ BOOST_AUTO_TEST_CASE(solve_system_with_gmres)
     }
 }
 
+namespace {
+// A counted and, as asked, graph-safe or not view of an operator: GMRES steps one ahead of
+// the host only where A and M are graph-safe (on a GPU)
+class Steered final : public Operator<double> {
+public:
+    Steered(std::shared_ptr<const Operator<double>> inner, bool graph_safe)
+        : inner_(std::move(inner)), graph_safe_(graph_safe)
+    {
+    }
+    index_t rows() const override { return inner_->rows(); }
+    index_t cols() const override { return inner_->cols(); }
+    std::shared_ptr<const Executor> executor() const override { return inner_->executor(); }
+    void apply(double alpha, const double* x, double beta, double* y) const override
+    {
+        ++calls_;
+        inner_->apply(alpha, x, beta, y);
+    }
+    void apply_transpose(double alpha, const double* x, double beta, double* y) const override
+    {
+        inner_->apply_transpose(alpha, x, beta, y);
+    }
+    std::string describe() const override { return "steered " + inner_->describe(); }
+    bool graph_safe() const override { return graph_safe_ && inner_->graph_safe(); }
+    int calls() const { return calls_; }
+
+private:
+    std::shared_ptr<const Operator<double>> inner_;
+    bool graph_safe_;
+    mutable int calls_ = 0;
+};
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(stepping_ahead_of_the_host_changes_no_iterate)
+{
+    // On a GPU (M heptane's or graph-safe), step j + 1 is queued before the host reads step j:
+    // the same iterations, residual history and x, bit for bit, as one step at a time, and at
+    // most one product and one preconditioner application more (the step after the last,
+    // dropped). On the CPU both runs are one step at a time: the same counts.
+    auto exec = test::test_executor();
+    const auto a = seven_point(12, 10, 9, 0.4, 0.05);
+    const auto b = test::random_vector<double>(std::size_t(a.rows), 4);
+    std::shared_ptr<const Operator<double>> op =
+        make_matrix_operator<double, double>(a, Format::csr, exec);
+    std::shared_ptr<const Operator<double>> pc =
+        make_preconditioner<double>(PcType::jacobi, csr_from_coo(a), 1, exec);
+    const Array<double> bd = Array<double>(b).to(exec);
+    for (const int m : {8, 30}) {
+        Status st[2];
+        std::vector<double> x[2];
+        int products[2], applies[2];
+        for (int ahead = 0; ahead < 2; ++ahead) {
+            auto A = std::make_shared<Steered>(op, ahead == 1);
+            auto M = std::make_shared<Steered>(pc, ahead == 1);
+            Gmres<double> s(tight(1e-9), m);
+            s.set_operator(A);
+            s.set_preconditioner(M);
+            Array<double> xd(exec, b.size());
+            st[ahead] = s.solve(bd, xd);
+            x[ahead] = xd.to_vector();
+            products[ahead] = A->calls();
+            applies[ahead] = M->calls();
+        }
+        BOOST_TEST_CONTEXT("m = " << m)
+        {
+            BOOST_TEST(st[0].converged(), st[0].summary());
+            BOOST_TEST(st[0].iterations % m != 0);  // it stops inside a cycle
+            BOOST_TEST(st[1].iterations == st[0].iterations);
+            BOOST_TEST(st[1].history == st[0].history, boost::test_tools::per_element());
+            BOOST_TEST(x[1] == x[0], boost::test_tools::per_element());
+            BOOST_TEST(applies[0] == st[0].iterations);
+            const int extra = exec->is_cuda() ? 1 : 0;
+            BOOST_TEST(applies[1] == applies[0] + extra);
+            BOOST_TEST(products[1] == products[0] + extra);
+        }
+    }
+}
+
 BOOST_AUTO_TEST_CASE(cpu_and_device_agree)
 {
     // On the GPU run this compares the device with the CPU; on the CPU run both sides are

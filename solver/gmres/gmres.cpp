@@ -6,9 +6,9 @@
 //             w   = A z_j                            SpMV
 //             h   = V_j^T w, ‖w‖²;  w −= V_j h       multi-dot, multi-axpy     CGS, pass 1
 //             h' = V_j^T w;  w −= V_j h', ‖w‖²       multi-dot, multi-axpy     CGS, pass 2
-//             H[:, j] = h + h',  h_{j+1,j} = ‖w‖     (read back: one wait per iteration)
+//             v_{j+1} = w / h_{j+1,j}                scale, h_{j+1,j} = ‖w‖ read on the device
+//             H[:, j] = h + h' read back (pinned); on a GPU step j + 1 is queued first
 //             Givens rotations on the host: |g_{j+1}| = ‖b − A x_j‖, the tests
-//             v_{j+1} = w / h_{j+1,j}                scale
 //     end:    R y = g (back substitution on the host),  x += Z_j y   multi-axpy
 //
 // Traffic of step j (k = j + 1 basis vectors): one product (matrix bytes, z_j read, w
@@ -20,6 +20,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <vector>
 
 #include "core/error.hpp"
@@ -65,7 +66,8 @@ struct Gmres<VT>::Workspace {
           sn(std::size_t(m_)),
           g(std::size_t(m_ + 1)),
           yh(std::size_t(m_)),
-          hh(2 * std::size_t(m_ + 2))
+          mirror{std::make_unique<HostMirror>(e, sizeof(double) * 2 * std::size_t(m_ + 2)),
+                 std::make_unique<HostMirror>(e, sizeof(double) * 2 * std::size_t(m_ + 2))}
     {
     }
     bool fits(const std::shared_ptr<const Executor>& e, index_t n_, int m_, bool precond_,
@@ -86,8 +88,11 @@ struct Gmres<VT>::Workspace {
     Array<double> y;        // the least-squares solution, for x += Z y
     Array<double> scratch;  // reduction partials of the block kernels
     // host: the rotated Hessenberg (R, column-major, leading dimension m + 1), the Givens
-    // rotations, the rotated right-hand side g, y, and the read-back sums
-    std::vector<double> H, cs, sn, g, yh, hh;
+    // rotations, the rotated right-hand side g, y
+    std::vector<double> H, cs, sn, g, yh;
+    // the sums of step j read back into mirror[j % 2] (pinned on a GPU), so that step j + 1
+    // can be queued before the host reads step j's
+    std::unique_ptr<HostMirror> mirror[2];
 };
 
 template <class VT>
@@ -161,7 +166,7 @@ Status Gmres<VT>::solve(const Array<VT>& b_arr, Array<VT>& x_arr)
     double* pass1 = w.sums.data();
     double* pass2 = pass1 + (m + 2);
     double* scratch = w.scratch.data();
-    std::vector<double>&H = w.H, &cs = w.cs, &sn = w.sn, &g = w.g, &yh = w.yh, &hh = w.hh;
+    std::vector<double>&H = w.H, &cs = w.cs, &sn = w.sn, &g = w.g, &yh = w.yh;
     const std::size_t ldh = std::size_t(m) + 1;
 
     // out[0..k) = V_k^T v (+ (v, v) at out[k]), summed over the processes
@@ -240,6 +245,37 @@ Status Gmres<VT>::solve(const Array<VT>& b_arr, Array<VT>& x_arr)
     detail::Stopwatch solve_clock;
     // h_{j+1,j} at most this fraction of ‖A z_j‖: A z_j is in span(V_j) to working precision
     const double invariant_ratio = std::numeric_limits<VT>::epsilon();
+    // On a GPU steps run one ahead of the host: step j + 1 is queued before the host waits for
+    // step j's sums, so the device does not idle while the host rotates column j (the next
+    // basis vector is scaled on the device, kernels::gmres_scale_next; stream order keeps
+    // every operator correct, even one that copies to the host). Where column j ends the
+    // solve or the cycle, step j + 1's work is dropped: one product and one preconditioner
+    // application more than the iterations counted. One step at a time on the CPU, and for a
+    // preconditioner of the caller's that is neither heptane's nor graph-safe (e.g. a host
+    // callback: an application it could not overlap, and it may count them).
+    const bool ahead =
+        exec->is_cuda() && (!M || M->graph_safe() || dynamic_cast<const Preconditioner<VT>*>(M));
+    // queue step j: z_j, w = A z_j, CGS2 against v_0 .. v_j, the sums' read-back, v_{j+1}
+    auto queue_step = [&](int j) {
+        const int k = j + 1;
+        VT* vj = V + std::size_t(j) * ld;
+        VT* wv = V + std::size_t(k) * ld;
+        VT* zj = Z + std::size_t(j) * ld;
+        if (M) M->apply(vj, zj);  // z_j = M⁻¹ v_j
+        A.apply(zj, wv);          // w = A z_j
+        // CGS2: two classical Gram-Schmidt passes against v_0 .. v_j
+        multi_dot(k, wv, true, pass1);
+        multi_axpy(k, V, pass1, -1.0, wv, nullptr);
+        multi_dot(k, wv, false, pass2);
+        multi_axpy(k, V, pass2, -1.0, wv, pass2 + k);
+        HostMirror& hm = *w.mirror[j % 2];
+        hm.copy_async(pass1, 0, sizeof(double) * std::size_t(m + 2 + k + 1));
+        hm.record();
+        if (k < m)  // v_{j+1} = w / h_{j+1,j}
+            dispatch_executor(*exec, [&](const auto& e) {
+                kernels::gmres_scale_next(e, n, pass1 + k, pass2 + k, invariant_ratio, wv);
+            });
+    };
     while (reason == Reason::iterating) {
         ops.axpby(n, VT(1.0 / beta), V, VT(0), V);  // v_0 = r / β
         std::fill(g.begin(), g.end(), 0.0);
@@ -248,20 +284,12 @@ Status Gmres<VT>::solve(const Array<VT>& b_arr, Array<VT>& x_arr)
         bool end_cycle = false;  // an invariant space without convergence: restart
         for (int j = 0; j < m && reason == Reason::iterating && !end_cycle; ++j) {
             const int k = j + 1;
-            VT* vj = V + std::size_t(j) * ld;
-            VT* wv = V + std::size_t(k) * ld;
-            VT* zj = Z + std::size_t(j) * ld;
-            if (M) M->apply(vj, zj);  // z_j = M⁻¹ v_j
-            A.apply(zj, wv);          // w = A z_j
-            // CGS2: two classical Gram-Schmidt passes against v_0 .. v_j
-            multi_dot(k, wv, true, pass1);
-            multi_axpy(k, V, pass1, -1.0, wv, nullptr);
-            multi_dot(k, wv, false, pass2);
-            multi_axpy(k, V, pass2, -1.0, wv, pass2 + k);
-            copy_bytes(*exec, pass1, *cpu_executor(), hh.data(),
-                       sizeof(double) * std::size_t(m + 2 + k + 1));
-            const double* h1 = hh.data();
-            const double* h2 = hh.data() + (m + 2);
+            if (j == 0 || !ahead) queue_step(j);
+            if (ahead && k < m) queue_step(k);
+            HostMirror& hm = *w.mirror[j % 2];
+            hm.wait();
+            const double* h1 = static_cast<const double*>(hm.data());
+            const double* h2 = h1 + (m + 2);
             double* h = H.data() + std::size_t(j) * ldh;
             bool finite = std::isfinite(h1[k]) && std::isfinite(h2[k]);
             for (int i = 0; i < k; ++i) {
@@ -318,8 +346,6 @@ Status Gmres<VT>::solve(const Array<VT>& b_arr, Array<VT>& x_arr)
             }
             if (reason == Reason::iterating && it >= opts_.max_it) reason = Reason::diverged_max_it;
             if (reason == Reason::iterating && stagnated()) reason = Reason::stagnation;
-            if (reason == Reason::iterating && !end_cycle && k < m)
-                ops.axpby(n, VT(1.0 / h_next), wv, VT(0), wv);  // v_{j+1} = w / h_{j+1,j}
         }
         // x += Z y with R y = g
         if (cols > 0) {

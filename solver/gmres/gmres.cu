@@ -175,11 +175,36 @@ void gmres_multi_axpy(const CudaExecutor& exec, index_t n, int k, const VT* V, c
     }
 }
 
-#define HEPTANE_INSTANTIATE(VT)                                                                \
-    template void gmres_multi_dot<VT>(const CudaExecutor&, index_t, int, const VT*, const VT*, \
-                                      bool, double*, double*);                                 \
-    template void gmres_multi_axpy<VT>(const CudaExecutor&, index_t, int, const VT*,           \
-                                       const double*, double, VT*, double*, double*);
+template <class VT>
+__global__ void scale_next_kernel(index_t n, const double* __restrict__ az_norm2,
+                                  const double* __restrict__ w_norm2, double ratio,
+                                  VT* __restrict__ w)
+{
+    const double h = sqrt(fmax(*w_norm2, 0.0));
+    const VT s = (h > ratio * sqrt(*az_norm2) && isfinite(h)) ? VT(1.0 / h) : VT(0);
+    const long long stride = static_cast<long long>(blockDim.x) * gridDim.x;
+    for (long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+         i += stride)
+        w[i] = s * w[i];
+}
+
+template <class VT>
+void gmres_scale_next(const CudaExecutor& exec, index_t n, const double* az_norm2,
+                      const double* w_norm2, double ratio, VT* w)
+{
+    if (n <= 0) return;
+    scale_next_kernel<VT><<<blocks_for(exec, n), block_size, 0, cuda::stream(exec)>>>(
+        n, az_norm2, w_norm2, ratio, w);
+    HEPTANE_CUDA_LAUNCH_CHECK();
+}
+
+#define HEPTANE_INSTANTIATE(VT)                                                                    \
+    template void gmres_multi_dot<VT>(const CudaExecutor&, index_t, int, const VT*, const VT*,     \
+                                      bool, double*, double*);                                     \
+    template void gmres_multi_axpy<VT>(const CudaExecutor&, index_t, int, const VT*,               \
+                                       const double*, double, VT*, double*, double*);              \
+    template void gmres_scale_next<VT>(const CudaExecutor&, index_t, const double*, const double*, \
+                                       double, VT*);
 HEPTANE_INSTANTIATE(double)
 HEPTANE_INSTANTIATE(float)
 #undef HEPTANE_INSTANTIATE

@@ -6,6 +6,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <cmath>
 #include <vector>
 
 #include "solver/gmres/gmres_kernels.hpp"
@@ -94,11 +95,23 @@ void gmres_multi_axpy(const CpuExecutor&, index_t n, int k, const VT* V, const d
     if (norm_out) *norm_out = nrm;
 }
 
+template <class VT>
+void gmres_scale_next(const CpuExecutor&, index_t n, const double* az_norm2, const double* w_norm2,
+                      double ratio, VT* w)
+{
+    const double h = std::sqrt(std::max(*w_norm2, 0.0));
+    const VT s = (h > ratio * std::sqrt(*az_norm2) && std::isfinite(h)) ? VT(1.0 / h) : VT(0);
+#pragma omp parallel for schedule(static) if (n >= parallel_min)
+    for (index_t i = 0; i < n; ++i) w[i] = s * w[i];
+}
+
 #define HEPTANE_INSTANTIATE(VT)                                                                    \
     template void gmres_multi_dot<VT>(const CpuExecutor&, index_t, int, const VT*, const VT*,      \
                                       bool, double*, double*);                                     \
     template void gmres_multi_axpy<VT>(const CpuExecutor&, index_t, int, const VT*, const double*, \
-                                       double, VT*, double*, double*);
+                                       double, VT*, double*, double*);                             \
+    template void gmres_scale_next<VT>(const CpuExecutor&, index_t, const double*, const double*,  \
+                                       double, VT*);
 HEPTANE_INSTANTIATE(double)
 HEPTANE_INSTANTIATE(float)
 #undef HEPTANE_INSTANTIATE

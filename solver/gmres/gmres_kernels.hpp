@@ -44,4 +44,16 @@ template <class VT>
 void gmres_multi_axpy(const CudaExecutor& exec, index_t n, int k, const VT* V, const double* coef,
                       double alpha, VT* w, double* norm_out, double* scratch);
 
+/// The scaling of the next basis vector with the norm where it is: h = √max(*w_norm2, 0)
+/// (‖w‖² after the second pass) and a = √*az_norm2 (‖A z_j‖², the first pass's); w *= 1/h
+/// where h > ratio · a and h is finite, else w = 0 (an invariant space: the column is not
+/// used). No value comes back to the host, so the next step can be queued before the host
+/// has read this column. 2 passes.
+template <class VT>
+void gmres_scale_next(const CpuExecutor& exec, index_t n, const double* az_norm2,
+                      const double* w_norm2, double ratio, VT* w);
+template <class VT>
+void gmres_scale_next(const CudaExecutor& exec, index_t n, const double* az_norm2,
+                      const double* w_norm2, double ratio, VT* w);
+
 }  // namespace heptane::kernels
