@@ -40,13 +40,7 @@ long long expected_entries(const std::optional<std::string>& file,
 std::shared_ptr<const Executor> pick_solve_executor(
     const std::string& device, long long nnz, std::string& why,
     std::future<std::shared_ptr<const Executor>>* warming = nullptr);
-/// The model behind --device auto for a solve: the GPU when nnz * (c_cpu(threads) - c_gpu) > F,
-/// with F the GPU's fixed cost (CUDA start-up, handles, setup launches) and c the time per
-/// stored entry of a solve with the defaults (setup and iterations) on each device, fitted
-/// to `heptane solve` timed on both (scripts/device-crossover.sh; docs/benchmarks.md). c_cpu
-/// scales as 16 / min(threads, 16) from the 16 cores it was measured on. Returns the entries
-/// from which the GPU wins with this many host threads.
-long long auto_gpu_min_entries(int threads);
+/// (auto_gpu_min_entries, the model behind it: solver/solve.hpp)
 
 /// A matrix to work on: read from a Matrix Market file, or generated from
 /// "JxHxIxNc[:model]" (e.g. 64x64x64x3:reservoir, banded with "...:uniform:banded").

@@ -2,6 +2,8 @@
 // (device_pool.hpp).
 #include "plugin/device_pool.hpp"
 
+#include <omp.h>
+
 #include <atomic>
 #include <chrono>
 #include <exception>
@@ -10,6 +12,7 @@
 #include <thread>
 
 #include "plugin/engine.hpp"
+#include "solver/precond/amg/cpr.hpp"
 #include "solver/solve.hpp"
 
 namespace heptane::plugin
@@ -52,12 +55,12 @@ void join_worker(Pool &p)
 
 } // namespace
 
-void prewarm_device(const std::string &device)
+void prewarm_device(const std::string &device, bool multigrid)
 {
   Pool                       &p = pool();
   std::lock_guard<std::mutex> lock(p.mutex);
   if (p.worker.joinable() || !p.execs.empty()) return;
-  p.worker = std::thread([&p, device] {
+  p.worker = std::thread([&p, device, multigrid] {
     const auto t0 = std::chrono::steady_clock::now();
     try {
       const std::string name = canonical(resolve_device(device));
@@ -71,6 +74,10 @@ void prewarm_device(const std::string &device)
       p.report.device      = name;
       p.execs[name]        = exec;
       p.pinned[exec.get()] = std::move(up);
+      // one OpenMP thread here: a team of this thread's own would compete with the host
+      // program's (the warm-up's host work is a few microseconds)
+      omp_set_num_threads(1);
+      if (multigrid) p.report.multigrid_ms = warm_up_multigrid(exec);
     } catch (const std::exception &e) {
       p.report.error = e.what();
     }

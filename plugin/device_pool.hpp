@@ -25,7 +25,9 @@ namespace heptane::plugin
 /// Nothing for cpu, for auto without a GPU, or when a device is already made or in the
 /// making. Errors on the thread are kept, not thrown: shared_executor then makes the
 /// executor itself and reports its own error.
-void prewarm_device(const std::string &device);
+/// `multigrid`: also load the device code of AMG and CPR (warm_up_multigrid, cpr.hpp), for a
+/// run whose options name hamg or hcpr.
+void prewarm_device(const std::string &device, bool multigrid = false);
 
 /// The process's executor for `device` (resolve_device's names: cpu, cuda, cuda:N): the one
 /// prewarm_device made (waiting for it if it is still in the making), the one an earlier
@@ -39,8 +41,9 @@ std::shared_ptr<PinnedUpload> shared_pinned_upload(const std::shared_ptr<const E
 /// Milliseconds the background thread took (0 when it did not run), and whether it was
 /// still running when the first shared_executor call for its device came (that call waited).
 struct PrewarmReport {
-  double      ms     = 0;
-  bool        waited = false;
+  double      ms           = 0;
+  double      multigrid_ms = 0; // of ms: AMG's and CPR's device code loaded (warm_up_multigrid)
+  bool        waited       = false;
   std::string device; // what it made ("cuda:0"), or empty
   std::string error;  // what it could not make (its exception's message), or empty
 };

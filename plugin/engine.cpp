@@ -27,6 +27,7 @@
 #include "solver/precond/amg/amg.hpp"
 #include "solver/precond/precond_kernels.hpp"
 #include "solver/refine.hpp"
+#include "solver/solve.hpp"
 #include "solver/vector/vector_ops.hpp"
 
 namespace heptane::plugin
@@ -391,7 +392,18 @@ struct CsrStore final : TypedStore<VT> {
     if (v.on_host()) copy_in(a, v.host().data());
     else put(a, v);
   }
-  std::string   note() const override { return upload_ ? "CSR values uploaded in place (pinned, chunked)" : "CSR values copied in place"; }
+  std::string    note() const override { return upload_ ? "CSR values uploaded in place (pinned, chunked)" : "CSR values copied in place"; }
+  CsrPatternView device_pattern() const override
+  {
+    CsrPatternView p;
+    const Csr<MT> &m = own_->matrix();
+    if (m.row_ptr.on_host()) return p;
+    p.rows        = m.rows;
+    p.row_ptr64   = m.row_ptr.data();
+    p.col_idx     = m.col_idx.data();
+    p.on_executor = true;
+    return p;
+  }
   const double *device_values() const override
   {
     if constexpr (std::is_same_v<MT, double>) {
@@ -457,9 +469,25 @@ std::unique_ptr<StoreBase> make_store(const CsrView &a, Format f, index_t nc, co
 
 } // namespace
 
-std::string resolve_device(const std::string &device)
+std::string resolve_device(const std::string &device, long long nnz, int threads, std::string *why)
 {
-  if (device == "auto") return CudaExecutor::device_count() > 0 ? "cuda" : "cpu";
+  if (device == "auto") {
+    std::ostringstream o;
+    std::string        d = "cpu";
+    if (CudaExecutor::device_count() == 0) o << "auto: the CPU (no CUDA device visible)";
+    else if (nnz < 0) {
+      d = "cuda";
+      o << "auto: the GPU (a CUDA device is visible)";
+    } else {
+      const long long from = auto_gpu_min_entries(threads);
+      d                    = nnz < from ? "cpu" : "cuda";
+      if (nnz < from) o << "auto: the CPU (" << nnz << " stored entries < " << from << ", where a GPU's setup would outweigh its faster iterations; " << threads << " host thread" << (threads == 1 ? "" : "s") << ")";
+      else o << "auto: the GPU (" << nnz << " stored entries >= " << from << " with " << threads << " host thread" << (threads == 1 ? "" : "s") << ")";
+    }
+    if (why) *why = o.str();
+    return d;
+  }
+  if (why) why->clear();
   if (device == "gpu") return "cuda";
   if (device.rfind("gpu:", 0) == 0) return "cuda" + device.substr(3);
   return device;
@@ -516,7 +544,7 @@ void MatrixEngine::build(const CsrView &a, const GridHint &hint, const MatrixCon
   if (f == Format::bdia || f == Format::bsr) HEPTANE_ENSURE(n % nc == 0, InputError, "block size " << nc << " does not divide the " << n << " rows");
   // the process's executor of the device (CUDA stream and handles; device_pool.hpp), kept for
   // the life of the engine unless the device changes
-  const std::string  device = resolve_device(cfg.device);
+  const std::string  device = resolve_device(cfg.device, a.nnz(), cpu_executor()->threads(), &m.device_why);
   const auto         exec   = m.exec && device == m.device ? m.exec : shared_executor(device);
   std::ostringstream where;
   where << "(" << (hint.has_grid() ? hint.source : std::string("detected")) << ")";
@@ -647,6 +675,10 @@ std::string MatrixEngine::describe() const
 const std::string &MatrixEngine::structure_note() const noexcept
 {
   return impl_->note;
+}
+const std::string &MatrixEngine::device_choice() const noexcept
+{
+  return impl_->device_why;
 }
 std::string MatrixEngine::refresh_note() const
 {
@@ -892,7 +924,30 @@ void KrylovEngine::build_preconditioner(PcType type, const CsrView &a, const Mat
   // Jacobi and block Jacobi: symbolic part from PETSc's pattern, numeric part where the
   // values are, no host copy of the matrix; the ILU(0) types factorise a host copy
   const double *values = values_on_executor(a, m);
-  k.in_place           = values && (type == PcType::none || type == PcType::jacobi || type == PcType::block_jacobi);
+  // AMG/CPR on a GPU, one rank: set up from the operator's device copy of the values (and
+  // of the pattern, where it keeps one) with nothing of A crossing the bus; the finest
+  // level's products (AMG) or the second stage's residual (CPR) through m's operator where a
+  // values-only refresh updates that object in place (bdiagh, csr), so no second copy of A
+  const bool multigrid = type == PcType::amg || type == PcType::cpr;
+  const bool stable    = !m.distributed() && (m.format() == Format::bdia || m.format() == Format::csr) && m.rows() == a.rows;
+  if (multigrid && values && !m.executor()->is_cpu() && !m.distributed() && m.rows() == a.rows) {
+    k.in_place          = true;
+    k.csr               = Csr<double>();
+    CsrPatternView p    = m.csr_pattern_on_device();
+    k.pattern_on_device = p.on_executor && p.rows == a.rows;
+    if (!k.pattern_on_device) p = pattern_view(a);
+    if (m.precision() == Precision::single) k.f.pc = make_preconditioner<float>(type, p, values, nc, m.executor(), opts, stable ? m.operator_single() : nullptr);
+    else k.d.pc = make_preconditioner<double>(type, p, values, nc, m.executor(), opts, stable ? m.operator_double() : nullptr);
+    k.pc_desc     = k.f.pc ? k.f.pc->describe() : k.d.pc->describe();
+    k.pc_path     = numeric_path_note(true, k.pattern_on_device, m);
+    k.values_from = &m;
+    k.values_of   = m.timings().builds;
+    m.executor()->synchronize();
+    k.timings.last_pc_ms = ms_since(t0);
+    ++k.timings.pc_builds;
+    return;
+  }
+  k.in_place = values && (type == PcType::none || type == PcType::jacobi || type == PcType::block_jacobi);
   if (k.in_place) {
     k.csr = Csr<double>(); // nothing to keep
     // the symbolic part from the pattern the operator keeps on the device, where it does
@@ -902,14 +957,11 @@ void KrylovEngine::build_preconditioner(PcType type, const CsrView &a, const Mat
     if (!k.pattern_on_device) p = pattern_view(a);
     if (m.precision() == Precision::single) k.f.pc = make_preconditioner<float>(type, p, values, nc, m.executor());
     else k.d.pc = make_preconditioner<double>(type, p, values, nc, m.executor());
-  } else if (type == PcType::amg || type == PcType::cpr) {
-    // AMG/CPR: set up from a host copy (the hierarchy is made on the host); the finest level's
-    // products (AMG) or the second stage's residual (CPR) through m's operator where a
-    // values-only refresh updates that object in place (bdiagh, csr; one rank), so no second
-    // copy of A; otherwise (other formats are rebuilt on a refresh; a distributed operator is
-    // not this rank's diagonal block) a copy of their own
+  } else if (multigrid) {
+    // AMG/CPR on the CPU or from a distributed operator: set up from a host copy; m's
+    // operator as above where it is A itself, otherwise (other formats are rebuilt on a
+    // refresh; a distributed operator is not this rank's diagonal block) a copy of their own
     copy_view(a, k.csr);
-    const bool stable = !m.distributed() && (m.format() == Format::bdia || m.format() == Format::csr) && m.rows() == a.rows;
     if (m.precision() == Precision::single) k.f.pc = make_preconditioner<float>(type, k.csr, nc, m.executor(), opts, stable ? m.operator_single() : nullptr);
     else k.d.pc = make_preconditioner<double>(type, k.csr, nc, m.executor(), opts, stable ? m.operator_double() : nullptr);
   } else {

@@ -99,8 +99,11 @@ struct MatrixConfig {
 };
 
 /// "auto" -> "cuda" when a CUDA device is visible, else "cpu"; "gpu[:N]" -> "cuda[:N]".
-/// Other strings are returned as they are (make_executor checks them).
-std::string resolve_device(const std::string &device);
+/// Other strings are returned as they are (make_executor checks them). With the matrix's
+/// stored entries known (nnz >= 0), "auto" weighs the devices by the measured model of
+/// heptane solve's --device auto (auto_gpu_min_entries, solver/solve.hpp) for `threads` host
+/// threads: "cpu" below its threshold. `why`, when given, says what auto chose and why.
+std::string resolve_device(const std::string &device, long long nnz = -1, int threads = 1, std::string *why = nullptr);
 
 /// Times of the matrix side in milliseconds (the last call of each kind, and totals).
 struct MatrixTimings {
@@ -173,6 +176,9 @@ public:
   const std::string &structure_note() const noexcept;
   /// How a values-only refresh works for this format, one line.
   std::string refresh_note() const;
+  /// What -heptane_device auto chose at the last build and why (resolve_device); empty when
+  /// a device was named or the operator is distributed.
+  const std::string &device_choice() const noexcept;
   /// The CSR values of the last build or refresh (nnz() doubles in the order of the CsrView
   /// given) in the executor's device memory, where the operator keeps a copy there (bdiagh,
   /// and csr in fp64, on a GPU); nullptr otherwise. Valid until the next build.

@@ -373,10 +373,13 @@ struct DistStore final : TypedStore<VT> {
 namespace
 {
 // This rank's device and executor: on a GPU the GPU of the rank's node-local rank unless
-// cfg.device names one; the engine's executor again when the device did not change.
-std::pair<std::string, std::shared_ptr<const Executor>> rank_device(const MatrixEngine::Impl &m, const dist::Communicator &C, const MatrixConfig &cfg)
+// cfg.device names one; the engine's executor again when the device did not change. "auto"
+// with the global stored entries known (nnz >= 0, the same on every rank): the model of
+// resolve_device on the entries per rank, so that every rank makes the same choice.
+std::pair<std::string, std::shared_ptr<const Executor>> rank_device(MatrixEngine::Impl &m, const dist::Communicator &C, const MatrixConfig &cfg, long long nnz = -1)
 {
-  std::string device = resolve_device(cfg.device);
+  std::string device = resolve_device(cfg.device, nnz < 0 ? -1 : nnz / C.size(), cpu_executor()->threads(), &m.device_why);
+  if (!m.device_why.empty() && nnz >= 0) m.device_why += ", per rank of " + std::to_string(C.size());
   if (device == "cuda") device = "cuda:" + std::to_string(std::max(0, C.local_device()));
   return {device, m.exec && device == m.device ? m.exec : make_executor(device)};
 }
@@ -443,7 +446,7 @@ void MatrixEngine::build_distributed(const CsrView &a, index_t row_begin, MPI_Co
                                            "-da_processors_x 1 -da_processors_y 1)");
   note << "; " << C.size() << " ranks, rows " << part.describe();
 
-  const auto [device, exec] = rank_device(m, C, cfg);
+  const auto [device, exec] = rank_device(m, C, cfg, nnz);
   switch (cfg.precision) {
   case Precision::double_:
     m.store = std::make_unique<DistStore<double, double>>(rows, given, row_begin, nc, offsets, m.comm, part, exec);

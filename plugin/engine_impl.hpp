@@ -217,7 +217,8 @@ private:
 
 struct MatrixEngine::Impl {
   MatrixConfig                       cfg;
-  std::string                        device; // resolved: "cpu", "cuda", "cuda:N"
+  std::string                        device;     // resolved: "cpu", "cuda", "cuda:N"
+  std::string                        device_why; // what -heptane_device auto chose and why (one rank)
   std::shared_ptr<const Executor>    exec;
   std::unique_ptr<detail::StoreBase> store;
   Format                             format = Format::csr;

@@ -81,6 +81,8 @@ typedef struct {
   heptane::plugin::KrylovEngine *krylov;
   std::string                   *last_update; /* what the last setup did, for the view */
   std::string                   *grid_source;
+  std::string                   *device_resolved; /* the device -heptane_device names for the last setup */
+  std::string                   *device_why;      /* what -heptane_device auto chose and why */
   std::string                   *mat_type;
   std::string                   *pc_note;   /* why the preconditioner is what it is (fallbacks) */
   HeptaneRows                   *rows;      /* several ranks: this rank's rows (kept for the PC) */
@@ -136,7 +138,7 @@ static heptane::plugin::MatrixConfig KSPHeptaneConfig(KSP_Heptane *h)
 {
   heptane::plugin::MatrixConfig cfg;
   cfg.format    = HeptaneFormats[h->format];
-  cfg.device    = h->device;
+  cfg.device    = h->device_resolved->empty() ? std::string(h->device) : *h->device_resolved;
   cfg.precision = h->precision == 0 ? heptane::Precision::double_ : (h->precision == 1 ? heptane::Precision::single : heptane::Precision::mixed);
   return cfg;
 }
@@ -821,7 +823,7 @@ struct HeptaneThreadsScope {
   bool on   = false;
   explicit HeptaneThreadsScope(const KSP_Heptane *h)
   {
-    on = h->threads > 0 && heptane::plugin::resolve_device(h->device) == "cpu";
+    on = h->threads > 0 && (h->device_resolved->empty() ? heptane::plugin::resolve_device(h->device) : *h->device_resolved) == "cpu";
     if (on) {
       prev = omp_get_max_threads();
       omp_set_num_threads((int)h->threads);
@@ -923,11 +925,31 @@ static PetscErrorCode KSPHeptaneUpdate(KSP ksp)
   PetscFunctionReturn(0);
 }
 
+/* -heptane_device for the KSP's matrix: auto weighs the devices by resolve_device's model on
+   the stored entries per rank (MatGetInfo, the same on every rank) and the threads heptane
+   uses on the CPU (-heptane_threads); a named device as it is. Before the setup, so that the
+   threads scope and the engine see the device chosen. */
+static PetscErrorCode KSPHeptaneResolveDevice(KSP ksp)
+{
+  KSP_Heptane *h = (KSP_Heptane *)ksp->data;
+  Mat          Amat, Pmat;
+  long long    nnz = -1;
+
+  PetscFunctionBegin;
+  if (!strcmp(h->device, "auto")) {
+    PetscCall(KSPGetOperators(ksp, &Amat, &Pmat));
+    PetscCall(HeptaneEntriesPerRank(Amat, PetscObjectComm((PetscObject)ksp), &nnz));
+  }
+  HeptaneCallCXX(*h->device_resolved = heptane::plugin::resolve_device(h->device, nnz, h->threads > 0 ? (int)h->threads : omp_get_max_threads(), h->device_why));
+  PetscFunctionReturn(0);
+}
+
 static PetscErrorCode KSPSetUp_Heptane(KSP ksp)
 {
   KSP_Heptane *h = (KSP_Heptane *)ksp->data;
 
   PetscFunctionBegin;
+  PetscCall(KSPHeptaneResolveDevice(ksp));
   HeptaneThreadsScope threads(h);
   PetscCall(KSPHeptaneUpdate(ksp));
   PetscFunctionReturn(0);
@@ -1041,6 +1063,7 @@ static PetscErrorCode KSPSolve_Heptane(KSP ksp)
 
   PetscFunctionBegin;
   PetscCheck(!ksp->transpose_solve, PetscObjectComm((PetscObject)ksp), PETSC_ERR_SUP, "KSP %s: KSPSolveTranspose() is not supported (heptane solves A x = b only)", KSPHeptaneName(h));
+  PetscCall(KSPHeptaneResolveDevice(ksp)); /* the matrix may have changed since KSPSetUp */
   HeptaneThreadsScope threads(h);
   PetscCall(KSPHeptaneUpdate(ksp)); /* no-op unless the matrix changed since KSPSetUp */
   ksp->its   = 0;
@@ -1120,7 +1143,7 @@ static PetscErrorCode KSPView_Heptane(KSP ksp, PetscViewer viewer)
       PetscViewerASCIIPrintf(viewer, "  heptane preconditioner: %s (from %s; applied by heptane inside its loop: PETSc's own setup and apply of the PC below are not run)\n", h->krylov->has_preconditioner() ? h->krylov->preconditioner_describe().c_str() : heptane::to_string(h->pc), h->pc_from[0] ? h->pc_from : "-"));
   if (h->solver == heptane::SolverType::cg) PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane symmetry check (-heptane_check_symmetry %s): %s\n", PetscBools[h->check_symmetry], h->sym_note->empty() ? "not run yet" : h->sym_note->c_str()));
   if (!h->nat_note->empty()) PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane numbering: %s\n", h->nat_note->c_str()));
-  if (heptane::plugin::resolve_device(h->device) == "cpu") {
+  if (h->engine->built() ? h->engine->executor()->is_cpu() : heptane::plugin::resolve_device(h->device) == "cpu") {
     if (h->threads > 0)
       PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane threads: %" PetscInt_FMT " OpenMP thread%s per rank (%s)\n", h->threads, h->threads == 1 ? "" : "s", h->threads_set ? "-heptane_threads" : "the default: one per rank, so that a rank per core does not oversubscribe; -heptane_threads N for more"));
     else PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane threads: OpenMP's own count per rank, %d here (%s)\n", omp_get_max_threads(), h->threads_set ? "-heptane_threads 0" : "OMP_NUM_THREADS is set"));
@@ -1138,6 +1161,8 @@ static PetscErrorCode KSPView_Heptane(KSP ksp, PetscViewer viewer)
   }
   if (h->engine && h->engine->built()) {
     PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane operator: %s (PETSc matrix %s)\n", h->engine->describe().c_str(), h->mat_type->c_str()));
+    if (!h->device_why->empty()) PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane device: %s\n", h->device_why->c_str()));
+    else if (!h->engine->device_choice().empty()) PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane device: %s\n", h->engine->device_choice().c_str()));
     if (!h->engine->distributed() && h->input_how) PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane matrix input: %s\n", h->input_how));
     PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane structure: %s\n", h->grid_source->c_str()));
     PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane values-only update: %s; preconditioner: %s\n", h->engine->refresh_note().c_str(),
@@ -1159,7 +1184,8 @@ static PetscErrorCode KSPView_Heptane(KSP ksp, PetscViewer viewer)
   {
     const heptane::plugin::PrewarmReport w = heptane::plugin::prewarm_report();
     if (!w.device.empty())
-      PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane device set-up: %s made on a background thread at load (-heptane_prewarm) in %.3f ms; the first setup %s\n", w.device.c_str(), w.ms, w.waited ? "waited for it" : "found it ready"));
+      PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane device set-up: %s made on a background thread at load (-heptane_prewarm) in %.3f ms%s; the first setup %s\n", w.device.c_str(), w.ms,
+                                       w.multigrid_ms > 0 ? (", of which " + std::to_string(w.multigrid_ms) + " ms loading AMG's and CPR's device code (an option names hamg or hcpr)").c_str() : "", w.waited ? "waited for it" : "found it ready"));
     else if (!w.error.empty()) PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane device set-up at load failed (%s); the device was set up at the first setup instead\n", w.error.c_str()));
   }
   PetscFunctionReturn(0);
@@ -1177,7 +1203,7 @@ static PetscErrorCode KSPSetFromOptions_Heptane(KSP ksp, HeptaneOptionItems Pets
   PetscOptionsHeadBegin(PetscOptionsObject, h->solver == heptane::SolverType::bicgstab ? "KSP hbcgs options (heptane BiCGStab)" : (h->solver == heptane::SolverType::cg ? "KSP hcg options (heptane CG)" : "KSP hgmres options (heptane GMRES)"));
   if (h->solver == heptane::SolverType::gmres) PetscCall(PetscOptionsBoundedInt("-ksp_gmres_restart", "Number of Krylov search directions (restart length m of heptane's flexible GMRES)", "KSPGMRESSetRestart", h->restart, &h->restart, NULL, 1));
   PetscCall(PetscOptionsEList("-heptane_format", "Matrix format heptane solves with (auto: BDIA-GH on a grid, else detected)", "KSPHBCGS", HeptaneFormats, HeptaneNumFormats, HeptaneFormats[h->format], &h->format, NULL));
-  PetscCall(PetscOptionsString("-heptane_device", "Where heptane runs: auto (a GPU when one is visible), cpu, gpu, gpu:N", "KSPHBCGS", h->device, device, sizeof(device), &flg));
+  PetscCall(PetscOptionsString("-heptane_device", "Where heptane runs: auto (one rank: the GPU where the measured model of heptane solve --device auto says it wins for this matrix's stored entries and -heptane_threads, else the CPU; several ranks: the same on the entries per rank, the GPU being the node-local rank's), cpu, gpu, gpu:N", "KSPHBCGS", h->device, device, sizeof(device), &flg));
   if (flg) {
     PetscCall(HeptaneCheckDevice(device));
     PetscCall(PetscStrncpy(h->device, device, sizeof(h->device)));
@@ -1271,6 +1297,8 @@ static PetscErrorCode KSPDestroy_Heptane(KSP ksp)
   delete h->baij;
   delete h->last_update;
   delete h->grid_source;
+  delete h->device_resolved;
+  delete h->device_why;
   delete h->mat_type;
   delete h->pc_opts;
   delete h->pc_opts_built;
@@ -1319,7 +1347,7 @@ static PetscErrorCode KSPCreate_Heptane_Private(KSP ksp, heptane::SolverType sol
   h->symmetric                  = -1;
   h->threads                    = getenv("OMP_NUM_THREADS") ? 0 : 1; /* one per rank unless told */
   PetscCall(PetscStrncpy(h->device, "auto", sizeof(h->device)));
-  HeptaneCallCXX(h->own = new heptane::plugin::MatrixEngine(); h->krylov = new heptane::plugin::KrylovEngine(); h->last_update = new std::string(); h->grid_source = new std::string(); h->mat_type = new std::string(); h->pc_note = new std::string(); h->pc_opts = new heptane::PcOptions(); h->pc_opts_built = new heptane::PcOptions(); h->petsc_pc_note = new std::string(); h->warned = new std::string(); h->sym_note = new std::string(); h->nat_note = new std::string(); h->baij = new HeptaneBAIJ());
+  HeptaneCallCXX(h->own = new heptane::plugin::MatrixEngine(); h->krylov = new heptane::plugin::KrylovEngine(); h->last_update = new std::string(); h->grid_source = new std::string(); h->device_resolved = new std::string(); h->device_why = new std::string(); h->mat_type = new std::string(); h->pc_note = new std::string(); h->pc_opts = new heptane::PcOptions(); h->pc_opts_built = new heptane::PcOptions(); h->petsc_pc_note = new std::string(); h->warned = new std::string(); h->sym_note = new std::string(); h->nat_note = new std::string(); h->baij = new HeptaneBAIJ());
   h->engine = h->own;
   PetscCall(KSPHeptaneCheckComm(ksp));
 

@@ -251,7 +251,7 @@ PetscErrorCode MatBDIAGHRegisterFactors(void)
 
    Options Database Keys:
 +  -mat_type bdiagh - select it (-dm_mat_type bdiagh for DMCreateMatrix())
-.  -heptane_device <auto,cpu,gpu,gpu:N> - where the copy lives (default auto: a GPU when one is visible)
+.  -heptane_device <auto,cpu,gpu,gpu:N> - where the copy lives (default auto: the GPU where the measured model of heptane solve --device auto says it wins for the matrix's stored entries, else the CPU)
 .  -heptane_precision <double,single,mixed> - its value precision (default double)
 -  -heptane_grid J,H,I -heptane_block Nc - the grid when the matrix has no DMDA (else detected)
 M*/

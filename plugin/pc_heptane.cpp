@@ -22,11 +22,15 @@
        the coarse inverse; CPR also its weights and the second stage's numeric part);
        otherwise, or when that is refused, a new setup;
      - the executor is the plugin's device choice (-heptane_device, default auto: the first GPU
-       when one is visible, else the CPU; on several ranks the GPU of the node-local rank).
+       where resolve_device's measured model says it wins for the stored entries per rank,
+       else the CPU; on several ranks the GPU of the node-local rank).
    Apply (PCApply_Heptane): the Vec's local array to the executor (no copy on the CPU), one AMG
    cycle (or CPR's two stages) there, and back.
 */
 #include <petsc/private/pcimpl.h>
+#include <omp.h>
+
+#include <cstring>
 
 #include "plugin/petsc_common.hpp"
 
@@ -46,6 +50,7 @@ typedef struct {
   PetscMPIInt                ranks;
   std::string               *nc_from, *mat_type, *last;
   std::string               *device_built; /* the executor's device of the last setup */
+  std::string               *device_why;   /* what -heptane_device auto chose and why */
 } PC_Heptane;
 
 static const char *PCHeptaneName(PC_Heptane *p)
@@ -140,16 +145,19 @@ static PetscErrorCode PCHeptaneBlockSize(PC pc, Mat A, PetscInt *nc)
   PetscFunctionReturn(0);
 }
 
-/* -heptane_device as the executor name: on several ranks "auto"/"gpu" is the GPU of the
-   node-local rank (as the distributed operator takes it). */
-static PetscErrorCode PCHeptaneDevice(PC pc, std::string *device)
+/* -heptane_device as the executor name: "auto" weighs the devices for A's stored entries per
+   rank and the host threads (resolve_device's model; the same choice on every rank); on
+   several ranks a GPU is that of the node-local rank (as the distributed operator takes it). */
+static PetscErrorCode PCHeptaneDevice(PC pc, Mat A, std::string *device)
 {
   PC_Heptane *p = (PC_Heptane *)pc->data;
   MPI_Comm    node;
   PetscMPIInt local;
+  long long   nnz = -1;
 
   PetscFunctionBegin;
-  HeptaneCallCXX(*device = heptane::plugin::resolve_device(p->device));
+  if (!strcmp(p->device, "auto")) PetscCall(HeptaneEntriesPerRank(A, PetscObjectComm((PetscObject)pc), &nnz));
+  HeptaneCallCXX(*device = heptane::plugin::resolve_device(p->device, nnz, omp_get_max_threads(), p->device_why));
   if (p->ranks > 1 && *device == "cuda") {
     const int gpus = heptane::CudaExecutor::device_count();
     PetscCallMPI(MPI_Comm_split_type(PetscObjectComm((PetscObject)pc), MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
@@ -217,7 +225,7 @@ static PetscErrorCode PCSetUp_Heptane(PC pc)
   PetscCall(MatGetNonzeroState(A, &nz));
   PetscCall(PetscObjectGetId((PetscObject)A, &id));
   PetscCall(PCHeptaneBlockSize(pc, A, &nc));
-  PetscCall(PCHeptaneDevice(pc, &device));
+  PetscCall(PCHeptaneDevice(pc, A, &device));
   values_only = (PetscBool)(p->engine->built() && id == p->mat_id && nz == p->mat_nzstate && nc == p->nc && HeptanePcOptionsEqual(*p->opts, *p->opts_built) && device == *p->device_built);
   p->nc       = nc;
   if (p->ranks > 1) { /* this rank's diagonal block (local columns): block Jacobi over the ranks */
@@ -284,6 +292,7 @@ static PetscErrorCode PCView_Heptane(PC pc, PetscViewer viewer)
   PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane options: -heptane_device %s %s\n", p->device, HeptanePcOptionsText(*p->opts, (PetscBool)(p->type == heptane::PcType::cpr)).c_str()));
   if (!p->engine->built()) PetscFunctionReturn(0);
   PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane preconditioner: %s\n", p->engine->describe().c_str()));
+  if (!p->device_why->empty()) PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane device: %s\n", p->device_why->c_str()));
   PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane block size Nc=%" PetscInt_FMT " from %s, PETSc matrix %s\n", p->nc, p->nc_from->c_str(), p->mat_type->c_str()));
   if (p->ranks > 1)
     PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane preconditioner on %d ranks: %s of each rank's diagonal block (block Jacobi over the ranks; the couplings between ranks are not in it); rank 0's shown\n", (int)p->ranks, p->type == heptane::PcType::amg ? "AMG" : "CPR"));
@@ -310,7 +319,7 @@ static PetscErrorCode PCSetFromOptions_Heptane(PC pc, HeptaneOptionItems PetscOp
 
   PetscFunctionBegin;
   PetscOptionsHeadBegin(PetscOptionsObject, p->type == heptane::PcType::amg ? "PC hamg options (heptane AMG)" : "PC hcpr options (heptane CPR)");
-  PetscCall(PetscOptionsString("-heptane_device", "Where heptane's preconditioner runs: auto (a GPU when one is visible), cpu, gpu, gpu:N", PCHeptaneMan(p), p->device, device, sizeof(device), &flg));
+  PetscCall(PetscOptionsString("-heptane_device", "Where heptane's preconditioner runs: auto (the GPU where the measured model of heptane solve --device auto says it wins for the matrix's stored entries per rank and the host threads, else the CPU), cpu, gpu, gpu:N", PCHeptaneMan(p), p->device, device, sizeof(device), &flg));
   if (flg) {
     PetscCall(HeptaneCheckDevice(device));
     PetscCall(PetscStrncpy(p->device, device, sizeof(p->device)));
@@ -352,6 +361,7 @@ static PetscErrorCode PCDestroy_Heptane(PC pc)
   delete p->mat_type;
   delete p->last;
   delete p->device_built;
+  delete p->device_why;
   PetscCall(PetscFree(pc->data));
   PetscFunctionReturn(0);
 }
@@ -366,7 +376,7 @@ static PetscErrorCode PCCreate_Heptane_Private(PC pc, heptane::PcType type)
   p->type        = type;
   p->mat_nzstate = -1;
   PetscCall(PetscStrncpy(p->device, "auto", sizeof(p->device)));
-  HeptaneCallCXX(p->opts = new heptane::PcOptions(); p->opts_built = new heptane::PcOptions(); p->engine = new heptane::plugin::PcEngine(); p->nc_from = new std::string(); p->mat_type = new std::string(); p->last = new std::string(); p->device_built = new std::string(); p->baij = new HeptaneBAIJ());
+  HeptaneCallCXX(p->opts = new heptane::PcOptions(); p->opts_built = new heptane::PcOptions(); p->engine = new heptane::plugin::PcEngine(); p->nc_from = new std::string(); p->mat_type = new std::string(); p->last = new std::string(); p->device_built = new std::string(); p->device_why = new std::string(); p->baij = new HeptaneBAIJ());
   pc->ops->setup          = PCSetUp_Heptane;
   pc->ops->apply          = PCApply_Heptane;
   pc->ops->view           = PCView_Heptane;

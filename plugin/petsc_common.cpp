@@ -365,6 +365,22 @@ PetscBool HeptanePcOptionsEqual(const heptane::PcOptions &x, const heptane::PcOp
   return (PetscBool)(same_amg(x.amg, y.amg) && same_amg(x.cpr.amg, y.cpr.amg) && x.cpr.pressure_index == y.cpr.pressure_index && x.cpr.second_stage_auto == y.cpr.second_stage_auto && x.cpr.second_stage == y.cpr.second_stage);
 }
 
+PetscErrorCode HeptaneEntriesPerRank(Mat A, MPI_Comm comm, long long *nnz)
+{
+  PetscBool   has;
+  PetscMPIInt size;
+  MatInfo     info;
+
+  PetscFunctionBegin;
+  *nnz = -1;
+  PetscCall(MatHasOperation(A, MATOP_GETINFO, &has));
+  if (!has) PetscFunctionReturn(0);
+  PetscCallMPI(MPI_Comm_size(comm, &size));
+  PetscCall(MatGetInfo(A, MAT_GLOBAL_SUM, &info));
+  *nnz = (long long)(info.nz_used / size);
+  PetscFunctionReturn(0);
+}
+
 PetscErrorCode HeptaneViewLines(PetscViewer viewer, const char indent[], const std::string &text)
 {
   std::size_t b = 0;

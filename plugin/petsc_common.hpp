@@ -151,6 +151,10 @@ PETSC_INTERN PetscErrorCode HeptaneCheckDevice(const char[]);
 PETSC_INTERN PetscErrorCode HeptanePcOptionsFromOptions(HeptaneOptionItems, heptane::PcOptions *, PetscBool cpr, const char man[]);
 /* The same options as one line for the views ("-heptane_amg_threshold 0.02 ..."). */
 std::string HeptanePcOptionsText(const heptane::PcOptions &, PetscBool cpr);
+/* A's stored entries per rank of `comm` (MatGetInfo's nz_used summed over the ranks, divided
+   by their number; the same on every rank; collective), or -1 for a matrix type without
+   MatGetInfo: what -heptane_device auto weighs (resolve_device). */
+PetscErrorCode HeptaneEntriesPerRank(Mat A, MPI_Comm comm, long long *nnz);
 /* A text of several lines to an ASCII viewer, each line after `indent` (the AMG hierarchy). */
 PetscErrorCode HeptaneViewLines(PetscViewer, const char indent[], const std::string &);
 /* Whether two PcOptions ask for the same preconditioner (the fields the options set). */

@@ -309,6 +309,18 @@ SolveResult solve(const Coo<double>* a, const Csr<double>& csr, double csr_ms,
 
 }  // namespace
 
+long long auto_gpu_min_entries(int threads)
+{
+    // fitted to docs/logs/device-crossover-h100-2026-11-27-run3.csv (heptane solve with its
+    // defaults, H100 and 16 host cores): the GPU process spent 0.43-0.45 s more outside the
+    // solve (CUDA start-up, handles) plus ~0.05 s of setup launches; per stored entry the
+    // CPU took 0.05-0.12 us (Nc = 3 - 1), the GPU (AMG / CPR) ~0.012 us. The measured
+    // crossover lies between 6.1 M and 14.6 M entries (Nc = 1), 2.0 M and 16.3 M (Nc = 3).
+    constexpr double fixed_s = 0.50, cpu16_s = 0.09e-6, gpu_s = 0.015e-6;
+    const double cpu_s = cpu16_s * 16.0 / std::clamp(threads, 1, 16);
+    return static_cast<long long>(std::ceil(fixed_s / (cpu_s - gpu_s)));
+}
+
 std::vector<PcType> default_preconditioners(ExecKind device, SolverType solver, index_t nc)
 {
     if (device == ExecKind::cpu)

@@ -111,6 +111,15 @@ struct SolveResult {
     SolveTimingsFull timings;
 };
 
+/// The model behind `--device auto` (heptane solve) and `-heptane_device auto` (the PETSc
+/// plugin, one rank) for a solve: the GPU when nnz · (c_cpu(threads) − c_gpu) > F, with F the
+/// GPU's fixed cost (CUDA start-up, handles, setup launches) and c the time per stored entry
+/// of a solve with the defaults (setup and iterations) on each device, fitted to `heptane
+/// solve` timed on both (scripts/device-crossover.sh; docs/benchmarks.md). c_cpu scales as
+/// 16 / min(threads, 16) from the 16 cores it was measured on. Returns the stored entries
+/// from which the GPU wins with this many host threads.
+long long auto_gpu_min_entries(int threads);
+
 /// The preconditioners solve_system tries, in order, when SolveConfig::pc is unset: the next
 /// one when a preconditioner cannot be set up or its solve does not converge.
 /// CPU: bjacobi for CG (ILU(0) is not symmetric), ilu0 for BiCGStab and GMRES (set up in

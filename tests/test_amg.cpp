@@ -826,4 +826,103 @@ BOOST_AUTO_TEST_CASE(cpr_set_up_on_the_executor_equals_the_host_setup)
     }
 }
 
+BOOST_AUTO_TEST_CASE(warm_up_runs_on_a_gpu_and_leaves_the_executor_usable)
+{
+    // the plugin's prewarm: AMG and CPR on tiny systems (a GPU; nothing on the CPU), after
+    // which a setup on the same executor gives what a setup on a fresh one gives
+    auto exec = test_executor();
+    const double ms = warm_up_multigrid(exec);
+    if (exec->is_cuda())
+        BOOST_TEST(ms > 0);
+    else
+        BOOST_TEST(ms == 0);
+    const Csr<double> a = poisson(10);
+    AmgOptions o;
+    o.coarse_size = 30;
+    const std::vector<double> b = times(a, std::vector<double>(std::size_t(a.rows), 1.0));
+    const Run ra = solve_with<Cg<double>>(
+        a, b, std::make_shared<AmgPreconditioner<double>>(a, 1, exec, o), 1e-8);
+    BOOST_TEST(ra.st.converged(), ra.st.summary());
+    BOOST_TEST(true_relres(a, ra.x, b) < 1e-7);
+    BOOST_TEST(ra.st.iterations <= 20, ra.st.iterations);
+}
+
+BOOST_AUTO_TEST_CASE(amg_and_cpr_from_a_pattern_view_equal_the_csr_setup_and_refresh_in_place)
+{
+    // make_preconditioner from (pattern view, values) in the executor's memory (the PETSc
+    // plugin's path on a GPU: the operator's device copies) against the Csr overload from the
+    // host: the same preconditioner after the setup and after a values refresh through
+    // update_values_device (on a GPU it must take that path: nothing crosses the bus; on the
+    // CPU it declines and update_values does it); 32- and 64-bit row pointers
+    auto exec = test_executor();
+    for (const index_t nc : {index_t(1), index_t(3)}) {
+        const PcType type = nc == 1 ? PcType::amg : PcType::cpr;
+        const Csr<double> a = generated(12, 10, 6, nc, HeptaModel::channelized, 1.0, 7);
+        const Csr<double> ad = a.to(exec);
+        std::vector<index_t> p32(a.row_ptr.host().begin(), a.row_ptr.host().end());
+        const Array<index_t> ptr32 = Array<index_t>(p32).to(exec);
+        PcOptions o;
+        o.amg.coarse_size = 30;
+        o.cpr.amg.coarse_size = 30;
+        // CPR's residual through an operator of A (as the plugin's), shared by both
+        const std::shared_ptr<const Operator<double>> a_op = op_of<double>(a);
+        const std::vector<double> rv = test::random_vector<double>(std::size_t(a.rows), 5);
+        const Array<double> r = Array<double>(rv).to(exec);
+        Array<double> z1(exec, rv.size()), z2(exec, rv.size());
+        for (const bool wide : {false, true}) {
+            BOOST_TEST_CONTEXT("nc " << nc << ", 64-bit row pointers " << wide)
+            {
+                CsrPatternView v;
+                v.rows = a.rows;
+                if (wide)
+                    v.row_ptr64 = ad.row_ptr.data();
+                else
+                    v.row_ptr32 = ptr32.data();
+                v.col_idx = ad.col_idx.data();
+                v.on_executor = !exec->is_cpu();
+                if (!v.on_executor) {  // a host view: host arrays
+                    v.row_ptr64 = wide ? a.row_ptr.data() : nullptr;
+                    v.row_ptr32 = wide ? nullptr : p32.data();
+                    v.col_idx = a.col_idx.data();
+                }
+                const Csr<double> copy = csr_in_memory_of(v, ad.values.data(), exec);
+                BOOST_TEST(copy.exec() == exec);
+                BOOST_TEST(copy.row_ptr.to_vector() == a.row_ptr.to_vector());
+                BOOST_TEST(copy.col_idx.to_vector() == a.col_idx.to_vector());
+                BOOST_TEST(copy.values.to_vector() == a.values.to_vector());
+
+                auto mv = make_preconditioner<double>(type, v, ad.values.data(), nc, exec, o,
+                                                      nc > 1 ? a_op : nullptr);
+                auto mc =
+                    make_preconditioner<double>(type, a, nc, exec, o, nc > 1 ? a_op : nullptr);
+                BOOST_TEST((mv->type() == type));
+                mv->apply(r.data(), z1.data());
+                mc->apply(r.data(), z2.data());
+                BOOST_CHECK_SMALL(test::rel_max_diff(z1.to_vector(), z2.to_vector()), 1e-12);
+
+                Csr<double> a2 = a;
+                for (std::size_t k = 0; k < a2.values.size(); ++k)
+                    a2.values.host()[k] *= 1.0 + 0.05 * double(k % 3);
+                const Csr<double> a2d = a2.to(exec);
+                const bool in_place = mv->update_values_device(a2d.values.data(), a2d.nnz());
+                BOOST_TEST(in_place == exec->is_cuda());
+                if (!in_place) mv->update_values(a2);
+                mc->update_values(a2);
+                mv->apply(r.data(), z1.data());
+                mc->apply(r.data(), z2.data());
+                BOOST_CHECK_SMALL(test::rel_max_diff(z1.to_vector(), z2.to_vector()), 1e-12);
+                // not a no-op: a fresh setup on A gives another result
+                auto m1 =
+                    make_preconditioner<double>(type, a, nc, exec, o, nc > 1 ? a_op : nullptr);
+                Array<double> z3(exec, rv.size());
+                m1->apply(r.data(), z3.data());
+                BOOST_TEST(test::rel_max_diff(z1.to_vector(), z3.to_vector()) > 1e-6);
+                if (in_place)
+                    BOOST_CHECK_THROW(mv->update_values_device(a2d.values.data(), a2d.nnz() - 1),
+                                      InputError);
+            }
+        }
+    }
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -312,6 +312,12 @@ offset_t block_diag_map(const CpuExecutor&, index_t nblocks, index_t nc, const R
     return repeats;
 }
 
+void widen_row_ptr(const CpuExecutor&, index_t n, const index_t* in, offset_t* out)
+{
+#pragma omp parallel for schedule(static) if (n >= parallel_min)
+    for (index_t i = 0; i <= n; ++i) out[i] = offset_t(in[i]);
+}
+
 template <class IT, class VT>
 void scatter_values(const CpuExecutor&, offset_t n, const IT* map, const double* src, VT* dst)
 {

@@ -137,6 +137,11 @@ template <class RP, class IT>
 offset_t block_diag_map(const CudaExecutor& exec, index_t nblocks, index_t nc, const RP* row_ptr,
                         const index_t* col, IT* map);
 
+/// out[i] = in[i] for i ≤ n: 32-bit CSR row pointers widened to 64 bits (a Csr<double> made
+/// from a borrowed pattern view), in the executor's memory. Traffic: 12 bytes per row.
+void widen_row_ptr(const CpuExecutor& exec, index_t n, const index_t* in, offset_t* out);
+void widen_row_ptr(const CudaExecutor& exec, index_t n, const index_t* in, offset_t* out);
+
 /// dst[map[k]] = VT(src[k]) for k < n: new values into another layout through a map made once
 /// per pattern (the PETSc plugin's CSR → BDIA-GH slots); the targets map[k] are distinct and
 /// dst keeps what is not a target. Traffic: n·(8 + sizeof(IT) + sizeof(VT)) bytes.

@@ -109,6 +109,25 @@ offset_t block_diag_map(const CudaExecutor& exec, index_t nblocks, index_t nc, c
     return offset_t(repeats);
 }
 
+__global__ void widen_row_ptr_kernel(long long n1, const index_t* __restrict__ in,
+                                     offset_t* __restrict__ out)
+{
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n1;
+         i += (long long)gridDim.x * blockDim.x)
+        out[i] = offset_t(in[i]);
+}
+
+void widen_row_ptr(const CudaExecutor& exec, index_t n, const index_t* in, offset_t* out)
+{
+    if (n < 0) return;
+    constexpr int threads = 256;
+    const long long n1 = (long long)n + 1;
+    const long long blocks = (n1 + threads - 1) / threads;
+    const unsigned grid = static_cast<unsigned>(blocks < 65536 ? blocks : 65536);
+    widen_row_ptr_kernel<<<grid, threads, 0, cuda::stream(exec)>>>(n1, in, out);
+    HEPTANE_CUDA_LAUNCH_CHECK();
+}
+
 template <class IT, class VT>
 void scatter_values(const CudaExecutor& exec, offset_t n, const IT* map, const double* src, VT* dst)
 {

@@ -940,6 +940,39 @@ void check_setup(const Executor* exec, index_t block_size)
 
 }  // namespace
 
+Csr<double> csr_in_memory_of(const CsrPatternView& p, const double* values,
+                             const std::shared_ptr<const Executor>& exec)
+{
+    const index_t n = p.rows;
+    HEPTANE_ENSURE(n >= 0 && (p.row_ptr32 || p.row_ptr64 || n == 0), InputError,
+                   "a CSR pattern view without row pointers");
+    Csr<double> a;
+    a.rows = a.cols = n;
+    a.row_ptr = Array<offset_t>(exec, std::size_t(n) + 1);
+    offset_t nnz = 0;
+    if (p.on_executor) {
+        if (p.row_ptr64)
+            copy_bytes(*exec, p.row_ptr64, *exec, a.row_ptr.data(), a.row_ptr.bytes());
+        else
+            dispatch_executor(*exec, [&](const auto& e) {
+                kernels::widen_row_ptr(e, n, p.row_ptr32, a.row_ptr.data());
+            });
+        copy_bytes(*exec, a.row_ptr.data() + n, *cpu_executor(), &nnz, sizeof nnz);
+    } else {
+        std::vector<offset_t> ptr(std::size_t(n) + 1);
+        for (index_t r = 0; r <= n; ++r) ptr[std::size_t(r)] = p.row_begin(r);
+        nnz = ptr.back();
+        copy_bytes(*cpu_executor(), ptr.data(), *exec, a.row_ptr.data(), a.row_ptr.bytes());
+    }
+    HEPTANE_ENSURE(nnz >= 0, InputError, "a CSR pattern view with " << nnz << " entries");
+    a.col_idx = Array<index_t>(exec, std::size_t(nnz));
+    a.values = Array<double>(exec, std::size_t(nnz));
+    copy_bytes(p.on_executor ? *exec : *cpu_executor(), p.col_idx, *exec, a.col_idx.data(),
+               a.col_idx.bytes());
+    copy_bytes(*exec, values, *exec, a.values.data(), a.values.bytes());
+    return a;
+}
+
 template <class VT>
 std::unique_ptr<Preconditioner<VT>> make_preconditioner(PcType type, const Csr<double>& a,
                                                         index_t block_size,
@@ -1015,6 +1048,26 @@ std::unique_ptr<Preconditioner<VT>> make_preconditioner(PcType type, const CsrPa
     }
 }
 
+template <class VT>
+std::unique_ptr<Preconditioner<VT>> make_preconditioner(PcType type, const CsrPatternView& pattern,
+                                                        const double* values, index_t block_size,
+                                                        std::shared_ptr<const Executor> exec,
+                                                        const PcOptions& options,
+                                                        std::shared_ptr<const Operator<VT>> a_op)
+{
+    check_setup(exec.get(), block_size);
+    if (type != PcType::amg && type != PcType::cpr)
+        return make_preconditioner<VT>(type, pattern, values, block_size, std::move(exec));
+    // A as CSR in the executor's memory (device to device on a GPU where the pattern is
+    // there), set up from there; released when the setup is done
+    const Csr<double> a = csr_in_memory_of(pattern, values, exec);
+    if (type == PcType::amg)
+        return std::make_unique<AmgPreconditioner<VT>>(a, block_size, std::move(exec), options.amg,
+                                                       std::move(a_op), &a);
+    return make_cpr<VT>(a, block_size, std::move(exec), options.cpr, std::move(a_op), &a,
+                        /*keep_pattern=*/true);
+}
+
 template class Preconditioner<double>;
 template class Preconditioner<float>;
 template std::unique_ptr<Preconditioner<double>> make_preconditioner<double>(
@@ -1031,5 +1084,11 @@ template std::unique_ptr<Preconditioner<double>> make_preconditioner<double>(
     PcType, const CsrPatternView&, const double*, index_t, std::shared_ptr<const Executor>);
 template std::unique_ptr<Preconditioner<float>> make_preconditioner<float>(
     PcType, const CsrPatternView&, const double*, index_t, std::shared_ptr<const Executor>);
+template std::unique_ptr<Preconditioner<double>> make_preconditioner<double>(
+    PcType, const CsrPatternView&, const double*, index_t, std::shared_ptr<const Executor>,
+    const PcOptions&, std::shared_ptr<const Operator<double>>);
+template std::unique_ptr<Preconditioner<float>> make_preconditioner<float>(
+    PcType, const CsrPatternView&, const double*, index_t, std::shared_ptr<const Executor>,
+    const PcOptions&, std::shared_ptr<const Operator<float>>);
 
 }  // namespace heptane

@@ -190,6 +190,23 @@ std::unique_ptr<Preconditioner<VT>> make_preconditioner(PcType type, const CsrPa
                                                         const double* values, index_t block_size,
                                                         std::shared_ptr<const Executor> exec);
 
+/// The same with options, for every type: AMG and CPR are set up from a CSR copy of
+/// (pattern, values) made in the executor's memory (device to device where the pattern is
+/// there; 32-bit row pointers widened there), which is released after the setup: nothing of
+/// A crosses the bus where AMG's hierarchy and CPR's setup run on the device. Their values
+/// refresh then goes through update_values_device (CPR keeps A's pattern on the device for
+/// it); `a_op` as in the Csr overload. The ILU(0) types: NotSupported, as above.
+template <class VT>
+std::unique_ptr<Preconditioner<VT>> make_preconditioner(
+    PcType type, const CsrPatternView& pattern, const double* values, index_t block_size,
+    std::shared_ptr<const Executor> exec, const PcOptions& options,
+    std::shared_ptr<const Operator<VT>> a_op = nullptr);
+
+/// A square CSR matrix in exec's memory from a pattern view (host or, on_executor, exec's
+/// memory) and nnz values in exec's memory.
+Csr<double> csr_in_memory_of(const CsrPatternView& pattern, const double* values,
+                             const std::shared_ptr<const Executor>& exec);
+
 /// True when `m` is null or a heptane preconditioner of type none.
 template <class VT>
 bool is_identity_preconditioner(const Operator<VT>* m)

@@ -664,12 +664,45 @@ void AmgPreconditioner<VT>::update_values(const Csr<double>& a_in)
 {
     const auto t_start = clock_type::now();
     Impl& m = *impl_;
+    // A on the device stays there where the hierarchy lives there (its fingerprint is taken
+    // there; the smoother data come from the device levels)
+    bool stays = false;
+#ifdef HEPTANE_HAVE_CUDA
+    stays = m.dev && !a_in.exec()->is_cpu() && same_memory(*a_in.exec(), *m.exec);
+#endif
     Csr<double> keep;
-    const Csr<double>& a = a_in.exec()->is_cpu() ? a_in : (keep = a_in.to(cpu_executor()));
+    const Csr<double>& a = a_in.exec()->is_cpu() || stays ? a_in : (keep = a_in.to(cpu_executor()));
     HEPTANE_ENSURE(a.rows == this->n_ && a.cols == this->n_ && pattern_fingerprint(a) == m.pattern,
                    InputError,
                    "AMG update_values: the matrix does not have the pattern of the one the "
                    "hierarchy was built from");
+    refresh(a, nullptr, t_start);
+}
+
+template <class VT>
+bool AmgPreconditioner<VT>::update_values_device(const double* values, offset_t nnz)
+{
+#ifdef HEPTANE_HAVE_CUDA
+    Impl& m = *impl_;
+    if (!m.dev) return false;
+    const auto t_start = clock_type::now();
+    HEPTANE_ENSURE(nnz == m.dev->a(0).nnz(), InputError,
+                   "AMG update_values_device: " << nnz << " values for a matrix of "
+                                                << m.dev->a(0).nnz() << " entries");
+    refresh(m.dev->a(0), values, t_start);
+    return true;
+#else
+    (void)values;
+    (void)nnz;
+    return false;
+#endif
+}
+
+template <class VT>
+void AmgPreconditioner<VT>::refresh(const Csr<double>& a, const double* device_values,
+                                    clock_type::time_point t_start)
+{
+    Impl& m = *impl_;
     const int nl = int(m.levels.size());
     const double first_hierarchy_ms = m.info.hierarchy_ms, first_device_ms = m.info.device_ms,
                  first_lambda_ms = m.info.lambda_ms;
@@ -678,7 +711,14 @@ void AmgPreconditioner<VT>::update_values(const Csr<double>& a_in)
     // hierarchy lives
     const auto t_hier = clock_type::now();
 #ifdef HEPTANE_HAVE_CUDA
-    if (m.dev) m.dev->refresh(a);
+    if (m.dev) {
+        if (device_values)
+            m.dev->refresh_values(device_values, a.nnz(), *m.exec);
+        else
+            m.dev->refresh(a);
+    }
+#else
+    (void)device_values;
 #endif
     if (m.info.setup_on == "host")
         for (int l = 1; l < nl; ++l) {

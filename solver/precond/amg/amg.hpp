@@ -26,6 +26,7 @@
 // level.
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <string>
 #include <vector>
@@ -82,6 +83,11 @@ public:
     /// Same pattern, new values: see the header comment. A `fine` operator given at setup
     /// must be updated by the caller.
     void update_values(const Csr<double>& a) override;
+    /// A's new values alone, nnz doubles in the executor's memory in the CSR order of the
+    /// matrix set up from (the caller guarantees its pattern): where the hierarchy lives on
+    /// the device, the Galerkin products, the levels and the smoother data are redone there,
+    /// nothing crosses the bus. False (nothing changed) for a hierarchy built on the host.
+    bool update_values_device(const double* values, offset_t nnz) override;
     bool graph_safe() const override;
     const AmgInfo& info() const noexcept;
     const AmgOptions& options() const noexcept;
@@ -94,6 +100,10 @@ protected:
     std::string details() const override;
 
 private:
+    // the numeric part again from A (where the hierarchy wants it), or from its values alone
+    // on the device (device_values, A then being the kept A_0 whose values they replace)
+    void refresh(const Csr<double>& a, const double* device_values,
+                 std::chrono::steady_clock::time_point t_start);
     std::unique_ptr<Impl> impl_;
 };
 

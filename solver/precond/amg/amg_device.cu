@@ -725,15 +725,22 @@ const double* DeviceHierarchy::phase_ms() const noexcept
 
 void DeviceHierarchy::refresh(const Csr<double>& a0)
 {
+    HEPTANE_ENSURE(a0.rows == impl_->levels.front()->a.rows, InputError,
+                   "AMG refresh: the matrix does not have the pattern of the one the hierarchy "
+                   "was built from");
+    refresh_values(a0.values.data(), a0.nnz(), *a0.exec());
+}
+
+void DeviceHierarchy::refresh_values(const double* values, offset_t nnz, const Executor& where)
+{
     Impl& m = *impl_;
     const CudaExecutor& ce = *m.ce;
     HEPTANE_CUDA_CHECK(cudaSetDevice(ce.device()));
     Csr<double>& first = m.levels.front()->a;
-    HEPTANE_ENSURE(a0.nnz() == first.nnz() && a0.rows == first.rows, InputError,
-                   "AMG refresh: the matrix does not have the pattern of the one the hierarchy "
-                   "was built from");
-    copy_bytes(*a0.exec(), a0.values.data(), *m.exec, first.values.data(),
-               std::size_t(a0.nnz()) * sizeof(double));
+    HEPTANE_ENSURE(nnz == first.nnz(), InputError,
+                   "AMG refresh: " << nnz << " values for a matrix of " << first.nnz()
+                                   << " entries (the pattern the hierarchy was built from)");
+    copy_bytes(where, values, *m.exec, first.values.data(), std::size_t(nnz) * sizeof(double));
     for (std::size_t l = 0; l + 1 < m.levels.size(); ++l) {
         Impl::Level& L = *m.levels[l];
         L.ap->compute();

@@ -50,6 +50,9 @@ public:
     /// New values of A_0 (host or device, A_0's pattern; the caller checks it): the Galerkin
     /// products again into the kept coarse patterns.
     void refresh(const Csr<double>& a);
+    /// The same from A_0's new values alone: nnz doubles in the memory of `where` (the
+    /// device's or the host's), in A_0's CSR order.
+    void refresh_values(const double* values, offset_t nnz, const Executor& where);
 
     struct Impl;
 

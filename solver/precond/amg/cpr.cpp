@@ -91,17 +91,30 @@ namespace {
 template <class VT>
 class CprPc final : public Preconditioner<VT> {
 public:
-    CprPc(const Csr<double>& a, index_t nc, std::shared_ptr<const Executor> exec,
-          const CprOptions& o, std::shared_ptr<const Operator<VT>> a_op, const Csr<double>* a_exec)
-        : Preconditioner<VT>(a.rows, nc, exec), opts_(o), ops_(exec, 0)
+    // `a` may live in exec's memory: it is copied to the host only where a step needs it
+    // there (the host setup, a second stage set up on the host, CPR's own copy of A)
+    CprPc(const Csr<double>& a_any, index_t nc, std::shared_ptr<const Executor> exec,
+          const CprOptions& o, std::shared_ptr<const Operator<VT>> a_op, const Csr<double>* a_exec,
+          bool keep_pattern)
+        : Preconditioner<VT>(a_any.rows, nc, exec),
+          opts_(o),
+          keep_pattern_(keep_pattern),
+          ops_(exec, 0)
     {
         const auto t0 = clock_type::now();
+        Csr<double> host_copy;
+        auto host = [&]() -> const Csr<double>& {
+            if (a_any.exec()->is_cpu()) return a_any;
+            if (host_copy.rows == 0) host_copy = a_any.to(cpu_executor());
+            return host_copy;
+        };
         HEPTANE_ENSURE(o.pressure_index >= 0 && o.pressure_index < nc, InputError,
                        "CPR: pressure index " << o.pressure_index
                                               << " is not an unknown of a cell (Nc = " << nc
                                               << ")");
         if (!(a_exec && setup_on_executor(*a_exec))) {
             // the block structure once (symbolic) on the host; a values refresh refills it
+            const Csr<double>& a = host();
             pattern_ = detail::block_pattern(a, nc, "CPR");
             blocks_.resize(pattern_.blocks.col.size() * std::size_t(nc) * nc);
             detail::block_fill(pattern_, a, blocks_.data(), "CPR");
@@ -115,7 +128,7 @@ public:
         if (a_op) {
             a_ = std::move(a_op);
         } else {
-            auto own = std::make_shared<amg::CsrLevel<VT>>(amg::place_csr<VT>(a, exec), exec);
+            auto own = std::make_shared<amg::CsrLevel<VT>>(amg::place_csr<VT>(host(), exec), exec);
             own_ = own.get();
             a_ = std::move(own);
         }
@@ -140,18 +153,18 @@ public:
                 m2_ = make_preconditioner<VT>(second, v, a_exec->values.data(), nc, exec);
                 m2_on_exec_ = v.on_executor;
             } else {
-                m2_ = make_preconditioner<VT>(second, a, nc, exec);
+                m2_ = make_preconditioner<VT>(second, host(), nc, exec);
             }
         } catch (const InputError& e) {
             if (second != PcType::ilu0_mc) throw;
             // a singular pivot in the multi-colour order: natural-order BILU(0)
-            m2_ = make_preconditioner<VT>(PcType::ilu0, a, nc, exec);
+            m2_ = make_preconditioner<VT>(PcType::ilu0, host(), nc, exec);
             fallback_ = std::string("ilu0-mc failed: ") + e.what();
         }
         xp_ = Array<VT>(exec, std::size_t(cells_));
         rp_ = Array<VT>(exec, std::size_t(cells_));
-        t_ = Array<VT>(exec, std::size_t(a.rows));
-        d_ = Array<VT>(exec, std::size_t(a.rows));
+        t_ = Array<VT>(exec, std::size_t(a_any.rows));
+        d_ = Array<VT>(exec, std::size_t(a_any.rows));
         exec->synchronize();
         this->setup_ms_ = ms_since(t0);
     }
@@ -191,6 +204,22 @@ public:
         }
         this->exec_->synchronize();
         this->setup_ms_ = ms_since(t0);
+    }
+    // A's new values on the executor, where the setup was made there from a pattern kept
+    // for this (make_cpr's keep_pattern), the second stage refreshes there and CPR has no
+    // copy of A of its own: the weights, A_p (and AMG on it) and M₂ redone there
+    bool update_values_device(const double* values, offset_t nnz) override
+    {
+        if (!on_exec_ || !m2_on_exec_ || own_ || col_exec_.empty() || this->exec_->is_cpu())
+            return false;
+        HEPTANE_ENSURE(col_exec_.size() == std::size_t(nnz), InputError,
+                       "CPR update_values_device: " << nnz << " values for a matrix of "
+                                                    << col_exec_.size() << " entries");
+        const auto t0 = clock_type::now();
+        refresh_values_on_executor(ptr_exec_.data(), col_exec_.data(), values, nnz);
+        this->exec_->synchronize();
+        this->setup_ms_ = ms_since(t0);
+        return true;
     }
     const AmgPreconditioner<VT>& pressure_amg() const { return *amg_; }
 
@@ -257,6 +286,10 @@ private:
             return kernels::csr_pattern_fingerprint(e, ad.rows, ad.row_ptr.data(),
                                                     ad.col_idx.data());
         });
+        if (keep_pattern_ && exec->is_cuda()) {
+            ptr_exec_ = ad.row_ptr;  // device to device
+            col_exec_ = ad.col_idx;
+        }
         cells_ = cells;
         // AMG starts from A_p where it is (it copies it to the host only where its options
         // need it there)
@@ -290,13 +323,8 @@ private:
                                          ap_exec_.row_ptr.data(), ap_exec_.col_idx.data(),
                                          ap_exec_.values.data(), w_.data());
         });
-        // AMG's values refresh takes A_p on the host (kept from the first refresh on)
-        if (ap_host_.rows == 0)
-            ap_host_ = ap_exec_.to(cpu_executor());
-        else
-            copy_bytes(*exec, ap_exec_.values.data(), *cpu_executor(), ap_host_.values.data(),
-                       std::size_t(ap_host_.nnz()) * sizeof(double));
-        amg_->update_values(ap_host_);
+        // AMG's values refresh from A_p where it is (on the device where its hierarchy is)
+        amg_->update_values(ap_exec_);
         Csr<double> host;  // A on the host where a step needs it there
         auto on_host_once = [&]() -> const Csr<double>& {
             if (a_in.exec()->is_cpu()) return a_in;
@@ -319,11 +347,29 @@ private:
         }
     }
 
+    // update_values_device: the weights, A_p's values and AMG's refresh, and M₂'s, from A's
+    // values on the executor and the kept pattern (the caller guarantees it)
+    void refresh_values_on_executor(const offset_t* row_ptr, const index_t* col,
+                                    const double* values, offset_t nnz)
+    {
+        dispatch_executor(*this->exec_, [&](const auto& e) {
+            kernels::cpr_pressure_values(e, cells_, this->nc_, opts_.pressure_index, row_ptr, col,
+                                         values, ap_exec_.row_ptr.data(), ap_exec_.col_idx.data(),
+                                         ap_exec_.values.data(), w_.data());
+        });
+        amg_->update_values(ap_exec_);
+        HEPTANE_ENSURE(m2_->update_values_device(values, nnz), NotSupported,
+                       "CPR update_values_device: the second stage has no device refresh");
+    }
+
     CprOptions opts_;
     bool on_exec_ = false;     // the weights and A_p made on the executor
     bool m2_on_exec_ = false;  // M₂ set up from A's pattern in device memory
     std::uint64_t fingerprint_ = 0;
-    Csr<double> ap_exec_, ap_host_;
+    Csr<double> ap_exec_;
+    bool keep_pattern_ = false;  // keep A's pattern on the device (update_values_device)
+    Array<offset_t> ptr_exec_;   // … here
+    Array<index_t> col_exec_;
     detail::BlockPattern pattern_;
     std::vector<double> blocks_;
     mutable VectorOps<VT> ops_;
@@ -339,27 +385,86 @@ private:
 
 }  // namespace
 
+namespace {
+
+// a 1-D chain of n cells with nc unknowns each: diagonal blocks 4 on the diagonal and 1
+// elsewhere, -I to the neighbours (diagonally dominant, so every setup step runs)
+Csr<double> warm_up_chain(index_t n, index_t nc)
+{
+    std::vector<offset_t> ptr{0};
+    std::vector<index_t> col;
+    std::vector<double> val;
+    for (index_t i = 0; i < n; ++i)
+        for (index_t a = 0; a < nc; ++a) {
+            if (i > 0) {
+                col.push_back((i - 1) * nc + a);
+                val.push_back(-1.0);
+            }
+            for (index_t b = 0; b < nc; ++b) {
+                col.push_back(i * nc + b);
+                val.push_back(a == b ? 4.0 : 1.0);
+            }
+            if (i + 1 < n) {
+                col.push_back((i + 1) * nc + a);
+                val.push_back(-1.0);
+            }
+            ptr.push_back(offset_t(col.size()));
+        }
+    Csr<double> m;
+    m.rows = m.cols = n * nc;
+    m.row_ptr = Array<offset_t>(std::move(ptr));
+    m.col_idx = Array<index_t>(std::move(col));
+    m.values = Array<double>(std::move(val));
+    return m;
+}
+
+}  // namespace
+
+double warm_up_multigrid(const std::shared_ptr<const Executor>& exec)
+{
+    if (!exec->is_cuda()) return 0;
+    const auto t0 = clock_type::now();
+    AmgOptions o;
+    o.coarse_size = 8;
+    const Csr<double> a = warm_up_chain(256, 1);
+    const Csr<double> ad = a.to(exec);
+    AmgPreconditioner<double> amg(ad, 1, exec, o, nullptr, &ad);
+    Array<double> r(exec, std::size_t(a.rows)), z(exec, std::size_t(a.rows));
+    VectorOps<double>(exec, 0).fill(a.rows, 1.0, r.data());
+    amg.apply(r.data(), z.data());
+    amg.update_values_device(ad.values.data(), ad.nnz());
+    CprOptions c;
+    c.amg = o;
+    const Csr<double> b = warm_up_chain(256, 2);
+    const Csr<double> bd = b.to(exec);
+    auto cpr = make_cpr<double>(bd, 2, exec, c, nullptr, &bd);
+    Array<double> rb(exec, std::size_t(b.rows)), zb(exec, std::size_t(b.rows));
+    VectorOps<double>(exec, 0).fill(b.rows, 1.0, rb.data());
+    cpr->apply(rb.data(), zb.data());
+    exec->synchronize();
+    return ms_since(t0);
+}
+
 template <class VT>
 std::unique_ptr<Preconditioner<VT>> make_cpr(const Csr<double>& a_in, index_t nc,
                                              std::shared_ptr<const Executor> exec,
                                              const CprOptions& opts,
                                              std::shared_ptr<const Operator<VT>> a_op,
-                                             const Csr<double>* a_exec)
+                                             const Csr<double>* a_exec, bool keep_pattern)
 {
-    Csr<double> keep;
-    const Csr<double>& a = on_host(a_in, keep);
-    HEPTANE_ENSURE(a.rows == a.cols, InputError,
-                   "CPR: the matrix is " << a.rows << " x " << a.cols << ", not square");
-    HEPTANE_ENSURE(nc >= 1 && a.rows % nc == 0, InputError,
-                   "CPR: block size " << nc << " does not divide the " << a.rows << " rows");
-    return std::make_unique<CprPc<VT>>(a, nc, std::move(exec), opts, std::move(a_op), a_exec);
+    HEPTANE_ENSURE(a_in.rows == a_in.cols, InputError,
+                   "CPR: the matrix is " << a_in.rows << " x " << a_in.cols << ", not square");
+    HEPTANE_ENSURE(nc >= 1 && a_in.rows % nc == 0, InputError,
+                   "CPR: block size " << nc << " does not divide the " << a_in.rows << " rows");
+    return std::make_unique<CprPc<VT>>(a_in, nc, std::move(exec), opts, std::move(a_op), a_exec,
+                                       keep_pattern);
 }
 
 template std::unique_ptr<Preconditioner<double>> make_cpr<double>(
     const Csr<double>&, index_t, std::shared_ptr<const Executor>, const CprOptions&,
-    std::shared_ptr<const Operator<double>>, const Csr<double>*);
+    std::shared_ptr<const Operator<double>>, const Csr<double>*, bool);
 template std::unique_ptr<Preconditioner<float>> make_cpr<float>(
     const Csr<double>&, index_t, std::shared_ptr<const Executor>, const CprOptions&,
-    std::shared_ptr<const Operator<float>>, const Csr<double>*);
+    std::shared_ptr<const Operator<float>>, const Csr<double>*, bool);
 
 }  // namespace heptane

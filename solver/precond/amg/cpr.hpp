@@ -29,14 +29,26 @@ namespace heptane {
 /// pressure matrix and block Jacobi's M₂ are then made there (kernels::cpr_pressure_*;
 /// nothing of A crosses the bus, and a values refresh runs there too, its pattern checked by
 /// fingerprint), unless its rows are not sorted, repeat a column or nc > 8 on a GPU (the host
-/// path then sets up). Both paths give the same preconditioner, bit for bit.
+/// path then sets up). Both paths give the same preconditioner, bit for bit. `a` itself may
+/// live in exec's memory (then a_exec is normally `&a`): it is copied to the host only where
+/// the host path needs it. `keep_pattern` (a GPU, the executor path): CPR keeps A's pattern
+/// there so that update_values_device (new values of A on the device) redoes the weights,
+/// A_p, AMG and block Jacobi's M₂ there, with nothing crossing the bus.
 /// Throws InputError for a pressure index ≥ nc and what AMG and M₂'s setup throw.
 template <class VT>
 std::unique_ptr<Preconditioner<VT>> make_cpr(const Csr<double>& a, index_t nc,
                                              std::shared_ptr<const Executor> exec,
                                              const CprOptions& opts,
                                              std::shared_ptr<const Operator<VT>> a_op = nullptr,
-                                             const Csr<double>* a_exec = nullptr);
+                                             const Csr<double>* a_exec = nullptr,
+                                             bool keep_pattern = false);
+
+/// Sets up and applies AMG (Nc = 1) and CPR (Nc = 2) on tiny systems on `exec` (a GPU; a
+/// no-op on the CPU), so that the device code they use (cuSPARSE's transpose and SpGEMM,
+/// heptane's setup kernels), which CUDA loads at its first use, is loaded: 45-75 ms that a
+/// first setup would otherwise spend (H100). For a background thread before the first setup
+/// (the PETSc plugin's prewarm). Returns the milliseconds it took.
+double warm_up_multigrid(const std::shared_ptr<const Executor>& exec);
 
 /// The quasi-IMPES pressure matrix of `a` and the weights (nc per cell), host (for tests and
 /// `heptane info`).
