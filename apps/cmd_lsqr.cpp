@@ -11,6 +11,7 @@
 #include "apps/common.hpp"
 #include "core/error.hpp"
 #include "formats/matrix.hpp"
+#include "formats/outofcore/outofcore.hpp"
 #include "generators/matrix_market.hpp"
 #include "solver/lsqr/lsqr.hpp"
 #include "solver/mlem/mlem.hpp"
@@ -41,6 +42,7 @@ const char* lsqr_usage =
     "                    setup_seconds, per_iteration_ms, format, transpose, precision, device,\n"
     "                    rows, cols, nnz\n"
     "  --quiet           no progress on stderr\n"
+    "%s"
     "istop: 0 x = 0 is exact; 1 Ax - b small enough (atol, btol); 2 least-squares solution good\n"
     "enough (atol); 3 cond(A) > conlim; 4, 5, 6 as 1, 2, 3 at machine precision; 7 iteration\n"
     "limit.\n"
@@ -57,11 +59,15 @@ struct Result {
 template <class MT, class VT>
 Result run(const Coo<double>& a, const std::vector<double>& b, const std::vector<double>* x0,
            Format format, const FormatOptions& fo, const LsqrOptions& lo,
-           const std::shared_ptr<const Executor>& exec)
+           const std::shared_ptr<const Executor>& exec, const OutOfCoreOptions* ooc)
 {
     Result r;
     const auto t0 = std::chrono::steady_clock::now();
-    std::shared_ptr<const Operator<VT>> op = make_matrix_operator<MT, VT>(a, format, exec, fo);
+    std::shared_ptr<const Operator<VT>> op;
+    if (ooc)
+        op = make_out_of_core_operator<MT, VT>(a, exec, *ooc);
+    else
+        op = make_matrix_operator<MT, VT>(a, format, exec, fo);
     r.operator_ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     r.op = op->describe();
@@ -84,7 +90,7 @@ int cmd_lsqr(int argc, char** argv)
 {
     Args args(argc, argv, {"--json", "--quiet"});
     if (args.help()) {
-        std::printf("%s", lsqr_usage);
+        std::printf(lsqr_usage, out_of_core_help);
         return 0;
     }
     const bool json = args.flag("--json");
@@ -102,6 +108,7 @@ int cmd_lsqr(int argc, char** argv)
     const std::string tr_name = args.get_or("--transpose", "native");
     const std::string prec = args.get_or("--precision", "double");
     const std::string device = args.get_or("--device", "auto");
+    const OutOfCoreChoice occ = parse_out_of_core(args);
     args.finish(2, 2);
     if (lo.damp < 0 || lo.atol < 0 || lo.btol < 0 || lo.conlim < 0)
         throw UsageError("--damp, --atol, --btol and --conlim must be >= 0");
@@ -142,10 +149,18 @@ int cmd_lsqr(int argc, char** argv)
                      a.rows, a.cols, static_cast<long long>(a.nnz()), bfile.c_str(), read_s);
 
     const std::vector<double>* x0p = x0file ? &x0 : nullptr;
+    // out of core: LSQR's u, v, w, x, b and scratch as 6 vectors
+    const std::optional<OutOfCoreOptions> oo =
+        out_of_core_choice(occ, *exec, a.rows, a.cols, a.nnz(), precision, 6, quiet);
+    if (oo) {
+        format = Format::csr;  // the chunks are CSR; A^T x scatters
+        fo.transpose = TransposeMode::scatter;
+    }
+    const OutOfCoreOptions* po = oo ? &*oo : nullptr;
     Result r =
-        precision == Precision::double_  ? run<double, double>(a, b, x0p, format, fo, lo, exec)
-        : precision == Precision::single ? run<float, float>(a, b, x0p, format, fo, lo, exec)
-                                         : run<float, double>(a, b, x0p, format, fo, lo, exec);
+        precision == Precision::double_  ? run<double, double>(a, b, x0p, format, fo, lo, exec, po)
+        : precision == Precision::single ? run<float, float>(a, b, x0p, format, fo, lo, exec, po)
+                                         : run<float, double>(a, b, x0p, format, fo, lo, exec, po);
     const LsqrStatus& st = r.status;
     if (xfile) write_matrix_market_vector(*xfile, r.x, "x from heptane lsqr: " + st.summary());
     const double setup_s = (r.operator_ms + st.timings.setup_ms) / 1e3;

@@ -11,6 +11,7 @@
 #include "apps/common.hpp"
 #include "core/error.hpp"
 #include "formats/matrix.hpp"
+#include "formats/outofcore/outofcore.hpp"
 #include "generators/matrix_market.hpp"
 #include "solver/mlem/mlem.hpp"
 
@@ -43,6 +44,7 @@ const char* mlem_usage =
     "                    (the iterations), setup_seconds, per_iteration_ms, format, transpose,\n"
     "                    precision, device, rows, cols, nnz, phantom_relerr (with --phantom)\n"
     "  --quiet           no progress on stderr\n"
+    "%s"
     "Exit status: 0 done, 1 failure (bad file, negative counts or matrix entries, ...), 2 usage.\n";
 
 struct Result {
@@ -55,12 +57,16 @@ struct Result {
 template <class MT, class VT>
 Result run(const Coo<double>& a, const std::vector<double>& g, int subsets, Format format,
            const FormatOptions& fo, const MlemOptions& mo,
-           const std::shared_ptr<const Executor>& exec)
+           const std::shared_ptr<const Executor>& exec, const OutOfCoreOptions* ooc)
 {
     Result r;
     const auto t0 = std::chrono::steady_clock::now();
     Mlem<VT> em(mo);
-    if (subsets == 1) {
+    if (ooc) {
+        std::shared_ptr<const Operator<VT>> op = make_out_of_core_operator<MT, VT>(a, exec, *ooc);
+        r.op = op->describe();
+        em.set_operator(op);
+    } else if (subsets == 1) {
         std::shared_ptr<const Operator<VT>> op = make_matrix_operator<MT, VT>(a, format, exec, fo);
         r.op = op->describe();
         em.set_operator(op);
@@ -85,7 +91,7 @@ int cmd_mlem(int argc, char** argv)
 {
     Args args(argc, argv, {"--json", "--quiet", "--no-loglik"});
     if (args.help()) {
-        std::printf("%s", mlem_usage);
+        std::printf(mlem_usage, out_of_core_help);
         return 0;
     }
     const bool json = args.flag("--json");
@@ -101,6 +107,7 @@ int cmd_mlem(int argc, char** argv)
     const std::string tr_name = args.get_or("--transpose", "native");
     const std::string prec = args.get_or("--precision", "double");
     const std::string device = args.get_or("--device", "auto");
+    const OutOfCoreChoice occ = parse_out_of_core(args);
     args.finish(2, 2);
     if (!iters) throw UsageError("--iters N is required");
     if (iterations < 0 || iterations > 100000000) throw UsageError("--iters must be in [0, 1e8]");
@@ -148,9 +155,29 @@ int cmd_mlem(int argc, char** argv)
                      a.rows, a.cols, static_cast<long long>(a.nnz()), gfile.c_str(), read_s);
 
     const int S = static_cast<int>(subsets);
-    Result r = precision == Precision::double_  ? run<double, double>(a, g, S, format, fo, mo, exec)
-               : precision == Precision::single ? run<float, float>(a, g, S, format, fo, mo, exec)
-                                                : run<float, double>(a, g, S, format, fo, mo, exec);
+    // out of core: g, f, q, b, 1/norm, norm and the reduction scratch as 6 vectors
+    const std::optional<OutOfCoreOptions> oo =
+        out_of_core_choice(occ, *exec, a.rows, a.cols, a.nnz(), precision, 6, quiet);
+    if (oo) {
+        if (S > 1)
+            throw UsageError("--subsets (OSEM) does not run out of core yet; use --subsets 1");
+        format = Format::csr;  // the chunks are CSR; A^T x scatters
+        fo.transpose = TransposeMode::scatter;
+        if (!quiet) {
+            const auto t_start = std::chrono::steady_clock::now();
+            mo.progress = [t_start](int k, int n) {
+                std::fprintf(
+                    stderr, "MLEM iteration %d of %d, %.1f s\n", k, n,
+                    std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start)
+                        .count());
+            };
+        }
+    }
+    const OutOfCoreOptions* po = oo ? &*oo : nullptr;
+    Result r =
+        precision == Precision::double_  ? run<double, double>(a, g, S, format, fo, mo, exec, po)
+        : precision == Precision::single ? run<float, float>(a, g, S, format, fo, mo, exec, po)
+                                         : run<float, double>(a, g, S, format, fo, mo, exec, po);
     const MlemStatus& st = r.status;
     double relerr = -1;
     if (phantom) {

@@ -82,6 +82,8 @@ const char* solve_usage =
     "                    solver, restart (gmres; null otherwise), format, format_reason,\n"
     "                    device, ...)\n"
     "  --quiet           no progress on stderr\n"
+    "%s"
+    "  (out of core, --pc defaults to jacobi: ilu0, amg and cpr keep a copy of A on the device)\n"
     "Under mpirun (mpirun -np P heptane solve ...; a build with MPI) the rows are split over\n"
     "the P ranks, one GPU per rank (node-local rank) or CPU ranks, operator BDIA-GH (any\n"
     "--precision; a file, -b and --x0 are read by every rank, which keeps its rows; with\n"
@@ -115,7 +117,7 @@ int cmd_solve(int argc, char** argv)
     Args args(argc, argv,
               {"--monitor", "--json", "--quiet", "--no-graphs", "--no-fused-dots", "--no-refine"});
     if (args.help()) {
-        std::printf(solve_usage, pc_options_help);
+        std::printf(solve_usage, pc_options_help, out_of_core_help);
         return 0;
     }
     const bool json = args.flag("--json");
@@ -155,6 +157,7 @@ int cmd_solve(int argc, char** argv)
     cfg.options.cuda_graphs = !args.flag("--no-graphs");
     cfg.options.fused_dots = !args.flag("--no-fused-dots");
     cfg.refine = !args.flag("--no-refine");
+    const OutOfCoreChoice occ = parse_out_of_core(args);
     args.finish(gen ? 0 : 1, gen ? 0 : 1);
     cfg.precision = precision_option(prec);
     if (!(cfg.options.rtol >= 0)) throw UsageError("--rtol must be >= 0");
@@ -232,6 +235,19 @@ int cmd_solve(int argc, char** argv)
     cfg.format_options.block_size = s.block_size;
     cfg.block_size = s.block_size;
     if (cfg.format == Format::bdia) cfg.format_options.block_offsets = s.block_offsets;
+
+    // out of core: the matrix in host chunks, streamed at every product (solver vectors: about
+    // 10 of the rows, GMRES's basis aside)
+    {
+        const int vectors = 10 + (cfg.solver == SolverType::gmres ? 2 * cfg.restart + 1 : 0);
+        cfg.out_of_core = out_of_core_choice(occ, *exec, p.a.rows, p.a.cols, p.a.nnz(),
+                                             cfg.precision, vectors, quiet);
+        if (cfg.out_of_core) {
+            cfg.format = Format::csr;
+            format_reason = "the chunks of the out-of-core operator";
+            if (!cfg.pc) cfg.pc = PcType::jacobi;  // keeps no copy of A on the device
+        }
+    }
 
     // progress: every check with --monitor, otherwise about once a second on long solves
     auto t_start = std::chrono::steady_clock::now();

@@ -12,10 +12,12 @@
 #include "apps/commands.hpp"
 #include "apps/common.hpp"
 #include "core/array.hpp"
+#include "core/bandwidth.hpp"
 #include "core/error.hpp"
 #include "formats/csr/csr_kernels.hpp"
 #include "formats/detect/detect.hpp"
 #include "formats/matrix.hpp"
+#include "formats/outofcore/outofcore.hpp"
 #include "generators/matrix_market.hpp"
 
 namespace heptane::cli {
@@ -33,20 +35,34 @@ const char* spmv_usage =
     "  -x FILE           x as a Matrix Market vector (default: x_i = 1 + (i mod 7)/7)\n"
     "  -o FILE           write y (Matrix Market array)\n"
     "  --reps N          timed repetitions after one warm-up (default 20); median reported\n"
-    "  --json            one JSON object on stdout\n";
+    "  --resident-fraction R  out of core: keep at most this fraction of the chunks' bytes\n"
+    "                    resident (default 1: as many as --device-memory allows)\n"
+    "  --json            one JSON object on stdout\n"
+    "Out of core, the floor of a product is (streamed bytes) / (pinned host-to-device\n"
+    "bandwidth) + (resident bytes + vectors) / (device copy bandwidth), both measured in the run\n"
+    "and printed with the time over that floor.\n";
 
 struct Result {
     std::vector<double> y;
     std::vector<double> times;
     std::string describe;
+    OocLayout layout;  ///< out of core only
 };
 
 template <class MT, class VT>
 Result run(const Coo<double>& a, Format f, const FormatOptions& opt,
            std::shared_ptr<const Executor> exec, bool transpose, const std::vector<double>& x,
-           int reps)
+           int reps, const OutOfCoreOptions* ooc)
 {
-    auto op = make_matrix_operator<MT, VT>(a, f, exec, opt);
+    std::unique_ptr<Operator<VT>> op;
+    OocLayout layout;
+    if (ooc) {
+        auto o = make_out_of_core_operator<MT, VT>(a, exec, *ooc);
+        layout = o->layout();
+        op = std::move(o);
+    } else {
+        op = make_matrix_operator<MT, VT>(a, f, exec, opt);
+    }
     const std::size_t nx = transpose ? a.rows : a.cols, ny = transpose ? a.cols : a.rows;
     std::vector<VT> xh(x.begin(), x.end());
     Array<VT> xd = Array<VT>(std::move(xh)).to(exec);
@@ -54,6 +70,7 @@ Result run(const Coo<double>& a, Format f, const FormatOptions& opt,
     (void)nx;
     Result r;
     r.describe = op->describe();
+    r.layout = layout;
     auto once = [&] {
         if (transpose)
             op->apply_transpose(VT(1), xd.data(), VT(0), yd.data());
@@ -78,7 +95,7 @@ int cmd_spmv(int argc, char** argv)
 {
     Args args(argc, argv, {"--transpose", "--json", "--quiet"});
     if (args.help()) {
-        std::printf("%s", spmv_usage);
+        std::printf("%s%s", spmv_usage, out_of_core_help);
         return 0;
     }
     const bool json = args.flag("--json");
@@ -92,17 +109,27 @@ int cmd_spmv(int argc, char** argv)
     auto xfile = args.get("-x");
     auto yfile = args.get("-o");
     const int reps = static_cast<int>(args.get_int("--reps", 20));
+    const OutOfCoreChoice occ = parse_out_of_core(args);
+    const double resident = args.get_double("--resident-fraction", 1.0);
     args.finish(gen ? 0 : 1, gen ? 0 : 1);
     if (reps < 1) throw UsageError("--reps must be at least 1");
+    if (!(resident >= 0 && resident <= 1))
+        throw UsageError("--resident-fraction must be in [0, 1]");
     const Precision pr = precision_option(prec);
     std::optional<std::string> file;
     if (!args.positionals().empty()) file = args.positionals()[0];
     auto exec = pick_executor(device);
     Problem p = load_problem(file, gen, quiet);
 
-    Structure s = detect_structure(p.a);
-    const Format f =
-        usage_checked([&] { return parse_format(fmt_name == "auto" ? s.format : fmt_name); });
+    const std::size_t xb = pr == Precision::single ? 4 : 8;
+    std::optional<OutOfCoreOptions> oo =
+        out_of_core_choice(occ, *exec, p.a.rows, p.a.cols, p.a.nnz(), pr, 2, quiet);
+    const bool out_of_core = oo.has_value();
+    if (oo) oo->max_resident_fraction = resident;
+    Structure s = out_of_core ? Structure{} : detect_structure(p.a);
+    const Format f = out_of_core ? Format::csr : usage_checked([&] {
+        return parse_format(fmt_name == "auto" ? s.format : fmt_name);
+    });
     FormatOptions opt;
     opt.block_size = bs > 0 ? static_cast<index_t>(bs) : s.block_size;
 
@@ -123,12 +150,13 @@ int cmd_spmv(int argc, char** argv)
                   ref.data());
 
     Result r;
+    const OutOfCoreOptions* po = oo ? &*oo : nullptr;
     if (pr == Precision::double_)
-        r = run<double, double>(p.a, f, opt, exec, transpose, x, reps);
+        r = run<double, double>(p.a, f, opt, exec, transpose, x, reps, po);
     else if (pr == Precision::single)
-        r = run<float, float>(p.a, f, opt, exec, transpose, x, reps);
+        r = run<float, float>(p.a, f, opt, exec, transpose, x, reps, po);
     else
-        r = run<float, double>(p.a, f, opt, exec, transpose, x, reps);
+        r = run<float, double>(p.a, f, opt, exec, transpose, x, reps, po);
     // check: max |y - ref| relative to max_i sum_j |a_ij x_j| (the size of the terms summed)
     std::vector<double> scale(ref.size(), 0.0);
     for (offset_t k = 0; k < p.a.nnz(); ++k) {
@@ -148,7 +176,21 @@ int cmd_spmv(int argc, char** argv)
 
     std::sort(r.times.begin(), r.times.end());
     const double med = r.times[r.times.size() / 2];
-    const SpmvTraffic t = spmv_traffic(p.a, f, opt, pr);
+    SpmvTraffic t;
+    // out of core: the floor of the product from the two measured bandwidths
+    double h2d = 0, dev_bw = 0, floor_s = 0;
+    if (out_of_core) {
+        t.matrix_bytes = double(r.layout.bytes);
+        t.vector_bytes = double(xb) * (double(p.a.rows) + double(p.a.cols));
+        if (exec->is_cuda()) {
+            h2d = measure_h2d_bandwidth(*exec);
+            dev_bw = measure_copy_bandwidth(*exec);
+            floor_s = double(r.layout.streamed_bytes) / (h2d * 1e9) +
+                      (double(r.layout.resident_bytes) + t.vector_bytes) / (dev_bw * 1e9);
+        }
+    } else {
+        t = spmv_traffic(p.a, f, opt, pr);
+    }
     const double gbs = t.total() / med / 1e9;
     const double gflops = 2.0 * p.a.nnz() / med / 1e9;
     if (yfile) write_matrix_market_vector(*yfile, r.y, "y = A x by heptane spmv");
@@ -158,18 +200,39 @@ int cmd_spmv(int argc, char** argv)
             "\"device\": %s, \"transpose\": %s, \"rows\": %d, \"cols\": %d, \"nnz\": %lld, "
             "\"median_seconds\": %.9f, \"min_seconds\": %.9f, \"max_seconds\": %.9f, "
             "\"floor_bytes\": %.0f, \"gb_per_s\": %.2f, \"gflop_per_s\": %.2f, "
-            "\"check_rel_error\": %.3e, \"check_passed\": %s}\n",
+            "\"check_rel_error\": %.3e, \"check_passed\": %s",
             json_string(p.source).c_str(), json_string(r.describe).c_str(), to_string(f),
             prec.c_str(), json_string(exec->name()).c_str(), transpose ? "true" : "false", p.a.rows,
             p.a.cols, static_cast<long long>(p.a.nnz()), med, r.times.front(), r.times.back(),
             t.total(), gbs, gflops, rel, ok ? "true" : "false");
+        if (out_of_core)
+            std::printf(
+                ", \"out_of_core\": {\"chunks\": %d, \"resident_chunks\": %d, \"bytes\": %zu, "
+                "\"resident_bytes\": %zu, \"streamed_bytes\": %zu, \"buffer_bytes\": %zu, "
+                "\"budget\": %zu, \"h2d_gb_per_s\": %.2f, \"copy_gb_per_s\": %.2f, "
+                "\"floor_seconds\": %.9f, \"over_floor\": %.4f, \"streamed_gb_per_s\": %.2f}",
+                r.layout.chunks, r.layout.resident_chunks, r.layout.bytes, r.layout.resident_bytes,
+                r.layout.streamed_bytes, r.layout.buffer_bytes, r.layout.budget, h2d, dev_bw,
+                floor_s, floor_s > 0 ? med / floor_s : -1.0,
+                double(r.layout.streamed_bytes) / med / 1e9);
+        std::printf("}\n");
     } else {
         std::printf("%s\n", r.describe.c_str());
         std::printf("  %s: median %.3f ms (min %.3f, max %.3f, %d reps)\n",
                     transpose ? "y = A^T x" : "y = A x", med * 1e3, r.times.front() * 1e3,
                     r.times.back() * 1e3, reps);
-        std::printf("  %.1f GB/s effective (%.1f MB at the floor), %.2f GFLOP/s\n", gbs,
-                    t.total() / 1e6, gflops);
+        if (out_of_core && floor_s > 0)
+            std::printf(
+                "  out of core: %.3f GB streamed per product at %.1f GB/s (%.1f %% of the %.1f "
+                "GB/s\n"
+                "  pinned host-to-device copy), %.3f GB resident; floor %.3f ms (streamed / H2D +\n"
+                "  resident and vectors / %.0f GB/s device copy): time %.3fx the floor\n",
+                double(r.layout.streamed_bytes) / 1e9, double(r.layout.streamed_bytes) / med / 1e9,
+                100.0 * double(r.layout.streamed_bytes) / med / 1e9 / h2d, h2d,
+                double(r.layout.resident_bytes) / 1e9, floor_s * 1e3, dev_bw, med / floor_s);
+        else
+            std::printf("  %.1f GB/s effective (%.1f MB at the floor), %.2f GFLOP/s\n", gbs,
+                        t.total() / 1e6, gflops);
         std::printf(
             "  check against fp64 CSR on the CPU: relative error %.2e (%s, tolerance %.0e)\n", rel,
             ok ? "ok" : "FAILED", tol);

@@ -311,4 +311,65 @@ PcOptions parse_pc_options(Args& args)
     return o;
 }
 
+const char* out_of_core_help =
+    "  --out-of-core M   auto (default) | on | off: keep the matrix in host memory (page-locked)\n"
+    "                    in row chunks and stream them to the GPU at every product, the copy of\n"
+    "                    one chunk beside the product of the last; as many chunks as the device\n"
+    "                    memory allows stay resident. auto: when the matrix does not fit the\n"
+    "                    device memory. The chunks are CSR (32-bit local indices), whatever\n"
+    "                    --format says. On the CPU, on computes from the chunks in memory.\n"
+    "  --device-memory B device memory the run may use, bytes (e.g. 8G, 512M; default: all the\n"
+    "                    device has free): the budget for resident chunks and stream buffers\n"
+    "  --chunk-bytes B   bytes per streamed chunk (default 64M)\n";
+
+OutOfCoreChoice parse_out_of_core(Args& args)
+{
+    OutOfCoreChoice c;
+    c.mode = args.get_or("--out-of-core", "auto");
+    if (c.mode != "auto" && c.mode != "on" && c.mode != "off")
+        throw UsageError("--out-of-core must be auto, on or off, not '" + c.mode + "'");
+    if (auto m = args.get("--device-memory"))
+        c.device_memory = usage_checked([&] { return parse_bytes(*m); });
+    if (auto b = args.get("--chunk-bytes")) {
+        c.chunk_bytes = usage_checked([&] { return parse_bytes(*b); });
+        if (c.chunk_bytes < 4096) throw UsageError("--chunk-bytes must be at least 4k");
+    }
+    return c;
+}
+
+std::optional<OutOfCoreOptions> out_of_core_choice(const OutOfCoreChoice& c, const Executor& exec,
+                                                   index_t rows, index_t cols, offset_t nnz,
+                                                   Precision p, int vectors, bool quiet)
+{
+    if (c.mode == "off" || (c.mode == "auto" && !exec.is_cuda())) return std::nullopt;
+    const double value_bytes = p == Precision::double_ ? 8 : 4;
+    const std::size_t vector_bytes = p == Precision::single ? 4 : 8;
+    const double v = double(vectors) * double(std::max(rows, cols)) * double(vector_bytes);
+    std::string why = "out of core: --out-of-core on";
+    if (c.mode == "auto") {
+        const double in_core = 8.0 * (double(rows) + 1) + (4 + value_bytes) * double(nnz) + v;
+        const double budget =
+            c.device_memory ? double(c.device_memory) : double(device_free_bytes(exec)) * 0.95;
+        if (in_core <= budget) return std::nullopt;
+        char buf[200];
+        std::snprintf(buf, sizeof buf,
+                      "out of core: the matrix and vectors need %.2f GB of device memory, %s "
+                      "%.2f GB",
+                      in_core / 1e9, c.device_memory ? "--device-memory allows" : "the device has",
+                      budget / 1e9);
+        why = buf;
+    }
+    OutOfCoreOptions o;
+    o.chunk_bytes = c.chunk_bytes;
+    if (c.device_memory) {
+        if (v >= double(c.device_memory))
+            throw UsageError("--device-memory " + std::to_string(c.device_memory) +
+                             " bytes cannot even hold the " + std::to_string(vectors) +
+                             " vectors (" + std::to_string(static_cast<long long>(v)) + " bytes)");
+        o.device_budget = c.device_memory - static_cast<std::size_t>(v);
+    }
+    if (!quiet) std::fprintf(stderr, "%s\n", why.c_str());
+    return o;
+}
+
 }  // namespace heptane::cli

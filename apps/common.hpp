@@ -12,6 +12,7 @@
 #include "core/error.hpp"
 #include "core/executor.hpp"
 #include "formats/coo/coo.hpp"
+#include "formats/outofcore/outofcore.hpp"
 #include "generators/hepta.hpp"
 #include "solver/precond/preconditioner.hpp"
 #include "solver/solver.hpp"
@@ -100,5 +101,25 @@ std::vector<std::string> split_commas(const std::string& s);
 
 /// The value of --precision: double, single or mixed; UsageError naming them otherwise.
 Precision precision_option(const std::string& value);
+
+/// --out-of-core MODE, --device-memory BYTES, --chunk-bytes BYTES (spmv, solve, mlem, lsqr).
+struct OutOfCoreChoice {
+    std::string mode = "auto";      ///< off | on | auto
+    std::size_t device_memory = 0;  ///< 0: what the device has free
+    std::size_t chunk_bytes = std::size_t(64) << 20;
+};
+/// Parse the three options; UsageError for bad values.
+OutOfCoreChoice parse_out_of_core(Args& args);
+/// Their --help lines.
+extern const char* out_of_core_help;
+/// Whether to run out of core: "on" (on the CPU too: the chunked product straight from host
+/// memory), "off", or "auto": on a GPU when the in-core matrix (CSR at the precision's value
+/// bytes) and `vectors` vectors of max(rows, cols) values exceed --device-memory (or the memory
+/// the device has free). Returns the operator's options when out of core (the chunk size; a
+/// budget of --device-memory less the vectors, 0 without it: what the device has free), and
+/// prints why on stderr unless `quiet`.
+std::optional<OutOfCoreOptions> out_of_core_choice(const OutOfCoreChoice& c, const Executor& exec,
+                                                   index_t rows, index_t cols, offset_t nnz,
+                                                   Precision p, int vectors, bool quiet);
 
 }  // namespace heptane::cli

@@ -13,4 +13,9 @@ namespace heptane {
 /// events on the executor's stream; CPU: an OpenMP-parallel copy over all threads.
 double measure_copy_bandwidth(const Executor& exec, std::size_t bytes = 0, int reps = 10);
 
+/// GB/s of a copy from page-locked host memory to the device (the floor of an out-of-core
+/// product): `bytes` (default 256 MiB) in one cudaMemcpyAsync on the executor's stream, timed
+/// with events, median of `reps`. 0 on the CPU (nothing crosses a bus).
+double measure_h2d_bandwidth(const Executor& exec, std::size_t bytes = 0, int reps = 5);
+
 }  // namespace heptane

@@ -72,6 +72,12 @@ std::unique_ptr<Operator<VT>> build_operator(const Coo<double>* a, const Csr<dou
                                              const Csr<double>* csr_on_exec, const SolveConfig& cfg,
                                              const std::shared_ptr<const Executor>& exec)
 {
+    if (cfg.out_of_core) {
+        auto m = std::make_shared<OocMatrix<MT>>(
+            a ? make_ooc_matrix<MT>(*a, cfg.out_of_core->chunk_bytes, exec->is_cuda())
+              : make_ooc_matrix<MT>(csr, cfg.out_of_core->chunk_bytes, exec->is_cuda()));
+        return std::make_unique<OutOfCoreOperator<MT, VT>>(std::move(m), exec, *cfg.out_of_core);
+    }
     const bool from_csr = !a || (csr_on_exec && std::is_same_v<MT, double> &&
                                  (cfg.format == Format::bdia || cfg.format == Format::csr) &&
                                  cfg.format_options.block_size > 0);
@@ -108,7 +114,7 @@ SolveResult run(const Coo<double>* a, const Csr<double>& csr, double csr_ms,
     // set up from it there, instead of one upload (or a host setup) each. It is released
     // after the preconditioner's setup.
     std::unique_ptr<Csr<double>> csr_on_exec;
-    if (!reference && exec->is_cuda() &&
+    if (!reference && exec->is_cuda() && !cfg.out_of_core &&
         ((std::is_same_v<MT, double> &&
           (cfg.format == Format::csr ||
            (cfg.format == Format::bdia && cfg.format_options.block_size > 0))) ||

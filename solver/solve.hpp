@@ -26,6 +26,7 @@
 #include "core/types.hpp"
 #include "formats/coo/coo.hpp"
 #include "formats/matrix.hpp"
+#include "formats/outofcore/outofcore.hpp"
 #include "solver/bicgstab/bicgstab.hpp"
 #include "solver/krylov.hpp"
 #include "solver/precond/preconditioner.hpp"
@@ -81,6 +82,11 @@ struct SolveConfig {
     SolverOptions options;
     /// Initial guess (empty: zero). Non-empty sets options.nonzero_initial_guess.
     std::vector<double> x0;
+    /// Set: the matrix stays in host memory in row chunks and streams to the device at every
+    /// product (formats/outofcore; `format` is then ignored, the chunks are CSR). The
+    /// preconditioner is set up from the host matrix and lives on the device: pick one that
+    /// keeps no copy of A there (none, jacobi, bjacobi).
+    std::optional<OutOfCoreOptions> out_of_core;
     /// Called when a stage starts (for progress output of long runs); elapsed_ms since the
     /// call to solve_system.
     std::function<void(SolveStage stage, double elapsed_ms)> on_stage;

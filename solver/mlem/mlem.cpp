@@ -67,7 +67,7 @@ struct Mlem<VT>::Workspace {
 };
 
 template <class VT>
-Mlem<VT>::Mlem(MlemOptions options) : opts_(options)
+Mlem<VT>::Mlem(MlemOptions options) : opts_(std::move(options))
 {
 }
 template <class VT>
@@ -198,6 +198,10 @@ MlemStatus Mlem<VT>::solve(const Array<VT>& g_arr, Array<VT>& f_arr)
             ops.mlem_correlate(m, g, q, q, ll ? k : -1);  // q = g / q;  L(f^k)
             A.apply_transpose(VT(1), q, VT(0), b);        // b = Aᵀ q
             ops.mlem_update(n, b, inv, f);                // f = f · b / norm
+            if (opts_.progress) {
+                exec->synchronize();
+                opts_.progress(k + 1, iters);
+            }
         }
         if (ll) {
             A.apply(f, q);

@@ -29,6 +29,7 @@
 //     MlemStatus st = em.solve(g, f);      // f: the image; st.loglik: L per iteration
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -48,6 +49,9 @@ struct MlemOptions {
     bool compute_loglik = true;
     /// Start from f as given (must be ≥ 0); otherwise f is overwritten with f⁰.
     bool nonzero_initial_guess = false;
+    /// When set, called with (k, iterations) once iteration k is done on the device: the host
+    /// waits for every iteration (for progress on long runs, e.g. out of core; MLEM only).
+    std::function<void(int, int)> progress;
 };
 
 struct MlemTimings {

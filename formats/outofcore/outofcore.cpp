@@ -1,0 +1,592 @@
+// The out-of-core operator: chunks in host memory (outofcore.hpp), the leading ones resident
+// on the device as the budget allows, the rest streamed through `buffers` device buffers by a
+// copy stream, each product on the executor's stream behind the copy of its chunk (events:
+// `ready` after a copy, `freed` after the product that read the buffer). Nothing waits on the
+// host: apply() returns with the work queued, as the in-core operators do.
+#include "formats/outofcore/outofcore.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <sstream>
+#include <type_traits>
+
+#include "core/error.hpp"
+#include "formats/outofcore/outofcore_kernels.hpp"
+
+#ifdef HEPTANE_HAVE_CUDA
+#include "core/cuda_common.hpp"
+#endif
+
+namespace heptane {
+
+namespace {
+
+constexpr std::size_t align16(std::size_t n)
+{
+    return (n + 15) / 16 * 16;
+}
+constexpr std::size_t align256(std::size_t n)
+{
+    return (n + 255) / 256 * 256;
+}
+
+void* host_block(std::size_t bytes, bool pinned)
+{
+    if (pinned) {
+#ifdef HEPTANE_HAVE_CUDA
+        void* p = nullptr;
+        const cudaError_t err = cudaHostAlloc(&p, bytes ? bytes : 1, cudaHostAllocPortable);
+        HEPTANE_ENSURE(err == cudaSuccess, DeviceError,
+                       "page-locked host allocation of "
+                           << bytes << " bytes failed: " << cudaGetErrorString(err)
+                           << " (host memory exhausted?)");
+        return p;
+#else
+        HEPTANE_THROW(NotSupported, "page-locked memory in a build without CUDA");
+#endif
+    }
+    void* p = std::aligned_alloc(64, align256(bytes ? bytes : 1));
+    HEPTANE_ENSURE(p, DeviceError, "host allocation of " << bytes << " bytes failed");
+    return p;
+}
+
+void free_host_block(void* p, bool pinned) noexcept
+{
+    if (!p) return;
+#ifdef HEPTANE_HAVE_CUDA
+    if (pinned) {
+        cudaFreeHost(p);
+        return;
+    }
+#else
+    (void)pinned;
+#endif
+    std::free(p);
+}
+
+/// Lanes per row of the CUDA kernels: as the in-core CSR vector kernel (the largest power of
+/// two ≤ half the mean row, 2..32), 1 for rows of one or two entries.
+int lanes_for(index_t rows, offset_t nnz)
+{
+    const double mean = rows > 0 ? double(nnz) / rows : 0.0;
+    if (mean < 2.0) return 1;
+    int g = 2;
+    while (g < 32 && 2.0 * (2 * g) <= mean) g *= 2;
+    return g;
+}
+
+std::string bytes_text(double b)
+{
+    char buf[32];
+    if (b >= 1e9)
+        std::snprintf(buf, sizeof buf, "%.2f GB", b / 1e9);
+    else if (b >= 1e6)
+        std::snprintf(buf, sizeof buf, "%.1f MB", b / 1e6);
+    else
+        std::snprintf(buf, sizeof buf, "%.0f kB", b / 1e3);
+    return buf;
+}
+
+}  // namespace
+
+// ---- OocMatrix ----------------------------------------------------------------------------
+
+template <class MT>
+OocMatrix<MT>::~OocMatrix()
+{
+    for (auto& c : chunks_) free_host_block(c.data, pinned_);
+}
+
+template <class MT>
+OocMatrix<MT>::OocMatrix(OocMatrix&& o) noexcept
+    : rows_(o.rows_),
+      cols_(o.cols_),
+      nnz_(o.nnz_),
+      bytes_(o.bytes_),
+      max_chunk_(o.max_chunk_),
+      pinned_(o.pinned_),
+      chunks_(std::move(o.chunks_))
+{
+    o.chunks_.clear();
+    o.rows_ = 0;
+    o.nnz_ = 0;
+    o.bytes_ = 0;
+}
+
+template <class MT>
+OocMatrix<MT>& OocMatrix<MT>::operator=(OocMatrix&& o) noexcept
+{
+    if (this != &o) {
+        for (auto& c : chunks_) free_host_block(c.data, pinned_);
+        rows_ = o.rows_;
+        cols_ = o.cols_;
+        nnz_ = o.nnz_;
+        bytes_ = o.bytes_;
+        max_chunk_ = o.max_chunk_;
+        pinned_ = o.pinned_;
+        chunks_ = std::move(o.chunks_);
+        o.chunks_.clear();
+        o.rows_ = 0;
+        o.nnz_ = 0;
+        o.bytes_ = 0;
+    }
+    return *this;
+}
+
+// ---- OocBuilder ---------------------------------------------------------------------------
+
+template <class MT>
+OocBuilder<MT>::OocBuilder(index_t cols, std::size_t chunk_bytes, bool pinned)
+    : chunk_bytes_(chunk_bytes)
+{
+    HEPTANE_ENSURE(cols >= 0, InputError, "out-of-core matrix: negative column count " << cols);
+    HEPTANE_ENSURE(chunk_bytes >= 64, InputError,
+                   "out-of-core chunk size " << chunk_bytes << " bytes is below 64 bytes");
+#ifndef HEPTANE_HAVE_CUDA
+    HEPTANE_ENSURE(!pinned, NotSupported, "page-locked chunks in a build without CUDA");
+#endif
+    m_.cols_ = cols;
+    m_.pinned_ = pinned;
+}
+
+template <class MT>
+void OocBuilder<MT>::append_row(const index_t* cols, const double* vals, index_t n)
+{
+    HEPTANE_ENSURE(n >= 0, InputError, "out-of-core matrix: negative row length " << n);
+    const auto block_bytes = [&](std::size_t rows, std::size_t nnz) {
+        return align16(align16((rows + 1) * 4) + nnz * 4) + nnz * sizeof(MT);
+    };
+    const std::size_t r = static_cast<std::size_t>(staged_rows());
+    const std::size_t z = col_.size();
+    if (r > 0 && (block_bytes(r + 1, z + n) > chunk_bytes_ ||
+                  z + n > std::numeric_limits<std::uint32_t>::max()))
+        seal();
+    HEPTANE_ENSURE(std::size_t(n) <= std::numeric_limits<std::uint32_t>::max(), InputError,
+                   "out-of-core matrix: a row of " << n << " entries");
+    HEPTANE_ENSURE(m_.rows_ + staged_rows() < std::numeric_limits<index_t>::max(), InputError,
+                   "out-of-core matrix: more than 2^31 - 1 rows");
+    for (index_t k = 0; k < n; ++k) {
+        HEPTANE_ENSURE(cols[k] >= 0 && cols[k] < m_.cols_, InputError,
+                       "out-of-core matrix: column " << cols[k] + 1 << " of row "
+                                                     << m_.rows_ + staged_rows() + 1
+                                                     << " is outside 1.." << m_.cols_);
+        col_.push_back(static_cast<std::uint32_t>(cols[k]));
+        val_.push_back(static_cast<MT>(vals[k]));
+    }
+    row_ptr_.push_back(static_cast<std::uint32_t>(col_.size()));
+}
+
+template <class MT>
+void OocBuilder<MT>::seal()
+{
+    const index_t rows = staged_rows();
+    if (rows == 0) return;
+    OocChunk c;
+    c.row0 = m_.rows_;
+    c.rows = rows;
+    c.nnz = static_cast<offset_t>(col_.size());
+    c.col_off = align16(row_ptr_.size() * 4);
+    c.val_off = align16(c.col_off + col_.size() * 4);
+    c.bytes = c.val_off + val_.size() * sizeof(MT);
+    c.lanes = lanes_for(rows, c.nnz);
+    c.data = host_block(c.bytes, m_.pinned_);
+    char* base = static_cast<char*>(c.data);
+    std::memcpy(base, row_ptr_.data(), row_ptr_.size() * 4);
+    std::memset(base + row_ptr_.size() * 4, 0, c.col_off - row_ptr_.size() * 4);
+    std::memcpy(base + c.col_off, col_.data(), col_.size() * 4);
+    std::memset(base + c.col_off + col_.size() * 4, 0, c.val_off - c.col_off - col_.size() * 4);
+    std::memcpy(base + c.val_off, val_.data(), val_.size() * sizeof(MT));
+    m_.chunks_.push_back(c);
+    m_.rows_ += rows;
+    m_.nnz_ += c.nnz;
+    m_.bytes_ += c.bytes;
+    m_.max_chunk_ = std::max(m_.max_chunk_, c.bytes);
+    row_ptr_.assign(1, 0);
+    col_.clear();
+    val_.clear();
+}
+
+template <class MT>
+OocMatrix<MT> OocBuilder<MT>::finish()
+{
+    seal();
+    OocMatrix<MT> out = std::move(m_);
+    m_ = OocMatrix<MT>();
+    return out;
+}
+
+template <class MT>
+OocMatrix<MT> make_ooc_matrix(const Coo<double>& a, std::size_t chunk_bytes, bool pinned)
+{
+    HEPTANE_ENSURE(a.exec()->is_cpu(), InputError, "out-of-core matrix: host COO only");
+    HEPTANE_ENSURE(is_canonical(a), InputError,
+                   "out-of-core matrix: the COO must be canonical (sorted by row)");
+    OocBuilder<MT> b(a.cols, chunk_bytes, pinned);
+    const index_t* row = a.row.data();
+    const index_t* col = a.col.data();
+    const double* val = a.val.data();
+    offset_t k = 0;
+    for (index_t i = 0; i < a.rows; ++i) {
+        const offset_t k0 = k;
+        while (k < a.nnz() && row[k] == i) ++k;
+        b.append_row(col + k0, val + k0, static_cast<index_t>(k - k0));
+    }
+    return b.finish();
+}
+
+template <class MT>
+OocMatrix<MT> make_ooc_matrix(const Csr<double>& a, std::size_t chunk_bytes, bool pinned)
+{
+    HEPTANE_ENSURE(a.exec()->is_cpu(), InputError, "out-of-core matrix: host CSR only");
+    OocBuilder<MT> b(a.cols, chunk_bytes, pinned);
+    const offset_t* ptr = a.row_ptr.data();
+    for (index_t i = 0; i < a.rows; ++i)
+        b.append_row(a.col_idx.data() + ptr[i], a.values.data() + ptr[i],
+                     static_cast<index_t>(ptr[i + 1] - ptr[i]));
+    return b.finish();
+}
+
+// ---- the operator -------------------------------------------------------------------------
+
+template <class MT, class VT>
+struct OutOfCoreOperator<MT, VT>::Impl {
+    std::shared_ptr<const OocMatrix<MT>> m;
+    std::shared_ptr<const Executor> exec;
+    OocLayout layout;
+    void* resident = nullptr;             ///< one device block for the resident chunks
+    std::vector<std::size_t> res_offset;  ///< chunk k's offset in it
+    std::vector<void*> buffers;           ///< device stream buffers
+#ifdef HEPTANE_HAVE_CUDA
+    cudaStream_t copy = nullptr;
+    std::vector<cudaEvent_t> ready, freed;
+#endif
+
+    kernels::OocChunkView<MT> view(const OocChunk& c, const void* base) const
+    {
+        const char* p = static_cast<const char*>(base);
+        kernels::OocChunkView<MT> v;
+        v.rows = c.rows;
+        v.nnz = c.nnz;
+        v.row_ptr = reinterpret_cast<const std::uint32_t*>(p);
+        v.col = reinterpret_cast<const std::uint32_t*>(p + c.col_off);
+        v.val = reinterpret_cast<const MT*>(p + c.val_off);
+        v.lanes = c.lanes;
+        return v;
+    }
+
+    void release() noexcept
+    {
+#ifdef HEPTANE_HAVE_CUDA
+        if (exec && exec->is_cuda()) {
+            if (copy) cudaStreamSynchronize(copy);
+            try {
+                exec->synchronize();
+            } catch (...) {
+            }
+            for (auto e : ready) cudaEventDestroy(e);
+            for (auto e : freed) cudaEventDestroy(e);
+            ready.clear();
+            freed.clear();
+            if (copy) cudaStreamDestroy(copy);
+            copy = nullptr;
+        }
+#endif
+        for (void* b : buffers) exec->free(b);
+        buffers.clear();
+        if (resident) exec->free(resident);
+        resident = nullptr;
+    }
+    ~Impl()
+    {
+        release();
+    }
+};
+
+template <class MT, class VT>
+OutOfCoreOperator<MT, VT>::OutOfCoreOperator(std::shared_ptr<const OocMatrix<MT>> m,
+                                             std::shared_ptr<const Executor> exec,
+                                             const OutOfCoreOptions& opt)
+    : impl_(std::make_unique<Impl>())
+{
+    HEPTANE_ENSURE(m, InputError, "out-of-core operator: no matrix");
+    HEPTANE_ENSURE(opt.buffers >= 2, InputError,
+                   "out-of-core operator: " << opt.buffers << " stream buffers (2 or more)");
+    HEPTANE_ENSURE(opt.max_resident_fraction >= 0 && opt.max_resident_fraction <= 1, InputError,
+                   "out-of-core operator: resident fraction " << opt.max_resident_fraction
+                                                              << " outside [0, 1]");
+    Impl& d = *impl_;
+    d.m = std::move(m);
+    d.exec = std::move(exec);
+    const auto& chunks = d.m->chunks();
+    OocLayout& L = d.layout;
+    L.chunks = static_cast<index_t>(chunks.size());
+    L.bytes = d.m->bytes();
+    if (d.exec->is_cpu()) {  // the host blocks are the matrix: nothing to place
+        L.resident_chunks = L.chunks;
+        L.resident_bytes = L.bytes;
+        return;
+    }
+#ifdef HEPTANE_HAVE_CUDA
+    HEPTANE_ENSURE(d.m->pinned(), InputError,
+                   "out-of-core operator on a GPU: the chunks must be in page-locked memory "
+                   "(build them with pinned = true)");
+    const auto& ce = static_cast<const CudaExecutor&>(*d.exec);
+    HEPTANE_CUDA_CHECK(cudaSetDevice(ce.device()));
+    std::size_t budget = opt.device_budget;
+    if (budget == 0) {
+        const std::size_t free_b = device_free_bytes(ce);
+        const std::size_t vectors =
+            8 * (std::size_t(d.m->rows()) + std::size_t(d.m->cols())) * sizeof(VT);
+        const std::size_t reserve =
+            std::max<std::size_t>(std::size_t(1) << 30, free_b / 10) + vectors;
+        budget = free_b > reserve ? free_b - reserve : 0;
+    }
+    L.budget = budget;
+    const double cap = opt.max_resident_fraction * double(L.bytes);
+    // Everything resident: an in-core operator in chunk form, no buffers.
+    const auto padded = [&](index_t upto) {
+        std::size_t s = 0;
+        for (index_t k = 0; k < upto; ++k) s += align256(chunks[k].bytes);
+        return s;
+    };
+    index_t resident = 0;
+    if (opt.max_resident_fraction >= 1 && padded(L.chunks) <= budget) {
+        resident = L.chunks;
+    } else {
+        const int nbuf = static_cast<int>(std::min<std::size_t>(opt.buffers, chunks.size()));
+        const std::size_t buf_bytes = std::size_t(nbuf) * align256(d.m->max_chunk_bytes());
+        HEPTANE_ENSURE(buf_bytes <= budget, InputError,
+                       "the device budget of "
+                           << budget << " bytes cannot hold " << nbuf << " stream buffers of "
+                           << d.m->max_chunk_bytes()
+                           << " bytes: lower the chunk size or raise the budget");
+        std::size_t used = 0, raw = 0;
+        while (resident < L.chunks) {
+            const std::size_t b = align256(chunks[resident].bytes);
+            if (used + b + buf_bytes > budget || double(raw + chunks[resident].bytes) > cap) break;
+            used += b;
+            raw += chunks[resident].bytes;
+            ++resident;
+        }
+        const int streamed = static_cast<int>(L.chunks - resident);
+        const int n = std::min(nbuf, streamed);
+        for (int s = 0; s < n; ++s) d.buffers.push_back(d.exec->alloc(d.m->max_chunk_bytes()));
+        L.buffer_bytes = std::size_t(n) * d.m->max_chunk_bytes();
+        HEPTANE_CUDA_CHECK(cudaStreamCreateWithFlags(&d.copy, cudaStreamNonBlocking));
+        for (int s = 0; s < n; ++s) {
+            cudaEvent_t a = nullptr, b = nullptr;
+            HEPTANE_CUDA_CHECK(cudaEventCreateWithFlags(&a, cudaEventDisableTiming));
+            d.ready.push_back(a);
+            HEPTANE_CUDA_CHECK(cudaEventCreateWithFlags(&b, cudaEventDisableTiming));
+            d.freed.push_back(b);
+        }
+    }
+    L.resident_chunks = resident;
+    const std::size_t res_bytes = padded(resident);
+    if (resident > 0) {
+        d.resident = d.exec->alloc(res_bytes);
+        std::size_t off = 0;
+        for (index_t k = 0; k < resident; ++k) {
+            d.res_offset.push_back(off);
+            HEPTANE_CUDA_CHECK(cudaMemcpyAsync(static_cast<char*>(d.resident) + off, chunks[k].data,
+                                               chunks[k].bytes, cudaMemcpyHostToDevice,
+                                               cuda::stream(ce)));
+            L.resident_bytes += chunks[k].bytes;
+            off += align256(chunks[k].bytes);
+        }
+    }
+    L.streamed_bytes = L.bytes - L.resident_bytes;
+    d.exec->synchronize();  // the buffers' allocation is ordered before the copy stream uses them
+#else
+    HEPTANE_THROW(NotSupported, "CUDA executor in a build without CUDA");
+#endif
+}
+
+template <class MT, class VT>
+OutOfCoreOperator<MT, VT>::~OutOfCoreOperator() = default;
+
+template <class MT, class VT>
+index_t OutOfCoreOperator<MT, VT>::rows() const
+{
+    return impl_->m->rows();
+}
+template <class MT, class VT>
+index_t OutOfCoreOperator<MT, VT>::cols() const
+{
+    return impl_->m->cols();
+}
+template <class MT, class VT>
+std::shared_ptr<const Executor> OutOfCoreOperator<MT, VT>::executor() const
+{
+    return impl_->exec;
+}
+template <class MT, class VT>
+const OocLayout& OutOfCoreOperator<MT, VT>::layout() const noexcept
+{
+    return impl_->layout;
+}
+
+namespace {
+
+template <class MT, class VT, class Exec>
+void run_chunk(const Exec& e, const kernels::OocChunkView<MT>& v, const OocChunk& c, bool tr,
+               VT alpha, const VT* x, VT beta, VT* y)
+{
+    if (tr)
+        kernels::ooc_chunk_apply_transpose(e, v, alpha, x + c.row0, y);
+    else
+        kernels::ooc_chunk_apply(e, v, alpha, x, beta, y + c.row0);
+}
+
+template <class MT, class VT>
+void apply_impl(const typename OutOfCoreOperator<MT, VT>::Impl& d, bool tr, VT alpha, const VT* x,
+                VT beta, VT* y)
+{
+    const auto& chunks = d.m->chunks();
+    if (d.exec->is_cpu()) {
+        const auto& ce = static_cast<const CpuExecutor&>(*d.exec);
+        if (tr) kernels::ooc_scale(ce, d.m->cols(), beta, y);
+        for (const auto& c : chunks) run_chunk(ce, d.view(c, c.data), c, tr, alpha, x, beta, y);
+        return;
+    }
+#ifdef HEPTANE_HAVE_CUDA
+    const auto& ce = static_cast<const CudaExecutor&>(*d.exec);
+    HEPTANE_CUDA_CHECK(cudaSetDevice(ce.device()));
+    const cudaStream_t s0 = cuda::stream(ce);
+    const index_t R = d.layout.resident_chunks;
+    const index_t n = static_cast<index_t>(chunks.size()) - R;
+    const int S = static_cast<int>(d.buffers.size());
+    const auto queue_copy = [&](index_t i) {  // streamed chunk i into buffer i % S
+        const int s = static_cast<int>(i % S);
+        const OocChunk& c = chunks[R + i];
+        HEPTANE_CUDA_CHECK(cudaStreamWaitEvent(d.copy, d.freed[s], 0));
+        HEPTANE_CUDA_CHECK(
+            cudaMemcpyAsync(d.buffers[s], c.data, c.bytes, cudaMemcpyHostToDevice, d.copy));
+        HEPTANE_CUDA_CHECK(cudaEventRecord(d.ready[s], d.copy));
+    };
+    // the first copies start at once, beside the resident chunks' products
+    for (index_t i = 0; i < std::min<index_t>(n, S); ++i) queue_copy(i);
+    if (tr) kernels::ooc_scale(ce, d.m->cols(), beta, y);
+    for (index_t k = 0; k < R; ++k)
+        run_chunk(ce, d.view(chunks[k], static_cast<const char*>(d.resident) + d.res_offset[k]),
+                  chunks[k], tr, alpha, x, beta, y);
+    for (index_t i = 0; i < n; ++i) {
+        const int s = static_cast<int>(i % S);
+        HEPTANE_CUDA_CHECK(cudaStreamWaitEvent(s0, d.ready[s], 0));
+        run_chunk(ce, d.view(chunks[R + i], d.buffers[s]), chunks[R + i], tr, alpha, x, beta, y);
+        HEPTANE_CUDA_CHECK(cudaEventRecord(d.freed[s], s0));
+        if (i + S < n) queue_copy(i + S);
+    }
+#else
+    HEPTANE_THROW(NotSupported, "CUDA executor in a build without CUDA");
+#endif
+}
+
+}  // namespace
+
+template <class MT, class VT>
+void OutOfCoreOperator<MT, VT>::apply(VT alpha, const VT* x, VT beta, VT* y) const
+{
+    apply_impl<MT, VT>(*impl_, false, alpha, x, beta, y);
+}
+
+template <class MT, class VT>
+void OutOfCoreOperator<MT, VT>::apply_transpose(VT alpha, const VT* x, VT beta, VT* y) const
+{
+    apply_impl<MT, VT>(*impl_, true, alpha, x, beta, y);
+}
+
+template <class MT, class VT>
+std::string OutOfCoreOperator<MT, VT>::describe() const
+{
+    const Impl& d = *impl_;
+    const OocLayout& L = d.layout;
+    std::ostringstream os;
+    os << "out-of-core csr " << d.m->rows() << "x" << d.m->cols() << " nnz=" << d.m->nnz() << ", "
+       << L.chunks << " chunks of <= " << bytes_text(double(d.m->max_chunk_bytes())) << " ("
+       << (std::is_same_v<MT, float>
+               ? (std::is_same_v<VT, float> ? "fp32" : "fp32 values, fp64 vectors")
+               : "fp64")
+       << ")";
+    if (d.exec->is_cuda())
+        os << ", " << L.resident_chunks << " resident (" << bytes_text(double(L.resident_bytes))
+           << "), " << bytes_text(double(L.streamed_bytes)) << " streamed per product through "
+           << d.buffers.size() << " buffers";
+    os << " on " << d.exec->name();
+    return os.str();
+}
+
+template <class MT, class VT>
+std::unique_ptr<OutOfCoreOperator<MT, VT>> make_out_of_core_operator(
+    const Coo<double>& a, std::shared_ptr<const Executor> exec, const OutOfCoreOptions& opt)
+{
+    auto m =
+        std::make_shared<OocMatrix<MT>>(make_ooc_matrix<MT>(a, opt.chunk_bytes, exec->is_cuda()));
+    return std::make_unique<OutOfCoreOperator<MT, VT>>(std::move(m), std::move(exec), opt);
+}
+
+// ---- helpers ------------------------------------------------------------------------------
+
+std::size_t parse_bytes(const std::string& s)
+{
+    const char* p = s.c_str();
+    char* end = nullptr;
+    const double v = std::strtod(p, &end);
+    HEPTANE_ENSURE(end != p && std::isfinite(v), InputError,
+                   "'" << s << "' is not a byte count (e.g. 8G, 512M, 1e9)");
+    std::string unit(end);
+    for (auto& ch : unit) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    double mult = 1;
+    if (unit.empty() || unit == "b")
+        mult = 1;
+    else if (unit == "k" || unit == "kb" || unit == "kib")
+        mult = 1024.0;
+    else if (unit == "m" || unit == "mb" || unit == "mib")
+        mult = 1024.0 * 1024;
+    else if (unit == "g" || unit == "gb" || unit == "gib")
+        mult = 1024.0 * 1024 * 1024;
+    else if (unit == "t" || unit == "tb" || unit == "tib")
+        mult = 1024.0 * 1024 * 1024 * 1024;
+    else
+        HEPTANE_THROW(InputError, "'" << s << "': unknown unit '" << end << "' (k, M, G or T)");
+    const double b = v * mult;
+    HEPTANE_ENSURE(b >= 1 && b < 1.8e19, InputError, "'" << s << "' is not a byte count >= 1");
+    return static_cast<std::size_t>(b);
+}
+
+std::size_t device_free_bytes(const Executor& exec)
+{
+    if (!exec.is_cuda()) return 0;
+#ifdef HEPTANE_HAVE_CUDA
+    const auto& ce = static_cast<const CudaExecutor&>(exec);
+    HEPTANE_CUDA_CHECK(cudaSetDevice(ce.device()));
+    std::size_t free_b = 0, total = 0;
+    HEPTANE_CUDA_CHECK(cudaMemGetInfo(&free_b, &total));
+    return free_b;
+#else
+    return 0;
+#endif
+}
+
+#define HEPTANE_INSTANTIATE_M(MT)                                                      \
+    template class OocMatrix<MT>;                                                      \
+    template class OocBuilder<MT>;                                                     \
+    template OocMatrix<MT> make_ooc_matrix<MT>(const Coo<double>&, std::size_t, bool); \
+    template OocMatrix<MT> make_ooc_matrix<MT>(const Csr<double>&, std::size_t, bool);
+HEPTANE_INSTANTIATE_M(double)
+HEPTANE_INSTANTIATE_M(float)
+#undef HEPTANE_INSTANTIATE_M
+#define HEPTANE_INSTANTIATE(MT, VT)                                                        \
+    template class OutOfCoreOperator<MT, VT>;                                              \
+    template std::unique_ptr<OutOfCoreOperator<MT, VT>> make_out_of_core_operator<MT, VT>( \
+        const Coo<double>&, std::shared_ptr<const Executor>, const OutOfCoreOptions&);
+HEPTANE_INSTANTIATE(double, double)
+HEPTANE_INSTANTIATE(float, float)
+HEPTANE_INSTANTIATE(float, double)
+#undef HEPTANE_INSTANTIATE
+
+}  // namespace heptane

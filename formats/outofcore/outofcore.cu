@@ -1,0 +1,123 @@
+// The out-of-core chunk kernels on CUDA, queued on the executor's stream: a group of `lanes`
+// threads per row (as the in-core CSR vector kernel), 32-bit chunk-local row pointers and
+// columns. A^T x: each lane group scatters alpha * a_ij * x_i into y_j with atomics (y scaled
+// by beta once before the chunks, ooc_scale).
+#include "formats/cuda_spmv_common.cuh"
+#include "formats/outofcore/outofcore_kernels.hpp"
+
+namespace heptane::kernels {
+
+namespace {
+
+using namespace cuda_detail;
+
+template <int G, class MT, class VT>
+__global__ void __launch_bounds__(256)
+    ooc_vector_kernel(index_t rows, const std::uint32_t* __restrict__ ptr,
+                      const std::uint32_t* __restrict__ ci, const MT* __restrict__ v, VT alpha,
+                      const VT* __restrict__ x, VT beta, VT* __restrict__ y)
+{
+    const long long t = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x;
+    const long long r = t / G;
+    const int lane = static_cast<int>(t % G);
+    VT sum = 0;
+    if (r < rows) {
+        const std::uint32_t e = ptr[r + 1];
+        for (std::uint32_t k = ptr[r] + lane; k < e; k += G)
+            sum += VT(ldcs(v + k)) * ldg(x + ldg(ci + k));
+    }
+    sum = group_sum<G>(sum);  // every lane takes part: the shuffles use the full mask
+    if (lane == 0 && r < rows) store_result(y, r, alpha, sum, beta);
+}
+
+template <int G, class MT, class VT>
+__global__ void __launch_bounds__(256)
+    ooc_scatter_kernel(index_t rows, const std::uint32_t* __restrict__ ptr,
+                       const std::uint32_t* __restrict__ ci, const MT* __restrict__ v, VT alpha,
+                       const VT* __restrict__ x, VT* __restrict__ y)
+{
+    const long long t = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x;
+    const long long r = t / G;
+    const int lane = static_cast<int>(t % G);
+    if (r >= rows) return;
+    const VT xr = alpha * x[r];
+    const std::uint32_t e = ptr[r + 1];
+    for (std::uint32_t k = ptr[r] + lane; k < e; k += G) atomicAdd(y + ci[k], VT(ldcs(v + k)) * xr);
+}
+
+template <int G, class MT, class VT>
+void launch(const CudaExecutor& exec, const OocChunkView<MT>& c, VT alpha, const VT* x, VT beta,
+            VT* y, bool transpose)
+{
+    const unsigned grid = cuda::grid_for(static_cast<long long>(c.rows) * G, 256);
+    if (transpose)
+        ooc_scatter_kernel<G, MT, VT>
+            <<<grid, 256, 0, cuda::stream(exec)>>>(c.rows, c.row_ptr, c.col, c.val, alpha, x, y);
+    else
+        ooc_vector_kernel<G, MT, VT><<<grid, 256, 0, cuda::stream(exec)>>>(
+            c.rows, c.row_ptr, c.col, c.val, alpha, x, beta, y);
+    HEPTANE_CUDA_LAUNCH_CHECK();
+}
+
+template <class MT, class VT>
+void dispatch(const CudaExecutor& exec, const OocChunkView<MT>& c, VT alpha, const VT* x, VT beta,
+              VT* y, bool transpose)
+{
+    if (c.rows <= 0) return;
+    make_current(exec);
+    switch (c.lanes) {
+        case 1:
+            launch<1>(exec, c, alpha, x, beta, y, transpose);
+            break;
+        case 2:
+            launch<2>(exec, c, alpha, x, beta, y, transpose);
+            break;
+        case 4:
+            launch<4>(exec, c, alpha, x, beta, y, transpose);
+            break;
+        case 8:
+            launch<8>(exec, c, alpha, x, beta, y, transpose);
+            break;
+        case 16:
+            launch<16>(exec, c, alpha, x, beta, y, transpose);
+            break;
+        default:
+            launch<32>(exec, c, alpha, x, beta, y, transpose);
+            break;
+    }
+}
+
+}  // namespace
+
+template <class MT, class VT>
+void ooc_chunk_apply(const CudaExecutor& exec, const OocChunkView<MT>& c, VT alpha, const VT* x,
+                     VT beta, VT* y)
+{
+    dispatch(exec, c, alpha, x, beta, y, false);
+}
+
+template <class MT, class VT>
+void ooc_chunk_apply_transpose(const CudaExecutor& exec, const OocChunkView<MT>& c, VT alpha,
+                               const VT* x, VT* y)
+{
+    dispatch(exec, c, alpha, x, VT(0), y, true);
+}
+
+template <class VT>
+void ooc_scale(const CudaExecutor& exec, index_t n, VT beta, VT* y)
+{
+    make_current(exec);
+    scale(exec, n, beta, y);
+}
+
+#define HEPTANE_INSTANTIATE(MT, VT)                                                               \
+    template void ooc_chunk_apply<MT, VT>(const CudaExecutor&, const OocChunkView<MT>&, VT,       \
+                                          const VT*, VT, VT*);                                    \
+    template void ooc_chunk_apply_transpose<MT, VT>(const CudaExecutor&, const OocChunkView<MT>&, \
+                                                    VT, const VT*, VT*);
+HEPTANE_FOR_EACH_SPMV_TYPES(HEPTANE_INSTANTIATE)
+#undef HEPTANE_INSTANTIATE
+template void ooc_scale<double>(const CudaExecutor&, index_t, double, double*);
+template void ooc_scale<float>(const CudaExecutor&, index_t, float, float*);
+
+}  // namespace heptane::kernels

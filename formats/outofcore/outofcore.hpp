@@ -1,0 +1,180 @@
+// Matrices larger than the device: the matrix lives in host memory (page-locked where a GPU
+// will read it), cut into row chunks, and an Operator streams the chunks through a few
+// device buffers, the copy of chunk k+1 (on a copy stream) overlapping the product of chunk k
+// (on the executor's stream). As many leading chunks as the device budget allows stay on the
+// device (partial residency); only the rest crosses the bus at every product. The vectors
+// stay in the executor's memory, so MLEM, LSQR, CG and BiCGStab use the operator unchanged.
+//
+// A chunk is compact CSR: 32-bit row pointers local to the chunk, 32-bit column indices and
+// values of type MT (fp32 values halve the bytes streamed), in one block so that one copy
+// moves it:
+//
+//     [row_ptr: rows + 1 x u32][col: nnz x u32][pad to 16 B][val: nnz x MT]
+//
+// y = A x writes each chunk's own rows; y = A^T x scales y by beta once and each chunk adds
+// its rows' contribution (an atomic scatter on the GPU, no stored transpose).
+// Kernels: outofcore_kernels.hpp (CPU: outofcore_cpu.cpp, CUDA: outofcore.cu).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/operator.hpp"
+#include "formats/coo/coo.hpp"
+#include "formats/csr/csr.hpp"
+
+namespace heptane {
+
+/// One chunk's block of memory, laid out as above.
+struct OocChunk {
+    index_t row0 = 0;         ///< first row of the chunk in the matrix
+    index_t rows = 0;         ///< rows in the chunk (≥ 1)
+    offset_t nnz = 0;         ///< entries in the chunk (< 2^32)
+    std::size_t bytes = 0;    ///< bytes of the block (what one copy moves)
+    std::size_t col_off = 0;  ///< byte offset of the column indices in the block
+    std::size_t val_off = 0;  ///< byte offset of the values in the block
+    int lanes = 1;            ///< threads per row of the CUDA kernels (1..32, from the mean row)
+    void* data = nullptr;     ///< the block in host memory
+};
+
+/// The chunked matrix in host memory. Move-only; frees its blocks (page-locked or not).
+template <class MT>
+class OocMatrix {
+public:
+    OocMatrix() = default;
+    ~OocMatrix();
+    OocMatrix(OocMatrix&& o) noexcept;
+    OocMatrix& operator=(OocMatrix&& o) noexcept;
+    OocMatrix(const OocMatrix&) = delete;
+    OocMatrix& operator=(const OocMatrix&) = delete;
+
+    index_t rows() const noexcept { return rows_; }
+    index_t cols() const noexcept { return cols_; }
+    offset_t nnz() const noexcept { return nnz_; }
+    /// Bytes of all chunk blocks (what a product streams when nothing is resident).
+    std::size_t bytes() const noexcept { return bytes_; }
+    /// The largest block (the size of a stream buffer).
+    std::size_t max_chunk_bytes() const noexcept { return max_chunk_; }
+    bool pinned() const noexcept { return pinned_; }
+    const std::vector<OocChunk>& chunks() const noexcept { return chunks_; }
+
+private:
+    template <class>
+    friend class OocBuilder;
+    index_t rows_ = 0, cols_ = 0;
+    offset_t nnz_ = 0;
+    std::size_t bytes_ = 0, max_chunk_ = 0;
+    bool pinned_ = false;
+    std::vector<OocChunk> chunks_;
+};
+
+/// Builds an OocMatrix row by row (rows in order), cutting a chunk whenever the next row would
+/// take its block past `chunk_bytes` (a row larger than that gets a chunk of its own).
+/// `pinned`: page-locked blocks (cudaHostAlloc; a GPU build only, NotSupported otherwise) for a
+/// GPU to stream from; plain host memory for the CPU.
+template <class MT>
+class OocBuilder {
+public:
+    OocBuilder(index_t cols, std::size_t chunk_bytes, bool pinned);
+    /// Append one row: n entries, columns in [0, cols) (any order), values converted to MT.
+    void append_row(const index_t* cols, const double* vals, index_t n);
+    index_t rows() const noexcept { return m_.rows_ + staged_rows(); }
+    /// Seal the last chunk and hand the matrix over (the builder is then empty).
+    OocMatrix<MT> finish();
+
+private:
+    index_t staged_rows() const noexcept { return static_cast<index_t>(row_ptr_.size()) - 1; }
+    void seal();
+    OocMatrix<MT> m_;
+    std::size_t chunk_bytes_;
+    std::vector<std::uint32_t> row_ptr_{0};
+    std::vector<std::uint32_t> col_;
+    std::vector<MT> val_;
+};
+
+/// The chunked copy of canonical host COO `a` (values converted to MT).
+template <class MT>
+OocMatrix<MT> make_ooc_matrix(const Coo<double>& a, std::size_t chunk_bytes, bool pinned);
+/// The same from host CSR.
+template <class MT>
+OocMatrix<MT> make_ooc_matrix(const Csr<double>& a, std::size_t chunk_bytes, bool pinned);
+
+struct OutOfCoreOptions {
+    /// Target bytes per chunk block when the operator builds the chunks itself.
+    std::size_t chunk_bytes = std::size_t(64) << 20;
+    /// Device memory the matrix may take (resident chunks and stream buffers), bytes; 0: what
+    /// the device has free at construction, less a reserve for the solver's vectors
+    /// (max(1 GiB, 10 %) plus 8 vectors of rows + cols values).
+    std::size_t device_budget = 0;
+    /// At most this fraction of the matrix's bytes stays resident (1: as much as the budget
+    /// allows; 0: stream everything). For benchmarks of partial residency.
+    double max_resident_fraction = 1.0;
+    /// Stream buffers (≥ 2): copies run up to buffers − 1 chunks ahead of the products.
+    int buffers = 3;
+};
+
+/// Where the chunks of an out-of-core operator live.
+struct OocLayout {
+    index_t chunks = 0;
+    index_t resident_chunks = 0;     ///< the leading chunks kept on the device
+    std::size_t bytes = 0;           ///< all chunk blocks
+    std::size_t resident_bytes = 0;  ///< of which resident
+    std::size_t streamed_bytes = 0;  ///< of which copied at every product
+    std::size_t buffer_bytes = 0;    ///< device stream buffers
+    std::size_t budget = 0;          ///< the device budget it was placed with
+};
+
+/// The operator: y = alpha op(A) x + beta y with A in host chunks and x, y in the memory of
+/// `exec` (a CPU executor computes from the host blocks directly). Thread-compatible like the
+/// other operators: one apply at a time.
+template <class MT, class VT>
+class OutOfCoreOperator final : public Operator<VT> {
+public:
+    /// Place `m` on `exec` under `opt`'s budget. A GPU needs m.pinned(). Throws InputError
+    /// when the budget cannot hold the stream buffers (lower the chunk size), DeviceError on
+    /// allocation failures.
+    OutOfCoreOperator(std::shared_ptr<const OocMatrix<MT>> m, std::shared_ptr<const Executor> exec,
+                      const OutOfCoreOptions& opt = {});
+    ~OutOfCoreOperator() override;
+    OutOfCoreOperator(const OutOfCoreOperator&) = delete;
+    OutOfCoreOperator& operator=(const OutOfCoreOperator&) = delete;
+
+    index_t rows() const override;
+    index_t cols() const override;
+    std::shared_ptr<const Executor> executor() const override;
+    void apply(VT alpha, const VT* x, VT beta, VT* y) const override;
+    void apply_transpose(VT alpha, const VT* x, VT beta, VT* y) const override;
+    using Operator<VT>::apply;
+    std::string describe() const override;
+    const OocLayout& layout() const noexcept;
+
+    struct Impl;
+
+private:
+    std::unique_ptr<Impl> impl_;
+};
+
+/// Build the chunks from canonical host COO (page-locked when `exec` is a GPU) and place them.
+template <class MT, class VT>
+std::unique_ptr<OutOfCoreOperator<MT, VT>> make_out_of_core_operator(
+    const Coo<double>& a, std::shared_ptr<const Executor> exec, const OutOfCoreOptions& opt = {});
+
+/// Bytes the chunks of a matrix with `rows`, `nnz` take at `value_bytes` per value (the
+/// row pointers of every chunk, 4-byte columns, values; padding not counted): for the
+/// --out-of-core auto rule before anything is built.
+inline double ooc_bytes_estimate(double rows, double nnz, double value_bytes)
+{
+    return 4.0 * rows + (4.0 + value_bytes) * nnz;
+}
+
+/// "8G", "512M", "64k", "1.5GiB", "8e9", "1000": bytes (k, M, G, T powers of 1024, with or
+/// without "B"/"iB"). Throws InputError on anything else or a value < 1.
+std::size_t parse_bytes(const std::string& s);
+
+/// Device memory free now on `exec` (cudaMemGetInfo); 0 on the CPU.
+std::size_t device_free_bytes(const Executor& exec);
+
+}  // namespace heptane

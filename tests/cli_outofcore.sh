@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# --out-of-core on spmv, mlem, lsqr and solve: the same answers as in core (MLEM's
+# log-likelihoods, LSQR's x, solve's iterations and x, spmv's check against the CPU CSR
+# product), with chunks far smaller than the matrix; on a GPU also with --device-memory so
+# small that most chunks stream, and auto choosing out of core under it. Bad values exit 2.
+#   tests/cli_outofcore.sh HEPTANE
+# On the CPU by default; with HEPTANE_TEST_DEVICE=cuda on the GPU (exits 77, skipped, where
+# there is no GPU).
+set -euo pipefail
+heptane=$1
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+device=cpu
+if [ "${HEPTANE_TEST_DEVICE:-cpu}" = cuda ]; then
+  if ! nvidia-smi -L 2>/dev/null | grep -q "^GPU"; then
+    echo "cli_outofcore: no GPU here (HEPTANE_TEST_DEVICE=cuda): skipped"
+    exit 77
+  fi
+  device=gpu
+fi
+# the largest relative difference between two Matrix Market vectors (a, b)
+vdiff() {
+  awk 'FNR == 1 { f++ } /^%/ { next } NF != 1 { next } f == 1 { a[n1++] = $1; next }
+       { b[n2++] = $1 }
+       END { if (n1 != n2 || n1 == 0) { print "sizes differ"; exit 1 }
+             m = 0; s = 0
+             for (i = 0; i < n1; i++) { d = a[i] - b[i]; if (d < 0) d = -d; if (d > m) m = d
+                                        v = b[i] < 0 ? -b[i] : b[i]; if (v > s) s = v }
+             printf "%.3e\n", m / (s > 0 ? s : 1) }' "$1" "$2"
+}
+below() { awk -v r="$1" -v t="$2" 'BEGIN { exit (r != "" && r + 0 <= t + 0) ? 0 : 1 }'; }
+
+"$heptane" pet --detectors 96 --image 40 -o "$dir/A.mtx" --counts "$dir/g.mtx" >/dev/null
+ooc=(--out-of-core on --chunk-bytes 4k)
+modes=("in" "ooc")
+if [ "$device" = gpu ]; then modes+=("budget"); fi
+for mode in "${modes[@]}"; do
+  case $mode in
+    in) extra=(--out-of-core off) ;;
+    ooc) extra=("${ooc[@]}") ;;
+    budget) extra=(--out-of-core auto --device-memory 2M --chunk-bytes 4k) ;;
+  esac
+  "$heptane" mlem "$dir/A.mtx" "$dir/g.mtx" --iters 6 --device "$device" "${extra[@]}" \
+    -o "$dir/f_$mode.mtx" --json >"$dir/mlem_$mode.json"
+  "$heptane" lsqr "$dir/A.mtx" "$dir/g.mtx" --iter-lim 30 --device "$device" "${extra[@]}" \
+    -o "$dir/x_$mode.mtx" --json >"$dir/lsqr_$mode.json" || true  # istop 7: exit 1
+  grep -q '"itn": 30' "$dir/lsqr_$mode.json"
+done
+for mode in "${modes[@]:1}"; do
+  grep -q '"operator": "out-of-core csr' "$dir/mlem_$mode.json"
+  grep -q '"operator": "out-of-core csr' "$dir/lsqr_$mode.json"
+  e=$(vdiff "$dir/f_$mode.mtx" "$dir/f_in.mtx")
+  echo "mlem $mode: f differs from in core by $e"
+  below "$e" 1e-10
+  e=$(vdiff "$dir/x_$mode.mtx" "$dir/x_in.mtx")
+  echo "lsqr $mode: x differs from in core by $e"
+  below "$e" 1e-8
+done
+if [ "$device" = gpu ]; then
+  # the 2 MB budget leaves most of the matrix streaming
+  "$heptane" spmv "$dir/A.mtx" --device gpu --device-memory 2M --chunk-bytes 4k --json \
+    >"$dir/spmv_budget.json"
+  cat "$dir/spmv_budget.json"
+  grep -q '"check_passed": true' "$dir/spmv_budget.json"
+  grep -q '"streamed_bytes": [1-9]' "$dir/spmv_budget.json"
+fi
+# spmv, both directions, checked against the CPU's CSR product by the command itself
+for t in "" --transpose; do
+  "$heptane" spmv "$dir/A.mtx" --device "$device" "${ooc[@]}" $t --json --reps 2 >"$dir/spmv.json"
+  cat "$dir/spmv.json"
+  grep -q '"check_passed": true' "$dir/spmv.json"
+  grep -q '"out_of_core": {"chunks": [1-9][0-9]' "$dir/spmv.json"
+done
+# solve: the same iterations and x as in core with the same (Jacobi) preconditioner
+gen=(--generate 20x20x10x1 --device "$device" --rtol 1e-9 --pc jacobi --format csr)
+"$heptane" solve "${gen[@]}" --out-of-core off --json -o "$dir/s_in.mtx" >"$dir/s_in.json"
+"$heptane" solve "${gen[@]}" "${ooc[@]}" --json -o "$dir/s_ooc.mtx" >"$dir/s_ooc.json"
+cat "$dir/s_ooc.json"
+grep -q '"converged": true' "$dir/s_ooc.json"
+grep -q 'out-of-core csr' "$dir/s_ooc.json"
+its_in=$(sed -n 's/.*"iterations": \([0-9]*\).*/\1/p' "$dir/s_in.json")
+its_ooc=$(sed -n 's/.*"iterations": \([0-9]*\).*/\1/p' "$dir/s_ooc.json")
+echo "solve: $its_in iterations in core, $its_ooc out of core"
+awk -v a="$its_in" -v b="$its_ooc" 'BEGIN { d = a - b; if (d < 0) d = -d; exit d <= 1 ? 0 : 1 }'
+e=$(vdiff "$dir/s_ooc.mtx" "$dir/s_in.mtx")
+below "$e" 1e-7
+# --help tells of it
+"$heptane" mlem --help | grep -q -- "--out-of-core"
+"$heptane" lsqr --help | grep -q -- "--device-memory"
+# bad values: usage errors
+for bad in "--out-of-core maybe" "--device-memory 12Q" "--chunk-bytes 100" "--device-memory -3"; do
+  set +e
+  # shellcheck disable=SC2086
+  "$heptane" spmv "$dir/A.mtx" --device "$device" $bad >/dev/null 2>"$dir/err.txt"
+  rc=$?
+  set -e
+  cat "$dir/err.txt"
+  [ "$rc" = 2 ] || { echo "spmv $bad: exit $rc, expected 2"; exit 1; }
+done
+echo "cli_outofcore: all checks passed on $device"

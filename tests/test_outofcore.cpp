@@ -1,0 +1,371 @@
+// The out-of-core operator (formats/outofcore): chunking (chunk sizes that do not divide the
+// rows, empty rows, a row larger than a chunk), A x and A^T x (alpha, beta in {0, 1, -1, 0.5};
+// double, float, mixed) against an independent long-double product on the host and against
+// the in-core operator of every format; on a GPU (test_outofcore_gpu) every residency (all
+// resident, part, none; two and three stream buffers) and products queued back to back;
+// MLEM and CG through the operator against the in-core operator; bad input.
+#include <boost/test/unit_test.hpp>
+
+#include <cmath>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "formats/matrix.hpp"
+#include "formats/outofcore/outofcore.hpp"
+#include "generators/hepta.hpp"
+#include "generators/pet.hpp"
+#include "solver/krylov.hpp"
+#include "solver/mlem/mlem.hpp"
+#include "tests/test_common.hpp"
+
+using namespace heptane;
+
+namespace {
+
+/// y = alpha op(A) x + beta y in long double from the COO entries (the independent reference).
+std::vector<double> reference(const Coo<double>& a, bool tr, double alpha,
+                              const std::vector<double>& x, double beta,
+                              const std::vector<double>& y0)
+{
+    const index_t ny = tr ? a.cols : a.rows;
+    std::vector<long double> acc(ny, 0.0L);
+    for (offset_t k = 0; k < a.nnz(); ++k) {
+        const index_t i = a.row[k], j = a.col[k];
+        if (tr)
+            acc[j] += static_cast<long double>(a.val[k]) * x[i];
+        else
+            acc[i] += static_cast<long double>(a.val[k]) * x[j];
+    }
+    std::vector<double> y(ny);
+    for (index_t i = 0; i < ny; ++i)
+        y[i] = static_cast<double>(alpha * acc[i] + (beta == 0 ? 0.0L : beta * (long double)y0[i]));
+    return y;
+}
+
+struct Case {
+    std::string name;
+    Coo<double> a;
+};
+
+std::vector<Case> cases()
+{
+    std::vector<Case> out;
+    // rectangular, rows of 0..40 entries (empty rows included), 1237 rows: no chunk size
+    // below divides it evenly
+    out.push_back({"random 1237x611", test::random_coo<double>(1237, 611, 0, 40, 7)});
+    HeptaSpec s;
+    s.J = 9;
+    s.H = 7;
+    s.I = 5;
+    s.Nc = 2;
+    out.push_back({"hepta 9x7x5 Nc 2", generate_hepta_coo<double>(s)});
+    PetSpec p;
+    p.detectors = 48;
+    p.image = 20;
+    out.push_back({"pet 48 detectors 20x20", pet_system_matrix(p)});
+    return out;
+}
+
+template <class VT>
+std::vector<VT> run_product(const Operator<VT>& op, bool tr, VT alpha, const std::vector<VT>& x,
+                            VT beta, const std::vector<VT>& y0)
+{
+    auto exec = op.executor();
+    Array<VT> xd = Array<VT>(x).to(exec);
+    Array<VT> yd = Array<VT>(y0).to(exec);
+    if (tr)
+        op.apply_transpose(alpha, xd.data(), beta, yd.data());
+    else
+        op.apply(alpha, xd.data(), beta, yd.data());
+    return yd.to_vector();
+}
+
+template <class MT, class VT>
+void check_against_reference(const Coo<double>& a, const OutOfCoreOperator<MT, VT>& op,
+                             const std::string& what, double tol)
+{
+    const double coef[4][2] = {{1, 0}, {-1, 1}, {0.5, -1}, {0, 0.5}};
+    for (bool tr : {false, true}) {
+        const index_t nx = tr ? a.rows : a.cols, ny = tr ? a.cols : a.rows;
+        const auto xd = test::random_vector<double>(nx, 11);
+        auto y0d = test::random_vector<double>(ny, 12);
+        const std::vector<VT> x(xd.begin(), xd.end()), y0(y0d.begin(), y0d.end());
+        const std::vector<double> xr(x.begin(), x.end()), y0r(y0.begin(), y0.end());
+        for (const auto& c : coef) {
+            const auto got = run_product<VT>(op, tr, VT(c[0]), x, VT(c[1]), y0);
+            const auto want = reference(a, tr, c[0], xr, c[1], y0r);
+            const double err = test::rel_max_diff(got, want);
+            BOOST_TEST(err <= tol, what << (tr ? " A^T x" : " A x") << " alpha " << c[0] << " beta "
+                                        << c[1] << ": rel. error " << err);
+        }
+    }
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(outofcore)
+
+BOOST_AUTO_TEST_CASE(chunks_cover_the_rows_in_order_within_the_chunk_size)
+{
+    for (const auto& c : cases()) {
+        for (std::size_t chunk :
+             {std::size_t(100), std::size_t(1000), std::size_t(4097), std::size_t(1) << 20}) {
+            const OocMatrix<double> m = make_ooc_matrix<double>(c.a, chunk, false);
+            BOOST_TEST(m.rows() == c.a.rows);
+            BOOST_TEST(m.cols() == c.a.cols);
+            BOOST_TEST(m.nnz() == c.a.nnz());
+            index_t next = 0;
+            offset_t nnz = 0;
+            std::size_t bytes = 0, largest = 0;
+            for (const auto& k : m.chunks()) {
+                BOOST_TEST(k.row0 == next, c.name << " chunk " << chunk);
+                BOOST_TEST(k.rows >= 1);
+                // a chunk past the size holds one row only (a row larger than a chunk)
+                BOOST_TEST((k.bytes <= chunk || k.rows == 1), c.name << " chunk " << chunk);
+                next += k.rows;
+                nnz += k.nnz;
+                bytes += k.bytes;
+                largest = std::max(largest, k.bytes);
+                // the block holds exactly the rows' entries, in order
+                const auto* rp = static_cast<const std::uint32_t*>(k.data);
+                const auto* col = reinterpret_cast<const std::uint32_t*>(
+                    static_cast<const char*>(k.data) + k.col_off);
+                const auto* val =
+                    reinterpret_cast<const double*>(static_cast<const char*>(k.data) + k.val_off);
+                BOOST_REQUIRE(rp[0] == 0u);
+                BOOST_REQUIRE(rp[k.rows] == std::uint32_t(k.nnz));
+                const offset_t first = nnz - k.nnz;
+                for (offset_t e = 0; e < k.nnz; ++e) {
+                    BOOST_REQUIRE(c.a.col[first + e] == index_t(col[e]));
+                    BOOST_REQUIRE(c.a.val[first + e] == val[e]);
+                    BOOST_REQUIRE(c.a.row[first + e] >= k.row0);
+                    BOOST_REQUIRE(c.a.row[first + e] < k.row0 + k.rows);
+                }
+            }
+            BOOST_TEST(next == c.a.rows);
+            BOOST_TEST(nnz == c.a.nnz());
+            BOOST_TEST(bytes == m.bytes());
+            BOOST_TEST(largest == m.max_chunk_bytes());
+            if (chunk == 100) BOOST_TEST(m.chunks().size() > 10u);
+        }
+    }
+}
+
+BOOST_AUTO_TEST_CASE(products_match_the_reference_for_every_chunk_size_and_residency)
+{
+    auto exec = test::test_executor();
+    for (const auto& c : cases()) {
+        for (std::size_t chunk : {std::size_t(300), std::size_t(4097), std::size_t(1) << 20}) {
+            auto m = std::make_shared<OocMatrix<double>>(
+                make_ooc_matrix<double>(c.a, chunk, exec->is_cuda()));
+            for (double frac : {1.0, 0.4, 0.0})
+                for (int buffers : {2, 3}) {
+                    OutOfCoreOptions o;
+                    o.max_resident_fraction = frac;
+                    o.buffers = buffers;
+                    OutOfCoreOperator<double, double> op(m, exec, o);
+                    const OocLayout& L = op.layout();
+                    BOOST_TEST(L.resident_bytes + L.streamed_bytes == m->bytes());
+                    if (exec->is_cuda() && frac == 0.0) BOOST_TEST(L.resident_chunks == 0);
+                    if (exec->is_cuda() && frac == 0.4 && m->chunks().size() > 3)
+                        BOOST_TEST((L.resident_chunks > 0 && L.streamed_bytes > 0));
+                    check_against_reference(c.a, op,
+                                            c.name + ", chunk " + std::to_string(chunk) +
+                                                ", resident " + std::to_string(frac) + ", " +
+                                                std::to_string(buffers) + " buffers",
+                                            1e-13);
+                }
+        }
+    }
+}
+
+BOOST_AUTO_TEST_CASE(fp32_and_mixed_values)
+{
+    auto exec = test::test_executor();
+    for (const auto& c : cases()) {
+        OutOfCoreOptions o;
+        o.chunk_bytes = 2000;
+        o.max_resident_fraction = 0.5;
+        auto mixed = make_out_of_core_operator<float, double>(c.a, exec, o);
+        auto single = make_out_of_core_operator<float, float>(c.a, exec, o);
+        // fp32 values: the reference with the values rounded to fp32 for mixed (exact products
+        // in double), a loose bound for all-fp32
+        Coo<double> rounded = c.a;
+        for (offset_t k = 0; k < rounded.nnz(); ++k) rounded.val[k] = float(rounded.val[k]);
+        check_against_reference(rounded, *mixed, c.name + " mixed", 1e-13);
+        check_against_reference(c.a, *single, c.name + " single", 2e-5);
+    }
+}
+
+BOOST_AUTO_TEST_CASE(products_match_every_in_core_format)
+{
+    auto exec = test::test_executor();
+    for (const auto& c : cases()) {
+        OutOfCoreOptions o;
+        o.chunk_bytes = 777;
+        o.max_resident_fraction = 0.3;
+        auto ooc = make_out_of_core_operator<double, double>(c.a, exec, o);
+        const auto x = test::random_vector<double>(c.a.cols, 3);
+        const auto xt = test::random_vector<double>(c.a.rows, 4);
+        const std::vector<double> y0r(c.a.rows, 0.0), y0c(c.a.cols, 0.0);
+        const auto y = run_product<double>(*ooc, false, 1.0, x, 0.0, y0r);
+        const auto yt = run_product<double>(*ooc, true, 1.0, xt, 0.0, y0c);
+        int compared = 0;
+        for (Format f : {Format::coo, Format::csr, Format::ell, Format::hyb, Format::dia,
+                         Format::bsr, Format::bdia}) {
+            std::unique_ptr<Operator<double>> in;
+            try {
+                in = make_matrix_operator<double, double>(c.a, f, exec);
+            } catch (const InputError&) {
+                continue;  // the matrix does not fit this format (e.g. BDIA-GH off a grid)
+            }
+            ++compared;
+            const auto yi = run_product<double>(*in, false, 1.0, x, 0.0, y0r);
+            const auto yti = run_product<double>(*in, true, 1.0, xt, 0.0, y0c);
+            BOOST_TEST(test::rel_max_diff(y, yi) <= 1e-13, c.name << " A x vs " << to_string(f));
+            BOOST_TEST(test::rel_max_diff(yt, yti) <= 1e-13,
+                       c.name << " A^T x vs " << to_string(f));
+        }
+        BOOST_TEST(compared >= 4, c.name << ": " << compared << " formats compared");
+    }
+}
+
+BOOST_AUTO_TEST_CASE(products_queued_back_to_back_reuse_the_buffers_safely)
+{
+    // Many products without a host wait between them: on a GPU each buffer is refilled only
+    // after the product that read it (events), so every result must be right.
+    auto exec = test::test_executor();
+    const Coo<double> a = test::random_coo<double>(3001, 2003, 1, 30, 21);
+    OutOfCoreOptions o;
+    o.chunk_bytes = 4000;
+    o.max_resident_fraction = 0.25;
+    o.buffers = 2;
+    auto op = make_out_of_core_operator<double, double>(a, exec, o);
+    BOOST_TEST(op->layout().chunks > 20);
+    const int n = 6;
+    std::vector<Array<double>> xs, ys;
+    for (int k = 0; k < n; ++k) {
+        xs.push_back(
+            Array<double>(test::random_vector<double>(k % 2 ? a.rows : a.cols, 40 + k)).to(exec));
+        ys.emplace_back(exec, std::size_t(k % 2 ? a.cols : a.rows));
+    }
+    for (int k = 0; k < n; ++k) {
+        if (k % 2)
+            op->apply_transpose(1.0, xs[k].data(), 0.0, ys[k].data());
+        else
+            op->apply(1.0, xs[k].data(), 0.0, ys[k].data());
+    }
+    for (int k = 0; k < n; ++k) {
+        const auto x = xs[k].to_vector();
+        const auto want = reference(a, k % 2, 1.0, x, 0.0, std::vector<double>(ys[k].size()));
+        BOOST_TEST(test::rel_max_diff(ys[k].to_vector(), want) <= 1e-13, "product " << k);
+    }
+}
+
+BOOST_AUTO_TEST_CASE(mlem_and_cg_through_the_operator_match_in_core)
+{
+    auto exec = test::test_executor();
+    PetSpec p;
+    p.detectors = 64;
+    p.image = 24;
+    const PetSystem sys = make_pet_system(p);
+    OutOfCoreOptions o;
+    o.chunk_bytes = 5000;
+    o.max_resident_fraction = 0.5;
+    std::shared_ptr<const Operator<double>> ooc =
+        make_out_of_core_operator<double, double>(sys.a, exec, o);
+    std::shared_ptr<const Operator<double>> in =
+        make_matrix_operator<double, double>(sys.a, Format::csr, exec);
+    MlemOptions mo;
+    mo.iterations = 8;
+    std::vector<double> f[2];
+    for (int k = 0; k < 2; ++k) {
+        Mlem<double> em(mo);
+        em.set_operator(k ? in : ooc);
+        Array<double> g = Array<double>(sys.counts).to(exec);
+        Array<double> fd(exec, std::size_t(sys.a.cols));
+        em.solve(g, fd);
+        f[k] = fd.to_vector();
+    }
+    BOOST_TEST(test::rel_max_diff(f[0], f[1]) <= 1e-10);
+
+    // CG on an SPD hepta matrix (Nc 1, the reservoir model), out of core against in core
+    HeptaSpec s;
+    s.J = 12;
+    s.H = 10;
+    s.I = 8;
+    s.Nc = 1;
+    s.model = HeptaModel::reservoir;
+    const Coo<double> a = generate_hepta_coo<double>(s);
+    OutOfCoreOptions oc;
+    oc.chunk_bytes = 3000;
+    oc.max_resident_fraction = 0.3;
+    std::shared_ptr<const Operator<double>> aooc =
+        make_out_of_core_operator<double, double>(a, exec, oc);
+    std::shared_ptr<const Operator<double>> ain =
+        make_matrix_operator<double, double>(a, Format::csr, exec);
+    SolverOptions so;
+    so.rtol = 1e-10;
+    so.max_it = 2000;
+    std::vector<double> x[2];
+    int its[2] = {0, 0};
+    const auto b = test::random_vector<double>(a.rows, 5);
+    for (int k = 0; k < 2; ++k) {
+        auto cg = make_solver<double>(SolverType::cg, so);
+        cg->set_operator(k ? ain : aooc);
+        Array<double> bd = Array<double>(b).to(exec);
+        Array<double> xd(exec, std::size_t(a.rows));
+        const Status st = cg->solve(bd, xd);
+        BOOST_TEST(st.converged());
+        its[k] = st.iterations;
+        x[k] = xd.to_vector();
+    }
+    BOOST_TEST(std::abs(its[0] - its[1]) <= 2);
+    BOOST_TEST(test::rel_max_diff(x[0], x[1]) <= 1e-8);
+}
+
+BOOST_AUTO_TEST_CASE(bad_input_is_refused)
+{
+    const Coo<double> a = test::random_coo<double>(50, 40, 1, 5, 2);
+    BOOST_CHECK_THROW(OocBuilder<double>(10, 8, false), InputError);  // chunk below 64 bytes
+    OocBuilder<double> b(10, 1000, false);
+    const index_t cols[2] = {3, 10};
+    const double vals[2] = {1, 2};
+    BOOST_CHECK_THROW(b.append_row(cols, vals, 2), InputError);  // column 11 of 10
+    OutOfCoreOptions o;
+    o.buffers = 1;
+    BOOST_CHECK_THROW((make_out_of_core_operator<double, double>(a, test::test_executor(), o)),
+                      InputError);
+    o.buffers = 2;
+    o.max_resident_fraction = 1.5;
+    BOOST_CHECK_THROW((make_out_of_core_operator<double, double>(a, test::test_executor(), o)),
+                      InputError);
+    if (test::testing_on_gpu()) {
+        // a budget that cannot hold the two stream buffers
+        OutOfCoreOptions t;
+        t.chunk_bytes = 256;
+        t.device_budget = 300;
+        BOOST_CHECK_THROW((make_out_of_core_operator<double, double>(a, test::test_executor(), t)),
+                          InputError);
+        // unpinned chunks on a GPU
+        auto m = std::make_shared<OocMatrix<double>>(make_ooc_matrix<double>(a, 1000, false));
+        BOOST_CHECK_THROW((OutOfCoreOperator<double, double>(m, test::test_executor())),
+                          InputError);
+    }
+}
+
+BOOST_AUTO_TEST_CASE(byte_counts_parse)
+{
+    BOOST_TEST(parse_bytes("1000") == 1000u);
+    BOOST_TEST(parse_bytes("8G") == std::size_t(8) << 30);
+    BOOST_TEST(parse_bytes("8GiB") == std::size_t(8) << 30);
+    BOOST_TEST(parse_bytes("512M") == std::size_t(512) << 20);
+    BOOST_TEST(parse_bytes("64k") == std::size_t(64) << 10);
+    BOOST_TEST(parse_bytes("1.5G") == std::size_t(3) << 29);
+    BOOST_TEST(parse_bytes("8e9") == std::size_t(8000000000ULL));
+    for (const char* bad : {"", "G", "-1", "0", "12X", "1.5 G", "nan"})
+        BOOST_CHECK_THROW(parse_bytes(bad), InputError);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
