@@ -26,6 +26,10 @@ int bench_setup(int argc, char** argv);
 /// floors, per format and A^T strategy (apps/bench_mlem.cpp). CPU or CUDA.
 int bench_mlem(int argc, char** argv);
 
+/// heptane bench spmv --out-of-core / bench mlem --out-of-core: products and MLEM with the
+/// matrix streamed from host memory (apps/bench_outofcore.cpp). Needs a GPU.
+int bench_out_of_core(int argc, char** argv, bool mlem);
+
 /// heptane bench lsqr: LSQR per iteration against its floor (apps/bench_lsqr.cpp).
 int bench_lsqr(int argc, char** argv);
 

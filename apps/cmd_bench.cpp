@@ -25,7 +25,8 @@ namespace {
 const char* bench_usage =
     "usage: heptane bench <what> [options]\n\n"
     "  spmv     SpMV per format and precision against the copy bandwidth and cuSPARSE\n"
-    "           (heptane bench spmv --help)\n"
+    "           (heptane bench spmv --help); with --out-of-core: streamed from host memory\n"
+    "           (heptane bench spmv --out-of-core --help)\n"
     "  solve    BiCGStab (or GMRES(m): --solver gmres) per iteration against its floor and to\n"
     "           tolerance (heptane bench solve --help)\n"
     "  precond  time to solution per preconditioner: setup, iterations, solve (AMG, CPR, ILU,\n"
@@ -33,7 +34,7 @@ const char* bench_usage =
     "  setup    the BDIA-GH operator's setup stage by stage (row pointers, offsets, upload,\n"
     "           placement on the device) next to one product (heptane bench setup --help)\n"
     "  mlem     MLEM/OSEM per iteration, forward and back projections, against their floors\n"
-    "           (heptane bench mlem --help)\n"
+    "           (heptane bench mlem --help); with --out-of-core: a system larger than the GPU\n"
     "  lsqr     LSQR per iteration against its floor (heptane bench lsqr --help)\n"
     "  comm     under mpirun: halo exchange models and reductions between the ranks\n"
     "           (mpirun -np P heptane bench comm --help)\n"
@@ -139,6 +140,10 @@ int cmd_bench(int argc, char** argv)
         return 0;
     }
     if (what == "mmread") return bench_mmread(argc - 1, argv + 1);
+    if (what == "spmv" || what == "mlem")
+        for (int i = 1; i < argc; ++i)
+            if (std::string(argv[i]) == "--out-of-core")
+                return bench_out_of_core(argc - 1, argv + 1, what == "mlem");
     if (what == "spmv") return bench_spmv(argc - 1, argv + 1);
     if (what == "solve") return bench_solve(argc - 1, argv + 1);
     if (what == "precond") return bench_precond(argc - 1, argv + 1);

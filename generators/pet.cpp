@@ -559,6 +559,81 @@ PetSystem make_pet_system(const PetSpec& spec)
     return sys;
 }
 
+template <class MT>
+PetOocSystem<MT> make_pet_ooc_system(const PetSpec& spec, std::size_t chunk_bytes, bool pinned,
+                                     const std::function<void(index_t, index_t)>& progress)
+{
+    validate(spec);
+    const Geometry g = make_geometry(spec);
+    const index_t rows = index_t(g.pairs.size() * g.ring_pairs.size());
+    const index_t cols = pet_cols(spec);
+    HEPTANE_ENSURE(rows > 0, InputError, "PET: no line of response in the field of view");
+    PetOocSystem<MT> sys;
+    const std::vector<double> ph = pet_phantom(spec);
+    const index_t nb = num_blocks(rows);
+    std::vector<double> raw(std::size_t(rows), 0.0), bdot(std::size_t(nb), 0.0);
+    OocBuilder<MT> builder(cols, chunk_bytes, pinned);
+    int threads = 1;
+#ifdef _OPENMP
+    threads = omp_get_max_threads();
+#endif
+    const index_t batch = std::max(1, 8 * threads);
+    std::vector<std::vector<index_t>> blen(batch), bcol(batch);
+    std::vector<std::vector<double>> bval(batch);
+    for (index_t b0 = 0; b0 < nb; b0 += batch) {
+        const index_t b1 = std::min(nb, b0 + batch);
+#pragma omp parallel
+        {
+            Tracer t;
+#pragma omp for schedule(dynamic, 1)
+            for (index_t blk = b0; blk < b1; ++blk) {
+                auto& len = blen[blk - b0];
+                auto& col = bcol[blk - b0];
+                auto& val = bval[blk - b0];
+                len.clear();
+                col.clear();
+                val.clear();
+                const index_t r1 = std::min<index_t>(rows, (blk + 1) * block_rows);
+                double s = 0;
+                for (index_t r = blk * block_rows; r < r1; ++r) {
+                    siddon(g, lor_of(g, r), t);
+                    len.push_back(index_t(t.cols.size()));
+                    col.insert(col.end(), t.cols.begin(), t.cols.end());
+                    val.insert(val.end(), t.vals.begin(), t.vals.end());
+                    raw[std::size_t(r)] = row_dot(t, ph);
+                    s += raw[std::size_t(r)];
+                }
+                bdot[std::size_t(blk)] = s;
+            }
+        }
+        for (index_t blk = b0; blk < b1; ++blk) {
+            std::size_t k = 0;
+            for (index_t n : blen[blk - b0]) {
+                builder.append_row(bcol[blk - b0].data() + k, bval[blk - b0].data() + k, n);
+                k += std::size_t(n);
+            }
+        }
+        if (progress) progress(std::min<index_t>(rows, b1 * block_rows), rows);
+    }
+    sys.a = builder.finish();
+    sys.scale = activity_scale(spec, rows, bdot);
+    sys.phantom.resize(ph.size());
+    for (std::size_t j = 0; j < ph.size(); ++j) sys.phantom[j] = sys.scale * ph[j];
+    sys.expected.resize(std::size_t(rows));
+    sys.counts.resize(std::size_t(rows));
+#pragma omp parallel for schedule(static)
+    for (index_t r = 0; r < rows; ++r) {
+        const double e = sys.scale * raw[std::size_t(r)];
+        sys.expected[std::size_t(r)] = e;
+        sys.counts[std::size_t(r)] = double(pet_poisson(e, spec.seed, std::uint64_t(r)));
+    }
+    return sys;
+}
+template PetOocSystem<double> make_pet_ooc_system<double>(
+    const PetSpec&, std::size_t, bool, const std::function<void(index_t, index_t)>&);
+template PetOocSystem<float> make_pet_ooc_system<float>(
+    const PetSpec&, std::size_t, bool, const std::function<void(index_t, index_t)>&);
+
 PetFileInfo write_pet_system(const PetSpec& spec, const std::string& matrix_path,
                              const std::string& counts_path, const std::string& phantom_path)
 {

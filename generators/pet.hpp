@@ -32,11 +32,13 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
 #include "core/types.hpp"
 #include "formats/coo/coo.hpp"
+#include "formats/outofcore/outofcore.hpp"
 
 namespace heptane {
 
@@ -103,6 +105,22 @@ struct PetSystem {
     double scale = 0;              ///< activity / unscaled phantom intensity
 };
 PetSystem make_pet_system(const PetSpec& spec);
+
+/// The same system with A straight into out-of-core chunks (formats/outofcore), for systems
+/// larger than the device or the host's COO: rows generated in parallel (fixed blocks of
+/// 4096 rows, batches of two blocks per thread), then appended in order, so that memory is
+/// the chunks plus one batch. phantom, expected, counts and scale are bit for bit those of
+/// make_pet_system; the chunks hold its A (values rounded to MT). `progress(rows done, rows)`
+/// after every batch, when set.
+template <class MT>
+struct PetOocSystem {
+    OocMatrix<MT> a;
+    std::vector<double> phantom, expected, counts;
+    double scale = 0;
+};
+template <class MT>
+PetOocSystem<MT> make_pet_ooc_system(const PetSpec& spec, std::size_t chunk_bytes, bool pinned,
+                                     const std::function<void(index_t, index_t)>& progress = {});
 
 /// What write_pet_system wrote.
 struct PetFileInfo {

@@ -7,6 +7,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include <cmath>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
@@ -323,6 +324,33 @@ BOOST_AUTO_TEST_CASE(mlem_and_cg_through_the_operator_match_in_core)
     }
     BOOST_TEST(std::abs(its[0] - its[1]) <= 2);
     BOOST_TEST(test::rel_max_diff(x[0], x[1]) <= 1e-8);
+}
+
+BOOST_AUTO_TEST_CASE(pet_system_straight_into_chunks_is_make_pet_system)
+{
+    PetSpec p;
+    p.rings = 3;
+    p.detectors = 40;
+    p.image = 12;
+    p.slices = 4;
+    const PetSystem ref = make_pet_system(p);
+    const PetOocSystem<double> sys = make_pet_ooc_system<double>(p, 3000, false);
+    BOOST_TEST(sys.a.rows() == ref.a.rows);
+    BOOST_TEST(sys.a.cols() == ref.a.cols);
+    BOOST_TEST(sys.a.nnz() == ref.a.nnz());
+    BOOST_TEST(sys.a.chunks().size() > 5u);
+    BOOST_TEST(sys.scale == ref.scale);
+    BOOST_TEST((sys.counts == ref.counts));
+    BOOST_TEST((sys.expected == ref.expected));
+    BOOST_TEST((sys.phantom == ref.phantom));
+    // the same entries, row by row
+    const OocMatrix<double> direct = make_ooc_matrix<double>(ref.a, 3000, false);
+    BOOST_REQUIRE(direct.chunks().size() == sys.a.chunks().size());
+    for (std::size_t k = 0; k < direct.chunks().size(); ++k) {
+        const OocChunk &x = direct.chunks()[k], &y = sys.a.chunks()[k];
+        BOOST_REQUIRE(x.bytes == y.bytes);
+        BOOST_TEST(std::memcmp(x.data, y.data, x.bytes) == 0, "chunk " << k);
+    }
 }
 
 BOOST_AUTO_TEST_CASE(bad_input_is_refused)

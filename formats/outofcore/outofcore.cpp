@@ -49,8 +49,13 @@ void* host_block(std::size_t bytes, bool pinned)
         HEPTANE_THROW(NotSupported, "page-locked memory in a build without CUDA");
 #endif
     }
-    void* p = std::aligned_alloc(64, align256(bytes ? bytes : 1));
+    // 2 MB aligned and backed by huge pages where the OS offers them: a chunk's first touch
+    // then faults in 512 times fewer pieces (page faults were 75 % of building the chunks)
+    const std::size_t huge = std::size_t(2) << 20;
+    const std::size_t n = (std::max<std::size_t>(bytes, 1) + huge - 1) / huge * huge;
+    void* p = std::aligned_alloc(huge, n);
     HEPTANE_ENSURE(p, DeviceError, "host allocation of " << bytes << " bytes failed");
+    advise_huge_pages(p, n);
     return p;
 }
 
@@ -169,13 +174,26 @@ void OocBuilder<MT>::append_row(const index_t* cols, const double* vals, index_t
                    "out-of-core matrix: a row of " << n << " entries");
     HEPTANE_ENSURE(m_.rows_ + staged_rows() < std::numeric_limits<index_t>::max(), InputError,
                    "out-of-core matrix: more than 2^31 - 1 rows");
+    index_t lo = 0, hi = 0;  // the row's smallest and largest column (one check per row)
     for (index_t k = 0; k < n; ++k) {
-        HEPTANE_ENSURE(cols[k] >= 0 && cols[k] < m_.cols_, InputError,
-                       "out-of-core matrix: column " << cols[k] + 1 << " of row "
-                                                     << m_.rows_ + staged_rows() + 1
-                                                     << " is outside 1.." << m_.cols_);
-        col_.push_back(static_cast<std::uint32_t>(cols[k]));
-        val_.push_back(static_cast<MT>(vals[k]));
+        lo = std::min(lo, cols[k]);
+        hi = std::max(hi, cols[k]);
+    }
+    if (lo < 0 || hi >= m_.cols_) {
+        for (index_t k = 0; k < n; ++k)
+            HEPTANE_ENSURE(cols[k] >= 0 && cols[k] < m_.cols_, InputError,
+                           "out-of-core matrix: column " << cols[k] + 1 << " of row "
+                                                         << m_.rows_ + staged_rows() + 1
+                                                         << " is outside 1.." << m_.cols_);
+    }
+    const std::size_t at = col_.size();  // after a seal: 0
+    col_.resize(at + std::size_t(n));
+    val_.resize(at + std::size_t(n));
+    std::uint32_t* cd = col_.data() + at;
+    MT* vd = val_.data() + at;
+    for (index_t k = 0; k < n; ++k) {
+        cd[k] = static_cast<std::uint32_t>(cols[k]);
+        vd[k] = static_cast<MT>(vals[k]);
     }
     row_ptr_.push_back(static_cast<std::uint32_t>(col_.size()));
 }
@@ -195,11 +213,24 @@ void OocBuilder<MT>::seal()
     c.lanes = lanes_for(rows, c.nnz);
     c.data = host_block(c.bytes, m_.pinned_);
     char* base = static_cast<char*>(c.data);
-    std::memcpy(base, row_ptr_.data(), row_ptr_.size() * 4);
     std::memset(base + row_ptr_.size() * 4, 0, c.col_off - row_ptr_.size() * 4);
-    std::memcpy(base + c.col_off, col_.data(), col_.size() * 4);
     std::memset(base + c.col_off + col_.size() * 4, 0, c.val_off - c.col_off - col_.size() * 4);
-    std::memcpy(base + c.val_off, val_.data(), val_.size() * sizeof(MT));
+    // the three copies in pieces over the threads (a chunk of 64 MB: memory bound)
+    const std::size_t piece = std::size_t(1) << 20;
+    const std::size_t sizes[3] = {row_ptr_.size() * 4, col_.size() * 4, val_.size() * sizeof(MT)};
+    const char* src[3] = {reinterpret_cast<const char*>(row_ptr_.data()),
+                          reinterpret_cast<const char*>(col_.data()),
+                          reinterpret_cast<const char*>(val_.data())};
+    char* dst[3] = {base, base + c.col_off, base + c.val_off};
+    const long long n0 = static_cast<long long>((sizes[0] + piece - 1) / piece);
+    const long long n1 = static_cast<long long>((sizes[1] + piece - 1) / piece);
+    const long long n2 = static_cast<long long>((sizes[2] + piece - 1) / piece);
+#pragma omp parallel for schedule(dynamic, 1) if (n0 + n1 + n2 > 4)
+    for (long long t = 0; t < n0 + n1 + n2; ++t) {
+        const int a = t < n0 ? 0 : (t < n0 + n1 ? 1 : 2);
+        const std::size_t off = std::size_t(t - (a == 0 ? 0 : (a == 1 ? n0 : n0 + n1))) * piece;
+        std::memcpy(dst[a] + off, src[a] + off, std::min(piece, sizes[a] - off));
+    }
     m_.chunks_.push_back(c);
     m_.rows_ += rows;
     m_.nnz_ += c.nnz;
@@ -308,7 +339,7 @@ struct OutOfCoreOperator<MT, VT>::Impl {
 
 template <class MT, class VT>
 OutOfCoreOperator<MT, VT>::OutOfCoreOperator(std::shared_ptr<const OocMatrix<MT>> m,
-                                             std::shared_ptr<const Executor> exec,
+                                             const std::shared_ptr<const Executor>& exec,
                                              const OutOfCoreOptions& opt)
     : impl_(std::make_unique<Impl>())
 {
@@ -320,7 +351,7 @@ OutOfCoreOperator<MT, VT>::OutOfCoreOperator(std::shared_ptr<const OocMatrix<MT>
                                                               << " outside [0, 1]");
     Impl& d = *impl_;
     d.m = std::move(m);
-    d.exec = std::move(exec);
+    d.exec = exec;
     const auto& chunks = d.m->chunks();
     OocLayout& L = d.layout;
     L.chunks = static_cast<index_t>(chunks.size());
@@ -338,6 +369,7 @@ OutOfCoreOperator<MT, VT>::OutOfCoreOperator(std::shared_ptr<const OocMatrix<MT>
     HEPTANE_CUDA_CHECK(cudaSetDevice(ce.device()));
     std::size_t budget = opt.device_budget;
     if (budget == 0) {
+        ce.release_cached();  // memory the stream-ordered pool keeps counts as free
         const std::size_t free_b = device_free_bytes(ce);
         const std::size_t vectors =
             8 * (std::size_t(d.m->rows()) + std::size_t(d.m->cols())) * sizeof(VT);

@@ -136,7 +136,8 @@ public:
     /// Place `m` on `exec` under `opt`'s budget. A GPU needs m.pinned(). Throws InputError
     /// when the budget cannot hold the stream buffers (lower the chunk size), DeviceError on
     /// allocation failures.
-    OutOfCoreOperator(std::shared_ptr<const OocMatrix<MT>> m, std::shared_ptr<const Executor> exec,
+    OutOfCoreOperator(std::shared_ptr<const OocMatrix<MT>> m,
+                      const std::shared_ptr<const Executor>& exec,
                       const OutOfCoreOptions& opt = {});
     ~OutOfCoreOperator() override;
     OutOfCoreOperator(const OutOfCoreOperator&) = delete;
