@@ -482,7 +482,12 @@ void apply_impl(const typename OutOfCoreOperator<MT, VT>::Impl& d, bool tr, VT a
     if (d.exec->is_cpu()) {
         const auto& ce = static_cast<const CpuExecutor&>(*d.exec);
         if (tr) kernels::ooc_scale(ce, d.m->cols(), beta, y);
-        for (const auto& c : chunks) run_chunk(ce, d.view(c, c.data), c, tr, alpha, x, beta, y);
+        // the chunks over the threads (a chunk's own loop then runs on its thread: regions do
+        // not nest); A^T x's scatters are atomic, so chunks may add into y side by side
+        const long long n = static_cast<long long>(chunks.size());
+#pragma omp parallel for schedule(dynamic, 1) if (n > 1)
+        for (long long k = 0; k < n; ++k)
+            run_chunk(ce, d.view(chunks[k], chunks[k].data), chunks[k], tr, alpha, x, beta, y);
         return;
     }
 #ifdef HEPTANE_HAVE_CUDA
