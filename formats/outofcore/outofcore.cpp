@@ -294,6 +294,11 @@ struct OutOfCoreOperator<MT, VT>::Impl {
 #ifdef HEPTANE_HAVE_CUDA
     cudaStream_t copy = nullptr;
     std::vector<cudaEvent_t> ready, freed;
+    /// With resident and streamed chunks: the resident chunks' products run on a stream of
+    /// their own, beside the streamed ones (joined back at the end of each product), so that
+    /// they hide behind the copies instead of holding the buffers' refills back.
+    cudaStream_t side = nullptr;
+    cudaEvent_t fork = nullptr, join = nullptr;
 #endif
 
     kernels::OocChunkView<MT> view(const OocChunk& c, const void* base) const
@@ -318,8 +323,14 @@ struct OutOfCoreOperator<MT, VT>::Impl {
                 exec->synchronize();
             } catch (...) {
             }
+            if (side) cudaStreamSynchronize(side);
             for (auto e : ready) cudaEventDestroy(e);
             for (auto e : freed) cudaEventDestroy(e);
+            if (fork) cudaEventDestroy(fork);
+            if (join) cudaEventDestroy(join);
+            if (side) cudaStreamDestroy(side);
+            fork = join = nullptr;
+            side = nullptr;
             ready.clear();
             freed.clear();
             if (copy) cudaStreamDestroy(copy);
@@ -418,6 +429,11 @@ OutOfCoreOperator<MT, VT>::OutOfCoreOperator(std::shared_ptr<const OocMatrix<MT>
         }
     }
     L.resident_chunks = resident;
+    if (resident > 0 && resident < L.chunks) {
+        HEPTANE_CUDA_CHECK(cudaStreamCreateWithFlags(&d.side, cudaStreamNonBlocking));
+        HEPTANE_CUDA_CHECK(cudaEventCreateWithFlags(&d.fork, cudaEventDisableTiming));
+        HEPTANE_CUDA_CHECK(cudaEventCreateWithFlags(&d.join, cudaEventDisableTiming));
+    }
     const std::size_t res_bytes = padded(resident);
     if (resident > 0) {
         d.resident = d.exec->alloc(res_bytes);
@@ -464,8 +480,8 @@ const OocLayout& OutOfCoreOperator<MT, VT>::layout() const noexcept
 
 namespace {
 
-template <class MT, class VT, class Exec>
-void run_chunk(const Exec& e, const kernels::OocChunkView<MT>& v, const OocChunk& c, bool tr,
+template <class MT, class VT>
+void run_chunk(const CpuExecutor& e, const kernels::OocChunkView<MT>& v, const OocChunk& c, bool tr,
                VT alpha, const VT* x, VT beta, VT* y)
 {
     if (tr)
@@ -473,6 +489,18 @@ void run_chunk(const Exec& e, const kernels::OocChunkView<MT>& v, const OocChunk
     else
         kernels::ooc_chunk_apply(e, v, alpha, x, beta, y + c.row0);
 }
+
+#ifdef HEPTANE_HAVE_CUDA
+template <class MT, class VT>
+void run_chunk(const CudaExecutor& e, const kernels::OocChunkView<MT>& v, const OocChunk& c,
+               bool tr, VT alpha, const VT* x, VT beta, VT* y, cudaStream_t s = nullptr)
+{
+    if (tr)
+        kernels::ooc_chunk_apply_transpose(e, v, alpha, x + c.row0, y, s);
+    else
+        kernels::ooc_chunk_apply(e, v, alpha, x, beta, y + c.row0, s);
+}
+#endif
 
 template <class MT, class VT>
 void apply_impl(const typename OutOfCoreOperator<MT, VT>::Impl& d, bool tr, VT alpha, const VT* x,
@@ -508,15 +536,25 @@ void apply_impl(const typename OutOfCoreOperator<MT, VT>::Impl& d, bool tr, VT a
     // the first copies start at once, beside the resident chunks' products
     for (index_t i = 0; i < std::min<index_t>(n, S); ++i) queue_copy(i);
     if (tr) kernels::ooc_scale(ce, d.m->cols(), beta, y);
+    // the resident chunks: on the side stream when chunks stream too (after x, y and the
+    // scaling are ready: the fork event), else on the executor's stream
+    if (d.side) {
+        HEPTANE_CUDA_CHECK(cudaEventRecord(d.fork, s0));
+        HEPTANE_CUDA_CHECK(cudaStreamWaitEvent(d.side, d.fork, 0));
+    }
     for (index_t k = 0; k < R; ++k)
         run_chunk(ce, d.view(chunks[k], static_cast<const char*>(d.resident) + d.res_offset[k]),
-                  chunks[k], tr, alpha, x, beta, y);
+                  chunks[k], tr, alpha, x, beta, y, d.side);
     for (index_t i = 0; i < n; ++i) {
         const int s = static_cast<int>(i % S);
         HEPTANE_CUDA_CHECK(cudaStreamWaitEvent(s0, d.ready[s], 0));
         run_chunk(ce, d.view(chunks[R + i], d.buffers[s]), chunks[R + i], tr, alpha, x, beta, y);
         HEPTANE_CUDA_CHECK(cudaEventRecord(d.freed[s], s0));
         if (i + S < n) queue_copy(i + S);
+    }
+    if (d.side) {  // join: the product is done when both streams are
+        HEPTANE_CUDA_CHECK(cudaEventRecord(d.join, d.side));
+        HEPTANE_CUDA_CHECK(cudaStreamWaitEvent(s0, d.join, 0));
     }
 #else
     HEPTANE_THROW(NotSupported, "CUDA executor in a build without CUDA");

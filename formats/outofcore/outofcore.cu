@@ -46,43 +46,44 @@ __global__ void __launch_bounds__(256)
 }
 
 template <int G, class MT, class VT>
-void launch(const CudaExecutor& exec, const OocChunkView<MT>& c, VT alpha, const VT* x, VT beta,
-            VT* y, bool transpose)
+void launch(cudaStream_t s, const OocChunkView<MT>& c, VT alpha, const VT* x, VT beta, VT* y,
+            bool transpose)
 {
     const unsigned grid = cuda::grid_for(static_cast<long long>(c.rows) * G, 256);
     if (transpose)
         ooc_scatter_kernel<G, MT, VT>
-            <<<grid, 256, 0, cuda::stream(exec)>>>(c.rows, c.row_ptr, c.col, c.val, alpha, x, y);
+            <<<grid, 256, 0, s>>>(c.rows, c.row_ptr, c.col, c.val, alpha, x, y);
     else
-        ooc_vector_kernel<G, MT, VT><<<grid, 256, 0, cuda::stream(exec)>>>(
-            c.rows, c.row_ptr, c.col, c.val, alpha, x, beta, y);
+        ooc_vector_kernel<G, MT, VT>
+            <<<grid, 256, 0, s>>>(c.rows, c.row_ptr, c.col, c.val, alpha, x, beta, y);
     HEPTANE_CUDA_LAUNCH_CHECK();
 }
 
 template <class MT, class VT>
 void dispatch(const CudaExecutor& exec, const OocChunkView<MT>& c, VT alpha, const VT* x, VT beta,
-              VT* y, bool transpose)
+              VT* y, bool transpose, void* stream)
 {
     if (c.rows <= 0) return;
     make_current(exec);
+    const cudaStream_t s = stream ? static_cast<cudaStream_t>(stream) : cuda::stream(exec);
     switch (c.lanes) {
         case 1:
-            launch<1>(exec, c, alpha, x, beta, y, transpose);
+            launch<1>(s, c, alpha, x, beta, y, transpose);
             break;
         case 2:
-            launch<2>(exec, c, alpha, x, beta, y, transpose);
+            launch<2>(s, c, alpha, x, beta, y, transpose);
             break;
         case 4:
-            launch<4>(exec, c, alpha, x, beta, y, transpose);
+            launch<4>(s, c, alpha, x, beta, y, transpose);
             break;
         case 8:
-            launch<8>(exec, c, alpha, x, beta, y, transpose);
+            launch<8>(s, c, alpha, x, beta, y, transpose);
             break;
         case 16:
-            launch<16>(exec, c, alpha, x, beta, y, transpose);
+            launch<16>(s, c, alpha, x, beta, y, transpose);
             break;
         default:
-            launch<32>(exec, c, alpha, x, beta, y, transpose);
+            launch<32>(s, c, alpha, x, beta, y, transpose);
             break;
     }
 }
@@ -91,16 +92,16 @@ void dispatch(const CudaExecutor& exec, const OocChunkView<MT>& c, VT alpha, con
 
 template <class MT, class VT>
 void ooc_chunk_apply(const CudaExecutor& exec, const OocChunkView<MT>& c, VT alpha, const VT* x,
-                     VT beta, VT* y)
+                     VT beta, VT* y, void* stream)
 {
-    dispatch(exec, c, alpha, x, beta, y, false);
+    dispatch(exec, c, alpha, x, beta, y, false, stream);
 }
 
 template <class MT, class VT>
 void ooc_chunk_apply_transpose(const CudaExecutor& exec, const OocChunkView<MT>& c, VT alpha,
-                               const VT* x, VT* y)
+                               const VT* x, VT* y, void* stream)
 {
-    dispatch(exec, c, alpha, x, VT(0), y, true);
+    dispatch(exec, c, alpha, x, VT(0), y, true, stream);
 }
 
 template <class VT>
@@ -112,9 +113,9 @@ void ooc_scale(const CudaExecutor& exec, index_t n, VT beta, VT* y)
 
 #define HEPTANE_INSTANTIATE(MT, VT)                                                               \
     template void ooc_chunk_apply<MT, VT>(const CudaExecutor&, const OocChunkView<MT>&, VT,       \
-                                          const VT*, VT, VT*);                                    \
+                                          const VT*, VT, VT*, void*);                             \
     template void ooc_chunk_apply_transpose<MT, VT>(const CudaExecutor&, const OocChunkView<MT>&, \
-                                                    VT, const VT*, VT*);
+                                                    VT, const VT*, VT*, void*);
 HEPTANE_FOR_EACH_SPMV_TYPES(HEPTANE_INSTANTIATE)
 #undef HEPTANE_INSTANTIATE
 template void ooc_scale<double>(const CudaExecutor&, index_t, double, double*);

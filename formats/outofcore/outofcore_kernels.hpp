@@ -27,9 +27,10 @@ struct OocChunkView {
 template <class MT, class VT>
 void ooc_chunk_apply(const CpuExecutor& exec, const OocChunkView<MT>& c, VT alpha, const VT* x,
                      VT beta, VT* y);
+/// CUDA: queued on `stream` (a cudaStream_t of the executor's device; null: the executor's).
 template <class MT, class VT>
 void ooc_chunk_apply(const CudaExecutor& exec, const OocChunkView<MT>& c, VT alpha, const VT* x,
-                     VT beta, VT* y);
+                     VT beta, VT* y, void* stream = nullptr);
 
 /// y += alpha * A_c^T x[0, rows) (x points at the chunk's first row; y has the matrix's cols).
 template <class MT, class VT>
@@ -37,7 +38,7 @@ void ooc_chunk_apply_transpose(const CpuExecutor& exec, const OocChunkView<MT>& 
                                const VT* x, VT* y);
 template <class MT, class VT>
 void ooc_chunk_apply_transpose(const CudaExecutor& exec, const OocChunkView<MT>& c, VT alpha,
-                               const VT* x, VT* y);
+                               const VT* x, VT* y, void* stream = nullptr);
 
 /// y[0, n) *= beta (beta == 0: y = 0, NaN or not).
 template <class VT>
