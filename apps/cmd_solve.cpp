@@ -124,6 +124,12 @@ int cmd_solve(int argc, char** argv)
     const bool monitor = args.flag("--monitor");
     const bool quiet = args.flag("--quiet") || json;
     if (launched_by_mpirun()) {
+        const auto ooc = args.get("--out-of-core");
+        if ((ooc && *ooc != "off") || args.get("--device-memory") || args.get("--chunk-bytes"))
+            throw UsageError(
+                "--out-of-core, --device-memory and --chunk-bytes run on one process: under "
+                "mpirun each rank keeps its rows on its own GPU (ranks streaming their rows from "
+                "host memory are not built yet)");
 #ifdef HEPTANE_CLI_MPI
         return cmd_solve_distributed(args, json, monitor, args.flag("--quiet"));
 #else

@@ -111,4 +111,12 @@ if "$mpiexec" -np 2 "${flags[@]}" "$heptane" solve "$dir/band9.mtx" --device cpu
   exit 1
 fi
 grep -q "is not a general-hepta matrix" "$dir/band9.out"
+# out of core is one process's: a usage error under mpirun
+set +e
+"$mpiexec" -np 2 "${flags[@]}" "$heptane" solve "${common[@]}" --out-of-core on >"$dir/ooc.out" 2>&1
+rc=$?
+set -e
+cat "$dir/ooc.out"
+[ "$rc" != 0 ] || { echo "expected --out-of-core under mpirun to be refused"; exit 1; }
+grep -q "run on one process" "$dir/ooc.out"
 echo "cli_distributed: OK ($device)"
