@@ -23,14 +23,8 @@ __global__ void __launch_bounds__(256)
     VT sum = 0;
     if (r < rows) {
         const std::uint32_t e = ptr[r + 1];
-        std::uint32_t k = ptr[r] + lane;
-        VT sum2 = 0;  // two independent chains: two loads in flight per lane
-        for (; k + G < e; k += 2 * G) {
+        for (std::uint32_t k = ptr[r] + lane; k < e; k += G)
             sum += VT(ldcs(v + k)) * ldg(x + ldg(ci + k));
-            sum2 += VT(ldcs(v + k + G)) * ldg(x + ldg(ci + k + G));
-        }
-        if (k < e) sum += VT(ldcs(v + k)) * ldg(x + ldg(ci + k));
-        sum += sum2;
     }
     sum = group_sum<G>(sum);  // every lane takes part: the shuffles use the full mask
     if (lane == 0 && r < rows) store_result(y, r, alpha, sum, beta);
