@@ -28,7 +28,8 @@ const char* mlem_usage =
     "(Af)_i = 0 add nothing); for MLEM it never decreases.\n"
     "  --iters N         iterations (passes over all subsets); required\n"
     "  --subsets S       OSEM with S consecutive row blocks of about equal nnz, each built once\n"
-    "                    as its own operator (default 1: MLEM)\n"
+    "                    as its own operator (default 1: MLEM); out of core: S groups of\n"
+    "                    chunks of about equal bytes, the device budget split between them\n"
     "  --format F        csr (default) | coo | ell | hyb | dia | bsr | bdiagh\n"
     "  --transpose T     A^T x: native (default: the format's own kernel; for CSR, COO, ELL,\n"
     "                    HYB, BSR an atomic scatter, for BDIA-GH and DIA a gather) | scatter\n"
@@ -62,7 +63,13 @@ Result run(const Coo<double>& a, const std::vector<double>& g, int subsets, Form
     Result r;
     const auto t0 = std::chrono::steady_clock::now();
     Mlem<VT> em(mo);
-    if (ooc) {
+    if (ooc && subsets > 1) {
+        auto m = std::make_shared<const OocMatrix<MT>>(
+            make_ooc_matrix<MT>(a, ooc->chunk_bytes, exec->is_cuda()));
+        auto blocks = make_out_of_core_subsets<MT, VT>(m, subsets, exec, *ooc);
+        r.op = std::to_string(subsets) + " row blocks, block 0: " + blocks[0]->describe();
+        em.set_subsets(std::move(blocks));
+    } else if (ooc) {
         std::shared_ptr<const Operator<VT>> op = make_out_of_core_operator<MT, VT>(a, exec, *ooc);
         r.op = op->describe();
         em.set_operator(op);
@@ -159,15 +166,14 @@ int cmd_mlem(int argc, char** argv)
     const std::optional<OutOfCoreOptions> oo =
         out_of_core_choice(occ, *exec, a.rows, a.cols, a.nnz(), precision, 6, quiet);
     if (oo) {
-        if (S > 1)
-            throw UsageError("--subsets (OSEM) does not run out of core yet; use --subsets 1");
         format = Format::csr;  // the chunks are CSR; A^T x scatters
         fo.transpose = TransposeMode::scatter;
         if (!quiet) {
             const auto t_start = std::chrono::steady_clock::now();
-            mo.progress = [t_start](int k, int n) {
+            const bool osem = S > 1;
+            mo.progress = [t_start, osem](int k, int n) {
                 std::fprintf(
-                    stderr, "MLEM iteration %d of %d, %.1f s\n", k, n,
+                    stderr, "%s iteration %d of %d, %.1f s\n", osem ? "OSEM" : "MLEM", k, n,
                     std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start)
                         .count());
             };

@@ -58,6 +58,13 @@ for mode in "${modes[@]:1}"; do
   echo "lsqr $mode: x differs from in core by $e"
   below "$e" 1e-7
 done
+# OSEM out of core: subsets are groups of chunks (test_outofcore compares them with in-core
+# blocks of the same rows); here: it runs, reports its subsets, and prints every iteration
+"$heptane" mlem "$dir/A.mtx" "$dir/g.mtx" --iters 3 --subsets 3 --device "$device" "${ooc[@]}" \
+  -o "$dir/f_osem.mtx" >"$dir/osem.txt" 2>"$dir/osem.err"
+cat "$dir/osem.txt" "$dir/osem.err"
+grep -q "3 row blocks, block 0: out-of-core csr" "$dir/osem.txt"
+grep -q "OSEM iteration 3 of 3" "$dir/osem.err"
 if [ "$device" = gpu ]; then
   # the 600 kB budget (the matrix: 1.1 MB) leaves about half of the matrix streaming
   "$heptane" spmv "$dir/A.mtx" --device gpu --device-memory 600k --chunk-bytes 4k --json \

@@ -328,6 +328,68 @@ BOOST_AUTO_TEST_CASE(mlem_and_cg_through_the_operator_match_in_core)
     BOOST_TEST(test::rel_max_diff(x[0], x[1]) <= 1e-8);
 }
 
+BOOST_AUTO_TEST_CASE(osem_subsets_match_in_core_row_blocks)
+{
+    // OSEM over out-of-core subsets (groups of chunks) against OSEM over in-core CSR operators
+    // of the same row blocks; every subset's products against the reference on its rows
+    auto exec = test::test_executor();
+    PetSpec p;
+    p.detectors = 64;
+    p.image = 24;
+    const PetSystem sys = make_pet_system(p);
+    auto m = std::make_shared<const OocMatrix<double>>(
+        make_ooc_matrix<double>(sys.a, 3000, exec->is_cuda()));
+    OutOfCoreOptions o;
+    o.max_resident_fraction = 0.5;
+    const int S = 4;
+    BOOST_CHECK_THROW(
+        (make_out_of_core_subsets<double, double>(m, int(m->chunks().size()) + 1, exec, o)),
+        InputError);
+    const auto blocks = make_out_of_core_subsets<double, double>(m, S, exec, o);
+    BOOST_REQUIRE(blocks.size() == std::size_t(S));
+    std::vector<std::shared_ptr<const Operator<double>>> in;
+    index_t r0 = 0;
+    for (const auto& b : blocks) {
+        BOOST_TEST(b->rows() > 0);
+        BOOST_TEST(b->cols() == sys.a.cols);
+        // the block's rows of A as their own COO
+        std::vector<index_t> r, c;
+        std::vector<double> v;
+        for (offset_t k = 0; k < sys.a.nnz(); ++k)
+            if (sys.a.row[k] >= r0 && sys.a.row[k] < r0 + b->rows()) {
+                r.push_back(sys.a.row[k] - r0);
+                c.push_back(sys.a.col[k]);
+                v.push_back(sys.a.val[k]);
+            }
+        const Coo<double> slice{b->rows(), sys.a.cols, Array<index_t>(std::move(r)),
+                                Array<index_t>(std::move(c)), Array<double>(std::move(v))};
+        const auto x = test::random_vector<double>(slice.cols, 8);
+        const auto xt = test::random_vector<double>(slice.rows, 9);
+        const auto y0 = test::random_vector<double>(slice.rows, 10);
+        const auto y0t = test::random_vector<double>(slice.cols, 11);
+        BOOST_TEST(test::rel_max_diff(run_product<double>(*b, false, 0.5, x, -1.0, y0),
+                                      reference(slice, false, 0.5, x, -1.0, y0)) <= 1e-13);
+        BOOST_TEST(test::rel_max_diff(run_product<double>(*b, true, 0.5, xt, -1.0, y0t),
+                                      reference(slice, true, 0.5, xt, -1.0, y0t)) <= 1e-13);
+        in.push_back(make_matrix_operator<double, double>(slice, Format::csr, exec));
+        r0 += b->rows();
+    }
+    BOOST_TEST(r0 == sys.a.rows);
+    MlemOptions mo;
+    mo.iterations = 4;
+    std::vector<double> f[2];
+    for (int k = 0; k < 2; ++k) {
+        Mlem<double> em(mo);
+        em.set_subsets(k ? in : blocks);
+        Array<double> g = Array<double>(sys.counts).to(exec);
+        Array<double> fd(exec, std::size_t(sys.a.cols));
+        const MlemStatus st = em.solve(g, fd);
+        BOOST_TEST(st.subsets == S);
+        f[k] = fd.to_vector();
+    }
+    BOOST_TEST(test::rel_max_diff(f[0], f[1]) <= 1e-10);
+}
+
 BOOST_AUTO_TEST_CASE(pet_system_straight_into_chunks_is_make_pet_system)
 {
     PetSpec p;

@@ -84,6 +84,20 @@ int lanes_for(index_t rows, offset_t nnz)
     return g;
 }
 
+#ifdef HEPTANE_HAVE_CUDA
+/// What the device has free (the pool's cached memory returned first) less max(1 GiB, 10 %)
+/// and 8 vectors of rows + cols values: OutOfCoreOptions::device_budget's default.
+std::size_t auto_device_budget(const CudaExecutor& ce, index_t rows, index_t cols,
+                               std::size_t value_bytes)
+{
+    ce.release_cached();  // memory the stream-ordered pool keeps counts as free
+    const std::size_t free_b = device_free_bytes(ce);
+    const std::size_t vectors = 8 * (std::size_t(rows) + std::size_t(cols)) * value_bytes;
+    const std::size_t reserve = std::max<std::size_t>(std::size_t(1) << 30, free_b / 10) + vectors;
+    return free_b > reserve ? free_b - reserve : 0;
+}
+#endif
+
 std::string bytes_text(double b)
 {
     char buf[32];
@@ -288,6 +302,9 @@ struct OutOfCoreOperator<MT, VT>::Impl {
     std::shared_ptr<const OocMatrix<MT>> m;
     std::shared_ptr<const Executor> exec;
     OocLayout layout;
+    index_t k0 = 0, k1 = 0;               ///< the chunks [k0, k1) this operator applies
+    index_t row0 = 0;                     ///< their first row
+    index_t rows = 0;                     ///< their rows
     void* resident = nullptr;             ///< one device block for the resident chunks
     std::vector<std::size_t> res_offset;  ///< chunk k's offset in it
     std::vector<void*> buffers;           ///< device stream buffers
@@ -352,6 +369,15 @@ template <class MT, class VT>
 OutOfCoreOperator<MT, VT>::OutOfCoreOperator(std::shared_ptr<const OocMatrix<MT>> m,
                                              const std::shared_ptr<const Executor>& exec,
                                              const OutOfCoreOptions& opt)
+    : OutOfCoreOperator(m, exec, opt, 0, m ? static_cast<index_t>(m->chunks().size()) : 0)
+{
+}
+
+template <class MT, class VT>
+OutOfCoreOperator<MT, VT>::OutOfCoreOperator(std::shared_ptr<const OocMatrix<MT>> m,
+                                             const std::shared_ptr<const Executor>& exec,
+                                             const OutOfCoreOptions& opt, index_t first,
+                                             index_t last)
     : impl_(std::make_unique<Impl>())
 {
     HEPTANE_ENSURE(m, InputError, "out-of-core operator: no matrix");
@@ -363,10 +389,19 @@ OutOfCoreOperator<MT, VT>::OutOfCoreOperator(std::shared_ptr<const OocMatrix<MT>
     Impl& d = *impl_;
     d.m = std::move(m);
     d.exec = exec;
-    const auto& chunks = d.m->chunks();
+    const index_t nall = static_cast<index_t>(d.m->chunks().size());
+    HEPTANE_ENSURE((first == 0 && last == nall) || (first >= 0 && first < last && last <= nall),
+                   InputError,
+                   "out-of-core operator: chunks [" << first << ", " << last << ") of " << nall);
+    d.k0 = first;
+    d.k1 = last;
+    // the operator's chunks: [k0, k1) of the matrix's, indexed from 0 below
+    const std::vector<OocChunk> chunks(d.m->chunks().begin() + first, d.m->chunks().begin() + last);
+    d.row0 = chunks.empty() ? 0 : chunks.front().row0;
+    d.rows = chunks.empty() ? d.m->rows() : chunks.back().row0 + chunks.back().rows - d.row0;
     OocLayout& L = d.layout;
     L.chunks = static_cast<index_t>(chunks.size());
-    L.bytes = d.m->bytes();
+    for (const auto& c : chunks) L.bytes += c.bytes;
     if (d.exec->is_cpu()) {  // the host blocks are the matrix: nothing to place
         L.resident_chunks = L.chunks;
         L.resident_bytes = L.bytes;
@@ -379,17 +414,11 @@ OutOfCoreOperator<MT, VT>::OutOfCoreOperator(std::shared_ptr<const OocMatrix<MT>
     const auto& ce = static_cast<const CudaExecutor&>(*d.exec);
     HEPTANE_CUDA_CHECK(cudaSetDevice(ce.device()));
     std::size_t budget = opt.device_budget;
-    if (budget == 0) {
-        ce.release_cached();  // memory the stream-ordered pool keeps counts as free
-        const std::size_t free_b = device_free_bytes(ce);
-        const std::size_t vectors =
-            8 * (std::size_t(d.m->rows()) + std::size_t(d.m->cols())) * sizeof(VT);
-        const std::size_t reserve =
-            std::max<std::size_t>(std::size_t(1) << 30, free_b / 10) + vectors;
-        budget = free_b > reserve ? free_b - reserve : 0;
-    }
+    if (budget == 0) budget = auto_device_budget(ce, d.rows, d.m->cols(), sizeof(VT));
     L.budget = budget;
     const double cap = opt.max_resident_fraction * double(L.bytes);
+    std::size_t maxc = 0;  // the largest of the operator's chunks: a stream buffer's size
+    for (const auto& c : chunks) maxc = std::max(maxc, c.bytes);
     // Everything resident: an in-core operator in chunk form, no buffers.
     const auto padded = [&](index_t upto) {
         std::size_t s = 0;
@@ -401,12 +430,11 @@ OutOfCoreOperator<MT, VT>::OutOfCoreOperator(std::shared_ptr<const OocMatrix<MT>
         resident = L.chunks;
     } else {
         const int nbuf = static_cast<int>(std::min<std::size_t>(opt.buffers, chunks.size()));
-        const std::size_t buf_bytes = std::size_t(nbuf) * align256(d.m->max_chunk_bytes());
+        const std::size_t buf_bytes = std::size_t(nbuf) * align256(maxc);
         HEPTANE_ENSURE(buf_bytes <= budget, InputError,
                        "the device budget of "
                            << budget << " bytes cannot hold " << nbuf << " stream buffers of "
-                           << d.m->max_chunk_bytes()
-                           << " bytes: lower the chunk size or raise the budget");
+                           << maxc << " bytes: lower the chunk size or raise the budget");
         std::size_t used = 0, raw = 0;
         while (resident < L.chunks) {
             const std::size_t b = align256(chunks[resident].bytes);
@@ -417,8 +445,8 @@ OutOfCoreOperator<MT, VT>::OutOfCoreOperator(std::shared_ptr<const OocMatrix<MT>
         }
         const int streamed = static_cast<int>(L.chunks - resident);
         const int n = std::min(nbuf, streamed);
-        for (int s = 0; s < n; ++s) d.buffers.push_back(d.exec->alloc(d.m->max_chunk_bytes()));
-        L.buffer_bytes = std::size_t(n) * d.m->max_chunk_bytes();
+        for (int s = 0; s < n; ++s) d.buffers.push_back(d.exec->alloc(maxc));
+        L.buffer_bytes = std::size_t(n) * maxc;
         HEPTANE_CUDA_CHECK(cudaStreamCreateWithFlags(&d.copy, cudaStreamNonBlocking));
         for (int s = 0; s < n; ++s) {
             cudaEvent_t a = nullptr, b = nullptr;
@@ -460,7 +488,7 @@ OutOfCoreOperator<MT, VT>::~OutOfCoreOperator() = default;
 template <class MT, class VT>
 index_t OutOfCoreOperator<MT, VT>::rows() const
 {
-    return impl_->m->rows();
+    return impl_->rows;
 }
 template <class MT, class VT>
 index_t OutOfCoreOperator<MT, VT>::cols() const
@@ -481,24 +509,24 @@ const OocLayout& OutOfCoreOperator<MT, VT>::layout() const noexcept
 namespace {
 
 template <class MT, class VT>
-void run_chunk(const CpuExecutor& e, const kernels::OocChunkView<MT>& v, const OocChunk& c, bool tr,
+void run_chunk(const CpuExecutor& e, const kernels::OocChunkView<MT>& v, index_t r, bool tr,
                VT alpha, const VT* x, VT beta, VT* y)
 {
     if (tr)
-        kernels::ooc_chunk_apply_transpose(e, v, alpha, x + c.row0, y);
+        kernels::ooc_chunk_apply_transpose(e, v, alpha, x + r, y);
     else
-        kernels::ooc_chunk_apply(e, v, alpha, x, beta, y + c.row0);
+        kernels::ooc_chunk_apply(e, v, alpha, x, beta, y + r);
 }
 
 #ifdef HEPTANE_HAVE_CUDA
 template <class MT, class VT>
-void run_chunk(const CudaExecutor& e, const kernels::OocChunkView<MT>& v, const OocChunk& c,
-               bool tr, VT alpha, const VT* x, VT beta, VT* y, cudaStream_t s = nullptr)
+void run_chunk(const CudaExecutor& e, const kernels::OocChunkView<MT>& v, index_t r, bool tr,
+               VT alpha, const VT* x, VT beta, VT* y, cudaStream_t s = nullptr)
 {
     if (tr)
-        kernels::ooc_chunk_apply_transpose(e, v, alpha, x + c.row0, y, s);
+        kernels::ooc_chunk_apply_transpose(e, v, alpha, x + r, y, s);
     else
-        kernels::ooc_chunk_apply(e, v, alpha, x, beta, y + c.row0, s);
+        kernels::ooc_chunk_apply(e, v, alpha, x, beta, y + r, s);
 }
 #endif
 
@@ -506,16 +534,18 @@ template <class MT, class VT>
 void apply_impl(const typename OutOfCoreOperator<MT, VT>::Impl& d, bool tr, VT alpha, const VT* x,
                 VT beta, VT* y)
 {
-    const auto& chunks = d.m->chunks();
+    const OocChunk* chunks = d.m->chunks().data() + d.k0;  // the operator's [k0, k1)
+    const auto row_of = [&](const OocChunk& c) { return c.row0 - d.row0; };
     if (d.exec->is_cpu()) {
         const auto& ce = static_cast<const CpuExecutor&>(*d.exec);
         if (tr) kernels::ooc_scale(ce, d.m->cols(), beta, y);
         // the chunks over the threads (a chunk's own loop then runs on its thread: regions do
         // not nest); A^T x's scatters are atomic, so chunks may add into y side by side
-        const long long n = static_cast<long long>(chunks.size());
+        const long long n = static_cast<long long>(d.k1 - d.k0);
 #pragma omp parallel for schedule(dynamic, 1) if (n > 1)
         for (long long k = 0; k < n; ++k)
-            run_chunk(ce, d.view(chunks[k], chunks[k].data), chunks[k], tr, alpha, x, beta, y);
+            run_chunk(ce, d.view(chunks[k], chunks[k].data), row_of(chunks[k]), tr, alpha, x, beta,
+                      y);
         return;
     }
 #ifdef HEPTANE_HAVE_CUDA
@@ -523,7 +553,7 @@ void apply_impl(const typename OutOfCoreOperator<MT, VT>::Impl& d, bool tr, VT a
     HEPTANE_CUDA_CHECK(cudaSetDevice(ce.device()));
     const cudaStream_t s0 = cuda::stream(ce);
     const index_t R = d.layout.resident_chunks;
-    const index_t n = static_cast<index_t>(chunks.size()) - R;
+    const index_t n = d.k1 - d.k0 - R;
     const int S = static_cast<int>(d.buffers.size());
     const auto queue_copy = [&](index_t i) {  // streamed chunk i into buffer i % S
         const int s = static_cast<int>(i % S);
@@ -544,11 +574,12 @@ void apply_impl(const typename OutOfCoreOperator<MT, VT>::Impl& d, bool tr, VT a
     }
     for (index_t k = 0; k < R; ++k)
         run_chunk(ce, d.view(chunks[k], static_cast<const char*>(d.resident) + d.res_offset[k]),
-                  chunks[k], tr, alpha, x, beta, y, d.side);
+                  row_of(chunks[k]), tr, alpha, x, beta, y, d.side);
     for (index_t i = 0; i < n; ++i) {
         const int s = static_cast<int>(i % S);
         HEPTANE_CUDA_CHECK(cudaStreamWaitEvent(s0, d.ready[s], 0));
-        run_chunk(ce, d.view(chunks[R + i], d.buffers[s]), chunks[R + i], tr, alpha, x, beta, y);
+        run_chunk(ce, d.view(chunks[R + i], d.buffers[s]), row_of(chunks[R + i]), tr, alpha, x,
+                  beta, y);
         HEPTANE_CUDA_CHECK(cudaEventRecord(d.freed[s], s0));
         if (i + S < n) queue_copy(i + S);
     }
@@ -581,8 +612,14 @@ std::string OutOfCoreOperator<MT, VT>::describe() const
     const Impl& d = *impl_;
     const OocLayout& L = d.layout;
     std::ostringstream os;
-    os << "out-of-core csr " << d.m->rows() << "x" << d.m->cols() << " nnz=" << d.m->nnz() << ", "
-       << L.chunks << " chunks of <= " << bytes_text(double(d.m->max_chunk_bytes())) << " ("
+    offset_t nnz = 0;
+    std::size_t maxc = 0;
+    for (index_t k = d.k0; k < d.k1; ++k) {
+        nnz += d.m->chunks()[k].nnz;
+        maxc = std::max(maxc, d.m->chunks()[k].bytes);
+    }
+    os << "out-of-core csr " << d.rows << "x" << d.m->cols() << " nnz=" << nnz << ", " << L.chunks
+       << " chunks of <= " << bytes_text(double(maxc)) << " ("
        << (std::is_same_v<MT, float>
                ? (std::is_same_v<VT, float> ? "fp32" : "fp32 values, fp64 vectors")
                : "fp64")
@@ -602,6 +639,43 @@ std::unique_ptr<OutOfCoreOperator<MT, VT>> make_out_of_core_operator(
     auto m =
         std::make_shared<OocMatrix<MT>>(make_ooc_matrix<MT>(a, opt.chunk_bytes, exec->is_cuda()));
     return std::make_unique<OutOfCoreOperator<MT, VT>>(std::move(m), std::move(exec), opt);
+}
+
+template <class MT, class VT>
+std::vector<std::shared_ptr<const Operator<VT>>> make_out_of_core_subsets(
+    const std::shared_ptr<const OocMatrix<MT>>& m, int subsets,
+    const std::shared_ptr<const Executor>& exec, const OutOfCoreOptions& opt)
+{
+    HEPTANE_ENSURE(m, InputError, "out-of-core subsets: no matrix");
+    const auto& chunks = m->chunks();
+    const index_t n = static_cast<index_t>(chunks.size());
+    HEPTANE_ENSURE(subsets >= 1 && subsets <= n, InputError,
+                   subsets << " out-of-core subsets of a matrix in " << n
+                           << " chunks: lower the chunk size (--chunk-bytes)");
+    OutOfCoreOptions o = opt;
+#ifdef HEPTANE_HAVE_CUDA
+    if (exec->is_cuda() && o.device_budget == 0)
+        o.device_budget = auto_device_budget(static_cast<const CudaExecutor&>(*exec), m->rows(),
+                                             m->cols(), sizeof(VT));
+#endif
+    o.device_budget /= std::size_t(subsets);
+    // cut where the bytes so far pass s / subsets of the whole, at least one chunk each
+    std::vector<std::shared_ptr<const Operator<VT>>> ops;
+    index_t first = 0;
+    std::size_t done = 0;
+    for (int s = 1; s <= subsets; ++s) {
+        index_t last = first + 1;
+        done += chunks[first].bytes;
+        const double target = double(m->bytes()) * s / subsets;
+        while (last < n - (subsets - s) &&
+               double(done) + 0.5 * double(chunks[last].bytes) <= target)
+            done += chunks[last++].bytes;
+        if (s == subsets)
+            for (; last < n; ++last) done += chunks[last].bytes;
+        ops.push_back(std::make_shared<OutOfCoreOperator<MT, VT>>(m, exec, o, first, last));
+        first = last;
+    }
+    return ops;
 }
 
 // ---- helpers ------------------------------------------------------------------------------
@@ -655,10 +729,13 @@ std::size_t device_free_bytes(const Executor& exec)
 HEPTANE_INSTANTIATE_M(double)
 HEPTANE_INSTANTIATE_M(float)
 #undef HEPTANE_INSTANTIATE_M
-#define HEPTANE_INSTANTIATE(MT, VT)                                                        \
-    template class OutOfCoreOperator<MT, VT>;                                              \
-    template std::unique_ptr<OutOfCoreOperator<MT, VT>> make_out_of_core_operator<MT, VT>( \
-        const Coo<double>&, std::shared_ptr<const Executor>, const OutOfCoreOptions&);
+#define HEPTANE_INSTANTIATE(MT, VT)                                                               \
+    template class OutOfCoreOperator<MT, VT>;                                                     \
+    template std::unique_ptr<OutOfCoreOperator<MT, VT>> make_out_of_core_operator<MT, VT>(        \
+        const Coo<double>&, std::shared_ptr<const Executor>, const OutOfCoreOptions&);            \
+    template std::vector<std::shared_ptr<const Operator<VT>>> make_out_of_core_subsets<MT, VT>(   \
+        const std::shared_ptr<const OocMatrix<MT>>&, int, const std::shared_ptr<const Executor>&, \
+        const OutOfCoreOptions&);
 HEPTANE_INSTANTIATE(double, double)
 HEPTANE_INSTANTIATE(float, float)
 HEPTANE_INSTANTIATE(float, double)

@@ -139,6 +139,12 @@ public:
     OutOfCoreOperator(std::shared_ptr<const OocMatrix<MT>> m,
                       const std::shared_ptr<const Executor>& exec,
                       const OutOfCoreOptions& opt = {});
+    /// The rows of chunks [first, last) only (a row block, e.g. an OSEM subset): rows() is
+    /// theirs, x of A^T x and y of A x start at the block's first row. InputError for an empty
+    /// or out-of-range chunk range.
+    OutOfCoreOperator(std::shared_ptr<const OocMatrix<MT>> m,
+                      const std::shared_ptr<const Executor>& exec, const OutOfCoreOptions& opt,
+                      index_t first, index_t last);
     ~OutOfCoreOperator() override;
     OutOfCoreOperator(const OutOfCoreOperator&) = delete;
     OutOfCoreOperator& operator=(const OutOfCoreOperator&) = delete;
@@ -162,6 +168,15 @@ private:
 template <class MT, class VT>
 std::unique_ptr<OutOfCoreOperator<MT, VT>> make_out_of_core_operator(
     const Coo<double>& a, std::shared_ptr<const Executor> exec, const OutOfCoreOptions& opt = {});
+
+/// `subsets` operators over consecutive groups of chunks of about equal bytes (OSEM's row
+/// blocks), sharing `m`; a device budget (given, or what the device has free less the reserve)
+/// is split evenly between them. InputError when m has fewer chunks than `subsets` (lower the
+/// chunk size).
+template <class MT, class VT>
+std::vector<std::shared_ptr<const Operator<VT>>> make_out_of_core_subsets(
+    const std::shared_ptr<const OocMatrix<MT>>& m, int subsets,
+    const std::shared_ptr<const Executor>& exec, const OutOfCoreOptions& opt = {});
 
 /// Bytes the chunks of a matrix with `rows`, `nnz` take at `value_bytes` per value (the
 /// row pointers of every chunk, 4-byte columns, values; padding not counted): for the

@@ -224,6 +224,10 @@ MlemStatus Mlem<VT>::solve(const Array<VT>& g_arr, Array<VT>& f_arr)
                 ops.mlem_update(n, b, inv_of(s), f);                // f = f · b / norm_s
             }
             if (ll) loglik(k + 1);
+            if (opts_.progress) {
+                exec->synchronize();
+                opts_.progress(k + 1, iters);
+            }
         }
     }
     if (ll) status.loglik = ops.read_history(std::size_t(iters) + 1);  // waits

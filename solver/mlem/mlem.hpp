@@ -49,8 +49,9 @@ struct MlemOptions {
     bool compute_loglik = true;
     /// Start from f as given (must be ≥ 0); otherwise f is overwritten with f⁰.
     bool nonzero_initial_guess = false;
-    /// When set, called with (k, iterations) once iteration k is done on the device: the host
-    /// waits for every iteration (for progress on long runs, e.g. out of core; MLEM only).
+    /// When set, called with (k, iterations) once iteration k (for OSEM: the pass over every
+    /// subset) is done on the device: the host waits for every iteration (for progress on long
+    /// runs, e.g. out of core).
     std::function<void(int, int)> progress;
 };
 
