@@ -495,6 +495,27 @@ Coo<double> pet_system_matrix(const PetSpec& spec)
     return make_pet_system(spec).a;
 }
 
+namespace {
+/// The activity f = scale * ph, E[g] = scale * raw (raw_i = row i . ph) and g ~ Poisson(E[g])
+/// of make_pet_system and make_pet_ooc_system.
+void scaled_images(const PetSpec& spec, double scale, const std::vector<double>& ph,
+                   const std::vector<double>& raw, std::vector<double>& phantom,
+                   std::vector<double>& expected, std::vector<double>& counts)
+{
+    phantom.resize(ph.size());
+    for (std::size_t j = 0; j < ph.size(); ++j) phantom[j] = scale * ph[j];
+    const index_t rows = static_cast<index_t>(raw.size());
+    expected.resize(raw.size());
+    counts.resize(raw.size());
+#pragma omp parallel for schedule(static)
+    for (index_t r = 0; r < rows; ++r) {
+        const double e = scale * raw[std::size_t(r)];
+        expected[std::size_t(r)] = e;
+        counts[std::size_t(r)] = double(pet_poisson(e, spec.seed, std::uint64_t(r)));
+    }
+}
+}  // namespace
+
 PetSystem make_pet_system(const PetSpec& spec)
 {
     validate(spec);
@@ -546,16 +567,7 @@ PetSystem make_pet_system(const PetSpec& spec)
     }
     sys.a = Coo<double>{rows, cols, Array<index_t>(std::move(row)), Array<index_t>(std::move(col)),
                         Array<double>(std::move(val))};
-    sys.phantom.resize(ph.size());
-    for (std::size_t j = 0; j < ph.size(); ++j) sys.phantom[j] = sys.scale * ph[j];
-    sys.expected.resize(std::size_t(rows));
-    sys.counts.resize(std::size_t(rows));
-#pragma omp parallel for schedule(static)
-    for (index_t r = 0; r < rows; ++r) {
-        const double e = sys.scale * raw[std::size_t(r)];
-        sys.expected[std::size_t(r)] = e;
-        sys.counts[std::size_t(r)] = double(pet_poisson(e, spec.seed, std::uint64_t(r)));
-    }
+    scaled_images(spec, sys.scale, ph, raw, sys.phantom, sys.expected, sys.counts);
     return sys;
 }
 
@@ -573,11 +585,7 @@ PetOocSystem<MT> make_pet_ooc_system(const PetSpec& spec, std::size_t chunk_byte
     const index_t nb = num_blocks(rows);
     std::vector<double> raw(std::size_t(rows), 0.0), bdot(std::size_t(nb), 0.0);
     OocBuilder<MT> builder(cols, chunk_bytes, pinned);
-    int threads = 1;
-#ifdef _OPENMP
-    threads = omp_get_max_threads();
-#endif
-    const index_t batch = std::max(1, 8 * threads);
+    const index_t batch = std::max(1, 8 * omp_get_max_threads());
     std::vector<std::vector<index_t>> blen(batch), bcol(batch);
     std::vector<std::vector<double>> bval(batch);
     for (index_t b0 = 0; b0 < nb; b0 += batch) {
@@ -617,16 +625,7 @@ PetOocSystem<MT> make_pet_ooc_system(const PetSpec& spec, std::size_t chunk_byte
     }
     sys.a = builder.finish();
     sys.scale = activity_scale(spec, rows, bdot);
-    sys.phantom.resize(ph.size());
-    for (std::size_t j = 0; j < ph.size(); ++j) sys.phantom[j] = sys.scale * ph[j];
-    sys.expected.resize(std::size_t(rows));
-    sys.counts.resize(std::size_t(rows));
-#pragma omp parallel for schedule(static)
-    for (index_t r = 0; r < rows; ++r) {
-        const double e = sys.scale * raw[std::size_t(r)];
-        sys.expected[std::size_t(r)] = e;
-        sys.counts[std::size_t(r)] = double(pet_poisson(e, spec.seed, std::uint64_t(r)));
-    }
+    scaled_images(spec, sys.scale, ph, raw, sys.phantom, sys.expected, sys.counts);
     return sys;
 }
 template PetOocSystem<double> make_pet_ooc_system<double>(

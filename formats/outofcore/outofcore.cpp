@@ -267,19 +267,11 @@ OocMatrix<MT> OocBuilder<MT>::finish()
 template <class MT>
 OocMatrix<MT> make_ooc_matrix(const Coo<double>& a, std::size_t chunk_bytes, bool pinned)
 {
-    HEPTANE_ENSURE(a.exec()->is_cpu(), InputError, "out-of-core matrix: host COO only");
-    HEPTANE_ENSURE(is_canonical(a), InputError,
-                   "out-of-core matrix: the COO must be canonical (sorted by row)");
+    const std::vector<offset_t> ptr = canonical_row_ptr(a, "out-of-core matrix");
     OocBuilder<MT> b(a.cols, chunk_bytes, pinned);
-    const index_t* row = a.row.data();
-    const index_t* col = a.col.data();
-    const double* val = a.val.data();
-    offset_t k = 0;
-    for (index_t i = 0; i < a.rows; ++i) {
-        const offset_t k0 = k;
-        while (k < a.nnz() && row[k] == i) ++k;
-        b.append_row(col + k0, val + k0, static_cast<index_t>(k - k0));
-    }
+    for (index_t i = 0; i < a.rows; ++i)
+        b.append_row(a.col.data() + ptr[i], a.val.data() + ptr[i],
+                     static_cast<index_t>(ptr[i + 1] - ptr[i]));
     return b.finish();
 }
 
