@@ -10,9 +10,6 @@
 #include <mpi-ext.h>
 #endif
 
-#ifdef HEPTANE_HAVE_CUDA
-#include "distributed/peer.hpp"
-#endif
 #ifdef HEPTANE_HAVE_NCCL
 #include <cuda_runtime.h>
 #include <nccl.h>
@@ -102,17 +99,6 @@ bool built_with_nccl() noexcept
 #else
     return false;
 #endif
-}
-
-DirectPath best_path(const Executor& exec, const Communicator& comm)
-{
-    if (exec.is_cpu()) return DirectPath::host;
-#ifdef HEPTANE_HAVE_CUDA
-    if (peer_capable(exec, comm)) return DirectPath::peer;
-#endif
-    // NCCL when every rank of the node has a GPU of its own (it refuses two ranks on one)
-    const bool own_gpu = comm.node_size() <= CudaExecutor::device_count();
-    return built_with_nccl() && own_gpu ? DirectPath::nccl : DirectPath::staged;
 }
 
 std::string RowPartition::describe() const

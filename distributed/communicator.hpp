@@ -51,13 +51,6 @@ private:
 /// Whether this build has NCCL.
 bool built_with_nccl() noexcept;
 
-/// The fastest way between the ranks' vectors that is available, behind the "auto" halo and
-/// reduction models: host (CPU vectors), peer (two GPUs of one node with peer access: CUDA
-/// IPC), nccl (every rank its own GPU, a build with NCCL), staged (through host memory, e.g.
-/// ranks sharing a GPU). Collective on GPUs.
-enum class DirectPath { host, peer, nccl, staged };
-DirectPath best_path(const Executor& exec, const Communicator& comm);
-
 /// Contiguous row ranges: process p owns rows [starts[p], starts[p+1]).
 struct RowPartition {
     std::vector<index_t> starts;  ///< size() + 1 entries, starts[0] = 0, ascending

@@ -16,6 +16,17 @@
 
 namespace heptane::dist {
 
+DirectPath best_path(const Executor& exec, const Communicator& comm)
+{
+    if (exec.is_cpu()) return DirectPath::host;
+#ifdef HEPTANE_HAVE_CUDA
+    if (peer_capable(exec, comm)) return DirectPath::peer;
+#endif
+    // NCCL when every rank of the node has a GPU of its own (it refuses two ranks on one)
+    const bool own_gpu = comm.node_size() <= CudaExecutor::device_count();
+    return built_with_nccl() && own_gpu ? DirectPath::nccl : DirectPath::staged;
+}
+
 namespace {
 
 struct ModelName {

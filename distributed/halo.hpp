@@ -34,6 +34,13 @@
 
 namespace heptane::dist {
 
+/// The fastest way between the ranks' vectors that is available, behind the "auto" halo and
+/// reduction models: host (CPU vectors), peer (two GPUs of one node with peer access: CUDA
+/// IPC), nccl (every rank its own GPU, a build with NCCL), staged (through host memory, e.g.
+/// ranks sharing a GPU). Collective on GPUs.
+enum class DirectPath { host, peer, nccl, staged };
+DirectPath best_path(const Executor& exec, const Communicator& comm);
+
 enum class HaloModel {
     automatic,
     host,

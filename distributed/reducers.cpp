@@ -3,6 +3,7 @@
 #include <cctype>
 
 #include "core/error.hpp"
+#include "distributed/halo.hpp"
 
 #ifdef HEPTANE_HAVE_CUDA
 #include "core/cuda_common.hpp"

@@ -9,9 +9,9 @@
 #include <exception>
 #include <map>
 #include <mutex>
+#include <sstream>
 #include <thread>
 
-#include "plugin/engine.hpp"
 #include "solver/precond/amg/cpr.hpp"
 #include "solver/solve.hpp"
 
@@ -129,6 +129,30 @@ void release_devices()
   join_worker(p);
   p.pinned.clear();
   p.execs.clear();
+}
+
+std::string resolve_device(const std::string &device, long long nnz, int threads, std::string *why)
+{
+  if (device == "auto") {
+    std::ostringstream o;
+    std::string        d = "cpu";
+    if (CudaExecutor::device_count() == 0) o << "auto: the CPU (no CUDA device visible)";
+    else if (nnz < 0) {
+      d = "cuda";
+      o << "auto: the GPU (a CUDA device is visible)";
+    } else {
+      const long long from = auto_gpu_min_entries(threads);
+      d                    = nnz < from ? "cpu" : "cuda";
+      if (nnz < from) o << "auto: the CPU (" << nnz << " stored entries < " << from << ", where a GPU's setup would outweigh its faster iterations; " << threads << " host thread" << (threads == 1 ? "" : "s") << ")";
+      else o << "auto: the GPU (" << nnz << " stored entries >= " << from << " with " << threads << " host thread" << (threads == 1 ? "" : "s") << ")";
+    }
+    if (why) *why = o.str();
+    return d;
+  }
+  if (why) why->clear();
+  if (device == "gpu") return "cuda";
+  if (device.rfind("gpu:", 0) == 0) return "cuda" + device.substr(3);
+  return device;
 }
 
 } // namespace heptane::plugin

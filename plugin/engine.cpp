@@ -469,30 +469,6 @@ std::unique_ptr<StoreBase> make_store(const CsrView &a, Format f, index_t nc, co
 
 } // namespace
 
-std::string resolve_device(const std::string &device, long long nnz, int threads, std::string *why)
-{
-  if (device == "auto") {
-    std::ostringstream o;
-    std::string        d = "cpu";
-    if (CudaExecutor::device_count() == 0) o << "auto: the CPU (no CUDA device visible)";
-    else if (nnz < 0) {
-      d = "cuda";
-      o << "auto: the GPU (a CUDA device is visible)";
-    } else {
-      const long long from = auto_gpu_min_entries(threads);
-      d                    = nnz < from ? "cpu" : "cuda";
-      if (nnz < from) o << "auto: the CPU (" << nnz << " stored entries < " << from << ", where a GPU's setup would outweigh its faster iterations; " << threads << " host thread" << (threads == 1 ? "" : "s") << ")";
-      else o << "auto: the GPU (" << nnz << " stored entries >= " << from << " with " << threads << " host thread" << (threads == 1 ? "" : "s") << ")";
-    }
-    if (why) *why = o.str();
-    return d;
-  }
-  if (why) why->clear();
-  if (device == "gpu") return "cuda";
-  if (device.rfind("gpu:", 0) == 0) return "cuda" + device.substr(3);
-  return device;
-}
-
 // ---- MatrixEngine ------------------------------------------------------------------------------
 
 MatrixEngine::MatrixEngine() : impl_(std::make_unique<Impl>()) { }

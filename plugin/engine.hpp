@@ -98,12 +98,6 @@ struct MatrixConfig {
   bool        operator!=(const MatrixConfig &o) const { return !(*this == o); }
 };
 
-/// "auto" -> "cuda" when a CUDA device is visible, else "cpu"; "gpu[:N]" -> "cuda[:N]".
-/// Other strings are returned as they are (make_executor checks them). With the matrix's
-/// stored entries known (nnz >= 0), "auto" weighs the devices by the measured model of
-/// heptane solve's --device auto (auto_gpu_min_entries, solver/solve.hpp) for `threads` host
-/// threads: "cpu" below its threshold. `why`, when given, says what auto chose and why.
-std::string resolve_device(const std::string &device, long long nnz = -1, int threads = 1, std::string *why = nullptr);
 
 /// Times of the matrix side in milliseconds (the last call of each kind, and totals).
 struct MatrixTimings {

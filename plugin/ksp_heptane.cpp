@@ -41,6 +41,7 @@
    ksp->reason are set from heptane's Status.
 */
 #include "plugin/device_pool.hpp"
+#include "solver/solve.hpp"
 #include "plugin/petsc_common.hpp"
 
 #include <omp.h>
@@ -355,8 +356,9 @@ static heptane::PcType KSPHeptaneResolvePC(KSP_Heptane *h)
 {
   if (h->pc != heptane::PcType::ilu0 || h->ilu == 1) return h->pc;
   if (h->ilu == 2) return heptane::PcType::ilu0_mc;
-  const auto exec = h->engine->executor();
-  return exec && exec->is_cuda() && !h->ilu_fallback ? heptane::PcType::ilu0_mc : heptane::PcType::ilu0;
+  const auto exec  = h->engine->executor();
+  const auto chain = heptane::ilu_preconditioners(exec && exec->is_cuda() ? heptane::ExecKind::cuda : heptane::ExecKind::cpu);
+  return h->ilu_fallback ? chain.back() : chain.front();
 }
 
 /* hamg/hcpr whose -heptane_amg_ or -heptane_cpr_ options changed since the preconditioner was

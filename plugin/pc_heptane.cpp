@@ -32,6 +32,7 @@
 
 #include <cstring>
 
+#include "plugin/device_pool.hpp"
 #include "plugin/petsc_common.hpp"
 
 typedef struct {

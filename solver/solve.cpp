@@ -327,12 +327,22 @@ long long auto_gpu_min_entries(int threads)
     return static_cast<long long>(std::ceil(fixed_s / (cpu_s - gpu_s)));
 }
 
-std::vector<PcType> default_preconditioners(ExecKind device, SolverType solver, index_t nc)
+std::vector<PcType> ilu_preconditioners(ExecKind device)
 {
-    if (device == ExecKind::cpu)
-        return {solver == SolverType::cg ? PcType::block_jacobi : PcType::ilu0};
+    if (device == ExecKind::cpu) return {PcType::ilu0};
+    return {PcType::ilu0_mc, PcType::ilu0};
+}
+
+std::vector<PcType> default_preconditioners(ExecKind device, SolverType solver, index_t nc,
+                                            bool distributed)
+{
+    if (solver == SolverType::cg && (device == ExecKind::cpu || distributed))
+        return {PcType::block_jacobi};
+    if (device == ExecKind::cpu || distributed) return ilu_preconditioners(device);
     if (solver == SolverType::cg) return {PcType::amg, PcType::block_jacobi};
-    return {nc > 1 ? PcType::cpr : PcType::amg, PcType::ilu0_mc, PcType::ilu0};
+    std::vector<PcType> chain{nc > 1 ? PcType::cpr : PcType::amg};
+    for (PcType p : ilu_preconditioners(device)) chain.push_back(p);
+    return chain;
 }
 
 SolveResult solve_system(const Coo<double>& a, const std::vector<double>& b, const SolveConfig& cfg)

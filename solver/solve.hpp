@@ -134,7 +134,19 @@ long long auto_gpu_min_entries(int threads);
 /// device in tens of ms at 1 M rows), cpr for Nc > 1 with BiCGStab and GMRES; then ilu0-mc
 /// (multi-colour ILU(0): 2 + 2 launches per apply on a 7-point grid, its setup on the host)
 /// and ilu0 (level-scheduled; the last resort) -- bjacobi after amg for CG.
-std::vector<PcType> default_preconditioners(ExecKind device, SolverType solver, index_t nc);
+/// `distributed` (heptane solve under mpirun, any number of ranks: each rank preconditions its
+/// diagonal block, block Jacobi over the ranks): bjacobi for CG, else ilu_preconditioners(device)
+/// -- the policy the distributed solve has been measured with (docs/benchmarks.md, many GPUs). One
+/// policy for every caller: solve_system, heptane solve (also under mpirun) and the PETSc plugin
+/// (whose -pc_type ilu is ilu_preconditioners' chain).
+std::vector<PcType> default_preconditioners(ExecKind device, SolverType solver, index_t nc,
+                                            bool distributed = false);
+
+/// What ILU(0) means on a device, in the order to try: on CUDA the multi-colour ILU(0) (its
+/// triangular solves in a few launches), then the level-scheduled one (the same factors of
+/// the natural order) when the colouring cannot be set up or its solve does not converge;
+/// on the CPU the natural-order ILU(0) alone.
+std::vector<PcType> ilu_preconditioners(ExecKind device);
 
 /// Solve A x = b. `a` is canonical host COO (square); b has a.rows entries.
 SolveResult solve_system(const Coo<double>& a, const std::vector<double>& b,

@@ -1074,6 +1074,16 @@ BOOST_AUTO_TEST_CASE(default_preconditioners_are_the_documented_chains)
                 V{PcType::cpr, PcType::ilu0_mc, PcType::ilu0}));
     BOOST_TEST((default_preconditioners(ExecKind::cuda, SolverType::cg, 3) ==
                 V{PcType::amg, PcType::block_jacobi}));
+    // under mpirun each rank's diagonal block: the ILU(0)s, block Jacobi for CG
+    BOOST_TEST((default_preconditioners(ExecKind::cuda, SolverType::bicgstab, 1, true) ==
+                V{PcType::ilu0_mc, PcType::ilu0}));
+    BOOST_TEST(
+        (default_preconditioners(ExecKind::cpu, SolverType::gmres, 1, true) == V{PcType::ilu0}));
+    BOOST_TEST((default_preconditioners(ExecKind::cuda, SolverType::cg, 1, true) ==
+                V{PcType::block_jacobi}));
+    // what ILU(0) means per device (the plugin's -pc_type ilu takes the same chain)
+    BOOST_TEST((ilu_preconditioners(ExecKind::cuda) == V{PcType::ilu0_mc, PcType::ilu0}));
+    BOOST_TEST((ilu_preconditioners(ExecKind::cpu) == V{PcType::ilu0}));
 }
 
 BOOST_AUTO_TEST_CASE(solve_system_runs_on_the_executor_it_is_given)

@@ -278,8 +278,7 @@ int cmd_solve_distributed(Args& args, bool json, bool monitor, bool quiet_flag)
     const double t_build = seconds_since(t0);
 
     // preconditioner of this rank's diagonal block
-    PcType pc = solver == SolverType::cg ? PcType::block_jacobi
-                                         : (exec->is_cuda() ? PcType::ilu0_mc : PcType::ilu0);
+    PcType pc = default_preconditioners(exec->kind(), solver, 1, /*distributed=*/true).front();
     if (pc_name) pc = usage_checked([&] { return parse_pc(*pc_name); });
 
     double last_print = 0;
