@@ -108,8 +108,7 @@ int bench_precond(int argc, char** argv)
         cfg.block_size = s.block_size > 0 ? s.block_size : 1;
         cfg.format = format ? usage_checked([&] { return parse_format(*format); })
                             : (s.hepta ? Format::bdia : Format::csr);
-        cfg.format_options.block_size =
-            cfg.format == Format::bdia || cfg.format == Format::bsr ? cfg.block_size : 0;
+        cfg.format_options.block_size = format_info(cfg.format).block_size ? cfg.block_size : 0;
         // the detected block offsets, as heptane solve passes them (detection is not timed)
         cfg.format_options.block_offsets =
             cfg.format == Format::bdia ? s.block_offsets : std::vector<index_t>{};

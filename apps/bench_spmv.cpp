@@ -49,6 +49,7 @@
 #include "formats/dia/dia_kernels.hpp"
 #include "formats/ell/ell_kernels.hpp"
 #include "formats/hyb/hyb_kernels.hpp"
+#include "formats/registry.hpp"
 #include "generators/hepta.hpp"
 #include "generators/matrix_market.hpp"
 #endif
@@ -68,7 +69,8 @@ const char* spmv_usage =
     "                        H100-sized ones (large: up to 940 M nonzeros), or both.\n"
     "                        Default: thesis, or none when matrix files are given.\n"
     "  --matrix FILE[,FILE]  Matrix Market files (also as positionals)\n"
-    "  --formats LIST        bdia,csr,coo,ell,hyb,dia,bsr,cusparse (default: all)\n"
+    "  --formats LIST        any of coo,csr,ell,hyb,dia,bsr,bdiagh (bdia) and cusparse\n"
+    "                        (default: all)\n"
     "  --precision LIST      double,mixed,single (default: all; mixed = fp32 values, fp64\n"
     "                        vectors and accumulation)\n"
     "  --reps N              timed repetitions (default 50)\n"
@@ -457,9 +459,9 @@ public:
         VT* y_ = yd_.data();
 
         // BDIA-GH
-        if (b_.opt.want("bdia") && hm_.bdia) {
+        if (b_.opt.want("bdiagh") && hm_.bdia) {
             Bdia<MT> bh = bdia_values_as<MT>(*hm_.bdia);
-            const double bytes = double(sizeof(MT)) * bh.slots() + vec_ax;
+            const double bytes = FormatTraits<Format::bdia>::matrix_bytes(bh, sizeof(MT)) + vec_ax;
             if (fits(double(sizeof(MT)) * bh.slots())) {
                 const Bdia<MT> bd = bh.to(exec);
                 bh = Bdia<MT>{};
@@ -500,14 +502,15 @@ public:
             } else {
                 skip("bdia", "no device memory");
             }
-        } else if (b_.opt.want("bdia") && !hm_.note.empty()) {
+        } else if (b_.opt.want("bdiagh") && !hm_.note.empty()) {
             skip("bdia", hm_.note);
         }
 
         // CSR: heptane kernels, cuSPARSE CSR ALG1/ALG2 and SELL, stored transposes. Above
         // 200 M nonzeros only the vector kernel and CSR ALG1 (host setup time)
         const bool huge = nnz_ > 200'000'000;
-        const double csr_bytes = (double(sizeof(MT)) + 4) * nnz_ + 8.0 * (rows_ + 1) + vec_ax;
+        const double csr_bytes =
+            FormatTraits<Format::csr>::matrix_bytes(csr_h, sizeof(MT)) + vec_ax;
         if ((b_.opt.want("csr") || b_.opt.want("cusparse")) &&
             fits((double(sizeof(MT)) + 4) * nnz_ * (b_.opt.transpose ? 2 : 1))) {
             const Csr<MT> cd = csr_h.to(exec);
@@ -578,8 +581,8 @@ public:
         if ((b_.opt.want("bsr") || b_.opt.want("cusparse")) && rows_ % nb == 0 && cols_ % nb == 0) {
             Bsr<MT> bh = hm_.bdia ? bsr_from_bdia(bdia_values_as<MT>(*hm_.bdia))
                                   : bsr_from_coo(to_coo(csr_h), nb);
-            const double bsr_bytes = double(bh.nnz_blocks()) * (double(nb) * nb * sizeof(MT) + 4) +
-                                     8.0 * (bh.block_rows() + 1) + vec_ax;
+            const double bsr_bytes =
+                FormatTraits<Format::bsr>::matrix_bytes(bh, sizeof(MT)) + vec_ax;
             if (fits(double(bh.values.bytes()))) {
                 const Bsr<MT> bd = bh.to(exec);
                 bh = Bsr<MT>{};
@@ -612,7 +615,8 @@ public:
             const Coo<MT> coo = to_coo(csr_h);
             if (b_.opt.want("coo")) {
                 const Coo<MT> d = coo.to(exec);
-                const double bytes = (double(sizeof(MT)) + 8) * nnz_ + vec_ax;
+                const double bytes =
+                    FormatTraits<Format::coo>::matrix_bytes(d, sizeof(MT)) + vec_ax;
                 for (Op op : ops())
                     add("coo", "segmented", op, bytes,
                         [&, op] { kernels::spmv(*exec, d, op, VT(1), x_, VT(0), y_); });
@@ -621,7 +625,8 @@ public:
             if (b_.opt.want("ell")) {
                 try {
                     const Ell<MT> d = ell_from_coo(coo).to(exec);
-                    const double bytes = (double(sizeof(MT)) + 4) * d.slots() + vec_ax;
+                    const double bytes =
+                        FormatTraits<Format::ell>::matrix_bytes(d, sizeof(MT)) + vec_ax;
                     for (Op op : ops())
                         add("ell", "row", op, bytes,
                             [&, op] { kernels::spmv(*exec, d, op, VT(1), x_, VT(0), y_); });
@@ -632,8 +637,8 @@ public:
             }
             if (b_.opt.want("hyb")) {
                 const Hyb<MT> d = hyb_from_coo(coo).to(exec);
-                const double bytes = (double(sizeof(MT)) + 4) * d.ell.slots() +
-                                     (double(sizeof(MT)) + 8) * d.coo.nnz() + vec_ax;
+                const double bytes =
+                    FormatTraits<Format::hyb>::matrix_bytes(d, sizeof(MT)) + vec_ax;
                 for (Op op : ops())
                     add("hyb", "ell+coo", op, bytes,
                         [&, op] { kernels::spmv(*exec, d, op, VT(1), x_, VT(0), y_); });
@@ -643,7 +648,7 @@ public:
                 try {
                     const Dia<MT> d = dia_from_coo(coo).to(exec);
                     const double bytes =
-                        double(sizeof(MT)) * d.num_diagonals() * double(rows_) + vec_ax;
+                        FormatTraits<Format::dia>::matrix_bytes(d, sizeof(MT)) + vec_ax;
                     for (Op op : ops())
                         add("dia", "row", op, bytes,
                             [&, op] { kernels::spmv(*exec, d, op, VT(1), x_, VT(0), y_); });
@@ -976,12 +981,18 @@ int bench_spmv(int argc, char** argv)
     opt.device = static_cast<int>(args.get_int("--device", 0));
     if (auto m = args.get("--matrix"))
         for (auto& f : split_commas(*m)) opt.files.push_back(f);
-    const std::set<std::string> all_formats = {"bdia", "csr", "coo", "ell",
-                                               "hyb",  "dia", "bsr", "cusparse"};
-    for (auto& f :
-         split_commas(args.get_or("--formats", "bdia,csr,coo,ell,hyb,dia,bsr,cusparse"))) {
-        if (!all_formats.count(f)) throw UsageError("unknown format '" + f + "' in --formats");
-        opt.formats.insert(f);
+    // every registered format (names or aliases) and the cuSPARSE baselines
+    for (auto& f : split_commas(args.get_or("--formats", format_names(",") + ",cusparse"))) {
+        if (f == "cusparse") {
+            opt.formats.insert(f);
+            continue;
+        }
+        try {
+            opt.formats.insert(to_string(parse_format(f)));
+        } catch (const InputError&) {
+            throw UsageError("unknown format '" + f +
+                             "' in --formats; valid: " + format_names(",") + ",cusparse");
+        }
     }
     for (auto& p : split_commas(args.get_or("--precision", "double,mixed,single")))
         opt.precisions.push_back(precision_option(p));

@@ -9,14 +9,9 @@
 #include "apps/common.hpp"
 #include "apps/progress.hpp"
 #include "core/error.hpp"
-#include "formats/bdia/bdia.hpp"
-#include "formats/bsr/bsr.hpp"
-#include "formats/csr/csr.hpp"
 #include "formats/detect/detect.hpp"
-#include "formats/dia/dia.hpp"
-#include "formats/ell/ell.hpp"
-#include "formats/hyb/hyb.hpp"
 #include "formats/matrix.hpp"
+#include "formats/registry.hpp"
 #include "generators/matrix_market.hpp"
 
 namespace heptane::cli {
@@ -25,11 +20,12 @@ namespace {
 const char* convert_usage =
     "usage: heptane convert IN.mtx -o OUT.mtx [--format F] [--block-size B] [--json]\n"
     "       heptane convert --generate JxHxIxNc[:model] -o OUT.mtx [--format F] ...\n\n"
-    "Build format F (coo, csr, ell, hyb, dia, bsr, bdiagh; default: the one `heptane info`\n"
-    "picks) from the matrix, convert it back to canonical COO, check that every entry came\n"
-    "back unchanged, and write OUT.mtx (coordinate real general). Prints the format's storage,\n"
-    "padding and conversion times. Symmetric input is written expanded (general).\n"
-    "  --block-size B   BSR / BDIA-GH block size (default: detected)\n";
+    "Build format F (default: the one `heptane info` picks) from the matrix, convert it back\n"
+    "to canonical COO, check that every entry came back unchanged, and write OUT.mtx\n"
+    "(coordinate real general). Prints the format's storage, padding and conversion times.\n"
+    "Symmetric input is written expanded (general).\n"
+    "  --block-size B   BSR / BDIA-GH block size (default: detected)\n"
+    "Formats:\n";
 
 template <class F>
 Coo<double> round_trip(const F& m)
@@ -52,7 +48,7 @@ int cmd_convert(int argc, char** argv)
 {
     Args args(argc, argv, {"--json", "--quiet"});
     if (args.help()) {
-        std::printf("%s", convert_usage);
+        std::printf("%s%s", convert_usage, format_help(2).c_str());
         return 0;
     }
     const bool json = args.flag("--json");
@@ -68,7 +64,7 @@ int cmd_convert(int argc, char** argv)
     Problem p = load_problem(file, gen, quiet);
 
     Structure s = detect_structure(p.a);
-    const Format f = usage_checked([&] { return parse_format(fmt_name ? *fmt_name : s.format); });
+    const Format f = usage_checked([&] { return fmt_name ? parse_format(*fmt_name) : s.format; });
     const index_t b = bs > 0 ? static_cast<index_t>(bs) : s.block_size;
 
     auto t0 = std::chrono::steady_clock::now();
@@ -79,35 +75,13 @@ int cmd_convert(int argc, char** argv)
         build_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         back = round_trip(m);
     };
-    switch (f) {
-        case Format::coo:
-            timed([&] { return p.a; });
-            break;
-        case Format::csr:
-            timed([&] { return csr_from_coo(p.a); });
-            break;
-        case Format::ell:
-            timed([&] { return ell_from_coo(p.a); });
-            break;
-        case Format::hyb:
-            timed([&] { return hyb_from_coo(p.a); });
-            break;
-        case Format::dia:
-            timed([&] { return dia_from_coo(p.a); });
-            break;
-        case Format::bsr:
-            timed([&] { return bsr_from_coo(p.a, b); });
-            break;
-        case Format::bdia:
-            timed([&] { return bdia_from_coo(p.a, b); });
-            break;
-    }
+    FormatOptions opt;
+    opt.block_size = b;
+    visit_format(f, [&](auto traits) { timed([&] { return traits.build(p.a, opt); }); });
     const double total_s =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     HEPTANE_ENSURE(same(back, p.a), InputError,
                    "round trip through " << to_string(f) << " changed the matrix");
-    FormatOptions opt;
-    opt.block_size = b;
     const SpmvTraffic t = spmv_traffic(p.a, f, opt, Precision::double_);
     const double csr_bytes = 12.0 * p.a.nnz() + 8.0 * (p.a.rows + 1);
     {

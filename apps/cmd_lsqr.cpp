@@ -30,7 +30,7 @@ const char* lsqr_usage =
     "  --conlim C        or when the estimate of cond(A) exceeds C (default 1e8; 0 = none)\n"
     "  --iter-lim N      iteration limit (default 2 x columns, SciPy's)\n"
     "  --x0 FILE         initial guess (Matrix Market vector, n entries)\n"
-    "  --format F        csr (default) | coo | ell | hyb | dia | bsr | bdiagh\n"
+    "  --format F        csr (default) or one of:\n%s"
     "  --transpose T     A^T x: native (default: the format's own kernel; for CSR an atomic\n"
     "                    scatter, for BDIA-GH and DIA a gather) | scatter (the same) |\n"
     "                    stored (a CSR copy of A^T built once: no atomics, 2x the memory)\n"
@@ -90,7 +90,7 @@ int cmd_lsqr(int argc, char** argv)
 {
     Args args(argc, argv, {"--json", "--quiet"});
     if (args.help()) {
-        std::printf(lsqr_usage, out_of_core_help);
+        std::printf(lsqr_usage, format_help(20).c_str(), out_of_core_help);
         return 0;
     }
     const bool json = args.flag("--json");

@@ -30,7 +30,7 @@ const char* mlem_usage =
     "  --subsets S       OSEM with S consecutive row blocks of about equal nnz, each built once\n"
     "                    as its own operator (default 1: MLEM); out of core: S groups of\n"
     "                    chunks of about equal bytes, the device budget split between them\n"
-    "  --format F        csr (default) | coo | ell | hyb | dia | bsr | bdiagh\n"
+    "  --format F        csr (default) or one of:\n%s"
     "  --transpose T     A^T x: native (default: the format's own kernel; for CSR, COO, ELL,\n"
     "                    HYB, BSR an atomic scatter, for BDIA-GH and DIA a gather) | scatter\n"
     "                    (the same kernels) | stored (a CSR copy of A^T built once: a gather\n"
@@ -98,7 +98,7 @@ int cmd_mlem(int argc, char** argv)
 {
     Args args(argc, argv, {"--json", "--quiet", "--no-loglik"});
     if (args.help()) {
-        std::printf(mlem_usage, out_of_core_help);
+        std::printf(mlem_usage, format_help(20).c_str(), out_of_core_help);
         return 0;
     }
     const bool json = args.flag("--json");

@@ -44,8 +44,8 @@ const char* solve_usage =
     "                    Chebyshev smoother, so fit for cg); cpr: two-stage CPR for coupled\n"
     "                    Nc > 1 systems (quasi-IMPES pressure by AMG, then block ILU(0))\n"
     "AMG and CPR options (--pc amg | cpr):\n%s"
-    "  --format F        auto | csr | ell | hyb | dia | bsr | bdiagh (default auto: the format\n"
-    "                    `heptane info` picks, with the reason printed)\n"
+    "  --format F        auto (default: the format `heptane info` picks, with the reason\n"
+    "                    printed) or one of:\n%s"
     "  --precision P     double | single | mixed (fp32 matrix values, fp64 vectors); default\n"
     "                    double. mixed refines: the fp32-valued solver finds corrections of\n"
     "                    the residual taken with the fp64 matrix (kept on the device too) until\n"
@@ -117,7 +117,7 @@ int cmd_solve(int argc, char** argv)
     Args args(argc, argv,
               {"--monitor", "--json", "--quiet", "--no-graphs", "--no-fused-dots", "--no-refine"});
     if (args.help()) {
-        std::printf(solve_usage, pc_options_help, out_of_core_help);
+        std::printf(solve_usage, pc_options_help, format_help(20).c_str(), out_of_core_help);
         return 0;
     }
     const bool json = args.flag("--json");
@@ -232,7 +232,7 @@ int cmd_solve(int argc, char** argv)
     Structure s = detect_structure(p.a);
     std::string format_reason;
     if (fmt_name == "auto") {
-        cfg.format = parse_format(s.format);
+        cfg.format = s.format;
         format_reason = s.format_reason;
     } else {
         cfg.format = parse_format(fmt_name);

@@ -26,8 +26,7 @@ namespace {
 const char* spmv_usage =
     "usage: heptane spmv FILE | --generate JxHxIxNc[:model] [options]\n\n"
     "One product y = A x, checked against the fp64 CSR product on the CPU, then timed.\n"
-    "  --format F        coo, csr, ell, hyb, dia, bsr, bdiagh or auto (default: auto, the\n"
-    "                    format `heptane info` picks)\n"
+    "  --format F        auto (default: the format `heptane info` picks) or one of:\n%s"
     "  --precision P     double | single | mixed (fp32 values, fp64 vectors); default double\n"
     "  --device D        auto | cpu | gpu | gpu:N (default auto: a GPU when there is one)\n"
     "  --transpose       compute A^T x\n"
@@ -95,7 +94,8 @@ int cmd_spmv(int argc, char** argv)
 {
     Args args(argc, argv, {"--transpose", "--json", "--quiet"});
     if (args.help()) {
-        std::printf("%s%s", spmv_usage, out_of_core_help);
+        std::printf(spmv_usage, format_help(20).c_str());
+        std::printf("%s", out_of_core_help);
         return 0;
     }
     const bool json = args.flag("--json");
@@ -128,7 +128,7 @@ int cmd_spmv(int argc, char** argv)
     if (oo) oo->max_resident_fraction = resident;
     Structure s = out_of_core ? Structure{} : detect_structure(p.a);
     const Format f = out_of_core ? Format::csr : usage_checked([&] {
-        return parse_format(fmt_name == "auto" ? s.format : fmt_name);
+        return fmt_name == "auto" ? s.format : parse_format(fmt_name);
     });
     FormatOptions opt;
     opt.block_size = bs > 0 ? static_cast<index_t>(bs) : s.block_size;

@@ -10,15 +10,9 @@
 #include "formats/bdia/bdia_kernels.hpp"
 #include "formats/coo/coo.hpp"
 #include "formats/csr/csr_kernels.hpp"
+#include "formats/format.hpp"
 
 namespace heptane {
-
-enum class Format { coo, csr, ell, hyb, dia, bsr, bdia };
-
-/// "coo", "csr", "ell", "hyb", "dia", "bsr", "bdiagh" (also accepted: "bdia").
-/// Throws InputError naming the valid choices.
-Format parse_format(const std::string& name);
-const char* to_string(Format f);
 
 /// How A^T x is computed for formats without a native transpose (CSR, COO, ELL, HYB, DIA,
 /// BSR): a transpose-free atomic scatter, or a stored transpose built once at setup.
@@ -38,14 +32,33 @@ struct FormatOptions {
     bool build_on_host = false;
 };
 
+/// A matrix in one of the registered formats on an executor, as an Operator: what
+/// make_matrix_operator returns (formats/matrix_operator.hpp: FormatOperator implements it
+/// for every format).
+template <class VT>
+class MatrixOperator : public Operator<VT> {
+public:
+    virtual Format format() const = 0;
+    /// New values for the same pattern (a Newton step): values[k] is entry k of the canonical
+    /// COO (or CSR: row by row, columns ascending, explicit zeros included) the operator was
+    /// built from, in host memory; `count` must equal its entries. Converted to the operator's
+    /// value precision. The first call makes the slot map (host work of about one build of
+    /// the format, and its upload on a GPU); later calls copy through it (on a GPU: one upload
+    /// of the values and one kernel per value array). Throws NotSupported for an operator
+    /// with a stored transpose, DimensionMismatch for a wrong count.
+    virtual void update_values(const double* values, offset_t count) = 0;
+    /// update_values with `values` in the executor's memory (no upload on a GPU).
+    virtual void update_values_device(const double* values, offset_t count) = 0;
+};
+
 /// Build format `f` from canonical host COO, with values converted to MT, placed on `exec`,
 /// applied to vectors of VT. Instantiated for (MT, VT) = (double, double), (float, float),
 /// (float, double). Throws InputError when the matrix does not fit the format (e.g. BSR
 /// with a block size that does not divide the size).
 template <class MT, class VT>
-std::unique_ptr<Operator<VT>> make_matrix_operator(const Coo<double>& a, Format f,
-                                                   std::shared_ptr<const Executor> exec,
-                                                   const FormatOptions& opt = {});
+std::unique_ptr<MatrixOperator<VT>> make_matrix_operator(const Coo<double>& a, Format f,
+                                                         std::shared_ptr<const Executor> exec,
+                                                         const FormatOptions& opt = {});
 
 /// The same from host CSR `a` (canonical, as csr_from_coo gives). `a_on_exec`: optional, `a`
 /// already in exec's memory (a copy the caller keeps): BDIA-GH (MT = double) is placed from
@@ -53,10 +66,10 @@ std::unique_ptr<Operator<VT>> make_matrix_operator(const Coo<double>& a, Format 
 /// there from the CSR arrays (bdia_from_csr) unless opt.build_on_host; the other formats,
 /// and any format in fp32, go through canonical COO (to_coo) and the overload above.
 template <class MT, class VT>
-std::unique_ptr<Operator<VT>> make_matrix_operator(const Csr<double>& a, Format f,
-                                                   std::shared_ptr<const Executor> exec,
-                                                   const FormatOptions& opt = {},
-                                                   const Csr<double>* a_on_exec = nullptr);
+std::unique_ptr<MatrixOperator<VT>> make_matrix_operator(const Csr<double>& a, Format f,
+                                                         std::shared_ptr<const Executor> exec,
+                                                         const FormatOptions& opt = {},
+                                                         const Csr<double>* a_on_exec = nullptr);
 
 /// Bytes one y = A x moves at the floor (BENCHMARKS.md): the stored values and indices once,
 /// x once, y once (plus y again when beta != 0, not counted here).

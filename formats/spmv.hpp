@@ -1,17 +1,12 @@
 // Executor dispatch for the format kernels: spmv(exec, A, ...) calls the CPU or the CUDA
-// implementation declared in formats/<fmt>/<fmt>_kernels.hpp. A CPU-only build has no CUDA
+// implementation declared in formats/<fmt>/<fmt>_kernels.hpp (every registered format's,
+// through formats/registry.hpp). A CPU-only build has no CUDA
 // implementation to link, so the CUDA branch is compiled only with HEPTANE_HAVE_CUDA.
 #pragma once
 
 #include "core/error.hpp"
 #include "core/executor.hpp"
-#include "formats/bdia/bdia_kernels.hpp"
-#include "formats/bsr/bsr_kernels.hpp"
-#include "formats/coo/coo_kernels.hpp"
-#include "formats/csr/csr_kernels.hpp"
-#include "formats/dia/dia_kernels.hpp"
-#include "formats/ell/ell_kernels.hpp"
-#include "formats/hyb/hyb_kernels.hpp"
+#include "formats/registry.hpp"  // every format and its kernels' declarations
 
 namespace heptane {
 

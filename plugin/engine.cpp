@@ -20,6 +20,7 @@
 #include "formats/csr/csr.hpp"
 #include "formats/detect/detect.hpp"
 #include "formats/fused_dots.hpp"
+#include "formats/matrix_operator.hpp"
 #include "formats/spmv.hpp"
 #include "plugin/device_pool.hpp"
 #include "plugin/pinned_upload.hpp"
@@ -101,32 +102,6 @@ std::vector<index_t> pattern_block_offsets(const CsrView &a, index_t nc)
   return d;
 }
 
-// ---- operators that own their matrix, so that the plugin can refresh the values -----------
-
-template <class M, class MT, class VT>
-class OwnedMatrixOperator final : public Operator<VT> {
-public:
-  OwnedMatrixOperator(M m, std::shared_ptr<const Executor> exec, std::string desc) : m_(std::move(m)), exec_(std::move(exec)), desc_(std::move(desc)) { }
-  using Operator<VT>::apply;
-  index_t                         rows() const override { return m_.rows; }
-  index_t                         cols() const override { return m_.cols; }
-  std::shared_ptr<const Executor> executor() const override { return exec_; }
-  void                            apply(VT alpha, const VT *x, VT beta, VT *y) const override { spmv(*exec_, m_, Op::normal, alpha, x, beta, y); }
-  void                            apply_transpose(VT alpha, const VT *x, VT beta, VT *y) const override { spmv(*exec_, m_, Op::transpose, alpha, x, beta, y); }
-  std::string                     describe() const override { return desc_; }
-  // CSR's CUDA kernels may wait on the host (see formats/matrix.cpp); the others only launch.
-  bool        graph_safe() const override { return exec_->is_cuda() && !std::is_same_v<M, Csr<MT>>; }
-  index_t     apply_fused_dots(const VT *x, VT *y, const VT *w, int count, double *partials, std::size_t capacity) const override { return heptane::apply_fused_dots(*exec_, m_, kernels::BdiaKernel::automatic, x, y, w, count, partials, capacity); }
-  std::size_t fused_dots_capacity(int count) const override { return heptane::fused_dots_capacity(*exec_, m_, kernels::BdiaKernel::automatic, count); }
-  M          &matrix() noexcept { return m_; }
-  const M    &matrix() const noexcept { return m_; }
-
-private:
-  M                               m_;
-  std::shared_ptr<const Executor> exec_;
-  std::string                     desc_;
-};
-
 // Values in MT to the matrix's value array on exec (staging through the host on a device).
 template <class MT>
 void put_values(Array<MT> &dst, std::vector<MT> &staging)
@@ -194,7 +169,7 @@ Bdia<MT> bdia_zeros_on(index_t n, index_t nc, std::vector<index_t> offsets, cons
 // allocated and zeroed on the device.
 template <class MT, class VT>
 struct BdiaStore final : TypedStore<VT> {
-  using OpT = OwnedMatrixOperator<Bdia<MT>, MT, VT>;
+  using OpT = FormatOperator<Bdia<MT>, MT, VT>;
   BdiaStore(const CsrView &a, index_t nc, std::vector<index_t> offsets, const std::shared_ptr<const Executor> &exec, const std::string &where) : nnz_(a.nnz())
   {
     const index_t n = a.rows;
@@ -257,12 +232,12 @@ struct BdiaStore final : TypedStore<VT> {
     }
     std::ostringstream d;
     d << "bdiagh " << n << 'x' << n << " Nc=" << nc << " D=" << m.num_block_diagonals() << ' ' << precision_name<MT, VT>() << " on " << exec->name();
-    own_      = std::make_shared<OpT>(std::move(m), exec, d.str());
+    own_      = std::make_shared<OpT>(std::move(m), n, exec, d.str());
     this->op_ = own_;
     if constexpr (keeps_fp64) { // mixed: the fp64 matrix beside, for the refinement's residuals
       const Bdia<MT> &m32 = own_->matrix();
       Bdia<double>    m64 = m32.exec()->is_cpu() ? bdia_zeros<double>(n, n, nc, m32.block_offsets) : bdia_zeros_on<double>(n, nc, m32.block_offsets, exec);
-      own64_              = std::make_shared<Op64>(std::move(m64), exec, "bdiagh fp64 (the refinement's residuals)");
+      own64_              = std::make_shared<Op64>(std::move(m64), n, exec, "bdiagh fp64 (the refinement's residuals)");
       scatter_fp64(a);
     }
   }
@@ -298,7 +273,7 @@ struct BdiaStore final : TypedStore<VT> {
       m.block_size    = a.block_size;
       m.block_offsets = a.block_offsets;
       m.data          = Array<MT>(a.data.exec(), a.data.size());
-      out             = std::make_shared<OpT>(std::move(m), own_->executor(), own_->describe() + ", right-scaled by the block-Jacobi inverse");
+      out             = std::make_shared<OpT>(std::move(m), a.rows, own_->executor(), own_->describe() + ", right-scaled by the block-Jacobi inverse");
     }
     // the operator is ours (made here): writable
     Bdia<MT> &dst = const_cast<OpT &>(*out).matrix();
@@ -343,7 +318,7 @@ struct BdiaStore final : TypedStore<VT> {
   }
 
   static constexpr bool keeps_fp64 = !std::is_same_v<MT, double> && std::is_same_v<VT, double>;
-  using Op64                       = OwnedMatrixOperator<Bdia<double>, double, double>;
+  using Op64                       = FormatOperator<Bdia<double>, double, double>;
   std::shared_ptr<OpT>          own_;   // the operator, writable (TypedStore::op_ is the same object)
   std::shared_ptr<Op64>         own64_; // mixed: the fp64 matrix (op_fp64)
   offset_t                      nnz_ = 0;
@@ -362,7 +337,7 @@ struct BdiaStore final : TypedStore<VT> {
 // preconditioner's numeric part reads; fp32: converted on the host, then uploaded).
 template <class MT, class VT>
 struct CsrStore final : TypedStore<VT> {
-  using OpT = OwnedMatrixOperator<Csr<MT>, MT, VT>;
+  using OpT = FormatOperator<Csr<MT>, MT, VT>;
   CsrStore(const CsrView &a, const std::shared_ptr<const Executor> &exec)
   {
     Csr<MT> m;
@@ -382,7 +357,7 @@ struct CsrStore final : TypedStore<VT> {
     }
     std::ostringstream d;
     d << "csr " << a.rows << 'x' << a.rows << " nnz=" << a.nnz() << ' ' << precision_name<MT, VT>() << " on " << exec->name();
-    own_      = std::make_shared<OpT>(std::move(m), exec, d.str());
+    own_      = std::make_shared<OpT>(std::move(m), a.rows, exec, d.str());
     this->op_ = own_;
   }
   void refresh(const CsrView &a) override
@@ -439,16 +414,15 @@ struct CsrStore final : TypedStore<VT> {
   std::shared_ptr<PinnedUpload> upload_; // GPU, fp64 (the executor's, device_pool.hpp)
 };
 
-// Any other format: rebuilt from COO by make_matrix_operator, with the block size and the
-// block offsets already known (a refresh does no detection).
+// Any other format: built once from COO by make_matrix_operator, with the block size and the
+// block offsets already known (no detection); a refresh copies the new values through the
+// operator's slot map (MatrixOperator::update_values, formats/matrix_operator.hpp), in place.
 template <class MT, class VT>
-struct RebuildStore final : TypedStore<VT> {
-  RebuildStore(const CsrView &a, Format f, FormatOptions opt, std::shared_ptr<const Executor> exec) : f_(f), opt_(std::move(opt)), exec_(std::move(exec)) { refresh(a); }
-  void                            refresh(const CsrView &a) override { this->op_ = std::shared_ptr<const Operator<VT>>(make_matrix_operator<MT, VT>(coo_from_view(a), f_, exec_, opt_)); }
-  std::string                     note() const override { return std::string(to_string(f_)) + " rebuilt from COO (block size and offsets kept)"; }
-  Format                          f_;
-  FormatOptions                   opt_;
-  std::shared_ptr<const Executor> exec_;
+struct FormatStore final : TypedStore<VT> {
+  FormatStore(const CsrView &a, Format f, const FormatOptions &opt, const std::shared_ptr<const Executor> &exec) : own_(make_matrix_operator<MT, VT>(coo_from_view(a), f, exec, opt)) { this->op_ = own_; }
+  void                                refresh(const CsrView &a) override { own_->update_values(a.values, a.nnz()); }
+  std::string                         note() const override { return std::string(to_string(own_->format())) + " built once from COO (block size and offsets kept); values copied in place through its slot map (made at the first refresh)"; }
+  std::shared_ptr<MatrixOperator<VT>> own_;
 };
 
 template <class MT, class VT>
@@ -462,7 +436,7 @@ std::unique_ptr<StoreBase> make_store(const CsrView &a, Format f, index_t nc, co
   default: {
     FormatOptions opt;
     opt.block_size = nc;
-    return std::make_unique<RebuildStore<MT, VT>>(a, f, opt, exec);
+    return std::make_unique<FormatStore<MT, VT>>(a, f, opt, exec);
   }
   }
 }
@@ -510,7 +484,7 @@ void MatrixEngine::build(const CsrView &a, const GridHint &hint, const MatrixCon
       offsets = s.block_offsets;
     }
     if (s.grid_dims > 0) grid = s.grid;
-    detected_format = s.format;
+    detected_format = to_string(s.format);
     note << "detected: Nc=" << nc << " D=" << offsets.size();
     if (s.grid_dims > 0) note << " grid " << s.grid[0] << "x" << s.grid[1] << "x" << s.grid[2];
     note << "; " << s.format_reason;

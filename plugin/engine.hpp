@@ -29,8 +29,10 @@
 //     page-locked buffers) into a device copy and a kernel scatters them;
 //   - csr: the value array is copied as is (same pattern, same order; on a GPU in fp64
 //     straight from PETSc's array through PinnedUpload);
-//   - other formats: the operator is rebuilt from COO with the block size and offsets already
-//     known (no detection).
+//   - other formats: the operator is built once from COO with the block size and offsets
+//     known (no detection); a refresh copies the values through the operator's slot map
+//     (MatrixOperator::update_values, formats/matrix_operator.hpp: one upload and one kernel
+//     per value array on a GPU).
 // The preconditioner keeps its symbolic setup and redoes only its numeric part. Jacobi and
 // block Jacobi take it where the values are (Preconditioner::update_values_device): on a GPU
 // from the operator's device copy of the CSR values (bdiagh; csr in fp64), on the CPU from
@@ -97,7 +99,6 @@ struct MatrixConfig {
   bool        operator==(const MatrixConfig &o) const { return format == o.format && device == o.device && precision == o.precision; }
   bool        operator!=(const MatrixConfig &o) const { return !(*this == o); }
 };
-
 
 /// Times of the matrix side in milliseconds (the last call of each kind, and totals).
 struct MatrixTimings {

@@ -4,11 +4,24 @@
 
 #include <cstring>
 #include <sstream>
+#include <vector>
 
-const char *const HeptaneFormats[]     = {"auto", "csr", "bdiagh", "ell", "hyb", "dia", "bsr", "coo"};
-const PetscInt    HeptaneNumFormats    = 8;
-const char *const HeptanePrecisions[]  = {"double", "single", "mixed"};
-const PetscInt    HeptaneNumPrecisions = 3;
+#include "formats/format.hpp"
+
+// "auto" and the registry's formats (formats/format.hpp), for PetscOptionsEList
+static const std::vector<const char *> &format_names()
+{
+  static const std::vector<const char *> names = [] {
+    std::vector<const char *> v{"auto"};
+    for (const heptane::FormatInfo &i : heptane::format_table()) v.push_back(i.name);
+    return v;
+  }();
+  return names;
+}
+const char *const *const HeptaneFormats       = format_names().data();
+const PetscInt           HeptaneNumFormats    = (PetscInt)format_names().size();
+const char *const        HeptanePrecisions[]  = {"double", "single", "mixed"};
+const PetscInt           HeptaneNumPrecisions = 3;
 
 PetscErrorCode HeptaneCSRGet(Mat A, HeptaneCSR *csr)
 {

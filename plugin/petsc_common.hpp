@@ -55,10 +55,10 @@
   } while (0)
 
 /* The matrix formats -heptane_format accepts ("auto": BDIA-GH on a grid, else detected). */
-extern const char *const HeptaneFormats[];
-extern const PetscInt    HeptaneNumFormats;
-extern const char *const HeptanePrecisions[];
-extern const PetscInt    HeptaneNumPrecisions;
+extern const char *const *const HeptaneFormats; /* "auto", then formats/format.hpp's table */
+extern const PetscInt           HeptaneNumFormats;
+extern const char *const        HeptanePrecisions[];
+extern const PetscInt           HeptaneNumPrecisions;
 
 /* A SeqAIJ-based matrix (seqaij, bdiagh, the diagonal block of a one-rank mpiaij) borrowed as
    heptane CSR: MatGetRowIJ + MatSeqAIJGetArrayRead, restored by HeptaneCSRRestore(). */

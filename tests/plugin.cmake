@@ -315,7 +315,7 @@ heptane_plugin_test(plugin_host_monitor_and_reason
 heptane_plugin_test(plugin_host_help_lists_options
   ${solves} ${host_checks} --
     --plugin ${plugin_so} --heptane "-ksp_type hbcgs -help"
-  "--expect=KSP hbcgs options" "--expect=-heptane_format:? <now auto : formerly auto>.*choose one of. auto csr bdiagh"
+  "--expect=KSP hbcgs options" "--expect=-heptane_format:? <now auto : formerly auto>.*choose one of. auto coo csr ell hyb dia bsr bdiagh"
   "--expect=-heptane_device:? <now auto" "--expect=-heptane_precision:? <now double" "--expect=-heptane_check_every:? <now 0" "--expect=-heptane_ilu:? <now auto"
   "--expect=-heptane_grid" "--expect=-heptane_block" "--expect=-heptane_prewarm: <(now )?TRUE" -- ${host})
 heptane_plugin_test(plugin_host_error_if_not_converged

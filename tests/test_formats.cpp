@@ -4,6 +4,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -16,6 +17,7 @@
 #include "core/bitset.hpp"
 #include "formats/bdia/bdia_slots.hpp"
 #include "formats/matrix.hpp"
+#include "formats/registry.hpp"
 #include "solver/vector/vector_ops.hpp"
 #include "tests/test_formats_common.hpp"
 
@@ -1175,4 +1177,149 @@ BOOST_AUTO_TEST_CASE(bdia_right_scale_equals_the_product_with_the_block_diagonal
         dispatch_executor(
             *exec, [&](const auto& e) { kernels::bdia_right_scale(e, a, 2, bd.data(), out); }),
         InputError);
+}
+
+// ------------------------------------------------------------------------- the format registry
+
+BOOST_AUTO_TEST_CASE(every_registered_format_parses_builds_round_trips_and_multiplies)
+{
+    // formats/registry.hpp: what every format in AllFormats must do, checked through the
+    // registry alone (a new format gets these checks without a line here)
+    std::vector<std::string> names;
+    for_each_format([&](auto traits) {
+        using Tr = decltype(traits);
+        const std::string name = Tr::info.name;
+        names.push_back(name);
+        BOOST_TEST((parse_format(name) == Tr::info.id), name);
+        BOOST_TEST(std::string(to_string(Tr::info.id)) == name);
+        BOOST_TEST(std::string(format_info(Tr::info.id).name) == name);
+        BOOST_TEST(!std::string(Tr::info.summary).empty(), name);
+        if (Tr::info.alias != nullptr)
+            BOOST_TEST((parse_format(Tr::info.alias) == Tr::info.id), name);
+        std::string upper = name;
+        for (char& ch : upper) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+        BOOST_TEST((parse_format(upper) == Tr::info.id), name << " in capitals");
+
+        for (const auto& m : hepta_matrices()) {
+            FormatOptions opt;
+            opt.block_size = m.nc;
+            const std::string what = name + " (registry) " + m.name;
+            auto build = [&](const auto& a) { return Tr::build(a, opt); };
+            // exact round trip, in double and float
+            for (int pass = 0; pass < 2; ++pass) {
+                std::string why;
+                auto back = [&](const auto& a) {
+                    const auto built = build(a);
+                    if constexpr (std::is_same_v<std::decay_t<decltype(built)>,
+                                                 std::decay_t<decltype(a)>>)
+                        return built;
+                    else
+                        return to_coo(built);
+                };
+                if (pass == 0) {
+                    BOOST_TEST(test::same_coo(m.a, back(m.a), why), what << ": " << why);
+                } else {
+                    const Coo<float> af = convert_values<float>(m.a);
+                    BOOST_TEST(test::same_coo(af, back(af), why), what << " (float): " << why);
+                }
+            }
+            // the product against the CPU CSR reference and Eigen, on the executor under test
+            check_format(what, m.a, build, Op::normal, false, test::two_pairs());
+            check_format(what, m.a, build, Op::transpose, false, test::two_pairs());
+            // the bytes model: what spmv_traffic counts for this format, and at least the
+            // values of the stored entries
+            const double bytes = Tr::matrix_bytes(build(m.a), 8.0);
+            BOOST_TEST(bytes >= 8.0 * double(m.a.nnz()), what);
+            BOOST_TEST(
+                spmv_traffic(m.a, Tr::info.id, opt, Precision::double_).matrix_bytes == bytes,
+                what);
+        }
+    });
+    BOOST_TEST(names.size() == format_table().size());
+    std::string joined;
+    for (const auto& n : names) joined += (joined.empty() ? "" : ", ") + n;
+    BOOST_TEST(format_names() == joined);
+    // an unknown name: InputError naming every valid choice
+    try {
+        parse_format("csx");
+        BOOST_TEST(false, "parse_format(\"csx\") did not throw");
+    } catch (const InputError& e) {
+        for (const auto& n : names)
+            BOOST_TEST(std::string(e.what()).find(n) != std::string::npos, n);
+    }
+}
+
+namespace {
+
+// The operator of `a` with B's values put in by update_values (or update_values_device)
+// against the operator built from B, y = A x on the executor under test.
+template <class MT, class VT>
+void check_update_values(const std::string& what, const Coo<double>& a, Format f,
+                         const FormatOptions& opt, bool device_values)
+{
+    const auto exec = test::test_executor();
+    // B: A's pattern, other values; A's explicit zeros get values and some entries become 0
+    Coo<double> b = a;
+    std::mt19937 gen(7);
+    std::uniform_real_distribution<double> u(-2.0, 2.0);
+    for (offset_t k = 0; k < b.nnz(); ++k) b.val[k] = (k % 11 == 3) ? 0.0 : u(gen);
+    auto op = make_matrix_operator<MT, VT>(a, f, exec, opt);
+    BOOST_TEST((op->format() == f), what);
+    if (device_values) {
+        const Array<double> dv = b.val.to(exec);
+        op->update_values_device(dv.data(), b.nnz());
+    } else {
+        op->update_values(b.val.host().data(), b.nnz());
+    }
+    const auto ref = make_matrix_operator<MT, VT>(b, f, exec, opt);
+    std::vector<VT> x(std::size_t(a.cols));
+    for (std::size_t i = 0; i < x.size(); ++i) x[i] = VT(1) + VT(i % 7) / VT(7);
+    const Array<VT> xd = Array<VT>(x).to(exec);
+    Array<VT> y1(exec, std::size_t(a.rows)), y2(exec, std::size_t(a.rows));
+    op->apply(xd.data(), y1.data());
+    ref->apply(xd.data(), y2.data());
+    const double tol = std::is_same_v<MT, double> ? 1e-13 : 1e-5;
+    BOOST_TEST(test::rel_max_diff(y1.to_vector(), y2.to_vector()) <= tol,
+               what << ": " << test::rel_max_diff(y1.to_vector(), y2.to_vector()));
+    // a second refresh (through the kept slot map) back to A's values
+    op->update_values(a.val.host().data(), a.nnz());
+    const auto ra = make_matrix_operator<MT, VT>(a, f, exec, opt);
+    op->apply(xd.data(), y1.data());
+    ra->apply(xd.data(), y2.data());
+    BOOST_TEST(test::rel_max_diff(y1.to_vector(), y2.to_vector()) <= tol, what << " (back)");
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(every_registered_format_refreshes_its_values_in_place)
+{
+    // MatrixOperator::update_values: new values for the same pattern, through the slot map
+    // the registry's build makes, in every format, precision and on the executor under test
+    for_each_format([&](auto traits) {
+        using Tr = decltype(traits);
+        const std::string name = Tr::info.name;
+        for (const auto& m : hepta_matrices()) {
+            FormatOptions opt;
+            opt.block_size = m.nc;
+            const std::string what = name + " refresh " + m.name;
+            check_update_values<double, double>(what, m.a, Tr::info.id, opt, false);
+            check_update_values<float, double>(what + " mixed", m.a, Tr::info.id, opt, true);
+            check_update_values<float, float>(what + " single", m.a, Tr::info.id, opt, false);
+        }
+        if constexpr (!Tr::info.block_size) {
+            for (const auto& m : random_matrices()) {
+                check_update_values<double, double>(name + " refresh " + m.name, m.a, Tr::info.id,
+                                                    FormatOptions{}, true);
+            }
+        }
+    });
+    // wrong count; a stored transpose keeps the old values, so it refuses
+    const auto exec = test::test_executor();
+    const Coo<double>& a = hepta_matrices().front().a;
+    auto op = make_matrix_operator<double, double>(a, Format::csr, exec);
+    BOOST_CHECK_THROW(op->update_values(a.val.host().data(), a.nnz() - 1), DimensionMismatch);
+    FormatOptions stored;
+    stored.transpose = TransposeMode::stored;
+    auto st = make_matrix_operator<double, double>(a, Format::ell, exec, stored);
+    BOOST_CHECK_THROW(st->update_values(a.val.host().data(), a.nnz()), NotSupported);
 }

@@ -416,7 +416,7 @@ void choose_format(Structure& s, const DetectOptions& opt, const std::vector<off
     const RowStats& rs = s.row_stats;
     const std::size_t D = s.block_offsets.size();
     if (s.nnz == 0) {
-        s.format = "csr";
+        s.format = Format::csr;
         s.format_reason = "empty matrix";
         return;
     }
@@ -425,7 +425,7 @@ void choose_format(Structure& s, const DetectOptions& opt, const std::vector<off
                                       : std::to_string(D) + " block diagonals of block size " +
                                             std::to_string(s.block_size);
     if (D <= std::size_t(opt.max_bdia_offsets) && s.bdia_padding <= opt.max_bdia_padding) {
-        s.format = "bdiagh";
+        s.format = Format::bdia;
         why << shape << ": " << D << " block diagonals (<= " << opt.max_bdia_offsets
             << "), BDIA-GH pads " << pct(s.bdia_padding) << " (<= " << pct(opt.max_bdia_padding)
             << ") and stores no column indices";
@@ -447,16 +447,16 @@ void choose_format(Structure& s, const DetectOptions& opt, const std::vector<off
     const double ell_padding = (double(s.rows) * double(rs.max) - double(s.nnz)) / double(s.nnz);
     if (rs.avg_deviation_pct <= opt.ell_max_avg_deviation_pct &&
         ell_padding <= opt.ell_max_padding) {
-        s.format = "ell";
+        s.format = Format::ell;
         why << "ell: rows are uniform (" << rows_text << "), ELL pads " << pct(ell_padding);
     } else if (s.block_size >= 2 && !s.sparse_blocks) {
-        s.format = "bsr";
+        s.format = Format::bsr;
         why << "bsr: dense " << s.block_size << " x " << s.block_size << " blocks and rows too "
             << "unequal for ELL (" << rows_text << ")";
     } else if ((double(rs.max) >= opt.hyb_min_max_over_mean * rs.mean ||
                 rs.avg_deviation_pct >= opt.hyb_min_avg_deviation_pct) &&
                hyb_ell_width(ptr) > 0) {
-        s.format = "hyb";
+        s.format = Format::hyb;
         why << "hyb: rows are very unequal (" << rows_text << "): ELL for the common width, "
             << "COO for the long rows";
     } else if (double(rs.max) >= opt.hyb_min_max_over_mean * rs.mean ||
@@ -464,11 +464,11 @@ void choose_format(Structure& s, const DetectOptions& opt, const std::vector<off
         // HYB's ELL part needs max(4096, rows/3) rows of a common width: none here, so HYB
         // would be COO alone (measured on the H100: CSR 1.5x faster on sherman1 and
         // tomography_spex)
-        s.format = "csr";
+        s.format = Format::csr;
         why << "csr: rows are very unequal (" << rows_text << "), but HYB's ELL part would be "
             << "empty (fewer than 4096 rows share a width), so HYB would be COO alone";
     } else {
-        s.format = "csr";
+        s.format = Format::csr;
         why << "csr: rows too unequal for ELL (ELL would pad " << pct(ell_padding)
             << "), not unequal enough for HYB (" << rows_text << ")";
     }
@@ -596,7 +596,7 @@ std::string to_json(const Structure& s)
     o << ", \"avg_deviation_pct\": ";
     json_double(o, s.row_stats.avg_deviation_pct);
     o << ", \"empty_rows\": " << s.row_stats.empty_rows << "}, \"format\": ";
-    json_string(o, s.format);
+    json_string(o, to_string(s.format));
     o << ", \"format_reason\": ";
     json_string(o, s.format_reason);
     o << '}';
@@ -616,7 +616,7 @@ std::string to_text(const Structure& s)
       << num(s.row_stats.mean) << ", average deviation " << num(s.row_stats.avg_deviation_pct)
       << " %";
     if (s.row_stats.empty_rows) o << ", " << s.row_stats.empty_rows << " empty";
-    o << "\nformat      " << s.format << " (" << s.format_reason << ")\n";
+    o << "\nformat      " << to_string(s.format) << " (" << s.format_reason << ")\n";
     return o.str();
 }
 

@@ -11,6 +11,7 @@
 
 #include "core/types.hpp"
 #include "formats/coo/coo.hpp"
+#include "formats/format.hpp"
 
 namespace heptane {
 
@@ -83,10 +84,10 @@ struct Structure {
     std::string hepta_reason;
 
     RowStats row_stats;
-    /// The format to use: "bdiagh" when D <= max_bdia_offsets and padding <= max_bdia_padding;
-    /// else "ell" when the rows are uniform; else "bsr" when block_size >= 2; else "hyb" when
-    /// the rows are very unequal; else "csr".
-    std::string format;
+    /// The format to use: BDIA-GH when D <= max_bdia_offsets and padding <= max_bdia_padding;
+    /// else ELL when the rows are uniform; else BSR when block_size >= 2; else HYB when the
+    /// rows are very unequal; else CSR.
+    Format format = Format::csr;
     /// Why that format, with the numbers (and, when not BDIA-GH, why not).
     std::string format_reason;
 };
