@@ -159,28 +159,15 @@ int bench_lsqr(int argc, char** argv)
     // iterations in fp64; a wrong kernel is off by far more.
     const double tol = p == Precision::double_ ? 1e-7 : 1e-3;
 
-    Coo<double> a;
-    std::vector<double> b;
-    std::string source;
-    if (args.positionals().size() == 2) {
-        a = read_matrix_market<double>(args.positionals()[0]);
-        b = read_matrix_market_vector<double>(args.positionals()[1]);
-        HEPTANE_ENSURE(b.size() == std::size_t(a.rows), DimensionMismatch,
-                       "b has " << b.size() << " entries, A has " << a.rows << " rows");
-        source = args.positionals()[0];
-    } else {
-        PetSystem sys = make_pet_system(spec);
-        a = std::move(sys.a);
-        b = std::move(sys.counts);
-        source = describe(spec) + ", b = counts";
-    }
+    ProjectionSystem sys = load_projection_system(args.positionals(), spec, "b", ", b = counts");
+    const Coo<double>& a = sys.a;
+    const std::vector<double>& b = sys.rhs;
+    const std::string& source = sys.source;
     su.a = &a;
     su.b = &b;
     su.exec = pick_executor(device);
     const auto& exec = *su.exec;
-    const std::string dev =
-        exec.is_cuda() ? "cuda:" + std::to_string(static_cast<const CudaExecutor&>(exec).device())
-                       : "cpu";
+    const std::string dev = device_label(exec);
     {
         FormatOptions fo;
         fo.transpose = TransposeMode::stored;
@@ -215,12 +202,7 @@ int bench_lsqr(int argc, char** argv)
             Row r;
             FormatOptions fo;
             Format fmt;
-            try {
-                fmt = parse_format(fname);
-                fo.transpose = parse_transpose_strategy(tname);
-            } catch (const InputError& e) {
-                throw UsageError(e.what());
-            }
+            parse_format_and_transpose(fname, tname, fmt, fo);
             r.format = fname;
             r.transpose = tname + " (" + describe_transpose(fmt, fo.transpose) + ")";
             try {

@@ -181,28 +181,15 @@ int bench_mlem(int argc, char** argv)
     const double tol = p == Precision::double_ ? 1e-10 : 1e-4;
 
     // the system
-    Coo<double> a;
-    std::vector<double> g;
-    std::string source;
-    if (args.positionals().size() == 2) {
-        a = read_matrix_market<double>(args.positionals()[0]);
-        g = read_matrix_market_vector<double>(args.positionals()[1]);
-        HEPTANE_ENSURE(g.size() == std::size_t(a.rows), DimensionMismatch,
-                       "g has " << g.size() << " entries, A has " << a.rows << " rows");
-        source = args.positionals()[0];
-    } else {
-        PetSystem sys = make_pet_system(spec);
-        a = std::move(sys.a);
-        g = std::move(sys.counts);
-        source = describe(spec);
-    }
+    ProjectionSystem sys = load_projection_system(args.positionals(), spec, "g", "");
+    const Coo<double>& a = sys.a;
+    const std::vector<double>& g = sys.rhs;
+    const std::string& source = sys.source;
     su.a = &a;
     su.g = &g;
     su.exec = pick_executor(device);
     const auto& exec = *su.exec;
-    const std::string dev =
-        exec.is_cuda() ? "cuda:" + std::to_string(static_cast<const CudaExecutor&>(exec).device())
-                       : "cpu";
+    const std::string dev = device_label(exec);
 
     // the CPU reference
     {
@@ -243,12 +230,7 @@ int bench_mlem(int argc, char** argv)
             Row r;
             FormatOptions fo;
             Format fmt;
-            try {
-                fmt = parse_format(fname);
-                fo.transpose = parse_transpose_strategy(tname);
-            } catch (const InputError& e) {
-                throw UsageError(e.what());
-            }
+            parse_format_and_transpose(fname, tname, fmt, fo);
             r.format = fname;
             r.transpose = tname + " (" + describe_transpose(fmt, fo.transpose) + ")";
             try {

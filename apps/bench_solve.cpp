@@ -207,9 +207,7 @@ int bench_solve(int argc, char** argv)
     const std::string gmres_label = "gmres(" + std::to_string(m) + ")";
 
     auto exec = pick_executor(device);
-    const std::string dev =
-        exec->is_cuda() ? "cuda:" + std::to_string(static_cast<const CudaExecutor&>(*exec).device())
-                        : "cpu";
+    const std::string dev = device_label(*exec);
     if (copy_gbs <= 0 && exec->is_cuda()) copy_gbs = measure_copy_bandwidth(*exec);
 
     std::vector<HeptaSpec> specs;

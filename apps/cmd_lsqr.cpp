@@ -118,30 +118,17 @@ int cmd_lsqr(int argc, char** argv)
     const Precision precision = precision_option(prec);
     Format format;
     FormatOptions fo;
-    try {
-        format = parse_format(fmt_name);
-        fo.transpose = parse_transpose_strategy(tr_name);
-    } catch (const InputError& e) {
-        throw UsageError(e.what());
-    }
+    parse_format_and_transpose(fmt_name, tr_name, format, fo);
 
     auto exec = pick_executor(device);
-    const std::string dev =
-        exec->is_cuda() ? "cuda:" + std::to_string(static_cast<const CudaExecutor&>(*exec).device())
-                        : "cpu";
+    const std::string dev = device_label(*exec);
     const std::string& afile = args.positionals()[0];
     const std::string& bfile = args.positionals()[1];
     const auto t_read = std::chrono::steady_clock::now();
     const Coo<double> a = read_matrix_market<double>(afile);
-    const std::vector<double> b = read_matrix_market_vector<double>(bfile);
-    HEPTANE_ENSURE(b.size() == std::size_t(a.rows), DimensionMismatch,
-                   "b has " << b.size() << " entries, A has " << a.rows << " rows");
+    const std::vector<double> b = read_vector_of(bfile, std::size_t(a.rows), "b", "rows");
     std::vector<double> x0;
-    if (x0file) {
-        x0 = read_matrix_market_vector<double>(*x0file);
-        HEPTANE_ENSURE(x0.size() == std::size_t(a.cols), DimensionMismatch,
-                       "x0 has " << x0.size() << " entries, A has " << a.cols << " columns");
-    }
+    if (x0file) x0 = read_vector_of(*x0file, std::size_t(a.cols), "x0", "columns");
     const double read_s =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t_read).count();
     if (!quiet)

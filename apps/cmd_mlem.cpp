@@ -123,24 +123,15 @@ int cmd_mlem(int argc, char** argv)
     const Precision precision = precision_option(prec);
     Format format;
     FormatOptions fo;
-    try {
-        format = parse_format(fmt_name);
-        fo.transpose = parse_transpose_strategy(tr_name);
-    } catch (const InputError& e) {
-        throw UsageError(e.what());
-    }
+    parse_format_and_transpose(fmt_name, tr_name, format, fo);
 
     auto exec = pick_executor(device);
-    const std::string dev =
-        exec->is_cuda() ? "cuda:" + std::to_string(static_cast<const CudaExecutor&>(*exec).device())
-                        : "cpu";
+    const std::string dev = device_label(*exec);
     const std::string& afile = args.positionals()[0];
     const std::string& gfile = args.positionals()[1];
     const auto t_read = std::chrono::steady_clock::now();
     const Coo<double> a = read_matrix_market<double>(afile);
-    const std::vector<double> g = read_matrix_market_vector<double>(gfile);
-    HEPTANE_ENSURE(g.size() == std::size_t(a.rows), DimensionMismatch,
-                   "g has " << g.size() << " entries, A has " << a.rows << " rows");
+    const std::vector<double> g = read_vector_of(gfile, std::size_t(a.rows), "g", "rows");
     HEPTANE_ENSURE(subsets <= a.rows, InputError,
                    "--subsets " << subsets << " exceeds the " << a.rows << " rows of A");
     offset_t negative = 0;
@@ -150,10 +141,7 @@ int cmd_mlem(int argc, char** argv)
                          << " negative entries; MLEM needs a system matrix with a_ij >= 0");
     std::vector<double> truth;
     if (phantom) {
-        truth = read_matrix_market_vector<double>(*phantom);
-        HEPTANE_ENSURE(
-            truth.size() == std::size_t(a.cols), DimensionMismatch,
-            "the phantom has " << truth.size() << " entries, A has " << a.cols << " columns");
+        truth = read_vector_of(*phantom, std::size_t(a.cols), "the phantom", "columns");
     }
     const double read_s =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t_read).count();

@@ -13,6 +13,7 @@
 #include "apps/progress.hpp"
 #include "core/error.hpp"
 #include "generators/matrix_market.hpp"
+#include "solver/mlem/mlem.hpp"
 #include "solver/solve.hpp"
 
 namespace heptane::cli {
@@ -47,6 +48,50 @@ std::shared_ptr<const Executor> pick_executor(const std::string& device)
         return cpu_executor();
     }
     return CudaExecutor::create(d);
+}
+
+std::string device_label(const Executor& exec)
+{
+    return exec.is_cuda()
+               ? "cuda:" + std::to_string(static_cast<const CudaExecutor&>(exec).device())
+               : "cpu";
+}
+
+std::vector<double> read_vector_of(const std::string& file, std::size_t n, const char* what,
+                                   const char* of)
+{
+    std::vector<double> v = read_matrix_market_vector<double>(file);
+    HEPTANE_ENSURE(v.size() == n, DimensionMismatch,
+                   what << " has " << v.size() << " entries, A has " << n << " " << of);
+    return v;
+}
+
+void parse_format_and_transpose(const std::string& format, const std::string& transpose, Format& f,
+                                FormatOptions& fo)
+{
+    try {
+        f = parse_format(format);
+        fo.transpose = parse_transpose_strategy(transpose);
+    } catch (const InputError& e) {
+        throw UsageError(e.what());
+    }
+}
+
+ProjectionSystem load_projection_system(const std::vector<std::string>& files, const PetSpec& spec,
+                                        const char* what, const std::string& generated_suffix)
+{
+    ProjectionSystem s;
+    if (files.size() == 2) {
+        s.a = read_matrix_market<double>(files[0]);
+        s.rhs = read_vector_of(files[1], std::size_t(s.a.rows), what, "rows");
+        s.source = files[0];
+    } else {
+        PetSystem sys = make_pet_system(spec);
+        s.a = std::move(sys.a);
+        s.rhs = std::move(sys.counts);
+        s.source = describe(spec) + generated_suffix;
+    }
+    return s;
 }
 
 long long expected_entries(const std::optional<std::string>& file,

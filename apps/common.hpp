@@ -12,8 +12,10 @@
 #include "core/error.hpp"
 #include "core/executor.hpp"
 #include "formats/coo/coo.hpp"
+#include "formats/matrix.hpp"
 #include "formats/outofcore/outofcore.hpp"
 #include "generators/hepta.hpp"
+#include "generators/pet.hpp"
 #include "solver/precond/preconditioner.hpp"
 #include "solver/solver.hpp"
 
@@ -27,6 +29,28 @@ std::shared_ptr<const Executor> pick_executor(const std::string& device);
 /// Throws UsageError on other names; makes nothing.
 constexpr int device_cpu = -1, device_auto = -2;
 int parse_device_name(const std::string& device);
+/// "cuda:N" or "cpu": the device an executor runs on, as the JSON and the tables print it.
+std::string device_label(const Executor& exec);
+
+/// A Matrix Market vector that must have `n` entries: DimensionMismatch "<what> has K entries,
+/// A has n <of>" otherwise (what: "b", "g", "x0", ...; of: "rows" or "columns").
+std::vector<double> read_vector_of(const std::string& file, std::size_t n, const char* what,
+                                   const char* of);
+
+/// --format and --transpose of mlem, lsqr and their benches: a usage error for bad names.
+void parse_format_and_transpose(const std::string& format, const std::string& transpose, Format& f,
+                                FormatOptions& fo);
+
+/// The system of bench mlem and bench lsqr: A and its right-hand vector (b, or the counts g) from
+/// two Matrix Market files, or A and the Poisson counts of the PET model `spec` when no files
+/// are given; `source` names it (the generated one: describe(spec) + `generated_suffix`).
+struct ProjectionSystem {
+    Coo<double> a;
+    std::vector<double> rhs;
+    std::string source;
+};
+ProjectionSystem load_projection_system(const std::vector<std::string>& files, const PetSpec& spec,
+                                        const char* what, const std::string& generated_suffix = "");
 /// The stored entries a matrix will have, known before it is read: a generator spec's bound
 /// (7 Nc^2 per cell) or a Matrix Market file's size line (symmetric files: the stored half);
 /// -1 when unknown (the read reports any error).
