@@ -146,6 +146,33 @@ std::unique_ptr<MatrixOperator<VT>> make_matrix_operator(const Csr<double>& a, F
     return make_matrix_operator<MT, VT>(to_coo(a), f, std::move(exec), opt);
 }
 
+template <class MT, class VT>
+std::unique_ptr<MatrixOperator<VT>> make_matrix_operator(const CsrView& a, Format f,
+                                                         std::shared_ptr<const Executor> exec,
+                                                         const FormatOptions& opt)
+{
+    HEPTANE_ENSURE(exec != nullptr, InputError, "make_matrix_operator: no executor given");
+    if (f != Format::csr || opt.transpose == TransposeMode::stored)
+        return make_matrix_operator<MT, VT>(to_coo(a), f, std::move(exec), opt);
+    const offset_t nnz = a.nnz();
+    Csr<MT> m;
+    m.rows = a.rows;
+    m.cols = a.columns();
+    std::vector<offset_t> ptr(std::size_t(a.rows) + 1);
+    for (index_t r = 0; r <= a.rows; ++r) ptr[std::size_t(r)] = a.row_ptr[r];
+    std::vector<MT> val(static_cast<std::size_t>(nnz));
+#pragma omp parallel for schedule(static) if (nnz > 65536)
+    for (offset_t k = 0; k < nnz; ++k) val[std::size_t(k)] = static_cast<MT>(a.values[k]);
+    m.row_ptr = Array<offset_t>(std::move(ptr));
+    m.col_idx = Array<index_t>(std::vector<index_t>(a.col_idx, a.col_idx + nnz));
+    m.values = Array<MT>(std::move(val));
+    std::ostringstream d;
+    d << "csr " << m.rows << 'x' << m.cols << ' ' << FormatTraits<Format::csr>::structure(m) << ' '
+      << precision_name<MT, VT>() << " on " << exec->name();
+    return std::make_unique<FormatOperator<Csr<MT>, MT, VT>>(
+        place(std::move(m), exec), a.rows, a.columns(), nullptr, exec, opt, d.str(), nnz);
+}
+
 SpmvTraffic spmv_traffic(const Coo<double>& a, Format f, const FormatOptions& opt, Precision p)
 {
     const double vs = p == Precision::double_ ? 8 : 4;  // matrix value bytes
@@ -165,7 +192,9 @@ SpmvTraffic spmv_traffic(const Coo<double>& a, Format f, const FormatOptions& op
         const Coo<double>&, Format, std::shared_ptr<const Executor>, const FormatOptions&); \
     template std::unique_ptr<MatrixOperator<VT>> make_matrix_operator<MT, VT>(              \
         const Csr<double>&, Format, std::shared_ptr<const Executor>, const FormatOptions&,  \
-        const Csr<double>*);
+        const Csr<double>*);                                                                \
+    template std::unique_ptr<MatrixOperator<VT>> make_matrix_operator<MT, VT>(              \
+        const CsrView&, Format, std::shared_ptr<const Executor>, const FormatOptions&);
 HEPTANE_INSTANTIATE(double, double)
 HEPTANE_INSTANTIATE(float, float)
 HEPTANE_INSTANTIATE(float, double)

@@ -71,6 +71,14 @@ std::unique_ptr<MatrixOperator<VT>> make_matrix_operator(const Csr<double>& a, F
                                                          const FormatOptions& opt = {},
                                                          const Csr<double>* a_on_exec = nullptr);
 
+/// The same from a borrowed CSR view (formats/csr/csr.hpp: the caller's arrays, e.g. a host
+/// program's): CSR is built straight from the arrays (row pointers widened, values converted
+/// to MT; no COO); the other formats, which build from canonical COO, go through to_coo(a).
+template <class MT, class VT>
+std::unique_ptr<MatrixOperator<VT>> make_matrix_operator(const CsrView& a, Format f,
+                                                         std::shared_ptr<const Executor> exec,
+                                                         const FormatOptions& opt = {});
+
 /// Bytes one y = A x moves at the floor (BENCHMARKS.md): the stored values and indices once,
 /// x once, y once (plus y again when beta != 0, not counted here).
 struct SpmvTraffic {

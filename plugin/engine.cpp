@@ -39,24 +39,6 @@ using namespace detail;
 namespace
 {
 
-// Host COO (canonical: CSR rows are sorted and free of duplicates) from the borrowed CSR.
-Coo<double> coo_from_view(const CsrView &a)
-{
-  const offset_t nnz = a.nnz();
-  Coo<double>    c;
-  c.rows = c.cols = a.rows;
-  std::vector<index_t> row(std::size_t(nnz), 0);
-  std::vector<index_t> col(a.col_idx, a.col_idx + nnz);
-  std::vector<double>  val(a.values, a.values + nnz);
-#pragma omp parallel for schedule(static) if (a.rows > 32768)
-  for (index_t r = 0; r < a.rows; ++r)
-    for (offset_t k = a.row_ptr[r]; k < a.row_ptr[r + 1]; ++k) row[std::size_t(k)] = r;
-  c.row = Array<index_t>(std::move(row));
-  c.col = Array<index_t>(std::move(col));
-  c.val = Array<double>(std::move(val));
-  return c;
-}
-
 // Host CSR in double with 64-bit row pointers (what make_preconditioner takes).
 Csr<double> csr_from_view(const CsrView &a)
 {
@@ -419,7 +401,7 @@ struct CsrStore final : TypedStore<VT> {
 // operator's slot map (MatrixOperator::update_values, formats/matrix_operator.hpp), in place.
 template <class MT, class VT>
 struct FormatStore final : TypedStore<VT> {
-  FormatStore(const CsrView &a, Format f, const FormatOptions &opt, const std::shared_ptr<const Executor> &exec) : own_(make_matrix_operator<MT, VT>(coo_from_view(a), f, exec, opt)) { this->op_ = own_; }
+  FormatStore(const CsrView &a, Format f, const FormatOptions &opt, const std::shared_ptr<const Executor> &exec) : own_(make_matrix_operator<MT, VT>(a, f, exec, opt)) { this->op_ = own_; }
   void                                refresh(const CsrView &a) override { own_->update_values(a.values, a.nnz()); }
   std::string                         note() const override { return std::string(to_string(own_->format())) + " built once from COO (block size and offsets kept); values copied in place through its slot map (made at the first refresh)"; }
   std::shared_ptr<MatrixOperator<VT>> own_;
@@ -472,7 +454,7 @@ void MatrixEngine::build(const CsrView &a, const GridHint &hint, const MatrixCon
     note << "grid " << grid[0] << "x" << grid[1] << "x" << grid[2] << " Nc=" << nc << " from " << hint.source << " (" << (hint.star_stencil ? "star stencil" : "offsets from the pattern") << ", no detection)";
   } else {
     const auto        td  = clock_type::now();
-    const Coo<double> coo = coo_from_view(a);
+    const Coo<double> coo = to_coo(a);
     const Structure   s   = detect_structure(coo);
     detect_ms             = ms_since(td);
     nc                    = s.block_size;

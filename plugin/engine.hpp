@@ -68,16 +68,9 @@
 namespace heptane::plugin
 {
 
-/// A host CSR matrix borrowed, not owned: 0-based, columns sorted within each row, no
-/// duplicates (what PETSc's assembled SeqAIJ holds). Square; for build_distributed, this
-/// rank's rows with global column indices.
-struct CsrView {
-  index_t        rows    = 0;
-  const index_t *row_ptr = nullptr; ///< rows + 1 entries
-  const index_t *col_idx = nullptr; ///< row_ptr[rows] entries
-  const double  *values  = nullptr; ///< row_ptr[rows] entries
-  offset_t       nnz() const noexcept { return rows > 0 ? offset_t(row_ptr[rows]) : 0; }
-};
+/// A host CSR matrix borrowed, not owned (formats/csr/csr.hpp): what PETSc's assembled SeqAIJ
+/// holds. Square; for build_distributed, this rank's rows with global column indices.
+using heptane::CsrView;
 
 /// What the caller knows about the grid behind the matrix (a DMDA, or -heptane_grid and
 /// -heptane_block). Unknown parts are detected from the pattern.

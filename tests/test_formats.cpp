@@ -1323,3 +1323,38 @@ BOOST_AUTO_TEST_CASE(every_registered_format_refreshes_its_values_in_place)
     auto st = make_matrix_operator<double, double>(a, Format::ell, exec, stored);
     BOOST_CHECK_THROW(st->update_values(a.val.host().data(), a.nnz()), NotSupported);
 }
+
+BOOST_AUTO_TEST_CASE(every_registered_format_builds_from_a_borrowed_csr_view)
+{
+    // make_matrix_operator(CsrView): the caller's 32-bit CSR arrays, no copy of them by the
+    // view; the same operator as from canonical COO, in every format and on the executor
+    // under test; to_coo(view) gives the canonical COO back
+    const auto exec = test::test_executor();
+    for (const auto& m : hepta_matrices()) {
+        const Csr<double> c = csr_from_coo(m.a);
+        std::vector<index_t> ptr(c.row_ptr.size());
+        for (std::size_t r = 0; r < ptr.size(); ++r) ptr[r] = index_t(c.row_ptr[r]);
+        const CsrView view{c.rows, ptr.data(), c.col_idx.host().data(), c.values.host().data(),
+                           c.cols};
+        std::string why;
+        BOOST_TEST(test::same_coo(m.a, to_coo(view), why), m.name << ": " << why);
+        for_each_format([&](auto traits) {
+            using Tr = decltype(traits);
+            FormatOptions opt;
+            opt.block_size = m.nc;
+            auto from_view = make_matrix_operator<double, double>(view, Tr::info.id, exec, opt);
+            auto from_coo = make_matrix_operator<double, double>(m.a, Tr::info.id, exec, opt);
+            BOOST_TEST((from_view->format() == Tr::info.id));
+            BOOST_TEST(from_view->rows() == m.a.rows);
+            BOOST_TEST(from_view->cols() == m.a.cols);
+            std::vector<double> x(std::size_t(m.a.cols));
+            for (std::size_t i = 0; i < x.size(); ++i) x[i] = 1.0 + double(i % 5) / 5.0;
+            const Array<double> xd = Array<double>(x).to(exec);
+            Array<double> y1(exec, std::size_t(m.a.rows)), y2(exec, std::size_t(m.a.rows));
+            from_view->apply(xd.data(), y1.data());
+            from_coo->apply(xd.data(), y2.data());
+            BOOST_TEST(test::rel_max_diff(y1.to_vector(), y2.to_vector()) <= 1e-14,
+                       std::string(Tr::info.name) << " " << m.name);
+        });
+    }
+}

@@ -83,4 +83,17 @@ HEPTANE_INSTANTIATE(double)
 HEPTANE_INSTANTIATE(float)
 #undef HEPTANE_INSTANTIATE
 
+Coo<double> to_coo(const CsrView& a)
+{
+    const offset_t nnz = a.nnz();
+    std::vector<index_t> row(std::size_t(nnz), 0);
+    std::vector<index_t> col(a.col_idx, a.col_idx + nnz);
+    std::vector<double> val(a.values, a.values + nnz);
+#pragma omp parallel for schedule(static) if (a.rows > 32768)
+    for (index_t r = 0; r < a.rows; ++r)
+        for (offset_t k = a.row_ptr[r]; k < a.row_ptr[r + 1]; ++k) row[std::size_t(k)] = r;
+    return Coo<double>{a.rows, a.columns(), Array<index_t>(std::move(row)),
+                       Array<index_t>(std::move(col)), Array<double>(std::move(val))};
+}
+
 }  // namespace heptane

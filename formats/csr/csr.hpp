@@ -21,6 +21,23 @@ struct Csr {
     }
 };
 
+/// A CSR matrix in the caller's host arrays, borrowed: read, never copied by the view, never
+/// freed (an Eigen-Map-like view; e.g. PETSc's assembled AIJ with 32-bit PetscInt). 0-based,
+/// columns ascending within each row, no duplicates.
+struct CsrView {
+    index_t rows = 0;
+    const index_t* row_ptr = nullptr;  ///< rows + 1 entries
+    const index_t* col_idx = nullptr;  ///< row_ptr[rows] entries
+    const double* values = nullptr;    ///< row_ptr[rows] entries
+    index_t cols = -1;                 ///< -1: square (as many columns as rows)
+
+    offset_t nnz() const noexcept { return rows > 0 ? offset_t(row_ptr[rows]) : 0; }
+    index_t columns() const noexcept { return cols < 0 ? rows : cols; }
+};
+
+/// Canonical host COO of the view's entries, in its order (parallel).
+Coo<double> to_coo(const CsrView& a);
+
 /// Build from canonical COO (host). Throws InputError if `a` is not canonical.
 template <class T>
 Csr<T> csr_from_coo(const Coo<T>& a);
