@@ -39,7 +39,9 @@ Format parse_format(const std::string& name)
 
 const char* to_string(Format f)
 {
-    return format_info(f).name;
+    for (const FormatInfo& i : format_table())
+        if (i.id == f) return i.name;
+    return "?";  // not a registered format (a value cast from an integer)
 }
 
 std::string format_names(const std::string& sep)

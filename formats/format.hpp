@@ -43,6 +43,7 @@ const FormatInfo& format_info(Format f);
 
 /// A format's name or alias, any case. Throws InputError naming the valid choices.
 Format parse_format(const std::string& name);
+/// The format's name; "?" for a value that is not a registered format.
 const char* to_string(Format f);
 
 /// The names in AllFormats order, joined by `sep` ("coo, csr, ell, hyb, dia, bsr, bdiagh").
