@@ -4,8 +4,6 @@
 #include "formats/matrix.hpp"
 #include "formats/matrix_operator.hpp"
 
-#include <algorithm>
-#include <cctype>
 #include <sstream>
 #include <type_traits>
 #include <utility>
