@@ -1,4 +1,4 @@
-// heptane convert: Matrix Market in, through a storage format, Matrix Market out, with the
+// heptane convert: a matrix file in, through a storage format, a matrix file out, with the
 // format's statistics (storage, padding, build time) and a check that nothing was lost.
 #include <chrono>
 #include <cstdio>
@@ -12,18 +12,21 @@
 #include "formats/detect/detect.hpp"
 #include "formats/matrix.hpp"
 #include "formats/registry.hpp"
-#include "generators/matrix_market.hpp"
+#include "generators/matrix_file.hpp"
 
 namespace heptane::cli {
 
 namespace {
 const char* convert_usage =
     "usage: heptane convert IN.mtx -o OUT.mtx [--format F] [--block-size B] [--json]\n"
+    "                       [--petsc-int64]\n"
     "       heptane convert --generate JxHxIxNc[:model] -o OUT.mtx [--format F] ...\n\n"
     "Build format F (default: the one `heptane info` picks) from the matrix, convert it back\n"
     "to canonical COO, check that every entry came back unchanged, and write OUT.mtx\n"
     "(coordinate real general). Prints the format's storage, padding and conversion times.\n"
-    "Symmetric input is written expanded (general).\n"
+    "Symmetric input is written expanded (general). IN may be Matrix Market or PETSc binary\n"
+    "(told by its first bytes); OUT ending in .petsc is written as PETSc binary (MatLoad\n"
+    "reads it; 32-bit indices unless --petsc-int64).\n"
     "  --block-size B   BSR / BDIA-GH block size (default: detected)\n"
     "Formats:\n";
 
@@ -46,12 +49,13 @@ bool same(const Coo<double>& a, const Coo<double>& b)
 
 int cmd_convert(int argc, char** argv)
 {
-    Args args(argc, argv, {"--json", "--quiet"});
+    Args args(argc, argv, {"--json", "--quiet", "--petsc-int64"});
     if (args.help()) {
         std::printf("%s%s", convert_usage, format_help(2).c_str());
         return 0;
     }
     const bool json = args.flag("--json");
+    const bool int64 = args.flag("--petsc-int64");
     const bool quiet = args.flag("--quiet") || json;
     auto gen = args.get("--generate");
     auto out = args.get("-o");
@@ -86,8 +90,8 @@ int cmd_convert(int argc, char** argv)
     const double csr_bytes = 12.0 * p.a.nnz() + 8.0 * (p.a.rows + 1);
     {
         Stage st(quiet, "writing " + *out);
-        write_matrix_market(*out, back,
-                            "converted by heptane through " + std::string(to_string(f)));
+        write_matrix_file(*out, back, "converted by heptane through " + std::string(to_string(f)),
+                          int64);
         st.done();
     }
     if (json) {

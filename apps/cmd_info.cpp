@@ -15,7 +15,8 @@ namespace heptane::cli {
 namespace {
 const char* info_usage =
     "usage: heptane info FILE [--json] [--verbose [AMG options]]\n"
-    "       heptane info --generate JxHxIxNc[:model[:banded]] [--json] [--verbose]\n\n"
+    "       heptane info --generate JxHxIxNc[:model[:banded]] [--json] [--verbose]\n"
+    "FILE: Matrix Market or PETSc binary (told by its first bytes).\n\n"
     "Sizes, nnz, per-row nnz statistics (min, max, mean, average deviation %), the detected\n"
     "block size Nc, the distinct block offsets, the padding BDIA-GH would add, the grid\n"
     "J x H x I of 7-point (or J x H of 5-point) patterns, and the format heptane would pick\n"

@@ -12,7 +12,7 @@
 #include "core/error.hpp"
 #include "formats/matrix.hpp"
 #include "formats/outofcore/outofcore.hpp"
-#include "generators/matrix_market.hpp"
+#include "generators/matrix_file.hpp"
 #include "solver/lsqr/lsqr.hpp"
 #include "solver/mlem/mlem.hpp"
 
@@ -20,7 +20,7 @@ namespace heptane::cli {
 
 namespace {
 const char* lsqr_usage =
-    "usage: heptane lsqr A.mtx b.mtx [options]\n\n"
+    "usage: heptane lsqr A.mtx b.mtx [options]   (Matrix Market or PETSc binary files)\n\n"
     "Least squares with LSQR (Paige & Saunders): minimise ||A x - b||^2 + damp^2 ||x - x0||^2\n"
     "for any m x n A. Same algorithm, parameters, stopping tests and results as\n"
     "scipy.sparse.linalg.lsqr (its optional `var` is not computed).\n"
@@ -29,14 +29,14 @@ const char* lsqr_usage =
     "  --btol B          or when ||r|| <= B ||b|| + A ||A|| ||x|| (default 1e-6)\n"
     "  --conlim C        or when the estimate of cond(A) exceeds C (default 1e8; 0 = none)\n"
     "  --iter-lim N      iteration limit (default 2 x columns, SciPy's)\n"
-    "  --x0 FILE         initial guess (Matrix Market vector, n entries)\n"
+    "  --x0 FILE         initial guess (a vector file, n entries)\n"
     "  --format F        csr (default) or one of:\n%s"
     "  --transpose T     A^T x: native (default: the format's own kernel; for CSR an atomic\n"
     "                    scatter, for BDIA-GH and DIA a gather) | scatter (the same) |\n"
     "                    stored (a CSR copy of A^T built once: no atomics, 2x the memory)\n"
     "  --precision P     double (default) | single | mixed (fp32 matrix, fp64 vectors)\n"
     "  --device D        auto | cpu | gpu | gpu:N (default auto: the GPU when there is one)\n"
-    "  -o FILE           write x (Matrix Market vector)\n"
+    "  -o FILE           write x (Matrix Market vector; PETSc binary for FILE.petsc)\n"
     "  --json            one JSON object on stdout: istop, istop_meaning, itn, r1norm, r2norm,\n"
     "                    anorm, acond, arnorm, xnorm, bnorm, seconds (the iterations),\n"
     "                    setup_seconds, per_iteration_ms, format, transpose, precision, device,\n"
@@ -125,7 +125,7 @@ int cmd_lsqr(int argc, char** argv)
     const std::string& afile = args.positionals()[0];
     const std::string& bfile = args.positionals()[1];
     const auto t_read = std::chrono::steady_clock::now();
-    const Coo<double> a = read_matrix_market<double>(afile);
+    const Coo<double> a = read_matrix_file(afile).a;
     const std::vector<double> b = read_vector_of(bfile, std::size_t(a.rows), "b", "rows");
     std::vector<double> x0;
     if (x0file) x0 = read_vector_of(*x0file, std::size_t(a.cols), "x0", "columns");
@@ -149,7 +149,7 @@ int cmd_lsqr(int argc, char** argv)
         : precision == Precision::single ? run<float, float>(a, b, x0p, format, fo, lo, exec, po)
                                          : run<float, double>(a, b, x0p, format, fo, lo, exec, po);
     const LsqrStatus& st = r.status;
-    if (xfile) write_matrix_market_vector(*xfile, r.x, "x from heptane lsqr: " + st.summary());
+    if (xfile) write_vector_file(*xfile, r.x, "x from heptane lsqr: " + st.summary());
     const double setup_s = (r.operator_ms + st.timings.setup_ms) / 1e3;
     if (json) {
         std::printf(

@@ -12,14 +12,14 @@
 #include "core/error.hpp"
 #include "formats/matrix.hpp"
 #include "formats/outofcore/outofcore.hpp"
-#include "generators/matrix_market.hpp"
+#include "generators/matrix_file.hpp"
 #include "solver/mlem/mlem.hpp"
 
 namespace heptane::cli {
 
 namespace {
 const char* mlem_usage =
-    "usage: heptane mlem A.mtx g.mtx --iters N [options]\n\n"
+    "usage: heptane mlem A.mtx g.mtx --iters N [options]   (Matrix Market or PETSc binary)\n\n"
     "Maximum-likelihood image f >= 0 of counts g ~ Poisson(A f) (A: rows = lines of response,\n"
     "columns = voxels, entries >= 0) by MLEM, or by OSEM with --subsets S > 1. Per iteration:\n"
     "q = A f, c = g / q (0 where q = 0), b = A^T c, f = f * b / norm with norm = A^T 1; start\n"
@@ -39,7 +39,7 @@ const char* mlem_usage =
     "  --device D        auto | cpu | gpu | gpu:N (default auto: the GPU when there is one)\n"
     "  --no-loglik       skip the log-likelihood (OSEM: saves a forward projection per iteration)\n"
     "  --phantom FILE    the true image: report ||f - f_true|| / ||f_true|| at the end\n"
-    "  -o FILE           write f (Matrix Market vector)\n"
+    "  -o FILE           write f (Matrix Market vector; PETSc binary for FILE.petsc)\n"
     "  --json            one JSON object on stdout: loglik (one value per iteration, after it),\n"
     "                    loglik_initial, iterations, subsets, counts, unseen_voxels, seconds\n"
     "                    (the iterations), setup_seconds, per_iteration_ms, format, transpose,\n"
@@ -130,7 +130,7 @@ int cmd_mlem(int argc, char** argv)
     const std::string& afile = args.positionals()[0];
     const std::string& gfile = args.positionals()[1];
     const auto t_read = std::chrono::steady_clock::now();
-    const Coo<double> a = read_matrix_market<double>(afile);
+    const Coo<double> a = read_matrix_file(afile).a;
     const std::vector<double> g = read_vector_of(gfile, std::size_t(a.rows), "g", "rows");
     HEPTANE_ENSURE(subsets <= a.rows, InputError,
                    "--subsets " << subsets << " exceeds the " << a.rows << " rows of A");
@@ -183,9 +183,9 @@ int cmd_mlem(int argc, char** argv)
         relerr = std::sqrt(num / (den > 0 ? den : 1));
     }
     if (ffile)
-        write_matrix_market_vector(*ffile, r.f,
-                                   "f from heptane mlem: " + std::to_string(st.iterations) +
-                                       " iterations, " + std::to_string(st.subsets) + " subsets");
+        write_vector_file(*ffile, r.f,
+                          "f from heptane mlem: " + std::to_string(st.iterations) +
+                              " iterations, " + std::to_string(st.subsets) + " subsets");
     const double setup_s = (r.operator_ms + st.timings.setup_ms) / 1e3;
     if (json) {
         std::string ll = "[";

@@ -16,7 +16,7 @@
 #include "core/error.hpp"
 #include "formats/detect/detect.hpp"
 #include "generators/hepta.hpp"
-#include "generators/matrix_market.hpp"
+#include "generators/matrix_file.hpp"
 #include "solver/solve.hpp"
 
 namespace heptane::cli {
@@ -26,7 +26,9 @@ const char* solve_usage =
     "usage: heptane solve A.mtx [-b b.mtx] [options]\n"
     "       heptane solve --generate JxHxIxNc[:model[:banded]] [options]\n\n"
     "Solve A x = b. Without -b, b = A*1 (for --generate: b = A*x_true, and the error against\n"
-    "x_true is reported).\n"
+    "x_true is reported; for a PETSc binary file that holds a vector after its matrix, as\n"
+    "-ksp_view_mat binary -ksp_view_rhs binary write, that vector). Files: Matrix Market or\n"
+    "PETSc binary (told by their first bytes); -o FILE.petsc writes PETSc binary.\n"
     "  --solver S        bicgstab (default) | cg (symmetric positive definite A) | gmres\n"
     "                    (restarted flexible GMRES(m), right-preconditioned; also: fgmres)\n"
     "  --restart M       gmres: basis vectors per cycle before a restart (default 30; keeps\n"
@@ -73,8 +75,8 @@ const char* solve_usage =
     "  --no-fused-dots   GPU, BDIA-GH: reduce the dot products after each product in kernels\n"
     "                    of their own instead of inside the product (the default saves 2-3\n"
     "                    vector passes per iteration; the results agree to rounding)\n"
-    "  --x0 FILE         initial guess (Matrix Market vector)\n"
-    "  -o FILE           write x (Matrix Market vector)\n"
+    "  --x0 FILE         initial guess (a vector file)\n"
+    "  -o FILE           write x (Matrix Market vector; PETSc binary for FILE.petsc)\n"
     "  --monitor         print the residual at every check\n"
     "  --history FILE    write the residual history as CSV (iteration,residual,relative)\n"
     "  --json            one JSON object on stdout (keys: converged, reason, iterations,\n"
@@ -210,9 +212,15 @@ int cmd_solve(int argc, char** argv)
     // right-hand side
     std::vector<double> b, x_true;
     if (bfile) {
-        b = read_matrix_market_vector<double>(*bfile);
+        b = read_vector_file(*bfile);
         HEPTANE_ENSURE(b.size() == std::size_t(p.a.rows), DimensionMismatch,
                        "b has " << b.size() << " entries, A has " << p.a.rows << " rows");
+    } else if (p.rhs_in_file) {
+        b = std::move(*p.rhs_in_file);
+        HEPTANE_ENSURE(b.size() == std::size_t(p.a.rows), DimensionMismatch,
+                       "the vector after the matrix in " << *file << " has " << b.size()
+                                                         << " entries, A has " << p.a.rows
+                                                         << " rows");
     } else if (p.spec) {
         auto sys = make_rhs(*p.spec, p.a);
         b = std::move(sys.b);
@@ -223,7 +231,7 @@ int cmd_solve(int argc, char** argv)
         x_true.assign(p.a.rows, 1.0);
     }
     if (x0file) {
-        cfg.x0 = read_matrix_market_vector<double>(*x0file);
+        cfg.x0 = read_vector_file(*x0file);
         HEPTANE_ENSURE(cfg.x0.size() == std::size_t(p.a.rows), DimensionMismatch,
                        "x0 has " << cfg.x0.size() << " entries, A has " << p.a.rows << " rows");
     }
@@ -282,7 +290,7 @@ int cmd_solve(int argc, char** argv)
 
     double err = -1, xmax = 0;
     if (!x_true.empty()) err = max_abs_diff(r.x, x_true, &xmax) / (xmax > 0 ? xmax : 1);
-    if (xfile) write_matrix_market_vector(*xfile, r.x, "x from heptane solve: " + st.summary());
+    if (xfile) write_vector_file(*xfile, r.x, "x from heptane solve: " + st.summary());
     if (hist) write_history_csv(*hist, st);
     const auto& t = r.timings;
     const double setup_s = (t.operator_ms + t.preconditioner_ms + t.upload_ms + t.setup_ms) / 1e3;

@@ -18,21 +18,22 @@
 #include "formats/detect/detect.hpp"
 #include "formats/matrix.hpp"
 #include "formats/outofcore/outofcore.hpp"
-#include "generators/matrix_market.hpp"
+#include "generators/matrix_file.hpp"
 
 namespace heptane::cli {
 
 namespace {
 const char* spmv_usage =
-    "usage: heptane spmv FILE | --generate JxHxIxNc[:model] [options]\n\n"
+    "usage: heptane spmv FILE | --generate JxHxIxNc[:model] [options]\n"
+    "FILE: Matrix Market or PETSc binary (told by its first bytes).\n\n"
     "One product y = A x, checked against the fp64 CSR product on the CPU, then timed.\n"
     "  --format F        auto (default: the format `heptane info` picks) or one of:\n%s"
     "  --precision P     double | single | mixed (fp32 values, fp64 vectors); default double\n"
     "  --device D        auto | cpu | gpu | gpu:N (default auto: a GPU when there is one)\n"
     "  --transpose       compute A^T x\n"
     "  --block-size B    BSR / BDIA-GH block size (default: detected)\n"
-    "  -x FILE           x as a Matrix Market vector (default: x_i = 1 + (i mod 7)/7)\n"
-    "  -o FILE           write y (Matrix Market array)\n"
+    "  -x FILE           x as a vector file (default: x_i = 1 + (i mod 7)/7)\n"
+    "  -o FILE           write y (Matrix Market array; PETSc binary for FILE.petsc)\n"
     "  --reps N          timed repetitions after one warm-up (default 20); median reported\n"
     "  --resident-fraction R  out of core: keep at most this fraction of the chunks' bytes\n"
     "                    resident (default 1: as many as --device-memory allows)\n"
@@ -136,7 +137,7 @@ int cmd_spmv(int argc, char** argv)
     const std::size_t nx = transpose ? p.a.rows : p.a.cols;
     std::vector<double> x;
     if (xfile) {
-        x = read_matrix_market_vector<double>(*xfile);
+        x = read_vector_file(*xfile);
         HEPTANE_ENSURE(x.size() == nx, DimensionMismatch,
                        "x has " << x.size() << " entries, the product needs " << nx);
     } else {
@@ -193,7 +194,7 @@ int cmd_spmv(int argc, char** argv)
     }
     const double gbs = t.total() / med / 1e9;
     const double gflops = 2.0 * p.a.nnz() / med / 1e9;
-    if (yfile) write_matrix_market_vector(*yfile, r.y, "y = A x by heptane spmv");
+    if (yfile) write_vector_file(*yfile, r.y, "y = A x by heptane spmv");
     if (json) {
         std::printf(
             "{\"source\": %s, \"operator\": %s, \"format\": \"%s\", \"precision\": \"%s\", "

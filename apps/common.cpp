@@ -12,7 +12,7 @@
 #include "apps/commands.hpp"
 #include "apps/progress.hpp"
 #include "core/error.hpp"
-#include "generators/matrix_market.hpp"
+#include "generators/matrix_file.hpp"
 #include "solver/mlem/mlem.hpp"
 #include "solver/solve.hpp"
 
@@ -60,7 +60,7 @@ std::string device_label(const Executor& exec)
 std::vector<double> read_vector_of(const std::string& file, std::size_t n, const char* what,
                                    const char* of)
 {
-    std::vector<double> v = read_matrix_market_vector<double>(file);
+    std::vector<double> v = read_vector_file(file);
     HEPTANE_ENSURE(v.size() == n, DimensionMismatch,
                    what << " has " << v.size() << " entries, A has " << n << " " << of);
     return v;
@@ -82,7 +82,7 @@ ProjectionSystem load_projection_system(const std::vector<std::string>& files, c
 {
     ProjectionSystem s;
     if (files.size() == 2) {
-        s.a = read_matrix_market<double>(files[0]);
+        s.a = read_matrix_file(files[0]).a;
         s.rhs = read_vector_of(files[1], std::size_t(s.a.rows), what, "rows");
         s.source = files[0];
     } else {
@@ -102,16 +102,7 @@ long long expected_entries(const std::optional<std::string>& file,
             const HeptaSpec s = parse_generate_spec(*generate);
             return 7LL * s.J * s.H * s.I * s.Nc * s.Nc;  // at most; fewer at the boundary
         }
-        if (file) {
-            std::ifstream in(*file);
-            std::string line;
-            while (std::getline(in, line))
-                if (!line.empty() && line[0] != '%') {
-                    long long rows = 0, cols = 0, nnz = -1;
-                    std::istringstream(line) >> rows >> cols >> nnz;
-                    return nnz;
-                }
-        }
+        if (file) return announced_entries(*file);
     } catch (const std::exception&) {  // the read itself reports what is wrong
     }
     return -1;
@@ -183,7 +174,8 @@ Problem load_problem(const std::optional<std::string>& file,
                      const std::optional<std::string>& generate, bool quiet)
 {
     if (file && generate) throw UsageError("give a matrix file or --generate, not both");
-    if (!file && !generate) throw UsageError("no matrix: give a Matrix Market file or --generate");
+    if (!file && !generate)
+        throw UsageError("no matrix: give a Matrix Market or PETSc binary file, or --generate");
     Problem p;
     if (generate) {
         p.spec = parse_generate_spec(*generate);
@@ -194,9 +186,14 @@ Problem load_problem(const std::optional<std::string>& file,
     } else {
         p.source = *file;
         Stage s(quiet, "reading " + *file);
-        p.a = read_matrix_market<double>(*file);
+        MatrixFile m = read_matrix_file(*file);
+        p.a = std::move(m.a);
+        p.rhs_in_file = std::move(m.rhs);
         s.done(std::to_string(p.a.rows) + " x " + std::to_string(p.a.cols) + ", " +
-               std::to_string(p.a.nnz()) + " entries");
+               std::to_string(p.a.nnz()) + " entries" +
+               (m.format == FileFormat::petsc_binary
+                    ? std::string(" (PETSc binary") + (p.rhs_in_file ? ", with a vector)" : ")")
+                    : std::string()));
     }
     return p;
 }

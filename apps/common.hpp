@@ -73,6 +73,9 @@ struct Problem {
     Coo<double> a;
     std::string source;             ///< file name or generator description
     std::optional<HeptaSpec> spec;  ///< set when generated
+    /// A PETSc binary file's vector after its matrix (-ksp_view_mat binary -ksp_view_rhs
+    /// binary write both): the right-hand side when none is named.
+    std::optional<std::vector<double>> rhs_in_file;
 };
 /// Parse "JxHxIxNc[:model[:banded|grid]]"; throws UsageError.
 HeptaSpec parse_generate_spec(const std::string& s);

@@ -13,6 +13,7 @@
 
 #include <omp.h>
 
+#include "core/atomic_file.hpp"
 #include "core/error.hpp"
 #include "generators/matrix_market.hpp"
 
@@ -293,45 +294,7 @@ double activity_scale(const PetSpec& spec, index_t rows, const std::vector<doubl
     return spec.counts_per_lor * double(rows) / total;
 }
 
-// ---- files -----------------------------------------------------------------------------------
-
-/// PATH.tmp, renamed to PATH by commit(); removed otherwise.
-class TmpFile {
-public:
-    explicit TmpFile(std::string path) : path_(std::move(path)), tmp_(path_ + ".tmp")
-    {
-        f_ = std::fopen(tmp_.c_str(), "wb");
-        if (!f_) HEPTANE_THROW(IoError, "cannot create '" << tmp_ << "': " << std::strerror(errno));
-    }
-    ~TmpFile()
-    {
-        if (f_) std::fclose(f_);
-        if (!committed_) std::remove(tmp_.c_str());
-    }
-    TmpFile(const TmpFile&) = delete;
-    TmpFile& operator=(const TmpFile&) = delete;
-    void write(const std::string& s)
-    {
-        if (!s.empty() && std::fwrite(s.data(), 1, s.size(), f_) != s.size())
-            HEPTANE_THROW(IoError, "cannot write '" << tmp_ << "': " << std::strerror(errno));
-    }
-    void commit()
-    {
-        const int rc = std::fclose(f_);
-        f_ = nullptr;
-        if (rc != 0)
-            HEPTANE_THROW(IoError, "cannot write '" << tmp_ << "': " << std::strerror(errno));
-        if (std::rename(tmp_.c_str(), path_.c_str()) != 0)
-            HEPTANE_THROW(IoError, "cannot rename '" << tmp_ << "' to '" << path_
-                                                     << "': " << std::strerror(errno));
-        committed_ = true;
-    }
-
-private:
-    std::string path_, tmp_;
-    std::FILE* f_ = nullptr;
-    bool committed_ = false;
-};
+// ---- files (written through AtomicFile, core/atomic_file.hpp) --------------------------------
 
 template <class T>
 void append_number(std::string& out, T v)
@@ -654,16 +617,16 @@ PetFileInfo write_pet_system(const PetSpec& spec, const std::string& matrix_path
     info.scale = activity_scale(spec, rows, bdot);
 
     const std::string comment = "% heptane pet: " + describe(spec) + "\n";
-    TmpFile fa(matrix_path);
+    AtomicFile fa(matrix_path);
     std::string head = "%%MatrixMarket matrix coordinate real general\n" + comment +
                        "% rows: lines of response; columns: voxels (x fastest, then y, then z); "
                        "values: intersection lengths in voxel units\n";
     head +=
         std::to_string(rows) + " " + std::to_string(cols) + " " + std::to_string(info.nnz) + "\n";
     fa.write(head);
-    std::unique_ptr<TmpFile> fg;
+    std::unique_ptr<AtomicFile> fg;
     if (!counts_path.empty()) {
-        fg = std::make_unique<TmpFile>(counts_path);
+        fg = std::make_unique<AtomicFile>(counts_path);
         fg->write("%%MatrixMarket matrix array real general\n" + comment +
                   "% Poisson counts g ~ Poisson(A f)\n" + std::to_string(rows) + " 1\n");
     }

@@ -26,7 +26,7 @@
 #include "formats/csr/csr.hpp"
 #include "formats/detect/detect.hpp"
 #include "generators/hepta.hpp"
-#include "generators/matrix_market.hpp"
+#include "generators/matrix_file.hpp"
 #include "solver/krylov.hpp"
 #include "solver/precond/preconditioner.hpp"
 #include "solver/solve.hpp"
@@ -52,12 +52,13 @@ struct LocalProblem {
     index_t block_size = 1;
 };
 
-/// This rank's rows of a Matrix Market vector over the whole system (-b, --x0), which every
-/// rank reads; DimensionMismatch (the same on every rank) when its length is not A's.
+/// This rank's rows of a vector file (Matrix Market or PETSc binary) over the whole system (-b,
+/// --x0), which every rank reads; DimensionMismatch (the same on every rank) when its length is not
+/// A's.
 std::vector<double> read_local_rows(const std::string& path, const char* what,
                                     const dist::RowPartition& part, int rank)
 {
-    const std::vector<double> v = read_matrix_market_vector<double>(path);
+    const std::vector<double> v = read_vector_file(path);
     HEPTANE_ENSURE(v.size() == std::size_t(part.global_rows()), DimensionMismatch,
                    what << " (" << path << ") has " << v.size() << " entries, A has "
                         << part.global_rows() << " rows");
@@ -72,7 +73,8 @@ LocalProblem build_local(const dist::Communicator& comm, const std::optional<std
     LocalProblem p;
     const int rank = comm.rank(), size = comm.size();
     if (file && gen) throw UsageError("give a matrix file or --generate, not both");
-    if (!file && !gen) throw UsageError("no matrix: give a Matrix Market file or --generate");
+    if (!file && !gen)
+        throw UsageError("no matrix: give a Matrix Market or PETSc binary file, or --generate");
     if (gen) {
         const HeptaSpec s = parse_generate_spec(*gen);
         validate(s);
@@ -91,7 +93,7 @@ LocalProblem build_local(const dist::Communicator& comm, const std::optional<std
         }
     } else {
         p.source = *file;
-        const Coo<double> a = read_matrix_market<double>(*file);
+        const Coo<double> a = read_matrix_file(*file).a;
         HEPTANE_ENSURE(a.rows == a.cols, DimensionMismatch,
                        "A is " << a.rows << " x " << a.cols << ": solve needs a square matrix");
         const Structure st = detect_structure(a);
@@ -321,7 +323,7 @@ int cmd_solve_distributed(Args& args, bool json, bool monitor, bool quiet_flag)
     const double total_s = max_over_ranks(seconds_since(t0), *comm);
     if (!root) return st.converged() ? 0 : 1;
 
-    if (xfile) write_matrix_market_vector(*xfile, x_all, "x from heptane solve: " + st.summary());
+    if (xfile) write_vector_file(*xfile, x_all, "x from heptane solve: " + st.summary());
     if (hist) write_history_csv(*hist, st);
     const std::string& solver_name = r.solver;
     const std::string restart_json =

@@ -1,0 +1,102 @@
+// Matrix and vector files by format (see matrix_file.hpp).
+#include "generators/matrix_file.hpp"
+
+#include <cstdint>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "generators/matrix_market.hpp"
+#include "generators/petsc_binary.hpp"
+
+namespace heptane {
+
+FileFormat file_format_of(const std::string& path)
+{
+    return is_petsc_binary(path) ? FileFormat::petsc_binary : FileFormat::matrix_market;
+}
+
+FileFormat file_format_for_writing(const std::string& path)
+{
+    const std::string ext = ".petsc";
+    return path.size() > ext.size() && path.compare(path.size() - ext.size(), ext.size(), ext) == 0
+               ? FileFormat::petsc_binary
+               : FileFormat::matrix_market;
+}
+
+const char* to_string(FileFormat f) noexcept
+{
+    return f == FileFormat::petsc_binary ? "PETSc binary" : "Matrix Market";
+}
+
+MatrixFile read_matrix_file(const std::string& path)
+{
+    MatrixFile m;
+    m.format = file_format_of(path);
+    if (m.format == FileFormat::matrix_market) {
+        m.a = read_matrix_market<double>(path);
+        return m;
+    }
+    PetscBinaryContents c = read_petsc_binary(path);
+    HEPTANE_ENSURE(
+        c.matrix.has_value(), InputError,
+        path << ": a PETSc binary file with " << c.vectors.size() << " vector(s) and no matrix");
+    m.a = std::move(*c.matrix);
+    if (!c.vectors.empty()) m.rhs = std::move(c.vectors.front());
+    return m;
+}
+
+std::vector<double> read_vector_file(const std::string& path)
+{
+    if (file_format_of(path) == FileFormat::petsc_binary) return read_petsc_binary_vector(path);
+    return read_matrix_market_vector<double>(path);
+}
+
+long long announced_entries(const std::string& path)
+{
+    std::ifstream in(path, std::ios::binary);
+    if (!in) return -1;
+    if (file_format_of(path) == FileFormat::petsc_binary) {
+        // a matrix header: class id, rows, columns, nonzeros, each a 4- or 8-byte PetscInt
+        unsigned char b[32] = {};
+        in.read(reinterpret_cast<char*>(b), sizeof b);
+        auto word = [&](int ib, int i) {
+            std::uint64_t v = 0;
+            for (int k = 0; k < ib; ++k) v = (v << 8) | b[i * ib + k];
+            return ib == 4 ? static_cast<long long>(static_cast<std::int32_t>(v))
+                           : static_cast<long long>(v);
+        };
+        for (int ib : {4, 8})
+            if (in.gcount() >= 4 * ib && word(ib, 0) == petsc_mat_classid) return word(ib, 3);
+        return -1;
+    }
+    std::string line;
+    while (std::getline(in, line))
+        if (!line.empty() && line[0] != '%') {
+            long long rows = 0, cols = 0, nnz = -1;
+            std::istringstream(line) >> rows >> cols >> nnz;
+            return nnz;
+        }
+    return -1;
+}
+
+void write_matrix_file(const std::string& path, const Coo<double>& a, const std::string& comment,
+                       bool petsc_int64)
+{
+    if (file_format_for_writing(path) == FileFormat::petsc_binary)
+        write_petsc_binary(path, &a, {}, petsc_int64 ? 8 : 4);
+    else
+        write_matrix_market(path, a, comment);
+}
+
+void write_vector_file(const std::string& path, const std::vector<double>& x,
+                       const std::string& comment, bool petsc_int64)
+{
+    if (file_format_for_writing(path) == FileFormat::petsc_binary)
+        write_petsc_binary(path, nullptr, {&x}, petsc_int64 ? 8 : 4);
+    else
+        write_matrix_market_vector(path, x, comment);
+}
+
+}  // namespace heptane
