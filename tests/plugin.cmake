@@ -147,6 +147,30 @@ heptane_plugin_test(plugin_host_initial_guess_nonzero
     --plugin ${plugin_so} --ref "${ref_bcgs} -ksp_initial_guess_nonzero" --heptane "-ksp_type hbcgs -ksp_initial_guess_nonzero"
   --reject MISMATCH -- ${host} -x0 1)
 
+# ---- PETSc binary files: heptane's writer and reader against PETSc's MatLoad/MatView, and a
+# system loaded from a file (examples/petsc_solve) solved by options alone -------------------
+if(HEPTANE_BUILD_EXAMPLES AND TARGET heptane_cli)
+  add_test(NAME cli_petsc_binary COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/cli_petsc_binary.sh
+    $<TARGET_FILE:heptane_cli> $<TARGET_FILE:petsc_solve>)
+  set_tests_properties(cli_petsc_binary PROPERTIES LABELS "plugin;cpu" ENVIRONMENT "${plugin_env}" TIMEOUT 300)
+  # the channelized model (contrast 1e7) written by heptane gen, loaded by MatLoad: heptane's CG
+  # + AMG against PETSc's CG + GAMG, both to rtol 1e-9 on the true residual, 3 solves each from
+  # a new KSP (setup included); GAMG needs 21 iterations here, hamg 20 (at most 1.5x GAMG's,
+  # issue #17's bound)
+  set(loaded ${CMAKE_CURRENT_BINARY_DIR}/loaded_)
+  add_test(NAME plugin_loaded_system_written
+    COMMAND $<TARGET_FILE:heptane_cli> gen --grid 24x24x12 --model channelized -o ${loaded}A.petsc
+      --rhs ${loaded}b.petsc --quiet)
+  set_tests_properties(plugin_loaded_system_written PROPERTIES LABELS "plugin;cpu" FIXTURES_SETUP loaded_system)
+  heptane_plugin_test(plugin_loaded_system_hcg_hamg_matches_gamg
+    ${solves} --its loaded=12:28 --ref-its loaded=14:30 --max-its-ratio 1.5 --max-relres 1e-9 --solves 3 --
+    --plugin ${plugin_so} --ref "-ksp_type cg -ksp_norm_type unpreconditioned -pc_type gamg"
+    --heptane "-ksp_type hcg -pc_type hamg -ksp_view" --expect "loaded: .*loaded_A.petsc: 6912 x 6912"
+    --expect "heptane preconditioner: amg \\(smoothed aggregation"
+    -- $<TARGET_FILE:petsc_solve> -f ${loaded}A.petsc -rhs ${loaded}b.petsc -ksp_rtol 1e-9 -solves 3)
+  set_tests_properties(plugin_loaded_system_hcg_hamg_matches_gamg PROPERTIES FIXTURES_REQUIRED loaded_system)
+endif()
+
 # ---- the reservoir example: same solution to the tolerance, by options alone ---------------
 # (examples/ is configured after tests/: the target is known at generation time)
 if(HEPTANE_BUILD_EXAMPLES)

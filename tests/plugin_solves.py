@@ -11,13 +11,14 @@ checks and its comparison are kept) and then reads the solve lines of each run:
 
     host: solve 1 N=... its=12 reason=CONVERGED_RTOL rnorm=... true=... rel_error=1.2e-11 ...
     pressure step 1 newton 1: its   12  residual ...  CONVERGED_RTOL  solve ... s  true relres 2.8e-10
+    loaded: solve 1 its 12 residual ... CONVERGED_RTOL setup ... s solve ... s time ... s true relres 2.8e-10
 
-(tests/plugin_host.c and examples/reservoir). For every solve of every run: the converged
+(tests/plugin_host.c, examples/reservoir and examples/petsc_solve). For every solve of every run: the converged
 reason matches --reason (default CONVERGED_RTOL|CONVERGED_ATOL), the error against the known
 solution (host: rel_error) is at most --max-error and the true relative residual (reservoir:
 true relres) at most --max-relres. For the heptane run (plugin_compare's first run) the
 iterations lie in the band of --its (per system, the line's first word: host, pressure,
-coupled; or for all), for the reference run in --ref-its; --max-its-ratio R: every heptane solve
+coupled, loaded; or for all), for the reference run in --ref-its; --max-its-ratio R: every heptane solve
 takes at most R times the iterations of the reference run's solve of the same number (e.g.
 AMG against Jacobi); --its-diff K: every heptane solve takes the reference's iterations +-K
 (the same method, e.g. hgmres against PETSc's fgmres). --solves N: each run reports exactly N solves (default: at least one).
@@ -31,6 +32,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import plugin_compare  # noqa: E402
 
 HOST = re.compile(r"^host: solve (\d+) N=\d+ its=(\d+) reason=(\S+) .*rel_error=(\S+)")
+LOADED = re.compile(r"^loaded: solve \d+ its (\d+) residual \S+ (\S+) setup .* true relres (\S+)")
 RESERVOIR = re.compile(r"^(pressure|coupled)\s+step \d+ newton \d+: its\s+(\d+)\s+residual \S+\s+(\S+)\s+solve \S+ s\s+true relres (\S+)")
 
 
@@ -45,6 +47,10 @@ def solves(out):
         m = RESERVOIR.match(line)
         if m:
             found.append((m.group(1), int(m.group(2)), m.group(3), "relres", float(m.group(4))))
+            continue
+        m = LOADED.match(line)
+        if m:
+            found.append(("loaded", int(m.group(1)), m.group(2), "relres", float(m.group(3))))
     return found
 
 
