@@ -453,11 +453,10 @@ void MatrixEngine::build(const CsrView &a, const GridHint &hint, const MatrixCon
     detected_format = "bdiagh";
     note << "grid " << grid[0] << "x" << grid[1] << "x" << grid[2] << " Nc=" << nc << " from " << hint.source << " (" << (hint.star_stencil ? "star stencil" : "offsets from the pattern") << ", no detection)";
   } else {
-    const auto        td  = clock_type::now();
-    const Coo<double> coo = to_coo(a);
-    const Structure   s   = detect_structure(coo);
-    detect_ms             = ms_since(td);
-    nc                    = s.block_size;
+    const auto      td = clock_type::now();
+    const Structure s  = detect_structure(a); // on PETSc's arrays, no copy
+    detect_ms          = ms_since(td);
+    nc                 = s.block_size;
     if (hint.block_size > 0 && hint.block_size != nc) {
       HEPTANE_ENSURE(n % hint.block_size == 0, InputError, "block size " << hint.block_size << " (" << hint.source << ") does not divide the " << n << " rows");
       nc      = hint.block_size;

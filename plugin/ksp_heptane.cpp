@@ -786,26 +786,12 @@ static PetscErrorCode KSPHeptaneCheckSymmetry(KSP ksp, Mat Amat)
     h->symmetric = flg ? 1 : 0;
     PetscCall(PetscSNPrintf(line, sizeof(line), "%s with tolerance %g ||A||_inf: %s", Amat->ops->issymmetric ? "MatIsSymmetric" : "MatIsTranspose(A, A)", (double)h->symmetry_tol, flg ? "symmetric" : "NOT symmetric"));
   } else {
-    HeptaneCSR csr   = {};
-    double     worst = 0, vij = 0, vji = 0;
-    PetscInt   wi = -1, wj = -1;
+    HeptaneCSR             csr = {};
+    heptane::SymmetryCheck sc;
     PetscCall(KSPHeptaneCSRGet(ksp, Amat, &csr));
-    const heptane::plugin::CsrView &a = csr.view;
-    for (heptane::index_t i = 0; i < a.rows; i++)
-      for (heptane::index_t k = a.row_ptr[i]; k < a.row_ptr[i + 1]; k++) {
-        const heptane::index_t  j = a.col_idx[k];
-        const heptane::index_t *b = a.col_idx + a.row_ptr[j], *e = a.col_idx + a.row_ptr[j + 1];
-        const heptane::index_t *f = std::lower_bound(b, e, i);
-        const double            t = (f != e && *f == i) ? a.values[a.row_ptr[j] + (f - b)] : 0.0;
-        const double            d = std::fabs(a.values[k] - t), sc = std::max(std::fabs(a.values[k]), std::fabs(t));
-        if (d > h->symmetry_tol * sc && d / sc > worst) {
-          worst = d / sc;
-          wi    = i;
-          wj    = j;
-          vij   = a.values[k];
-          vji   = t;
-        }
-      }
+    HeptaneCallCXX(sc = heptane::check_symmetry(csr.view, h->symmetry_tol));
+    const PetscInt wi = sc.symmetric ? -1 : sc.i, wj = sc.j;
+    const double   vij = sc.aij, vji = sc.aji, worst = sc.worst;
     PetscCall(HeptaneCSRRestore(&csr));
     h->symmetric = wi < 0 ? 1 : 0;
     if (wi < 0) PetscCall(PetscSNPrintf(line, sizeof(line), "every entry equals its transpose to %g (relative)", (double)h->symmetry_tol));

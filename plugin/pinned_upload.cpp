@@ -32,12 +32,15 @@ namespace
   return n;
 }
 
-// dst = src, `bytes` bytes, in 1 MiB pieces over the threads (one thread below 4 MiB)
+// dst = src, `bytes` bytes, in 1 MiB pieces over the threads (one thread below 4 MiB). The
+// pieces are handed out one at a time (dynamic): with a static split one thread descheduled
+// by the CUDA runtime's or the host's own threads held up the whole chunk (seen on the H100
+// node: the same 524 MB took 10 ms in one refresh and 87 ms in the next, 16 threads).
 [[maybe_unused]] void parallel_copy(void *dst, const void *src, std::size_t bytes)
 {
   constexpr std::size_t piece  = std::size_t(1) << 20;
   const std::int64_t    pieces = std::int64_t((bytes + piece - 1) / piece);
-#pragma omp parallel for schedule(static) num_threads(upload_threads()) if (pieces > 4)
+#pragma omp parallel for schedule(dynamic, 1) num_threads(upload_threads()) if (pieces > 4)
   for (std::int64_t p = 0; p < pieces; ++p) {
     const std::size_t lo = std::size_t(p) * piece;
     std::memcpy(static_cast<char *>(dst) + lo, static_cast<const char *>(src) + lo, std::min(piece, bytes - lo));

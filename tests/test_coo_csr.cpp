@@ -1,7 +1,15 @@
 #include <boost/test/unit_test.hpp>
 
+#include <stdexcept>
+#include <vector>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
 #include "formats/coo/coo_kernels.hpp"
 #include "formats/csr/csr_kernels.hpp"
+#include "generators/hepta.hpp"
 #include "tests/test_common.hpp"
 
 using namespace heptane;
@@ -69,4 +77,56 @@ BOOST_AUTO_TEST_CASE(csr_round_trip_and_transpose)
     auto tt = transpose(transpose(csr));
     BOOST_TEST(tt.col_idx.host() == csr.col_idx.host(), boost::test_tools::per_element());
     BOOST_TEST(tt.values.host() == csr.values.host(), boost::test_tools::per_element());
+}
+
+// check_symmetry (the plugin's hcg guard) on a CSR view: a symmetric generated pressure
+// matrix passes; one entry changed, or its mirror missing, is reported as that pair (the
+// worst, the first in row order among equals) with any thread count; a rectangular view is
+// refused.
+BOOST_AUTO_TEST_CASE(check_symmetry_finds_the_worst_pair)
+{
+    HeptaSpec s;
+    s.J = 12;
+    s.H = 9;
+    s.I = 7;
+    s.Nc = 1;
+    s.model = HeptaModel::channelized;
+    const Coo<double> a = generate_hepta_coo<double>(s);
+    std::vector<index_t> ptr(std::size_t(a.rows) + 1, 0);
+    for (offset_t k = 0; k < a.nnz(); ++k) ++ptr[std::size_t(a.row[k]) + 1];
+    for (index_t r = 0; r < a.rows; ++r) ptr[std::size_t(r) + 1] += ptr[std::size_t(r)];
+    std::vector<index_t> col = a.col.host();
+    std::vector<double> val = a.val.host();
+    CsrView v{a.rows, ptr.data(), col.data(), val.data()};
+    BOOST_TEST(check_symmetry(v, 1e-12).symmetric);
+    // a(5, 6) changed by 1 %, a(40, 41) by 3 %: the second is the worst
+    auto at = [&](index_t i, index_t j) -> double& {
+        for (index_t k = ptr[std::size_t(i)]; k < ptr[std::size_t(i) + 1]; ++k)
+            if (col[std::size_t(k)] == j) return val[std::size_t(k)];
+        throw std::runtime_error("no entry");
+    };
+    const double a56 = at(5, 6), a4041 = at(40, 41);
+    at(5, 6) = a56 * 1.01;
+    at(40, 41) = a4041 * 1.03;
+    for (int threads : {1, 2, 3}) {
+#ifdef _OPENMP
+        omp_set_num_threads(threads);
+#endif
+        const SymmetryCheck c = check_symmetry(v, 1e-8);
+        BOOST_TEST(!c.symmetric);
+        BOOST_TEST(c.i == 40);
+        BOOST_TEST(c.j == 41);
+        BOOST_TEST(c.aij == a4041 * 1.03);
+        BOOST_TEST(c.aji == at(41, 40));
+        BOOST_TEST(c.worst == 0.03 / 1.03, boost::test_tools::tolerance(1e-12));
+    }
+#ifdef _OPENMP
+    omp_set_num_threads(omp_get_num_procs());
+#endif
+    // within the tolerance: symmetric
+    BOOST_TEST(check_symmetry(v, 0.05).symmetric);
+    // a rectangular view
+    CsrView r = v;
+    r.cols = a.rows + 1;
+    BOOST_CHECK_THROW(check_symmetry(r, 1e-8), DimensionMismatch);
 }

@@ -1,6 +1,7 @@
 #include "formats/csr/csr.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 #include <utility>
 
@@ -94,6 +95,45 @@ Coo<double> to_coo(const CsrView& a)
         for (offset_t k = a.row_ptr[r]; k < a.row_ptr[r + 1]; ++k) row[std::size_t(k)] = r;
     return Coo<double>{a.rows, a.columns(), Array<index_t>(std::move(row)),
                        Array<index_t>(std::move(col)), Array<double>(std::move(val))};
+}
+
+SymmetryCheck check_symmetry(const CsrView& a, double tol)
+{
+    HEPTANE_ENSURE(a.columns() == a.rows, DimensionMismatch,
+                   "check_symmetry: the matrix is " << a.rows << " x " << a.columns());
+    SymmetryCheck best;
+    // a better worst: larger, or as large and earlier in row order
+    auto better = [](const SymmetryCheck& x, const SymmetryCheck& y) {
+        if (x.symmetric) return false;
+        if (y.symmetric) return true;
+        if (x.worst != y.worst) return x.worst > y.worst;
+        return x.i < y.i || (x.i == y.i && x.j < y.j);
+    };
+#pragma omp parallel if (a.nnz() > 65536)
+    {
+        SymmetryCheck mine;
+#pragma omp for schedule(static) nowait
+        for (index_t i = 0; i < a.rows; ++i)
+            for (offset_t k = a.row_ptr[i]; k < a.row_ptr[i + 1]; ++k) {
+                const index_t j = a.col_idx[k];
+                const index_t *b = a.col_idx + a.row_ptr[j], *e = a.col_idx + a.row_ptr[j + 1];
+                const index_t* f = std::lower_bound(b, e, i);
+                const double t = (f != e && *f == i) ? a.values[a.row_ptr[j] + (f - b)] : 0.0;
+                const double v = a.values[k];
+                const double d = std::fabs(v - t), sc = std::max(std::fabs(v), std::fabs(t));
+                if (d > tol * sc && (mine.symmetric || d / sc > mine.worst)) {
+                    mine.symmetric = false;
+                    mine.worst = d / sc;
+                    mine.i = i;
+                    mine.j = j;
+                    mine.aij = v;
+                    mine.aji = t;
+                }
+            }
+#pragma omp critical(heptane_check_symmetry)
+        if (better(mine, best)) best = mine;
+    }
+    return best;
 }
 
 }  // namespace heptane

@@ -38,6 +38,19 @@ struct CsrView {
 /// Canonical host COO of the view's entries, in its order (parallel).
 Coo<double> to_coo(const CsrView& a);
 
+/// What check_symmetry found: symmetric, or the worst pair (i, j) (0-based) with a(i, j),
+/// a(j, i) and their relative difference.
+struct SymmetryCheck {
+    bool symmetric = true;
+    index_t i = -1, j = -1;
+    double aij = 0, aji = 0, worst = 0;
+};
+/// Whether a square view equals its transpose: every entry against the one at the mirrored
+/// place (binary search in that row, whose columns must ascend; a missing one counts as 0),
+/// |a_ij - a_ji| <= tol max(|a_ij|, |a_ji|). OpenMP-parallel over rows; the worst pair is the
+/// same with any thread count (the first in row order among equal ones).
+SymmetryCheck check_symmetry(const CsrView& a, double tol);
+
 /// Build from canonical COO (host). Throws InputError if `a` is not canonical.
 template <class T>
 Csr<T> csr_from_coo(const Coo<T>& a);

@@ -519,6 +519,27 @@ void json_double(std::ostringstream& o, double x)
     o << buf;
 }
 
+/// Everything after the row pointer: block size, offsets, grid, format.
+Structure detect_rows(index_t rows, index_t cols, const std::vector<offset_t>& ptr,
+                      const index_t* c, const DetectOptions& opt)
+{
+    const offset_t nnz = ptr[std::size_t(rows)];
+    Structure s;
+    s.rows = rows;
+    s.cols = cols;
+    s.nnz = nnz;
+    const RowPass rp = row_pass(rows, nnz, ptr);
+    s.row_stats = rp.stats;
+    s.block_size = nnz == 0 ? 1 : find_block_size(rows, cols, rp.gcd, opt.max_block_size, ptr, c);
+    s.block_offsets = distinct_block_offsets(rows, cols, s.block_size, ptr, c);
+    s.bdia_slots = bdia_slots_in_bounds(rows, cols, s.block_size, s.block_offsets);
+    s.bdia_padding = nnz > 0 ? double(s.bdia_slots - nnz) / double(nnz) : 0.0;
+    analyse_grid(s, ptr, c);
+    if (!s.hepta && s.rows == s.cols && nnz > 0) try_sparse_blocks(s, opt, ptr, c);
+    choose_format(s, opt, ptr);
+    return s;
+}
+
 }  // namespace
 
 template <class T>
@@ -542,22 +563,37 @@ Structure detect_structure(const Coo<T>& a, const DetectOptions& opt)
                        << a.rows << " x " << a.cols << " matrix); entry " << bad << " at ("
                        << r[bad] << ", " << c[bad] << ") (0-based) breaks it");
 
-    Structure s;
-    s.rows = a.rows;
-    s.cols = a.cols;
-    s.nnz = nnz;
-    const std::vector<offset_t> ptr = row_pointer(a.rows, nnz, r);
-    const RowPass rp = row_pass(a.rows, nnz, ptr);
-    s.row_stats = rp.stats;
-    s.block_size =
-        nnz == 0 ? 1 : find_block_size(a.rows, a.cols, rp.gcd, opt.max_block_size, ptr, c);
-    s.block_offsets = distinct_block_offsets(a.rows, a.cols, s.block_size, ptr, c);
-    s.bdia_slots = bdia_slots_in_bounds(a.rows, a.cols, s.block_size, s.block_offsets);
-    s.bdia_padding = nnz > 0 ? double(s.bdia_slots - nnz) / double(nnz) : 0.0;
-    analyse_grid(s, ptr, c);
-    if (!s.hepta && s.rows == s.cols && nnz > 0) try_sparse_blocks(s, opt, ptr, c);
-    choose_format(s, opt, ptr);
-    return s;
+    return detect_rows(a.rows, a.cols, row_pointer(a.rows, nnz, r), c, opt);
+}
+
+Structure detect_structure(const CsrView& a, const DetectOptions& opt)
+{
+    const index_t rows = a.rows, cols = a.columns();
+    HEPTANE_ENSURE(
+        rows >= 0 && cols >= 0 && (rows == 0 || a.row_ptr), InputError,
+        "detect_structure: a CSR view of " << rows << " x " << cols << " without row pointers");
+    HEPTANE_ENSURE(
+        rows == 0 || a.row_ptr[0] == 0, InputError,
+        "detect_structure: the CSR view's row pointers start at " << a.row_ptr[0] << ", not 0");
+    const offset_t nnz = a.nnz();
+    std::vector<offset_t> ptr(std::size_t(rows) + 1, 0);
+    // widen the row pointers and check every row (first offending row, or rows)
+    index_t bad = rows;
+#pragma omp parallel for reduction(min : bad) schedule(static) if (nnz >= parallel_min_entries)
+    for (index_t r = 0; r < rows; ++r) {
+        const offset_t b = a.row_ptr[r], e = a.row_ptr[r + 1];
+        ptr[std::size_t(r) + 1] = e;
+        bool ok = e >= b && e <= nnz;
+        for (offset_t k = b; ok && k < e; ++k)
+            ok = a.col_idx[k] >= 0 && a.col_idx[k] < cols &&
+                 (k == b || a.col_idx[k] > a.col_idx[k - 1]);
+        if (!ok) bad = std::min(bad, r);
+    }
+    HEPTANE_ENSURE(
+        bad == rows, InputError,
+        "detect_structure needs each CSR row's columns strictly ascending and inside the "
+            << rows << " x " << cols << " matrix; row " << bad << " (0-based) breaks it");
+    return detect_rows(rows, cols, ptr, a.col_idx, opt);
 }
 
 std::string to_json(const Structure& s)

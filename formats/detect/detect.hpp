@@ -11,6 +11,7 @@
 
 #include "core/types.hpp"
 #include "formats/coo/coo.hpp"
+#include "formats/csr/csr.hpp"
 #include "formats/format.hpp"
 
 namespace heptane {
@@ -98,6 +99,11 @@ struct Structure {
 /// not canonical, NotSupported if it is not on the host. T = double or float.
 template <class T>
 Structure detect_structure(const Coo<T>& a, const DetectOptions& opt = {});
+
+/// The same on a borrowed CSR view (e.g. a PETSc AIJ matrix's arrays), without a copy to COO:
+/// each row's columns strictly ascending and inside the matrix, row pointers non-decreasing
+/// from 0 (InputError naming the first row that is not). Same result as on the view's COO.
+Structure detect_structure(const CsrView& a, const DetectOptions& opt = {});
 
 /// The structure as one JSON object with keys rows, cols, nnz, block_size, sparse_blocks,
 /// block_fill, block_offsets
