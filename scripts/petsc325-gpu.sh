@@ -10,7 +10,13 @@
 #     against the plugin's hbcgs with pbjacobi and hamg, and hcpr on the coupled system;
 #   - PETSc's src/ksp/ksp/tutorials/ex45 (3-D Laplacian, EX45_N^3 grid), built from the tarball
 #     against the install: bcgs + jacobi and bcgs + gamg on aijcusparse against the plugin's
-#     hbcgs + jacobi and hbcgs + hamg (-dll_append).
+#     hbcgs + jacobi and hbcgs + hamg (-dll_append);
+#   - LOADED_GRIDS: the channelized pressure systems written by `heptane gen -o A.petsc` and
+#     loaded by examples/petsc_solve (MatLoad; -solves 3, each from a new KSP: setup + solve):
+#     PETSc 3.25's cg + gamg and cg + jacobi on aijcusparse, the plugin's hcg + hamg, `heptane
+#     solve A.petsc --pc amg` (the CLI, same GPU) and, when .tools/petsc-3.18.5.tar.xz is there
+#     (PETSC318=1), PETSc 3.18's cg + gamg on NP318 [16] CPU ranks (built in the background);
+#   - COUPLED_VARIANTS: more plugin runs on the coupled system (name:options;name:options...).
 # PETSc's runs use -ksp_pc_side right, so that both stop on ||b - A x|| <= rtol ||b|| (docs/petsc.md),
 # and -dm_mat_type aijcusparse -dm_vec_type cuda: both programs make their matrix and vectors with
 # DMCreateMatrix/DMCreateGlobalVector, which read the -dm_ options, not -mat_type/-vec_type. The
@@ -28,7 +34,10 @@
 #   [128], MAX_IT [3000], RUN_CAP [60] (seconds per run at most), RUN_TESTS [1], CTEST_CAP [150],
 #   COUPLED_HAMG [0] (1: hbcgs + hamg on the coupled system too), HEPTANE_DEVICE [gpu],
 #   PETSC_GPU_OPTS [-dm_mat_type aijcusparse -dm_vec_type cuda -use_gpu_aware_mpi 0],
-#   CMAKE_EXTRA [], JOBS [nproc]. (A CPU check of the script:
+#   CMAKE_EXTRA [], JOBS [nproc], LOADED_GRIDS ["128x128x64 256x256x128"; "" for none],
+#   PETSC318 [1 when its tarball is in .tools], NP318 [16], RESERVOIR [1], EX45 [1],
+#   LOADED_RUNS ["petsc318 petsc-gamg petsc-jacobi plugin cli-amg cli-jacobi": which runs],
+#   COUPLED_VARIANTS []. (A CPU check of the script:
 #   PETSC_PREFIX=<CPU install> PETSC_CUDA=0 HEPTANE_DEVICE=cpu PETSC_GPU_OPTS="-dm_mat_type aij"
 #   CMAKE_EXTRA=-DHEPTANE_WITH_CUDA=OFF GRID=... EX45_N=...)
 set -uo pipefail
@@ -49,6 +58,13 @@ device=${HEPTANE_DEVICE:-gpu}
 gpu_opts=${PETSC_GPU_OPTS:--dm_mat_type aijcusparse -dm_vec_type cuda -use_gpu_aware_mpi 0}
 jobs=${JOBS:-$(nproc)}
 tarball=$root/.tools/petsc-3.25.4.tar.xz
+loaded_grids=${LOADED_GRIDS-128x128x64 256x256x128}
+loaded_runs=" ${LOADED_RUNS:-petsc318 petsc-gamg petsc-jacobi plugin cli-amg cli-jacobi} "
+want() { [[ "$loaded_runs" == *" $1 "* ]]; }
+tarball318=$root/.tools/petsc-3.18.5.tar.xz
+petsc318=${PETSC318:-$([ -f "$tarball318" ] && echo 1 || echo 0)}
+prefix318=${PETSC318_PREFIX:-/tmp/petsc318}
+np318=${NP318:-16}
 export PATH=/usr/local/cuda/bin:$PATH
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 mkdir -p "$out/logs"
@@ -87,6 +103,18 @@ cmake_args=(-S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTUR
   -DPETSC_DIR="$prefix" -DHEPTANE_BUILD_EXAMPLES=ON -DHEPTANE_BUILD_TESTS=ON "${cmake_extra[@]}")
 (cmake "${cmake_args[@]}" && cmake --build "$build" -j "$jobs" --target heptane) >"$logs/lib-build.log" 2>&1 &
 lib_pid=$!
+
+# PETSc 3.18.5 on the CPU (background), for the loaded systems' 16-rank reference
+p318_pid=""
+if [ "$petsc318" = 1 ] && [ -n "$loaded_grids" ]; then
+  if [ -f "$prefix318/lib/pkgconfig/PETSc.pc" ]; then
+    note "PETSc 3.18: using the install in $prefix318"
+  else
+    (PETSC_BUILD_DIR=$(mktemp -d /tmp/petsc318-build.XXXXXX) timeout -k 10 400 \
+      bash .tools/petsc-from-source.sh build "$tarball318" "$prefix318") >"$logs/petsc318-build.log" 2>&1 &
+    p318_pid=$!
+  fi
+fi
 
 # ---- 2. PETSc 3.25.4 with CUDA -----------------------------------------------------------
 if [ -f "$prefix/lib/pkgconfig/PETSc.pc" ] || [ -f "$prefix/lib/pkgconfig/petsc.pc" ]; then
@@ -140,8 +168,8 @@ fi
 grep -E "heptane: (MPI|CUDA|PETSc)" "$logs/configure.log" | tee -a "$summary"
 grep -q "heptane: PETSc plugin ON" "$logs/configure.log" || { failed "the plugin is not configured (PETSc not found in $prefix)"; finish; }
 lim=$(allow 300 60)
-if [ "$lim" = 0 ] || ! timeout -k 10 "$lim" cmake --build "$build" -j "$jobs" --target heptane_petsc reservoir plugin_host >"$logs/build.log" 2>&1; then
-  failed "build of heptane_petsc reservoir plugin_host (limit ${lim} s)"
+if [ "$lim" = 0 ] || ! timeout -k 10 "$lim" cmake --build "$build" -j "$jobs" --target heptane_petsc reservoir plugin_host petsc_solve heptane_cli >"$logs/build.log" 2>&1; then
+  failed "build of heptane_petsc reservoir plugin_host petsc_solve heptane_cli (limit ${lim} s)"
   grep -E "error|warning" "$logs/build.log" | head -40 | tee -a "$summary"
   finish
 fi
@@ -190,7 +218,15 @@ run() {
   t1=$(date +%s.%N)
   local wall its solve check
   wall=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", b - a }')
-  if grep -qE "^(pressure|coupled): ksp" "$log"; then # reservoir: the system's final line
+  if grep -qE "^loaded: best time" "$log"; then # petsc_solve: the first solve's its, the best time
+    its=$(sed -nE 's/^loaded: solve 1 its ([0-9]+) .*/\1/p' "$log" | head -1)
+    solve=$(sed -nE 's/^loaded: best time ([0-9.eE+-]+) s.*/\1/p' "$log" | head -1)
+    check="$(sed -nE 's/.*(\|x\|_2 = [0-9.eE+-]+).*/\1/p' "$log" | head -1), $(sed -nE 's/.*(worst true relres [0-9.eE+-]+).*/\1/p' "$log" | head -1)"
+  elif grep -qE "^result    " "$log"; then # heptane solve: iterations, total time, true relres
+    its=$(sed -nE 's/^result    .* ([0-9]+) iterations.*/\1/p' "$log" | head -1)
+    solve=$(sed -nE 's/^time      .*total ([0-9.eE+-]+) s.*/\1/p' "$log" | head -1)
+    check="$(sed -nE 's/^(result    .*)/\1/p' "$log" | head -1 | cut -c11-), $(sed -nE 's/.*(true [0-9.eE+-]+).*/\1/p' "$log" | head -1)"
+  elif grep -qE "^(pressure|coupled): ksp" "$log"; then # reservoir: the system's final line
     its=$(sed -nE 's/^(pressure|coupled): ksp .* ([0-9]+) iterations.*/\2/p' "$log" | head -1)
     solve=$(sed -nE 's/.*solve time ([0-9.eE+-]+) s.*/\1/p' "$log" | head -1)
     check="$(sed -nE 's/.*(\|[px]\|_2 = [0-9.eE+-]+).*/\1/p' "$log" | head -1), $(sed -nE 's/.*(max true relres [0-9.eE+-]+).*/\1/p' "$log" | head -1)"
@@ -207,7 +243,7 @@ run() {
     "${solve:--}" "$wall" "$check$gpu" >>"$table"
   if [ "$rc" = 124 ]; then failed "$name TIMED OUT after $lim s"
   elif [ "$rc" != 0 ]; then failed "$name (rc $rc)"; tail -15 "$log" | tee -a "$summary"
-  elif grep -qE "DIVERGED|did not converge" "$log"; then note "NOT CONVERGED: $name ($(grep -m1 -oE "DIVERGED_[A-Z_]+" "$log"))"
+  elif grep -qE "DIVERGED|did not converge|result    NOT CONVERGED" "$log"; then note "NOT CONVERGED: $name ($(grep -m1 -oE "DIVERGED_[A-Z_]+" "$log"))"
   fi
 }
 note "## runs: reservoir $grid $steps, ex45 ${ex45_n}^3, rtol $rtol, max_it $max_it, 1 MPI rank each"
@@ -219,10 +255,10 @@ petsc="-ksp_type bcgs -ksp_pc_side right $gpu_opts"
 heptane="-dll_append $plugin -heptane_device $device -use_gpu_aware_mpi 0"
 res() { echo "$reservoir $grid $steps -system $1"; }
 # shellcheck disable=SC2086,SC2046
-{
+[ "${RESERVOIR:-1}" = 1 ] && {
   for pc in jacobi gamg; do run "pressure-petsc-bcgs-$pc" "$run_cap" -- $(res pressure) $petsc -pc_type $pc $common; done
   for pc in pbjacobi hamg; do run "pressure-plugin-hbcgs-$pc" "$run_cap" -- $(res pressure) $heptane -ksp_type hbcgs -pc_type $pc $common; done
-  if [ -n "$ex45" ]; then
+  if [ -n "$ex45" ] && [ "${EX45:-1}" = 1 ]; then
     ex="$ex45 -da_grid_x $ex45_n -da_grid_y $ex45_n -da_grid_z $ex45_n -ksp_converged_reason"
     for pc in jacobi gamg; do run "ex45-petsc-bcgs-$pc" "$run_cap" -- $ex $petsc -pc_type $pc $common; done
     for pc in jacobi hamg; do run "ex45-plugin-hbcgs-$pc" "$run_cap" -- $ex $heptane -ksp_type hbcgs -pc_type $pc $common; done
@@ -235,6 +271,53 @@ res() { echo "$reservoir $grid $steps -system $1"; }
   run coupled-petsc-bcgs-gamg "$run_cap" -- $(res coupled) $petsc -pc_type gamg $common
   [ "${COUPLED_HAMG:-0}" = 1 ] && run coupled-plugin-hbcgs-hamg "$run_cap" -- $(res coupled) $heptane -ksp_type hbcgs -pc_type hamg $common
 }
+# ---- 7. the channelized pressure systems from files (examples/petsc_solve) -------------------
+if [ -n "$loaded_grids" ]; then
+  ps325=$build/examples/petsc_solve
+  hcli=$build/apps/heptane
+  ps318=""
+  if [ -n "$p318_pid" ]; then
+    t0=$(date +%s)
+    if wait "$p318_pid"; then note "PETSc 3.18.5 (CPU) built beside ($(($(date +%s) - t0)) s waited)"
+    else failed "PETSc 3.18.5 build"; tail -5 "$logs/petsc318-build.log" | tee -a "$summary"; fi
+  fi
+  if [ "$petsc318" = 1 ] && [ -f "$prefix318/lib/pkgconfig/PETSc.pc" ]; then
+    read -ra f318 <<<"$(PKG_CONFIG_PATH=$prefix318/lib/pkgconfig pkg-config --cflags --libs PETSc)"
+    if mpicc -O2 -x c -o "$out/petsc_solve318" examples/petsc_solve/petsc_solve.c "${f318[@]}" \
+      -Wl,-rpath,"$prefix318/lib" >"$logs/petsc_solve318-build.log" 2>&1; then
+      ps318=$out/petsc_solve318
+    else failed "petsc_solve against PETSc 3.18"; tail -10 "$logs/petsc_solve318-build.log" | tee -a "$summary"; fi
+  fi
+  data=$(mktemp -d /tmp/loaded.XXXXXX)
+  mpi318=(mpirun -np "$np318" --oversubscribe --allow-run-as-root -x LD_LIBRARY_PATH="$prefix318/lib")
+  note "## loaded systems: heptane gen --model channelized -o A.petsc --rhs b.petsc; examples/petsc_solve -solves 3 (each a new KSP: setup + solve; 'example' = the best of the 3), cg, rtol $rtol on the true residual"
+  for g in $loaded_grids; do
+    t0=$(date +%s)
+    if ! "$hcli" gen --grid "$g" --model channelized -o "$data/A-$g.petsc" --rhs "$data/b-$g.petsc" --quiet \
+      >"$logs/gen-$g.log" 2>&1; then failed "heptane gen $g"; continue; fi
+    note "generated $g ($(du -h "$data/A-$g.petsc" | cut -f1)) in $(($(date +%s) - t0)) s"
+    f="-f $data/A-$g.petsc -rhs $data/b-$g.petsc -solves 3 -ksp_rtol $rtol -ksp_max_it $max_it -ksp_type cg -ksp_norm_type unpreconditioned"
+    # shellcheck disable=SC2086
+    {
+      [ -n "$ps318" ] && want petsc318 && run "loaded-$g-petsc318-np$np318-gamg" "$run_cap" -- env LD_LIBRARY_PATH="$prefix318/lib" "${mpi318[@]}" $ps318 $f -pc_type gamg
+      want petsc-gamg && run "loaded-$g-petsc325-gpu-gamg" "$run_cap" -- $ps325 $f -pc_type gamg -mat_type aijcusparse -vec_type cuda -use_gpu_aware_mpi 0 -log_view
+      want petsc-jacobi && run "loaded-$g-petsc325-gpu-jacobi" "$run_cap" -- $ps325 $f -pc_type jacobi -mat_type aijcusparse -vec_type cuda -use_gpu_aware_mpi 0
+      want plugin && run "loaded-$g-plugin-hcg-hamg" "$run_cap" -- $ps325 $f -dll_append $plugin -heptane_device $device -ksp_type hcg -pc_type hamg -ksp_view -use_gpu_aware_mpi 0
+      want cli-amg && run "loaded-$g-cli-cg-amg" "$run_cap" -- $hcli solve "$data/A-$g.petsc" -b "$data/b-$g.petsc" --solver cg --pc amg --device $device --rtol $rtol
+      want cli-jacobi && run "loaded-$g-cli-cg-jacobi" "$run_cap" -- $hcli solve "$data/A-$g.petsc" -b "$data/b-$g.petsc" --solver cg --pc jacobi --device $device --rtol $rtol --max-it $max_it
+    }
+    rm -f "$data/A-$g.petsc" "$data/b-$g.petsc"
+  done
+  rm -rf "$data"
+fi
+# ---- 8. more plugin runs on the coupled system: COUPLED_VARIANTS="name:options;name:options"
+IFS=';' read -ra variants <<<"${COUPLED_VARIANTS:-}"
+for v in "${variants[@]}"; do
+  [ -n "$v" ] || continue
+  # shellcheck disable=SC2086,SC2046
+  run "coupled-plugin-${v%%:*}" "$run_cap" -- $(res coupled) $heptane ${v#*:} $common
+done
+
 note "## table (also in $out/runs.txt)"
 tee -a "$summary" <"$table"
 finish
