@@ -32,10 +32,10 @@ namespace
   return n;
 }
 
-// dst = src, `bytes` bytes, in 1 MiB pieces over the threads (one thread below 4 MiB). The
-// pieces are handed out one at a time (dynamic): with a static split one thread descheduled
-// by the CUDA runtime's or the host's own threads held up the whole chunk (seen on the H100
-// node: the same 524 MB took 10 ms in one refresh and 87 ms in the next, 16 threads).
+// dst = src, `bytes` bytes, in 1 MiB pieces over the threads (one thread below 4 MiB), handed
+// out one at a time (dynamic), so that a slow thread does not hold up its share of a chunk.
+// (It did not remove the refresh-to-refresh spread seen on the H100 node, the same 524 MB in
+// 10 ms in one refresh and 39-125 ms in another, 16 threads: docs/benchmarks.md.)
 [[maybe_unused]] void parallel_copy(void *dst, const void *src, std::size_t bytes)
 {
   constexpr std::size_t piece  = std::size_t(1) << 20;
