@@ -9,7 +9,11 @@ errors, sanitizer errors (the ERROR SUMMARY line), failed, skipped (exit 77: wha
 or timed out. Exit status 1 if any test reported errors, failed or timed out.
 
     python3 scripts/sanitize-gpu.py --build build-gpu [--tool memcheck|racecheck|synccheck|initcheck]
-        [--jobs 4] [--timeout 300] [--regex R] [--out DIR]
+        [--jobs 4] [--timeout 300] [--regex R] [--split-cases] [--out DIR]
+
+--split-cases: a Boost.Test program is run once per test case (--run_test=CASE, the cases from
+its --list_content), each with its own timeout and row "TEST/CASE", so that a program too slow
+under racecheck as a whole is still checked to the end case by case; scripts run whole.
 
 racecheck leaves out cuSPARSE's kernels (--kernel-name-exclude kns=cusparse): it reports
 hazards inside cusparse::load_balancing_kernel, library code.
@@ -25,6 +29,37 @@ import sys
 import time
 
 
+def cases_of(program, cwd):
+    """The leaf test cases of a Boost.Test program ("suite/case" paths), or None when it is
+    not one (a script)."""
+    if not os.path.basename(program).startswith("test_"):
+        return None
+    try:
+        p = subprocess.run([program, "--list_content"], cwd=cwd, capture_output=True, text=True,
+                           timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    paths, stack = [], []
+    for line in (p.stdout + p.stderr).splitlines():
+        m = re.match(r"^( *)(\w+)\*?\s*$", line)
+        if not m:
+            continue
+        depth = len(m.group(1)) // 4
+        stack = stack[:depth] + [m.group(2)]
+        paths.append("/".join(stack))
+    return [c for c in paths if not any(o.startswith(c + "/") for o in paths)] or None
+
+
+def split(t, build):
+    """t as one entry per test case (name TEST/CASE, --run_test=CASE), or [t]."""
+    props = {p["name"]: p["value"] for p in t.get("properties", [])}
+    cases = cases_of(t["command"][0], props.get("WORKING_DIRECTORY", build))
+    if not cases:
+        return [t]
+    return [dict(t, name=t["name"] + "/" + c, command=t["command"] + ["--run_test=" + c])
+            for c in cases]
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--build", default="build-gpu")
@@ -34,6 +69,8 @@ def main():
     ap.add_argument("--timeout", type=int, default=300, help="seconds per test")
     ap.add_argument("--regex", default="", help="only tests whose name matches")
     ap.add_argument("--out", default=".")
+    ap.add_argument("--split-cases", action="store_true",
+                    help="one run per Boost.Test case of each test program")
     a = ap.parse_args()
     build = os.path.abspath(a.build)
     info = json.loads(subprocess.check_output(
@@ -46,6 +83,8 @@ def main():
         san += ["--kernel-name-exclude", "kns=cusparse"]
 
     tests = [t for t in info["tests"] if re.search(a.regex, t["name"])]
+    if a.split_cases:
+        tests = [c for t in tests for c in split(t, build)]
 
     def run(t):
         props = {p["name"]: p["value"] for p in t.get("properties", [])}
@@ -54,7 +93,7 @@ def main():
             k, v = e.split("=", 1)
             env[k] = v
         cwd = props.get("WORKING_DIRECTORY", build)
-        log = os.path.join(logs, t["name"] + ".log")
+        log = os.path.join(logs, t["name"].replace("/", "--") + ".log")
         t0 = time.time()
         # a session of its own, so that a timeout kills the sanitizer and the tests under it
         p = subprocess.Popen(san + t["command"], cwd=cwd, env=env, stdout=subprocess.PIPE,
