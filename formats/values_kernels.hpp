@@ -1,6 +1,7 @@
-// New values into a format's value array through a slot map made once per pattern
-// (MatrixOperator::update_values, formats/matrix_operator.hpp), declared once; values_cpu.cpp
-// (OpenMP) and values.cu (CUDA) implement it side by side.
+// New values into a format's value array through a slot map made once per pattern, declared
+// once; values_cpu.cpp (OpenMP) and values.cu (CUDA) implement them side by side: copy_values
+// (MatrixOperator::update_values, formats/matrix_operator.hpp: a source index per target) and
+// scatter_values (the PETSc plugin's CSR -> BDIA-GH maps: entry k to one slot).
 #pragma once
 
 #include "core/executor.hpp"
@@ -18,5 +19,15 @@ void copy_values(const CpuExecutor& exec, offset_t n, const offset_t* from, cons
 template <class MT>
 void copy_values(const CudaExecutor& exec, offset_t n, const offset_t* from, const offset_t* to,
                  const double* src, MT* dst);
+
+/// dst[map[k]] = VT(src[k]) for k < n: the k-th CSR value into slot map[k] of another layout
+/// (the targets are distinct; dst keeps what is not a target). All arrays in the executor's
+/// memory. Traffic: n·(8 + sizeof(IT) + sizeof(VT)) bytes. IT = int32 or int64, VT = double
+/// or float.
+template <class IT, class VT>
+void scatter_values(const CpuExecutor& exec, offset_t n, const IT* map, const double* src, VT* dst);
+template <class IT, class VT>
+void scatter_values(const CudaExecutor& exec, offset_t n, const IT* map, const double* src,
+                    VT* dst);
 
 }  // namespace heptane::kernels

@@ -26,7 +26,7 @@
 #include "plugin/pinned_upload.hpp"
 #include "solver/krylov.hpp"
 #include "solver/precond/amg/amg.hpp"
-#include "solver/precond/precond_kernels.hpp"
+#include "formats/values_kernels.hpp"
 #include "solver/refine.hpp"
 #include "solver/solve.hpp"
 #include "solver/vector/vector_ops.hpp"

@@ -33,7 +33,7 @@
 #include "plugin/device_pool.hpp"
 #include "plugin/engine_impl.hpp"
 #include "plugin/pinned_upload.hpp"
-#include "solver/precond/precond_kernels.hpp"
+#include "formats/values_kernels.hpp"
 #include "solver/vector/vector_ops.hpp"
 
 namespace heptane::plugin

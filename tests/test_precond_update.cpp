@@ -24,6 +24,7 @@
 #include <tuple>
 
 #include "formats/csr/csr.hpp"
+#include "formats/values_kernels.hpp"
 #include "generators/hepta.hpp"
 #include "solver/precond/block_utils.hpp"
 #include "solver/precond/precond_kernels.hpp"

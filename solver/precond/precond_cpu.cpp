@@ -318,13 +318,6 @@ void widen_row_ptr(const CpuExecutor&, index_t n, const index_t* in, offset_t* o
     for (index_t i = 0; i <= n; ++i) out[i] = offset_t(in[i]);
 }
 
-template <class IT, class VT>
-void scatter_values(const CpuExecutor&, offset_t n, const IT* map, const double* src, VT* dst)
-{
-#pragma omp parallel for schedule(static) if (n >= parallel_min)
-    for (offset_t k = 0; k < n; ++k) dst[map[k]] = VT(src[k]);
-}
-
 #define HEPTANE_INSTANTIATE(VT)                                                                    \
     template void diag_scale<VT>(const CpuExecutor&, index_t, const VT*, const VT*, VT*);          \
     template void block_diag_apply<VT>(const CpuExecutor&, index_t, index_t, const VT*, const VT*, \
@@ -336,11 +329,9 @@ HEPTANE_INSTANTIATE(double)
 HEPTANE_INSTANTIATE(float)
 #undef HEPTANE_INSTANTIATE
 
-#define HEPTANE_INSTANTIATE(IT, VT)                                                              \
-    template index_t block_diag_invert<IT, VT>(const CpuExecutor&, index_t, index_t, const IT*,  \
-                                               const double*, VT*, index_t*);                    \
-    template void scatter_values<IT, VT>(const CpuExecutor&, offset_t, const IT*, const double*, \
-                                         VT*);
+#define HEPTANE_INSTANTIATE(IT, VT)                                                             \
+    template index_t block_diag_invert<IT, VT>(const CpuExecutor&, index_t, index_t, const IT*, \
+                                               const double*, VT*, index_t*);
 HEPTANE_INSTANTIATE(std::int32_t, double)
 HEPTANE_INSTANTIATE(std::int32_t, float)
 HEPTANE_INSTANTIATE(std::int64_t, double)

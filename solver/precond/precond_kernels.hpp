@@ -142,13 +142,4 @@ offset_t block_diag_map(const CudaExecutor& exec, index_t nblocks, index_t nc, c
 void widen_row_ptr(const CpuExecutor& exec, index_t n, const index_t* in, offset_t* out);
 void widen_row_ptr(const CudaExecutor& exec, index_t n, const index_t* in, offset_t* out);
 
-/// dst[map[k]] = VT(src[k]) for k < n: new values into another layout through a map made once
-/// per pattern (the PETSc plugin's CSR → BDIA-GH slots); the targets map[k] are distinct and
-/// dst keeps what is not a target. Traffic: n·(8 + sizeof(IT) + sizeof(VT)) bytes.
-template <class IT, class VT>
-void scatter_values(const CpuExecutor& exec, offset_t n, const IT* map, const double* src, VT* dst);
-template <class IT, class VT>
-void scatter_values(const CudaExecutor& exec, offset_t n, const IT* map, const double* src,
-                    VT* dst);
-
 }  // namespace heptane::kernels

@@ -32,17 +32,6 @@ __global__ void block_diag_invert_kernel(index_t nblocks, index_t nc, const IT* 
         atomicMin(flag, index_t(c));
 }
 
-// dst[map[k]] = VT(src[k]), grid-stride
-template <class IT, class VT>
-__global__ void scatter_values_kernel(long long n, const IT* __restrict__ map,
-                                      const double* __restrict__ src, VT* __restrict__ dst)
-{
-    const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
-    for (long long k = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; k < n;
-         k += stride)
-        dst[map[k]] = VT(src[k]);
-}
-
 // one thread per row r: its nc entries of the gather map; repeated columns counted
 template <class RP, class IT>
 __global__ void block_diag_map_kernel(index_t rows, index_t nc, const RP* __restrict__ row_ptr,
@@ -128,22 +117,9 @@ void widen_row_ptr(const CudaExecutor& exec, index_t n, const index_t* in, offse
     HEPTANE_CUDA_LAUNCH_CHECK();
 }
 
-template <class IT, class VT>
-void scatter_values(const CudaExecutor& exec, offset_t n, const IT* map, const double* src, VT* dst)
-{
-    if (n <= 0) return;
-    constexpr int threads = 256;
-    const long long blocks = (n + threads - 1) / threads;
-    const unsigned grid = static_cast<unsigned>(blocks < 65536 ? blocks : 65536);
-    scatter_values_kernel<<<grid, threads, 0, cuda::stream(exec)>>>(n, map, src, dst);
-    HEPTANE_CUDA_LAUNCH_CHECK();
-}
-
-#define HEPTANE_INSTANTIATE(IT, VT)                                                               \
-    template index_t block_diag_invert<IT, VT>(const CudaExecutor&, index_t, index_t, const IT*,  \
-                                               const double*, VT*, index_t*);                     \
-    template void scatter_values<IT, VT>(const CudaExecutor&, offset_t, const IT*, const double*, \
-                                         VT*);
+#define HEPTANE_INSTANTIATE(IT, VT)                                                              \
+    template index_t block_diag_invert<IT, VT>(const CudaExecutor&, index_t, index_t, const IT*, \
+                                               const double*, VT*, index_t*);
 HEPTANE_INSTANTIATE(std::int32_t, double)
 HEPTANE_INSTANTIATE(std::int32_t, float)
 HEPTANE_INSTANTIATE(std::int64_t, double)
