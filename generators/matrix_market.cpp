@@ -42,6 +42,7 @@
 
 #include "core/atomic_file.hpp"
 #include "core/error.hpp"
+#include "core/file_bytes.hpp"
 
 namespace heptane {
 namespace {
@@ -1042,68 +1043,6 @@ std::vector<T> read_vector(std::string_view data, const std::string& name,
 
 // ---------------------------------------------------------------------------------------
 // Files.
-
-// The bytes of a file: mapped when it is a regular file, read otherwise (pipes, /dev/stdin).
-class FileBytes {
-public:
-    explicit FileBytes(const std::string& path)
-    {
-        const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-            HEPTANE_THROW(IoError, "cannot open '" << path << "': " << std::strerror(errno));
-        struct stat st {};
-        if (::fstat(fd, &st) != 0) {
-            const int err = errno;
-            ::close(fd);
-            HEPTANE_THROW(IoError, "cannot read '" << path << "': " << std::strerror(err));
-        }
-        if (S_ISDIR(st.st_mode)) {
-            ::close(fd);
-            HEPTANE_THROW(IoError, "cannot read '" << path << "': it is a directory");
-        }
-        if (S_ISREG(st.st_mode) && st.st_size > 0) {
-            size_ = std::size_t(st.st_size);
-            void* m = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
-            if (m != MAP_FAILED) {
-                map_ = m;
-                ::madvise(map_, size_, MADV_SEQUENTIAL | MADV_WILLNEED);
-                ::close(fd);
-                return;
-            }
-            size_ = 0;
-        }
-        // not mappable: read it
-        char buf[1 << 16];
-        for (;;) {
-            const ssize_t n = ::read(fd, buf, sizeof buf);
-            if (n == 0) break;
-            if (n < 0) {
-                if (errno == EINTR) continue;
-                const int err = errno;
-                ::close(fd);
-                HEPTANE_THROW(IoError, "cannot read '" << path << "': " << std::strerror(err));
-            }
-            copy_.append(buf, std::size_t(n));
-        }
-        ::close(fd);
-    }
-    ~FileBytes()
-    {
-        if (map_) ::munmap(map_, size_);
-    }
-    FileBytes(const FileBytes&) = delete;
-    FileBytes& operator=(const FileBytes&) = delete;
-    std::string_view view() const
-    {
-        return map_ ? std::string_view(static_cast<const char*>(map_), size_)
-                    : std::string_view(copy_);
-    }
-
-private:
-    void* map_ = nullptr;
-    std::size_t size_ = 0;
-    std::string copy_;
-};
 
 std::string comment_lines(const std::string& comment)
 {

@@ -4,15 +4,16 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdint>
-#include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <limits>
-#include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/atomic_file.hpp"
 #include "core/error.hpp"
+#include "core/file_bytes.hpp"
 
 namespace heptane {
 namespace {
@@ -39,77 +40,55 @@ long long to_signed(std::uint64_t v, int bytes)
     return static_cast<long long>(v);
 }
 
-struct FileCloser {
-    void operator()(std::FILE* f) const noexcept { std::fclose(f); }
-};
-
-// Sequential big-endian reads with the byte offset kept for messages.
+// Sequential big-endian reads of bytes in memory, with the offset kept for messages.
 class Reader {
 public:
-    explicit Reader(std::string path) : path_(std::move(path))
-    {
-        f_.reset(std::fopen(path_.c_str(), "rb"));
-        if (!f_) HEPTANE_THROW(IoError, "cannot open '" << path_ << "': " << std::strerror(errno));
-        if (std::fseek(f_.get(), 0, SEEK_END) != 0)
-            HEPTANE_THROW(IoError, "cannot read '" << path_ << "': " << std::strerror(errno));
-        const long end = std::ftell(f_.get());
-        if (end < 0 || std::fseek(f_.get(), 0, SEEK_SET) != 0)
-            HEPTANE_THROW(IoError, "cannot read '" << path_ << "': " << std::strerror(errno));
-        size_ = static_cast<std::uint64_t>(end);
-    }
+    Reader(std::string_view data, std::string name) : data_(data), path_(std::move(name)) {}
     const std::string& path() const noexcept { return path_; }
     std::uint64_t pos() const noexcept { return pos_; }
-    std::uint64_t left() const noexcept { return size_ - pos_; }
-    void rewind()
-    {
-        if (std::fseek(f_.get(), 0, SEEK_SET) != 0)
-            HEPTANE_THROW(IoError, "cannot read '" << path_ << "': " << std::strerror(errno));
-        pos_ = 0;
-    }
+    std::uint64_t left() const noexcept { return data_.size() - pos_; }
 
-    void bytes(void* p, std::uint64_t n, const std::string& what)
+    const unsigned char* bytes(std::uint64_t n, const std::string& what)
     {
         if (n > left())
             HEPTANE_THROW(InputError, path_ << ": truncated at byte " << pos_ << ": " << what
                                             << " needs " << n << " bytes, the file has " << left()
                                             << " more");
-        if (n > 0 && std::fread(p, 1, n, f_.get()) != n)
-            HEPTANE_THROW(IoError, "cannot read '" << path_ << "': " << std::strerror(errno));
+        const auto* p = reinterpret_cast<const unsigned char*>(data_.data()) + pos_;
         pos_ += n;
+        return p;
     }
     long long integer(int ib, const std::string& what)
     {
-        unsigned char b[8];
-        bytes(b, std::uint64_t(ib), what);
-        return to_signed(load_be(b, ib), ib);
+        return to_signed(load_be(bytes(std::uint64_t(ib), what), ib), ib);
     }
-    // n PetscInts, each checked to lie in [lo, hi], into out (converted to Int)
+    // n PetscInts, each checked to lie in [lo, hi], into out (converted to Int); parallel
     template <class Int>
     void integers(int ib, std::size_t n, long long lo, long long hi, Int* out,
                   const std::string& what)
     {
-        constexpr std::size_t piece = std::size_t(1) << 20;
-        std::vector<unsigned char> buf(std::min(n, piece) * std::size_t(ib));
-        for (std::size_t done = 0; done < n;) {
-            const std::size_t m = std::min(piece, n - done);
-            const std::uint64_t at = pos_;
-            bytes(buf.data(), std::uint64_t(m) * std::uint64_t(ib), what);
-            for (std::size_t i = 0; i < m; ++i) {
-                const long long v = to_signed(load_be(buf.data() + i * std::size_t(ib), ib), ib);
-                if (v < lo || v > hi)
-                    HEPTANE_THROW(InputError, path_ << ": byte " << at + i * std::uint64_t(ib)
-                                                    << ": " << what << " " << done + i + 1 << " is "
-                                                    << v << ", outside [" << lo << ", " << hi
-                                                    << "]");
-                out[done + i] = static_cast<Int>(v);
-            }
-            done += m;
+        const std::uint64_t at = pos_;
+        const unsigned char* p = bytes(std::uint64_t(n) * std::uint64_t(ib), what);
+        std::size_t bad = n;
+#pragma omp parallel for reduction(min : bad) schedule(static) if (n > 65536)
+        for (std::size_t i = 0; i < n; ++i) {
+            const long long v = to_signed(load_be(p + i * std::size_t(ib), ib), ib);
+            if (v < lo || v > hi)
+                bad = std::min(bad, i);
+            else
+                out[i] = static_cast<Int>(v);
+        }
+        if (bad < n) {
+            const long long v = to_signed(load_be(p + bad * std::size_t(ib), ib), ib);
+            HEPTANE_THROW(InputError, path_ << ": byte " << at + bad * std::uint64_t(ib) << ": "
+                                            << what << " " << bad + 1 << " is " << v
+                                            << ", outside [" << lo << ", " << hi << "]");
         }
     }
     void doubles(std::size_t n, double* out, const std::string& what)
     {
-        bytes(out, std::uint64_t(n) * 8U, what);
-        auto* p = reinterpret_cast<unsigned char*>(out);
+        const unsigned char* p = bytes(std::uint64_t(n) * 8U, what);
+#pragma omp parallel for schedule(static) if (n > 65536)
         for (std::size_t i = 0; i < n; ++i) {
             const std::uint64_t bits = load_be(p + 8 * i, 8);
             std::memcpy(out + i, &bits, 8);
@@ -117,9 +96,9 @@ public:
     }
 
 private:
+    std::string_view data_;
     std::string path_;
-    std::unique_ptr<std::FILE, FileCloser> f_;
-    std::uint64_t size_ = 0, pos_ = 0;
+    std::uint64_t pos_ = 0;
 };
 
 // The PetscInt width from the first bytes: 4 when they are a class id as a 32-bit integer,
@@ -145,13 +124,19 @@ Coo<double> read_matrix(Reader& in, int ib, int object)
     if (rows < 0 || cols < 0 || rows > max_index || cols > max_index)
         HEPTANE_THROW(InputError, in.path() << ": " << at << " is " << rows << " x " << cols
                                             << ": sizes must lie in [0, " << max_index << "]");
-    // the arrays must fit in what is left before anything is allocated
-    const std::uint64_t need =
-        std::uint64_t(rows) * std::uint64_t(ib) + std::uint64_t(nnz) * (std::uint64_t(ib) + 8U);
-    if (need > in.left())
+    // the arrays must fit in what is left before anything is allocated (checked without
+    // overflow: nnz may be anything in a damaged file)
+    const std::uint64_t left = in.left();
+    const bool fits = std::uint64_t(rows) <= left / std::uint64_t(ib) &&
+                      std::uint64_t(nnz) <= (left - std::uint64_t(rows) * std::uint64_t(ib)) /
+                                                (std::uint64_t(ib) + 8U);
+    const double need = double(rows) * ib + double(nnz) * (ib + 8);  // for the message
+    const std::string need_text =
+        need < 9e18 ? std::to_string(static_cast<long long>(need)) : std::string("over 9e18");
+    if (!fits)
         HEPTANE_THROW(InputError, in.path()
                                       << ": truncated: " << at << " of " << rows << " x " << cols
-                                      << " with " << nnz << " nonzeros needs " << need
+                                      << " with " << nnz << " nonzeros needs " << need_text
                                       << " bytes after its header, the file has " << in.left());
     std::vector<index_t> len(static_cast<std::size_t>(rows), 0);
     in.integers(ib, std::size_t(rows), 0, std::min(nnz, max_index), len.data(),
@@ -188,28 +173,29 @@ Coo<double> read_matrix(Reader& in, int ib, int object)
 
 bool is_petsc_binary(const std::string& path)
 {
-    std::unique_ptr<std::FILE, FileCloser> f(std::fopen(path.c_str(), "rb"));
-    if (!f) return false;
+    std::ifstream in(path, std::ios::binary);
+    if (!in) return false;
     unsigned char b[8] = {};
-    const std::size_t n = std::fread(b, 1, sizeof b, f.get());
-    return index_bytes_of(b, n) != 0;
+    in.read(reinterpret_cast<char*>(b), sizeof b);
+    return index_bytes_of(b, std::size_t(in.gcount())) != 0;
 }
 
 PetscBinaryContents read_petsc_binary(const std::string& path)
 {
-    Reader in(path);
+    const FileBytes file(path);
+    return read_petsc_binary_buffer(file.view(), path);
+}
+
+PetscBinaryContents read_petsc_binary_buffer(std::string_view data, const std::string& path)
+{
+    Reader in(data, path);
     PetscBinaryContents c;
-    {
-        unsigned char b[8] = {};
-        const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(8, in.left()));
-        in.bytes(b, n, "the first class id");
-        c.index_bytes = index_bytes_of(b, n);
-        if (c.index_bytes == 0)
-            HEPTANE_THROW(InputError, path << ": not a PETSc binary file (it does not start with "
-                                           << "a matrix or vector class id, " << petsc_mat_classid
-                                           << " or " << petsc_vec_classid << ")");
-        in.rewind();  // start over, now that the width is known
-    }
+    c.index_bytes = index_bytes_of(reinterpret_cast<const unsigned char*>(data.data()),
+                                   std::min<std::size_t>(8, data.size()));
+    if (c.index_bytes == 0)
+        HEPTANE_THROW(InputError, path << ": not a PETSc binary file (it does not start with a "
+                                       << "matrix or vector class id, " << petsc_mat_classid
+                                       << " or " << petsc_vec_classid << ")");
     const int ib = c.index_bytes;
     while (in.left() > 0) {
         const std::uint64_t at = in.pos();
@@ -228,7 +214,7 @@ PetscBinaryContents read_petsc_binary(const std::string& path)
         } else if (id == petsc_vec_classid) {
             const std::string what = "object " + std::to_string(object) + " (a vector)";
             const long long n = in.integer(ib, what + ": length");
-            if (n < 0 || std::uint64_t(n) * 8U > in.left())
+            if (n < 0 || std::uint64_t(n) > in.left() / 8U)
                 HEPTANE_THROW(InputError, path << ": byte " << at << ": " << what << " of length "
                                                << n << " does not fit in the " << in.left()
                                                << " bytes left");

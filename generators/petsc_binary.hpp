@@ -12,6 +12,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "formats/coo/coo.hpp"
@@ -38,6 +39,10 @@ bool is_petsc_binary(const std::string& path);
 /// do not add up to nnz, bytes past the last object that are not a whole object (e.g. a file
 /// of a single-precision or complex PETSc), and a truncated file. Repeated entries are summed.
 PetscBinaryContents read_petsc_binary(const std::string& path);
+
+/// read_petsc_binary() on bytes in memory; `name` stands for the file in messages (the fuzz
+/// target's entry).
+PetscBinaryContents read_petsc_binary_buffer(std::string_view data, const std::string& name);
 
 /// The file's matrix (InputError if it holds none).
 Coo<double> read_petsc_binary_matrix(const std::string& path);

@@ -2,17 +2,19 @@
 # Build the fuzz targets (clang, libFuzzer + AddressSanitizer + UBSan) and run each of them
 # for a bounded time:
 #   fuzz_matrix_market    the Matrix Market reader on arbitrary bytes
+#   fuzz_petsc_binary     the PETSc binary reader on arbitrary bytes
 #   fuzz_detect_convert   structure detection and every storage format (round trip, products)
 #                         on small matrices decoded from the input
 #   fuzz_cli_args         the command-line parsing of `heptane` (apps/) on arbitrary arguments
 #
 #   scripts/fuzz.sh [BUILD_DIR] [SECONDS]        defaults: build-fuzz in the repository, 60
 #
-# SECONDS is per target (the default run takes about 3 minutes after the build; the first
+# SECONDS is per target (the default run takes about 4 minutes after the build; the first
 # build also compiles the library, which fuzz_cli_args links). Seeds come from tests/fuzz/corpus,
-# tests/fuzz/corpus_detect and tests/fuzz/corpus_args (left untouched); inputs the fuzzers
-# find go to BUILD_DIR/fuzz-corpus (the reader), BUILD_DIR/fuzz-corpus-detect and
-# BUILD_DIR/fuzz-corpus-args, so a second run continues where the first stopped. A crash, a
+# tests/fuzz/corpus_petsc, tests/fuzz/corpus_detect and tests/fuzz/corpus_args (left
+# untouched); inputs the fuzzers find go to BUILD_DIR/fuzz-corpus (the reader),
+# BUILD_DIR/fuzz-corpus-petsc, BUILD_DIR/fuzz-corpus-detect and BUILD_DIR/fuzz-corpus-args, so a
+# second run continues where the first stopped. A crash, a
 # sanitizer report or a failed check (the reader: serial and parallel parse disagree; detect:
 # a format changed the matrix, refused a valid one or computed a wrong product; args: the
 # parser disagrees with its grammar or lets an exception other than a usage error escape)
@@ -31,7 +33,7 @@ repo=$(cd "$(dirname "$0")/.." && pwd)
 build=$(realpath -m "${1:-$repo/build-fuzz}")
 seconds=${2:-60}
 cxx=${CXX_FUZZ:-clang++}
-targets=${FUZZ_TARGETS:-fuzz_matrix_market fuzz_detect_convert fuzz_cli_args}
+targets=${FUZZ_TARGETS:-fuzz_matrix_market fuzz_petsc_binary fuzz_detect_convert fuzz_cli_args}
 
 cmake -S "$repo" -B "$build" -DHEPTANE_FUZZ=ON -DCMAKE_CXX_COMPILER="$cxx" \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHEPTANE_WITH_CUDA=OFF -DHEPTANE_BUILD_TESTS=OFF \
@@ -49,6 +51,10 @@ for target in $targets; do
       corpus=$build/fuzz-corpus seeds=$repo/tests/fuzz/corpus
       prefix=$build/fuzz-artifacts/
       opts=(-max_len=4096 -dict="$repo/tests/fuzz/matrix_market.dict") ;;
+    fuzz_petsc_binary)
+      corpus=$build/fuzz-corpus-petsc seeds=$repo/tests/fuzz/corpus_petsc
+      prefix=$build/fuzz-artifacts/$target-
+      opts=(-max_len=4096) ;;
     fuzz_detect_convert)
       corpus=$build/fuzz-corpus-detect seeds=$repo/tests/fuzz/corpus_detect
       prefix=$build/fuzz-artifacts/$target-

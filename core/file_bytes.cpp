@@ -1,0 +1,62 @@
+// FileBytes (core/file_bytes.hpp).
+#include "core/file_bytes.hpp"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "core/error.hpp"
+
+namespace heptane {
+
+FileBytes::FileBytes(const std::string& path)
+{
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) HEPTANE_THROW(IoError, "cannot open '" << path << "': " << std::strerror(errno));
+    struct stat st {};
+    if (::fstat(fd, &st) != 0) {
+        const int err = errno;
+        ::close(fd);
+        HEPTANE_THROW(IoError, "cannot read '" << path << "': " << std::strerror(err));
+    }
+    if (S_ISDIR(st.st_mode)) {
+        ::close(fd);
+        HEPTANE_THROW(IoError, "cannot read '" << path << "': it is a directory");
+    }
+    if (S_ISREG(st.st_mode) && st.st_size > 0) {
+        size_ = std::size_t(st.st_size);
+        void* m = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
+        if (m != MAP_FAILED) {
+            map_ = m;
+            ::madvise(map_, size_, MADV_SEQUENTIAL | MADV_WILLNEED);
+            ::close(fd);
+            return;
+        }
+        size_ = 0;
+    }
+    // not mappable: read it
+    char buf[1 << 16];
+    for (;;) {
+        const ssize_t n = ::read(fd, buf, sizeof buf);
+        if (n == 0) break;
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            const int err = errno;
+            ::close(fd);
+            HEPTANE_THROW(IoError, "cannot read '" << path << "': " << std::strerror(err));
+        }
+        copy_.append(buf, std::size_t(n));
+    }
+    ::close(fd);
+}
+
+FileBytes::~FileBytes()
+{
+    if (map_) ::munmap(map_, size_);
+}
+
+}  // namespace heptane
