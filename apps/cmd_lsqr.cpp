@@ -35,7 +35,10 @@ const char* lsqr_usage =
     "                    scatter, for BDIA-GH and DIA a gather) | scatter (the same) |\n"
     "                    stored (a CSR copy of A^T built once: no atomics, 2x the memory)\n"
     "  --precision P     double (default) | single | mixed (fp32 matrix, fp64 vectors)\n"
-    "  --device D        auto | cpu | gpu | gpu:N (default auto: the GPU when there is one)\n"
+    "  --device D        auto | cpu | gpu | gpu:N (default auto: the GPU when there is one\n"
+    "                    and the matrix has enough stored entries for it to win, by heptane\n"
+    "                    solve's measured model (scripts/device-crossover.sh); the choice is\n"
+    "                    printed)\n"
     "  -o FILE           write x (Matrix Market vector; PETSc binary for FILE.petsc)\n"
     "  --json            one JSON object on stdout: istop, istop_meaning, itn, r1norm, r2norm,\n"
     "                    anorm, acond, arnorm, xnorm, bnorm, seconds (the iterations),\n"
@@ -120,8 +123,7 @@ int cmd_lsqr(int argc, char** argv)
     FormatOptions fo;
     parse_format_and_transpose(fmt_name, tr_name, format, fo);
 
-    auto exec = pick_executor(device);
-    const std::string dev = device_label(*exec);
+    if (device != "auto") (void)pick_executor(device);  // no such device: the error before the read
     const std::string& afile = args.positionals()[0];
     const std::string& bfile = args.positionals()[1];
     const auto t_read = std::chrono::steady_clock::now();
@@ -135,6 +137,10 @@ int cmd_lsqr(int argc, char** argv)
         std::fprintf(stderr, "read %s (%d x %d, %lld entries) and %s in %.3f s\n", afile.c_str(),
                      a.rows, a.cols, static_cast<long long>(a.nnz()), bfile.c_str(), read_s);
 
+    std::string device_why;
+    const auto exec = pick_solve_executor(device, static_cast<long long>(a.nnz()), device_why);
+    const std::string dev = device_label(*exec);
+    if (!quiet && !device_why.empty()) std::fprintf(stderr, "device %s\n", device_why.c_str());
     const std::vector<double>* x0p = x0file ? &x0 : nullptr;
     // out of core: LSQR's u, v, w, x, b and scratch as 6 vectors
     const std::optional<OutOfCoreOptions> oo =

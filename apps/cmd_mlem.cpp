@@ -36,7 +36,10 @@ const char* mlem_usage =
     "                    (the same kernels) | stored (a CSR copy of A^T built once: a gather\n"
     "                    without atomics, twice the matrix memory)\n"
     "  --precision P     double (default) | single | mixed (fp32 matrix, fp64 vectors)\n"
-    "  --device D        auto | cpu | gpu | gpu:N (default auto: the GPU when there is one)\n"
+    "  --device D        auto | cpu | gpu | gpu:N (default auto: the GPU when there is one\n"
+    "                    and the matrix has enough stored entries for it to win, by heptane\n"
+    "                    solve's measured model (scripts/device-crossover.sh); the choice is\n"
+    "                    printed)\n"
     "  --no-loglik       skip the log-likelihood (OSEM: saves a forward projection per iteration)\n"
     "  --phantom FILE    the true image: report ||f - f_true|| / ||f_true|| at the end\n"
     "  -o FILE           write f (Matrix Market vector; PETSc binary for FILE.petsc)\n"
@@ -125,8 +128,7 @@ int cmd_mlem(int argc, char** argv)
     FormatOptions fo;
     parse_format_and_transpose(fmt_name, tr_name, format, fo);
 
-    auto exec = pick_executor(device);
-    const std::string dev = device_label(*exec);
+    if (device != "auto") (void)pick_executor(device);  // no such device: the error before the read
     const std::string& afile = args.positionals()[0];
     const std::string& gfile = args.positionals()[1];
     const auto t_read = std::chrono::steady_clock::now();
@@ -149,6 +151,10 @@ int cmd_mlem(int argc, char** argv)
         std::fprintf(stderr, "read %s (%d x %d, %lld entries) and %s in %.3f s\n", afile.c_str(),
                      a.rows, a.cols, static_cast<long long>(a.nnz()), gfile.c_str(), read_s);
 
+    std::string device_why;
+    const auto exec = pick_solve_executor(device, static_cast<long long>(a.nnz()), device_why);
+    const std::string dev = device_label(*exec);
+    if (!quiet && !device_why.empty()) std::fprintf(stderr, "device %s\n", device_why.c_str());
     const int S = static_cast<int>(subsets);
     // out of core: g, f, q, b, 1/norm, norm and the reduction scratch as 6 vectors
     const std::optional<OutOfCoreOptions> oo =

@@ -29,7 +29,10 @@ const char* spmv_usage =
     "One product y = A x, checked against the fp64 CSR product on the CPU, then timed.\n"
     "  --format F        auto (default: the format `heptane info` picks) or one of:\n%s"
     "  --precision P     double | single | mixed (fp32 values, fp64 vectors); default double\n"
-    "  --device D        auto | cpu | gpu | gpu:N (default auto: a GPU when there is one)\n"
+    "  --device D        auto | cpu | gpu | gpu:N (default auto: the GPU when there is one\n"
+    "                    and the matrix has enough stored entries for it to win, by heptane\n"
+    "                    solve's measured model (scripts/device-crossover.sh); the choice is\n"
+    "                    printed)\n"
     "  --transpose       compute A^T x\n"
     "  --block-size B    BSR / BDIA-GH block size (default: detected)\n"
     "  -x FILE           x as a vector file (default: x_i = 1 + (i mod 7)/7)\n"
@@ -119,8 +122,11 @@ int cmd_spmv(int argc, char** argv)
     const Precision pr = precision_option(prec);
     std::optional<std::string> file;
     if (!args.positionals().empty()) file = args.positionals()[0];
-    auto exec = pick_executor(device);
+    if (device != "auto") (void)pick_executor(device);  // no such device: the error before the read
     Problem p = load_problem(file, gen, quiet);
+    std::string device_why;
+    const auto exec = pick_solve_executor(device, static_cast<long long>(p.a.nnz()), device_why);
+    if (!quiet && !device_why.empty()) std::fprintf(stderr, "device %s\n", device_why.c_str());
 
     const std::size_t xb = pr == Precision::single ? 4 : 8;
     std::optional<OutOfCoreOptions> oo =

@@ -57,11 +57,11 @@ ProjectionSystem load_projection_system(const std::vector<std::string>& files, c
 long long expected_entries(const std::optional<std::string>& file,
                            const std::optional<std::string>& generate);
 
-/// heptane solve's --device: as pick_executor, except that "auto" weighs the devices for a
-/// matrix of `nnz` stored entries by a measured model (auto_gpu_min_entries) instead of taking any
-/// GPU there is. `why` says what was chosen and why (empty unless "auto").
-/// `warming`, when valid, is a CUDA executor for device 0 already being made (started beside
-/// the read when expected_entries() passed the model): taken when the GPU is chosen.
+/// --device of solve, spmv, lsqr and mlem: as pick_executor, except that "auto" weighs the devices
+/// for a matrix of `nnz` stored entries by a measured model (auto_gpu_min_entries) instead of
+/// taking any GPU there is. `why` says what was chosen and why (empty unless "auto"). `warming`,
+/// when valid, is a CUDA executor for device 0 already being made (started beside the read when
+/// expected_entries() passed the model): taken when the GPU is chosen.
 std::shared_ptr<const Executor> pick_solve_executor(
     const std::string& device, long long nnz, std::string& why,
     std::future<std::shared_ptr<const Executor>>* warming = nullptr);

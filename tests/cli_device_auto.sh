@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# heptane solve --device auto (the default) weighs the devices by the matrix's size
+# heptane solve (and spmv, lsqr, mlem) --device auto (the default) weighs the devices by the
+# matrix's size
 # (apps/common.hpp's auto_gpu_min_entries): a tiny system is solved on the CPU even where a
 # GPU is visible, and the choice is printed (stderr) and in the JSON (device_choice). With
 # HEPTANE_TEST_DEVICE=cuda (a GPU needed, else exit 77, skipped) a system above the model's
@@ -30,6 +31,17 @@ grep -q "^device auto: the CPU (" <<<"$err" || { echo "FAIL: no 'device auto:' l
 # a named device is taken as named: no choice reported
 out=$("$heptane" solve --generate 8x8x8 --device cpu --json --quiet)
 [ "$(echo "$out" | field device_choice)" = None ] || { echo "FAIL: --device cpu reported a choice"; exit 1; }
+# spmv, lsqr and mlem weigh the devices the same way: a small PET system stays on the CPU
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+"$heptane" pet --rings 1 --detectors 32 --image 8 -o "$tmp/A.mtx" --counts "$tmp/g.mtx" >/dev/null 2>&1
+for cmd in "spmv $tmp/A.mtx" "lsqr $tmp/A.mtx $tmp/g.mtx --iter-lim 3" "mlem $tmp/A.mtx $tmp/g.mtx --iters 2"; do
+  # shellcheck disable=SC2086
+  err=$("$heptane" $cmd 2>&1 >/dev/null || true)  # lsqr exits 1 at its iteration limit
+  grep -q "^device auto: the CPU (" <<<"$err" || { echo "FAIL: heptane $cmd: no 'device auto: the CPU' line"; echo "$err"; exit 1; }
+done
+out=$("$heptane" lsqr "$tmp/A.mtx" "$tmp/g.mtx" --iter-lim 3 --json || true)
+case "$(echo "$out" | field device)" in cpu*) ;; *) echo "FAIL: lsqr of a small system went to a GPU"; exit 1 ;; esac
 if [ "$gpu" = 1 ]; then
   out=$("$heptane" solve --generate 128x128x128 --max-it 3 --json --quiet || true)
   echo "$out"
