@@ -25,6 +25,7 @@
 
 #include "apps/args.hpp"
 #include "apps/bench.hpp"
+#include "apps/bench_projection.hpp"
 #include "apps/common.hpp"
 #include "core/array.hpp"
 #include "core/bandwidth.hpp"
@@ -61,25 +62,12 @@ const char* usage =
     "  --subsets S   also time OSEM with S subsets (default 0: no)\n"
     "  --reps        timed repetitions, the median is reported (default 10)\n";
 
-struct Row {
-    std::string format, transpose, status;
-    double check_err = 0;
-    double fwd_s = 0, fwd_bytes = 0, back_s = 0, back_bytes = 0;  // medians
-    double fwd_min = 0, back_min = 0, iter_min = 0;               // minima
-    double iter_s = 0, iter_bytes = 0, osem_iter_s = 0;
-};
+using Row = ProjectionRow;
 
 double median(std::vector<double> v)
 {
     std::sort(v.begin(), v.end());
     return v[v.size() / 2];
-}
-
-Coo<double> transposed(const Coo<double>& a)
-{
-    Coo<double> t{a.cols, a.rows, a.col, a.row, a.val};
-    canonicalize(t);
-    return t;
 }
 
 struct Setup {
@@ -156,38 +144,25 @@ int bench_mlem(int argc, char** argv)
         std::printf("%s", usage);
         return 0;
     }
-    PetSpec spec;
-    spec.detectors = static_cast<index_t>(args.get_int("--detectors", 256));
-    spec.image = static_cast<index_t>(args.get_int("--image", 128));
-    spec.rings = static_cast<index_t>(args.get_int("--rings", 1));
-    spec.slices = static_cast<index_t>(args.get_int("--slices", 1));
-    const std::string formats = args.get_or("--formats", "csr,ell,hyb,coo");
-    const std::string transposes = args.get_or("--transpose", "native,stored");
-    const std::string prec = args.get_or("--precision", "double");
-    const std::string device = args.get_or("--device", "auto");
+    const ProjectionBench pb = parse_projection_bench(args, 20, 5, true, "g");
     Setup su;
-    su.iters = static_cast<int>(args.get_int("--iters", 20));
-    su.check_iters = static_cast<int>(args.get_int("--check-iters", 5));
-    su.reps = static_cast<int>(args.get_int("--reps", 10));
-    su.subsets = static_cast<int>(args.get_int("--subsets", 0));
-    auto csv = args.get("--csv");
-    auto jsonf = args.get("--json");
-    args.finish(0, 2);
-    if (args.positionals().size() == 1) throw UsageError("give both A.mtx and g.mtx, or neither");
-    if (su.iters < 1 || su.check_iters < 1 || su.reps < 1)
-        throw UsageError("--iters, --check-iters and --reps must be >= 1");
+    su.iters = pb.iters;
+    su.check_iters = pb.check_iters;
+    su.reps = pb.reps;
+    su.subsets = pb.subsets;
+    const std::string& prec = pb.prec;
     const Precision p = precision_option(prec);
     const double vs = p == Precision::single ? 4 : 8;  // vector bytes
     const double tol = p == Precision::double_ ? 1e-10 : 1e-4;
 
     // the system
-    ProjectionSystem sys = load_projection_system(args.positionals(), spec, "g", "");
+    ProjectionSystem sys = load_projection_system(args.positionals(), pb.spec, "g", "");
     const Coo<double>& a = sys.a;
     const std::vector<double>& g = sys.rhs;
     const std::string& source = sys.source;
     su.a = &a;
     su.g = &g;
-    su.exec = pick_executor(device);
+    su.exec = pick_executor(pb.device);
     const auto& exec = *su.exec;
     const std::string dev = device_label(exec);
 
@@ -224,90 +199,40 @@ int bench_mlem(int argc, char** argv)
                 su.subsets > 1 ? "---|" : "");
     std::fflush(stdout);
     std::vector<Row> rows;
-    int failed = 0;
-    for (const auto& fname : split_commas(formats)) {
-        for (const auto& tname : split_commas(transposes)) {
-            Row r;
-            FormatOptions fo;
-            Format fmt;
-            parse_format_and_transpose(fname, tname, fmt, fo);
-            r.format = fname;
-            r.transpose = tname + " (" + describe_transpose(fmt, fo.transpose) + ")";
-            try {
-                const SpmvTraffic fwd = spmv_traffic(a, fmt, fo, p);
-                r.fwd_bytes = fwd.total();
-                r.back_bytes = fo.transpose == TransposeMode::stored && fmt != Format::bdia
-                                   ? spmv_traffic(at, Format::csr, fo, p).total()
-                                   : fwd.total();
-                r.iter_bytes = r.fwd_bytes + r.back_bytes + (5 * m + 6 * n) * vs;
-                if (p == Precision::double_)
-                    measure<double, double>(su, fmt, fo, tol, r);
-                else if (p == Precision::single)
-                    measure<float, float>(su, fmt, fo, tol, r);
-                else
-                    measure<float, double>(su, fmt, fo, tol, r);
-            } catch (const Error& e) {
-                r.status = std::string("n/a: ") + e.what();
-            }
-            if (r.status == "FAILED") ++failed;
-            rows.push_back(r);
-            auto pct = [&](double bytes, double s) { return 100.0 * bytes / (copy_gbs * 1e9) / s; };
-            if (r.status == "ok") {
-                std::printf(
-                    "| %s | %s | %.1e | %.1f | %.1f | %.0f%% | %.1f | %.1f | %.0f%% | %.4f | "
-                    "%.4f | %.0f%% | %.1f / %.1f / %.4f |",
-                    r.format.c_str(), r.transpose.c_str(), r.check_err, r.fwd_s * 1e6,
-                    r.fwd_bytes / r.fwd_s / 1e9, pct(r.fwd_bytes, r.fwd_s), r.back_s * 1e6,
-                    r.back_bytes / r.back_s / 1e9, pct(r.back_bytes, r.back_s), r.iter_s * 1e3,
-                    r.iter_bytes / (copy_gbs * 1e9) * 1e3, pct(r.iter_bytes, r.iter_s),
-                    r.fwd_min * 1e6, r.back_min * 1e6, r.iter_min * 1e3);
-                if (su.subsets > 1) std::printf(" %.4f |", r.osem_iter_s * 1e3);
-                std::printf("\n");
-            } else {
-                std::printf("| %s | %s | %s (%.1e) | | | | | | | | | | |\n", r.format.c_str(),
-                            r.transpose.c_str(), r.status.c_str(), r.check_err);
-            }
-            std::fflush(stdout);
+    auto measure_row = [&](Row& r, Format fmt, const FormatOptions& fo) {
+        const SpmvTraffic fwd = spmv_traffic(a, fmt, fo, p);
+        r.fwd_bytes = fwd.total();
+        r.back_bytes = fo.transpose == TransposeMode::stored && fmt != Format::bdia
+                           ? spmv_traffic(at, Format::csr, fo, p).total()
+                           : fwd.total();
+        r.iter_bytes = r.fwd_bytes + r.back_bytes + (5 * m + 6 * n) * vs;
+        with_precision(
+            p, [&](auto mt, auto vt) { measure<decltype(mt), decltype(vt)>(su, fmt, fo, tol, r); });
+    };
+    auto print_row = [&](const Row& r) {
+        auto pct = [&](double bytes, double s) { return 100.0 * bytes / (copy_gbs * 1e9) / s; };
+        if (r.status == "ok") {
+            std::printf(
+                "| %s | %s | %.1e | %.1f | %.1f | %.0f%% | %.1f | %.1f | %.0f%% | %.4f | "
+                "%.4f | %.0f%% | %.1f / %.1f / %.4f |",
+                r.format.c_str(), r.transpose.c_str(), r.check_err, r.fwd_s * 1e6,
+                r.fwd_bytes / r.fwd_s / 1e9, pct(r.fwd_bytes, r.fwd_s), r.back_s * 1e6,
+                r.back_bytes / r.back_s / 1e9, pct(r.back_bytes, r.back_s), r.iter_s * 1e3,
+                r.iter_bytes / (copy_gbs * 1e9) * 1e3, pct(r.iter_bytes, r.iter_s), r.fwd_min * 1e6,
+                r.back_min * 1e6, r.iter_min * 1e3);
+            if (su.subsets > 1) std::printf(" %.4f |", r.osem_iter_s * 1e3);
+            std::printf("\n");
+        } else {
+            std::printf("| %s | %s | %s (%.1e) | | | | | | | | | | |\n", r.format.c_str(),
+                        r.transpose.c_str(), r.status.c_str(), r.check_err);
         }
-    }
+    };
+    const int failed = for_each_projection_case(pb, rows, measure_row, print_row);
     std::printf(
         "\nfloor bytes: forward = matrix + f + q; back = matrix (of A^T when stored) + c + "
         "b; iteration = both + (5m + 6n) x %g B. %%floor = floor time / measured time.\n",
         vs);
-    if (csv) {
-        std::ofstream f(*csv);
-        HEPTANE_ENSURE(f.good(), IoError, "cannot write " << *csv);
-        f << "system,device,precision,rows,cols,nnz,copy_gbs,format,transpose,status,check_err,"
-             "fwd_s,fwd_bytes,back_s,back_bytes,iter_s,iter_floor_bytes,osem_subsets,osem_iter_s,"
-             "fwd_min_s,back_min_s,iter_min_s\n";
-        for (const auto& r : rows)
-            f << '"' << source << "\"," << dev << ',' << prec << ',' << a.rows << ',' << a.cols
-              << ',' << a.nnz() << ',' << copy_gbs << ',' << r.format << ",\"" << r.transpose
-              << "\",\"" << r.status << "\"," << r.check_err << ',' << r.fwd_s << ',' << r.fwd_bytes
-              << ',' << r.back_s << ',' << r.back_bytes << ',' << r.iter_s << ',' << r.iter_bytes
-              << ',' << su.subsets << ',' << r.osem_iter_s << ',' << r.fwd_min << ',' << r.back_min
-              << ',' << r.iter_min << '\n';
-    }
-    if (jsonf) {
-        std::ofstream f(*jsonf);
-        HEPTANE_ENSURE(f.good(), IoError, "cannot write " << *jsonf);
-        f << "{\"system\": " << json_string(source) << ", \"device\": " << json_string(exec.name())
-          << ", \"precision\": \"" << prec << "\", \"rows\": " << a.rows << ", \"cols\": " << a.cols
-          << ", \"nnz\": " << a.nnz() << ", \"copy_gbs\": " << copy_gbs << ", \"results\": [\n";
-        for (std::size_t i = 0; i < rows.size(); ++i) {
-            const auto& r = rows[i];
-            f << "  {\"format\": \"" << r.format
-              << "\", \"transpose\": " << json_string(r.transpose)
-              << ", \"status\": " << json_string(r.status) << ", \"check_err\": " << r.check_err
-              << ", \"fwd_s\": " << r.fwd_s << ", \"fwd_bytes\": " << r.fwd_bytes
-              << ", \"back_s\": " << r.back_s << ", \"back_bytes\": " << r.back_bytes
-              << ", \"iter_s\": " << r.iter_s << ", \"iter_floor_bytes\": " << r.iter_bytes
-              << ", \"osem_subsets\": " << su.subsets << ", \"osem_iter_s\": " << r.osem_iter_s
-              << ", \"fwd_min_s\": " << r.fwd_min << ", \"back_min_s\": " << r.back_min
-              << ", \"iter_min_s\": " << r.iter_min << "}" << (i + 1 < rows.size() ? ",\n" : "\n");
-        }
-        f << "]}\n";
-    }
+    write_projection_results(pb, source, dev, exec.name(), a, copy_gbs, rows, true);
     return failed ? 1 : 0;
 }
 
