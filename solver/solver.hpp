@@ -154,4 +154,28 @@ protected:
     Solver& operator=(Solver&&) noexcept = default;
 };
 
+/// What every Krylov solver of this folder keeps the same way: its options, the operator and
+/// the preconditioner (shared, or borrowed: a no-op deleter), set through the Solver
+/// interface. Bicgstab, Cg and Gmres derive from it and add their method.
+template <class VT>
+class SolverBase : public Solver<VT> {
+public:
+    void set_operator(std::shared_ptr<const Operator<VT>> a) override { a_ = std::move(a); }
+    void set_operator(const Operator<VT>& a) override { a_ = borrowed(a); }
+    void set_preconditioner(std::shared_ptr<const Operator<VT>> m) override { m_ = std::move(m); }
+    void set_preconditioner(const Operator<VT>& m) override { m_ = borrowed(m); }
+    SolverOptions& options() noexcept override { return opts_; }
+    const SolverOptions& options() const noexcept override { return opts_; }
+
+protected:
+    explicit SolverBase(SolverOptions options) : opts_(std::move(options)) {}
+    static std::shared_ptr<const Operator<VT>> borrowed(const Operator<VT>& a)
+    {
+        return std::shared_ptr<const Operator<VT>>(&a, [](const Operator<VT>*) {});
+    }
+    SolverOptions opts_;
+    std::shared_ptr<const Operator<VT>> a_;
+    std::shared_ptr<const Operator<VT>> m_;
+};
+
 }  // namespace heptane

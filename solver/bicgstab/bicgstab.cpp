@@ -93,7 +93,7 @@ struct Bicgstab<VT>::Workspace {
 
 template <class VT>
 Bicgstab<VT>::Bicgstab(SolverOptions options, BicgstabImpl impl)
-    : opts_(std::move(options)), impl_(impl)
+    : SolverBase<VT>(std::move(options)), impl_(impl)
 {
 }
 template <class VT>
@@ -102,27 +102,6 @@ template <class VT>
 Bicgstab<VT>::Bicgstab(Bicgstab&&) noexcept = default;
 template <class VT>
 Bicgstab<VT>& Bicgstab<VT>::operator=(Bicgstab&&) noexcept = default;
-
-template <class VT>
-void Bicgstab<VT>::set_operator(std::shared_ptr<const Operator<VT>> a)
-{
-    a_ = std::move(a);
-}
-template <class VT>
-void Bicgstab<VT>::set_operator(const Operator<VT>& a)
-{
-    a_ = std::shared_ptr<const Operator<VT>>(&a, [](const Operator<VT>*) {});
-}
-template <class VT>
-void Bicgstab<VT>::set_preconditioner(std::shared_ptr<const Operator<VT>> m)
-{
-    m_ = std::move(m);
-}
-template <class VT>
-void Bicgstab<VT>::set_preconditioner(const Operator<VT>& m)
-{
-    m_ = std::shared_ptr<const Operator<VT>>(&m, [](const Operator<VT>*) {});
-}
 
 template <class VT>
 std::string Bicgstab<VT>::name() const

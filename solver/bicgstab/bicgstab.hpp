@@ -39,25 +39,13 @@ const char* to_string(BicgstabImpl impl) noexcept;
 BicgstabImpl parse_bicgstab_impl(const std::string& name);
 
 template <class VT>
-class Bicgstab : public Solver<VT> {
+class Bicgstab : public SolverBase<VT> {
 public:
     explicit Bicgstab(SolverOptions options = {}, BicgstabImpl impl = BicgstabImpl::fused);
     ~Bicgstab() override;
     Bicgstab(Bicgstab&&) noexcept;
     Bicgstab& operator=(Bicgstab&&) noexcept;
 
-    /// The system matrix (shared ownership).
-    void set_operator(std::shared_ptr<const Operator<VT>> a) override;
-    /// The system matrix, not owned: it must outlive the solves.
-    void set_operator(const Operator<VT>& a) override;
-    /// The preconditioner M (z = M⁻¹ r through M.apply); nullptr = none. Must live on the
-    /// operator's executor.
-    void set_preconditioner(std::shared_ptr<const Operator<VT>> m) override;
-    /// The preconditioner, not owned: it must outlive the solves.
-    void set_preconditioner(const Operator<VT>& m) override;
-
-    SolverOptions& options() noexcept override { return opts_; }
-    const SolverOptions& options() const noexcept override { return opts_; }
     BicgstabImpl implementation() const noexcept { return impl_; }
 
     /// Solve A x = b. x is the initial guess when options().nonzero_initial_guess, otherwise
@@ -71,10 +59,10 @@ public:
     struct Workspace;
 
 private:
-    SolverOptions opts_;
+    using SolverBase<VT>::opts_;
+    using SolverBase<VT>::a_;
+    using SolverBase<VT>::m_;
     BicgstabImpl impl_;
-    std::shared_ptr<const Operator<VT>> a_;
-    std::shared_ptr<const Operator<VT>> m_;
     std::unique_ptr<Workspace> ws_;
 };
 

@@ -56,7 +56,7 @@ struct Cg<VT>::Workspace {
 };
 
 template <class VT>
-Cg<VT>::Cg(SolverOptions options) : opts_(std::move(options))
+Cg<VT>::Cg(SolverOptions options) : SolverBase<VT>(std::move(options))
 {
 }
 template <class VT>
@@ -65,27 +65,6 @@ template <class VT>
 Cg<VT>::Cg(Cg&&) noexcept = default;
 template <class VT>
 Cg<VT>& Cg<VT>::operator=(Cg&&) noexcept = default;
-
-template <class VT>
-void Cg<VT>::set_operator(std::shared_ptr<const Operator<VT>> a)
-{
-    a_ = std::move(a);
-}
-template <class VT>
-void Cg<VT>::set_operator(const Operator<VT>& a)
-{
-    a_ = std::shared_ptr<const Operator<VT>>(&a, [](const Operator<VT>*) {});
-}
-template <class VT>
-void Cg<VT>::set_preconditioner(std::shared_ptr<const Operator<VT>> m)
-{
-    m_ = std::move(m);
-}
-template <class VT>
-void Cg<VT>::set_preconditioner(const Operator<VT>& m)
-{
-    m_ = std::shared_ptr<const Operator<VT>>(&m, [](const Operator<VT>*) {});
-}
 
 template <class VT>
 Status Cg<VT>::solve(const Array<VT>& b_arr, Array<VT>& x_arr)

@@ -22,23 +22,12 @@
 namespace heptane {
 
 template <class VT>
-class Cg : public Solver<VT> {
+class Cg : public SolverBase<VT> {
 public:
     explicit Cg(SolverOptions options = {});
     ~Cg() override;
     Cg(Cg&&) noexcept;
     Cg& operator=(Cg&&) noexcept;
-
-    void set_operator(std::shared_ptr<const Operator<VT>> a) override;
-    /// Not owned: must outlive the solves.
-    void set_operator(const Operator<VT>& a) override;
-    /// nullptr = none. Must live on the operator's executor.
-    void set_preconditioner(std::shared_ptr<const Operator<VT>> m) override;
-    /// Not owned: must outlive the solves.
-    void set_preconditioner(const Operator<VT>& m) override;
-
-    SolverOptions& options() noexcept override { return opts_; }
-    const SolverOptions& options() const noexcept override { return opts_; }
 
     /// Solve A x = b; x as for Bicgstab::solve.
     Status solve(const Array<VT>& b, Array<VT>& x) override;
@@ -49,9 +38,9 @@ public:
     struct Workspace;
 
 private:
-    SolverOptions opts_;
-    std::shared_ptr<const Operator<VT>> a_;
-    std::shared_ptr<const Operator<VT>> m_;
+    using SolverBase<VT>::opts_;
+    using SolverBase<VT>::a_;
+    using SolverBase<VT>::m_;
     std::unique_ptr<Workspace> ws_;
 };
 

@@ -96,7 +96,7 @@ struct Gmres<VT>::Workspace {
 };
 
 template <class VT>
-Gmres<VT>::Gmres(SolverOptions options, int restart) : opts_(std::move(options))
+Gmres<VT>::Gmres(SolverOptions options, int restart) : SolverBase<VT>(std::move(options))
 {
     set_restart(restart);
 }
@@ -112,27 +112,6 @@ void Gmres<VT>::set_restart(int m)
 {
     HEPTANE_ENSURE(m >= 1, InputError, "Gmres: restart (" << m << ") must be >= 1");
     restart_ = m;
-}
-
-template <class VT>
-void Gmres<VT>::set_operator(std::shared_ptr<const Operator<VT>> a)
-{
-    a_ = std::move(a);
-}
-template <class VT>
-void Gmres<VT>::set_operator(const Operator<VT>& a)
-{
-    a_ = std::shared_ptr<const Operator<VT>>(&a, [](const Operator<VT>*) {});
-}
-template <class VT>
-void Gmres<VT>::set_preconditioner(std::shared_ptr<const Operator<VT>> m)
-{
-    m_ = std::move(m);
-}
-template <class VT>
-void Gmres<VT>::set_preconditioner(const Operator<VT>& m)
-{
-    m_ = std::shared_ptr<const Operator<VT>>(&m, [](const Operator<VT>*) {});
 }
 
 template <class VT>

@@ -43,7 +43,7 @@
 namespace heptane {
 
 template <class VT>
-class Gmres : public Solver<VT> {
+class Gmres : public SolverBase<VT> {
 public:
     /// `restart`: m, the basis vectors of one cycle (≥ 1; InputError otherwise).
     explicit Gmres(SolverOptions options = {}, int restart = 30);
@@ -51,22 +51,12 @@ public:
     Gmres(Gmres&&) noexcept;
     Gmres& operator=(Gmres&&) noexcept;
 
-    void set_operator(std::shared_ptr<const Operator<VT>> a) override;
-    /// Not owned: must outlive the solves.
-    void set_operator(const Operator<VT>& a) override;
-    /// nullptr = none. Must live on the operator's executor. Need not be the same linear
-    /// map at every application (flexible GMRES).
-    void set_preconditioner(std::shared_ptr<const Operator<VT>> m) override;
-    /// Not owned: must outlive the solves.
-    void set_preconditioner(const Operator<VT>& m) override;
-
-    SolverOptions& options() noexcept override { return opts_; }
-    const SolverOptions& options() const noexcept override { return opts_; }
     int restart() const noexcept { return restart_; }
     /// InputError for m < 1.
     void set_restart(int m);
 
-    /// Solve A x = b; x as for Bicgstab::solve.
+    /// Solve A x = b; x as for Bicgstab::solve. The preconditioner need not be the same linear
+    /// map at every application (flexible GMRES).
     Status solve(const Array<VT>& b, Array<VT>& x) override;
 
     /// "gmres(m)", e.g. "gmres(30)".
@@ -75,10 +65,10 @@ public:
     struct Workspace;
 
 private:
-    SolverOptions opts_;
+    using SolverBase<VT>::opts_;
+    using SolverBase<VT>::a_;
+    using SolverBase<VT>::m_;
     int restart_ = 30;
-    std::shared_ptr<const Operator<VT>> a_;
-    std::shared_ptr<const Operator<VT>> m_;
     std::unique_ptr<Workspace> ws_;
 };
 
