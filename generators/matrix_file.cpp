@@ -1,7 +1,6 @@
 // Matrix and vector files by format (see matrix_file.hpp).
 #include "generators/matrix_file.hpp"
 
-#include <cstdint>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -57,20 +56,7 @@ long long announced_entries(const std::string& path)
 {
     std::ifstream in(path, std::ios::binary);
     if (!in) return -1;
-    if (file_format_of(path) == FileFormat::petsc_binary) {
-        // a matrix header: class id, rows, columns, nonzeros, each a 4- or 8-byte PetscInt
-        unsigned char b[32] = {};
-        in.read(reinterpret_cast<char*>(b), sizeof b);
-        auto word = [&](int ib, int i) {
-            std::uint64_t v = 0;
-            for (int k = 0; k < ib; ++k) v = (v << 8) | b[i * ib + k];
-            return ib == 4 ? static_cast<long long>(static_cast<std::int32_t>(v))
-                           : static_cast<long long>(v);
-        };
-        for (int ib : {4, 8})
-            if (in.gcount() >= 4 * ib && word(ib, 0) == petsc_mat_classid) return word(ib, 3);
-        return -1;
-    }
+    if (file_format_of(path) == FileFormat::petsc_binary) return petsc_binary_announced_nnz(path);
     std::string line;
     while (std::getline(in, line))
         if (!line.empty() && line[0] != '%') {

@@ -180,6 +180,18 @@ bool is_petsc_binary(const std::string& path)
     return index_bytes_of(b, std::size_t(in.gcount())) != 0;
 }
 
+long long petsc_binary_announced_nnz(const std::string& path)
+{
+    std::ifstream in(path, std::ios::binary);
+    unsigned char b[32] = {};
+    in.read(reinterpret_cast<char*>(b), sizeof b);
+    const std::size_t n = std::size_t(in.gcount());
+    const int ib = index_bytes_of(b, n);
+    if (ib == 0 || n < std::size_t(4 * ib)) return -1;
+    if (to_signed(load_be(b, ib), ib) != petsc_mat_classid) return -1;
+    return to_signed(load_be(b + 3 * ib, ib), ib);
+}
+
 PetscBinaryContents read_petsc_binary(const std::string& path)
 {
     const FileBytes file(path);

@@ -34,6 +34,10 @@ struct PetscBinaryContents {
 /// False for anything else, also for a file that cannot be read (the reader then says why).
 bool is_petsc_binary(const std::string& path);
 
+/// The nonzero count a file whose first object is a matrix announces in its header (-1
+/// otherwise), without reading the entries.
+long long petsc_binary_announced_nnz(const std::string& path);
+
 /// Read every object of the file. Sparse (AIJ) matrices only: a dense one (nnz < 0) is an
 /// InputError, as is a second matrix, a row length or column out of range, row lengths that
 /// do not add up to nnz, bytes past the last object that are not a whole object (e.g. a file
