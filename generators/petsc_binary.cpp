@@ -187,7 +187,7 @@ long long petsc_binary_announced_nnz(const std::string& path)
     in.read(reinterpret_cast<char*>(b), sizeof b);
     const std::size_t n = std::size_t(in.gcount());
     const int ib = index_bytes_of(b, n);
-    if (ib == 0 || n < std::size_t(4 * ib)) return -1;
+    if (ib == 0 || n < 4 * std::size_t(ib)) return -1;
     if (to_signed(load_be(b, ib), ib) != petsc_mat_classid) return -1;
     return to_signed(load_be(b + 3 * ib, ib), ib);
 }
