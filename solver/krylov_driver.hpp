@@ -1,7 +1,9 @@
 // The host side of every fused Krylov loop (internal header): queue iterations in batches of
 // check_every, read the KrylovState and the batch's residual norms back through pinned
 // memory while the next batch is already queued, feed the history and the monitor, test
-// stagnation, and assemble the Status. BiCGStab and CG differ only in `iterate`.
+// stagnation, and assemble the Status. BiCGStab and CG differ only in `iterate`
+// (run_fused_loop); the prologue and epilogue every Krylov solve shares (workspace key,
+// initial and true residual, timings) are here too.
 #pragma once
 
 #include <algorithm>
@@ -304,5 +306,85 @@ private:
     std::vector<double> prefix_min_;
     int seen_ = -1;  // last iteration emitted
 };
+
+/// What decides whether a solver's workspace serves the next solve: the executor, the size,
+/// `extent` (the iteration limit of BiCGStab and CG: their history; GMRES's restart m), whether
+/// M is applied, and the reducer of a distributed operator.
+struct WorkspaceKey {
+    std::shared_ptr<const Executor> exec;
+    index_t n = 0;
+    int extent = 0;
+    bool precond = false;
+    const Reducer* reducer = nullptr;
+    bool operator==(const WorkspaceKey& o) const noexcept
+    {
+        return exec.get() == o.exec.get() && n == o.n && extent == o.extent &&
+               precond == o.precond && reducer == o.reducer;
+    }
+};
+
+/// r = b − A x0 with the guess in x (SolverOptions::nonzero_initial_guess), else x = 0, r = b.
+template <class VT>
+void initial_residual(const Operator<VT>& a, VectorOps<VT>& ops, const SolverOptions& o,
+                      const VT* b, VT* x, VT* r)
+{
+    const index_t n = a.rows();
+    if (o.nonzero_initial_guess) {
+        a.apply(x, r);
+        ops.axpby(n, VT(1), b, VT(-1), r);
+    } else {
+        ops.fill(n, VT(0), x);
+        ops.copy(n, b, r);
+    }
+}
+
+/// Status::timings.solve_ms and per_iteration_ms from the solve's clock.
+inline void set_solve_time(Status& st, const Stopwatch& solve_clock)
+{
+    st.timings.solve_ms = solve_clock.ms();
+    st.timings.per_iteration_ms = st.iterations > 0 ? st.timings.solve_ms / st.iterations : 0.0;
+}
+
+/// The loop of a fused solver (BiCGStab, CG) after its init kernel: the driver over
+/// `iterate` (batched host checks, CUDA graphs where allowed), x = 0 for b = 0, and the
+/// Status with the setup time (setup_clock), the solve time and whether graphs and fused
+/// products were used. `m`: the preconditioner, null where it is skipped (identity).
+template <class VT, class Iterate>
+Status run_fused_loop(const Operator<VT>& a, const Operator<VT>* m, VectorOps<VT>& ops,
+                      CheckMirrors& mirrors, BatchGraph& graph, const SolverOptions& o,
+                      const FusedDots& fused, VT* x, const Stopwatch& setup_clock,
+                      Iterate&& iterate)
+{
+    KrylovDriver<VT> driver(ops, mirrors, o, effective_check_every(o, m),
+                            graphs_allowed(o, a, m) ? &graph : nullptr);
+    const bool stopped = driver.start();
+    if (stopped && driver.initial_state().bnorm == 0.0) ops.fill(a.rows(), VT(0), x);
+    Status st;
+    st.timings.setup_ms = setup_clock.ms();
+    const Stopwatch solve_clock;
+    if (!stopped) driver.run(iterate);
+    driver.finish(st);
+    st.cuda_graph = driver.used_graph();
+    st.fused_dots = fused.used();
+    set_solve_time(st, solve_clock);
+    return st;
+}
+
+/// With SolverOptions::compute_true_residual: ‖b − A x‖ and its relative value into st
+/// (`scratch`: n entries the solve no longer needs).
+template <class VT>
+void true_residual(const Operator<VT>& a, VectorOps<VT>& ops, const SolverOptions& o, const VT* b,
+                   const VT* x, VT* scratch, Status& st)
+{
+    if (!o.compute_true_residual) return;
+    const Stopwatch clock;
+    const index_t n = a.rows();
+    a.apply(x, scratch);                      // scratch = A x
+    ops.axpby(n, VT(1), b, VT(-1), scratch);  // scratch = b − A x
+    st.true_residual_norm = ops.norm2(n, scratch);
+    st.true_relative_residual =
+        st.b_norm > 0 ? st.true_residual_norm / st.b_norm : st.true_residual_norm;
+    st.timings.true_residual_ms = clock.ms();
+}
 
 }  // namespace heptane::detail

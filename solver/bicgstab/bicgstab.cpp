@@ -55,35 +55,20 @@ BicgstabImpl parse_bicgstab_impl(const std::string& name)
 
 template <class VT>
 struct Bicgstab<VT>::Workspace {
-    Workspace(std::shared_ptr<const Executor> e, index_t n_, int max_it_, bool precond_,
-              const Reducer* reducer_)
-        : exec(e),
-          n(n_),
-          max_it(max_it_),
-          precond(precond_),
-          reducer(reducer_),
-          ops(e, max_it_, reducer_),
-          r(e, n_),
-          r_hat(e, n_),
-          p(e, n_),
-          v(e, n_),
-          s(e, n_),
-          t(e, n_),
-          p_hat(e, precond_ ? n_ : 0),
-          s_hat(e, precond_ ? n_ : 0)
+    explicit Workspace(const detail::WorkspaceKey& k)
+        : key(k),
+          ops(k.exec, k.extent, k.reducer),
+          r(k.exec, k.n),
+          r_hat(k.exec, k.n),
+          p(k.exec, k.n),
+          v(k.exec, k.n),
+          s(k.exec, k.n),
+          t(k.exec, k.n),
+          p_hat(k.exec, k.precond ? k.n : 0),
+          s_hat(k.exec, k.precond ? k.n : 0)
     {
     }
-    bool fits(const std::shared_ptr<const Executor>& e, index_t n_, int max_it_, bool precond_,
-              const Reducer* reducer_) const
-    {
-        return e.get() == exec.get() && n_ == n && max_it_ == max_it && precond_ == precond &&
-               reducer_ == reducer;
-    }
-    std::shared_ptr<const Executor> exec;
-    index_t n;
-    int max_it;
-    bool precond;
-    const Reducer* reducer;
+    detail::WorkspaceKey key;  // max_it as the extent (the history's length)
     VectorOps<VT> ops;
     detail::CheckMirrors mirrors;
     BatchGraph graph;
@@ -127,46 +112,29 @@ Status Bicgstab<VT>::solve(const Array<VT>& b_arr, Array<VT>& x_arr)
         }
     }
 
-    detail::Stopwatch setup_clock;
+    const detail::Stopwatch setup_clock;
     const Operator<VT>& A = *a_;
-    const bool identity = is_identity_preconditioner(m_.get());
+    const Operator<VT>* M = is_identity_preconditioner(m_.get()) ? nullptr : m_.get();
     const index_t n = A.rows();
-    if (!ws_ || !ws_->fits(A.executor(), n, opts_.max_it, !identity, A.reducer()))
-        ws_ = std::make_unique<Workspace>(A.executor(), n, opts_.max_it, !identity, A.reducer());
+    const detail::WorkspaceKey key{A.executor(), n, opts_.max_it, M != nullptr, A.reducer()};
+    if (!ws_ || !(ws_->key == key)) ws_ = std::make_unique<Workspace>(key);
     Workspace& w = *ws_;
     VectorOps<VT>& ops = w.ops;
     const VT* b = b_arr.data();
     VT* x = x_arr.data();
     VT *r = w.r.data(), *r_hat = w.r_hat.data(), *p = w.p.data(), *v = w.v.data();
     VT *s = w.s.data(), *t = w.t.data();
-    VT* p_hat = identity ? p : w.p_hat.data();
-    VT* s_hat = identity ? s : w.s_hat.data();
+    VT* p_hat = M ? w.p_hat.data() : p;
+    VT* s_hat = M ? w.s_hat.data() : s;
 
-    // r = b − A x0 (x0 = 0 unless the guess is nonzero)
-    if (opts_.nonzero_initial_guess) {
-        A.apply(x, r);
-        ops.axpby(n, VT(1), b, VT(-1), r);
-    } else {
-        ops.fill(n, VT(0), x);
-        ops.copy(n, b, r);
-    }
+    detail::initial_residual(A, ops, opts_, b, x, r);  // r = b − A x0
     // r̂ = r, p = v = 0, ‖b‖, ‖r0‖, ρ = (r̂, r) = ‖r0‖²
     ops.bicgstab_init(n, b, r, r_hat, p, v, detail::stop_params(opts_));
     detail::FusedDots fused(A, opts_.fused_dots, w.partials);
-    const bool graphs = detail::graphs_allowed(opts_, A, identity ? nullptr : m_.get());
-    detail::KrylovDriver<VT> driver(
-        ops, w.mirrors, opts_, detail::effective_check_every(opts_, identity ? nullptr : m_.get()),
-        graphs ? &w.graph : nullptr);
-    const bool stopped = driver.start();
-    if (stopped && driver.initial_state().bnorm == 0.0) ops.fill(n, VT(0), x);  // b = 0: x = 0
-    Status st;
-    st.timings.setup_ms = setup_clock.ms();
-
-    detail::Stopwatch solve_clock;
-    if (!stopped) {
-        driver.run([&] {
-            ops.bicgstab_update_p(n, r, v, p);   // p = r + β(p − ωv)
-            if (!identity) m_->apply(p, p_hat);  // p̂ = M⁻¹ p
+    Status st =
+        detail::run_fused_loop(A, M, ops, w.mirrors, w.graph, opts_, fused, x, setup_clock, [&] {
+            ops.bicgstab_update_p(n, r, v, p);  // p = r + β(p − ωv)
+            if (M) M->apply(p, p_hat);          // p̂ = M⁻¹ p
             // v = A p̂, α = ρ/(r̂, v)
             fused.apply(
                 A, p_hat, v, r_hat, 1,
@@ -174,8 +142,8 @@ Status Bicgstab<VT>::solve(const Array<VT>& b_arr, Array<VT>& x_arr)
                     ops.bicgstab_alpha_partials(parts, sums);
                 },
                 [&] { ops.bicgstab_alpha(n, r_hat, v); });
-            ops.bicgstab_update_s(n, r, v, s);   // s = r − αv
-            if (!identity) m_->apply(s, s_hat);  // ŝ = M⁻¹ s
+            ops.bicgstab_update_s(n, r, v, s);  // s = r − αv
+            if (M) M->apply(s, s_hat);          // ŝ = M⁻¹ s
             // t = A ŝ with (t, s), (t, t), (s, s) → half-step test, ω = (t,s)/(t,t)
             fused.apply(
                 A, s_hat, t, s, 3,
@@ -185,22 +153,7 @@ Status Bicgstab<VT>::solve(const Array<VT>& b_arr, Array<VT>& x_arr)
                 [&] { ops.bicgstab_omega(n, t, s); });
             ops.bicgstab_update_xr(n, p_hat, s_hat, s, t, r_hat, x, r);  // x, r, ρ, β
         });
-    }
-    driver.finish(st);
-    st.cuda_graph = driver.used_graph();
-    st.fused_dots = fused.used();
-    st.timings.solve_ms = solve_clock.ms();
-    st.timings.per_iteration_ms = st.iterations > 0 ? st.timings.solve_ms / st.iterations : 0.0;
-
-    if (opts_.compute_true_residual) {
-        detail::Stopwatch clock;
-        A.apply(x, t);                      // t = A x
-        ops.axpby(n, VT(1), b, VT(-1), t);  // t = b − A x
-        st.true_residual_norm = ops.norm2(n, t);
-        st.true_relative_residual =
-            st.b_norm > 0 ? st.true_residual_norm / st.b_norm : st.true_residual_norm;
-        st.timings.true_residual_ms = clock.ms();
-    }
+    detail::true_residual(A, ops, opts_, b, x, t, st);
     return st;
 }
 

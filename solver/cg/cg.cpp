@@ -23,31 +23,16 @@ namespace heptane {
 
 template <class VT>
 struct Cg<VT>::Workspace {
-    Workspace(std::shared_ptr<const Executor> e, index_t n_, int max_it_, bool precond_,
-              const Reducer* reducer_)
-        : exec(e),
-          n(n_),
-          max_it(max_it_),
-          precond(precond_),
-          reducer(reducer_),
-          ops(e, max_it_, reducer_),
-          r(e, n_),
-          z(e, precond_ ? n_ : 0),
-          p(e, n_),
-          q(e, n_)
+    explicit Workspace(const detail::WorkspaceKey& k)
+        : key(k),
+          ops(k.exec, k.extent, k.reducer),
+          r(k.exec, k.n),
+          z(k.exec, k.precond ? k.n : 0),
+          p(k.exec, k.n),
+          q(k.exec, k.n)
     {
     }
-    bool fits(const std::shared_ptr<const Executor>& e, index_t n_, int max_it_, bool precond_,
-              const Reducer* reducer_) const
-    {
-        return e.get() == exec.get() && n_ == n && max_it_ == max_it && precond_ == precond &&
-               reducer_ == reducer;
-    }
-    std::shared_ptr<const Executor> exec;
-    index_t n;
-    int max_it;
-    bool precond;
-    const Reducer* reducer;
+    detail::WorkspaceKey key;  // max_it as the extent (the history's length)
     VectorOps<VT> ops;
     detail::CheckMirrors mirrors;
     BatchGraph graph;
@@ -72,70 +57,39 @@ Status Cg<VT>::solve(const Array<VT>& b_arr, Array<VT>& x_arr)
     detail::check_operands("Cg", a_.get(), m_.get(), b_arr, x_arr);
     detail::check_options(opts_);
 
-    detail::Stopwatch setup_clock;
+    const detail::Stopwatch setup_clock;
     const Operator<VT>& A = *a_;
-    const bool identity = is_identity_preconditioner(m_.get());
+    const Operator<VT>* M = is_identity_preconditioner(m_.get()) ? nullptr : m_.get();
     const index_t n = A.rows();
-    if (!ws_ || !ws_->fits(A.executor(), n, opts_.max_it, !identity, A.reducer()))
-        ws_ = std::make_unique<Workspace>(A.executor(), n, opts_.max_it, !identity, A.reducer());
+    const detail::WorkspaceKey key{A.executor(), n, opts_.max_it, M != nullptr, A.reducer()};
+    if (!ws_ || !(ws_->key == key)) ws_ = std::make_unique<Workspace>(key);
     Workspace& w = *ws_;
     VectorOps<VT>& ops = w.ops;
     const VT* b = b_arr.data();
     VT* x = x_arr.data();
     VT *r = w.r.data(), *p = w.p.data(), *q = w.q.data();
-    VT* z = identity ? r : w.z.data();
+    VT* z = M ? w.z.data() : r;
 
-    if (opts_.nonzero_initial_guess) {
-        A.apply(x, r);
-        ops.axpby(n, VT(1), b, VT(-1), r);  // r = b − A x0
-    } else {
-        ops.fill(n, VT(0), x);
-        ops.copy(n, b, r);
-    }
+    detail::initial_residual(A, ops, opts_, b, x, r);  // r = b − A x0
     ops.cg_init(n, b, r, detail::stop_params(opts_));  // ‖b‖, ‖r0‖, tests at iteration 0
-    if (!identity) m_->apply(r, z);                    // z = M⁻¹ r
+    if (M) M->apply(r, z);                             // z = M⁻¹ r
     ops.cg_start(n, r, z, p);                          // p = z, ρ = (r, z)
     detail::FusedDots fused(A, opts_.fused_dots, w.partials);
-    const bool graphs = detail::graphs_allowed(opts_, A, identity ? nullptr : m_.get());
-    detail::KrylovDriver<VT> driver(
-        ops, w.mirrors, opts_, detail::effective_check_every(opts_, identity ? nullptr : m_.get()),
-        graphs ? &w.graph : nullptr);
-    const bool stopped = driver.start();
-    if (stopped && driver.initial_state().bnorm == 0.0) ops.fill(n, VT(0), x);
-    Status st;
-    st.timings.setup_ms = setup_clock.ms();
-
-    detail::Stopwatch solve_clock;
-    if (!stopped) {
-        driver.run([&] {
+    Status st =
+        detail::run_fused_loop(A, M, ops, w.mirrors, w.graph, opts_, fused, x, setup_clock, [&] {
             // q = A p, α = ρ/(p, q)
             fused.apply(
                 A, p, q, p, 1,
                 [&](index_t parts, const double* sums) { ops.cg_alpha_partials(parts, sums); },
                 [&] { ops.cg_alpha(n, p, q); });
-            ops.cg_update_xr(n, p, q, x, r, identity);  // x += αp, r −= αq, ‖r‖
-            if (!identity) {
-                m_->apply(r, z);       // z = M⁻¹ r
+            ops.cg_update_xr(n, p, q, x, r, M == nullptr);  // x += αp, r −= αq, ‖r‖
+            if (M) {
+                M->apply(r, z);        // z = M⁻¹ r
                 ops.cg_beta(n, r, z);  // β = (r, z)/ρ
             }
             ops.cg_update_p(n, z, p);  // p = z + βp
         });
-    }
-    driver.finish(st);
-    st.cuda_graph = driver.used_graph();
-    st.fused_dots = fused.used();
-    st.timings.solve_ms = solve_clock.ms();
-    st.timings.per_iteration_ms = st.iterations > 0 ? st.timings.solve_ms / st.iterations : 0.0;
-
-    if (opts_.compute_true_residual) {
-        detail::Stopwatch clock;
-        A.apply(x, q);
-        ops.axpby(n, VT(1), b, VT(-1), q);
-        st.true_residual_norm = ops.norm2(n, q);
-        st.true_relative_residual =
-            st.b_norm > 0 ? st.true_residual_norm / st.b_norm : st.true_residual_norm;
-        st.timings.true_residual_ms = clock.ms();
-    }
+    detail::true_residual(A, ops, opts_, b, x, q, st);
     return st;
 }
 

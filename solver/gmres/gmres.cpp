@@ -45,42 +45,29 @@ void global_sum(const Reducer* reducer, const Executor& exec, double* values, in
 
 template <class VT>
 struct Gmres<VT>::Workspace {
-    Workspace(std::shared_ptr<const Executor> e, index_t n_, int m_, bool precond_,
-              const Reducer* reducer_)
-        : exec(e),
-          n(n_),
-          m(m_),
-          precond(precond_),
-          reducer(reducer_),
-          ops(e, 0, reducer_),
-          V(e, std::size_t(m_ + 1) * std::size_t(n_)),
-          Z(e, precond_ ? std::size_t(m_) * std::size_t(n_) : 0),
-          sums(e, 2 * std::size_t(m_ + 2)),
-          y(e, std::size_t(m_)),
-          scratch(e, dispatch_executor(*e,
-                                       [&](const auto& ex) {
-                                           return kernels::gmres_scratch_size(ex, n_, m_ + 2);
-                                       })),
-          H(std::size_t(m_ + 1) * std::size_t(m_)),
-          cs(std::size_t(m_)),
-          sn(std::size_t(m_)),
-          g(std::size_t(m_ + 1)),
-          yh(std::size_t(m_)),
-          mirror{std::make_unique<HostMirror>(e, sizeof(double) * 2 * std::size_t(m_ + 2)),
-                 std::make_unique<HostMirror>(e, sizeof(double) * 2 * std::size_t(m_ + 2))}
+    explicit Workspace(const detail::WorkspaceKey& k)
+        : key(k),
+          ops(k.exec, 0, k.reducer),
+          V(k.exec, std::size_t(k.extent + 1) * std::size_t(k.n)),
+          Z(k.exec, k.precond ? std::size_t(k.extent) * std::size_t(k.n) : 0),
+          sums(k.exec, 2 * std::size_t(k.extent + 2)),
+          y(k.exec, std::size_t(k.extent)),
+          scratch(k.exec, dispatch_executor(*k.exec,
+                                            [&](const auto& ex) {
+                                                return kernels::gmres_scratch_size(ex, k.n,
+                                                                                   k.extent + 2);
+                                            })),
+          H(std::size_t(k.extent + 1) * std::size_t(k.extent)),
+          cs(std::size_t(k.extent)),
+          sn(std::size_t(k.extent)),
+          g(std::size_t(k.extent + 1)),
+          yh(std::size_t(k.extent)),
+          mirror{
+              std::make_unique<HostMirror>(k.exec, sizeof(double) * 2 * std::size_t(k.extent + 2)),
+              std::make_unique<HostMirror>(k.exec, sizeof(double) * 2 * std::size_t(k.extent + 2))}
     {
     }
-    bool fits(const std::shared_ptr<const Executor>& e, index_t n_, int m_, bool precond_,
-              const Reducer* reducer_) const
-    {
-        return e.get() == exec.get() && n_ == n && m_ == m && precond_ == precond &&
-               reducer_ == reducer;
-    }
-    std::shared_ptr<const Executor> exec;
-    index_t n;
-    int m;
-    bool precond;
-    const Reducer* reducer;
+    detail::WorkspaceKey key;  // the restart m as the extent
     VectorOps<VT> ops;
     Array<VT> V;            // the Krylov basis v_0 .. v_m, column j at j·n
     Array<VT> Z;            // z_j = M⁻¹ v_j, j < m (empty without a preconditioner)
@@ -133,8 +120,8 @@ Status Gmres<VT>::solve(const Array<VT>& b_arr, Array<VT>& x_arr)
     const int m = restart_;
     const std::shared_ptr<const Executor> exec = A.executor();
     const Reducer* reducer = A.reducer();
-    if (!ws_ || !ws_->fits(exec, n, m, M != nullptr, reducer))
-        ws_ = std::make_unique<Workspace>(exec, n, m, M != nullptr, reducer);
+    const detail::WorkspaceKey key{exec, n, m, M != nullptr, reducer};
+    if (!ws_ || !(ws_->key == key)) ws_ = std::make_unique<Workspace>(key);
     Workspace& w = *ws_;
     VectorOps<VT>& ops = w.ops;
     const std::size_t ld = std::size_t(n);
@@ -164,14 +151,7 @@ Status Gmres<VT>::solve(const Array<VT>& b_arr, Array<VT>& x_arr)
         if (norm_out) global_sum(reducer, *exec, norm_out, 1);
     };
 
-    // r0 = b − A x0 in v_0
-    if (opts_.nonzero_initial_guess) {
-        A.apply(x, V);
-        ops.axpby(n, VT(1), b, VT(-1), V);
-    } else {
-        ops.fill(n, VT(0), x);
-        ops.copy(n, b, V);
-    }
+    detail::initial_residual(A, ops, opts_, b, x, V);  // r0 = b − A x0 in v_0
     const double bnorm = ops.norm2(n, b);
     double beta = ops.norm2(n, V);
     const double r0norm = beta;
@@ -360,18 +340,8 @@ Status Gmres<VT>::solve(const Array<VT>& b_arr, Array<VT>& x_arr)
     st.residual_norm = rnorm;
     st.relative_residual = bnorm > 0 ? rnorm / bnorm : 0.0;
     if (opts_.record_history) st.history = std::move(history);
-    st.timings.solve_ms = solve_clock.ms();
-    st.timings.per_iteration_ms = st.iterations > 0 ? st.timings.solve_ms / st.iterations : 0.0;
-
-    if (opts_.compute_true_residual) {
-        detail::Stopwatch clock;
-        A.apply(x, V);
-        ops.axpby(n, VT(1), b, VT(-1), V);
-        st.true_residual_norm = ops.norm2(n, V);
-        st.true_relative_residual =
-            st.b_norm > 0 ? st.true_residual_norm / st.b_norm : st.true_residual_norm;
-        st.timings.true_residual_ms = clock.ms();
-    }
+    detail::set_solve_time(st, solve_clock);
+    detail::true_residual(A, ops, opts_, b, x, V, st);
     return st;
 }
 
