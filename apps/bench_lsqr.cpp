@@ -160,17 +160,10 @@ int bench_lsqr(int argc, char** argv)
         s.solve(bd, xd);
         su.x_ref = xd.to_vector();
     }
-    const double copy_gbs = measure_copy_bandwidth(exec);
+    const double copy_gbs =
+        print_projection_system("LSQR", exec, prec, a, source, su.reps, su.iters);
     const Coo<double> at = transposed(a);
     const double m = a.rows, n = a.cols;
-
-    std::printf("LSQR on %s (%s): %d x %d, %lld entries (%.1f per row)\n", exec.name().c_str(),
-                prec.c_str(), a.rows, a.cols, static_cast<long long>(a.nnz()),
-                double(a.nnz()) / a.rows);
-    std::printf(
-        "system %s; copy bandwidth %.1f GB/s (read + written, this run); median of %d; "
-        "iteration over %d iterations\n\n",
-        source.c_str(), copy_gbs, su.reps, su.iters);
     std::printf(
         "| format | A^T | check | Av-cu us | %%floor | A^Tu-cv us | %%floor | iter ms | "
         "floor ms | %%floor | products share | min Av us / A^Tu us / iter ms |\n");

@@ -180,17 +180,10 @@ int bench_mlem(int argc, char** argv)
         em.solve(gd, fd);
         su.f_ref = fd.to_vector();
     }
-    const double copy_gbs = measure_copy_bandwidth(exec);
+    const double copy_gbs =
+        print_projection_system("MLEM", exec, prec, a, source, su.reps, su.iters);
     const Coo<double> at = transposed(a);
     const double m = a.rows, n = a.cols;
-
-    std::printf("MLEM on %s (%s): %d x %d, %lld entries (%.1f per row)\n", exec.name().c_str(),
-                prec.c_str(), a.rows, a.cols, static_cast<long long>(a.nnz()),
-                double(a.nnz()) / a.rows);
-    std::printf(
-        "system %s; copy bandwidth %.1f GB/s (read + written, this run); median of %d; "
-        "iteration over %d iterations\n\n",
-        source.c_str(), copy_gbs, su.reps, su.iters);
     std::printf(
         "| format | A^T | check | fwd us | fwd GB/s | fwd %%floor | back us | back GB/s | "
         "back %%floor | iter ms | floor ms | %%floor | min fwd us / back us / iter ms |%s\n",

@@ -1,9 +1,11 @@
 // The harness of heptane bench lsqr and bench mlem (bench_projection.hpp).
 #include "apps/bench_projection.hpp"
 
+#include <cstdio>
 #include <fstream>
 
 #include "apps/bench.hpp"
+#include "core/bandwidth.hpp"
 #include "core/error.hpp"
 #include "solver/mlem/mlem.hpp"
 
@@ -40,6 +42,20 @@ Coo<double> transposed(const Coo<double>& a)
     Coo<double> t{a.cols, a.rows, a.col, a.row, a.val};
     canonicalize(t);
     return t;
+}
+
+double print_projection_system(const char* method, const Executor& exec, const std::string& prec,
+                               const Coo<double>& a, const std::string& source, int reps, int iters)
+{
+    const double copy_gbs = measure_copy_bandwidth(exec);
+    std::printf("%s on %s (%s): %d x %d, %lld entries (%.1f per row)\n", method,
+                exec.name().c_str(), prec.c_str(), a.rows, a.cols, static_cast<long long>(a.nnz()),
+                double(a.nnz()) / a.rows);
+    std::printf(
+        "system %s; copy bandwidth %.1f GB/s (read + written, this run); median of %d; "
+        "iteration over %d iterations\n\n",
+        source.c_str(), copy_gbs, reps, iters);
+    return copy_gbs;
 }
 
 int for_each_projection_case(

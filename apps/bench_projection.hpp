@@ -58,6 +58,13 @@ void with_precision(Precision p, F&& f)
 /// A^T as canonical COO (the stored-transpose floor's matrix).
 Coo<double> transposed(const Coo<double>& a);
 
+/// Measure the copy bandwidth of `exec` (the floor's reference) and print the system's two
+/// header lines ("LSQR on DEVICE (PREC): m x n, ..." and "system ...; copy bandwidth ...").
+/// Returns the bandwidth in GB/s.
+double print_projection_system(const char* method, const Executor& exec, const std::string& prec,
+                               const Coo<double>& a, const std::string& source, int reps,
+                               int iters);
+
 /// For every format x A^T strategy of `b`: a row with its names, measured by `measure` (an
 /// heptane::Error makes it "n/a: ..."), printed by `print`, kept in `rows`. Returns the number
 /// of rows whose check FAILED.

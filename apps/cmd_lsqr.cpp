@@ -9,6 +9,7 @@
 #include "apps/args.hpp"
 #include "apps/commands.hpp"
 #include "apps/common.hpp"
+#include "apps/projection_cli.hpp"
 #include "core/error.hpp"
 #include "formats/matrix.hpp"
 #include "formats/outofcore/outofcore.hpp"
@@ -107,23 +108,14 @@ int cmd_lsqr(int argc, char** argv)
     const long long iter_lim = args.get_int("--iter-lim", -1);
     auto x0file = args.get("--x0");
     auto xfile = args.get("-o");
-    const std::string fmt_name = args.get_or("--format", "csr");
-    const std::string tr_name = args.get_or("--transpose", "native");
-    const std::string prec = args.get_or("--precision", "double");
-    const std::string device = args.get_or("--device", "auto");
-    const OutOfCoreChoice occ = parse_out_of_core(args);
+    ProjectionCli pc(args);
     args.finish(2, 2);
     if (lo.damp < 0 || lo.atol < 0 || lo.btol < 0 || lo.conlim < 0)
         throw UsageError("--damp, --atol, --btol and --conlim must be >= 0");
     if (iter_lim > 2147483647LL) throw UsageError("--iter-lim is too large");
     if (has_iter_lim && iter_lim < 0) throw UsageError("--iter-lim must be >= 0");
     lo.iter_lim = static_cast<int>(iter_lim < 0 ? -1 : iter_lim);
-    const Precision precision = precision_option(prec);
-    Format format;
-    FormatOptions fo;
-    parse_format_and_transpose(fmt_name, tr_name, format, fo);
-
-    if (device != "auto") (void)pick_executor(device);  // no such device: the error before the read
+    pc.resolve();
     const std::string& afile = args.positionals()[0];
     const std::string& bfile = args.positionals()[1];
     const auto t_read = std::chrono::steady_clock::now();
@@ -137,23 +129,14 @@ int cmd_lsqr(int argc, char** argv)
         std::fprintf(stderr, "read %s (%d x %d, %lld entries) and %s in %.3f s\n", afile.c_str(),
                      a.rows, a.cols, static_cast<long long>(a.nnz()), bfile.c_str(), read_s);
 
-    std::string device_why;
-    const auto exec = pick_solve_executor(device, static_cast<long long>(a.nnz()), device_why);
-    const std::string dev = device_label(*exec);
-    if (!quiet && !device_why.empty()) std::fprintf(stderr, "device %s\n", device_why.c_str());
+    pc.place(a, 6, quiet);  // out of core: LSQR's u, v, w, x, b and scratch as 6 vectors
     const std::vector<double>* x0p = x0file ? &x0 : nullptr;
-    // out of core: LSQR's u, v, w, x, b and scratch as 6 vectors
-    const std::optional<OutOfCoreOptions> oo =
-        out_of_core_choice(occ, *exec, a.rows, a.cols, a.nnz(), precision, 6, quiet);
-    if (oo) {
-        format = Format::csr;  // the chunks are CSR; A^T x scatters
-        fo.transpose = TransposeMode::scatter;
-    }
-    const OutOfCoreOptions* po = oo ? &*oo : nullptr;
-    Result r =
-        precision == Precision::double_  ? run<double, double>(a, b, x0p, format, fo, lo, exec, po)
-        : precision == Precision::single ? run<float, float>(a, b, x0p, format, fo, lo, exec, po)
-                                         : run<float, double>(a, b, x0p, format, fo, lo, exec, po);
+    const OutOfCoreOptions* po = pc.out_of_core ? &*pc.out_of_core : nullptr;
+    Result r = pc.precision == Precision::double_
+                   ? run<double, double>(a, b, x0p, pc.format, pc.fo, lo, pc.exec, po)
+               : pc.precision == Precision::single
+                   ? run<float, float>(a, b, x0p, pc.format, pc.fo, lo, pc.exec, po)
+                   : run<float, double>(a, b, x0p, pc.format, pc.fo, lo, pc.exec, po);
     const LsqrStatus& st = r.status;
     if (xfile) write_vector_file(*xfile, r.x, "x from heptane lsqr: " + st.summary());
     const double setup_s = (r.operator_ms + st.timings.setup_ms) / 1e3;
@@ -167,14 +150,14 @@ int cmd_lsqr(int argc, char** argv)
             "\"cols\": %d, \"nnz\": %lld}\n",
             st.istop, json_string(st.meaning()).c_str(), st.itn, st.r1norm, st.r2norm, st.anorm,
             st.acond, st.arnorm, st.xnorm, st.bnorm, st.timings.solve_ms / 1e3, setup_s,
-            st.timings.per_iteration_ms, to_string(format),
-            describe_transpose(format, fo.transpose), json_string(r.op).c_str(), prec.c_str(),
-            dev.c_str(), a.rows, a.cols, static_cast<long long>(a.nnz()));
+            st.timings.per_iteration_ms, to_string(pc.format),
+            describe_transpose(pc.format, pc.fo.transpose), json_string(r.op).c_str(),
+            pc.prec.c_str(), pc.dev.c_str(), a.rows, a.cols, static_cast<long long>(a.nnz()));
     } else {
         std::printf("system    %s: %d x %d, %lld entries; b %s\n", afile.c_str(), a.rows, a.cols,
                     static_cast<long long>(a.nnz()), bfile.c_str());
         std::printf("operator  %s (A^T: %s)\n", r.op.c_str(),
-                    describe_transpose(format, fo.transpose));
+                    describe_transpose(pc.format, pc.fo.transpose));
         std::printf("result    istop %d: %s\n", st.istop, st.meaning());
         std::printf("          %d iterations; r1norm %.6e, r2norm %.6e, arnorm %.6e\n", st.itn,
                     st.r1norm, st.r2norm, st.arnorm);

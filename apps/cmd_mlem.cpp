@@ -9,6 +9,7 @@
 #include "apps/args.hpp"
 #include "apps/commands.hpp"
 #include "apps/common.hpp"
+#include "apps/projection_cli.hpp"
 #include "core/error.hpp"
 #include "formats/matrix.hpp"
 #include "formats/outofcore/outofcore.hpp"
@@ -113,22 +114,13 @@ int cmd_mlem(int argc, char** argv)
     const long long subsets = args.get_int("--subsets", 1);
     auto ffile = args.get("-o");
     auto phantom = args.get("--phantom");
-    const std::string fmt_name = args.get_or("--format", "csr");
-    const std::string tr_name = args.get_or("--transpose", "native");
-    const std::string prec = args.get_or("--precision", "double");
-    const std::string device = args.get_or("--device", "auto");
-    const OutOfCoreChoice occ = parse_out_of_core(args);
+    ProjectionCli pc(args);
     args.finish(2, 2);
     if (!iters) throw UsageError("--iters N is required");
     if (iterations < 0 || iterations > 100000000) throw UsageError("--iters must be in [0, 1e8]");
     mo.iterations = static_cast<int>(iterations);
     if (subsets < 1) throw UsageError("--subsets must be >= 1");
-    const Precision precision = precision_option(prec);
-    Format format;
-    FormatOptions fo;
-    parse_format_and_transpose(fmt_name, tr_name, format, fo);
-
-    if (device != "auto") (void)pick_executor(device);  // no such device: the error before the read
+    pc.resolve();
     const std::string& afile = args.positionals()[0];
     const std::string& gfile = args.positionals()[1];
     const auto t_read = std::chrono::steady_clock::now();
@@ -151,17 +143,11 @@ int cmd_mlem(int argc, char** argv)
         std::fprintf(stderr, "read %s (%d x %d, %lld entries) and %s in %.3f s\n", afile.c_str(),
                      a.rows, a.cols, static_cast<long long>(a.nnz()), gfile.c_str(), read_s);
 
-    std::string device_why;
-    const auto exec = pick_solve_executor(device, static_cast<long long>(a.nnz()), device_why);
-    const std::string dev = device_label(*exec);
-    if (!quiet && !device_why.empty()) std::fprintf(stderr, "device %s\n", device_why.c_str());
-    const int S = static_cast<int>(subsets);
     // out of core: g, f, q, b, 1/norm, norm and the reduction scratch as 6 vectors
-    const std::optional<OutOfCoreOptions> oo =
-        out_of_core_choice(occ, *exec, a.rows, a.cols, a.nnz(), precision, 6, quiet);
+    pc.place(a, 6, quiet);
+    const int S = static_cast<int>(subsets);
+    const std::optional<OutOfCoreOptions>& oo = pc.out_of_core;
     if (oo) {
-        format = Format::csr;  // the chunks are CSR; A^T x scatters
-        fo.transpose = TransposeMode::scatter;
         if (!quiet) {
             const auto t_start = std::chrono::steady_clock::now();
             const bool osem = S > 1;
@@ -174,10 +160,11 @@ int cmd_mlem(int argc, char** argv)
         }
     }
     const OutOfCoreOptions* po = oo ? &*oo : nullptr;
-    Result r =
-        precision == Precision::double_  ? run<double, double>(a, g, S, format, fo, mo, exec, po)
-        : precision == Precision::single ? run<float, float>(a, g, S, format, fo, mo, exec, po)
-                                         : run<float, double>(a, g, S, format, fo, mo, exec, po);
+    Result r = pc.precision == Precision::double_
+                   ? run<double, double>(a, g, S, pc.format, pc.fo, mo, pc.exec, po)
+               : pc.precision == Precision::single
+                   ? run<float, float>(a, g, S, pc.format, pc.fo, mo, pc.exec, po)
+                   : run<float, double>(a, g, S, pc.format, pc.fo, mo, pc.exec, po);
     const MlemStatus& st = r.status;
     double relerr = -1;
     if (phantom) {
@@ -209,9 +196,9 @@ int cmd_mlem(int argc, char** argv)
             "\"rows\": %d, \"cols\": %d, \"nnz\": %lld",
             ll.c_str(), st.loglik.empty() ? 0.0 : st.loglik[0], st.iterations, st.subsets,
             st.counts, st.unseen_voxels, st.timings.solve_ms / 1e3, setup_s,
-            st.timings.per_iteration_ms, to_string(format),
-            describe_transpose(format, fo.transpose), json_string(r.op).c_str(), prec.c_str(),
-            dev.c_str(), a.rows, a.cols, static_cast<long long>(a.nnz()));
+            st.timings.per_iteration_ms, to_string(pc.format),
+            describe_transpose(pc.format, pc.fo.transpose), json_string(r.op).c_str(),
+            pc.prec.c_str(), pc.dev.c_str(), a.rows, a.cols, static_cast<long long>(a.nnz()));
         if (phantom) std::printf(", \"phantom_relerr\": %.9g", relerr);
         std::printf("}\n");
     } else {
@@ -221,7 +208,7 @@ int cmd_mlem(int argc, char** argv)
             afile.c_str(), a.rows, a.cols, static_cast<long long>(a.nnz()), gfile.c_str(),
             st.counts);
         std::printf("operator  %s (A^T: %s)\n", r.op.c_str(),
-                    describe_transpose(format, fo.transpose));
+                    describe_transpose(pc.format, pc.fo.transpose));
         std::printf("%s       %d iterations%s, f0 = %.6g, %d voxels unseen\n",
                     st.subsets > 1 ? "OSEM" : "MLEM", st.iterations,
                     st.subsets > 1 ? (" x " + std::to_string(st.subsets) + " subsets").c_str() : "",
