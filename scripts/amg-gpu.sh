@@ -12,6 +12,8 @@
 # Output in $OUT: summary.txt, precond-*.md/.csv/.json, logs.tar.gz.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
+# shellcheck source=scripts/gpu-common.sh
+. scripts/gpu-common.sh || exit 1
 out=${OUT:-$PWD/amg-gpu-out}
 build=${BUILD_DIR:-build-gpu}
 jobs=${JOBS:-$(nproc)}
@@ -24,26 +26,14 @@ for a in "$@"; do
     *) echo "amg-gpu: unknown option $a" >&2; exit 2 ;;
   esac
 done
-mkdir -p "$out/logs"
-logs=$out/logs
-summary=$out/summary.txt
-: >"$summary"
-note() { echo "$*" | tee -a "$summary"; }
-status=0
+gpu_init
 note "amg-gpu $(date -u +%FT%TZ) on $(hostname), commit $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 | tee -a "$summary"
 t0=$(date +%s)
-cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="${CUDA_ARCH:-90}" \
-  -DHEPTANE_WITH_PETSC=OFF >"$logs/configure.log" 2>&1 || { note "configure FAILED"; tail -30 "$logs/configure.log"; exit 1; }
-cmake --build "$build" -j "$jobs" >"$logs/build.log" 2>&1 ||
-  { note "build FAILED"; grep -E "error" "$logs/build.log" | head -40 | tee -a "$summary"; tar czf "$out/logs.tar.gz" -C "$out" logs; exit 1; }
+gpu_cmake keep "$jobs" "" -DCMAKE_CUDA_ARCHITECTURES="${CUDA_ARCH:-90}" -DHEPTANE_WITH_PETSC=OFF
 note "configure + build: $(($(date +%s) - t0)) s"
 if [ "$tests" = 1 ]; then
-  t0=$(date +%s)
-  (cd "$build" && ctest -L gpu -R "${TESTS_REGEX:-amg|gmres|solver|precond}" --output-on-failure --timeout 300 -j 4) \
-    >"$logs/ctest.log" 2>&1 || status=1
-  grep -E "tests passed|tests failed|\(Failed\)|\(Timeout\)|Skipped|Not Run" "$logs/ctest.log" | tee -a "$summary"
-  note "tests: $(($(date +%s) - t0)) s"
+  gpu_ctest gpu "${TESTS_REGEX:-amg|gmres|solver|precond}" 4
   if [ "${SANITIZE:-1}" = 1 ] && command -v compute-sanitizer >/dev/null; then
     # the device AMG setup's kernels and cuSPARSE calls under memcheck
     HEPTANE_TEST_DEVICE=cuda timeout 200 compute-sanitizer --tool memcheck --error-exitcode 9 \
@@ -51,15 +41,9 @@ if [ "$tests" = 1 ]; then
     note "memcheck test_amg/amg_setup: $(grep -E "ERROR SUMMARY|No errors|failure" "$logs/memcheck-amg.log" | head -3 | tr '\n' ' ')"
   fi
 fi
-h=$build/apps/heptane
 bench() {  # name, then bench precond arguments
-  local name=$1
-  shift
-  local t=$(date +%s)
-  "$h" bench precond "$@" --csv "$out/precond-$name.csv" --json "$out/precond-$name.json" \
-    >"$out/precond-$name.md" 2>"$logs/precond-$name.err" || status=1
-  note "## $name ($(($(date +%s) - t)) s): $*"
-  grep -E "^\| [^ ]" "$out/precond-$name.md" | grep -v "^| system" | cut -c1-200 | tee -a "$summary"
+  gpu_bench_precond "$@"
+  grep -E "^\| [^ ]" "$out/precond-$1.md" | grep -v "^| system" | cut -c1-200 | tee -a "$summary"
 }
 if [ "$quick" = 1 ]; then
   bench quick --generate 64x64x32x1:channelized --pcs jacobi,amg --solver cg --device gpu
@@ -80,5 +64,4 @@ else
     --device cpu
 fi
 note "status $status"
-tar czf "$out/logs.tar.gz" -C "$out" logs 2>/dev/null && rm -rf "$logs"
-exit "$status"
+finish "$status"

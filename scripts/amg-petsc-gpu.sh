@@ -16,6 +16,8 @@
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 root=$PWD
+# shellcheck source=scripts/gpu-common.sh
+. "$root/scripts/gpu-common.sh" || exit 1
 out=${OUT:-$root/amg-petsc-out}
 build=${BUILD_DIR:-build-gpu}
 prefix=${PETSC_PREFIX:-/tmp/petsc}
@@ -23,41 +25,15 @@ grid=${GRID:--nx 128 -ny 128 -nz 64}
 steps=${STEPS:--steps 2 -newton 2}
 np=${NP:-16}
 export PATH=/usr/local/cuda/bin:$PATH
-mkdir -p "$out/logs"
-logs=$out/logs
-summary=$out/summary.txt
-: >"$summary"
-note() { echo "$*" | tee -a "$summary"; }
-finish() {
-  tar czf "$out/logs.tar.gz" -C "$out" logs 2>/dev/null && rm -rf "$logs"
-  exit "$1"
-}
-status=0
+gpu_init
 note "amg-petsc-gpu $(date -u +%FT%TZ), commit $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
 nvidia-smi --query-gpu=name,memory.total --format=csv,noheader 2>&1 | tee -a "$summary"
-if ! [ -f "$prefix/lib/pkgconfig/PETSc.pc" ] && ! [ -f "$prefix/lib/pkgconfig/petsc.pc" ]; then
-  t0=$(date +%s)
-  work=$(mktemp -d /tmp/petsc-build.XXXXXX)
-  PETSC_BUILD_DIR=$work bash .tools/petsc-from-source.sh build .tools/petsc-3.18.5.tar.xz "$prefix" \
-    >"$logs/petsc-build.log" 2>&1 || { note "PETSc build FAILED"; tail -20 "$logs/petsc-build.log"; finish 1; }
-  rm -rf "$work"
-  note "PETSc 3.18.5 built in $(($(date +%s) - t0)) s"
-fi
-export PKG_CONFIG_PATH="$prefix/lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
-export LD_LIBRARY_PATH="$prefix/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+gpu_petsc "PETSc 3.18.5"
 t0=$(date +%s)
-cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="${CUDA_ARCH:-90}" \
-  -DPETSC_DIR="$prefix" -DHEPTANE_BUILD_EXAMPLES=ON >"$logs/configure.log" 2>&1 ||
-  { note "configure FAILED"; tail -30 "$logs/configure.log"; finish 1; }
-grep -E "heptane: (MPI|CUDA|PETSc)" "$logs/configure.log" | tee -a "$summary"
-cmake --build "$build" -j "$(nproc)" >"$logs/build.log" 2>&1 ||
-  { note "build FAILED"; grep -E "error" "$logs/build.log" | head -40 | tee -a "$summary"; finish 1; }
+gpu_cmake finish "$(nproc)" "heptane: (MPI|CUDA|PETSc)" -DCMAKE_CUDA_ARCHITECTURES="${CUDA_ARCH:-90}" \
+  -DPETSC_DIR="$prefix" -DHEPTANE_BUILD_EXAMPLES=ON
 note "configure + build: $(($(date +%s) - t0)) s"
-t0=$(date +%s)
-(cd "$build" && ctest -L "gpu|plugin" -R "${TESTS_REGEX:-amg|cpr|gmres}" --output-on-failure \
-  --timeout 300 -j 6) >"$logs/ctest.log" 2>&1 || status=1
-grep -E "tests passed|tests failed|\(Failed\)|\(Timeout\)|Skipped|Not Run" "$logs/ctest.log" | tee -a "$summary"
-note "tests: $(($(date +%s) - t0)) s"
+gpu_ctest "gpu|plugin" "${TESTS_REGEX:-amg|cpr|gmres}" 6
 compare() {  # name system petsc_pcs heptane_pcs [more heptane options]
   local t=$(date +%s)
   BUILD_DIR=$build EXAMPLE_ARGS="$grid $steps -system $2" RTOL=1e-6 PETSC_NP=$np PETSC_PCS="$3" \

@@ -18,6 +18,8 @@
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 root=$PWD
+# shellcheck source=scripts/gpu-common.sh
+. "$root/scripts/gpu-common.sh" || exit 1
 out=${OUT:-$root/one-gpu-out}
 build=${BUILD_DIR:-build-gpu}
 jobs=${JOBS:-$(nproc)}
@@ -34,39 +36,17 @@ while [ $# -gt 0 ]; do
   esac
   shift
 done
-mkdir -p "$out/logs"
-logs=$out/logs
-summary=$out/summary.txt
-: >"$summary"
-note() { echo "$*" | tee -a "$summary"; }
-finish() {
-  tar czf "$out/logs.tar.gz" -C "$out" logs 2>/dev/null && rm -rf "$logs"
-  exit "$1"
-}
-status=0
+gpu_init
 note "one-gpu $(date -u +%FT%TZ) on $(hostname), commit $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 | tee -a "$summary"
 
 # ---- PETSc ---------------------------------------------------------------------------------
-if ! [ -f "$prefix/lib/pkgconfig/PETSc.pc" ] && ! [ -f "$prefix/lib/pkgconfig/petsc.pc" ]; then
-  t0=$(date +%s)
-  work=$(mktemp -d /tmp/petsc-build.XXXXXX)
-  PETSC_BUILD_DIR=$work bash .tools/petsc-from-source.sh build .tools/petsc-3.18.5.tar.xz "$prefix" \
-    >"$logs/petsc-build.log" 2>&1 || { note "PETSc build FAILED"; tail -20 "$logs/petsc-build.log"; finish 1; }
-  rm -rf "$work"
-  note "PETSc built in $(($(date +%s) - t0)) s"
-fi
-export PKG_CONFIG_PATH="$prefix/lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
-export LD_LIBRARY_PATH="$prefix/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+gpu_petsc PETSc
 
 # ---- heptane: library, CLI, tests, plugin, example ------------------------------------------
 t0=$(date +%s)
-cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="$arch" \
-  -DPETSC_DIR="$prefix" -DHEPTANE_BUILD_EXAMPLES=ON >"$logs/configure.log" 2>&1 ||
-  { note "configure FAILED"; tail -30 "$logs/configure.log"; finish 1; }
-grep -E "heptane: (MPI|NCCL|CUDA|PETSc)" "$logs/configure.log" | tee -a "$summary"
-cmake --build "$build" -j "$jobs" >"$logs/build.log" 2>&1 ||
-  { note "build FAILED"; grep -E "error" "$logs/build.log" | head -40 | tee -a "$summary"; finish 1; }
+gpu_cmake finish "$jobs" "heptane: (MPI|NCCL|CUDA|PETSc)" -DCMAKE_CUDA_ARCHITECTURES="$arch" \
+  -DPETSC_DIR="$prefix" -DHEPTANE_BUILD_EXAMPLES=ON
 note "configure + build: $(($(date +%s) - t0)) s (-j $jobs)"
 
 # ---- tests -----------------------------------------------------------------------------------

@@ -17,6 +17,8 @@
 # Output in $OUT: summary.txt, setup.*, precond-*.md/.csv/.json, solve-thesis.*, logs.tar.gz.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
+# shellcheck source=scripts/gpu-common.sh
+. scripts/gpu-common.sh || exit 1
 out=${OUT:-$PWD/setup-gpu-out}
 build=${BUILD_DIR:-build-gpu}
 jobs=${JOBS:-$(nproc)}
@@ -29,29 +31,17 @@ for a in "$@"; do
     *) echo "setup-gpu: unknown option $a" >&2; exit 2 ;;
   esac
 done
-mkdir -p "$out/logs"
-logs=$out/logs
-summary=$out/summary.txt
-: >"$summary"
-note() { echo "$*" | tee -a "$summary"; }
-status=0
+gpu_init
 note "setup-gpu $(date -u +%FT%TZ) on $(hostname), commit $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 | tee -a "$summary"
 data_args=()
 [ -d .data ] && data_args=(-DHEPTANE_TEST_DATA_DIR="$PWD/.data")
 t0=$(date +%s)
-cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="${CUDA_ARCH:-90}" \
-  -DHEPTANE_WITH_PETSC=OFF "${data_args[@]}" >"$logs/configure.log" 2>&1 ||
-  { note "configure FAILED"; tail -30 "$logs/configure.log"; exit 1; }
-cmake --build "$build" -j "$jobs" >"$logs/build.log" 2>&1 ||
-  { note "build FAILED"; grep -E "error" "$logs/build.log" | head -40 | tee -a "$summary"; tar czf "$out/logs.tar.gz" -C "$out" logs; exit 1; }
+gpu_cmake keep "$jobs" "" -DCMAKE_CUDA_ARCHITECTURES="${CUDA_ARCH:-90}" -DHEPTANE_WITH_PETSC=OFF \
+  "${data_args[@]}"
 note "configure + build: $(($(date +%s) - t0)) s"
 if [ "$tests" = 1 ]; then
-  t0=$(date +%s)
-  (cd "$build" && ctest -L gpu -R "${TESTS_REGEX:-formats|amg|gmres|solver|precond}" --output-on-failure --timeout 300 -j 4) \
-    >"$logs/ctest.log" 2>&1 || status=1
-  grep -E "tests passed|tests failed|\(Failed\)|\(Timeout\)|Skipped|Not Run" "$logs/ctest.log" | tee -a "$summary"
-  note "tests: $(($(date +%s) - t0)) s"
+  gpu_ctest gpu "${TESTS_REGEX:-formats|amg|gmres|solver|precond}" 4
   if [ "${SANITIZE:-1}" = 1 ] && command -v compute-sanitizer >/dev/null; then
     HEPTANE_TEST_DEVICE=cuda timeout 200 compute-sanitizer --tool memcheck --error-exitcode 9 \
       "$build/tests/test_formats" --run_test=bdia_built_on_the_executor_round_trips_and_matches_the_host_build \
@@ -92,13 +82,8 @@ note "## bench setup ($(($(date +%s) - t)) s)"
 grep -E "^\| " "$out/setup.md" | tee -a "$summary"
 [ "${SETUP_ONLY:-0}" = 1 ] && { tar czf "$out/logs.tar.gz" -C "$out" logs && rm -rf "$logs"; note "status $status"; exit "$status"; }
 bench() {  # name, then bench precond arguments
-  local name=$1
-  shift
-  local t=$(date +%s)
-  "$h" bench precond "$@" --csv "$out/precond-$name.csv" --json "$out/precond-$name.json" \
-    >"$out/precond-$name.md" 2>"$logs/precond-$name.err" || status=1
-  note "## $name ($(($(date +%s) - t)) s): $*"
-  grep -E "^\| " "$out/precond-$name.md" | grep -v "^| system\|^|---" | cut -c1-600 | tee -a "$summary"
+  gpu_bench_precond "$@"
+  grep -E "^\| " "$out/precond-$1.md" | grep -v "^| system\|^|---" | cut -c1-600 | tee -a "$summary"
 }
 wheres="device host"
 [ "$quick" = 1 ] && wheres=device
