@@ -28,4 +28,12 @@ inline void set_bit(std::uint64_t* words, std::size_t i, bool v) noexcept
         words[i >> 6] &= ~m;
 }
 
+/// Set bit i where other threads may set bits of the same word (an atomic OR).
+inline void set_bit_atomic(std::uint64_t* words, std::size_t i) noexcept
+{
+    const std::uint64_t m = std::uint64_t{1} << (i & 63);
+#pragma omp atomic
+    words[i >> 6] |= m;
+}
+
 }  // namespace heptane

@@ -10,26 +10,13 @@
 
 #include "core/bitset.hpp"
 #include "core/error.hpp"
+#include "core/parallel.hpp"
 #include "formats/bdia/bdia_build.hpp"
-
-#ifdef _OPENMP
-#include <omp.h>
-#endif
+#include "formats/padded_to_coo.hpp"
 
 namespace heptane {
 
 namespace {
-
-// Loops over fewer items than this run serially: a parallel region costs more there.
-constexpr offset_t kParallelMin = offset_t(1) << 15;
-
-// Set bit i where other threads may set bits of the same word.
-inline void set_bit_atomic(std::uint64_t* words, std::size_t i) noexcept
-{
-    const std::uint64_t m = std::uint64_t{1} << (i & 63);
-#pragma omp atomic
-    words[i >> 6] |= m;
-}
 
 // Set bits [begin, end). Partial end words by hand, whole words in parallel.
 void set_bit_range(std::uint64_t* words, std::size_t begin, std::size_t end)
@@ -121,12 +108,8 @@ void bdia_fill_raw(index_t rows, index_t cols, NC nc, const std::vector<index_t>
     // rest a plain one (an atomic per entry cost more than everything else here).
 #pragma omp parallel reduction(min : first_bad) if (nnz > kParallelMin)
     {
-#ifdef _OPENMP
-        const offset_t t = omp_get_thread_num(), nt = omp_get_num_threads();
-#else
-        const offset_t t = 0, nt = 1;
-#endif
-        const index_t r0 = index_t(rows * t / nt), r1 = index_t(rows * (t + 1) / nt);
+        const ThreadShare share = thread_share(rows);
+        const index_t r0 = index_t(share.begin), r1 = index_t(share.end);
         for (index_t r = r0; r < r1; ++r) {
             const index_t rb = r / nc;
             index_t q = 0;  // the previous entry's offset index: a row's entries ascend in d
@@ -352,34 +335,14 @@ Coo<T> to_coo(const Bdia<T>& a)
     const T* data = a.data.data();
     std::vector<index_t> off(nk);
     for (index_t k = 0; k < nk; ++k) off[k] = a.offset(k);
-    // Pass 1: stored entries per row; pass 2: fill. column(r, k) = r - r mod Nc + offset(k)
-    // grows with k (offsets ascend, s < Nc), so each row comes out sorted.
-    std::vector<offset_t> ptr(std::size_t(rows) + 1, 0);
-#pragma omp parallel for schedule(static) if (offset_t(a.data.size()) > kParallelMin)
-    for (index_t i = 0; i < rows; ++i) {
-        offset_t n = 0;
-        for (index_t k = 0; k < nk; ++k) n += test_bit(bits, std::size_t(k) * rows + i);
-        ptr[i + 1] = n;
-    }
-    for (index_t i = 0; i < rows; ++i) ptr[i + 1] += ptr[i];
-    const offset_t nnz = ptr[rows];
-    std::vector<index_t> r(nnz), c(nnz);
-    std::vector<T> v(nnz);
-#pragma omp parallel for schedule(static) if (offset_t(a.data.size()) > kParallelMin)
-    for (index_t i = 0; i < rows; ++i) {
-        offset_t o = ptr[i];
-        const index_t base = i - i % nc;
-        for (index_t k = 0; k < nk; ++k) {
-            const std::size_t s = std::size_t(k) * rows + i;
-            if (!test_bit(bits, s)) continue;
-            r[o] = i;
-            c[o] = base + off[k];
-            v[o] = data[s];
-            ++o;
-        }
-    }
-    return Coo<T>{a.rows, a.cols, Array<index_t>(std::move(r)), Array<index_t>(std::move(c)),
-                  Array<T>(std::move(v))};
+    // column(r, k) = r - r mod Nc + offset(k) grows with k (offsets ascend, s < Nc), so each
+    // row comes out sorted.
+    return detail::padded_to_coo(rows, a.cols, bits, data, offset_t(a.data.size()) > kParallelMin,
+                                 [&](index_t i, auto&& f) {
+                                     const index_t base = i - i % nc;
+                                     for (index_t k = 0; k < nk; ++k)
+                                         f(std::size_t(k) * rows + i, base + off[k]);
+                                 });
 }
 
 template <class T>

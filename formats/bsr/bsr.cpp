@@ -9,21 +9,12 @@
 
 #include "core/bitset.hpp"
 #include "core/error.hpp"
+#include "core/parallel.hpp"
+#include "formats/padded_to_coo.hpp"
 
 namespace heptane {
 
 namespace {
-
-// Loops over fewer items than this run serially: a parallel region costs more there.
-constexpr offset_t kParallelMin = offset_t(1) << 15;
-
-// Set bit i where other threads may set bits of the same word.
-inline void set_bit_atomic(std::uint64_t* words, std::size_t i) noexcept
-{
-    const std::uint64_t m = std::uint64_t{1} << (i & 63);
-#pragma omp atomic
-    words[i >> 6] |= m;
-}
 
 // The sorted distinct block columns of block row `ib` into `out`.
 inline void block_columns(const std::vector<offset_t>& ptr, const index_t* col, index_t b,
@@ -124,45 +115,20 @@ template <class T>
 Coo<T> to_coo(const Bsr<T>& a)
 {
     HEPTANE_ENSURE(a.exec()->is_cpu(), NotSupported, "to_coo works on host BSR");
-    const index_t b = a.block_size, brows = a.block_rows();
+    const index_t b = a.block_size;
     const std::size_t bb = std::size_t(b) * b;
     const offset_t* bptr = a.row_ptr.data();
     const index_t* bci = a.col_idx.data();
-    const std::uint64_t* bits = a.pattern.data();
-    const T* values = a.values.data();
-    // Pass 1: stored entries per row; pass 2: fill. Blocks are sorted by block column, so
-    // walking a row across its blocks gives ascending columns.
-    std::vector<offset_t> ptr(std::size_t(a.rows) + 1, 0);
-#pragma omp parallel for schedule(dynamic, 256) if (offset_t(a.values.size()) > kParallelMin)
-    for (index_t ib = 0; ib < brows; ++ib)
-        for (index_t lr = 0; lr < b; ++lr) {
-            offset_t n = 0;
+    // Blocks are sorted by block column, so walking a row across its blocks gives ascending
+    // columns.
+    return detail::padded_to_coo(
+        a.rows, a.cols, a.pattern.data(), a.values.data(), offset_t(a.values.size()) > kParallelMin,
+        [&](index_t i, auto&& f) {
+            const index_t ib = i / b, lr = i % b;
             for (offset_t p = bptr[ib]; p < bptr[ib + 1]; ++p)
                 for (index_t j = 0; j < b; ++j)
-                    n += test_bit(bits, std::size_t(p) * bb + std::size_t(lr) * b + j);
-            ptr[std::size_t(ib) * b + lr + 1] = n;
-        }
-    for (index_t i = 0; i < a.rows; ++i) ptr[i + 1] += ptr[i];
-    const offset_t nnz = ptr[a.rows];
-    std::vector<index_t> r(nnz), c(nnz);
-    std::vector<T> v(nnz);
-#pragma omp parallel for schedule(dynamic, 256) if (offset_t(a.values.size()) > kParallelMin)
-    for (index_t ib = 0; ib < brows; ++ib)
-        for (index_t lr = 0; lr < b; ++lr) {
-            const index_t i = ib * b + lr;
-            offset_t o = ptr[i];
-            for (offset_t p = bptr[ib]; p < bptr[ib + 1]; ++p)
-                for (index_t j = 0; j < b; ++j) {
-                    const std::size_t s = std::size_t(p) * bb + std::size_t(lr) * b + j;
-                    if (!test_bit(bits, s)) continue;
-                    r[o] = i;
-                    c[o] = bci[p] * b + j;
-                    v[o] = values[s];
-                    ++o;
-                }
-        }
-    return Coo<T>{a.rows, a.cols, Array<index_t>(std::move(r)), Array<index_t>(std::move(c)),
-                  Array<T>(std::move(v))};
+                    f(std::size_t(p) * bb + std::size_t(lr) * b + j, bci[p] * b + j);
+        });
 }
 
 #define HEPTANE_INSTANTIATE(T)                               \

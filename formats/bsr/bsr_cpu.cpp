@@ -12,14 +12,12 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "core/parallel.hpp"
 #include "formats/bsr/bsr_kernels.hpp"
 
 namespace heptane::kernels {
 
 namespace {
-
-// Loops over fewer items than this run serially: a parallel region costs more there.
-constexpr offset_t kParallelMin = offset_t(1) << 15;
 
 // B > 0: block size known at compile time; B == 0: a.block_size at run time.
 template <int B, class MT, class VT>

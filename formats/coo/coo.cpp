@@ -4,6 +4,7 @@
 #include <numeric>
 
 #include "core/error.hpp"
+#include "core/parallel.hpp"
 
 namespace heptane {
 
@@ -99,11 +100,6 @@ void canonicalize(Coo<T>& a, DuplicatePolicy policy)
     a.col = Array<index_t>(std::move(nc));
     a.val = Array<T>(std::move(nv));
 }
-
-namespace {
-// Loops over fewer entries than this run serially: a parallel region costs more there.
-constexpr offset_t kParallelMin = offset_t(1) << 15;
-}  // namespace
 
 template <class T>
 void require_canonical(const Coo<T>& a, const char* who)

@@ -4,19 +4,11 @@
 #include <algorithm>
 
 #include "core/error.hpp"
+#include "core/parallel.hpp"
+#include "formats/coo/coo_accumulate.hpp"
 #include "formats/coo/coo_kernels.hpp"
 
-#ifdef _OPENMP
-#include <omp.h>
-#endif
-
 namespace heptane::kernels {
-
-namespace {
-/// Below this many rows (or entries) a loop runs on one thread: opening a parallel region
-/// costs more than the work (as in solver/vector/vector_cpu.cpp).
-constexpr offset_t kParallelMin = 1 << 15;
-}  // namespace
 
 template <class MT, class VT>
 void spmv(const CpuExecutor&, const Coo<MT>& a, Op op, VT alpha, const VT* x, VT beta, VT* y)
@@ -30,33 +22,7 @@ void spmv(const CpuExecutor&, const Coo<MT>& a, Op op, VT alpha, const VT* x, VT
     const index_t* r = a.row.data();
     const index_t* c = a.col.data();
     const MT* v = a.val.data();
-    if (op == Op::normal) {
-#pragma omp parallel if (nnz >= kParallelMin)
-        {
-#ifdef _OPENMP
-            const int t = omp_get_thread_num(), nt = omp_get_num_threads();
-#else
-            const int t = 0, nt = 1;
-#endif
-            offset_t b = nnz * t / nt, e = nnz * (t + 1) / nt;
-            // widen to whole rows: start at the first entry of a row that begins in range
-            while (b > 0 && b < nnz && r[b] == r[b - 1]) ++b;
-            while (e > 0 && e < nnz && r[e] == r[e - 1]) ++e;
-            for (offset_t k = b; k < e;) {
-                const index_t row = r[k];
-                VT sum = 0;
-                for (; k < e && r[k] == row; ++k) sum += VT(v[k]) * x[c[k]];
-                y[row] += alpha * sum;
-            }
-        }
-    } else {
-#pragma omp parallel for if (nnz >= kParallelMin)
-        for (offset_t k = 0; k < nnz; ++k) {
-            const VT t = alpha * VT(v[k]) * x[r[k]];
-#pragma omp atomic
-            y[c[k]] += t;
-        }
-    }
+    detail::coo_accumulate(nnz, r, c, v, op, alpha, x, y);
 }
 
 #define HEPTANE_INSTANTIATE(MT, VT) \

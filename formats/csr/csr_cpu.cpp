@@ -1,16 +1,10 @@
 // CSR SpMV on the CPU (OpenMP over rows). A^T x without a stored transpose scatters with
 // atomics; an operator that keeps transpose(A) uses the row kernel instead.
 #include "core/error.hpp"
+#include "core/parallel.hpp"
 #include "formats/csr/csr_kernels.hpp"
 
 namespace heptane::kernels {
-
-namespace {
-/// Below this many rows a loop runs on one thread: opening a parallel region costs more
-/// than the work (as in solver/vector/vector_cpu.cpp; 1.4 s of a sherman1 solve on a loaded
-/// 2-core host went to parallel regions).
-constexpr index_t kParallelMin = 1 << 15;
-}  // namespace
 
 template <class MT, class VT>
 void spmv(const CpuExecutor&, const Csr<MT>& a, Op op, VT alpha, const VT* x, VT beta, VT* y)

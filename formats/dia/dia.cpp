@@ -8,27 +8,10 @@
 
 #include "core/bitset.hpp"
 #include "core/error.hpp"
-
-#ifdef _OPENMP
-#include <omp.h>
-#endif
+#include "core/parallel.hpp"
+#include "formats/padded_to_coo.hpp"
 
 namespace heptane {
-
-namespace {
-
-// Loops over fewer items than this run serially: a parallel region costs more there.
-constexpr offset_t kParallelMin = offset_t(1) << 15;
-
-// Set bit i where other threads may set bits of the same word.
-inline void set_bit_atomic(std::uint64_t* words, std::size_t i) noexcept
-{
-    const std::uint64_t m = std::uint64_t{1} << (i & 63);
-#pragma omp atomic
-    words[i >> 6] |= m;
-}
-
-}  // namespace
 
 template <class T>
 Dia<T> dia_from_coo(const Coo<T>& a, index_t max_diagonals)
@@ -70,12 +53,8 @@ Dia<T> dia_from_coo(const Coo<T>& a, index_t max_diagonals)
     // rest a plain one (an atomic per entry cost more than everything else here).
 #pragma omp parallel if (nnz > kParallelMin)
     {
-#ifdef _OPENMP
-        const offset_t t = omp_get_thread_num(), nt = omp_get_num_threads();
-#else
-        const offset_t t = 0, nt = 1;
-#endif
-        const index_t r0 = index_t(rows * t / nt), r1 = index_t(rows * (t + 1) / nt);
+        const ThreadShare share = thread_share(rows);
+        const index_t r0 = index_t(share.begin), r1 = index_t(share.end);
         const offset_t e0 = std::lower_bound(r, r + nnz, r0) - r;
         const offset_t e1 = std::lower_bound(r, r + nnz, r1) - r;
         for (offset_t e = e0; e < e1; ++e) {
@@ -106,33 +85,12 @@ Coo<T> to_coo(const Dia<T>& a)
     const std::uint64_t* bits = a.pattern.data();
     const index_t* off = a.offsets.data();
     const T* data = a.data.data();
-    // Pass 1: stored entries per row; pass 2: fill. Offsets ascend, so each row comes out
-    // sorted by column.
-    std::vector<offset_t> ptr(std::size_t(rows) + 1, 0);
-#pragma omp parallel for schedule(static) if (offset_t(a.data.size()) > kParallelMin)
-    for (index_t i = 0; i < rows; ++i) {
-        offset_t n = 0;
-        for (index_t d = 0; d < nd; ++d) n += test_bit(bits, std::size_t(d) * rows + i);
-        ptr[i + 1] = n;
-    }
-    for (index_t i = 0; i < rows; ++i) ptr[i + 1] += ptr[i];
-    const offset_t nnz = ptr[rows];
-    std::vector<index_t> r(nnz), c(nnz);
-    std::vector<T> v(nnz);
-#pragma omp parallel for schedule(static) if (offset_t(a.data.size()) > kParallelMin)
-    for (index_t i = 0; i < rows; ++i) {
-        offset_t o = ptr[i];
-        for (index_t d = 0; d < nd; ++d) {
-            const std::size_t s = std::size_t(d) * rows + i;
-            if (!test_bit(bits, s)) continue;
-            r[o] = i;
-            c[o] = i + off[d];
-            v[o] = data[s];
-            ++o;
-        }
-    }
-    return Coo<T>{a.rows, a.cols, Array<index_t>(std::move(r)), Array<index_t>(std::move(c)),
-                  Array<T>(std::move(v))};
+    // offsets ascend, so each row comes out sorted by column
+    return detail::padded_to_coo(rows, a.cols, bits, data, offset_t(a.data.size()) > kParallelMin,
+                                 [&](index_t i, auto&& f) {
+                                     for (index_t d = 0; d < nd; ++d)
+                                         f(std::size_t(d) * rows + i, i + off[d]);
+                                 });
 }
 
 #define HEPTANE_INSTANTIATE(T)                               \

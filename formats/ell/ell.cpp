@@ -10,9 +10,6 @@ namespace heptane {
 
 namespace {
 
-// Loops over fewer items than this run serially: a parallel region costs more there.
-constexpr offset_t kParallelMin = offset_t(1) << 15;
-
 constexpr offset_t kChunk = 1024;  // rows per work item of the conversions
 
 }  // namespace

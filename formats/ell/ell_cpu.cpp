@@ -11,14 +11,13 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "core/parallel.hpp"
 #include "formats/ell/ell_kernels.hpp"
 
 namespace heptane::kernels {
 
 namespace {
 
-// Loops over fewer items than this run serially: a parallel region costs more there.
-constexpr offset_t kParallelMin = offset_t(1) << 15;
 constexpr offset_t kChunk = 2048;
 }  // namespace
 

@@ -6,13 +6,11 @@
 #include <algorithm>
 
 #include "core/error.hpp"
+#include "core/parallel.hpp"
 
 namespace heptane {
 
 namespace {
-
-// Loops over fewer items than this run serially: a parallel region costs more there.
-constexpr offset_t kParallelMin = offset_t(1) << 15;
 
 constexpr offset_t kChunk = 1024;  // rows per work item of the conversions
 

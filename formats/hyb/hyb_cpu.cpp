@@ -11,59 +11,11 @@
 #include <algorithm>
 
 #include "core/error.hpp"
+#include "formats/coo/coo_accumulate.hpp"
 #include "formats/ell/ell_kernels.hpp"
 #include "formats/hyb/hyb_kernels.hpp"
 
-#ifdef _OPENMP
-#include <omp.h>
-#endif
-
 namespace heptane::kernels {
-
-namespace {
-
-// Loops over fewer items than this run serially: a parallel region costs more there.
-constexpr offset_t kParallelMin = offset_t(1) << 15;
-
-// y[row] += alpha * sum over the tail entries of row (op = normal), or
-// y[col] += alpha * val * x[row] (op = transpose).
-template <class MT, class VT>
-void add_tail(const Coo<MT>& c, Op op, VT alpha, const VT* x, VT* y)
-{
-    const offset_t nnz = c.nnz();
-    const index_t* r = c.row.data();
-    const index_t* ci = c.col.data();
-    const MT* v = c.val.data();
-    if (op == Op::transpose) {
-#pragma omp parallel for if (nnz > kParallelMin)
-        for (offset_t k = 0; k < nnz; ++k) {
-            const VT t = alpha * VT(v[k]) * x[r[k]];
-#pragma omp atomic
-            y[ci[k]] += t;
-        }
-        return;
-    }
-#pragma omp parallel if (nnz > kParallelMin)
-    {
-#ifdef _OPENMP
-        const offset_t t = omp_get_thread_num(), nt = omp_get_num_threads();
-#else
-        const offset_t t = 0, nt = 1;
-#endif
-        offset_t b = nnz * t / nt, e = nnz * (t + 1) / nt;
-        // whole rows: a range starts at the first entry of a row that begins inside it
-        while (b > 0 && b < nnz && r[b] == r[b - 1]) ++b;
-        while (e > 0 && e < nnz && r[e] == r[e - 1]) ++e;
-        for (offset_t k = b; k < e;) {
-            const index_t row = r[k];
-            VT sum = 0;
-            for (; k < e && r[k] == row; ++k) sum += VT(v[k]) * x[ci[k]];
-            y[row] += alpha * sum;
-        }
-    }
-}
-
-}  // namespace
 
 template <class MT, class VT>
 void spmv(const CpuExecutor& exec, const Hyb<MT>& a, Op op, VT alpha, const VT* x, VT beta, VT* y)
@@ -75,7 +27,9 @@ void spmv(const CpuExecutor& exec, const Hyb<MT>& a, Op op, VT alpha, const VT* 
                    "HYB parts differ in size: ELL " << a.rows() << " x " << a.cols() << ", COO "
                                                     << a.coo.rows << " x " << a.coo.cols);
     spmv(exec, a.ell, op, alpha, x, beta, y);
-    if (a.coo.nnz() > 0) add_tail(a.coo, op, alpha, x, y);
+    if (a.coo.nnz() > 0)  // the COO tail accumulates into y
+        detail::coo_accumulate(a.coo.nnz(), a.coo.row.data(), a.coo.col.data(), a.coo.val.data(),
+                               op, alpha, x, y);
 }
 
 #define HEPTANE_INSTANTIATE(MT, VT) \

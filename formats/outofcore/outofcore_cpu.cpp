@@ -2,12 +2,9 @@
 // atomics, as the in-core CSR kernel does.
 #include "formats/outofcore/outofcore_kernels.hpp"
 
-namespace heptane::kernels {
+#include "core/parallel.hpp"
 
-namespace {
-/// Below this many rows a loop runs on one thread (as formats/csr/csr_cpu.cpp).
-constexpr index_t kParallelMin = 1 << 15;
-}  // namespace
+namespace heptane::kernels {
 
 template <class MT, class VT>
 void ooc_chunk_apply(const CpuExecutor&, const OocChunkView<MT>& c, VT alpha, const VT* x, VT beta,
