@@ -323,6 +323,54 @@ struct WorkspaceKey {
     }
 };
 
+/// The solver's workspace for `key`: the one it has when the key is the same, else a new one.
+template <class W>
+W& workspace_for(std::unique_ptr<W>& ws, const WorkspaceKey& key)
+{
+    if (!ws || !(ws->key == key)) ws = std::make_unique<W>(key);
+    return *ws;
+}
+
+/// What the workspaces of the fused solvers (BiCGStab, CG) share: the key, the vector steps
+/// (with the history of max_it = key.extent residual norms), the pinned read-back slots, the
+/// recorded batch and a fused product's partial sums (Operator::apply_fused_dots).
+template <class VT>
+struct FusedWorkspace {
+    explicit FusedWorkspace(const WorkspaceKey& k) : key(k), ops(k.exec, k.extent, k.reducer) {}
+    WorkspaceKey key;
+    VectorOps<VT> ops;
+    CheckMirrors mirrors;
+    BatchGraph graph;
+    Array<double> partials;
+};
+
+/// The preconditioner a solve applies: null where it is skipped (none, or the identity).
+template <class VT>
+const Operator<VT>* applied_preconditioner(const std::shared_ptr<const Operator<VT>>& m)
+{
+    return is_identity_preconditioner(m.get()) ? nullptr : m.get();
+}
+
+/// The start of a fused solve (BiCGStab, CG): the operator, the preconditioner it applies
+/// (null where skipped), n, and the workspace W for them with its vector steps.
+template <class VT, class W>
+struct FusedFrame {
+    FusedFrame(const Operator<VT>& a, const std::shared_ptr<const Operator<VT>>& m,
+               const SolverOptions& o, std::unique_ptr<W>& ws)
+        : A(a),
+          M(applied_preconditioner(m)),
+          n(a.rows()),
+          w(workspace_for(ws, WorkspaceKey{a.executor(), n, o.max_it, M != nullptr, a.reducer()})),
+          ops(w.ops)
+    {
+    }
+    const Operator<VT>& A;
+    const Operator<VT>* M;
+    const index_t n;
+    W& w;
+    VectorOps<VT>& ops;
+};
+
 /// r = b − A x0 with the guess in x (SolverOptions::nonzero_initial_guess), else x = 0, r = b.
 template <class VT>
 void initial_residual(const Operator<VT>& a, VectorOps<VT>& ops, const SolverOptions& o,

@@ -54,10 +54,9 @@ BicgstabImpl parse_bicgstab_impl(const std::string& name)
 }
 
 template <class VT>
-struct Bicgstab<VT>::Workspace {
+struct Bicgstab<VT>::Workspace : detail::FusedWorkspace<VT> {
     explicit Workspace(const detail::WorkspaceKey& k)
-        : key(k),
-          ops(k.exec, k.extent, k.reducer),
+        : detail::FusedWorkspace<VT>(k),
           r(k.exec, k.n),
           r_hat(k.exec, k.n),
           p(k.exec, k.n),
@@ -68,12 +67,7 @@ struct Bicgstab<VT>::Workspace {
           s_hat(k.exec, k.precond ? k.n : 0)
     {
     }
-    detail::WorkspaceKey key;  // max_it as the extent (the history's length)
-    VectorOps<VT> ops;
-    detail::CheckMirrors mirrors;
-    BatchGraph graph;
     Array<VT> r, r_hat, p, v, s, t, p_hat, s_hat;
-    Array<double> partials;  // a fused product's partial sums (Operator::apply_fused_dots)
 };
 
 template <class VT>
@@ -113,17 +107,11 @@ Status Bicgstab<VT>::solve(const Array<VT>& b_arr, Array<VT>& x_arr)
     }
 
     const detail::Stopwatch setup_clock;
-    const Operator<VT>& A = *a_;
-    const Operator<VT>* M = is_identity_preconditioner(m_.get()) ? nullptr : m_.get();
-    const index_t n = A.rows();
-    const detail::WorkspaceKey key{A.executor(), n, opts_.max_it, M != nullptr, A.reducer()};
-    if (!ws_ || !(ws_->key == key)) ws_ = std::make_unique<Workspace>(key);
-    Workspace& w = *ws_;
-    VectorOps<VT>& ops = w.ops;
+    detail::FusedFrame<VT, Workspace> frame(*a_, m_, opts_, ws_);
+    auto& [A, M, n, w, ops] = frame;
     const VT* b = b_arr.data();
-    VT* x = x_arr.data();
-    VT *r = w.r.data(), *r_hat = w.r_hat.data(), *p = w.p.data(), *v = w.v.data();
-    VT *s = w.s.data(), *t = w.t.data();
+    VT *x = x_arr.data(), *r = w.r.data(), *r_hat = w.r_hat.data(), *p = w.p.data();
+    VT *v = w.v.data(), *s = w.s.data(), *t = w.t.data();
     VT* p_hat = M ? w.p_hat.data() : p;
     VT* s_hat = M ? w.s_hat.data() : s;
 
@@ -131,10 +119,11 @@ Status Bicgstab<VT>::solve(const Array<VT>& b_arr, Array<VT>& x_arr)
     // r̂ = r, p = v = 0, ‖b‖, ‖r0‖, ρ = (r̂, r) = ‖r0‖²
     ops.bicgstab_init(n, b, r, r_hat, p, v, detail::stop_params(opts_));
     detail::FusedDots fused(A, opts_.fused_dots, w.partials);
-    Status st =
-        detail::run_fused_loop(A, M, ops, w.mirrors, w.graph, opts_, fused, x, setup_clock, [&] {
-            ops.bicgstab_update_p(n, r, v, p);  // p = r + β(p − ωv)
-            if (M) M->apply(p, p_hat);          // p̂ = M⁻¹ p
+    Status st = detail::run_fused_loop(
+        A, M, ops, w.mirrors, w.graph, opts_, fused, x, setup_clock,
+        [&, &A = A, M = M, n = n, &ops = ops] {  // C++17: bindings by init-capture
+            ops.bicgstab_update_p(n, r, v, p);   // p = r + β(p − ωv)
+            if (M) M->apply(p, p_hat);           // p̂ = M⁻¹ p
             // v = A p̂, α = ρ/(r̂, v)
             fused.apply(
                 A, p_hat, v, r_hat, 1,

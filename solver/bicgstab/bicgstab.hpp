@@ -15,12 +15,7 @@
 // (DeviceError). Everything numerical is the returned Status (solver/solver.hpp).
 #pragma once
 
-#include <memory>
-#include <string>
-
-#include "core/array.hpp"
-#include "core/operator.hpp"
-#include "solver/solver.hpp"
+#include "solver/solver.hpp"  // SolverBase, Array, Operator, Status
 
 namespace heptane {
 
@@ -56,12 +51,9 @@ public:
     /// "bicgstab (fused)" or "bicgstab (reference)".
     std::string name() const override;
 
-    struct Workspace;
-
 private:
-    using SolverBase<VT>::opts_;
-    using SolverBase<VT>::a_;
-    using SolverBase<VT>::m_;
+    using SolverBase<VT>::opts_, SolverBase<VT>::a_, SolverBase<VT>::m_;
+    struct Workspace;  // solver/krylov_driver.hpp's WorkspaceKey decides when it is rebuilt
     BicgstabImpl impl_;
     std::unique_ptr<Workspace> ws_;
 };

@@ -22,22 +22,16 @@
 namespace heptane {
 
 template <class VT>
-struct Cg<VT>::Workspace {
+struct Cg<VT>::Workspace : detail::FusedWorkspace<VT> {
     explicit Workspace(const detail::WorkspaceKey& k)
-        : key(k),
-          ops(k.exec, k.extent, k.reducer),
+        : detail::FusedWorkspace<VT>(k),
           r(k.exec, k.n),
           z(k.exec, k.precond ? k.n : 0),
           p(k.exec, k.n),
           q(k.exec, k.n)
     {
     }
-    detail::WorkspaceKey key;  // max_it as the extent (the history's length)
-    VectorOps<VT> ops;
-    detail::CheckMirrors mirrors;
-    BatchGraph graph;
     Array<VT> r, z, p, q;
-    Array<double> partials;  // a fused product's partial sums (Operator::apply_fused_dots)
 };
 
 template <class VT>
@@ -58,16 +52,10 @@ Status Cg<VT>::solve(const Array<VT>& b_arr, Array<VT>& x_arr)
     detail::check_options(opts_);
 
     const detail::Stopwatch setup_clock;
-    const Operator<VT>& A = *a_;
-    const Operator<VT>* M = is_identity_preconditioner(m_.get()) ? nullptr : m_.get();
-    const index_t n = A.rows();
-    const detail::WorkspaceKey key{A.executor(), n, opts_.max_it, M != nullptr, A.reducer()};
-    if (!ws_ || !(ws_->key == key)) ws_ = std::make_unique<Workspace>(key);
-    Workspace& w = *ws_;
-    VectorOps<VT>& ops = w.ops;
+    detail::FusedFrame<VT, Workspace> frame(*a_, m_, opts_, ws_);
+    auto& [A, M, n, w, ops] = frame;
     const VT* b = b_arr.data();
-    VT* x = x_arr.data();
-    VT *r = w.r.data(), *p = w.p.data(), *q = w.q.data();
+    VT *x = x_arr.data(), *r = w.r.data(), *p = w.p.data(), *q = w.q.data();
     VT* z = M ? w.z.data() : r;
 
     detail::initial_residual(A, ops, opts_, b, x, r);  // r = b − A x0
@@ -75,8 +63,9 @@ Status Cg<VT>::solve(const Array<VT>& b_arr, Array<VT>& x_arr)
     if (M) M->apply(r, z);                             // z = M⁻¹ r
     ops.cg_start(n, r, z, p);                          // p = z, ρ = (r, z)
     detail::FusedDots fused(A, opts_.fused_dots, w.partials);
-    Status st =
-        detail::run_fused_loop(A, M, ops, w.mirrors, w.graph, opts_, fused, x, setup_clock, [&] {
+    Status st = detail::run_fused_loop(
+        A, M, ops, w.mirrors, w.graph, opts_, fused, x, setup_clock,
+        [&, &A = A, M = M, n = n, &ops = ops] {  // C++17: bindings by init-capture
             // q = A p, α = ρ/(p, q)
             fused.apply(
                 A, p, q, p, 1,

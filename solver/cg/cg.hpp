@@ -12,12 +12,7 @@
 // solve with Reason::diverged_indefinite. Errors as for Bicgstab (solver/bicgstab/bicgstab.hpp).
 #pragma once
 
-#include <memory>
-#include <string>
-
-#include "core/array.hpp"
-#include "core/operator.hpp"
-#include "solver/solver.hpp"
+#include "solver/solver.hpp"  // SolverBase, Array, Operator, Status
 
 namespace heptane {
 
@@ -35,12 +30,9 @@ public:
     /// "cg".
     std::string name() const override { return "cg"; }
 
-    struct Workspace;
-
 private:
-    using SolverBase<VT>::opts_;
-    using SolverBase<VT>::a_;
-    using SolverBase<VT>::m_;
+    using SolverBase<VT>::opts_, SolverBase<VT>::a_, SolverBase<VT>::m_;
+    struct Workspace;  // solver/krylov_driver.hpp's WorkspaceKey decides when it is rebuilt
     std::unique_ptr<Workspace> ws_;
 };
 

@@ -115,14 +115,13 @@ Status Gmres<VT>::solve(const Array<VT>& b_arr, Array<VT>& x_arr)
 
     detail::Stopwatch setup_clock;
     const Operator<VT>& A = *a_;
-    const Operator<VT>* M = is_identity_preconditioner(m_.get()) ? nullptr : m_.get();
+    const Operator<VT>* M = detail::applied_preconditioner(m_);
     const index_t n = A.rows();
     const int m = restart_;
     const std::shared_ptr<const Executor> exec = A.executor();
     const Reducer* reducer = A.reducer();
-    const detail::WorkspaceKey key{exec, n, m, M != nullptr, reducer};
-    if (!ws_ || !(ws_->key == key)) ws_ = std::make_unique<Workspace>(key);
-    Workspace& w = *ws_;
+    Workspace& w =
+        detail::workspace_for(ws_, detail::WorkspaceKey{exec, n, m, M != nullptr, reducer});
     VectorOps<VT>& ops = w.ops;
     const std::size_t ld = std::size_t(n);
     const VT* b = b_arr.data();

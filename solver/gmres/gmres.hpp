@@ -33,12 +33,7 @@
 // restart < 1.
 #pragma once
 
-#include <memory>
-#include <string>
-
-#include "core/array.hpp"
-#include "core/operator.hpp"
-#include "solver/solver.hpp"
+#include "solver/solver.hpp"  // SolverBase, Array, Operator, Status
 
 namespace heptane {
 
@@ -62,12 +57,9 @@ public:
     /// "gmres(m)", e.g. "gmres(30)".
     std::string name() const override;
 
-    struct Workspace;
-
 private:
-    using SolverBase<VT>::opts_;
-    using SolverBase<VT>::a_;
-    using SolverBase<VT>::m_;
+    using SolverBase<VT>::opts_, SolverBase<VT>::a_, SolverBase<VT>::m_;
+    struct Workspace;  // solver/krylov_driver.hpp's WorkspaceKey decides when it is rebuilt
     int restart_ = 30;
     std::unique_ptr<Workspace> ws_;
 };
