@@ -129,10 +129,6 @@ int bench_lsqr(int argc, char** argv)
         return 0;
     }
     const ProjectionBench pb = parse_projection_bench(args, 50, 10, false, "b");
-    Setup su;
-    su.iters = pb.iters;
-    su.check_iters = pb.check_iters;
-    su.reps = pb.reps;
     const std::string& prec = pb.prec;
     const Precision p = precision_option(prec);
     const double vs = p == Precision::single ? 4 : 8;
@@ -145,9 +141,7 @@ int bench_lsqr(int argc, char** argv)
     const Coo<double>& a = sys.a;
     const std::vector<double>& b = sys.rhs;
     const std::string& source = sys.source;
-    su.a = &a;
-    su.b = &b;
-    su.exec = pick_executor(pb.device);
+    Setup su{&a, &b, pick_executor(pb.device), pb.iters, pb.check_iters, pb.reps, {}};
     const auto& exec = *su.exec;
     const std::string dev = device_label(exec);
     {

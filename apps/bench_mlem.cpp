@@ -145,11 +145,6 @@ int bench_mlem(int argc, char** argv)
         return 0;
     }
     const ProjectionBench pb = parse_projection_bench(args, 20, 5, true, "g");
-    Setup su;
-    su.iters = pb.iters;
-    su.check_iters = pb.check_iters;
-    su.reps = pb.reps;
-    su.subsets = pb.subsets;
     const std::string& prec = pb.prec;
     const Precision p = precision_option(prec);
     const double vs = p == Precision::single ? 4 : 8;  // vector bytes
@@ -160,9 +155,7 @@ int bench_mlem(int argc, char** argv)
     const Coo<double>& a = sys.a;
     const std::vector<double>& g = sys.rhs;
     const std::string& source = sys.source;
-    su.a = &a;
-    su.g = &g;
-    su.exec = pick_executor(pb.device);
+    Setup su{&a, &g, pick_executor(pb.device), pb.iters, pb.check_iters, pb.reps, pb.subsets, {}};
     const auto& exec = *su.exec;
     const std::string dev = device_label(exec);
 

@@ -165,8 +165,7 @@ int bench_precond(int argc, char** argv)
     for (const auto& f : args.positionals()) run_system(load_problem(f, std::nullopt, true));
     if (!rows.empty()) std::printf("device: %s\n", rows.front().device.c_str());
     if (csv) {
-        std::ofstream out(*csv);
-        if (!out) HEPTANE_THROW(IoError, "cannot write " << *csv);
+        std::ofstream out = open_output(*csv);
         out << "system,rows,pc,solver,device,iterations,converged,true_relres,operator_ms,"
                "pc_setup_ms,solve_ms,total_ms\n";
         for (const Row& r : rows)
@@ -175,13 +174,9 @@ int bench_precond(int argc, char** argv)
                 << r.true_relres << ',' << r.operator_ms << ',' << r.pc_ms << ',' << r.solve_ms
                 << ',' << r.total_ms << '\n';
     }
-    if (json) {
-        std::ofstream out(*json);
-        if (!out) HEPTANE_THROW(IoError, "cannot write " << *json);
-        out << "[\n";
-        for (std::size_t i = 0; i < rows.size(); ++i) {
-            const Row& r = rows[i];
-            out << "  {\"system\": " << json_string(r.system) << ", \"rows\": " << r.rows
+    if (json)
+        write_json_array(*json, rows, [&](std::ofstream& out, const Row& r) {
+            out << "{\"system\": " << json_string(r.system) << ", \"rows\": " << r.rows
                 << ", \"pc\": " << json_string(r.pc) << ", \"solver\": " << json_string(r.solver)
                 << ", \"device\": " << json_string(r.device)
                 << ", \"preconditioner\": " << json_string(r.preconditioner)
@@ -194,11 +189,8 @@ int bench_precond(int argc, char** argv)
                 << ", \"true_residual_ms\": " << r.true_residual_ms << ", \"other_ms\": "
                 << r.total_ms - r.operator_ms - r.pc_ms - r.solve_ms - r.solver_setup_ms -
                        r.upload_ms - r.download_ms - r.true_residual_ms
-                << ", \"total_ms\": " << r.total_ms << "}" << (i + 1 < rows.size() ? "," : "")
-                << "\n";
-        }
-        out << "]\n";
-    }
+                << ", \"total_ms\": " << r.total_ms << "}";
+        });
     return status;
 }
 

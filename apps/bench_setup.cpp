@@ -224,8 +224,7 @@ int bench_setup(int argc, char** argv)
     std::printf("device: %s\n", exec->name().c_str());
     auto num = [](double v) { return v < 0 ? std::string("null") : std::to_string(v); };
     if (csv) {
-        std::ofstream out(*csv);
-        if (!out) HEPTANE_THROW(IoError, "cannot write " << *csv);
+        std::ofstream out = open_output(*csv);
         out << "system,device,rows,nc,nnz,offsets,rowptr_ms,offsets_ms,upload_mb,upload_ms,place_"
                "ms,"
                "build_ms,host_build_ms,csr_ms,cusparse_ms,spmv_ms\n";
@@ -237,13 +236,9 @@ int bench_setup(int argc, char** argv)
                 << (r.cusparse_ms < 0 ? std::string() : std::to_string(r.cusparse_ms)) << ','
                 << r.spmv_ms << '\n';
     }
-    if (json) {
-        std::ofstream out(*json);
-        if (!out) HEPTANE_THROW(IoError, "cannot write " << *json);
-        out << "[\n";
-        for (std::size_t i = 0; i < rows.size(); ++i) {
-            const Row& r = rows[i];
-            out << "  {\"system\": " << json_string(r.system)
+    if (json)
+        write_json_array(*json, rows, [&](std::ofstream& out, const Row& r) {
+            out << "{\"system\": " << json_string(r.system)
                 << ", \"device\": " << json_string(r.device) << ", \"rows\": " << r.rows
                 << ", \"nc\": " << r.nc << ", \"nnz\": " << r.nnz << ", \"offsets\": " << r.offsets
                 << ", \"rowptr_ms\": " << r.rowptr_ms << ", \"offsets_ms\": " << r.offsets_ms
@@ -252,10 +247,8 @@ int bench_setup(int argc, char** argv)
                 << ", \"from_csr_ms\": " << r.from_csr_ms
                 << ", \"host_build_ms\": " << r.host_build_ms << ", \"csr_ms\": " << r.csr_ms
                 << ", \"cusparse_ms\": " << num(r.cusparse_ms) << ", \"spmv_ms\": " << r.spmv_ms
-                << "}" << (i + 1 < rows.size() ? "," : "") << "\n";
-        }
-        out << "]\n";
-    }
+                << "}";
+        });
     return status;
 }
 

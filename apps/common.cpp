@@ -18,6 +18,13 @@
 
 namespace heptane::cli {
 
+std::ofstream open_output(const std::string& path)
+{
+    std::ofstream out(path);
+    if (!out) HEPTANE_THROW(IoError, "cannot write " << path);
+    return out;
+}
+
 int parse_device_name(const std::string& device)
 {
     if (device == "cpu") return device_cpu;

@@ -2,6 +2,7 @@
 // generator spec, small JSON output helpers.
 #pragma once
 
+#include <fstream>
 #include <future>
 #include <memory>
 #include <optional>
@@ -125,6 +126,23 @@ std::string json_string(const std::string& s);
 /// "a,b,,c" -> {"a", "b", "c"}: the non-empty items of a comma-separated list (option values
 /// such as --formats, --pcs, --generate).
 std::vector<std::string> split_commas(const std::string& s);
+
+/// `path` opened for writing; IoError "cannot write PATH" when it cannot be.
+std::ofstream open_output(const std::string& path);
+
+/// `rows` as a JSON array in `path`, one object a line: object(out, row) writes "{...}".
+template <class Row, class Object>
+void write_json_array(const std::string& path, const std::vector<Row>& rows, Object&& object)
+{
+    std::ofstream out = open_output(path);
+    out << "[\n";
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+        out << "  ";
+        object(out, rows[i]);
+        out << (i + 1 < rows.size() ? "," : "") << "\n";
+    }
+    out << "]\n";
+}
 
 /// The value of --precision: double, single or mixed; UsageError naming them otherwise.
 Precision precision_option(const std::string& value);
