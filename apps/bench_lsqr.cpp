@@ -12,31 +12,11 @@
 // --reps after 2 warm-ups; the iteration time is Lsqr::solve's own clock over --iters
 // iterations (it includes LSQR's two small host reads per iteration).
 #include <algorithm>
-#include <chrono>
-#include <cmath>
 #include <cstdio>
-#include <fstream>
-#include <functional>
-#include <string>
-#include <vector>
 
-#include "apps/args.hpp"
 #include "apps/bench.hpp"
-#include "apps/bench_projection.hpp"
-#include "apps/common.hpp"
-#include "core/array.hpp"
-#include "core/bandwidth.hpp"
-#include "core/error.hpp"
-#include "core/timing.hpp"
-#include "formats/matrix.hpp"
-#include "generators/matrix_market.hpp"
-#include "generators/pet.hpp"
+#include "apps/bench_projection.hpp"  // the harness both benches share (includes apps/common.hpp)
 #include "solver/lsqr/lsqr.hpp"
-#include "solver/mlem/mlem.hpp"
-
-#ifdef HEPTANE_HAVE_CUDA
-#include "core/cuda_common.hpp"
-#endif
 
 namespace heptane::cli {
 
@@ -87,17 +67,7 @@ void measure(const Setup& su, Format fmt, const FormatOptions& fo, double tol, R
     solver.set_operator(*op);
     solver.solve(b, x);
     const auto xh = x.to_vector();
-    double num = 0, den = 0;
-    for (std::size_t j = 0; j < xh.size(); ++j) {
-        num = std::max(num, std::abs(double(xh[j]) - su.x_ref[j]));
-        den = std::max(den, std::abs(su.x_ref[j]));
-    }
-    r.check_err = num / (den > 0 ? den : 1);
-    if (!(r.check_err <= tol)) {
-        r.status = "FAILED";
-        return;
-    }
-    r.status = "ok";
+    if (!r.check(xh, su.x_ref, tol)) return;
     // the products as LSQR calls them: y read and written
     Array<VT> u = Array<VT>(b), v(exec, std::size_t(a.cols));
     op->apply_transpose(VT(1), b.data(), VT(0), v.data());
@@ -105,10 +75,7 @@ void measure(const Setup& su, Format fmt, const FormatOptions& fo, double tol, R
         *exec, [&] { op->apply(VT(1), v.data(), VT(-0.5), u.data()); }, su.reps);
     const TimeStats bs = time_on(
         *exec, [&] { op->apply_transpose(VT(1), u.data(), VT(-0.5), v.data()); }, su.reps);
-    r.fwd_s = fs.med;
-    r.fwd_min = fs.min;
-    r.back_s = bs.med;
-    r.back_min = bs.min;
+    r.set_products(fs, bs);
     solver.options() = fixed_iterations(su.iters);
     solver.solve(b, x);  // warm-up
     std::vector<double> per;

@@ -15,30 +15,11 @@
 // --reps after 2 warm-up runs. The iteration time is Mlem::solve's own clock over --iters
 // iterations (log-likelihood off: for MLEM it is fused into the correlation anyway).
 #include <algorithm>
-#include <chrono>
-#include <cmath>
 #include <cstdio>
-#include <fstream>
-#include <functional>
-#include <string>
-#include <vector>
 
-#include "apps/args.hpp"
 #include "apps/bench.hpp"
-#include "apps/bench_projection.hpp"
-#include "apps/common.hpp"
-#include "core/array.hpp"
-#include "core/bandwidth.hpp"
-#include "core/error.hpp"
-#include "core/timing.hpp"
-#include "formats/matrix.hpp"
-#include "generators/matrix_market.hpp"
-#include "generators/pet.hpp"
+#include "apps/bench_projection.hpp"  // the harness both benches share (includes apps/common.hpp)
 #include "solver/mlem/mlem.hpp"
-
-#ifdef HEPTANE_HAVE_CUDA
-#include "core/cuda_common.hpp"
-#endif
 
 namespace heptane::cli {
 
@@ -94,27 +75,14 @@ void measure(const Setup& su, Format fmt, const FormatOptions& fo, double tol, R
     em.set_operator(op);
     em.solve(g, f);
     const auto fh = f.to_vector();
-    double num = 0, den = 0;
-    for (std::size_t j = 0; j < fh.size(); ++j) {
-        num = std::max(num, std::abs(double(fh[j]) - su.f_ref[j]));
-        den = std::max(den, std::abs(su.f_ref[j]));
-    }
-    r.check_err = num / (den > 0 ? den : 1);
-    if (!(r.check_err <= tol)) {
-        r.status = "FAILED";
-        return;
-    }
-    r.status = "ok";
+    if (!r.check(fh, su.f_ref, tol)) return;
     // the products alone, on the checked image and a correlation-like vector
     Array<VT> q(exec, std::size_t(a.rows)), b(exec, std::size_t(a.cols));
     const TimeStats fs = time_on(
         *exec, [&] { op->apply(f.data(), q.data()); }, su.reps);
     const TimeStats bs = time_on(
         *exec, [&] { op->apply_transpose(VT(1), g.data(), VT(0), b.data()); }, su.reps);
-    r.fwd_s = fs.med;
-    r.fwd_min = fs.min;
-    r.back_s = bs.med;
-    r.back_min = bs.min;
+    r.set_products(fs, bs);
     // whole MLEM iterations
     std::vector<double> per;
     em.options().iterations = su.iters;

@@ -4,6 +4,8 @@
 // benchmark keeps its own measurement, floors and table columns.
 #pragma once
 
+#include <algorithm>
+#include <cmath>
 #include <functional>
 #include <optional>
 #include <string>
@@ -11,6 +13,7 @@
 
 #include "apps/args.hpp"
 #include "apps/common.hpp"
+#include "core/timing.hpp"
 #include "formats/format.hpp"
 #include "formats/matrix.hpp"
 #include "generators/pet.hpp"
@@ -40,6 +43,29 @@ struct ProjectionRow {
     double fwd_min = 0, back_min = 0, iter_min = 0;               // minima
     double iter_s = 0, iter_bytes = 0;
     double osem_iter_s = 0;  // bench mlem with --subsets
+
+    /// check_err = max |got − ref| / max |ref| (divided by 1 where ref is 0); status "ok"
+    /// within tol, else "FAILED". Returns whether it is ok.
+    template <class VT>
+    bool check(const std::vector<VT>& got, const std::vector<double>& ref, double tol)
+    {
+        double num = 0, den = 0;
+        for (std::size_t j = 0; j < got.size(); ++j) {
+            num = std::max(num, std::abs(double(got[j]) - ref[j]));
+            den = std::max(den, std::abs(ref[j]));
+        }
+        check_err = num / (den > 0 ? den : 1);
+        status = check_err <= tol ? "ok" : "FAILED";
+        return status == "ok";
+    }
+    /// The products' medians and minima.
+    void set_products(const TimeStats& fwd, const TimeStats& back)
+    {
+        fwd_s = fwd.med;
+        fwd_min = fwd.min;
+        back_s = back.med;
+        back_min = back.min;
+    }
 };
 
 /// f(MT{}, VT{}) with the value and vector types of precision p: double/double, float/float
