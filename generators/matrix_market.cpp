@@ -422,7 +422,11 @@ Header parse_header(std::string_view data, const std::string& name, const Matrix
     }
     const long double expanded = h.sym == Symmetry::general ? h.entries : 2.0L * h.entries;
     const long double need = bytes_needed<T>(h.rows, expanded);
-    const long double limit = opt.memory_limit ? opt.memory_limit : physical_memory();
+    // (the machine's memory is asked for only where the need could come near it)
+    constexpr long double gib1 = 1024.0L * 1024.0L * 1024.0L;
+    const long double limit = opt.memory_limit ? opt.memory_limit
+                              : need > gib1    ? physical_memory()
+                                               : gib1;
     if (need > limit)
         fail(name, h.size_line,
              "a " + std::to_string(h.rows) + " x " + std::to_string(h.cols) + " matrix with " +
@@ -761,12 +765,11 @@ Parsed<T> parse_data(std::string_view data, const std::string& name, const Heade
     const std::int64_t np = std::int64_t(pieces.size());
     // Pieces after one that failed are not needed: the walk below stops at the first failure.
     std::atomic<std::int64_t> first_failed{np};
-#pragma omp parallel for schedule(dynamic, 1) num_threads(nt) if (np > 1)
-    for (std::int64_t c = 0; c < np; ++c) {
+    auto parse_one = [&](std::int64_t c) {
         Piece<T>& pc = pieces[std::size_t(c)];
         if (c > first_failed.load(std::memory_order_relaxed)) {
             pc.skipped = true;
-            continue;
+            return;
         }
         try {
             parse_piece(pc, h, lim, bytes_per_line);
@@ -779,6 +782,12 @@ Parsed<T> parse_data(std::string_view data, const std::string& name, const Heade
             while (c < cur && !first_failed.compare_exchange_weak(cur, c)) {
             }
         }
+    };
+    if (np > 1) {
+#pragma omp parallel for schedule(dynamic, 1) num_threads(nt)
+        for (std::int64_t c = 0; c < np; ++c) parse_one(c);
+    } else if (np == 1) {
+        parse_one(0);  // no parallel region: even a serial one costs microseconds
     }
     // First problem in file order: an entry past the declared count or a bad line.
     offset_t running = 0;
@@ -830,8 +839,7 @@ Coo<T> assemble_coordinate(Parsed<T>& parsed, const Header& h, int nt)
     }
     const T sign = h.sym == Symmetry::skew ? T(-1) : T(1);
     const std::int64_t np = std::int64_t(pieces.size());
-#pragma omp parallel for schedule(dynamic, 1) num_threads(nt) if (np > 1)
-    for (std::int64_t c = 0; c < np; ++c) {
+    auto copy_one = [&](std::int64_t c) {
         auto& pc = pieces[std::size_t(c)];
         const std::size_t n = pc.val.size();
         std::copy_n(pc.row.data(), n, row.data() + base[c]);
@@ -850,6 +858,12 @@ Coo<T> assemble_coordinate(Parsed<T>& parsed, const Header& h, int nt)
         std::vector<index_t>().swap(pc.row);
         std::vector<index_t>().swap(pc.col);
         std::vector<T>().swap(pc.val);
+    };
+    if (np > 1) {
+#pragma omp parallel for schedule(dynamic, 1) num_threads(nt)
+        for (std::int64_t c = 0; c < np; ++c) copy_one(c);
+    } else if (np == 1) {
+        copy_one(0);
     }
     Coo<T> a;
     a.rows = index_t(h.rows);
@@ -869,9 +883,14 @@ bool strictly_sorted(const Coo<T>& a, int nt)
     const index_t* c = a.col.data();
     const offset_t n = a.nnz();
     int unsorted = 0;
-#pragma omp parallel for reduction(| : unsorted) num_threads(nt) if (n > small)
-    for (offset_t k = 1; k < n; ++k)
-        unsorted |= (r[k] < r[k - 1] || (r[k] == r[k - 1] && c[k] <= c[k - 1])) ? 1 : 0;
+    if (n > small) {
+#pragma omp parallel for reduction(| : unsorted) num_threads(nt)
+        for (offset_t k = 1; k < n; ++k)
+            unsorted |= (r[k] < r[k - 1] || (r[k] == r[k - 1] && c[k] <= c[k - 1])) ? 1 : 0;
+    } else {
+        for (offset_t k = 1; k < n && !unsorted; ++k)
+            unsorted |= (r[k] < r[k - 1] || (r[k] == r[k - 1] && c[k] <= c[k - 1])) ? 1 : 0;
+    }
     return unsorted == 0;
 }
 

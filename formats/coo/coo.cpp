@@ -24,9 +24,17 @@ void canonicalize(Coo<T>& a, DuplicatePolicy policy)
     const index_t* c = a.col.data();
     // 1. indices in range (report the first bad one)
     offset_t bad = nnz;
+    auto outside = [&](offset_t k) {
+        return r[k] < 0 || r[k] >= a.rows || c[k] < 0 || c[k] >= a.cols;
+    };
+    if (nnz > kParallelMin) {
 #pragma omp parallel for reduction(min : bad)
-    for (offset_t k = 0; k < nnz; ++k)
-        if (r[k] < 0 || r[k] >= a.rows || c[k] < 0 || c[k] >= a.cols) bad = std::min(bad, k);
+        for (offset_t k = 0; k < nnz; ++k)
+            if (outside(k)) bad = std::min(bad, k);
+    } else {  // no parallel region for small inputs: even a serial one costs microseconds
+        for (offset_t k = 0; k < nnz && bad == nnz; ++k)
+            if (outside(k)) bad = k;
+    }
     HEPTANE_ENSURE(bad == nnz, InputError,
                    "entry " << bad << " at (" << r[bad] << ", " << c[bad]
                             << ") (0-based) lies outside the " << a.rows << " x " << a.cols
@@ -43,8 +51,10 @@ void canonicalize(Coo<T>& a, DuplicatePolicy policy)
     // 3. sort each row by column (stable), then merge duplicates in place
     std::vector<offset_t> kept(a.rows, 0);
     offset_t dup_row = a.rows;  // first row with a duplicate, if any
-#pragma omp parallel for schedule(dynamic, 256) reduction(min : dup_row)
-    for (index_t i = 0; i < a.rows; ++i) {
+    const bool parallel = nnz + a.rows > kParallelMin;
+    // row i sorted and its duplicates marked; returns whether it had one (policy error)
+    auto sort_row = [&](index_t i) {
+        bool dup = false;
         auto b = perm.begin() + ptr[i], e = perm.begin() + ptr[i + 1];
         std::stable_sort(b, e, [&](offset_t x, offset_t y) { return c[x] < c[y]; });
         offset_t out = ptr[i];
@@ -52,7 +62,7 @@ void canonicalize(Coo<T>& a, DuplicatePolicy policy)
         for (offset_t k = ptr[i]; k < ptr[i + 1]; ++k) {
             const index_t col = c[perm[k]];
             if (col == last_col) {
-                if (policy == DuplicatePolicy::error) dup_row = std::min<offset_t>(dup_row, i);
+                if (policy == DuplicatePolicy::error) dup = true;
                 perm[k] = -1 - perm[k];  // merged into the previous kept entry by the gather
                 continue;
             }
@@ -60,6 +70,15 @@ void canonicalize(Coo<T>& a, DuplicatePolicy policy)
             ++out;
         }
         kept[i] = out - ptr[i];
+        return dup;
+    };
+    if (parallel) {
+#pragma omp parallel for schedule(dynamic, 256) reduction(min : dup_row)
+        for (index_t i = 0; i < a.rows; ++i)
+            if (sort_row(i)) dup_row = std::min<offset_t>(dup_row, i);
+    } else {
+        for (index_t i = 0; i < a.rows; ++i)
+            if (sort_row(i)) dup_row = std::min<offset_t>(dup_row, i);
     }
     if (dup_row < a.rows) {
         // find the first duplicated column of that row for the message
@@ -79,8 +98,7 @@ void canonicalize(Coo<T>& a, DuplicatePolicy policy)
     std::vector<index_t> nr(nout), nc(nout);
     std::vector<T> nv(nout);
     const T* v = a.val.data();
-#pragma omp parallel for schedule(dynamic, 256)
-    for (index_t i = 0; i < a.rows; ++i) {
+    auto gather_row = [&](index_t i) {
         offset_t o = out_ptr[i] - 1;
         for (offset_t k = ptr[i]; k < ptr[i + 1]; ++k) {
             const offset_t p = perm[k];
@@ -95,6 +113,12 @@ void canonicalize(Coo<T>& a, DuplicatePolicy policy)
                 nv[o] = v[-1 - p];
             }
         }
+    };
+    if (parallel) {
+#pragma omp parallel for schedule(dynamic, 256)
+        for (index_t i = 0; i < a.rows; ++i) gather_row(i);
+    } else {
+        for (index_t i = 0; i < a.rows; ++i) gather_row(i);
     }
     a.row = Array<index_t>(std::move(nr));
     a.col = Array<index_t>(std::move(nc));
