@@ -1,0 +1,438 @@
+// The preconditioners without a factorisation: none (the identity) and Jacobi / block
+// Jacobi (docs/design.md §4), set up on the host or, from values already there, on the
+// executor; values-only updates keep the pattern they were set up with.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <sstream>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "solver/precond/block_kernels.hpp"
+#include "solver/precond/block_utils.hpp"
+#include "solver/precond/pc_common.hpp"
+#include "solver/precond/precond_kernels.hpp"
+#include "solver/vector/vector_ops.hpp"
+
+namespace heptane {
+namespace {
+
+using namespace detail;  // NOLINT(google-build-using-namespace): this file's own helpers
+
+// ---- none ------------------------------------------------------------------------------
+
+template <class VT>
+class IdentityPc final : public Preconditioner<VT> {
+public:
+    IdentityPc(index_t n, std::shared_ptr<const Executor> exec)
+        : Preconditioner<VT>(n, 1, std::move(exec))
+    {
+    }
+    PcType type() const noexcept override { return PcType::none; }
+    void update_values(const Csr<double>& a) override
+    {
+        HEPTANE_ENSURE(a.rows == this->n_ && a.cols == this->n_, InputError,
+                       "none: values-only update with a " << a.rows << " x " << a.cols
+                                                          << " matrix; set up for " << this->n_
+                                                          << " x " << this->n_);
+        this->setup_ms_ = 0;
+    }
+    bool update_values_device(const double*, offset_t) override
+    {
+        this->setup_ms_ = 0;
+        return true;
+    }
+
+protected:
+    void solve(const VT* r, VT* z) const override  // z = r
+    {
+        const index_t n = this->n_;
+        dispatch_executor(*this->exec_, [&](const auto& e) { kernels::copy(e, n, r, z); });
+    }
+    bool symmetric_apply() const noexcept override { return true; }
+};
+
+// ---- Jacobi and block-Jacobi -------------------------------------------------------------
+//
+// Jacobi is the case nc = 1 (M = diag(A)), block-Jacobi M = blockdiag(A). Symbolic part: the
+// gather map, for block c and entry s = a·nc + b of it the position in A's CSR values of
+// entry (c·nc + a, c·nc + b), −1 where A has none. Numeric part: kernels::block_diag_invert,
+// on the host from host values (setup from a Csr, update_values) or on the executor from
+// values already there (update_values_device): the same operations either way. The new
+// inverses go to a second array, which replaces the live one only when every block inverted,
+// so a failure keeps the previous values.
+
+template <class VT>
+class BlockDiagPc final : public Preconditioner<VT> {
+public:
+    /// Setup from a Csr (anywhere): symbolic and numeric part on the host.
+    static std::unique_ptr<Preconditioner<VT>> from_csr(PcType type, const Csr<double>& a_in,
+                                                        index_t nc,
+                                                        std::shared_ptr<const Executor> exec)
+    {
+        const auto t0 = clock_type::now();
+        HEPTANE_ENSURE(
+            a_in.rows == a_in.cols, DimensionMismatch,
+            name(type) << ": the matrix is " << a_in.rows << " x " << a_in.cols << ", not square");
+        Csr<double> keep;
+        const Csr<double>& a = host_csr(a_in, keep);
+        auto pc = std::make_unique<BlockDiagPc>(type, pattern_of(a), nc, std::move(exec));
+        pc->numeric_host(a.values.data());
+        pc->setup_ms_ = ms_since(t0);
+        return pc;
+    }
+    /// Setup from a host pattern and the values on the executor (make_preconditioner's
+    /// CsrPatternView overload).
+    static std::unique_ptr<Preconditioner<VT>> from_values(PcType type, const CsrPatternView& p,
+                                                           const double* values, index_t nc,
+                                                           std::shared_ptr<const Executor> exec)
+    {
+        const auto t0 = clock_type::now();
+        if (p.on_executor && !exec->is_cpu()) {
+            if (auto pc = from_device_pattern(type, p, values, nc, exec)) {
+                pc->setup_ms_ = ms_since(t0);
+                return pc;
+            }
+            // no such path (an entry stored twice, nc > 8): the pattern to the host
+            CsrPatternView h;
+            h.rows = p.rows;
+            std::vector<index_t> ptr32;
+            std::vector<offset_t> ptr64;
+            offset_t nnz = 0;
+            if (p.row_ptr32) {
+                ptr32.resize(std::size_t(p.rows) + 1);
+                copy_bytes(*exec, p.row_ptr32, *cpu_executor(), ptr32.data(),
+                           ptr32.size() * sizeof(index_t));
+                h.row_ptr32 = ptr32.data();
+                nnz = ptr32.back();
+            } else {
+                ptr64.resize(std::size_t(p.rows) + 1);
+                copy_bytes(*exec, p.row_ptr64, *cpu_executor(), ptr64.data(),
+                           ptr64.size() * sizeof(offset_t));
+                h.row_ptr64 = ptr64.data();
+                nnz = ptr64.back();
+            }
+            std::vector<index_t> col(static_cast<std::size_t>(nnz));
+            copy_bytes(*exec, p.col_idx, *cpu_executor(), col.data(), col.size() * sizeof(index_t));
+            h.col_idx = col.data();
+            return from_values(type, h, values, nc, std::move(exec));
+        }
+        auto pc = std::make_unique<BlockDiagPc>(type, p, nc, std::move(exec));
+        if (!pc->numeric_on_executor(values)) {  // no path there: the values to the host
+            std::vector<double> h(std::size_t(p.nnz()));
+            copy_bytes(*pc->exec_, values, *cpu_executor(), h.data(), h.size() * sizeof(double));
+            pc->numeric_host(h.data());
+        }
+        pc->setup_ms_ = ms_since(t0);
+        return pc;
+    }
+    /// The symbolic part; a numeric part must follow (from_csr, from_values).
+    BlockDiagPc(PcType type, const CsrPatternView& p, index_t nc,
+                std::shared_ptr<const Executor> exec)
+        : Preconditioner<VT>(p.rows, nc, std::move(exec)), type_(type)
+    {
+        HEPTANE_ENSURE(p.rows % nc == 0, InputError,
+                       who() << ": block size " << nc << " does not divide the size " << p.rows);
+        pattern_.set(p);
+        nnz_ = pattern_.nnz();
+        symbolic();
+        binv_ = Array<VT>(this->exec_, map_.size());
+    }
+
+    /// Setup from a pattern and values both in a GPU's memory: the gather map is made there
+    /// (kernels::block_diag_map), no host copy of the pattern is kept (update_values then
+    /// refuses: it has nothing to compare with). nullptr where that path does not apply (nc >
+    /// 8, an entry stored twice): the caller takes the host pattern.
+    static std::unique_ptr<BlockDiagPc> from_device_pattern(
+        PcType type, const CsrPatternView& p, const double* values, index_t nc,
+        const std::shared_ptr<const Executor>& exec)
+    {
+        HEPTANE_ENSURE(p.rows % nc == 0, InputError,
+                       (type == PcType::jacobi ? "Jacobi" : "block-Jacobi")
+                           << ": block size " << nc << " does not divide the size " << p.rows);
+        HEPTANE_ENSURE((p.row_ptr32 != nullptr) != (p.row_ptr64 != nullptr), InputError,
+                       "a pattern view needs one of 32- or 64-bit row pointers");
+        if (nc > 8) return nullptr;
+        offset_t nnz = 0;
+        if (p.row_ptr32) {
+            index_t nnz32 = 0;
+            copy_bytes(*exec, p.row_ptr32 + p.rows, *cpu_executor(), &nnz32, sizeof(index_t));
+            nnz = nnz32;
+        } else {
+            copy_bytes(*exec, p.row_ptr64 + p.rows, *cpu_executor(), &nnz, sizeof(offset_t));
+        }
+        // the map holds positions < nnz: 32 bits
+        if (nnz > offset_t(std::numeric_limits<std::int32_t>::max())) return nullptr;
+        std::unique_ptr<BlockDiagPc> pc(new BlockDiagPc(type, p.rows, nc, nnz, exec));
+        const index_t nb = pc->nblocks();
+        const std::size_t len = std::size_t(nb) * pc->nc2();
+        pc->map32_ = Array<std::int32_t>(exec, len);
+        const offset_t repeats = dispatch_executor(*exec, [&](const auto& e) {
+            return p.row_ptr32 ? kernels::block_diag_map(e, nb, nc, p.row_ptr32, p.col_idx,
+                                                         pc->map32_.data())
+                               : kernels::block_diag_map(e, nb, nc, p.row_ptr64, p.col_idx,
+                                                         pc->map32_.data());
+        });
+        if (repeats > 0) return nullptr;
+        pc->binv_ = Array<VT>(exec, len);
+        if (!pc->numeric_on_executor(values)) return nullptr;
+        return pc;
+    }
+
+    PcType type() const noexcept override { return type_; }
+    void update_values(const Csr<double>& a) override
+    {
+        const auto t0 = clock_type::now();
+        HEPTANE_ENSURE(!map_.empty() || map32_.empty(), InputError,
+                       who() << ": set up from a pattern in device memory, so there is no host "
+                                "copy of it to compare a values-only update with; use "
+                                "update_values_device, or set up again");
+        Csr<double> keep;
+        const Csr<double>& h = host_csr(a, keep);
+        pattern_.check(h, who());
+        numeric_host(h.values.data());
+        this->setup_ms_ = ms_since(t0);
+    }
+    bool update_values_device(const double* values, offset_t nnz) override
+    {
+        HEPTANE_ENSURE(nnz == nnz_, InputError,
+                       who() << ": values-only update with " << nnz
+                             << " values; the preconditioner was set up for " << nnz_
+                             << " entries");
+        const auto t0 = clock_type::now();
+        if (!numeric_on_executor(values)) return false;
+        this->setup_ms_ = ms_since(t0);
+        return true;
+    }
+
+protected:
+    void solve(const VT* r, VT* z) const override  // z_c = A_cc⁻¹ r_c
+    {
+        const VT* b = binv_.data();
+        const index_t n = this->n_, nc = this->nc_;
+        dispatch_executor(*this->exec_, [&](const auto& e) {
+            if (type_ == PcType::jacobi)
+                kernels::diag_scale(e, n, b, r, z);
+            else
+                kernels::block_diag_apply(e, n / nc, nc, b, r, z);
+        });
+    }
+    bool symmetric_apply() const noexcept override { return type_ == PcType::jacobi; }
+
+public:
+    const VT* block_inverse() const noexcept override { return binv_.data(); }
+
+private:
+    static const char* name(PcType t) { return t == PcType::jacobi ? "Jacobi" : "block-Jacobi"; }
+    const char* who() const { return name(type_); }
+    index_t nblocks() const { return this->n_ / this->nc_; }
+    std::size_t nc2() const { return std::size_t(this->nc_) * std::size_t(this->nc_); }
+
+    // map_ (and dups_: the entries of a block position after its first, (position, k) in CSR
+    // order; none in a canonical CSR)
+    void symbolic()
+    {
+        const index_t nc = this->nc_, nb = nblocks();
+        const offset_t nc2s = offset_t(nc2());
+        map_.assign(std::size_t(nb) * nc2(), -1);
+        const offset_t* rp = pattern_.row_ptr.data();
+        const index_t* ci = pattern_.col.get();
+#pragma omp parallel if (nb > 16384)
+        {
+            std::vector<std::pair<offset_t, offset_t>> dups;
+#pragma omp for schedule(static)
+            for (index_t c = 0; c < nb; ++c)
+                for (index_t r = c * nc; r < (c + 1) * nc; ++r)
+                    for (offset_t k = rp[r]; k < rp[r + 1]; ++k) {
+                        const index_t col = ci[k];
+                        if (col < 0 || col / nc != c) continue;
+                        const offset_t s = offset_t(c) * nc2s + (r % nc) * nc + col % nc;
+                        if (map_[std::size_t(s)] < 0)
+                            map_[std::size_t(s)] = k;
+                        else
+                            dups.emplace_back(s, k);
+                    }
+#pragma omp critical
+            dups_.insert(dups_.end(), dups.begin(), dups.end());
+        }
+        std::sort(dups_.begin(), dups_.end());
+    }
+
+    // An entry stored twice: its values summed in CSR order into the first one's place (the
+    // host setup's sum into zero, the same bits), in a copy of the values.
+    const double* with_duplicates(const double* v)
+    {
+        if (dups_.empty()) return v;
+        combined_.assign(v, v + pattern_.nnz());
+        for (const auto& [s, k] : dups_) combined_[std::size_t(map_[std::size_t(s)])] += v[k];
+        return combined_.data();
+    }
+
+    // the numeric part on the host from host values
+    void numeric_host(const double* values)
+    {
+        const double* v = with_duplicates(values);
+        const bool on_host = this->exec_->is_cpu();
+        if (on_host && next_.size() != binv_.size()) next_ = Array<VT>(this->exec_, binv_.size());
+        if (!on_host) staging_.resize(binv_.size());
+        VT* out = on_host ? next_.data() : staging_.data();
+        const index_t bad = kernels::block_diag_invert(*cpu_executor(), nblocks(), this->nc_,
+                                                       map_.data(), v, out, nullptr);
+        if (bad >= 0) fail(bad, [&](offset_t k) { return v[k]; });
+        if (on_host)
+            binv_.swap(next_);
+        else
+            copy_bytes(*cpu_executor(), out, *this->exec_, binv_.data(), binv_.bytes());
+    }
+
+    // the numeric part on the executor from values in its memory; false where there is no
+    // such path (on a GPU: an entry stored twice, or nc > 8)
+    bool numeric_on_executor(const double* v)
+    {
+        if (this->exec_->is_cpu()) {
+            numeric_host(v);
+            return true;
+        }
+        if (!dups_.empty() || this->nc_ > 8) return false;
+        if (map32_.empty() && map64_.empty() && !map_.empty()) upload_map();
+        if (next_.size() != binv_.size()) next_ = Array<VT>(this->exec_, binv_.size());
+        if (flag_.empty()) flag_ = Array<index_t>(this->exec_, 1);
+        const index_t nb = nblocks(), nc = this->nc_;
+        const index_t bad = dispatch_executor(*this->exec_, [&](const auto& e) {
+            return map32_.empty() ? kernels::block_diag_invert(e, nb, nc, map64_.data(), v,
+                                                               next_.data(), flag_.data())
+                                  : kernels::block_diag_invert(e, nb, nc, map32_.data(), v,
+                                                               next_.data(), flag_.data());
+        });
+        if (bad >= 0) {
+            fail(bad, [&](offset_t k) {  // the failing block's few values, one by one
+                double x = 0;
+                copy_bytes(*this->exec_, v + k, *cpu_executor(), &x, sizeof(double));
+                return x;
+            });
+        }
+        binv_.swap(next_);
+        return true;
+    }
+
+    // the gather map on the executor, 32-bit where the positions fit
+    void upload_map()
+    {
+        if (nnz_ > offset_t(std::numeric_limits<std::int32_t>::max())) {
+            map64_ = upload_same(map_, this->exec_);
+            return;
+        }
+        std::vector<std::int32_t> m(map_.size());
+        const std::int64_t len = std::int64_t(m.size());
+#pragma omp parallel for schedule(static) if (len > (1 << 20))
+        for (std::int64_t i = 0; i < len; ++i)
+            m[std::size_t(i)] = std::int32_t(map_[std::size_t(i)]);
+        map32_ = upload_same(m, this->exec_);
+    }
+
+    // InputError for block c, whose inversion failed: its values (fetch(k): CSR value k) and
+    // the failing pivot recomputed on the host, where the setup's message comes from
+    template <class Fetch>
+    [[noreturn]] void fail(index_t c, Fetch&& fetch) const
+    {
+        const std::size_t n2 = nc2();
+        std::vector<offset_t> local(n2, -1);  // the block's map into vals
+        std::vector<double> vals(n2, 0.0), blk(n2), inv(n2);
+        const std::vector<offset_t> map = block_map(c);
+        for (std::size_t s = 0; s < n2; ++s) {
+            const offset_t k = map[s];
+            if (k < 0) continue;
+            local[s] = offset_t(s);
+            vals[s] = fetch(k);
+        }
+        detail::gather_block<0>(local.data(), vals.data(), this->nc_, blk.data());
+        if (type_ == PcType::jacobi)
+            HEPTANE_THROW(InputError, "Jacobi: the diagonal entry of row " << std::int64_t(c) + 1
+                                                                           << " is " << blk[0]);
+        const detail::PivotFailure f = detail::invert_block(blk.data(), inv.data(), this->nc_);
+        HEPTANE_THROW(InputError, "block-Jacobi: singular diagonal block, "
+                                      << detail::describe_pivot_failure(c, this->nc_, f));
+    }
+
+    // the device-pattern setup (from_device_pattern): no host pattern, no host map
+    BlockDiagPc(PcType type, index_t n, index_t nc, offset_t nnz,
+                std::shared_ptr<const Executor> exec)
+        : Preconditioner<VT>(n, nc, std::move(exec)), type_(type), nnz_(nnz)
+    {
+    }
+
+    // the gather map of block c (nc² positions, -1 where none), from wherever it is kept
+    std::vector<offset_t> block_map(index_t c) const
+    {
+        const std::size_t n2 = nc2(), at = std::size_t(c) * n2;
+        std::vector<offset_t> m(n2);
+        if (!map_.empty()) {
+            std::copy(map_.begin() + std::ptrdiff_t(at), map_.begin() + std::ptrdiff_t(at + n2),
+                      m.begin());
+        } else if (!map32_.empty()) {
+            std::vector<std::int32_t> d(n2);
+            copy_bytes(*this->exec_, map32_.data() + at, *cpu_executor(), d.data(),
+                       n2 * sizeof(std::int32_t));
+            std::copy(d.begin(), d.end(), m.begin());
+        } else {
+            copy_bytes(*this->exec_, map64_.data() + at, *cpu_executor(), m.data(),
+                       n2 * sizeof(std::int64_t));
+        }
+        return m;
+    }
+
+    PcType type_;
+    offset_t nnz_ = 0;  // the entries of the pattern set up from
+    ScalarPattern pattern_;
+    std::vector<offset_t> map_;  // the gather map, host (none after from_device_pattern)
+    std::vector<std::pair<offset_t, offset_t>> dups_;
+    std::vector<double> combined_;
+    Array<std::int32_t> map32_;  // the gather map on a GPU (one of the two)
+    Array<std::int64_t> map64_;
+    Array<VT> binv_;           // the live inverses (nc² per block; Jacobi: 1 / a_ii)
+    Array<VT> next_;           // the next ones, swapped in when all inverted
+    std::vector<VT> staging_;  // host numeric part for a GPU: the inverses before the upload
+    Array<index_t> flag_;      // the lowest failing block (GPU)
+};
+
+}  // namespace
+
+namespace detail {
+
+template <class VT>
+std::unique_ptr<Preconditioner<VT>> make_identity_pc(index_t n,
+                                                     std::shared_ptr<const Executor> exec)
+{
+    return std::make_unique<IdentityPc<VT>>(n, std::move(exec));
+}
+template <class VT>
+std::unique_ptr<Preconditioner<VT>> make_block_diag_pc(PcType type, const Csr<double>& a,
+                                                       index_t nc,
+                                                       std::shared_ptr<const Executor> exec)
+{
+    return BlockDiagPc<VT>::from_csr(type, a, nc, std::move(exec));
+}
+template <class VT>
+std::unique_ptr<Preconditioner<VT>> make_block_diag_pc(PcType type, const CsrPatternView& p,
+                                                       const double* values, index_t nc,
+                                                       std::shared_ptr<const Executor> exec)
+{
+    return BlockDiagPc<VT>::from_values(type, p, values, nc, std::move(exec));
+}
+
+#define HEPTANE_INSTANTIATE(VT)                                                \
+    template std::unique_ptr<Preconditioner<VT>> make_identity_pc<VT>(         \
+        index_t, std::shared_ptr<const Executor>);                             \
+    template std::unique_ptr<Preconditioner<VT>> make_block_diag_pc<VT>(       \
+        PcType, const Csr<double>&, index_t, std::shared_ptr<const Executor>); \
+    template std::unique_ptr<Preconditioner<VT>> make_block_diag_pc<VT>(       \
+        PcType, const CsrPatternView&, const double*, index_t, std::shared_ptr<const Executor>);
+HEPTANE_INSTANTIATE(double)
+HEPTANE_INSTANTIATE(float)
+#undef HEPTANE_INSTANTIATE
+
+}  // namespace detail
+}  // namespace heptane
