@@ -1,9 +1,12 @@
-// Internal to the plugin's engine (engine.cpp: one rank; engine_dist.cpp: several MPI ranks):
-// the operator stores behind MatrixEngine, its state, and the helpers both files use.
+// Internal to the plugin's engine (engine.cpp: the matrix on one rank; engine_dist.cpp: on
+// several MPI ranks; engine_krylov.cpp: the preconditioner and the Krylov solve;
+// engine_pc.cpp: heptane's PCs under PETSc's KSPs): the operator stores behind MatrixEngine,
+// its state, and the helpers these files use.
 #pragma once
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <functional>
 #include <memory>
 #include <sstream>
@@ -12,6 +15,8 @@
 #include <vector>
 
 #include "core/array.hpp"
+#include "formats/csr/csr.hpp"
+#include "solver/precond/amg/amg.hpp"
 #include "core/error.hpp"
 #include "core/reducer.hpp"
 #include "plugin/engine.hpp"
@@ -30,6 +35,46 @@ using clock_type = std::chrono::steady_clock;
 inline double ms_since(clock_type::time_point t0)
 {
   return std::chrono::duration<double, std::milli>(clock_type::now() - t0).count();
+}
+
+// Host CSR in double with 64-bit row pointers (what make_preconditioner takes).
+inline Csr<double> csr_from_view(const CsrView &a)
+{
+  Csr<double> c;
+  c.rows = c.cols = a.rows;
+  std::vector<offset_t> ptr(std::size_t(a.rows) + 1);
+  for (index_t r = 0; r <= a.rows; ++r) ptr[std::size_t(r)] = a.row_ptr[r];
+  c.row_ptr = Array<offset_t>(std::move(ptr));
+  c.col_idx = Array<index_t>(std::vector<index_t>(a.col_idx, a.col_idx + a.nnz()));
+  c.values  = Array<double>(std::vector<double>(a.values, a.values + a.nnz()));
+  return c;
+}
+
+// The borrowed CSR into `c`: only the values when its pattern is c's (a Newton step's
+// refresh: compared, not copied, and no allocation), else a new copy (whose pattern the
+// preconditioner then checks against its own).
+inline void copy_view(const CsrView &a, Csr<double> &c)
+{
+  const offset_t nnz  = a.nnz();
+  bool           same = c.rows == a.rows && c.nnz() == nnz && c.values.on_host();
+  if (same) {
+    const offset_t *ptr = c.row_ptr.data();
+    for (index_t r = 0; r <= a.rows && same; ++r) same = ptr[r] == offset_t(a.row_ptr[r]);
+    same = same && std::memcmp(c.col_idx.data(), a.col_idx, sizeof(index_t) * std::size_t(nnz)) == 0;
+  }
+  if (!same) {
+    c = csr_from_view(a);
+    return;
+  }
+  std::memcpy(c.values.data(), a.values, sizeof(double) * std::size_t(nnz));
+}
+
+// The AMG hierarchy's table of a preconditioner, or "" when it is not AMG.
+template <class VT>
+std::string amg_table(const std::shared_ptr<Preconditioner<VT>> &pc)
+{
+  const auto *amg = dynamic_cast<const AmgPreconditioner<VT> *>(pc.get());
+  return amg ? amg->info().table() : std::string();
 }
 
 template <class MT, class VT>

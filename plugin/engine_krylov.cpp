@@ -1,0 +1,426 @@
+// The plugin's KrylovEngine (engine.hpp): heptane's preconditioner built from the borrowed
+// CSR (on the device where the operator's copy is there), its values-only refresh, and the
+// Krylov solve (BiCGStab, CG, GMRES; folding, mixed-precision refinement).
+#include "plugin/engine.hpp"
+#include "plugin/engine_impl.hpp"
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cstring>
+#include <functional>
+#include <sstream>
+#include <type_traits>
+
+#include "core/array.hpp"
+#include "core/bitset.hpp"
+#include "core/error.hpp"
+#include "formats/bdia/bdia.hpp"
+#include "formats/bdia/bdia_slots.hpp"
+#include "formats/coo/coo.hpp"
+#include "formats/csr/csr.hpp"
+#include "formats/detect/detect.hpp"
+#include "formats/fused_dots.hpp"
+#include "formats/matrix_operator.hpp"
+#include "formats/spmv.hpp"
+#include "plugin/device_pool.hpp"
+#include "plugin/pinned_upload.hpp"
+#include "solver/krylov.hpp"
+#include "solver/precond/amg/amg.hpp"
+#include "formats/values_kernels.hpp"
+#include "solver/refine.hpp"
+#include "solver/solve.hpp"
+#include "solver/vector/vector_ops.hpp"
+
+namespace heptane::plugin
+{
+
+using namespace detail;
+
+// ---- KrylovEngine ------------------------------------------------------------------------------
+
+namespace
+{
+
+template <class VT>
+struct Typed {
+  std::shared_ptr<Preconditioner<VT>> pc;
+  std::shared_ptr<const Operator<VT>> host_pc; // set_host_preconditioner's (pc is then null)
+  std::unique_ptr<Solver<VT>>         solver;  // make_solver's, kept across solves
+  SolverType                          solver_type    = SolverType::bicgstab;
+  int                                 solver_restart = 0;
+  Array<VT>                           b, x, y;
+  std::vector<VT>                     staging;    // float vectors: conversion on the host
+  MixedRefinement                     refinement; // mixed: its vectors, kept across solves
+  // Â = A M⁻¹ (KrylovEngine::set_fold) and what it was made from
+  std::shared_ptr<const Operator<VT>> folded;
+  const MatrixEngine                 *folded_m = nullptr;
+  std::array<int, 4>                  folded_for{-1, -1, -1, -1};
+
+  // Â for this solve: made again when A or M has changed since (their build and refresh
+  // counts); nullptr when the operator cannot form it. `made_ms`: the time it took, 0 if reused.
+  std::shared_ptr<const Operator<VT>> fold(const MatrixEngine &m, const KrylovTimings &t, double &made_ms)
+  {
+    made_ms                      = 0;
+    const std::array<int, 4> key = {m.timings().builds, m.timings().refreshes, t.pc_builds, t.pc_refreshes};
+    if (folded_m == &m && folded_for == key) return folded;
+    const auto t0 = clock_type::now();
+    folded        = m.right_scaled(pc->block_inverse(), pc->block_size(), folded_m == &m ? folded : nullptr);
+    folded_m      = &m;
+    folded_for    = key;
+    if (folded) folded->executor()->synchronize();
+    made_ms = ms_since(t0);
+    return folded;
+  }
+
+  // The solver of `type` (make_solver), made again when the type or GMRES's restart changes.
+  Solver<VT> &get_solver(SolverType type, int restart)
+  {
+    if (!solver || solver_type != type || (type == SolverType::gmres && solver_restart != restart)) {
+      SolverExtras ex;
+      ex.restart     = restart;
+      solver         = make_solver<VT>(type, SolverOptions{}, ex);
+      solver_type    = type;
+      solver_restart = restart;
+    }
+    return *solver;
+  }
+  // One solve on device arrays (x: the initial guess when o.nonzero_initial_guess). folded:
+  // BiCGStab on Â y = b (zero initial guess), then x = M⁻¹ y.
+  Status solve_on(SolverType type, int restart, const std::shared_ptr<const Operator<VT>> &op, const std::shared_ptr<const Operator<VT>> &folded_op, const SolverOptions &o, const Array<VT> &bd, Array<VT> &xd)
+  {
+    if (folded_op) {
+      const std::size_t n = bd.size();
+      if (y.size() != n || y.exec() != bd.exec()) y = Array<VT>(bd.exec(), n);
+      Solver<VT> &s = get_solver(SolverType::bicgstab, restart);
+      s.options()   = o;
+      s.set_operator(folded_op);
+      s.set_preconditioner(std::shared_ptr<const Operator<VT>>());
+      const Status st = s.solve(bd, y);
+      pc->apply(y.data(), xd.data()); // x = M⁻¹ y
+      return st;
+    }
+    Solver<VT> &s = get_solver(type, restart);
+    s.options()   = o;
+    s.set_operator(op);
+    if (host_pc) s.set_preconditioner(host_pc);
+    else s.set_preconditioner(pc);
+    return s.solve(bd, xd);
+  }
+  // the refinement's inner solver: one correction A32 d = r (MixedRefinement)
+  struct Correction {
+    Typed                              &t;
+    SolverType                          solver;
+    int                                 restart;
+    std::shared_ptr<const Operator<VT>> op, folded;
+    SolverOptions                       opts;
+    SolverOptions                      &options() noexcept { return opts; }
+    Status                              solve(const Array<VT> &r, Array<VT> &d) { return t.solve_on(solver, restart, op, folded, opts, r, d); }
+  };
+
+  // b and x from and to the host; op64 (mixed): refined against the fp64 matrix
+  Status solve(SolverType solver, int restart, std::shared_ptr<const Operator<VT>> op, const std::shared_ptr<const Operator<VT>> &folded_op, const std::shared_ptr<const Operator<double>> &op64, const SolverOptions &opts, bool nonzero_guess, const double *bh, double *xh, int &corrections)
+  {
+    const auto        exec = op->executor();
+    const std::size_t n    = std::size_t(op->rows());
+    if (b.size() != n || b.exec() != exec) b = Array<VT>(exec, n);
+    if (x.size() != n || x.exec() != exec) x = Array<VT>(exec, n);
+    upload(bh, b);
+    if (nonzero_guess) upload(xh, x);
+    SolverOptions o         = opts;
+    o.nonzero_initial_guess = nonzero_guess;
+    Status st;
+    corrections  = 0;
+    bool refined = false;
+    if constexpr (std::is_same_v<VT, double>) {
+      if (op64) {
+        Correction c{*this, solver, restart, op, folded_op, o};
+        st          = refinement.solve(c, *op64, b, x, o);
+        corrections = refinement.corrections();
+        refined     = true;
+      }
+    }
+    if (!refined) st = solve_on(solver, restart, op, folded_op, o, b, x);
+    download(x, xh);
+    return st;
+  }
+  void upload(const double *h, Array<VT> &d)
+  {
+    const std::size_t n = d.size();
+    if constexpr (std::is_same_v<VT, double>) {
+      copy_bytes(*cpu_executor(), h, *d.exec(), d.data(), n * sizeof(double));
+    } else {
+      staging.assign(h, h + n);
+      copy_bytes(*cpu_executor(), staging.data(), *d.exec(), d.data(), n * sizeof(VT));
+    }
+  }
+  void download(const Array<VT> &d, double *h)
+  {
+    const std::size_t n = d.size();
+    if constexpr (std::is_same_v<VT, double>) {
+      copy_bytes(*d.exec(), d.data(), *cpu_executor(), h, n * sizeof(double));
+    } else {
+      staging.resize(n);
+      copy_bytes(*d.exec(), d.data(), *cpu_executor(), staging.data(), n * sizeof(VT));
+      std::copy(staging.begin(), staging.end(), h);
+    }
+  }
+};
+
+} // namespace
+
+struct KrylovEngine::Impl {
+  Typed<double> d;
+  Typed<float>  f;
+  Csr<double>   csr; // the host CSR of the last setup or refresh (its arrays are reused)
+  std::string   pc_desc;
+  std::string   pc_path; // where the last numeric part ran
+  KrylovTimings timings;
+  // the preconditioner takes its numeric part where the values are (update_values_device),
+  // from this engine's values as of this build of it
+  bool                in_place          = false;
+  bool                pattern_on_device = false; // its symbolic part made on the device
+  const MatrixEngine *values_from       = nullptr;
+  int                 values_of         = -1; // values_from->timings().builds
+  // the preconditioner folded into the operator (set_fold) and what the last solve did
+  bool   fold    = true;
+  bool   folded  = false;
+  double fold_ms = 0;
+  // mixed precision refined against the fp64 matrix (set_refine)
+  bool refine      = true;
+  int  corrections = 0;
+  // GMRES's restart (set_restart) and the last solver's name
+  int         restart = 30;
+  std::string solver_name;
+  // set_host_preconditioner's
+  std::function<void(const double *, double *)> host_apply;
+};
+
+namespace
+{
+
+// The CSR values of `a` in the memory of m's executor, for a numeric part there: PETSc's host
+// array itself on the CPU, the device copy m's operator keeps on a GPU; nullptr when there is
+// none (the preconditioner then works on a host copy of the matrix).
+const double *values_on_executor(const CsrView &a, const MatrixEngine &m)
+{
+  return m.executor()->is_cpu() ? a.values : m.csr_values_on_device();
+}
+
+CsrPatternView pattern_view(const CsrView &a)
+{
+  CsrPatternView p;
+  p.rows      = a.rows;
+  p.row_ptr32 = a.row_ptr;
+  p.col_idx   = a.col_idx;
+  return p;
+}
+
+std::string numeric_path_note(bool in_place, bool pattern_on_device, const MatrixEngine &m)
+{
+  const bool gpu = !m.executor()->is_cpu();
+  if (in_place) {
+    if (!gpu) return "numeric part on the host, on PETSc's values in place";
+    std::string note = "numeric part on the device, from the operator's device copy of the values";
+    if (pattern_on_device) note += "; symbolic part on the device, from the operator's device copy of the pattern";
+    return note;
+  }
+  return gpu ? "numeric part on the host, from a host copy of the matrix (pattern compared), factors uploaded" : "numeric part on the host, from a copy of the matrix (pattern compared)";
+}
+
+} // namespace
+
+KrylovEngine::KrylovEngine() : impl_(std::make_unique<Impl>()) { }
+KrylovEngine::~KrylovEngine() = default;
+
+void KrylovEngine::build_preconditioner(PcType type, const CsrView &a, const MatrixEngine &m, const PcOptions &opts)
+{
+  const auto t0 = clock_type::now();
+  Impl      &k  = *impl_;
+  HEPTANE_ENSURE(m.built(), InputError, "preconditioner requested before the operator");
+  k.d.pc.reset();
+  k.f.pc.reset();
+  k.d.host_pc.reset();
+  k.f.host_pc.reset();
+  k.host_apply     = nullptr;
+  const index_t nc = type == PcType::jacobi || type == PcType::none ? 1 : m.block_size();
+  // Jacobi and block Jacobi: symbolic part from PETSc's pattern, numeric part where the
+  // values are, no host copy of the matrix; the ILU(0) types factorise a host copy
+  const double *values = values_on_executor(a, m);
+  // AMG/CPR on a GPU, one rank: set up from the operator's device copy of the values (and
+  // of the pattern, where it keeps one) with nothing of A crossing the bus; the finest
+  // level's products (AMG) or the second stage's residual (CPR) through m's operator where a
+  // values-only refresh updates that object in place (bdiagh, csr), so no second copy of A
+  const bool multigrid = type == PcType::amg || type == PcType::cpr;
+  const bool stable    = !m.distributed() && (m.format() == Format::bdia || m.format() == Format::csr) && m.rows() == a.rows;
+  if (multigrid && values && !m.executor()->is_cpu() && !m.distributed() && m.rows() == a.rows) {
+    k.in_place          = true;
+    k.csr               = Csr<double>();
+    CsrPatternView p    = m.csr_pattern_on_device();
+    k.pattern_on_device = p.on_executor && p.rows == a.rows;
+    if (!k.pattern_on_device) p = pattern_view(a);
+    if (m.precision() == Precision::single) k.f.pc = make_preconditioner<float>(type, p, values, nc, m.executor(), opts, stable ? m.operator_single() : nullptr);
+    else k.d.pc = make_preconditioner<double>(type, p, values, nc, m.executor(), opts, stable ? m.operator_double() : nullptr);
+    k.pc_desc     = k.f.pc ? k.f.pc->describe() : k.d.pc->describe();
+    k.pc_path     = numeric_path_note(true, k.pattern_on_device, m);
+    k.values_from = &m;
+    k.values_of   = m.timings().builds;
+    m.executor()->synchronize();
+    k.timings.last_pc_ms = ms_since(t0);
+    ++k.timings.pc_builds;
+    return;
+  }
+  k.in_place = values && (type == PcType::none || type == PcType::jacobi || type == PcType::block_jacobi);
+  if (k.in_place) {
+    k.csr = Csr<double>(); // nothing to keep
+    // the symbolic part from the pattern the operator keeps on the device, where it does
+    // (the same arrays PETSc gave: no host pass over the pattern), else from PETSc's
+    CsrPatternView p    = m.csr_pattern_on_device();
+    k.pattern_on_device = p.on_executor && p.rows == a.rows && type != PcType::none;
+    if (!k.pattern_on_device) p = pattern_view(a);
+    if (m.precision() == Precision::single) k.f.pc = make_preconditioner<float>(type, p, values, nc, m.executor());
+    else k.d.pc = make_preconditioner<double>(type, p, values, nc, m.executor());
+  } else if (multigrid) {
+    // AMG/CPR on the CPU or from a distributed operator: set up from a host copy; m's
+    // operator as above where it is A itself, otherwise (other formats are rebuilt on a
+    // refresh; a distributed operator is not this rank's diagonal block) a copy of their own
+    copy_view(a, k.csr);
+    if (m.precision() == Precision::single) k.f.pc = make_preconditioner<float>(type, k.csr, nc, m.executor(), opts, stable ? m.operator_single() : nullptr);
+    else k.d.pc = make_preconditioner<double>(type, k.csr, nc, m.executor(), opts, stable ? m.operator_double() : nullptr);
+  } else {
+    copy_view(a, k.csr);
+    if (m.precision() == Precision::single) k.f.pc = make_preconditioner<float>(type, k.csr, nc, m.executor());
+    else k.d.pc = make_preconditioner<double>(type, k.csr, nc, m.executor());
+  }
+  k.pc_desc     = k.f.pc ? k.f.pc->describe() : k.d.pc->describe();
+  k.pc_path     = numeric_path_note(k.in_place, k.pattern_on_device, m);
+  k.values_from = &m;
+  k.values_of   = m.timings().builds;
+  m.executor()->synchronize();
+  k.timings.last_pc_ms = ms_since(t0);
+  ++k.timings.pc_builds;
+}
+
+void KrylovEngine::refresh_preconditioner(const CsrView &a, const MatrixEngine &m)
+{
+  const auto t0 = clock_type::now();
+  Impl      &k  = *impl_;
+  HEPTANE_ENSURE(has_preconditioner(), InputError, "values-only preconditioner refresh before the first setup");
+  HEPTANE_ENSURE((m.precision() == Precision::single) == (k.f.pc != nullptr), InputError, "values-only preconditioner refresh in another precision than the setup's");
+  // in place: the pattern is the setup's (the caller's nonzero state says so), so neither a
+  // host copy nor a pattern compare; else (or where the preconditioner has no such path) the
+  // values into the kept host CSR, the pattern compared
+  const double *values = k.in_place && k.values_from == &m && k.values_of == m.timings().builds ? values_on_executor(a, m) : nullptr;
+  bool          done   = false;
+  if (values) done = k.f.pc ? k.f.pc->update_values_device(values, a.nnz()) : k.d.pc->update_values_device(values, a.nnz());
+  if (!done) {
+    copy_view(a, k.csr);
+    if (k.f.pc) k.f.pc->update_values(k.csr);
+    else k.d.pc->update_values(k.csr);
+  }
+  k.pc_path = numeric_path_note(done, done && k.pattern_on_device, m);
+  k.pc_desc = k.f.pc ? k.f.pc->describe() : k.d.pc->describe();
+  m.executor()->synchronize();
+  k.timings.last_pc_ms = ms_since(t0);
+  ++k.timings.pc_refreshes;
+}
+
+void KrylovEngine::set_host_preconditioner(std::function<void(const double *r, double *z)> apply, const std::string &describe)
+{
+  Impl &k = *impl_;
+  k.d.pc.reset();
+  k.f.pc.reset();
+  k.d.host_pc.reset();
+  k.f.host_pc.reset();
+  k.csr        = Csr<double>();
+  k.host_apply = std::move(apply);
+  k.pc_desc    = describe;
+  k.pc_path    = "applied by the caller on the host";
+  k.in_place   = false;
+}
+
+bool KrylovEngine::host_preconditioner() const noexcept
+{
+  return impl_->host_apply != nullptr;
+}
+
+bool KrylovEngine::has_preconditioner() const noexcept
+{
+  return impl_->d.pc || impl_->f.pc || impl_->host_apply;
+}
+
+Status KrylovEngine::solve(SolverType solver, const MatrixEngine &m, const SolverOptions &opts, bool nonzero_guess, const double *b, double *x)
+{
+  const auto t0 = clock_type::now();
+  Impl      &k  = *impl_;
+  HEPTANE_ENSURE(m.built(), InputError, "solve before the operator was built");
+  // mixed: refined against the fp64 matrix where the operator keeps one; the preconditioner
+  // folded into the operator where that is the same method (the refinement's corrections
+  // always start from zero)
+  const auto op64 = k.refine && m.precision() == Precision::mixed ? m.operator_fp64() : nullptr;
+  const auto run  = [&](auto &t, auto op) {
+    using VT = std::remove_const_t<std::remove_pointer_t<decltype(t.b.data())>>;
+    if (k.host_apply && (!t.host_pc || t.host_pc->rows() != op->rows() || t.host_pc->executor() != op->executor())) t.host_pc = std::make_shared<detail::HostCallbackOperator<VT>>(op->rows(), op->executor(), k.host_apply, k.pc_desc);
+    std::decay_t<decltype(op)> folded;
+    if (k.fold && solver == SolverType::bicgstab && (op64 || !nonzero_guess) && t.pc && t.pc->block_inverse()) folded = t.fold(m, k.timings, k.fold_ms);
+    k.folded        = folded != nullptr;
+    const Status st = t.solve(solver, k.restart, op, folded, op64, opts, nonzero_guess, b, x, k.corrections);
+    k.solver_name   = t.solver->name();
+    return st;
+  };
+  k.fold_ms               = 0;
+  Status st               = m.precision() == Precision::single ? run(k.f, m.operator_single()) : run(k.d, m.operator_double());
+  k.timings.last_solve_ms = ms_since(t0);
+  return st;
+}
+void KrylovEngine::set_restart(int restart) noexcept
+{
+  impl_->restart = restart;
+}
+int KrylovEngine::restart() const noexcept
+{
+  return impl_->restart;
+}
+const std::string &KrylovEngine::solver_name() const noexcept
+{
+  return impl_->solver_name;
+}
+void KrylovEngine::set_fold(bool fold) noexcept
+{
+  impl_->fold = fold;
+}
+void KrylovEngine::set_refine(bool refine) noexcept
+{
+  impl_->refine = refine;
+}
+int KrylovEngine::last_corrections() const noexcept
+{
+  return impl_->corrections;
+}
+bool KrylovEngine::last_solve_folded() const noexcept
+{
+  return impl_->folded;
+}
+double KrylovEngine::last_fold_ms() const noexcept
+{
+  return impl_->fold_ms;
+}
+
+std::string KrylovEngine::preconditioner_describe() const
+{
+  return impl_->pc_desc;
+}
+std::string KrylovEngine::preconditioner_hierarchy() const
+{
+  return impl_->f.pc ? amg_table(impl_->f.pc) : amg_table(impl_->d.pc);
+}
+const std::string &KrylovEngine::numeric_path() const noexcept
+{
+  return impl_->pc_path;
+}
+const KrylovTimings &KrylovEngine::timings() const noexcept
+{
+  return impl_->timings;
+}
+
+} // namespace heptane::plugin
