@@ -88,21 +88,9 @@ std::vector<offset_t> bdia_slot_map(const CsrView &a, index_t nc, const std::vec
 template <class MT>
 Bdia<MT> bdia_zeros_on(index_t n, index_t nc, std::vector<index_t> offsets, const std::shared_ptr<const Executor> &exec)
 {
-  const std::size_t    slots = offsets.size() * std::size_t(nc) * std::size_t(n);
-  const offset_t       nb    = n / nc;
-  Array<std::uint64_t> bits  = make_bitset(slots, false);
-  std::uint64_t       *w     = bits.data();
-  for (std::size_t q = 0; q < offsets.size(); ++q) {
-    const offset_t d = offsets[q], lo = std::max<offset_t>(0, -d), hi = std::min<offset_t>(nb, nb - d);
-    for (index_t s = 0; s < nc && lo < hi; ++s) {
-      const std::size_t k0 = (q * std::size_t(nc) + std::size_t(s)) * std::size_t(n);
-      std::size_t       b = k0 + std::size_t(lo * nc), e = k0 + std::size_t(hi * nc);
-      for (; b < e && b % 64; ++b) set_bit(w, b, true);
-      for (; b + 64 <= e; b += 64) w[b / 64] = ~std::uint64_t{0};
-      for (; b < e; ++b) set_bit(w, b, true);
-    }
-  }
-  Bdia<MT> m;
+  const std::size_t          slots = offsets.size() * std::size_t(nc) * std::size_t(n);
+  const Array<std::uint64_t> bits  = bdia_zeros_pattern(n, n, nc, offsets);
+  Bdia<MT>                   m;
   m.rows = m.cols = n;
   m.block_size    = nc;
   m.block_offsets = std::move(offsets);

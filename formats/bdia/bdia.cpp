@@ -351,28 +351,35 @@ Bdia<T> bdia_zeros(index_t rows, index_t cols, index_t block_size,
 {
     const index_t nc = block_size;
     block_offsets = checked_offsets(rows, cols, nc, std::move(block_offsets), "bdia_zeros");
-    const index_t nq = index_t(block_offsets.size());
-    const index_t brows = rows / nc, bcols = cols / nc;
-    const std::size_t slots = std::size_t(nq) * nc * rows;
+    const std::size_t slots = block_offsets.size() * std::size_t(nc) * std::size_t(rows);
     Bdia<T> m;
     m.rows = rows;
     m.cols = cols;
     m.block_size = nc;
     m.data = Array<T>(cpu_executor(), slots);
-    m.pattern = make_bitset(slots, false);
+    m.pattern = bdia_zeros_pattern(rows, cols, nc, block_offsets);
+    m.block_offsets = std::move(block_offsets);
+    return m;
+}
+
+Array<std::uint64_t> bdia_zeros_pattern(index_t rows, index_t cols, index_t block_size,
+                                        const std::vector<index_t>& block_offsets)
+{
+    const index_t nc = block_size, nq = index_t(block_offsets.size());
+    const index_t brows = rows / nc, bcols = cols / nc;
+    Array<std::uint64_t> pattern = make_bitset(std::size_t(nq) * nc * rows, false);
     // Diagonal k = q*Nc + s is valid on block rows b with 0 <= b + d_q < bcols: one
     // contiguous range of rows, so one contiguous range of bits.
     for (index_t q = 0; q < nq; ++q) {
-        const offset_t d = block_offsets[q];
+        const offset_t d = block_offsets[std::size_t(q)];
         const offset_t lo = std::max<offset_t>(0, -d), hi = std::min<offset_t>(brows, bcols - d);
         if (lo >= hi) continue;
         for (index_t s = 0; s < nc; ++s) {
             const std::size_t k0 = (std::size_t(q) * nc + s) * rows;
-            set_bit_range(m.pattern.data(), k0 + std::size_t(lo) * nc, k0 + std::size_t(hi) * nc);
+            set_bit_range(pattern.data(), k0 + std::size_t(lo) * nc, k0 + std::size_t(hi) * nc);
         }
     }
-    m.block_offsets = std::move(block_offsets);
-    return m;
+    return pattern;
 }
 
 #define HEPTANE_INSTANTIATE(T)                                                                \

@@ -77,4 +77,10 @@ template <class T>
 Bdia<T> bdia_zeros(index_t rows, index_t cols, index_t block_size,
                    std::vector<index_t> block_offsets);
 
+/// bdia_zeros's stored-slot pattern on the host: every slot of block offset d_q whose column
+/// lies inside the matrix (block rows b with 0 <= b + d_q < cols/Nc: one contiguous range of
+/// bits per element diagonal). `block_offsets`: ascending, distinct, not checked.
+Array<std::uint64_t> bdia_zeros_pattern(index_t rows, index_t cols, index_t block_size,
+                                        const std::vector<index_t>& block_offsets);
+
 }  // namespace heptane
