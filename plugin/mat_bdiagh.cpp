@@ -164,17 +164,29 @@ static PetscErrorCode MatDestroy_BDIAGH(Mat A)
   PetscFunctionReturn(0);
 }
 
-static PetscErrorCode MatConvert_BDIAGH_SeqAIJ(Mat A, MatType type, MatReuse reuse, Mat *newmat)
+/* MatConvert's reuse modes, shared by both directions: REUSE copies the values into *newmat
+   (*B stays NULL: nothing more to do); INITIAL duplicates A into *newmat; INPLACE converts A
+   itself. *B: the matrix to convert. */
+static PetscErrorCode MatConvertTarget_Private(Mat A, MatReuse reuse, Mat *newmat, Mat *B)
 {
-  Mat B;
-
   PetscFunctionBegin;
+  *B = NULL;
   if (reuse == MAT_REUSE_MATRIX) {
     PetscCall(MatCopy(A, *newmat, SAME_NONZERO_PATTERN));
     PetscFunctionReturn(0);
   }
   if (reuse == MAT_INITIAL_MATRIX) PetscCall(MatDuplicate(A, MAT_COPY_VALUES, newmat));
-  B = reuse == MAT_INPLACE_MATRIX ? A : *newmat;
+  *B = reuse == MAT_INPLACE_MATRIX ? A : *newmat;
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode MatConvert_BDIAGH_SeqAIJ(Mat A, MatType type, MatReuse reuse, Mat *newmat)
+{
+  Mat B;
+
+  PetscFunctionBegin;
+  PetscCall(MatConvertTarget_Private(A, reuse, newmat, &B));
+  if (!B) PetscFunctionReturn(0);
   PetscCall(MatBDIAGHStrip_Private(B));
   PetscCall(PetscObjectChangeTypeName((PetscObject)B, MATSEQAIJ));
   PetscFunctionReturn(0);
@@ -187,12 +199,8 @@ PetscErrorCode MatConvert_SeqAIJ_BDIAGH(Mat A, MatType type, MatReuse reuse, Mat
   PetscInt    updated;
 
   PetscFunctionBegin;
-  if (reuse == MAT_REUSE_MATRIX) {
-    PetscCall(MatCopy(A, *newmat, SAME_NONZERO_PATTERN));
-    PetscFunctionReturn(0);
-  }
-  if (reuse == MAT_INITIAL_MATRIX) PetscCall(MatDuplicate(A, MAT_COPY_VALUES, newmat));
-  B = reuse == MAT_INPLACE_MATRIX ? A : *newmat;
+  PetscCall(MatConvertTarget_Private(A, reuse, newmat, &B));
+  if (!B) PetscFunctionReturn(0);
 
   b = new (std::nothrow) Mat_BDIAGH();
   PetscCheck(b, PETSC_COMM_SELF, PETSC_ERR_MEM, "bdiagh: out of memory");
