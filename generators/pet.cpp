@@ -259,6 +259,29 @@ index_t num_blocks(index_t rows)
     return (rows + block_rows - 1) / block_rows;
 }
 
+/// The fixed blocks of rows [b0, b1), in parallel (one block to a thread at a time, so
+/// per-block sums need no atomics and keep row order): block(blk, each_row), where
+/// each_row(row) calls row(r, t) for every row r of the block after tracing r's line of
+/// response into the thread's tracer t.
+template <class Block>
+void for_each_block(const Geometry& g, index_t rows, index_t b0, index_t b1, Block&& block)
+{
+#pragma omp parallel
+    {
+        Tracer t;
+#pragma omp for schedule(dynamic, 1)
+        for (index_t blk = b0; blk < b1; ++blk) {
+            const index_t r1 = std::min<index_t>(rows, (blk + 1) * block_rows);
+            block(blk, [&](auto&& row) {
+                for (index_t r = blk * block_rows; r < r1; ++r) {
+                    siddon(g, lor_of(g, r), t);
+                    row(r, static_cast<const Tracer&>(t));
+                }
+            });
+        }
+    }
+}
+
 /// First pass: entries and Σ A·ph per fixed block of rows.
 void count_blocks(const Geometry& g, index_t rows, const std::vector<double>& ph,
                   std::vector<offset_t>& nnz, std::vector<double>& dot)
@@ -266,23 +289,16 @@ void count_blocks(const Geometry& g, index_t rows, const std::vector<double>& ph
     const index_t nb = num_blocks(rows);
     nnz.assign(std::size_t(nb), 0);
     dot.assign(std::size_t(nb), 0.0);
-#pragma omp parallel
-    {
-        Tracer t;
-#pragma omp for schedule(dynamic, 1)
-        for (index_t blk = 0; blk < nb; ++blk) {
-            const index_t r1 = std::min<index_t>(rows, (blk + 1) * block_rows);
-            offset_t cnt = 0;
-            double s = 0;
-            for (index_t r = blk * block_rows; r < r1; ++r) {
-                siddon(g, lor_of(g, r), t);
-                cnt += offset_t(t.cols.size());
-                s += row_dot(t, ph);
-            }
-            nnz[std::size_t(blk)] = cnt;
-            dot[std::size_t(blk)] = s;
-        }
-    }
+    for_each_block(g, rows, 0, nb, [&](index_t blk, auto&& each_row) {
+        offset_t cnt = 0;
+        double s = 0;
+        each_row([&](index_t, const Tracer& t) {
+            cnt += offset_t(t.cols.size());
+            s += row_dot(t, ph);
+        });
+        nnz[std::size_t(blk)] = cnt;
+        dot[std::size_t(blk)] = s;
+    });
 }
 
 double activity_scale(const PetSpec& spec, index_t rows, const std::vector<double>& block_dot)
@@ -492,26 +508,19 @@ PetSystem make_pet_system(const PetSpec& spec)
     std::vector<std::vector<index_t>> brow(nb), bcol(nb);
     std::vector<std::vector<double>> bval(nb);
     std::vector<double> raw(std::size_t(rows), 0.0), bdot(std::size_t(nb), 0.0);
-#pragma omp parallel
-    {
-        Tracer t;
-#pragma omp for schedule(dynamic, 1)
-        for (index_t blk = 0; blk < nb; ++blk) {
-            const index_t r1 = std::min<index_t>(rows, (blk + 1) * block_rows);
-            double s = 0;
-            for (index_t r = blk * block_rows; r < r1; ++r) {
-                siddon(g, lor_of(g, r), t);
-                for (std::size_t k = 0; k < t.cols.size(); ++k) {
-                    brow[blk].push_back(r);
-                    bcol[blk].push_back(t.cols[k]);
-                    bval[blk].push_back(t.vals[k]);
-                }
-                raw[std::size_t(r)] = row_dot(t, ph);
-                s += raw[std::size_t(r)];
+    for_each_block(g, rows, 0, nb, [&](index_t blk, auto&& each_row) {
+        double s = 0;
+        each_row([&](index_t r, const Tracer& t) {
+            for (std::size_t k = 0; k < t.cols.size(); ++k) {
+                brow[blk].push_back(r);
+                bcol[blk].push_back(t.cols[k]);
+                bval[blk].push_back(t.vals[k]);
             }
-            bdot[std::size_t(blk)] = s;
-        }
-    }
+            raw[std::size_t(r)] = row_dot(t, ph);
+            s += raw[std::size_t(r)];
+        });
+        bdot[std::size_t(blk)] = s;
+    });
     sys.scale = activity_scale(spec, rows, bdot);
     std::size_t nnz = 0;
     for (const auto& b : bval) nnz += b.size();
@@ -553,30 +562,23 @@ PetOocSystem<MT> make_pet_ooc_system(const PetSpec& spec, std::size_t chunk_byte
     std::vector<std::vector<double>> bval(batch);
     for (index_t b0 = 0; b0 < nb; b0 += batch) {
         const index_t b1 = std::min(nb, b0 + batch);
-#pragma omp parallel
-        {
-            Tracer t;
-#pragma omp for schedule(dynamic, 1)
-            for (index_t blk = b0; blk < b1; ++blk) {
-                auto& len = blen[blk - b0];
-                auto& col = bcol[blk - b0];
-                auto& val = bval[blk - b0];
-                len.clear();
-                col.clear();
-                val.clear();
-                const index_t r1 = std::min<index_t>(rows, (blk + 1) * block_rows);
-                double s = 0;
-                for (index_t r = blk * block_rows; r < r1; ++r) {
-                    siddon(g, lor_of(g, r), t);
-                    len.push_back(index_t(t.cols.size()));
-                    col.insert(col.end(), t.cols.begin(), t.cols.end());
-                    val.insert(val.end(), t.vals.begin(), t.vals.end());
-                    raw[std::size_t(r)] = row_dot(t, ph);
-                    s += raw[std::size_t(r)];
-                }
-                bdot[std::size_t(blk)] = s;
-            }
-        }
+        for_each_block(g, rows, b0, b1, [&](index_t blk, auto&& each_row) {
+            auto& len = blen[blk - b0];
+            auto& col = bcol[blk - b0];
+            auto& val = bval[blk - b0];
+            len.clear();
+            col.clear();
+            val.clear();
+            double s = 0;
+            each_row([&](index_t r, const Tracer& t) {
+                len.push_back(index_t(t.cols.size()));
+                col.insert(col.end(), t.cols.begin(), t.cols.end());
+                val.insert(val.end(), t.vals.begin(), t.vals.end());
+                raw[std::size_t(r)] = row_dot(t, ph);
+                s += raw[std::size_t(r)];
+            });
+            bdot[std::size_t(blk)] = s;
+        });
         for (index_t blk = b0; blk < b1; ++blk) {
             std::size_t k = 0;
             for (index_t n : blen[blk - b0]) {
@@ -641,38 +643,31 @@ PetFileInfo write_pet_system(const PetSpec& spec, const std::string& matrix_path
     std::uint64_t total_g = 0;
     for (index_t b0 = 0; b0 < nb; b0 += batch) {
         const index_t b1 = std::min(nb, b0 + batch);
-#pragma omp parallel
-        {
-            Tracer t;
-#pragma omp for schedule(dynamic, 1)
-            for (index_t blk = b0; blk < b1; ++blk) {
-                std::string& sa = text_a[std::size_t(blk - b0)];
-                std::string& sg = text_g[std::size_t(blk - b0)];
-                sa.clear();
-                sg.clear();
-                std::uint64_t cnt = 0;
-                const index_t r1 = std::min<index_t>(rows, (blk + 1) * block_rows);
-                for (index_t r = blk * block_rows; r < r1; ++r) {
-                    siddon(g, lor_of(g, r), t);
-                    for (std::size_t k = 0; k < t.cols.size(); ++k) {
-                        append_number(sa, r + 1);
-                        sa.push_back(' ');
-                        append_number(sa, t.cols[k] + 1);
-                        sa.push_back(' ');
-                        append_number(sa, t.vals[k]);
-                        sa.push_back('\n');
-                    }
-                    if (fg) {
-                        const double e = info.scale * row_dot(t, ph);
-                        const std::uint64_t gi = pet_poisson(e, spec.seed, std::uint64_t(r));
-                        cnt += gi;
-                        append_number(sg, gi);
-                        sg.push_back('\n');
-                    }
+        for_each_block(g, rows, b0, b1, [&](index_t blk, auto&& each_row) {
+            std::string& sa = text_a[std::size_t(blk - b0)];
+            std::string& sg = text_g[std::size_t(blk - b0)];
+            sa.clear();
+            sg.clear();
+            std::uint64_t cnt = 0;
+            each_row([&](index_t r, const Tracer& t) {
+                for (std::size_t k = 0; k < t.cols.size(); ++k) {
+                    append_number(sa, r + 1);
+                    sa.push_back(' ');
+                    append_number(sa, t.cols[k] + 1);
+                    sa.push_back(' ');
+                    append_number(sa, t.vals[k]);
+                    sa.push_back('\n');
                 }
-                sum_g[std::size_t(blk - b0)] = cnt;
-            }
-        }
+                if (fg) {
+                    const double e = info.scale * row_dot(t, ph);
+                    const std::uint64_t gi = pet_poisson(e, spec.seed, std::uint64_t(r));
+                    cnt += gi;
+                    append_number(sg, gi);
+                    sg.push_back('\n');
+                }
+            });
+            sum_g[std::size_t(blk - b0)] = cnt;
+        });
         for (index_t blk = b0; blk < b1; ++blk) {
             fa.write(text_a[std::size_t(blk - b0)]);
             if (fg) fg->write(text_g[std::size_t(blk - b0)]);
