@@ -975,15 +975,28 @@ LinearSystem<T> make_rhs_rows(const HeptaSpec& spec, const Bdia<T>& local, index
     return sys;
 }
 
+namespace {
+/// x_true of the spec and b = 0 of its size, after checking that the matrix is N x N and on
+/// the host (make_rhs's common start).
+template <class T>
+LinearSystem<T> rhs_for(const HeptaSpec& spec, index_t rows, index_t cols, bool on_host)
+{
+    const index_t n = index_t(spec.rows());
+    HEPTANE_ENSURE(rows == n && cols == n, DimensionMismatch,
+                   "make_rhs: matrix is " << rows << " x " << cols << ", spec " << describe(spec)
+                                          << " has N = " << n);
+    HEPTANE_ENSURE(on_host, NotSupported, "make_rhs needs a host matrix");
+    LinearSystem<T> sys{hepta_x_true<T>(spec), {}};
+    sys.b.assign(std::size_t(n), T(0));
+    return sys;
+}
+}  // namespace
+
 template <class T>
 LinearSystem<T> make_rhs(const HeptaSpec& spec, const Coo<T>& a)
 {
-    LinearSystem<T> sys{hepta_x_true<T>(spec), {}};
+    LinearSystem<T> sys = rhs_for<T>(spec, a.rows, a.cols, a.exec()->is_cpu());
     const index_t n = index_t(spec.rows());
-    HEPTANE_ENSURE(a.rows == n && a.cols == n, DimensionMismatch,
-                   "make_rhs: matrix is " << a.rows << " x " << a.cols << ", spec "
-                                          << describe(spec) << " has N = " << n);
-    HEPTANE_ENSURE(a.exec()->is_cpu(), NotSupported, "make_rhs needs a host matrix");
     const offset_t nnz = a.nnz();
     const index_t* ri = a.row.data();
     const index_t* ci = a.col.data();
@@ -993,7 +1006,6 @@ LinearSystem<T> make_rhs(const HeptaSpec& spec, const Coo<T>& a)
 #pragma omp parallel for reduction(&& : sorted) if (nnz >= parallel_min_rows)
     for (offset_t k = 1; k < nnz; ++k) sorted = sorted && ri[k - 1] <= ri[k];
     HEPTANE_ENSURE(sorted, InputError, "make_rhs: COO rows are not sorted (not canonical)");
-    sys.b.assign(n, T(0));
     const std::vector<T>& x = sys.x_true;
 #pragma omp parallel for schedule(static) if (n >= parallel_min_rows)
     for (index_t r = 0; r < n; ++r) {
@@ -1009,17 +1021,12 @@ LinearSystem<T> make_rhs(const HeptaSpec& spec, const Coo<T>& a)
 template <class T>
 LinearSystem<T> make_rhs(const HeptaSpec& spec, const Bdia<T>& a)
 {
-    LinearSystem<T> sys{hepta_x_true<T>(spec), {}};
+    LinearSystem<T> sys = rhs_for<T>(spec, a.rows, a.cols, a.exec()->is_cpu());
     const index_t n = index_t(spec.rows());
-    HEPTANE_ENSURE(a.rows == n && a.cols == n, DimensionMismatch,
-                   "make_rhs: matrix is " << a.rows << " x " << a.cols << ", spec "
-                                          << describe(spec) << " has N = " << n);
-    HEPTANE_ENSURE(a.exec()->is_cpu(), NotSupported, "make_rhs needs a host matrix");
     const index_t nd = a.num_diagonals(), nc = a.block_size;
     const std::uint64_t* pat = a.pattern.data();
     const T* data = a.data.data();
     const std::vector<T>& x = sys.x_true;
-    sys.b.assign(n, T(0));
 #pragma omp parallel for schedule(static) if (n >= parallel_min_rows)
     for (index_t r = 0; r < n; ++r) {
         // b_r = sum over stored slots k of data[k*N + r] * x[r - r%Nc + offset(k)]; offsets
