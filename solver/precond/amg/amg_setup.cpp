@@ -331,6 +331,39 @@ Csr<double> prolongator(const Csr<double>& a, index_t nc, const Strength& s, con
     return host_csr(n, cols, std::move(ptr), std::move(col), std::move(val));
 }
 
+/// R·A·P row by row, term by term (the Galerkin product's symbolic pass, its first numeric
+/// pass and the values refresh walk the same triple loop).
+struct RapRows {
+    RapRows(const Csr<double>& r, const Csr<double>& a, const Csr<double>& p)
+        : rp(r.row_ptr.data()),
+          ap(a.row_ptr.data()),
+          pp(p.row_ptr.data()),
+          rc(r.col_idx.data()),
+          ac(a.col_idx.data()),
+          pc(p.col_idx.data()),
+          rv(r.values.data()),
+          av(a.values.data()),
+          pv(p.values.data())
+    {
+    }
+    /// visit(l, v) for every term v = r_ij a_jk p_kl of row i (a column l may come many times)
+    template <class Visit>
+    void row(index_t i, Visit&& visit) const
+    {
+        for (offset_t q = rp[i]; q < rp[i + 1]; ++q) {
+            const index_t j = rc[q];
+            for (offset_t t = ap[j]; t < ap[j + 1]; ++t) {
+                const index_t k = ac[t];
+                const double x = rv[q] * av[t];
+                for (offset_t u = pp[k]; u < pp[k + 1]; ++u) visit(pc[u], x * pv[u]);
+            }
+        }
+    }
+    const offset_t *rp, *ap, *pp;
+    const index_t *rc, *ac, *pc;
+    const double *rv, *av, *pv;
+};
+
 Csr<double> galerkin(const Csr<double>& r, const Csr<double>& a, const Csr<double>& p)
 {
     // R A P row by row without forming A P: row I of the result sums r_Ij a_jk p_kl over the
@@ -340,9 +373,7 @@ Csr<double> galerkin(const Csr<double>& r, const Csr<double>& a, const Csr<doubl
                    "galerkin: R " << r.rows << "x" << r.cols << ", A " << a.rows << "x" << a.cols
                                   << ", P " << p.rows << "x" << p.cols);
     const index_t n = r.rows, m = p.cols;
-    const offset_t *rp = r.row_ptr.data(), *ap = a.row_ptr.data(), *pp = p.row_ptr.data();
-    const index_t *rc = r.col_idx.data(), *ac = a.col_idx.data(), *pc = p.col_idx.data();
-    const double *rv = r.values.data(), *av = a.values.data(), *pv = p.values.data();
+    const RapRows rap(r, a, p);
     std::vector<offset_t> cnt(static_cast<std::size_t>(n));
 #pragma omp parallel
     {
@@ -350,17 +381,12 @@ Csr<double> galerkin(const Csr<double>& r, const Csr<double>& a, const Csr<doubl
 #pragma omp for schedule(dynamic, 256)
         for (index_t i = 0; i < n; ++i) {
             offset_t c = 0;
-            for (offset_t q = rp[i]; q < rp[i + 1]; ++q) {
-                const index_t j = rc[q];
-                for (offset_t t = ap[j]; t < ap[j + 1]; ++t) {
-                    const index_t k = ac[t];
-                    for (offset_t u = pp[k]; u < pp[k + 1]; ++u)
-                        if (mark[pc[u]] != i) {
-                            mark[pc[u]] = i;
-                            ++c;
-                        }
+            rap.row(i, [&](index_t l, double) {
+                if (mark[l] != i) {
+                    mark[l] = i;
+                    ++c;
                 }
-            }
+            });
             cnt[i] = c;
         }
     }
@@ -375,22 +401,14 @@ Csr<double> galerkin(const Csr<double>& r, const Csr<double>& a, const Csr<doubl
         for (index_t i = 0; i < n; ++i) {
             const offset_t base = ptr[i];
             offset_t c = 0;
-            for (offset_t q = rp[i]; q < rp[i + 1]; ++q) {
-                const index_t j = rc[q];
-                for (offset_t t = ap[j]; t < ap[j + 1]; ++t) {
-                    const index_t k = ac[t];
-                    const double x = rv[q] * av[t];
-                    for (offset_t u = pp[k]; u < pp[k + 1]; ++u) {
-                        const index_t l = pc[u];
-                        if (mark[l] != i) {
-                            mark[l] = i;
-                            acc[l] = 0;
-                            col[base + c++] = l;
-                        }
-                        acc[l] += x * pv[u];
-                    }
+            rap.row(i, [&](index_t l, double v) {
+                if (mark[l] != i) {
+                    mark[l] = i;
+                    acc[l] = 0;
+                    col[base + c++] = l;
                 }
-            }
+                acc[l] += v;
+            });
             std::sort(col.begin() + base, col.begin() + base + c);
             for (offset_t q = 0; q < c; ++q) val[base + q] = acc[col[base + q]];
         }
@@ -402,9 +420,7 @@ void galerkin_numeric(const Csr<double>& r, const Csr<double>& a, const Csr<doub
                       Csr<double>& c)
 {
     const index_t n = r.rows, m = p.cols;
-    const offset_t *rp = r.row_ptr.data(), *ap = a.row_ptr.data(), *pp = p.row_ptr.data();
-    const index_t *rc = r.col_idx.data(), *ac = a.col_idx.data(), *pc = p.col_idx.data();
-    const double *rv = r.values.data(), *av = a.values.data(), *pv = p.values.data();
+    const RapRows rap(r, a, p);
     const offset_t* cp = c.row_ptr.data();
     const index_t* cc = c.col_idx.data();
     double* cv = c.values.data();
@@ -418,17 +434,10 @@ void galerkin_numeric(const Csr<double>& r, const Csr<double>& a, const Csr<doub
 #pragma omp for schedule(dynamic, 256)
         for (index_t i = 0; i < n; ++i) {
             for (offset_t q = cp[i]; q < cp[i + 1]; ++q) mark[cc[q]] = i;
-            for (offset_t q = rp[i]; q < rp[i + 1]; ++q) {
-                const index_t j = rc[q];
-                for (offset_t t = ap[j]; t < ap[j + 1]; ++t) {
-                    const index_t k = ac[t];
-                    const double x = rv[q] * av[t];
-                    for (offset_t u = pp[k]; u < pp[k + 1]; ++u) {
-                        if (mark[pc[u]] != i) outside = 1;
-                        acc[pc[u]] += x * pv[u];
-                    }
-                }
-            }
+            rap.row(i, [&](index_t l, double v) {
+                if (mark[l] != i) outside = 1;
+                acc[l] += v;
+            });
             for (offset_t q = cp[i]; q < cp[i + 1]; ++q) {
                 cv[q] = acc[cc[q]];
                 acc[cc[q]] = 0;
