@@ -331,6 +331,8 @@ Csr<double> prolongator(const Csr<double>& a, index_t nc, const Strength& s, con
     return host_csr(n, cols, std::move(ptr), std::move(col), std::move(val));
 }
 
+namespace {
+
 /// R·A·P row by row, term by term (the Galerkin product's symbolic pass, its first numeric
 /// pass and the values refresh walk the same triple loop).
 struct RapRows {
@@ -363,6 +365,8 @@ struct RapRows {
     const index_t *rc, *ac, *pc;
     const double *rv, *av, *pv;
 };
+
+}  // namespace
 
 Csr<double> galerkin(const Csr<double>& r, const Csr<double>& a, const Csr<double>& p)
 {
