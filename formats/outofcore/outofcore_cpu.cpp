@@ -6,37 +6,39 @@
 
 namespace heptane::kernels {
 
+namespace {
+/// row(i, k0, k1) for every row i of the chunk (its entries k0 .. k1), in parallel over rows.
+template <class MT, class Row>
+void each_row(const OocChunkView<MT>& c, Row&& row)
+{
+#pragma omp parallel for schedule(static, 512) if (c.rows >= kParallelMin)
+    for (index_t i = 0; i < c.rows; ++i) row(i, c.row_ptr[i], c.row_ptr[i + 1]);
+}
+}  // namespace
+
 template <class MT, class VT>
 void ooc_chunk_apply(const CpuExecutor&, const OocChunkView<MT>& c, VT alpha, const VT* x, VT beta,
                      VT* y)
 {
-    const std::uint32_t* ptr = c.row_ptr;
-    const std::uint32_t* ci = c.col;
-    const MT* v = c.val;
-#pragma omp parallel for schedule(static, 512) if (c.rows >= kParallelMin)
-    for (index_t i = 0; i < c.rows; ++i) {
+    each_row(c, [&](index_t i, std::uint32_t k0, std::uint32_t k1) {
         VT sum = 0;
-        for (std::uint32_t k = ptr[i]; k < ptr[i + 1]; ++k) sum += VT(v[k]) * x[ci[k]];
+        for (std::uint32_t k = k0; k < k1; ++k) sum += VT(c.val[k]) * x[c.col[k]];
         y[i] = beta == VT(0) ? alpha * sum : alpha * sum + beta * y[i];
-    }
+    });
 }
 
 template <class MT, class VT>
 void ooc_chunk_apply_transpose(const CpuExecutor&, const OocChunkView<MT>& c, VT alpha, const VT* x,
                                VT* y)
 {
-    const std::uint32_t* ptr = c.row_ptr;
-    const std::uint32_t* ci = c.col;
-    const MT* v = c.val;
-#pragma omp parallel for schedule(static, 512) if (c.rows >= kParallelMin)
-    for (index_t i = 0; i < c.rows; ++i) {
+    each_row(c, [&](index_t i, std::uint32_t k0, std::uint32_t k1) {
         const VT xi = alpha * x[i];
-        for (std::uint32_t k = ptr[i]; k < ptr[i + 1]; ++k) {
-            const VT t = VT(v[k]) * xi;
+        for (std::uint32_t k = k0; k < k1; ++k) {
+            const VT t = VT(c.val[k]) * xi;
 #pragma omp atomic
-            y[ci[k]] += t;
+            y[c.col[k]] += t;
         }
-    }
+    });
 }
 
 template <class VT>
