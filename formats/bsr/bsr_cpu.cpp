@@ -19,6 +19,22 @@ namespace heptane::kernels {
 
 namespace {
 
+// In a parallel region over the block rows: body(ib, t), t the thread's accumulator of b
+// values (on the stack, registers, for a compile-time block size B > 0).
+template <int B, class VT, class Body>
+void over_block_rows(index_t nb, index_t b, bool parallel, Body&& body)
+{
+#pragma omp parallel if (parallel)
+    {
+        std::vector<VT> heap(B > 0 ? 0 : b);
+        VT stack[std::max(B, 1)];
+        VT* __restrict t = heap.data();
+        if constexpr (B > 0) t = stack;
+#pragma omp for schedule(static, 256)
+        for (index_t ib = 0; ib < nb; ++ib) body(ib, t);
+    }
+}
+
 // B > 0: block size known at compile time; B == 0: a.block_size at run time.
 template <int B, class MT, class VT>
 void bsr_apply(const Bsr<MT>& a, Op op, VT alpha, const VT* x, VT beta, VT* y)
@@ -29,62 +45,46 @@ void bsr_apply(const Bsr<MT>& a, Op op, VT alpha, const VT* x, VT beta, VT* y)
     const index_t* bci = a.col_idx.data();
     const MT* val = a.values.data();
     const std::size_t bb = std::size_t(b) * b;
+    const bool parallel = offset_t(a.values.size()) > kParallelMin;
     if (op == Op::normal) {
-#pragma omp parallel if (offset_t(a.values.size()) > kParallelMin)
-        {
-            // the accumulator: on the stack (registers) for a compile-time block size
-            std::vector<VT> heap(B > 0 ? 0 : b);
-            VT stack[std::max(B, 1)];
-            VT* __restrict t = heap.data();
-            if constexpr (B > 0) t = stack;
-#pragma omp for schedule(static, 256)
-            for (index_t ib = 0; ib < nb; ++ib) {
-                for (index_t l = 0; l < b; ++l) t[l] = 0;
-                for (offset_t p = ptr[ib]; p < ptr[ib + 1]; ++p) {
-                    const MT* __restrict vp = val + std::size_t(p) * bb;
-                    const VT* __restrict xp = x + std::size_t(bci[p]) * b;
-                    // column by column: b independent sums (no dependency chain)
-                    for (index_t j = 0; j < b; ++j) {
-                        const VT xj = xp[j];
-                        for (index_t l = 0; l < b; ++l) t[l] += VT(vp[l * b + j]) * xj;
-                    }
-                }
-                VT* yb = y + std::size_t(ib) * b;
-                if (beta == VT(0)) {
-                    for (index_t l = 0; l < b; ++l) yb[l] = alpha * t[l];
-                } else {
-                    for (index_t l = 0; l < b; ++l) yb[l] = alpha * t[l] + beta * yb[l];
+        over_block_rows<B, VT>(nb, b, parallel, [&](index_t ib, VT* __restrict t) {
+            for (index_t l = 0; l < b; ++l) t[l] = 0;
+            for (offset_t p = ptr[ib]; p < ptr[ib + 1]; ++p) {
+                const MT* __restrict vp = val + std::size_t(p) * bb;
+                const VT* __restrict xp = x + std::size_t(bci[p]) * b;
+                // column by column: b independent sums (no dependency chain)
+                for (index_t j = 0; j < b; ++j) {
+                    const VT xj = xp[j];
+                    for (index_t l = 0; l < b; ++l) t[l] += VT(vp[l * b + j]) * xj;
                 }
             }
-        }
+            VT* yb = y + std::size_t(ib) * b;
+            if (beta == VT(0)) {
+                for (index_t l = 0; l < b; ++l) yb[l] = alpha * t[l];
+            } else {
+                for (index_t l = 0; l < b; ++l) yb[l] = alpha * t[l] + beta * yb[l];
+            }
+        });
         return;
     }
 #pragma omp parallel for if (a.cols > kParallelMin)
     for (index_t c = 0; c < a.cols; ++c) y[c] = beta == VT(0) ? VT(0) : beta * y[c];
-#pragma omp parallel if (offset_t(a.values.size()) > kParallelMin)
-    {
-        std::vector<VT> heap(B > 0 ? 0 : b);
-        VT stack[std::max(B, 1)];
-        VT* __restrict t = heap.data();
-        if constexpr (B > 0) t = stack;
-#pragma omp for schedule(static, 256)
-        for (index_t ib = 0; ib < nb; ++ib) {
-            const VT* xb = x + std::size_t(ib) * b;
-            for (offset_t p = ptr[ib]; p < ptr[ib + 1]; ++p) {
-                const MT* __restrict vp = val + std::size_t(p) * bb;
-                for (index_t j = 0; j < b; ++j) t[j] = 0;
-                for (index_t l = 0; l < b; ++l) {
-                    const VT xl = alpha * xb[l];
-                    for (index_t j = 0; j < b; ++j) t[j] += VT(vp[l * b + j]) * xl;
-                }
-                VT* yp = y + std::size_t(bci[p]) * b;
-                for (index_t j = 0; j < b; ++j) {
+    over_block_rows<B, VT>(nb, b, parallel, [&](index_t ib, VT* __restrict t) {
+        const VT* xb = x + std::size_t(ib) * b;
+        for (offset_t p = ptr[ib]; p < ptr[ib + 1]; ++p) {
+            const MT* __restrict vp = val + std::size_t(p) * bb;
+            for (index_t j = 0; j < b; ++j) t[j] = 0;
+            for (index_t l = 0; l < b; ++l) {
+                const VT xl = alpha * xb[l];
+                for (index_t j = 0; j < b; ++j) t[j] += VT(vp[l * b + j]) * xl;
+            }
+            VT* yp = y + std::size_t(bci[p]) * b;
+            for (index_t j = 0; j < b; ++j) {
 #pragma omp atomic
-                    yp[j] += t[j];
-                }
+                yp[j] += t[j];
             }
         }
-    }
+    });
 }
 
 }  // namespace
