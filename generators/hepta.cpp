@@ -715,6 +715,25 @@ offset_t hepta_nnz(const HeptaSpec& s)
     return b2 * (7 * G - 2 * (H * I + J * I + J * H));
 }
 
+/// body(c, present, blocks) for the cells c in [c0, c1), in parallel when there are enough of
+/// them: the filler's block row of c (its present neighbours and their Nc x Nc blocks, as
+/// HeptaFiller::block_row writes them) in a per-thread buffer.
+template <class Body>
+void for_each_block_row(const HeptaFiller& filler, index_t c0, index_t c1, Body&& body)
+{
+#pragma omp parallel if (c1 - c0 >= parallel_min_cells)
+    {
+        std::vector<double> buf(filler.buffer_size());
+        std::array<bool, num_dirs> present{};
+#pragma omp for schedule(static)
+        for (index_t c = c0; c < c1; ++c) {
+            filler.block_row(c, present, buf.data());
+            body(c, static_cast<const std::array<bool, num_dirs>&>(present),
+                 static_cast<const double*>(buf.data()));
+        }
+    }
+}
+
 template <class T>
 Coo<T> generate_hepta_coo(const HeptaSpec& spec)
 {
@@ -737,30 +756,23 @@ Coo<T> generate_hepta_coo(const HeptaSpec& spec)
     std::vector<T> val(nnz);
     // 2. fill: row (c, a) holds its P present blocks' rows in ascending block offset, which
     //    is ascending column order, so the output is canonical without sorting.
-#pragma omp parallel if (G >= parallel_min_cells)
-    {
-        std::vector<double> buf(filler.buffer_size());
-        std::array<bool, num_dirs> present{};
-#pragma omp for schedule(static)
-        for (index_t c = 0; c < G; ++c) {
-            filler.block_row(c, present, buf.data());
-            const offset_t p = (start[c + 1] - start[c]) / bb;
-            for (index_t a = 0; a < nc; ++a) {
-                offset_t k = start[c] + offset_t(a) * p * nc;
-                const index_t r = c * nc + a;
-                for (int q = 0; q < num_dirs; ++q) {
-                    if (!present[q]) continue;
-                    const index_t col0 = (c + g.d[q]) * nc;
-                    const double* blk = buf.data() + (std::size_t(q) * nc + a) * nc;
-                    for (index_t s = 0; s < nc; ++s, ++k) {
-                        row[k] = r;
-                        col[k] = col0 + s;
-                        val[k] = static_cast<T>(blk[s]);
-                    }
+    for_each_block_row(filler, 0, G, [&](index_t c, const auto& present, const double* buf) {
+        const offset_t p = (start[c + 1] - start[c]) / bb;
+        for (index_t a = 0; a < nc; ++a) {
+            offset_t k = start[c] + offset_t(a) * p * nc;
+            const index_t r = c * nc + a;
+            for (int q = 0; q < num_dirs; ++q) {
+                if (!present[q]) continue;
+                const index_t col0 = (c + g.d[q]) * nc;
+                const double* blk = buf + (std::size_t(q) * nc + a) * nc;
+                for (index_t s = 0; s < nc; ++s, ++k) {
+                    row[k] = r;
+                    col[k] = col0 + s;
+                    val[k] = static_cast<T>(blk[s]);
                 }
             }
         }
-    }
+    });
     Coo<T> out;
     out.rows = out.cols = G * nc;
     out.row = Array<index_t>(std::move(row));
@@ -784,23 +796,16 @@ Bdia<T> generate_hepta_bdia(const HeptaSpec& spec)
     T* data = out.data.data();
     // values: data[(slot*Nc + s)*N + c*Nc + a] = block(c, c + d_q)[a][s]; each cell owns its
     // rows, so the writes of different threads never overlap.
-#pragma omp parallel if (G >= parallel_min_cells)
-    {
-        std::vector<double> buf(filler.buffer_size());
-        std::array<bool, num_dirs> present{};
-#pragma omp for schedule(static)
-        for (index_t c = 0; c < G; ++c) {
-            filler.block_row(c, present, buf.data());
-            for (int q = 0; q < num_dirs; ++q) {
-                if (!present[q]) continue;
-                for (index_t s = 0; s < nc; ++s) {
-                    T* diag = data + (std::size_t(slot[q]) * nc + s) * un + std::size_t(c) * nc;
-                    for (index_t a = 0; a < nc; ++a)
-                        diag[a] = static_cast<T>(buf[(std::size_t(q) * nc + a) * nc + s]);
-                }
+    for_each_block_row(filler, 0, G, [&](index_t c, const auto& present, const double* buf) {
+        for (int q = 0; q < num_dirs; ++q) {
+            if (!present[q]) continue;
+            for (index_t s = 0; s < nc; ++s) {
+                T* diag = data + (std::size_t(slot[q]) * nc + s) * un + std::size_t(c) * nc;
+                for (index_t a = 0; a < nc; ++a)
+                    diag[a] = static_cast<T>(buf[(std::size_t(q) * nc + a) * nc + s]);
             }
         }
-    }
+    });
     // pattern: bit k*N + r is set iff row r's cell has the neighbour of block diagonal
     // k / Nc. In the banded variant that is exactly "column inside the matrix", which
     // bdia_zeros has already marked; the grid variant clears the slots across box faces.
@@ -890,24 +895,16 @@ Bdia<T> generate_hepta_bdia_rows(const HeptaSpec& spec, index_t row_begin, index
     const std::size_t slots = std::size_t(offsets.size()) * nc * un;
     out.data = Array<T>(cpu_executor(), slots);
     T* data = out.data.data();  // zero-initialised host array
-#pragma omp parallel if (c1 - c0 >= parallel_min_cells)
-    {
-        std::vector<double> buf(filler.buffer_size());
-        std::array<bool, num_dirs> present{};
-#pragma omp for schedule(static)
-        for (index_t c = c0; c < c1; ++c) {
-            filler.block_row(c, present, buf.data());
-            for (int q = 0; q < num_dirs; ++q) {
-                if (!present[q]) continue;
-                for (index_t s = 0; s < nc; ++s) {
-                    T* diag =
-                        data + (std::size_t(slot[q]) * nc + s) * un + std::size_t(c - c0) * nc;
-                    for (index_t a = 0; a < nc; ++a)
-                        diag[a] = static_cast<T>(buf[(std::size_t(q) * nc + a) * nc + s]);
-                }
+    for_each_block_row(filler, c0, c1, [&](index_t c, const auto& present, const double* buf) {
+        for (int q = 0; q < num_dirs; ++q) {
+            if (!present[q]) continue;
+            for (index_t s = 0; s < nc; ++s) {
+                T* diag = data + (std::size_t(slot[q]) * nc + s) * un + std::size_t(c - c0) * nc;
+                for (index_t a = 0; a < nc; ++a)
+                    diag[a] = static_cast<T>(buf[(std::size_t(q) * nc + a) * nc + s]);
             }
         }
-    }
+    });
     // pattern: a slot is stored iff its neighbour is present and its column is a local one
     // (couplings to other processes' rows keep their values in `data`, outside the pattern)
     out.pattern = make_bitset(slots, false);
