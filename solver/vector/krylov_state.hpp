@@ -187,8 +187,9 @@ HEPTANE_HD inline void bicgstab_xr_finalize(KrylovState& s, double rhat_r, doubl
 
 // ---- CG ----------------------------------------------------------------------------------
 
-/// ρ = (r, z) at the start (z = M⁻¹ r).
-HEPTANE_HD inline void cg_rho_finalize(KrylovState& s, double rz)
+/// Whether (r, z) can serve as CG's ρ: finite and positive; else the solve stops (NaN, an
+/// indefinite preconditioner, or ρ = 0).
+HEPTANE_HD inline bool cg_rz_usable(KrylovState& s, double rz)
 {
     if (!finite(rz))
         stop_with(s, Reason::diverged_nan);
@@ -197,7 +198,14 @@ HEPTANE_HD inline void cg_rho_finalize(KrylovState& s, double rz)
     else if (rz == 0.0)
         stop_with(s, Reason::breakdown_rho);
     else
-        s.rho = rz;
+        return true;
+    return false;
+}
+
+/// ρ = (r, z) at the start (z = M⁻¹ r).
+HEPTANE_HD inline void cg_rho_finalize(KrylovState& s, double rz)
+{
+    if (cg_rz_usable(s, rz)) s.rho = rz;
 }
 
 /// α = ρ / (p, A p)
@@ -226,13 +234,7 @@ HEPTANE_HD inline void cg_xr_finalize(KrylovState& s, double rr, bool identity_p
 /// With a preconditioner: ρ_new = (r, z), β = ρ_new / ρ.
 HEPTANE_HD inline void cg_beta_finalize(KrylovState& s, double rz)
 {
-    if (!finite(rz))
-        stop_with(s, Reason::diverged_nan);
-    else if (rz < 0.0)
-        stop_with(s, Reason::diverged_indefinite);
-    else if (rz == 0.0)
-        stop_with(s, Reason::breakdown_rho);
-    else {
+    if (cg_rz_usable(s, rz)) {
         s.beta = rz / s.rho;
         s.rho = rz;
     }
