@@ -62,10 +62,7 @@ void scatter_values(const CudaExecutor& exec, offset_t n, const IT* map, const d
 #define HEPTANE_INSTANTIATE(IT, VT)                                                               \
     template void scatter_values<IT, VT>(const CudaExecutor&, offset_t, const IT*, const double*, \
                                          VT*);
-HEPTANE_INSTANTIATE(std::int32_t, double)
-HEPTANE_INSTANTIATE(std::int32_t, float)
-HEPTANE_INSTANTIATE(std::int64_t, double)
-HEPTANE_INSTANTIATE(std::int64_t, float)
+HEPTANE_SCATTER_VALUES_TYPES(HEPTANE_INSTANTIATE)
 #undef HEPTANE_INSTANTIATE
 
 }  // namespace heptane::kernels

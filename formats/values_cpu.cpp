@@ -29,10 +29,7 @@ template void copy_values<float>(const CpuExecutor&, offset_t, const offset_t*, 
 #define HEPTANE_INSTANTIATE(IT, VT)                                                              \
     template void scatter_values<IT, VT>(const CpuExecutor&, offset_t, const IT*, const double*, \
                                          VT*);
-HEPTANE_INSTANTIATE(std::int32_t, double)
-HEPTANE_INSTANTIATE(std::int32_t, float)
-HEPTANE_INSTANTIATE(std::int64_t, double)
-HEPTANE_INSTANTIATE(std::int64_t, float)
+HEPTANE_SCATTER_VALUES_TYPES(HEPTANE_INSTANTIATE)
 #undef HEPTANE_INSTANTIATE
 
 }  // namespace heptane::kernels
