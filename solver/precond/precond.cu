@@ -174,22 +174,17 @@ void multicolor_solve(const CudaExecutor& exec, const MulticolorFactor<VT>& f, c
     HEPTANE_ENSURE(nc >= 1 && nc <= 256, NotSupported,
                    "multi-colour ILU(0) on CUDA: block size " << nc << " > 256");
     const int threads = nc * (256 / nc);  // whole block rows per thread block
-    for (int pass = 0; pass < 2; ++pass) {
-        const bool lower = pass == 0;
-        const ColorTriangle<VT>& t = lower ? f.lower : f.upper;
-        for (index_t step = 0; step < f.colors; ++step) {
-            const index_t c = lower ? step : f.colors - 1 - step;
-            const index_t p0 = f.color_ptr[c], rows_c = f.color_ptr[c + 1] - p0;
+    for_each_color(
+        f, [&](bool lower, const ColorTriangle<VT>& t, index_t c, index_t p0, index_t rows_c) {
             const long long rows_cs = static_cast<long long>(rows_c) * nc;
-            if (rows_cs <= 0) continue;
+            if (rows_cs <= 0) return;
             const VT* dinv = lower ? nullptr : f.diag_inv + static_cast<long long>(p0) * nc * nc;
             const std::size_t shared = lower || nc == 1 ? 0 : sizeof(VT) * std::size_t(threads);
             multicolor_color_kernel<VT><<<cuda::grid_for(rows_cs, threads), threads, shared, s>>>(
                 p0, rows_c, nc, t.width[c], t.col + t.col_off[c], t.val + t.val_off[c], dinv,
                 f.perm, r, y, z);
             HEPTANE_CUDA_LAUNCH_CHECK();
-        }
-    }
+        });
 }
 
 #define HEPTANE_INSTANTIATE(VT)                                                               \

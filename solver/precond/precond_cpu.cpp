@@ -206,56 +206,49 @@ void multicolor_solve(const CpuExecutor&, const MulticolorFactor<VT>& f, const V
 {
     const index_t nc = f.nc;
     const std::size_t nc_s = std::size_t(nc);
-    for (int pass = 0; pass < 2; ++pass) {
-        const bool lower = pass == 0;
-        const ColorTriangle<VT>& t = lower ? f.lower : f.upper;
-        for (index_t step = 0; step < f.colors; ++step) {
-            const index_t c = lower ? step : f.colors - 1 - step;
-            const index_t p0 = f.color_ptr[c], rows_c = f.color_ptr[c + 1] - p0;
-            const std::size_t rows_cs = std::size_t(rows_c) * nc_s;
-            const index_t width = t.width[c];
-            const index_t* col = t.col + t.col_off[c];
-            const VT* val = t.val + t.val_off[c];
-            const VT* dinv = lower ? nullptr : f.diag_inv + std::size_t(p0) * nc_s * nc_s;
+    for_each_color(f, [&](bool lower, const ColorTriangle<VT>& t, index_t c, index_t p0,
+                          index_t rows_c) {
+        const std::size_t rows_cs = std::size_t(rows_c) * nc_s;
+        const index_t width = t.width[c];
+        const index_t* col = t.col + t.col_off[c];
+        const VT* val = t.val + t.val_off[c];
+        const VT* dinv = lower ? nullptr : f.diag_inv + std::size_t(p0) * nc_s * nc_s;
 #pragma omp parallel if (std::int64_t(rows_cs) >= 4096)
-            {
-                std::vector<VT> w(nc_s);
+        {
+            std::vector<VT> w(nc_s);
 #pragma omp for schedule(static)
-                for (index_t li = 0; li < rows_c; ++li) {
-                    const index_t i = p0 + li;
-                    const std::size_t s0 = std::size_t(li) * nc_s;
-                    const VT* src =
-                        lower ? r + std::size_t(f.perm[i]) * nc_s : y + std::size_t(i) * nc_s;
-                    for (index_t a = 0; a < nc; ++a) w[std::size_t(a)] = src[a];
-                    for (index_t k = 0; k < width; ++k) {
-                        const index_t j =
-                            col[std::size_t(k) * std::size_t(rows_c) + std::size_t(li)];
-                        if (j < 0) break;
-                        const VT* xj = y + std::size_t(j) * nc_s;
-                        for (index_t b = 0; b < nc; ++b) {
-                            const VT* v =
-                                val + (std::size_t(k) * nc_s + std::size_t(b)) * rows_cs + s0;
-                            for (index_t a = 0; a < nc; ++a) w[std::size_t(a)] -= v[a] * xj[b];
-                        }
+            for (index_t li = 0; li < rows_c; ++li) {
+                const index_t i = p0 + li;
+                const std::size_t s0 = std::size_t(li) * nc_s;
+                const VT* src =
+                    lower ? r + std::size_t(f.perm[i]) * nc_s : y + std::size_t(i) * nc_s;
+                for (index_t a = 0; a < nc; ++a) w[std::size_t(a)] = src[a];
+                for (index_t k = 0; k < width; ++k) {
+                    const index_t j = col[std::size_t(k) * std::size_t(rows_c) + std::size_t(li)];
+                    if (j < 0) break;
+                    const VT* xj = y + std::size_t(j) * nc_s;
+                    for (index_t b = 0; b < nc; ++b) {
+                        const VT* v = val + (std::size_t(k) * nc_s + std::size_t(b)) * rows_cs + s0;
+                        for (index_t a = 0; a < nc; ++a) w[std::size_t(a)] -= v[a] * xj[b];
                     }
-                    VT* yi = y + std::size_t(i) * nc_s;
-                    if (lower) {
-                        for (index_t a = 0; a < nc; ++a) yi[a] = w[std::size_t(a)];
-                        continue;
-                    }
-                    VT* zi = z + std::size_t(f.perm[i]) * nc_s;
-                    for (index_t a = 0; a < nc; ++a) {
-                        VT sum = 0;
-                        for (index_t b = 0; b < nc; ++b)
-                            sum += dinv[std::size_t(b) * rows_cs + s0 + std::size_t(a)] *
-                                   w[std::size_t(b)];
-                        yi[a] = sum;
-                        zi[a] = sum;
-                    }
+                }
+                VT* yi = y + std::size_t(i) * nc_s;
+                if (lower) {
+                    for (index_t a = 0; a < nc; ++a) yi[a] = w[std::size_t(a)];
+                    continue;
+                }
+                VT* zi = z + std::size_t(f.perm[i]) * nc_s;
+                for (index_t a = 0; a < nc; ++a) {
+                    VT sum = 0;
+                    for (index_t b = 0; b < nc; ++b)
+                        sum += dinv[std::size_t(b) * rows_cs + s0 + std::size_t(a)] *
+                               w[std::size_t(b)];
+                    yi[a] = sum;
+                    zi[a] = sum;
                 }
             }
         }
-    }
+    });
 }
 
 namespace {

@@ -84,6 +84,23 @@ struct MulticolorFactor {
     const VT* diag_inv = nullptr;  ///< device
 };
 
+/// The multi-colour sweep's order (both executors): the lower factor colour by colour, then
+/// the upper one in reverse; step(lower, t, c, p0, rows) for colour c of triangle t, whose
+/// block rows are [p0, p0 + rows) in the permuted order.
+template <class VT, class Step>
+void for_each_color(const MulticolorFactor<VT>& f, Step&& step)
+{
+    for (int pass = 0; pass < 2; ++pass) {
+        const bool lower = pass == 0;
+        const ColorTriangle<VT>& t = lower ? f.lower : f.upper;
+        for (index_t k = 0; k < f.colors; ++k) {
+            const index_t c = lower ? k : f.colors - 1 - k;
+            const index_t p0 = f.color_ptr[c];
+            step(lower, t, c, p0, index_t(f.color_ptr[c + 1] - p0));
+        }
+    }
+}
+
 /// z = Pᵀ (L'U')⁻¹ P r with y (n values, permuted order) as scratch:
 ///   lower, colours 0 … C−1:  y_i = r_perm(i) − Σ_j L'_ij y_j      (j in earlier colours)
 ///   upper, colours C−1 … 0:  z'_i = D_i⁻¹ (y_i − Σ_j U'_ij z'_j)  (j in later colours),
