@@ -11,6 +11,12 @@
 #define HEPTANE_HD
 #endif
 
+/// X(IT, VT) for the index types of slot and gather maps (int32, int64) times the value
+/// types (double, float): one instantiation list for the CPU and the CUDA files of a kernel
+/// that takes both (scatter_values, block_diag_invert).
+#define HEPTANE_INDEX_VALUE_TYPES(X) \
+    X(std::int32_t, double) X(std::int32_t, float) X(std::int64_t, double) X(std::int64_t, float)
+
 namespace heptane {
 
 /// Row and column indices. A matrix has fewer than 2^31 rows and columns.

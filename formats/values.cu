@@ -62,7 +62,7 @@ void scatter_values(const CudaExecutor& exec, offset_t n, const IT* map, const d
 #define HEPTANE_INSTANTIATE(IT, VT)                                                               \
     template void scatter_values<IT, VT>(const CudaExecutor&, offset_t, const IT*, const double*, \
                                          VT*);
-HEPTANE_SCATTER_VALUES_TYPES(HEPTANE_INSTANTIATE)
+HEPTANE_INDEX_VALUE_TYPES(HEPTANE_INSTANTIATE)
 #undef HEPTANE_INSTANTIATE
 
 }  // namespace heptane::kernels

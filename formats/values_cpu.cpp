@@ -29,7 +29,7 @@ template void copy_values<float>(const CpuExecutor&, offset_t, const offset_t*, 
 #define HEPTANE_INSTANTIATE(IT, VT)                                                              \
     template void scatter_values<IT, VT>(const CpuExecutor&, offset_t, const IT*, const double*, \
                                          VT*);
-HEPTANE_SCATTER_VALUES_TYPES(HEPTANE_INSTANTIATE)
+HEPTANE_INDEX_VALUE_TYPES(HEPTANE_INSTANTIATE)
 #undef HEPTANE_INSTANTIATE
 
 }  // namespace heptane::kernels

@@ -29,9 +29,5 @@ void scatter_values(const CpuExecutor& exec, offset_t n, const IT* map, const do
 template <class IT, class VT>
 void scatter_values(const CudaExecutor& exec, offset_t n, const IT* map, const double* src,
                     VT* dst);
-/// The (index, value) types scatter_values is instantiated for, on every executor: X(IT, VT)
-/// for each (values_cpu.cpp and values.cu expand it with their executor's signature).
-#define HEPTANE_SCATTER_VALUES_TYPES(X) \
-    X(std::int32_t, double) X(std::int32_t, float) X(std::int64_t, double) X(std::int64_t, float)
 
 }  // namespace heptane::kernels

@@ -153,6 +153,10 @@ offset_t block_diag_map(const CpuExecutor& exec, index_t nblocks, index_t nc, co
 template <class RP, class IT>
 offset_t block_diag_map(const CudaExecutor& exec, index_t nblocks, index_t nc, const RP* row_ptr,
                         const index_t* col, IT* map);
+/// X(RP, IT): the row-pointer and map index types block_diag_map is instantiated for.
+#define HEPTANE_BLOCK_DIAG_MAP_TYPES(X) \
+    X(index_t, std::int32_t)            \
+    X(index_t, std::int64_t) X(offset_t, std::int32_t) X(offset_t, std::int64_t)
 
 /// out[i] = in[i] for i ≤ n: 32-bit CSR row pointers widened to 64 bits (a Csr<double> made
 /// from a borrowed pattern view), in the executor's memory. Traffic: 12 bytes per row.

@@ -120,19 +120,13 @@ void widen_row_ptr(const CudaExecutor& exec, index_t n, const index_t* in, offse
 #define HEPTANE_INSTANTIATE(IT, VT)                                                              \
     template index_t block_diag_invert<IT, VT>(const CudaExecutor&, index_t, index_t, const IT*, \
                                                const double*, VT*, index_t*);
-HEPTANE_INSTANTIATE(std::int32_t, double)
-HEPTANE_INSTANTIATE(std::int32_t, float)
-HEPTANE_INSTANTIATE(std::int64_t, double)
-HEPTANE_INSTANTIATE(std::int64_t, float)
+HEPTANE_INDEX_VALUE_TYPES(HEPTANE_INSTANTIATE)
 #undef HEPTANE_INSTANTIATE
 
 #define HEPTANE_INSTANTIATE(RP, IT)                                                            \
     template offset_t block_diag_map<RP, IT>(const CudaExecutor&, index_t, index_t, const RP*, \
                                              const index_t*, IT*);
-HEPTANE_INSTANTIATE(index_t, std::int32_t)
-HEPTANE_INSTANTIATE(index_t, std::int64_t)
-HEPTANE_INSTANTIATE(offset_t, std::int32_t)
-HEPTANE_INSTANTIATE(offset_t, std::int64_t)
+HEPTANE_BLOCK_DIAG_MAP_TYPES(HEPTANE_INSTANTIATE)
 #undef HEPTANE_INSTANTIATE
 
 }  // namespace heptane::kernels
