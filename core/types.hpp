@@ -11,6 +11,11 @@
 #define HEPTANE_HD
 #endif
 
+/// X(MT, VT) for the three precisions (docs/design.md): double (fp64 values and vectors),
+/// single (fp32 both) and mixed (fp32 values, fp64 vectors): one instantiation list for the
+/// kernels and operators of every format, on the CPU and in CUDA.
+#define HEPTANE_PRECISION_TYPES(X) X(double, double) X(float, float) X(float, double)
+
 /// X(IT, VT) for the index types of slot and gather maps (int32, int64) times the value
 /// types (double, float): one instantiation list for the CPU and the CUDA files of a kernel
 /// that takes both (scatter_values, block_diag_invert).

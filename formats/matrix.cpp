@@ -193,9 +193,7 @@ SpmvTraffic spmv_traffic(const Coo<double>& a, Format f, const FormatOptions& op
         const Csr<double>*);                                                                \
     template std::unique_ptr<MatrixOperator<VT>> make_matrix_operator<MT, VT>(              \
         const CsrView&, Format, std::shared_ptr<const Executor>, const FormatOptions&);
-HEPTANE_INSTANTIATE(double, double)
-HEPTANE_INSTANTIATE(float, float)
-HEPTANE_INSTANTIATE(float, double)
+HEPTANE_PRECISION_TYPES(HEPTANE_INSTANTIATE)
 #undef HEPTANE_INSTANTIATE
 
 }  // namespace heptane

@@ -325,9 +325,7 @@ void bdia_right_scale(const CpuExecutor&, const Bdia<MT>& a, index_t b, const VT
     template void spmv<MT, VT>(const CpuExecutor&, const Bdia<MT>&, Op, VT, const VT*, VT, VT*); \
     template void bdia_right_scale<MT, VT>(const CpuExecutor&, const Bdia<MT>&, index_t,         \
                                            const VT*, Bdia<MT>&);
-HEPTANE_INSTANTIATE(double, double)
-HEPTANE_INSTANTIATE(float, float)
-HEPTANE_INSTANTIATE(float, double)
+HEPTANE_PRECISION_TYPES(HEPTANE_INSTANTIATE)
 #undef HEPTANE_INSTANTIATE
 
 }  // namespace heptane::kernels

@@ -57,9 +57,7 @@ void bdia_right_scale(const CudaExecutor& exec, const Bdia<MT>& a, index_t b, co
 #define HEPTANE_INSTANTIATE(MT, VT)                                                       \
     template void bdia_right_scale<MT, VT>(const CudaExecutor&, const Bdia<MT>&, index_t, \
                                            const VT*, Bdia<MT>&);
-HEPTANE_INSTANTIATE(double, double)
-HEPTANE_INSTANTIATE(float, float)
-HEPTANE_INSTANTIATE(float, double)
+HEPTANE_PRECISION_TYPES(HEPTANE_INSTANTIATE)
 #undef HEPTANE_INSTANTIATE
 
 }  // namespace heptane::kernels

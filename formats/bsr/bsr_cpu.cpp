@@ -117,9 +117,7 @@ void spmv(const CpuExecutor&, const Bsr<MT>& a, Op op, VT alpha, const VT* x, VT
 
 #define HEPTANE_INSTANTIATE(MT, VT) \
     template void spmv<MT, VT>(const CpuExecutor&, const Bsr<MT>&, Op, VT, const VT*, VT, VT*);
-HEPTANE_INSTANTIATE(double, double)
-HEPTANE_INSTANTIATE(float, float)
-HEPTANE_INSTANTIATE(float, double)
+HEPTANE_PRECISION_TYPES(HEPTANE_INSTANTIATE)
 #undef HEPTANE_INSTANTIATE
 
 }  // namespace heptane::kernels

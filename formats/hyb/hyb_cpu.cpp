@@ -34,9 +34,7 @@ void spmv(const CpuExecutor& exec, const Hyb<MT>& a, Op op, VT alpha, const VT* 
 
 #define HEPTANE_INSTANTIATE(MT, VT) \
     template void spmv<MT, VT>(const CpuExecutor&, const Hyb<MT>&, Op, VT, const VT*, VT, VT*);
-HEPTANE_INSTANTIATE(double, double)
-HEPTANE_INSTANTIATE(float, float)
-HEPTANE_INSTANTIATE(float, double)
+HEPTANE_PRECISION_TYPES(HEPTANE_INSTANTIATE)
 #undef HEPTANE_INSTANTIATE
 
 }  // namespace heptane::kernels

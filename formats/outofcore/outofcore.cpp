@@ -728,9 +728,7 @@ HEPTANE_INSTANTIATE_M(float)
     template std::vector<std::shared_ptr<const Operator<VT>>> make_out_of_core_subsets<MT, VT>(   \
         const std::shared_ptr<const OocMatrix<MT>>&, int, const std::shared_ptr<const Executor>&, \
         const OutOfCoreOptions&);
-HEPTANE_INSTANTIATE(double, double)
-HEPTANE_INSTANTIATE(float, float)
-HEPTANE_INSTANTIATE(float, double)
+HEPTANE_PRECISION_TYPES(HEPTANE_INSTANTIATE)
 #undef HEPTANE_INSTANTIATE
 
 }  // namespace heptane

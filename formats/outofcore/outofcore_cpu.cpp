@@ -54,9 +54,7 @@ void ooc_scale(const CpuExecutor&, index_t n, VT beta, VT* y)
                                           const VT*, VT, VT*);                                   \
     template void ooc_chunk_apply_transpose<MT, VT>(const CpuExecutor&, const OocChunkView<MT>&, \
                                                     VT, const VT*, VT*);
-HEPTANE_INSTANTIATE(double, double)
-HEPTANE_INSTANTIATE(float, float)
-HEPTANE_INSTANTIATE(float, double)
+HEPTANE_PRECISION_TYPES(HEPTANE_INSTANTIATE)
 #undef HEPTANE_INSTANTIATE
 template void ooc_scale<double>(const CpuExecutor&, index_t, double, double*);
 template void ooc_scale<float>(const CpuExecutor&, index_t, float, float*);

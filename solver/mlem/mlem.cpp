@@ -300,9 +300,7 @@ std::vector<std::shared_ptr<const Operator<VT>>> make_row_block_operators(
 #define HEPTANE_INSTANTIATE(MT, VT)                                                             \
     template std::vector<std::shared_ptr<const Operator<VT>>> make_row_block_operators<MT, VT>( \
         const Coo<double>&, int, Format, std::shared_ptr<const Executor>, const FormatOptions&);
-HEPTANE_INSTANTIATE(double, double)
-HEPTANE_INSTANTIATE(float, float)
-HEPTANE_INSTANTIATE(float, double)
+HEPTANE_PRECISION_TYPES(HEPTANE_INSTANTIATE)
 #undef HEPTANE_INSTANTIATE
 
 TransposeMode parse_transpose_strategy(const std::string& name)
