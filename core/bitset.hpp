@@ -36,4 +36,22 @@ inline void set_bit_atomic(std::uint64_t* words, std::size_t i) noexcept
     words[i >> 6] |= m;
 }
 
+/// Sets bit i of `words` to pred(i) for every i < bits, a whole 64-bit word per step: the
+/// threads own whole words, so plain stores are safe. Parallel from `parallel_min` words on.
+template <class Pred>
+void assign_bits(std::uint64_t* words, std::uint64_t bits, const Pred& pred,
+                 std::int64_t parallel_min)
+{
+    const std::int64_t nw = std::int64_t((bits + 63) / 64);
+#pragma omp parallel for schedule(static) if (nw >= parallel_min)
+    for (std::int64_t w = 0; w < nw; ++w) {
+        std::uint64_t word = 0;
+        const std::uint64_t b0 = std::uint64_t(w) * 64;
+        const std::uint64_t b1 = b0 + 64 < bits ? b0 + 64 : bits;
+        for (std::uint64_t bit = b0; bit < b1; ++bit)
+            if (pred(bit)) word |= std::uint64_t{1} << (bit - b0);
+        words[w] = word;
+    }
+}
+
 }  // namespace heptane

@@ -781,6 +781,25 @@ Coo<T> generate_hepta_coo(const HeptaSpec& spec)
     return out;
 }
 
+namespace {
+/// The blocks of one cell (for_each_block_row's `present` and `buf`) into BDIA data with N =
+/// `un` rows: data[(slot*Nc + s)*N + cell*Nc + a] = block(q)[a][s], `cell` the local cell.
+template <class Present, class T>
+void write_cell_blocks(const Present& present, const double* buf,
+                       const std::array<int, num_dirs>& slot, index_t nc, std::size_t un,
+                       index_t cell, T* data)
+{
+    for (int q = 0; q < num_dirs; ++q) {
+        if (!present[q]) continue;
+        for (index_t s = 0; s < nc; ++s) {
+            T* diag = data + (std::size_t(slot[q]) * nc + s) * un + std::size_t(cell) * nc;
+            for (index_t a = 0; a < nc; ++a)
+                diag[a] = static_cast<T>(buf[(std::size_t(q) * nc + a) * nc + s]);
+        }
+    }
+}
+}  // namespace
+
 template <class T>
 Bdia<T> generate_hepta_bdia(const HeptaSpec& spec)
 {
@@ -797,14 +816,7 @@ Bdia<T> generate_hepta_bdia(const HeptaSpec& spec)
     // values: data[(slot*Nc + s)*N + c*Nc + a] = block(c, c + d_q)[a][s]; each cell owns its
     // rows, so the writes of different threads never overlap.
     for_each_block_row(filler, 0, G, [&](index_t c, const auto& present, const double* buf) {
-        for (int q = 0; q < num_dirs; ++q) {
-            if (!present[q]) continue;
-            for (index_t s = 0; s < nc; ++s) {
-                T* diag = data + (std::size_t(slot[q]) * nc + s) * un + std::size_t(c) * nc;
-                for (index_t a = 0; a < nc; ++a)
-                    diag[a] = static_cast<T>(buf[(std::size_t(q) * nc + a) * nc + s]);
-            }
-        }
+        write_cell_blocks(present, buf, slot, nc, un, c, data);
     });
     // pattern: bit k*N + r is set iff row r's cell has the neighbour of block diagonal
     // k / Nc. In the banded variant that is exactly "column inside the matrix", which
@@ -813,23 +825,14 @@ Bdia<T> generate_hepta_bdia(const HeptaSpec& spec)
     std::vector<int> dir_of_slot;
     for (int q = 0; q < num_dirs; ++q)
         if (slot[q] >= 0) dir_of_slot.push_back(q);
-    const std::uint64_t bits = std::uint64_t(out.slots());
-    const std::int64_t words = std::int64_t(out.pattern.size());
-    std::uint64_t* pat = out.pattern.data();
-    // threads own whole 64-bit words, so plain stores are safe
-#pragma omp parallel for schedule(static) if (words >= parallel_min_cells)
-    for (std::int64_t w = 0; w < words; ++w) {
-        std::uint64_t word = 0;
-        const std::uint64_t b0 = std::uint64_t(w) * 64;
-        const std::uint64_t b1 = std::min(bits, b0 + 64);
-        for (std::uint64_t bit = b0; bit < b1; ++bit) {
-            const std::uint64_t k = bit / un;
+    // bit k*N + r: block diagonal k / Nc of row r
+    assign_bits(
+        out.pattern.data(), std::uint64_t(out.slots()),
+        [&](std::uint64_t bit) {
             const index_t r = index_t(bit % un);
-            if (g.present(r / nc, dir_of_slot[k / std::uint64_t(nc)]))
-                word |= std::uint64_t{1} << (bit - b0);
-        }
-        pat[w] = word;
-    }
+            return g.present(r / nc, dir_of_slot[bit / un / std::uint64_t(nc)]);
+        },
+        parallel_min_cells);
     return out;
 }
 
@@ -896,35 +899,20 @@ Bdia<T> generate_hepta_bdia_rows(const HeptaSpec& spec, index_t row_begin, index
     out.data = Array<T>(cpu_executor(), slots);
     T* data = out.data.data();  // zero-initialised host array
     for_each_block_row(filler, c0, c1, [&](index_t c, const auto& present, const double* buf) {
-        for (int q = 0; q < num_dirs; ++q) {
-            if (!present[q]) continue;
-            for (index_t s = 0; s < nc; ++s) {
-                T* diag = data + (std::size_t(slot[q]) * nc + s) * un + std::size_t(c - c0) * nc;
-                for (index_t a = 0; a < nc; ++a)
-                    diag[a] = static_cast<T>(buf[(std::size_t(q) * nc + a) * nc + s]);
-            }
-        }
+        write_cell_blocks(present, buf, slot, nc, un, c - c0, data);
     });
     // pattern: a slot is stored iff its neighbour is present and its column is a local one
     // (couplings to other processes' rows keep their values in `data`, outside the pattern)
     out.pattern = make_bitset(slots, false);
-    const std::int64_t words = std::int64_t(out.pattern.size());
-    std::uint64_t* pat = out.pattern.data();
-#pragma omp parallel for schedule(static) if (words >= parallel_min_cells)
-    for (std::int64_t w = 0; w < words; ++w) {
-        std::uint64_t word = 0;
-        const std::uint64_t b0 = std::uint64_t(w) * 64;
-        const std::uint64_t b1 = std::min<std::uint64_t>(slots, b0 + 64);
-        for (std::uint64_t bit = b0; bit < b1; ++bit) {
-            const std::uint64_t k = bit / un;
+    assign_bits(
+        out.pattern.data(), slots,
+        [&](std::uint64_t bit) {
             const index_t r = index_t(bit % un);
-            const int q = dir_of_slot[k / std::uint64_t(nc)];
+            const int q = dir_of_slot[bit / un / std::uint64_t(nc)];
             const offset_t col = offset_t(r - r % nc) + offset_t(g.d[q]) * nc;
-            if (col < 0 || col >= n) continue;
-            if (g.present(c0 + r / nc, q)) word |= std::uint64_t{1} << (bit - b0);
-        }
-        pat[w] = word;
-    }
+            return col >= 0 && col < n && g.present(c0 + r / nc, q);
+        },
+        parallel_min_cells);
     return out;
 }
 

@@ -1,36 +1,14 @@
 // The plugin's KrylovEngine (engine.hpp): heptane's preconditioner built from the borrowed
 // CSR (on the device where the operator's copy is there), its values-only refresh, and the
 // Krylov solve (BiCGStab, CG, GMRES; folding, mixed-precision refinement).
-#include "plugin/engine.hpp"
 #include "plugin/engine_impl.hpp"
 
 #include <algorithm>
 #include <array>
-#include <chrono>
-#include <cstring>
 #include <functional>
-#include <sstream>
 #include <type_traits>
 
-#include "core/array.hpp"
-#include "core/bitset.hpp"
-#include "core/error.hpp"
-#include "formats/bdia/bdia.hpp"
-#include "formats/bdia/bdia_slots.hpp"
-#include "formats/coo/coo.hpp"
-#include "formats/csr/csr.hpp"
-#include "formats/detect/detect.hpp"
-#include "formats/fused_dots.hpp"
-#include "formats/matrix_operator.hpp"
-#include "formats/spmv.hpp"
-#include "plugin/device_pool.hpp"
-#include "plugin/pinned_upload.hpp"
-#include "solver/krylov.hpp"
-#include "solver/precond/amg/amg.hpp"
-#include "formats/values_kernels.hpp"
 #include "solver/refine.hpp"
-#include "solver/solve.hpp"
-#include "solver/vector/vector_ops.hpp"
 
 namespace heptane::plugin
 {

@@ -113,127 +113,123 @@ void bdia1_rowwise(const Bdia<MT>& a, VT alpha, const VT* x, VT beta, VT* y)
     }
 }
 
-// NC > 0: block size known at compile time; NC == 0: a.block_size at run time.
-template <int NC, class MT, class VT>
-void bdia_normal(const Bdia<MT>& a, VT alpha, const VT* x, VT beta, VT* y)
+// The chunk loop A x and A^T x share: `count` block rows (A x) or block columns (A^T x) in
+// chunks of kChunkRows / Nc; body(b0, b1, t) sums chunk [b0, b1) into its thread's zeroed
+// accumulator t, which finish then writes to y[b0*Nc ..].
+template <class VT, class Body>
+void chunked_sweep(offset_t count, index_t nc, VT alpha, VT beta, VT* y, const Body& body)
 {
-    const index_t nc = NC > 0 ? NC : a.block_size;
-    const index_t rows = a.rows;
-    const offset_t nb = rows / nc, cb = a.cols / nc;
-    const index_t nq = a.num_block_diagonals();
-    const index_t* dq = a.block_offsets.data();
-    const MT* data = a.data.data();
-    const offset_t chunk = std::max<index_t>(1, kChunkRows / nc);  // block rows per item
-    const offset_t nchunks = (nb + chunk - 1) / chunk;
+    const offset_t chunk = std::max<index_t>(1, kChunkRows / nc);
+    const offset_t nchunks = (count + chunk - 1) / chunk;
 #pragma omp parallel if (nchunks > 1)
     {
         std::vector<VT> acc(std::size_t(chunk) * nc);
 #pragma omp for schedule(static)
         for (offset_t ch = 0; ch < nchunks; ++ch) {
-            const offset_t b0 = ch * chunk, b1 = std::min(nb, b0 + chunk);
+            const offset_t b0 = ch * chunk, b1 = std::min(count, b0 + chunk);
             VT* __restrict t = acc.data();
             std::fill(t, t + (b1 - b0) * nc, VT(0));
-            for (index_t q = 0; q < nq; ++q) {
-                const offset_t d = dq[q];
-                // block rows b of the chunk with 0 <= b + d < C (interior for this offset)
-                const offset_t lo = std::max(b0, -d), hi = std::min(b1, cb - d);
-                if (lo >= hi) continue;
-                const offset_t n = hi - lo;
-                VT* __restrict tq = t + (lo - b0) * nc;
-                const VT* __restrict xq = x + (lo + d) * nc;  // x[(b + d)*Nc + s]
-                if constexpr (NC == 1) {
-                    const MT* __restrict dk = data + std::size_t(q) * rows + lo;
-                    for (offset_t i = 0; i < n; ++i) tq[i] += VT(dk[i]) * xq[i];
-                } else if constexpr (NC > 1) {
-                    // all Nc diagonals of block offset q in one sweep: Nc streams of data
-                    const MT* dk = data + std::size_t(q) * NC * rows + lo * NC;
-                    for (offset_t i = 0; i < n; ++i) {
-                        VT sum[NC];
-                        for (int l = 0; l < NC; ++l) sum[l] = tq[i * NC + l];
-                        for (int s = 0; s < NC; ++s) {
-                            const VT xv = xq[i * NC + s];
-                            const MT* __restrict ds = dk + std::size_t(s) * rows + i * NC;
-                            for (int l = 0; l < NC; ++l) sum[l] += VT(ds[l]) * xv;
-                        }
-                        for (int l = 0; l < NC; ++l) tq[i * NC + l] = sum[l];
-                    }
-                } else {
-                    // run-time Nc: one diagonal per sweep
-                    for (index_t s = 0; s < nc; ++s) {
-                        const MT* __restrict ds = data + (std::size_t(q) * nc + s) * rows + lo * nc;
-                        for (offset_t i = 0; i < n; ++i) {
-                            const VT xv = xq[i * nc + s];
-                            for (index_t l = 0; l < nc; ++l)
-                                tq[i * nc + l] += VT(ds[i * nc + l]) * xv;
-                        }
-                    }
-                }
-            }
+            body(b0, b1, t);
             finish(alpha, t, beta, y + b0 * nc, index_t((b1 - b0) * nc));
         }
     }
+}
+
+// NC > 0: block size known at compile time; NC == 0: a.block_size at run time.
+template <int NC, class MT, class VT>
+void bdia_normal(const Bdia<MT>& a, VT alpha, const VT* x, VT beta, VT* y)
+{
+    const index_t nc = NC > 0 ? NC : a.block_size;
+    const index_t rows = a.rows, nq = a.num_block_diagonals();
+    const offset_t cb = a.cols / nc;
+    const index_t* dq = a.block_offsets.data();
+    const MT* data = a.data.data();
+    chunked_sweep(rows / nc, nc, alpha, beta, y, [&](offset_t b0, offset_t b1, VT* __restrict t) {
+        for (index_t q = 0; q < nq; ++q) {
+            const offset_t d = dq[q];
+            // block rows b of the chunk with 0 <= b + d < C (interior for this offset)
+            const offset_t lo = std::max(b0, -d), hi = std::min(b1, cb - d);
+            if (lo >= hi) continue;
+            const offset_t n = hi - lo;
+            VT* __restrict tq = t + (lo - b0) * nc;
+            const VT* __restrict xq = x + (lo + d) * nc;  // x[(b + d)*Nc + s]
+            if constexpr (NC == 1) {
+                const MT* __restrict dk = data + std::size_t(q) * rows + lo;
+                for (offset_t i = 0; i < n; ++i) tq[i] += VT(dk[i]) * xq[i];
+            } else if constexpr (NC > 1) {
+                // all Nc diagonals of block offset q in one sweep: Nc streams of data
+                const MT* dk = data + std::size_t(q) * NC * rows + lo * NC;
+                for (offset_t i = 0; i < n; ++i) {
+                    VT sum[NC];
+                    for (int l = 0; l < NC; ++l) sum[l] = tq[i * NC + l];
+                    for (int s = 0; s < NC; ++s) {
+                        const VT xv = xq[i * NC + s];
+                        const MT* __restrict ds = dk + std::size_t(s) * rows + i * NC;
+                        for (int l = 0; l < NC; ++l) sum[l] += VT(ds[l]) * xv;
+                    }
+                    for (int l = 0; l < NC; ++l) tq[i * NC + l] = sum[l];
+                }
+            } else {
+                // run-time Nc: one diagonal per sweep
+                for (index_t s = 0; s < nc; ++s) {
+                    const MT* __restrict ds = data + (std::size_t(q) * nc + s) * rows + lo * nc;
+                    for (offset_t i = 0; i < n; ++i) {
+                        const VT xv = xq[i * nc + s];
+                        for (index_t l = 0; l < nc; ++l) tq[i * nc + l] += VT(ds[i * nc + l]) * xv;
+                    }
+                }
+            }
+        }
+    });
 }
 
 template <int NC, class MT, class VT>
 void bdia_transpose(const Bdia<MT>& a, VT alpha, const VT* x, VT beta, VT* y)
 {
     const index_t nc = NC > 0 ? NC : a.block_size;
-    const index_t rows = a.rows;
-    const offset_t nb = rows / nc, cb = a.cols / nc;
-    const index_t nq = a.num_block_diagonals();
+    const index_t rows = a.rows, nq = a.num_block_diagonals();
+    const offset_t nb = rows / nc;
     const index_t* dq = a.block_offsets.data();
     const MT* data = a.data.data();
-    const offset_t chunk = std::max<index_t>(1, kChunkRows / nc);  // block columns per item
-    const offset_t nchunks = (cb + chunk - 1) / chunk;
-#pragma omp parallel if (nchunks > 1)
-    {
-        std::vector<VT> acc(std::size_t(chunk) * nc);
-#pragma omp for schedule(static)
-        for (offset_t ch = 0; ch < nchunks; ++ch) {
-            const offset_t e0 = ch * chunk, e1 = std::min(cb, e0 + chunk);
-            VT* __restrict t = acc.data();
-            std::fill(t, t + (e1 - e0) * nc, VT(0));
-            for (index_t q = 0; q < nq; ++q) {
-                const offset_t d = dq[q];
-                // block columns e of the chunk with 0 <= e - d < B
-                const offset_t lo = std::max(e0, d), hi = std::min(e1, nb + d);
-                if (lo >= hi) continue;
-                const offset_t n = hi - lo;
-                VT* __restrict tq = t + (lo - e0) * nc;
-                const VT* __restrict xq = x + (lo - d) * nc;  // x[(e - d)*Nc + l]
-                if constexpr (NC == 1) {
-                    const MT* __restrict dk = data + std::size_t(q) * rows + (lo - d);
-                    for (offset_t i = 0; i < n; ++i) tq[i] += VT(dk[i]) * xq[i];
-                } else if constexpr (NC > 1) {
-                    const MT* dk = data + std::size_t(q) * NC * rows + (lo - d) * NC;
-                    for (offset_t i = 0; i < n; ++i) {
-                        // one transposed block: sum[s] = sum_l D(q*Nc + s, (e-d)*Nc + l) x[..+l],
-                        // Nc independent sums (no dependency chain), each in ascending l
-                        const VT* xb = xq + i * NC;
-                        VT sum[NC] = {};
-                        for (int l = 0; l < NC; ++l) {
-                            const VT xl = xb[l];
-                            for (int s = 0; s < NC; ++s)
-                                sum[s] += VT(dk[std::size_t(s) * rows + i * NC + l]) * xl;
-                        }
-                        for (int s = 0; s < NC; ++s) tq[i * NC + s] += sum[s];
+    chunked_sweep(a.cols / nc, nc, alpha, beta, y, [&](offset_t e0, offset_t e1, VT* __restrict t) {
+        for (index_t q = 0; q < nq; ++q) {
+            const offset_t d = dq[q];
+            // block columns e of the chunk with 0 <= e - d < B
+            const offset_t lo = std::max(e0, d), hi = std::min(e1, nb + d);
+            if (lo >= hi) continue;
+            const offset_t n = hi - lo;
+            VT* __restrict tq = t + (lo - e0) * nc;
+            const VT* __restrict xq = x + (lo - d) * nc;  // x[(e - d)*Nc + l]
+            if constexpr (NC == 1) {
+                const MT* __restrict dk = data + std::size_t(q) * rows + (lo - d);
+                for (offset_t i = 0; i < n; ++i) tq[i] += VT(dk[i]) * xq[i];
+            } else if constexpr (NC > 1) {
+                const MT* dk = data + std::size_t(q) * NC * rows + (lo - d) * NC;
+                for (offset_t i = 0; i < n; ++i) {
+                    // one transposed block: sum[s] = sum_l D(q*Nc + s, (e-d)*Nc + l) x[..+l],
+                    // Nc independent sums (no dependency chain), each in ascending l
+                    const VT* xb = xq + i * NC;
+                    VT sum[NC] = {};
+                    for (int l = 0; l < NC; ++l) {
+                        const VT xl = xb[l];
+                        for (int s = 0; s < NC; ++s)
+                            sum[s] += VT(dk[std::size_t(s) * rows + i * NC + l]) * xl;
                     }
-                } else {
-                    for (index_t s = 0; s < nc; ++s) {
-                        const MT* __restrict ds =
-                            data + (std::size_t(q) * nc + s) * rows + (lo - d) * nc;
-                        for (offset_t i = 0; i < n; ++i) {
-                            VT sum = 0;
-                            for (index_t l = 0; l < nc; ++l)
-                                sum += VT(ds[i * nc + l]) * xq[i * nc + l];
-                            tq[i * nc + s] += sum;
-                        }
+                    for (int s = 0; s < NC; ++s) tq[i * NC + s] += sum[s];
+                }
+            } else {
+                for (index_t s = 0; s < nc; ++s) {
+                    const MT* __restrict ds =
+                        data + (std::size_t(q) * nc + s) * rows + (lo - d) * nc;
+                    for (offset_t i = 0; i < n; ++i) {
+                        VT sum = 0;
+                        for (index_t l = 0; l < nc; ++l) sum += VT(ds[i * nc + l]) * xq[i * nc + l];
+                        tq[i * nc + s] += sum;
                     }
                 }
             }
-            finish(alpha, t, beta, y + e0 * nc, index_t((e1 - e0) * nc));
         }
-    }
+    });
 }
 
 template <int NC, class MT, class VT>

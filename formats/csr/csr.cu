@@ -12,6 +12,7 @@
 #include <tuple>
 
 #include "formats/csr/csr_kernels.hpp"
+#include "formats/csr/csr_vector.cuh"
 #include "formats/cuda_spmv_common.cuh"
 
 namespace heptane::kernels {
@@ -33,48 +34,6 @@ __global__ void __launch_bounds__(256)
     VT sum = 0;
     for (offset_t k = ptr[r]; k < e; ++k) sum += VT(ldcs(v + k)) * ldg(x + ldg(ci + k));
     store_result(y, r, alpha, sum, beta);
-}
-
-// ---- vector: G lanes per row, strided over the row, then a shuffle reduction ---------------
-template <int G, class MT, class VT>
-__global__ void __launch_bounds__(256)
-    csr_vector_kernel(index_t rows, const offset_t* __restrict__ ptr,
-                      const index_t* __restrict__ ci, const MT* __restrict__ v, VT alpha,
-                      const VT* __restrict__ x, VT beta, VT* __restrict__ y)
-{
-    const long long t = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x;
-    const long long r = t / G;
-    const int lane = static_cast<int>(t % G);
-    VT sum = 0;
-    if (r < rows) {
-        const offset_t e = ptr[r + 1];
-        offset_t k = ptr[r] + lane;
-        VT sum2 = 0;  // two independent chains: two loads in flight per lane
-        for (; k + G < e; k += 2 * G) {
-            sum += VT(ldcs(v + k)) * ldg(x + ldg(ci + k));
-            sum2 += VT(ldcs(v + k + G)) * ldg(x + ldg(ci + k + G));
-        }
-        if (k < e) sum += VT(ldcs(v + k)) * ldg(x + ldg(ci + k));
-        sum += sum2;
-    }
-    sum = group_sum<G>(sum);  // every lane takes part: the shuffles use the full mask
-    if (lane == 0 && r < rows) store_result(y, r, alpha, sum, beta);
-}
-
-// ---- A^T x: y_j += alpha * a_ij * x_i, G lanes per row i (y already scaled by beta) --------
-template <int G, class MT, class VT>
-__global__ void __launch_bounds__(256)
-    csr_scatter_kernel(index_t rows, const offset_t* __restrict__ ptr,
-                       const index_t* __restrict__ ci, const MT* __restrict__ v, VT alpha,
-                       const VT* __restrict__ x, VT* __restrict__ y)
-{
-    const long long t = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x;
-    const long long r = t / G;
-    const int lane = static_cast<int>(t % G);
-    if (r >= rows) return;
-    const VT xr = alpha * x[r];
-    const offset_t e = ptr[r + 1];
-    for (offset_t k = ptr[r] + lane; k < e; k += G) atomicAdd(y + ci[k], VT(ldcs(v + k)) * xr);
 }
 
 // ---- merge-path --------------------------------------------------------------------------
@@ -264,7 +223,7 @@ void launch_vector(const CudaExecutor& exec, const Csr<MT>& a, VT alpha, const V
                    VT* y)
 {
     const unsigned grid = cuda::grid_for(static_cast<long long>(a.rows) * G, 256);
-    csr_vector_kernel<G, MT, VT><<<grid, 256, 0, cuda::stream(exec)>>>(
+    csr_vector_kernel<G, offset_t, index_t, MT, VT><<<grid, 256, 0, cuda::stream(exec)>>>(
         a.rows, a.row_ptr.data(), a.col_idx.data(), a.values.data(), alpha, x, beta, y);
     HEPTANE_CUDA_LAUNCH_CHECK();
 }
@@ -273,7 +232,7 @@ template <int G, class MT, class VT>
 void launch_scatter(const CudaExecutor& exec, const Csr<MT>& a, VT alpha, const VT* x, VT* y)
 {
     const unsigned grid = cuda::grid_for(static_cast<long long>(a.rows) * G, 256);
-    csr_scatter_kernel<G, MT, VT><<<grid, 256, 0, cuda::stream(exec)>>>(
+    csr_scatter_kernel<G, offset_t, index_t, MT, VT><<<grid, 256, 0, cuda::stream(exec)>>>(
         a.rows, a.row_ptr.data(), a.col_idx.data(), a.values.data(), alpha, x, y);
     HEPTANE_CUDA_LAUNCH_CHECK();
 }

@@ -1,8 +1,8 @@
 // The out-of-core chunk kernels on CUDA, queued on the executor's stream: a group of `lanes`
-// threads per row (as the in-core CSR vector kernel), 32-bit chunk-local row pointers and
-// columns. A^T x: each lane group scatters alpha * a_ij * x_i into y_j with atomics (y scaled
-// by beta once before the chunks, ooc_scale).
-#include "formats/cuda_spmv_common.cuh"
+// threads per row (the in-core CSR vector kernels, formats/csr/csr_vector.cuh), 32-bit chunk-local
+// row pointers and columns. A^T x: each lane group scatters alpha * a_ij * x_i into y_j with
+// atomics (y scaled by beta once before the chunks, ooc_scale).
+#include "formats/csr/csr_vector.cuh"
 #include "formats/outofcore/outofcore_kernels.hpp"
 
 namespace heptane::kernels {
@@ -12,49 +12,15 @@ namespace {
 using namespace cuda_detail;
 
 template <int G, class MT, class VT>
-__global__ void __launch_bounds__(256)
-    ooc_vector_kernel(index_t rows, const std::uint32_t* __restrict__ ptr,
-                      const std::uint32_t* __restrict__ ci, const MT* __restrict__ v, VT alpha,
-                      const VT* __restrict__ x, VT beta, VT* __restrict__ y)
-{
-    const long long t = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x;
-    const long long r = t / G;
-    const int lane = static_cast<int>(t % G);
-    VT sum = 0;
-    if (r < rows) {
-        const std::uint32_t e = ptr[r + 1];
-        for (std::uint32_t k = ptr[r] + lane; k < e; k += G)
-            sum += VT(ldcs(v + k)) * ldg(x + ldg(ci + k));
-    }
-    sum = group_sum<G>(sum);  // every lane takes part: the shuffles use the full mask
-    if (lane == 0 && r < rows) store_result(y, r, alpha, sum, beta);
-}
-
-template <int G, class MT, class VT>
-__global__ void __launch_bounds__(256)
-    ooc_scatter_kernel(index_t rows, const std::uint32_t* __restrict__ ptr,
-                       const std::uint32_t* __restrict__ ci, const MT* __restrict__ v, VT alpha,
-                       const VT* __restrict__ x, VT* __restrict__ y)
-{
-    const long long t = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x;
-    const long long r = t / G;
-    const int lane = static_cast<int>(t % G);
-    if (r >= rows) return;
-    const VT xr = alpha * x[r];
-    const std::uint32_t e = ptr[r + 1];
-    for (std::uint32_t k = ptr[r] + lane; k < e; k += G) atomicAdd(y + ci[k], VT(ldcs(v + k)) * xr);
-}
-
-template <int G, class MT, class VT>
 void launch(cudaStream_t s, const OocChunkView<MT>& c, VT alpha, const VT* x, VT beta, VT* y,
             bool transpose)
 {
     const unsigned grid = cuda::grid_for(static_cast<long long>(c.rows) * G, 256);
     if (transpose)
-        ooc_scatter_kernel<G, MT, VT>
+        csr_scatter_kernel<G, std::uint32_t, std::uint32_t, MT, VT>
             <<<grid, 256, 0, s>>>(c.rows, c.row_ptr, c.col, c.val, alpha, x, y);
     else
-        ooc_vector_kernel<G, MT, VT>
+        csr_vector_kernel<G, std::uint32_t, std::uint32_t, MT, VT>
             <<<grid, 256, 0, s>>>(c.rows, c.row_ptr, c.col, c.val, alpha, x, beta, y);
     HEPTANE_CUDA_LAUNCH_CHECK();
 }

@@ -2,16 +2,11 @@
 // (solver/precond/ilu0.cpp, multicolor.cpp) kept for values-only updates, factors in VT on
 // the executor, triangular solves through precond_kernels.hpp.
 #include <algorithm>
-#include <chrono>
-#include <cmath>
 #include <cstdint>
-#include <limits>
 #include <sstream>
-#include <type_traits>
 #include <utility>
 #include <vector>
 
-#include "solver/precond/block_kernels.hpp"
 #include "solver/precond/block_utils.hpp"
 #include "solver/precond/pc_common.hpp"
 #include "solver/precond/precond_kernels.hpp"

@@ -2,17 +2,12 @@
 // Jacobi (docs/design.md §4), set up on the host or, from values already there, on the
 // executor; values-only updates keep the pattern they were set up with.
 #include <algorithm>
-#include <chrono>
-#include <cmath>
 #include <cstdint>
 #include <limits>
-#include <sstream>
-#include <type_traits>
 #include <utility>
 #include <vector>
 
 #include "solver/precond/block_kernels.hpp"
-#include "solver/precond/block_utils.hpp"
 #include "solver/precond/pc_common.hpp"
 #include "solver/precond/precond_kernels.hpp"
 #include "solver/vector/vector_ops.hpp"

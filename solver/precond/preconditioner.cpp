@@ -7,17 +7,10 @@
 // and make_preconditioner; the kinds live in pc_jacobi.cpp, pc_ilu0.cpp and amg/.
 #include "solver/precond/preconditioner.hpp"
 
-#include <algorithm>
-#include <chrono>
-#include <cmath>
-#include <cstdint>
-#include <limits>
 #include <sstream>
-#include <type_traits>
 #include <utility>
 #include <vector>
 
-#include "solver/precond/amg/amg.hpp"
 #include "solver/precond/amg/cpr.hpp"
 #include "solver/precond/pc_common.hpp"
 #include "solver/precond/precond_kernels.hpp"
