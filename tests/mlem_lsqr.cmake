@@ -39,3 +39,14 @@ foreach(variant cpu gpu)
     set_tests_properties(${name} PROPERTIES ENVIRONMENT "HEPTANE_TEST_DEVICE=cuda")
   endif()
 endforeach()
+
+# heptane bench lsqr checks every configuration against the fp64 CPU reference before timing
+# it and exits 1 when one FAILED: each precision on a small PET system (fp32 LSQR drifts from
+# fp64 on ill-posed systems, so single/mixed are checked on the fitted data after 3 iterations;
+# apps/bench_lsqr.cpp).
+foreach(prec double single mixed)
+  add_test(NAME cli_bench_lsqr_${prec}
+    COMMAND $<TARGET_FILE:heptane_cli> bench lsqr --detectors 64 --image 48 --precision ${prec}
+      --device cpu --formats csr,coo --reps 1 --iters 3)
+  set_tests_properties(cli_bench_lsqr_${prec} PROPERTIES TIMEOUT 120 LABELS "cpu;cli;lsqr")
+endforeach()
