@@ -105,8 +105,8 @@ int bench_mmread(int argc, char** argv)
 #endif
     if (json) {
         std::printf(
-            "{\"file\": \"%s\", \"bytes\": %zu, \"nnz\": %lld, \"heptane_seconds\": %.6f, "
-            "\"heptane_mb_per_s\": %.1f, \"read_seconds\": %.6f, \"read_mb_per_s\": %.1f, "
+            "{\"file\": \"%s\", \"bytes\": %zu, \"nnz\": %lld, \"heptane_seconds\": %.9g, "
+            "\"heptane_mb_per_s\": %.1f, \"read_seconds\": %.9g, \"read_mb_per_s\": %.1f, "
             "\"eigen_seconds\": %s, \"eigen_mb_per_s\": %s}\n",
             path.c_str(), info.bytes, static_cast<long long>(nnz), best, mb / best, raw_best,
             mb / raw_best, json_number(eigen_best).c_str(),

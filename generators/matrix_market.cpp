@@ -146,10 +146,76 @@ inline const char* parse_int(const char* p, const char* end, std::int64_t& v, bo
     const char* q = p;
     if (q < end && *q == '+') ++q;
     if (q < end && *q == '-' && q != p) return nullptr;  // "+-1"
+    // up to 18 digits cannot overflow int64: those are read here, longer tokens by from_chars
+    const char* d = q + (q < end && *q == '-');
+    std::int64_t m = 0;
+    const char* e = d;
+    while (e < end && e - d < 18 && static_cast<unsigned>(*e - '0') < 10u)
+        m = m * 10 + (*e++ - '0');
+    if (e > d && (e == end || static_cast<unsigned>(*e - '0') >= 10u)) {
+        overflow = false;
+        v = d > q ? -m : m;
+        return e;
+    }
     const auto r = std::from_chars(q, end, v);
     overflow = r.ec == std::errc::result_out_of_range;
     if (r.ec != std::errc() && !overflow) return nullptr;
     return r.ptr;
+}
+
+// Clinger's fast path (W. D. Clinger, "How to read floating point numbers accurately", PLDI
+// 1990): a decimal [-]digits[.digits][(e|E)[+|-]digits] whose digits, read as an integer m,
+// are exact in T (m <= 2^53 for double, 2^24 for float) and whose power of ten 10^|k| is exact
+// in T (|k| <= 22 for double, 10 for float) is m * 10^k or m / 10^-k: one correctly rounded
+// operation on exact operands, so the same value as from_chars. Returns nullptr where it does
+// not apply (more digits, a larger exponent, inf/nan, a 'd' exponent, a lone '.'): the caller
+// then takes from_chars. Stops where from_chars stops for the tokens it takes.
+template <class T>
+inline const char* parse_real_fast(const char* p, const char* end, T& v)
+{
+    constexpr bool dbl = std::is_same<T, double>::value;
+    constexpr std::uint64_t max_m = dbl ? (std::uint64_t{1} << 53) : (std::uint64_t{1} << 24);
+    constexpr int max_k = dbl ? 22 : 10;
+    static constexpr double pow10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
+                                       1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+                                       1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+    auto digit = [](char c) { return static_cast<unsigned>(c - '0') < 10u; };
+    const char* q = p;
+    const bool neg = q < end && *q == '-';
+    q += neg;
+    std::uint64_t m = 0;
+    int k = 0, n = 0;  // power of ten, digits read
+    for (; q < end && digit(*q); ++q, ++n) {
+        if (m >= 100000000000000000ULL) return nullptr;  // 18 digits: stay exact in uint64
+        m = m * 10 + std::uint64_t(*q - '0');
+    }
+    if (q < end && *q == '.') {
+        for (++q; q < end && digit(*q); ++q, ++n, --k) {
+            if (m >= 100000000000000000ULL) return nullptr;
+            m = m * 10 + std::uint64_t(*q - '0');
+        }
+    }
+    if (n == 0) return nullptr;
+    if (q < end && (*q == 'e' || *q == 'E')) {
+        const char* r = q + 1;
+        const bool eneg = r < end && *r == '-';
+        if (r < end && (*r == '-' || *r == '+')) ++r;
+        if (r == end || !digit(*r)) return nullptr;
+        int e = 0;
+        for (; r < end && digit(*r); ++r) {
+            if (e > 10000) return nullptr;
+            e = e * 10 + (*r - '0');
+        }
+        k += eneg ? -e : e;
+        q = r;
+    }
+    if (q < end && (*q == 'd' || *q == 'D')) return nullptr;
+    if (m > max_m || k < -max_k || k > max_k) return nullptr;
+    T x = static_cast<T>(m);                            // exact
+    const T t = static_cast<T>(pow10[k < 0 ? -k : k]);  // exact
+    x = k < 0 ? x / t : x * t;
+    v = neg ? -x : x;
+    return q;
 }
 
 // The slow path of parse_real: values beyond the type's range (from_chars reports them as
@@ -186,6 +252,7 @@ inline const char* parse_real(const char* p, const char* end, T& v)
         ++q;
         if (q < end && (*q == '+' || *q == '-')) return nullptr;
     }
+    if (const char* f = parse_real_fast(q, end, v)) return f;
     const auto r = std::from_chars(q, end, v);
     if (r.ec == std::errc()) {
         if (r.ptr < end && (*r.ptr == 'd' || *r.ptr == 'D')) return parse_real_slow(p, end, v);
@@ -828,6 +895,15 @@ Coo<T> assemble_coordinate(Parsed<T>& parsed, const Header& h, int nt)
 {
     auto& pieces = parsed.pieces;
     const offset_t total = parsed.total;
+    if (pieces.size() == 1 && h.sym == Symmetry::general) {  // the piece's arrays are the result
+        Coo<T> a;
+        a.rows = index_t(h.rows);
+        a.cols = index_t(h.cols);
+        a.row = Array<index_t>(std::move(pieces[0].row));
+        a.col = Array<index_t>(std::move(pieces[0].col));
+        a.val = Array<T>(std::move(pieces[0].val));
+        return a;
+    }
     const offset_t mirrors = h.sym == Symmetry::general ? 0 : total - parsed.diag;
     std::vector<index_t> row(std::size_t(total + mirrors)), col(row.size());
     std::vector<T> val(row.size());

@@ -773,6 +773,82 @@ BOOST_AUTO_TEST_CASE(round_trip_float_is_exact)
     }
 }
 
+// Decimal tokens of every shape the reader's fast paths and their fallbacks see (1-25 digits,
+// a fraction or not, exponents from -330 to 330, signs, leading zeros, "1." and ".5"; row
+// indices written with a '+'): each value must equal, bit for bit, what the C library's
+// strtod/strtof read from the same text (the "C" locale), for double and float.
+BOOST_AUTO_TEST_CASE(values_equal_strtod_bit_for_bit)
+{
+    std::mt19937_64 rng(2026);
+    auto digits = [&](int n) {
+        std::string d;
+        for (int i = 0; i < n; ++i) d += char('0' + rng() % 10);
+        return d;
+    };
+    std::vector<std::string> toks = {"0",
+                                     "-0",
+                                     "1.",
+                                     ".5",
+                                     "-.25e1",
+                                     "9007199254740993",
+                                     "9007199254740992",
+                                     "16777217",
+                                     "1e22",
+                                     "1e23",
+                                     "1e-22",
+                                     "1e-23",
+                                     "123456789012345678",
+                                     "1234567890123456789",
+                                     "4.9e-324",
+                                     "2.2250738585072014e-308",
+                                     "1.7976931348623157e308",
+                                     "3.4028235e38",
+                                     "1.17549435e-38",
+                                     "0.1",
+                                     "0.3",
+                                     "1E5",
+                                     "1e+05",
+                                     "00012.5000",
+                                     "7e0",
+                                     "-5E-0"};
+    for (int i = 0; i < 3000; ++i) {
+        std::string t = rng() % 4 == 0 ? "-" : "";
+        const int pre = int(rng() % 20), post = int(rng() % 8 == 0 ? 0 : rng() % 12);
+        t += pre ? digits(pre) : "0";
+        if (post || rng() % 3 == 0) t += "." + digits(post);
+        if (rng() % 2) {
+            const int e = int(rng() % 661) - 330;
+            t += (rng() % 2 ? "e" : "E") +
+                 std::to_string(std::abs(e) > 40 && rng() % 2 ? e / 10 : e);
+        }
+        toks.push_back(t);
+    }
+    const std::size_t n = toks.size();
+    std::string text = "%%MatrixMarket matrix coordinate real general\n" + std::to_string(n) +
+                       " 1 " + std::to_string(n) + "\n";
+    for (std::size_t i = 0; i < n; ++i)
+        text += "+" + std::to_string(i + 1) + " 1 " + toks[i] + "\n";
+    MatrixMarketOptions opt;
+    opt.non_finite = NonFinitePolicy::accept;  // 1e330 and the like: inf, as strtod says
+    const auto d = read_matrix_market_buffer<double>(text, "values", opt);
+    const auto f = read_matrix_market_buffer<float>(text, "values", opt);
+    BOOST_TEST_REQUIRE(d.nnz() == offset_t(n));
+    BOOST_TEST_REQUIRE(f.nnz() == offset_t(n));
+    std::size_t bad_d = 0, bad_f = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+        const double rd = std::strtod(toks[i].c_str(), nullptr);
+        const float rf = std::strtof(toks[i].c_str(), nullptr);
+        BOOST_TEST_REQUIRE(d.row[i] == index_t(i));  // canonical order: entry i is token i
+        const std::size_t r = i;
+        if (std::memcmp(&d.val[r], &rd, sizeof rd) != 0 && bad_d++ < 5)
+            BOOST_TEST_MESSAGE("double " << toks[i] << ": " << d.val[r] << " vs " << rd);
+        if (std::memcmp(&f.val[r], &rf, sizeof rf) != 0 && bad_f++ < 5)
+            BOOST_TEST_MESSAGE("float " << toks[i] << ": " << f.val[r] << " vs " << rf);
+    }
+    BOOST_TEST(bad_d == 0u);
+    BOOST_TEST(bad_f == 0u);
+}
+
 BOOST_AUTO_TEST_CASE(round_trip_keeps_nan_and_inf_with_policy_accept)
 {
     Coo<double> a;
