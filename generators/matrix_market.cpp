@@ -950,26 +950,6 @@ Coo<T> assemble_coordinate(Parsed<T>& parsed, const Header& h, int nt)
     return a;
 }
 
-// Already sorted by (row, column) without duplicates (e.g. a file this writer wrote)?
-// Then canonicalize() has nothing to do and is skipped.
-template <class T>
-bool strictly_sorted(const Coo<T>& a, int nt)
-{
-    const index_t* r = a.row.data();
-    const index_t* c = a.col.data();
-    const offset_t n = a.nnz();
-    int unsorted = 0;
-    if (n > small) {
-#pragma omp parallel for reduction(| : unsorted) num_threads(nt)
-        for (offset_t k = 1; k < n; ++k)
-            unsorted |= (r[k] < r[k - 1] || (r[k] == r[k - 1] && c[k] <= c[k - 1])) ? 1 : 0;
-    } else {
-        for (offset_t k = 1; k < n && !unsorted; ++k)
-            unsorted |= (r[k] < r[k - 1] || (r[k] == r[k - 1] && c[k] <= c[k - 1])) ? 1 : 0;
-    }
-    return unsorted == 0;
-}
-
 // Duplicates with policy error: canonicalize() merged some, so find the first entry (in file
 // order) that repeats an earlier one by parsing the data again in one piece (this is the
 // error path, so its cost does not matter) and name both lines.
@@ -1087,9 +1067,7 @@ Coo<T> read_matrix(std::string_view data, const std::string& name, const MatrixM
     Coo<T> a;
     bool canonical = false;
     if (h.coordinate) {
-        a = assemble_coordinate(parsed, h, nt);
-        // a symmetric file's result is stored lower entries then mirrors: never sorted
-        canonical = h.sym == Symmetry::general && strictly_sorted(a, nt);
+        a = assemble_coordinate(parsed, h, nt);  // canonicalize returns at once if sorted
     } else {
         a = assemble_array(parsed, h, nt, canonical);
     }
