@@ -93,7 +93,8 @@ struct SolveConfig {
 };
 
 struct SolveTimingsFull {
-    double operator_ms = 0;        ///< build the format and upload it
+    double operator_ms = 0;        ///< build the format and upload it (host_csr_ms included)
+    double host_csr_ms = 0;        ///< of operator_ms: A's CSR made on the host from the COO
     double preconditioner_ms = 0;  ///< host setup (factorisation) and upload
     double upload_ms = 0;          ///< b (and x0) to the device
     double setup_ms = 0;           ///< solver workspace, initial residual (Status timings)

@@ -29,11 +29,19 @@ cat "$dir/gmres.md"
 cat "$dir/gmres.csv"
 grep -q "^GMRES(5) on " "$dir/gmres.md"
 grep -q "^floor per iteration: 1.2000 x matrix bytes + 24.6000 x 8N" "$dir/gmres.md"
-[ "$(grep -c '| gmres(5) |' "$dir/gmres.md")" = 2 ]
+# the main table (up to the first empty line) has a row per format; the phase table after it
+# one each too, its phases (host csr .. true: columns 6-12) adding up to at most the 5-iteration
+# total (column 5; what is left is bookkeeping)
+main_rows() { awk '/^$/ { exit } { print }' "$1"; }
+[ "$(main_rows "$dir/gmres.md" | grep -c '| gmres(5) |')" = 2 ]
+awk -F'|' '/^5 it \+ setup, phases/ { p = 1; next }
+           p && $4 ~ /gmres\(5\)/ { n++; s = 0; for (i = 6; i <= 12; i++) s += $i
+                                     if (!($5 > 0) || s > $5 * 1.001 + 0.002) { print "phases: " $0; bad = 1 } }
+           END { exit (bad || n != 2) }' "$dir/gmres.md"
 [ "$(grep -c ',gmres(5),' "$dir/gmres.csv")" = 2 ]
 # the CSV without its first column (the quoted system name has commas): n, nnz, format, impl,
 # device, five_it_setup_ms, per_it_ms, floor_ms, tol_iterations, tol_seconds,
-# tol_true_relres, tol_reason, five_it_per_it_ms, steady_its
+# tol_true_relres, tol_reason, five_it_per_it_ms, steady_its, then the phases
 sed 's/^"[^"]*",//' "$dir/gmres.csv" >"$dir/gmres.cut"
 # every row: a floor, a time per iteration, 20 steady-state iterations (4 cycles of 5), and
 # the solve to tolerance converged
@@ -46,7 +54,7 @@ awk -F, 'NR > 1 { if (!($8 > 0) || !($7 > 0) || $14 != 20 || $12 != "\"converged
 "$heptane" bench solve "${common[@]}" --steady-its 5 --csv "$dir/bcgs.csv" >"$dir/bcgs.md"
 cat "$dir/bcgs.md"
 grep -q "^BiCGStab on " "$dir/bcgs.md"
-[ "$(grep -c '| fused |' "$dir/bcgs.md")" = 2 ]
+[ "$(main_rows "$dir/bcgs.md" | grep -c '| fused |')" = 2 ]
 sed 's/^"[^"]*",//' "$dir/bcgs.csv" >"$dir/bcgs.cut"
 awk -F, 'FNR == 1 { f++; next }
          f == 1 { b[$3] = $8; n[$3] = $1 } f == 2 { g[$3] = $8 }
