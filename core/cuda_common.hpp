@@ -7,6 +7,9 @@
 #include <cuda_runtime.h>
 #include <cusparse.h>
 
+#include <cstddef>
+#include <memory>
+
 #include "core/error.hpp"
 #include "core/executor.hpp"
 
@@ -38,6 +41,39 @@ inline unsigned grid_for(long long n, int block)
 /// synchronised (so everything queued before it is done too).
 template <class T>
 T read_back(const CudaExecutor& e, const T* p);
+
+/// Host-to-device copies queued on one stream, large pageable ones through the process's two
+/// pinned staging buffers (held, with the pool's lock, for the object's life): the host threads
+/// fill one buffer while the DMA engine empties the other, across every copy of the object, so
+/// a sequence of copies runs at the pace of one long one. copy() returns once `src` may be
+/// reused (not when the data has arrived: record an event on the stream for that); finish()
+/// and the destructor wait for the stream.
+class StagedUpload {
+public:
+    explicit StagedUpload(cudaStream_t stream);
+    ~StagedUpload();
+    StagedUpload(const StagedUpload&) = delete;
+    StagedUpload& operator=(const StagedUpload&) = delete;
+    void copy(void* dst, const void* src, std::size_t bytes);
+    void finish();
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+};
+
+/// dst (device) = src (host, pageable or pinned) through a StagedUpload on `stream`; returns
+/// when the data is on the device (copy_bytes' upload, on a stream of the caller's choice).
+void upload(cudaStream_t stream, void* dst, const void* src, std::size_t bytes);
+
+/// Page-locked, portable host memory of at least `bytes` from the process's cache of small
+/// blocks (up to kPinnedCacheMax bytes, kept for reuse when released; larger ones are
+/// allocated and freed each time). A solver's read-back slots come from here: cudaMallocHost
+/// and cudaFreeHost cost about a millisecond together, and cudaFreeHost waits for the device.
+void* pinned_acquire(std::size_t bytes);
+/// Give back a block from pinned_acquire (of that size); nothing may still be copying into it.
+void pinned_release(void* p, std::size_t bytes) noexcept;
+constexpr std::size_t kPinnedCacheMax = std::size_t(1) << 20;
 
 }  // namespace heptane::cuda
 

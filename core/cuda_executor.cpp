@@ -3,8 +3,10 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/cuda_common.hpp"
@@ -67,27 +69,6 @@ struct Staging {
     Staging(const Staging&) = delete;
     Staging& operator=(const Staging&) = delete;
 };
-
-// dst (device) = src (pageable host), bytes >= kStageMin, on `stream`: chunks copied into the
-// two pinned buffers by the host threads while the DMA engine copies the previous chunk out of
-// the other; returns when the data is on the device.
-void stage_upload(cudaStream_t stream, void* dst, const void* src, std::size_t bytes)
-{
-    Staging st;
-    std::size_t chunk = 0;
-    for (std::size_t off = 0; off < bytes; off += kStageChunk, ++chunk) {
-        const int b = int(chunk & 1);
-        const std::size_t n = std::min(kStageChunk, bytes - off);
-        // the copy out of this buffer two chunks ago is done (an event not yet recorded
-        // counts as done)
-        HEPTANE_CUDA_CHECK(cudaEventSynchronize(st.event[b]));
-        parallel_memcpy(st.buffer[b], static_cast<const char*>(src) + off, n);
-        HEPTANE_CUDA_CHECK(cudaMemcpyAsync(static_cast<char*>(dst) + off, st.buffer[b], n,
-                                           cudaMemcpyHostToDevice, stream));
-        HEPTANE_CUDA_CHECK(cudaEventRecord(st.event[b], stream));
-    }
-    HEPTANE_CUDA_CHECK(cudaStreamSynchronize(stream));
-}
 
 // dst (pageable host) = src (device), bytes >= kStageMin, on `stream`: the DMA engine copies
 // chunks into the two pinned buffers while the host threads copy the previous chunk out of the
@@ -294,8 +275,8 @@ void copy_bytes(const Executor& src_exec, const void* src, const Executor& dst_e
     HEPTANE_CUDA_CHECK(cudaSetDevice(dev.device()));
     // large copies between the device and pageable host memory: through the pinned staging
     // buffers
-    if (src_exec.is_cpu() && bytes >= kStageMin && !is_pinned(src)) {
-        stage_upload(cuda::stream(dev), dst, src, bytes);
+    if (src_exec.is_cpu()) {
+        cuda::upload(cuda::stream(dev), dst, src, bytes);
         return;
     }
     if (dst_exec.is_cpu() && bytes >= kStageMin && !is_pinned(dst)) {
@@ -308,6 +289,112 @@ void copy_bytes(const Executor& src_exec, const void* src, const Executor& dst_e
 }
 
 namespace cuda {
+
+// Large pageable copies: chunks copied into the two pinned buffers by the host threads while the
+// DMA engine copies the previous chunk out of the other, the buffers alternating over every
+// copy of the object (the pipeline does not drain between copies).
+struct StagedUpload::Impl {
+    cudaStream_t stream;
+    Staging staging;  // the pool's lock and buffers, an event per buffer
+    std::size_t chunk = 0;
+    explicit Impl(cudaStream_t s) : stream(s) {}
+};
+
+StagedUpload::StagedUpload(cudaStream_t stream) : impl_(std::make_unique<Impl>(stream)) {}
+
+StagedUpload::~StagedUpload()
+{
+    cudaStreamSynchronize(impl_->stream);  // nothing may still read the staging buffers
+}
+
+void StagedUpload::copy(void* dst, const void* src, std::size_t bytes)
+{
+    if (bytes == 0) return;
+    Impl& u = *impl_;
+    if (bytes < kStageMin || is_pinned(src)) {  // the driver stages small pageable copies
+        HEPTANE_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, u.stream));
+        return;
+    }
+    for (std::size_t off = 0; off < bytes; off += kStageChunk, ++u.chunk) {
+        const int b = int(u.chunk & 1);
+        const std::size_t n = std::min(kStageChunk, bytes - off);
+        // the copy out of this buffer two chunks ago is done (an event not yet recorded
+        // counts as done)
+        HEPTANE_CUDA_CHECK(cudaEventSynchronize(u.staging.event[b]));
+        parallel_memcpy(u.staging.buffer[b], static_cast<const char*>(src) + off, n);
+        HEPTANE_CUDA_CHECK(cudaMemcpyAsync(static_cast<char*>(dst) + off, u.staging.buffer[b], n,
+                                           cudaMemcpyHostToDevice, u.stream));
+        HEPTANE_CUDA_CHECK(cudaEventRecord(u.staging.event[b], u.stream));
+    }
+}
+
+void StagedUpload::finish()
+{
+    HEPTANE_CUDA_CHECK(cudaStreamSynchronize(impl_->stream));
+}
+
+void upload(cudaStream_t stream, void* dst, const void* src, std::size_t bytes)
+{
+    if (bytes == 0) return;
+    StagedUpload u(stream);
+    u.copy(dst, src, bytes);
+    u.finish();
+}
+
+namespace {
+// The released small pinned blocks, by size (a multiple of the page), never freed: the
+// process's solvers reuse them (as the staging buffers, no CUDA calls at exit).
+struct PinnedCache {
+    std::mutex mutex;
+    std::vector<std::pair<std::size_t, void*>> free;
+};
+PinnedCache& pinned_cache()
+{
+    static PinnedCache* cache = new PinnedCache;
+    return *cache;
+}
+std::size_t pinned_class(std::size_t bytes)
+{
+    constexpr std::size_t page = 4096;
+    return (std::max<std::size_t>(bytes, 1) + page - 1) / page * page;
+}
+}  // namespace
+
+void* pinned_acquire(std::size_t bytes)
+{
+    const std::size_t size = pinned_class(bytes);
+    if (size <= kPinnedCacheMax) {
+        PinnedCache& c = pinned_cache();
+        std::lock_guard<std::mutex> lock(c.mutex);
+        for (auto it = c.free.begin(); it != c.free.end(); ++it)
+            if (it->first == size) {
+                void* p = it->second;
+                c.free.erase(it);
+                return p;
+            }
+    }
+    void* p = nullptr;
+    HEPTANE_CUDA_CHECK(cudaHostAlloc(&p, size, cudaHostAllocPortable));
+    return p;
+}
+
+void pinned_release(void* p, std::size_t bytes) noexcept
+{
+    if (!p) return;
+    const std::size_t size = pinned_class(bytes);
+    if (size > kPinnedCacheMax) {
+        cudaFreeHost(p);
+        return;
+    }
+    PinnedCache& c = pinned_cache();
+    try {
+        std::lock_guard<std::mutex> lock(c.mutex);
+        c.free.emplace_back(size, p);
+    } catch (...) {  // no memory for the list: free it instead
+        cudaFreeHost(p);
+    }
+}
+
 const char* cublas_status_string(cublasStatus_t s) noexcept
 {
     switch (s) {

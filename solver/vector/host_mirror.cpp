@@ -22,12 +22,12 @@ HostMirror::HostMirror(std::shared_ptr<const Executor> exec, std::size_t bytes)
 #ifdef HEPTANE_HAVE_CUDA
     const auto& dev = static_cast<const CudaExecutor&>(*exec_);
     HEPTANE_CUDA_CHECK(cudaSetDevice(dev.device()));
-    HEPTANE_CUDA_CHECK(cudaMallocHost(&host_, bytes_ ? bytes_ : 1));
+    host_ = cuda::pinned_acquire(bytes_);  // a cached block: no cudaMallocHost per solver
     std::memset(host_, 0, bytes_);
     cudaEvent_t ev = nullptr;
     const cudaError_t err = cudaEventCreateWithFlags(&ev, cudaEventDisableTiming);
     if (err != cudaSuccess) {
-        cudaFreeHost(host_);
+        cuda::pinned_release(host_, bytes_);
         HEPTANE_THROW(DeviceError, "cudaEventCreateWithFlags failed: " << cudaGetErrorString(err));
     }
     event_ = ev;
@@ -43,8 +43,12 @@ HostMirror::~HostMirror()
         return;
     }
 #ifdef HEPTANE_HAVE_CUDA
-    if (event_) cudaEventDestroy(static_cast<cudaEvent_t>(event_));
-    if (host_) cudaFreeHost(host_);
+    if (event_) {
+        // the block goes back to the cache: the copies recorded into it must have landed
+        cudaEventSynchronize(static_cast<cudaEvent_t>(event_));
+        cudaEventDestroy(static_cast<cudaEvent_t>(event_));
+    }
+    cuda::pinned_release(host_, bytes_);
 #endif
 }
 
