@@ -65,8 +65,8 @@ double ms_since(clock_type::time_point t0)
 }
 
 // The operator in (MT, VT) from the caller's COO when there is one (the COO path of
-// make_matrix_operator), else from the CSR; with a copy of the CSR on a GPU (double values),
-// BDIA-GH and CSR operators are made from that copy on the device.
+// make_matrix_operator), else from the CSR; on a GPU (double values) BDIA-GH is placed from the
+// CSR (from its copy there, or streamed up), and the CSR format copies the device copy.
 template <class MT, class VT>
 std::unique_ptr<Operator<VT>> build_operator(const Coo<double>* a, const Csr<double>& csr,
                                              const Csr<double>* csr_on_exec, const SolveConfig& cfg,
@@ -78,9 +78,11 @@ std::unique_ptr<Operator<VT>> build_operator(const Coo<double>* a, const Csr<dou
               : make_ooc_matrix<MT>(csr, cfg.out_of_core->chunk_bytes, exec->is_cuda()));
         return std::make_unique<OutOfCoreOperator<MT, VT>>(std::move(m), exec, *cfg.out_of_core);
     }
-    const bool from_csr = !a || (csr_on_exec && std::is_same_v<MT, double> &&
-                                 (cfg.format == Format::bdia || cfg.format == Format::csr) &&
-                                 cfg.format_options.block_size > 0);
+    // on a GPU, BDIA-GH (double values) from the CSR: placed from the device copy or streamed
+    // up, with no host pass over the COO
+    const bool from_csr =
+        !a || (std::is_same_v<MT, double> && exec->is_cuda() && cfg.format_options.block_size > 0 &&
+               (cfg.format == Format::bdia || (cfg.format == Format::csr && csr_on_exec)));
     if (from_csr)
         return make_matrix_operator<MT, VT>(csr, cfg.format, exec, cfg.format_options, csr_on_exec);
     return make_matrix_operator<MT, VT>(*a, cfg.format, exec, cfg.format_options);
@@ -109,17 +111,16 @@ SolveResult run(const Coo<double>* a, const Csr<double>& csr, double csr_ms,
     // the operator
     stage(SolveStage::build_operator);
     auto t0 = clock_type::now();
-    // On a GPU, A's CSR goes up once: BDIA-GH is placed from it there, the CSR format and
-    // AMG's device setup copy it there (device to device), Jacobi, block Jacobi and CPR are
-    // set up from it there, instead of one upload (or a host setup) each. It is released
-    // after the preconditioner's setup.
+    // On a GPU, when the preconditioner is set up from A's CSR there (AMG, CPR, Jacobi, block
+    // Jacobi), A's CSR goes up once: BDIA-GH is placed from it there, the CSR format copies
+    // it there (device to device), instead of one upload (or a host setup) each; it is
+    // released after the preconditioner's setup. With no such preconditioner, BDIA-GH streams
+    // the entries up and places them as they arrive (no whole device copy of the CSR).
     std::unique_ptr<Csr<double>> csr_on_exec;
+    const bool pc_from_device_csr = pc == PcType::amg || pc == PcType::cpr ||
+                                    pc == PcType::jacobi || pc == PcType::block_jacobi;
     if (!reference && exec->is_cuda() && !cfg.out_of_core &&
-        ((std::is_same_v<MT, double> &&
-          (cfg.format == Format::csr ||
-           (cfg.format == Format::bdia && cfg.format_options.block_size > 0))) ||
-         pc == PcType::amg || pc == PcType::cpr || pc == PcType::jacobi ||
-         pc == PcType::block_jacobi))
+        ((std::is_same_v<MT, double> && cfg.format == Format::csr) || pc_from_device_csr))
         csr_on_exec = std::make_unique<Csr<double>>(csr.to(exec));
     std::shared_ptr<const Operator<VT>> op;
     if (reference) {

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/bitset.hpp"
+#include "formats/bdia/bdia_build.hpp"
 #include "formats/bdia/bdia_slots.hpp"
 #include "formats/matrix.hpp"
 #include "formats/registry.hpp"
@@ -625,6 +626,79 @@ BOOST_AUTO_TEST_CASE(bdia_from_csr_matches_the_coo_build_with_or_without_the_exe
     BOOST_TEST(throws_input_error_mentioning([&] { bdia_from_csr(broken, 2, {}, exec); },
                                              "decreasing row pointers"));
 }
+
+#ifdef HEPTANE_HAVE_CUDA
+namespace {
+// Boost.Test precondition: the case runs (and counts) only where the executor under test is
+// a GPU; elsewhere Boost reports it skipped.
+struct OnGpu {
+    boost::test_tools::assertion_result operator()(boost::unit_test::test_unit_id) const
+    {
+        return test::testing_on_gpu();
+    }
+};
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(streamed_placement_matches_the_host_placement_for_every_chunk_size,
+                     *boost::unit_test::precondition(OnGpu{}))
+{
+    // The entries streamed up from host CSR in chunks of whole rows (from one entry a chunk
+    // to all of them; rows longer than a chunk), each chunk placed while the next goes up:
+    // the same data and pattern as the host placement, and the lowest bad entry reported
+    // whichever chunk holds it.
+    const auto exec = test::test_executor();
+    const auto& cuda_exec = static_cast<const CudaExecutor&>(*exec);
+    auto streamed = [&](const Csr<double>& csr, index_t nc, const std::vector<index_t>& offsets,
+                        offset_t chunk, Bdia<double>& out) {
+        const index_t nq = index_t(offsets.size());
+        const std::size_t slots = std::size_t(nq) * std::size_t(nc) * std::size_t(csr.rows);
+        Array<double> data(exec, slots);
+        Array<std::uint64_t> pattern(exec, (slots + 63) / 64);
+        const offset_t bad = kernels::bdia_place_entries_from_host(
+            cuda_exec, csr.rows, csr.cols, nc, offsets.data(), nq, csr.row_ptr.data(),
+            csr.col_idx.data(), csr.values.data(), data.data(), pattern.data(), chunk);
+        out.data = data.to(cpu_executor());
+        out.pattern = pattern.to(cpu_executor());
+        return bad;
+    };
+    for (const auto& m : hepta_matrices()) {
+        const Coo<double> a = with_explicit_zeros(m.a);
+        const Bdia<double> ref = bdia_from_coo(a, m.nc);
+        const Csr<double> csr = csr_from_coo(a);
+        const offset_t nnz = csr.nnz();
+        for (offset_t chunk :
+             {offset_t(1), offset_t(5), offset_t(64), nnz / 3 + 1, nnz, nnz + 99}) {
+            Bdia<double> got;
+            const offset_t bad = streamed(csr, m.nc, ref.block_offsets, chunk, got);
+            BOOST_TEST_CONTEXT(m.name << ", chunks of " << chunk << " entries")
+            {
+                BOOST_TEST(bad == offset_t(-1));
+                BOOST_TEST(got.data.to_vector() == ref.data.to_vector());
+                BOOST_TEST(got.pattern.to_vector() == ref.pattern.to_vector());
+            }
+        }
+        // two entries moved off the offsets (if the matrix is wide enough), one near the end
+        // and one in the first third: the lowest bad entry is reported, as the host placement
+        // reports it, whichever chunk was placed first
+        Csr<double> broken = csr;
+        broken.col_idx[std::size_t(nnz / 4)] = csr.cols - 1;
+        broken.col_idx[std::size_t(nnz - 2)] = 0;
+        const index_t nq = index_t(ref.block_offsets.size());
+        std::vector<double> hdata(std::size_t(nq) * std::size_t(m.nc) * std::size_t(csr.rows));
+        std::vector<std::uint64_t> hpattern((hdata.size() + 63) / 64);
+        const offset_t expected = kernels::bdia_place_entries(
+            *cpu_executor(), csr.rows, csr.cols, m.nc, ref.block_offsets.data(), nq, nnz,
+            broken.row_ptr.data(), broken.col_idx.data(), broken.values.data(), hdata.data(),
+            hpattern.data());
+        for (offset_t chunk : {offset_t(3), nnz / 2 + 1, nnz}) {
+            Bdia<double> got;
+            const offset_t bad = streamed(broken, m.nc, ref.block_offsets, chunk, got);
+            BOOST_TEST_CONTEXT(m.name << ", bad entries, chunks of " << chunk)
+            BOOST_TEST(bad == expected);
+        }
+    }
+}
+#endif
 
 BOOST_AUTO_TEST_CASE(matrix_operator_from_csr_applies_as_the_one_from_coo)
 {

@@ -210,23 +210,17 @@ Bdia<T> place_csr(index_t rows, index_t cols, index_t nc, std::vector<index_t> o
                                           m.pattern.data());
     } else {
 #ifdef HEPTANE_HAVE_CUDA
-        // the arrays on the device: the caller's copy, or one upload of each
-        Array<offset_t> dptr;
-        Array<index_t> dcol;
-        Array<T> dval;
-        if (!dev) {
-            const auto& host = *cpu_executor();
-            dptr = Array<offset_t>(exec, std::size_t(rows) + 1);
-            dcol = Array<index_t>(exec, std::size_t(nnz));
-            dval = Array<T>(exec, std::size_t(nnz));
-            copy_bytes(host, ptr, *exec, dptr.data(), dptr.bytes());
-            copy_bytes(host, col, *exec, dcol.data(), dcol.bytes());
-            copy_bytes(host, val, *exec, dval.data(), dval.bytes());
+        const auto& cuda_exec = static_cast<const CudaExecutor&>(*exec);
+        if (dev) {  // the caller's copy on the device
+            bad = kernels::bdia_place_entries(cuda_exec, rows, cols, nc, offsets.data(), nq, nnz,
+                                              dev->row_ptr.data(), dev->col_idx.data(),
+                                              dev->values.data(), m.data.data(), m.pattern.data());
+        } else {  // streamed up in chunks, each placed while the next one is uploaded
+            constexpr offset_t kChunkEntries = offset_t(1) << 22;
+            bad = kernels::bdia_place_entries_from_host(cuda_exec, rows, cols, nc, offsets.data(),
+                                                        nq, ptr, col, val, m.data.data(),
+                                                        m.pattern.data(), kChunkEntries);
         }
-        bad = kernels::bdia_place_entries(
-            static_cast<const CudaExecutor&>(*exec), rows, cols, nc, offsets.data(), nq, nnz,
-            dev ? dev->row_ptr.data() : dptr.data(), dev ? dev->col_idx.data() : dcol.data(),
-            dev ? dev->values.data() : dval.data(), m.data.data(), m.pattern.data());
 #else
         (void)dev;
         HEPTANE_THROW(NotSupported, "BDIA-GH on a GPU requested in a build without CUDA");

@@ -31,4 +31,14 @@ offset_t bdia_place_entries(const CudaExecutor& exec, index_t rows, index_t cols
                             const offset_t* row_ptr, const index_t* col, const T* val, T* data,
                             std::uint64_t* pattern);
 
+/// The same from CSR arrays in host memory (CUDA only: on the CPU bdia_place_entries reads
+/// them where they are): the row pointers go up at once, the entries in chunks of whole rows of
+/// about `chunk_entries`, each placed while the next one is uploaded, so the placement hides
+/// behind the upload and no device copy of the whole CSR is made.
+template <class T>
+offset_t bdia_place_entries_from_host(const CudaExecutor& exec, index_t rows, index_t cols,
+                                      index_t nc, const index_t* offsets, index_t nq,
+                                      const offset_t* row_ptr, const index_t* col, const T* val,
+                                      T* data, std::uint64_t* pattern, offset_t chunk_entries);
+
 }  // namespace heptane::kernels
