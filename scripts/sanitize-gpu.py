@@ -32,6 +32,7 @@ before any other library or program frame is counted apart, "in NCCL", not as he
 """
 import argparse
 import concurrent.futures
+import glob
 import json
 import os
 import re
@@ -111,22 +112,26 @@ def nccl_api_errors(out):
     return n
 
 
-def under_sanitizer(san, command, wrapper):
+def under_sanitizer(san, command, wrapper, reports):
     """The test's command with the sanitizer where it can see the GPU work.
 
     A test started by an MPI launcher (mpiexec ... program, or a script given the launcher and
     the program as arguments) has its program replaced by a wrapper that runs
     `compute-sanitizer ... program "$@"`, so that each rank is sanitized under mpiexec: with the
     sanitizer around mpiexec itself, the 2-4 rank tests gave no result within 330 s on 4 H200
-    (a normal run takes 10-47 s). Any other test runs under the sanitizer whole."""
+    (a normal run takes 10-47 s). Each rank's sanitizer writes its report to a file of its own,
+    `reports` + ".PID.san" (the wrapper's process id, which exec keeps): in one shared output
+    the reports of 4 ranks interleaved line by line, so that a backtrace could no longer be
+    told apart from another rank's. Any other test runs under the sanitizer whole."""
     if not is_mpi(command):
         return san + command
     for i, c in enumerate(command[1:], start=1):
         if (os.path.basename(c) not in MPI_LAUNCHERS and os.path.isfile(c)
                 and os.access(c, os.X_OK)):
             with open(wrapper, "w") as f:
-                f.write("#!/bin/sh\nexec %s %s \"$@\"\n"
-                        % (" ".join(shlex.quote(x) for x in san), shlex.quote(c)))
+                f.write("#!/bin/sh\nexec %s --log-file %s.$$.san %s \"$@\"\n"
+                        % (" ".join(shlex.quote(x) for x in san), shlex.quote(reports),
+                           shlex.quote(c)))
             os.chmod(wrapper, 0o755)
             return command[:i] + [wrapper] + command[i + 1:]
     return san + command
@@ -171,7 +176,10 @@ def main():
         cwd = props.get("WORKING_DIRECTORY", build)
         log = os.path.join(logs, t["name"].replace("/", "--") + ".log")
         t0 = time.time()
-        command = under_sanitizer(san, t["command"], log[:-len(".log")] + ".wrap.sh")
+        stem = log[:-len(".log")]
+        for f in glob.glob(glob.escape(stem) + ".*.san"):  # an earlier run's rank reports
+            os.remove(f)
+        command = under_sanitizer(san, t["command"], stem + ".wrap.sh", stem)
         # a session of its own, so that a timeout kills the sanitizer and the tests under it
         p = subprocess.Popen(command, cwd=cwd, env=env, stdout=subprocess.PIPE,
                              stderr=subprocess.STDOUT, text=True, errors="replace",
@@ -184,15 +192,27 @@ def main():
             out, _ = p.communicate()
             rc = None
         secs = time.time() - t0
+        # the ranks' own reports (MPI tests), each parsed on its own, kept in the log after
+        # the output
+        reports = []
+        for f in sorted(glob.glob(glob.escape(stem) + ".*.san")):
+            with open(f, errors="replace") as r:
+                reports.append(r.read())
+            os.remove(f)
         with open(log, "w") as f:
             f.write(" ".join(command) + "\n" + out)
-        summaries = re.findall(r"(?:ERROR|RACECHECK) SUMMARY: (\d+) (?:errors|hazards)", out)
-        in_nccl = nccl_api_errors(out)
+            for k, r in enumerate(reports):
+                f.write("\n---- sanitized process %d of %d: its report ----\n%s"
+                        % (k + 1, len(reports), r))
+        summary = r"(?:ERROR|RACECHECK) SUMMARY: (\d+) (?:errors|hazards)"
+        summaries = [n for text in [out] + reports for n in re.findall(summary, text)]
+        in_nccl = sum(nccl_api_errors(text) for text in [out] + reports)
+        everything = "\n".join([out] + reports)
         errors = sum(int(s) for s in summaries) - in_nccl
         apart = " (%d API errors in NCCL, apart)" % in_nccl if in_nccl else ""
         if rc is None:
             verdict = "TIMEOUT"
-        elif rc == 77 or (rc == 255 and "before first instrumented API call" in out
+        elif rc == 77 or (rc == 255 and "before first instrumented API call" in everything
                           and re.search(r"skipp", out, re.I)):
             # a test that skips before touching CUDA: the sanitizer reports exit 255
             why = [l for l in out.splitlines() if "skip" in l.lower()]
