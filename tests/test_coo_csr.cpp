@@ -1,5 +1,6 @@
 #include <boost/test/unit_test.hpp>
 
+#include <functional>
 #include <map>
 #include <random>
 #include <stdexcept>
@@ -161,6 +162,84 @@ BOOST_AUTO_TEST_CASE(csr_round_trip_and_transpose)
 // matrix passes; one entry changed, or its mirror missing, is reported as that pair (the
 // worst, the first in row order among equals) with any thread count; a rectangular view is
 // refused.
+BOOST_AUTO_TEST_CASE(csr_row_pointers_match_a_count_and_every_break_of_order_is_named)
+{
+    // csr_from_coo checks canonical order and fills the row pointers in one pass: on random
+    // canonical matrices (empty rows at the start, inside and at the end; small and past the
+    // parallel threshold) the pointers equal a count of each row's entries; with the order
+    // broken at one or two places (a row going back, a repeated or decreasing column, an index
+    // outside the matrix) the InputError names the lowest broken entry, for both overloads.
+    auto throws_input_error_mentioning = [](auto&& fn, const std::string& text) {
+        try {
+            fn();
+        } catch (const InputError& e) {
+            return std::string(e.what()).find(text) != std::string::npos;
+        }
+        return false;
+    };
+    std::mt19937 rng(11);
+    for (const index_t rows : {7, 3000, 40000}) {
+        const index_t cols = rows + 5;
+        Coo<double> a;
+        a.rows = rows;
+        a.cols = cols;
+        std::vector<index_t> r, c;
+        for (index_t i = 0; i < rows; ++i) {
+            if (i < 2 || i == rows / 2 || i + 2 >= rows) continue;  // empty rows
+            for (index_t j = 0; j < cols; j += 1 + index_t(rng() % 9)) {
+                r.push_back(i);
+                c.push_back(j);
+            }
+        }
+        a.row = r;
+        a.col = c;
+        a.val = std::vector<double>(r.size(), 1.0);
+        std::vector<offset_t> count(std::size_t(rows) + 1, 0);
+        for (index_t i : r) ++count[std::size_t(i) + 1];
+        for (std::size_t i = 1; i < count.size(); ++i) count[i] += count[i - 1];
+        BOOST_TEST_CONTEXT(rows << " rows")
+        {
+            BOOST_TEST(csr_from_coo(a).row_ptr.host() == count, boost::test_tools::per_element());
+            Coo<double> moved = a;
+            BOOST_TEST(csr_from_coo(std::move(moved)).row_ptr.host() == count,
+                       boost::test_tools::per_element());
+        }
+        const offset_t nnz = a.nnz();
+        const offset_t late = nnz - 1, early = std::max<offset_t>(1, nnz / 3);
+        BOOST_REQUIRE(early < late);
+        struct Break {
+            const char* what;
+            std::function<void(Coo<double>&, offset_t)> apply;
+        };
+        const std::vector<Break> breaks{
+            {"row goes back", [](Coo<double>& m, offset_t k) { m.row[k] = m.row[k - 1] - 1; }},
+            {"entry repeated",
+             [](Coo<double>& m, offset_t k) {
+                 m.row[k] = m.row[k - 1];
+                 m.col[k] = m.col[k - 1];
+             }},
+            {"row outside", [rows](Coo<double>& m, offset_t k) { m.row[k] = rows; }},
+            {"negative column", [](Coo<double>& m, offset_t k) { m.col[k] = -1; }},
+        };
+        for (const auto& b : breaks)
+            for (const bool both : {false, true}) {
+                Coo<double> m = a;
+                b.apply(m, late);
+                if (both) b.apply(m, early);
+                const offset_t first = both ? early : late;
+                // the message names the lowest broken entry ("entry K at")
+                const std::string want = "entry " + std::to_string(first) + " at";
+                BOOST_TEST_CONTEXT(rows << " rows, " << b.what << (both ? " twice" : ""))
+                {
+                    BOOST_TEST(throws_input_error_mentioning([&] { csr_from_coo(m); }, want));
+                    Coo<double> moved = m;
+                    BOOST_TEST(throws_input_error_mentioning(
+                        [&] { csr_from_coo(std::move(moved)); }, want));
+                }
+            }
+    }
+}
+
 BOOST_AUTO_TEST_CASE(check_symmetry_finds_the_worst_pair)
 {
     HeptaSpec s;

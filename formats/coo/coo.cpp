@@ -184,8 +184,9 @@ void canonicalize(Coo<T>& a, DuplicatePolicy policy)
     a.val = Array<T>(std::move(nv));
 }
 
+namespace {
 template <class T>
-void require_canonical(const Coo<T>& a, const char* who)
+void require_coo_arrays(const Coo<T>& a, const char* who)
 {
     HEPTANE_ENSURE(a.row.on_host() && a.col.on_host() && a.val.on_host(), NotSupported,
                    who << " works on host COO");
@@ -194,36 +195,69 @@ void require_canonical(const Coo<T>& a, const char* who)
                    DimensionMismatch,
                    who << ": COO arrays differ in length (row " << a.row.size() << ", col "
                        << a.col.size() << ", val " << nnz << ")");
+}
+
+// Entry k (< nnz) is where canonical order wants it: inside the matrix, after entry k - 1.
+inline bool canonical_at(const index_t* r, const index_t* c, offset_t k, index_t rows, index_t cols)
+{
+    const bool in_range = r[k] >= 0 && r[k] < rows && c[k] >= 0 && c[k] < cols;
+    return in_range && (k == 0 || r[k] > r[k - 1] || (r[k] == r[k - 1] && c[k] > c[k - 1]));
+}
+
+// Throws the InputError naming entry `bad` unless it is nnz (no entry broke the order).
+template <class T>
+void require_canonical_at(const Coo<T>& a, const char* who, offset_t bad)
+{
     const index_t* r = a.row.data();
     const index_t* c = a.col.data();
-    offset_t bad = nnz;
-#pragma omp parallel for reduction(min : bad) if (nnz > kParallelMin)
-    for (offset_t k = 0; k < nnz; ++k) {
-        const bool in_range = r[k] >= 0 && r[k] < a.rows && c[k] >= 0 && c[k] < a.cols;
-        const bool ordered = k == 0 || r[k] > r[k - 1] || (r[k] == r[k - 1] && c[k] > c[k - 1]);
-        if (!in_range || !ordered) bad = std::min(bad, k);
-    }
-    HEPTANE_ENSURE(bad == nnz, InputError,
+    HEPTANE_ENSURE(bad == a.nnz(), InputError,
                    who << " needs canonical COO (sorted by row and column, no duplicates, "
                           "indices inside the "
                        << a.rows << " x " << a.cols << " matrix); entry " << bad << " at ("
                        << r[bad] << ", " << c[bad] << ") (0-based) breaks it");
 }
+}  // namespace
+
+template <class T>
+void require_canonical(const Coo<T>& a, const char* who)
+{
+    require_coo_arrays(a, who);
+    const offset_t nnz = a.nnz();
+    const index_t* r = a.row.data();
+    const index_t* c = a.col.data();
+    offset_t bad = nnz;
+#pragma omp parallel for reduction(min : bad) if (nnz > kParallelMin)
+    for (offset_t k = 0; k < nnz; ++k)
+        if (!canonical_at(r, c, k, a.rows, a.cols)) bad = std::min(bad, k);
+    require_canonical_at(a, who, bad);
+}
 
 template <class T>
 std::vector<offset_t> canonical_row_ptr(const Coo<T>& a, const char* who)
 {
-    require_canonical(a, who);
+    require_coo_arrays(a, who);
     const offset_t nnz = a.nnz();
     const index_t* r = a.row.data();
-    // ptr[i] = first entry whose row is >= i: entry k starts rows (row[k-1], row[k]].
+    const index_t* c = a.col.data();
+    // One pass checks the order and fills the pointers (the row array read once, not twice):
+    // ptr[i] = first entry whose row is >= i, so entry k starts rows (row[k-1], row[k]]. An
+    // entry out of order writes nothing (its rows could lie outside ptr); the result is then
+    // discarded by the throw.
     std::vector<offset_t> ptr(std::size_t(a.rows) + 1);
-#pragma omp parallel for if (nnz > kParallelMin)
+    offset_t bad = nnz;
+#pragma omp parallel for reduction(min : bad) if (nnz > kParallelMin)
     for (offset_t k = 0; k <= nnz; ++k) {
+        if (k < nnz && !canonical_at(r, c, k, a.rows, a.cols)) {
+            bad = std::min(bad, k);
+            continue;
+        }
+        // entry k - 1 in range (else it is bad itself and its rows below are not trusted)
+        if (k > 0 && (r[k - 1] < 0 || r[k - 1] >= a.rows)) continue;
         const index_t lo = k == 0 ? 0 : r[k - 1] + 1;
         const index_t hi = k == nnz ? a.rows : r[k];
-        for (index_t i = lo; i <= hi; ++i) ptr[i] = k;
+        for (index_t i = lo; i <= hi; ++i) ptr[std::size_t(i)] = k;
     }
+    require_canonical_at(a, who, bad);
     return ptr;
 }
 
