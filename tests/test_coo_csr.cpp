@@ -69,15 +69,17 @@ BOOST_AUTO_TEST_CASE(canonicalize_matches_a_map_reference_on_every_path)
 {
     std::mt19937_64 rng(7);
     for (const offset_t nnz : {offset_t(1000), offset_t(5000), offset_t(100000)}) {
-        for (int shape = 0; shape < 3; ++shape) {
-            const index_t rows = index_t(nnz / 20), cols = 97;
+        // shape 0: random, ~20 entries a row; 1: sorted, distinct; 2: sorted, one duplicate;
+        // 3: random, ~200 entries a row (rows past the insertion sort's length)
+        for (int shape = 0; shape < 4; ++shape) {
+            const index_t rows = index_t(nnz / (shape == 3 ? 200 : 20)), cols = 97;
             Coo<double> in;
             in.rows = rows;
             in.cols = cols;
             std::vector<index_t> r(static_cast<std::size_t>(nnz)), c(r.size());
             std::vector<double> v(r.size());
             for (std::size_t k = 0; k < r.size(); ++k) {
-                if (shape == 0) {
+                if (shape == 0 || shape == 3) {
                     r[k] = index_t(rng() % std::uint64_t(rows));
                     c[k] = index_t(rng() % std::uint64_t(cols));
                 } else {  // sorted, distinct (shape 2: one duplicate in the middle)

@@ -1,6 +1,7 @@
 #include "formats/coo/coo.hpp"
 
 #include <algorithm>
+#include <cstddef>
 #include <numeric>
 
 #include "core/error.hpp"
@@ -13,6 +14,8 @@ namespace {
 /// O(n log n) comparisons beat the counting sort's eight allocations only on small inputs
 /// (with 2^15 it made 5k-30k-entry files 1.3-1.5x slower to read on this VM).
 constexpr offset_t kSortMax = 2048;
+/// Rows of up to this many entries are sorted by insertion in canonicalize()'s counting path.
+constexpr std::ptrdiff_t kInsertionMax = 32;
 
 /// canonicalize() up to kSortMax entries: one sort of a permutation by (row,
 /// column, input position) (so equal entries keep their input order, as the counting sort
@@ -115,7 +118,20 @@ void canonicalize(Coo<T>& a, DuplicatePolicy policy)
     auto sort_row = [&](index_t i) {
         bool dup = false;
         auto b = perm.begin() + ptr[i], e = perm.begin() + ptr[i + 1];
-        std::stable_sort(b, e, [&](offset_t x, offset_t y) { return c[x] < c[y]; });
+        if (e - b <= kInsertionMax) {
+            // a short row: insertion sort (stable: an entry passes only larger columns), no
+            // allocation; std::stable_sort asks for a buffer on every call, which was most of
+            // the time on files of short rows (a symmetric one's mirrored entries, e.g.)
+            for (auto it = b + (e - b > 0 ? 1 : 0); it < e; ++it) {
+                const offset_t x = *it;
+                const index_t cx = c[x];
+                auto j = it;
+                for (; j > b && c[*(j - 1)] > cx; --j) *j = *(j - 1);
+                *j = x;
+            }
+        } else {
+            std::stable_sort(b, e, [&](offset_t x, offset_t y) { return c[x] < c[y]; });
+        }
         offset_t out = ptr[i];
         index_t last_col = -1;  // columns are >= 0, so the first entry is always kept
         for (offset_t k = ptr[i]; k < ptr[i + 1]; ++k) {
