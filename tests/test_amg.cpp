@@ -826,6 +826,76 @@ BOOST_AUTO_TEST_CASE(cpr_set_up_on_the_executor_equals_the_host_setup)
     }
 }
 
+BOOST_AUTO_TEST_CASE(cpr_through_a_bdia_operator_equals_the_csr_path)
+{
+    // With A's operator in BDIA-GH, CPR fuses its second stage into one pass over A's
+    // pressure columns (kernels::cpr_stage_two; with block Jacobi, its inverses in the same
+    // pass) and AMG's finest level runs A_p as BDIA-GH: the same preconditioner as with a CSR
+    // operator (prolongation, full product, M₂, sum), after the setup and after a values
+    // refresh of A, of its operator and of CPR; fp32 operator values (mixed) too
+    const Csr<double> a = generated(12, 10, 6, 3, HeptaModel::channelized, 1.0, 5);
+    auto exec = test_executor();
+    const std::vector<double> rv = test::random_vector<double>(std::size_t(a.rows), 9);
+    const Array<double> r = Array<double>(rv).to(exec);
+    const Coo<double> coo = to_coo(a);
+    FormatOptions fo;
+    fo.block_size = 3;
+    Csr<double> a2 = a;
+    for (std::size_t k = 0; k < a2.values.size(); ++k)
+        a2.values.host()[k] *= 1.0 + 0.1 * double(k % 5);
+    for (CprSmoother s2 : {CprSmoother::bjacobi, CprSmoother::bilu0}) {
+        for (bool fp32_values : {false, true}) {
+            CprOptions o;
+            o.second_stage_auto = false;
+            o.second_stage = s2;
+            std::shared_ptr<MatrixOperator<double>> bdia =
+                fp32_values ? make_matrix_operator<float, double>(coo, Format::bdia, exec, fo)
+                            : make_matrix_operator<double, double>(coo, Format::bdia, exec, fo);
+            std::shared_ptr<MatrixOperator<double>> csr =
+                fp32_values ? make_matrix_operator<float, double>(coo, Format::csr, exec, fo)
+                            : make_matrix_operator<double, double>(coo, Format::csr, exec, fo);
+            const Csr<double> ad = a.to(exec);
+            auto mb = make_cpr<double>(a, 3, exec, o, bdia, &ad);
+            auto mc = make_cpr<double>(a, 3, exec, o, csr, &ad);
+            const std::string db = mb->describe(), dc = mc->describe();
+            BOOST_TEST(db.find("second stage fused") != std::string::npos, db);
+            BOOST_TEST((db.find("block Jacobi in the same pass") != std::string::npos) ==
+                           (s2 == CprSmoother::bjacobi),
+                       db);
+            // A_p through BDIA-GH on fp64 levels; not with a CSR operator
+            BOOST_TEST(db.find("A_p's products through BDIA-GH") != std::string::npos, db);
+            BOOST_TEST(dc.find("fused") == std::string::npos, dc);
+            BOOST_TEST(dc.find("A_p's products") == std::string::npos, dc);
+            Array<double> z1(exec, rv.size()), z2(exec, rv.size());
+            mb->apply(r.data(), z1.data());
+            mc->apply(r.data(), z2.data());
+            BOOST_CHECK_SMALL(test::rel_max_diff(z1.to_vector(), z2.to_vector()), 1e-10);
+            // the operators and CPR refreshed with new values: still the same, and not the old
+            bdia->update_values(a2.values.host().data(), a2.nnz());
+            csr->update_values(a2.values.host().data(), a2.nnz());
+            const std::vector<double> before = z1.to_vector();
+            mb->update_values(a2);
+            mc->update_values(a2);
+            mb->apply(r.data(), z1.data());
+            mc->apply(r.data(), z2.data());
+            BOOST_CHECK_SMALL(test::rel_max_diff(z1.to_vector(), z2.to_vector()), 1e-10);
+            BOOST_TEST(test::rel_max_diff(z1.to_vector(), before) > 1e-6);
+            // and a solve through them converges to the true residual
+            SolverOptions so;
+            so.rtol = 1e-8;
+            so.max_it = 200;
+            Bicgstab<double> s(so);
+            s.set_operator(bdia);
+            s.set_preconditioner(std::shared_ptr<const Operator<double>>(std::move(mb)));
+            const std::vector<double> b = times(a2, std::vector<double>(rv.size(), 1.0));
+            Array<double> bd = Array<double>(b).to(exec), x(exec, b.size());
+            const Status st = s.solve(bd, x);
+            BOOST_TEST(st.converged(), st.summary());
+            BOOST_CHECK_LE(true_relres(a2, x.to_vector(), b), fp32_values ? 1e-5 : 1.1e-8);
+        }
+    }
+}
+
 BOOST_AUTO_TEST_CASE(warm_up_runs_on_a_gpu_and_leaves_the_executor_usable)
 {
     // the plugin's prewarm: AMG and CPR on tiny systems (a GPU; nothing on the CPU), after

@@ -1,6 +1,7 @@
 // Multigrid and CPR kernels on CUDA; declared in amg_kernels.hpp. Plain launches on the
 // executor's stream (graph-safe).
 #include "core/cuda_common.hpp"
+#include "core/error.hpp"
 #include "solver/precond/amg/amg_kernels.hpp"
 
 namespace heptane::kernels {
@@ -62,6 +63,55 @@ __global__ void cpr_prolong_kernel(index_t ncells, index_t nc, index_t p, const 
     if (k >= static_cast<long long>(ncells) * nc) return;
     const long long i = k / nc;
     z[k] = (k - i * nc) == p ? xp[i] : VT(0);
+}
+
+// cpr_stage_two: a thread per row (coalesced reads of A's pressure planes, r and out), a
+// block per kStageTwoCells cells; the block's inverses staged through shared memory in one
+// coalesced read, each cell's t there for its rows. The same sums in the same order as
+// cpr_stage_two_cell (the CPU's).
+constexpr int kStageTwoCells = 64;
+
+template <class MT, class VT>
+__global__ void cpr_stage_two_kernel(const CprBdia<MT> a, const VT* __restrict__ xp,
+                                     const VT* __restrict__ r, const VT* __restrict__ binv,
+                                     VT* __restrict__ out)
+{
+    extern __shared__ unsigned char stage_two_smem[];
+    VT* ts = reinterpret_cast<VT*>(stage_two_smem);  // kStageTwoCells · nc
+    VT* bs = ts + kStageTwoCells * a.nc;             // kStageTwoCells · nc² (binv given)
+    const int nc = a.nc;
+    const long long base = static_cast<long long>(blockIdx.x) * kStageTwoCells;
+    const int tid = threadIdx.x;
+    const int lc = tid / nc, i = tid - lc * nc;
+    const long long cell = base + lc;
+    const long long rows = static_cast<long long>(a.cells) * nc;
+    const bool live = cell < a.cells;
+    if (binv) {
+        const long long cells_here =
+            a.cells - base < kStageTwoCells ? a.cells - base : kStageTwoCells;
+        const long long nb = cells_here * nc * nc;
+        const VT* src = binv + base * nc * nc;
+        for (long long k = tid; k < nb; k += blockDim.x) bs[k] = src[k];
+    }
+    VT t = 0;
+    if (live) {
+        const long long row = cell * nc + i;
+        t = r[row];
+        for (int q = 0; q < a.nq; ++q) {
+            const long long j = cell + a.offsets[q];
+            if (j < 0 || j >= a.cells) continue;
+            t -= VT(a.data[(static_cast<long long>(q) * nc + a.p) * rows + row]) * xp[j];
+        }
+        if (!binv) out[row] = t;
+    }
+    if (!binv) return;  // the same for the whole block
+    ts[tid] = t;
+    __syncthreads();
+    if (!live) return;
+    VT sum = i == a.p ? xp[cell] : VT(0);
+    const VT* b = bs + (lc * nc + i) * nc;
+    for (int j = 0; j < nc; ++j) sum += b[j] * ts[lc * nc + j];
+    out[cell * nc + i] = sum;
 }
 
 void set_device(const CudaExecutor& exec)
@@ -126,6 +176,32 @@ void cpr_prolong(const CudaExecutor& exec, index_t ncells, index_t nc, index_t p
                              0, cuda::stream(exec)>>>(ncells, nc, p, xp, z);
     HEPTANE_CUDA_LAUNCH_CHECK();
 }
+
+template <class MT, class VT>
+void cpr_stage_two(const CudaExecutor& exec, const CprBdia<MT>& a, const VT* xp, const VT* r,
+                   const VT* binv, VT* out)
+{
+    HEPTANE_ENSURE(a.nc >= 1 && a.nc <= 8 && a.nq <= CprBdia<MT>::max_offsets, NotSupported,
+                   "CPR's fused second stage: block size " << a.nc << " (at most 8), " << a.nq
+                                                           << " block offsets");
+    if (a.cells == 0) return;
+    set_device(exec);
+    const int block = kStageTwoCells * a.nc;
+    const std::size_t smem = sizeof(VT) * std::size_t(kStageTwoCells) * a.nc * (1 + a.nc);
+    const unsigned grid =
+        unsigned((static_cast<long long>(a.cells) + kStageTwoCells - 1) / kStageTwoCells);
+    cpr_stage_two_kernel<MT, VT><<<grid, block, smem, cuda::stream(exec)>>>(a, xp, r, binv, out);
+    HEPTANE_CUDA_LAUNCH_CHECK();
+}
+
+template void cpr_stage_two<double, double>(const CudaExecutor&, const CprBdia<double>&,
+                                            const double*, const double*, const double*, double*);
+template void cpr_stage_two<float, double>(const CudaExecutor&, const CprBdia<float>&,
+                                           const double*, const double*, const double*, double*);
+template void cpr_stage_two<float, float>(const CudaExecutor&, const CprBdia<float>&, const float*,
+                                          const float*, const float*, float*);
+template void cpr_stage_two<double, float>(const CudaExecutor&, const CprBdia<double>&,
+                                           const float*, const float*, const float*, float*);
 
 #define HEPTANE_INSTANTIATE(VT)                                                                    \
     template void start_vector<VT>(const CudaExecutor&, index_t, VT*);                             \

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "core/error.hpp"
 #include "solver/precond/amg/cpr_cell.hpp"
 
 namespace heptane::kernels {
@@ -59,6 +60,26 @@ void cpr_prolong(const CpuExecutor&, index_t ncells, index_t nc, index_t p, cons
         for (index_t c = 0; c < nc; ++c)
             z[static_cast<std::size_t>(i) * nc + c] = c == p ? xp[i] : VT(0);
 }
+
+template <class MT, class VT>
+void cpr_stage_two(const CpuExecutor&, const CprBdia<MT>& a, const VT* xp, const VT* r,
+                   const VT* binv, VT* out)
+{
+    HEPTANE_ENSURE(a.nc >= 1 && a.nc <= 8 && a.nq <= CprBdia<MT>::max_offsets, NotSupported,
+                   "CPR's fused second stage: block size " << a.nc << " (at most 8), " << a.nq
+                                                           << " block offsets");
+#pragma omp parallel for schedule(static)
+    for (index_t i = 0; i < a.cells; ++i) cpr_stage_two_cell(a, i, xp, r, binv, out);
+}
+
+template void cpr_stage_two<double, double>(const CpuExecutor&, const CprBdia<double>&,
+                                            const double*, const double*, const double*, double*);
+template void cpr_stage_two<float, double>(const CpuExecutor&, const CprBdia<float>&, const double*,
+                                           const double*, const double*, double*);
+template void cpr_stage_two<float, float>(const CpuExecutor&, const CprBdia<float>&, const float*,
+                                          const float*, const float*, float*);
+template void cpr_stage_two<double, float>(const CpuExecutor&, const CprBdia<double>&, const float*,
+                                           const float*, const float*, float*);
 
 template <class VT>
 void start_vector(const CpuExecutor&, index_t n, VT* v)

@@ -42,6 +42,61 @@ template <class VT>
 void cpr_prolong(const CudaExecutor& exec, index_t ncells, index_t nc, index_t p, const VT* xp,
                  VT* z);
 
+/// A BDIA-GH matrix of `cells` Nc × Nc block rows (formats/bdia/bdia.hpp: element diagonal
+/// k = q·nc + s of block offset offsets[q] is the plane data[k·rows, (k + 1)·rows), rows =
+/// cells·nc) as CPR's fused second stage reads it: only the planes of column p of each block.
+template <class MT>
+struct CprBdia {
+    static constexpr int max_offsets = 32;
+    index_t cells = 0, nc = 1, p = 0, nq = 0;
+    index_t offsets[max_offsets] = {};
+    const MT* data = nullptr;
+};
+
+/// CPR's second stage from x_p, on a BDIA-GH A, one pass (the pressure correction E x_p is
+/// zero outside the pressure unknowns, so A E x_p reads only the nq planes of column p, 1/nc
+/// of A):  t = r − A E x_p;  out = E x_p + binv ∘ t  (binv: the nc × nc row-major inverses
+/// of the diagonal blocks, block Jacobi's M₂), or out = t where binv is null (another M₂
+/// then applies to it). Replaces the prolongation, the full product, M₂ and the sum.
+/// Traffic (binv given): A/nc + r + x_p + binv + out, against the unfused A + 6 vectors
+/// + binv. nc <= 8 on CUDA (NotSupported otherwise).
+template <class MT, class VT>
+void cpr_stage_two(const CpuExecutor& exec, const CprBdia<MT>& a, const VT* xp, const VT* r,
+                   const VT* binv, VT* out);
+template <class MT, class VT>
+void cpr_stage_two(const CudaExecutor& exec, const CprBdia<MT>& a, const VT* xp, const VT* r,
+                   const VT* binv, VT* out);
+
+/// cpr_stage_two for cell I (nc <= 8): the CPU's loop body; the CUDA kernel (amg.cu) forms the
+/// same sums in the same order with a thread per row.
+template <class MT, class VT>
+HEPTANE_HD inline void cpr_stage_two_cell(const CprBdia<MT>& a, index_t I, const VT* xp,
+                                          const VT* r, const VT* binv, VT* out)
+{
+    const index_t nc = a.nc;
+    const long long rows = static_cast<long long>(a.cells) * nc;
+    const long long r0 = static_cast<long long>(I) * nc;
+    VT t[8];
+    for (index_t i = 0; i < nc; ++i) t[i] = r[r0 + i];
+    for (index_t q = 0; q < a.nq; ++q) {
+        const long long J = static_cast<long long>(I) + a.offsets[q];
+        if (J < 0 || J >= a.cells) continue;
+        const VT x = xp[J];
+        const MT* plane = a.data + (static_cast<long long>(q) * nc + a.p) * rows + r0;
+        for (index_t i = 0; i < nc; ++i) t[i] -= VT(plane[i]) * x;
+    }
+    if (!binv) {
+        for (index_t i = 0; i < nc; ++i) out[r0 + i] = t[i];
+        return;
+    }
+    const VT* b = binv + r0 * nc;
+    for (index_t i = 0; i < nc; ++i) {
+        VT s = i == a.p ? xp[I] : VT(0);
+        for (index_t j = 0; j < nc; ++j) s += b[i * nc + j] * t[j];
+        out[r0 + i] = s;
+    }
+}
+
 /// CPR's setup on the executor, from the scalar CSR (row_ptr, col, val) of an Nc × Nc block
 /// matrix of ncells·nc rows in the executor's memory (cpr_cell.hpp says what is computed).
 /// cpr_pressure_pattern: ap_ptr (ncells + 1 entries) = the row pointers of the pressure

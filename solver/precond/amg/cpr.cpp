@@ -2,9 +2,14 @@
 
 #include <chrono>
 #include <cstdint>
+#include <cstdlib>
 #include <sstream>
+#include <string>
+#include <type_traits>
 
 #include "core/error.hpp"
+#include "formats/bdia/bdia_build.hpp"
+#include "formats/matrix_operator.hpp"
 #include "solver/precond/amg/amg_kernels.hpp"
 #include "solver/precond/amg/amg_level.hpp"
 #include "solver/precond/block_utils.hpp"
@@ -25,6 +30,38 @@ const Csr<double>& on_host(const Csr<double>& a, Csr<double>& keep)
     if (a.exec()->is_cpu()) return a;
     keep = a.to(cpu_executor());
     return keep;
+}
+
+// The BDIA-GH matrix behind an operator of heptane's (a FormatOperator with values of
+// type MT), or null.
+template <class MT, class VT>
+const Bdia<MT>* bdia_behind(const Operator<VT>* op)
+{
+    const auto* f = dynamic_cast<const FormatOperator<Bdia<MT>, MT, VT>*>(op);
+    return f ? &f->matrix() : nullptr;
+}
+
+// HEPTANE_CPR_FUSED=0 keeps the unfused second stage and AMG's CSR finest level (for
+// before/after measurements in one binary)
+bool fusion_allowed()
+{
+    const char* e = std::getenv("HEPTANE_CPR_FUSED");
+    return !(e && std::string(e) == "0");
+}
+
+template <class MT>
+bool fill_view(const Bdia<MT>& b, index_t nc, index_t p, kernels::CprBdia<MT>& v)
+{
+    if (b.block_size != nc || b.rows != b.cols || b.rows % nc != 0 ||
+        b.block_offsets.size() > std::size_t(kernels::CprBdia<MT>::max_offsets) || nc > 8)
+        return false;
+    v.cells = b.rows / nc;
+    v.nc = nc;
+    v.p = p;
+    v.nq = index_t(b.block_offsets.size());
+    for (index_t q = 0; q < v.nq; ++q) v.offsets[q] = b.block_offsets[std::size_t(q)];
+    v.data = b.data.data();
+    return true;
 }
 
 }  // namespace
@@ -112,7 +149,7 @@ public:
                        "CPR: pressure index " << o.pressure_index
                                               << " is not an unknown of a cell (Nc = " << nc
                                               << ")");
-        if (!(a_exec && setup_on_executor(*a_exec))) {
+        if (!(a_exec && setup_on_executor(*a_exec, a_op.get()))) {
             // the block structure once (symbolic) on the host; a values refresh refills it
             const Csr<double>& a = host();
             pattern_ = detail::block_pattern(a, nc, "CPR");
@@ -161,6 +198,16 @@ public:
             m2_ = make_preconditioner<VT>(PcType::ilu0, host(), nc, exec);
             fallback_ = std::string("ilu0-mc failed: ") + e.what();
         }
+        // the second stage fused into one pass where A is BDIA-GH (cpr_stage_two): only the
+        // pressure column of A's blocks is read; with block Jacobi as M₂ its inverses too
+        bdia64_ = bdia_behind<double>(a_.get());
+        bdia32_ = bdia64_ ? nullptr : bdia_behind<float>(a_.get());
+        kernels::CprBdia<double> v64;
+        kernels::CprBdia<float> v32;
+        fused_ =
+            fusion_allowed() &&
+            ((bdia64_ && fill_view(*bdia64_, nc, o.pressure_index, v64) && v64.cells == cells_) ||
+             (bdia32_ && fill_view(*bdia32_, nc, o.pressure_index, v32) && v32.cells == cells_));
         xp_ = Array<VT>(exec, std::size_t(cells_));
         rp_ = Array<VT>(exec, std::size_t(cells_));
         t_ = Array<VT>(exec, std::size_t(a_any.rows));
@@ -232,6 +279,31 @@ protected:
             kernels::cpr_restrict(e, cells, nc, w_.data(), r, rp_.data());
         });
         amg_->apply(rp_.data(), xp_.data());
+        if (fused_) {
+            // z = E x_p + M₂⁻¹ (r − A E x_p) in one pass with block Jacobi's inverses, else
+            // t = r − A E x_p in one pass, then M₂ and the sum
+            const VT* binv = m2_->type() == PcType::block_jacobi && m2_->block_size() == nc
+                                 ? m2_->block_inverse()
+                                 : nullptr;
+            dispatch_executor(*this->exec_, [&](const auto& e) {
+                if (bdia64_) {
+                    kernels::CprBdia<double> v;
+                    fill_view(*bdia64_, nc, p, v);
+                    kernels::cpr_stage_two(e, v, xp_.data(), r, binv, binv ? z : t_.data());
+                } else {
+                    kernels::CprBdia<float> v;
+                    fill_view(*bdia32_, nc, p, v);
+                    kernels::cpr_stage_two(e, v, xp_.data(), r, binv, binv ? z : t_.data());
+                }
+            });
+            if (binv) return;
+            m2_->apply(t_.data(), d_.data());
+            dispatch_executor(*this->exec_, [&](const auto& e) {
+                kernels::cpr_prolong(e, cells, nc, p, xp_.data(), z);
+            });
+            ops_.axpby(n, VT(1), d_.data(), VT(1), z);
+            return;
+        }
         dispatch_executor(*this->exec_, [&](const auto& e) {
             kernels::cpr_prolong(e, cells, nc, p, xp_.data(), z);
         });
@@ -246,6 +318,10 @@ protected:
         os << "(quasi-IMPES, pressure unknown " << opts_.pressure_index
            << (on_exec_ ? "; weights and pressure matrix made on the executor" : "")
            << "; pressure: " << amg_->describe() << "; second stage: " << m2_->describe();
+        if (fused_)
+            os << "; second stage fused with A's pressure columns (BDIA-GH"
+               << (m2_->block_inverse() ? ", block Jacobi in the same pass)" : ")");
+        if (fine_) os << "; A_p's products through BDIA-GH";
         if (!fallback_.empty()) os << " [" << fallback_ << "]";
         os << ")";
         return os.str();
@@ -256,7 +332,7 @@ private:
     // made there and AMG set up from it there. False, with nothing set, where the kernels do
     // not take A (a row not sorted or with a repeated column, a column out of range, nc > 8
     // on a GPU): the host path then sets up, and says what is wrong where something is.
-    bool setup_on_executor(const Csr<double>& ad)
+    bool setup_on_executor(const Csr<double>& ad, const Operator<VT>* a_op)
     {
         const auto& exec = this->exec_;
         const index_t nc = this->nc_;
@@ -293,10 +369,64 @@ private:
         cells_ = cells;
         // AMG starts from A_p where it is (it copies it to the host only where its options
         // need it there)
-        amg_ = std::make_unique<AmgPreconditioner<VT>>(ap, 1, exec, opts_.amg, nullptr, &ap);
+        amg_ = std::make_unique<AmgPreconditioner<VT>>(ap, 1, exec, opts_.amg, make_fine(a_op, ap),
+                                                       &ap);
         ap_exec_ = std::move(ap);
         on_exec_ = true;
         return true;
+    }
+
+    // A_p as BDIA-GH with the block offsets of A's BDIA-GH operator (a 7-point A gives a
+    // 7-point A_p), for AMG's finest level: its products then read 8 bytes an entry and no
+    // column indices. Null (AMG keeps A_p as CSR) for fp32 levels, an operator that is not
+    // BDIA-GH, or an entry of A_p on none of the offsets.
+    std::shared_ptr<const Operator<VT>> make_fine(const Operator<VT>* a_op, const Csr<double>& ap)
+    {
+        if constexpr (!std::is_same_v<VT, double>) {
+            return nullptr;
+        } else {
+            const Bdia<double>* b64 = bdia_behind<double>(a_op);
+            const Bdia<float>* b32 = b64 ? nullptr : bdia_behind<float>(a_op);
+            const std::vector<index_t>* offsets =
+                b64 ? &b64->block_offsets : (b32 ? &b32->block_offsets : nullptr);
+            const index_t bs = b64 ? b64->block_size : (b32 ? b32->block_size : 0);
+            if (!offsets || bs != this->nc_ || offsets->empty() || !fusion_allowed())
+                return nullptr;
+            const auto& exec = this->exec_;
+            Bdia<double> f;
+            f.rows = f.cols = ap.rows;
+            f.block_size = 1;
+            f.block_offsets = *offsets;
+            const std::size_t slots = offsets->size() * std::size_t(ap.rows);
+            f.data = Array<double>(exec, slots);
+            f.pattern = Array<std::uint64_t>(exec, (slots + 63) / 64);
+            if (!place_fine(f, ap)) return nullptr;
+            std::ostringstream d;
+            d << "bdiagh " << ap.rows << "x" << ap.rows << " Nc=1 D=" << offsets->size()
+              << " (A_p)";
+            auto op = std::make_shared<FormatOperator<Bdia<double>, double, double>>(
+                std::move(f), ap.rows, exec, d.str());
+            fine_ = op.get();
+            return op;
+        }
+    }
+    // A_p's entries into f's slots (zeroed first); false where one lies on no offset
+    bool place_fine(Bdia<double>& f, const Csr<double>& ap) const
+    {
+        const offset_t bad = dispatch_executor(*this->exec_, [&](const auto& e) {
+            return kernels::bdia_place_entries(e, ap.rows, ap.cols, 1, f.block_offsets.data(),
+                                               index_t(f.block_offsets.size()), ap.nnz(),
+                                               ap.row_ptr.data(), ap.col_idx.data(),
+                                               ap.values.data(), f.data.data(), f.pattern.data());
+        });
+        return bad < 0;
+    }
+    // A_p's new values into the finest level's BDIA-GH (same pattern, so every entry lands)
+    void refresh_fine()
+    {
+        if (!fine_) return;
+        HEPTANE_ENSURE(place_fine(fine_->matrix(), ap_exec_), InputError,
+                       "CPR update_values: A_p has an entry on none of the block offsets");
     }
 
     // update_values after setup_on_executor: A to the executor (unless there already), its
@@ -324,6 +454,7 @@ private:
                                          ap_exec_.values.data(), w_.data());
         });
         // AMG's values refresh from A_p where it is (on the device where its hierarchy is)
+        refresh_fine();
         amg_->update_values(ap_exec_);
         Csr<double> host;  // A on the host where a step needs it there
         auto on_host_once = [&]() -> const Csr<double>& {
@@ -357,6 +488,7 @@ private:
                                          values, ap_exec_.row_ptr.data(), ap_exec_.col_idx.data(),
                                          ap_exec_.values.data(), w_.data());
         });
+        refresh_fine();
         amg_->update_values(ap_exec_);
         HEPTANE_ENSURE(m2_->update_values_device(values, nnz), NotSupported,
                        "CPR update_values_device: the second stage has no device refresh");
@@ -381,6 +513,13 @@ private:
     std::unique_ptr<Preconditioner<VT>> m2_;
     std::string fallback_;
     mutable Array<VT> xp_, rp_, t_, d_;
+    // A's BDIA-GH storage where the operator has it (the fused second stage), and A_p as
+    // BDIA-GH with A's block offsets for AMG's finest level (fp64, where A_p is made on the
+    // executor and every entry lies on an offset)
+    const Bdia<double>* bdia64_ = nullptr;
+    const Bdia<float>* bdia32_ = nullptr;
+    bool fused_ = false;
+    FormatOperator<Bdia<double>, double, double>* fine_ = nullptr;
 };
 
 }  // namespace
