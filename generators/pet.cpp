@@ -543,9 +543,10 @@ PetSystem make_pet_system(const PetSpec& spec)
     return sys;
 }
 
-template <class MT>
-PetOocSystem<MT> make_pet_ooc_system(const PetSpec& spec, std::size_t chunk_bytes, bool pinned,
-                                     const std::function<void(index_t, index_t)>& progress)
+namespace {
+template <class MT, class MakeBuilder>
+PetOocSystem<MT> pet_ooc_system(const PetSpec& spec, MakeBuilder&& make_builder,
+                                const std::function<void(index_t, index_t)>& progress)
 {
     validate(spec);
     const Geometry g = make_geometry(spec);
@@ -556,7 +557,8 @@ PetOocSystem<MT> make_pet_ooc_system(const PetSpec& spec, std::size_t chunk_byte
     const std::vector<double> ph = pet_phantom(spec);
     const index_t nb = num_blocks(rows);
     std::vector<double> raw(std::size_t(rows), 0.0), bdot(std::size_t(nb), 0.0);
-    OocBuilder<MT> builder(cols, chunk_bytes, pinned);
+    std::unique_ptr<OocBuilder<MT>> bp = make_builder(cols);
+    OocBuilder<MT>& builder = *bp;
     const index_t batch = std::max(1, 8 * omp_get_max_threads());
     std::vector<std::vector<index_t>> blen(batch), bcol(batch);
     std::vector<std::vector<double>> bval(batch);
@@ -593,10 +595,35 @@ PetOocSystem<MT> make_pet_ooc_system(const PetSpec& spec, std::size_t chunk_byte
     scaled_images(spec, sys.scale, ph, raw, sys.phantom, sys.expected, sys.counts);
     return sys;
 }
+}  // namespace
+
+template <class MT>
+PetOocSystem<MT> make_pet_ooc_system(const PetSpec& spec, std::size_t chunk_bytes, bool pinned,
+                                     const std::function<void(index_t, index_t)>& progress)
+{
+    return pet_ooc_system<MT>(
+        spec,
+        [&](index_t cols) { return std::make_unique<OocBuilder<MT>>(cols, chunk_bytes, pinned); },
+        progress);
+}
+template <class MT>
+PetOocSystem<MT> write_pet_ooc_system(const PetSpec& spec, std::size_t chunk_bytes,
+                                      const std::string& file,
+                                     const std::function<void(index_t, index_t)>& progress)
+{
+    return pet_ooc_system<MT>(
+        spec,
+        [&](index_t cols) { return std::make_unique<OocBuilder<MT>>(cols, chunk_bytes, file); },
+        progress);
+}
 template PetOocSystem<double> make_pet_ooc_system<double>(
     const PetSpec&, std::size_t, bool, const std::function<void(index_t, index_t)>&);
 template PetOocSystem<float> make_pet_ooc_system<float>(
     const PetSpec&, std::size_t, bool, const std::function<void(index_t, index_t)>&);
+template PetOocSystem<double> write_pet_ooc_system<double>(
+    const PetSpec&, std::size_t, const std::string&, const std::function<void(index_t, index_t)>&);
+template PetOocSystem<float> write_pet_ooc_system<float>(
+    const PetSpec&, std::size_t, const std::string&, const std::function<void(index_t, index_t)>&);
 
 PetFileInfo write_pet_system(const PetSpec& spec, const std::string& matrix_path,
                              const std::string& counts_path, const std::string& phantom_path)

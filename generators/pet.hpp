@@ -121,6 +121,12 @@ struct PetOocSystem {
 template <class MT>
 PetOocSystem<MT> make_pet_ooc_system(const PetSpec& spec, std::size_t chunk_bytes, bool pinned,
                                      const std::function<void(index_t, index_t)>& progress = {});
+/// The same with A written to the chunk file `file` as it is generated (memory: a chunk and a
+/// batch; the file appears only when complete); the returned a reads its blocks from it.
+template <class MT>
+PetOocSystem<MT> write_pet_ooc_system(const PetSpec& spec, std::size_t chunk_bytes,
+                                      const std::string& file,
+                                     const std::function<void(index_t, index_t)>& progress = {});
 
 /// What write_pet_system wrote.
 struct PetFileInfo {

@@ -93,7 +93,43 @@ echo "solve: $its_in iterations in core, $its_ooc out of core"
 awk -v a="$its_in" -v b="$its_ooc" 'BEGIN { d = a - b; if (d < 0) d = -d; exit d <= 1 ? 0 : 1 }'
 e=$(vdiff "$dir/s_ooc.mtx" "$dir/s_in.mtx")
 below "$e" 1e-7
+# chunk files (.hoc): pet and convert write the same file; mlem and lsqr from it (every block
+# read from the file at every product, about half, all in memory) give in core's answers;
+# convert reads it back entry for entry
+"$heptane" pet --detectors 96 --image 40 -o "$dir/P.hoc" --chunk-bytes 16k --quiet >/dev/null
+"$heptane" convert "$dir/A.mtx" -o "$dir/C.hoc" --chunk-bytes 16k --quiet >/dev/null
+cmp "$dir/P.hoc" "$dir/C.hoc"
+"$heptane" convert "$dir/P.hoc" -o "$dir/back.mtx" --quiet >/dev/null
+cmp <(grep -v '^%' "$dir/A.mtx") <(grep -v '^%' "$dir/back.mtx")
+for hm in 0 500k 1G; do
+  hoc=(--device "$device" --host-memory "$hm")
+  if [ "$device" = gpu ]; then hoc+=(--device-memory 700k); fi
+  "$heptane" mlem "$dir/P.hoc" "$dir/g.mtx" --iters 6 "${hoc[@]}" -o "$dir/f_hoc.mtx" --json \
+    >"$dir/mlem_hoc.json"
+  if [ "$hm" = 0 ]; then grep -q 'read from .*P.hoc at every product' "$dir/mlem_hoc.json"; fi
+  e=$(vdiff "$dir/f_hoc.mtx" "$dir/f_in.mtx")
+  echo "mlem from the chunk file, --host-memory $hm: f differs from in core by $e"
+  below "$e" 1e-10
+  "$heptane" lsqr "$dir/P.hoc" "$dir/g.mtx" --iter-lim 6 "${hoc[@]}" -o "$dir/x_hoc.mtx" \
+    --json >"$dir/lsqr_hoc.json" || true
+  e=$(vdiff "$dir/x_hoc.mtx" "$dir/x_in.mtx")
+  echo "lsqr from the chunk file, --host-memory $hm: x differs from in core by $e"
+  below "$e" 1e-7
+done
+"$heptane" convert "$dir/A.mtx" -o "$dir/S.hoc" --precision single --chunk-bytes 64k --quiet >/dev/null
+"$heptane" mlem "$dir/S.hoc" "$dir/g.mtx" --iters 2 --device "$device" --json | grep -q '"precision": "mixed"'
+set +e
+"$heptane" mlem "$dir/S.hoc" "$dir/g.mtx" --iters 2 --precision double >/dev/null 2>"$dir/err.txt"
+rc=$?
+head -c 100 "$dir/A.mtx" > "$dir/T.hoc"
+"$heptane" mlem "$dir/T.hoc" "$dir/g.mtx" --iters 2 >/dev/null 2>>"$dir/err.txt"
+rc2=$?
+set -e
+cat "$dir/err.txt"
+[ "$rc" = 2 ] || { echo "mlem fp32 file with --precision double: exit $rc, expected 2"; exit 1; }
+[ "$rc2" = 1 ] || { echo "mlem on a damaged chunk file: exit $rc2, expected 1"; exit 1; }
 # --help tells of it
+"$heptane" mlem --help | grep -q -- "--host-memory"
 "$heptane" mlem --help | grep -q -- "--out-of-core"
 "$heptane" lsqr --help | grep -q -- "--device-memory"
 # bad values: usage errors

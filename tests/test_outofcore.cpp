@@ -3,14 +3,24 @@
 // double, float, mixed) against an independent long-double product on the host and against
 // the in-core operator of every format; on a GPU (test_outofcore_gpu) every residency (all
 // resident, part, none; two and three stream buffers) and products queued back to back;
-// MLEM and CG through the operator against the in-core operator; bad input.
+// MLEM and CG through the operator against the in-core operator; bad input. Chunk files
+// (.hoc): written by the builder and by save_ooc_file byte for byte alike, read back entry for
+// entry, products with every host budget (all blocks in memory, some, none: read from the
+// file at every product) against the reference on the CPU or a GPU (with blocks streamed from
+// the file), OSEM subsets over a file, and damaged files refused.
 #include <boost/test/unit_test.hpp>
 
 #include <cmath>
+#include <cstdio>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <memory>
 #include <string>
 #include <vector>
+
+#include <unistd.h>
 
 #include "formats/matrix.hpp"
 #include "formats/outofcore/outofcore.hpp"
@@ -445,6 +455,170 @@ BOOST_AUTO_TEST_CASE(bad_input_is_refused)
         BOOST_CHECK_THROW((OutOfCoreOperator<double, double>(m, test::test_executor())),
                           InputError);
     }
+}
+
+namespace {
+/// A fresh path under the temporary directory, removed (with its .tmp) when it goes.
+struct TempFile {
+    std::string path;
+    explicit TempFile(const std::string& name)
+    {
+        static int n = 0;
+        path = (std::filesystem::temp_directory_path() /
+                ("heptane_test_" + std::to_string(::getpid()) + "_" + std::to_string(n++) + "_" +
+                 name))
+                   .string();
+    }
+    ~TempFile()
+    {
+        std::remove(path.c_str());
+        std::remove((path + ".tmp").c_str());
+    }
+};
+std::string slurp(const std::string& path)
+{
+    std::ifstream in(path, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+}
+void spit(const std::string& path, const std::string& bytes)
+{
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out.write(bytes.data(), std::streamsize(bytes.size()));
+}
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(chunk_files_round_trip_and_stream_from_the_file)
+{
+    auto exec = test::test_executor();
+    for (const auto& c : cases()) {
+        for (std::size_t chunk : {std::size_t(700), std::size_t(4097)}) {
+            const OocMatrix<double> mem = make_ooc_matrix<double>(c.a, chunk, false);
+            TempFile saved("saved.hoc"), built("built.hoc");
+            save_ooc_file(mem, saved.path);
+            // the builder writing as it seals: the same file, byte for byte
+            {
+                OocBuilder<double> b(c.a.cols, chunk, built.path);
+                const std::vector<offset_t> ptr = canonical_row_ptr(c.a, "test");
+                for (index_t i = 0; i < c.a.rows; ++i)
+                    b.append_row(c.a.col.data() + ptr[i], c.a.val.data() + ptr[i],
+                                 index_t(ptr[i + 1] - ptr[i]));
+                BOOST_TEST(!std::filesystem::exists(built.path), "visible before finish()");
+                const OocMatrix<double> f = b.finish();
+                BOOST_TEST(f.host_bytes() == 0u);
+                BOOST_TEST(f.file() == built.path);
+            }
+            BOOST_TEST((slurp(saved.path) == slurp(built.path)), c.name << " chunk " << chunk);
+            const OocFileInfo info = ooc_file_info(saved.path);
+            BOOST_TEST(info.rows == c.a.rows);
+            BOOST_TEST(info.cols == c.a.cols);
+            BOOST_TEST(info.nnz == c.a.nnz());
+            BOOST_TEST(info.value_bytes == 8);
+            BOOST_TEST(std::size_t(info.chunks) == mem.chunks().size());
+            BOOST_TEST(info.bytes == mem.bytes());
+            // entry for entry, blocks read from the file
+            const Coo<double> back = to_coo(open_ooc_file<double>(saved.path, {0, false}));
+            BOOST_TEST((back.row.host() == c.a.row.host()));
+            BOOST_TEST((back.col.host() == c.a.col.host()));
+            BOOST_TEST((back.val.host() == c.a.val.host()));
+            // products with every host budget: none, about half, all
+            for (std::size_t host : {std::size_t(0), mem.bytes() / 2, ~std::size_t(0)}) {
+                OocFileOptions fo;
+                fo.host_memory = host;
+                fo.pinned = exec->is_cuda();
+                auto m = std::make_shared<const OocMatrix<double>>(
+                    open_ooc_file<double>(saved.path, fo));
+                if (host == 0) BOOST_TEST(m->host_bytes() == 0u);
+                if (host == ~std::size_t(0)) BOOST_TEST(m->host_bytes() == m->bytes());
+                for (double frac : {0.0, 0.5}) {
+                    OutOfCoreOptions o;
+                    o.max_resident_fraction = frac;
+                    OutOfCoreOperator<double, double> op(m, exec, o);
+                    const OocLayout& L = op.layout();
+                    if (host == 0 && (exec->is_cpu() || frac == 0.0))
+                        BOOST_TEST(L.file_chunks == index_t(mem.chunks().size()));
+                    if (host == ~std::size_t(0)) BOOST_TEST(L.file_chunks == 0);
+                    check_against_reference(c.a, op,
+                                            c.name + " from file, chunk " + std::to_string(chunk) +
+                                                ", host " + std::to_string(host) + ", resident " +
+                                                std::to_string(frac),
+                                            1e-13);
+                }
+            }
+        }
+    }
+}
+
+BOOST_AUTO_TEST_CASE(chunk_file_fp32_values_and_osem_subsets)
+{
+    auto exec = test::test_executor();
+    PetSpec p;
+    p.rings = 2;
+    p.detectors = 40;
+    p.image = 12;
+    p.slices = 3;
+    const PetSystem ref = make_pet_system(p);
+    TempFile f("pet.hoc");
+    const PetOocSystem<float> sys = write_pet_ooc_system<float>(p, 3000, f.path);
+    BOOST_TEST((sys.counts == ref.counts));
+    BOOST_TEST(sys.a.host_bytes() == 0u);
+    BOOST_CHECK_THROW(open_ooc_file<double>(f.path), InputError);  // fp32 values in the file
+    Coo<double> rounded = ref.a;
+    for (offset_t k = 0; k < rounded.nnz(); ++k) rounded.val[k] = float(rounded.val[k]);
+    OocFileOptions fo;
+    fo.host_memory = 0;
+    fo.pinned = exec->is_cuda();
+    auto m = std::make_shared<const OocMatrix<float>>(open_ooc_file<float>(f.path, fo));
+    OutOfCoreOptions o;
+    o.max_resident_fraction = 0;
+    check_against_reference(rounded, OutOfCoreOperator<float, double>(m, exec, o),
+                            "pet fp32 from file", 1e-13);
+    // OSEM over the file against OSEM over the same chunks in memory
+    const auto run_osem = [&](const std::shared_ptr<const OocMatrix<float>>& mm) {
+        MlemOptions mo;
+        mo.iterations = 3;
+        Mlem<double> em(mo);
+        em.set_subsets(make_out_of_core_subsets<float, double>(mm, 3, exec, o));
+        Array<double> g = Array<double>(ref.counts).to(exec);
+        Array<double> x(exec, std::size_t(ref.a.cols));
+        em.solve(g, x);
+        return x.to_vector();
+    };
+    auto mem = std::make_shared<const OocMatrix<float>>(
+        make_ooc_matrix<float>(ref.a, 3000, exec->is_cuda()));
+    const auto xf = run_osem(m), xm = run_osem(mem);
+    const double err = test::rel_max_diff(xf, xm);
+    BOOST_TEST(err <= 1e-12, "OSEM from the file vs in memory: " << err);
+}
+
+BOOST_AUTO_TEST_CASE(damaged_chunk_files_are_refused)
+{
+    const Coo<double> a = test::random_coo<double>(300, 90, 1, 9, 5);
+    TempFile good("good.hoc"), bad("bad.hoc");
+    save_ooc_file(make_ooc_matrix<double>(a, 1000, false), good.path);
+    const std::string bytes = slurp(good.path);
+    BOOST_CHECK_THROW(ooc_file_info(good.path + ".missing"), IoError);
+    // truncated: the trailer is gone
+    spit(bad.path, bytes.substr(0, bytes.size() - 100));
+    BOOST_CHECK_THROW(ooc_file_info(bad.path), InputError);
+    // not a chunk file
+    spit(bad.path, std::string(8192, 'x'));
+    BOOST_CHECK_THROW(ooc_file_info(bad.path), InputError);
+    // a table entry changed: the checksum
+    std::string t = bytes;
+    t[t.size() - 64 - 8 * 8 + 8] ^= 1;  // the last record's bytes
+    spit(bad.path, t);
+    BOOST_CHECK_THROW(ooc_file_info(bad.path), InputError);
+    // a column index past the columns inside the first block: refused when the block is read
+    std::string c = bytes;
+    const OocChunk first = open_ooc_file<double>(good.path, {0, false}).chunks()[0];
+    const std::uint32_t huge = 1000000;
+    std::memcpy(&c[first.file_offset + first.col_off], &huge, 4);
+    spit(bad.path, c);
+    BOOST_CHECK_THROW(open_ooc_file<double>(bad.path), InputError);  // into memory: checked
+    auto m = std::make_shared<const OocMatrix<double>>(open_ooc_file<double>(bad.path, {0, false}));
+    OutOfCoreOperator<double, double> op(m, cpu_executor());
+    std::vector<double> x(std::size_t(a.cols), 1.0), y(std::size_t(a.rows), 0.0);
+    BOOST_CHECK_THROW(op.apply(1.0, x.data(), 0.0, y.data()), InputError);
 }
 
 BOOST_AUTO_TEST_CASE(byte_counts_parse)

@@ -15,6 +15,7 @@
 #include <type_traits>
 
 #include "core/error.hpp"
+#include "formats/outofcore/outofcore_file.hpp"
 #include "formats/outofcore/outofcore_kernels.hpp"
 
 #ifdef HEPTANE_HAVE_CUDA
@@ -118,6 +119,7 @@ template <class MT>
 OocMatrix<MT>::~OocMatrix()
 {
     for (auto& c : chunks_) free_host_block(c.data, pinned_);
+    close_file();
 }
 
 template <class MT>
@@ -128,8 +130,12 @@ OocMatrix<MT>::OocMatrix(OocMatrix&& o) noexcept
       bytes_(o.bytes_),
       max_chunk_(o.max_chunk_),
       pinned_(o.pinned_),
-      chunks_(std::move(o.chunks_))
+      chunks_(std::move(o.chunks_)),
+      file_(std::move(o.file_)),
+      fd_(o.fd_)
 {
+    o.fd_ = -1;
+    o.file_.clear();
     o.chunks_.clear();
     o.rows_ = 0;
     o.nnz_ = 0;
@@ -141,6 +147,11 @@ OocMatrix<MT>& OocMatrix<MT>::operator=(OocMatrix&& o) noexcept
 {
     if (this != &o) {
         for (auto& c : chunks_) free_host_block(c.data, pinned_);
+        close_file();
+        file_ = std::move(o.file_);
+        fd_ = o.fd_;
+        o.fd_ = -1;
+        o.file_.clear();
         rows_ = o.rows_;
         cols_ = o.cols_;
         nnz_ = o.nnz_;
@@ -157,6 +168,23 @@ OocMatrix<MT>& OocMatrix<MT>::operator=(OocMatrix&& o) noexcept
 }
 
 // ---- OocBuilder ---------------------------------------------------------------------------
+
+template <class MT>
+struct OocBuilder<MT>::Sink {
+    detail::HocWriter writer;
+    std::vector<char> block;  ///< the chunk being written, assembled in one piece
+    Sink(const std::string& path) : writer(path, int(sizeof(MT))) {}
+};
+
+template <class MT>
+OocBuilder<MT>::~OocBuilder() = default;
+
+template <class MT>
+OocBuilder<MT>::OocBuilder(index_t cols, std::size_t chunk_bytes, const std::string& path)
+    : OocBuilder(cols, chunk_bytes, false)
+{
+    sink_ = std::make_unique<Sink>(path);
+}
 
 template <class MT>
 OocBuilder<MT>::OocBuilder(index_t cols, std::size_t chunk_bytes, bool pinned)
@@ -225,8 +253,14 @@ void OocBuilder<MT>::seal()
     c.val_off = align16(c.col_off + col_.size() * 4);
     c.bytes = c.val_off + val_.size() * sizeof(MT);
     c.lanes = lanes_for(rows, c.nnz);
-    c.data = host_block(c.bytes, m_.pinned_);
-    char* base = static_cast<char*>(c.data);
+    char* base = nullptr;
+    if (sink_) {
+        sink_->block.resize(c.bytes);
+        base = sink_->block.data();
+    } else {
+        c.data = host_block(c.bytes, m_.pinned_);
+        base = static_cast<char*>(c.data);
+    }
     std::memset(base + row_ptr_.size() * 4, 0, c.col_off - row_ptr_.size() * 4);
     std::memset(base + c.col_off + col_.size() * 4, 0, c.val_off - c.col_off - col_.size() * 4);
     // the three copies in pieces over the threads (a chunk of 64 MB: memory bound)
@@ -245,6 +279,7 @@ void OocBuilder<MT>::seal()
         const std::size_t off = std::size_t(t - (a == 0 ? 0 : (a == 1 ? n0 : n0 + n1))) * piece;
         std::memcpy(dst[a] + off, src[a] + off, std::min(piece, sizes[a] - off));
     }
+    if (sink_) c.file_offset = sink_->writer.write_block(base, c.bytes);
     m_.chunks_.push_back(c);
     m_.rows_ += rows;
     m_.nnz_ += c.nnz;
@@ -259,6 +294,15 @@ template <class MT>
 OocMatrix<MT> OocBuilder<MT>::finish()
 {
     seal();
+    if (sink_) {  // table, trailer, rename; then the matrix reads its blocks from the file
+        sink_->writer.finish(m_.chunks_, m_.rows_, m_.cols_, m_.nnz_);
+        const std::string path = sink_->writer.path();
+        sink_.reset();
+        m_ = OocMatrix<MT>();
+        OocFileOptions o;
+        o.host_memory = 0;
+        return open_ooc_file<MT>(path, o);
+    }
     OocMatrix<MT> out = std::move(m_);
     m_ = OocMatrix<MT>();
     return out;
@@ -300,9 +344,13 @@ struct OutOfCoreOperator<MT, VT>::Impl {
     void* resident = nullptr;             ///< one device block for the resident chunks
     std::vector<std::size_t> res_offset;  ///< chunk k's offset in it
     std::vector<void*> buffers;           ///< device stream buffers
+    std::vector<void*> staging;           ///< host buffers the file chunks are read into
+    bool staging_pinned = false;
+    mutable std::vector<unsigned char> checked;  ///< file chunk k checked once (operator's k)
 #ifdef HEPTANE_HAVE_CUDA
     cudaStream_t copy = nullptr;
     std::vector<cudaEvent_t> ready, freed;
+    std::vector<cudaEvent_t> staged;  ///< after the copy out of staging buffer s
     /// With resident and streamed chunks: the resident chunks' products run on a stream of
     /// their own, beside the streamed ones (joined back at the end of each product), so that
     /// they hide behind the copies instead of holding the buffers' refills back.
@@ -335,6 +383,8 @@ struct OutOfCoreOperator<MT, VT>::Impl {
             if (side) cudaStreamSynchronize(side);
             for (auto e : ready) cudaEventDestroy(e);
             for (auto e : freed) cudaEventDestroy(e);
+            for (auto e : staged) cudaEventDestroy(e);
+            staged.clear();
             if (fork) cudaEventDestroy(fork);
             if (join) cudaEventDestroy(join);
             if (side) cudaStreamDestroy(side);
@@ -348,8 +398,27 @@ struct OutOfCoreOperator<MT, VT>::Impl {
 #endif
         for (void* b : buffers) exec->free(b);
         buffers.clear();
+        free_staging();
         if (resident) exec->free(resident);
         resident = nullptr;
+    }
+    void free_staging() noexcept
+    {
+        for (void* p : staging) free_host_block(p, staging_pinned);
+        staging.clear();
+    }
+    void alloc_staging(int n, std::size_t bytes, bool pinned)
+    {
+        staging_pinned = pinned;
+        for (int s = 0; s < n; ++s) staging.push_back(host_block(bytes, pinned));
+        layout.staging_bytes = std::size_t(n) * bytes;
+    }
+    /// The operator's chunk k (index from k0) read from the file into `dst`, checked the
+    /// first time.
+    void read(index_t k, void* dst) const
+    {
+        m->read_chunk(k0 + k, dst, !checked[std::size_t(k)]);
+        checked[std::size_t(k)] = 1;
     }
     ~Impl()
     {
@@ -394,13 +463,25 @@ OutOfCoreOperator<MT, VT>::OutOfCoreOperator(std::shared_ptr<const OocMatrix<MT>
     OocLayout& L = d.layout;
     L.chunks = static_cast<index_t>(chunks.size());
     for (const auto& c : chunks) L.bytes += c.bytes;
+    d.checked.assign(chunks.size(), 0);
+    std::size_t maxc = 0;  // the largest of the operator's chunks: a stream buffer's size
+    for (const auto& c : chunks) maxc = std::max(maxc, c.bytes);
+    const std::size_t staging_bytes = maxc + 4095 - (maxc + 4095) % 4096;  // file reads: 4 kB
     if (d.exec->is_cpu()) {  // the host blocks are the matrix: nothing to place
-        L.resident_chunks = L.chunks;
-        L.resident_bytes = L.bytes;
+        for (const auto& c : chunks) {
+            if (c.data) {
+                ++L.resident_chunks;
+                L.resident_bytes += c.bytes;
+            } else {
+                ++L.file_chunks;
+                L.file_bytes += c.bytes;
+            }
+        }
+        if (L.file_chunks > 0) d.alloc_staging(1, staging_bytes, false);
         return;
     }
 #ifdef HEPTANE_HAVE_CUDA
-    HEPTANE_ENSURE(d.m->pinned(), InputError,
+    HEPTANE_ENSURE(d.m->pinned() || d.m->host_bytes() == 0, InputError,
                    "out-of-core operator on a GPU: the chunks must be in page-locked memory "
                    "(build them with pinned = true)");
     const auto& ce = static_cast<const CudaExecutor&>(*d.exec);
@@ -409,8 +490,6 @@ OutOfCoreOperator<MT, VT>::OutOfCoreOperator(std::shared_ptr<const OocMatrix<MT>
     if (budget == 0) budget = auto_device_budget(ce, d.rows, d.m->cols(), sizeof(VT));
     L.budget = budget;
     const double cap = opt.max_resident_fraction * double(L.bytes);
-    std::size_t maxc = 0;  // the largest of the operator's chunks: a stream buffer's size
-    for (const auto& c : chunks) maxc = std::max(maxc, c.bytes);
     // Everything resident: an in-core operator in chunk form, no buffers.
     const auto padded = [&](index_t upto) {
         std::size_t s = 0;
@@ -447,6 +526,19 @@ OutOfCoreOperator<MT, VT>::OutOfCoreOperator(std::shared_ptr<const OocMatrix<MT>
             HEPTANE_CUDA_CHECK(cudaEventCreateWithFlags(&b, cudaEventDisableTiming));
             d.freed.push_back(b);
         }
+        for (index_t k = resident; k < L.chunks; ++k) {
+            if (chunks[k].data) continue;
+            ++L.file_chunks;
+            L.file_bytes += chunks[k].bytes;
+        }
+        if (L.file_chunks > 0) {  // a page-locked staging buffer beside each device buffer
+            d.alloc_staging(n, staging_bytes, true);
+            for (int s = 0; s < n; ++s) {
+                cudaEvent_t e = nullptr;
+                HEPTANE_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+                d.staged.push_back(e);
+            }
+        }
     }
     L.resident_chunks = resident;
     if (resident > 0 && resident < L.chunks) {
@@ -458,13 +550,29 @@ OutOfCoreOperator<MT, VT>::OutOfCoreOperator(std::shared_ptr<const OocMatrix<MT>
     if (resident > 0) {
         d.resident = d.exec->alloc(res_bytes);
         std::size_t off = 0;
+        bool own_staging = false;  // resident chunks from the file: through one staging buffer
         for (index_t k = 0; k < resident; ++k) {
             d.res_offset.push_back(off);
-            HEPTANE_CUDA_CHECK(cudaMemcpyAsync(static_cast<char*>(d.resident) + off, chunks[k].data,
+            const void* src = chunks[k].data;
+            if (!src) {
+                if (d.staging.empty()) {
+                    d.alloc_staging(1, staging_bytes, true);
+                    own_staging = true;
+                }
+                HEPTANE_CUDA_CHECK(cudaStreamSynchronize(cuda::stream(ce)));  // staging free
+                d.read(k, d.staging[0]);
+                src = d.staging[0];
+            }
+            HEPTANE_CUDA_CHECK(cudaMemcpyAsync(static_cast<char*>(d.resident) + off, src,
                                                chunks[k].bytes, cudaMemcpyHostToDevice,
                                                cuda::stream(ce)));
             L.resident_bytes += chunks[k].bytes;
             off += align256(chunks[k].bytes);
+        }
+        if (own_staging) {
+            HEPTANE_CUDA_CHECK(cudaStreamSynchronize(cuda::stream(ce)));
+            d.free_staging();
+            L.staging_bytes = 0;
         }
     }
     L.streamed_bytes = L.bytes - L.resident_bytes;
@@ -536,8 +644,16 @@ void apply_impl(const typename OutOfCoreOperator<MT, VT>::Impl& d, bool tr, VT a
         const long long n = static_cast<long long>(d.k1 - d.k0);
 #pragma omp parallel for schedule(dynamic, 1) if (n > 1)
         for (long long k = 0; k < n; ++k)
-            run_chunk(ce, d.view(chunks[k], chunks[k].data), row_of(chunks[k]), tr, alpha, x, beta,
+            if (chunks[k].data)
+                run_chunk(ce, d.view(chunks[k], chunks[k].data), row_of(chunks[k]), tr, alpha, x,
+                          beta, y);
+        // chunks in the file: one at a time, read over the threads, then its product
+        for (long long k = 0; k < n && d.layout.file_chunks > 0; ++k) {
+            if (chunks[k].data) continue;
+            d.read(index_t(k), d.staging[0]);
+            run_chunk(ce, d.view(chunks[k], d.staging[0]), row_of(chunks[k]), tr, alpha, x, beta,
                       y);
+        }
         return;
     }
 #ifdef HEPTANE_HAVE_CUDA
@@ -550,13 +666,23 @@ void apply_impl(const typename OutOfCoreOperator<MT, VT>::Impl& d, bool tr, VT a
     const auto queue_copy = [&](index_t i) {  // streamed chunk i into buffer i % S
         const int s = static_cast<int>(i % S);
         const OocChunk& c = chunks[R + i];
+        const void* src = c.data;
+        if (!src) {  // from the file: into staging buffer s once its last copy is done
+            HEPTANE_CUDA_CHECK(cudaEventSynchronize(d.staged[s]));
+            d.read(R + i, d.staging[s]);
+            src = d.staging[s];
+        }
         HEPTANE_CUDA_CHECK(cudaStreamWaitEvent(d.copy, d.freed[s], 0));
         HEPTANE_CUDA_CHECK(
-            cudaMemcpyAsync(d.buffers[s], c.data, c.bytes, cudaMemcpyHostToDevice, d.copy));
+            cudaMemcpyAsync(d.buffers[s], src, c.bytes, cudaMemcpyHostToDevice, d.copy));
         HEPTANE_CUDA_CHECK(cudaEventRecord(d.ready[s], d.copy));
+        if (!c.data) HEPTANE_CUDA_CHECK(cudaEventRecord(d.staged[s], d.copy));
     };
-    // the first copies start at once, beside the resident chunks' products
-    for (index_t i = 0; i < std::min<index_t>(n, S); ++i) queue_copy(i);
+    // the first copies from host memory start at once, beside the resident chunks' products;
+    // with chunks in the file the host reads them, so the resident products are queued first
+    const bool reads = d.layout.file_chunks > 0;
+    if (!reads)
+        for (index_t i = 0; i < std::min<index_t>(n, S); ++i) queue_copy(i);
     if (tr) kernels::ooc_scale(ce, d.m->cols(), beta, y);
     // the resident chunks: on the side stream when chunks stream too (after x, y and the
     // scaling are ready: the fork event), else on the executor's stream
@@ -567,6 +693,8 @@ void apply_impl(const typename OutOfCoreOperator<MT, VT>::Impl& d, bool tr, VT a
     for (index_t k = 0; k < R; ++k)
         run_chunk(ce, d.view(chunks[k], static_cast<const char*>(d.resident) + d.res_offset[k]),
                   row_of(chunks[k]), tr, alpha, x, beta, y, d.side);
+    if (reads)
+        for (index_t i = 0; i < std::min<index_t>(n, S); ++i) queue_copy(i);
     for (index_t i = 0; i < n; ++i) {
         const int s = static_cast<int>(i % S);
         HEPTANE_CUDA_CHECK(cudaStreamWaitEvent(s0, d.ready[s], 0));
@@ -620,6 +748,9 @@ std::string OutOfCoreOperator<MT, VT>::describe() const
         os << ", " << L.resident_chunks << " resident (" << bytes_text(double(L.resident_bytes))
            << "), " << bytes_text(double(L.streamed_bytes)) << " streamed per product through "
            << d.buffers.size() << " buffers";
+    if (L.file_chunks > 0)
+        os << ", " << L.file_chunks << " chunks (" << bytes_text(double(L.file_bytes))
+           << ") read from " << d.m->file() << " at every product";
     os << " on " << d.exec->name();
     return os.str();
 }

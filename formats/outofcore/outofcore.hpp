@@ -13,6 +13,15 @@
 //
 // y = A x writes each chunk's own rows; y = A^T x scales y by beta once and each chunk adds
 // its rows' contribution (an atomic scatter on the GPU, no stored transpose).
+//
+// When the matrix does not fit in host memory either, the chunks live in a chunk file
+// (.hoc, outofcore_file.cpp: the blocks as above, each at a 4096-byte offset, then a table of
+// the chunks and a trailer). open_ooc_file keeps the trailing chunks in host memory within a
+// host budget and leaves the rest in the file; the operator keeps the leading chunks on the
+// device within its budget, streams host chunks straight from their page-locked blocks and
+// reads file chunks into page-locked staging buffers (pread over the threads) one buffer
+// ahead of their copies. Every chunk read from a file is checked once (row pointers, columns)
+// before a kernel sees it.
 // Kernels: outofcore_kernels.hpp (CPU: outofcore_cpu.cpp, CUDA: outofcore.cu).
 #pragma once
 
@@ -37,8 +46,26 @@ struct OocChunk {
     std::size_t col_off = 0;  ///< byte offset of the column indices in the block
     std::size_t val_off = 0;  ///< byte offset of the values in the block
     int lanes = 1;            ///< threads per row of the CUDA kernels (1..32, from the mean row)
-    void* data = nullptr;     ///< the block in host memory
+    void* data = nullptr;     ///< the block in host memory; null: in the matrix's file only
+    std::uint64_t file_offset = 0;  ///< where the block starts in the chunk file (if any)
 };
+
+/// How open_ooc_file places a chunk file's blocks.
+struct OocFileOptions {
+    /// Host memory the blocks may take: the trailing chunks are read into memory while they
+    /// fit, the others stay in the file (read at every product that needs them). SIZE_MAX:
+    /// every block in memory; 0: none.
+    std::size_t host_memory = ~std::size_t(0);
+    /// Page-locked blocks (a GPU build only), for a GPU to stream from.
+    bool pinned = false;
+};
+
+template <class MT>
+class OocMatrix;
+/// Open a chunk file written with MT values (InputError naming the file's value type
+/// otherwise), reading the blocks opt.host_memory allows (checked as read_chunk does).
+template <class MT>
+OocMatrix<MT> open_ooc_file(const std::string& path, const OocFileOptions& opt = {});
 
 /// The chunked matrix in host memory. Move-only; frees its blocks (page-locked or not).
 template <class MT>
@@ -60,16 +87,36 @@ public:
     std::size_t max_chunk_bytes() const noexcept { return max_chunk_; }
     bool pinned() const noexcept { return pinned_; }
     const std::vector<OocChunk>& chunks() const noexcept { return chunks_; }
+    /// The chunk file behind the chunks whose data is null ("" when every block is in memory).
+    const std::string& file() const noexcept { return file_; }
+    /// Bytes of the blocks held in host memory (the rest are read from file() when used).
+    std::size_t host_bytes() const noexcept;
+    /// Read chunk k's block from the file into `dst` (at least file_read_bytes(k) bytes;
+    /// 4096-byte aligned for direct I/O), over the threads in pieces, and check it when
+    /// `check` (row pointers from 0 to nnz, non-decreasing; columns < cols()). IoError on a
+    /// short read, InputError on a bad block. Thread-safe (pread).
+    void read_chunk(index_t k, void* dst, bool check = true) const;
+    /// What read_chunk(k) writes: the block rounded up to 4096 bytes.
+    std::size_t file_read_bytes(index_t k) const;
 
 private:
     template <class>
     friend class OocBuilder;
+    friend OocMatrix<MT> open_ooc_file<MT>(const std::string&, const OocFileOptions&);
+    void close_file() noexcept;
     index_t rows_ = 0, cols_ = 0;
     offset_t nnz_ = 0;
     std::size_t bytes_ = 0, max_chunk_ = 0;
     bool pinned_ = false;
     std::vector<OocChunk> chunks_;
+    std::string file_;
+    int fd_ = -1;
 };
+
+/// Check a chunk block in memory (row pointers from 0 to nnz, non-decreasing; columns below
+/// `cols`); InputError naming `where` otherwise.
+template <class MT>
+void check_ooc_block(const OocChunk& c, const void* block, index_t cols, const std::string& where);
 
 /// Builds an OocMatrix row by row (rows in order), cutting a chunk whenever the next row would
 /// take its block past `chunk_bytes` (a row larger than that gets a chunk of its own).
@@ -79,6 +126,13 @@ template <class MT>
 class OocBuilder {
 public:
     OocBuilder(index_t cols, std::size_t chunk_bytes, bool pinned);
+    /// Write the chunks to a chunk file at `path` as they are sealed (memory: one chunk);
+    /// finish() writes the table and returns the matrix with every block in the file. The
+    /// file appears at `path` only when finish() succeeds (written as path.tmp, renamed).
+    OocBuilder(index_t cols, std::size_t chunk_bytes, const std::string& path);
+    ~OocBuilder();
+    OocBuilder(const OocBuilder&) = delete;
+    OocBuilder& operator=(const OocBuilder&) = delete;
     /// Append one row: n entries, columns in [0, cols) (any order), values converted to MT.
     void append_row(const index_t* cols, const double* vals, index_t n);
     index_t rows() const noexcept { return m_.rows_ + staged_rows(); }
@@ -90,6 +144,8 @@ private:
     void seal();
     OocMatrix<MT> m_;
     std::size_t chunk_bytes_;
+    struct Sink;
+    std::unique_ptr<Sink> sink_;  ///< the chunk file being written, if any
     std::vector<std::uint32_t> row_ptr_{0};
     std::vector<std::uint32_t> col_;
     std::vector<MT> val_;
@@ -101,6 +157,27 @@ OocMatrix<MT> make_ooc_matrix(const Coo<double>& a, std::size_t chunk_bytes, boo
 /// The same from host CSR.
 template <class MT>
 OocMatrix<MT> make_ooc_matrix(const Csr<double>& a, std::size_t chunk_bytes, bool pinned);
+
+/// A chunk file's header and table, without reading any block.
+struct OocFileInfo {
+    index_t rows = 0, cols = 0;
+    offset_t nnz = 0;
+    int value_bytes = 8;  ///< 8: fp64 values, 4: fp32
+    index_t chunks = 0;
+    std::size_t bytes = 0;      ///< all blocks
+    std::size_t max_chunk = 0;  ///< the largest block
+};
+/// Read a chunk file's header, table and trailer; IoError when it cannot be read, InputError
+/// when it is not a heptane chunk file or its table is inconsistent (truncated, bad offsets).
+OocFileInfo ooc_file_info(const std::string& path);
+/// Whether `path` names a chunk file (ends in ".hoc").
+bool is_ooc_file(const std::string& path);
+/// Write `m` as a chunk file at `path` (blocks in the file are copied through a buffer).
+template <class MT>
+void save_ooc_file(const OocMatrix<MT>& m, const std::string& path);
+/// The entries of `m` as canonical host COO (blocks in the file read one at a time).
+template <class MT>
+Coo<double> to_coo(const OocMatrix<MT>& m);
 
 struct OutOfCoreOptions {
     /// Target bytes per chunk block when the operator builds the chunks itself.
@@ -125,6 +202,9 @@ struct OocLayout {
     std::size_t streamed_bytes = 0;  ///< of which copied at every product
     std::size_t buffer_bytes = 0;    ///< device stream buffers
     std::size_t budget = 0;          ///< the device budget it was placed with
+    index_t file_chunks = 0;         ///< of the streamed (CPU: all) chunks, those read from file
+    std::size_t file_bytes = 0;      ///< their bytes: read from the file at every product
+    std::size_t staging_bytes = 0;   ///< page-locked host staging buffers for them
 };
 
 /// The operator: y = alpha op(A) x + beta y with A in host chunks and x, y in the memory of
