@@ -1,6 +1,7 @@
 // heptane convert: a matrix file in, through a storage format, a matrix file out, with the
 // format's statistics (storage, padding, build time) and a check that nothing was lost.
 #include <chrono>
+#include <cstring>
 #include <cstdio>
 #include <string>
 
@@ -11,6 +12,7 @@
 #include "core/error.hpp"
 #include "formats/detect/detect.hpp"
 #include "formats/matrix.hpp"
+#include "formats/outofcore/outofcore.hpp"
 #include "formats/registry.hpp"
 #include "generators/matrix_file.hpp"
 
@@ -20,6 +22,7 @@ namespace {
 const char* convert_usage =
     "usage: heptane convert IN.mtx -o OUT.mtx [--format F] [--block-size B] [--json]\n"
     "                       [--petsc-int64]\n"
+    "       heptane convert IN.mtx -o OUT.hoc [--precision double|single] [--chunk-bytes B]\n"
     "       heptane convert --generate JxHxIxNc[:model] -o OUT.mtx [--format F] ...\n\n"
     "Build format F (default: the one `heptane info` picks) from the matrix, convert it back\n"
     "to canonical COO, check that every entry came back unchanged, and write OUT.mtx\n"
@@ -27,6 +30,10 @@ const char* convert_usage =
     "Symmetric input is written expanded (general). IN may be Matrix Market or PETSc binary\n"
     "(told by its first bytes); OUT ending in .petsc is written as PETSc binary (MatLoad\n"
     "reads it; 32-bit indices unless --petsc-int64).\n"
+    "OUT ending in .hoc is written as a chunk file for out-of-core runs (heptane mlem/lsqr\n"
+    "A.hoc): row chunks of --chunk-bytes (default 64M), values in --precision double (default)\n"
+    "or single; the file is read back and compared with the chunks, byte for byte. IN ending\n"
+    "in .hoc is read chunk by chunk (into memory: it must fit).\n"
     "  --block-size B   BSR / BDIA-GH block size (default: detected)\n"
     "Formats:\n";
 
@@ -61,11 +68,66 @@ int cmd_convert(int argc, char** argv)
     auto out = args.get("-o");
     auto fmt_name = args.get("--format");
     const long long bs = args.get_int("--block-size", 0);
+    const std::string prec = args.get_or("--precision", "double");
+    const auto chunk_opt = args.get("--chunk-bytes");
     args.finish(gen ? 0 : 1, gen ? 0 : 1);
     if (!out) throw UsageError("-o OUT.mtx is required");
     std::optional<std::string> file;
     if (!args.positionals().empty()) file = args.positionals()[0];
-    Problem p = load_problem(file, gen, quiet);
+    if (is_ooc_file(*out)) {
+        if (prec != "double" && prec != "single")
+            throw UsageError("--precision must be double or single, not '" + prec + "'");
+        std::size_t chunk_bytes = std::size_t(64) << 20;
+        if (chunk_opt) {
+            chunk_bytes = usage_checked([&] { return parse_bytes(*chunk_opt); });
+            if (chunk_bytes < 4096) throw UsageError("--chunk-bytes must be at least 4k");
+        }
+        const Problem p = load_problem(file, gen, quiet);
+        const auto t0 = std::chrono::steady_clock::now();
+        const auto write = [&](auto tag) {
+            using MT = decltype(tag);
+            const OocMatrix<MT> m = make_ooc_matrix<MT>(p.a, chunk_bytes, false);
+            {
+                Stage st(quiet, "writing " + *out);
+                save_ooc_file(m, *out);
+                st.done();
+            }
+            const OocMatrix<MT> back = open_ooc_file<MT>(*out);  // read back, checked
+            bool same_blocks = back.chunks().size() == m.chunks().size();
+            for (std::size_t k = 0; same_blocks && k < m.chunks().size(); ++k)
+                same_blocks = back.chunks()[k].bytes == m.chunks()[k].bytes &&
+                              std::memcmp(back.chunks()[k].data, m.chunks()[k].data,
+                                          m.chunks()[k].bytes) == 0;
+            HEPTANE_ENSURE(same_blocks, IoError,
+                           *out << " read back differs from the chunks written");
+            return std::make_pair(m.chunks().size(), m.bytes());
+        };
+        const auto [chunks, bytes] = prec == "single" ? write(float{}) : write(double{});
+        const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        if (json)
+            std::printf("{\"source\": %s, \"format\": \"chunk file\", \"precision\": \"%s\", "
+                        "\"rows\": %d, \"cols\": %d, \"nnz\": %lld, \"chunks\": %zu, "
+                        "\"bytes\": %zu, \"seconds\": %.6f, \"exact\": true}\n",
+                        json_string(p.source).c_str(), prec.c_str(), p.a.rows, p.a.cols,
+                        static_cast<long long>(p.a.nnz()), chunks, bytes, s);
+        else
+            std::printf("%s -> %s (chunk file, %s values): %d x %d, %lld entries in %zu chunks, "
+                        "%.1f MB; read back byte for byte, %.3f s\n",
+                        p.source.c_str(), out->c_str(), prec.c_str(), p.a.rows, p.a.cols,
+                        static_cast<long long>(p.a.nnz()), chunks, bytes / 1e6, s);
+        return 0;
+    }
+    if (chunk_opt || args.get("--precision"))
+        throw UsageError("--precision and --chunk-bytes apply to a chunk file (-o OUT.hoc)");
+    Problem p;
+    if (file && is_ooc_file(*file)) {  // a chunk file in: its entries (fp32 values widened)
+        const OocFileInfo fi = ooc_file_info(*file);
+        p.a = fi.value_bytes == 4 ? to_coo(open_ooc_file<float>(*file, {0, false}))
+                                  : to_coo(open_ooc_file<double>(*file, {0, false}));
+        p.source = *file;
+    } else {
+        p = load_problem(file, gen, quiet);
+    }
 
     Structure s = detect_structure(p.a);
     const Format f = usage_checked([&] { return fmt_name ? parse_format(*fmt_name) : s.format; });

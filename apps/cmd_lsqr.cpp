@@ -21,7 +21,8 @@ namespace heptane::cli {
 
 namespace {
 const char* lsqr_usage =
-    "usage: heptane lsqr A.mtx b.mtx [options]   (Matrix Market or PETSc binary files)\n\n"
+    "usage: heptane lsqr A.mtx b.mtx [options]   (Matrix Market or PETSc binary; A.hoc: a\n"
+    "                                             chunk file, out of core)\n\n"
     "Least squares with LSQR (Paige & Saunders): minimise ||A x - b||^2 + damp^2 ||x - x0||^2\n"
     "for any m x n A. Same algorithm, parameters, stopping tests and results as\n"
     "scipy.sparse.linalg.lsqr (its optional `var` is not computed).\n"
@@ -61,14 +62,18 @@ struct Result {
 };
 
 template <class MT, class VT>
-Result run(const Coo<double>& a, const std::vector<double>& b, const std::vector<double>* x0,
-           Format format, const FormatOptions& fo, const LsqrOptions& lo,
+Result run(const Coo<double>& a, const std::string& hoc, const OocFileOptions& fopt,
+           const std::vector<double>& b, const std::vector<double>* x0, Format format,
+           const FormatOptions& fo, const LsqrOptions& lo,
            const std::shared_ptr<const Executor>& exec, const OutOfCoreOptions* ooc)
 {
     Result r;
     const auto t0 = std::chrono::steady_clock::now();
     std::shared_ptr<const Operator<VT>> op;
-    if (ooc)
+    if (!hoc.empty())  // a chunk file (a holds only its shape)
+        op = std::make_shared<const OutOfCoreOperator<MT, VT>>(
+            std::make_shared<const OocMatrix<MT>>(open_ooc_file<MT>(hoc, fopt)), exec, *ooc);
+    else if (ooc)
         op = make_out_of_core_operator<MT, VT>(a, exec, *ooc);
     else
         op = make_matrix_operator<MT, VT>(a, format, exec, fo);
@@ -94,7 +99,8 @@ int cmd_lsqr(int argc, char** argv)
 {
     Args args(argc, argv, {"--json", "--quiet"});
     if (args.help()) {
-        std::printf(lsqr_usage, format_help(20).c_str(), out_of_core_help);
+        std::printf(lsqr_usage, format_help(20).c_str(),
+                    (std::string(out_of_core_help) + chunk_file_help).c_str());
         return 0;
     }
     const bool json = args.flag("--json");
@@ -119,7 +125,10 @@ int cmd_lsqr(int argc, char** argv)
     const std::string& afile = args.positionals()[0];
     const std::string& bfile = args.positionals()[1];
     const auto t_read = std::chrono::steady_clock::now();
-    const Coo<double> a = read_matrix_file(afile).a;
+    const ProjectionInput sys = read_projection_input(afile);
+    const Coo<double>& a = sys.a;
+    const offset_t a_nnz = sys.nnz;
+    const bool hoc = sys.chunk_file;
     const std::vector<double> b = read_vector_of(bfile, std::size_t(a.rows), "b", "rows");
     std::vector<double> x0;
     if (x0file) x0 = read_vector_of(*x0file, std::size_t(a.cols), "x0", "columns");
@@ -127,16 +136,19 @@ int cmd_lsqr(int argc, char** argv)
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t_read).count();
     if (!quiet)
         std::fprintf(stderr, "read %s (%d x %d, %lld entries) and %s in %.3f s\n", afile.c_str(),
-                     a.rows, a.cols, static_cast<long long>(a.nnz()), bfile.c_str(), read_s);
+                     a.rows, a.cols, static_cast<long long>(a_nnz), bfile.c_str(), read_s);
 
-    pc.place(a, 6, quiet);  // out of core: LSQR's u, v, w, x, b and scratch as 6 vectors
+    // out of core: LSQR's u, v, w, x, b and scratch as 6 vectors
+    pc.place(sys, 6, quiet);
+    const std::string hoc_path = hoc ? afile : std::string();
+    const OocFileOptions fopt = hoc ? pc.file_options() : OocFileOptions{};
     const std::vector<double>* x0p = x0file ? &x0 : nullptr;
     const OutOfCoreOptions* po = pc.out_of_core ? &*pc.out_of_core : nullptr;
     Result r = pc.precision == Precision::double_
-                   ? run<double, double>(a, b, x0p, pc.format, pc.fo, lo, pc.exec, po)
+                   ? run<double, double>(a, hoc_path, fopt, b, x0p, pc.format, pc.fo, lo, pc.exec, po)
                : pc.precision == Precision::single
-                   ? run<float, float>(a, b, x0p, pc.format, pc.fo, lo, pc.exec, po)
-                   : run<float, double>(a, b, x0p, pc.format, pc.fo, lo, pc.exec, po);
+                   ? run<float, float>(a, hoc_path, fopt, b, x0p, pc.format, pc.fo, lo, pc.exec, po)
+                   : run<float, double>(a, hoc_path, fopt, b, x0p, pc.format, pc.fo, lo, pc.exec, po);
     const LsqrStatus& st = r.status;
     if (xfile) write_vector_file(*xfile, r.x, "x from heptane lsqr: " + st.summary());
     const double setup_s = (r.operator_ms + st.timings.setup_ms) / 1e3;
@@ -152,10 +164,10 @@ int cmd_lsqr(int argc, char** argv)
             st.acond, st.arnorm, st.xnorm, st.bnorm, st.timings.solve_ms / 1e3, setup_s,
             st.timings.per_iteration_ms, to_string(pc.format),
             describe_transpose(pc.format, pc.fo.transpose), json_string(r.op).c_str(),
-            pc.prec.c_str(), pc.dev.c_str(), a.rows, a.cols, static_cast<long long>(a.nnz()));
+            pc.prec.c_str(), pc.dev.c_str(), a.rows, a.cols, static_cast<long long>(a_nnz));
     } else {
         std::printf("system    %s: %d x %d, %lld entries; b %s\n", afile.c_str(), a.rows, a.cols,
-                    static_cast<long long>(a.nnz()), bfile.c_str());
+                    static_cast<long long>(a_nnz), bfile.c_str());
         std::printf("operator  %s (A^T: %s)\n", r.op.c_str(),
                     describe_transpose(pc.format, pc.fo.transpose));
         std::printf("result    istop %d: %s\n", st.istop, st.meaning());

@@ -20,7 +20,8 @@ namespace heptane::cli {
 
 namespace {
 const char* mlem_usage =
-    "usage: heptane mlem A.mtx g.mtx --iters N [options]   (Matrix Market or PETSc binary)\n\n"
+    "usage: heptane mlem A.mtx g.mtx --iters N [options]   (Matrix Market or PETSc binary;\n"
+    "                                                      A.hoc: a chunk file, out of core)\n\n"
     "Maximum-likelihood image f >= 0 of counts g ~ Poisson(A f) (A: rows = lines of response,\n"
     "columns = voxels, entries >= 0) by MLEM, or by OSEM with --subsets S > 1. Per iteration:\n"
     "q = A f, c = g / q (0 where q = 0), b = A^T c, f = f * b / norm with norm = A^T 1; start\n"
@@ -59,30 +60,52 @@ struct Result {
     double operator_ms = 0;
 };
 
+/// A from a Matrix Market / PETSc file (coo) or a chunk file (hoc, opened with `fopt`).
+struct Source {
+    const Coo<double>* coo = nullptr;
+    std::string hoc;
+    OocFileOptions fopt;
+    index_t cols = 0;
+};
+
 template <class MT, class VT>
-Result run(const Coo<double>& a, const std::vector<double>& g, int subsets, Format format,
+Result run(const Source& src, const std::vector<double>& g, int subsets, Format format,
            const FormatOptions& fo, const MlemOptions& mo,
            const std::shared_ptr<const Executor>& exec, const OutOfCoreOptions* ooc)
 {
     Result r;
     const auto t0 = std::chrono::steady_clock::now();
     Mlem<VT> em(mo);
-    if (ooc && subsets > 1) {
+    if (!src.hoc.empty()) {
+        auto m = std::make_shared<const OocMatrix<MT>>(open_ooc_file<MT>(src.hoc, src.fopt));
+        if (subsets > 1) {
+            auto blocks = make_out_of_core_subsets<MT, VT>(m, subsets, exec, *ooc);
+            r.op = std::to_string(subsets) + " row blocks, block 0: " + blocks[0]->describe();
+            em.set_subsets(std::move(blocks));
+        } else {
+            auto op = std::make_shared<const OutOfCoreOperator<MT, VT>>(m, exec, *ooc);
+            r.op = op->describe();
+            em.set_operator(op);
+        }
+    } else if (ooc && subsets > 1) {
+        const Coo<double>& a = *src.coo;
         auto m = std::make_shared<const OocMatrix<MT>>(
             make_ooc_matrix<MT>(a, ooc->chunk_bytes, exec->is_cuda()));
         auto blocks = make_out_of_core_subsets<MT, VT>(m, subsets, exec, *ooc);
         r.op = std::to_string(subsets) + " row blocks, block 0: " + blocks[0]->describe();
         em.set_subsets(std::move(blocks));
     } else if (ooc) {
-        std::shared_ptr<const Operator<VT>> op = make_out_of_core_operator<MT, VT>(a, exec, *ooc);
+        std::shared_ptr<const Operator<VT>> op =
+            make_out_of_core_operator<MT, VT>(*src.coo, exec, *ooc);
         r.op = op->describe();
         em.set_operator(op);
     } else if (subsets == 1) {
-        std::shared_ptr<const Operator<VT>> op = make_matrix_operator<MT, VT>(a, format, exec, fo);
+        std::shared_ptr<const Operator<VT>> op =
+            make_matrix_operator<MT, VT>(*src.coo, format, exec, fo);
         r.op = op->describe();
         em.set_operator(op);
     } else {
-        auto blocks = make_row_block_operators<MT, VT>(a, subsets, format, exec, fo);
+        auto blocks = make_row_block_operators<MT, VT>(*src.coo, subsets, format, exec, fo);
         r.op = std::to_string(subsets) + " row blocks, block 0: " + blocks[0]->describe();
         em.set_subsets(std::move(blocks));
     }
@@ -90,7 +113,7 @@ Result run(const Coo<double>& a, const std::vector<double>& g, int subsets, Form
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     const std::vector<VT> gv(g.begin(), g.end());
     Array<VT> gd = Array<VT>(gv).to(exec);
-    Array<VT> fd(exec, std::size_t(a.cols));
+    Array<VT> fd(exec, std::size_t(src.cols));
     r.status = em.solve(gd, fd);
     const std::vector<VT> fh = fd.to_vector();
     r.f.assign(fh.begin(), fh.end());
@@ -102,7 +125,8 @@ int cmd_mlem(int argc, char** argv)
 {
     Args args(argc, argv, {"--json", "--quiet", "--no-loglik"});
     if (args.help()) {
-        std::printf(mlem_usage, format_help(20).c_str(), out_of_core_help);
+        std::printf(mlem_usage, format_help(20).c_str(),
+                    (std::string(out_of_core_help) + chunk_file_help).c_str());
         return 0;
     }
     const bool json = args.flag("--json");
@@ -124,7 +148,11 @@ int cmd_mlem(int argc, char** argv)
     const std::string& afile = args.positionals()[0];
     const std::string& gfile = args.positionals()[1];
     const auto t_read = std::chrono::steady_clock::now();
-    const Coo<double> a = read_matrix_file(afile).a;
+    // a chunk file is read chunk by chunk by the operator (its entries are not checked for
+    // signs here: that would read it all once more)
+    const ProjectionInput sys = read_projection_input(afile);
+    const Coo<double>& a = sys.a;
+    const offset_t a_nnz = sys.nnz;
     const std::vector<double> g = read_vector_of(gfile, std::size_t(a.rows), "g", "rows");
     HEPTANE_ENSURE(subsets <= a.rows, InputError,
                    "--subsets " << subsets << " exceeds the " << a.rows << " rows of A");
@@ -141,10 +169,18 @@ int cmd_mlem(int argc, char** argv)
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t_read).count();
     if (!quiet)
         std::fprintf(stderr, "read %s (%d x %d, %lld entries) and %s in %.3f s\n", afile.c_str(),
-                     a.rows, a.cols, static_cast<long long>(a.nnz()), gfile.c_str(), read_s);
+                     a.rows, a.cols, static_cast<long long>(a_nnz), gfile.c_str(), read_s);
 
     // out of core: g, f, q, b, 1/norm, norm and the reduction scratch as 6 vectors
-    pc.place(a, 6, quiet);
+    pc.place(sys, 6, quiet);
+    Source src;
+    src.cols = a.cols;
+    if (sys.chunk_file) {
+        src.hoc = afile;
+        src.fopt = pc.file_options();
+    } else {
+        src.coo = &a;
+    }
     const int S = static_cast<int>(subsets);
     const std::optional<OutOfCoreOptions>& oo = pc.out_of_core;
     if (oo) {
@@ -161,10 +197,10 @@ int cmd_mlem(int argc, char** argv)
     }
     const OutOfCoreOptions* po = oo ? &*oo : nullptr;
     Result r = pc.precision == Precision::double_
-                   ? run<double, double>(a, g, S, pc.format, pc.fo, mo, pc.exec, po)
+                   ? run<double, double>(src, g, S, pc.format, pc.fo, mo, pc.exec, po)
                : pc.precision == Precision::single
-                   ? run<float, float>(a, g, S, pc.format, pc.fo, mo, pc.exec, po)
-                   : run<float, double>(a, g, S, pc.format, pc.fo, mo, pc.exec, po);
+                   ? run<float, float>(src, g, S, pc.format, pc.fo, mo, pc.exec, po)
+                   : run<float, double>(src, g, S, pc.format, pc.fo, mo, pc.exec, po);
     const MlemStatus& st = r.status;
     double relerr = -1;
     if (phantom) {
@@ -198,14 +234,14 @@ int cmd_mlem(int argc, char** argv)
             st.counts, st.unseen_voxels, st.timings.solve_ms / 1e3, setup_s,
             st.timings.per_iteration_ms, to_string(pc.format),
             describe_transpose(pc.format, pc.fo.transpose), json_string(r.op).c_str(),
-            pc.prec.c_str(), pc.dev.c_str(), a.rows, a.cols, static_cast<long long>(a.nnz()));
+            pc.prec.c_str(), pc.dev.c_str(), a.rows, a.cols, static_cast<long long>(a_nnz));
         if (phantom) std::printf(", \"phantom_relerr\": %.9g", relerr);
         std::printf("}\n");
     } else {
         std::printf(
             "system    %s: %d rows (LORs) x %d columns (voxels), %lld entries; counts %s "
             "(total %.0f)\n",
-            afile.c_str(), a.rows, a.cols, static_cast<long long>(a.nnz()), gfile.c_str(),
+            afile.c_str(), a.rows, a.cols, static_cast<long long>(a_nnz), gfile.c_str(),
             st.counts);
         std::printf("operator  %s (A^T: %s)\n", r.op.c_str(),
                     describe_transpose(pc.format, pc.fo.transpose));

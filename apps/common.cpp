@@ -371,7 +371,13 @@ const char* out_of_core_help =
     "                    device has free): the budget for resident chunks and stream buffers\n"
     "  --chunk-bytes B   bytes per streamed chunk (default 64M)\n";
 
-OutOfCoreChoice parse_out_of_core(Args& args)
+const char* chunk_file_help =
+    "  --host-memory B   A given as a chunk file (.hoc: heptane convert or pet -o A.hoc): host\n"
+    "                    memory its chunks may take (default: what the host has available\n"
+    "                    less max(4 GiB, 20 %)); the trailing chunks are read into memory once,\n"
+    "                    the others from the file at every product (always out of core)\n";
+
+OutOfCoreChoice parse_out_of_core(Args& args, bool chunk_files)
 {
     OutOfCoreChoice c;
     c.mode = args.get_or("--out-of-core", "auto");
@@ -383,7 +389,29 @@ OutOfCoreChoice parse_out_of_core(Args& args)
         c.chunk_bytes = usage_checked([&] { return parse_bytes(*b); });
         if (c.chunk_bytes < 4096) throw UsageError("--chunk-bytes must be at least 4k");
     }
+    if (auto h = chunk_files ? args.get("--host-memory") : std::nullopt) {
+        const std::string v = *h;
+        c.host_memory = v == "0" ? 0 : usage_checked([&] { return parse_bytes(v); });
+        if (v == "0") c.host_memory = 1;  // none: every block from the file
+    }
     return c;
+}
+
+std::size_t host_memory_budget(const OutOfCoreChoice& c)
+{
+    if (c.host_memory == 1) return 0;
+    if (c.host_memory) return c.host_memory;
+    std::ifstream in("/proc/meminfo");
+    std::string key;
+    unsigned long long kb = 0;
+    std::string unit;
+    while (in >> key >> kb >> unit)
+        if (key == "MemAvailable:") {
+            const double avail = double(kb) * 1024.0;
+            const double keep = std::max(4.0 * (1ull << 30), 0.2 * avail);
+            return avail > keep ? static_cast<std::size_t>(avail - keep) : 0;
+        }
+    return std::size_t(1) << 30;  // no /proc/meminfo: 1 GiB
 }
 
 std::optional<OutOfCoreOptions> out_of_core_choice(const OutOfCoreChoice& c, const Executor& exec,

@@ -152,11 +152,15 @@ struct OutOfCoreChoice {
     std::string mode = "auto";      ///< off | on | auto
     std::size_t device_memory = 0;  ///< 0: what the device has free
     std::size_t chunk_bytes = std::size_t(64) << 20;
+    std::size_t host_memory = 0;  ///< chunk files: host memory for blocks; 0: automatic, 1: none
 };
-/// Parse the three options; UsageError for bad values.
-OutOfCoreChoice parse_out_of_core(Args& args);
-/// Their --help lines.
+/// --host-memory, or (0) what the host has available (MemAvailable) less max(4 GiB, 20 %).
+std::size_t host_memory_budget(const OutOfCoreChoice& c);
+/// Parse the three options (and --host-memory with `chunk_files`); UsageError for bad values.
+OutOfCoreChoice parse_out_of_core(Args& args, bool chunk_files = false);
+/// Their --help lines; chunk_file_help: --host-memory's.
 extern const char* out_of_core_help;
+extern const char* chunk_file_help;
 /// Whether to run out of core: "on" (on the CPU too: the chunked product straight from host
 /// memory), "off", or "auto": on a GPU when the in-core matrix (CSR at the precision's value
 /// bytes) and `vectors` vectors of max(rows, cols) values exceed --device-memory (or the memory

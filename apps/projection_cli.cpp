@@ -1,15 +1,19 @@
 #include "apps/projection_cli.hpp"
 
+#include <algorithm>
 #include <cstdio>
+
+#include "generators/matrix_file.hpp"
 
 namespace heptane::cli {
 
 ProjectionCli::ProjectionCli(Args& args)
     : prec(args.get_or("--precision", "double")),
+      prec_given_(args.get("--precision").has_value()),
       device(args.get_or("--device", "auto")),
       fmt_name_(args.get_or("--format", "csr")),
       tr_name_(args.get_or("--transpose", "native")),
-      occ_(parse_out_of_core(args))
+      occ_(parse_out_of_core(args, true))
 {
 }
 
@@ -32,6 +36,68 @@ void ProjectionCli::place(const Coo<double>& a, int vectors, bool quiet)
         format = Format::csr;  // the chunks are CSR; A^T x scatters
         fo.transpose = TransposeMode::scatter;
     }
+}
+
+void ProjectionCli::place(const OocFileInfo& f, int vectors, bool quiet)
+{
+    if (!prec_given_) {
+        prec = f.value_bytes == 4 ? "mixed" : "double";
+        precision = precision_option(prec);
+    } else if ((f.value_bytes == 4) != (precision != Precision::double_)) {
+        throw UsageError("--precision " + prec + " does not fit the chunk file's fp" +
+                         std::to_string(8 * f.value_bytes) + " values (use " +
+                         (f.value_bytes == 4 ? "single or mixed" : "double") + ")");
+    }
+    std::string why;
+    exec = pick_solve_executor(device, static_cast<long long>(f.nnz), why);
+    dev = device_label(*exec);
+    if (!quiet && !why.empty()) std::fprintf(stderr, "device %s\n", why.c_str());
+    OutOfCoreChoice c = occ_;
+    if (c.mode == "off")
+        throw UsageError("a chunk file (.hoc) is always read out of core: drop --out-of-core off");
+    c.mode = "on";
+    out_of_core = out_of_core_choice(c, *exec, f.rows, f.cols, f.nnz, precision, vectors, true);
+    format = Format::csr;
+    fo.transpose = TransposeMode::scatter;
+    if (!quiet) {
+        const OocFileOptions o = file_options();
+        std::fprintf(stderr, "out of core from the chunk file: %.2f GB in %d chunks, up to %.2f GB of them "
+                     "in host memory\n",
+                     double(f.bytes) / 1e9, f.chunks,
+                     double(std::min<std::size_t>(o.host_memory, f.bytes)) / 1e9);
+    }
+}
+
+void ProjectionCli::place(const ProjectionInput& s, int vectors, bool quiet)
+{
+    if (s.chunk_file)
+        place(s.info, vectors, quiet);
+    else
+        place(s.a, vectors, quiet);
+}
+
+ProjectionInput read_projection_input(const std::string& path)
+{
+    ProjectionInput s;
+    s.chunk_file = is_ooc_file(path);
+    if (s.chunk_file) {
+        s.info = ooc_file_info(path);
+        s.a.rows = s.info.rows;
+        s.a.cols = s.info.cols;
+        s.nnz = s.info.nnz;
+    } else {
+        s.a = read_matrix_file(path).a;
+        s.nnz = s.a.nnz();
+    }
+    return s;
+}
+
+OocFileOptions ProjectionCli::file_options() const
+{
+    OocFileOptions o;
+    o.host_memory = host_memory_budget(occ_);
+    o.pinned = exec && exec->is_cuda();
+    return o;
 }
 
 }  // namespace heptane::cli
