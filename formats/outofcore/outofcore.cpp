@@ -347,6 +347,11 @@ struct OutOfCoreOperator<MT, VT>::Impl {
     std::vector<void*> staging;           ///< host buffers the file chunks are read into
     bool staging_pinned = false;
     mutable std::vector<unsigned char> checked;  ///< file chunk k checked once (operator's k)
+    /// The streamed chunks in the order they are copied: host and file chunks interleaved in
+    /// proportion, so that the copies of host chunks keep the bus busy while the host reads
+    /// the next file chunk (the order of the products does not matter: rows are disjoint,
+    /// A^T x's scatters atomic).
+    std::vector<index_t> order;
 #ifdef HEPTANE_HAVE_CUDA
     cudaStream_t copy = nullptr;
     std::vector<cudaEvent_t> ready, freed;
@@ -526,10 +531,21 @@ OutOfCoreOperator<MT, VT>::OutOfCoreOperator(std::shared_ptr<const OocMatrix<MT>
             HEPTANE_CUDA_CHECK(cudaEventCreateWithFlags(&b, cudaEventDisableTiming));
             d.freed.push_back(b);
         }
-        for (index_t k = resident; k < L.chunks; ++k) {
-            if (chunks[k].data) continue;
-            ++L.file_chunks;
-            L.file_bytes += chunks[k].bytes;
+        {
+            std::vector<index_t> host, file;
+            for (index_t k = resident; k < L.chunks; ++k) {
+                (chunks[k].data ? host : file).push_back(k);
+                if (!chunks[k].data) L.file_bytes += chunks[k].bytes;
+            }
+            L.file_chunks = static_cast<index_t>(file.size());
+            std::size_t h = 0, f = 0;
+            while (h < host.size() || f < file.size()) {
+                // the list that is behind its share of the chunks placed so far goes next
+                const bool take_file =
+                    h == host.size() ||
+                    (f < file.size() && double(f) * double(host.size()) <= double(h) * double(file.size()));
+                d.order.push_back(take_file ? file[f++] : host[h++]);
+            }
         }
         if (L.file_chunks > 0) {  // a page-locked staging buffer beside each device buffer
             d.alloc_staging(n, staging_bytes, true);
@@ -665,11 +681,12 @@ void apply_impl(const typename OutOfCoreOperator<MT, VT>::Impl& d, bool tr, VT a
     const int S = static_cast<int>(d.buffers.size());
     const auto queue_copy = [&](index_t i) {  // streamed chunk i into buffer i % S
         const int s = static_cast<int>(i % S);
-        const OocChunk& c = chunks[R + i];
+        const index_t k = d.order[std::size_t(i)];
+        const OocChunk& c = chunks[k];
         const void* src = c.data;
         if (!src) {  // from the file: into staging buffer s once its last copy is done
             HEPTANE_CUDA_CHECK(cudaEventSynchronize(d.staged[s]));
-            d.read(R + i, d.staging[s]);
+            d.read(k, d.staging[s]);
             src = d.staging[s];
         }
         HEPTANE_CUDA_CHECK(cudaStreamWaitEvent(d.copy, d.freed[s], 0));
@@ -698,7 +715,8 @@ void apply_impl(const typename OutOfCoreOperator<MT, VT>::Impl& d, bool tr, VT a
     for (index_t i = 0; i < n; ++i) {
         const int s = static_cast<int>(i % S);
         HEPTANE_CUDA_CHECK(cudaStreamWaitEvent(s0, d.ready[s], 0));
-        run_chunk(ce, d.view(chunks[R + i], d.buffers[s]), row_of(chunks[R + i]), tr, alpha, x,
+        const index_t k = d.order[std::size_t(i)];
+        run_chunk(ce, d.view(chunks[k], d.buffers[s]), row_of(chunks[k]), tr, alpha, x,
                   beta, y);
         HEPTANE_CUDA_CHECK(cudaEventRecord(d.freed[s], s0));
         if (i + S < n) queue_copy(i + S);

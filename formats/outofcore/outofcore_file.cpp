@@ -250,9 +250,9 @@ void OocMatrix<MT>::read_chunk(index_t k, void* dst, bool check) const
     HEPTANE_ENSURE(fd_ >= 0, InputError, "out-of-core matrix: no chunk file to read from");
     const OocChunk& c = chunks_.at(std::size_t(k));
     const std::size_t n = detail::hoc_round(c.bytes);
-    // pieces of 8 MB over the threads: one thread's pread from the page cache runs at a
-    // fraction of what the memory system gives several
-    const std::size_t piece = std::size_t(8) << 20;
+    // pieces of 2 MB over the threads: one thread's pread from the page cache runs at a
+    // fraction of what the memory system gives several (a 64 MB chunk: 32 pieces)
+    const std::size_t piece = std::size_t(2) << 20;
     const long long pieces = static_cast<long long>((n + piece - 1) / piece);
     std::string err;
 #pragma omp parallel for schedule(dynamic, 1) if (pieces > 1)
