@@ -23,6 +23,7 @@ const char* convert_usage =
     "usage: heptane convert IN.mtx -o OUT.mtx [--format F] [--block-size B] [--json]\n"
     "                       [--petsc-int64]\n"
     "       heptane convert IN.mtx -o OUT.hoc [--precision double|single] [--chunk-bytes B]\n"
+    "                       [--chunk-format auto|csr|bdia]\n"
     "       heptane convert --generate JxHxIxNc[:model] -o OUT.mtx [--format F] ...\n\n"
     "Build format F (default: the one `heptane info` picks) from the matrix, convert it back\n"
     "to canonical COO, check that every entry came back unchanged, and write OUT.mtx\n"
@@ -32,7 +33,8 @@ const char* convert_usage =
     "reads it; 32-bit indices unless --petsc-int64).\n"
     "OUT ending in .hoc is written as a chunk file for out-of-core runs (heptane mlem/lsqr\n"
     "A.hoc): row chunks of --chunk-bytes (default 64M), values in --precision double (default)\n"
-    "or single; the file is read back and compared with the chunks, byte for byte. IN ending\n"
+    "or single, chunks in --chunk-format auto (BDIA-GH for a hepta matrix, else CSR) | csr |\n"
+    "bdia; the file is read back and compared with the chunks, byte for byte. IN ending\n"
     "in .hoc is read chunk by chunk (into memory: it must fit).\n"
     "  --block-size B   BSR / BDIA-GH block size (default: detected)\n"
     "Formats:\n";
@@ -70,6 +72,7 @@ int cmd_convert(int argc, char** argv)
     const long long bs = args.get_int("--block-size", 0);
     const std::string prec = args.get_or("--precision", "double");
     const auto chunk_opt = args.get("--chunk-bytes");
+    const std::string chunk_format = args.get_or("--chunk-format", "auto");
     args.finish(gen ? 0 : 1, gen ? 0 : 1);
     if (!out) throw UsageError("-o OUT.mtx is required");
     std::optional<std::string> file;
@@ -77,16 +80,23 @@ int cmd_convert(int argc, char** argv)
     if (is_ooc_file(*out)) {
         if (prec != "double" && prec != "single")
             throw UsageError("--precision must be double or single, not '" + prec + "'");
+        if (chunk_format != "auto" && chunk_format != "csr" && chunk_format != "bdia")
+            throw UsageError("--chunk-format must be auto, csr or bdia, not '" + chunk_format + "'");
         std::size_t chunk_bytes = std::size_t(64) << 20;
         if (chunk_opt) {
             chunk_bytes = usage_checked([&] { return parse_bytes(*chunk_opt); });
             if (chunk_bytes < 4096) throw UsageError("--chunk-bytes must be at least 4k");
         }
         const Problem p = load_problem(file, gen, quiet);
+        const Structure st = detect_structure(p.a);
+        const bool bdia = chunk_format == "bdia" || (chunk_format == "auto" && st.hepta);
         const auto t0 = std::chrono::steady_clock::now();
         const auto write = [&](auto tag) {
             using MT = decltype(tag);
-            const OocMatrix<MT> m = make_ooc_matrix<MT>(p.a, chunk_bytes, false);
+            const OocMatrix<MT> m =
+                bdia ? make_ooc_matrix_bdia<MT>(p.a, st.block_size, st.block_offsets, chunk_bytes,
+                                                false)
+                     : make_ooc_matrix<MT>(p.a, chunk_bytes, false);
             {
                 Stage st(quiet, "writing " + *out);
                 save_ooc_file(m, *out);
@@ -105,20 +115,21 @@ int cmd_convert(int argc, char** argv)
         const auto [chunks, bytes] = prec == "single" ? write(float{}) : write(double{});
         const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         if (json)
-            std::printf("{\"source\": %s, \"format\": \"chunk file\", \"precision\": \"%s\", "
+            std::printf("{\"source\": %s, \"format\": \"chunk file (%s chunks)\", \"precision\": \"%s\", "
                         "\"rows\": %d, \"cols\": %d, \"nnz\": %lld, \"chunks\": %zu, "
                         "\"bytes\": %zu, \"seconds\": %.6f, \"exact\": true}\n",
-                        json_string(p.source).c_str(), prec.c_str(), p.a.rows, p.a.cols,
+                        json_string(p.source).c_str(), bdia ? "bdia-gh" : "csr", prec.c_str(), p.a.rows, p.a.cols,
                         static_cast<long long>(p.a.nnz()), chunks, bytes, s);
         else
-            std::printf("%s -> %s (chunk file, %s values): %d x %d, %lld entries in %zu chunks, "
+            std::printf("%s -> %s (chunk file, %s chunks, %s values): %d x %d, %lld entries in %zu chunks, "
                         "%.1f MB; read back byte for byte, %.3f s\n",
-                        p.source.c_str(), out->c_str(), prec.c_str(), p.a.rows, p.a.cols,
+                        p.source.c_str(), out->c_str(), bdia ? "BDIA-GH" : "CSR", prec.c_str(), p.a.rows, p.a.cols,
                         static_cast<long long>(p.a.nnz()), chunks, bytes / 1e6, s);
         return 0;
     }
-    if (chunk_opt || args.get("--precision"))
-        throw UsageError("--precision and --chunk-bytes apply to a chunk file (-o OUT.hoc)");
+    if (chunk_opt || args.get("--precision") || args.get("--chunk-format"))
+        throw UsageError(
+            "--precision, --chunk-bytes and --chunk-format apply to a chunk file (-o OUT.hoc)");
     Problem p;
     if (file && is_ooc_file(*file)) {  // a chunk file in: its entries (fp32 values widened)
         const OocFileInfo fi = ooc_file_info(*file);

@@ -256,7 +256,13 @@ int cmd_solve(int argc, char** argv)
         const int vectors = 10 + (cfg.solver == SolverType::gmres ? 2 * cfg.restart + 1 : 0);
         cfg.out_of_core = out_of_core_choice(occ, *exec, p.a.rows, p.a.cols, p.a.nnz(),
                                              cfg.precision, vectors, quiet);
-        if (cfg.out_of_core) {
+        if (cfg.out_of_core && cfg.format == Format::bdia && !s.block_offsets.empty()) {
+            // BDIA-GH chunks: no column indices streamed (8 bytes a slot, not 12 an entry)
+            cfg.out_of_core->bdia_block_size = s.block_size;
+            cfg.out_of_core->bdia_block_offsets = s.block_offsets;
+            format_reason = "BDIA-GH chunks of the out-of-core operator";
+            if (!cfg.pc) cfg.pc = PcType::jacobi;
+        } else if (cfg.out_of_core) {
             cfg.format = Format::csr;
             format_reason = "the chunks of the out-of-core operator";
             if (!cfg.pc) cfg.pc = PcType::jacobi;  // keeps no copy of A on the device

@@ -133,10 +133,14 @@ int cmd_spmv(int argc, char** argv)
         out_of_core_choice(occ, *exec, p.a.rows, p.a.cols, p.a.nnz(), pr, 2, quiet);
     const bool out_of_core = oo.has_value();
     if (oo) oo->max_resident_fraction = resident;
-    Structure s = out_of_core ? Structure{} : detect_structure(p.a);
-    const Format f = out_of_core ? Format::csr : usage_checked([&] {
-        return fmt_name == "auto" ? s.format : parse_format(fmt_name);
-    });
+    Structure s = detect_structure(p.a);
+    Format f = usage_checked([&] { return fmt_name == "auto" ? s.format : parse_format(fmt_name); });
+    if (oo && f == Format::bdia && !s.block_offsets.empty()) {  // BDIA-GH chunks
+        oo->bdia_block_size = s.block_size;
+        oo->bdia_block_offsets = s.block_offsets;
+    } else if (oo) {
+        f = Format::csr;
+    }
     FormatOptions opt;
     opt.block_size = bs > 0 ? static_cast<index_t>(bs) : s.block_size;
 

@@ -365,8 +365,10 @@ const char* out_of_core_help =
     "                    in row chunks and stream them to the GPU at every product, the copy of\n"
     "                    one chunk beside the product of the last; as many chunks as the device\n"
     "                    memory allows stay resident. auto: when the matrix does not fit the\n"
-    "                    device memory. The chunks are CSR (32-bit local indices), whatever\n"
-    "                    --format says. On the CPU, on computes from the chunks in memory.\n"
+    "                    device memory. The chunks are BDIA-GH where the format is (solve and\n"
+    "                    spmv: a hepta matrix, --format auto or bdia; no column indices\n"
+    "                    streamed), else CSR (32-bit local indices). On the CPU, on computes\n"
+    "                    from the chunks in memory.\n"
     "  --device-memory B device memory the run may use, bytes (e.g. 8G, 512M; default: all the\n"
     "                    device has free): the budget for resident chunks and stream buffers\n"
     "  --chunk-bytes B   bytes per streamed chunk (default 64M)\n";

@@ -73,9 +73,16 @@ std::unique_ptr<Operator<VT>> build_operator(const Coo<double>* a, const Csr<dou
                                              const std::shared_ptr<const Executor>& exec)
 {
     if (cfg.out_of_core) {
+        const OutOfCoreOptions& o = *cfg.out_of_core;
+        const bool pinned = exec->is_cuda();
         auto m = std::make_shared<OocMatrix<MT>>(
-            a ? make_ooc_matrix<MT>(*a, cfg.out_of_core->chunk_bytes, exec->is_cuda())
-              : make_ooc_matrix<MT>(csr, cfg.out_of_core->chunk_bytes, exec->is_cuda()));
+            o.bdia_block_size > 0
+                ? (a ? make_ooc_matrix_bdia<MT>(*a, o.bdia_block_size, o.bdia_block_offsets,
+                                                o.chunk_bytes, pinned)
+                     : make_ooc_matrix_bdia<MT>(csr, o.bdia_block_size, o.bdia_block_offsets,
+                                                o.chunk_bytes, pinned))
+                : (a ? make_ooc_matrix<MT>(*a, o.chunk_bytes, pinned)
+                     : make_ooc_matrix<MT>(csr, o.chunk_bytes, pinned)));
         return std::make_unique<OutOfCoreOperator<MT, VT>>(std::move(m), exec, *cfg.out_of_core);
     }
     // on a GPU, BDIA-GH (double values) from the CSR: placed from the device copy or streamed

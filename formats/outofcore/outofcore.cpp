@@ -331,6 +331,102 @@ OocMatrix<MT> make_ooc_matrix(const Csr<double>& a, std::size_t chunk_bytes, boo
     return b.finish();
 }
 
+// ---- BDIA-GH chunks -----------------------------------------------------------------------
+
+/// BDIA-GH chunks from rows in CSR form (ptr, col, val; columns in any order within a row).
+template <class MT>
+OocMatrix<MT> ooc_bdia_from_rows(index_t rows, index_t cols, const offset_t* ptr,
+                                 const index_t* col, const double* val, index_t nc,
+                                 const std::vector<index_t>& offsets, std::size_t chunk_bytes,
+                                 bool pinned)
+{
+    HEPTANE_ENSURE(nc >= 1 && rows % nc == 0 && cols % nc == 0, InputError,
+                   "BDIA-GH chunks: block size " << nc << " does not divide " << rows << " x "
+                                                 << cols);
+    const index_t D = static_cast<index_t>(offsets.size());
+    HEPTANE_ENSURE(D >= 1 && D <= 64 && std::is_sorted(offsets.begin(), offsets.end()) &&
+                       std::adjacent_find(offsets.begin(), offsets.end()) == offsets.end(),
+                   InputError, "BDIA-GH chunks: " << D << " block offsets, not 1..64 ascending");
+#ifndef HEPTANE_HAVE_CUDA
+    HEPTANE_ENSURE(!pinned, NotSupported, "page-locked chunks in a build without CUDA");
+#endif
+    const std::size_t val_off = align16(std::size_t(D) * 4);
+    const std::size_t per_block_row = std::size_t(D) * nc * nc * sizeof(MT);
+    const index_t block_rows = rows / nc;
+    const index_t chunk_blocks = static_cast<index_t>(std::max<std::size_t>(
+        1, std::min<std::size_t>(std::size_t(block_rows),
+                                 chunk_bytes > val_off ? (chunk_bytes - val_off) / per_block_row : 1)));
+    OocMatrix<MT> m;  // its destructor frees the blocks placed so far when a check throws
+    m.rows_ = rows;
+    m.cols_ = cols;
+    m.pinned_ = pinned;
+    {
+        for (index_t b0 = 0; b0 < block_rows; b0 += chunk_blocks) {
+            OocChunk c;
+            c.row0 = b0 * nc;
+            c.rows = std::min(chunk_blocks, block_rows - b0) * nc;
+            c.nc = nc;
+            c.block_diagonals = D;
+            c.col_off = 0;
+            c.val_off = val_off;
+            c.bytes = val_off + std::size_t(D) * nc * std::size_t(c.rows) * sizeof(MT);
+            c.data = host_block(c.bytes, pinned);
+            m.chunks_.push_back(c);  // owned by m from here
+            char* base = static_cast<char*>(c.data);
+            std::memset(base, 0, c.bytes);
+            auto* off = reinterpret_cast<std::int32_t*>(base);
+            for (index_t q = 0; q < D; ++q) off[q] = static_cast<std::int32_t>(offsets[q]);
+            MT* v = reinterpret_cast<MT*>(base + val_off);
+            long long bad = -1;  // the first row with an entry off the block offsets
+            offset_t nnz = 0;
+#pragma omp parallel for reduction(+ : nnz) schedule(static, 256) if (c.rows >= 4096)
+            for (index_t i = 0; i < c.rows; ++i) {
+                const index_t r = c.row0 + i;
+                for (offset_t k = ptr[r]; k < ptr[r + 1]; ++k) {
+                    const index_t d = col[k] / nc - r / nc;
+                    const auto it = std::lower_bound(offsets.begin(), offsets.end(), d);
+                    if (it == offsets.end() || *it != d) {
+#pragma omp critical(heptane_ooc_bdia)
+                        if (bad < 0 || r < bad) bad = r;
+                        continue;
+                    }
+                    const index_t q = static_cast<index_t>(it - offsets.begin());
+                    v[std::size_t(q * nc + col[k] % nc) * std::size_t(c.rows) + std::size_t(i)] =
+                        static_cast<MT>(val[k]);
+                    ++nnz;
+                }
+            }
+            HEPTANE_ENSURE(bad < 0, InputError,
+                           "BDIA-GH chunks: row " << bad + 1 << " has an entry off the block offsets");
+            m.chunks_.back().nnz = nnz;
+            m.nnz_ += nnz;
+            m.bytes_ += c.bytes;
+            m.max_chunk_ = std::max(m.max_chunk_, c.bytes);
+        }
+    }
+    return m;
+}
+
+template <class MT>
+OocMatrix<MT> make_ooc_matrix_bdia(const Coo<double>& a, index_t nc,
+                                   const std::vector<index_t>& block_offsets,
+                                   std::size_t chunk_bytes, bool pinned)
+{
+    const std::vector<offset_t> ptr = canonical_row_ptr(a, "out-of-core BDIA-GH chunks");
+    return ooc_bdia_from_rows<MT>(a.rows, a.cols, ptr.data(), a.col.data(), a.val.data(), nc,
+                                  block_offsets, chunk_bytes, pinned);
+}
+
+template <class MT>
+OocMatrix<MT> make_ooc_matrix_bdia(const Csr<double>& a, index_t nc,
+                                   const std::vector<index_t>& block_offsets,
+                                   std::size_t chunk_bytes, bool pinned)
+{
+    HEPTANE_ENSURE(a.exec()->is_cpu(), InputError, "out-of-core matrix: host CSR only");
+    return ooc_bdia_from_rows<MT>(a.rows, a.cols, a.row_ptr.data(), a.col_idx.data(),
+                                  a.values.data(), nc, block_offsets, chunk_bytes, pinned);
+}
+
 // ---- the operator -------------------------------------------------------------------------
 
 template <class MT, class VT>
@@ -373,6 +469,11 @@ struct OutOfCoreOperator<MT, VT>::Impl {
         v.col = reinterpret_cast<const std::uint32_t*>(p + c.col_off);
         v.val = reinterpret_cast<const MT*>(p + c.val_off);
         v.lanes = c.lanes;
+        v.nc = c.nc;
+        v.block_diagonals = c.block_diagonals;
+        v.offsets = reinterpret_cast<const std::int32_t*>(p + c.col_off);
+        v.row0 = c.row0;
+        v.cols = m->cols();
         return v;
     }
 
@@ -756,7 +857,8 @@ std::string OutOfCoreOperator<MT, VT>::describe() const
         nnz += d.m->chunks()[k].nnz;
         maxc = std::max(maxc, d.m->chunks()[k].bytes);
     }
-    os << "out-of-core csr " << d.rows << "x" << d.m->cols() << " nnz=" << nnz << ", " << L.chunks
+    const bool bdia = d.k1 > d.k0 && d.m->chunks()[d.k0].nc > 0;
+    os << "out-of-core " << (bdia ? "bdia-gh" : "csr") << " " << d.rows << "x" << d.m->cols() << " nnz=" << nnz << ", " << L.chunks
        << " chunks of <= " << bytes_text(double(maxc)) << " ("
        << (std::is_same_v<MT, float>
                ? (std::is_same_v<VT, float> ? "fp32" : "fp32 values, fp64 vectors")
@@ -777,8 +879,11 @@ template <class MT, class VT>
 std::unique_ptr<OutOfCoreOperator<MT, VT>> make_out_of_core_operator(
     const Coo<double>& a, std::shared_ptr<const Executor> exec, const OutOfCoreOptions& opt)
 {
-    auto m =
-        std::make_shared<OocMatrix<MT>>(make_ooc_matrix<MT>(a, opt.chunk_bytes, exec->is_cuda()));
+    auto m = std::make_shared<OocMatrix<MT>>(
+        opt.bdia_block_size > 0
+            ? make_ooc_matrix_bdia<MT>(a, opt.bdia_block_size, opt.bdia_block_offsets,
+                                       opt.chunk_bytes, exec->is_cuda())
+            : make_ooc_matrix<MT>(a, opt.chunk_bytes, exec->is_cuda()));
     return std::make_unique<OutOfCoreOperator<MT, VT>>(std::move(m), std::move(exec), opt);
 }
 
@@ -866,7 +971,13 @@ std::size_t device_free_bytes(const Executor& exec)
     template class OocMatrix<MT>;                                                      \
     template class OocBuilder<MT>;                                                     \
     template OocMatrix<MT> make_ooc_matrix<MT>(const Coo<double>&, std::size_t, bool); \
-    template OocMatrix<MT> make_ooc_matrix<MT>(const Csr<double>&, std::size_t, bool);
+    template OocMatrix<MT> make_ooc_matrix<MT>(const Csr<double>&, std::size_t, bool); \
+    template OocMatrix<MT> make_ooc_matrix_bdia<MT>(const Coo<double>&, index_t,        \
+                                                    const std::vector<index_t>&,        \
+                                                    std::size_t, bool);                 \
+    template OocMatrix<MT> make_ooc_matrix_bdia<MT>(const Csr<double>&, index_t,        \
+                                                    const std::vector<index_t>&,        \
+                                                    std::size_t, bool);
 HEPTANE_INSTANTIATE_M(double)
 HEPTANE_INSTANTIATE_M(float)
 #undef HEPTANE_INSTANTIATE_M

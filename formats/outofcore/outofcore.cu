@@ -1,7 +1,9 @@
 // The out-of-core chunk kernels on CUDA, queued on the executor's stream: a group of `lanes`
 // threads per row (the in-core CSR vector kernels, formats/csr/csr_vector.cuh), 32-bit chunk-local
 // row pointers and columns. A^T x: each lane group scatters alpha * a_ij * x_i into y_j with
-// atomics (y scaled by beta once before the chunks, ooc_scale).
+// atomics (y scaled by beta once before the chunks, ooc_scale). BDIA-GH chunks: a thread per
+// row over the D*Nc slots (column-major values: a warp reads 32 consecutive values of a slot),
+// columns from the row and the block offsets; A^T x scatters the non-zero slots.
 #include "formats/csr/csr_vector.cuh"
 #include "formats/outofcore/outofcore_kernels.hpp"
 
@@ -26,12 +28,65 @@ void launch(cudaStream_t s, const OocChunkView<MT>& c, VT alpha, const VT* x, VT
 }
 
 template <class MT, class VT>
+__global__ void ooc_bdia_kernel(index_t rows, index_t row0, index_t cols, int nc, int D,
+                                const std::int32_t* __restrict__ offsets,
+                                const MT* __restrict__ val, VT alpha, const VT* __restrict__ x,
+                                VT beta, VT* __restrict__ y)
+{
+    const index_t i = static_cast<index_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+    if (i >= rows) return;
+    const index_t r = row0 + i, base = r - r % nc;
+    VT sum = 0;
+    for (int q = 0; q < D; ++q) {
+        const index_t cb = base + index_t(__ldg(offsets + q)) * nc;
+        for (int s = 0; s < nc; ++s) {
+            const index_t j = cb + s;
+            if (j >= 0 && j < cols)
+                sum += VT(val[std::size_t(q * nc + s) * std::size_t(rows) + i]) * __ldg(x + j);
+        }
+    }
+    y[i] = beta == VT(0) ? alpha * sum : alpha * sum + beta * y[i];
+}
+
+template <class MT, class VT>
+__global__ void ooc_bdia_scatter_kernel(index_t rows, index_t row0, index_t cols, int nc, int D,
+                                        const std::int32_t* __restrict__ offsets,
+                                        const MT* __restrict__ val, VT alpha,
+                                        const VT* __restrict__ x, VT* __restrict__ y)
+{
+    const index_t i = static_cast<index_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+    if (i >= rows) return;
+    const index_t r = row0 + i, base = r - r % nc;
+    const VT xi = alpha * x[i];
+    for (int q = 0; q < D; ++q) {
+        const index_t cb = base + index_t(__ldg(offsets + q)) * nc;
+        for (int s = 0; s < nc; ++s) {
+            const index_t j = cb + s;
+            const MT v = val[std::size_t(q * nc + s) * std::size_t(rows) + i];
+            if (j >= 0 && j < cols && v != MT(0)) atomicAdd(y + j, VT(v) * xi);
+        }
+    }
+}
+
+template <class MT, class VT>
 void dispatch(const CudaExecutor& exec, const OocChunkView<MT>& c, VT alpha, const VT* x, VT beta,
               VT* y, bool transpose, void* stream)
 {
     if (c.rows <= 0) return;
     make_current(exec);
     const cudaStream_t s = stream ? static_cast<cudaStream_t>(stream) : cuda::stream(exec);
+    if (c.nc > 0) {
+        const unsigned grid = cuda::grid_for(static_cast<long long>(c.rows), 256);
+        if (transpose)
+            ooc_bdia_scatter_kernel<MT, VT><<<grid, 256, 0, s>>>(
+                c.rows, c.row0, c.cols, c.nc, c.block_diagonals, c.offsets, c.val, alpha, x, y);
+        else
+            ooc_bdia_kernel<MT, VT><<<grid, 256, 0, s>>>(c.rows, c.row0, c.cols, c.nc,
+                                                         c.block_diagonals, c.offsets, c.val,
+                                                         alpha, x, beta, y);
+        HEPTANE_CUDA_LAUNCH_CHECK();
+        return;
+    }
     switch (c.lanes) {
         case 1:
             launch<1>(s, c, alpha, x, beta, y, transpose);

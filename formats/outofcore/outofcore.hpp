@@ -22,6 +22,14 @@
 // reads file chunks into page-locked staging buffers (pread over the threads) one buffer
 // ahead of their copies. Every chunk read from a file is checked once (row pointers, columns)
 // before a kernel sees it.
+//
+// A matrix of Nc x Nc blocks on a few block diagonals (BDIA-GH, formats/bdia) may be cut into
+// BDIA-GH chunks instead (make_ooc_matrix_bdia): rows a multiple of Nc, no column indices,
+//
+//     [block offsets: D x i32][pad to 16 B][val: D Nc rows x MT, column-major]
+//
+// so a chunk streams 8 bytes per fp64 slot where CSR streams 12 per entry (plus the zeros
+// BDIA-GH pads with: none for a banded hepta matrix, its missing face couplings for a grid).
 // Kernels: outofcore_kernels.hpp (CPU: outofcore_cpu.cpp, CUDA: outofcore.cu).
 #pragma once
 
@@ -46,6 +54,8 @@ struct OocChunk {
     std::size_t col_off = 0;  ///< byte offset of the column indices in the block
     std::size_t val_off = 0;  ///< byte offset of the values in the block
     int lanes = 1;            ///< threads per row of the CUDA kernels (1..32, from the mean row)
+    int nc = 0;               ///< 0: a CSR chunk; else a BDIA-GH chunk of Nc x Nc blocks
+    int block_diagonals = 0;  ///< BDIA-GH: D, the block offsets at the block's start
     void* data = nullptr;     ///< the block in host memory; null: in the matrix's file only
     std::uint64_t file_offset = 0;  ///< where the block starts in the chunk file (if any)
 };
@@ -102,6 +112,10 @@ public:
 private:
     template <class>
     friend class OocBuilder;
+    template <class T>
+    friend OocMatrix<T> ooc_bdia_from_rows(index_t, index_t, const offset_t*, const index_t*,
+                                           const double*, index_t, const std::vector<index_t>&,
+                                           std::size_t, bool);
     friend OocMatrix<MT> open_ooc_file<MT>(const std::string&, const OocFileOptions&);
     void close_file() noexcept;
     index_t rows_ = 0, cols_ = 0;
@@ -151,6 +165,19 @@ private:
     std::vector<MT> val_;
 };
 
+/// BDIA-GH chunks (see above) of canonical host COO `a` with block size `nc` (dividing rows and
+/// cols) and the ascending block offsets (every entry on one: InputError otherwise); chunk rows
+/// a multiple of nc, about chunk_bytes a block. nnz() counts a's entries.
+template <class MT>
+OocMatrix<MT> make_ooc_matrix_bdia(const Coo<double>& a, index_t nc,
+                                   const std::vector<index_t>& block_offsets,
+                                   std::size_t chunk_bytes, bool pinned);
+/// The same from host CSR.
+template <class MT>
+OocMatrix<MT> make_ooc_matrix_bdia(const Csr<double>& a, index_t nc,
+                                   const std::vector<index_t>& block_offsets,
+                                   std::size_t chunk_bytes, bool pinned);
+
 /// The chunked copy of canonical host COO `a` (values converted to MT).
 template <class MT>
 OocMatrix<MT> make_ooc_matrix(const Coo<double>& a, std::size_t chunk_bytes, bool pinned);
@@ -175,7 +202,8 @@ bool is_ooc_file(const std::string& path);
 /// Write `m` as a chunk file at `path` (blocks in the file are copied through a buffer).
 template <class MT>
 void save_ooc_file(const OocMatrix<MT>& m, const std::string& path);
-/// The entries of `m` as canonical host COO (blocks in the file read one at a time).
+/// The entries of `m` as canonical host COO (blocks in the file read one at a time; of
+/// BDIA-GH chunks the non-zero slots).
 template <class MT>
 Coo<double> to_coo(const OocMatrix<MT>& m);
 
@@ -191,6 +219,10 @@ struct OutOfCoreOptions {
     double max_resident_fraction = 1.0;
     /// Stream buffers (≥ 2): copies run up to buffers − 1 chunks ahead of the products.
     int buffers = 3;
+    /// When the operator builds the chunks itself: BDIA-GH chunks with this block size and
+    /// these block offsets (a hepta matrix's, formats/detect); 0: CSR chunks.
+    index_t bdia_block_size = 0;
+    std::vector<index_t> bdia_block_offsets;
 };
 
 /// Where the chunks of an out-of-core operator live.

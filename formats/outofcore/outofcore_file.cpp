@@ -69,7 +69,8 @@ void HocWriter::finish(const std::vector<OocChunk>& chunks, index_t rows, index_
             c.file_offset,         c.bytes,
             c.col_off,             c.val_off,
             std::uint64_t(c.row0), std::uint64_t(c.rows),
-            std::uint64_t(c.nnz),  std::uint64_t(c.lanes)};
+            std::uint64_t(c.nnz),  std::uint64_t(c.lanes),
+            std::uint64_t(c.nc),   std::uint64_t(c.block_diagonals)};
         table.insert(table.end(), rec, rec + hoc_record_words);
     }
     const std::uint64_t table_at = at_;
@@ -162,13 +163,22 @@ OocFileInfo read_table(int fd, const std::string& path, std::vector<OocChunk>& c
         c.bytes = r[1];
         c.col_off = r[2];
         c.val_off = r[3];
-        const std::uint64_t row0 = r[4], crows = r[5], cnnz = r[6], lanes = r[7];
+        const std::uint64_t row0 = r[4], crows = r[5], cnnz = r[6], lanes = r[7], nc = r[8],
+                            nd = r[9];
         if (row0 != next_row || crows == 0 || row0 + crows > rows) bad("chunk rows out of order");
         if (cnnz > std::numeric_limits<std::uint32_t>::max()) bad("a chunk of 2^32 entries");
-        const std::uint64_t col_off = (((crows + 1) * 4) + 15) / 16 * 16;
-        const std::uint64_t val_off = ((col_off + cnnz * 4) + 15) / 16 * 16;
-        if (c.col_off != col_off || c.val_off != val_off || c.bytes != val_off + cnnz * vb)
-            bad("a chunk's layout does not match its rows and entries");
+        if (nc == 0) {
+            const std::uint64_t col_off = (((crows + 1) * 4) + 15) / 16 * 16;
+            const std::uint64_t val_off = ((col_off + cnnz * 4) + 15) / 16 * 16;
+            if (nd != 0 || c.col_off != col_off || c.val_off != val_off ||
+                c.bytes != val_off + cnnz * vb)
+                bad("a chunk's layout does not match its rows and entries");
+        } else {  // BDIA-GH: [offsets][values]
+            if (nc > 64 || nd < 1 || nd > 64 || row0 % nc != 0 || crows % nc != 0 ||
+                cols % nc != 0 || c.col_off != 0 || c.val_off != (nd * 4 + 15) / 16 * 16 ||
+                c.bytes != c.val_off + nd * nc * crows * vb || cnnz > nd * nc * crows)
+                bad("a BDIA-GH chunk's layout does not match its rows and block diagonals");
+        }
         if (c.file_offset % hoc_align != 0 || c.file_offset < end ||
             c.file_offset + hoc_round(c.bytes) > table_at)
             bad("a chunk's block lies outside the file's block area");
@@ -177,6 +187,8 @@ OocFileInfo read_table(int fd, const std::string& path, std::vector<OocChunk>& c
         c.rows = index_t(crows);
         c.nnz = offset_t(cnnz);
         c.lanes = int(lanes);
+        c.nc = int(nc);
+        c.block_diagonals = int(nd);
         end = c.file_offset + hoc_round(c.bytes);
         next_row = row0 + crows;
         sum_nnz += cnnz;
@@ -210,6 +222,14 @@ template <class MT>
 void check_ooc_block(const OocChunk& c, const void* block, index_t cols, const std::string& where)
 {
     const char* p = static_cast<const char*>(block);
+    if (c.nc > 0) {  // BDIA-GH: ascending, distinct block offsets; the columns follow from them
+        const auto* off = reinterpret_cast<const std::int32_t*>(p + c.col_off);
+        for (int q = 1; q < c.block_diagonals; ++q)
+            HEPTANE_ENSURE(off[q] > off[q - 1], InputError,
+                           where << ": the block offsets of the chunk at row " << c.row0 + 1
+                                 << " are not ascending");
+        return;
+    }
     const auto* rp = reinterpret_cast<const std::uint32_t*>(p);
     const auto* col = reinterpret_cast<const std::uint32_t*>(p + c.col_off);
     HEPTANE_ENSURE(rp[0] == 0 && rp[c.rows] == c.nnz, InputError,
@@ -380,6 +400,23 @@ Coo<double> to_coo(const OocMatrix<MT>& m)
     for (std::size_t k = 0; k < m.chunks().size(); ++k) {
         const OocChunk& c = m.chunks()[k];
         const char* p = static_cast<const char*>(r.block(index_t(k)));
+        if (c.nc > 0) {  // BDIA-GH: the non-zero slots
+            const auto* off = reinterpret_cast<const std::int32_t*>(p + c.col_off);
+            const auto* v = reinterpret_cast<const MT*>(p + c.val_off);
+            for (index_t i = 0; i < c.rows; ++i) {
+                const index_t rr = c.row0 + i, base = rr - rr % c.nc;
+                for (int q = 0; q < c.block_diagonals; ++q)
+                    for (int s = 0; s < c.nc; ++s) {
+                        const index_t j = base + index_t(off[q]) * c.nc + s;
+                        const MT x = v[std::size_t(q * c.nc + s) * std::size_t(c.rows) + i];
+                        if (j < 0 || j >= m.cols() || x == MT(0)) continue;
+                        row.push_back(rr);
+                        col.push_back(j);
+                        val.push_back(double(x));
+                    }
+            }
+            continue;
+        }
         const auto* rp = reinterpret_cast<const std::uint32_t*>(p);
         const auto* ci = reinterpret_cast<const std::uint32_t*>(p + c.col_off);
         const auto* v = reinterpret_cast<const MT*>(p + c.val_off);

@@ -3,7 +3,8 @@
 //
 //     [header, 4096 B: "HEPTHOC1", u32 version = 1, u32 value bytes (8 or 4), zeros]
 //     [chunk blocks: each at a multiple of 4096 bytes, padded with zeros to one]
-//     [table: a record of 8 u64 per chunk: offset, bytes, col_off, val_off, row0, rows, nnz, lanes]
+//     [table: a record of 10 u64 per chunk: offset, bytes, col_off, val_off, row0, rows, nnz,
+//      lanes, nc (0: CSR), block diagonals (BDIA-GH)]
 //     [trailer, 64 B: "HEPTHOCT", table offset, chunks, rows, cols, nnz, FNV-1a of the table,
 //      value bytes]
 #pragma once
@@ -20,7 +21,7 @@ namespace heptane::detail {
 
 constexpr std::size_t hoc_align = 4096;
 constexpr std::size_t hoc_header_bytes = 4096;
-constexpr std::size_t hoc_record_words = 8;
+constexpr std::size_t hoc_record_words = 10;
 constexpr std::size_t hoc_trailer_bytes = 64;
 
 inline std::size_t hoc_round(std::size_t n)

@@ -20,6 +20,14 @@ struct OocChunkView {
     const std::uint32_t* col = nullptr;
     const MT* val = nullptr;
     int lanes = 1;
+    /// BDIA-GH chunks (nc > 0): val holds D*nc*rows values, column-major; offsets the D block
+    /// offsets; row0 the chunk's first row in the matrix (columns follow from it), cols the
+    /// matrix's columns. row_ptr and col are unused.
+    int nc = 0;
+    int block_diagonals = 0;
+    const std::int32_t* offsets = nullptr;
+    index_t row0 = 0;
+    index_t cols = 0;
 };
 
 /// y[0, rows) = alpha * A_c x + beta * y[0, rows) (y points at the chunk's first row; beta == 0:
