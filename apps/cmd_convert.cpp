@@ -1,8 +1,8 @@
 // heptane convert: a matrix file in, through a storage format, a matrix file out, with the
 // format's statistics (storage, padding, build time) and a check that nothing was lost.
 #include <chrono>
-#include <cstring>
 #include <cstdio>
+#include <cstring>
 #include <string>
 
 #include "apps/args.hpp"
@@ -81,7 +81,8 @@ int cmd_convert(int argc, char** argv)
         if (prec != "double" && prec != "single")
             throw UsageError("--precision must be double or single, not '" + prec + "'");
         if (chunk_format != "auto" && chunk_format != "csr" && chunk_format != "bdia")
-            throw UsageError("--chunk-format must be auto, csr or bdia, not '" + chunk_format + "'");
+            throw UsageError("--chunk-format must be auto, csr or bdia, not '" + chunk_format +
+                             "'");
         std::size_t chunk_bytes = std::size_t(64) << 20;
         if (chunk_opt) {
             chunk_bytes = usage_checked([&] { return parse_bytes(*chunk_opt); });
@@ -113,18 +114,21 @@ int cmd_convert(int argc, char** argv)
             return std::make_pair(m.chunks().size(), m.bytes());
         };
         const auto [chunks, bytes] = prec == "single" ? write(float{}) : write(double{});
-        const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        const double s =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         if (json)
-            std::printf("{\"source\": %s, \"format\": \"chunk file (%s chunks)\", \"precision\": \"%s\", "
-                        "\"rows\": %d, \"cols\": %d, \"nnz\": %lld, \"chunks\": %zu, "
-                        "\"bytes\": %zu, \"seconds\": %.6f, \"exact\": true}\n",
-                        json_string(p.source).c_str(), bdia ? "bdia-gh" : "csr", prec.c_str(), p.a.rows, p.a.cols,
-                        static_cast<long long>(p.a.nnz()), chunks, bytes, s);
+            std::printf(
+                "{\"source\": %s, \"format\": \"chunk file (%s chunks)\", \"precision\": \"%s\", "
+                "\"rows\": %d, \"cols\": %d, \"nnz\": %lld, \"chunks\": %zu, "
+                "\"bytes\": %zu, \"seconds\": %.6f, \"exact\": true}\n",
+                json_string(p.source).c_str(), bdia ? "bdia-gh" : "csr", prec.c_str(), p.a.rows,
+                p.a.cols, static_cast<long long>(p.a.nnz()), chunks, bytes, s);
         else
-            std::printf("%s -> %s (chunk file, %s chunks, %s values): %d x %d, %lld entries in %zu chunks, "
-                        "%.1f MB; read back byte for byte, %.3f s\n",
-                        p.source.c_str(), out->c_str(), bdia ? "BDIA-GH" : "CSR", prec.c_str(), p.a.rows, p.a.cols,
-                        static_cast<long long>(p.a.nnz()), chunks, bytes / 1e6, s);
+            std::printf(
+                "%s -> %s (chunk file, %s chunks, %s values): %d x %d, %lld entries in %zu chunks, "
+                "%.1f MB; read back byte for byte, %.3f s\n",
+                p.source.c_str(), out->c_str(), bdia ? "BDIA-GH" : "CSR", prec.c_str(), p.a.rows,
+                p.a.cols, static_cast<long long>(p.a.nnz()), chunks, bytes / 1e6, s);
         return 0;
     }
     if (chunk_opt || args.get("--precision") || args.get("--chunk-format"))

@@ -144,11 +144,12 @@ int cmd_lsqr(int argc, char** argv)
     const OocFileOptions fopt = hoc ? pc.file_options() : OocFileOptions{};
     const std::vector<double>* x0p = x0file ? &x0 : nullptr;
     const OutOfCoreOptions* po = pc.out_of_core ? &*pc.out_of_core : nullptr;
-    Result r = pc.precision == Precision::double_
-                   ? run<double, double>(a, hoc_path, fopt, b, x0p, pc.format, pc.fo, lo, pc.exec, po)
-               : pc.precision == Precision::single
-                   ? run<float, float>(a, hoc_path, fopt, b, x0p, pc.format, pc.fo, lo, pc.exec, po)
-                   : run<float, double>(a, hoc_path, fopt, b, x0p, pc.format, pc.fo, lo, pc.exec, po);
+    Result r =
+        pc.precision == Precision::double_
+            ? run<double, double>(a, hoc_path, fopt, b, x0p, pc.format, pc.fo, lo, pc.exec, po)
+        : pc.precision == Precision::single
+            ? run<float, float>(a, hoc_path, fopt, b, x0p, pc.format, pc.fo, lo, pc.exec, po)
+            : run<float, double>(a, hoc_path, fopt, b, x0p, pc.format, pc.fo, lo, pc.exec, po);
     const LsqrStatus& st = r.status;
     if (xfile) write_vector_file(*xfile, r.x, "x from heptane lsqr: " + st.summary());
     const double setup_s = (r.operator_ms + st.timings.setup_ms) / 1e3;

@@ -1,5 +1,6 @@
 // heptane mlem: an emission image from Poisson counts with MLEM or OSEM on the CPU or a GPU,
 // with the Poisson log-likelihood of every iteration (solver/mlem/mlem.hpp).
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -51,6 +52,12 @@ const char* mlem_usage =
     "                    precision, device, rows, cols, nnz, phantom_relerr (with --phantom)\n"
     "  --quiet           no progress on stderr\n"
     "%s"
+    "Under mpirun (mpirun -np P heptane mlem ...; a build with MPI) each rank streams its own\n"
+    "rows out of core (of A.hoc: a group of its chunks of about equal bytes, reading only those\n"
+    "into host memory; of a Matrix Market A, which every rank reads: a block of rows of about\n"
+    "equal entries) on the GPU of its node-local rank (--device auto|cpu|gpu); the sensitivity\n"
+    "and every back projection are summed over the ranks (MPI_Allreduce through host memory),\n"
+    "so f is the same on every rank and rank 0 prints and writes it. MLEM only (--subsets 1).\n"
     "Exit status: 0 done, 1 failure (bad file, negative counts or matrix entries, ...), 2 usage.\n";
 
 struct Result {
@@ -66,7 +73,30 @@ struct Source {
     std::string hoc;
     OocFileOptions fopt;
     index_t cols = 0;
+    /// Under mpirun: this rank of `ranks` streams its own rows (a group of the chunk file's
+    /// chunks of about equal bytes, or a block of rows of about equal entries), and `sum`
+    /// adds over the ranks.
+    int rank = 0, ranks = 1;
+    std::function<void(double*, int)> sum;
 };
+
+/// Rows [r0, r1) of canonical COO `a`, renumbered from 0.
+Coo<double> row_slice(const Coo<double>& a, index_t r0, index_t r1)
+{
+    const auto lo = std::lower_bound(a.row.host().begin(), a.row.host().end(), r0);
+    const auto hi = std::lower_bound(a.row.host().begin(), a.row.host().end(), r1);
+    const std::size_t k0 = std::size_t(lo - a.row.host().begin()),
+                      k1 = std::size_t(hi - a.row.host().begin());
+    std::vector<index_t> row(k1 - k0), col(k1 - k0);
+    std::vector<double> val(k1 - k0);
+    for (std::size_t k = k0; k < k1; ++k) {
+        row[k - k0] = a.row[k] - r0;
+        col[k - k0] = a.col[k];
+        val[k - k0] = a.val[k];
+    }
+    return Coo<double>{r1 - r0, a.cols, Array<index_t>(std::move(row)),
+                       Array<index_t>(std::move(col)), Array<double>(std::move(val))};
+}
 
 template <class MT, class VT>
 Result run(const Source& src, const std::vector<double>& g, int subsets, Format format,
@@ -76,7 +106,34 @@ Result run(const Source& src, const std::vector<double>& g, int subsets, Format 
     Result r;
     const auto t0 = std::chrono::steady_clock::now();
     Mlem<VT> em(mo);
-    if (!src.hoc.empty()) {
+    std::vector<double> g_local;  // under mpirun: this rank's counts
+    if (src.ranks > 1) {
+        std::shared_ptr<const Operator<VT>> op;
+        index_t row0 = 0;
+        if (!src.hoc.empty()) {  // a group of the file's chunks, read into memory as allowed
+            OocFileOptions table_only;
+            table_only.host_memory = 0;
+            const auto bounds = ooc_chunk_groups(open_ooc_file<MT>(src.hoc, table_only), src.ranks);
+            OocFileOptions fo = src.fopt;
+            fo.first_chunk = bounds[src.rank];
+            fo.last_chunk = bounds[src.rank + 1];
+            auto m = std::make_shared<const OocMatrix<MT>>(open_ooc_file<MT>(src.hoc, fo));
+            row0 = m->chunks()[std::size_t(fo.first_chunk)].row0;
+            op = std::make_shared<const OutOfCoreOperator<MT, VT>>(m, exec, *ooc, fo.first_chunk,
+                                                                   fo.last_chunk);
+        } else {  // a block of rows of about equal entries, chunked here
+            const std::vector<index_t> b = row_block_bounds(*src.coo, src.ranks);
+            row0 = b[src.rank];
+            op = make_out_of_core_operator<MT, VT>(
+                row_slice(*src.coo, b[src.rank], b[src.rank + 1]), exec, *ooc);
+        }
+        r.op = "rank " + std::to_string(src.rank) + " of " + std::to_string(src.ranks) + ": rows " +
+               std::to_string(row0 + 1) + ".." + std::to_string(row0 + op->rows()) + ", " +
+               op->describe();
+        g_local.assign(g.begin() + row0, g.begin() + row0 + op->rows());
+        em.set_operator(op);
+        em.set_process_sum(src.sum);
+    } else if (!src.hoc.empty()) {
         auto m = std::make_shared<const OocMatrix<MT>>(open_ooc_file<MT>(src.hoc, src.fopt));
         if (subsets > 1) {
             auto blocks = make_out_of_core_subsets<MT, VT>(m, subsets, exec, *ooc);
@@ -111,7 +168,8 @@ Result run(const Source& src, const std::vector<double>& g, int subsets, Format 
     }
     r.operator_ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    const std::vector<VT> gv(g.begin(), g.end());
+    const std::vector<double>& gr = src.ranks > 1 ? g_local : g;
+    const std::vector<VT> gv(gr.begin(), gr.end());
     Array<VT> gd = Array<VT>(gv).to(exec);
     Array<VT> fd(exec, std::size_t(src.cols));
     r.status = em.solve(gd, fd);
@@ -130,7 +188,7 @@ int cmd_mlem(int argc, char** argv)
         return 0;
     }
     const bool json = args.flag("--json");
-    const bool quiet = args.flag("--quiet") || json;
+    bool quiet = args.flag("--quiet") || json;
     MlemOptions mo;
     mo.compute_loglik = !args.flag("--no-loglik");
     auto iters = args.get("--iters");
@@ -145,6 +203,22 @@ int cmd_mlem(int argc, char** argv)
     mo.iterations = static_cast<int>(iterations);
     if (subsets < 1) throw UsageError("--subsets must be >= 1");
     pc.resolve();
+    // under mpirun: each rank streams its own rows out of core, the sums over the ranks by MPI
+    ProcessGroup group;
+    if (launched_by_mpirun()) {
+#ifdef HEPTANE_CLI_MPI
+        if (subsets > 1) throw UsageError("--subsets > 1 (OSEM) under mpirun is not built");
+        group = mpi_process_group(pc.device);
+        pc.given_exec = group.exec;
+        pc.force_out_of_core = "under mpirun each rank streams its own rows out of core";
+        if (group.rank != 0) quiet = true;
+#else
+        throw UsageError(
+            "heptane mlem runs under mpirun, but this build has no MPI (configure with MPI "
+            "found and HEPTANE_WITH_MPI=ON)");
+#endif
+    }
+    const bool root = group.rank == 0;
     const std::string& afile = args.positionals()[0];
     const std::string& gfile = args.positionals()[1];
     const auto t_read = std::chrono::steady_clock::now();
@@ -175,6 +249,9 @@ int cmd_mlem(int argc, char** argv)
     pc.place(sys, 6, quiet);
     Source src;
     src.cols = a.cols;
+    src.rank = group.rank;
+    src.ranks = group.size;
+    src.sum = group.sum;
     if (sys.chunk_file) {
         src.hoc = afile;
         src.fopt = pc.file_options();
@@ -211,6 +288,7 @@ int cmd_mlem(int argc, char** argv)
         }
         relerr = std::sqrt(num / (den > 0 ? den : 1));
     }
+    if (!root) return 0;  // f, the log-likelihoods and the sums are the same on every rank
     if (ffile)
         write_vector_file(*ffile, r.f,
                           "f from heptane mlem: " + std::to_string(st.iterations) +
@@ -229,20 +307,23 @@ int cmd_mlem(int argc, char** argv)
             "\"counts\": %.17g, \"unseen_voxels\": %d, \"seconds\": %.6f, "
             "\"setup_seconds\": %.6f, \"per_iteration_ms\": %.6f, \"format\": \"%s\", "
             "\"transpose\": \"%s\", \"operator\": %s, \"precision\": \"%s\", \"device\": \"%s\", "
-            "\"rows\": %d, \"cols\": %d, \"nnz\": %lld",
+            "\"rows\": %d, \"cols\": %d, \"nnz\": %lld, \"ranks\": %d",
             ll.c_str(), st.loglik.empty() ? 0.0 : st.loglik[0], st.iterations, st.subsets,
             st.counts, st.unseen_voxels, st.timings.solve_ms / 1e3, setup_s,
             st.timings.per_iteration_ms, to_string(pc.format),
             describe_transpose(pc.format, pc.fo.transpose), json_string(r.op).c_str(),
-            pc.prec.c_str(), pc.dev.c_str(), a.rows, a.cols, static_cast<long long>(a_nnz));
+            pc.prec.c_str(), pc.dev.c_str(), a.rows, a.cols, static_cast<long long>(a_nnz),
+            group.size);
         if (phantom) std::printf(", \"phantom_relerr\": %.9g", relerr);
         std::printf("}\n");
     } else {
         std::printf(
             "system    %s: %d rows (LORs) x %d columns (voxels), %lld entries; counts %s "
             "(total %.0f)\n",
-            afile.c_str(), a.rows, a.cols, static_cast<long long>(a_nnz), gfile.c_str(),
-            st.counts);
+            afile.c_str(), a.rows, a.cols, static_cast<long long>(a_nnz), gfile.c_str(), st.counts);
+        if (group.size > 1)
+            std::printf("ranks     %d (mpirun), each streaming its own rows out of core\n",
+                        group.size);
         std::printf("operator  %s (A^T: %s)\n", r.op.c_str(),
                     describe_transpose(pc.format, pc.fo.transpose));
         std::printf("%s       %d iterations%s, f0 = %.6g, %d voxels unseen\n",

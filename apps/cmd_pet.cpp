@@ -100,9 +100,9 @@ int cmd_pet(int argc, char** argv)
     if (hoc) {
         const auto progress = [&](index_t done, index_t rows) {
             if (quiet) return;
-            std::fprintf(stderr, "\rwriting %s: %d of %d rows, %.1f s", out->c_str(), done, rows,
-                         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
-                             .count());
+            std::fprintf(
+                stderr, "\rwriting %s: %d of %d rows, %.1f s", out->c_str(), done, rows,
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
             if (done == rows) std::fprintf(stderr, "\n");
         };
         const auto write = [&](auto tag) {

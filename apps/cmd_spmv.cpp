@@ -134,7 +134,8 @@ int cmd_spmv(int argc, char** argv)
     const bool out_of_core = oo.has_value();
     if (oo) oo->max_resident_fraction = resident;
     Structure s = detect_structure(p.a);
-    Format f = usage_checked([&] { return fmt_name == "auto" ? s.format : parse_format(fmt_name); });
+    Format f =
+        usage_checked([&] { return fmt_name == "auto" ? s.format : parse_format(fmt_name); });
     if (oo && f == Format::bdia && !s.block_offsets.empty()) {  // BDIA-GH chunks
         oo->bdia_block_size = s.block_size;
         oo->bdia_block_offsets = s.block_offsets;

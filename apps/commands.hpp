@@ -2,6 +2,14 @@
 // exit status (0 success, 1 failure of the work, 2 usage error). Errors go to stderr.
 #pragma once
 
+#include <functional>
+#include <memory>
+#include <string>
+
+namespace heptane {
+class Executor;
+}
+
 namespace heptane::cli {
 
 int cmd_gen(int argc, char** argv);
@@ -17,6 +25,18 @@ int cmd_pet(int argc, char** argv);
 class Args;
 /// heptane solve under mpirun (apps/mpi/cmd_solve_dist.cpp; builds with MPI only).
 int cmd_solve_distributed(Args& args, bool json, bool monitor, bool quiet);
+/// The processes of heptane mlem under mpirun (apps/mpi/process_group.cpp; builds with MPI
+/// only): this rank, their number, this rank's executor (--device auto|cpu|gpu: the GPU of
+/// its node-local rank) and an in-place sum of host doubles over the ranks (MPI_Allreduce).
+/// MPI is finalised when the last copy goes.
+struct ProcessGroup {
+    int rank = 0;
+    int size = 1;
+    std::shared_ptr<const Executor> exec;
+    std::function<void(double*, int)> sum;
+    std::shared_ptr<void> session;
+};
+ProcessGroup mpi_process_group(const std::string& device);
 /// True when this process was started by mpirun/mpiexec/srun with more than one rank
 /// (OMPI_COMM_WORLD_SIZE, PMI_SIZE or MPI_LOCALNRANKS above 1).
 bool launched_by_mpirun();

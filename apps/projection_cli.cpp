@@ -27,11 +27,16 @@ void ProjectionCli::resolve()
 void ProjectionCli::place(const Coo<double>& a, int vectors, bool quiet)
 {
     std::string why;
-    exec = pick_solve_executor(device, static_cast<long long>(a.nnz()), why);
+    exec =
+        given_exec ? given_exec : pick_solve_executor(device, static_cast<long long>(a.nnz()), why);
     dev = device_label(*exec);
     if (!quiet && !why.empty()) std::fprintf(stderr, "device %s\n", why.c_str());
-    out_of_core =
-        out_of_core_choice(occ_, *exec, a.rows, a.cols, a.nnz(), precision, vectors, quiet);
+    OutOfCoreChoice c = occ_;
+    if (!force_out_of_core.empty()) {
+        if (c.mode == "off") throw UsageError("--out-of-core off: " + force_out_of_core);
+        c.mode = "on";
+    }
+    out_of_core = out_of_core_choice(c, *exec, a.rows, a.cols, a.nnz(), precision, vectors, quiet);
     if (out_of_core) {
         format = Format::csr;  // the chunks are CSR; A^T x scatters
         fo.transpose = TransposeMode::scatter;
@@ -49,7 +54,8 @@ void ProjectionCli::place(const OocFileInfo& f, int vectors, bool quiet)
                          (f.value_bytes == 4 ? "single or mixed" : "double") + ")");
     }
     std::string why;
-    exec = pick_solve_executor(device, static_cast<long long>(f.nnz), why);
+    exec =
+        given_exec ? given_exec : pick_solve_executor(device, static_cast<long long>(f.nnz), why);
     dev = device_label(*exec);
     if (!quiet && !why.empty()) std::fprintf(stderr, "device %s\n", why.c_str());
     OutOfCoreChoice c = occ_;
@@ -61,7 +67,8 @@ void ProjectionCli::place(const OocFileInfo& f, int vectors, bool quiet)
     fo.transpose = TransposeMode::scatter;
     if (!quiet) {
         const OocFileOptions o = file_options();
-        std::fprintf(stderr, "out of core from the chunk file: %.2f GB in %d chunks, up to %.2f GB of them "
+        std::fprintf(stderr,
+                     "out of core from the chunk file: %.2f GB in %d chunks, up to %.2f GB of them "
                      "in host memory\n",
                      double(f.bytes) / 1e9, f.chunks,
                      double(std::min<std::size_t>(o.host_memory, f.bytes)) / 1e9);

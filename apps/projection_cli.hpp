@@ -49,6 +49,11 @@ struct ProjectionCli {
     std::shared_ptr<const Executor> exec;
     std::string dev;  ///< device_label(*exec)
     std::optional<OutOfCoreOptions> out_of_core;
+    /// Set before place(): the executor to use (a rank's under mpirun) instead of choosing.
+    std::shared_ptr<const Executor> given_exec;
+    /// Set before place(): out of core whatever --out-of-core auto would choose ("off" is
+    /// then a usage error naming `why`).
+    std::string force_out_of_core;
 
 private:
     bool prec_given_ = false;

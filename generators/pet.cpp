@@ -609,7 +609,7 @@ PetOocSystem<MT> make_pet_ooc_system(const PetSpec& spec, std::size_t chunk_byte
 template <class MT>
 PetOocSystem<MT> write_pet_ooc_system(const PetSpec& spec, std::size_t chunk_bytes,
                                       const std::string& file,
-                                     const std::function<void(index_t, index_t)>& progress)
+                                      const std::function<void(index_t, index_t)>& progress)
 {
     return pet_ooc_system<MT>(
         spec,

@@ -28,15 +28,8 @@ common=(--generate "$spec" --rtol 1e-11 --max-it 2000 --pc bjacobi --device "$de
 "$heptane" solve "${common[@]}" -o "$dir/x1.mtx" --json >"$dir/one.json"
 grep -q '"converged": true' "$dir/one.json"
 
-compare() {  # max |a - b| / max |b| over two Matrix Market vectors <= $3 (default 1e-8)
-  awk -v tol="${3:-1e-8}" 'FNR == 1 { f++ } /^%/ || NF != 1 { next }
-       f == 1 { a[n1++] = $1 } f == 2 { b[n2++] = $1 }
-       END { if (n1 != n2 || n1 == 0) { print "length " n1 " vs " n2; exit 1 }
-             d = 0; m = 0
-             for (i = 0; i < n1; i++) { e = a[i] - b[i]; if (e < 0) e = -e; if (e > d) d = e
-                                        v = b[i]; if (v < 0) v = -v; if (v > m) m = v }
-             r = d / m; print "max rel diff " r; exit (r <= tol + 0 ? 0 : 1) }' "$1" "$2"
-}
+# shellcheck source=lib/compare_vectors.sh
+. "$(dirname "$0")/lib/compare_vectors.sh"
 
 for np in 2 3; do
   split=planes

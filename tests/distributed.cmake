@@ -28,6 +28,21 @@ if(TARGET heptane_distributed)
     LABELS "gpu;distributed" ENVIRONMENT "HEPTANE_TEST_DEVICE=cuda;OMP_NUM_THREADS=1;CUDA_MODULE_LOADING=EAGER")
 endif()
 
+# heptane mlem under mpirun, each rank streaming its own rows, against one process
+if(TARGET heptane_distributed AND TARGET heptane_cli)
+  add_test(NAME cli_mlem_mpirun COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/cli_mlem_mpirun.sh
+    $<TARGET_FILE:heptane_cli> ${MPIEXEC_EXECUTABLE} ${mpi_flags})
+  set_tests_properties(cli_mlem_mpirun PROPERTIES TIMEOUT 600 LABELS "cpu;distributed;cli"
+    ENVIRONMENT "OMP_NUM_THREADS=1")
+  if(HEPTANE_HAVE_CUDA)
+    add_test(NAME cli_mlem_mpirun_gpu COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/cli_mlem_mpirun.sh
+      $<TARGET_FILE:heptane_cli> ${MPIEXEC_EXECUTABLE} ${mpi_flags})
+    set_tests_properties(cli_mlem_mpirun_gpu PROPERTIES TIMEOUT 600 SKIP_RETURN_CODE 77
+      LABELS "gpu;distributed;cli"
+      ENVIRONMENT "HEPTANE_TEST_DEVICE=cuda;OMP_NUM_THREADS=1;CUDA_MODULE_LOADING=EAGER")
+  endif()
+endif()
+
 # heptane solve under mpirun against one process (tests/cli_distributed.sh)
 if(TARGET heptane_distributed AND TARGET heptane_cli)
   add_test(NAME cli_solve_mpirun COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/cli_distributed.sh

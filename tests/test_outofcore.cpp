@@ -633,7 +633,8 @@ BOOST_AUTO_TEST_CASE(bdia_chunks_of_hepta_matrices)
         s.I = 4;
         s.Nc = nc;
         s.banded = false;  // the grid variant: BDIA-GH pads the missing face couplings
-        hepta.push_back({"grid hepta 7x5x4 Nc " + std::to_string(nc), generate_hepta_coo<double>(s)});
+        hepta.push_back(
+            {"grid hepta 7x5x4 Nc " + std::to_string(nc), generate_hepta_coo<double>(s)});
     }
     HeptaSpec b;
     b.J = 6;
@@ -698,7 +699,8 @@ BOOST_AUTO_TEST_CASE(bdia_chunks_of_hepta_matrices)
         check_against_reference(rounded, *mixed, c.name + " bdia chunks mixed", 1e-13);
         if (c.name.rfind("banded", 0) == 0) {
             const auto csr = make_ooc_matrix<double>(c.a, std::size_t(1) << 20, false);
-            const auto bd = make_ooc_matrix_bdia<double>(c.a, nc, offs, std::size_t(1) << 20, false);
+            const auto bd =
+                make_ooc_matrix_bdia<double>(c.a, nc, offs, std::size_t(1) << 20, false);
             BOOST_TEST(bd.bytes() < csr.bytes(), bd.bytes() << " vs CSR " << csr.bytes());
         }
     }

@@ -340,9 +340,9 @@ OocMatrix<MT> ooc_bdia_from_rows(index_t rows, index_t cols, const offset_t* ptr
                                  const std::vector<index_t>& offsets, std::size_t chunk_bytes,
                                  bool pinned)
 {
-    HEPTANE_ENSURE(nc >= 1 && rows % nc == 0 && cols % nc == 0, InputError,
-                   "BDIA-GH chunks: block size " << nc << " does not divide " << rows << " x "
-                                                 << cols);
+    HEPTANE_ENSURE(
+        nc >= 1 && rows % nc == 0 && cols % nc == 0, InputError,
+        "BDIA-GH chunks: block size " << nc << " does not divide " << rows << " x " << cols);
     const index_t D = static_cast<index_t>(offsets.size());
     HEPTANE_ENSURE(D >= 1 && D <= 64 && std::is_sorted(offsets.begin(), offsets.end()) &&
                        std::adjacent_find(offsets.begin(), offsets.end()) == offsets.end(),
@@ -354,8 +354,9 @@ OocMatrix<MT> ooc_bdia_from_rows(index_t rows, index_t cols, const offset_t* ptr
     const std::size_t per_block_row = std::size_t(D) * nc * nc * sizeof(MT);
     const index_t block_rows = rows / nc;
     const index_t chunk_blocks = static_cast<index_t>(std::max<std::size_t>(
-        1, std::min<std::size_t>(std::size_t(block_rows),
-                                 chunk_bytes > val_off ? (chunk_bytes - val_off) / per_block_row : 1)));
+        1, std::min<std::size_t>(
+               std::size_t(block_rows),
+               chunk_bytes > val_off ? (chunk_bytes - val_off) / per_block_row : 1)));
     OocMatrix<MT> m;  // its destructor frees the blocks placed so far when a check throws
     m.rows_ = rows;
     m.cols_ = cols;
@@ -396,8 +397,9 @@ OocMatrix<MT> ooc_bdia_from_rows(index_t rows, index_t cols, const offset_t* ptr
                     ++nnz;
                 }
             }
-            HEPTANE_ENSURE(bad < 0, InputError,
-                           "BDIA-GH chunks: row " << bad + 1 << " has an entry off the block offsets");
+            HEPTANE_ENSURE(
+                bad < 0, InputError,
+                "BDIA-GH chunks: row " << bad + 1 << " has an entry off the block offsets");
             m.chunks_.back().nnz = nnz;
             m.nnz_ += nnz;
             m.bytes_ += c.bytes;
@@ -643,8 +645,8 @@ OutOfCoreOperator<MT, VT>::OutOfCoreOperator(std::shared_ptr<const OocMatrix<MT>
             while (h < host.size() || f < file.size()) {
                 // the list that is behind its share of the chunks placed so far goes next
                 const bool take_file =
-                    h == host.size() ||
-                    (f < file.size() && double(f) * double(host.size()) <= double(h) * double(file.size()));
+                    h == host.size() || (f < file.size() && double(f) * double(host.size()) <=
+                                                                double(h) * double(file.size()));
                 d.order.push_back(take_file ? file[f++] : host[h++]);
             }
         }
@@ -817,8 +819,7 @@ void apply_impl(const typename OutOfCoreOperator<MT, VT>::Impl& d, bool tr, VT a
         const int s = static_cast<int>(i % S);
         HEPTANE_CUDA_CHECK(cudaStreamWaitEvent(s0, d.ready[s], 0));
         const index_t k = d.order[std::size_t(i)];
-        run_chunk(ce, d.view(chunks[k], d.buffers[s]), row_of(chunks[k]), tr, alpha, x,
-                  beta, y);
+        run_chunk(ce, d.view(chunks[k], d.buffers[s]), row_of(chunks[k]), tr, alpha, x, beta, y);
         HEPTANE_CUDA_CHECK(cudaEventRecord(d.freed[s], s0));
         if (i + S < n) queue_copy(i + S);
     }
@@ -858,8 +859,8 @@ std::string OutOfCoreOperator<MT, VT>::describe() const
         maxc = std::max(maxc, d.m->chunks()[k].bytes);
     }
     const bool bdia = d.k1 > d.k0 && d.m->chunks()[d.k0].nc > 0;
-    os << "out-of-core " << (bdia ? "bdia-gh" : "csr") << " " << d.rows << "x" << d.m->cols() << " nnz=" << nnz << ", " << L.chunks
-       << " chunks of <= " << bytes_text(double(maxc)) << " ("
+    os << "out-of-core " << (bdia ? "bdia-gh" : "csr") << " " << d.rows << "x" << d.m->cols()
+       << " nnz=" << nnz << ", " << L.chunks << " chunks of <= " << bytes_text(double(maxc)) << " ("
        << (std::is_same_v<MT, float>
                ? (std::is_same_v<VT, float> ? "fp32" : "fp32 values, fp64 vectors")
                : "fp64")
@@ -905,23 +906,38 @@ std::vector<std::shared_ptr<const Operator<VT>>> make_out_of_core_subsets(
                                              m->cols(), sizeof(VT));
 #endif
     o.device_budget /= std::size_t(subsets);
-    // cut where the bytes so far pass s / subsets of the whole, at least one chunk each
+    const std::vector<index_t> g = ooc_chunk_groups(*m, subsets);
     std::vector<std::shared_ptr<const Operator<VT>>> ops;
+    ops.reserve(std::size_t(subsets));
+    for (int s = 0; s < subsets; ++s)
+        ops.push_back(std::make_shared<OutOfCoreOperator<MT, VT>>(m, exec, o, g[s], g[s + 1]));
+    return ops;
+}
+
+template <class MT>
+std::vector<index_t> ooc_chunk_groups(const OocMatrix<MT>& m, int parts)
+{
+    const auto& chunks = m.chunks();
+    const index_t n = static_cast<index_t>(chunks.size());
+    HEPTANE_ENSURE(parts >= 1 && parts <= n, InputError,
+                   parts << " groups of the chunks of a matrix in " << n
+                         << " chunks: lower the chunk size (--chunk-bytes)");
+    // cut where the bytes so far pass s / parts of the whole, at least one chunk each
+    std::vector<index_t> bounds{0};
     index_t first = 0;
     std::size_t done = 0;
-    for (int s = 1; s <= subsets; ++s) {
+    for (int s = 1; s <= parts; ++s) {
         index_t last = first + 1;
         done += chunks[first].bytes;
-        const double target = double(m->bytes()) * s / subsets;
-        while (last < n - (subsets - s) &&
-               double(done) + 0.5 * double(chunks[last].bytes) <= target)
+        const double target = double(m.bytes()) * s / parts;
+        while (last < n - (parts - s) && double(done) + 0.5 * double(chunks[last].bytes) <= target)
             done += chunks[last++].bytes;
-        if (s == subsets)
+        if (s == parts)
             for (; last < n; ++last) done += chunks[last].bytes;
-        ops.push_back(std::make_shared<OutOfCoreOperator<MT, VT>>(m, exec, o, first, last));
+        bounds.push_back(last);
         first = last;
     }
-    return ops;
+    return bounds;
 }
 
 // ---- helpers ------------------------------------------------------------------------------
@@ -971,13 +987,12 @@ std::size_t device_free_bytes(const Executor& exec)
     template class OocMatrix<MT>;                                                      \
     template class OocBuilder<MT>;                                                     \
     template OocMatrix<MT> make_ooc_matrix<MT>(const Coo<double>&, std::size_t, bool); \
+    template std::vector<index_t> ooc_chunk_groups<MT>(const OocMatrix<MT>&, int);     \
     template OocMatrix<MT> make_ooc_matrix<MT>(const Csr<double>&, std::size_t, bool); \
-    template OocMatrix<MT> make_ooc_matrix_bdia<MT>(const Coo<double>&, index_t,        \
-                                                    const std::vector<index_t>&,        \
-                                                    std::size_t, bool);                 \
-    template OocMatrix<MT> make_ooc_matrix_bdia<MT>(const Csr<double>&, index_t,        \
-                                                    const std::vector<index_t>&,        \
-                                                    std::size_t, bool);
+    template OocMatrix<MT> make_ooc_matrix_bdia<MT>(                                   \
+        const Coo<double>&, index_t, const std::vector<index_t>&, std::size_t, bool);  \
+    template OocMatrix<MT> make_ooc_matrix_bdia<MT>(                                   \
+        const Csr<double>&, index_t, const std::vector<index_t>&, std::size_t, bool);
 HEPTANE_INSTANTIATE_M(double)
 HEPTANE_INSTANTIATE_M(float)
 #undef HEPTANE_INSTANTIATE_M

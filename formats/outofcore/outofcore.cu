@@ -82,8 +82,8 @@ void dispatch(const CudaExecutor& exec, const OocChunkView<MT>& c, VT alpha, con
                 c.rows, c.row0, c.cols, c.nc, c.block_diagonals, c.offsets, c.val, alpha, x, y);
         else
             ooc_bdia_kernel<MT, VT><<<grid, 256, 0, s>>>(c.rows, c.row0, c.cols, c.nc,
-                                                         c.block_diagonals, c.offsets, c.val,
-                                                         alpha, x, beta, y);
+                                                         c.block_diagonals, c.offsets, c.val, alpha,
+                                                         x, beta, y);
         HEPTANE_CUDA_LAUNCH_CHECK();
         return;
     }

@@ -68,6 +68,10 @@ struct OocFileOptions {
     std::size_t host_memory = ~std::size_t(0);
     /// Page-locked blocks (a GPU build only), for a GPU to stream from.
     bool pinned = false;
+    /// Only chunks [first_chunk, last_chunk) are read into memory (a process's own rows when
+    /// the rows are split over processes); last_chunk < 0: to the last.
+    index_t first_chunk = 0;
+    index_t last_chunk = -1;
 };
 
 template <class MT>
@@ -289,6 +293,12 @@ template <class MT, class VT>
 std::vector<std::shared_ptr<const Operator<VT>>> make_out_of_core_subsets(
     const std::shared_ptr<const OocMatrix<MT>>& m, int subsets,
     const std::shared_ptr<const Executor>& exec, const OutOfCoreOptions& opt = {});
+
+/// `parts` consecutive groups of m's chunks of about equal bytes, at least one chunk each:
+/// parts + 1 chunk indices, 0 first, the chunk count last (OSEM's subsets, processes' rows).
+/// InputError when m has fewer chunks than parts.
+template <class MT>
+std::vector<index_t> ooc_chunk_groups(const OocMatrix<MT>& m, int parts);
 
 /// Bytes the chunks of a matrix with `rows`, `nnz` take at `value_bytes` per value (the
 /// row pointers of every chunk, 4-byte columns, values; padding not counted): for the

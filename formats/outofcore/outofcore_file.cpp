@@ -65,12 +65,16 @@ void HocWriter::finish(const std::vector<OocChunk>& chunks, index_t rows, index_
     std::vector<std::uint64_t> table;
     table.reserve(chunks.size() * hoc_record_words);
     for (const auto& c : chunks) {
-        const std::uint64_t rec[hoc_record_words] = {
-            c.file_offset,         c.bytes,
-            c.col_off,             c.val_off,
-            std::uint64_t(c.row0), std::uint64_t(c.rows),
-            std::uint64_t(c.nnz),  std::uint64_t(c.lanes),
-            std::uint64_t(c.nc),   std::uint64_t(c.block_diagonals)};
+        const std::uint64_t rec[hoc_record_words] = {c.file_offset,
+                                                     c.bytes,
+                                                     c.col_off,
+                                                     c.val_off,
+                                                     std::uint64_t(c.row0),
+                                                     std::uint64_t(c.rows),
+                                                     std::uint64_t(c.nnz),
+                                                     std::uint64_t(c.lanes),
+                                                     std::uint64_t(c.nc),
+                                                     std::uint64_t(c.block_diagonals)};
         table.insert(table.end(), rec, rec + hoc_record_words);
     }
     const std::uint64_t table_at = at_;
@@ -117,13 +121,13 @@ void pread_all(int fd, void* dst, std::size_t n, std::uint64_t off, const std::s
 /// The table and trailer of an open chunk file, checked for consistency.
 OocFileInfo read_table(int fd, const std::string& path, std::vector<OocChunk>& chunks)
 {
-    struct stat st{};
+    struct stat st {};
     HEPTANE_ENSURE(::fstat(fd, &st) == 0, IoError,
                    "cannot stat '" << path << "': " << std::strerror(errno));
     const std::uint64_t size = std::uint64_t(st.st_size);
     const auto bad = [&](const char* why) {
-        HEPTANE_THROW(InputError, "'" << path << "' is not a valid heptane chunk file (.hoc): "
-                                      << why);
+        HEPTANE_THROW(InputError,
+                      "'" << path << "' is not a valid heptane chunk file (.hoc): " << why);
     };
     if (size < hoc_header_bytes + hoc_trailer_bytes) bad("too short");
     char head[16];
@@ -143,7 +147,8 @@ OocFileInfo read_table(int fd, const std::string& path, std::vector<OocChunk>& c
     if (rows > std::uint64_t(std::numeric_limits<index_t>::max()) ||
         cols > std::uint64_t(std::numeric_limits<index_t>::max()) || n > rows + 1)
         bad("row, column or chunk count out of range");
-    if (table_at < hoc_header_bytes || table_at + n * hoc_record_words * 8 + hoc_trailer_bytes != size)
+    if (table_at < hoc_header_bytes ||
+        table_at + n * hoc_record_words * 8 + hoc_trailer_bytes != size)
         bad("the table does not end where the trailer starts");
     std::vector<std::uint64_t> table(n * hoc_record_words);
     if (n > 0) pread_all(fd, table.data(), table.size() * 8, table_at, path);
@@ -242,9 +247,9 @@ void check_ooc_block(const OocChunk& c, const void* block, index_t cols, const s
     const std::uint32_t ncols = static_cast<std::uint32_t>(cols);
 #pragma omp parallel for reduction(+ : bad_cols) if (nnz > 262144)
     for (long long k = 0; k < nnz; ++k) bad_cols += col[k] >= ncols ? 1 : 0;
-    HEPTANE_ENSURE(bad_rows == 0, InputError,
-                   where << ": " << bad_rows << " decreasing row pointers in the chunk at row "
-                         << c.row0 + 1);
+    HEPTANE_ENSURE(
+        bad_rows == 0, InputError,
+        where << ": " << bad_rows << " decreasing row pointers in the chunk at row " << c.row0 + 1);
     HEPTANE_ENSURE(bad_cols == 0, InputError,
                    where << ": " << bad_cols << " column indices >= " << cols
                          << " in the chunk at row " << c.row0 + 1);
@@ -326,7 +331,11 @@ OocMatrix<MT> open_ooc_file(const std::string& path, const OocFileOptions& opt)
     // the trailing chunks into memory while they fit (the leading ones are those an operator
     // keeps on the device)
     std::size_t used = 0;
-    for (std::size_t k = m.chunks_.size(); k-- > 0;) {
+    const std::size_t lo = std::size_t(std::max<index_t>(0, opt.first_chunk));
+    const std::size_t hi = opt.last_chunk < 0
+                               ? m.chunks_.size()
+                               : std::min(m.chunks_.size(), std::size_t(opt.last_chunk));
+    for (std::size_t k = hi; k-- > lo;) {
         OocChunk& c = m.chunks_[k];
         const std::size_t b = detail::hoc_round(c.bytes);
         if (used + b > opt.host_memory) break;
@@ -335,9 +344,9 @@ OocMatrix<MT> open_ooc_file(const std::string& path, const OocFileOptions& opt)
 #ifdef HEPTANE_HAVE_CUDA
             const cudaError_t e = cudaHostAlloc(&p, b, cudaHostAllocPortable);
             HEPTANE_ENSURE(e == cudaSuccess, DeviceError,
-                           "page-locked host allocation of " << b << " bytes failed: "
-                                                             << cudaGetErrorString(e)
-                                                             << " (lower --host-memory)");
+                           "page-locked host allocation of "
+                               << b << " bytes failed: " << cudaGetErrorString(e)
+                               << " (lower --host-memory)");
 #endif
         } else {
             p = std::aligned_alloc(detail::hoc_align, b);
@@ -427,21 +436,20 @@ Coo<double> to_coo(const OocMatrix<MT>& m)
                 val.push_back(double(v[q]));
             }
     }
-    Coo<double> a{m.rows(), m.cols(), Array<index_t>(std::move(row)), Array<index_t>(std::move(col)),
-                  Array<double>(std::move(val))};
+    Coo<double> a{m.rows(), m.cols(), Array<index_t>(std::move(row)),
+                  Array<index_t>(std::move(col)), Array<double>(std::move(val))};
     canonicalize(a);
     return a;
 }
 
-#define HEPTANE_INSTANTIATE_FILE(MT)                                                       \
-    template void check_ooc_block<MT>(const OocChunk&, const void*, index_t,               \
-                                      const std::string&);                                 \
-    template std::size_t OocMatrix<MT>::host_bytes() const noexcept;                       \
-    template std::size_t OocMatrix<MT>::file_read_bytes(index_t) const;                    \
-    template void OocMatrix<MT>::read_chunk(index_t, void*, bool) const;                   \
-    template void OocMatrix<MT>::close_file() noexcept;                                    \
-    template OocMatrix<MT> open_ooc_file<MT>(const std::string&, const OocFileOptions&);   \
-    template void save_ooc_file<MT>(const OocMatrix<MT>&, const std::string&);            \
+#define HEPTANE_INSTANTIATE_FILE(MT)                                                              \
+    template void check_ooc_block<MT>(const OocChunk&, const void*, index_t, const std::string&); \
+    template std::size_t OocMatrix<MT>::host_bytes() const noexcept;                              \
+    template std::size_t OocMatrix<MT>::file_read_bytes(index_t) const;                           \
+    template void OocMatrix<MT>::read_chunk(index_t, void*, bool) const;                          \
+    template void OocMatrix<MT>::close_file() noexcept;                                           \
+    template OocMatrix<MT> open_ooc_file<MT>(const std::string&, const OocFileOptions&);          \
+    template void save_ooc_file<MT>(const OocMatrix<MT>&, const std::string&);                    \
     template Coo<double> to_coo<MT>(const OocMatrix<MT>&);
 HEPTANE_INSTANTIATE_FILE(double)
 HEPTANE_INSTANTIATE_FILE(float)

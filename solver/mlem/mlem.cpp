@@ -107,6 +107,13 @@ void Mlem<VT>::set_subsets(std::vector<std::shared_ptr<const Operator<VT>>> bloc
 }
 
 template <class VT>
+void Mlem<VT>::set_process_sum(std::function<void(double*, int)> sum)
+{
+    psum_ = std::move(sum);
+    ws_.reset();  // the sensitivities are the sums over the processes
+}
+
+template <class VT>
 MlemStatus Mlem<VT>::solve(const Array<VT>& g_arr, Array<VT>& f_arr)
 {
     const auto t_setup = std::chrono::steady_clock::now();
@@ -119,6 +126,8 @@ MlemStatus Mlem<VT>::solve(const Array<VT>& g_arr, Array<VT>& f_arr)
                        "Mlem: a distributed operator (rows split over processes) is not "
                        "supported yet");
     const int S = static_cast<int>(blocks_.size());
+    HEPTANE_ENSURE(!psum_ || S == 1, NotSupported,
+                   "Mlem: OSEM (subsets) with the rows split over processes is not built");
     const index_t n = blocks_[0]->cols();
     std::vector<index_t> offset(S + 1, 0);  // first row of each block
     for (int s = 0; s < S; ++s) offset[s + 1] = offset[s] + blocks_[s]->rows();
@@ -141,12 +150,29 @@ MlemStatus Mlem<VT>::solve(const Array<VT>& g_arr, Array<VT>& f_arr)
     VT* f = f_arr.data();
     VT *q = w.q.data(), *b = w.b.data(), *inv = w.inv_norm.data(), *norm = w.norm.data();
     auto inv_of = [&](int s) { return inv + std::size_t(s) * n; };
+    // over the processes: a vector in the executor's memory through host memory, host scalars
+    std::vector<VT> stage_v;
+    std::vector<double> stage_d;
+    const auto all_sum = [&](VT* v, index_t len) {
+        if (!psum_) return;
+        stage_v.resize(std::size_t(len));
+        stage_d.resize(std::size_t(len));
+        copy_bytes(*exec, v, *cpu_executor(), stage_v.data(), std::size_t(len) * sizeof(VT));
+        for (index_t j = 0; j < len; ++j) stage_d[j] = double(stage_v[j]);
+        psum_(stage_d.data(), static_cast<int>(len));
+        for (index_t j = 0; j < len; ++j) stage_v[j] = VT(stage_d[j]);
+        copy_bytes(*cpu_executor(), stage_v.data(), *exec, v, std::size_t(len) * sizeof(VT));
+    };
+    const auto all_sum_host = [&](double* v, int len) {
+        if (psum_) psum_(v, len);
+    };
 
     if (!w.sensitivity_ready) {
         // norm_s = A_sᵀ·1 (q = 1 serves as the ones vector), norm = Σ_s norm_s
         ops.fill(m, VT(1), q);
         for (int s = 0; s < S; ++s)
             blocks_[s]->apply_transpose(VT(1), q + offset[s], VT(0), inv_of(s));
+        all_sum(inv_of(0), n);  // over the processes (S = 1 then)
         ops.copy(n, inv_of(0), norm);
         for (int s = 1; s < S; ++s) ops.axpby(n, VT(1), inv_of(s), VT(1), norm);
         // checks: no negative column sum; Σ norm; #{norm_j > 0} = #{−norm_j < 0}
@@ -175,7 +201,8 @@ MlemStatus Mlem<VT>::solve(const Array<VT>& g_arr, Array<VT>& f_arr)
     ops.count_negative_async(m, g, 0);
     ops.sum_async(m, g, 1);
     if (opts_.nonzero_initial_guess) ops.count_negative_async(n, f, 2);
-    const KrylovState cs = ops.read_state();
+    KrylovState cs = ops.read_state();
+    all_sum_host(cs.scratch, 2);  // the counts' checks and Σ g over the processes
     HEPTANE_ENSURE(cs.scratch[0] == 0, InputError,
                    "Mlem: g has " << cs.scratch[0] << " negative or NaN counts");
     HEPTANE_ENSURE(!opts_.nonzero_initial_guess || cs.scratch[2] == 0, InputError,
@@ -197,6 +224,7 @@ MlemStatus Mlem<VT>::solve(const Array<VT>& g_arr, Array<VT>& f_arr)
             A.apply(f, q);                                // q = A f
             ops.mlem_correlate(m, g, q, q, ll ? k : -1);  // q = g / q;  L(f^k)
             A.apply_transpose(VT(1), q, VT(0), b);        // b = Aᵀ q
+            all_sum(b, n);                                // over the processes
             ops.mlem_update(n, b, inv, f);                // f = f · b / norm
             if (opts_.progress) {
                 exec->synchronize();
@@ -230,7 +258,10 @@ MlemStatus Mlem<VT>::solve(const Array<VT>& g_arr, Array<VT>& f_arr)
             }
         }
     }
-    if (ll) status.loglik = ops.read_history(std::size_t(iters) + 1);  // waits
+    if (ll) {
+        status.loglik = ops.read_history(std::size_t(iters) + 1);  // waits
+        all_sum_host(status.loglik.data(), static_cast<int>(status.loglik.size()));
+    }
     exec->synchronize();
     status.iterations = iters;
     status.timings.solve_ms = ms_since(t_solve);

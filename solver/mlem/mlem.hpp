@@ -90,6 +90,13 @@ public:
     /// blocks 0..s-1), all with the same columns and on one executor. Throws InputError when
     /// empty, DimensionMismatch when the columns differ.
     void set_subsets(std::vector<std::shared_ptr<const Operator<VT>>> blocks);
+    /// Rows split over processes (MLEM, S = 1): every process sets the operator of its own
+    /// rows (all with the same columns) and solves with g of those rows and f of all columns;
+    /// `sum` adds n host doubles over every process in place (e.g. MPI_Allreduce), collective.
+    /// The sensitivity, each back projection, Σg, the checks' counts and the log-likelihoods
+    /// are summed through it (a back projection goes through host memory); f comes out the
+    /// same on every process. Null: one process.
+    void set_process_sum(std::function<void(double*, int)> sum);
 
     MlemOptions& options() noexcept { return opts_; }
     const MlemOptions& options() const noexcept { return opts_; }
@@ -105,6 +112,7 @@ public:
 private:
     MlemOptions opts_;
     std::vector<std::shared_ptr<const Operator<VT>>> blocks_;
+    std::function<void(double*, int)> psum_;
     std::unique_ptr<Workspace> ws_;
 };
 
