@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "core/error.hpp"
 #include "generators/matrix_market.hpp"
 #include "generators/petsc_binary.hpp"
 
@@ -31,6 +32,15 @@ const char* to_string(FileFormat f) noexcept
 
 MatrixFile read_matrix_file(const std::string& path)
 {
+    {  // a heptane out-of-core chunk file (formats/outofcore) is neither format: say what it is
+        std::ifstream in(path, std::ios::binary);
+        char head[8] = {};
+        if (in.read(head, 8) && std::string(head, 8) == "HEPTHOC1")
+            HEPTANE_THROW(InputError, path
+                                          << " is a heptane out-of-core chunk file (.hoc): heptane "
+                                             "mlem and lsqr read it as it is; `heptane convert "
+                                          << path << " -o A.mtx` writes it as Matrix Market");
+    }
     MatrixFile m;
     m.format = file_format_of(path);
     if (m.format == FileFormat::matrix_market) {

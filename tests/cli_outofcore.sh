@@ -146,6 +146,14 @@ set -e
 cat "$dir/err.txt"
 [ "$rc" = 2 ] || { echo "mlem fp32 file with --precision double: exit $rc, expected 2"; exit 1; }
 [ "$rc2" = 1 ] || { echo "mlem on a damaged chunk file: exit $rc2, expected 1"; exit 1; }
+# a command that reads Matrix Market / PETSc binary says what a chunk file is
+set +e
+"$heptane" solve "$dir/P.hoc" --device "$device" >/dev/null 2>"$dir/err.txt"
+rc3=$?
+set -e
+cat "$dir/err.txt"
+[ "$rc3" = 1 ] || { echo "solve on a chunk file: exit $rc3, expected 1"; exit 1; }
+grep -q "is a heptane out-of-core chunk file" "$dir/err.txt"
 # --help tells of it
 "$heptane" mlem --help >"$dir/help.txt"  # not piped into grep -q: SIGPIPE under pipefail
 grep -q -- "--host-memory" "$dir/help.txt"
