@@ -392,17 +392,15 @@ OutOfCoreChoice parse_out_of_core(Args& args, bool chunk_files)
         if (c.chunk_bytes < 4096) throw UsageError("--chunk-bytes must be at least 4k");
     }
     if (auto h = chunk_files ? args.get("--host-memory") : std::nullopt) {
-        const std::string v = *h;
+        const std::string v = *h;  // 0: every block from the file
         c.host_memory = v == "0" ? 0 : usage_checked([&] { return parse_bytes(v); });
-        if (v == "0") c.host_memory = 1;  // none: every block from the file
     }
     return c;
 }
 
 std::size_t host_memory_budget(const OutOfCoreChoice& c)
 {
-    if (c.host_memory == 1) return 0;
-    if (c.host_memory) return c.host_memory;
+    if (c.host_memory) return *c.host_memory;
     std::ifstream in("/proc/meminfo");
     std::string key;
     unsigned long long kb = 0;

@@ -152,9 +152,9 @@ struct OutOfCoreChoice {
     std::string mode = "auto";      ///< off | on | auto
     std::size_t device_memory = 0;  ///< 0: what the device has free
     std::size_t chunk_bytes = std::size_t(64) << 20;
-    std::size_t host_memory = 0;  ///< chunk files: host memory for blocks; 0: automatic, 1: none
+    std::optional<std::size_t> host_memory;  ///< chunk files: --host-memory (0: none), if given
 };
-/// --host-memory, or (0) what the host has available (MemAvailable) less max(4 GiB, 20 %).
+/// --host-memory, or what the host has available (MemAvailable) less max(4 GiB, 20 %).
 std::size_t host_memory_budget(const OutOfCoreChoice& c);
 /// Parse the three options (and --host-memory with `chunk_files`); UsageError for bad values.
 OutOfCoreChoice parse_out_of_core(Args& args, bool chunk_files = false);

@@ -361,50 +361,47 @@ OocMatrix<MT> ooc_bdia_from_rows(index_t rows, index_t cols, const offset_t* ptr
     m.rows_ = rows;
     m.cols_ = cols;
     m.pinned_ = pinned;
-    {
-        for (index_t b0 = 0; b0 < block_rows; b0 += chunk_blocks) {
-            OocChunk c;
-            c.row0 = b0 * nc;
-            c.rows = std::min(chunk_blocks, block_rows - b0) * nc;
-            c.nc = nc;
-            c.block_diagonals = D;
-            c.col_off = 0;
-            c.val_off = val_off;
-            c.bytes = val_off + std::size_t(D) * nc * std::size_t(c.rows) * sizeof(MT);
-            c.data = host_block(c.bytes, pinned);
-            m.chunks_.push_back(c);  // owned by m from here
-            char* base = static_cast<char*>(c.data);
-            std::memset(base, 0, c.bytes);
-            auto* off = reinterpret_cast<std::int32_t*>(base);
-            for (index_t q = 0; q < D; ++q) off[q] = static_cast<std::int32_t>(offsets[q]);
-            MT* v = reinterpret_cast<MT*>(base + val_off);
-            long long bad = -1;  // the first row with an entry off the block offsets
-            offset_t nnz = 0;
+    for (index_t b0 = 0; b0 < block_rows; b0 += chunk_blocks) {
+        OocChunk c;
+        c.row0 = b0 * nc;
+        c.rows = std::min(chunk_blocks, block_rows - b0) * nc;
+        c.nc = nc;
+        c.block_diagonals = D;
+        c.col_off = 0;
+        c.val_off = val_off;
+        c.bytes = val_off + std::size_t(D) * nc * std::size_t(c.rows) * sizeof(MT);
+        c.data = host_block(c.bytes, pinned);
+        m.chunks_.push_back(c);  // owned by m from here
+        char* base = static_cast<char*>(c.data);
+        std::memset(base, 0, c.bytes);
+        auto* off = reinterpret_cast<std::int32_t*>(base);
+        for (index_t q = 0; q < D; ++q) off[q] = static_cast<std::int32_t>(offsets[q]);
+        MT* v = reinterpret_cast<MT*>(base + val_off);
+        long long bad = -1;  // the first row with an entry off the block offsets
+        offset_t nnz = 0;
 #pragma omp parallel for reduction(+ : nnz) schedule(static, 256) if (c.rows >= 4096)
-            for (index_t i = 0; i < c.rows; ++i) {
-                const index_t r = c.row0 + i;
-                for (offset_t k = ptr[r]; k < ptr[r + 1]; ++k) {
-                    const index_t d = col[k] / nc - r / nc;
-                    const auto it = std::lower_bound(offsets.begin(), offsets.end(), d);
-                    if (it == offsets.end() || *it != d) {
+        for (index_t i = 0; i < c.rows; ++i) {
+            const index_t r = c.row0 + i;
+            for (offset_t k = ptr[r]; k < ptr[r + 1]; ++k) {
+                const index_t d = col[k] / nc - r / nc;
+                const auto it = std::lower_bound(offsets.begin(), offsets.end(), d);
+                if (it == offsets.end() || *it != d) {
 #pragma omp critical(heptane_ooc_bdia)
-                        if (bad < 0 || r < bad) bad = r;
-                        continue;
-                    }
-                    const index_t q = static_cast<index_t>(it - offsets.begin());
-                    v[std::size_t(q * nc + col[k] % nc) * std::size_t(c.rows) + std::size_t(i)] =
-                        static_cast<MT>(val[k]);
-                    ++nnz;
+                    if (bad < 0 || r < bad) bad = r;
+                    continue;
                 }
+                const index_t q = static_cast<index_t>(it - offsets.begin());
+                v[std::size_t(q * nc + col[k] % nc) * std::size_t(c.rows) + std::size_t(i)] =
+                    static_cast<MT>(val[k]);
+                ++nnz;
             }
-            HEPTANE_ENSURE(
-                bad < 0, InputError,
-                "BDIA-GH chunks: row " << bad + 1 << " has an entry off the block offsets");
-            m.chunks_.back().nnz = nnz;
-            m.nnz_ += nnz;
-            m.bytes_ += c.bytes;
-            m.max_chunk_ = std::max(m.max_chunk_, c.bytes);
         }
+        HEPTANE_ENSURE(bad < 0, InputError,
+                       "BDIA-GH chunks: row " << bad + 1 << " has an entry off the block offsets");
+        m.chunks_.back().nnz = nnz;
+        m.nnz_ += nnz;
+        m.bytes_ += c.bytes;
+        m.max_chunk_ = std::max(m.max_chunk_, c.bytes);
     }
     return m;
 }
@@ -574,7 +571,7 @@ OutOfCoreOperator<MT, VT>::OutOfCoreOperator(std::shared_ptr<const OocMatrix<MT>
     d.checked.assign(chunks.size(), 0);
     std::size_t maxc = 0;  // the largest of the operator's chunks: a stream buffer's size
     for (const auto& c : chunks) maxc = std::max(maxc, c.bytes);
-    const std::size_t staging_bytes = maxc + 4095 - (maxc + 4095) % 4096;  // file reads: 4 kB
+    const std::size_t staging_bytes = detail::hoc_round(maxc);  // file reads: whole 4 kB
     if (d.exec->is_cpu()) {  // the host blocks are the matrix: nothing to place
         for (const auto& c : chunks) {
             if (c.data) {
