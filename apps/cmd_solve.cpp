@@ -13,8 +13,10 @@
 #include "apps/args.hpp"
 #include "apps/commands.hpp"
 #include "apps/common.hpp"
+#include "apps/progress.hpp"
 #include "core/error.hpp"
 #include "formats/detect/detect.hpp"
+#include "formats/outofcore/outofcore.hpp"
 #include "generators/hepta.hpp"
 #include "generators/matrix_file.hpp"
 #include "solver/solve.hpp"
@@ -24,11 +26,16 @@ namespace heptane::cli {
 namespace {
 const char* solve_usage =
     "usage: heptane solve A.mtx [-b b.mtx] [options]\n"
+    "       heptane solve A.hoc [-b b.mtx] [options]   (a chunk file: always out of core)\n"
     "       heptane solve --generate JxHxIxNc[:model[:banded]] [options]\n\n"
     "Solve A x = b. Without -b, b = A*1 (for --generate: b = A*x_true, and the error against\n"
     "x_true is reported; for a PETSc binary file that holds a vector after its matrix, as\n"
     "-ksp_view_mat binary -ksp_view_rhs binary write, that vector). Files: Matrix Market or\n"
-    "PETSc binary (told by their first bytes); -o FILE.petsc writes PETSc binary.\n"
+    "PETSc binary (told by their first bytes); -o FILE.petsc writes PETSc binary. A chunk file\n"
+    "(A.hoc: heptane convert A.mtx -o A.hoc, pet -o A.hoc) stays on disk and in host memory as\n"
+    "--host-memory allows and streams to the device at every product: --pc none, jacobi\n"
+    "(default) or bjacobi (set up from its diagonal blocks), its chunks' format, --precision\n"
+    "from its values (fp64: double; fp32: mixed (default) or single).\n"
     "  --solver S        bicgstab (default) | cg (symmetric positive definite A) | gmres\n"
     "                    (restarted flexible GMRES(m), right-preconditioned; also: fgmres)\n"
     "  --restart M       gmres: basis vectors per cycle before a restart (default 30; keeps\n"
@@ -86,6 +93,7 @@ const char* solve_usage =
     "  --quiet           no progress on stderr\n"
     "%s"
     "  (out of core, --pc defaults to jacobi: ilu0, amg and cpr keep a copy of A on the device)\n"
+    "%s"
     "Under mpirun (mpirun -np P heptane solve ...; a build with MPI) the rows are split over\n"
     "the P ranks, one GPU per rank (node-local rank) or CPU ranks, operator BDIA-GH (any\n"
     "--precision; a file, -b and --x0 are read by every rank, which keeps its rows; with\n"
@@ -112,6 +120,191 @@ double max_abs_diff(const std::vector<double>& a, const std::vector<double>& b, 
     *bmax = m;
     return d;
 }
+
+/// What report() prints beside the result.
+struct Report {
+    std::string source;
+    index_t rows = 0;
+    offset_t nnz = 0;
+    std::string format, format_reason, precision, device_why;
+    std::optional<std::string> xfile, hist;
+    bool json = false;
+};
+
+/// Write x and the history when asked, print the result (text or JSON); the exit status.
+int report(const SolveResult& r, const SolveConfig& cfg, const Report& o,
+           const std::vector<double>& x_true)
+{
+    const Status& st = r.status;
+    double err = -1, xmax = 0;
+    if (!x_true.empty()) err = max_abs_diff(r.x, x_true, &xmax) / (xmax > 0 ? xmax : 1);
+    if (o.xfile) write_vector_file(*o.xfile, r.x, "x from heptane solve: " + st.summary());
+    if (o.hist) write_history_csv(*o.hist, st);
+    const auto& t = r.timings;
+    const double setup_s = (t.operator_ms + t.preconditioner_ms + t.upload_ms + t.setup_ms) / 1e3;
+    const std::string restart_json =
+        cfg.solver == SolverType::gmres ? std::to_string(cfg.restart) : "null";
+    if (o.json) {
+        std::printf(
+            "{\"source\": %s, \"converged\": %s, \"reason\": \"%s\", \"iterations\": %d, "
+            "\"relres\": %.6e, \"true_relres\": %s, \"error_vs_xtrue\": %s, "
+            "\"solve_seconds\": %.6f, \"setup_seconds\": %.6f, \"total_seconds\": %.6f, "
+            "\"per_iteration_ms\": %.6f, \"solver\": %s, \"restart\": %s, \"preconditioner\": %s, "
+            "\"format\": "
+            "\"%s\", "
+            "\"format_reason\": %s, \"operator\": %s, \"precision\": \"%s\", \"device\": %s, "
+            "\"device_choice\": %s, \"cuda_graph\": %s, \"fused_dots\": %s, "
+            "\"corrections\": %d, \"rows\": %d, \"nnz\": %lld}\n",
+            json_string(o.source).c_str(), st.converged() ? "true" : "false", to_string(st.reason),
+            st.iterations, st.relative_residual, json_number(st.true_relative_residual).c_str(),
+            json_number(err).c_str(), t.solve_ms / 1e3, setup_s, t.total_ms / 1e3,
+            t.per_iteration_ms, json_string(r.solver).c_str(), restart_json.c_str(),
+            json_string(r.preconditioner).c_str(), o.format.c_str(),
+            json_string(o.format_reason).c_str(), json_string(r.format).c_str(),
+            o.precision.c_str(), json_string(r.device).c_str(),
+            o.device_why.empty() ? "null" : json_string(o.device_why).c_str(),
+            st.cuda_graph ? "true" : "false", st.fused_dots ? "true" : "false", r.corrections,
+            o.rows, static_cast<long long>(o.nnz));
+    } else {
+        std::printf("system    %s: %d rows, %lld entries\n", o.source.c_str(), o.rows,
+                    static_cast<long long>(o.nnz));
+        std::printf("operator  %s\n", r.format.c_str());
+        std::printf("solver    %s, preconditioner %s, on %s\n", r.solver.c_str(),
+                    r.preconditioner.c_str(), r.device.c_str());
+        print_result(st, err);
+        std::printf(
+            "time      setup %.3f s (operator %.3f, preconditioner %.3f, upload %.3f), "
+            "solve %.3f s, %.4f ms per iteration%s%s, total %.3f s\n",
+            setup_s, t.operator_ms / 1e3, t.preconditioner_ms / 1e3, t.upload_ms / 1e3,
+            t.solve_ms / 1e3, t.per_iteration_ms, st.cuda_graph ? " (CUDA graph)" : "",
+            st.fused_dots ? " (dot products fused into the products)" : "", t.total_ms / 1e3);
+    }
+    return st.converged() ? 0 : 1;
+}
+
+/// Progress: the residual at every check with --monitor, otherwise about once a second on long
+/// solves; the stages as they start unless quiet.
+void set_progress(SolveConfig& cfg, bool monitor, bool quiet)
+{
+    const auto t_start = std::chrono::steady_clock::now();
+    auto last_print = std::make_shared<double>(0);
+    cfg.options.monitor = [=](const IterationInfo& it) {
+        const double now =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
+        if (monitor || (!quiet && now - *last_print >= 1.0)) {
+            std::fprintf(stderr, "  iteration %6d  ||r|| %.6e  ||r||/||b|| %.3e\n", it.iteration,
+                         it.residual_norm, it.relative_residual);
+            *last_print = now;
+        }
+    };
+    if (!quiet)
+        cfg.on_stage = [](SolveStage st, double ms) {
+            std::fprintf(stderr, "  [%8.1f ms] %s\n", ms, to_string(st));
+        };
+}
+
+/// heptane solve A.hoc: the matrix stays in its chunk file (and as much of it in host memory
+/// as --host-memory allows) and streams to the device at every product.
+struct ChunkFileSolve {
+    std::string path, device, prec, fmt_name;
+    bool prec_given = false, chunk_bytes_given = false, monitor = false, quiet = false;
+    OutOfCoreChoice occ;
+    std::optional<std::string> bfile, x0file;
+    Report out;
+};
+
+template <class MT>
+int solve_chunk_file(ChunkFileSolve& c, const OocFileInfo& info, SolveConfig& cfg)
+{
+    OocFileOptions fo;
+    fo.host_memory = host_memory_budget(c.occ);
+    fo.pinned = cfg.executor->is_cuda();
+    std::shared_ptr<const OocMatrix<MT>> m;
+    {
+        Stage st(c.quiet, "opening " + c.path);
+        m = std::make_shared<const OocMatrix<MT>>(open_ooc_file<MT>(c.path, fo));
+        char note[160];
+        std::snprintf(note, sizeof note,
+                      "%.2f GB in %zu chunks, %.2f GB of them read into host memory",
+                      double(m->bytes()) / 1e9, m->chunks().size(), double(m->host_bytes()) / 1e9);
+        st.done(note);
+    }
+    std::vector<double> b, x_true;
+    if (c.bfile) {
+        b = read_vector_file(*c.bfile);
+        HEPTANE_ENSURE(b.size() == std::size_t(m->rows()), DimensionMismatch,
+                       "b has " << b.size() << " entries, A has " << m->rows() << " rows");
+    } else {  // b = A * 1 from the chunks on the CPU (one pass over them)
+        Stage st(c.quiet, "b = A * 1");
+        const OutOfCoreOperator<MT, double> host(m, cpu_executor());
+        const std::vector<double> ones(std::size_t(m->cols()), 1.0);
+        b.assign(std::size_t(m->rows()), 0.0);
+        host.apply(ones.data(), b.data());
+        x_true = ones;
+        st.done();
+    }
+    if (c.x0file) {
+        cfg.x0 = read_vector_file(*c.x0file);
+        HEPTANE_ENSURE(cfg.x0.size() == std::size_t(m->rows()), DimensionMismatch,
+                       "x0 has " << cfg.x0.size() << " entries, A has " << m->rows() << " rows");
+    }
+    set_progress(cfg, c.monitor, c.quiet);
+    const bool bdia = !m->chunks().empty() && m->chunks().front().nc > 0;
+    c.out.format = to_string(bdia ? Format::bdia : Format::csr);
+    c.out.format_reason = std::string("the chunk file's ") + (bdia ? "BDIA-GH" : "CSR") +
+                          " chunks, streamed out of core";
+    if (!c.quiet)
+        std::fprintf(stderr, "format %s: %s\n", c.out.format.c_str(), c.out.format_reason.c_str());
+    const SolveResult r = solve_system<MT>(m, b, cfg);
+    return report(r, cfg, c.out, x_true);
+}
+
+int solve_chunk_file(ChunkFileSolve& c, SolveConfig& cfg)
+{
+    const OocFileInfo info = ooc_file_info(c.path);
+    if (c.fmt_name != "auto")
+        throw UsageError(
+            "--format: a chunk file's chunks are its format (heptane convert "
+            "--chunk-format rewrites them)");
+    if (c.occ.mode == "off")
+        throw UsageError("a chunk file (.hoc) is always read out of core: drop --out-of-core off");
+    if (c.chunk_bytes_given)
+        throw UsageError(
+            "--chunk-bytes: a chunk file's chunks are fixed (heptane convert "
+            "--chunk-bytes rewrites them)");
+    if (cfg.impl != BicgstabImpl::fused)
+        throw UsageError("--impl reference needs the matrix in memory, not a chunk file");
+    if (cfg.pc && *cfg.pc != PcType::none && *cfg.pc != PcType::jacobi &&
+        *cfg.pc != PcType::block_jacobi)
+        throw UsageError(std::string("--pc ") + to_string(*cfg.pc) +
+                         " needs the matrix in memory; with a chunk file: none, jacobi or bjacobi");
+    if (!c.prec_given) {
+        c.prec = info.value_bytes == 4 ? "mixed" : "double";
+        cfg.precision = precision_option(c.prec);
+    } else if ((info.value_bytes == 4) != (cfg.precision != Precision::double_)) {
+        throw UsageError("--precision " + c.prec + " does not fit the chunk file's fp" +
+                         std::to_string(8 * info.value_bytes) + " values (use " +
+                         (info.value_bytes == 4 ? "single or mixed" : "double") + ")");
+    }
+    if (info.rows != info.cols)
+        throw UsageError("A is " + std::to_string(info.rows) + " x " + std::to_string(info.cols) +
+                         ": solve needs a square matrix");
+    cfg.executor =
+        pick_solve_executor(c.device, static_cast<long long>(info.nnz), c.out.device_why);
+    if (!c.quiet && !c.out.device_why.empty())
+        std::fprintf(stderr, "device %s\n", c.out.device_why.c_str());
+    OutOfCoreChoice oc = c.occ;
+    oc.mode = "on";
+    const int vectors = 10 + (cfg.solver == SolverType::gmres ? 2 * cfg.restart + 1 : 0);
+    cfg.out_of_core = out_of_core_choice(oc, *cfg.executor, info.rows, info.cols, info.nnz,
+                                         cfg.precision, vectors, true);
+    c.out.source = c.path;
+    c.out.rows = info.rows;
+    c.out.nnz = info.nnz;
+    c.out.precision = c.prec;
+    return info.value_bytes == 4 ? solve_chunk_file<float>(c, info, cfg)
+                                 : solve_chunk_file<double>(c, info, cfg);
+}
 }  // namespace
 
 int cmd_solve(int argc, char** argv)
@@ -119,7 +312,8 @@ int cmd_solve(int argc, char** argv)
     Args args(argc, argv,
               {"--monitor", "--json", "--quiet", "--no-graphs", "--no-fused-dots", "--no-refine"});
     if (args.help()) {
-        std::printf(solve_usage, pc_options_help, format_help(20).c_str(), out_of_core_help);
+        std::printf(solve_usage, pc_options_help, format_help(20).c_str(), out_of_core_help,
+                    chunk_file_help);
         return 0;
     }
     const bool json = args.flag("--json");
@@ -165,7 +359,9 @@ int cmd_solve(int argc, char** argv)
     cfg.options.cuda_graphs = !args.flag("--no-graphs");
     cfg.options.fused_dots = !args.flag("--no-fused-dots");
     cfg.refine = !args.flag("--no-refine");
-    const OutOfCoreChoice occ = parse_out_of_core(args);
+    const OutOfCoreChoice occ = parse_out_of_core(args, true);
+    const bool prec_given = args.get("--precision").has_value();
+    const bool chunk_bytes_given = args.get("--chunk-bytes").has_value();
     args.finish(gen ? 0 : 1, gen ? 0 : 1);
     cfg.precision = precision_option(prec);
     if (!(cfg.options.rtol >= 0)) throw UsageError("--rtol must be >= 0");
@@ -186,6 +382,25 @@ int cmd_solve(int argc, char** argv)
     std::shared_ptr<const Executor> exec;
     std::optional<std::string> file;
     if (!args.positionals().empty()) file = args.positionals()[0];
+    if (file && is_ooc_file(*file) && !gen) {
+        ChunkFileSolve c;
+        c.path = *file;
+        c.device = device;
+        c.prec = prec;
+        c.fmt_name = fmt_name;
+        c.prec_given = prec_given;
+        c.chunk_bytes_given = chunk_bytes_given;
+        c.monitor = monitor;
+        c.quiet = quiet;
+        c.occ = occ;
+        c.bfile = bfile;
+        c.x0file = x0file;
+        c.out.xfile = xfile;
+        c.out.hist = hist;
+        c.out.json = json;
+        return solve_chunk_file(c, cfg);
+    }
+    if (occ.host_memory) throw UsageError("--host-memory applies to a chunk file (A.hoc) only");
     if (dev == device_cpu) {
         exec = cpu_executor();
     } else if (dev >= 0 && (!built_with_cuda() || dev >= CudaExecutor::device_count())) {
@@ -269,22 +484,8 @@ int cmd_solve(int argc, char** argv)
         }
     }
 
-    // progress: every check with --monitor, otherwise about once a second on long solves
-    auto t_start = std::chrono::steady_clock::now();
-    double last_print = 0;
-    cfg.options.monitor = [&](const IterationInfo& it) {
-        const double now =
-            std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
-        if (monitor || (!quiet && now - last_print >= 1.0)) {
-            std::fprintf(stderr, "  iteration %6d  ||r|| %.6e  ||r||/||b|| %.3e\n", it.iteration,
-                         it.residual_norm, it.relative_residual);
-            last_print = now;
-        }
-    };
+    set_progress(cfg, monitor, quiet);
     if (!quiet) {
-        cfg.on_stage = [](SolveStage st, double ms) {
-            std::fprintf(stderr, "  [%8.1f ms] %s\n", ms, to_string(st));
-        };
         std::fprintf(stderr, "format %s: %s\n", to_string(cfg.format), format_reason.c_str());
         if (!device_why.empty()) std::fprintf(stderr, "device %s\n", device_why.c_str());
     }
@@ -292,52 +493,11 @@ int cmd_solve(int argc, char** argv)
     const index_t rows = p.a.rows;
     const offset_t nnz = p.a.nnz();
     SolveResult r = solve_system(std::move(p.a), b, cfg);
-    const Status& st = r.status;
 
-    double err = -1, xmax = 0;
-    if (!x_true.empty()) err = max_abs_diff(r.x, x_true, &xmax) / (xmax > 0 ? xmax : 1);
-    if (xfile) write_vector_file(*xfile, r.x, "x from heptane solve: " + st.summary());
-    if (hist) write_history_csv(*hist, st);
-    const auto& t = r.timings;
-    const double setup_s = (t.operator_ms + t.preconditioner_ms + t.upload_ms + t.setup_ms) / 1e3;
-    const std::string restart_json =
-        cfg.solver == SolverType::gmres ? std::to_string(cfg.restart) : "null";
-    if (json) {
-        std::printf(
-            "{\"source\": %s, \"converged\": %s, \"reason\": \"%s\", \"iterations\": %d, "
-            "\"relres\": %.6e, \"true_relres\": %s, \"error_vs_xtrue\": %s, "
-            "\"solve_seconds\": %.6f, \"setup_seconds\": %.6f, \"total_seconds\": %.6f, "
-            "\"per_iteration_ms\": %.6f, \"solver\": %s, \"restart\": %s, \"preconditioner\": %s, "
-            "\"format\": "
-            "\"%s\", "
-            "\"format_reason\": %s, \"operator\": %s, \"precision\": \"%s\", \"device\": %s, "
-            "\"device_choice\": %s, \"cuda_graph\": %s, \"fused_dots\": %s, "
-            "\"corrections\": %d, \"rows\": %d, \"nnz\": %lld}\n",
-            json_string(p.source).c_str(), st.converged() ? "true" : "false", to_string(st.reason),
-            st.iterations, st.relative_residual, json_number(st.true_relative_residual).c_str(),
-            json_number(err).c_str(), t.solve_ms / 1e3, setup_s, t.total_ms / 1e3,
-            t.per_iteration_ms, json_string(r.solver).c_str(), restart_json.c_str(),
-            json_string(r.preconditioner).c_str(), to_string(cfg.format),
-            json_string(format_reason).c_str(), json_string(r.format).c_str(), prec.c_str(),
-            json_string(r.device).c_str(),
-            device_why.empty() ? "null" : json_string(device_why).c_str(),
-            st.cuda_graph ? "true" : "false", st.fused_dots ? "true" : "false", r.corrections, rows,
-            static_cast<long long>(nnz));
-    } else {
-        std::printf("system    %s: %d rows, %lld entries\n", p.source.c_str(), rows,
-                    static_cast<long long>(nnz));
-        std::printf("operator  %s\n", r.format.c_str());
-        std::printf("solver    %s, preconditioner %s, on %s\n", r.solver.c_str(),
-                    r.preconditioner.c_str(), r.device.c_str());
-        print_result(st, err);
-        std::printf(
-            "time      setup %.3f s (operator %.3f, preconditioner %.3f, upload %.3f), "
-            "solve %.3f s, %.4f ms per iteration%s%s, total %.3f s\n",
-            setup_s, t.operator_ms / 1e3, t.preconditioner_ms / 1e3, t.upload_ms / 1e3,
-            t.solve_ms / 1e3, t.per_iteration_ms, st.cuda_graph ? " (CUDA graph)" : "",
-            st.fused_dots ? " (dot products fused into the products)" : "", t.total_ms / 1e3);
-    }
-    return st.converged() ? 0 : 1;
+    return report(r, cfg,
+                  Report{p.source, rows, nnz, to_string(cfg.format), format_reason, prec,
+                         device_why, xfile, hist, json},
+                  x_true);
 }
 
 }  // namespace heptane::cli

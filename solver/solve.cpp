@@ -254,6 +254,82 @@ SolveResult run(const Coo<double>* a, const Csr<double>& csr, double csr_ms,
     return res;
 }
 
+// One solve with A as out-of-core chunks (solve_system's OocMatrix overload).
+template <class MT, class VT>
+SolveResult run_ooc(const std::shared_ptr<const OocMatrix<MT>>& a, const std::vector<double>& b,
+                    const SolveConfig& cfg, const std::shared_ptr<const Executor>& exec,
+                    clock_type::time_point t_start)
+{
+    SolveResult res;
+    res.precision = cfg.precision;
+    res.device = exec->name();
+    auto stage = [&](SolveStage s) {
+        if (cfg.on_stage) cfg.on_stage(s, ms_since(t_start));
+    };
+    const PcType pc = cfg.pc.value_or(PcType::jacobi);
+    HEPTANE_ENSURE(pc == PcType::none || pc == PcType::jacobi || pc == PcType::block_jacobi,
+                   NotSupported,
+                   "with the matrix out of core the preconditioner is none, jacobi or bjacobi ("
+                       << to_string(pc) << " needs the matrix in memory)");
+    const index_t nc = cfg.block_size > 0 ? cfg.block_size : ooc_block_size(a->chunks());
+
+    stage(SolveStage::build_operator);
+    auto t0 = clock_type::now();
+    auto op = std::make_shared<const OutOfCoreOperator<MT, VT>>(
+        a, exec, cfg.out_of_core.value_or(OutOfCoreOptions{}));
+    exec->synchronize();
+    res.timings.operator_ms = ms_since(t0);
+    res.format = op->describe();
+
+    stage(SolveStage::build_preconditioner);
+    t0 = clock_type::now();
+    const index_t pc_nc = pc == PcType::block_jacobi ? nc : 1;
+    std::shared_ptr<const Preconditioner<VT>> m =
+        pc == PcType::none
+            ? make_preconditioner<VT>(
+                  pc,
+                  Csr<double>{a->rows(), a->cols(),
+                              Array<offset_t>(std::vector<offset_t>(a->rows() + 1, 0)),
+                              Array<index_t>(), Array<double>()},
+                  1, exec)
+            : make_preconditioner<VT>(pc, ooc_block_diagonal(*a, pc_nc), pc_nc, exec);
+    exec->synchronize();
+    res.timings.preconditioner_ms = ms_since(t0);
+    res.preconditioner = m->describe();
+
+    stage(SolveStage::upload);
+    t0 = clock_type::now();
+    auto up = [&](const std::vector<double>& v) {
+        return Array<VT>(std::vector<VT>(v.begin(), v.end())).to(exec);
+    };
+    const Array<VT> b_dev = up(b);
+    Array<VT> x_dev = cfg.x0.empty() ? Array<VT>(exec, b.size()) : up(cfg.x0);
+    res.timings.upload_ms = ms_since(t0);
+
+    stage(SolveStage::solve);
+    SolverOptions opts = cfg.options;
+    opts.nonzero_initial_guess = !cfg.x0.empty();
+    SolverExtras extras;
+    extras.restart = cfg.restart;
+    const std::unique_ptr<Solver<VT>> solver = make_solver<VT>(cfg.solver, opts, extras);
+    solver->set_operator(op);
+    solver->set_preconditioner(m);
+    res.solver = solver->name();
+    res.status = solver->solve(b_dev, x_dev);
+
+    stage(SolveStage::download);
+    t0 = clock_type::now();
+    const std::vector<VT> xh = x_dev.to_vector();
+    res.x.assign(xh.begin(), xh.end());
+    res.timings.download_ms = ms_since(t0);
+    res.timings.setup_ms = res.status.timings.setup_ms;
+    res.timings.solve_ms = res.status.timings.solve_ms;
+    res.timings.per_iteration_ms = res.status.timings.per_iteration_ms;
+    res.timings.true_residual_ms = res.status.timings.true_residual_ms;
+    res.timings.total_ms = ms_since(t_start);
+    return res;
+}
+
 }  // namespace
 
 namespace {
@@ -373,5 +449,36 @@ SolveResult solve_system(Coo<double>&& a, const std::vector<double>& b, const So
     const Csr<double> csr = csr_from_coo(std::move(a));  // takes a's columns and values over
     return solve(nullptr, csr, ms_since(t0), b, cfg, exec, t_start);
 }
+
+template <class MT>
+SolveResult solve_system(std::shared_ptr<const OocMatrix<MT>> a, const std::vector<double>& b,
+                         const SolveConfig& cfg)
+{
+    const auto t_start = clock_type::now();
+    HEPTANE_ENSURE(a != nullptr, InputError, "solve_system: no matrix");
+    check_system(a->rows(), a->cols(), b, cfg);
+    const auto exec = cfg.executor ? cfg.executor : make_executor(cfg.device);
+    constexpr bool fp32 = std::is_same_v<MT, float>;
+    switch (cfg.precision) {
+        case Precision::double_:
+            if constexpr (!fp32) return run_ooc<double, double>(a, b, cfg, exec, t_start);
+            break;
+        case Precision::single:
+            if constexpr (fp32) return run_ooc<float, float>(a, b, cfg, exec, t_start);
+            break;
+        case Precision::mixed:
+            if constexpr (fp32) return run_ooc<float, double>(a, b, cfg, exec, t_start);
+            break;
+    }
+    HEPTANE_THROW(InputError, "solve_system: precision "
+                                  << to_string(cfg.precision) << " does not fit the chunks' fp"
+                                  << 8 * sizeof(MT)
+                                  << " values (fp64: double; fp32: single or mixed)");
+}
+
+template SolveResult solve_system<double>(std::shared_ptr<const OocMatrix<double>>,
+                                          const std::vector<double>&, const SolveConfig&);
+template SolveResult solve_system<float>(std::shared_ptr<const OocMatrix<float>>,
+                                         const std::vector<double>&, const SolveConfig&);
 
 }  // namespace heptane

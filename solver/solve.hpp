@@ -157,5 +157,17 @@ SolveResult solve_system(const Coo<double>& a, const std::vector<double>& b,
 /// A afterwards (a matrix read from a file): the copy of a large matrix's entries costs more
 /// than the GPU setup itself.
 SolveResult solve_system(Coo<double>&& a, const std::vector<double>& b, const SolveConfig& cfg);
+/// Solve A x = b with A given as out-of-core chunks of MT values (formats/outofcore: a chunk
+/// file that open_ooc_file opened, or chunks made in memory; page-locked for a GPU) that need
+/// not fit in host memory: the operator streams them (cfg.out_of_core's budget, residency and
+/// buffers; unset: the defaults). The chunks are the matrix as given: cfg.precision picks the
+/// vectors -- fp64 for double (MT = double) and mixed (MT = float: no refinement, nothing to
+/// refine against), fp32 for single (MT = float); any other pairing is InputError. cfg.pc:
+/// none, jacobi or bjacobi (set up from the diagonal blocks, read from the chunks once; unset:
+/// jacobi), block size cfg.block_size or else the chunks' (ooc_block_size); the others need
+/// the matrix in memory: NotSupported. cfg.format, format_options and impl are not used.
+template <class MT>
+SolveResult solve_system(std::shared_ptr<const OocMatrix<MT>> a, const std::vector<double>& b,
+                         const SolveConfig& cfg);
 
 }  // namespace heptane

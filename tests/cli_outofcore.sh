@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# --out-of-core on spmv, mlem, lsqr and solve: the same answers as in core (MLEM's
-# log-likelihoods, LSQR's x, solve's iterations and x, spmv's check against the CPU CSR
-# product), with chunks far smaller than the matrix; on a GPU also with --device-memory so
+# --out-of-core on spmv, mlem, lsqr and solve, and chunk files (.hoc) for mlem, lsqr and solve:
+# the same answers as in core (MLEM's log-likelihoods, LSQR's x, solve's iterations and x,
+# spmv's check against the CPU CSR product), with chunks far smaller than the matrix; on a GPU also with --device-memory so
 # small that most chunks stream, and auto choosing out of core under it. Bad values exit 2.
 #   tests/cli_outofcore.sh HEPTANE
 # On the CPU by default; with HEPTANE_TEST_DEVICE=cuda on the GPU (exits 77, skipped, where
@@ -148,16 +148,71 @@ cat "$dir/err.txt"
 [ "$rc2" = 1 ] || { echo "mlem on a damaged chunk file: exit $rc2, expected 1"; exit 1; }
 # a command that reads Matrix Market / PETSc binary says what a chunk file is
 set +e
-"$heptane" solve "$dir/P.hoc" --device "$device" >/dev/null 2>"$dir/err.txt"
+"$heptane" info "$dir/P.hoc" >/dev/null 2>"$dir/err.txt"
 rc3=$?
 set -e
 cat "$dir/err.txt"
-[ "$rc3" = 1 ] || { echo "solve on a chunk file: exit $rc3, expected 1"; exit 1; }
+[ "$rc3" = 1 ] || { echo "info on a chunk file: exit $rc3, expected 1"; exit 1; }
 grep -q "is a heptane out-of-core chunk file" "$dir/err.txt"
+# solve from a chunk file (CSR and BDIA-GH chunks; every block from the file, about half, all
+# in memory): in core's iterations (within one) and x (1e-7) with the same preconditioner
+"$heptane" gen --grid 12x10x8 --nc 3 --model reservoir -o "$dir/H.mtx" >/dev/null 2>&1
+"$heptane" convert "$dir/H.mtx" -o "$dir/Hb.hoc" --chunk-bytes 16k --quiet >/dev/null
+"$heptane" convert "$dir/H.mtx" -o "$dir/Hc.hoc" --chunk-bytes 16k --chunk-format csr --quiet >/dev/null
+for pc in jacobi bjacobi; do
+  for solver in bicgstab gmres; do
+    run=(--pc "$pc" --solver "$solver" --rtol 1e-9 --device "$device" --json)
+    "$heptane" solve "$dir/H.mtx" "${run[@]}" --out-of-core off -o "$dir/xh_in.mtx" >"$dir/h_in.json"
+    grep -q '"converged": true' "$dir/h_in.json"
+    its_in=$(sed -n 's/.*"iterations": \([0-9]*\).*/\1/p' "$dir/h_in.json")
+    for f in Hb Hc; do
+      for hm in 0 40k 1G; do
+        extra=(--host-memory "$hm")
+        if [ "$device" = gpu ]; then extra+=(--device-memory 300k); fi
+        "$heptane" solve "$dir/$f.hoc" "${run[@]}" "${extra[@]}" -o "$dir/xh.mtx" >"$dir/h.json"
+        grep -q '"converged": true' "$dir/h.json"
+        grep -q '"operator": "out-of-core' "$dir/h.json"
+        if [ "$hm" = 0 ]; then grep -q "read from .*$f.hoc at every product" "$dir/h.json"; fi
+        its=$(sed -n 's/.*"iterations": \([0-9]*\).*/\1/p' "$dir/h.json")
+        e=$(vdiff "$dir/xh.mtx" "$dir/xh_in.mtx")
+        echo "solve $f.hoc --pc $pc --solver $solver --host-memory $hm: $its iterations ($its_in in core), x differs by $e"
+        awk -v a="$its_in" -v b="$its" 'BEGIN { d = a - b; if (d < 0) d = -d; exit d <= 1 ? 0 : 1 }'
+        below "$e" 1e-7
+      done
+    done
+  done
+done
+grep -q '"format": "bdiagh"' <("$heptane" solve "$dir/Hb.hoc" --device "$device" --json)
+"$heptane" convert "$dir/H.mtx" -o "$dir/Hs.hoc" --precision single --quiet >/dev/null
+"$heptane" solve "$dir/Hs.hoc" --device "$device" --rtol 1e-6 --json >"$dir/hs.json"
+grep -q '"converged": true' "$dir/hs.json"
+grep -q '"precision": "mixed"' "$dir/hs.json"
+for bad in "--pc amg" "--precision double" "--format csr" "--out-of-core off" "--chunk-bytes 1M"; do
+  set +e
+  # shellcheck disable=SC2086
+  "$heptane" solve "$dir/Hs.hoc" --device "$device" $bad >/dev/null 2>"$dir/err.txt"
+  rc=$?
+  set -e
+  cat "$dir/err.txt"
+  [ "$rc" = 2 ] || { echo "solve Hs.hoc $bad: exit $rc, expected 2"; exit 1; }
+done
+set +e
+"$heptane" solve "$dir/P.hoc" --device "$device" >/dev/null 2>"$dir/err.txt"
+rc=$?
+"$heptane" solve "$dir/H.mtx" --host-memory 1G >/dev/null 2>>"$dir/err.txt"
+rc4=$?
+set -e
+cat "$dir/err.txt"
+[ "$rc" = 2 ] || { echo "solve on a rectangular chunk file: exit $rc, expected 2"; exit 1; }
+[ "$rc4" = 2 ] || { echo "solve A.mtx --host-memory: exit $rc4, expected 2"; exit 1; }
+grep -q "square" "$dir/err.txt"
 # --help tells of it
 "$heptane" mlem --help >"$dir/help.txt"  # not piped into grep -q: SIGPIPE under pipefail
 grep -q -- "--host-memory" "$dir/help.txt"
 grep -q -- "--out-of-core" "$dir/help.txt"
+"$heptane" solve --help >"$dir/help.txt"
+grep -q -- "A.hoc" "$dir/help.txt"
+grep -q -- "--host-memory" "$dir/help.txt"
 "$heptane" lsqr --help >"$dir/help.txt"
 grep -q -- "--device-memory" "$dir/help.txt"
 grep -q -- "--host-memory" "$dir/help.txt"

@@ -18,6 +18,7 @@
 #include <iterator>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <unistd.h>
@@ -29,6 +30,7 @@
 #include "generators/pet.hpp"
 #include "solver/krylov.hpp"
 #include "solver/mlem/mlem.hpp"
+#include "solver/solve.hpp"
 #include "tests/test_common.hpp"
 
 using namespace heptane;
@@ -708,6 +710,98 @@ BOOST_AUTO_TEST_CASE(bdia_chunks_of_hepta_matrices)
     const Coo<double> r = test::random_coo<double>(40, 40, 2, 6, 3);
     BOOST_CHECK_THROW(make_ooc_matrix_bdia<double>(r, 1, {-1, 0, 1}, 1000, false), InputError);
     BOOST_CHECK_THROW(make_ooc_matrix_bdia<double>(r, 3, {0}, 1000, false), InputError);  // 3 ∤ 40
+}
+
+BOOST_AUTO_TEST_CASE(diagonal_blocks_and_solves_from_a_chunk_file)
+{
+    auto exec = test::test_executor();
+    HeptaSpec s;
+    s.J = 8;
+    s.H = 6;
+    s.I = 5;
+    s.Nc = 3;
+    s.banded = false;
+    s.model = HeptaModel::reservoir;  // diagonally dominant: Jacobi and block Jacobi converge
+    const Coo<double> a = generate_hepta_coo<double>(s);
+    const index_t nc = 3;
+    const std::vector<index_t> offs = bdia_block_offsets(a, nc);
+    auto chunks = [&](bool bdia) {
+        return bdia ? make_ooc_matrix_bdia<double>(a, nc, offs, 3000, exec->is_cuda())
+                    : make_ooc_matrix<double>(a, 3000, exec->is_cuda());
+    };
+    // the diagonal blocks, every block read from the file, against the COO's own entries
+    for (bool bdia : {false, true}) {
+        const OocMatrix<double> m = chunks(bdia);
+        BOOST_TEST(m.chunks().size() > 3u);
+        BOOST_TEST(ooc_block_size(m.chunks()) == (bdia ? nc : 1));
+        TempFile f("diag.hoc");
+        save_ooc_file(m, f.path);
+        for (index_t bs : {index_t(1), nc}) {
+            const Csr<double> d = ooc_block_diagonal(open_ooc_file<double>(f.path, {0, false}), bs);
+            std::vector<std::tuple<index_t, index_t, double>> want, got;
+            for (offset_t k = 0; k < a.nnz(); ++k)
+                if (a.row[k] / bs == a.col[k] / bs && a.val[k] != 0)
+                    want.emplace_back(a.row[k], a.col[k], a.val[k]);
+            for (index_t i = 0; i < d.rows; ++i)
+                for (offset_t q = d.row_ptr[i]; q < d.row_ptr[i + 1]; ++q)
+                    if (d.values[q] != 0) got.emplace_back(i, d.col_idx[q], d.values[q]);
+            BOOST_TEST((got == want), (bdia ? "BDIA-GH" : "CSR") << " chunks, blocks of " << bs);
+        }
+        BOOST_CHECK_THROW(ooc_block_diagonal(m, 7), InputError);  // 7 does not divide the rows
+    }
+    // solves from the file: in core's iterations and x with the same preconditioner
+    const std::vector<double> x_true = test::random_vector<double>(a.rows, 5);
+    std::vector<double> b(a.rows, 0.0);
+    for (offset_t k = 0; k < a.nnz(); ++k) b[a.row[k]] += a.val[k] * x_true[a.col[k]];
+    for (PcType pc : {PcType::jacobi, PcType::block_jacobi})
+        for (SolverType solver : {SolverType::bicgstab, SolverType::gmres}) {
+            SolveConfig cfg;
+            cfg.executor = exec;
+            cfg.pc = pc;
+            cfg.block_size = nc;
+            cfg.solver = solver;
+            cfg.options.rtol = 1e-10;
+            cfg.format = Format::csr;
+            const SolveResult in = solve_system(a, b, cfg);
+            BOOST_TEST(in.status.converged());
+            for (bool bdia : {false, true}) {
+                TempFile f("solve.hoc");
+                save_ooc_file(chunks(bdia), f.path);
+                OocFileOptions fo;
+                fo.host_memory = 0;
+                fo.pinned = exec->is_cuda();
+                auto m =
+                    std::make_shared<const OocMatrix<double>>(open_ooc_file<double>(f.path, fo));
+                SolveConfig oc = cfg;
+                oc.out_of_core = OutOfCoreOptions{};
+                oc.out_of_core->max_resident_fraction = 0.5;
+                const SolveResult r = solve_system<double>(m, b, oc);
+                const std::string what = std::string(to_string(pc)) + " " + to_string(solver) +
+                                         (bdia ? ", BDIA-GH chunks" : ", CSR chunks");
+                BOOST_TEST(r.status.converged(), what << ": " << r.status.summary());
+                BOOST_TEST(
+                    std::abs(r.status.iterations - in.status.iterations) <= 1,
+                    what << ": " << r.status.iterations << " vs in core " << in.status.iterations);
+                BOOST_TEST(test::rel_max_diff(r.x, in.x) <= 1e-8, what);
+                BOOST_TEST(test::rel_max_diff(r.x, x_true) <= 1e-7, what);
+                BOOST_TEST(r.format.find("out-of-core") != std::string::npos, r.format);
+            }
+        }
+    // fp32 chunks: mixed (fp64 vectors) converges on the rounded matrix; the precision must fit
+    auto m32 =
+        std::make_shared<const OocMatrix<float>>(make_ooc_matrix<float>(a, 3000, exec->is_cuda()));
+    SolveConfig cfg;
+    cfg.executor = exec;
+    cfg.options.rtol = 1e-8;
+    cfg.precision = Precision::mixed;
+    const SolveResult r = solve_system<float>(m32, b, cfg);
+    BOOST_TEST(r.status.converged(), r.status.summary());
+    BOOST_TEST(test::rel_max_diff(r.x, x_true) <= 1e-5);
+    cfg.precision = Precision::double_;
+    BOOST_CHECK_THROW(solve_system<float>(m32, b, cfg), InputError);
+    cfg.precision = Precision::mixed;
+    cfg.pc = PcType::ilu0;
+    BOOST_CHECK_THROW(solve_system<float>(m32, b, cfg), NotSupported);
 }
 
 BOOST_AUTO_TEST_CASE(byte_counts_parse)

@@ -211,6 +211,14 @@ void save_ooc_file(const OocMatrix<MT>& m, const std::string& path);
 template <class MT>
 Coo<double> to_coo(const OocMatrix<MT>& m);
 
+/// The Nc x Nc diagonal blocks of square `m` (entries (i, j) with i / nc == j / nc; of BDIA-GH
+/// chunks the non-zero slots) as host CSR: what Jacobi and block Jacobi are set up from when
+/// the matrix itself is not in memory. Reads every block once (from the file where it is).
+template <class MT>
+Csr<double> ooc_block_diagonal(const OocMatrix<MT>& m, index_t nc);
+/// The block size the chunks tell: their Nc when every chunk is BDIA-GH with one Nc, else 1.
+index_t ooc_block_size(const std::vector<OocChunk>& chunks);
+
 struct OutOfCoreOptions {
     /// Target bytes per chunk block when the operator builds the chunks itself.
     std::size_t chunk_bytes = std::size_t(64) << 20;

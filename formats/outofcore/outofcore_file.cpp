@@ -397,14 +397,25 @@ void save_ooc_file(const OocMatrix<MT>& m, const std::string& path)
     w.finish(chunks, m.rows(), m.cols(), m.nnz());
 }
 
-template <class MT>
-Coo<double> to_coo(const OocMatrix<MT>& m)
+namespace {
+
+// Every entry of m as keep(row, col, value) in row order, the blocks read one at a time (from
+// the file where they are there); of BDIA-GH chunks the non-zero slots inside the matrix.
+// Then the entries kept, as canonical COO.
+template <class MT, class Keep>
+Coo<double> collect_entries(const OocMatrix<MT>& m, std::size_t expected, Keep keep)
 {
     std::vector<index_t> row, col;
     std::vector<double> val;
-    row.reserve(std::size_t(m.nnz()));
-    col.reserve(std::size_t(m.nnz()));
-    val.reserve(std::size_t(m.nnz()));
+    row.reserve(expected);
+    col.reserve(expected);
+    val.reserve(expected);
+    auto add = [&](index_t i, index_t j, double x) {
+        if (!keep(i, j)) return;
+        row.push_back(i);
+        col.push_back(j);
+        val.push_back(x);
+    };
     BlockReader<MT> r(m);
     for (std::size_t k = 0; k < m.chunks().size(); ++k) {
         const OocChunk& c = m.chunks()[k];
@@ -418,10 +429,7 @@ Coo<double> to_coo(const OocMatrix<MT>& m)
                     for (int s = 0; s < c.nc; ++s) {
                         const index_t j = base + index_t(off[q]) * c.nc + s;
                         const MT x = v[std::size_t(q * c.nc + s) * std::size_t(c.rows) + i];
-                        if (j < 0 || j >= m.cols() || x == MT(0)) continue;
-                        row.push_back(rr);
-                        col.push_back(j);
-                        val.push_back(double(x));
+                        if (j >= 0 && j < m.cols() && x != MT(0)) add(rr, j, double(x));
                     }
             }
             continue;
@@ -430,16 +438,43 @@ Coo<double> to_coo(const OocMatrix<MT>& m)
         const auto* ci = reinterpret_cast<const std::uint32_t*>(p + c.col_off);
         const auto* v = reinterpret_cast<const MT*>(p + c.val_off);
         for (index_t i = 0; i < c.rows; ++i)
-            for (std::uint32_t q = rp[i]; q < rp[i + 1]; ++q) {
-                row.push_back(c.row0 + i);
-                col.push_back(index_t(ci[q]));
-                val.push_back(double(v[q]));
-            }
+            for (std::uint32_t q = rp[i]; q < rp[i + 1]; ++q)
+                add(c.row0 + i, index_t(ci[q]), double(v[q]));
     }
     Coo<double> a{m.rows(), m.cols(), Array<index_t>(std::move(row)),
                   Array<index_t>(std::move(col)), Array<double>(std::move(val))};
     canonicalize(a);
     return a;
+}
+
+}  // namespace
+
+template <class MT>
+Coo<double> to_coo(const OocMatrix<MT>& m)
+{
+    return collect_entries(m, std::size_t(m.nnz()), [](index_t, index_t) { return true; });
+}
+
+template <class MT>
+Csr<double> ooc_block_diagonal(const OocMatrix<MT>& m, index_t nc)
+{
+    HEPTANE_ENSURE(nc >= 1 && m.rows() == m.cols() && m.rows() % nc == 0, InputError,
+                   "the diagonal blocks of a " << m.rows() << " x " << m.cols()
+                                               << " matrix: it must be square with rows a "
+                                                  "multiple of the block size "
+                                               << nc);
+    return csr_from_coo(collect_entries(m, std::size_t(m.rows()) * std::size_t(nc),
+                                        [nc](index_t i, index_t j) { return i / nc == j / nc; }));
+}
+
+index_t ooc_block_size(const std::vector<OocChunk>& chunks)
+{
+    int nc = 0;
+    for (const OocChunk& c : chunks) {
+        if (c.nc <= 0) return 1;
+        nc = nc == 0 ? c.nc : (nc == c.nc ? nc : 1);
+    }
+    return nc > 0 ? nc : 1;
 }
 
 #define HEPTANE_INSTANTIATE_FILE(MT)                                                              \
@@ -450,7 +485,8 @@ Coo<double> to_coo(const OocMatrix<MT>& m)
     template void OocMatrix<MT>::close_file() noexcept;                                           \
     template OocMatrix<MT> open_ooc_file<MT>(const std::string&, const OocFileOptions&);          \
     template void save_ooc_file<MT>(const OocMatrix<MT>&, const std::string&);                    \
-    template Coo<double> to_coo<MT>(const OocMatrix<MT>&);
+    template Coo<double> to_coo<MT>(const OocMatrix<MT>&);                                        \
+    template Csr<double> ooc_block_diagonal<MT>(const OocMatrix<MT>&, index_t);
 HEPTANE_INSTANTIATE_FILE(double)
 HEPTANE_INSTANTIATE_FILE(float)
 #undef HEPTANE_INSTANTIATE_FILE
