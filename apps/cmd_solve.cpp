@@ -1,5 +1,6 @@
 // heptane solve: A x = b with BiCGStab, CG or GMRES on the CPU or a GPU, with an honest account of
 // convergence (reason, recursive and true residual, error against x_true when known).
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -108,6 +109,11 @@ const char* solve_usage =
     "                    pinned-async)\n"
     "  --reduce M        auto | mpi | nccl | peer: how the dot products are summed over the\n"
     "                    ranks (auto: as --halo picks, mpi for the host-staged models)\n"
+    "A chunk file under mpirun (mpirun -np P heptane solve A.hoc ...): each rank reads and\n"
+    "streams its own group of the file's chunks (about equal bytes; --host-memory and\n"
+    "--device-memory per rank), x is gathered on every rank at every product through host\n"
+    "memory and the dot products summed over the ranks; --pc none, jacobi or bjacobi of each\n"
+    "rank's rows (the same preconditioner as on one process)\n"
     "Exit status: 0 converged, 1 not converged (the reason is printed) or failed, 2 usage.\n";
 
 double max_abs_diff(const std::vector<double>& a, const std::vector<double>& b, double* bmax)
@@ -208,6 +214,8 @@ void set_progress(SolveConfig& cfg, bool monitor, bool quiet)
 struct ChunkFileSolve {
     std::string path, device, prec, fmt_name;
     bool prec_given = false, chunk_bytes_given = false, monitor = false, quiet = false;
+    bool ranks = false;  ///< under mpirun: each rank streams its own rows
+    ProcessGroup group;  ///< the ranks (one process: size 1)
     OutOfCoreChoice occ;
     std::optional<std::string> bfile, x0file;
     Report out;
@@ -216,30 +224,49 @@ struct ChunkFileSolve {
 template <class MT>
 int solve_chunk_file(ChunkFileSolve& c, const OocFileInfo& info, SolveConfig& cfg)
 {
+    const ProcessGroup& g = c.group;
     OocFileOptions fo;
     fo.host_memory = host_memory_budget(c.occ);
     fo.pinned = cfg.executor->is_cuda();
+    std::vector<index_t> starts;  // under mpirun: every rank's first row, then the row count
+    if (g.size > 1) {             // a group of the file's chunks of about equal bytes per rank
+        OocFileOptions table_only;
+        table_only.host_memory = 0;
+        const OocMatrix<MT> t = open_ooc_file<MT>(c.path, table_only);
+        const std::vector<index_t> bounds = ooc_chunk_groups(t, g.size);
+        for (int p = 0; p < g.size; ++p) starts.push_back(t.chunks()[std::size_t(bounds[p])].row0);
+        starts.push_back(info.rows);
+        fo.first_chunk = bounds[g.rank];
+        fo.last_chunk = bounds[g.rank + 1];
+    }
     std::shared_ptr<const OocMatrix<MT>> m;
     {
         Stage st(c.quiet, "opening " + c.path);
         m = std::make_shared<const OocMatrix<MT>>(open_ooc_file<MT>(c.path, fo));
-        char note[160];
+        char note[200];
         std::snprintf(note, sizeof note,
-                      "%.2f GB in %zu chunks, %.2f GB of them read into host memory",
-                      double(m->bytes()) / 1e9, m->chunks().size(), double(m->host_bytes()) / 1e9);
+                      "%.3f GB in %zu chunks, %.3f GB of them read into host memory%s",
+                      double(m->bytes()) / 1e9, m->chunks().size(), double(m->host_bytes()) / 1e9,
+                      g.size > 1 ? " (rank 0's share)" : "");
         st.done(note);
     }
+    const index_t r0 = g.size > 1 ? starts[std::size_t(g.rank)] : 0;
+    const index_t r1 = g.size > 1 ? starts[std::size_t(g.rank) + 1] : info.rows;
     std::vector<double> b, x_true;
     if (c.bfile) {
         b = read_vector_file(*c.bfile);
         HEPTANE_ENSURE(b.size() == std::size_t(m->rows()), DimensionMismatch,
                        "b has " << b.size() << " entries, A has " << m->rows() << " rows");
-    } else {  // b = A * 1 from the chunks on the CPU (one pass over them)
+        b = std::vector<double>(b.begin() + r0, b.begin() + r1);  // this rank's rows
+    } else {  // b = A * 1 from this rank's chunks on the CPU (one pass over them)
         Stage st(c.quiet, "b = A * 1");
-        const OutOfCoreOperator<MT, double> host(m, cpu_executor());
+        const auto host =
+            g.size > 1 ? std::make_unique<const OutOfCoreOperator<MT, double>>(
+                             m, cpu_executor(), OutOfCoreOptions{}, fo.first_chunk, fo.last_chunk)
+                       : std::make_unique<const OutOfCoreOperator<MT, double>>(m, cpu_executor());
         const std::vector<double> ones(std::size_t(m->cols()), 1.0);
-        b.assign(std::size_t(m->rows()), 0.0);
-        host.apply(ones.data(), b.data());
+        b.assign(std::size_t(r1 - r0), 0.0);
+        host->apply(ones.data(), b.data());
         x_true = ones;
         st.done();
     }
@@ -247,15 +274,36 @@ int solve_chunk_file(ChunkFileSolve& c, const OocFileInfo& info, SolveConfig& cf
         cfg.x0 = read_vector_file(*c.x0file);
         HEPTANE_ENSURE(cfg.x0.size() == std::size_t(m->rows()), DimensionMismatch,
                        "x0 has " << cfg.x0.size() << " entries, A has " << m->rows() << " rows");
+        cfg.x0 = std::vector<double>(cfg.x0.begin() + r0, cfg.x0.begin() + r1);
     }
     set_progress(cfg, c.monitor, c.quiet);
     const bool bdia = !m->chunks().empty() && m->chunks().front().nc > 0;
     c.out.format = to_string(bdia ? Format::bdia : Format::csr);
     c.out.format_reason = std::string("the chunk file's ") + (bdia ? "BDIA-GH" : "CSR") +
-                          " chunks, streamed out of core";
+                          " chunks, streamed out of core" +
+                          (g.size > 1 ? ", each rank its own (x gathered at every product)" : "");
     if (!c.quiet)
         std::fprintf(stderr, "format %s: %s\n", c.out.format.c_str(), c.out.format_reason.c_str());
-    const SolveResult r = solve_system<MT>(m, b, cfg);
+    SolveResult r;
+    if (g.size > 1) {
+        OocRowSplit split;
+        split.first_chunk = fo.first_chunk;
+        split.last_chunk = fo.last_chunk;
+        split.whole = [&](std::shared_ptr<const Operator<double>> rows) {
+            return g.gather_rows(std::move(rows), starts);
+        };
+        split.whole_fp32 = [&](std::shared_ptr<const Operator<float>> rows) {
+            return g.gather_rows_fp32(std::move(rows), starts);
+        };
+        r = solve_system<MT>(m, b, cfg, split);
+        std::vector<double> x(std::size_t(info.rows), 0.0);  // x whole on every rank
+        std::copy(r.x.begin(), r.x.end(), x.begin() + r0);
+        g.sum(x.data(), info.rows);
+        r.x = std::move(x);
+        if (g.rank != 0) return r.status.converged() ? 0 : 1;  // rank 0 reports
+    } else {
+        r = solve_system<MT>(m, b, cfg);
+    }
     return report(r, cfg, c.out, x_true);
 }
 
@@ -289,8 +337,22 @@ int solve_chunk_file(ChunkFileSolve& c, SolveConfig& cfg)
     if (info.rows != info.cols)
         throw UsageError("A is " + std::to_string(info.rows) + " x " + std::to_string(info.cols) +
                          ": solve needs a square matrix");
-    cfg.executor =
-        pick_solve_executor(c.device, static_cast<long long>(info.nnz), c.out.device_why);
+    if (c.ranks) {
+#ifdef HEPTANE_CLI_MPI
+        c.group = mpi_process_group(c.device);
+        cfg.executor = c.group.exec;
+        if (c.group.rank != 0) c.quiet = true;
+        c.out.device_why = "under mpirun: " + device_label(*cfg.executor) + " on each of " +
+                           std::to_string(c.group.size) + " ranks";
+#else
+        throw UsageError(
+            "heptane solve runs under mpirun, but this build has no MPI (configure with MPI "
+            "found and HEPTANE_WITH_MPI=ON)");
+#endif
+    } else {
+        cfg.executor =
+            pick_solve_executor(c.device, static_cast<long long>(info.nnz), c.out.device_why);
+    }
     if (!c.quiet && !c.out.device_why.empty())
         std::fprintf(stderr, "device %s\n", c.out.device_why.c_str());
     OutOfCoreChoice oc = c.occ;
@@ -319,13 +381,16 @@ int cmd_solve(int argc, char** argv)
     const bool json = args.flag("--json");
     const bool monitor = args.flag("--monitor");
     const bool quiet = args.flag("--quiet") || json;
-    if (launched_by_mpirun()) {
+    // under mpirun a chunk file's rows are split over the ranks, each streaming its own
+    const bool chunk_file_ranks =
+        launched_by_mpirun() && !args.positionals().empty() && is_ooc_file(args.positionals()[0]);
+    if (launched_by_mpirun() && !chunk_file_ranks) {
         const auto ooc = args.get("--out-of-core");
         if ((ooc && *ooc != "off") || args.get("--device-memory") || args.get("--chunk-bytes"))
             throw UsageError(
-                "--out-of-core, --device-memory and --chunk-bytes run on one process: under "
-                "mpirun each rank keeps its rows on its own GPU (ranks streaming their rows from "
-                "host memory are not built yet)");
+                "--out-of-core, --device-memory and --chunk-bytes with a matrix in memory run "
+                "on one process: under mpirun each rank keeps its rows on its own GPU; for ranks "
+                "that stream their rows, give a chunk file (heptane convert A.mtx -o A.hoc)");
 #ifdef HEPTANE_CLI_MPI
         return cmd_solve_distributed(args, json, monitor, args.flag("--quiet"));
 #else
@@ -398,6 +463,7 @@ int cmd_solve(int argc, char** argv)
         c.out.xfile = xfile;
         c.out.hist = hist;
         c.out.json = json;
+        c.ranks = chunk_file_ranks;
         return solve_chunk_file(c, cfg);
     }
     if (occ.host_memory) throw UsageError("--host-memory applies to a chunk file (A.hoc) only");

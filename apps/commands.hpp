@@ -5,10 +5,9 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
-namespace heptane {
-class Executor;
-}
+#include "core/operator.hpp"
 
 namespace heptane::cli {
 
@@ -25,8 +24,8 @@ int cmd_pet(int argc, char** argv);
 class Args;
 /// heptane solve under mpirun (apps/mpi/cmd_solve_dist.cpp; builds with MPI only).
 int cmd_solve_distributed(Args& args, bool json, bool monitor, bool quiet);
-/// The processes of heptane mlem under mpirun (apps/mpi/process_group.cpp; builds with MPI
-/// only): this rank, their number, this rank's executor (--device auto|cpu|gpu: the GPU of
+/// The processes of heptane mlem (and solve A.hoc) under mpirun (apps/mpi/process_group.cpp; builds
+/// with MPI only): this rank, their number, this rank's executor (--device auto|cpu|gpu: the GPU of
 /// its node-local rank) and an in-place sum of host doubles over the ranks (MPI_Allreduce).
 /// MPI is finalised when the last copy goes.
 struct ProcessGroup {
@@ -34,6 +33,16 @@ struct ProcessGroup {
     int size = 1;
     std::shared_ptr<const Executor> exec;
     std::function<void(double*, int)> sum;
+    /// heptane solve A.hoc under mpirun: the operator of the whole square matrix from this
+    /// rank's rows over every column, x gathered over the ranks at every product and the dot
+    /// products summed (dist::GatheredRowsOperator); `starts`: every rank's first row, then
+    /// the row count.
+    std::function<std::shared_ptr<const Operator<double>>(std::shared_ptr<const Operator<double>>,
+                                                          const std::vector<index_t>& starts)>
+        gather_rows;
+    std::function<std::shared_ptr<const Operator<float>>(std::shared_ptr<const Operator<float>>,
+                                                         const std::vector<index_t>& starts)>
+        gather_rows_fp32;
     std::shared_ptr<void> session;
 };
 ProcessGroup mpi_process_group(const std::string& device);

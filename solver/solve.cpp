@@ -258,7 +258,7 @@ SolveResult run(const Coo<double>* a, const Csr<double>& csr, double csr_ms,
 template <class MT, class VT>
 SolveResult run_ooc(const std::shared_ptr<const OocMatrix<MT>>& a, const std::vector<double>& b,
                     const SolveConfig& cfg, const std::shared_ptr<const Executor>& exec,
-                    clock_type::time_point t_start)
+                    clock_type::time_point t_start, const OocRowSplit* split)
 {
     SolveResult res;
     res.precision = cfg.precision;
@@ -275,8 +275,25 @@ SolveResult run_ooc(const std::shared_ptr<const OocMatrix<MT>>& a, const std::ve
 
     stage(SolveStage::build_operator);
     auto t0 = clock_type::now();
-    auto op = std::make_shared<const OutOfCoreOperator<MT, VT>>(
-        a, exec, cfg.out_of_core.value_or(OutOfCoreOptions{}));
+    std::shared_ptr<const Operator<VT>> op;
+    const OutOfCoreOptions oo = cfg.out_of_core.value_or(OutOfCoreOptions{});
+    if (split) {
+        auto rows = std::make_shared<const OutOfCoreOperator<MT, VT>>(
+            a, exec, oo, split->first_chunk, split->last_chunk);
+        if constexpr (std::is_same_v<VT, double>)
+            op = split->whole ? split->whole(std::move(rows)) : nullptr;
+        else
+            op = split->whole_fp32 ? split->whole_fp32(std::move(rows)) : nullptr;
+        HEPTANE_ENSURE(op != nullptr, InputError, "solve_system: the row split made no operator");
+    } else {
+        op = std::make_shared<const OutOfCoreOperator<MT, VT>>(a, exec, oo);
+    }
+    HEPTANE_ENSURE(
+        std::size_t(op->rows()) == b.size(), DimensionMismatch,
+        "solve_system: b has " << b.size() << " entries, the operator " << op->rows() << " rows");
+    HEPTANE_ENSURE(cfg.x0.empty() || cfg.x0.size() == b.size(), DimensionMismatch,
+                   "solve_system: x0 has " << cfg.x0.size() << " entries, the operator "
+                                           << op->rows() << " rows");
     exec->synchronize();
     res.timings.operator_ms = ms_since(t0);
     res.format = op->describe();
@@ -288,11 +305,15 @@ SolveResult run_ooc(const std::shared_ptr<const OocMatrix<MT>>& a, const std::ve
         pc == PcType::none
             ? make_preconditioner<VT>(
                   pc,
-                  Csr<double>{a->rows(), a->cols(),
-                              Array<offset_t>(std::vector<offset_t>(a->rows() + 1, 0)),
+                  Csr<double>{op->rows(), op->rows(),
+                              Array<offset_t>(std::vector<offset_t>(op->rows() + 1, 0)),
                               Array<index_t>(), Array<double>()},
                   1, exec)
-            : make_preconditioner<VT>(pc, ooc_block_diagonal(*a, pc_nc), pc_nc, exec);
+            : make_preconditioner<VT>(
+                  pc,
+                  split ? ooc_block_diagonal(*a, pc_nc, split->first_chunk, split->last_chunk)
+                        : ooc_block_diagonal(*a, pc_nc),
+                  pc_nc, exec);
     exec->synchronize();
     res.timings.preconditioner_ms = ms_since(t0);
     res.preconditioner = m->describe();
@@ -450,24 +471,30 @@ SolveResult solve_system(Coo<double>&& a, const std::vector<double>& b, const So
     return solve(nullptr, csr, ms_since(t0), b, cfg, exec, t_start);
 }
 
+namespace {
+
 template <class MT>
-SolveResult solve_system(std::shared_ptr<const OocMatrix<MT>> a, const std::vector<double>& b,
-                         const SolveConfig& cfg)
+SolveResult solve_ooc(const std::shared_ptr<const OocMatrix<MT>>& a, const std::vector<double>& b,
+                      const SolveConfig& cfg, const OocRowSplit* split)
 {
     const auto t_start = clock_type::now();
     HEPTANE_ENSURE(a != nullptr, InputError, "solve_system: no matrix");
-    check_system(a->rows(), a->cols(), b, cfg);
+    if (split)
+        HEPTANE_ENSURE(a->rows() == a->cols(), DimensionMismatch,
+                       "solve_system: A is " << a->rows() << " x " << a->cols() << ", not square");
+    else
+        check_system(a->rows(), a->cols(), b, cfg);
     const auto exec = cfg.executor ? cfg.executor : make_executor(cfg.device);
     constexpr bool fp32 = std::is_same_v<MT, float>;
     switch (cfg.precision) {
         case Precision::double_:
-            if constexpr (!fp32) return run_ooc<double, double>(a, b, cfg, exec, t_start);
+            if constexpr (!fp32) return run_ooc<double, double>(a, b, cfg, exec, t_start, split);
             break;
         case Precision::single:
-            if constexpr (fp32) return run_ooc<float, float>(a, b, cfg, exec, t_start);
+            if constexpr (fp32) return run_ooc<float, float>(a, b, cfg, exec, t_start, split);
             break;
         case Precision::mixed:
-            if constexpr (fp32) return run_ooc<float, double>(a, b, cfg, exec, t_start);
+            if constexpr (fp32) return run_ooc<float, double>(a, b, cfg, exec, t_start, split);
             break;
     }
     HEPTANE_THROW(InputError, "solve_system: precision "
@@ -476,9 +503,31 @@ SolveResult solve_system(std::shared_ptr<const OocMatrix<MT>> a, const std::vect
                                   << " values (fp64: double; fp32: single or mixed)");
 }
 
+}  // namespace
+
+template <class MT>
+SolveResult solve_system(std::shared_ptr<const OocMatrix<MT>> a, const std::vector<double>& b,
+                         const SolveConfig& cfg)
+{
+    return solve_ooc<MT>(a, b, cfg, nullptr);
+}
+
+template <class MT>
+SolveResult solve_system(std::shared_ptr<const OocMatrix<MT>> a, const std::vector<double>& b,
+                         const SolveConfig& cfg, const OocRowSplit& split)
+{
+    return solve_ooc<MT>(a, b, cfg, &split);
+}
+
 template SolveResult solve_system<double>(std::shared_ptr<const OocMatrix<double>>,
                                           const std::vector<double>&, const SolveConfig&);
 template SolveResult solve_system<float>(std::shared_ptr<const OocMatrix<float>>,
                                          const std::vector<double>&, const SolveConfig&);
+template SolveResult solve_system<double>(std::shared_ptr<const OocMatrix<double>>,
+                                          const std::vector<double>&, const SolveConfig&,
+                                          const OocRowSplit&);
+template SolveResult solve_system<float>(std::shared_ptr<const OocMatrix<float>>,
+                                         const std::vector<double>&, const SolveConfig&,
+                                         const OocRowSplit&);
 
 }  // namespace heptane

@@ -170,4 +170,22 @@ template <class MT>
 SolveResult solve_system(std::shared_ptr<const OocMatrix<MT>> a, const std::vector<double>& b,
                          const SolveConfig& cfg);
 
+/// The rows of an out-of-core matrix split over processes: this process holds chunks
+/// [first_chunk, last_chunk) (whole blocks of Nc rows), and `whole` makes the operator the
+/// solver runs on from the operator of those rows over every column -- one that gathers x and
+/// sums the dot products over the processes (dist::GatheredRowsOperator).
+struct OocRowSplit {
+    index_t first_chunk = 0;
+    index_t last_chunk = -1;
+    std::function<std::shared_ptr<const Operator<double>>(std::shared_ptr<const Operator<double>>)>
+        whole;
+    std::function<std::shared_ptr<const Operator<float>>(std::shared_ptr<const Operator<float>>)>
+        whole_fp32;
+};
+/// solve_system above on this process's rows: b, cfg.x0 and the result's x are those rows; the
+/// preconditioner (none, jacobi, bjacobi) is set up from their diagonal blocks.
+template <class MT>
+SolveResult solve_system(std::shared_ptr<const OocMatrix<MT>> a, const std::vector<double>& b,
+                         const SolveConfig& cfg, const OocRowSplit& split);
+
 }  // namespace heptane

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# heptane mlem under mpirun: each rank streams its own rows out of core (a group of a chunk
-# file's chunks, or a block of a Matrix Market file's rows) and the back projections are summed
-# over the ranks; the image on 2 and 3 ranks must equal the one-process image, the JSON must
-# name the ranks, and OSEM under mpirun is a usage error.
+# heptane mlem and solve A.hoc under mpirun: each rank streams its own rows out of core (a
+# group of a chunk file's chunks, or for mlem a block of a Matrix Market file's rows); mlem
+# sums the back projections over the ranks, solve gathers x at every product and sums the dot
+# products. The image on 2 and 3 ranks must equal the one-process image and solve's iterations
+# and x the one-process solve's; the JSON must name the ranks; OSEM under mpirun is a usage
+# error.
 #   tests/cli_mlem_mpirun.sh HEPTANE MPIEXEC [MPI flags...]
 # On CPU ranks by default; with HEPTANE_TEST_DEVICE=cuda on the GPU (ranks may share one; the
 # sums go through host memory): exits 77, skipped, where there is no GPU.
@@ -46,4 +48,30 @@ set -e
 cat "$dir/err.txt"
 [ "$rc" -ne 0 ] || { echo "OSEM under mpirun: exit 0, expected a usage error"; exit 1; }
 grep -q "not built" "$dir/err.txt"
+# solve from a chunk file (BDIA-GH and CSR chunks) on 2 and 3 ranks against one process
+"$heptane" gen --grid 10x8x9 --nc 3 --model reservoir -o "$dir/H.mtx" >/dev/null 2>&1
+"$heptane" convert "$dir/H.mtx" -o "$dir/Hb.hoc" --chunk-bytes 16k --quiet >/dev/null
+"$heptane" convert "$dir/H.mtx" -o "$dir/Hc.hoc" --chunk-bytes 16k --chunk-format csr --quiet >/dev/null
+its() { sed -n 's/.*"iterations": \([0-9]*\).*/\1/p' "$1"; }
+for h in Hb Hc; do
+  for run in "--pc jacobi --solver bicgstab" "--pc bjacobi --solver gmres" "--pc jacobi --solver cg"; do
+    # shellcheck disable=SC2086
+    "$heptane" solve "$dir/$h.hoc" $run --rtol 1e-10 --device "$device" --json -o "$dir/x1.mtx" \
+      >"$dir/s1.json"
+    grep -q '"converged": true' "$dir/s1.json"
+    for np in 2 3; do
+      # shellcheck disable=SC2086
+      "$mpiexec" -np "$np" "${flags[@]}" "$heptane" solve "$dir/$h.hoc" $run --rtol 1e-10 \
+        --device "$device" --host-memory 40k --json -o "$dir/x_$np.mtx" >"$dir/s_$np.json"
+      cat "$dir/s_$np.json"
+      grep -q '"converged": true' "$dir/s_$np.json"
+      grep -q "on rank 0 of $np" "$dir/s_$np.json"
+      a=$(its "$dir/s1.json")
+      b=$(its "$dir/s_$np.json")
+      echo "solve $h.hoc $run: $b iterations on $np ranks, $a on one"
+      awk -v a="$a" -v b="$b" 'BEGIN { d = a - b; if (d < 0) d = -d; exit d <= 1 ? 0 : 1 }'
+      compare "$dir/x_$np.mtx" "$dir/x1.mtx" 1e-8
+    done
+  done
+done
 echo "cli_mlem_mpirun: all checks passed on $device"

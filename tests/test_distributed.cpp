@@ -13,18 +13,21 @@
 #include <vector>
 
 #include "distributed/dist_bdia.hpp"
+#include "distributed/gathered_rows.hpp"
 #ifdef HEPTANE_HAVE_CUDA
 #include "distributed/peer.hpp"
 #endif
 #include "formats/bdia/bdia_kernels.hpp"
 #include "formats/csr/csr.hpp"
 #include "formats/matrix.hpp"
+#include "formats/outofcore/outofcore.hpp"
 #include "formats/spmv.hpp"
 #include "generators/hepta.hpp"
 #include "solver/bicgstab/bicgstab.hpp"
 #include "solver/cg/cg.hpp"
 #include "solver/gmres/gmres.hpp"
 #include "solver/precond/preconditioner.hpp"
+#include "solver/solve.hpp"
 #include "tests/test_common.hpp"
 
 using namespace heptane;
@@ -548,6 +551,84 @@ BOOST_AUTO_TEST_CASE(gmres_on_ranks_gives_the_one_process_answer)
             o.max_it = 2000;
             compare_with_one_process(s, pc, [&] { return Gmres<double>(o, m); });
         }
+}
+
+BOOST_AUTO_TEST_CASE(out_of_core_rows_per_rank_give_the_one_process_answer)
+{
+    // each rank streams its own group of out-of-core chunks (CSR and BDIA-GH), x gathered at
+    // every product: the product equals the whole matrix's, the solve the one-process solve
+    const auto comm = world();
+    const auto exec = rank_executor();
+    const int rank = comm->rank(), size = comm->size();
+    HeptaSpec s = spec_of(8, 6, 3 * size + 1, 3, false, HeptaModel::reservoir);
+    s.difficulty = 0.5;
+    const Coo<double> a = generate_hepta_coo<double>(s);
+    const index_t n = a.rows;
+    const std::vector<double> x_true = test::random_vector<double>(n, 3);
+    std::vector<double> b(std::size_t(n), 0.0);
+    for (offset_t k = 0; k < a.nnz(); ++k) b[a.row[k]] += a.val[k] * x_true[a.col[k]];
+    for (bool bdia : {false, true}) {
+        auto m = std::make_shared<const OocMatrix<double>>(
+            bdia ? make_ooc_matrix_bdia<double>(a, 3, bdia_block_offsets(a, 3), 4000,
+                                                exec->is_cuda())
+                 : make_ooc_matrix<double>(a, 4000, exec->is_cuda()));
+        const std::vector<index_t> bounds = ooc_chunk_groups(*m, size);
+        RowPartition part;
+        for (int p = 0; p < size; ++p) part.starts.push_back(m->chunks()[bounds[p]].row0);
+        part.starts.push_back(n);
+        const index_t r0 = part.begin(rank), r1 = part.end(rank);
+        auto rows = std::make_shared<const OutOfCoreOperator<double, double>>(
+            m, exec, OutOfCoreOptions{}, bounds[rank], bounds[rank + 1]);
+        const GatheredRowsOperator<double> op(comm, part, rows);
+        BOOST_TEST(op.rows() == r1 - r0);
+        // y = 2 A x - y0 on this rank's rows
+        const std::vector<double> y0 = test::random_vector<double>(n, 4);
+        Array<double> xd =
+            to_exec(std::vector<double>(x_true.begin() + r0, x_true.begin() + r1), exec);
+        Array<double> yd = to_exec(std::vector<double>(y0.begin() + r0, y0.begin() + r1), exec);
+        op.apply(2.0, xd.data(), -1.0, yd.data());
+        const std::vector<double> y = to_host(yd);
+        double err = 0;
+        for (index_t i = r0; i < r1; ++i)
+            err = std::max(err, std::abs(y[i - r0] - (2 * b[i] - y0[i])));
+        BOOST_TEST(err <= 1e-12, (bdia ? "BDIA-GH" : "CSR")
+                                     << " chunks, rank " << rank << ": " << err);
+        // the solve through solve_system's row split against one process
+        SolveConfig cfg;
+        cfg.executor = exec;
+        cfg.pc = PcType::block_jacobi;
+        cfg.block_size = bdia ? 3 : 1;  // CSR chunks end on any row: ranks' rows too
+        cfg.options.rtol = 1e-10;
+        const SolveResult one = solve_system<double>(m, b, cfg);
+        OocRowSplit split;
+        split.first_chunk = bounds[rank];
+        split.last_chunk = bounds[rank + 1];
+        split.whole = [&](std::shared_ptr<const Operator<double>> r) {
+            return std::shared_ptr<const Operator<double>>(
+                std::make_shared<GatheredRowsOperator<double>>(comm, part, std::move(r)));
+        };
+        const SolveResult mine = solve_system<double>(
+            m, std::vector<double>(b.begin() + r0, b.begin() + r1), cfg, split);
+        BOOST_TEST(mine.status.converged(), mine.status.summary());
+        BOOST_TEST(std::abs(mine.status.iterations - one.status.iterations) <= 1,
+                   mine.status.iterations << " on " << size << " ranks, " << one.status.iterations
+                                          << " on one");
+        double dx = 0, scale = 0;
+        for (index_t i = r0; i < r1; ++i) {
+            dx = std::max(dx, std::abs(mine.x[i - r0] - one.x[i]));
+            scale = std::max(scale, std::abs(one.x[i]));
+        }
+        BOOST_TEST(dx <= 1e-8 * scale, "rank " << rank << ": max |x_P - x_1| = " << dx);
+    }
+    // a rank's operator that does not have its rows' shape
+    RowPartition wrong;
+    for (int p = 0; p <= size; ++p) wrong.starts.push_back(index_t(p));
+    auto m = std::make_shared<const OocMatrix<double>>(
+        make_ooc_matrix<double>(a, 4000, exec->is_cuda()));
+    BOOST_CHECK_THROW(
+        GatheredRowsOperator<double>(
+            comm, wrong, std::make_shared<const OutOfCoreOperator<double, double>>(m, exec)),
+        DimensionMismatch);
 }
 
 BOOST_AUTO_TEST_CASE(block_ilu_per_rank_converges)

@@ -1,10 +1,11 @@
-// heptane mlem under mpirun: MPI, the rank's executor and the sum over the ranks that
-// Mlem::set_process_sum takes (commands.hpp).
+// heptane mlem and solve A.hoc under mpirun: MPI, the rank's executor, the sum over the ranks
+// that Mlem::set_process_sum takes and the gathered-rows operator of solve (commands.hpp).
 #include <mpi.h>
 
 #include "apps/commands.hpp"
 #include "apps/mpi/mpi_common.hpp"
 #include "core/error.hpp"
+#include "distributed/gathered_rows.hpp"
 
 namespace heptane::cli {
 
@@ -27,6 +28,19 @@ ProcessGroup mpi_process_group(const std::string& device)
         const int rc = MPI_Allreduce(MPI_IN_PLACE, v, n, MPI_DOUBLE, MPI_SUM, c);
         HEPTANE_ENSURE(rc == MPI_SUCCESS, DeviceError,
                        "MPI_Allreduce of " << n << " doubles failed");
+    };
+    const std::shared_ptr<const dist::Communicator> comm(s, &s->comm);
+    g.gather_rows = [comm](std::shared_ptr<const Operator<double>> rows,
+                           const std::vector<index_t>& starts) {
+        return std::shared_ptr<const Operator<double>>(
+            std::make_shared<dist::GatheredRowsOperator<double>>(comm, dist::RowPartition{starts},
+                                                                 std::move(rows)));
+    };
+    g.gather_rows_fp32 = [comm](std::shared_ptr<const Operator<float>> rows,
+                                const std::vector<index_t>& starts) {
+        return std::shared_ptr<const Operator<float>>(
+            std::make_shared<dist::GatheredRowsOperator<float>>(comm, dist::RowPartition{starts},
+                                                                std::move(rows)));
     };
     g.session = std::move(s);
     return g;

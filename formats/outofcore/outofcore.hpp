@@ -214,8 +214,12 @@ Coo<double> to_coo(const OocMatrix<MT>& m);
 /// The Nc x Nc diagonal blocks of square `m` (entries (i, j) with i / nc == j / nc; of BDIA-GH
 /// chunks the non-zero slots) as host CSR: what Jacobi and block Jacobi are set up from when
 /// the matrix itself is not in memory. Reads every block once (from the file where it is).
+/// Chunks [first_chunk, last_chunk) only (last_chunk < 0: to the end): the square block of
+/// their rows, numbered from their first row (a process's rows); they must start and end on
+/// a block. InputError otherwise, and for nc < 1 or a matrix that is not square.
 template <class MT>
-Csr<double> ooc_block_diagonal(const OocMatrix<MT>& m, index_t nc);
+Csr<double> ooc_block_diagonal(const OocMatrix<MT>& m, index_t nc, index_t first_chunk = 0,
+                               index_t last_chunk = -1);
 /// The block size the chunks tell: their Nc when every chunk is BDIA-GH with one Nc, else 1.
 index_t ooc_block_size(const std::vector<OocChunk>& chunks);
 

@@ -399,11 +399,13 @@ void save_ooc_file(const OocMatrix<MT>& m, const std::string& path)
 
 namespace {
 
-// Every entry of m as keep(row, col, value) in row order, the blocks read one at a time (from
-// the file where they are there); of BDIA-GH chunks the non-zero slots inside the matrix.
-// Then the entries kept, as canonical COO.
+// The entries of chunks [first, last) of m (last < 0: to the end) for which keep(row, col), the
+// blocks read one at a time (from the file where they are there; of BDIA-GH chunks the
+// non-zero slots inside the matrix), as canonical COO of m.rows() x m.cols() or, with shift >
+// 0, of the rows and columns less shift (a square block of the rows from shift on).
 template <class MT, class Keep>
-Coo<double> collect_entries(const OocMatrix<MT>& m, std::size_t expected, Keep keep)
+Coo<double> collect_entries(const OocMatrix<MT>& m, std::size_t expected, Keep keep,
+                            index_t first = 0, index_t last = -1, index_t shift = 0)
 {
     std::vector<index_t> row, col;
     std::vector<double> val;
@@ -412,12 +414,15 @@ Coo<double> collect_entries(const OocMatrix<MT>& m, std::size_t expected, Keep k
     val.reserve(expected);
     auto add = [&](index_t i, index_t j, double x) {
         if (!keep(i, j)) return;
-        row.push_back(i);
-        col.push_back(j);
+        row.push_back(i - shift);
+        col.push_back(j - shift);
         val.push_back(x);
     };
     BlockReader<MT> r(m);
-    for (std::size_t k = 0; k < m.chunks().size(); ++k) {
+    const std::size_t k1 = last < 0 ? m.chunks().size() : std::size_t(last);
+    index_t rows = 0;
+    for (std::size_t k = std::size_t(first); k < k1; ++k) {
+        rows += m.chunks()[k].rows;
         const OocChunk& c = m.chunks()[k];
         const char* p = static_cast<const char*>(r.block(index_t(k)));
         if (c.nc > 0) {  // BDIA-GH: the non-zero slots
@@ -441,8 +446,10 @@ Coo<double> collect_entries(const OocMatrix<MT>& m, std::size_t expected, Keep k
             for (std::uint32_t q = rp[i]; q < rp[i + 1]; ++q)
                 add(c.row0 + i, index_t(ci[q]), double(v[q]));
     }
-    Coo<double> a{m.rows(), m.cols(), Array<index_t>(std::move(row)),
-                  Array<index_t>(std::move(col)), Array<double>(std::move(val))};
+    Coo<double> a{shift > 0 || first > 0 || last >= 0 ? rows : m.rows(),
+                  shift > 0 || first > 0 || last >= 0 ? rows : m.cols(),
+                  Array<index_t>(std::move(row)), Array<index_t>(std::move(col)),
+                  Array<double>(std::move(val))};
     canonicalize(a);
     return a;
 }
@@ -456,15 +463,31 @@ Coo<double> to_coo(const OocMatrix<MT>& m)
 }
 
 template <class MT>
-Csr<double> ooc_block_diagonal(const OocMatrix<MT>& m, index_t nc)
+Csr<double> ooc_block_diagonal(const OocMatrix<MT>& m, index_t nc, index_t first_chunk,
+                               index_t last_chunk)
 {
-    HEPTANE_ENSURE(nc >= 1 && m.rows() == m.cols() && m.rows() % nc == 0, InputError,
-                   "the diagonal blocks of a " << m.rows() << " x " << m.cols()
-                                               << " matrix: it must be square with rows a "
-                                                  "multiple of the block size "
-                                               << nc);
-    return csr_from_coo(collect_entries(m, std::size_t(m.rows()) * std::size_t(nc),
-                                        [nc](index_t i, index_t j) { return i / nc == j / nc; }));
+    const index_t count = index_t(m.chunks().size());
+    const index_t last = last_chunk < 0 ? count : last_chunk;
+    HEPTANE_ENSURE(
+        nc >= 1 && m.rows() == m.cols() && 0 <= first_chunk && first_chunk < last && last <= count,
+        InputError,
+        "the diagonal blocks of chunks [" << first_chunk << ", " << last << ") of a " << m.rows()
+                                          << " x " << m.cols() << " matrix of " << count
+                                          << " chunks: it must be square, the range "
+                                             "within the chunks");
+    const index_t r0 = m.chunks()[std::size_t(first_chunk)].row0;
+    const OocChunk& end = m.chunks()[std::size_t(last - 1)];
+    const index_t r1 = end.row0 + end.rows;
+    HEPTANE_ENSURE(r0 % nc == 0 && r1 % nc == 0, InputError,
+                   "the diagonal blocks of rows [" << r0 << ", " << r1
+                                                   << "): the rows must start and end on a "
+                                                      "block of "
+                                                   << nc);
+    const bool whole = first_chunk == 0 && last == count;
+    return csr_from_coo(collect_entries(
+        m, std::size_t(r1 - r0) * std::size_t(nc),
+        [nc](index_t i, index_t j) { return i / nc == j / nc; }, whole ? 0 : first_chunk,
+        whole ? -1 : last, whole ? 0 : r0));
 }
 
 index_t ooc_block_size(const std::vector<OocChunk>& chunks)
@@ -486,7 +509,7 @@ index_t ooc_block_size(const std::vector<OocChunk>& chunks)
     template OocMatrix<MT> open_ooc_file<MT>(const std::string&, const OocFileOptions&);          \
     template void save_ooc_file<MT>(const OocMatrix<MT>&, const std::string&);                    \
     template Coo<double> to_coo<MT>(const OocMatrix<MT>&);                                        \
-    template Csr<double> ooc_block_diagonal<MT>(const OocMatrix<MT>&, index_t);
+    template Csr<double> ooc_block_diagonal<MT>(const OocMatrix<MT>&, index_t, index_t, index_t);
 HEPTANE_INSTANTIATE_FILE(double)
 HEPTANE_INSTANTIATE_FILE(float)
 #undef HEPTANE_INSTANTIATE_FILE
