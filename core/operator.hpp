@@ -39,6 +39,13 @@ public:
     /// state that changes from call to call on the host. The solvers then replay a batch of
     /// iterations as one graph launch. False (the default) keeps plain launches.
     virtual bool graph_safe() const { return false; }
+    /// Whether a product costs far more than a host round trip because the host paces it: it
+    /// streams the matrix from host memory or a file, or exchanges with other processes through
+    /// the host (the out-of-core and gathered-rows operators). The Krylov solvers then read
+    /// their residual on the host after every iteration (check_every 0) and queue no work
+    /// ahead of that check: an iteration queued past the stop would cost whole products.
+    /// False (the default): the checks are batched and run one batch ahead.
+    virtual bool host_paced() const { return false; }
     /// y = A x together with the dot products of y that a Krylov step takes next, in the same
     /// pass over y (the step then reads neither y nor w again): count = 1: (w, y); count = 3:
     /// (w, y), (y, y), (w, w). Writes partial sums, accumulated in double, to

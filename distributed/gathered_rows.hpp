@@ -41,6 +41,8 @@ public:
     void apply_transpose(VT alpha, const VT* x, VT beta, VT* y) const override;
     std::string describe() const override;
     const Reducer* reducer() const override { return reducer_.get(); }
+    /// True: every product waits for x on the host and exchanges it there.
+    bool host_paced() const override { return true; }
 
     using Operator<VT>::apply;
 

@@ -134,11 +134,13 @@ struct CheckMirrors {
 };
 
 /// The batch of a solve's host checks: SolverOptions::check_every, or for 0 (automatic) 1
-/// with a multigrid preconditioner (AMG, CPR), 8 otherwise.
+/// with a multigrid preconditioner (AMG, CPR) or a host-paced operator (Operator::host_paced),
+/// 8 otherwise.
 template <class VT>
-int effective_check_every(const SolverOptions& o, const Operator<VT>* m)
+int effective_check_every(const SolverOptions& o, const Operator<VT>& a, const Operator<VT>* m)
 {
     if (o.check_every > 0) return o.check_every;
+    if (a.host_paced()) return 1;
     const auto* p = dynamic_cast<const Preconditioner<VT>*>(m);
     return p && (p->type() == PcType::amg || p->type() == PcType::cpr) ? 1 : 8;
 }
@@ -159,9 +161,16 @@ public:
     /// `graph`: where to record the batch for replay (null: plain launches, always on the
     /// CPU). The first batch is queued plainly and the recording made while it runs; every
     /// later full batch is one graph launch. `check_every`: the batch (effective_check_every).
+    /// `ahead`: on an asynchronous executor, queue the next batch before reading this one
+    /// (false for a host-paced operator: each batch is read before the next is queued).
     KrylovDriver(VectorOps<VT>& ops, CheckMirrors& mirrors, const SolverOptions& opts,
-                 int check_every, BatchGraph* graph = nullptr)
-        : ops_(ops), mirrors_(mirrors), opts_(opts), check_every_(check_every), graph_(graph)
+                 int check_every, BatchGraph* graph = nullptr, bool ahead = true)
+        : ops_(ops),
+          mirrors_(mirrors),
+          opts_(opts),
+          check_every_(check_every),
+          ahead_(ahead),
+          graph_(graph)
     {
         if (graph_) graph_->reset();  // the pointers of this solve are recorded anew
     }
@@ -214,7 +223,7 @@ public:
                 graph_->record(*ops_.exec(), [&] {
                     for (int j = 0; j < k; ++j) iterate();
                 });
-            if (ops_.asynchronous()) {
+            if (ops_.asynchronous() && ahead_) {
                 // wait for the batch before this one; the device works on this one meanwhile
                 if (prev.valid) stopped = process(*mirrors[prev.slot], prev.first, prev.count);
                 prev = cur;
@@ -299,6 +308,7 @@ private:
     CheckMirrors& mirrors_;
     const SolverOptions& opts_;
     int check_every_ = 8;
+    bool ahead_ = true;
     BatchGraph* graph_ = nullptr;
     int graph_launches_ = 0;
     KrylovState state_{};
@@ -403,8 +413,8 @@ Status run_fused_loop(const Operator<VT>& a, const Operator<VT>* m, VectorOps<VT
                       const FusedDots& fused, VT* x, const Stopwatch& setup_clock,
                       Iterate&& iterate)
 {
-    KrylovDriver<VT> driver(ops, mirrors, o, effective_check_every(o, m),
-                            graphs_allowed(o, a, m) ? &graph : nullptr);
+    KrylovDriver<VT> driver(ops, mirrors, o, effective_check_every(o, a, m),
+                            graphs_allowed(o, a, m) ? &graph : nullptr, !a.host_paced());
     const bool stopped = driver.start();
     if (stopped && driver.initial_state().bnorm == 0.0) ops.fill(a.rows(), VT(0), x);
     Status st;

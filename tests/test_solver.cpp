@@ -9,6 +9,8 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <memory>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -17,6 +19,7 @@
 #include "solver/bicgstab/bicgstab.hpp"
 #include "solver/bicgstab/bicgstab_reference.hpp"
 #include "solver/cg/cg.hpp"
+#include "solver/gmres/gmres.hpp"
 #include "solver/krylov_driver.hpp"
 #include "solver/precond/preconditioner.hpp"
 #include "solver/solve.hpp"
@@ -546,6 +549,75 @@ BOOST_AUTO_TEST_CASE(nonzero_initial_guess_is_honoured_and_ignored_when_not_aske
     BOOST_TEST(garbage.to_vector() == cold.x, boost::test_tools::per_element());
 }
 
+namespace {
+
+/// An operator that counts its products and says it is host-paced (or not) as told.
+class CountingOperator final : public Operator<double> {
+public:
+    CountingOperator(std::shared_ptr<const Operator<double>> a, bool paced)
+        : a_(std::move(a)), paced_(paced)
+    {
+    }
+    index_t rows() const override { return a_->rows(); }
+    index_t cols() const override { return a_->cols(); }
+    std::shared_ptr<const Executor> executor() const override { return a_->executor(); }
+    void apply(double alpha, const double* x, double beta, double* y) const override
+    {
+        ++products;
+        a_->apply(alpha, x, beta, y);
+    }
+    void apply_transpose(double alpha, const double* x, double beta, double* y) const override
+    {
+        a_->apply_transpose(alpha, x, beta, y);
+    }
+    std::string describe() const override { return "counting " + a_->describe(); }
+    bool host_paced() const override { return paced_; }
+    mutable int products = 0;
+
+private:
+    std::shared_ptr<const Operator<double>> a_;
+    bool paced_;
+};
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(host_paced_operators_get_no_products_past_the_stop)
+{
+    // an out-of-core product streams the matrix: iterations queued past the stop would cost
+    // whole products. A host-paced operator gets the iterations' products, the initial and
+    // the true residual's, and no more (on a GPU too, where checks otherwise run ahead).
+    const auto a = seven_point(12, 10, 9, 0.0, 0.0, true);  // SPD: CG too
+    std::vector<double> b(std::size_t(a.rows));
+    for (std::size_t i = 0; i < b.size(); ++i) b[i] = 1.0 + double(i % 5);
+    auto exec = test::test_executor();
+    const std::shared_ptr<const Operator<double>> base(
+        make_matrix_operator<double, double>(a, Format::csr, exec));
+    const auto m = std::shared_ptr<const Preconditioner<double>>(
+        make_preconditioner<double>(PcType::jacobi, csr_from_coo(a), 1, exec));
+    const Array<double> bd = Array<double>(b).to(exec);
+    SolverOptions o;
+    o.rtol = 1e-8;
+    for (int method = 0; method < 3; ++method) {
+        auto op = std::make_shared<CountingOperator>(base, true);
+        std::unique_ptr<Solver<double>> s;
+        if (method == 0) s = std::make_unique<Bicgstab<double>>(o);
+        if (method == 1) s = std::make_unique<Cg<double>>(o);
+        if (method == 2) s = std::make_unique<Gmres<double>>(o, 10);
+        s->set_operator(op);
+        s->set_preconditioner(m);
+        Array<double> x(exec, b.size());
+        const Status st = s->solve(bd, x);
+        BOOST_TEST(st.converged(), st.summary());
+        BOOST_TEST(st.iterations > 8);
+        // BiCGStab: 2 a step; CG 1; GMRES 1 a step and one residual a restart
+        const int per = method == 0 ? 2 : 1;
+        const int restarts = method == 2 ? st.iterations / 10 : 0;
+        BOOST_TEST(op->products <= per * st.iterations + restarts + 2,
+                   s->name() << ": " << op->products << " products for " << st.iterations
+                             << " iterations");
+    }
+}
+
 BOOST_AUTO_TEST_CASE(exact_initial_guess_converges_at_iteration_0)
 {
     // integer matrix and solution: b = A x is exact in floating point, so r0 = 0
@@ -617,7 +689,8 @@ BOOST_AUTO_TEST_CASE(float_vectors_converge_to_single_precision_tolerances)
 BOOST_AUTO_TEST_CASE(check_every_is_automatic_by_default_and_never_changes_the_answer)
 {
     // 0 (the default) reads the residual back after every iteration with a multigrid
-    // preconditioner and every 8 otherwise; any batch gives the same iterates and count
+    // preconditioner or a host-paced operator and every 8 otherwise; any batch gives the same
+    // iterates and count
     auto exec = test::test_executor();
     const auto a = seven_point(12, 10, 8, 0.2, 0.1);
     const Csr<double> csr = csr_from_coo(a);
@@ -625,15 +698,18 @@ BOOST_AUTO_TEST_CASE(check_every_is_automatic_by_default_and_never_changes_the_a
         make_preconditioner<double>(PcType::amg, csr, 1, exec);
     std::shared_ptr<const Preconditioner<double>> jacobi =
         make_preconditioner<double>(PcType::jacobi, csr, 1, exec);
-    SolverOptions o;
-    BOOST_TEST(o.check_every == 0);
-    BOOST_TEST(detail::effective_check_every<double>(o, amg.get()) == 1);
-    BOOST_TEST(detail::effective_check_every<double>(o, jacobi.get()) == 8);
-    BOOST_TEST(detail::effective_check_every<double>(o, nullptr) == 8);
-    o.check_every = 3;
-    BOOST_TEST(detail::effective_check_every<double>(o, amg.get()) == 3);
     std::shared_ptr<const Operator<double>> op =
         make_matrix_operator<double, double>(a, Format::csr, exec);
+    const CountingOperator paced(op, true);
+    SolverOptions o;
+    BOOST_TEST(o.check_every == 0);
+    BOOST_TEST(detail::effective_check_every<double>(o, *op, amg.get()) == 1);
+    BOOST_TEST(detail::effective_check_every<double>(o, *op, jacobi.get()) == 8);
+    BOOST_TEST(detail::effective_check_every<double>(o, *op, nullptr) == 8);
+    BOOST_TEST(detail::effective_check_every<double>(o, paced, jacobi.get()) == 1);
+    o.check_every = 3;
+    BOOST_TEST(detail::effective_check_every<double>(o, *op, amg.get()) == 3);
+    BOOST_TEST(detail::effective_check_every<double>(o, paced, nullptr) == 3);
     const std::vector<double> bh = test::random_vector<double>(std::size_t(a.rows), 8);
     const Array<double> b = Array<double>(bh).to(exec);
     std::vector<double> first;

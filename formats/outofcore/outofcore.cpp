@@ -832,6 +832,12 @@ void apply_impl(const typename OutOfCoreOperator<MT, VT>::Impl& d, bool tr, VT a
 }  // namespace
 
 template <class MT, class VT>
+bool OutOfCoreOperator<MT, VT>::host_paced() const
+{
+    return impl_->layout.streamed_bytes > 0 || impl_->layout.file_chunks > 0;
+}
+
+template <class MT, class VT>
 void OutOfCoreOperator<MT, VT>::apply(VT alpha, const VT* x, VT beta, VT* y) const
 {
     apply_impl<MT, VT>(*impl_, false, alpha, x, beta, y);

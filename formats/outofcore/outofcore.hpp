@@ -284,6 +284,8 @@ public:
     void apply_transpose(VT alpha, const VT* x, VT beta, VT* y) const override;
     using Operator<VT>::apply;
     std::string describe() const override;
+    /// True when chunks stream (from host memory or the file) at every product.
+    bool host_paced() const override;
     const OocLayout& layout() const noexcept;
 
     struct Impl;

@@ -210,9 +210,10 @@ Status Gmres<VT>::solve(const Array<VT>& b_arr, Array<VT>& x_arr)
     // solve or the cycle, step j + 1's work is dropped: one product and one preconditioner
     // application more than the iterations counted. One step at a time on the CPU, and for a
     // preconditioner of the caller's that is neither heptane's nor graph-safe (e.g. a host
-    // callback: an application it could not overlap, and it may count them).
-    const bool ahead =
-        exec->is_cuda() && (!M || M->graph_safe() || dynamic_cast<const Preconditioner<VT>*>(M));
+    // callback: an application it could not overlap, and it may count them), and for a
+    // host-paced A (out of core: a dropped step would cost a whole streamed product).
+    const bool ahead = exec->is_cuda() && !A.host_paced() &&
+                       (!M || M->graph_safe() || dynamic_cast<const Preconditioner<VT>*>(M));
     // queue step j: z_j, w = A z_j, CGS2 against v_0 .. v_j, the sums' read-back, v_{j+1}
     auto queue_step = [&](int j) {
         const int k = j + 1;
