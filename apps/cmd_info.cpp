@@ -7,6 +7,7 @@
 #include "apps/common.hpp"
 #include "formats/csr/csr.hpp"
 #include "formats/detect/detect.hpp"
+#include "formats/outofcore/outofcore.hpp"
 #include "generators/matrix_market.hpp"
 #include "solver/precond/amg/amg.hpp"
 
@@ -16,7 +17,8 @@ namespace {
 const char* info_usage =
     "usage: heptane info FILE [--json] [--verbose [AMG options]]\n"
     "       heptane info --generate JxHxIxNc[:model[:banded]] [--json] [--verbose]\n"
-    "FILE: Matrix Market or PETSc binary (told by its first bytes).\n\n"
+    "FILE: Matrix Market or PETSc binary (told by its first bytes), or a chunk file (A.hoc:\n"
+    "its size, values, chunks and bytes from its table).\n\n"
     "Sizes, nnz, per-row nnz statistics (min, max, mean, average deviation %), the detected\n"
     "block size Nc, the distinct block offsets, the padding BDIA-GH would add, the grid\n"
     "J x H x I of 7-point (or J x H of 5-point) patterns, and the format heptane would pick\n"
@@ -25,7 +27,60 @@ const char* info_usage =
     "--verbose also builds the algebraic multigrid hierarchy `--pc amg` would use (on the\n"
     "host, block size = the detected Nc) and prints its levels (rows, nonzeros, nonzeros per\n"
     "row), operator and grid complexity and the setup time (JSON key amg). AMG options:\n";
+
+// A chunk file (.hoc): its table only, no block read (JSON keys: source, chunk_file, rows,
+// cols, nnz, values, chunk_format, block_size, chunks, bytes, max_chunk_bytes).
+template <class MT>
+int chunk_file_info(const std::string& path, const OocFileInfo& info, bool json)
+{
+    OocFileOptions table_only;
+    table_only.host_memory = 0;
+    const OocMatrix<MT> m = open_ooc_file<MT>(path, table_only);
+    const bool bdia = !m.chunks().empty() && m.chunks().front().nc > 0;
+    const index_t nc = ooc_block_size(m.chunks());
+    const char* values = sizeof(MT) == 8 ? "fp64" : "fp32";
+    if (json) {
+        std::printf(
+            "{\"source\": %s, \"chunk_file\": true, \"rows\": %d, \"cols\": %d, "
+            "\"nnz\": %lld, \"values\": \"%s\", \"chunk_format\": \"%s\", "
+            "\"block_size\": %d, \"chunks\": %d, \"bytes\": %zu, "
+            "\"max_chunk_bytes\": %zu}\n",
+            json_string(path).c_str(), info.rows, info.cols, static_cast<long long>(info.nnz),
+            values, bdia ? "bdiagh" : "csr", nc, info.chunks, info.bytes, info.max_chunk);
+        return 0;
+    }
+    std::printf("%s: heptane chunk file (out of core)\n", path.c_str());
+    std::printf("  %d x %d, %lld entries, %s values\n", info.rows, info.cols,
+                static_cast<long long>(info.nnz), values);
+    auto text = [](std::size_t b) {
+        char buf[32];
+        const double v = double(b);
+        if (v >= 1e9)
+            std::snprintf(buf, sizeof buf, "%.2f GB", v / 1e9);
+        else if (v >= 1e6)
+            std::snprintf(buf, sizeof buf, "%.1f MB", v / 1e6);
+        else
+            std::snprintf(buf, sizeof buf, "%.1f kB", v / 1e3);
+        return std::string(buf);
+    };
+    std::printf("  %d %s chunks%s, %s in all, the largest %s\n", info.chunks,
+                bdia ? "BDIA-GH" : "CSR",
+                bdia ? (" (blocks of " + std::to_string(nc) + ")").c_str() : "",
+                text(info.bytes).c_str(), text(info.max_chunk).c_str());
+    std::printf(
+        "  read by heptane solve, mlem and lsqr as it is (out of core); heptane convert "
+        "%s -o A.mtx writes its entries\n",
+        path.c_str());
+    return 0;
 }
+
+int chunk_file_info(const std::string& path, bool json)
+{
+    const OocFileInfo info = ooc_file_info(path);
+    return info.value_bytes == 4 ? chunk_file_info<float>(path, info, json)
+                                 : chunk_file_info<double>(path, info, json);
+}
+}  // namespace
 
 int cmd_info(int argc, char** argv)
 {
@@ -42,6 +97,7 @@ int cmd_info(int argc, char** argv)
     args.finish(gen ? 0 : 1, gen ? 0 : 1);
     std::optional<std::string> file;
     if (!args.positionals().empty()) file = args.positionals()[0];
+    if (file && !gen && is_ooc_file(*file)) return chunk_file_info(*file, json);
     Problem p = load_problem(file, gen, quiet);
     Structure s = detect_structure(p.a);
     std::optional<AmgInfo> amg;

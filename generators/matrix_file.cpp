@@ -36,11 +36,11 @@ MatrixFile read_matrix_file(const std::string& path)
         std::ifstream in(path, std::ios::binary);
         char head[8] = {};
         if (in.read(head, 8) && std::string(head, 8) == "HEPTHOC1")
-            HEPTANE_THROW(
-                InputError,
-                path << " is a heptane out-of-core chunk file (.hoc): heptane "
-                        "solve (one process), mlem and lsqr read it as it is; `heptane convert "
-                     << path << " -o A.mtx` writes it as Matrix Market");
+            HEPTANE_THROW(InputError, path
+                                          << " is a heptane out-of-core chunk file (.hoc): heptane "
+                                             "solve (one process), mlem and lsqr read it as it is, "
+                                             "heptane info describes it; `heptane convert "
+                                          << path << " -o A.mtx` writes it as Matrix Market");
     }
     MatrixFile m;
     m.format = file_format_of(path);

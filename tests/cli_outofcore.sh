@@ -148,12 +148,18 @@ cat "$dir/err.txt"
 [ "$rc2" = 1 ] || { echo "mlem on a damaged chunk file: exit $rc2, expected 1"; exit 1; }
 # a command that reads Matrix Market / PETSc binary says what a chunk file is
 set +e
-"$heptane" info "$dir/P.hoc" >/dev/null 2>"$dir/err.txt"
+"$heptane" spmv "$dir/P.hoc" >/dev/null 2>"$dir/err.txt"
 rc3=$?
 set -e
 cat "$dir/err.txt"
-[ "$rc3" = 1 ] || { echo "info on a chunk file: exit $rc3, expected 1"; exit 1; }
+[ "$rc3" = 1 ] || { echo "spmv on a chunk file: exit $rc3, expected 1"; exit 1; }
 grep -q "is a heptane out-of-core chunk file" "$dir/err.txt"
+# info describes a chunk file from its table
+"$heptane" info "$dir/P.hoc" --json >"$dir/info.json"
+cat "$dir/info.json"
+rows=$(awk '!/^%/ { print $1; exit }' "$dir/A.mtx")
+grep -q "\"chunk_file\": true, \"rows\": $rows," "$dir/info.json"
+grep -q '"values": "fp64", "chunk_format": "csr"' "$dir/info.json"
 # solve from a chunk file (CSR and BDIA-GH chunks; every block from the file, about half, all
 # in memory): in core's iterations (within one) and x (1e-7) with the same preconditioner
 "$heptane" gen --grid 12x10x8 --nc 3 --model reservoir -o "$dir/H.mtx" >/dev/null 2>&1
@@ -186,7 +192,10 @@ for pc in jacobi bjacobi; do
     done
   done
 done
-grep -q '"format": "bdiagh"' <("$heptane" solve "$dir/Hb.hoc" --device "$device" --json)
+"$heptane" solve "$dir/Hb.hoc" --device "$device" --json >"$dir/hb.json"
+grep -q '"format": "bdiagh"' "$dir/hb.json"
+"$heptane" info "$dir/Hb.hoc" --json >"$dir/info.json"
+grep -q '"chunk_format": "bdiagh", "block_size": 3' "$dir/info.json"
 "$heptane" convert "$dir/H.mtx" -o "$dir/Hs.hoc" --precision single --quiet >/dev/null
 "$heptane" solve "$dir/Hs.hoc" --device "$device" --rtol 1e-6 --json >"$dir/hs.json"
 grep -q '"converged": true' "$dir/hs.json"
