@@ -52,21 +52,10 @@ int chunk_file_info(const std::string& path, const OocFileInfo& info, bool json)
     std::printf("%s: heptane chunk file (out of core)\n", path.c_str());
     std::printf("  %d x %d, %lld entries, %s values\n", info.rows, info.cols,
                 static_cast<long long>(info.nnz), values);
-    auto text = [](std::size_t b) {
-        char buf[32];
-        const double v = double(b);
-        if (v >= 1e9)
-            std::snprintf(buf, sizeof buf, "%.2f GB", v / 1e9);
-        else if (v >= 1e6)
-            std::snprintf(buf, sizeof buf, "%.1f MB", v / 1e6);
-        else
-            std::snprintf(buf, sizeof buf, "%.1f kB", v / 1e3);
-        return std::string(buf);
-    };
     std::printf("  %d %s chunks%s, %s in all, the largest %s\n", info.chunks,
                 bdia ? "BDIA-GH" : "CSR",
                 bdia ? (" (blocks of " + std::to_string(nc) + ")").c_str() : "",
-                text(info.bytes).c_str(), text(info.max_chunk).c_str());
+                bytes_text(double(info.bytes)).c_str(), bytes_text(double(info.max_chunk)).c_str());
     std::printf(
         "  read by heptane solve, mlem and lsqr as it is (out of core); heptane convert "
         "%s -o A.mtx writes its entries\n",

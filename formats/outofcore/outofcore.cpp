@@ -99,6 +99,8 @@ std::size_t auto_device_budget(const CudaExecutor& ce, index_t rows, index_t col
 }
 #endif
 
+}  // namespace
+
 std::string bytes_text(double b)
 {
     char buf[32];
@@ -110,8 +112,6 @@ std::string bytes_text(double b)
         std::snprintf(buf, sizeof buf, "%.0f kB", b / 1e3);
     return buf;
 }
-
-}  // namespace
 
 // ---- OocMatrix ----------------------------------------------------------------------------
 

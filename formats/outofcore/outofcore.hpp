@@ -189,6 +189,9 @@ OocMatrix<MT> make_ooc_matrix(const Coo<double>& a, std::size_t chunk_bytes, boo
 template <class MT>
 OocMatrix<MT> make_ooc_matrix(const Csr<double>& a, std::size_t chunk_bytes, bool pinned);
 
+/// "1.58 GB", "67.1 MB", "357 kB": bytes as the operators' describe() and heptane info print them.
+std::string bytes_text(double bytes);
+
 /// A chunk file's header and table, without reading any block.
 struct OocFileInfo {
     index_t rows = 0, cols = 0;
