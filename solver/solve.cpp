@@ -64,6 +64,33 @@ double ms_since(clock_type::time_point t0)
     return std::chrono::duration<double, std::milli>(clock_type::now() - t0).count();
 }
 
+// A host fp64 vector on `exec` as VT: fp64 vectors go up from the caller's array (no host copy:
+// a fresh vector of 67 MB costs more in page faults than its upload).
+template <class VT>
+Array<VT> upload_vector(const std::vector<double>& v, const std::shared_ptr<const Executor>& exec)
+{
+    if constexpr (std::is_same_v<VT, double>) {
+        Array<VT> d(exec, v.size());
+        copy_bytes(*cpu_executor(), v.data(), *exec, d.data(), v.size() * sizeof(VT));
+        return d;
+    } else {
+        return Array<VT>(std::vector<VT>(v.begin(), v.end())).to(exec);
+    }
+}
+
+// x from `exec` into the result's fp64 vector (fp64 straight into it).
+template <class VT>
+void download_vector(const Array<VT>& x, std::vector<double>& out)
+{
+    if constexpr (std::is_same_v<VT, double>) {
+        resize_for_overwrite(out, x.size());
+        copy_bytes(*x.exec(), x.data(), *cpu_executor(), out.data(), x.bytes());
+    } else {
+        const std::vector<VT> xh = x.to_vector();
+        out.assign(xh.begin(), xh.end());
+    }
+}
+
 // The operator in (MT, VT) from the caller's COO when there is one (the COO path of
 // make_matrix_operator), else from the CSR; on a GPU (double values) BDIA-GH is placed from the
 // CSR (from its copy there, or streamed up), and the CSR format copies the device copy.
@@ -163,19 +190,8 @@ SolveResult run(const Coo<double>* a, const Csr<double>& csr, double csr_ms,
     // vectors
     stage(SolveStage::upload);
     t0 = clock_type::now();
-    // fp64 vectors go up from the caller's arrays (no host copy: a fresh vector of 67 MB costs
-    // more in page faults than its upload)
-    auto up = [&](const std::vector<double>& v) {
-        if constexpr (std::is_same_v<VT, double>) {
-            Array<VT> d(exec, v.size());
-            copy_bytes(*cpu_executor(), v.data(), *exec, d.data(), v.size() * sizeof(VT));
-            return d;
-        } else {
-            return Array<VT>(std::vector<VT>(v.begin(), v.end())).to(exec);
-        }
-    };
-    const Array<VT> b_dev = up(b);
-    Array<VT> x_dev = cfg.x0.empty() ? Array<VT>(exec, b.size()) : up(cfg.x0);
+    const Array<VT> b_dev = upload_vector<VT>(b, exec);
+    Array<VT> x_dev = cfg.x0.empty() ? Array<VT>(exec, b.size()) : upload_vector<VT>(cfg.x0, exec);
     res.timings.upload_ms = ms_since(t0);
 
     // mixed: the fp64 matrix too, for the residuals of the refinement
@@ -216,13 +232,7 @@ SolveResult run(const Coo<double>* a, const Csr<double>& csr, double csr_ms,
 
     stage(SolveStage::download);
     t0 = clock_type::now();
-    if constexpr (std::is_same_v<VT, double>) {  // straight into the result
-        resize_for_overwrite(res.x, x_dev.size());
-        copy_bytes(*exec, x_dev.data(), *cpu_executor(), res.x.data(), x_dev.bytes());
-    } else {
-        const std::vector<VT> xh = x_dev.to_vector();
-        res.x.assign(xh.begin(), xh.end());
-    }
+    download_vector(x_dev, res.x);
     res.timings.download_ms = ms_since(t0);
     if constexpr (!std::is_same_v<MT, double>) {
         // fp32 values: the solver's own true residual is against the rounded matrix it
@@ -309,22 +319,18 @@ SolveResult run_ooc(const std::shared_ptr<const OocMatrix<MT>>& a, const std::ve
                               Array<offset_t>(std::vector<offset_t>(op->rows() + 1, 0)),
                               Array<index_t>(), Array<double>()},
                   1, exec)
-            : make_preconditioner<VT>(
-                  pc,
-                  split ? ooc_block_diagonal(*a, pc_nc, split->first_chunk, split->last_chunk)
-                        : ooc_block_diagonal(*a, pc_nc),
-                  pc_nc, exec);
+            : make_preconditioner<VT>(pc,
+                                      ooc_block_diagonal(*a, pc_nc, split ? split->first_chunk : 0,
+                                                         split ? split->last_chunk : -1),
+                                      pc_nc, exec);
     exec->synchronize();
     res.timings.preconditioner_ms = ms_since(t0);
     res.preconditioner = m->describe();
 
     stage(SolveStage::upload);
     t0 = clock_type::now();
-    auto up = [&](const std::vector<double>& v) {
-        return Array<VT>(std::vector<VT>(v.begin(), v.end())).to(exec);
-    };
-    const Array<VT> b_dev = up(b);
-    Array<VT> x_dev = cfg.x0.empty() ? Array<VT>(exec, b.size()) : up(cfg.x0);
+    const Array<VT> b_dev = upload_vector<VT>(b, exec);
+    Array<VT> x_dev = cfg.x0.empty() ? Array<VT>(exec, b.size()) : upload_vector<VT>(cfg.x0, exec);
     res.timings.upload_ms = ms_since(t0);
 
     stage(SolveStage::solve);
@@ -340,8 +346,7 @@ SolveResult run_ooc(const std::shared_ptr<const OocMatrix<MT>>& a, const std::ve
 
     stage(SolveStage::download);
     t0 = clock_type::now();
-    const std::vector<VT> xh = x_dev.to_vector();
-    res.x.assign(xh.begin(), xh.end());
+    download_vector(x_dev, res.x);
     res.timings.download_ms = ms_since(t0);
     res.timings.setup_ms = res.status.timings.setup_ms;
     res.timings.solve_ms = res.status.timings.solve_ms;

@@ -401,12 +401,15 @@ namespace {
 
 // The entries of chunks [first, last) of m (last < 0: to the end) for which keep(row, col), the
 // blocks read one at a time (from the file where they are there; of BDIA-GH chunks the
-// non-zero slots inside the matrix), as canonical COO of m.rows() x m.cols() or, with shift >
-// 0, of the rows and columns less shift (a square block of the rows from shift on).
+// non-zero slots inside the matrix), as canonical COO: of m.rows() x m.cols() for every chunk,
+// else of the square block of the chunks' rows, rows and columns less their first row.
 template <class MT, class Keep>
 Coo<double> collect_entries(const OocMatrix<MT>& m, std::size_t expected, Keep keep,
-                            index_t first = 0, index_t last = -1, index_t shift = 0)
+                            index_t first = 0, index_t last = -1)
 {
+    const std::size_t k1 = last < 0 ? m.chunks().size() : std::size_t(last);
+    const bool part = first > 0 || k1 < m.chunks().size();
+    const index_t shift = part ? m.chunks()[std::size_t(first)].row0 : 0;
     std::vector<index_t> row, col;
     std::vector<double> val;
     row.reserve(expected);
@@ -419,11 +422,10 @@ Coo<double> collect_entries(const OocMatrix<MT>& m, std::size_t expected, Keep k
         val.push_back(x);
     };
     BlockReader<MT> r(m);
-    const std::size_t k1 = last < 0 ? m.chunks().size() : std::size_t(last);
     index_t rows = 0;
     for (std::size_t k = std::size_t(first); k < k1; ++k) {
-        rows += m.chunks()[k].rows;
         const OocChunk& c = m.chunks()[k];
+        rows += c.rows;
         const char* p = static_cast<const char*>(r.block(index_t(k)));
         if (c.nc > 0) {  // BDIA-GH: the non-zero slots
             const auto* off = reinterpret_cast<const std::int32_t*>(p + c.col_off);
@@ -446,10 +448,8 @@ Coo<double> collect_entries(const OocMatrix<MT>& m, std::size_t expected, Keep k
             for (std::uint32_t q = rp[i]; q < rp[i + 1]; ++q)
                 add(c.row0 + i, index_t(ci[q]), double(v[q]));
     }
-    Coo<double> a{shift > 0 || first > 0 || last >= 0 ? rows : m.rows(),
-                  shift > 0 || first > 0 || last >= 0 ? rows : m.cols(),
-                  Array<index_t>(std::move(row)), Array<index_t>(std::move(col)),
-                  Array<double>(std::move(val))};
+    Coo<double> a{part ? rows : m.rows(), part ? rows : m.cols(), Array<index_t>(std::move(row)),
+                  Array<index_t>(std::move(col)), Array<double>(std::move(val))};
     canonicalize(a);
     return a;
 }
@@ -483,11 +483,9 @@ Csr<double> ooc_block_diagonal(const OocMatrix<MT>& m, index_t nc, index_t first
                                                    << "): the rows must start and end on a "
                                                       "block of "
                                                    << nc);
-    const bool whole = first_chunk == 0 && last == count;
     return csr_from_coo(collect_entries(
         m, std::size_t(r1 - r0) * std::size_t(nc),
-        [nc](index_t i, index_t j) { return i / nc == j / nc; }, whole ? 0 : first_chunk,
-        whole ? -1 : last, whole ? 0 : r0));
+        [nc](index_t i, index_t j) { return i / nc == j / nc; }, first_chunk, last));
 }
 
 index_t ooc_block_size(const std::vector<OocChunk>& chunks)
