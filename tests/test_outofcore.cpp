@@ -712,6 +712,55 @@ BOOST_AUTO_TEST_CASE(bdia_chunks_of_hepta_matrices)
     BOOST_CHECK_THROW(make_ooc_matrix_bdia<double>(r, 3, {0}, 1000, false), InputError);  // 3 ∤ 40
 }
 
+BOOST_AUTO_TEST_CASE(reference_product_from_the_chunks_equals_the_coo_product)
+{
+    // heptane spmv A.hoc checks against ooc_reference_product: A x and A^T x summed from the
+    // entries of the chunks (CSR and BDIA-GH, fp64 and fp32 values, blocks from the file and
+    // from memory) against the same sums over the source COO
+    HeptaSpec s;
+    s.J = 7;
+    s.H = 5;
+    s.I = 6;
+    s.Nc = 3;
+    s.banded = false;
+    s.model = HeptaModel::reservoir;
+    const Coo<double> a = generate_hepta_coo<double>(s);
+    const std::vector<index_t> offs = bdia_block_offsets(a, 3);
+    const std::vector<double> x = test::random_vector<double>(a.rows, 11);
+    for (bool tr : {false, true}) {
+        std::vector<double> want(a.rows, 0.0), want_scale(a.rows, 0.0);
+        for (offset_t k = 0; k < a.nnz(); ++k) {
+            const index_t i = tr ? a.col[k] : a.row[k], j = tr ? a.row[k] : a.col[k];
+            want[i] += a.val[k] * x[j];
+            want_scale[i] += std::abs(a.val[k] * x[j]);
+        }
+        auto check = [&](const auto& m, double tol, const std::string& what) {
+            std::vector<double> y(a.rows, -1.0), scale(a.rows, -1.0);
+            ooc_reference_product(m, tr, x.data(), y.data(), scale.data());
+            double e = 0, es = 0;
+            for (index_t i = 0; i < a.rows; ++i) {
+                e = std::max(e, std::abs(y[i] - want[i]) / want_scale[i]);
+                es = std::max(es, std::abs(scale[i] - want_scale[i]) / want_scale[i]);
+            }
+            BOOST_TEST(e <= tol, what << (tr ? ", A^T x: " : ", A x: ") << e);
+            BOOST_TEST(es <= tol, what << ", the scale: " << es);
+        };
+        for (bool bdia : {false, true}) {
+            const std::string what = bdia ? "BDIA-GH chunks" : "CSR chunks";
+            const OocMatrix<double> m = bdia ? make_ooc_matrix_bdia<double>(a, 3, offs, 2000, false)
+                                             : make_ooc_matrix<double>(a, 2000, false);
+            BOOST_TEST(m.chunks().size() > 3u);
+            check(m, 1e-15, what + " in memory");
+            TempFile f("ref.hoc");
+            save_ooc_file(m, f.path);
+            check(open_ooc_file<double>(f.path, {0, false}), 1e-15, what + " from the file");
+            const OocMatrix<float> m32 = bdia ? make_ooc_matrix_bdia<float>(a, 3, offs, 2000, false)
+                                              : make_ooc_matrix<float>(a, 2000, false);
+            check(m32, 1e-7, what + ", fp32 values");
+        }
+    }
+}
+
 BOOST_AUTO_TEST_CASE(diagonal_blocks_and_solves_from_a_chunk_file)
 {
     auto exec = test::test_executor();

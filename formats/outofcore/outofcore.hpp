@@ -213,6 +213,12 @@ void save_ooc_file(const OocMatrix<MT>& m, const std::string& path);
 /// BDIA-GH chunks the non-zero slots).
 template <class MT>
 Coo<double> to_coo(const OocMatrix<MT>& m);
+/// y = A x (A^T x with `transpose`) in fp64 on the host from the chunks' entries, the blocks
+/// read one at a time (a reference: no chunk kernel, the matrix need not fit in memory);
+/// `scale` (may be null) gets sum_j |a_ij x_j| per entry of y, the size of what was summed.
+template <class MT>
+void ooc_reference_product(const OocMatrix<MT>& m, bool transpose, const double* x, double* y,
+                           double* scale);
 
 /// The Nc x Nc diagonal blocks of square `m` (entries (i, j) with i / nc == j / nc; of BDIA-GH
 /// chunks the non-zero slots) as host CSR: what Jacobi and block Jacobi are set up from when

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
@@ -399,10 +400,42 @@ void save_ooc_file(const OocMatrix<MT>& m, const std::string& path)
 
 namespace {
 
-// The entries of chunks [first, last) of m (last < 0: to the end) for which keep(row, col), the
-// blocks read one at a time (from the file where they are there; of BDIA-GH chunks the
-// non-zero slots inside the matrix), as canonical COO: of m.rows() x m.cols() for every chunk,
-// else of the square block of the chunks' rows, rows and columns less their first row.
+// Calls f(row, col, value) for every stored entry of chunks [first, k1) of m, the blocks read
+// one at a time (from the file where they are there; of BDIA-GH chunks the non-zero slots
+// inside the matrix).
+template <class MT, class F>
+void visit_entries(const OocMatrix<MT>& m, std::size_t first, std::size_t k1, F&& f)
+{
+    BlockReader<MT> r(m);
+    for (std::size_t k = first; k < k1; ++k) {
+        const OocChunk& c = m.chunks()[k];
+        const char* p = static_cast<const char*>(r.block(index_t(k)));
+        if (c.nc > 0) {  // BDIA-GH: the non-zero slots
+            const auto* off = reinterpret_cast<const std::int32_t*>(p + c.col_off);
+            const auto* v = reinterpret_cast<const MT*>(p + c.val_off);
+            for (index_t i = 0; i < c.rows; ++i) {
+                const index_t rr = c.row0 + i, base = rr - rr % c.nc;
+                for (int q = 0; q < c.block_diagonals; ++q)
+                    for (int s = 0; s < c.nc; ++s) {
+                        const index_t j = base + index_t(off[q]) * c.nc + s;
+                        const MT x = v[std::size_t(q * c.nc + s) * std::size_t(c.rows) + i];
+                        if (j >= 0 && j < m.cols() && x != MT(0)) f(rr, j, double(x));
+                    }
+            }
+            continue;
+        }
+        const auto* rp = reinterpret_cast<const std::uint32_t*>(p);
+        const auto* ci = reinterpret_cast<const std::uint32_t*>(p + c.col_off);
+        const auto* v = reinterpret_cast<const MT*>(p + c.val_off);
+        for (index_t i = 0; i < c.rows; ++i)
+            for (std::uint32_t q = rp[i]; q < rp[i + 1]; ++q)
+                f(c.row0 + i, index_t(ci[q]), double(v[q]));
+    }
+}
+
+// The entries of chunks [first, last) of m (last < 0: to the end) for which keep(row, col), as
+// canonical COO: of m.rows() x m.cols() for every chunk, else of the square block of the
+// chunks' rows, rows and columns less their first row.
 template <class MT, class Keep>
 Coo<double> collect_entries(const OocMatrix<MT>& m, std::size_t expected, Keep keep,
                             index_t first = 0, index_t last = -1)
@@ -415,39 +448,14 @@ Coo<double> collect_entries(const OocMatrix<MT>& m, std::size_t expected, Keep k
     row.reserve(expected);
     col.reserve(expected);
     val.reserve(expected);
-    auto add = [&](index_t i, index_t j, double x) {
+    index_t rows = 0;
+    for (std::size_t k = std::size_t(first); k < k1; ++k) rows += m.chunks()[k].rows;
+    visit_entries(m, std::size_t(first), k1, [&](index_t i, index_t j, double x) {
         if (!keep(i, j)) return;
         row.push_back(i - shift);
         col.push_back(j - shift);
         val.push_back(x);
-    };
-    BlockReader<MT> r(m);
-    index_t rows = 0;
-    for (std::size_t k = std::size_t(first); k < k1; ++k) {
-        const OocChunk& c = m.chunks()[k];
-        rows += c.rows;
-        const char* p = static_cast<const char*>(r.block(index_t(k)));
-        if (c.nc > 0) {  // BDIA-GH: the non-zero slots
-            const auto* off = reinterpret_cast<const std::int32_t*>(p + c.col_off);
-            const auto* v = reinterpret_cast<const MT*>(p + c.val_off);
-            for (index_t i = 0; i < c.rows; ++i) {
-                const index_t rr = c.row0 + i, base = rr - rr % c.nc;
-                for (int q = 0; q < c.block_diagonals; ++q)
-                    for (int s = 0; s < c.nc; ++s) {
-                        const index_t j = base + index_t(off[q]) * c.nc + s;
-                        const MT x = v[std::size_t(q * c.nc + s) * std::size_t(c.rows) + i];
-                        if (j >= 0 && j < m.cols() && x != MT(0)) add(rr, j, double(x));
-                    }
-            }
-            continue;
-        }
-        const auto* rp = reinterpret_cast<const std::uint32_t*>(p);
-        const auto* ci = reinterpret_cast<const std::uint32_t*>(p + c.col_off);
-        const auto* v = reinterpret_cast<const MT*>(p + c.val_off);
-        for (index_t i = 0; i < c.rows; ++i)
-            for (std::uint32_t q = rp[i]; q < rp[i + 1]; ++q)
-                add(c.row0 + i, index_t(ci[q]), double(v[q]));
-    }
+    });
     Coo<double> a{part ? rows : m.rows(), part ? rows : m.cols(), Array<index_t>(std::move(row)),
                   Array<index_t>(std::move(col)), Array<double>(std::move(val))};
     canonicalize(a);
@@ -460,6 +468,20 @@ template <class MT>
 Coo<double> to_coo(const OocMatrix<MT>& m)
 {
     return collect_entries(m, std::size_t(m.nnz()), [](index_t, index_t) { return true; });
+}
+
+template <class MT>
+void ooc_reference_product(const OocMatrix<MT>& m, bool transpose, const double* x, double* y,
+                           double* scale)
+{
+    const std::size_t ny = std::size_t(transpose ? m.cols() : m.rows());
+    std::fill(y, y + ny, 0.0);
+    if (scale) std::fill(scale, scale + ny, 0.0);
+    visit_entries(m, 0, m.chunks().size(), [&](index_t i, index_t j, double v) {
+        const index_t to = transpose ? j : i, from = transpose ? i : j;
+        y[to] += v * x[from];
+        if (scale) scale[to] += std::abs(v * x[from]);
+    });
 }
 
 template <class MT>
@@ -507,6 +529,8 @@ index_t ooc_block_size(const std::vector<OocChunk>& chunks)
     template OocMatrix<MT> open_ooc_file<MT>(const std::string&, const OocFileOptions&);          \
     template void save_ooc_file<MT>(const OocMatrix<MT>&, const std::string&);                    \
     template Coo<double> to_coo<MT>(const OocMatrix<MT>&);                                        \
+    template void ooc_reference_product<MT>(const OocMatrix<MT>&, bool, const double*, double*,   \
+                                            double*);                                             \
     template Csr<double> ooc_block_diagonal<MT>(const OocMatrix<MT>&, index_t, index_t, index_t);
 HEPTANE_INSTANTIATE_FILE(double)
 HEPTANE_INSTANTIATE_FILE(float)
