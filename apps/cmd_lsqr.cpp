@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "apps/args.hpp"
@@ -51,6 +52,13 @@ const char* lsqr_usage =
     "istop: 0 x = 0 is exact; 1 Ax - b small enough (atol, btol); 2 least-squares solution good\n"
     "enough (atol); 3 cond(A) > conlim; 4, 5, 6 as 1, 2, 3 at machine precision; 7 iteration\n"
     "limit.\n"
+    "Under mpirun (mpirun -np P heptane lsqr ...; a build with MPI) each rank streams its own\n"
+    "rows out of core (of A.hoc: a group of its chunks of about equal bytes, reading only those\n"
+    "chunks; of a Matrix Market / PETSc file: a block of rows of about equal entries); A x\n"
+    "needs no exchange, A^T u and the norms of b and u are summed over the ranks (device to\n"
+    "device with NCCL where each rank has a GPU of its own and the build has NCCL, else\n"
+    "MPI_Allreduce through host memory), so x is the same on every rank and rank 0 prints and\n"
+    "writes it; the JSON's \"ranks\" says how many.\n"
     "Exit status: 0 for istop 0, 1, 2, 4, 5; 1 for istop 3, 6, 7 (the reason is printed) or a\n"
     "failure; 2 usage error.\n";
 
@@ -63,14 +71,20 @@ struct Result {
 
 template <class MT, class VT>
 Result run(const Coo<double>& a, const std::string& hoc, const OocFileOptions& fopt,
-           const std::vector<double>& b, const std::vector<double>* x0, Format format,
+           const std::vector<double>& b_all, const std::vector<double>* x0, Format format,
            const FormatOptions& fo, const LsqrOptions& lo,
-           const std::shared_ptr<const Executor>& exec, const OutOfCoreOptions* ooc)
+           const std::shared_ptr<const Executor>& exec, const OutOfCoreOptions* ooc,
+           const ProcessGroup& g)
 {
     Result r;
     const auto t0 = std::chrono::steady_clock::now();
     std::shared_ptr<const Operator<VT>> op;
-    if (!hoc.empty())  // a chunk file (a holds only its shape)
+    std::vector<double> b_rank;  // under mpirun: this rank's rows of b
+    if (g.size > 1) {
+        index_t row0 = 0;
+        op = rank_rows<MT, VT>(a, hoc, fopt, exec, *ooc, g, row0);
+        b_rank.assign(b_all.begin() + row0, b_all.begin() + row0 + op->rows());
+    } else if (!hoc.empty())  // a chunk file (a holds only its shape)
         op = std::make_shared<const OutOfCoreOperator<MT, VT>>(
             std::make_shared<const OocMatrix<MT>>(open_ooc_file<MT>(hoc, fopt)), exec, *ooc);
     else if (ooc)
@@ -80,6 +94,7 @@ Result run(const Coo<double>& a, const std::string& hoc, const OocFileOptions& f
     r.operator_ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     r.op = op->describe();
+    const std::vector<double>& b = g.size > 1 ? b_rank : b_all;
     const std::vector<VT> bv(b.begin(), b.end());
     Array<VT> bd = Array<VT>(bv).to(exec);
     std::vector<VT> xv(std::size_t(a.cols), VT(0));
@@ -104,7 +119,7 @@ int cmd_lsqr(int argc, char** argv)
         return 0;
     }
     const bool json = args.flag("--json");
-    const bool quiet = args.flag("--quiet") || json;
+    bool quiet = args.flag("--quiet") || json;
     LsqrOptions lo;
     lo.damp = args.get_double("--damp", lo.damp);
     lo.atol = args.get_double("--atol", lo.atol);
@@ -122,6 +137,8 @@ int cmd_lsqr(int argc, char** argv)
     if (has_iter_lim && iter_lim < 0) throw UsageError("--iter-lim must be >= 0");
     lo.iter_lim = static_cast<int>(iter_lim < 0 ? -1 : iter_lim);
     pc.resolve();
+    // under mpirun: each rank streams its own rows out of core, A^T u summed over the ranks
+    ProcessGroup group = projection_ranks(pc, quiet, "lsqr");
     const std::string& afile = args.positionals()[0];
     const std::string& bfile = args.positionals()[1];
     const auto t_read = std::chrono::steady_clock::now();
@@ -146,11 +163,16 @@ int cmd_lsqr(int argc, char** argv)
     const OutOfCoreOptions* po = pc.out_of_core ? &*pc.out_of_core : nullptr;
     Result r =
         pc.precision == Precision::double_
-            ? run<double, double>(a, hoc_path, fopt, b, x0p, pc.format, pc.fo, lo, pc.exec, po)
+            ? run<double, double>(a, hoc_path, fopt, b, x0p, pc.format, pc.fo, lo, pc.exec, po,
+                                  group)
         : pc.precision == Precision::single
-            ? run<float, float>(a, hoc_path, fopt, b, x0p, pc.format, pc.fo, lo, pc.exec, po)
-            : run<float, double>(a, hoc_path, fopt, b, x0p, pc.format, pc.fo, lo, pc.exec, po);
+            ? run<float, float>(a, hoc_path, fopt, b, x0p, pc.format, pc.fo, lo, pc.exec, po, group)
+            : run<float, double>(a, hoc_path, fopt, b, x0p, pc.format, pc.fo, lo, pc.exec, po,
+                                 group);
     const LsqrStatus& st = r.status;
+    const bool ok =
+        st.istop == 0 || st.istop == 1 || st.istop == 2 || st.istop == 4 || st.istop == 5;
+    if (group.rank != 0) return ok ? 0 : 1;  // x and the status are the same on every rank
     if (xfile) write_vector_file(*xfile, r.x, "x from heptane lsqr: " + st.summary());
     const double setup_s = (r.operator_ms + st.timings.setup_ms) / 1e3;
     if (json) {
@@ -160,15 +182,19 @@ int cmd_lsqr(int argc, char** argv)
             "\"xnorm\": %.17g, \"bnorm\": %.17g, \"seconds\": %.6f, \"setup_seconds\": %.6f, "
             "\"per_iteration_ms\": %.6f, \"format\": \"%s\", \"transpose\": \"%s\", "
             "\"operator\": %s, \"precision\": \"%s\", \"device\": \"%s\", \"rows\": %d, "
-            "\"cols\": %d, \"nnz\": %lld}\n",
+            "\"cols\": %d, \"nnz\": %lld, \"ranks\": %d}\n",
             st.istop, json_string(st.meaning()).c_str(), st.itn, st.r1norm, st.r2norm, st.anorm,
             st.acond, st.arnorm, st.xnorm, st.bnorm, st.timings.solve_ms / 1e3, setup_s,
             st.timings.per_iteration_ms, to_string(pc.format),
             describe_transpose(pc.format, pc.fo.transpose), json_string(r.op).c_str(),
-            pc.prec.c_str(), pc.dev.c_str(), a.rows, a.cols, static_cast<long long>(a_nnz));
+            pc.prec.c_str(), pc.dev.c_str(), a.rows, a.cols, static_cast<long long>(a_nnz),
+            group.size);
     } else {
         std::printf("system    %s: %d x %d, %lld entries; b %s\n", afile.c_str(), a.rows, a.cols,
                     static_cast<long long>(a_nnz), bfile.c_str());
+        if (group.size > 1)
+            std::printf("ranks     %d (mpirun), each streaming its own rows out of core\n",
+                        group.size);
         std::printf("operator  %s (A^T: %s)\n", r.op.c_str(),
                     describe_transpose(pc.format, pc.fo.transpose));
         std::printf("result    istop %d: %s\n", st.istop, st.meaning());
@@ -178,8 +204,6 @@ int cmd_lsqr(int argc, char** argv)
         std::printf("time      setup %.3f s, iterations %.3f s, %.4f ms per iteration\n", setup_s,
                     st.timings.solve_ms / 1e3, st.timings.per_iteration_ms);
     }
-    const bool ok =
-        st.istop == 0 || st.istop == 1 || st.istop == 2 || st.istop == 4 || st.istop == 5;
     return ok ? 0 : 1;
 }
 

@@ -79,25 +79,8 @@ struct Source {
     /// adds over the ranks.
     int rank = 0, ranks = 1;
     std::function<void(double*, int)> sum;
+    const ProcessGroup* group = nullptr;
 };
-
-/// Rows [r0, r1) of canonical COO `a`, renumbered from 0.
-Coo<double> row_slice(const Coo<double>& a, index_t r0, index_t r1)
-{
-    const auto lo = std::lower_bound(a.row.host().begin(), a.row.host().end(), r0);
-    const auto hi = std::lower_bound(a.row.host().begin(), a.row.host().end(), r1);
-    const std::size_t k0 = std::size_t(lo - a.row.host().begin()),
-                      k1 = std::size_t(hi - a.row.host().begin());
-    std::vector<index_t> row(k1 - k0), col(k1 - k0);
-    std::vector<double> val(k1 - k0);
-    for (std::size_t k = k0; k < k1; ++k) {
-        row[k - k0] = a.row[k] - r0;
-        col[k - k0] = a.col[k];
-        val[k - k0] = a.val[k];
-    }
-    return Coo<double>{r1 - r0, a.cols, Array<index_t>(std::move(row)),
-                       Array<index_t>(std::move(col)), Array<double>(std::move(val))};
-}
 
 template <class MT, class VT>
 Result run(const Source& src, const std::vector<double>& g, int subsets, Format format,
@@ -108,26 +91,10 @@ Result run(const Source& src, const std::vector<double>& g, int subsets, Format 
     const auto t0 = std::chrono::steady_clock::now();
     Mlem<VT> em(mo);
     std::vector<double> g_local;  // under mpirun: this rank's counts
-    if (src.ranks > 1) {
-        std::shared_ptr<const Operator<VT>> op;
+    if (src.ranks > 1) {          // this rank's rows; A^T x summed over the ranks by the operator
         index_t row0 = 0;
-        if (!src.hoc.empty()) {  // a group of the file's chunks, read into memory as allowed
-            OocFileOptions table_only;
-            table_only.host_memory = 0;
-            const auto bounds = ooc_chunk_groups(open_ooc_file<MT>(src.hoc, table_only), src.ranks);
-            OocFileOptions fo = src.fopt;
-            fo.first_chunk = bounds[src.rank];
-            fo.last_chunk = bounds[src.rank + 1];
-            auto m = std::make_shared<const OocMatrix<MT>>(open_ooc_file<MT>(src.hoc, fo));
-            row0 = m->chunks()[std::size_t(fo.first_chunk)].row0;
-            op = std::make_shared<const OutOfCoreOperator<MT, VT>>(m, exec, *ooc, fo.first_chunk,
-                                                                   fo.last_chunk);
-        } else {  // a block of rows of about equal entries, chunked here
-            const std::vector<index_t> b = row_block_bounds(*src.coo, src.ranks);
-            row0 = b[src.rank];
-            op = make_out_of_core_operator<MT, VT>(
-                row_slice(*src.coo, b[src.rank], b[src.rank + 1]), exec, *ooc);
-        }
+        std::shared_ptr<const Operator<VT>> op = rank_rows<MT, VT>(
+            src.coo ? *src.coo : Coo<double>{}, src.hoc, src.fopt, exec, *ooc, *src.group, row0);
         r.op = "rank " + std::to_string(src.rank) + " of " + std::to_string(src.ranks) + ": rows " +
                std::to_string(row0 + 1) + ".." + std::to_string(row0 + op->rows()) + ", " +
                op->describe();
@@ -205,20 +172,9 @@ int cmd_mlem(int argc, char** argv)
     if (subsets < 1) throw UsageError("--subsets must be >= 1");
     pc.resolve();
     // under mpirun: each rank streams its own rows out of core, the sums over the ranks by MPI
-    ProcessGroup group;
-    if (launched_by_mpirun()) {
-#ifdef HEPTANE_CLI_MPI
-        if (subsets > 1) throw UsageError("--subsets > 1 (OSEM) under mpirun is not built");
-        group = mpi_process_group(pc.device);
-        pc.given_exec = group.exec;
-        pc.force_out_of_core = "under mpirun each rank streams its own rows out of core";
-        if (group.rank != 0) quiet = true;
-#else
-        throw UsageError(
-            "heptane mlem runs under mpirun, but this build has no MPI (configure with MPI "
-            "found and HEPTANE_WITH_MPI=ON)");
-#endif
-    }
+    if (launched_by_mpirun() && subsets > 1)
+        throw UsageError("--subsets > 1 (OSEM) under mpirun is not built");
+    ProcessGroup group = projection_ranks(pc, quiet, "mlem");
     const bool root = group.rank == 0;
     const std::string& afile = args.positionals()[0];
     const std::string& gfile = args.positionals()[1];
@@ -253,6 +209,7 @@ int cmd_mlem(int argc, char** argv)
     src.rank = group.rank;
     src.ranks = group.size;
     src.sum = group.sum;
+    src.group = &group;
     if (sys.chunk_file) {
         src.hoc = afile;
         src.fopt = pc.file_options();

@@ -112,9 +112,14 @@ const char* solve_usage =
     "                    ranks (auto: as --halo picks, mpi for the host-staged models)\n"
     "A chunk file under mpirun (mpirun -np P heptane solve A.hoc ...): each rank reads and\n"
     "streams its own group of the file's chunks (about equal bytes; --host-memory and\n"
-    "--device-memory per rank), x is gathered on every rank at every product through host\n"
-    "memory and the dot products summed over the ranks; --pc none, jacobi or bjacobi of each\n"
-    "rank's rows (the same preconditioner as on one process)\n"
+    "--device-memory per rank), x is gathered on every rank at every product and the dot\n"
+    "products summed over the ranks; --pc none, jacobi or bjacobi of each rank's rows (the\n"
+    "same preconditioner as on one process):\n"
+    "  --gather M        auto | host (device -> host, MPI_Allgatherv, host -> device) | nccl\n"
+    "                    (device to device; a GPU per rank, a build with NCCL); auto: nccl\n"
+    "                    where it can run, else host\n"
+    "  --reduce M        auto | mpi | nccl | peer, as above (auto: peer or nccl where they\n"
+    "                    can run, else mpi)\n"
     "Exit status: 0 converged, 1 not converged (the reason is printed) or failed, 2 usage.\n";
 
 double max_abs_diff(const std::vector<double>& a, const std::vector<double>& b, double* bmax)
@@ -215,8 +220,9 @@ void set_progress(SolveConfig& cfg, bool monitor, bool quiet)
 struct ChunkFileSolve {
     std::string path, device, prec, fmt_name;
     bool prec_given = false, chunk_bytes_given = false, monitor = false, quiet = false;
-    bool ranks = false;  ///< under mpirun: each rank streams its own rows
-    ProcessGroup group;  ///< the ranks (one process: size 1)
+    bool ranks = false;                            ///< under mpirun: each rank streams its own rows
+    std::string gather = "auto", reduce = "auto";  ///< under mpirun: the exchange models
+    ProcessGroup group;                            ///< the ranks (one process: size 1)
     OutOfCoreChoice occ;
     std::optional<std::string> bfile, x0file;
     Report out;
@@ -291,10 +297,10 @@ int solve_chunk_file(ChunkFileSolve& c, const OocFileInfo& info, SolveConfig& cf
         split.first_chunk = fo.first_chunk;
         split.last_chunk = fo.last_chunk;
         split.whole = [&](std::shared_ptr<const Operator<double>> rows) {
-            return g.gather_rows(std::move(rows), starts);
+            return g.gather_rows(std::move(rows), starts, c.gather, c.reduce);
         };
         split.whole_fp32 = [&](std::shared_ptr<const Operator<float>> rows) {
-            return g.gather_rows_fp32(std::move(rows), starts);
+            return g.gather_rows_fp32(std::move(rows), starts, c.gather, c.reduce);
         };
         r = solve_system<MT>(m, b, cfg, split);
         std::vector<double> x(std::size_t(info.rows), 0.0);  // x whole on every rank
@@ -400,8 +406,22 @@ int cmd_solve(int argc, char** argv)
             "with MPI found and HEPTANE_WITH_MPI=ON)");
 #endif
     }
-    for (const char* o : {"--halo", "--reduce", "--split"})
-        if (args.get(o)) throw UsageError(std::string(o) + " applies under mpirun only");
+    const std::string gather = args.get_or("--gather", "auto");
+    const std::string reduce = args.get_or("--reduce", "auto");
+    if (chunk_file_ranks) {
+        for (const char* o : {"--halo", "--split"})
+            if (args.get(o))
+                throw UsageError(std::string(o) +
+                                 " applies to a matrix in memory under mpirun; the ranks of a "
+                                 "chunk file take --gather and --reduce");
+        if (gather != "auto" && gather != "host" && gather != "nccl")
+            throw UsageError("--gather " + gather + ": the choices are auto, host and nccl");
+        if (reduce != "auto" && reduce != "mpi" && reduce != "nccl" && reduce != "peer")
+            throw UsageError("--reduce " + reduce + ": the choices are auto, mpi, nccl and peer");
+    } else {
+        for (const char* o : {"--halo", "--reduce", "--split", "--gather"})
+            if (args.get(o)) throw UsageError(std::string(o) + " applies under mpirun only");
+    }
     auto gen = args.get("--generate");
     auto bfile = args.get("-b");
     auto x0file = args.get("--x0");
@@ -465,6 +485,8 @@ int cmd_solve(int argc, char** argv)
         c.out.hist = hist;
         c.out.json = json;
         c.ranks = chunk_file_ranks;
+        c.gather = gather;
+        c.reduce = reduce;
         return solve_chunk_file(c, cfg);
     }
     if (occ.host_memory) throw UsageError("--host-memory applies to a chunk file (A.hoc) only");

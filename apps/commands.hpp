@@ -36,13 +36,21 @@ struct ProcessGroup {
     /// heptane solve A.hoc under mpirun: the operator of the whole square matrix from this
     /// rank's rows over every column, x gathered over the ranks at every product and the dot
     /// products summed (dist::GatheredRowsOperator); `starts`: every rank's first row, then
-    /// the row count.
-    std::function<std::shared_ptr<const Operator<double>>(std::shared_ptr<const Operator<double>>,
-                                                          const std::vector<index_t>& starts)>
-        gather_rows;
-    std::function<std::shared_ptr<const Operator<float>>(std::shared_ptr<const Operator<float>>,
-                                                         const std::vector<index_t>& starts)>
-        gather_rows_fp32;
+    /// the row count; `gather` (auto|host|nccl) and `reduce` (auto|mpi|nccl|peer) the models.
+    template <class VT>
+    using GatherRows = std::function<std::shared_ptr<const Operator<VT>>(
+        std::shared_ptr<const Operator<VT>>, const std::vector<index_t>& starts,
+        const std::string& gather, const std::string& reduce)>;
+    GatherRows<double> gather_rows;
+    GatherRows<float> gather_rows_fp32;
+    /// heptane lsqr A.hoc under mpirun: this rank's rows of the m x n operator, x the same on
+    /// every rank, A^T u summed over the ranks and the row vectors' norms too
+    /// (dist::RowBlockOperator; the sum device to device with NCCL where it can run).
+    template <class VT>
+    using RowBlock = std::function<std::shared_ptr<const Operator<VT>>(
+        std::shared_ptr<const Operator<VT>>, const std::vector<index_t>& starts)>;
+    RowBlock<double> row_block;
+    RowBlock<float> row_block_fp32;
     std::shared_ptr<void> session;
 };
 ProcessGroup mpi_process_group(const std::string& device);

@@ -107,4 +107,40 @@ OocFileOptions ProjectionCli::file_options() const
     return o;
 }
 
+Coo<double> row_slice(const Coo<double>& a, index_t r0, index_t r1)
+{
+    const auto lo = std::lower_bound(a.row.host().begin(), a.row.host().end(), r0);
+    const auto hi = std::lower_bound(a.row.host().begin(), a.row.host().end(), r1);
+    const std::size_t k0 = std::size_t(lo - a.row.host().begin()),
+                      k1 = std::size_t(hi - a.row.host().begin());
+    std::vector<index_t> row(k1 - k0), col(k1 - k0);
+    std::vector<double> val(k1 - k0);
+    for (std::size_t k = k0; k < k1; ++k) {
+        row[k - k0] = a.row[k] - r0;
+        col[k - k0] = a.col[k];
+        val[k - k0] = a.val[k];
+    }
+    return Coo<double>{r1 - r0, a.cols, Array<index_t>(std::move(row)),
+                       Array<index_t>(std::move(col)), Array<double>(std::move(val))};
+}
+
+ProcessGroup projection_ranks(ProjectionCli& pc, bool& quiet, const char* command)
+{
+    ProcessGroup group;
+    if (!launched_by_mpirun()) return group;
+#ifdef HEPTANE_CLI_MPI
+    group = mpi_process_group(pc.device);
+    pc.given_exec = group.exec;
+    pc.force_out_of_core = "under mpirun each rank streams its own rows out of core";
+    if (group.rank != 0) quiet = true;
+    return group;
+#else
+    (void)pc;
+    (void)quiet;
+    throw UsageError(std::string("heptane ") + command +
+                     " runs under mpirun, but this build has no MPI (configure with MPI found "
+                     "and HEPTANE_WITH_MPI=ON)");
+#endif
+}
+
 }  // namespace heptane::cli

@@ -5,9 +5,14 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <type_traits>
+#include <vector>
 
 #include "apps/args.hpp"
+#include "apps/commands.hpp"
 #include "apps/common.hpp"
+#include "formats/outofcore/outofcore.hpp"
+#include "solver/mlem/mlem.hpp"
 
 namespace heptane::cli {
 
@@ -20,6 +25,13 @@ struct ProjectionInput {
     offset_t nnz = 0;
 };
 ProjectionInput read_projection_input(const std::string& path);
+struct ProjectionCli;
+/// Under mpirun (a build with MPI): the ranks, each rank's executor given to `pc`, out of
+/// core forced, `quiet` set on every rank but 0; one process otherwise. UsageError naming
+/// `command` under mpirun without MPI.
+ProcessGroup projection_ranks(ProjectionCli& pc, bool& quiet, const char* command);
+/// Rows [r0, r1) of canonical COO `a`, renumbered from 0 (a rank's rows under mpirun).
+Coo<double> row_slice(const Coo<double>& a, index_t r0, index_t r1);
 
 struct ProjectionCli {
     /// Reads --format, --transpose, --precision, --device and the out-of-core options (before
@@ -61,5 +73,42 @@ private:
     std::string tr_name_;
     OutOfCoreChoice occ_;
 };
+
+/// Under mpirun: this rank's rows (a group of the chunk file's chunks, or a block of rows of
+/// about equal entries) as its out-of-core operator, wrapped by the group's row-block
+/// operator; `row0` gets its first row.
+template <class MT, class VT>
+std::shared_ptr<const Operator<VT>> rank_rows(const Coo<double>& a, const std::string& hoc,
+                                              const OocFileOptions& fopt,
+                                              const std::shared_ptr<const Executor>& exec,
+                                              const OutOfCoreOptions& ooc, const ProcessGroup& g,
+                                              index_t& row0)
+{
+    std::shared_ptr<const Operator<VT>> op;
+    std::vector<index_t> starts;
+    if (!hoc.empty()) {
+        OocFileOptions table_only;
+        table_only.host_memory = 0;
+        const OocMatrix<MT> t = open_ooc_file<MT>(hoc, table_only);
+        const std::vector<index_t> bounds = ooc_chunk_groups(t, g.size);
+        for (int p = 0; p < g.size; ++p) starts.push_back(t.chunks()[std::size_t(bounds[p])].row0);
+        starts.push_back(t.rows());
+        OocFileOptions fo = fopt;
+        fo.first_chunk = bounds[g.rank];
+        fo.last_chunk = bounds[g.rank + 1];
+        op = std::make_shared<const OutOfCoreOperator<MT, VT>>(
+            std::make_shared<const OocMatrix<MT>>(open_ooc_file<MT>(hoc, fo)), exec, ooc,
+            fo.first_chunk, fo.last_chunk);
+    } else {
+        starts = row_block_bounds(a, g.size);
+        op = make_out_of_core_operator<MT, VT>(
+            row_slice(a, starts[std::size_t(g.rank)], starts[std::size_t(g.rank) + 1]), exec, ooc);
+    }
+    row0 = starts[std::size_t(g.rank)];
+    if constexpr (std::is_same_v<VT, double>)
+        return g.row_block(std::move(op), starts);
+    else
+        return g.row_block_fp32(std::move(op), starts);
+}
 
 }  // namespace heptane::cli

@@ -24,6 +24,12 @@ Communicator::Communicator(MPI_Comm comm)
     // for another rank (distributed/peer.hpp). Takes effect when CUDA is not yet
     // initialised in this process; a value the user set is kept.
     setenv("CUDA_MODULE_LOADING", "EAGER", 0);
+    // NCCL's buffers between the ranks' GPUs through cudaIpc rather than its cuMem (VMM)
+    // allocations: on the 2 x H200 machine (2026-11-29, NCCL 2.28.3) the cuMem path moved the
+    // gathered x of a 10.6 M-row solve at ~3 GB/s (67 ms an iteration against 2.6 ms with
+    // NCCL_CUMEM_ENABLE=0). Read when NCCL makes its communicator; a value the user set is
+    // kept (heptane uses no NCCL feature that needs cuMem, e.g. NVLink multicast).
+    setenv("NCCL_CUMEM_ENABLE", "0", 0);
     int init = 0;
     MPI_Initialized(&init);
     HEPTANE_ENSURE(init, InputError, "heptane::dist::Communicator: MPI is not initialised");

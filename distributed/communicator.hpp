@@ -17,7 +17,9 @@ namespace heptane::dist {
 /// the node-local rank for binding ranks to GPUs. MPI must be initialised by the caller.
 /// Construction sets CUDA_MODULE_LOADING=EAGER in the environment unless it is set (the
 /// device-direct models need eager loading, see distributed/peer.hpp): make the
-/// Communicator before the first CUDA call of the process, or set it yourself.
+/// Communicator before the first CUDA call of the process, or set it yourself. It also sets
+/// NCCL_CUMEM_ENABLE=0 unless set (NCCL's buffers through cudaIpc: its cuMem path was 26x
+/// slower on the 2 x H200 machine, docs/benchmarks.md).
 class Communicator {
 public:
     explicit Communicator(MPI_Comm comm = MPI_COMM_WORLD);

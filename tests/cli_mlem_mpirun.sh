@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# heptane mlem and solve A.hoc under mpirun: each rank streams its own rows out of core (a
-# group of a chunk file's chunks, or for mlem a block of a Matrix Market file's rows); mlem
-# sums the back projections over the ranks, solve gathers x at every product and sums the dot
-# products. The image on 2 and 3 ranks must equal the one-process image and solve's iterations
-# and x the one-process solve's; the JSON must name the ranks; OSEM under mpirun is a usage
-# error.
+# heptane mlem, lsqr and solve A.hoc under mpirun: each rank streams its own rows out of core
+# (a group of a chunk file's chunks, or for mlem and lsqr a block of a Matrix Market file's
+# rows); mlem sums the back projections over the ranks, lsqr A^T u and the row norms, solve
+# gathers x at every product and sums the dot products. The image and LSQR's x on 2 and 3
+# ranks must equal the one-process results and solve's iterations and x the one-process
+# solve's; the JSON must name the ranks; OSEM under mpirun is a usage error.
 #   tests/cli_mlem_mpirun.sh HEPTANE MPIEXEC [MPI flags...]
 # On CPU ranks by default; with HEPTANE_TEST_DEVICE=cuda on the GPU (ranks may share one; the
 # sums go through host memory): exits 77, skipped, where there is no GPU.
@@ -38,6 +38,23 @@ for np in 2 3; do
     grep -q "\"operator\": \"rank 0 of $np: rows 1\\.\\." "$dir/r_$np.json"
     echo "mlem $a on $np ranks against one process:"
     compare "$dir/f_$np.mtx" "$dir/f1.mtx" 1e-10
+  done
+done
+# lsqr: A^T u and the row norms summed over the ranks; 6 iterations (LSQR amplifies rounding,
+# see cli_outofcore.sh) against one process in core
+"$heptane" lsqr "$dir/A.mtx" "$dir/g.mtx" --iter-lim 6 --device cpu --out-of-core off \
+  -o "$dir/l1.mtx" --json >"$dir/l1.json" || true  # istop 7: exit 1
+grep -q '"itn": 6' "$dir/l1.json"
+for np in 2 3; do
+  for a in A.hoc A.mtx; do
+    "$mpiexec" -np "$np" "${flags[@]}" "$heptane" lsqr "$dir/$a" "$dir/g.mtx" --iter-lim 6 \
+      --device "$device" --chunk-bytes 16k -o "$dir/l_$np.mtx" --json >"$dir/lr_$np.json" || true
+    cat "$dir/lr_$np.json"
+    grep -q '"itn": 6' "$dir/lr_$np.json"
+    grep -q "\"ranks\": $np" "$dir/lr_$np.json"
+    grep -q "on rank 0 of $np (A^T u summed" "$dir/lr_$np.json"
+    echo "lsqr $a on $np ranks against one process:"
+    compare "$dir/l_$np.mtx" "$dir/l1.mtx" 1e-7
   done
 done
 set +e
@@ -74,4 +91,47 @@ for h in Hb Hc; do
     done
   done
 done
+# the gather models: host named, auto (nccl where each rank has a GPU of its own and the build
+# has NCCL, else host) -- both the one-process answer; usage errors for what does not apply
+"$heptane" solve "$dir/Hb.hoc" --pc jacobi --rtol 1e-10 --device "$device" --json -o "$dir/x1.mtx" \
+  >"$dir/s1.json"
+for gather in host auto; do
+  "$mpiexec" -np 2 "${flags[@]}" "$heptane" solve "$dir/Hb.hoc" --pc jacobi --rtol 1e-10 \
+    --device "$device" --gather "$gather" --reduce auto --json -o "$dir/x_g.mtx" >"$dir/s_g.json"
+  grep -o '"operator": "[^"]*"' "$dir/s_g.json"
+  grep -q '"converged": true' "$dir/s_g.json"
+  if [ "$gather" = host ] || [ "$device" = cpu ]; then
+    grep -q 'x gathered through host memory' "$dir/s_g.json"
+  fi
+  echo "solve Hb.hoc --gather $gather on 2 ranks against one process:"
+  compare "$dir/x_g.mtx" "$dir/x1.mtx" 1e-8
+done
+usage() {  # expected exit status 2 and a message naming the option
+  local opt=$1
+  shift
+  set +e
+  "$@" >/dev/null 2>"$dir/err.txt"
+  local rc=$?
+  set -e
+  cat "$dir/err.txt"
+  [ "$rc" -eq 2 ] || { echo "$*: exit $rc, expected 2 (usage)"; exit 1; }
+  grep -q -- "$opt" "$dir/err.txt"
+}
+usage --gather "$heptane" solve "$dir/Hb.hoc" --gather host --device "$device"
+usage --gather "$mpiexec" -np 2 "${flags[@]}" "$heptane" solve "$dir/Hb.hoc" --gather device \
+  --device "$device"
+usage --halo "$mpiexec" -np 2 "${flags[@]}" "$heptane" solve "$dir/Hb.hoc" --halo nccl \
+  --device "$device"
+usage --reduce "$mpiexec" -np 2 "${flags[@]}" "$heptane" solve "$dir/Hb.hoc" --reduce sum \
+  --device "$device"
+if [ "$device" = cpu ]; then  # the device-to-device gather needs GPUs
+  set +e
+  "$mpiexec" -np 2 "${flags[@]}" "$heptane" solve "$dir/Hb.hoc" --gather nccl --device cpu \
+    >/dev/null 2>"$dir/err.txt"
+  rc=$?
+  set -e
+  cat "$dir/err.txt"
+  [ "$rc" -ne 0 ] || { echo "--gather nccl on CPU ranks: exit 0, expected a failure"; exit 1; }
+  grep -q "the nccl model is for GPU vectors" "$dir/err.txt"
+fi
 echo "cli_mlem_mpirun: all checks passed on $device"

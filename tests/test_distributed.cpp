@@ -26,6 +26,7 @@
 #include "solver/bicgstab/bicgstab.hpp"
 #include "solver/cg/cg.hpp"
 #include "solver/gmres/gmres.hpp"
+#include "solver/lsqr/lsqr.hpp"
 #include "solver/precond/preconditioner.hpp"
 #include "solver/solve.hpp"
 #include "tests/test_common.hpp"
@@ -553,10 +554,39 @@ BOOST_AUTO_TEST_CASE(gmres_on_ranks_gives_the_one_process_answer)
         }
 }
 
+namespace {
+/// `a` in out-of-core chunks (CSR; BDIA-GH of nc x nc blocks for nc > 1), each rank's group of
+/// them (about equal bytes), the row partition they make and this rank's operator over its
+/// group.
+struct RankChunks {
+    std::shared_ptr<const OocMatrix<double>> m;
+    std::vector<index_t> bounds;
+    RowPartition part;
+    std::shared_ptr<const OutOfCoreOperator<double, double>> rows;
+};
+RankChunks rank_chunks(const Coo<double>& a, std::size_t chunk_bytes, index_t nc,
+                       const Communicator& comm, const std::shared_ptr<const Executor>& exec)
+{
+    RankChunks r;
+    r.m = std::make_shared<const OocMatrix<double>>(
+        nc > 1 ? make_ooc_matrix_bdia<double>(a, nc, bdia_block_offsets(a, nc), chunk_bytes,
+                                              exec->is_cuda())
+               : make_ooc_matrix<double>(a, chunk_bytes, exec->is_cuda()));
+    r.bounds = ooc_chunk_groups(*r.m, comm.size());
+    for (int p = 0; p < comm.size(); ++p)
+        r.part.starts.push_back(r.m->chunks()[std::size_t(r.bounds[p])].row0);
+    r.part.starts.push_back(a.rows);
+    r.rows = std::make_shared<const OutOfCoreOperator<double, double>>(
+        r.m, exec, OutOfCoreOptions{}, r.bounds[comm.rank()], r.bounds[comm.rank() + 1]);
+    return r;
+}
+}  // namespace
+
 BOOST_AUTO_TEST_CASE(out_of_core_rows_per_rank_give_the_one_process_answer)
 {
     // each rank streams its own group of out-of-core chunks (CSR and BDIA-GH), x gathered at
-    // every product: the product equals the whole matrix's, the solve the one-process solve
+    // every product through host memory and (GPUs of their own, NCCL) device to device: the
+    // product equals the whole matrix's, the solve the one-process solve
     const auto comm = world();
     const auto exec = rank_executor();
     const int rank = comm->rank(), size = comm->size();
@@ -567,58 +597,68 @@ BOOST_AUTO_TEST_CASE(out_of_core_rows_per_rank_give_the_one_process_answer)
     const std::vector<double> x_true = test::random_vector<double>(n, 3);
     std::vector<double> b(std::size_t(n), 0.0);
     for (offset_t k = 0; k < a.nnz(); ++k) b[a.row[k]] += a.val[k] * x_true[a.col[k]];
-    for (bool bdia : {false, true}) {
-        auto m = std::make_shared<const OocMatrix<double>>(
-            bdia ? make_ooc_matrix_bdia<double>(a, 3, bdia_block_offsets(a, 3), 4000,
-                                                exec->is_cuda())
-                 : make_ooc_matrix<double>(a, 4000, exec->is_cuda()));
-        const std::vector<index_t> bounds = ooc_chunk_groups(*m, size);
-        RowPartition part;
-        for (int p = 0; p < size; ++p) part.starts.push_back(m->chunks()[bounds[p]].row0);
-        part.starts.push_back(n);
-        const index_t r0 = part.begin(rank), r1 = part.end(rank);
-        auto rows = std::make_shared<const OutOfCoreOperator<double, double>>(
-            m, exec, OutOfCoreOptions{}, bounds[rank], bounds[rank + 1]);
-        const GatheredRowsOperator<double> op(comm, part, rows);
-        BOOST_TEST(op.rows() == r1 - r0);
-        // y = 2 A x - y0 on this rank's rows
-        const std::vector<double> y0 = test::random_vector<double>(n, 4);
-        Array<double> xd =
-            to_exec(std::vector<double>(x_true.begin() + r0, x_true.begin() + r1), exec);
-        Array<double> yd = to_exec(std::vector<double>(y0.begin() + r0, y0.begin() + r1), exec);
-        op.apply(2.0, xd.data(), -1.0, yd.data());
-        const std::vector<double> y = to_host(yd);
-        double err = 0;
-        for (index_t i = r0; i < r1; ++i)
-            err = std::max(err, std::abs(y[i - r0] - (2 * b[i] - y0[i])));
-        BOOST_TEST(err <= 1e-12, (bdia ? "BDIA-GH" : "CSR")
-                                     << " chunks, rank " << rank << ": " << err);
-        // the solve through solve_system's row split against one process
-        SolveConfig cfg;
-        cfg.executor = exec;
-        cfg.pc = PcType::block_jacobi;
-        cfg.block_size = bdia ? 3 : 1;  // CSR chunks end on any row: ranks' rows too
-        cfg.options.rtol = 1e-10;
-        const SolveResult one = solve_system<double>(m, b, cfg);
-        OocRowSplit split;
-        split.first_chunk = bounds[rank];
-        split.last_chunk = bounds[rank + 1];
-        split.whole = [&](std::shared_ptr<const Operator<double>> r) {
-            return std::shared_ptr<const Operator<double>>(
-                std::make_shared<GatheredRowsOperator<double>>(comm, part, std::move(r)));
-        };
-        const SolveResult mine = solve_system<double>(
-            m, std::vector<double>(b.begin() + r0, b.begin() + r1), cfg, split);
-        BOOST_TEST(mine.status.converged(), mine.status.summary());
-        BOOST_TEST(std::abs(mine.status.iterations - one.status.iterations) <= 1,
-                   mine.status.iterations << " on " << size << " ranks, " << one.status.iterations
-                                          << " on one");
-        double dx = 0, scale = 0;
-        for (index_t i = r0; i < r1; ++i) {
-            dx = std::max(dx, std::abs(mine.x[i - r0] - one.x[i]));
-            scale = std::max(scale, std::abs(one.x[i]));
+    std::vector<GatherModel> gathers{GatherModel::host};
+    const GatherModel best = resolve_gather_model(GatherModel::automatic, *exec, *comm);
+    if (best != GatherModel::host) gathers.push_back(best);
+    BOOST_TEST_MESSAGE("gather models: host" << (gathers.size() > 1 ? ", nccl" : ""));
+    for (GatherModel gather : gathers) {
+        for (bool bdia : {false, true}) {
+            const std::string what = std::string(bdia ? "BDIA-GH" : "CSR") + " chunks, gather " +
+                                     to_string(gather) + ", rank " + std::to_string(rank);
+            const RankChunks rc = rank_chunks(a, 4000, bdia ? 3 : 1, *comm, exec);
+            const auto& m = rc.m;
+            const auto& bounds = rc.bounds;
+            const RowPartition& part = rc.part;
+            const auto& rows = rc.rows;
+            const index_t r0 = part.begin(rank), r1 = part.end(rank);
+            const GatheredRowsOperator<double> op(comm, part, rows, ReduceModel::mpi, gather);
+            BOOST_TEST(op.rows() == r1 - r0);
+            BOOST_TEST((op.exchange_model() == gather));
+            // the host gather waits for x on the host; nccl is as paced as the rank's operator
+            BOOST_TEST(op.host_paced() == (gather == GatherModel::host || rows->host_paced()));
+            if (exec->is_cpu())  // the device-to-device gather on CPU ranks
+                BOOST_CHECK_THROW(GatheredRowsOperator<double>(comm, part, rows, ReduceModel::mpi,
+                                                               GatherModel::nccl),
+                                  NotSupported);
+            // y = 2 A x - y0 on this rank's rows
+            const std::vector<double> y0 = test::random_vector<double>(n, 4);
+            Array<double> xd =
+                to_exec(std::vector<double>(x_true.begin() + r0, x_true.begin() + r1), exec);
+            Array<double> yd = to_exec(std::vector<double>(y0.begin() + r0, y0.begin() + r1), exec);
+            op.apply(2.0, xd.data(), -1.0, yd.data());
+            const std::vector<double> y = to_host(yd);
+            double err = 0;
+            for (index_t i = r0; i < r1; ++i)
+                err = std::max(err, std::abs(y[i - r0] - (2 * b[i] - y0[i])));
+            BOOST_TEST(err <= 1e-12, what << ": " << err);
+            // the solve through solve_system's row split against one process
+            SolveConfig cfg;
+            cfg.executor = exec;
+            cfg.pc = PcType::block_jacobi;
+            cfg.block_size = bdia ? 3 : 1;  // CSR chunks end on any row: ranks' rows too
+            cfg.options.rtol = 1e-10;
+            const SolveResult one = solve_system<double>(m, b, cfg);
+            OocRowSplit split;
+            split.first_chunk = bounds[rank];
+            split.last_chunk = bounds[rank + 1];
+            split.whole = [&](std::shared_ptr<const Operator<double>> r) {
+                return std::shared_ptr<const Operator<double>>(
+                    std::make_shared<GatheredRowsOperator<double>>(comm, part, std::move(r),
+                                                                   ReduceModel::automatic, gather));
+            };
+            const SolveResult mine = solve_system<double>(
+                m, std::vector<double>(b.begin() + r0, b.begin() + r1), cfg, split);
+            BOOST_TEST(mine.status.converged(), what << ": " << mine.status.summary());
+            BOOST_TEST(std::abs(mine.status.iterations - one.status.iterations) <= 1,
+                       what << ": " << mine.status.iterations << " on " << size << " ranks, "
+                            << one.status.iterations << " on one");
+            double dx = 0, scale = 0;
+            for (index_t i = r0; i < r1; ++i) {
+                dx = std::max(dx, std::abs(mine.x[i - r0] - one.x[i]));
+                scale = std::max(scale, std::abs(one.x[i]));
+            }
+            BOOST_TEST(dx <= 1e-8 * scale, what << ": max |x_P - x_1| = " << dx);
         }
-        BOOST_TEST(dx <= 1e-8 * scale, "rank " << rank << ": max |x_P - x_1| = " << dx);
     }
     // a rank's operator that does not have its rows' shape
     RowPartition wrong;
@@ -629,6 +669,83 @@ BOOST_AUTO_TEST_CASE(out_of_core_rows_per_rank_give_the_one_process_answer)
         GatheredRowsOperator<double>(
             comm, wrong, std::make_shared<const OutOfCoreOperator<double, double>>(m, exec)),
         DimensionMismatch);
+    BOOST_CHECK_THROW(parse_gather_model("device"), InputError);
+    BOOST_TEST((parse_gather_model("NCCL") == GatherModel::nccl));
+}
+
+BOOST_AUTO_TEST_CASE(lsqr_with_rows_per_rank_gives_the_one_process_answer)
+{
+    // each rank streams its own chunks; A^T u summed over the ranks (through host memory, and
+    // device to device with NCCL where each rank has a GPU of its own): the products equal the
+    // whole matrix's, LSQR stops as on one process with the same x
+    const auto comm = world();
+    const auto exec = rank_executor();
+    const int rank = comm->rank(), size = comm->size();
+    HeptaSpec s = spec_of(7, 5, 2 * size + 1, 2, false, HeptaModel::reservoir);
+    const Coo<double> a = generate_hepta_coo<double>(s);
+    const index_t n = a.rows;
+    const std::vector<double> x_true = test::random_vector<double>(n, 7);
+    const std::vector<double> u_all = test::random_vector<double>(n, 8);
+    std::vector<double> b(std::size_t(n), 0.0), atu(std::size_t(n), 0.0);
+    for (offset_t k = 0; k < a.nnz(); ++k) {
+        b[a.row[k]] += a.val[k] * x_true[a.col[k]];
+        atu[a.col[k]] += a.val[k] * u_all[a.row[k]];
+    }
+    const RankChunks rc = rank_chunks(a, 3000, 1, *comm, exec);
+    const auto& m = rc.m;
+    const RowPartition& part = rc.part;
+    const auto& rows = rc.rows;
+    const index_t r0 = part.begin(rank), r1 = part.end(rank);
+    // one process
+    LsqrOptions lo;
+    lo.atol = lo.btol = 1e-12;
+    lo.iter_lim = 400;
+    Lsqr<double> one(lo);
+    one.set_operator(std::make_shared<const OutOfCoreOperator<double, double>>(m, exec));
+    Array<double> x1(exec, std::size_t(n));
+    const LsqrStatus st1 = one.solve(to_exec(b, exec), x1);
+    BOOST_TEST((st1.istop == 1 || st1.istop == 2), st1.summary());
+    const std::vector<double> x1h = to_host(x1);
+    std::vector<GatherModel> models{GatherModel::host};
+    const GatherModel best = resolve_gather_model(GatherModel::automatic, *exec, *comm);
+    if (best != GatherModel::host) models.push_back(best);
+    for (GatherModel model : models) {
+        const std::string what = std::string("sum ") + to_string(model) + ", rank " +
+                                 std::to_string(rank) + " of " + std::to_string(size);
+        const RowBlockOperator<double> op(comm, part, rows, model);
+        BOOST_TEST((op.exchange_model() == model));
+        BOOST_TEST(op.rows() == r1 - r0);
+        BOOST_TEST(op.cols() == n);
+        BOOST_TEST(op.reducer() != nullptr);
+        // y = 2 A^T u - y0, y0 the same on every rank
+        const std::vector<double> y0 = test::random_vector<double>(n, 9);
+        Array<double> ud =
+            to_exec(std::vector<double>(u_all.begin() + r0, u_all.begin() + r1), exec);
+        Array<double> yd = to_exec(y0, exec);
+        op.apply_transpose(2.0, ud.data(), -1.0, yd.data());
+        const std::vector<double> y = to_host(yd);
+        double err = 0;
+        for (index_t j = 0; j < n; ++j) err = std::max(err, std::abs(y[j] - (2 * atu[j] - y0[j])));
+        BOOST_TEST(err <= 1e-12, what << ": A^T u off by " << err);
+        Lsqr<double> mine(lo);
+        mine.set_operator(op);
+        Array<double> x(exec, std::size_t(n));
+        const LsqrStatus st =
+            mine.solve(to_exec(std::vector<double>(b.begin() + r0, b.begin() + r1), exec), x);
+        BOOST_TEST(st.istop == st1.istop, what << ": " << st.summary());
+        BOOST_TEST(std::abs(st.itn - st1.itn) <= 1, what << ": " << st.itn << " vs " << st1.itn);
+        BOOST_TEST(std::abs(st.bnorm - st1.bnorm) <= 1e-12 * st1.bnorm, what);
+        const std::vector<double> xh = to_host(x);
+        double dx = 0, scale = 0;
+        for (index_t j = 0; j < n; ++j) {
+            dx = std::max(dx, std::abs(xh[j] - x1h[j]));
+            scale = std::max(scale, std::abs(x1h[j]));
+        }
+        BOOST_TEST(dx <= 1e-8 * scale, what << ": max |x_P - x_1| = " << dx);
+    }
+    if (exec->is_cpu())
+        BOOST_CHECK_THROW(RowBlockOperator<double>(comm, part, rows, GatherModel::nccl),
+                          NotSupported);
 }
 
 BOOST_AUTO_TEST_CASE(block_ilu_per_rank_converges)

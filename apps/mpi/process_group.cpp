@@ -1,5 +1,6 @@
 // heptane mlem and solve A.hoc under mpirun: MPI, the rank's executor, the sum over the ranks
-// that Mlem::set_process_sum takes and the gathered-rows operator of solve (commands.hpp).
+// that Mlem::set_process_sum takes, the gathered-rows operator of solve and the row-block
+// operator of lsqr (commands.hpp).
 #include <mpi.h>
 
 #include "apps/commands.hpp"
@@ -31,16 +32,32 @@ ProcessGroup mpi_process_group(const std::string& device)
     };
     const std::shared_ptr<const dist::Communicator> comm(s, &s->comm);
     g.gather_rows = [comm](std::shared_ptr<const Operator<double>> rows,
-                           const std::vector<index_t>& starts) {
+                           const std::vector<index_t>& starts, const std::string& gather,
+                           const std::string& reduce) {
         return std::shared_ptr<const Operator<double>>(
-            std::make_shared<dist::GatheredRowsOperator<double>>(comm, dist::RowPartition{starts},
-                                                                 std::move(rows)));
+            std::make_shared<dist::GatheredRowsOperator<double>>(
+                comm, dist::RowPartition{starts}, std::move(rows), dist::parse_reduce_model(reduce),
+                dist::parse_gather_model(gather)));
     };
     g.gather_rows_fp32 = [comm](std::shared_ptr<const Operator<float>> rows,
-                                const std::vector<index_t>& starts) {
+                                const std::vector<index_t>& starts, const std::string& gather,
+                                const std::string& reduce) {
         return std::shared_ptr<const Operator<float>>(
-            std::make_shared<dist::GatheredRowsOperator<float>>(comm, dist::RowPartition{starts},
-                                                                std::move(rows)));
+            std::make_shared<dist::GatheredRowsOperator<float>>(
+                comm, dist::RowPartition{starts}, std::move(rows), dist::parse_reduce_model(reduce),
+                dist::parse_gather_model(gather)));
+    };
+    g.row_block = [comm](std::shared_ptr<const Operator<double>> rows,
+                         const std::vector<index_t>& starts) {
+        return std::shared_ptr<const Operator<double>>(
+            std::make_shared<dist::RowBlockOperator<double>>(comm, dist::RowPartition{starts},
+                                                             std::move(rows)));
+    };
+    g.row_block_fp32 = [comm](std::shared_ptr<const Operator<float>> rows,
+                              const std::vector<index_t>& starts) {
+        return std::shared_ptr<const Operator<float>>(
+            std::make_shared<dist::RowBlockOperator<float>>(comm, dist::RowPartition{starts},
+                                                            std::move(rows)));
     };
     g.session = std::move(s);
     return g;

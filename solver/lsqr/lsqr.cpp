@@ -124,17 +124,22 @@ std::string LsqrStatus::summary() const
 
 template <class VT>
 struct Lsqr<VT>::Workspace {
-    Workspace(std::shared_ptr<const Executor> e, index_t m_, index_t n_)
-        : exec(e), m(m_), n(n_), ops(e, 0), u(e, m_), v(e, n_), w(e, n_)
+    Workspace(std::shared_ptr<const Executor> e, index_t m_, index_t n_, const Reducer* r)
+        : exec(e), m(m_), n(n_), reducer(r), ops(e, 0), u(e, m_), v(e, n_), w(e, n_)
     {
+        if (r) row_ops = std::make_unique<VectorOps<VT>>(e, 0, r);
     }
-    bool fits(const std::shared_ptr<const Executor>& e, index_t m_, index_t n_) const
+    bool fits(const std::shared_ptr<const Executor>& e, index_t m_, index_t n_,
+              const Reducer* r) const
     {
-        return e.get() == exec.get() && m_ == m && n_ == n;
+        return e.get() == exec.get() && m_ == m && n_ == n && r == reducer;
     }
     std::shared_ptr<const Executor> exec;
     index_t m, n;
-    VectorOps<VT> ops;
+    const Reducer* reducer;
+    VectorOps<VT> ops;  ///< the column vectors (length n), and the row vectors on one process
+    /// Rows split over processes (the operator's reducer): the row vectors' norms, summed
+    std::unique_ptr<VectorOps<VT>> row_ops;
     Array<VT> u, v, w;
 };
 
@@ -166,8 +171,6 @@ LsqrStatus Lsqr<VT>::solve(const Array<VT>& b_arr, Array<VT>& x_arr)
     const auto t_setup = std::chrono::steady_clock::now();
     HEPTANE_ENSURE(a_, InputError, "Lsqr::solve: no operator (call set_operator first)");
     const Operator<VT>& A = *a_;
-    HEPTANE_ENSURE(!A.reducer(), NotSupported,
-                   "Lsqr: a distributed operator (rows split over processes) is not supported yet");
     const index_t m = A.rows(), n = A.cols();
     HEPTANE_ENSURE(b_arr.size() == std::size_t(m), DimensionMismatch,
                    "Lsqr: b has " << b_arr.size() << " entries, the operator " << m << " rows");
@@ -187,10 +190,14 @@ LsqrStatus Lsqr<VT>::solve(const Array<VT>& b_arr, Array<VT>& x_arr)
                                           << ") must be >= 0");
     const int iter_lim = o.iter_lim < 0 ? 2 * n : o.iter_lim;
 
-    if (!ws_ || !ws_->fits(A.executor(), m, n))
-        ws_ = std::make_unique<Workspace>(A.executor(), m, n);
+    if (!ws_ || !ws_->fits(A.executor(), m, n, A.reducer()))
+        ws_ = std::make_unique<Workspace>(A.executor(), m, n, A.reducer());
     Workspace& ws = *ws_;
     VectorOps<VT>& ops = ws.ops;
+    // Rows split over processes (A.reducer(): e.g. dist::RowBlockOperator): the row vectors
+    // b and u are split, their norms summed; the column vectors v, w and x are the same on
+    // every process (A^T u arrives summed), their norms need no sum
+    VectorOps<VT>& rops = ws.row_ops ? *ws.row_ops : ops;
     const VT* b = b_arr.data();
     VT* x = x_arr.data();
     VT *u = ws.u.data(), *v = ws.v.data(), *w = ws.w.data();
@@ -205,11 +212,11 @@ LsqrStatus Lsqr<VT>::solve(const Array<VT>& b_arr, Array<VT>& x_arr)
 
     // First vectors of the bidiagonalisation: β u = b − A x0, α v = Aᵀ u.
     ops.copy(m, b, u);
-    const double bnorm = ops.norm2(m, b);
+    const double bnorm = rops.norm2(m, b);
     double beta;
     if (o.nonzero_initial_guess) {
         A.apply(VT(-1), x, VT(1), u);  // u = b − A x0
-        beta = ops.norm2(m, u);
+        beta = rops.norm2(m, u);
     } else {
         ops.fill(n, VT(0), x);
         beta = bnorm;
@@ -239,10 +246,11 @@ LsqrStatus Lsqr<VT>::solve(const Array<VT>& b_arr, Array<VT>& x_arr)
             ++itn;
             // β u = A v − α u
             A.apply(VT(1 / sv), v, VT(-alfa / su), u);
-            ops.norm2_async(m, u, slot_norm);
-            const KrylovState s1 = ops.read_state();  // host read 1: β, and ‖w‖² of the last update
+            rops.norm2_async(m, u, slot_norm);
+            const KrylovState s1 =
+                rops.read_state();  // host read 1: β, and ‖w‖² of the last update
             beta = s1.scratch[slot_norm];
-            const double ww = s1.scratch[slot_ww];
+            const double ww = (&rops == &ops ? s1 : ops.read_state()).scratch[slot_ww];
             if (beta > 0) {
                 su = beta;
                 anorm = std::sqrt(anorm * anorm + alfa * alfa + beta * beta + dampsq);

@@ -11,6 +11,11 @@
 //     s.set_operator(A);                 // any Operator with a transpose, any executor
 //     LsqrStatus st = s.solve(b, x);     // st.istop, st.itn, st.r1norm, ...
 //
+// Rows split over processes: an operator with a reducer() (dist::RowBlockOperator: each
+// process streams its own rows of A and A^T u arrives summed over them) runs unchanged -- b
+// and u hold the process's rows, x, v and w are the same on every process, and the norms of b
+// and u are summed through the reducer.
+//
 // Misuse (no operator, b or x of the wrong length or in another executor's memory, b and x
 // one array, negative tolerances) throws InputError / DimensionMismatch; an operator without
 // a transpose throws NotSupported from its apply_transpose. Why the iteration stopped is the

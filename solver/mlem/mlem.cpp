@@ -121,11 +121,14 @@ MlemStatus Mlem<VT>::solve(const Array<VT>& g_arr, Array<VT>& f_arr)
                    "Mlem::solve: no operator (call set_operator or set_subsets first)");
     HEPTANE_ENSURE(opts_.iterations >= 0, InputError,
                    "Mlem options: iterations (" << opts_.iterations << ") must be >= 0");
-    for (const auto& blk : blocks_)
-        HEPTANE_ENSURE(!blk->reducer(), NotSupported,
-                       "Mlem: a distributed operator (rows split over processes) is not "
-                       "supported yet");
     const int S = static_cast<int>(blocks_.size());
+    // an operator whose A^T x arrives summed over the processes (dist::RowBlockOperator):
+    // the vectors need no sum of their own, the host scalars still go through psum_
+    const bool summed_transpose = blocks_[0]->reducer() != nullptr;
+    for (const auto& blk : blocks_)
+        HEPTANE_ENSURE(!blk->reducer() || (S == 1 && psum_), NotSupported,
+                       "Mlem: an operator with its rows split over processes runs as MLEM (one "
+                       "subset) with set_process_sum for the host sums");
     HEPTANE_ENSURE(!psum_ || S == 1, NotSupported,
                    "Mlem: OSEM (subsets) with the rows split over processes is not built");
     const index_t n = blocks_[0]->cols();
@@ -154,7 +157,7 @@ MlemStatus Mlem<VT>::solve(const Array<VT>& g_arr, Array<VT>& f_arr)
     std::vector<VT> stage_v;
     std::vector<double> stage_d;
     const auto all_sum = [&](VT* v, index_t len) {
-        if (!psum_) return;
+        if (!psum_ || summed_transpose) return;
         stage_v.resize(std::size_t(len));
         stage_d.resize(std::size_t(len));
         copy_bytes(*exec, v, *cpu_executor(), stage_v.data(), std::size_t(len) * sizeof(VT));

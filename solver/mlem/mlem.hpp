@@ -95,7 +95,10 @@ public:
     /// `sum` adds n host doubles over every process in place (e.g. MPI_Allreduce), collective.
     /// The sensitivity, each back projection, Σg, the checks' counts and the log-likelihoods
     /// are summed through it (a back projection goes through host memory); f comes out the
-    /// same on every process. Null: one process.
+    /// same on every process. Null: one process. An operator with a reducer() is taken as
+    /// one whose A^T x arrives summed over the processes (dist::RowBlockOperator, device to
+    /// device with NCCL where it can): its back projections skip `sum`, the host scalars
+    /// still take it.
     void set_process_sum(std::function<void(double*, int)> sum);
 
     MlemOptions& options() noexcept { return opts_; }
