@@ -57,8 +57,10 @@ const char* mlem_usage =
     "rows out of core (of A.hoc: a group of its chunks of about equal bytes, reading only those\n"
     "into host memory; of a Matrix Market A, which every rank reads: a block of rows of about\n"
     "equal entries) on the GPU of its node-local rank (--device auto|cpu|gpu); the sensitivity\n"
-    "and every back projection are summed over the ranks (MPI_Allreduce through host memory),\n"
-    "so f is the same on every rank and rank 0 prints and writes it. MLEM only (--subsets 1).\n"
+    "and every back projection are summed over the ranks (device to device with NCCL where\n"
+    "each rank has a GPU of its own and the build has NCCL, else MPI_Allreduce through host\n"
+    "memory), the scalars (counts, log-likelihoods) through MPI, so f is the same on every\n"
+    "rank and rank 0 prints and writes it. MLEM only (--subsets 1).\n"
     "Exit status: 0 done, 1 failure (bad file, negative counts or matrix entries, ...), 2 usage.\n";
 
 struct Result {

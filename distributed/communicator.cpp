@@ -25,10 +25,10 @@ Communicator::Communicator(MPI_Comm comm)
     // initialised in this process; a value the user set is kept.
     setenv("CUDA_MODULE_LOADING", "EAGER", 0);
     // NCCL's buffers between the ranks' GPUs through cudaIpc rather than its cuMem (VMM)
-    // allocations: on the 2 x H200 machine (2026-11-29, NCCL 2.28.3) the cuMem path moved the
-    // gathered x of a 10.6 M-row solve at ~3 GB/s (67 ms an iteration against 2.6 ms with
-    // NCCL_CUMEM_ENABLE=0). Read when NCCL makes its communicator; a value the user set is
-    // kept (heptane uses no NCCL feature that needs cuMem, e.g. NVLink multicast).
+    // allocations: on the 2 x H200 machine (2026-11-29, NCCL 2.28.3) a 10.6 M-row solve whose
+    // x is gathered with NCCL at every product ran 67 ms an iteration through the cuMem path
+    // against 2.6 ms with NCCL_CUMEM_ENABLE=0. Read when NCCL makes its communicator; a value the
+    // user set is kept (heptane uses no NCCL feature that needs cuMem, e.g. NVLink multicast).
     setenv("NCCL_CUMEM_ENABLE", "0", 0);
     int init = 0;
     MPI_Initialized(&init);
