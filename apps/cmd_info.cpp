@@ -36,7 +36,7 @@ int chunk_file_info(const std::string& path, const OocFileInfo& info, bool json)
     OocFileOptions table_only;
     table_only.host_memory = 0;
     const OocMatrix<MT> m = open_ooc_file<MT>(path, table_only);
-    const bool bdia = !m.chunks().empty() && m.chunks().front().nc > 0;
+    const bool bdia = ooc_bdia_chunks(m.chunks());
     const index_t nc = ooc_block_size(m.chunks());
     const char* values = sizeof(MT) == 8 ? "fp64" : "fp32";
     if (json) {

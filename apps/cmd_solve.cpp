@@ -237,14 +237,10 @@ int solve_chunk_file(ChunkFileSolve& c, const OocFileInfo& info, SolveConfig& cf
     fo.pinned = cfg.executor->is_cuda();
     std::vector<index_t> starts;  // under mpirun: every rank's first row, then the row count
     if (g.size > 1) {             // a group of the file's chunks of about equal bytes per rank
-        OocFileOptions table_only;
-        table_only.host_memory = 0;
-        const OocMatrix<MT> t = open_ooc_file<MT>(c.path, table_only);
-        const std::vector<index_t> bounds = ooc_chunk_groups(t, g.size);
-        for (int p = 0; p < g.size; ++p) starts.push_back(t.chunks()[std::size_t(bounds[p])].row0);
-        starts.push_back(info.rows);
-        fo.first_chunk = bounds[g.rank];
-        fo.last_chunk = bounds[g.rank + 1];
+        ChunkFileSplit split = chunk_file_split<MT>(c.path, g.size, g.rank);
+        starts = std::move(split.starts);
+        fo.first_chunk = split.first;
+        fo.last_chunk = split.last;
     }
     std::shared_ptr<const OocMatrix<MT>> m;
     {
@@ -284,7 +280,7 @@ int solve_chunk_file(ChunkFileSolve& c, const OocFileInfo& info, SolveConfig& cf
         cfg.x0 = std::vector<double>(cfg.x0.begin() + r0, cfg.x0.begin() + r1);
     }
     set_progress(cfg, c.monitor, c.quiet);
-    const bool bdia = !m->chunks().empty() && m->chunks().front().nc > 0;
+    const bool bdia = ooc_bdia_chunks(m->chunks());
     c.out.format = to_string(bdia ? Format::bdia : Format::csr);
     c.out.format_reason = std::string("the chunk file's ") + (bdia ? "BDIA-GH" : "CSR") +
                           " chunks, streamed out of core" +
@@ -317,12 +313,7 @@ int solve_chunk_file(ChunkFileSolve& c, const OocFileInfo& info, SolveConfig& cf
 int solve_chunk_file(ChunkFileSolve& c, SolveConfig& cfg)
 {
     const OocFileInfo info = ooc_file_info(c.path);
-    if (c.fmt_name != "auto")
-        throw UsageError(
-            "--format: a chunk file's chunks are its format (heptane convert "
-            "--chunk-format rewrites them)");
-    if (c.occ.mode == "off")
-        throw UsageError("a chunk file (.hoc) is always read out of core: drop --out-of-core off");
+    check_chunk_file_choices(c.occ, c.fmt_name);
     if (c.chunk_bytes_given)
         throw UsageError(
             "--chunk-bytes: a chunk file's chunks are fixed (heptane convert "
@@ -333,14 +324,7 @@ int solve_chunk_file(ChunkFileSolve& c, SolveConfig& cfg)
         *cfg.pc != PcType::block_jacobi)
         throw UsageError(std::string("--pc ") + to_string(*cfg.pc) +
                          " needs the matrix in memory; with a chunk file: none, jacobi or bjacobi");
-    if (!c.prec_given) {
-        c.prec = info.value_bytes == 4 ? "mixed" : "double";
-        cfg.precision = precision_option(c.prec);
-    } else if ((info.value_bytes == 4) != (cfg.precision != Precision::double_)) {
-        throw UsageError("--precision " + c.prec + " does not fit the chunk file's fp" +
-                         std::to_string(8 * info.value_bytes) + " values (use " +
-                         (info.value_bytes == 4 ? "single or mixed" : "double") + ")");
-    }
+    cfg.precision = chunk_file_precision(info, c.prec, c.prec_given);
     if (info.rows != info.cols)
         throw UsageError("A is " + std::to_string(info.rows) + " x " + std::to_string(info.cols) +
                          ": solve needs a square matrix");

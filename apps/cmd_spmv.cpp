@@ -251,8 +251,7 @@ int spmv_chunk_file(const std::string& path, const OocFileInfo& info, Precision 
     ooc_reference_product(*m, transpose, x.data(), ref.data(), scale.data());
     Shown w;
     w.source = path;
-    w.format = info.chunks > 0 && ooc_block_size(m->chunks()) > 1 ? to_string(Format::bdia)
-                                                                  : to_string(Format::csr);
+    w.format = to_string(ooc_bdia_chunks(m->chunks()) ? Format::bdia : Format::csr);
     w.precision = prec;
     w.rows = info.rows;
     w.cols = info.cols;
@@ -304,23 +303,10 @@ int cmd_spmv(int argc, char** argv)
     if (!args.positionals().empty()) file = args.positionals()[0];
     if (device != "auto") (void)pick_executor(device);  // no such device: the error before the read
     if (file && is_ooc_file(*file) && !gen) {
-        if (fmt_name != "auto")
-            throw UsageError(
-                "--format: a chunk file's chunks are its format (heptane convert "
-                "--chunk-format rewrites them)");
-        if (occ.mode == "off")
-            throw UsageError(
-                "a chunk file (.hoc) is always read out of core: drop --out-of-core off");
+        check_chunk_file_choices(occ, fmt_name);
         if (bs > 0) throw UsageError("--block-size: a chunk file's chunks fix their block size");
         const OocFileInfo info = ooc_file_info(*file);
-        if (!prec_given) {
-            prec = info.value_bytes == 4 ? "mixed" : "double";
-            pr = precision_option(prec);
-        } else if ((info.value_bytes == 4) != (pr != Precision::double_)) {
-            throw UsageError("--precision " + prec + " does not fit the chunk file's fp" +
-                             std::to_string(8 * info.value_bytes) + " values (use " +
-                             (info.value_bytes == 4 ? "single or mixed" : "double") + ")");
-        }
+        pr = chunk_file_precision(info, prec, prec_given);
         return info.value_bytes == 4
                    ? spmv_chunk_file<float>(*file, info, pr, prec, device, transpose, occ, resident,
                                             xfile, yfile, reps, json, quiet)

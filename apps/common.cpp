@@ -449,4 +449,28 @@ std::optional<OutOfCoreOptions> out_of_core_choice(const OutOfCoreChoice& c, con
     return o;
 }
 
+void check_chunk_file_choices(const OutOfCoreChoice& c, const std::string& fmt_name)
+{
+    if (fmt_name != "auto")
+        throw UsageError(
+            "--format: a chunk file's chunks are its format (heptane convert --chunk-format "
+            "rewrites them)");
+    if (c.mode == "off")
+        throw UsageError("a chunk file (.hoc) is always read out of core: drop --out-of-core off");
+}
+
+Precision chunk_file_precision(const OocFileInfo& f, std::string& prec, bool given)
+{
+    if (!given) {
+        prec = f.value_bytes == 4 ? "mixed" : "double";
+        return precision_option(prec);
+    }
+    const Precision p = precision_option(prec);
+    if ((f.value_bytes == 4) != (p != Precision::double_))
+        throw UsageError("--precision " + prec + " does not fit the chunk file's fp" +
+                         std::to_string(8 * f.value_bytes) + " values (use " +
+                         (f.value_bytes == 4 ? "single or mixed" : "double") + ")");
+    return p;
+}
+
 }  // namespace heptane::cli

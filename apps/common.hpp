@@ -170,5 +170,32 @@ extern const char* chunk_file_help;
 std::optional<OutOfCoreOptions> out_of_core_choice(const OutOfCoreChoice& c, const Executor& exec,
                                                    index_t rows, index_t cols, offset_t nnz,
                                                    Precision p, int vectors, bool quiet);
+/// A chunk file (.hoc) is its own format and always out of core: UsageError for a --format
+/// other than auto and for --out-of-core off.
+void check_chunk_file_choices(const OutOfCoreChoice& c, const std::string& fmt_name = "auto");
+/// The precision a chunk file runs in: --precision `prec` when `given` and it fits the file's
+/// values (fp64: double; fp32: single or mixed; UsageError otherwise), else double or mixed
+/// by the values, `prec` then set to that name.
+Precision chunk_file_precision(const OocFileInfo& f, std::string& prec, bool given);
+/// Under mpirun, rank `rank` of `ranks` streams chunks [first, last) of a chunk file (groups of
+/// about equal bytes, ooc_chunk_groups); `starts`: every rank's first row, then the row count.
+struct ChunkFileSplit {
+    index_t first = 0, last = -1;
+    std::vector<index_t> starts;
+};
+template <class MT>
+ChunkFileSplit chunk_file_split(const std::string& path, int ranks, int rank)
+{
+    OocFileOptions table_only;  // the table only: no block is read
+    table_only.host_memory = 0;
+    const OocMatrix<MT> t = open_ooc_file<MT>(path, table_only);
+    const std::vector<index_t> bounds = ooc_chunk_groups(t, ranks);
+    ChunkFileSplit s;
+    for (int p = 0; p < ranks; ++p) s.starts.push_back(t.chunks()[std::size_t(bounds[p])].row0);
+    s.starts.push_back(t.rows());
+    s.first = bounds[std::size_t(rank)];
+    s.last = bounds[std::size_t(rank) + 1];
+    return s;
+}
 
 }  // namespace heptane::cli

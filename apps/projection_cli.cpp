@@ -45,22 +45,14 @@ void ProjectionCli::place(const Coo<double>& a, int vectors, bool quiet)
 
 void ProjectionCli::place(const OocFileInfo& f, int vectors, bool quiet)
 {
-    if (!prec_given_) {
-        prec = f.value_bytes == 4 ? "mixed" : "double";
-        precision = precision_option(prec);
-    } else if ((f.value_bytes == 4) != (precision != Precision::double_)) {
-        throw UsageError("--precision " + prec + " does not fit the chunk file's fp" +
-                         std::to_string(8 * f.value_bytes) + " values (use " +
-                         (f.value_bytes == 4 ? "single or mixed" : "double") + ")");
-    }
+    precision = chunk_file_precision(f, prec, prec_given_);
     std::string why;
     exec =
         given_exec ? given_exec : pick_solve_executor(device, static_cast<long long>(f.nnz), why);
     dev = device_label(*exec);
     if (!quiet && !why.empty()) std::fprintf(stderr, "device %s\n", why.c_str());
+    check_chunk_file_choices(occ_);
     OutOfCoreChoice c = occ_;
-    if (c.mode == "off")
-        throw UsageError("a chunk file (.hoc) is always read out of core: drop --out-of-core off");
     c.mode = "on";
     out_of_core = out_of_core_choice(c, *exec, f.rows, f.cols, f.nnz, precision, vectors, true);
     format = Format::csr;

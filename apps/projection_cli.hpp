@@ -87,15 +87,11 @@ std::shared_ptr<const Operator<VT>> rank_rows(const Coo<double>& a, const std::s
     std::shared_ptr<const Operator<VT>> op;
     std::vector<index_t> starts;
     if (!hoc.empty()) {
-        OocFileOptions table_only;
-        table_only.host_memory = 0;
-        const OocMatrix<MT> t = open_ooc_file<MT>(hoc, table_only);
-        const std::vector<index_t> bounds = ooc_chunk_groups(t, g.size);
-        for (int p = 0; p < g.size; ++p) starts.push_back(t.chunks()[std::size_t(bounds[p])].row0);
-        starts.push_back(t.rows());
+        ChunkFileSplit split = chunk_file_split<MT>(hoc, g.size, g.rank);
+        starts = std::move(split.starts);
         OocFileOptions fo = fopt;
-        fo.first_chunk = bounds[g.rank];
-        fo.last_chunk = bounds[g.rank + 1];
+        fo.first_chunk = split.first;
+        fo.last_chunk = split.last;
         op = std::make_shared<const OutOfCoreOperator<MT, VT>>(
             std::make_shared<const OocMatrix<MT>>(open_ooc_file<MT>(hoc, fo)), exec, ooc,
             fo.first_chunk, fo.last_chunk);

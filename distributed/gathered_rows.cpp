@@ -78,8 +78,8 @@ void nccl_check(ncclResult_t r, const char* what)
 template <class VT>
 RankRowsOperator<VT>::RankRowsOperator(std::shared_ptr<const Communicator> c, RowPartition p,
                                        std::shared_ptr<const Operator<VT>> r, GatherModel m,
-                                       ReduceModel reduce, bool square, std::size_t host_values,
-                                       const char* who)
+                                       std::optional<ReduceModel> reduce, bool square,
+                                       std::size_t host_values, const char* who)
     : comm_(std::move(c)), part_(std::move(p)), rows_(std::move(r))
 {
     HEPTANE_ENSURE(rows_ != nullptr, InputError, who << ": no operator");
@@ -113,7 +113,10 @@ RankRowsOperator<VT>::RankRowsOperator(std::shared_ptr<const Communicator> c, Ro
         host_storage_.resize(host_values);
         host_ = host_storage_.data();
     }
-    reducer_ = make_reducer(reduce, comm_, rows_->executor());
+    reducer_ = make_reducer(
+        reduce ? *reduce
+               : (model_ == GatherModel::nccl ? ReduceModel::automatic : ReduceModel::mpi),
+        comm_, rows_->executor());
 }
 
 template <class VT>
@@ -202,23 +205,13 @@ std::string GatheredRowsOperator<VT>::describe() const
 
 // ---- RowBlockOperator ---------------------------------------------------------------------
 
-namespace {
-ReduceModel row_block_reduce(GatherModel m, const Executor& exec, const Communicator& comm)
-{
-    // the row vectors' sums device to device where A^T u goes so (collective: the ranks agree)
-    return resolve_gather_model(m, exec, comm) == GatherModel::nccl ? ReduceModel::automatic
-                                                                    : ReduceModel::mpi;
-}
-}  // namespace
-
 template <class VT>
 RowBlockOperator<VT>::RowBlockOperator(std::shared_ptr<const Communicator> comm, RowPartition part,
                                        std::shared_ptr<const Operator<VT>> rows,
                                        GatherModel exchange)
-    : RankRowsOperator<VT>(
-          comm, std::move(part), rows, exchange,
-          rows ? row_block_reduce(exchange, *rows->executor(), *comm) : ReduceModel::mpi, false,
-          rows && rows->executor()->is_cuda() ? std::size_t(rows->cols()) : 0, "RowBlockOperator")
+    : RankRowsOperator<VT>(std::move(comm), std::move(part), rows, exchange, std::nullopt, false,
+                           rows && rows->executor()->is_cuda() ? std::size_t(rows->cols()) : 0,
+                           "RowBlockOperator")
 {
 }
 

@@ -20,6 +20,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -61,9 +62,12 @@ public:
     using Operator<VT>::apply;
 
 protected:
+    /// `reduce`: the reducer's model; none: as the exchange (device to device, auto, with
+    /// nccl; mpi with host).
     RankRowsOperator(std::shared_ptr<const Communicator> comm, RowPartition part,
                      std::shared_ptr<const Operator<VT>> rows, GatherModel model,
-                     ReduceModel reduce, bool square, std::size_t host_values, const char* who);
+                     std::optional<ReduceModel> reduce, bool square, std::size_t host_values,
+                     const char* who);
     /// "rows 0..4096 of 8192 on rank 0 of 2"
     std::string where() const;
 

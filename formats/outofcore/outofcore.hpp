@@ -231,6 +231,11 @@ Csr<double> ooc_block_diagonal(const OocMatrix<MT>& m, index_t nc, index_t first
                                index_t last_chunk = -1);
 /// The block size the chunks tell: their Nc when every chunk is BDIA-GH with one Nc, else 1.
 index_t ooc_block_size(const std::vector<OocChunk>& chunks);
+/// Whether the chunks are BDIA-GH (the first chunk's format; a file's chunks share it).
+inline bool ooc_bdia_chunks(const std::vector<OocChunk>& chunks)
+{
+    return !chunks.empty() && chunks.front().nc > 0;
+}
 
 struct OutOfCoreOptions {
     /// Target bytes per chunk block when the operator builds the chunks itself.
