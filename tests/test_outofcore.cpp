@@ -628,7 +628,7 @@ BOOST_AUTO_TEST_CASE(bdia_chunks_of_hepta_matrices)
 {
     auto exec = test::test_executor();
     std::vector<Case> hepta;
-    for (index_t nc : {1, 2, 3}) {
+    for (index_t nc : {1, 2, 3, 4}) {
         HeptaSpec s;
         s.J = 7;
         s.H = 5;
@@ -637,6 +637,15 @@ BOOST_AUTO_TEST_CASE(bdia_chunks_of_hepta_matrices)
         s.banded = false;  // the grid variant: BDIA-GH pads the missing face couplings
         hepta.push_back(
             {"grid hepta 7x5x4 Nc " + std::to_string(nc), generate_hepta_coo<double>(s)});
+    }
+    {  // one layer: 5 block diagonals (the GPU's generic BDIA path; 7 take the tuned one)
+        HeptaSpec s;
+        s.J = 9;
+        s.H = 6;
+        s.I = 1;
+        s.Nc = 2;
+        s.banded = false;
+        hepta.push_back({"grid hepta 9x6x1 Nc 2", generate_hepta_coo<double>(s)});
     }
     HeptaSpec b;
     b.J = 6;
@@ -648,6 +657,7 @@ BOOST_AUTO_TEST_CASE(bdia_chunks_of_hepta_matrices)
     for (const auto& c : hepta) {
         const index_t nc = c.name.back() - '0';
         const std::vector<index_t> offs = bdia_block_offsets(c.a, nc);
+        if (c.name.find("x1 ") != std::string::npos) BOOST_TEST(offs.size() == 5u);
         for (std::size_t chunk : {std::size_t(1000), std::size_t(4097), std::size_t(1) << 20}) {
             auto m = std::make_shared<const OocMatrix<double>>(
                 make_ooc_matrix_bdia<double>(c.a, nc, offs, chunk, exec->is_cuda()));

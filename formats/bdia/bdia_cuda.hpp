@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 #include "formats/bdia/bdia_kernels.hpp"
 
@@ -26,6 +27,29 @@ struct BdiaLaunch {
 template <class MT, class VT>
 void spmv_bdia(const CudaExecutor& exec, const Bdia<MT>& a, Op op, VT alpha, const VT* x, VT beta,
                VT* y, BdiaKernel kernel, const BdiaLaunch& launch);
+
+/// Rows [row0, row0 + rows) of a BDIA-GH matrix with `cols` columns, in memory of their own
+/// (an out-of-core chunk): value (row0 + i, q*Nc + s) at data[(q*Nc + s)*rows + i], block
+/// offsets in host memory. row0, rows and cols are multiples of block_size.
+template <class MT>
+struct BdiaRows {
+    index_t row0 = 0, rows = 0, cols = 0;
+    index_t block_size = 1;
+    index_t block_diagonals = 0;
+    const std::int32_t* block_offsets = nullptr;  ///< host memory, ascending
+    const MT* data = nullptr;                     ///< device memory
+};
+
+/// The optimized BDIA kernels on one row block, queued on `stream` (a cudaStream_t of the
+/// executor's device; null: the executor's), tuned launch shape:
+///   Op::normal:    y[0, rows) = alpha * A_b x + beta * y[0, rows)   (x: all cols)
+///   Op::transpose: y[0, cols) += alpha * A_b^T x[0, rows), added atomically (row blocks on
+///                  other streams may add into the same entries); beta unused.
+/// DimensionMismatch when the sizes are not multiples of block_size, NotSupported for more
+/// than 64 block diagonals.
+template <class MT, class VT>
+void spmv_bdia_rows(const CudaExecutor& exec, const BdiaRows<MT>& b, Op op, VT alpha, const VT* x,
+                    VT beta, VT* y, void* stream = nullptr);
 
 /// y = A x (beta = 0) with the dot products a Krylov step needs next computed in the same
 /// pass, while each y_r is in a register (formats/bdia/bdia_dots.cuh):

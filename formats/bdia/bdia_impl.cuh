@@ -51,6 +51,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <type_traits>
 
 #include "formats/bdia/bdia_cuda.hpp"
@@ -72,6 +73,9 @@ struct Params {
     index_t nbc;     ///< block columns of A
     index_t lo, hi;  ///< interior block rows of op(A): every block diagonal in range
     index_t boff[max_block_diagonals];  ///< block offsets of op(A)'s source: d_q of A
+    /// A^T x of a row block of a larger matrix (spmv_bdia_rows): y += alpha * sum by atomicAdd
+    /// (beta unused), as other row blocks may add into the same entries on other streams.
+    int atomic_out;
 };
 
 /// 2-wide vectors for the 2-rows-per-thread kernel.
@@ -117,6 +121,17 @@ __global__ void __launch_bounds__(256)
     store_result(y, r, alpha, sum, beta);
 }
 
+/// The A^T x kernels' store: store_result, or an atomic add for a row block (Params).
+template <class VT>
+__device__ __forceinline__ void store_t(const Params& p, VT* y, long long i, VT alpha, VT sum,
+                                        VT beta)
+{
+    if (p.atomic_out)
+        atomicAdd(y + i, alpha * sum);
+    else
+        store_result(y, i, alpha, sum, beta);
+}
+
 // Thesis-style A^T x (also the generic fallback): one thread per output row j = c*Nc + s,
 // gathering column s of the blocks (c - d_q, c):
 //   y_j = sum_q sum_a data[(q*Nc+s)*N + (c-d_q)*Nc + a] * x[(c-d_q)*Nc + a]
@@ -137,7 +152,7 @@ __global__ void __launch_bounds__(256)
         const VT* xb = x + ib * p.nc;
         for (int a = 0; a < p.nc; ++a) sum += VT(ldg(d + a)) * ldg(xb + a);
     }
-    store_result(y, j, alpha, sum, beta);
+    store_t(p, y, j, alpha, sum, beta);
 }
 
 // ------------------------------------------------------------------------------------------
@@ -428,7 +443,7 @@ __global__ void __launch_bounds__(256)
     }
     // every lane of the warp takes part in the shuffles
     const VT out = reduce_scatter<NC>(P, a, g * NC);
-    if (valid) store_result(y, cb * NC + a, alpha, out, beta);
+    if (valid) store_t(p, y, cb * NC + a, alpha, out, beta);
 }
 
 // ------------------------------------------------------------------------------------------
@@ -464,23 +479,22 @@ Params make_params(const Bdia<MT>& a, Op op)
 }
 
 template <int NC, int D, int G, int RPT, class MT, class VT>
-void launch_ax(const CudaExecutor& exec, const Params& p, int block, const MT* data, VT alpha,
-               const VT* x, VT beta, VT* y)
+void launch_ax(cudaStream_t s, const Params& p, int block, const MT* data, VT alpha, const VT* x,
+               VT beta, VT* y)
 {
     const unsigned grid = cuda::grid_for((p.n + RPT - 1) / RPT, block);
-    ax_kernel<NC, D, G, RPT, MT, VT>
-        <<<grid, block, 0, cuda::stream(exec)>>>(p, data, alpha, x, beta, y);
+    ax_kernel<NC, D, G, RPT, MT, VT><<<grid, block, 0, s>>>(p, data, alpha, x, beta, y);
     HEPTANE_CUDA_LAUNCH_CHECK();
 }
 
 template <int NC, int D, class MT, class VT>
-void launch_t(const CudaExecutor& exec, const Params& p, int block, const MT* data, VT alpha,
-              const VT* x, VT beta, VT* y)
+void launch_t(cudaStream_t s, const Params& p, int block, const MT* data, VT alpha, const VT* x,
+              VT beta, VT* y)
 {
     constexpr int groups = 32 / NC;
     const long long warps = (p.nbc + groups - 1) / groups;
     const unsigned grid = cuda::grid_for(warps * 32, block);
-    t_kernel<NC, D, MT, VT><<<grid, block, 0, cuda::stream(exec)>>>(p, data, alpha, x, beta, y);
+    t_kernel<NC, D, MT, VT><<<grid, block, 0, s>>>(p, data, alpha, x, beta, y);
     HEPTANE_CUDA_LAUNCH_CHECK();
 }
 
@@ -498,34 +512,34 @@ constexpr int alt_stage(int nc)
 }
 
 template <int NC, int D, int G, class MT, class VT>
-void launch_ax_rpt(const CudaExecutor& exec, const Params& p, int block, int rpt, const MT* data,
-                   VT alpha, const VT* x, VT beta, VT* y)
+void launch_ax_rpt(cudaStream_t s, const Params& p, int block, int rpt, const MT* data, VT alpha,
+                   const VT* x, VT beta, VT* y)
 {
     if constexpr (NC % 2 == 0) {
         if (rpt == 2 && p.n % 2 == 0) {
-            launch_ax<NC, D, G, 2>(exec, p, block, data, alpha, x, beta, y);
+            launch_ax<NC, D, G, 2>(s, p, block, data, alpha, x, beta, y);
             return;
         }
     }
-    launch_ax<NC, D, G, 1>(exec, p, block, data, alpha, x, beta, y);
+    launch_ax<NC, D, G, 1>(s, p, block, data, alpha, x, beta, y);
 }
 
 template <int NC, int D, class MT, class VT>
-void optimized_nc(const CudaExecutor& exec, const Params& p, Op op, int block, int rpt, int stage,
+void optimized_nc(cudaStream_t s, const Params& p, Op op, int block, int rpt, int stage,
                   const MT* data, VT alpha, const VT* x, VT beta, VT* y)
 {
     if (op == Op::transpose) {
-        launch_t<NC, D>(exec, p, block, data, alpha, x, beta, y);
+        launch_t<NC, D>(s, p, block, data, alpha, x, beta, y);
         return;
     }
     constexpr int galt = alt_stage(NC);
     if constexpr (galt > 0) {
         if (stage == 2) {
-            launch_ax_rpt<NC, D, galt>(exec, p, block, rpt, data, alpha, x, beta, y);
+            launch_ax_rpt<NC, D, galt>(s, p, block, rpt, data, alpha, x, beta, y);
             return;
         }
     }
-    launch_ax_rpt<NC, D, primary_stage(NC, D)>(exec, p, block, rpt, data, alpha, x, beta, y);
+    launch_ax_rpt<NC, D, primary_stage(NC, D)>(s, p, block, rpt, data, alpha, x, beta, y);
 }
 
 /// The tuned launch defaults, from the H100 sweeps of `heptane bench spmv --tune`
@@ -553,6 +567,45 @@ BdiaLaunch tuned_launch(index_t nc, const BdiaLaunch& asked)
     if (l.rows_per_thread <= 0) l.rows_per_thread = tuned_rows_per_thread<MT>(nc);
     if (l.stage <= 0) l.stage = tuned_alt_stage<MT, VT>(nc) ? 2 : 1;
     return l;
+}
+
+/// The optimized kernels on stream s: compile-time Nc for D = 7, the generic path otherwise.
+template <class MT, class VT>
+void run_optimized(cudaStream_t s, const Params& p, Op op, int block, int rpt, int stage,
+                   const MT* data, VT alpha, const VT* x, VT beta, VT* y)
+{
+    if (p.nd == 7) {
+        switch (p.nc) {
+            case 1:
+                optimized_nc<1, 7>(s, p, op, block, rpt, stage, data, alpha, x, beta, y);
+                return;
+            case 2:
+                optimized_nc<2, 7>(s, p, op, block, rpt, stage, data, alpha, x, beta, y);
+                return;
+            case 3:
+                optimized_nc<3, 7>(s, p, op, block, rpt, stage, data, alpha, x, beta, y);
+                return;
+            case 4:
+                optimized_nc<4, 7>(s, p, op, block, rpt, stage, data, alpha, x, beta, y);
+                return;
+            case 8:
+                optimized_nc<8, 7>(s, p, op, block, rpt, stage, data, alpha, x, beta, y);
+                return;
+            case 16:
+                optimized_nc<16, 7>(s, p, op, block, rpt, stage, data, alpha, x, beta, y);
+                return;
+            default:
+                break;
+        }
+    }
+    // generic shapes: run-time Nc and D, interior split kept for A x
+    if (op == Op::normal)
+        launch_ax<0, 0, 0, 1>(s, p, block, data, alpha, x, beta, y);
+    else {
+        gather_t_kernel<MT, VT>
+            <<<cuda::grid_for(p.rows, block), block, 0, s>>>(p, data, alpha, x, beta, y);
+        HEPTANE_CUDA_LAUNCH_CHECK();
+    }
 }
 
 template <class MT, class VT>
@@ -600,38 +653,65 @@ void spmv_bdia_impl(const CudaExecutor& exec, const Bdia<MT>& a, Op op, VT alpha
         HEPTANE_CUDA_LAUNCH_CHECK();
         return;
     }
-    if (p.nd == 7) {
-        switch (p.nc) {
-            case 1:
-                optimized_nc<1, 7>(exec, p, op, block, rpt, stage, data, alpha, x, beta, y);
-                return;
-            case 2:
-                optimized_nc<2, 7>(exec, p, op, block, rpt, stage, data, alpha, x, beta, y);
-                return;
-            case 3:
-                optimized_nc<3, 7>(exec, p, op, block, rpt, stage, data, alpha, x, beta, y);
-                return;
-            case 4:
-                optimized_nc<4, 7>(exec, p, op, block, rpt, stage, data, alpha, x, beta, y);
-                return;
-            case 8:
-                optimized_nc<8, 7>(exec, p, op, block, rpt, stage, data, alpha, x, beta, y);
-                return;
-            case 16:
-                optimized_nc<16, 7>(exec, p, op, block, rpt, stage, data, alpha, x, beta, y);
-                return;
-            default:
-                break;
-        }
+    run_optimized(s, p, op, block, rpt, stage, data, alpha, x, beta, y);
+}
+
+/// A row block of a BDIA-GH matrix as a BDIA matrix of its own: A x with the block offsets
+/// shifted by the block's first block row; A^T x over the block columns the block touches,
+/// added atomically (Params::atomic_out). Tuned launch shape; 2 rows per thread only when the
+/// values are 16-byte aligned.
+template <class MT, class VT>
+void spmv_bdia_rows_impl(const CudaExecutor& exec, const BdiaRows<MT>& b, Op op, VT alpha,
+                         const VT* x, VT beta, VT* y, void* stream)
+{
+    const index_t nc = b.block_size, nd = b.block_diagonals;
+    HEPTANE_ENSURE(nc >= 1 && b.rows >= 0 && b.row0 >= 0 && b.row0 % nc == 0 && b.rows % nc == 0 &&
+                       b.cols % nc == 0,
+                   DimensionMismatch,
+                   "BDIA row block: block size " << nc << " does not divide rows " << b.row0
+                                                 << " + " << b.rows << " of " << b.cols
+                                                 << " columns");
+    HEPTANE_ENSURE(
+        nd >= 1 && nd <= max_block_diagonals && b.block_offsets != nullptr, NotSupported,
+        "BDIA row block: " << nd << " block diagonals (1.." << max_block_diagonals << ")");
+    if (b.rows == 0) return;
+    make_current(exec);
+    const cudaStream_t s = stream ? static_cast<cudaStream_t>(stream) : cuda::stream(exec);
+    const index_t br0 = b.row0 / nc, nbr = b.rows / nc, nbc = b.cols / nc;
+    Params p{};
+    p.n = b.rows;
+    p.nc = nc;
+    p.nd = nd;
+    p.nbr = nbr;
+    index_t dmin = b.block_offsets[0], dmax = b.block_offsets[0];
+    for (index_t q = 0; q < nd; ++q) {
+        dmin = std::min<index_t>(dmin, b.block_offsets[q]);
+        dmax = std::max<index_t>(dmax, b.block_offsets[q]);
     }
-    // generic shapes: run-time Nc and D, interior split kept for A x
-    if (op == Op::normal)
-        launch_ax<0, 0, 0, 1>(exec, p, block, data, alpha, x, beta, y);
-    else {
-        gather_t_kernel<MT, VT>
-            <<<cuda::grid_for(p.rows, block), block, 0, s>>>(p, data, alpha, x, beta, y);
-        HEPTANE_CUDA_LAUNCH_CHECK();
+    // block columns this block touches: [c0, c1) (the whole of them for A x's input)
+    index_t c0 = 0, shift = br0;
+    if (op == Op::normal) {
+        p.nbc = nbc;
+        p.rows = b.rows;
+        p.lo = std::max<index_t>(0, -(dmin + shift));
+        p.hi = std::min<index_t>(nbr, nbc - (dmax + shift));
+    } else {
+        c0 = std::clamp<index_t>(br0 + dmin, 0, nbc);
+        const index_t c1 = std::clamp<index_t>(br0 + nbr + dmax, 0, nbc);
+        if (c1 <= c0) return;
+        shift = br0 - c0;
+        p.nbc = c1 - c0;
+        p.rows = p.nbc * nc;
+        p.lo = std::max<index_t>(0, dmax + shift);
+        p.hi = std::min<index_t>(p.nbc, nbr + dmin + shift);
+        p.atomic_out = 1;
     }
+    if (p.hi < p.lo) p.hi = p.lo;
+    for (index_t q = 0; q < nd; ++q) p.boff[q] = b.block_offsets[q] + shift;
+    BdiaLaunch l = tuned_launch<MT, VT>(nc, BdiaLaunch{});
+    if (reinterpret_cast<std::uintptr_t>(b.data) % 16 != 0) l.rows_per_thread = 1;
+    run_optimized(s, p, op, l.block, l.rows_per_thread, l.stage, b.data, alpha, x, beta,
+                  op == Op::normal ? y : y + std::size_t(c0) * nc);
 }
 
 }  // namespace heptane::kernels::bdia_detail
@@ -652,6 +732,13 @@ void spmv(const CudaExecutor& exec, const Bdia<MT>& a, Op op, VT alpha, const VT
     bdia_detail::spmv_bdia_impl<MT, VT>(exec, a, op, alpha, x, beta, y, kernel, BdiaLaunch{});
 }
 
+template <class MT, class VT>
+void spmv_bdia_rows(const CudaExecutor& exec, const BdiaRows<MT>& b, Op op, VT alpha, const VT* x,
+                    VT beta, VT* y, void* stream)
+{
+    bdia_detail::spmv_bdia_rows_impl<MT, VT>(exec, b, op, alpha, x, beta, y, stream);
+}
+
 }  // namespace heptane::kernels
 
 /// Instantiate the public BDIA entry points for one (MT, VT) pair (inside heptane::kernels).
@@ -659,4 +746,6 @@ void spmv(const CudaExecutor& exec, const Bdia<MT>& a, Op op, VT alpha, const VT
     template void spmv_bdia<MT, VT>(const CudaExecutor&, const Bdia<MT>&, Op, VT, const VT*, VT, \
                                     VT*, BdiaKernel, const BdiaLaunch&);                         \
     template void spmv<MT, VT>(const CudaExecutor&, const Bdia<MT>&, Op, VT, const VT*, VT, VT*, \
-                               BdiaKernel);
+                               BdiaKernel);                                                      \
+    template void spmv_bdia_rows<MT, VT>(const CudaExecutor&, const BdiaRows<MT>&, Op, VT,       \
+                                         const VT*, VT, VT*, void*);

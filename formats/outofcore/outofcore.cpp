@@ -442,6 +442,9 @@ struct OutOfCoreOperator<MT, VT>::Impl {
     std::vector<void*> staging;           ///< host buffers the file chunks are read into
     bool staging_pinned = false;
     mutable std::vector<unsigned char> checked;  ///< file chunk k checked once (operator's k)
+    /// BDIA-GH chunks on a GPU: chunk k's block offsets in host memory at host_off[host_at[k]]
+    std::vector<std::int32_t> host_off;
+    std::vector<std::size_t> host_at;
     /// The streamed chunks in the order they are copied: host and file chunks interleaved in
     /// proportion, so that the copies of host chunks keep the bus busy while the host reads
     /// the next file chunk (the order of the products does not matter: rows are disjoint,
@@ -473,6 +476,8 @@ struct OutOfCoreOperator<MT, VT>::Impl {
         v.offsets = reinterpret_cast<const std::int32_t*>(p + c.col_off);
         v.row0 = c.row0;
         v.cols = m->cols();
+        const std::size_t k = std::size_t(&c - (m->chunks().data() + k0));
+        if (k < host_at.size() && c.nc > 0) v.host_offsets = host_off.data() + host_at[k];
         return v;
     }
 
@@ -591,6 +596,11 @@ OutOfCoreOperator<MT, VT>::OutOfCoreOperator(std::shared_ptr<const OocMatrix<MT>
                    "(build them with pinned = true)");
     const auto& ce = static_cast<const CudaExecutor&>(*d.exec);
     HEPTANE_CUDA_CHECK(cudaSetDevice(ce.device()));
+    for (index_t k = 0; k < L.chunks; ++k) {  // the BDIA-GH chunks' offsets for their launches
+        d.host_at.push_back(d.host_off.size());
+        const auto off = d.m->block_offsets(first + k);
+        d.host_off.insert(d.host_off.end(), off.begin(), off.end());
+    }
     std::size_t budget = opt.device_budget;
     if (budget == 0) budget = auto_device_budget(ce, d.rows, d.m->cols(), sizeof(VT));
     L.budget = budget;
@@ -894,13 +904,17 @@ std::unique_ptr<OutOfCoreOperator<MT, VT>> make_out_of_core_operator(
 template <class MT, class VT>
 std::vector<std::shared_ptr<const Operator<VT>>> make_out_of_core_subsets(
     const std::shared_ptr<const OocMatrix<MT>>& m, int subsets,
-    const std::shared_ptr<const Executor>& exec, const OutOfCoreOptions& opt)
+    const std::shared_ptr<const Executor>& exec, const OutOfCoreOptions& opt, index_t first,
+    index_t last)
 {
     HEPTANE_ENSURE(m, InputError, "out-of-core subsets: no matrix");
-    const auto& chunks = m->chunks();
-    const index_t n = static_cast<index_t>(chunks.size());
+    const index_t all = static_cast<index_t>(m->chunks().size());
+    if (last < 0) last = all;
+    HEPTANE_ENSURE(first >= 0 && first < last && last <= all, InputError,
+                   "out-of-core subsets: chunks [" << first << ", " << last << ") of " << all);
+    const index_t n = last - first;
     HEPTANE_ENSURE(subsets >= 1 && subsets <= n, InputError,
-                   subsets << " out-of-core subsets of a matrix in " << n
+                   subsets << " out-of-core subsets of " << n
                            << " chunks: lower the chunk size (--chunk-bytes)");
     OutOfCoreOptions o = opt;
 #ifdef HEPTANE_HAVE_CUDA
@@ -909,7 +923,7 @@ std::vector<std::shared_ptr<const Operator<VT>>> make_out_of_core_subsets(
                                              m->cols(), sizeof(VT));
 #endif
     o.device_budget /= std::size_t(subsets);
-    const std::vector<index_t> g = ooc_chunk_groups(*m, subsets);
+    const std::vector<index_t> g = ooc_chunk_groups(*m, subsets, first, last);
     std::vector<std::shared_ptr<const Operator<VT>>> ops;
     ops.reserve(std::size_t(subsets));
     for (int s = 0; s < subsets; ++s)
@@ -918,27 +932,34 @@ std::vector<std::shared_ptr<const Operator<VT>>> make_out_of_core_subsets(
 }
 
 template <class MT>
-std::vector<index_t> ooc_chunk_groups(const OocMatrix<MT>& m, int parts)
+std::vector<index_t> ooc_chunk_groups(const OocMatrix<MT>& m, int parts, index_t first,
+                                      index_t last)
 {
     const auto& chunks = m.chunks();
-    const index_t n = static_cast<index_t>(chunks.size());
-    HEPTANE_ENSURE(parts >= 1 && parts <= n, InputError,
-                   parts << " groups of the chunks of a matrix in " << n
-                         << " chunks: lower the chunk size (--chunk-bytes)");
+    const index_t all = static_cast<index_t>(chunks.size());
+    if (last < 0) last = all;
+    HEPTANE_ENSURE(first >= 0 && first <= last && last <= all, InputError,
+                   "chunk groups: chunks [" << first << ", " << last << ") of " << all);
+    const index_t n = last;
+    HEPTANE_ENSURE(
+        parts >= 1 && parts <= last - first, InputError,
+        parts << " groups of " << last - first << " chunks: lower the chunk size (--chunk-bytes)");
+    std::size_t total = 0;
+    for (index_t k = first; k < last; ++k) total += chunks[k].bytes;
     // cut where the bytes so far pass s / parts of the whole, at least one chunk each
-    std::vector<index_t> bounds{0};
-    index_t first = 0;
+    std::vector<index_t> bounds{first};
+    index_t at = first;
     std::size_t done = 0;
     for (int s = 1; s <= parts; ++s) {
-        index_t last = first + 1;
-        done += chunks[first].bytes;
-        const double target = double(m.bytes()) * s / parts;
-        while (last < n - (parts - s) && double(done) + 0.5 * double(chunks[last].bytes) <= target)
-            done += chunks[last++].bytes;
+        index_t end = at + 1;
+        done += chunks[at].bytes;
+        const double target = double(total) * s / parts;
+        while (end < n - (parts - s) && double(done) + 0.5 * double(chunks[end].bytes) <= target)
+            done += chunks[end++].bytes;
         if (s == parts)
-            for (; last < n; ++last) done += chunks[last].bytes;
-        bounds.push_back(last);
-        first = last;
+            for (; end < n; ++end) done += chunks[end].bytes;
+        bounds.push_back(end);
+        at = end;
     }
     return bounds;
 }
@@ -986,15 +1007,16 @@ std::size_t device_free_bytes(const Executor& exec)
 #endif
 }
 
-#define HEPTANE_INSTANTIATE_M(MT)                                                      \
-    template class OocMatrix<MT>;                                                      \
-    template class OocBuilder<MT>;                                                     \
-    template OocMatrix<MT> make_ooc_matrix<MT>(const Coo<double>&, std::size_t, bool); \
-    template std::vector<index_t> ooc_chunk_groups<MT>(const OocMatrix<MT>&, int);     \
-    template OocMatrix<MT> make_ooc_matrix<MT>(const Csr<double>&, std::size_t, bool); \
-    template OocMatrix<MT> make_ooc_matrix_bdia<MT>(                                   \
-        const Coo<double>&, index_t, const std::vector<index_t>&, std::size_t, bool);  \
-    template OocMatrix<MT> make_ooc_matrix_bdia<MT>(                                   \
+#define HEPTANE_INSTANTIATE_M(MT)                                                          \
+    template class OocMatrix<MT>;                                                          \
+    template class OocBuilder<MT>;                                                         \
+    template OocMatrix<MT> make_ooc_matrix<MT>(const Coo<double>&, std::size_t, bool);     \
+    template std::vector<index_t> ooc_chunk_groups<MT>(const OocMatrix<MT>&, int, index_t, \
+                                                       index_t);                           \
+    template OocMatrix<MT> make_ooc_matrix<MT>(const Csr<double>&, std::size_t, bool);     \
+    template OocMatrix<MT> make_ooc_matrix_bdia<MT>(                                       \
+        const Coo<double>&, index_t, const std::vector<index_t>&, std::size_t, bool);      \
+    template OocMatrix<MT> make_ooc_matrix_bdia<MT>(                                       \
         const Csr<double>&, index_t, const std::vector<index_t>&, std::size_t, bool);
 HEPTANE_INSTANTIATE_M(double)
 HEPTANE_INSTANTIATE_M(float)
@@ -1005,7 +1027,7 @@ HEPTANE_INSTANTIATE_M(float)
         const Coo<double>&, std::shared_ptr<const Executor>, const OutOfCoreOptions&);            \
     template std::vector<std::shared_ptr<const Operator<VT>>> make_out_of_core_subsets<MT, VT>(   \
         const std::shared_ptr<const OocMatrix<MT>>&, int, const std::shared_ptr<const Executor>&, \
-        const OutOfCoreOptions&);
+        const OutOfCoreOptions&, index_t, index_t);
 HEPTANE_PRECISION_TYPES(HEPTANE_INSTANTIATE)
 #undef HEPTANE_INSTANTIATE
 

@@ -1,9 +1,12 @@
 // The out-of-core chunk kernels on CUDA, queued on the executor's stream: a group of `lanes`
 // threads per row (the in-core CSR vector kernels, formats/csr/csr_vector.cuh), 32-bit chunk-local
 // row pointers and columns. A^T x: each lane group scatters alpha * a_ij * x_i into y_j with
-// atomics (y scaled by beta once before the chunks, ooc_scale). BDIA-GH chunks: a thread per
-// row over the D*Nc slots (column-major values: a warp reads 32 consecutive values of a slot),
-// columns from the row and the block offsets; A^T x scatters the non-zero slots.
+// atomics (y scaled by beta once before the chunks, ooc_scale). BDIA-GH chunks whose block
+// offsets the operator has in host memory: the in-core BDIA-GH kernels on the chunk as a row
+// block (kernels::spmv_bdia_rows: the same loads as in core; A^T x gathers per output entry
+// and adds each once, atomically). Otherwise a thread per row over the D*Nc slots, columns
+// from the row and the block offsets, A^T x scattering the non-zero slots.
+#include "formats/bdia/bdia_cuda.hpp"
 #include "formats/csr/csr_vector.cuh"
 #include "formats/outofcore/outofcore_kernels.hpp"
 
@@ -75,6 +78,19 @@ void dispatch(const CudaExecutor& exec, const OocChunkView<MT>& c, VT alpha, con
     if (c.rows <= 0) return;
     make_current(exec);
     const cudaStream_t s = stream ? static_cast<cudaStream_t>(stream) : cuda::stream(exec);
+    if (c.nc > 0 && c.host_offsets && c.row0 % c.nc == 0 && c.cols % c.nc == 0) {
+        // the in-core BDIA-GH kernels on the chunk as a row block of its own
+        BdiaRows<MT> b;
+        b.row0 = c.row0;
+        b.rows = c.rows;
+        b.cols = c.cols;
+        b.block_size = c.nc;
+        b.block_diagonals = c.block_diagonals;
+        b.block_offsets = c.host_offsets;
+        b.data = c.val;
+        spmv_bdia_rows(exec, b, transpose ? Op::transpose : Op::normal, alpha, x, beta, y, s);
+        return;
+    }
     if (c.nc > 0) {
         const unsigned grid = cuda::grid_for(static_cast<long long>(c.rows), 256);
         if (transpose)

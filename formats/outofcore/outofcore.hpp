@@ -112,6 +112,9 @@ public:
     void read_chunk(index_t k, void* dst, bool check = true) const;
     /// What read_chunk(k) writes: the block rounded up to 4096 bytes.
     std::size_t file_read_bytes(index_t k) const;
+    /// Chunk k's block offsets (a BDIA-GH chunk; empty for a CSR chunk), from its block in
+    /// memory or read from the file (not checked: read_chunk checks them before they are used).
+    std::vector<std::int32_t> block_offsets(index_t k) const;
 
 private:
     template <class>
@@ -315,18 +318,21 @@ std::unique_ptr<OutOfCoreOperator<MT, VT>> make_out_of_core_operator(
 
 /// `subsets` operators over consecutive groups of chunks of about equal bytes (OSEM's row
 /// blocks), sharing `m`; a device budget (given, or what the device has free less the reserve)
-/// is split evenly between them. InputError when m has fewer chunks than `subsets` (lower the
+/// is split evenly between them. Of chunks [first, last) only (last < 0: to the end; a
+/// process's own rows). InputError when there are fewer chunks than `subsets` (lower the
 /// chunk size).
 template <class MT, class VT>
 std::vector<std::shared_ptr<const Operator<VT>>> make_out_of_core_subsets(
     const std::shared_ptr<const OocMatrix<MT>>& m, int subsets,
-    const std::shared_ptr<const Executor>& exec, const OutOfCoreOptions& opt = {});
+    const std::shared_ptr<const Executor>& exec, const OutOfCoreOptions& opt = {},
+    index_t first = 0, index_t last = -1);
 
-/// `parts` consecutive groups of m's chunks of about equal bytes, at least one chunk each:
-/// parts + 1 chunk indices, 0 first, the chunk count last (OSEM's subsets, processes' rows).
-/// InputError when m has fewer chunks than parts.
+/// `parts` consecutive groups of m's chunks [first, last) (last < 0: to the end) of about
+/// equal bytes, at least one chunk each: parts + 1 chunk indices, `first` first and `last`
+/// last (OSEM's subsets, processes' rows). InputError when there are fewer chunks than parts.
 template <class MT>
-std::vector<index_t> ooc_chunk_groups(const OocMatrix<MT>& m, int parts);
+std::vector<index_t> ooc_chunk_groups(const OocMatrix<MT>& m, int parts, index_t first = 0,
+                                      index_t last = -1);
 
 /// Bytes the chunks of a matrix with `rows`, `nnz` take at `value_bytes` per value (the
 /// row pointers of every chunk, 4-byte columns, values; padding not counted): for the

@@ -271,6 +271,22 @@ std::size_t OocMatrix<MT>::file_read_bytes(index_t k) const
 }
 
 template <class MT>
+std::vector<std::int32_t> OocMatrix<MT>::block_offsets(index_t k) const
+{
+    const OocChunk& c = chunks_.at(std::size_t(k));
+    std::vector<std::int32_t> off(std::size_t(c.nc > 0 ? c.block_diagonals : 0));
+    const std::size_t n = off.size() * sizeof(std::int32_t);
+    if (n == 0) return off;
+    if (c.data) {
+        std::memcpy(off.data(), static_cast<const char*>(c.data) + c.col_off, n);
+    } else {
+        HEPTANE_ENSURE(fd_ >= 0, InputError, "out-of-core matrix: no chunk file to read from");
+        detail::pread_all(fd_, off.data(), n, c.file_offset + c.col_off, file_);
+    }
+    return off;
+}
+
+template <class MT>
 void OocMatrix<MT>::read_chunk(index_t k, void* dst, bool check) const
 {
     HEPTANE_ENSURE(fd_ >= 0, InputError, "out-of-core matrix: no chunk file to read from");
@@ -525,6 +541,7 @@ index_t ooc_block_size(const std::vector<OocChunk>& chunks)
     template std::size_t OocMatrix<MT>::host_bytes() const noexcept;                              \
     template std::size_t OocMatrix<MT>::file_read_bytes(index_t) const;                           \
     template void OocMatrix<MT>::read_chunk(index_t, void*, bool) const;                          \
+    template std::vector<std::int32_t> OocMatrix<MT>::block_offsets(index_t) const;               \
     template void OocMatrix<MT>::close_file() noexcept;                                           \
     template OocMatrix<MT> open_ooc_file<MT>(const std::string&, const OocFileOptions&);          \
     template void save_ooc_file<MT>(const OocMatrix<MT>&, const std::string&);                    \

@@ -28,6 +28,9 @@ struct OocChunkView {
     const std::int32_t* offsets = nullptr;
     index_t row0 = 0;
     index_t cols = 0;
+    /// BDIA-GH chunks: the D block offsets in host memory too (CUDA: the in-core BDIA kernels
+    /// run the chunk, formats/bdia/bdia_cuda.hpp); null: the chunk kernel reads `offsets`.
+    const std::int32_t* host_offsets = nullptr;
 };
 
 /// y[0, rows) = alpha * A_c x + beta * y[0, rows) (y points at the chunk's first row; beta == 0:
