@@ -255,6 +255,17 @@ int solve_chunk_file(ChunkFileSolve& c, const OocFileInfo& info, SolveConfig& cf
     }
     const index_t r0 = g.size > 1 ? starts[std::size_t(g.rank)] : 0;
     const index_t r1 = g.size > 1 ? starts[std::size_t(g.rank) + 1] : info.rows;
+    {
+        // the device budget less the vectors: under mpirun a rank holds its rows of the
+        // Krylov vectors and two of the whole length (x gathered, and one to spare)
+        OutOfCoreChoice oc = c.occ;
+        oc.mode = "on";
+        const int vectors = 10 + (cfg.solver == SolverType::gmres ? 2 * cfg.restart + 1 : 0);
+        const double entries =
+            g.size > 1 ? double(vectors - 2) * double(r1 - r0) + 2.0 * double(info.rows) : -1.0;
+        cfg.out_of_core = out_of_core_choice(oc, *cfg.executor, info.rows, info.cols, info.nnz,
+                                             cfg.precision, vectors, true, entries);
+    }
     std::vector<double> b, x_true;
     if (c.bfile) {
         b = read_vector_file(*c.bfile);
@@ -346,11 +357,6 @@ int solve_chunk_file(ChunkFileSolve& c, SolveConfig& cfg)
     }
     if (!c.quiet && !c.out.device_why.empty())
         std::fprintf(stderr, "device %s\n", c.out.device_why.c_str());
-    OutOfCoreChoice oc = c.occ;
-    oc.mode = "on";
-    const int vectors = 10 + (cfg.solver == SolverType::gmres ? 2 * cfg.restart + 1 : 0);
-    cfg.out_of_core = out_of_core_choice(oc, *cfg.executor, info.rows, info.cols, info.nnz,
-                                         cfg.precision, vectors, true);
     c.out.source = c.path;
     c.out.rows = info.rows;
     c.out.nnz = info.nnz;

@@ -416,12 +416,15 @@ std::size_t host_memory_budget(const OutOfCoreChoice& c)
 
 std::optional<OutOfCoreOptions> out_of_core_choice(const OutOfCoreChoice& c, const Executor& exec,
                                                    index_t rows, index_t cols, offset_t nnz,
-                                                   Precision p, int vectors, bool quiet)
+                                                   Precision p, int vectors, bool quiet,
+                                                   double vector_entries)
 {
     if (c.mode == "off" || (c.mode == "auto" && !exec.is_cuda())) return std::nullopt;
     const double value_bytes = p == Precision::double_ ? 8 : 4;
     const std::size_t vector_bytes = p == Precision::single ? 4 : 8;
-    const double v = double(vectors) * double(std::max(rows, cols)) * double(vector_bytes);
+    const double v =
+        (vector_entries >= 0 ? vector_entries : double(vectors) * double(std::max(rows, cols))) *
+        double(vector_bytes);
     std::string why = "out of core: --out-of-core on";
     if (c.mode == "auto") {
         const double in_core = 8.0 * (double(rows) + 1) + (4 + value_bytes) * double(nnz) + v;

@@ -166,10 +166,12 @@ extern const char* chunk_file_help;
 /// bytes) and `vectors` vectors of max(rows, cols) values exceed --device-memory (or the memory
 /// the device has free). Returns the operator's options when out of core (the chunk size; a
 /// budget of --device-memory less the vectors, 0 without it: what the device has free), and
-/// prints why on stderr unless `quiet`.
+/// prints why on stderr unless `quiet`. `vector_entries` >= 0: the vectors' entries in all
+/// instead of vectors * max(rows, cols) (a rank that holds only its rows of some of them).
 std::optional<OutOfCoreOptions> out_of_core_choice(const OutOfCoreChoice& c, const Executor& exec,
                                                    index_t rows, index_t cols, offset_t nnz,
-                                                   Precision p, int vectors, bool quiet);
+                                                   Precision p, int vectors, bool quiet,
+                                                   double vector_entries = -1);
 /// A chunk file (.hoc) is its own format and always out of core: UsageError for a --format
 /// other than auto and for --out-of-core off.
 void check_chunk_file_choices(const OutOfCoreChoice& c, const std::string& fmt_name = "auto");
