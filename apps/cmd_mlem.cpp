@@ -60,7 +60,9 @@ const char* mlem_usage =
     "and every back projection are summed over the ranks (device to device with NCCL where\n"
     "each rank has a GPU of its own and the build has NCCL, else MPI_Allreduce through host\n"
     "memory), the scalars (counts, log-likelihoods) through MPI, so f is the same on every\n"
-    "rank and rank 0 prints and writes it. MLEM only (--subsets 1).\n"
+    "rank and rank 0 prints and writes it. OSEM (--subsets S): each rank cuts its rows into S\n"
+    "groups of its chunks; subset s is every rank's group s (the JSON's operator lists each\n"
+    "subset's rows), so S is at most the fewest chunks of a rank.\n"
     "Exit status: 0 done, 1 failure (bad file, negative counts or matrix entries, ...), 2 usage.\n";
 
 struct Result {
@@ -92,8 +94,22 @@ Result run(const Source& src, const std::vector<double>& g, int subsets, Format 
     Result r;
     const auto t0 = std::chrono::steady_clock::now();
     Mlem<VT> em(mo);
-    std::vector<double> g_local;  // under mpirun: this rank's counts
-    if (src.ranks > 1) {          // this rank's rows; A^T x summed over the ranks by the operator
+    std::vector<double> g_local;         // under mpirun: this rank's counts
+    if (src.ranks > 1 && subsets > 1) {  // OSEM: every rank's group s of its rows is subset s
+        index_t row0 = 0;
+        std::string layout;
+        auto blocks = rank_subsets<MT, VT>(src.coo ? *src.coo : Coo<double>{}, src.hoc, src.fopt,
+                                           exec, *ooc, *src.group, subsets, row0, layout);
+        index_t mine = 0;
+        for (const auto& b : blocks) mine += b->rows();
+        r.op = "rank " + std::to_string(src.rank) + " of " + std::to_string(src.ranks) + ": rows " +
+               std::to_string(row0 + 1) + ".." + std::to_string(row0 + mine) + " in " +
+               std::to_string(subsets) + " subsets of every rank's rows (" + layout +
+               "), block 0: " + blocks[0]->describe();
+        g_local.assign(g.begin() + row0, g.begin() + row0 + mine);
+        em.set_subsets(std::move(blocks));
+        em.set_process_sum(src.sum);
+    } else if (src.ranks > 1) {  // this rank's rows; A^T x summed over the ranks by the operator
         index_t row0 = 0;
         std::shared_ptr<const Operator<VT>> op = rank_rows<MT, VT>(
             src.coo ? *src.coo : Coo<double>{}, src.hoc, src.fopt, exec, *ooc, *src.group, row0);
@@ -174,8 +190,6 @@ int cmd_mlem(int argc, char** argv)
     if (subsets < 1) throw UsageError("--subsets must be >= 1");
     pc.resolve();
     // under mpirun: each rank streams its own rows out of core, the sums over the ranks by MPI
-    if (launched_by_mpirun() && subsets > 1)
-        throw UsageError("--subsets > 1 (OSEM) under mpirun is not built");
     ProcessGroup group = projection_ranks(pc, quiet, "mlem");
     const bool root = group.rank == 0;
     const std::string& afile = args.positionals()[0];

@@ -2,6 +2,7 @@
 // strategy, precision, device and out-of-core options, and the choices made from them.
 #pragma once
 
+#include <algorithm>
 #include <memory>
 #include <optional>
 #include <string>
@@ -74,9 +75,45 @@ private:
     OutOfCoreChoice occ_;
 };
 
-/// Under mpirun: this rank's rows (a group of the chunk file's chunks, or a block of rows of
-/// about equal entries) as its out-of-core operator, wrapped by the group's row-block
-/// operator; `row0` gets its first row.
+/// Under mpirun: this rank's rows as chunks (`first`..`last` of `m`'s), a group of the chunk
+/// file's chunks of about equal bytes (only those read into memory), or of canonical COO `a`
+/// a block of rows of about equal entries cut into chunks; `starts`: every rank's first row,
+/// then the row count.
+template <class MT>
+struct RankChunks {
+    std::shared_ptr<const OocMatrix<MT>> m;
+    index_t first = 0, last = 0;
+    std::vector<index_t> starts;
+};
+template <class MT>
+RankChunks<MT> rank_chunks(const Coo<double>& a, const std::string& hoc, const OocFileOptions& fopt,
+                           const std::shared_ptr<const Executor>& exec, const OutOfCoreOptions& ooc,
+                           const ProcessGroup& g)
+{
+    RankChunks<MT> r;
+    if (!hoc.empty()) {
+        ChunkFileSplit split = chunk_file_split<MT>(hoc, g.size, g.rank);
+        r.starts = std::move(split.starts);
+        OocFileOptions fo = fopt;
+        fo.first_chunk = r.first = split.first;
+        fo.last_chunk = r.last = split.last;
+        r.m = std::make_shared<const OocMatrix<MT>>(open_ooc_file<MT>(hoc, fo));
+    } else {
+        r.starts = row_block_bounds(a, g.size);
+        const Coo<double> mine =
+            row_slice(a, r.starts[std::size_t(g.rank)], r.starts[std::size_t(g.rank) + 1]);
+        r.m = std::make_shared<const OocMatrix<MT>>(
+            ooc.bdia_block_size > 0
+                ? make_ooc_matrix_bdia<MT>(mine, ooc.bdia_block_size, ooc.bdia_block_offsets,
+                                           ooc.chunk_bytes, exec->is_cuda())
+                : make_ooc_matrix<MT>(mine, ooc.chunk_bytes, exec->is_cuda()));
+        r.last = static_cast<index_t>(r.m->chunks().size());
+    }
+    return r;
+}
+
+/// Under mpirun: this rank's rows (rank_chunks) as its out-of-core operator, wrapped by the
+/// group's row-block operator; `row0` gets its first row.
 template <class MT, class VT>
 std::shared_ptr<const Operator<VT>> rank_rows(const Coo<double>& a, const std::string& hoc,
                                               const OocFileOptions& fopt,
@@ -84,27 +121,70 @@ std::shared_ptr<const Operator<VT>> rank_rows(const Coo<double>& a, const std::s
                                               const OutOfCoreOptions& ooc, const ProcessGroup& g,
                                               index_t& row0)
 {
-    std::shared_ptr<const Operator<VT>> op;
-    std::vector<index_t> starts;
-    if (!hoc.empty()) {
-        ChunkFileSplit split = chunk_file_split<MT>(hoc, g.size, g.rank);
-        starts = std::move(split.starts);
-        OocFileOptions fo = fopt;
-        fo.first_chunk = split.first;
-        fo.last_chunk = split.last;
-        op = std::make_shared<const OutOfCoreOperator<MT, VT>>(
-            std::make_shared<const OocMatrix<MT>>(open_ooc_file<MT>(hoc, fo)), exec, ooc,
-            fo.first_chunk, fo.last_chunk);
-    } else {
-        starts = row_block_bounds(a, g.size);
-        op = make_out_of_core_operator<MT, VT>(
-            row_slice(a, starts[std::size_t(g.rank)], starts[std::size_t(g.rank) + 1]), exec, ooc);
-    }
-    row0 = starts[std::size_t(g.rank)];
+    RankChunks<MT> rc = rank_chunks<MT>(a, hoc, fopt, exec, ooc, g);
+    std::shared_ptr<const Operator<VT>> op =
+        std::make_shared<const OutOfCoreOperator<MT, VT>>(rc.m, exec, ooc, rc.first, rc.last);
+    row0 = rc.starts[std::size_t(g.rank)];
     if constexpr (std::is_same_v<VT, double>)
-        return g.row_block(std::move(op), starts);
+        return g.row_block(std::move(op), rc.starts);
     else
-        return g.row_block_fp32(std::move(op), starts);
+        return g.row_block_fp32(std::move(op), rc.starts);
+}
+
+/// OSEM under mpirun: this rank's rows cut into `subsets` groups of its chunks (of about
+/// equal bytes; a device budget split evenly between them), subset s being every rank's group
+/// s; each group wrapped by the group's row-block operator (A^T summed over the ranks). `row0`
+/// gets the rank's first row, `layout` (on every rank) every subset's rows over the ranks,
+/// 1-based: "1..40,81..120 | 41..80,121..160". UsageError on every rank when some rank has
+/// fewer chunks than `subsets` (checked together, so that no rank waits alone).
+template <class MT, class VT>
+std::vector<std::shared_ptr<const Operator<VT>>> rank_subsets(
+    const Coo<double>& a, const std::string& hoc, const OocFileOptions& fopt,
+    const std::shared_ptr<const Executor>& exec, const OutOfCoreOptions& ooc, const ProcessGroup& g,
+    int subsets, index_t& row0, std::string& layout)
+{
+    RankChunks<MT> rc = rank_chunks<MT>(a, hoc, fopt, exec, ooc, g);
+    const auto& m = rc.m;
+    const index_t first = rc.first, last = rc.last;
+    const std::vector<index_t>& starts = rc.starts;
+    row0 = starts[std::size_t(g.rank)];
+    double fewest = double(last - first);  // the fewest chunks of any rank (a sum of minima)
+    {
+        std::vector<double> all(std::size_t(g.size), 0.0);
+        all[std::size_t(g.rank)] = fewest;
+        g.sum(all.data(), g.size);
+        fewest = *std::min_element(all.begin(), all.end());
+    }
+    if (fewest < subsets)
+        throw UsageError("--subsets " + std::to_string(subsets) + ": a rank's rows are only " +
+                         std::to_string(static_cast<long long>(fewest)) +
+                         " chunks (one subset takes at least one chunk of every rank): fewer "
+                         "subsets, or a smaller --chunk-bytes");
+    auto blocks = make_out_of_core_subsets<MT, VT>(m, subsets, exec, ooc, first, last);
+    // every rank's rows of every group, then each group's row partition over the ranks
+    const std::size_t S = std::size_t(subsets), P = std::size_t(g.size);
+    std::vector<double> rows(P * S, 0.0);
+    for (std::size_t s = 0; s < S; ++s) rows[std::size_t(g.rank) * S + s] = blocks[s]->rows();
+    g.sum(rows.data(), static_cast<int>(rows.size()));
+    std::vector<std::shared_ptr<const Operator<VT>>> ops;
+    layout.clear();
+    std::vector<index_t> at(starts.begin(), starts.end() - 1);  // next row of each rank
+    for (std::size_t s = 0; s < S; ++s) {
+        std::vector<index_t> part{0};
+        if (s > 0) layout += " | ";
+        for (std::size_t p = 0; p < P; ++p) {
+            const index_t n = static_cast<index_t>(rows[p * S + s]);
+            part.push_back(part.back() + n);
+            if (p > 0) layout += ",";
+            layout += std::to_string(at[p] + 1) + ".." + std::to_string(at[p] + n);
+            at[p] += n;
+        }
+        if constexpr (std::is_same_v<VT, double>)
+            ops.push_back(g.row_block(std::move(blocks[s]), part));
+        else
+            ops.push_back(g.row_block_fp32(std::move(blocks[s]), part));
+    }
+    return ops;
 }
 
 }  // namespace heptane::cli

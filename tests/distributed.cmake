@@ -43,6 +43,21 @@ if(TARGET heptane_distributed AND TARGET heptane_cli)
   endif()
 endif()
 
+# heptane mlem --subsets under mpirun (OSEM over the ranks) against a NumPy reference
+if(TARGET heptane_distributed AND TARGET heptane_cli)
+  add_test(NAME cli_osem_mpirun COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/cli_osem_mpirun.sh
+    $<TARGET_FILE:heptane_cli> ${MPIEXEC_EXECUTABLE} ${mpi_flags})
+  set_tests_properties(cli_osem_mpirun PROPERTIES TIMEOUT 600 SKIP_RETURN_CODE 77
+    LABELS "cpu;distributed;cli" ENVIRONMENT "OMP_NUM_THREADS=1")
+  if(HEPTANE_HAVE_CUDA)
+    add_test(NAME cli_osem_mpirun_gpu COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/cli_osem_mpirun.sh
+      $<TARGET_FILE:heptane_cli> ${MPIEXEC_EXECUTABLE} ${mpi_flags})
+    set_tests_properties(cli_osem_mpirun_gpu PROPERTIES TIMEOUT 600 SKIP_RETURN_CODE 77
+      LABELS "gpu;distributed;cli"
+      ENVIRONMENT "HEPTANE_TEST_DEVICE=cuda;OMP_NUM_THREADS=1;CUDA_MODULE_LOADING=EAGER")
+  endif()
+endif()
+
 # heptane solve under mpirun against one process (tests/cli_distributed.sh)
 if(TARGET heptane_distributed AND TARGET heptane_cli)
   add_test(NAME cli_solve_mpirun COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/cli_distributed.sh

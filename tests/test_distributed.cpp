@@ -23,10 +23,12 @@
 #include "formats/outofcore/outofcore.hpp"
 #include "formats/spmv.hpp"
 #include "generators/hepta.hpp"
+#include "generators/pet.hpp"
 #include "solver/bicgstab/bicgstab.hpp"
 #include "solver/cg/cg.hpp"
 #include "solver/gmres/gmres.hpp"
 #include "solver/lsqr/lsqr.hpp"
+#include "solver/mlem/mlem.hpp"
 #include "solver/precond/preconditioner.hpp"
 #include "solver/solve.hpp"
 #include "tests/test_common.hpp"
@@ -746,6 +748,113 @@ BOOST_AUTO_TEST_CASE(lsqr_with_rows_per_rank_gives_the_one_process_answer)
     if (exec->is_cpu())
         BOOST_CHECK_THROW(RowBlockOperator<double>(comm, part, rows, GatherModel::nccl),
                           NotSupported);
+}
+
+BOOST_AUTO_TEST_CASE(osem_over_ranks_is_osem_over_every_ranks_blocks)
+{
+    // OSEM with the rows split over the ranks: each rank cuts its own chunks into S groups,
+    // subset s is the union of every rank's group s, each group's A^T summed over the ranks
+    // (through host memory, and device to device with NCCL where each rank has a GPU of its
+    // own). Reference: OSEM in one process with in-core CSR blocks holding the same rows.
+    const auto comm = world();
+    const auto exec = rank_executor();
+    const int rank = comm->rank(), size = comm->size();
+    PetSpec ps;
+    ps.rings = 2;
+    ps.detectors = 48;
+    ps.image = 16;
+    ps.slices = 3;
+    const PetSystem sys = make_pet_system(ps);
+    const Coo<double>& a = sys.a;
+    const int S = 3;
+    const RankChunks rc = rank_chunks(a, 2000, 1, *comm, exec);
+    const auto& ch = rc.m->chunks();
+    // every rank's groups, and the rows of group s on rank p: [lo[p][s], lo[p][s + 1])
+    std::vector<std::vector<index_t>> lo(static_cast<std::size_t>(size));
+    for (int p = 0; p < size; ++p) {
+        const auto grp = ooc_chunk_groups(*rc.m, S, rc.bounds[p], rc.bounds[p + 1]);
+        for (int q = 0; q < S; ++q) lo[p].push_back(ch[std::size_t(grp[q])].row0);
+        lo[p].push_back(rc.part.end(p));
+    }
+    // the reference's blocks: subset s = rank 0's group s, rank 1's, ... renumbered from 0
+    std::vector<std::shared_ptr<const Operator<double>>> ref_blocks;
+    std::vector<double> g_ref;
+    for (int q = 0; q < S; ++q) {
+        std::vector<index_t> row, col;
+        std::vector<double> val;
+        index_t rows = 0;
+        for (int p = 0; p < size; ++p) {
+            const index_t r0 = lo[p][q], r1 = lo[p][q + 1];
+            for (offset_t k = 0; k < a.nnz(); ++k)
+                if (a.row[k] >= r0 && a.row[k] < r1) {
+                    row.push_back(rows + a.row[k] - r0);
+                    col.push_back(a.col[k]);
+                    val.push_back(a.val[k]);
+                }
+            g_ref.insert(g_ref.end(), sys.counts.begin() + r0, sys.counts.begin() + r1);
+            rows += r1 - r0;
+        }
+        const Coo<double> b{rows, a.cols, Array<index_t>(std::move(row)),
+                            Array<index_t>(std::move(col)), Array<double>(std::move(val))};
+        ref_blocks.push_back(make_matrix_operator<double, double>(b, Format::csr, exec));
+    }
+    MlemOptions mo;
+    mo.iterations = 4;
+    Mlem<double> ref(mo);
+    ref.set_subsets(ref_blocks);
+    Array<double> f_ref(exec, std::size_t(a.cols));
+    const MlemStatus st_ref = ref.solve(to_exec(g_ref, exec), f_ref);
+    const std::vector<double> fr = to_host(f_ref);
+    std::vector<GatherModel> models{GatherModel::host};
+    const GatherModel best = resolve_gather_model(GatherModel::automatic, *exec, *comm);
+    if (best != GatherModel::host) models.push_back(best);
+    const auto sum = [&](double* v, int n) {
+        MPI_Allreduce(MPI_IN_PLACE, v, n, MPI_DOUBLE, MPI_SUM, comm->comm());
+    };
+    // the row-block operators' sums, then plain blocks whose A^T Mlem sums through `sum`
+    for (std::size_t v = 0; v <= models.size(); ++v) {
+        const bool plain = v == models.size();
+        const std::string what = (plain ? std::string("blocks summed by Mlem")
+                                        : std::string("sum ") + to_string(models[v])) +
+                                 ", rank " + std::to_string(rank) + " of " + std::to_string(size);
+        const auto mine_rows = make_out_of_core_subsets<double, double>(
+            rc.m, S, exec, OutOfCoreOptions{}, rc.bounds[rank], rc.bounds[rank + 1]);
+        std::vector<std::shared_ptr<const Operator<double>>> blocks;
+        for (int q = 0; q < S; ++q) {
+            RowPartition part{{0}};
+            for (int p = 0; p < size; ++p)
+                part.starts.push_back(part.starts.back() + lo[p][q + 1] - lo[p][q]);
+            BOOST_TEST(mine_rows[q]->rows() == lo[rank][q + 1] - lo[rank][q]);
+            if (plain)
+                blocks.push_back(mine_rows[q]);
+            else
+                blocks.push_back(std::make_shared<const RowBlockOperator<double>>(
+                    comm, part, mine_rows[q], models[v]));
+        }
+        Mlem<double> em(mo);
+        em.set_subsets(blocks);
+        em.set_process_sum(sum);
+        const index_t r0 = rc.part.begin(rank), r1 = rc.part.end(rank);
+        Array<double> f(exec, std::size_t(a.cols));
+        const MlemStatus st = em.solve(
+            to_exec(std::vector<double>(sys.counts.begin() + r0, sys.counts.begin() + r1), exec),
+            f);
+        BOOST_TEST(st.subsets == S);
+        BOOST_TEST(std::abs(st.counts - st_ref.counts) <= 1e-12 * st_ref.counts, what);
+        BOOST_REQUIRE(st.loglik.size() == st_ref.loglik.size());
+        for (std::size_t k = 0; k < st.loglik.size(); ++k)
+            BOOST_TEST(
+                std::abs(st.loglik[k] - st_ref.loglik[k]) <= 1e-11 * std::abs(st_ref.loglik[k]),
+                what << ": L(f^" << k << ") " << st.loglik[k] << " vs " << st_ref.loglik[k]);
+        const std::vector<double> fh = to_host(f);
+        double df = 0, scale = 0;
+        for (index_t j = 0; j < a.cols; ++j) {
+            df = std::max(df, std::abs(fh[j] - fr[j]));
+            scale = std::max(scale, std::abs(fr[j]));
+        }
+        BOOST_TEST(scale > 0);
+        BOOST_TEST(df <= 1e-11 * scale, what << ": max |f_P - f_1| = " << df);
+    }
 }
 
 BOOST_AUTO_TEST_CASE(block_ilu_per_rank_converges)

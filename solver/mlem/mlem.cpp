@@ -126,11 +126,11 @@ MlemStatus Mlem<VT>::solve(const Array<VT>& g_arr, Array<VT>& f_arr)
     // the vectors need no sum of their own, the host scalars still go through psum_
     const bool summed_transpose = blocks_[0]->reducer() != nullptr;
     for (const auto& blk : blocks_)
-        HEPTANE_ENSURE(!blk->reducer() || (S == 1 && psum_), NotSupported,
-                       "Mlem: an operator with its rows split over processes runs as MLEM (one "
-                       "subset) with set_process_sum for the host sums");
-    HEPTANE_ENSURE(!psum_ || S == 1, NotSupported,
-                   "Mlem: OSEM (subsets) with the rows split over processes is not built");
+        HEPTANE_ENSURE(
+            (blk->reducer() != nullptr) == summed_transpose && (!summed_transpose || psum_),
+            NotSupported,
+            "Mlem: operators with their rows split over processes (every block or "
+            "none) need set_process_sum for the host sums");
     const index_t n = blocks_[0]->cols();
     std::vector<index_t> offset(S + 1, 0);  // first row of each block
     for (int s = 0; s < S; ++s) offset[s + 1] = offset[s] + blocks_[s]->rows();
@@ -173,9 +173,10 @@ MlemStatus Mlem<VT>::solve(const Array<VT>& g_arr, Array<VT>& f_arr)
     if (!w.sensitivity_ready) {
         // norm_s = A_sᵀ·1 (q = 1 serves as the ones vector), norm = Σ_s norm_s
         ops.fill(m, VT(1), q);
-        for (int s = 0; s < S; ++s)
+        for (int s = 0; s < S; ++s) {
             blocks_[s]->apply_transpose(VT(1), q + offset[s], VT(0), inv_of(s));
-        all_sum(inv_of(0), n);  // over the processes (S = 1 then)
+            all_sum(inv_of(s), n);  // over the processes
+        }
         ops.copy(n, inv_of(0), norm);
         for (int s = 1; s < S; ++s) ops.axpby(n, VT(1), inv_of(s), VT(1), norm);
         // checks: no negative column sum; Σ norm; #{norm_j > 0} = #{−norm_j < 0}
@@ -252,6 +253,7 @@ MlemStatus Mlem<VT>::solve(const Array<VT>& g_arr, Array<VT>& f_arr)
                 As.apply(f, qs);                                    // q_s = A_s f
                 ops.mlem_correlate(ms, g + offset[s], qs, qs, -1);  // q_s = g_s / q_s
                 As.apply_transpose(VT(1), qs, VT(0), b);            // b = A_sᵀ q_s
+                all_sum(b, n);                                      // over the processes
                 ops.mlem_update(n, b, inv_of(s), f);                // f = f · b / norm_s
             }
             if (ll) loglik(k + 1);

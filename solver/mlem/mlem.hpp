@@ -90,8 +90,9 @@ public:
     /// blocks 0..s-1), all with the same columns and on one executor. Throws InputError when
     /// empty, DimensionMismatch when the columns differ.
     void set_subsets(std::vector<std::shared_ptr<const Operator<VT>>> blocks);
-    /// Rows split over processes (MLEM, S = 1): every process sets the operator of its own
-    /// rows (all with the same columns) and solves with g of those rows and f of all columns;
+    /// Rows split over processes: every process sets the operator of its own rows (for OSEM
+    /// its S blocks: subset s is the union of every process's block s; every process the same
+    /// S), all with the same columns, and solves with g of those rows and f of all columns;
     /// `sum` adds n host doubles over every process in place (e.g. MPI_Allreduce), collective.
     /// The sensitivity, each back projection, Σg, the checks' counts and the log-likelihoods
     /// are summed through it (a back projection goes through host memory); f comes out the
