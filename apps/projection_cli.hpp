@@ -77,7 +77,7 @@ private:
 
 /// Under mpirun: this rank's rows as chunks (`first`..`last` of `m`'s), a group of the chunk
 /// file's chunks of about equal bytes (only those read into memory), or of canonical COO `a`
-/// a block of rows of about equal entries cut into chunks; `starts`: every rank's first row,
+/// a block of rows of about equal entries cut into CSR chunks; `starts`: every rank's first row,
 /// then the row count.
 template <class MT>
 struct RankChunks {
@@ -103,10 +103,7 @@ RankChunks<MT> rank_chunks(const Coo<double>& a, const std::string& hoc, const O
         const Coo<double> mine =
             row_slice(a, r.starts[std::size_t(g.rank)], r.starts[std::size_t(g.rank) + 1]);
         r.m = std::make_shared<const OocMatrix<MT>>(
-            ooc.bdia_block_size > 0
-                ? make_ooc_matrix_bdia<MT>(mine, ooc.bdia_block_size, ooc.bdia_block_offsets,
-                                           ooc.chunk_bytes, exec->is_cuda())
-                : make_ooc_matrix<MT>(mine, ooc.chunk_bytes, exec->is_cuda()));
+            make_ooc_matrix<MT>(mine, ooc.chunk_bytes, exec->is_cuda()));  // CSR chunks
         r.last = static_cast<index_t>(r.m->chunks().size());
     }
     return r;
@@ -148,13 +145,11 @@ std::vector<std::shared_ptr<const Operator<VT>>> rank_subsets(
     const index_t first = rc.first, last = rc.last;
     const std::vector<index_t>& starts = rc.starts;
     row0 = starts[std::size_t(g.rank)];
-    double fewest = double(last - first);  // the fewest chunks of any rank (a sum of minima)
-    {
-        std::vector<double> all(std::size_t(g.size), 0.0);
-        all[std::size_t(g.rank)] = fewest;
-        g.sum(all.data(), g.size);
-        fewest = *std::min_element(all.begin(), all.end());
-    }
+    // the fewest chunks of any rank: every rank's count (a sum of vectors zero but at its own)
+    std::vector<double> counts(std::size_t(g.size), 0.0);
+    counts[std::size_t(g.rank)] = double(last - first);
+    g.sum(counts.data(), g.size);
+    const double fewest = *std::min_element(counts.begin(), counts.end());
     if (fewest < subsets)
         throw UsageError("--subsets " + std::to_string(subsets) + ": a rank's rows are only " +
                          std::to_string(static_cast<long long>(fewest)) +

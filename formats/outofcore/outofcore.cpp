@@ -940,7 +940,6 @@ std::vector<index_t> ooc_chunk_groups(const OocMatrix<MT>& m, int parts, index_t
     if (last < 0) last = all;
     HEPTANE_ENSURE(first >= 0 && first <= last && last <= all, InputError,
                    "chunk groups: chunks [" << first << ", " << last << ") of " << all);
-    const index_t n = last;
     HEPTANE_ENSURE(
         parts >= 1 && parts <= last - first, InputError,
         parts << " groups of " << last - first << " chunks: lower the chunk size (--chunk-bytes)");
@@ -954,10 +953,9 @@ std::vector<index_t> ooc_chunk_groups(const OocMatrix<MT>& m, int parts, index_t
         index_t end = at + 1;
         done += chunks[at].bytes;
         const double target = double(total) * s / parts;
-        while (end < n - (parts - s) && double(done) + 0.5 * double(chunks[end].bytes) <= target)
+        while (end < last - (parts - s) && double(done) + 0.5 * double(chunks[end].bytes) <= target)
             done += chunks[end++].bytes;
-        if (s == parts)
-            for (; end < n; ++end) done += chunks[end].bytes;
+        if (s == parts) end = last;
         bounds.push_back(end);
         at = end;
     }

@@ -28,8 +28,8 @@ struct OocChunkView {
     const std::int32_t* offsets = nullptr;
     index_t row0 = 0;
     index_t cols = 0;
-    /// BDIA-GH chunks: the D block offsets in host memory too (CUDA: the in-core BDIA kernels
-    /// run the chunk, formats/bdia/bdia_cuda.hpp); null: the chunk kernel reads `offsets`.
+    /// BDIA-GH chunks on CUDA: the D block offsets in host memory (the in-core BDIA kernels
+    /// run the chunk, formats/bdia/bdia_cuda.hpp); the CPU kernels read `offsets`.
     const std::int32_t* host_offsets = nullptr;
 };
 
