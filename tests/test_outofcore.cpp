@@ -681,6 +681,29 @@ BOOST_AUTO_TEST_CASE(bdia_chunks_of_hepta_matrices)
                                             ", resident " + std::to_string(frac),
                                         1e-13);
             }
+            if (chunk == 1000) {  // a row block in the middle (an OSEM subset), all resident
+                const index_t k1 = static_cast<index_t>(m->chunks().size()) - 1;
+                const index_t r0 = m->chunks()[1].row0, r1 = m->chunks()[k1].row0;
+                std::vector<index_t> ri, ci;
+                std::vector<double> vi;
+                for (offset_t k = 0; k < c.a.nnz(); ++k)
+                    if (c.a.row[k] >= r0 && c.a.row[k] < r1) {
+                        ri.push_back(c.a.row[k] - r0);
+                        ci.push_back(c.a.col[k]);
+                        vi.push_back(c.a.val[k]);
+                    }
+                const Coo<double> sub{r1 - r0, c.a.cols, Array<index_t>(ri), Array<index_t>(ci),
+                                      Array<double>(vi)};
+                for (double frac : {1.0, 0.5}) {
+                    OutOfCoreOptions o;
+                    o.max_resident_fraction = frac;
+                    check_against_reference(sub,
+                                            OutOfCoreOperator<double, double>(m, exec, o, 1, k1),
+                                            c.name + " bdia chunks [1, " + std::to_string(k1) +
+                                                "), resident " + std::to_string(frac),
+                                            1e-13);
+                }
+            }
             // entries back, and through a chunk file with every block read from it
             const Coo<double> back = to_coo(*m);
             BOOST_TEST((back.row.host() == c.a.row.host()));

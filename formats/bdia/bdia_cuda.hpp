@@ -38,13 +38,18 @@ struct BdiaRows {
     index_t block_diagonals = 0;
     const std::int32_t* block_offsets = nullptr;  ///< host memory, ascending
     const MT* data = nullptr;                     ///< device memory
+    /// Op::transpose: these rows are all that add into y[c0, c1) (the block columns they
+    /// touch): y = alpha * A_b^T x + beta * y there, stored rather than added atomically;
+    /// y outside [c0, c1) untouched. The caller scales it (or knows [c0, c1) is all of y).
+    bool exclusive = false;
 };
 
 /// The optimized BDIA kernels on one row block, queued on `stream` (a cudaStream_t of the
 /// executor's device; null: the executor's), tuned launch shape:
 ///   Op::normal:    y[0, rows) = alpha * A_b x + beta * y[0, rows)   (x: all cols)
 ///   Op::transpose: y[0, cols) += alpha * A_b^T x[0, rows), added atomically (row blocks on
-///                  other streams may add into the same entries); beta unused.
+///                  other streams may add into the same entries); beta unused
+///                  (b.exclusive: y = alpha * A_b^T x + beta * y over the block's columns).
 /// DimensionMismatch when the sizes are not multiples of block_size, NotSupported for more
 /// than 64 block diagonals.
 template <class MT, class VT>

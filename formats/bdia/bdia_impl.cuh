@@ -658,8 +658,8 @@ void spmv_bdia_impl(const CudaExecutor& exec, const Bdia<MT>& a, Op op, VT alpha
 
 /// A row block of a BDIA-GH matrix as a BDIA matrix of its own: A x with the block offsets
 /// shifted by the block's first block row; A^T x over the block columns the block touches,
-/// added atomically (Params::atomic_out). Tuned launch shape; 2 rows per thread only when the
-/// values are 16-byte aligned.
+/// added atomically (Params::atomic_out) unless the block is their only contributor. Tuned launch
+/// shape; 2 rows per thread only when the values are 16-byte aligned.
 template <class MT, class VT>
 void spmv_bdia_rows_impl(const CudaExecutor& exec, const BdiaRows<MT>& b, Op op, VT alpha,
                          const VT* x, VT beta, VT* y, void* stream)
@@ -704,7 +704,7 @@ void spmv_bdia_rows_impl(const CudaExecutor& exec, const BdiaRows<MT>& b, Op op,
         p.rows = p.nbc * nc;
         p.lo = std::max<index_t>(0, dmax + shift);
         p.hi = std::min<index_t>(p.nbc, nbr + dmin + shift);
-        p.atomic_out = 1;
+        p.atomic_out = b.exclusive ? 0 : 1;
     }
     if (p.hi < p.lo) p.hi = p.lo;
     for (index_t q = 0; q < nd; ++q) p.boff[q] = b.block_offsets[q] + shift;

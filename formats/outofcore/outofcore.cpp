@@ -20,6 +20,7 @@
 
 #ifdef HEPTANE_HAVE_CUDA
 #include "core/cuda_common.hpp"
+#include "formats/bdia/bdia_cuda.hpp"
 #endif
 
 namespace heptane {
@@ -438,8 +439,20 @@ struct OutOfCoreOperator<MT, VT>::Impl {
     index_t rows = 0;                     ///< their rows
     void* resident = nullptr;             ///< one device block for the resident chunks
     std::vector<std::size_t> res_offset;  ///< chunk k's offset in it
-    std::vector<void*> buffers;           ///< device stream buffers
-    std::vector<void*> staging;           ///< host buffers the file chunks are read into
+    /// BDIA-GH chunks on a GPU whose resident chunks share Nc and block offsets: their values
+    /// merged into one row block (value (i, q*Nc + s) of its rows at [(q*Nc + s) * rows + i]),
+    /// run by one launch of the in-core kernels instead of one a chunk.
+    bool merged = false;
+    index_t merged_rows = 0;
+    /// ... and it is all the operator's rows and touches all of its columns: A^T x stores
+    /// y = alpha A^T x + beta y in that launch (no scaling pass, no atomic adds).
+    bool merged_whole = false;
+    /// CSR chunks on a GPU: the resident ones as one CSR block (32-bit row pointers through
+    /// it, when its entries fit them), run as one chunk.
+    bool merged_csr = false;
+    kernels::OocChunkView<MT> merged_view;
+    std::vector<void*> buffers;  ///< device stream buffers
+    std::vector<void*> staging;  ///< host buffers the file chunks are read into
     bool staging_pinned = false;
     mutable std::vector<unsigned char> checked;  ///< file chunk k checked once (operator's k)
     /// BDIA-GH chunks on a GPU: chunk k's block offsets in host memory at host_off[host_at[k]]
@@ -672,10 +685,52 @@ OutOfCoreOperator<MT, VT>::OutOfCoreOperator(std::shared_ptr<const OocMatrix<MT>
         HEPTANE_CUDA_CHECK(cudaEventCreateWithFlags(&d.fork, cudaEventDisableTiming));
         HEPTANE_CUDA_CHECK(cudaEventCreateWithFlags(&d.join, cudaEventDisableTiming));
     }
-    const std::size_t res_bytes = padded(resident);
+    // BDIA-GH chunks with one Nc and one set of block offsets: the resident ones in one block
+    const auto offsets_of = [&](index_t k) {
+        const auto* o = d.host_off.data() + d.host_at[std::size_t(k)];
+        return std::vector<std::int32_t>(o, o + chunks[k].block_diagonals);
+    };
+    d.merged = resident > 0 && chunks[0].nc > 0;
+    for (index_t k = 1; d.merged && k < resident; ++k)
+        d.merged = chunks[k].nc == chunks[0].nc &&
+                   chunks[k].block_diagonals == chunks[0].block_diagonals &&
+                   chunks[k].row0 == chunks[k - 1].row0 + chunks[k - 1].rows &&
+                   offsets_of(k) == offsets_of(0);
+    if (d.merged) {
+        d.merged_rows = chunks[resident - 1].row0 + chunks[resident - 1].rows - chunks[0].row0;
+        const auto off = offsets_of(0);
+        const index_t nc = chunks[0].nc, br0 = chunks[0].row0 / nc, nbc = d.m->cols() / nc;
+        const index_t dmin = *std::min_element(off.begin(), off.end());
+        const index_t dmax = *std::max_element(off.begin(), off.end());
+        d.merged_whole =
+            resident == L.chunks && br0 + dmin <= 0 && br0 + d.merged_rows / nc + dmax >= nbc;
+    }
+    const std::size_t cols_in_block =
+        d.merged ? std::size_t(chunks[0].block_diagonals) * std::size_t(chunks[0].nc) : 0;
+    // CSR chunks: the resident ones as one CSR block,
+    //     [row_ptr: rows + 1 x u32][col: nnz x u32][pad to 16 B][val: nnz x MT]
+    offset_t res_nnz = 0;
+    index_t res_rows = 0;
+    d.merged_csr = resident > 1;
+    for (index_t k = 0; k < resident; ++k) {
+        d.merged_csr =
+            d.merged_csr && chunks[k].nc == 0 && chunks[k].row0 == chunks[0].row0 + res_rows;
+        res_nnz += chunks[k].nnz;
+        res_rows += chunks[k].rows;
+    }
+    d.merged_csr = d.merged_csr && res_nnz < offset_t(std::numeric_limits<std::uint32_t>::max());
+    const std::size_t csr_col_off = align16(4 * (std::size_t(res_rows) + 1));
+    const std::size_t csr_val_off = align16(csr_col_off + 4 * std::size_t(res_nnz));
+    std::vector<std::uint32_t> csr_ptr;  // the block's row pointers, built on the host
+    if (d.merged_csr) csr_ptr.assign(std::size_t(res_rows) + 1, 0);
+    const std::size_t res_bytes =
+        d.merged       ? align256(cols_in_block * std::size_t(d.merged_rows) * sizeof(MT))
+        : d.merged_csr ? align256(csr_val_off + std::size_t(res_nnz) * sizeof(MT))
+                       : padded(resident);
     if (resident > 0) {
         d.resident = d.exec->alloc(res_bytes);
         std::size_t off = 0;
+        std::size_t at_row = 0, at_nnz = 0;  // the CSR block's rows and entries so far
         bool own_staging = false;  // resident chunks from the file: through one staging buffer
         for (index_t k = 0; k < resident; ++k) {
             d.res_offset.push_back(off);
@@ -689,11 +744,58 @@ OutOfCoreOperator<MT, VT>::OutOfCoreOperator(std::shared_ptr<const OocMatrix<MT>
                 d.read(k, d.staging[0]);
                 src = d.staging[0];
             }
-            HEPTANE_CUDA_CHECK(cudaMemcpyAsync(static_cast<char*>(d.resident) + off, src,
-                                               chunks[k].bytes, cudaMemcpyHostToDevice,
-                                               cuda::stream(ce)));
+            if (d.merged) {  // the chunk's columns into the block's, at its first row
+                const std::size_t w = std::size_t(chunks[k].rows) * sizeof(MT);
+                const std::size_t pitch = std::size_t(d.merged_rows) * sizeof(MT);
+                char* dst = static_cast<char*>(d.resident) +
+                            std::size_t(chunks[k].row0 - chunks[0].row0) * sizeof(MT);
+                const char* from = static_cast<const char*>(src) + chunks[k].val_off;
+                if (pitch <= std::size_t(std::numeric_limits<int>::max())) {
+                    HEPTANE_CUDA_CHECK(cudaMemcpy2DAsync(dst, pitch, from, w, w, cols_in_block,
+                                                         cudaMemcpyHostToDevice, cuda::stream(ce)));
+                } else {  // past the largest pitch a 2D copy takes: a copy a column
+                    for (std::size_t j = 0; j < cols_in_block; ++j)
+                        HEPTANE_CUDA_CHECK(cudaMemcpyAsync(dst + j * pitch, from + j * w, w,
+                                                           cudaMemcpyHostToDevice,
+                                                           cuda::stream(ce)));
+                }
+            } else if (d.merged_csr) {  // its row pointers moved up, columns and values after
+                const auto* rp = static_cast<const std::uint32_t*>(src);
+                for (index_t i = 1; i <= chunks[k].rows; ++i)
+                    csr_ptr[at_row + std::size_t(i)] = static_cast<std::uint32_t>(at_nnz + rp[i]);
+                char* base = static_cast<char*>(d.resident);
+                const char* from = static_cast<const char*>(src);
+                const std::size_t nz = std::size_t(chunks[k].nnz);
+                HEPTANE_CUDA_CHECK(cudaMemcpyAsync(base + csr_col_off + 4 * at_nnz,
+                                                   from + chunks[k].col_off, 4 * nz,
+                                                   cudaMemcpyHostToDevice, cuda::stream(ce)));
+                HEPTANE_CUDA_CHECK(cudaMemcpyAsync(base + csr_val_off + sizeof(MT) * at_nnz,
+                                                   from + chunks[k].val_off, sizeof(MT) * nz,
+                                                   cudaMemcpyHostToDevice, cuda::stream(ce)));
+                at_row += std::size_t(chunks[k].rows);
+                at_nnz += nz;
+            } else {
+                HEPTANE_CUDA_CHECK(cudaMemcpyAsync(static_cast<char*>(d.resident) + off, src,
+                                                   chunks[k].bytes, cudaMemcpyHostToDevice,
+                                                   cuda::stream(ce)));
+            }
             L.resident_bytes += chunks[k].bytes;
             off += align256(chunks[k].bytes);
+        }
+        if (d.merged_csr) {
+            HEPTANE_CUDA_CHECK(cudaMemcpyAsync(d.resident, csr_ptr.data(), 4 * csr_ptr.size(),
+                                               cudaMemcpyHostToDevice, cuda::stream(ce)));
+            HEPTANE_CUDA_CHECK(cudaStreamSynchronize(cuda::stream(ce)));  // csr_ptr may go
+            const char* base = static_cast<const char*>(d.resident);
+            auto& v = d.merged_view;
+            v.rows = res_rows;
+            v.nnz = res_nnz;
+            v.row_ptr = reinterpret_cast<const std::uint32_t*>(base);
+            v.col = reinterpret_cast<const std::uint32_t*>(base + csr_col_off);
+            v.val = reinterpret_cast<const MT*>(base + csr_val_off);
+            v.lanes = lanes_for(res_rows, res_nnz);
+            v.row0 = chunks[0].row0;
+            v.cols = d.m->cols();
         }
         if (own_staging) {
             HEPTANE_CUDA_CHECK(cudaStreamSynchronize(cuda::stream(ce)));
@@ -810,16 +912,33 @@ void apply_impl(const typename OutOfCoreOperator<MT, VT>::Impl& d, bool tr, VT a
     const bool reads = d.layout.file_chunks > 0;
     if (!reads)
         for (index_t i = 0; i < std::min<index_t>(n, S); ++i) queue_copy(i);
-    if (tr) kernels::ooc_scale(ce, d.m->cols(), beta, y);
+    if (tr && !d.merged_whole) kernels::ooc_scale(ce, d.m->cols(), beta, y);
     // the resident chunks: on the side stream when chunks stream too (after x, y and the
     // scaling are ready: the fork event), else on the executor's stream
     if (d.side) {
         HEPTANE_CUDA_CHECK(cudaEventRecord(d.fork, s0));
         HEPTANE_CUDA_CHECK(cudaStreamWaitEvent(d.side, d.fork, 0));
     }
-    for (index_t k = 0; k < R; ++k)
-        run_chunk(ce, d.view(chunks[k], static_cast<const char*>(d.resident) + d.res_offset[k]),
-                  row_of(chunks[k]), tr, alpha, x, beta, y, d.side);
+    if (d.merged) {  // one launch over the resident rows
+        kernels::BdiaRows<MT> b;
+        b.row0 = chunks[0].row0;
+        b.rows = d.merged_rows;
+        b.cols = d.m->cols();
+        b.block_size = chunks[0].nc;
+        b.block_diagonals = chunks[0].block_diagonals;
+        b.block_offsets = d.host_off.data();
+        b.data = static_cast<const MT*>(d.resident);
+        b.exclusive = d.merged_whole;
+        kernels::spmv_bdia_rows(ce, b, tr ? Op::transpose : Op::normal, alpha,
+                                tr ? x + row_of(chunks[0]) : x, beta,
+                                tr ? y : y + row_of(chunks[0]), d.side);
+    } else if (d.merged_csr) {
+        run_chunk(ce, d.merged_view, row_of(chunks[0]), tr, alpha, x, beta, y, d.side);
+    } else {
+        for (index_t k = 0; k < R; ++k)
+            run_chunk(ce, d.view(chunks[k], static_cast<const char*>(d.resident) + d.res_offset[k]),
+                      row_of(chunks[k]), tr, alpha, x, beta, y, d.side);
+    }
     if (reads)
         for (index_t i = 0; i < std::min<index_t>(n, S); ++i) queue_copy(i);
     for (index_t i = 0; i < n; ++i) {
@@ -880,7 +999,8 @@ std::string OutOfCoreOperator<MT, VT>::describe() const
        << ")";
     if (d.exec->is_cuda())
         os << ", " << L.resident_chunks << " resident (" << bytes_text(double(L.resident_bytes))
-           << "), " << bytes_text(double(L.streamed_bytes)) << " streamed per product through "
+           << ((d.merged || d.merged_csr) && L.resident_chunks > 1 ? ", one block" : "") << "), "
+           << bytes_text(double(L.streamed_bytes)) << " streamed per product through "
            << d.buffers.size() << " buffers";
     if (L.file_chunks > 0)
         os << ", " << L.file_chunks << " chunks (" << bytes_text(double(L.file_bytes))

@@ -2,7 +2,8 @@
 // will read it), cut into row chunks, and an Operator streams the chunks through a few
 // device buffers, the copy of chunk k+1 (on a copy stream) overlapping the product of chunk k
 // (on the executor's stream). As many leading chunks as the device budget allows stay on the
-// device (partial residency); only the rest crosses the bus at every product. The vectors
+// device (partial residency), merged into one block (one CSR block; one BDIA-GH row block for
+// BDIA-GH chunks) that one launch runs; only the rest crosses the bus at every product. The vectors
 // stay in the executor's memory, so MLEM, LSQR, CG and BiCGStab use the operator unchanged.
 //
 // A chunk is compact CSR: 32-bit row pointers local to the chunk, 32-bit column indices and
