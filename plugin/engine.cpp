@@ -3,10 +3,12 @@
 // PETSc PCs: engine_pc.cpp, several ranks: engine_dist.cpp).
 #include "plugin/engine.hpp"
 #include "plugin/engine_impl.hpp"
+#include "plugin/big_alloc.hpp"
 
 #include <algorithm>
 #include <array>
 #include <cstring>
+#include <limits>
 #include <sstream>
 #include <type_traits>
 
@@ -172,8 +174,83 @@ struct BdiaStore final : TypedStore<VT> {
     else scatter_device(a, data.data());
     if constexpr (keeps_fp64) scatter_fp64(a);
   }
-  std::shared_ptr<const Operator<double>> op_fp64() const override { return own64_; }
-  std::string                             note() const override
+  // CPU: the slot map composed with pos once (slot of the entry whose value is values[j]),
+  // then one scatter over the values in their own order: the traffic of refresh()
+  bool refresh_permuted(const double *values, const index_t *pos) override
+  {
+    Array<MT> &data = own_->matrix().data;
+    if (!data.on_host()) return refresh_permuted_device(values, pos, data.data());
+    if (slot_.size() != std::size_t(nnz_)) return false;
+    if (pos != permuted_from_) { // 32-bit where the slots fit: half the map's traffic
+      const std::int64_t n = std::int64_t(slot_.size());
+      if (data.size() < std::size_t(std::numeric_limits<std::int32_t>::max())) {
+        BigVector<offset_t>().swap(permuted_);
+        permuted32_.resize(slot_.size());
+#pragma omp parallel for schedule(static) if (n > (1 << 16))
+        for (std::int64_t e = 0; e < n; ++e) permuted32_[std::size_t(pos[e])] = std::int32_t(slot_[std::size_t(e)]);
+      } else {
+        BigVector<std::int32_t>().swap(permuted32_);
+        permuted_.resize(slot_.size());
+#pragma omp parallel for schedule(static) if (n > (1 << 16))
+        for (std::int64_t e = 0; e < n; ++e) permuted_[std::size_t(pos[e])] = slot_[std::size_t(e)];
+      }
+      permuted_from_ = pos;
+    }
+    const auto scatter = [&](auto *dst) {
+      if (permuted32_.empty()) kernels::scatter_values(*cpu_executor(), nnz_, permuted_.data(), values, dst);
+      else kernels::scatter_values(*cpu_executor(), nnz_, permuted32_.data(), values, dst);
+    };
+    scatter(data.data());
+    if constexpr (keeps_fp64) scatter(own64_->matrix().data.data());
+    return true;
+  }
+  // GPU: the values go up in their own order (PinnedUpload) into pvalues_, a kernel puts them
+  // into CSR order in values_ (through the inverse of pos, made and uploaded once: the CSR
+  // values the preconditioner's numeric part reads), then the usual scatter into the BDIA
+  // slots. Costs nnz doubles and nnz 32-bit positions of device memory more; where they cannot
+  // be had, false (the caller gathers on the host as before).
+  bool refresh_permuted_device(const double *values, const index_t *pos, MT *dst)
+  {
+    if (values_.empty()) return false;
+    const auto &exec = values_.exec();
+    if (pos != permuted_from_) {
+      try {
+        BigVector<std::int32_t> inv(static_cast<std::size_t>(nnz_));
+        const std::int64_t      n = std::int64_t(nnz_);
+#pragma omp parallel for schedule(static) if (n > (1 << 16))
+        for (std::int64_t e = 0; e < n; ++e) inv[std::size_t(pos[e])] = std::int32_t(e);
+        inv_     = Array<std::int32_t>(exec, inv.size());
+        pvalues_ = Array<double>(exec, std::size_t(nnz_));
+        upload_->upload(inv.data(), inv_.data(), inv_.bytes());
+      } catch (const std::exception &) { // no room on the device: gather on the host instead
+        inv_           = Array<std::int32_t>();
+        pvalues_       = Array<double>();
+        permuted_from_ = nullptr;
+        return false;
+      }
+      permuted_from_ = pos;
+    }
+    upload_->reset_stats();
+    upload_->upload(values, pvalues_.data(), pvalues_.bytes());
+    const double *pv = pvalues_.data();
+    double       *v  = values_.data();
+    dispatch_executor(*exec, [&](const auto &e) {
+      kernels::scatter_values(e, nnz_, inv_.data(), pv, v);
+      if (slot32_.empty()) kernels::scatter_values(e, nnz_, slot64_.data(), static_cast<const double *>(v), dst);
+      else kernels::scatter_values(e, nnz_, slot32_.data(), static_cast<const double *>(v), dst);
+      if constexpr (keeps_fp64) {
+        double *d64 = own64_->matrix().data.data();
+        if (slot32_.empty()) kernels::scatter_values(e, nnz_, slot64_.data(), static_cast<const double *>(v), d64);
+        else kernels::scatter_values(e, nnz_, slot32_.data(), static_cast<const double *>(v), d64);
+      }
+    });
+    return true;
+  }
+  std::shared_ptr<const Operator<double>> op_fp64() const override
+  {
+    return own64_;
+  }
+  std::string note() const override
   {
     const std::string what = "values scattered through the CSR->BDIA slot map (" + std::to_string(nnz_) + " entries)";
     if (values_.empty()) return what;
@@ -203,7 +280,10 @@ struct BdiaStore final : TypedStore<VT> {
     dispatch_executor(*own_->executor(), [&](const auto &e) { kernels::bdia_right_scale(e, a, b, binv, dst); });
     return out;
   }
-  const double  *device_values() const override { return values_.empty() ? nullptr : values_.data(); }
+  const double *device_values() const override
+  {
+    return values_.empty() ? nullptr : values_.data();
+  }
   CsrPatternView device_pattern() const override
   {
     CsrPatternView p;
@@ -245,14 +325,19 @@ struct BdiaStore final : TypedStore<VT> {
   std::shared_ptr<OpT>          own_;   // the operator, writable (TypedStore::op_ is the same object)
   std::shared_ptr<Op64>         own64_; // mixed: the fp64 matrix (op_fp64)
   offset_t                      nnz_ = 0;
-  std::vector<offset_t>         slot_;          // CPU: the slot map
-  Array<std::int32_t>           slot32_;        // GPU: the slot map (one of the two)
-  Array<std::int64_t>           slot64_;        //
-  Array<double>                 values_;        // GPU: the CSR values of the last build/refresh
-  Array<index_t>                ptr_, col_;     // GPU (slot map made there): the CSR pattern
-  std::shared_ptr<PinnedUpload> upload_;        // GPU (the executor's, device_pool.hpp)
-  double                        slot_ms_   = 0; // GPU, first build: pattern up + slot map
-  double                        values_ms_ = 0; // GPU, first build: values up + scatter
+  std::vector<offset_t>         slot_;                    // CPU: the slot map
+  BigVector<offset_t>           permuted_;                // CPU: slot_ through refresh_permuted's pos
+  BigVector<std::int32_t>       permuted32_;              //   (one of the two: 32-bit where slots fit)
+  const index_t                *permuted_from_ = nullptr; // that pos
+  Array<std::int32_t>           inv_;                     // GPU: pos's inverse (refresh_permuted)
+  Array<double>                 pvalues_;                 // GPU: the values in pos's order
+  Array<std::int32_t>           slot32_;                  // GPU: the slot map (one of the two)
+  Array<std::int64_t>           slot64_;                  //
+  Array<double>                 values_;                  // GPU: the CSR values of the last build/refresh
+  Array<index_t>                ptr_, col_;               // GPU (slot map made there): the CSR pattern
+  std::shared_ptr<PinnedUpload> upload_;                  // GPU (the executor's, device_pool.hpp)
+  double                        slot_ms_   = 0;           // GPU, first build: pattern up + slot map
+  double                        values_ms_ = 0;           // GPU, first build: values up + scatter
 };
 
 // CSR: the pattern is PETSc's, the values are copied in order (on a GPU, fp64: straight from
@@ -461,6 +546,19 @@ void MatrixEngine::refresh_values(const CsrView &a)
   m.exec->synchronize();
   m.timings.last_refresh_ms = ms_since(t0);
   ++m.timings.refreshes;
+}
+
+bool MatrixEngine::refresh_values_permuted(const double *values, const index_t *pos, offset_t nnz)
+{
+  const auto t0 = clock_type::now();
+  Impl      &m  = *impl_;
+  HEPTANE_ENSURE(m.store, InputError, "values-only refresh before the first build");
+  HEPTANE_ENSURE(nnz == m.nnz, InputError, "values-only refresh: " << nnz << " entries, the pattern had " << m.nnz);
+  if (m.distributed || !m.store->refresh_permuted(values, pos)) return false;
+  m.exec->synchronize();
+  m.timings.last_refresh_ms = ms_since(t0);
+  ++m.timings.refreshes;
+  return true;
 }
 
 #ifndef HEPTANE_PLUGIN_DISTRIBUTED

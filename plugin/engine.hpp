@@ -118,6 +118,15 @@ public:
   /// Same pattern as the last build, new values. Throws InputError when the number of
   /// entries changed (the caller must build instead).
   void refresh_values(const CsrView &a);
+  /// refresh_values with the values in another order: the value of entry e of the last
+  /// build's CsrView is values[pos[e]] (host memory), pos a permutation of 0..nnz-1 that stays
+  /// the same until the next build — PETSc's BAIJ array, blocks column-major, read in place
+  /// instead of gathered into CSR order first. Returns false, changing nothing, where the
+  /// operator has no such path (only BDIA-GH has one: on the CPU it composes its slot map with
+  /// pos once; on a GPU the values go up as they are and a kernel puts them into CSR order
+  /// there, through pos's inverse uploaded once); the caller then gathers and calls
+  /// refresh_values.
+  bool refresh_values_permuted(const double *values, const index_t *pos, offset_t nnz);
   /// Several MPI ranks; collective over `comm` (every rank calls it, and every rank throws
   /// the same error, naming the rank it comes from). `a`: this rank's rows [row_begin,
   /// row_begin + a.rows) with GLOBAL column indices; the ranks' ranges follow each other in
@@ -222,6 +231,14 @@ public:
   /// another pattern), or when the values cannot be factored; the preconditioner then keeps
   /// its previous values (build_preconditioner to start over).
   void refresh_preconditioner(const CsrView &a, const MatrixEngine &m);
+  /// refresh_preconditioner with the values in another order (see
+  /// MatrixEngine::refresh_values_permuted; m refreshed from the same values first): on the
+  /// CPU through Preconditioner::update_values_permuted (none, Jacobi, block Jacobi); on a GPU
+  /// from m's device copy of the values in CSR order (update_values_device: the types whose
+  /// numeric part runs there, AMG and CPR included). Returns false, changing nothing, where
+  /// that path does not apply; the caller then gathers and calls refresh_preconditioner.
+  /// Throws as refresh_preconditioner.
+  bool refresh_preconditioner_permuted(const double *values, const index_t *pos, offset_t nnz, const MatrixEngine &m);
   /// A preconditioner heptane does not have, applied by the caller on host arrays (the PETSc
   /// plugin: PETSc's own PC through PCApply): apply(r, z) sets z = M^-1 r for m.rows() doubles
   /// of this rank (collective where m is distributed: every rank's solver calls it together).

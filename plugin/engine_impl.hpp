@@ -111,8 +111,10 @@ inline std::vector<index_t> star_offsets(const std::array<index_t, 3> &g)
 
 // An operator the engine owns, with the values-only refresh of its format.
 struct StoreBase {
-  virtual ~StoreBase()                                                      = default;
-  virtual void                                    refresh(const CsrView &a) = 0;
+  virtual ~StoreBase()                   = default;
+  virtual void refresh(const CsrView &a) = 0;
+  /// The values in another order (MatrixEngine::refresh_values_permuted); false: no such path.
+  virtual bool                                    refresh_permuted(const double                                    */*values*/, const index_t                                    */*pos*/) { return false; }
   virtual std::shared_ptr<const Operator<double>> op_double() const { return nullptr; }
   virtual std::shared_ptr<const Operator<float>>  op_single() const { return nullptr; }
   virtual std::string                             note() const = 0;

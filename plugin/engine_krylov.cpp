@@ -303,6 +303,31 @@ void KrylovEngine::refresh_preconditioner(const CsrView &a, const MatrixEngine &
   ++k.timings.pc_refreshes;
 }
 
+bool KrylovEngine::refresh_preconditioner_permuted(const double *values, const index_t *pos, offset_t nnz, const MatrixEngine &m)
+{
+  const auto t0 = clock_type::now();
+  Impl      &k  = *impl_;
+  HEPTANE_ENSURE(has_preconditioner(), InputError, "values-only preconditioner refresh before the first setup");
+  HEPTANE_ENSURE((m.precision() == Precision::single) == (k.f.pc != nullptr), InputError, "values-only preconditioner refresh in another precision than the setup's");
+  // as refresh_preconditioner's in-place path: the pattern is the setup's
+  if (!(k.in_place && k.values_from == &m && k.values_of == m.timings().builds) || m.distributed()) return false;
+  bool        done = false;
+  std::string path;
+  if (m.executor()->is_cpu()) {
+    done = k.f.pc ? k.f.pc->update_values_permuted(values, pos, nnz) : k.d.pc->update_values_permuted(values, pos, nnz);
+    path = "numeric part on the host, on PETSc's values in place (in their own order)";
+  } else if (const double *dv = m.csr_values_on_device()) { // m refreshed from these values: its device copy, CSR order
+    done = k.f.pc ? k.f.pc->update_values_device(dv, nnz) : k.d.pc->update_values_device(dv, nnz);
+    path = numeric_path_note(true, k.pattern_on_device, m);
+  }
+  if (!done) return false;
+  k.pc_path            = path;
+  k.pc_desc            = k.f.pc ? k.f.pc->describe() : k.d.pc->describe();
+  k.timings.last_pc_ms = ms_since(t0);
+  ++k.timings.pc_refreshes;
+  return true;
+}
+
 void KrylovEngine::set_host_preconditioner(std::function<void(const double *r, double *z)> apply, const std::string &describe)
 {
   Impl &k = *impl_;

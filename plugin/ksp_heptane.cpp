@@ -415,6 +415,42 @@ static PetscErrorCode KSPHeptaneCSRGet(KSP ksp, Mat A, HeptaneCSR *csr)
   PetscFunctionReturn(0);
 }
 
+/* A one-rank BAIJ matrix (SeqBAIJ, a one-rank MPIBAIJ's diagonal block): its values in place,
+   in BAIJ's own order, for a values-only refresh through what(values, pos, nnz) (the operator's
+   or the preconditioner's permuted path); *done: whether that path took them. Nothing is
+   gathered into CSR order. */
+template <class What>
+static PetscErrorCode KSPHeptaneBAIJInPlace(KSP ksp, Mat A, What what, PetscBool *done)
+{
+  KSP_Heptane            *h = (KSP_Heptane *)ksp->data;
+  PetscBool               isbaij, ismpibaij;
+  Mat                     Ad = A, Ao;
+  const PetscInt         *colmap;
+  const double           *v;
+  const heptane::index_t *pos;
+  PetscInt                nnz;
+  bool                    ok = false;
+
+  PetscFunctionBegin;
+  *done = PETSC_FALSE;
+  PetscCall(PetscObjectBaseTypeCompare((PetscObject)A, MATSEQBAIJ, &isbaij));
+  PetscCall(PetscObjectBaseTypeCompare((PetscObject)A, MATMPIBAIJ, &ismpibaij));
+  if (!isbaij && !ismpibaij) PetscFunctionReturn(0);
+  if (ismpibaij) PetscCall(MatMPIBAIJGetSeqBAIJ(A, &Ad, &Ao, &colmap));
+  PetscCall(HeptaneBAIJValuesGet(Ad, h->baij, &v, &pos, &nnz));
+  if (!v) PetscFunctionReturn(0);
+  PetscErrorCode ierr = 0;
+  HeptaneCallCXX(
+    try { ok = what(v, pos, (heptane::offset_t)nnz); } catch (...) {
+      ierr = HeptaneBAIJValuesRestore(Ad, &v);
+      throw;
+    });
+  PetscCall(ierr);
+  PetscCall(HeptaneBAIJValuesRestore(Ad, &v));
+  *done = ok ? PETSC_TRUE : PETSC_FALSE;
+  PetscFunctionReturn(0);
+}
+
 /* The grid: -heptane_grid/-heptane_block, else the DMDA of the matrix or of the KSP. */
 static PetscErrorCode KSPHeptaneGridHint(KSP ksp, Mat A, heptane::plugin::GridHint *hint)
 {
@@ -447,6 +483,16 @@ static PetscErrorCode KSPHeptaneBuildPC(KSP ksp, Mat Amat, PetscBool values_only
   const heptane::plugin::CsrView *view;
 
   PetscFunctionBegin;
+  values_only = (PetscBool)(values_only && h->krylov->has_preconditioner() && want == h->pc_built && !KSPHeptanePcOptionsChanged(h));
+  if (values_only && !h->engine->distributed()) { /* BAIJ: its values in place where the PC can */
+    PetscBool done;
+    PetscCall(KSPHeptaneBAIJInPlace(
+      ksp, Amat, [h](const double *v, const heptane::index_t *pos, heptane::offset_t nnz) { return h->krylov->refresh_preconditioner_permuted(v, pos, nnz, *h->engine); }, &done));
+    if (done) {
+      h->pc_refreshed = PETSC_TRUE;
+      PetscFunctionReturn(0);
+    }
+  }
   if (h->engine->distributed()) { /* several ranks: this rank's diagonal block (MPIAIJ's Ad, lent
                                      again: the operator was updated from the same matrix) */
     if (h->rows->inplace) PetscCall(HeptaneRowsGet(h->rows_from, h->rows));
@@ -455,7 +501,6 @@ static PetscErrorCode KSPHeptaneBuildPC(KSP ksp, Mat Amat, PetscBool values_only
     PetscCall(KSPHeptaneCSRGet(ksp, Amat, &csr));
     view = &csr.view;
   }
-  values_only = (PetscBool)(values_only && h->krylov->has_preconditioner() && want == h->pc_built && !KSPHeptanePcOptionsChanged(h));
   if (values_only)
     HeptaneCallCXX(
       try {
@@ -869,7 +914,14 @@ static PetscErrorCode KSPHeptaneUpdate(KSP ksp)
     PetscCall(MatDestroy(&h->engine_mat));
     if (!h->own->built() || id != h->mat_id || nz != h->mat_nzstate || h->own->config() != cfg) updated = 2;
     else if (st != h->mat_state) updated = 1;
-    if (updated) {
+    PetscBool in_place = PETSC_FALSE;
+    if (updated == 1) /* BAIJ: its values in place, no gather, where the operator can */
+      PetscCall(KSPHeptaneBAIJInPlace(
+        ksp, Amat, [h](const double *v, const heptane::index_t *pos, heptane::offset_t nnz) { return h->own->refresh_values_permuted(v, pos, nnz); }, &in_place));
+    if (in_place)
+      h->input_how = "BAIJ read through a block-to-scalar map made once per pattern (no MatConvert); values-only refreshes read its values in place, in BAIJ's own order (no gather on the host: on the CPU through the BDIA-GH slot map composed with "
+                     "it once; on a GPU uploaded as they are and put into CSR order there)";
+    else if (updated) {
       PetscCall(KSPHeptaneCSRGet(ksp, Amat, &csr));
       if (updated == 2) {
         PetscCall(KSPHeptaneGridHint(ksp, Amat, &hint));

@@ -81,16 +81,16 @@ static PetscErrorCode HeptaneMPIAIJBlocks(Mat A, Mat *Ad, Mat *Ao, const PetscIn
   PetscFunctionReturn(0);
 }
 
-PetscErrorCode HeptaneBAIJGet(Mat A, const PetscInt bcolmap[], HeptaneBAIJ *b, heptane::plugin::CsrView *view)
+/* The scalar pattern and the block-to-scalar map of a BAIJ matrix, made again only for a new
+   matrix, nonzero state or column map. */
+static PetscErrorCode HeptaneBAIJMap(Mat A, const PetscInt bcolmap[], HeptaneBAIJ *b)
 {
-  PetscObjectState nz, st;
+  PetscObjectState nz;
   PetscObjectId    id;
   PetscInt         bs, nb, bs2;
-  PetscScalar     *a;
 
   PetscFunctionBegin;
   PetscCall(MatGetNonzeroState(A, &nz));
-  PetscCall(PetscObjectStateGet((PetscObject)A, &st));
   PetscCall(PetscObjectGetId((PetscObject)A, &id));
   PetscCall(MatGetBlockSize(A, &bs));
   bs2 = bs * bs;
@@ -109,7 +109,7 @@ PetscErrorCode HeptaneBAIJGet(Mat A, const PetscInt bcolmap[], HeptaneBAIJ *b, h
           const PetscInt jb = bcolmap ? bcolmap[ja[k]] : ja[k];
           for (PetscInt c = 0; c < bs; c++, e++) {
             b->col[e] = (heptane::index_t)(jb * bs + c);
-            b->src[e] = k * bs2 + c * bs + r; /* blocks are stored column-major */
+            b->src[e] = (heptane::index_t)(k * bs2 + c * bs + r); /* blocks are stored column-major */
           }
         }
         b->ptr[(size_t)(ib * bs + r) + 1] = (heptane::index_t)e;
@@ -120,6 +120,17 @@ PetscErrorCode HeptaneBAIJGet(Mat A, const PetscInt bcolmap[], HeptaneBAIJ *b, h
     b->bcolmap = bcolmap;
     b->state   = -1;
   }
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode HeptaneBAIJGet(Mat A, const PetscInt bcolmap[], HeptaneBAIJ *b, heptane::plugin::CsrView *view)
+{
+  PetscObjectState st;
+  PetscScalar     *a;
+
+  PetscFunctionBegin;
+  PetscCall(HeptaneBAIJMap(A, bcolmap, b));
+  PetscCall(PetscObjectStateGet((PetscObject)A, &st));
   if (st != b->state) { /* new values (a second call for the same values gathers nothing) */
     PetscCall(MatSeqBAIJGetArray(A, &a));
     const size_t n = b->src.size();
@@ -131,6 +142,33 @@ PetscErrorCode HeptaneBAIJGet(Mat A, const PetscInt bcolmap[], HeptaneBAIJ *b, h
   view->row_ptr = b->ptr.data();
   view->col_idx = b->col.data();
   view->values  = b->val.data();
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode HeptaneBAIJValuesGet(Mat A, HeptaneBAIJ *b, const double **values, const heptane::index_t **pos, PetscInt *nnz)
+{
+  PetscScalar *a;
+
+  PetscFunctionBegin;
+  *values = NULL;
+  *pos    = NULL;
+  *nnz    = 0;
+  if (sizeof(PetscScalar) != sizeof(double)) PetscFunctionReturn(0); /* complex: gather instead */
+  PetscCall(HeptaneBAIJMap(A, NULL, b));
+  PetscCall(MatSeqBAIJGetArray(A, &a));
+  *values = (const double *)a;
+  *pos    = b->src.data();
+  *nnz    = (PetscInt)b->src.size();
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode HeptaneBAIJValuesRestore(Mat A, const double **values)
+{
+  PetscScalar *a = (PetscScalar *)*values;
+
+  PetscFunctionBegin;
+  if (a) PetscCall(MatSeqBAIJRestoreArray(A, &a));
+  *values = NULL;
   PetscFunctionReturn(0);
 }
 

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "plugin/big_alloc.hpp"
 #include "plugin/engine.hpp"
 #include "plugin/engine_impl.hpp"
 #include "plugin/heptane_petsc.h"
@@ -81,15 +82,22 @@ PETSC_INTERN PetscErrorCode HeptaneCSRRestore(HeptaneCSR *);
    pass, no allocation) into `val`, which the view points to. `bcolmap` (MPIBAIJ's off-diagonal
    block): the global block column of each of its block columns; NULL: the columns as they are. */
 struct HeptaneBAIJ {
-  PetscObjectId                 id      = 0;
-  PetscObjectState              nz      = -1;
-  PetscObjectState              state   = -1; /* of the values in val */
-  const PetscInt               *bcolmap = nullptr;
-  std::vector<heptane::index_t> ptr, col;
-  std::vector<PetscInt>         src;
-  std::vector<double>           val;
+  PetscObjectId                                id      = 0;
+  PetscObjectState                             nz      = -1;
+  PetscObjectState                             state   = -1; /* of the values in val */
+  const PetscInt                              *bcolmap = nullptr;
+  heptane::plugin::BigVector<heptane::index_t> ptr, col; /* (plugin/big_alloc.hpp: huge pages, no zero fill) */
+  heptane::plugin::BigVector<heptane::index_t> src;
+  heptane::plugin::BigVector<double>           val;
 };
 PETSC_INTERN PetscErrorCode HeptaneBAIJGet(Mat, const PetscInt bcolmap[], HeptaneBAIJ *, heptane::plugin::CsrView *);
+/* A SeqBAIJ matrix's values in place, in their own order (MatSeqBAIJGetArray), with the
+   map of HeptaneBAIJGet: the value of entry e of its scalar CSR is values[pos[e]] (nnz
+   entries). No gather: `val` keeps the values of its last gather, and its state says so, so a
+   later HeptaneBAIJGet gathers the new ones. values = NULL where the values are not doubles
+   (complex PetscScalar). Restored by HeptaneBAIJValuesRestore. */
+PETSC_INTERN PetscErrorCode HeptaneBAIJValuesGet(Mat, HeptaneBAIJ *, const double **values, const heptane::index_t **pos, PetscInt *nnz);
+PETSC_INTERN PetscErrorCode HeptaneBAIJValuesRestore(Mat, const double **values);
 
 /* An SBAIJ matrix (only its upper triangle is stored) as AIJ (seq or mpi, as the matrix is):
    MatConvert once per pattern (object and nonzero state), MAT_REUSE_MATRIX for new values,

@@ -58,6 +58,21 @@ heptane_plugin_test(plugin_host_baij_read_through_a_map
   --plugin ${plugin_so} --ref "${ref_bcgs} -dm_mat_type baij" --heptane "-ksp_type hbcgs -ksp_view -dm_mat_type baij"
   --expect "PETSc matrix seqbaij" --expect "heptane matrix input: BAIJ read through a block-to-scalar map made once per pattern"
   --expect "heptane setups: 1 full \\(new pattern\\), 2 values-only" --reject MISMATCH -- ${host} -dof 3 -solves 3)
+# BAIJ values-only refreshes with (point-)block Jacobi on the CPU: the BAIJ array read in
+# place, in its own order (the BDIA-GH slot map and the PC's gather map composed with the
+# block-to-scalar map once), no gather; fp64 and mixed (the fp64 copy refreshed too)
+foreach(v "pbjacobi;3;double" "jacobi;2;mixed")
+  list(GET v 0 pc)
+  list(GET v 1 dof)
+  list(GET v 2 prec)
+  heptane_plugin_test(plugin_host_baij_values_read_in_place_${pc}_${prec}
+    ${solves} ${host_checks} --its-diff 3 --solves 3 --
+    --plugin ${plugin_so} --ref "${ref_bcgs} -pc_type ${pc} -dm_mat_type baij"
+    --heptane "-ksp_type hbcgs -pc_type ${pc} -heptane_device cpu -heptane_precision ${prec} -ksp_view -dm_mat_type baij"
+    --expect "values-only refreshes read its values in place, in BAIJ's own order"
+    --expect "heptane setups: 1 full \\(new pattern\\), 2 values-only"
+    --expect "numeric part on the host, on PETSc's values in place \\(in their own order\\)" --reject MISMATCH -- ${host} -dof ${dof} -solves 3)
+endforeach()
 heptane_plugin_test(plugin_host_sbaij_hcg_matches_cg
   ${solves} ${host_checks} --its-diff 2 --solves 2 --
   --plugin ${plugin_so} --ref "-ksp_type cg -pc_type jacobi" --heptane "-ksp_type hcg -pc_type jacobi -ksp_view"
@@ -444,6 +459,18 @@ if(HEPTANE_HAVE_CUDA)
   set(two_refreshes "heptane preconditioner setups: 1 full \\(symbolic \\+ numeric\\), 2 values-only")
   # ... and their symbolic part from the pattern the operator keeps on the device (bdiagh);
   # the GPU was set up on a background thread when the plugin was loaded (-heptane_prewarm)
+  # BAIJ values-only refreshes on the device: the BAIJ array uploaded as it is and put into CSR
+  # order there (no host gather); the preconditioner's numeric part from those device values
+  # (hamg on a scalar system: its hierarchy then lives on the device, -heptane_amg_setup auto)
+  foreach(v "pbjacobi;3" "hamg;1")
+    list(GET v 0 pc)
+    list(GET v 1 dof)
+    heptane_plugin_gpu_test(plugin_host_gpu_baij_values_read_in_place_${pc}
+      ${solves} ${host_checks} --solves 3 --
+      --plugin ${plugin_so} --ref "${ref_bcgs} -pc_type pbjacobi -dm_mat_type baij" --heptane "-ksp_type hbcgs -pc_type ${pc} -heptane_device gpu -ksp_view -dm_mat_type baij"
+      --expect "on a GPU uploaded as they are and put into CSR order there" --expect "${on_device}" --expect "${two_refreshes}"
+      --reject MISMATCH -- ${host} -dof ${dof} -solves 3)
+  endforeach()
   foreach(pc jacobi pbjacobi)
     heptane_plugin_gpu_test(plugin_host_gpu_${pc}_numeric_on_device
       ${solves} ${host_checks} --

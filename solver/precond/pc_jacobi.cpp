@@ -40,6 +40,11 @@ public:
         this->setup_ms_ = 0;
         return true;
     }
+    bool update_values_permuted(const double*, const index_t*, offset_t) override
+    {
+        this->setup_ms_ = 0;
+        return true;
+    }
 
 protected:
     void solve(const VT* r, VT* z) const override  // z = r
@@ -202,6 +207,32 @@ public:
         this->setup_ms_ = ms_since(t0);
         return true;
     }
+    bool update_values_permuted(const double* values, const index_t* pos, offset_t nnz) override
+    {
+        HEPTANE_ENSURE(nnz == nnz_, InputError,
+                       who() << ": values-only update with " << nnz
+                             << " values; the preconditioner was set up for " << nnz_
+                             << " entries");
+        if (!this->exec_->is_cpu() || !dups_.empty() || map_.empty()) return false;
+        const auto t0 = clock_type::now();
+        if (pos != permuted_from_) {  // the gather map through pos, once (pos: 32-bit)
+            permuted_.resize(map_.size());
+            const std::int64_t len = std::int64_t(map_.size());
+#pragma omp parallel for schedule(static) if (len > (1 << 16))
+            for (std::int64_t i = 0; i < len; ++i) {
+                const offset_t k = map_[std::size_t(i)];
+                permuted_[std::size_t(i)] = k < 0 ? std::int32_t(-1) : std::int32_t(pos[k]);
+            }
+            permuted_from_ = pos;
+        }
+        if (next_.size() != binv_.size()) next_ = Array<VT>(this->exec_, binv_.size());
+        const index_t bad = kernels::block_diag_invert(
+            *cpu_executor(), nblocks(), this->nc_, permuted_.data(), values, next_.data(), nullptr);
+        if (bad >= 0) fail(bad, [&](offset_t k) { return values[pos[k]]; });
+        binv_.swap(next_);
+        this->setup_ms_ = ms_since(t0);
+        return true;
+    }
 
 protected:
     void solve(const VT* r, VT* z) const override  // z_c = A_cc⁻¹ r_c
@@ -215,16 +246,34 @@ protected:
                 kernels::block_diag_apply(e, n / nc, nc, b, r, z);
         });
     }
-    bool symmetric_apply() const noexcept override { return type_ == PcType::jacobi; }
+    bool symmetric_apply() const noexcept override
+    {
+        return type_ == PcType::jacobi;
+    }
 
 public:
-    const VT* block_inverse() const noexcept override { return binv_.data(); }
+    const VT* block_inverse() const noexcept override
+    {
+        return binv_.data();
+    }
 
 private:
-    static const char* name(PcType t) { return t == PcType::jacobi ? "Jacobi" : "block-Jacobi"; }
-    const char* who() const { return name(type_); }
-    index_t nblocks() const { return this->n_ / this->nc_; }
-    std::size_t nc2() const { return std::size_t(this->nc_) * std::size_t(this->nc_); }
+    static const char* name(PcType t)
+    {
+        return t == PcType::jacobi ? "Jacobi" : "block-Jacobi";
+    }
+    const char* who() const
+    {
+        return name(type_);
+    }
+    index_t nblocks() const
+    {
+        return this->n_ / this->nc_;
+    }
+    std::size_t nc2() const
+    {
+        return std::size_t(this->nc_) * std::size_t(this->nc_);
+    }
 
     // map_ (and dups_: the entries of a block position after its first, (position, k) in CSR
     // order; none in a canonical CSR)
@@ -385,7 +434,9 @@ private:
     std::vector<offset_t> map_;  // the gather map, host (none after from_device_pattern)
     std::vector<std::pair<offset_t, offset_t>> dups_;
     std::vector<double> combined_;
-    Array<std::int32_t> map32_;  // the gather map on a GPU (one of the two)
+    std::vector<std::int32_t> permuted_;      // map_ through update_values_permuted's pos
+    const index_t* permuted_from_ = nullptr;  // that pos
+    Array<std::int32_t> map32_;               // the gather map on a GPU (one of the two)
     Array<std::int64_t> map64_;
     Array<VT> binv_;           // the live inverses (nc² per block; Jacobi: 1 / a_ii)
     Array<VT> next_;           // the next ones, swapped in when all inverted

@@ -104,6 +104,12 @@ bool Preconditioner<VT>::update_values_device(const double*, offset_t)
     return false;
 }
 
+template <class VT>
+bool Preconditioner<VT>::update_values_permuted(const double*, const index_t*, offset_t)
+{
+    return false;
+}
+
 namespace {
 
 void check_setup(const Executor* exec, index_t block_size)

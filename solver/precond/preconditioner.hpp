@@ -122,6 +122,16 @@ public:
     /// update_values for values that cannot be factored (the message names the block; the
     /// preconditioner keeps its previous values) and DeviceError for a failed launch.
     virtual bool update_values_device(const double* values, offset_t nnz);
+    /// update_values_device with the values in another order: the value of CSR entry e (in
+    /// the order of the matrix the preconditioner was set up from) is values[pos[e]], pos a
+    /// permutation of 0..nnz-1 in host memory that stays the same (the same pointer, the same
+    /// contents) until the next setup — e.g. PETSc's BAIJ storage, blocks column-major, read
+    /// in place instead of gathered into CSR order first. The first call composes the
+    /// preconditioner's own gather map with pos, later ones only read. Returns false, changing
+    /// nothing, where there is no such path: every type but none, Jacobi and block Jacobi;
+    /// Jacobi and block Jacobi on a GPU or with an entry stored twice. none: true (nothing to
+    /// update). Throws as update_values_device.
+    virtual bool update_values_permuted(const double* values, const index_t* pos, offset_t nnz);
     /// Jacobi and block Jacobi: M⁻¹'s diagonal blocks as the apply uses them, n/b blocks of
     /// b × b values, row-major, in the executor's memory (b = block_size(); Jacobi: b = 1,
     /// 1/a_ii), for a caller that folds M⁻¹ into the operator (kernels::bdia_right_scale).
