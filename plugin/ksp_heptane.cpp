@@ -18,14 +18,17 @@
      - hcg: the operator's symmetry is checked once per matrix state; a nonsymmetric one stops
        KSPSolve with KSP_DIVERGED_INDEFINITE_MAT and a warning pointing to hbcgs;
      - one rank: SeqAIJ and bdiagh are read in place (MatGetRowIJ, MatSeqAIJGetArrayRead),
-       SeqBAIJ is converted to SeqAIJ once (MAT_REUSE_MATRIX for new values), a one-rank
-       MPIAIJ gives its diagonal block. The grid comes from -heptane_grid/-heptane_block, else
-       the DMDA of the matrix (or of the KSP), else detect_structure;
+       SeqBAIJ through a block-to-scalar map made once per pattern (values gathered; values-only
+       refreshes read the BAIJ array in place where the operator and PC can:
+       KSPHeptaneBAIJInPlace), SBAIJ through an AIJ copy, a one-rank MPIAIJ gives its diagonal
+       block. The grid comes from -heptane_grid/-heptane_block, else the DMDA of the matrix (or
+       of the KSP), else detect_structure;
      - several ranks (docs/design.md section 4): each rank's rows become heptane's distributed
        BDIA-GH operator (engine_dist.cpp): an MPIAIJ (a DMDA's default, bdiagh) lends its
-       diagonal and off-diagonal blocks in place, any other type (MPIBAIJ) is copied with
-       MatGetRow (HeptaneRowsGet); each rank builds its preconditioner from its diagonal block,
-       so ILU is block Jacobi over the ranks with ILU(0) blocks, as PETSc's bjacobi. A DMDA
+       diagonal and off-diagonal blocks in place, MPIBAIJ's two SeqBAIJ blocks go through the
+       block-to-scalar map, any other type is copied with MatGetRow (HeptaneRowsGet); each rank
+       builds its preconditioner from its diagonal block, so ILU is block Jacobi over the ranks
+       with ILU(0) blocks, as PETSc's bjacobi. A DMDA
        split in x or y (PETSc's default split) numbers the unknowns rank by rank: the matrix
        is renumbered into the grid's natural order once per pattern (KSPHeptaneNaturalMap:
        MatCreateSubMatrix from the DMDA's AO) and b and x are scattered to it and back;
