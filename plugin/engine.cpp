@@ -98,18 +98,9 @@ struct BdiaStore final : TypedStore<VT> {
   BdiaStore(const CsrView &a, index_t nc, std::vector<index_t> offsets, const std::shared_ptr<const Executor> &exec, const std::string &where) : nnz_(a.nnz())
   {
     const index_t n = a.rows;
-    std::sort(offsets.begin(), offsets.end());
-    offsets.erase(std::unique(offsets.begin(), offsets.end()), offsets.end());
-    const index_t nq = index_t(offsets.size());
-    // BDIA stores D·Nc·N slots; far more than the entries means the matrix is not
-    // block-diagonal (e.g. -heptane_format bdiagh on an unstructured matrix)
-    const double slots = double(nq) * nc * n;
-    HEPTANE_ENSURE(slots <= 4.0 * double(nnz_) + double(n), InputError,
-                   "BDIA-GH would store " << slots << " values for " << nnz_ << " entries (" << nq << " block offsets, Nc = " << nc
-                                          << "): the matrix is not block-diagonal; use another "
-                                             "format (csr)");
+    check_offsets(n, nc, offsets);
     Bdia<MT> m;
-    if (exec->is_cpu() || nq > kernels::bdia_slots_max_offsets) {
+    if (exec->is_cpu() || index_t(offsets.size()) > kernels::bdia_slots_max_offsets) {
       std::vector<offset_t> slot = bdia_slot_map(a, nc, offsets, where);
       if (exec->is_cpu()) {
         m     = bdia_zeros<MT>(n, n, nc, std::move(offsets));
@@ -126,35 +117,105 @@ struct BdiaStore final : TypedStore<VT> {
     } else {
       // On a GPU the pattern goes up (row pointers and columns, through the pinned buffers)
       // and the slot map is computed there: no host pass over the entries, no host map.
-      const auto t1 = clock_type::now();
-      upload_       = shared_pinned_upload(exec);
-      {
-        // kept: the preconditioner makes its symbolic part from it (device_pattern)
-        ptr_                = Array<index_t>(exec, std::size_t(n) + 1);
-        col_                = Array<index_t>(exec, std::size_t(nnz_));
-        Array<index_t> &ptr = ptr_, &col = col_;
-        upload_->upload(a.row_ptr, ptr.data(), ptr.bytes());
-        upload_->upload(a.col_idx, col.data(), col.bytes());
-        offset_t bad = -1;
-        dispatch_executor(*exec, [&](const auto &e) {
-          if (slots < 2147483648.0) { // 32-bit slots: half the map's traffic per refresh
-            slot32_ = Array<std::int32_t>(exec, std::size_t(nnz_));
-            bad     = kernels::bdia_slots_from_csr(e, n, nc, ptr.data(), col.data(), offsets.data(), nq, slot32_.data());
-          } else {
-            slot64_ = Array<std::int64_t>(exec, std::size_t(nnz_));
-            bad     = kernels::bdia_slots_from_csr(e, n, nc, ptr.data(), col.data(), offsets.data(), nq, slot64_.data());
-          }
-        });
-        if (bad >= 0) throw_off_offsets(a, nc, offsets, bad, where);
-      }
-      slot_ms_      = ms_since(t1);
-      const auto t2 = clock_type::now();
-      m             = bdia_zeros_on<MT>(n, nc, std::move(offsets), exec);
-      values_       = Array<double>(exec, std::size_t(nnz_));
-      scatter_device(a, m.data.data());
-      exec->synchronize();
-      values_ms_ = ms_since(t2);
+      m = on_device(
+        n, nc, std::move(offsets), exec,
+        [&] {
+          upload_->upload(a.row_ptr, ptr_.data(), ptr_.bytes());
+          upload_->upload(a.col_idx, col_.data(), col_.bytes());
+        },
+        [&](offset_t bad, const std::vector<index_t> &offs) { throw_off_offsets(a, nc, offs, bad, where); }, [&](MT *dst) { scatter_device(a, dst); });
     }
+    finish(std::move(m), n, nc, a.values, exec);
+  }
+  // From a block CSR matrix (PETSc's BAIJ) on a GPU: its block pattern and its values go up as
+  // they are and are expanded there (kernels::block_pattern_to_csr, block_values_to_csr) into
+  // the scalar CSR pattern and values the other constructor uploads: no host pass over the
+  // entries. The refreshes are the other constructor's; refresh_permuted with the block size
+  // needs no map. Only on a GPU with at most bdia_slots_max_offsets block offsets (the caller
+  // checks: MatrixEngine::build_blocks).
+  BdiaStore(const BlockCsrView &b, index_t nc, std::vector<index_t> offsets, const std::shared_ptr<const Executor> &exec, const std::string &where) : nnz_(b.nnz())
+  {
+    const index_t n = b.rows();
+    check_offsets(n, nc, offsets);
+    const index_t bs = b.block_size;
+    Bdia<MT>      m  = on_device(
+            n, nc, std::move(offsets), exec,
+            [&] {
+        Array<index_t> bptr(exec, std::size_t(b.block_rows) + 1), bcol(exec, std::size_t(b.block_ptr[b.block_rows]));
+        upload_->upload(b.block_ptr, bptr.data(), bptr.bytes());
+        upload_->upload(b.block_col, bcol.data(), bcol.bytes());
+        dispatch_executor(*exec, [&](const auto &e) { kernels::block_pattern_to_csr(e, b.block_rows, bs, bptr.data(), bcol.data(), ptr_.data(), col_.data()); });
+        exec->synchronize(); // bptr and bcol go out of scope
+      },
+            [&](offset_t bad, const std::vector<index_t> &offs) { // name the entry from the pattern made on the device
+        const std::vector<index_t> ptr = ptr_.to_vector(), col = col_.to_vector();
+        CsrView                    v;
+        v.rows    = n;
+        v.row_ptr = ptr.data();
+        v.col_idx = col.data();
+        throw_off_offsets(v, nc, offs, bad, where);
+      },
+            [&](MT *dst) {
+        pvalues_ = Array<double>(exec, std::size_t(nnz_));
+        upload_->reset_stats();
+        upload_->upload(b.values, pvalues_.data(), pvalues_.bytes());
+        const double *pv = pvalues_.data();
+        double       *v  = values_.data();
+        dispatch_executor(*exec, [&](const auto &e) {
+          kernels::block_values_to_csr(e, n, bs, ptr_.data(), pv, v);
+          scatter_slots(e, v, dst);
+        });
+      });
+    finish(std::move(m), n, nc, nullptr, exec);
+  }
+  // sorted, distinct; BDIA stores D·Nc·N slots: far more than the entries means the matrix is
+  // not block-diagonal (e.g. -heptane_format bdiagh on an unstructured matrix)
+  void check_offsets(index_t n, index_t nc, std::vector<index_t> &offsets) const
+  {
+    std::sort(offsets.begin(), offsets.end());
+    offsets.erase(std::unique(offsets.begin(), offsets.end()), offsets.end());
+    const double slots = double(offsets.size()) * nc * n;
+    HEPTANE_ENSURE(slots <= 4.0 * double(nnz_) + double(n), InputError,
+                   "BDIA-GH would store " << slots << " values for " << nnz_ << " entries (" << offsets.size() << " block offsets, Nc = " << nc
+                                          << "): the matrix is not block-diagonal; use another "
+                                             "format (csr)");
+  }
+  // the device path of both constructors: the scalar pattern into ptr_/col_ (pattern()), the
+  // slot map from it there (off(k, offsets) for an entry on none of the offsets), the values
+  // into values_ and the BDIA slots (values(dst))
+  template <class Pattern, class Off, class Values>
+  Bdia<MT> on_device(index_t n, index_t nc, std::vector<index_t> offsets, const std::shared_ptr<const Executor> &exec, Pattern pattern, Off off, Values values)
+  {
+    const auto    t1 = clock_type::now();
+    const index_t nq = index_t(offsets.size());
+    upload_          = shared_pinned_upload(exec);
+    ptr_             = Array<index_t>(exec, std::size_t(n) + 1); // kept: the preconditioner's symbolic part reads them (device_pattern)
+    col_             = Array<index_t>(exec, std::size_t(nnz_));
+    pattern();
+    offset_t bad = -1;
+    dispatch_executor(*exec, [&](const auto &e) {
+      if (double(nq) * nc * n < 2147483648.0) { // 32-bit slots: half the map's traffic per refresh
+        slot32_ = Array<std::int32_t>(exec, std::size_t(nnz_));
+        bad     = kernels::bdia_slots_from_csr(e, n, nc, ptr_.data(), col_.data(), offsets.data(), nq, slot32_.data());
+      } else {
+        slot64_ = Array<std::int64_t>(exec, std::size_t(nnz_));
+        bad     = kernels::bdia_slots_from_csr(e, n, nc, ptr_.data(), col_.data(), offsets.data(), nq, slot64_.data());
+      }
+    });
+    if (bad >= 0) off(bad, offsets);
+    slot_ms_      = ms_since(t1);
+    const auto t2 = clock_type::now();
+    Bdia<MT>   m  = bdia_zeros_on<MT>(n, nc, std::move(offsets), exec);
+    values_       = Array<double>(exec, std::size_t(nnz_));
+    values(m.data.data());
+    exec->synchronize();
+    values_ms_ = ms_since(t2);
+    return m;
+  }
+  // the operator (and in mixed precision the fp64 matrix beside it) from m; host_values: the
+  // CSR values on the host where the operator is there
+  void finish(Bdia<MT> m, index_t n, index_t nc, const double *host_values, const std::shared_ptr<const Executor> &exec)
+  {
     std::ostringstream d;
     d << "bdiagh " << n << 'x' << n << " Nc=" << nc << " D=" << m.num_block_diagonals() << ' ' << precision_name<MT, VT>() << " on " << exec->name();
     own_      = std::make_shared<OpT>(std::move(m), n, exec, d.str());
@@ -163,7 +224,7 @@ struct BdiaStore final : TypedStore<VT> {
       const Bdia<MT> &m32 = own_->matrix();
       Bdia<double>    m64 = m32.exec()->is_cpu() ? bdia_zeros<double>(n, n, nc, m32.block_offsets) : bdia_zeros_on<double>(n, nc, m32.block_offsets, exec);
       own64_              = std::make_shared<Op64>(std::move(m64), n, exec, "bdiagh fp64 (the refinement's residuals)");
-      scatter_fp64(a);
+      scatter_fp64(host_values);
     }
   }
   void refresh(const CsrView &a) override
@@ -172,15 +233,15 @@ struct BdiaStore final : TypedStore<VT> {
     Array<MT> &data = own_->matrix().data;
     if (data.on_host()) kernels::scatter_values(*cpu_executor(), nnz_, slot_.data(), a.values, data.data());
     else scatter_device(a, data.data());
-    if constexpr (keeps_fp64) scatter_fp64(a);
+    if constexpr (keeps_fp64) scatter_fp64(a.values);
   }
   // CPU: the slot map composed with pos once (slot of the entry whose value is values[j]),
   // then one scatter over the values in their own order: the traffic of refresh()
-  bool refresh_permuted(const double *values, const index_t *pos) override
+  bool refresh_permuted(const double *values, const index_t *pos, index_t block_size) override
   {
     Array<MT> &data = own_->matrix().data;
-    if (!data.on_host()) return refresh_permuted_device(values, pos, data.data());
-    if (slot_.size() != std::size_t(nnz_)) return false;
+    if (!data.on_host()) return refresh_permuted_device(values, pos, block_size, data.data());
+    if (slot_.size() != std::size_t(nnz_) || !pos) return false;
     if (pos != permuted_from_) { // 32-bit where the slots fit: half the map's traffic
       const std::int64_t n = std::int64_t(slot_.size());
       if (data.size() < std::size_t(std::numeric_limits<std::int32_t>::max())) {
@@ -205,44 +266,47 @@ struct BdiaStore final : TypedStore<VT> {
     return true;
   }
   // GPU: the values go up in their own order (PinnedUpload) into pvalues_, a kernel puts them
-  // into CSR order in values_ (through the inverse of pos, made and uploaded once: the CSR
-  // values the preconditioner's numeric part reads), then the usual scatter into the BDIA
-  // slots. Costs nnz doubles and nnz 32-bit positions of device memory more; where they cannot
-  // be had, false (the caller gathers on the host as before).
-  bool refresh_permuted_device(const double *values, const index_t *pos, MT *dst)
+  // into CSR order in values_ (the CSR values the preconditioner's numeric part reads), then
+  // the usual scatter into the BDIA slots. A block CSR array (block_size > 0) over the pattern
+  // kept on the device (ptr_): by block_values_to_csr's formula, no map; otherwise through the
+  // inverse of pos, made and uploaded once (nnz 32-bit positions of device memory more). Costs
+  // nnz doubles of device memory more; where they cannot be had, false (the caller gathers on
+  // the host as before).
+  bool refresh_permuted_device(const double *values, const index_t *pos, index_t block_size, MT *dst)
   {
     if (values_.empty()) return false;
-    const auto &exec = values_.exec();
-    if (pos != permuted_from_) {
+    const auto &exec    = values_.exec();
+    const bool  formula = block_size > 0 && !ptr_.empty() && (ptr_.size() - 1) % std::size_t(block_size) == 0;
+    if (!formula && !pos) return false;
+    if (formula ? pvalues_.empty() || !inv_.empty() : pos != permuted_from_) {
       try {
-        BigVector<std::int32_t> inv(static_cast<std::size_t>(nnz_));
-        const std::int64_t      n = std::int64_t(nnz_);
+        if (formula) inv_ = Array<std::int32_t>();
+        else {
+          BigVector<std::int32_t> inv(static_cast<std::size_t>(nnz_));
+          const std::int64_t      n = std::int64_t(nnz_);
 #pragma omp parallel for schedule(static) if (n > (1 << 16))
-        for (std::int64_t e = 0; e < n; ++e) inv[std::size_t(pos[e])] = std::int32_t(e);
-        inv_     = Array<std::int32_t>(exec, inv.size());
-        pvalues_ = Array<double>(exec, std::size_t(nnz_));
-        upload_->upload(inv.data(), inv_.data(), inv_.bytes());
+          for (std::int64_t e = 0; e < n; ++e) inv[std::size_t(pos[e])] = std::int32_t(e);
+          inv_ = Array<std::int32_t>(exec, inv.size());
+          upload_->upload(inv.data(), inv_.data(), inv_.bytes());
+        }
+        if (pvalues_.empty()) pvalues_ = Array<double>(exec, std::size_t(nnz_));
       } catch (const std::exception &) { // no room on the device: gather on the host instead
         inv_           = Array<std::int32_t>();
         pvalues_       = Array<double>();
         permuted_from_ = nullptr;
         return false;
       }
-      permuted_from_ = pos;
+      permuted_from_ = formula ? nullptr : pos;
     }
     upload_->reset_stats();
     upload_->upload(values, pvalues_.data(), pvalues_.bytes());
     const double *pv = pvalues_.data();
     double       *v  = values_.data();
     dispatch_executor(*exec, [&](const auto &e) {
-      kernels::scatter_values(e, nnz_, inv_.data(), pv, v);
-      if (slot32_.empty()) kernels::scatter_values(e, nnz_, slot64_.data(), static_cast<const double *>(v), dst);
-      else kernels::scatter_values(e, nnz_, slot32_.data(), static_cast<const double *>(v), dst);
-      if constexpr (keeps_fp64) {
-        double *d64 = own64_->matrix().data.data();
-        if (slot32_.empty()) kernels::scatter_values(e, nnz_, slot64_.data(), static_cast<const double *>(v), d64);
-        else kernels::scatter_values(e, nnz_, slot32_.data(), static_cast<const double *>(v), d64);
-      }
+      if (formula) kernels::block_values_to_csr(e, index_t(ptr_.size() - 1), block_size, ptr_.data(), pv, v);
+      else kernels::scatter_values(e, nnz_, inv_.data(), pv, v);
+      scatter_slots(e, v, dst);
+      if constexpr (keeps_fp64) scatter_slots(e, v, own64_->matrix().data.data());
     });
     return true;
   }
@@ -294,30 +358,30 @@ struct BdiaStore final : TypedStore<VT> {
     p.on_executor = true;
     return p;
   }
-  // mixed: the same values into the fp64 matrix (on a GPU from the device copy just uploaded)
-  void scatter_fp64(const CsrView &a)
+  // mixed: the same values into the fp64 matrix (on a GPU from the device copy just uploaded;
+  // on the CPU from host_values)
+  void scatter_fp64(const double *host_values)
   {
     double *dst = own64_->matrix().data.data();
     if (own64_->matrix().data.on_host()) {
-      kernels::scatter_values(*cpu_executor(), nnz_, slot_.data(), a.values, dst);
+      kernels::scatter_values(*cpu_executor(), nnz_, slot_.data(), host_values, dst);
       return;
     }
-    const double *v = values_.data();
-    dispatch_executor(*values_.exec(), [&](const auto &e) {
-      if (slot32_.empty()) kernels::scatter_values(e, nnz_, slot64_.data(), v, dst);
-      else kernels::scatter_values(e, nnz_, slot32_.data(), v, dst);
-    });
+    dispatch_executor(*values_.exec(), [&](const auto &e) { scatter_slots(e, values_.data(), dst); });
+  }
+  // the CSR values v (device) through the slot map into the BDIA slots dst
+  template <class E, class T>
+  void scatter_slots(const E &e, const double *v, T *dst) const
+  {
+    if (slot32_.empty()) kernels::scatter_values(e, nnz_, slot64_.data(), v, dst);
+    else kernels::scatter_values(e, nnz_, slot32_.data(), v, dst);
   }
   // PETSc's values up into values_, then scattered on the device into dst
   void scatter_device(const CsrView &a, MT *dst)
   {
     upload_->reset_stats();
     upload_->upload(a.values, values_.data(), values_.bytes());
-    const double *v = values_.data();
-    dispatch_executor(*values_.exec(), [&](const auto &e) {
-      if (slot32_.empty()) kernels::scatter_values(e, nnz_, slot64_.data(), v, dst);
-      else kernels::scatter_values(e, nnz_, slot32_.data(), v, dst);
-    });
+    dispatch_executor(*values_.exec(), [&](const auto &e) { scatter_slots(e, values_.data(), dst); });
   }
 
   static constexpr bool keeps_fp64 = !std::is_same_v<MT, double> && std::is_same_v<VT, double>;
@@ -453,6 +517,29 @@ std::unique_ptr<StoreBase> make_store(const CsrView &a, Format f, index_t nc, co
 
 // ---- MatrixEngine ------------------------------------------------------------------------------
 
+// What a build leaves in the engine (build, build_blocks), after the store is made.
+static void record_build(MatrixEngine::Impl &m, const MatrixConfig &cfg, const std::string &device, const std::shared_ptr<const Executor> &exec, Format f, index_t n, offset_t nnz, index_t nc, std::vector<index_t> offsets, const std::array<index_t, 3> &grid, std::string note, double detect_ms, clock_type::time_point t0)
+{
+  exec->synchronize();
+  m.cfg                    = cfg;
+  m.device                 = device;
+  m.exec                   = exec;
+  m.format                 = f;
+  m.rows                   = n;
+  m.nnz                    = nnz;
+  m.nc                     = nc;
+  m.offsets                = std::move(offsets);
+  m.grid                   = grid;
+  m.note                   = std::move(note);
+  m.distributed            = false;
+  m.row_begin              = 0;
+  m.global_rows            = n;
+  m.ranks                  = 1;
+  m.timings.last_detect_ms = detect_ms;
+  m.timings.last_build_ms  = ms_since(t0);
+  ++m.timings.builds;
+}
+
 MatrixEngine::MatrixEngine() : impl_(std::make_unique<Impl>()) { }
 MatrixEngine::~MatrixEngine() = default;
 
@@ -516,24 +603,46 @@ void MatrixEngine::build(const CsrView &a, const GridHint &hint, const MatrixCon
     m.store = make_store<float, double>(a, f, nc, offsets, exec, where.str());
     break;
   }
-  exec->synchronize();
-  m.cfg                    = cfg;
-  m.device                 = device;
-  m.exec                   = exec;
-  m.format                 = f;
-  m.rows                   = n;
-  m.nnz                    = a.nnz();
-  m.nc                     = nc;
-  m.offsets                = std::move(offsets);
-  m.grid                   = grid;
-  m.note                   = note.str();
-  m.distributed            = false;
-  m.row_begin              = 0;
-  m.global_rows            = n;
-  m.ranks                  = 1;
-  m.timings.last_detect_ms = detect_ms;
-  m.timings.last_build_ms  = ms_since(t0);
-  ++m.timings.builds;
+  record_build(m, cfg, device, exec, f, n, a.nnz(), nc, std::move(offsets), grid, note.str(), detect_ms, t0);
+}
+
+// A GPU, a grid (DMDA or -heptane_grid) with its star stencil, BDIA-GH: the operator straight
+// from the block CSR arrays, expanded on the device (BdiaStore's block constructor); else false
+// and nothing changed (the caller builds from a host CsrView).
+bool MatrixEngine::build_blocks(const BlockCsrView &b, const GridHint &hint, const MatrixConfig &cfg)
+{
+  const auto t0 = clock_type::now();
+  Impl      &m  = *impl_;
+  if (!hint.has_grid() || !hint.star_stencil || b.block_size < 1 || b.block_rows < 1) return false;
+  if (cfg.format != "auto" && parse_format(cfg.format) != Format::bdia) return false;
+  const index_t                n    = b.rows();
+  const index_t                nc   = hint.block_size > 0 ? hint.block_size : 1;
+  const std::array<index_t, 3> grid = hint.grid;
+  if (offset_t(grid[0]) * grid[1] * grid[2] * nc != offset_t(n) || n % nc != 0) return false; // build() says what is wrong
+  std::vector<index_t> offsets = star_offsets(grid);
+  if (index_t(offsets.size()) > kernels::bdia_slots_max_offsets) return false;
+  std::string       why;
+  const std::string device = resolve_device(cfg.device, b.nnz(), cpu_executor()->threads(), &why);
+  if (device == "cpu") return false;
+  m.store.reset(); // free the old operator (device memory) before building the new one
+  m.device_why            = why;
+  const auto        exec  = m.exec && device == m.device ? m.exec : shared_executor(device);
+  const std::string where = "(" + hint.source + ")";
+  switch (cfg.precision) {
+  case Precision::double_:
+    m.store = std::make_unique<BdiaStore<double, double>>(b, nc, offsets, exec, where);
+    break;
+  case Precision::single:
+    m.store = std::make_unique<BdiaStore<float, float>>(b, nc, offsets, exec, where);
+    break;
+  case Precision::mixed:
+    m.store = std::make_unique<BdiaStore<float, double>>(b, nc, offsets, exec, where);
+    break;
+  }
+  std::ostringstream note;
+  note << "grid " << grid[0] << "x" << grid[1] << "x" << grid[2] << " Nc=" << nc << " from " << hint.source << " (star stencil, no detection; block CSR with bs = " << b.block_size << " expanded on the device)";
+  record_build(m, cfg, device, exec, Format::bdia, n, b.nnz(), nc, std::move(offsets), grid, note.str(), 0, t0);
+  return true;
 }
 
 void MatrixEngine::refresh_values(const CsrView &a)
@@ -548,13 +657,13 @@ void MatrixEngine::refresh_values(const CsrView &a)
   ++m.timings.refreshes;
 }
 
-bool MatrixEngine::refresh_values_permuted(const double *values, const index_t *pos, offset_t nnz)
+bool MatrixEngine::refresh_values_permuted(const double *values, const index_t *pos, offset_t nnz, index_t block_size)
 {
   const auto t0 = clock_type::now();
   Impl      &m  = *impl_;
   HEPTANE_ENSURE(m.store, InputError, "values-only refresh before the first build");
   HEPTANE_ENSURE(nnz == m.nnz, InputError, "values-only refresh: " << nnz << " entries, the pattern had " << m.nnz);
-  if (m.distributed || !m.store->refresh_permuted(values, pos)) return false;
+  if (m.distributed || !m.store->refresh_permuted(values, pos, block_size)) return false;
   m.exec->synchronize();
   m.timings.last_refresh_ms = ms_since(t0);
   ++m.timings.refreshes;

@@ -72,6 +72,21 @@ namespace heptane::plugin
 /// holds. Square; for build_distributed, this rank's rows with global column indices.
 using heptane::CsrView;
 
+/// A block CSR matrix in the caller's host arrays, borrowed (PETSc's SeqBAIJ with 32-bit
+/// PetscInt): block_rows block rows of bs x bs blocks, block columns ascending within a block
+/// row, each block's values column-major, one block after the other. Its scalar CSR (what a
+/// CsrView of it holds) takes, for row r of block row ib, row r of each of ib's blocks in turn
+/// (kernels::block_pattern_to_csr).
+struct BlockCsrView {
+  index_t        block_rows = 0;
+  index_t        block_size = 1;
+  const index_t *block_ptr  = nullptr; ///< block_rows + 1 entries, from 0
+  const index_t *block_col  = nullptr; ///< block_ptr[block_rows] entries
+  const double  *values     = nullptr; ///< block_ptr[block_rows] * bs * bs entries
+  index_t        rows() const noexcept { return block_rows * block_size; }
+  offset_t       nnz() const noexcept { return block_rows > 0 ? offset_t(block_ptr[block_rows]) * block_size * block_size : 0; }
+};
+
 /// What the caller knows about the grid behind the matrix (a DMDA, or -heptane_grid and
 /// -heptane_block). Unknown parts are detected from the pattern.
 struct GridHint {
@@ -115,18 +130,30 @@ public:
   /// Throws InputError when the matrix is not square, when the hint does not fit it (size,
   /// an entry off the grid's block offsets), or what the format and device throw.
   void build(const CsrView &a, const GridHint &hint, const MatrixConfig &cfg);
+  /// build() from a block CSR matrix without a host copy in scalar CSR: where the operator
+  /// is BDIA-GH on a GPU (format auto or bdiagh, the device resolving to a GPU) and the hint
+  /// gives the grid with its star stencil, the block pattern and values go up as they are and
+  /// are expanded on the device; the engine then is as after build() from the scalar CSR of
+  /// `b` (refresh_values takes that CsrView; refresh_values_permuted takes b's values with
+  /// b.block_size and no pos). Returns false, changing nothing, in every other case (the
+  /// caller builds from the scalar CSR).
+  bool build_blocks(const BlockCsrView &b, const GridHint &hint, const MatrixConfig &cfg);
   /// Same pattern as the last build, new values. Throws InputError when the number of
   /// entries changed (the caller must build instead).
   void refresh_values(const CsrView &a);
   /// refresh_values with the values in another order: the value of entry e of the last
   /// build's CsrView is values[pos[e]] (host memory), pos a permutation of 0..nnz-1 that stays
   /// the same until the next build — PETSc's BAIJ array, blocks column-major, read in place
-  /// instead of gathered into CSR order first. Returns false, changing nothing, where the
-  /// operator has no such path (only BDIA-GH has one: on the CPU it composes its slot map with
-  /// pos once; on a GPU the values go up as they are and a kernel puts them into CSR order
-  /// there, through pos's inverse uploaded once); the caller then gathers and calls
+  /// instead of gathered into CSR order first. block_size > 0 says more: the values are such a
+  /// block CSR array of that block size and the last build's pattern is its scalar expansion
+  /// (kernels::block_values_to_csr's layout), so that pos follows from the row pointers and
+  /// may be null. Returns false, changing nothing, where the operator has no such path (only
+  /// BDIA-GH has one: on the CPU it composes its slot map with pos once (pos needed); on a GPU
+  /// the values go up as they are and a kernel puts them into CSR order there, by
+  /// block_values_to_csr's formula where block_size > 0 and the pattern is on the device,
+  /// else through pos's inverse uploaded once); the caller then gathers and calls
   /// refresh_values.
-  bool refresh_values_permuted(const double *values, const index_t *pos, offset_t nnz);
+  bool refresh_values_permuted(const double *values, const index_t *pos, offset_t nnz, index_t block_size = 0);
   /// Several MPI ranks; collective over `comm` (every rank calls it, and every rank throws
   /// the same error, naming the rank it comes from). `a`: this rank's rows [row_begin,
   /// row_begin + a.rows) with GLOBAL column indices; the ranks' ranges follow each other in

@@ -18,15 +18,17 @@
      - hcg: the operator's symmetry is checked once per matrix state; a nonsymmetric one stops
        KSPSolve with KSP_DIVERGED_INDEFINITE_MAT and a warning pointing to hbcgs;
      - one rank: SeqAIJ and bdiagh are read in place (MatGetRowIJ, MatSeqAIJGetArrayRead),
-       SeqBAIJ through a block-to-scalar map made once per pattern (values gathered; values-only
-       refreshes read the BAIJ array in place where the operator and PC can:
-       KSPHeptaneBAIJInPlace), SBAIJ through an AIJ copy, a one-rank MPIAIJ gives its diagonal
+       SeqBAIJ: on a GPU with the grid known its blocks and values go up as they are and are
+       expanded there (KSPHeptaneBuildFromBlocks), otherwise its scalar CSR is made on the host
+       by formula (values gathered); values-only refreshes read the BAIJ array in place where
+       the operator and PC can (KSPHeptaneBAIJInPlace); SBAIJ through an AIJ copy, a one-rank
+       MPIAIJ gives its diagonal
        block. The grid comes from -heptane_grid/-heptane_block, else the DMDA of the matrix (or
        of the KSP), else detect_structure;
      - several ranks (docs/design.md section 4): each rank's rows become heptane's distributed
        BDIA-GH operator (engine_dist.cpp): an MPIAIJ (a DMDA's default, bdiagh) lends its
-       diagonal and off-diagonal blocks in place, MPIBAIJ's two SeqBAIJ blocks go through the
-       block-to-scalar map, any other type is copied with MatGetRow (HeptaneRowsGet); each rank
+       diagonal and off-diagonal blocks in place, MPIBAIJ's two SeqBAIJ blocks are expanded to
+       scalar CSR on the host, any other type is copied with MatGetRow (HeptaneRowsGet); each rank
        builds its preconditioner from its diagonal block, so ILU is block Jacobi over the ranks
        with ILU(0) blocks, as PETSc's bjacobi. A DMDA
        split in x or y (PETSc's default split) numbers the unknowns rank by rank: the matrix
@@ -70,6 +72,7 @@ typedef struct {
   char            pc_from[64];  /* what it was chosen from, for the view */
   heptane::PcType pc_built;     /* type of the preconditioner in krylov */
   PetscBool       pc_refreshed; /* the last setup of it was values-only (numeric part only) */
+  PetscBool       baij_blocks;  /* the operator was last built from BAIJ's blocks on the device (no host CSR made) */
   PetscInt        ilu;          /* -heptane_ilu: index into HeptaneIluOrders */
   PetscBool       ilu_fallback; /* auto: natural ILU(0) after multi-colour ILU(0) failed */
   Vec             x0;           /* the initial guess, kept for a fallback re-solve */
@@ -404,7 +407,7 @@ static PetscErrorCode KSPHeptaneCSRGet(KSP ksp, Mat A, HeptaneCSR *csr)
     PetscFunctionReturn(0);
   }
   if (isbaij || ismpibaij) {
-    h->input_how = "BAIJ read through a block-to-scalar map made once per pattern, values gathered at each setup (no MatConvert)";
+    h->input_how = "BAIJ read through its scalar CSR made on the host once per pattern (row pointers and columns by formula, no map), values gathered block by block at each setup (no MatConvert)";
     Ad           = A;
     if (ismpibaij) PetscCall(MatMPIBAIJGetSeqBAIJ(A, &Ad, &Ao, &colmap));
     PetscCall(HeptaneBAIJGet(Ad, NULL, h->baij, &csr->view));
@@ -419,9 +422,11 @@ static PetscErrorCode KSPHeptaneCSRGet(KSP ksp, Mat A, HeptaneCSR *csr)
 }
 
 /* A one-rank BAIJ matrix (SeqBAIJ, a one-rank MPIBAIJ's diagonal block): its values in place,
-   in BAIJ's own order, for a values-only refresh through what(values, pos, nnz) (the operator's
-   or the preconditioner's permuted path); *done: whether that path took them. Nothing is
-   gathered into CSR order. */
+   in BAIJ's own order, for a values-only refresh through what(values, pos, nnz, block size)
+   (the operator's or the preconditioner's permuted path); *done: whether that path took them.
+   Nothing is gathered into CSR order. pos (each entry's place in BAIJ's array) is made only
+   for an operator on the CPU: on a GPU the position follows from the pattern there and the
+   block size (kernels::block_values_to_csr), so pos is null. */
 template <class What>
 static PetscErrorCode KSPHeptaneBAIJInPlace(KSP ksp, Mat A, What what, PetscBool *done)
 {
@@ -431,7 +436,7 @@ static PetscErrorCode KSPHeptaneBAIJInPlace(KSP ksp, Mat A, What what, PetscBool
   const PetscInt         *colmap;
   const double           *v;
   const heptane::index_t *pos;
-  PetscInt                nnz;
+  PetscInt                nnz, bs;
   bool                    ok = false;
 
   PetscFunctionBegin;
@@ -440,16 +445,60 @@ static PetscErrorCode KSPHeptaneBAIJInPlace(KSP ksp, Mat A, What what, PetscBool
   PetscCall(PetscObjectBaseTypeCompare((PetscObject)A, MATMPIBAIJ, &ismpibaij));
   if (!isbaij && !ismpibaij) PetscFunctionReturn(0);
   if (ismpibaij) PetscCall(MatMPIBAIJGetSeqBAIJ(A, &Ad, &Ao, &colmap));
-  PetscCall(HeptaneBAIJValuesGet(Ad, h->baij, &v, &pos, &nnz));
+  const bool on_cpu = !h->engine->built() || !h->engine->executor() || h->engine->executor()->is_cpu();
+  PetscCall(HeptaneBAIJValuesGet(Ad, h->baij, (PetscBool)on_cpu, &v, &pos, &nnz, &bs));
   if (!v) PetscFunctionReturn(0);
   PetscErrorCode ierr = 0;
   HeptaneCallCXX(
-    try { ok = what(v, pos, (heptane::offset_t)nnz); } catch (...) {
+    try { ok = what(v, pos, (heptane::offset_t)nnz, (heptane::index_t)bs); } catch (...) {
       ierr = HeptaneBAIJValuesRestore(Ad, &v);
       throw;
     });
   PetscCall(ierr);
   PetscCall(HeptaneBAIJValuesRestore(Ad, &v));
+  *done = ok ? PETSC_TRUE : PETSC_FALSE;
+  PetscFunctionReturn(0);
+}
+
+/* The preconditioners whose first setup reads only the operator's device copies of the
+   pattern and values (KrylovEngine::build_preconditioner on a GPU): with them a BAIJ operator
+   built from its blocks on the device needs no host CSR at all. */
+static PetscBool KSPHeptanePCFromDevice(heptane::PcType t)
+{
+  return (PetscBool)(t == heptane::PcType::jacobi || t == heptane::PcType::block_jacobi || t == heptane::PcType::amg || t == heptane::PcType::cpr);
+}
+
+/* One rank, a new pattern: a BAIJ matrix (SeqBAIJ, a one-rank MPIBAIJ's diagonal block) with
+   its grid known and the operator going to a GPU goes up as it is, blocks and values, and is
+   expanded there (MatrixEngine::build_blocks): no scalar pattern, no gather on the host. *done:
+   whether it was; otherwise the caller builds from the scalar CSR. */
+static PetscErrorCode KSPHeptaneBuildFromBlocks(KSP ksp, Mat A, const heptane::plugin::GridHint &hint, const heptane::plugin::MatrixConfig &cfg, PetscBool *done)
+{
+  KSP_Heptane                  *h = (KSP_Heptane *)ksp->data;
+  PetscBool                     isbaij, ismpibaij;
+  Mat                           Ad = A, Ao;
+  const PetscInt               *colmap;
+  heptane::plugin::BlockCsrView blocks;
+  heptane::plugin::CsrView      rows;
+  bool                          ok = false;
+
+  PetscFunctionBegin;
+  *done = PETSC_FALSE;
+  PetscCall(PetscObjectBaseTypeCompare((PetscObject)A, MATSEQBAIJ, &isbaij));
+  PetscCall(PetscObjectBaseTypeCompare((PetscObject)A, MATMPIBAIJ, &ismpibaij));
+  if (!(isbaij || ismpibaij) || !hint.has_grid() || !(h->petsc_pc || KSPHeptanePCFromDevice(KSPHeptaneResolvePC(h)))) PetscFunctionReturn(0);
+  if (ismpibaij) PetscCall(MatMPIBAIJGetSeqBAIJ(A, &Ad, &Ao, &colmap));
+  PetscCall(HeptaneBAIJBlocksGet(Ad, h->baij, &blocks, &rows));
+  if (!blocks.block_ptr) PetscFunctionReturn(0);
+  PetscErrorCode ierr = 0;
+  HeptaneCallCXX(
+    try { ok = h->own->build_blocks(blocks, hint, cfg); } catch (...) {
+      ierr = HeptaneBAIJBlocksRestore(Ad, &blocks);
+      throw;
+    });
+  PetscCall(ierr);
+  PetscCall(HeptaneBAIJBlocksRestore(Ad, &blocks));
+  if (ok) h->input_how = "BAIJ's blocks and values uploaded as they are and expanded to scalar CSR on the GPU at each new pattern (no host map, no gather)";
   *done = ok ? PETSC_TRUE : PETSC_FALSE;
   PetscFunctionReturn(0);
 }
@@ -490,7 +539,7 @@ static PetscErrorCode KSPHeptaneBuildPC(KSP ksp, Mat Amat, PetscBool values_only
   if (values_only && !h->engine->distributed()) { /* BAIJ: its values in place where the PC can */
     PetscBool done;
     PetscCall(KSPHeptaneBAIJInPlace(
-      ksp, Amat, [h](const double *v, const heptane::index_t *pos, heptane::offset_t nnz) { return h->krylov->refresh_preconditioner_permuted(v, pos, nnz, *h->engine); }, &done));
+      ksp, Amat, [h](const double *v, const heptane::index_t *pos, heptane::offset_t nnz, heptane::index_t) { return h->krylov->refresh_preconditioner_permuted(v, pos, nnz, *h->engine); }, &done));
     if (done) {
       h->pc_refreshed = PETSC_TRUE;
       PetscFunctionReturn(0);
@@ -500,6 +549,12 @@ static PetscErrorCode KSPHeptaneBuildPC(KSP ksp, Mat Amat, PetscBool values_only
                                      again: the operator was updated from the same matrix) */
     if (h->rows->inplace) PetscCall(HeptaneRowsGet(h->rows_from, h->rows));
     view = &h->rows->split.diag;
+  } else if (h->baij_blocks && !values_only && h->engine == h->own && KSPHeptanePCFromDevice(want)) {
+    /* the operator was built from BAIJ's blocks on the device: the preconditioner from its
+       device copies, with a view of the row pointers only (no host CSR) */
+    csr.view.rows    = (heptane::index_t)(h->baij->ptr.size() - 1);
+    csr.view.row_ptr = h->baij->ptr.data();
+    view             = &csr.view;
   } else {
     PetscCall(KSPHeptaneCSRGet(ksp, Amat, &csr));
     view = &csr.view;
@@ -600,7 +655,7 @@ static PetscErrorCode KSPHeptaneRanksEngine(KSP ksp, Mat Amat, MPI_Comm comm, in
     }
     std::string how;
     if (h->rows->inplace) how = "read in place from the MPIAIJ's diagonal and off-diagonal blocks (MatMPIAIJGetSeqAIJ)";
-    else if (h->rows->baij) how = "read from the MPIBAIJ's two SeqBAIJ blocks (MatMPIBAIJGetSeqBAIJ) through a block-to-scalar map made once per pattern, values gathered at each setup";
+    else if (h->rows->baij) how = "read from the MPIBAIJ's two SeqBAIJ blocks (MatMPIBAIJGetSeqBAIJ) through their scalar CSR made once per pattern (by formula, no map), values gathered at each setup";
     else how = std::string("copied with MatGetRow (not an MPIAIJ: ") + ((PetscObject)Amat)->type_name + ")";
     HeptaneCallCXX(*h->grid_source = h->own->structure_note() + "; this rank's rows " + how);
   } else {
@@ -920,20 +975,24 @@ static PetscErrorCode KSPHeptaneUpdate(KSP ksp)
     PetscBool in_place = PETSC_FALSE;
     if (updated == 1) /* BAIJ: its values in place, no gather, where the operator can */
       PetscCall(KSPHeptaneBAIJInPlace(
-        ksp, Amat, [h](const double *v, const heptane::index_t *pos, heptane::offset_t nnz) { return h->own->refresh_values_permuted(v, pos, nnz); }, &in_place));
+        ksp, Amat, [h](const double *v, const heptane::index_t *pos, heptane::offset_t nnz, heptane::index_t bs) { return h->own->refresh_values_permuted(v, pos, nnz, bs); }, &in_place));
     if (in_place)
-      h->input_how = "BAIJ read through a block-to-scalar map made once per pattern (no MatConvert); values-only refreshes read its values in place, in BAIJ's own order (no gather on the host: on the CPU through the BDIA-GH slot map composed with "
-                     "it once; on a GPU uploaded as they are and put into CSR order there)";
+      h->input_how = "BAIJ (no MatConvert); values-only refreshes read its values in place, in BAIJ's own order (no gather on the host: on the CPU through the BDIA-GH slot map composed once with each entry's place in BAIJ's array; "
+                     "on a GPU uploaded as they are and put into CSR order there, by formula)";
     else if (updated) {
-      PetscCall(KSPHeptaneCSRGet(ksp, Amat, &csr));
+      PetscBool blocks = PETSC_FALSE;
       if (updated == 2) {
         PetscCall(KSPHeptaneGridHint(ksp, Amat, &hint));
-        HeptaneCallCXX(h->own->build(csr.view, hint, cfg));
-        HeptaneCallCXX(*h->grid_source = h->own->structure_note());
-      } else {
-        HeptaneCallCXX(h->own->refresh_values(csr.view));
+        PetscCall(KSPHeptaneBuildFromBlocks(ksp, Amat, hint, cfg, &blocks));
       }
-      PetscCall(HeptaneCSRRestore(&csr));
+      if (!blocks) {
+        PetscCall(KSPHeptaneCSRGet(ksp, Amat, &csr));
+        if (updated == 2) HeptaneCallCXX(h->own->build(csr.view, hint, cfg));
+        else HeptaneCallCXX(h->own->refresh_values(csr.view));
+        PetscCall(HeptaneCSRRestore(&csr));
+      }
+      if (updated == 2) HeptaneCallCXX(*h->grid_source = h->own->structure_note());
+      h->baij_blocks = blocks;
     }
   }
   HeptaneCallCXX(*h->mat_type = ((PetscObject)Amat)->type_name);

@@ -6,7 +6,9 @@
 #include <sstream>
 #include <vector>
 
+#include "core/executor.hpp"
 #include "formats/format.hpp"
+#include "formats/values_kernels.hpp"
 
 // "auto" and the registry's formats (formats/format.hpp), for PetscOptionsEList
 static const std::vector<const char *> &format_names()
@@ -81,44 +83,85 @@ static PetscErrorCode HeptaneMPIAIJBlocks(Mat A, Mat *Ad, Mat *Ao, const PetscIn
   PetscFunctionReturn(0);
 }
 
-/* The scalar pattern and the block-to-scalar map of a BAIJ matrix, made again only for a new
-   matrix, nonzero state or column map. */
-static PetscErrorCode HeptaneBAIJMap(Mat A, const PetscInt bcolmap[], HeptaneBAIJ *b)
+/* The scalar pattern of a BAIJ matrix, made again only for a new matrix, nonzero state or
+   column map: the row pointers always, the columns when `cols` (and not made yet). Row r of
+   block row ib holds row r of each of its blocks in turn, so its row pointer is
+   ia[ib]*bs2 + r*(ia[ib+1]-ia[ib])*bs: every row is filled on its own (OpenMP). The source of
+   each entry in the BAIJ array follows from the pointers by formula
+   (kernels::block_values_to_csr); the map `src` is made only when asked for (HeptaneBAIJSrc). */
+static PetscErrorCode HeptaneBAIJMap(Mat A, const PetscInt bcolmap[], HeptaneBAIJ *b, PetscBool cols)
 {
   PetscObjectState nz;
   PetscObjectId    id;
   PetscInt         bs, nb, bs2;
+  const PetscInt  *ia, *ja;
+  PetscBool        done;
+  PetscLogDouble   t0, t1;
 
   PetscFunctionBegin;
   PetscCall(MatGetNonzeroState(A, &nz));
   PetscCall(PetscObjectGetId((PetscObject)A, &id));
   PetscCall(MatGetBlockSize(A, &bs));
-  bs2 = bs * bs;
-  if (id != b->id || nz != b->nz || bcolmap != b->bcolmap) { /* a new pattern: the map */
-    const PetscInt *ia, *ja;
-    PetscBool       done;
-    PetscCall(MatGetRowIJ(A, 0, PETSC_FALSE, PETSC_TRUE, &nb, &ia, &ja, &done));
-    PetscCheck(done, PETSC_COMM_SELF, PETSC_ERR_SUP, "heptane: MatGetRowIJ() gave no block CSR for matrix type %s", ((PetscObject)A)->type_name);
-    PetscCheck(ia[nb] * bs2 < 2147483647 && nb * bs < 2147483647, PETSC_COMM_SELF, PETSC_ERR_SUP, "heptane: %" PetscInt_FMT " entries do not fit 32-bit indices", ia[nb] * bs2);
-    HeptaneCallCXX(b->ptr.resize((size_t)(nb * bs) + 1); b->col.resize((size_t)(ia[nb] * bs2)); b->src.resize((size_t)(ia[nb] * bs2)); b->val.resize((size_t)(ia[nb] * bs2)));
-    size_t e  = 0;
-    b->ptr[0] = 0;
+  bs2                  = bs * bs;
+  const PetscBool newp = (PetscBool)(id != b->id || nz != b->nz || bcolmap != b->bcolmap);
+  if (!newp && (!cols || b->has_col)) PetscFunctionReturn(0);
+  PetscCall(PetscTime(&t0));
+  PetscCall(MatGetRowIJ(A, 0, PETSC_FALSE, PETSC_TRUE, &nb, &ia, &ja, &done));
+  PetscCheck(done, PETSC_COMM_SELF, PETSC_ERR_SUP, "heptane: MatGetRowIJ() gave no block CSR for matrix type %s", ((PetscObject)A)->type_name);
+  PetscCheck(ia[nb] * bs2 < 2147483647 && nb * bs < 2147483647, PETSC_COMM_SELF, PETSC_ERR_SUP, "heptane: %" PetscInt_FMT " entries do not fit 32-bit indices", ia[nb] * bs2);
+  if (newp) { /* a new pattern: the row pointers */
+    HeptaneCallCXX(b->ptr.resize((size_t)(nb * bs) + 1); heptane::plugin::BigVector<heptane::index_t>().swap(b->col); heptane::plugin::BigVector<heptane::index_t>().swap(b->src));
+    heptane::index_t *ptr = b->ptr.data();
+    ptr[nb * bs]          = (heptane::index_t)(ia[nb] * bs2);
+#pragma omp parallel for schedule(static) if (nb > 4096)
     for (PetscInt ib = 0; ib < nb; ib++)
-      for (PetscInt r = 0; r < bs; r++) {
-        for (PetscInt k = ia[ib]; k < ia[ib + 1]; k++) {
-          const PetscInt jb = bcolmap ? bcolmap[ja[k]] : ja[k];
-          for (PetscInt c = 0; c < bs; c++, e++) {
-            b->col[e] = (heptane::index_t)(jb * bs + c);
-            b->src[e] = (heptane::index_t)(k * bs2 + c * bs + r); /* blocks are stored column-major */
-          }
-        }
-        b->ptr[(size_t)(ib * bs + r) + 1] = (heptane::index_t)e;
-      }
-    PetscCall(MatRestoreRowIJ(A, 0, PETSC_FALSE, PETSC_TRUE, &nb, &ia, &ja, &done));
+      for (PetscInt r = 0; r < bs; r++) ptr[ib * bs + r] = (heptane::index_t)(ia[ib] * bs2 + r * (ia[ib + 1] - ia[ib]) * bs);
     b->id      = id;
     b->nz      = nz;
     b->bcolmap = bcolmap;
+    b->bs      = bs;
     b->state   = -1;
+    b->has_col = PETSC_FALSE;
+  }
+  if (cols && !b->has_col) { /* the columns */
+    HeptaneCallCXX(b->col.resize((size_t)(ia[nb] * bs2)));
+    heptane::index_t *col = b->col.data();
+#pragma omp parallel for schedule(static) if (nb > 4096)
+    for (PetscInt ib = 0; ib < nb; ib++) {
+      const PetscInt nk = ia[ib + 1] - ia[ib];
+      for (PetscInt r = 0; r < bs; r++) {
+        heptane::index_t *c = col + ia[ib] * bs2 + r * nk * bs;
+        for (PetscInt k = ia[ib]; k < ia[ib + 1]; k++) {
+          const PetscInt jb = bcolmap ? bcolmap[ja[k]] : ja[k];
+          for (PetscInt cc = 0; cc < bs; cc++) *c++ = (heptane::index_t)(jb * bs + cc);
+        }
+      }
+    }
+    b->has_col = PETSC_TRUE;
+  }
+  PetscCall(MatRestoreRowIJ(A, 0, PETSC_FALSE, PETSC_TRUE, &nb, &ia, &ja, &done));
+  PetscCall(PetscTime(&t1));
+  PetscCall(PetscInfo(A, "heptane: the scalar pattern of a BAIJ matrix (bs %" PetscInt_FMT ", %" PetscInt_FMT " entries): %s in %.3f ms\n", bs, (PetscInt)b->ptr.back(), cols ? "row pointers and columns" : "row pointers", (t1 - t0) * 1e3));
+  PetscFunctionReturn(0);
+}
+
+/* b->src (the BAIJ position of each scalar entry), for the CPU's composed maps; once per
+   pattern, from the row pointers as block_values_to_csr computes it. */
+static PetscErrorCode HeptaneBAIJSrc(HeptaneBAIJ *b)
+{
+  PetscFunctionBegin;
+  const size_t nnz = (size_t)b->ptr.back();
+  if (b->src.size() == nnz) PetscFunctionReturn(0);
+  HeptaneCallCXX(b->src.resize(nnz));
+  const heptane::index_t  bs = (heptane::index_t)b->bs, rows = (heptane::index_t)(b->ptr.size() - 1);
+  const heptane::index_t *ptr = b->ptr.data();
+  heptane::index_t       *src = b->src.data();
+#pragma omp parallel for schedule(static) if (rows > 16384)
+  for (heptane::index_t row = 0; row < rows; row++) {
+    const heptane::index_t r = row % bs, blocks = (ptr[row + 1] - ptr[row]) / bs;
+    heptane::index_t      *s = src + ptr[row];
+    for (heptane::index_t k = 0, at = ptr[row - r] + r; k < blocks; k++, at += bs * bs)
+      for (heptane::index_t c = 0; c < bs; c++) *s++ = at + c * bs;
   }
   PetscFunctionReturn(0);
 }
@@ -129,23 +172,34 @@ PetscErrorCode HeptaneBAIJGet(Mat A, const PetscInt bcolmap[], HeptaneBAIJ *b, h
   PetscScalar     *a;
 
   PetscFunctionBegin;
-  PetscCall(HeptaneBAIJMap(A, bcolmap, b));
+  PetscCall(HeptaneBAIJMap(A, bcolmap, b, PETSC_TRUE));
   PetscCall(PetscObjectStateGet((PetscObject)A, &st));
+  const heptane::index_t rows = (heptane::index_t)(b->ptr.size() - 1);
+  if (b->val.size() != b->col.size()) HeptaneCallCXX(b->val.resize(b->col.size()));
   if (st != b->state) { /* new values (a second call for the same values gathers nothing) */
+    PetscLogDouble t0, t1;
+    PetscCall(PetscTime(&t0));
     PetscCall(MatSeqBAIJGetArray(A, &a));
-    const size_t n = b->src.size();
-    for (size_t e = 0; e < n; e++) b->val[e] = PetscRealPart(a[b->src[e]]);
+    if constexpr (sizeof(PetscScalar) == sizeof(double)) {
+      heptane::kernels::block_values_to_csr(*heptane::cpu_executor(), rows, (heptane::index_t)b->bs, b->ptr.data(), (const double *)a, b->val.data());
+    } else { /* complex: the real parts, through the map */
+      PetscCall(HeptaneBAIJSrc(b));
+      const size_t n = b->src.size();
+      for (size_t e = 0; e < n; e++) b->val[e] = PetscRealPart(a[b->src[e]]);
+    }
     PetscCall(MatSeqBAIJRestoreArray(A, &a));
     PetscCall(PetscObjectStateGet((PetscObject)A, &b->state)); /* GetArray/RestoreArray moved it on */
+    PetscCall(PetscTime(&t1));
+    PetscCall(PetscInfo(A, "heptane: the values of a BAIJ matrix gathered into scalar CSR order in %.3f ms\n", (t1 - t0) * 1e3));
   }
-  view->rows    = (heptane::index_t)(b->ptr.size() - 1);
+  view->rows    = rows;
   view->row_ptr = b->ptr.data();
   view->col_idx = b->col.data();
   view->values  = b->val.data();
   PetscFunctionReturn(0);
 }
 
-PetscErrorCode HeptaneBAIJValuesGet(Mat A, HeptaneBAIJ *b, const double **values, const heptane::index_t **pos, PetscInt *nnz)
+PetscErrorCode HeptaneBAIJValuesGet(Mat A, HeptaneBAIJ *b, PetscBool want_pos, const double **values, const heptane::index_t **pos, PetscInt *nnz, PetscInt *bs)
 {
   PetscScalar *a;
 
@@ -153,12 +207,57 @@ PetscErrorCode HeptaneBAIJValuesGet(Mat A, HeptaneBAIJ *b, const double **values
   *values = NULL;
   *pos    = NULL;
   *nnz    = 0;
+  *bs     = 0;
   if (sizeof(PetscScalar) != sizeof(double)) PetscFunctionReturn(0); /* complex: gather instead */
-  PetscCall(HeptaneBAIJMap(A, NULL, b));
+  PetscCall(HeptaneBAIJMap(A, NULL, b, PETSC_FALSE));
+  if (want_pos) PetscCall(HeptaneBAIJSrc(b));
   PetscCall(MatSeqBAIJGetArray(A, &a));
   *values = (const double *)a;
-  *pos    = b->src.data();
-  *nnz    = (PetscInt)b->src.size();
+  *pos    = want_pos ? b->src.data() : NULL;
+  *nnz    = (PetscInt)b->ptr.back();
+  *bs     = b->bs;
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode HeptaneBAIJBlocksGet(Mat A, HeptaneBAIJ *b, heptane::plugin::BlockCsrView *blocks, heptane::plugin::CsrView *rows)
+{
+  PetscInt        nb, bs;
+  const PetscInt *ia, *ja;
+  PetscBool       done;
+  PetscScalar    *a;
+
+  PetscFunctionBegin;
+  *blocks = heptane::plugin::BlockCsrView();
+  *rows   = heptane::plugin::CsrView();
+  if (sizeof(PetscScalar) != sizeof(double) || sizeof(PetscInt) != sizeof(heptane::index_t)) PetscFunctionReturn(0);
+  PetscCall(HeptaneBAIJMap(A, NULL, b, PETSC_FALSE));
+  PetscCall(MatGetBlockSize(A, &bs));
+  PetscCall(MatGetRowIJ(A, 0, PETSC_FALSE, PETSC_TRUE, &nb, &ia, &ja, &done));
+  PetscCheck(done, PETSC_COMM_SELF, PETSC_ERR_SUP, "heptane: MatGetRowIJ() gave no block CSR for matrix type %s", ((PetscObject)A)->type_name);
+  PetscCall(MatSeqBAIJGetArray(A, &a));
+  blocks->block_rows = (heptane::index_t)nb;
+  blocks->block_size = (heptane::index_t)bs;
+  blocks->block_ptr  = (const heptane::index_t *)ia;
+  blocks->block_col  = (const heptane::index_t *)ja;
+  blocks->values     = (const double *)a;
+  rows->rows         = (heptane::index_t)(b->ptr.size() - 1);
+  rows->row_ptr      = b->ptr.data();
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode HeptaneBAIJBlocksRestore(Mat A, heptane::plugin::BlockCsrView *blocks)
+{
+  PetscInt        nb;
+  const PetscInt *ia = (const PetscInt *)blocks->block_ptr, *ja = (const PetscInt *)blocks->block_col;
+  PetscBool       done;
+  PetscScalar    *a = (PetscScalar *)blocks->values;
+
+  PetscFunctionBegin;
+  if (blocks->block_ptr) {
+    PetscCall(MatSeqBAIJRestoreArray(A, &a));
+    PetscCall(MatRestoreRowIJ(A, 0, PETSC_FALSE, PETSC_TRUE, &nb, &ia, &ja, &done));
+  }
+  *blocks = heptane::plugin::BlockCsrView();
   PetscFunctionReturn(0);
 }
 

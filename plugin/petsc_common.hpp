@@ -77,27 +77,41 @@ PETSC_INTERN PetscErrorCode HeptaneCSRRestore(HeptaneCSR *);
 
 /* A SeqBAIJ matrix (or MPIBAIJ's diagonal or off-diagonal block) as heptane's scalar CSR,
    without MatConvert: once per nonzero pattern the scalar pattern (every entry of every
-   block, columns ascending) and, for each entry, where its value lies in the BAIJ array
-   (blocks column-major); then each HeptaneBAIJGet gathers the values through that map (one
-   pass, no allocation) into `val`, which the view points to. `bcolmap` (MPIBAIJ's off-diagonal
-   block): the global block column of each of its block columns; NULL: the columns as they are. */
+   block, columns ascending; row r of a block row takes row r of each of its blocks in turn);
+   then each HeptaneBAIJGet gathers the values (blocks column-major in BAIJ's array) into
+   `val`, which the view points to, by formula from the row pointers
+   (kernels::block_values_to_csr: one pass, no map, no allocation). `bcolmap` (MPIBAIJ's
+   off-diagonal block): the global block column of each of its block columns; NULL: the
+   columns as they are. `src` (each entry's position in the BAIJ array) is made only for
+   HeptaneBAIJValuesGet's callers that ask for it. */
 struct HeptaneBAIJ {
   PetscObjectId                                id      = 0;
   PetscObjectState                             nz      = -1;
   PetscObjectState                             state   = -1; /* of the values in val */
   const PetscInt                              *bcolmap = nullptr;
-  heptane::plugin::BigVector<heptane::index_t> ptr, col; /* (plugin/big_alloc.hpp: huge pages, no zero fill) */
+  PetscInt                                     bs      = 1;
+  PetscBool                                    has_col = PETSC_FALSE; /* col made for this pattern (HeptaneBAIJGet) */
+  heptane::plugin::BigVector<heptane::index_t> ptr, col;              /* (plugin/big_alloc.hpp: huge pages, no zero fill) */
   heptane::plugin::BigVector<heptane::index_t> src;
   heptane::plugin::BigVector<double>           val;
 };
 PETSC_INTERN PetscErrorCode HeptaneBAIJGet(Mat, const PetscInt bcolmap[], HeptaneBAIJ *, heptane::plugin::CsrView *);
-/* A SeqBAIJ matrix's values in place, in their own order (MatSeqBAIJGetArray), with the
-   map of HeptaneBAIJGet: the value of entry e of its scalar CSR is values[pos[e]] (nnz
-   entries). No gather: `val` keeps the values of its last gather, and its state says so, so a
-   later HeptaneBAIJGet gathers the new ones. values = NULL where the values are not doubles
+/* A SeqBAIJ matrix's values in place, in their own order (MatSeqBAIJGetArray): the value of
+   entry e of HeptaneBAIJGet's scalar CSR is values[pos[e]] (nnz entries), with pos made
+   (once per pattern) only when want_pos; *bs: the block size, with which the position follows
+   from the scalar row pointers alone (kernels::block_values_to_csr, what a GPU does). No
+   gather: `val` keeps the values of its last gather, and its state says so, so a later
+   HeptaneBAIJGet gathers the new ones. values = NULL where the values are not doubles
    (complex PetscScalar). Restored by HeptaneBAIJValuesRestore. */
-PETSC_INTERN PetscErrorCode HeptaneBAIJValuesGet(Mat, HeptaneBAIJ *, const double **values, const heptane::index_t **pos, PetscInt *nnz);
+PETSC_INTERN PetscErrorCode HeptaneBAIJValuesGet(Mat, HeptaneBAIJ *, PetscBool want_pos, const double **values, const heptane::index_t **pos, PetscInt *nnz, PetscInt *bs);
 PETSC_INTERN PetscErrorCode HeptaneBAIJValuesRestore(Mat, const double **values);
+/* A SeqBAIJ matrix as it is, for MatrixEngine::build_blocks: its block pattern (MatGetRowIJ)
+   and its values (MatSeqBAIJGetArray) in place, and `rows`, a CsrView of its scalar
+   expansion with the row pointers only (made once per pattern, no columns, no values: what a
+   preconditioner set up from the operator's device copies reads). blocks->block_rows = 0 where
+   PetscInt is not 32-bit or the values are not doubles. Restored by HeptaneBAIJBlocksRestore. */
+PETSC_INTERN PetscErrorCode HeptaneBAIJBlocksGet(Mat, HeptaneBAIJ *, heptane::plugin::BlockCsrView *blocks, heptane::plugin::CsrView *rows);
+PETSC_INTERN PetscErrorCode HeptaneBAIJBlocksRestore(Mat, heptane::plugin::BlockCsrView *blocks);
 
 /* An SBAIJ matrix (only its upper triangle is stored) as AIJ (seq or mpi, as the matrix is):
    MatConvert once per pattern (object and nonzero state), MAT_REUSE_MATRIX for new values,

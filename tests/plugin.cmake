@@ -51,16 +51,16 @@ heptane_plugin_test(plugin_host_dmda_nc3_newton_reuses_setup
   --expect "heptane preconditioner setups: 1 full \\(symbolic \\+ numeric\\), 2 values-only \\(numeric only"
   --expect "grid 12x12x12 Nc=3 from DMDA" --expect "bdiagh 5184x5184 Nc=3 D=7"
   --reject MISMATCH -- ${host} -dof 3 -solves 3)
-# BAIJ without MatConvert: a block-to-scalar map once per pattern, the values gathered at each
-# setup; SBAIJ (upper triangle) through an AIJ copy; every solve against the known solution
+# BAIJ without MatConvert: its scalar CSR made once per pattern (by formula), the values
+# gathered at each setup; SBAIJ (upper triangle) through an AIJ copy; every solve against the known solution
 heptane_plugin_test(plugin_host_baij_read_through_a_map
   ${solves} ${host_checks} --solves 3 --
   --plugin ${plugin_so} --ref "${ref_bcgs} -dm_mat_type baij" --heptane "-ksp_type hbcgs -ksp_view -dm_mat_type baij"
-  --expect "PETSc matrix seqbaij" --expect "heptane matrix input: BAIJ read through a block-to-scalar map made once per pattern"
+  --expect "PETSc matrix seqbaij" --expect "heptane matrix input: BAIJ read through its scalar CSR made on the host once per pattern"
   --expect "heptane setups: 1 full \\(new pattern\\), 2 values-only" --reject MISMATCH -- ${host} -dof 3 -solves 3)
 # BAIJ values-only refreshes with (point-)block Jacobi on the CPU: the BAIJ array read in
-# place, in its own order (the BDIA-GH slot map and the PC's gather map composed with the
-# block-to-scalar map once), no gather; fp64 and mixed (the fp64 copy refreshed too)
+# place, in its own order (the BDIA-GH slot map and the PC's gather map composed once with each
+# entry's place in the BAIJ array), no gather; fp64 and mixed (the fp64 copy refreshed too)
 foreach(v "pbjacobi;3;double" "jacobi;2;mixed")
   list(GET v 0 pc)
   list(GET v 1 dof)
@@ -459,9 +459,11 @@ if(HEPTANE_HAVE_CUDA)
   set(two_refreshes "heptane preconditioner setups: 1 full \\(symbolic \\+ numeric\\), 2 values-only")
   # ... and their symbolic part from the pattern the operator keeps on the device (bdiagh);
   # the GPU was set up on a background thread when the plugin was loaded (-heptane_prewarm)
-  # BAIJ values-only refreshes on the device: the BAIJ array uploaded as it is and put into CSR
-  # order there (no host gather); the preconditioner's numeric part from those device values
-  # (hamg on a scalar system: its hierarchy then lives on the device, -heptane_amg_setup auto)
+  # BAIJ on the device: at the first setup its blocks and values uploaded as they are and
+  # expanded to scalar CSR there (no host map, no gather); values-only refreshes upload the BAIJ
+  # array as it is and put it into CSR order there; the preconditioner's numeric part from those
+  # device values (hamg on a scalar system: its hierarchy then lives on the device,
+  # -heptane_amg_setup auto)
   foreach(v "pbjacobi;3" "hamg;1")
     list(GET v 0 pc)
     list(GET v 1 dof)
@@ -469,8 +471,14 @@ if(HEPTANE_HAVE_CUDA)
       ${solves} ${host_checks} --solves 3 --
       --plugin ${plugin_so} --ref "${ref_bcgs} -pc_type pbjacobi -dm_mat_type baij" --heptane "-ksp_type hbcgs -pc_type ${pc} -heptane_device gpu -ksp_view -dm_mat_type baij"
       --expect "on a GPU uploaded as they are and put into CSR order there" --expect "${on_device}" --expect "${two_refreshes}"
+      --expect "block CSR with bs = ${dof} expanded on the device"
       --reject MISMATCH -- ${host} -dof ${dof} -solves 3)
   endforeach()
+  # BAIJ built from its blocks on the device: an entry off the grid's star offsets is named as
+  # on the CPU (from the scalar pattern made there)
+  heptane_plugin_gpu_test(plugin_host_gpu_baij_entry_off_the_grid_is_an_error
+    ${compare} --heptane "-ksp_type hbcgs -pc_type pbjacobi -heptane_device gpu -heptane_grid 12,144,1"
+    --expect-error "entry \\(0, 144\\) lies on block offset 144, not one of the block offsets \\{-12,-1,0,1,12\\} \\(-heptane_grid\\)" -- ${host} -use_dm 0 -mat_type baij)
   foreach(pc jacobi pbjacobi)
     heptane_plugin_gpu_test(plugin_host_gpu_${pc}_numeric_on_device
       ${solves} ${host_checks} --
@@ -579,7 +587,7 @@ if(HEPTANE_PETSC_MPIEXEC)
         --expect "pressure: ksp hcg" --reject DIVERGED -- ${reservoir2} -system pressure)
       # bdiagh is an MPIAIJ by another name: its blocks are read in place; MPIBAIJ is copied
       set(rows_bdiagh "rows read in place from the MPIAIJ's diagonal and off-diagonal blocks")
-      set(rows_baij "rows read from the MPIBAIJ's two SeqBAIJ blocks \\(MatMPIBAIJGetSeqBAIJ\\) through a block-to-scalar map")
+      set(rows_baij "rows read from the MPIBAIJ's two SeqBAIJ blocks \\(MatMPIBAIJGetSeqBAIJ\\) through their scalar CSR made once per pattern")
       foreach(type bdiagh baij)
         heptane_plugin_test(plugin_reservoir_two_ranks_${type}_matrices
           ${solves} --max-relres 1e-8 --its-diff 2 --

@@ -911,3 +911,73 @@ BOOST_AUTO_TEST_CASE(scatter_values_through_a_map_equals_the_host_loop)
         }
     }
 }
+
+// kernels::block_pattern_to_csr and block_values_to_csr against the expansion written out here
+// block by block: a random block pattern (empty block rows included), bs = 1..4, values in
+// BAIJ's order (each block column-major); the kernels' row pointers, columns and values in
+// scalar CSR order must be the loop's, bit for bit.
+BOOST_AUTO_TEST_CASE(block_values_to_csr_equals_the_block_by_block_expansion)
+{
+    const auto exec = test::test_executor();
+    std::mt19937_64 rng(31);
+    for (index_t bs : {1, 2, 3, 4}) {
+        for (index_t nb : {1, 7, 5000}) {
+            BOOST_TEST_CONTEXT("bs=" << bs << " block rows=" << nb)
+            {
+                // block pattern: per block row a sorted set of block columns (some empty)
+                std::vector<std::vector<index_t>> bcols(static_cast<std::size_t>(nb));
+                for (index_t ib = 0; ib < nb; ++ib) {
+                    if (nb > 1 && rng() % 11 == 0) continue;  // an empty block row
+                    std::vector<index_t> c;
+                    const int want = 1 + int(rng() % 7);
+                    for (int k = 0; k < want; ++k) c.push_back(index_t(rng() % std::uint64_t(nb)));
+                    std::sort(c.begin(), c.end());
+                    c.erase(std::unique(c.begin(), c.end()), c.end());
+                    bcols[std::size_t(ib)] = c;
+                }
+                offset_t nblocks = 0;
+                for (const auto& c : bcols) nblocks += offset_t(c.size());
+                const std::size_t bs2 = std::size_t(bs) * std::size_t(bs);
+                const auto baij = test::random_vector<double>(std::size_t(nblocks) * bs2, 32);
+                // the expansion: row r of block row ib takes row r of each of its blocks
+                std::vector<index_t> ptr{0}, col, bptr{0}, bcol;
+                for (const auto& c : bcols) {
+                    bcol.insert(bcol.end(), c.begin(), c.end());
+                    bptr.push_back(index_t(bcol.size()));
+                }
+                std::vector<double> expect;
+                std::size_t first = 0;  // the block row's first block
+                for (index_t ib = 0; ib < nb; ++ib) {
+                    const std::size_t nk = bcols[std::size_t(ib)].size();
+                    for (index_t r = 0; r < bs; ++r) {
+                        for (std::size_t k = 0; k < nk; ++k)
+                            for (index_t c = 0; c < bs; ++c) {
+                                expect.push_back(
+                                    baij[(first + k) * bs2 + std::size_t(c) * std::size_t(bs) +
+                                         std::size_t(r)]);
+                                col.push_back(bcols[std::size_t(ib)][k] * bs + c);
+                            }
+                        ptr.push_back(index_t(expect.size()));
+                    }
+                    first += nk;
+                }
+                const index_t rows = nb * bs;
+                const Array<index_t> dbptr = Array<index_t>(bptr).to(exec);
+                const Array<index_t> dbcol = Array<index_t>(bcol).to(exec);
+                Array<index_t> dptr = Array<index_t>(std::vector<index_t>(ptr.size(), -1)).to(exec);
+                Array<index_t> dcol = Array<index_t>(std::vector<index_t>(col.size(), -1)).to(exec);
+                const Array<double> dsrc = Array<double>(baij).to(exec);
+                Array<double> dst = Array<double>(std::vector<double>(expect.size(), 7.0)).to(exec);
+                dispatch_executor(*exec, [&](const auto& e) {
+                    kernels::block_pattern_to_csr(e, nb, bs, dbptr.data(), dbcol.data(),
+                                                  dptr.data(), dcol.data());
+                    kernels::block_values_to_csr(e, rows, bs, dptr.data(), dsrc.data(), dst.data());
+                });
+                exec->synchronize();
+                BOOST_TEST(dptr.to_vector() == ptr, boost::test_tools::per_element());
+                BOOST_TEST(dcol.to_vector() == col, boost::test_tools::per_element());
+                BOOST_TEST(same_bits(dst.to_vector(), expect));
+            }
+        }
+    }
+}
