@@ -479,7 +479,6 @@ static PetscErrorCode KSPHeptaneBuildFromBlocks(KSP ksp, Mat A, const heptane::p
   Mat                           Ad = A, Ao;
   const PetscInt               *colmap;
   heptane::plugin::BlockCsrView blocks;
-  heptane::plugin::CsrView      rows;
   bool                          ok = false;
 
   PetscFunctionBegin;
@@ -488,7 +487,7 @@ static PetscErrorCode KSPHeptaneBuildFromBlocks(KSP ksp, Mat A, const heptane::p
   PetscCall(PetscObjectBaseTypeCompare((PetscObject)A, MATMPIBAIJ, &ismpibaij));
   if (!(isbaij || ismpibaij) || !hint.has_grid() || !(h->petsc_pc || KSPHeptanePCFromDevice(KSPHeptaneResolvePC(h)))) PetscFunctionReturn(0);
   if (ismpibaij) PetscCall(MatMPIBAIJGetSeqBAIJ(A, &Ad, &Ao, &colmap));
-  PetscCall(HeptaneBAIJBlocksGet(Ad, h->baij, &blocks, &rows));
+  PetscCall(HeptaneBAIJBlocksGet(Ad, h->baij, &blocks));
   if (!blocks.block_ptr) PetscFunctionReturn(0);
   PetscErrorCode ierr = 0;
   HeptaneCallCXX(

@@ -219,7 +219,7 @@ PetscErrorCode HeptaneBAIJValuesGet(Mat A, HeptaneBAIJ *b, PetscBool want_pos, c
   PetscFunctionReturn(0);
 }
 
-PetscErrorCode HeptaneBAIJBlocksGet(Mat A, HeptaneBAIJ *b, heptane::plugin::BlockCsrView *blocks, heptane::plugin::CsrView *rows)
+PetscErrorCode HeptaneBAIJBlocksGet(Mat A, HeptaneBAIJ *b, heptane::plugin::BlockCsrView *blocks)
 {
   PetscInt        nb, bs;
   const PetscInt *ia, *ja;
@@ -228,7 +228,6 @@ PetscErrorCode HeptaneBAIJBlocksGet(Mat A, HeptaneBAIJ *b, heptane::plugin::Bloc
 
   PetscFunctionBegin;
   *blocks = heptane::plugin::BlockCsrView();
-  *rows   = heptane::plugin::CsrView();
   if (sizeof(PetscScalar) != sizeof(double) || sizeof(PetscInt) != sizeof(heptane::index_t)) PetscFunctionReturn(0);
   PetscCall(HeptaneBAIJMap(A, NULL, b, PETSC_FALSE));
   PetscCall(MatGetBlockSize(A, &bs));
@@ -240,8 +239,6 @@ PetscErrorCode HeptaneBAIJBlocksGet(Mat A, HeptaneBAIJ *b, heptane::plugin::Bloc
   blocks->block_ptr  = (const heptane::index_t *)ia;
   blocks->block_col  = (const heptane::index_t *)ja;
   blocks->values     = (const double *)a;
-  rows->rows         = (heptane::index_t)(b->ptr.size() - 1);
-  rows->row_ptr      = b->ptr.data();
   PetscFunctionReturn(0);
 }
 

@@ -106,11 +106,11 @@ PETSC_INTERN PetscErrorCode HeptaneBAIJGet(Mat, const PetscInt bcolmap[], Heptan
 PETSC_INTERN PetscErrorCode HeptaneBAIJValuesGet(Mat, HeptaneBAIJ *, PetscBool want_pos, const double **values, const heptane::index_t **pos, PetscInt *nnz, PetscInt *bs);
 PETSC_INTERN PetscErrorCode HeptaneBAIJValuesRestore(Mat, const double **values);
 /* A SeqBAIJ matrix as it is, for MatrixEngine::build_blocks: its block pattern (MatGetRowIJ)
-   and its values (MatSeqBAIJGetArray) in place, and `rows`, a CsrView of its scalar
-   expansion with the row pointers only (made once per pattern, no columns, no values: what a
-   preconditioner set up from the operator's device copies reads). blocks->block_rows = 0 where
-   PetscInt is not 32-bit or the values are not doubles. Restored by HeptaneBAIJBlocksRestore. */
-PETSC_INTERN PetscErrorCode HeptaneBAIJBlocksGet(Mat, HeptaneBAIJ *, heptane::plugin::BlockCsrView *blocks, heptane::plugin::CsrView *rows);
+   and its values (MatSeqBAIJGetArray) in place; the HeptaneBAIJ's scalar row pointers are
+   made too (once per pattern, no columns, no values: the view a preconditioner set up from the
+   operator's device copies is given). blocks->block_ptr = NULL where PetscInt is not 32-bit or
+   the values are not doubles. Restored by HeptaneBAIJBlocksRestore. */
+PETSC_INTERN PetscErrorCode HeptaneBAIJBlocksGet(Mat, HeptaneBAIJ *, heptane::plugin::BlockCsrView *blocks);
 PETSC_INTERN PetscErrorCode HeptaneBAIJBlocksRestore(Mat, heptane::plugin::BlockCsrView *blocks);
 
 /* An SBAIJ matrix (only its upper triangle is stored) as AIJ (seq or mpi, as the matrix is):
