@@ -138,16 +138,31 @@ struct BdiaStore final : TypedStore<VT> {
     const index_t n = b.rows();
     check_offsets(n, nc, offsets);
     const index_t bs = b.block_size;
-    Bdia<MT>      m  = on_device(
-            n, nc, std::move(offsets), exec,
-            [&] {
+    if (exec->is_cpu()) { // Nc = bs (the caller checks): every block straight into its slots
+      nc_           = nc;
+      Bdia<MT>   m  = bdia_zeros<MT>(n, n, nc, std::move(offsets));
+      const auto to = [&](auto *dst, const std::vector<index_t> &offs) {
+        const offset_t k = kernels::bdia_values_from_blocks(*cpu_executor(), b.block_rows, bs, b.block_ptr, b.block_col, b.values, offs.data(), index_t(offs.size()), dst);
+        if (k < 0) return;
+        const index_t ib = index_t(std::upper_bound(b.block_ptr, b.block_ptr + b.block_rows + 1, index_t(k)) - b.block_ptr) - 1;
+        HEPTANE_THROW(InputError, "entry (" << ib * bs << ", " << b.block_col[k] * bs << ") lies on block offset " << b.block_col[k] - ib << ", not one of the block offsets " << offsets_text(offs) << " " << where);
+      };
+      to(m.data.data(), m.block_offsets);
+      const std::vector<index_t> offs = m.block_offsets;
+      finish(std::move(m), n, nc, nullptr, exec);
+      if constexpr (keeps_fp64) to(own64_->matrix().data.data(), offs);
+      return;
+    }
+    Bdia<MT> m = on_device(
+      n, nc, std::move(offsets), exec,
+      [&] {
         Array<index_t> bptr(exec, std::size_t(b.block_rows) + 1), bcol(exec, std::size_t(b.block_ptr[b.block_rows]));
         upload_->upload(b.block_ptr, bptr.data(), bptr.bytes());
         upload_->upload(b.block_col, bcol.data(), bcol.bytes());
         dispatch_executor(*exec, [&](const auto &e) { kernels::block_pattern_to_csr(e, b.block_rows, bs, bptr.data(), bcol.data(), ptr_.data(), col_.data()); });
         exec->synchronize(); // bptr and bcol go out of scope
       },
-            [&](offset_t bad, const std::vector<index_t> &offs) { // name the entry from the pattern made on the device
+      [&](offset_t bad, const std::vector<index_t> &offs) { // name the entry from the pattern made on the device
         const std::vector<index_t> ptr = ptr_.to_vector(), col = col_.to_vector();
         CsrView                    v;
         v.rows    = n;
@@ -155,7 +170,7 @@ struct BdiaStore final : TypedStore<VT> {
         v.col_idx = col.data();
         throw_off_offsets(v, nc, offs, bad, where);
       },
-            [&](MT *dst) {
+      [&](MT *dst) {
         pvalues_ = Array<double>(exec, std::size_t(nnz_));
         upload_->reset_stats();
         upload_->upload(b.values, pvalues_.data(), pvalues_.bytes());
@@ -224,13 +239,14 @@ struct BdiaStore final : TypedStore<VT> {
       const Bdia<MT> &m32 = own_->matrix();
       Bdia<double>    m64 = m32.exec()->is_cpu() ? bdia_zeros<double>(n, n, nc, m32.block_offsets) : bdia_zeros_on<double>(n, nc, m32.block_offsets, exec);
       own64_              = std::make_shared<Op64>(std::move(m64), n, exec, "bdiagh fp64 (the refinement's residuals)");
-      scatter_fp64(host_values);
+      if (host_values || !own64_->matrix().data.on_host()) scatter_fp64(host_values); // else the block constructor fills it
     }
   }
   void refresh(const CsrView &a) override
   {
     HEPTANE_ENSURE(a.nnz() == nnz_, InputError, "values-only refresh: " << a.nnz() << " entries, the pattern had " << nnz_);
     Array<MT> &data = own_->matrix().data;
+    if (data.on_host() && slot_.empty()) slot_ = bdia_slot_map(a, nc_, own_->matrix().block_offsets, "(values-only refresh)"); // built from blocks: the map at its first CSR refresh
     if (data.on_host()) kernels::scatter_values(*cpu_executor(), nnz_, slot_.data(), a.values, data.data());
     else scatter_device(a, data.data());
     if constexpr (keeps_fp64) scatter_fp64(a.values);
@@ -263,6 +279,21 @@ struct BdiaStore final : TypedStore<VT> {
     };
     scatter(data.data());
     if constexpr (keeps_fp64) scatter(own64_->matrix().data.data());
+    return true;
+  }
+  // CPU, bs = Nc: BAIJ's blocks straight into the BDIA-GH slots (bdia_values_from_blocks):
+  // no map to read or to compose, the offset found once per block
+  bool refresh_blocks(const BlockCsrView &b) override
+  {
+    Array<MT>  &data = own_->matrix().data;
+    const auto &mat  = own_->matrix();
+    if (!data.on_host() || b.block_size != mat.block_size || b.nnz() != nnz_ || b.rows() != mat.rows || !b.block_ptr || !b.block_col || !b.values) return false;
+    const auto fill = [&](auto *dst) {
+      const offset_t bad = kernels::bdia_values_from_blocks(*cpu_executor(), b.block_rows, b.block_size, b.block_ptr, b.block_col, b.values, mat.block_offsets.data(), index_t(mat.block_offsets.size()), dst);
+      HEPTANE_ENSURE(bad < 0, InputError, "values-only refresh: block " << bad << " (block column " << b.block_col[bad] << ") lies on none of the operator's block offsets: the pattern is not the build's");
+    };
+    fill(data.data());
+    if constexpr (keeps_fp64) fill(own64_->matrix().data.data());
     return true;
   }
   // GPU: the values go up in their own order (PinnedUpload) into pvalues_, a kernel puts them
@@ -390,6 +421,7 @@ struct BdiaStore final : TypedStore<VT> {
   std::shared_ptr<Op64>         own64_; // mixed: the fp64 matrix (op_fp64)
   offset_t                      nnz_ = 0;
   std::vector<offset_t>         slot_;                    // CPU: the slot map
+  index_t                       nc_ = 1;                  // CPU, built from blocks: Nc, for a later slot map
   BigVector<offset_t>           permuted_;                // CPU: slot_ through refresh_permuted's pos
   BigVector<std::int32_t>       permuted32_;              //   (one of the two: 32-bit where slots fit)
   const index_t                *permuted_from_ = nullptr; // that pos
@@ -609,7 +641,7 @@ void MatrixEngine::build(const CsrView &a, const GridHint &hint, const MatrixCon
 // A GPU, a grid (DMDA or -heptane_grid) with its star stencil, BDIA-GH: the operator straight
 // from the block CSR arrays, expanded on the device (BdiaStore's block constructor); else false
 // and nothing changed (the caller builds from a host CsrView).
-bool MatrixEngine::build_blocks(const BlockCsrView &b, const GridHint &hint, const MatrixConfig &cfg)
+bool MatrixEngine::build_blocks(const BlockCsrView &b, const GridHint &hint, const MatrixConfig &cfg, bool allow_cpu, bool allow_gpu)
 {
   const auto t0 = clock_type::now();
   Impl      &m  = *impl_;
@@ -623,8 +655,8 @@ bool MatrixEngine::build_blocks(const BlockCsrView &b, const GridHint &hint, con
   if (index_t(offsets.size()) > kernels::bdia_slots_max_offsets) return false;
   std::string       why;
   const std::string device = resolve_device(cfg.device, b.nnz(), cpu_executor()->threads(), &why);
-  if (device == "cpu") return false;
-  m.store.reset(); // free the old operator (device memory) before building the new one
+  if (device == "cpu" ? !allow_cpu || nc != b.block_size : !allow_gpu) return false; // the CPU reads the blocks straight into the slots: Nc = bs only
+  m.store.reset();                                                                   // free the old operator (device memory) before building the new one
   m.device_why            = why;
   const auto        exec  = m.exec && device == m.device ? m.exec : shared_executor(device);
   const std::string where = "(" + hint.source + ")";
@@ -640,7 +672,7 @@ bool MatrixEngine::build_blocks(const BlockCsrView &b, const GridHint &hint, con
     break;
   }
   std::ostringstream note;
-  note << "grid " << grid[0] << "x" << grid[1] << "x" << grid[2] << " Nc=" << nc << " from " << hint.source << " (star stencil, no detection; block CSR with bs = " << b.block_size << " expanded on the device)";
+  note << "grid " << grid[0] << "x" << grid[1] << "x" << grid[2] << " Nc=" << nc << " from " << hint.source << " (star stencil, no detection; block CSR with bs = " << b.block_size << (device == "cpu" ? " read block by block into the BDIA-GH slots on the host)" : " expanded on the device)");
   record_build(m, cfg, device, exec, Format::bdia, n, b.nnz(), nc, std::move(offsets), grid, note.str(), 0, t0);
   return true;
 }
@@ -655,6 +687,18 @@ void MatrixEngine::refresh_values(const CsrView &a)
   m.exec->synchronize();
   m.timings.last_refresh_ms = ms_since(t0);
   ++m.timings.refreshes;
+}
+
+bool MatrixEngine::refresh_values_blocks(const BlockCsrView &b)
+{
+  const auto t0 = clock_type::now();
+  Impl      &m  = *impl_;
+  HEPTANE_ENSURE(m.store, InputError, "values-only refresh before the first build");
+  HEPTANE_ENSURE(b.nnz() == m.nnz, InputError, "values-only refresh: " << b.nnz() << " entries, the pattern had " << m.nnz);
+  if (m.distributed || !m.store->refresh_blocks(b)) return false;
+  m.timings.last_refresh_ms = ms_since(t0);
+  ++m.timings.refreshes;
+  return true;
 }
 
 bool MatrixEngine::refresh_values_permuted(const double *values, const index_t *pos, offset_t nnz, index_t block_size)

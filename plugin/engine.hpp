@@ -130,14 +130,20 @@ public:
   /// Throws InputError when the matrix is not square, when the hint does not fit it (size,
   /// an entry off the grid's block offsets), or what the format and device throw.
   void build(const CsrView &a, const GridHint &hint, const MatrixConfig &cfg);
-  /// build() from a block CSR matrix without a host copy in scalar CSR: where the operator
-  /// is BDIA-GH on a GPU (format auto or bdiagh, the device resolving to a GPU) and the hint
-  /// gives the grid with its star stencil, the block pattern and values go up as they are and
-  /// are expanded on the device; the engine then is as after build() from the scalar CSR of
-  /// `b` (refresh_values takes that CsrView; refresh_values_permuted takes b's values with
-  /// b.block_size and no pos). Returns false, changing nothing, in every other case (the
-  /// caller builds from the scalar CSR).
-  bool build_blocks(const BlockCsrView &b, const GridHint &hint, const MatrixConfig &cfg);
+  /// build() from a block CSR matrix without a host copy in scalar CSR, where the operator is
+  /// BDIA-GH (format auto or bdiagh) and the hint gives the grid with its star stencil. On a
+  /// GPU the block pattern and values go up as they are and are expanded on the device; the
+  /// engine then is as after build() from the scalar CSR of `b` (refresh_values takes that
+  /// CsrView; refresh_values_permuted takes b's values with b.block_size and no pos). On the
+  /// CPU, with Nc = b.block_size, every block goes straight into its slots
+  /// (kernels::bdia_values_from_blocks; no slot map: refresh_values_blocks needs none,
+  /// refresh_values makes it at its first call). Returns false, changing nothing, in every
+  /// other case (the caller builds from the scalar CSR). Throws InputError for a block off
+  /// the grid's star offsets.
+  /// allow_cpu / allow_gpu: whether the caller can go on without a host CSR when the device
+  /// resolves to the CPU / a GPU (its preconditioner set up without one); false: return false
+  /// there.
+  bool build_blocks(const BlockCsrView &b, const GridHint &hint, const MatrixConfig &cfg, bool allow_cpu = false, bool allow_gpu = true);
   /// Same pattern as the last build, new values. Throws InputError when the number of
   /// entries changed (the caller must build instead).
   void refresh_values(const CsrView &a);
@@ -154,6 +160,13 @@ public:
   /// else through pos's inverse uploaded once); the caller then gathers and calls
   /// refresh_values.
   bool refresh_values_permuted(const double *values, const index_t *pos, offset_t nnz, index_t block_size = 0);
+  /// A values-only refresh from a block CSR matrix of the build's pattern (PETSc's BAIJ), read
+  /// by formula: where the operator is BDIA-GH on the CPU with Nc = the block size, every
+  /// block goes straight into its slots (kernels::bdia_values_from_blocks: no map, nothing
+  /// composed). Returns false, changing nothing, elsewhere (the caller then takes
+  /// refresh_values_permuted's path). Throws InputError for a block off the operator's block
+  /// offsets (a pattern that is not the build's).
+  bool refresh_values_blocks(const BlockCsrView &b);
   /// Several MPI ranks; collective over `comm` (every rank calls it, and every rank throws
   /// the same error, naming the rank it comes from). `a`: this rank's rows [row_begin,
   /// row_begin + a.rows) with GLOBAL column indices; the ranks' ranges follow each other in
@@ -266,6 +279,12 @@ public:
   /// that path does not apply; the caller then gathers and calls refresh_preconditioner.
   /// Throws as refresh_preconditioner.
   bool refresh_preconditioner_permuted(const double *values, const index_t *pos, offset_t nnz, const MatrixEngine &m);
+  /// refresh_preconditioner from a block CSR matrix of the setup's pattern (PETSc's BAIJ), on
+  /// the CPU through Preconditioner::update_values_blocks (none, Jacobi, block Jacobi): the
+  /// positions follow from the block pattern, no map of the entries is made or read. Returns
+  /// false, changing nothing, elsewhere (the caller then takes the permuted path). Throws as
+  /// refresh_preconditioner.
+  bool refresh_preconditioner_blocks(const BlockCsrView &b, const MatrixEngine &m);
   /// A preconditioner heptane does not have, applied by the caller on host arrays (the PETSc
   /// plugin: PETSc's own PC through PCApply): apply(r, z) sets z = M^-1 r for m.rows() doubles
   /// of this rank (collective where m is distributed: every rank's solver calls it together).
@@ -299,6 +318,8 @@ public:
   /// meets rtol as in double (refine, the default); corrections of the last solve.
   void set_refine(bool refine) noexcept;
   int  last_corrections() const noexcept;
+  /// Whether the last solve was refined so (its residuals then are the fp64 matrix's).
+  bool last_solve_refined() const noexcept;
   /// Whether the last solve ran on the folded operator, and how long making it took (ms; 0
   /// when it was reused).
   bool        last_solve_folded() const noexcept;

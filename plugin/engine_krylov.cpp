@@ -166,6 +166,7 @@ struct KrylovEngine::Impl {
   double fold_ms = 0;
   // mixed precision refined against the fp64 matrix (set_refine)
   bool refine      = true;
+  bool refined     = false; // the last solve was refined against the fp64 matrix
   int  corrections = 0;
   // GMRES's restart (set_restart) and the last solver's name
   int         restart = 30;
@@ -303,6 +304,22 @@ void KrylovEngine::refresh_preconditioner(const CsrView &a, const MatrixEngine &
   ++k.timings.pc_refreshes;
 }
 
+bool KrylovEngine::refresh_preconditioner_blocks(const BlockCsrView &b, const MatrixEngine &m)
+{
+  const auto t0 = clock_type::now();
+  Impl      &k  = *impl_;
+  HEPTANE_ENSURE(has_preconditioner(), InputError, "values-only preconditioner refresh before the first setup");
+  HEPTANE_ENSURE((m.precision() == Precision::single) == (k.f.pc != nullptr), InputError, "values-only preconditioner refresh in another precision than the setup's");
+  if (!(k.in_place && k.values_from == &m && k.values_of == m.timings().builds) || m.distributed() || !m.executor()->is_cpu()) return false;
+  const bool done = k.f.pc ? k.f.pc->update_values_blocks(b.values, b.block_rows, b.block_size, b.block_ptr, b.block_col) : k.d.pc->update_values_blocks(b.values, b.block_rows, b.block_size, b.block_ptr, b.block_col);
+  if (!done) return false;
+  k.pc_path            = "numeric part on the host, on PETSc's block values in place (positions by the block pattern, no map of the entries)";
+  k.pc_desc            = k.f.pc ? k.f.pc->describe() : k.d.pc->describe();
+  k.timings.last_pc_ms = ms_since(t0);
+  ++k.timings.pc_refreshes;
+  return true;
+}
+
 bool KrylovEngine::refresh_preconditioner_permuted(const double *values, const index_t *pos, offset_t nnz, const MatrixEngine &m)
 {
   const auto t0 = clock_type::now();
@@ -372,6 +389,7 @@ Status KrylovEngine::solve(SolverType solver, const MatrixEngine &m, const Solve
     return st;
   };
   k.fold_ms               = 0;
+  k.refined               = op64 != nullptr;
   Status st               = m.precision() == Precision::single ? run(k.f, m.operator_single()) : run(k.d, m.operator_double());
   k.timings.last_solve_ms = ms_since(t0);
   return st;
@@ -395,6 +413,10 @@ void KrylovEngine::set_fold(bool fold) noexcept
 void KrylovEngine::set_refine(bool refine) noexcept
 {
   impl_->refine = refine;
+}
+bool KrylovEngine::last_solve_refined() const noexcept
+{
+  return impl_->refined;
 }
 int KrylovEngine::last_corrections() const noexcept
 {

@@ -64,6 +64,7 @@ typedef struct {
   PetscInt            check_every;
   PetscBool           fold;          /* -heptane_fold: Jacobi/block Jacobi folded into the operator (BiCGStab) */
   PetscBool           refine;        /* -heptane_refine: mixed precision refined against the fp64 matrix */
+  PetscBool           check_true;    /* -heptane_check_true_residual: single (and unrefined mixed): ||b - A x|| with PETSc's fp64 MatMult after the solve */
   PetscInt            restart;       /* hgmres: -ksp_gmres_restart (KSPGMRESSetRestart) */
   heptane::PcOptions *pc_opts;       /* -heptane_amg_*, -heptane_cpr_* (hamg, hcpr) */
   heptane::PcOptions *pc_opts_built; /* those the preconditioner in krylov was built with */
@@ -76,6 +77,8 @@ typedef struct {
   PetscInt        ilu;          /* -heptane_ilu: index into HeptaneIluOrders */
   PetscBool       ilu_fallback; /* auto: natural ILU(0) after multi-colour ILU(0) failed */
   Vec             x0;           /* the initial guess, kept for a fallback re-solve */
+  Vec             r_true;       /* b - A x of the true-residual check */
+  PetscReal       true_rnorm;   /* its norm after the last solve; -1: not checked */
   /* the matrix the engine holds */
   PetscObjectId                  mat_id;
   PetscObjectState               mat_nzstate, mat_state;
@@ -460,21 +463,13 @@ static PetscErrorCode KSPHeptaneBAIJInPlace(KSP ksp, Mat A, What what, PetscBool
   PetscFunctionReturn(0);
 }
 
-/* The preconditioners whose first setup reads only the operator's device copies of the
-   pattern and values (KrylovEngine::build_preconditioner on a GPU): with them a BAIJ operator
-   built from its blocks on the device needs no host CSR at all. */
-static PetscBool KSPHeptanePCFromDevice(heptane::PcType t)
+/* what(blocks) on a one-rank BAIJ matrix's blocks and values (SeqBAIJ, a one-rank MPIBAIJ's
+   diagonal block), lent in place and given back after, also when what throws. *done: what
+   returned; false where A is no BAIJ or its blocks cannot be lent as they are (complex values,
+   64-bit indices). */
+template <class What>
+static PetscErrorCode HeptaneWithBAIJBlocks(Mat A, HeptaneBAIJ *b, What what, PetscBool *done)
 {
-  return (PetscBool)(t == heptane::PcType::jacobi || t == heptane::PcType::block_jacobi || t == heptane::PcType::amg || t == heptane::PcType::cpr);
-}
-
-/* One rank, a new pattern: a BAIJ matrix (SeqBAIJ, a one-rank MPIBAIJ's diagonal block) with
-   its grid known and the operator going to a GPU goes up as it is, blocks and values, and is
-   expanded there (MatrixEngine::build_blocks): no scalar pattern, no gather on the host. *done:
-   whether it was; otherwise the caller builds from the scalar CSR. */
-static PetscErrorCode KSPHeptaneBuildFromBlocks(KSP ksp, Mat A, const heptane::plugin::GridHint &hint, const heptane::plugin::MatrixConfig &cfg, PetscBool *done)
-{
-  KSP_Heptane                  *h = (KSP_Heptane *)ksp->data;
   PetscBool                     isbaij, ismpibaij;
   Mat                           Ad = A, Ao;
   const PetscInt               *colmap;
@@ -485,20 +480,108 @@ static PetscErrorCode KSPHeptaneBuildFromBlocks(KSP ksp, Mat A, const heptane::p
   *done = PETSC_FALSE;
   PetscCall(PetscObjectBaseTypeCompare((PetscObject)A, MATSEQBAIJ, &isbaij));
   PetscCall(PetscObjectBaseTypeCompare((PetscObject)A, MATMPIBAIJ, &ismpibaij));
-  if (!(isbaij || ismpibaij) || !hint.has_grid() || !(h->petsc_pc || KSPHeptanePCFromDevice(KSPHeptaneResolvePC(h)))) PetscFunctionReturn(0);
+  if (!isbaij && !ismpibaij) PetscFunctionReturn(0);
   if (ismpibaij) PetscCall(MatMPIBAIJGetSeqBAIJ(A, &Ad, &Ao, &colmap));
-  PetscCall(HeptaneBAIJBlocksGet(Ad, h->baij, &blocks));
+  PetscCall(HeptaneBAIJBlocksGet(Ad, b, &blocks));
   if (!blocks.block_ptr) PetscFunctionReturn(0);
   PetscErrorCode ierr = 0;
   HeptaneCallCXX(
-    try { ok = h->own->build_blocks(blocks, hint, cfg); } catch (...) {
+    try { ok = what(blocks); } catch (...) {
       ierr = HeptaneBAIJBlocksRestore(Ad, &blocks);
       throw;
     });
   PetscCall(ierr);
   PetscCall(HeptaneBAIJBlocksRestore(Ad, &blocks));
-  if (ok) h->input_how = "BAIJ's blocks and values uploaded as they are and expanded to scalar CSR on the GPU at each new pattern (no host map, no gather)";
   *done = ok ? PETSC_TRUE : PETSC_FALSE;
+  PetscFunctionReturn(0);
+}
+
+/* A one-rank BAIJ matrix on the CPU: its blocks and values in place for a values-only refresh
+   through what(blocks) (MatrixEngine::refresh_values_blocks, KrylovEngine::
+   refresh_preconditioner_blocks), which reads every position off the block pattern: no map of
+   the entries is made or composed. *done: whether that path took them (else the caller takes
+   KSPHeptaneBAIJInPlace's). */
+template <class What>
+static PetscErrorCode KSPHeptaneBAIJBlocksInPlace(KSP ksp, Mat A, What what, PetscBool *done)
+{
+  KSP_Heptane *h = (KSP_Heptane *)ksp->data;
+
+  PetscFunctionBegin;
+  *done = PETSC_FALSE;
+  if (!h->engine->built() || !h->engine->executor() || !h->engine->executor()->is_cpu()) PetscFunctionReturn(0);
+  PetscCall(HeptaneWithBAIJBlocks(A, h->baij, what, done));
+  PetscFunctionReturn(0);
+}
+
+/* The preconditioners whose first setup reads only the operator's device copies of the
+   pattern and values (KrylovEngine::build_preconditioner on a GPU): with them a BAIJ operator
+   built from its blocks on the device needs no host CSR at all. */
+static PetscBool KSPHeptanePCFromDevice(heptane::PcType t)
+{
+  return (PetscBool)(t == heptane::PcType::jacobi || t == heptane::PcType::block_jacobi || t == heptane::PcType::amg || t == heptane::PcType::cpr);
+}
+
+/* The preconditioners set up from the diagonal blocks alone (none, Jacobi, block Jacobi): with
+   them a BAIJ operator built from its blocks on the CPU needs no scalar CSR either. */
+static PetscBool KSPHeptanePCFromDiagBlocks(heptane::PcType t)
+{
+  return (PetscBool)(t == heptane::PcType::none || t == heptane::PcType::jacobi || t == heptane::PcType::block_jacobi);
+}
+
+/* The diagonal blocks of a block CSR matrix (BAIJ) as a scalar CSR matrix of their entries,
+   row by row (a block row without its diagonal block gives empty rows: the preconditioner's
+   setup then names the zero diagonal): what KSPHeptanePCFromDiagBlocks's types are set up
+   from, with nothing of the off-diagonal blocks copied. */
+struct HeptaneDiagCSR {
+  std::vector<heptane::index_t> ptr, col;
+  std::vector<double>           val;
+  heptane::plugin::CsrView      view;
+};
+static void HeptaneDiagBlocks(const heptane::plugin::BlockCsrView &b, HeptaneDiagCSR &d)
+{
+  const heptane::index_t        bs = b.block_size, nb = b.block_rows;
+  std::vector<heptane::index_t> at((size_t)nb, -1); /* the diagonal block of each block row */
+  for (heptane::index_t ib = 0; ib < nb; ib++)
+    for (heptane::index_t k = b.block_ptr[ib]; k < b.block_ptr[ib + 1] && at[(size_t)ib] < 0; k++)
+      if (b.block_col[k] == ib) at[(size_t)ib] = k;
+  d.ptr.assign(1, 0);
+  d.ptr.reserve((size_t)(nb * bs) + 1);
+  d.col.clear();
+  d.val.clear();
+  for (heptane::index_t ib = 0; ib < nb; ib++)
+    for (heptane::index_t r = 0; r < bs; r++) {
+      if (at[(size_t)ib] >= 0)
+        for (heptane::index_t c = 0; c < bs; c++) { /* blocks column-major */
+          d.col.push_back(ib * bs + c);
+          d.val.push_back(b.values[(size_t)at[(size_t)ib] * (size_t)(bs * bs) + (size_t)(c * bs + r)]);
+        }
+      d.ptr.push_back((heptane::index_t)d.col.size());
+    }
+  d.view.rows    = nb * bs;
+  d.view.row_ptr = d.ptr.data();
+  d.view.col_idx = d.col.data();
+  d.view.values  = d.val.data();
+}
+
+/* One rank, a new pattern: a BAIJ matrix (SeqBAIJ, a one-rank MPIBAIJ's diagonal block) with
+   its grid known is built from its blocks (MatrixEngine::build_blocks): going to a GPU (with a
+   PC set up from the device copies) it goes up as it is, blocks and values, and is expanded
+   there; on the CPU (Nc = the block size, with a PC set up from the diagonal blocks alone)
+   every block goes straight into its BDIA-GH slots. No scalar pattern, no gather on the host
+   either way. *done: whether it was; otherwise the caller builds from the scalar CSR. */
+static PetscErrorCode KSPHeptaneBuildFromBlocks(KSP ksp, Mat A, const heptane::plugin::GridHint &hint, const heptane::plugin::MatrixConfig &cfg, PetscBool *done)
+{
+  KSP_Heptane          *h      = (KSP_Heptane *)ksp->data;
+  const heptane::PcType want   = KSPHeptaneResolvePC(h);
+  const bool            gpu_ok = h->petsc_pc || KSPHeptanePCFromDevice(want), cpu_ok = h->petsc_pc || KSPHeptanePCFromDiagBlocks(want);
+
+  PetscFunctionBegin;
+  *done = PETSC_FALSE;
+  if (!hint.has_grid() || !(gpu_ok || cpu_ok)) PetscFunctionReturn(0);
+  PetscCall(HeptaneWithBAIJBlocks(
+    A, h->baij, [&](const heptane::plugin::BlockCsrView &b) { return h->own->build_blocks(b, hint, cfg, cpu_ok, gpu_ok); }, done));
+  if (*done)
+    h->input_how = h->own->executor()->is_cpu() ? "BAIJ's blocks read straight into the BDIA-GH slots on the host at each new pattern (Nc = the block size: no scalar pattern, no map, no gather)" : "BAIJ's blocks and values uploaded as they are and expanded to scalar CSR on the GPU at each new pattern (no host map, no gather)";
   PetscFunctionReturn(0);
 }
 
@@ -532,11 +615,18 @@ static PetscErrorCode KSPHeptaneBuildPC(KSP ksp, Mat Amat, PetscBool values_only
   PetscBool                       fell = PETSC_FALSE, fell_any, refreshed = PETSC_FALSE;
   std::string                     why, refused;
   const heptane::plugin::CsrView *view;
+  HeptaneDiagCSR                  diag;
 
   PetscFunctionBegin;
   values_only = (PetscBool)(values_only && h->krylov->has_preconditioner() && want == h->pc_built && !KSPHeptanePcOptionsChanged(h));
   if (values_only && !h->engine->distributed()) { /* BAIJ: its values in place where the PC can */
     PetscBool done;
+    PetscCall(KSPHeptaneBAIJBlocksInPlace(
+      ksp, Amat, [h](const heptane::plugin::BlockCsrView &b) { return h->krylov->refresh_preconditioner_blocks(b, *h->engine); }, &done));
+    if (done) {
+      h->pc_refreshed = PETSC_TRUE;
+      PetscFunctionReturn(0);
+    }
     PetscCall(KSPHeptaneBAIJInPlace(
       ksp, Amat, [h](const double *v, const heptane::index_t *pos, heptane::offset_t nnz, heptane::index_t) { return h->krylov->refresh_preconditioner_permuted(v, pos, nnz, *h->engine); }, &done));
     if (done) {
@@ -548,6 +638,19 @@ static PetscErrorCode KSPHeptaneBuildPC(KSP ksp, Mat Amat, PetscBool values_only
                                      again: the operator was updated from the same matrix) */
     if (h->rows->inplace) PetscCall(HeptaneRowsGet(h->rows_from, h->rows));
     view = &h->rows->split.diag;
+  } else if (h->baij_blocks && !values_only && h->engine == h->own && h->engine->executor()->is_cpu() && KSPHeptanePCFromDiagBlocks(want)) {
+    /* the operator was built from BAIJ's blocks on the CPU: the preconditioner from the
+       diagonal blocks alone (no scalar CSR of the matrix) */
+    PetscBool lent;
+    PetscCall(HeptaneWithBAIJBlocks(
+      Amat, h->baij,
+      [&](const heptane::plugin::BlockCsrView &b) {
+        HeptaneDiagBlocks(b, diag);
+        return true;
+      },
+      &lent));
+    PetscCheck(lent, PETSC_COMM_SELF, PETSC_ERR_PLIB, "heptane: the BAIJ blocks the operator was built from are gone");
+    view = &diag.view;
   } else if (h->baij_blocks && !values_only && h->engine == h->own && KSPHeptanePCFromDevice(want)) {
     /* the operator was built from BAIJ's blocks on the device: the preconditioner from its
        device copies, with a view of the row pointers only (no host CSR) */
@@ -972,13 +1075,19 @@ static PetscErrorCode KSPHeptaneUpdate(KSP ksp)
     if (!h->own->built() || id != h->mat_id || nz != h->mat_nzstate || h->own->config() != cfg) updated = 2;
     else if (st != h->mat_state) updated = 1;
     PetscBool in_place = PETSC_FALSE;
-    if (updated == 1) /* BAIJ: its values in place, no gather, where the operator can */
-      PetscCall(KSPHeptaneBAIJInPlace(
-        ksp, Amat, [h](const double *v, const heptane::index_t *pos, heptane::offset_t nnz, heptane::index_t bs) { return h->own->refresh_values_permuted(v, pos, nnz, bs); }, &in_place));
-    if (in_place)
-      h->input_how = "BAIJ (no MatConvert); values-only refreshes read its values in place, in BAIJ's own order (no gather on the host: on the CPU through the BDIA-GH slot map composed once with each entry's place in BAIJ's array; "
-                     "on a GPU uploaded as they are and put into CSR order there, by formula)";
-    else if (updated) {
+    if (updated == 1) { /* BAIJ: its values in place, no gather, where the operator can */
+      PetscCall(KSPHeptaneBAIJBlocksInPlace(
+        ksp, Amat, [h](const heptane::plugin::BlockCsrView &b) { return h->own->refresh_values_blocks(b); }, &in_place));
+      if (in_place) h->input_how = "BAIJ (no MatConvert); values-only refreshes read its blocks in place, each straight into its BDIA-GH slots (the CPU, Nc = the block size: positions by the block pattern, no map of the entries)";
+      else {
+        PetscCall(KSPHeptaneBAIJInPlace(
+          ksp, Amat, [h](const double *v, const heptane::index_t *pos, heptane::offset_t nnz, heptane::index_t bs) { return h->own->refresh_values_permuted(v, pos, nnz, bs); }, &in_place));
+        if (in_place)
+          h->input_how = "BAIJ (no MatConvert); values-only refreshes read its values in place, in BAIJ's own order (no gather on the host: on the CPU through the BDIA-GH slot map composed once with each entry's place in BAIJ's array; "
+                         "on a GPU uploaded as they are and put into CSR order there, by formula)";
+      }
+    }
+    if (!in_place && updated) {
       PetscBool blocks = PETSC_FALSE;
       if (updated == 2) {
         PetscCall(KSPHeptaneGridHint(ksp, Amat, &hint));
@@ -1136,6 +1245,45 @@ static PetscErrorCode KSPHeptaneRun(KSP ksp, const heptane::SolverOptions &opts,
   PetscFunctionReturn(0);
 }
 
+/* -heptane_precision single (and mixed where it was not refined against an fp64 copy of the
+   matrix) stops on the residual of its fp32 recurrence, which can lie below the tolerance while
+   the matrix as given leaves ||b - A x|| far above it. After a converged solve the true residual
+   is taken with PETSc's MatMult of the KSP's operator (fp64, any layout); above
+   max(rtol ||b||, atol) the reason becomes KSP_DIVERGED_BREAKDOWN, so the solve never claims a
+   tolerance its answer does not meet. */
+static PetscErrorCode KSPHeptaneCheckTrueResidual(KSP ksp)
+{
+  KSP_Heptane *h = (KSP_Heptane *)ksp->data;
+  Mat          A;
+  PetscReal    rn, bn, tol;
+  const char  *what = h->precision == 1 ? "single" : "mixed";
+
+  PetscFunctionBegin;
+  h->true_rnorm = -1;
+  if (h->precision == 0 || !h->check_true || ksp->reason <= 0 || h->krylov->last_solve_refined()) PetscFunctionReturn(0);
+  PetscCall(KSPGetOperators(ksp, &A, NULL));
+  if (!h->r_true) PetscCall(VecDuplicate(ksp->vec_rhs, &h->r_true));
+  PetscCall(MatMult(A, ksp->vec_sol, h->r_true));
+  PetscCall(VecAYPX(h->r_true, -1.0, ksp->vec_rhs)); /* r = b - A x */
+  PetscCall(VecNorm(h->r_true, NORM_2, &rn));
+  PetscCall(VecNorm(ksp->vec_rhs, NORM_2, &bn));
+  tol           = PetscMax(ksp->rtol * bn, ksp->abstol);
+  h->true_rnorm = rn;
+  PetscCall(PetscInfo(ksp, "%s: -heptane_precision %s, true residual ||b - A x|| = %g (fp64 MatMult), recurrence's %g, tolerance %g\n", KSPHeptaneName(h), what, (double)rn, (double)ksp->rnorm, (double)tol));
+  if (rn > tol) {
+    char msg[768];
+
+    ksp->reason = KSP_DIVERGED_BREAKDOWN;
+    PetscCall(PetscSNPrintf(msg, sizeof(msg),
+                            "KSP %s: -heptane_precision %s stopped on the residual of its fp32 recurrence, but the true residual ||b - A x|| with the fp64 matrix is above max(rtol ||b||, atol) (numbers in -info and -ksp_view), so the reason is "
+                            "KSP_DIVERGED_BREAKDOWN, not converged. "
+                            "The fp32 rounding of the matrix limits how far the answer can go: use -heptane_precision double, or mixed with -heptane_refine on one rank's bdiagh operator; -heptane_check_true_residual 0 skips this check",
+                            KSPHeptaneName(h), what));
+    PetscCall(KSPHeptaneWarn(ksp, msg));
+  }
+  PetscFunctionReturn(0);
+}
+
 /* PETSc's own PC failed (its setup or an apply, e.g. a zero pivot): the KSP's reason becomes
    KSP_DIVERGED_PC_FAILED. */
 static PetscErrorCode KSPHeptanePetscPCFailed(KSP ksp, PetscBool *failed)
@@ -1167,8 +1315,9 @@ static PetscErrorCode KSPSolve_Heptane(KSP ksp)
   PetscCall(KSPHeptaneResolveDevice(ksp)); /* the matrix may have changed since KSPSetUp */
   HeptaneThreadsScope threads(h);
   PetscCall(KSPHeptaneUpdate(ksp)); /* no-op unless the matrix changed since KSPSetUp */
-  ksp->its   = 0;
-  ksp->rnorm = 0;
+  ksp->its      = 0;
+  ksp->rnorm    = 0;
+  h->true_rnorm = -1;
   if (h->symmetric == 0) { /* hcg on a nonsymmetric matrix: stop before iterating */
     char msg[768];
     PetscCall(VecNorm(ksp->vec_rhs, NORM_2, &ksp->rnorm));
@@ -1217,6 +1366,7 @@ static PetscErrorCode KSPSolve_Heptane(KSP ksp)
   ksp->rnorm  = st.residual_norm;
   ksp->rnorm0 = st.initial_residual_norm;
   ksp->reason = KSPHeptaneReason(h, st.reason);
+  PetscCall(KSPHeptaneCheckTrueResidual(ksp));
   if (h->petsc_pc && ksp->reason < 0) { /* PCApply's own failure (e.g. a zero pivot) says more */
     PetscBool failed;
     PetscCall(KSPHeptanePetscPCFailed(ksp, &failed));
@@ -1237,7 +1387,7 @@ static PetscErrorCode KSPView_Heptane(KSP ksp, PetscViewer viewer)
   if (h->solver == heptane::SolverType::gmres)
     PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane GMRES(%" PetscInt_FMT ") (flexible, restarted; -ksp_gmres_restart), right-preconditioned inside heptane; stopping on the unpreconditioned ||r|| <= max(rtol ||b||, atol)\n", h->restart));
   else PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane %s, right-preconditioned inside heptane; stopping on the unpreconditioned ||r|| <= max(rtol ||b||, atol)\n", h->solver == heptane::SolverType::bicgstab ? "BiCGStab (fused loop)" : "CG"));
-  PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane options: -heptane_format %s -heptane_device %s -heptane_precision %s -heptane_check_every %" PetscInt_FMT " -heptane_ilu %s -heptane_fold %s -heptane_refine %s\n", HeptaneFormats[h->format], h->device, HeptanePrecisions[h->precision], h->check_every, HeptaneIluOrders[h->ilu], PetscBools[h->fold], PetscBools[h->refine]));
+  PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane options: -heptane_format %s -heptane_device %s -heptane_precision %s -heptane_check_every %" PetscInt_FMT " -heptane_ilu %s -heptane_fold %s -heptane_refine %s -heptane_check_true_residual %s\n", HeptaneFormats[h->format], h->device, HeptanePrecisions[h->precision], h->check_every, HeptaneIluOrders[h->ilu], PetscBools[h->fold], PetscBools[h->refine], PetscBools[h->check_true]));
   if (h->petsc_pc) PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane preconditioner: %s (from %s; the PETSc PC below is set up and applied by PETSc)\n", h->petsc_pc_note->c_str(), h->pc_from[0] ? h->pc_from : "-"));
   else
     PetscCall(
@@ -1279,6 +1429,9 @@ static PetscErrorCode KSPView_Heptane(KSP ksp, PetscViewer viewer)
   if (h->solves) PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane last solve: %.3f ms\n", h->krylov->timings().last_solve_ms));
   if (h->solves && h->krylov->last_corrections() > 0)
     PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane last solve: mixed precision refined against the fp64 matrix (-heptane_refine), corrections: %d; residuals of the fp64 matrix\n", h->krylov->last_corrections()));
+  if (h->solves && h->true_rnorm >= 0)
+    PetscCall(
+      PetscViewerASCIIPrintf(viewer, "  heptane last solve: -heptane_precision %s stopped on its fp32 recurrence; true residual ||b - A x|| = %g with PETSc's fp64 MatMult (-heptane_check_true_residual)\n", HeptanePrecisions[h->precision], (double)h->true_rnorm));
   if (h->solves && h->krylov->last_solve_folded())
     PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane last solve: preconditioner folded into the operator (-heptane_fold): BiCGStab on A M^-1 (%s), then x = M^-1 y\n",
                                      h->krylov->last_fold_ms() > 0 ? ("made for this solve in " + std::to_string(h->krylov->last_fold_ms()) + " ms").c_str() : "kept from the solve before"));
@@ -1313,6 +1466,7 @@ static PetscErrorCode KSPSetFromOptions_Heptane(KSP ksp, HeptaneOptionItems Pets
   PetscCall(PetscOptionsEList("-heptane_ilu", "Ordering of -pc_type ilu: auto (multicolor on a GPU, natural on the CPU), natural (PETSc's ILU(0)), multicolor (ILU(0) of a multi-colour permutation)", "KSPHBCGS", HeptaneIluOrders, 3, HeptaneIluOrders[h->ilu], &h->ilu, NULL));
   PetscCall(PetscOptionsBoundedInt("-heptane_check_every", "GPU: the host reads the residual every k iterations (0: automatic, 1 with -pc_type hamg or hcpr, else 8)", "KSPHBCGS", h->check_every, &h->check_every, NULL, 0));
   PetscCall(PetscOptionsBool("-heptane_refine", "-heptane_precision mixed on one rank's bdiagh operator: iterative refinement against an fp64 copy of the matrix, so that the true residual meets -ksp_rtol as in double", "KSPHBCGS", h->refine, &h->refine, NULL));
+  PetscCall(PetscOptionsBool("-heptane_check_true_residual", "-heptane_precision single (and mixed not refined): after a converged solve, ||b - A x|| with PETSc's fp64 MatMult; above the tolerance the reason is KSP_DIVERGED_BREAKDOWN", "KSPHBCGS", h->check_true, &h->check_true, NULL));
   PetscCall(PetscOptionsBool("-heptane_fold", "hbcgs with -pc_type jacobi/pbjacobi on one rank's bdiagh operator, zero initial guess: BiCGStab on A M^-1 (kept beside A), then x = M^-1 y; the same method without two preconditioner applications per iteration", "KSPHBCGS", h->fold, &h->fold, NULL));
   PetscCall(PetscOptionsBool("-heptane_petsc_pc", "Apply PETSc's own PC (PCSetUp, PCApply) inside heptane's loop even where heptane has the PC type (jacobi, pbjacobi, ilu, bjacobi); PC types heptane does not have are always applied so", "KSPHBCGS", h->force_petsc_pc, &h->force_petsc_pc, NULL));
   PetscCall(PetscOptionsBoundedInt("-heptane_threads", "OpenMP threads per rank for heptane's work on the CPU (0: OpenMP's own count; default 1, or OpenMP's own when OMP_NUM_THREADS is set)", "KSPHBCGS", h->threads, &h->threads, &flg, 0));
@@ -1345,6 +1499,7 @@ static PetscErrorCode KSPHeptaneFreeWork(KSP ksp)
   PetscCall(MatDestroy(&h->sbaij.aij));
   PetscCall(MatDestroy(&h->engine_mat));
   PetscCall(VecDestroy(&h->x0));
+  PetscCall(VecDestroy(&h->r_true));
   PetscCall(VecDestroy(&h->pc_r));
   PetscCall(VecDestroy(&h->pc_z));
   PetscCall(VecDestroy(&h->op_x));
@@ -1439,6 +1594,8 @@ static PetscErrorCode KSPCreate_Heptane_Private(KSP ksp, heptane::SolverType sol
   h->check_every = 0;
   h->fold        = PETSC_TRUE;
   h->refine      = PETSC_TRUE;
+  h->check_true  = PETSC_TRUE;
+  h->true_rnorm  = -1;
   h->restart     = 30;
   h->pc          = heptane::PcType::ilu0;
   h->pc_built    = heptane::PcType::none;
@@ -1484,6 +1641,9 @@ static PetscErrorCode KSPCreate_Heptane_Private(KSP ksp, heptane::SolverType sol
    automatic, 1 with -pc_type hamg or hcpr, else 8)
 .  -heptane_refine <true,false> - -heptane_precision mixed on one rank's bdiagh: refined against an
    fp64 copy of the matrix until the true residual meets -ksp_rtol
+.  -heptane_check_true_residual <true,false> - single (and mixed not refined): after a converged
+   solve, ||b - A x|| with PETSc's fp64 MatMult; above max(rtol ||b||, atol) the reason is
+   KSP_DIVERGED_BREAKDOWN (default true)
 .  -heptane_fold <true,false> - hbcgs with jacobi/pbjacobi on one rank: the preconditioner folded
    into a copy of the operator (A M^-1), the same iterates with fewer passes per iteration
 .  -heptane_grid J,H,I -heptane_block Nc - the grid when the matrix has no DMDA

@@ -58,9 +58,11 @@ heptane_plugin_test(plugin_host_baij_read_through_a_map
   --plugin ${plugin_so} --ref "${ref_bcgs} -dm_mat_type baij" --heptane "-ksp_type hbcgs -ksp_view -dm_mat_type baij"
   --expect "PETSc matrix seqbaij" --expect "heptane matrix input: BAIJ read through its scalar CSR made on the host once per pattern"
   --expect "heptane setups: 1 full \\(new pattern\\), 2 values-only" --reject MISMATCH -- ${host} -dof 3 -solves 3)
-# BAIJ values-only refreshes with (point-)block Jacobi on the CPU: the BAIJ array read in
-# place, in its own order (the BDIA-GH slot map and the PC's gather map composed once with each
-# entry's place in the BAIJ array), no gather; fp64 and mixed (the fp64 copy refreshed too)
+# BAIJ with (point-)block Jacobi on the CPU, the grid known: built from its blocks (each block
+# straight into its BDIA-GH slots, the PC from the diagonal blocks alone: no scalar CSR), and
+# values-only refreshes read the BAIJ array in place, every position from the block pattern
+# (the PC's gather map into the block array made once), no gather and no map of the entries;
+# fp64 and mixed (the fp64 copy refreshed too)
 foreach(v "pbjacobi;3;double" "jacobi;2;mixed")
   list(GET v 0 pc)
   list(GET v 1 dof)
@@ -69,9 +71,10 @@ foreach(v "pbjacobi;3;double" "jacobi;2;mixed")
     ${solves} ${host_checks} --its-diff 3 --solves 3 --
     --plugin ${plugin_so} --ref "${ref_bcgs} -pc_type ${pc} -dm_mat_type baij"
     --heptane "-ksp_type hbcgs -pc_type ${pc} -heptane_device cpu -heptane_precision ${prec} -ksp_view -dm_mat_type baij"
-    --expect "values-only refreshes read its values in place, in BAIJ's own order"
+    --expect "values-only refreshes read its blocks in place, each straight into its BDIA-GH slots"
+    --expect "block CSR with bs = ${dof} read block by block into the BDIA-GH slots on the host"
     --expect "heptane setups: 1 full \\(new pattern\\), 2 values-only"
-    --expect "numeric part on the host, on PETSc's values in place \\(in their own order\\)" --reject MISMATCH -- ${host} -dof ${dof} -solves 3)
+    --expect "numeric part on the host, on PETSc's block values in place \\(positions by the block pattern" --reject MISMATCH -- ${host} -dof ${dof} -solves 3)
 endforeach()
 heptane_plugin_test(plugin_host_sbaij_hcg_matches_cg
   ${solves} ${host_checks} --its-diff 2 --solves 2 --
@@ -153,6 +156,17 @@ heptane_plugin_test(plugin_host_mixed_precision_unrefined
   ${solves} --max-error 1e-3 --
   --plugin ${plugin_so} --tol 1e-4 --ref "${ref_bcgs} -ksp_rtol 1e-6" --heptane "-ksp_type hbcgs -heptane_precision mixed -heptane_refine 0 -ksp_rtol 1e-6 -ksp_view"
   --expect "fp32 values/fp64 vectors" --reject "refined against" -- ${host} -dof 2)
+# single precision stops on its fp32 recurrence; the true residual is checked after the solve
+# with PETSc's fp64 MatMult: met at a loose rtol (converged, the view gives it), out of reach
+# of fp32 values at 1e-9 (KSP_DIVERGED_BREAKDOWN and a warning instead of CONVERGED_RTOL)
+heptane_plugin_test(plugin_host_single_precision_true_residual_met
+  ${solves} --max-error 1e-3 --
+  --plugin ${plugin_so} --tol 1e-4 --ref "${ref_bcgs} -pc_type pbjacobi -ksp_rtol 1e-5" --heptane "-ksp_type hbcgs -pc_type pbjacobi -heptane_precision single -ksp_rtol 1e-5 -ksp_view"
+  --expect "true residual \\|\\|b - A x\\|\\| = [0-9.e+-]+ with PETSc's fp64 MatMult" --reject "WARNING" -- ${host} -dof 3)
+heptane_plugin_test(plugin_host_single_precision_true_residual_missed_is_not_converged
+  ${compare} --tol 1e-4 --ref "${ref_bcgs} -pc_type pbjacobi -ksp_rtol 1e-9" --heptane "-ksp_type hbcgs -pc_type pbjacobi -heptane_precision single -ksp_rtol 1e-9 -ksp_view"
+  --expect "reason=DIVERGED_BREAKDOWN" --expect "WARNING \\(heptane\\): KSP hbcgs: -heptane_precision single stopped on the residual of its fp32 recurrence, but the true residual"
+  --reject "reason=CONVERGED" -- ${host} -dof 3)
 heptane_plugin_test(plugin_host_hcg_matches_cg
   ${solves} ${host_checks} --its-diff 2 --
     --plugin ${plugin_so} --ref "-ksp_type cg -pc_type jacobi" --heptane "-ksp_type hcg -pc_type jacobi"
@@ -441,6 +455,10 @@ heptane_plugin_test(plugin_host_wrong_grid_is_an_error
 heptane_plugin_test(plugin_host_entry_off_the_grid_is_an_error
   ${compare} --heptane "-ksp_type hbcgs -heptane_grid 12,144,1"
   --expect-error "entry \\(0, 144\\) lies on block offset 144, not one of the block offsets \\{-12,-1,0,1,12\\} \\(-heptane_grid\\)" -- ${host} -use_dm 0)
+# the same from BAIJ's blocks on the CPU (no scalar pattern made): the block's first entry named
+heptane_plugin_test(plugin_host_baij_entry_off_the_grid_is_an_error
+  ${compare} --heptane "-ksp_type hbcgs -pc_type pbjacobi -heptane_device cpu -heptane_grid 12,144,1"
+  --expect-error "entry \\(0, 144\\) lies on block offset 144, not one of the block offsets \\{-12,-1,0,1,12\\} \\(-heptane_grid\\)" -- ${host} -use_dm 0 -mat_type baij)
 if(NOT HEPTANE_HAVE_CUDA)
   heptane_plugin_test(plugin_host_gpu_without_cuda_is_an_error
     ${compare} --heptane "-ksp_type hbcgs -heptane_device gpu"

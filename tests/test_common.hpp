@@ -12,6 +12,7 @@
 
 #include "core/executor.hpp"
 #include "formats/coo/coo.hpp"
+#include "formats/csr/csr.hpp"
 
 #ifndef HEPTANE_TEST_DATA_DIR
 #define HEPTANE_TEST_DATA_DIR ""
@@ -57,6 +58,17 @@ inline std::string data_file(const std::string& name)
 /// distinct random columns, values uniform in [-1, 1).
 template <class T>
 Coo<T> random_coo(index_t rows, index_t cols, int min_len, int max_len, unsigned seed);
+
+/// A CSR matrix (host) as a block CSR matrix with bs x bs blocks, laid out as PETSc's BAIJ:
+/// block row pointers from 0, block columns ascending, each block's values column-major one
+/// block after the other; a block is stored where the matrix has an entry in it, its other
+/// entries 0.
+struct BlockCsr {
+    index_t block_rows = 0, bs = 1;
+    std::vector<index_t> block_ptr, block_col;
+    std::vector<double> values;
+};
+BlockCsr block_csr_of(const Csr<double>& a, index_t bs);
 
 /// Random vector with entries uniform in [-1, 1).
 template <class T>

@@ -1075,6 +1075,52 @@ BOOST_AUTO_TEST_CASE(bdia_slots_from_csr_put_each_entry_where_bdia_from_coo_does
         }
 }
 
+// BAIJ's blocks straight into BDIA-GH slots (kernels::bdia_values_from_blocks, CPU): with the
+// block offsets in bdia_from_coo's order, every slot equals bdia_from_coo's from the same
+// matrix (fp64 bit for bit, fp32 the rounding of it), slots of no block untouched; a block off
+// the offsets is the lowest such, its values left out.
+BOOST_AUTO_TEST_CASE(bdia_values_from_blocks_put_each_block_where_bdia_from_coo_does)
+{
+    for (bool banded : {true, false})
+        for (index_t nc : {1, 2, 3}) {
+            BOOST_TEST_CONTEXT("banded " << banded << " Nc " << nc)
+            {
+                const Coo<double> coo = hepta(6, 5, 4, nc, banded, 23);
+                const Bdia<double> ref = bdia_from_coo(coo, nc, hepta_offsets(6, 5));
+                const std::vector<double> expect = ref.data.to(cpu_executor()).to_vector();
+                const test::BlockCsr b = test::block_csr_of(csr_from_coo(coo), nc);
+                const std::vector<index_t>& offs = ref.block_offsets;
+                std::vector<double> d(expect.size(), 0.0);
+                std::vector<float> f(expect.size(), 0.0f);
+                const CpuExecutor& cpu = *cpu_executor();
+                BOOST_TEST(kernels::bdia_values_from_blocks(
+                               cpu, b.block_rows, nc, b.block_ptr.data(), b.block_col.data(),
+                               b.values.data(), offs.data(), index_t(offs.size()), d.data()) == -1);
+                BOOST_TEST(kernels::bdia_values_from_blocks(
+                               cpu, b.block_rows, nc, b.block_ptr.data(), b.block_col.data(),
+                               b.values.data(), offs.data(), index_t(offs.size()), f.data()) == -1);
+                BOOST_TEST(d == expect, boost::test_tools::per_element());
+                std::vector<float> expect32(expect.begin(), expect.end());
+                BOOST_TEST(f == expect32, boost::test_tools::per_element());
+                // without the block offset +1: the first block on it is reported
+                std::vector<index_t> fewer;
+                for (index_t q : offs)
+                    if (q != 1) fewer.push_back(q);
+                std::vector<double> e(expect.size(), 0.0);
+                const offset_t bad = kernels::bdia_values_from_blocks(
+                    cpu, b.block_rows, nc, b.block_ptr.data(), b.block_col.data(), b.values.data(),
+                    fewer.data(), index_t(fewer.size()), e.data());
+                offset_t first = -1;
+                for (index_t ib = 0; ib < b.block_rows && first < 0; ++ib)
+                    for (index_t k = b.block_ptr[std::size_t(ib)];
+                         k < b.block_ptr[std::size_t(ib) + 1] && first < 0; ++k)
+                        if (b.block_col[std::size_t(k)] - ib == 1) first = k;
+                BOOST_TEST_REQUIRE(first >= 0);
+                BOOST_TEST(bad == first);
+            }
+        }
+}
+
 namespace {
 
 // Operator::apply_fused_dots of a BDIA-GH operator in precision (MT, VT), block size nc:

@@ -525,68 +525,116 @@ BOOST_AUTO_TEST_CASE(update_values_device_declines_where_it_has_no_path_and_chan
     BOOST_CHECK_THROW(m->update_values_device(v.data(), a.nnz() - 1), InputError);
 }
 
-// Values in another order (update_values_permuted: PETSc's BAIJ array read in place): the
-// values scattered through a random permutation pos (value of CSR entry e at pos[e]) must
-// apply as a fresh setup on the CSR values, bit for bit; a second update through the same pos
-// reuses the composed map; a singular block is the host setup's message; where there is no
-// such path (ILU(0); Jacobi and block Jacobi on a GPU) false and nothing changed; none: true.
-BOOST_AUTO_TEST_CASE(update_values_permuted_applies_as_a_fresh_setup_bit_for_bit)
+namespace {
+
+// The checks shared by the values-in-another-layout paths (update_values_permuted,
+// update_values_blocks): update(m, a) hands m the values of a (same pattern as a1) in the
+// layout under test and returns what m returned. Where the path exists (none; Jacobi and
+// block Jacobi on the CPU) m must apply as a fresh setup on a's CSR values, bit for bit, twice
+// (the second reuses what the first made); a singular block is the host setup's message and the
+// previous values are kept. Elsewhere false and nothing changed.
+template <class Update>
+void check_values_path(PcType type, index_t nc, const Csr<double>& a1, const Update& update)
 {
     const auto exec = test::test_executor();
+    const Csr<double> a2 = new_values(a1, 12);
+    const Csr<double> a3 = new_values(a1, 13);
+    const auto r = test::random_vector<double>(std::size_t(a1.rows), 3);
+    auto m = make_preconditioner<double>(type, a1, nc, exec);
+    const auto z1 = apply_pc(*m, r);
+    const bool path = type == PcType::none || (exec->is_cpu() && type != PcType::ilu0);
+    BOOST_TEST(update(*m, a2) == path);
+    if (!path) {
+        BOOST_TEST(same_bits(apply_pc(*m, r), z1));
+        return;
+    }
+    BOOST_TEST(
+        same_bits(apply_pc(*m, r), apply_pc(*make_preconditioner<double>(type, a2, nc, exec), r)));
+    BOOST_TEST_REQUIRE(update(*m, a3));
+    BOOST_TEST(
+        same_bits(apply_pc(*m, r), apply_pc(*make_preconditioner<double>(type, a3, nc, exec), r)));
+    if (type == PcType::none) return;
+    // a zero diagonal entry (row 2); block Jacobi: a zero block row, singular for any Nc
+    Csr<double> bad = a3;
+    for (offset_t k = bad.row_ptr[2]; k < bad.row_ptr[3]; ++k)
+        if (bad.col_idx[std::size_t(k)] == 2) bad.values[std::size_t(k)] = 0;
+    if (type == PcType::block_jacobi)
+        for (index_t row = 0; row < nc; ++row)
+            for (offset_t k = bad.row_ptr[row]; k < bad.row_ptr[row + 1]; ++k)
+                if (bad.col_idx[std::size_t(k)] < nc) bad.values[std::size_t(k)] = 0;
+    const std::string host =
+        input_error_of([&] { make_preconditioner<double>(type, bad, nc, exec); });
+    BOOST_TEST_REQUIRE(!host.empty());
+    BOOST_TEST(input_error_of([&] { update(*m, bad); }) == host);
+    BOOST_TEST(same_bits(apply_pc(*m, r),  // the previous values kept
+                         apply_pc(*make_preconditioner<double>(type, a3, nc, exec), r)));
+}
+
+}  // namespace
+
+// Values in another order (update_values_permuted: PETSc's BAIJ array read in place): the
+// values scattered through a random permutation pos (value of CSR entry e at pos[e]), checked
+// by check_values_path; the wrong count is an error.
+BOOST_AUTO_TEST_CASE(update_values_permuted_applies_as_a_fresh_setup_bit_for_bit)
+{
     for (PcType type : {PcType::none, PcType::jacobi, PcType::block_jacobi, PcType::ilu0})
         for (index_t nc : {1, 3, 5}) {
             BOOST_TEST_CONTEXT(to_string(type) << " Nc=" << nc)
             {
                 const Csr<double> a1 = reservoir_csr(5, 4, 3, nc, false, 11);
-                const Csr<double> a2 = new_values(a1, 12);
-                const Csr<double> a3 = new_values(a1, 13);
                 const std::size_t nnz = std::size_t(a1.nnz());
                 std::vector<index_t> pos(nnz);
                 std::iota(pos.begin(), pos.end(), index_t(0));
                 std::shuffle(pos.begin(), pos.end(), std::mt19937_64(nnz));
-                const auto permuted = [&](const Csr<double>& a) {
+                check_values_path(type, nc, a1, [&](auto& m, const Csr<double>& a) {
                     std::vector<double> v(nnz);
                     for (std::size_t e = 0; e < nnz; ++e) v[std::size_t(pos[e])] = a.values[e];
-                    return v;
-                };
-                const auto r = test::random_vector<double>(std::size_t(a1.rows), 3);
-                auto m = make_preconditioner<double>(type, a1, nc, exec);
-                const auto z1 = apply_pc(*m, r);
-                const bool path = type == PcType::none || (exec->is_cpu() && type != PcType::ilu0);
-                const std::vector<double> v2 = permuted(a2), v3 = permuted(a3);
-                BOOST_TEST(m->update_values_permuted(v2.data(), pos.data(), a2.nnz()) == path);
-                if (!path) {
-                    BOOST_TEST(same_bits(apply_pc(*m, r), z1));
+                    return m.update_values_permuted(v.data(), pos.data(), a.nnz());
+                });
+                if (type == PcType::none || type == PcType::ilu0 ||
+                    !test::test_executor()->is_cpu())
                     continue;
-                }
-                BOOST_TEST(
-                    same_bits(apply_pc(*m, r),
-                              apply_pc(*make_preconditioner<double>(type, a2, nc, exec), r)));
-                BOOST_TEST_REQUIRE(m->update_values_permuted(v3.data(), pos.data(), a3.nnz()));
-                BOOST_TEST(
-                    same_bits(apply_pc(*m, r),
-                              apply_pc(*make_preconditioner<double>(type, a3, nc, exec), r)));
-                if (type == PcType::none) continue;
-                BOOST_CHECK_THROW(m->update_values_permuted(v3.data(), pos.data(), a3.nnz() - 1),
-                                  InputError);
-                // a zero diagonal entry (row 2): the message of a host setup on those values
-                Csr<double> bad = a3;
-                for (offset_t k = bad.row_ptr[2]; k < bad.row_ptr[3]; ++k)
-                    if (bad.col_idx[std::size_t(k)] == 2) bad.values[std::size_t(k)] = 0;
-                if (type == PcType::block_jacobi)  // a zero block row: singular for any Nc
-                    for (index_t row = 0; row < nc; ++row)
-                        for (offset_t k = bad.row_ptr[row]; k < bad.row_ptr[row + 1]; ++k)
-                            if (bad.col_idx[std::size_t(k)] < nc) bad.values[std::size_t(k)] = 0;
-                const std::string host =
-                    input_error_of([&] { make_preconditioner<double>(type, bad, nc, exec); });
-                BOOST_TEST_REQUIRE(!host.empty());
-                const std::vector<double> vb = permuted(bad);
-                BOOST_TEST(input_error_of([&] {
-                               m->update_values_permuted(vb.data(), pos.data(), bad.nnz());
-                           }) == host);
-                BOOST_TEST(
-                    same_bits(apply_pc(*m, r),  // the previous values kept
-                              apply_pc(*make_preconditioner<double>(type, a3, nc, exec), r)));
+                auto m = make_preconditioner<double>(type, a1, nc, test::test_executor());
+                BOOST_CHECK_THROW(
+                    m->update_values_permuted(a1.values.data(), pos.data(), a1.nnz() - 1),
+                    InputError);
+            }
+        }
+}
+
+// Values of a block CSR matrix (update_values_blocks: PETSc's BAIJ read in place, positions
+// from the block pattern), checked by check_values_path for a block size equal to the
+// preconditioner's and not (Jacobi of a bs = 3 matrix, block Jacobi Nc = 3 of bs = 1, i.e.
+// AIJ); blocks that miss an entry of the setup's pattern: false, nothing changed.
+BOOST_AUTO_TEST_CASE(update_values_blocks_applies_as_a_fresh_setup_bit_for_bit)
+{
+    const auto exec = test::test_executor();
+    for (PcType type : {PcType::none, PcType::jacobi, PcType::block_jacobi, PcType::ilu0})
+        for (auto [nc, bs] : {std::pair<index_t, index_t>{1, 1}, {1, 3}, {3, 3}, {3, 1}, {2, 2}}) {
+            if (type == PcType::jacobi && nc != 1) continue;
+            BOOST_TEST_CONTEXT(to_string(type) << " Nc=" << nc << " bs=" << bs)
+            {
+                const Csr<double> a1 = reservoir_csr(5, 4, 3, std::max(nc, bs), false, 21);
+                const auto update = [&](auto& m, const test::BlockCsr& b) {
+                    return m.update_values_blocks(b.values.data(), b.block_rows, b.bs,
+                                                  b.block_ptr.data(), b.block_col.data());
+                };
+                check_values_path(type, nc, a1, [&](auto& m, const Csr<double>& a) {
+                    return update(m, test::block_csr_of(a, bs));
+                });
+                if (type == PcType::none || type == PcType::ilu0 || !exec->is_cpu()) continue;
+                // blocks that lack the setup's diagonal block of row 0: declined (a fresh
+                // preconditioner: the map into the blocks is kept per block pattern)
+                auto m = make_preconditioner<double>(type, a1, nc, exec);
+                const auto r = test::random_vector<double>(std::size_t(a1.rows), 3);
+                const auto z1 = apply_pc(*m, r);
+                test::BlockCsr holed = test::block_csr_of(new_values(a1, 14), bs);
+                const auto first = holed.block_col.begin();
+                const auto diag = std::find(first, first + holed.block_ptr[1], 0);
+                BOOST_TEST_REQUIRE((diag != first + holed.block_ptr[1]));
+                *diag = holed.block_rows - 1;  // block (0, 0) moved far off
+                BOOST_TEST(!update(*m, holed));
+                BOOST_TEST(same_bits(apply_pc(*m, r), z1));
             }
         }
 }

@@ -29,6 +29,22 @@ offset_t bdia_slots_from_csr(const CudaExecutor& exec, index_t n, index_t nc,
                              const index_t* row_ptr, const index_t* col, const index_t* offsets,
                              index_t nq, ST* slot);
 
+/// The values of a block CSR matrix with bs = Nc (PETSc's BAIJ array: block k of block row ib,
+/// block column block_col[k], stored column-major one block after the other) straight into a
+/// BDIA-GH value array `dst` of n = block_rows * nc rows and the nq block offsets `offsets`:
+///
+///     dst[(q * Nc + c) * n + ib * Nc + r] = values[k * Nc * Nc + c * Nc + r]
+///
+/// for block_col[k] - ib = offsets[q]: no map, the offset found once per block. Slots of no
+/// block keep what they hold. Returns -1, or a block on none of the offsets (the lowest;
+/// its values are left out: the caller reports it). CPU only: on a GPU the plugin keeps the
+/// values in CSR order too (the preconditioner's numeric part reads them there), so they go
+/// through kernels::block_values_to_csr and the slot map instead. MT = double or float.
+template <class MT>
+offset_t bdia_values_from_blocks(const CpuExecutor& exec, index_t block_rows, index_t nc,
+                                 const index_t* block_ptr, const index_t* block_col,
+                                 const double* values, const index_t* offsets, index_t nq, MT* dst);
+
 /// The most block offsets bdia_slots_from_csr takes on a GPU (a 27-point box stencil has 27).
 constexpr index_t bdia_slots_max_offsets = 64;
 

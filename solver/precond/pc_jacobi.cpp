@@ -45,6 +45,12 @@ public:
         this->setup_ms_ = 0;
         return true;
     }
+    bool update_values_blocks(const double*, index_t, index_t, const index_t*,
+                              const index_t*) override
+    {
+        this->setup_ms_ = 0;
+        return true;
+    }
 
 protected:
     void solve(const VT* r, VT* z) const override  // z = r
@@ -228,7 +234,77 @@ public:
         if (next_.size() != binv_.size()) next_ = Array<VT>(this->exec_, binv_.size());
         const index_t bad = kernels::block_diag_invert(
             *cpu_executor(), nblocks(), this->nc_, permuted_.data(), values, next_.data(), nullptr);
-        if (bad >= 0) fail(bad, [&](offset_t k) { return values[pos[k]]; });
+        if (bad >= 0) fail(bad, [&](std::size_t, offset_t k) { return values[pos[k]]; });
+        binv_.swap(next_);
+        this->setup_ms_ = ms_since(t0);
+        return true;
+    }
+
+    bool update_values_blocks(const double* values, index_t block_rows, index_t bs,
+                              const index_t* block_ptr, const index_t* block_col) override
+    {
+        if (!this->exec_->is_cpu() || !dups_.empty() || map_.empty() || bs < 1 ||
+            offset_t(block_rows) * bs != this->n_ ||
+            offset_t(block_ptr[block_rows]) * bs * bs >
+                offset_t(std::numeric_limits<std::int32_t>::max()))
+            return false;
+        const auto t0 = clock_type::now();
+        if (block_col != blocks_from_) {  // the gather map into the block array, once
+            const index_t nc = this->nc_, nb = nblocks();
+            const std::size_t n2 = nc2();
+            const offset_t bb = offset_t(bs) * bs;
+            blocks_map_.resize(map_.size());
+            bool missing = false;
+#pragma omp parallel for schedule(static) if (nb > 16384) reduction(|| : missing)
+            for (index_t c = 0; c < nb; ++c) {
+                if (nc == bs) {  // the preconditioner's block is the matrix's diagonal block
+                    offset_t kd = -1;
+                    for (offset_t k = block_ptr[c]; k < block_ptr[c + 1] && kd < 0; ++k)
+                        if (block_col[k] == c) kd = k;
+                    std::size_t s = std::size_t(c) * n2;
+                    for (index_t a = 0; a < nc; ++a)
+                        for (index_t b = 0; b < nc; ++b, ++s) {  // entry (a, b): column-major
+                            const offset_t at = kd < 0 ? -1 : kd * bb + offset_t(b) * bs + a;
+                            if (map_[s] >= 0 && at < 0) missing = true;
+                            blocks_map_[s] = map_[s] < 0 ? std::int32_t(-1) : std::int32_t(at);
+                        }
+                    continue;
+                }
+                for (index_t a = 0; a < nc; ++a) {
+                    index_t ib = -1, jb = -1;  // the block searched last and where it is
+                    offset_t kb = -1;
+                    for (index_t b = 0; b < nc; ++b) {
+                        const std::size_t s = std::size_t(c) * n2 + std::size_t(a * nc + b);
+                        const index_t r = c * nc + a, col = c * nc + b;
+                        if (r / bs != ib || col / bs != jb) {
+                            ib = r / bs;
+                            jb = col / bs;
+                            kb = -1;
+                            for (offset_t k = block_ptr[ib]; k < block_ptr[ib + 1] && kb < 0; ++k)
+                                if (block_col[k] == jb) kb = k;
+                        }
+                        const offset_t at =
+                            kb < 0 ? -1 : kb * bb + offset_t(col % bs) * bs + r % bs;
+                        if (map_[s] >= 0 && at < 0) missing = true;  // not the setup's pattern
+                        blocks_map_[s] = map_[s] < 0 ? std::int32_t(-1) : std::int32_t(at);
+                    }
+                }
+            }
+            if (missing) {
+                blocks_map_.clear();
+                blocks_from_ = nullptr;
+                return false;
+            }
+            blocks_from_ = block_col;
+        }
+        if (next_.size() != binv_.size()) next_ = Array<VT>(this->exec_, binv_.size());
+        const index_t bad =
+            kernels::block_diag_invert(*cpu_executor(), nblocks(), this->nc_, blocks_map_.data(),
+                                       values, next_.data(), nullptr);
+        if (bad >= 0)
+            fail(bad, [&](std::size_t s, offset_t) {
+                return values[blocks_map_[std::size_t(bad) * nc2() + s]];
+            });
         binv_.swap(next_);
         this->setup_ms_ = ms_since(t0);
         return true;
@@ -325,7 +401,7 @@ private:
         VT* out = on_host ? next_.data() : staging_.data();
         const index_t bad = kernels::block_diag_invert(*cpu_executor(), nblocks(), this->nc_,
                                                        map_.data(), v, out, nullptr);
-        if (bad >= 0) fail(bad, [&](offset_t k) { return v[k]; });
+        if (bad >= 0) fail(bad, [&](std::size_t, offset_t k) { return v[k]; });
         if (on_host)
             binv_.swap(next_);
         else
@@ -352,7 +428,7 @@ private:
                                                                next_.data(), flag_.data());
         });
         if (bad >= 0) {
-            fail(bad, [&](offset_t k) {  // the failing block's few values, one by one
+            fail(bad, [&](std::size_t, offset_t k) {  // the failing block's few values, one by one
                 double x = 0;
                 copy_bytes(*this->exec_, v + k, *cpu_executor(), &x, sizeof(double));
                 return x;
@@ -390,7 +466,7 @@ private:
             const offset_t k = map[s];
             if (k < 0) continue;
             local[s] = offset_t(s);
-            vals[s] = fetch(k);
+            vals[s] = fetch(s, k);
         }
         detail::gather_block<0>(local.data(), vals.data(), this->nc_, blk.data());
         if (type_ == PcType::jacobi)
@@ -436,6 +512,8 @@ private:
     std::vector<double> combined_;
     std::vector<std::int32_t> permuted_;      // map_ through update_values_permuted's pos
     const index_t* permuted_from_ = nullptr;  // that pos
+    std::vector<std::int32_t> blocks_map_;    // map_ into update_values_blocks's block array
+    const index_t* blocks_from_ = nullptr;    // that array's block columns
     Array<std::int32_t> map32_;               // the gather map on a GPU (one of the two)
     Array<std::int64_t> map64_;
     Array<VT> binv_;           // the live inverses (nc² per block; Jacobi: 1 / a_ii)

@@ -110,6 +110,13 @@ bool Preconditioner<VT>::update_values_permuted(const double*, const index_t*, o
     return false;
 }
 
+template <class VT>
+bool Preconditioner<VT>::update_values_blocks(const double*, index_t, index_t, const index_t*,
+                                              const index_t*)
+{
+    return false;
+}
+
 namespace {
 
 void check_setup(const Executor* exec, index_t block_size)

@@ -132,6 +132,16 @@ public:
     /// Jacobi and block Jacobi on a GPU or with an entry stored twice. none: true (nothing to
     /// update). Throws as update_values_device.
     virtual bool update_values_permuted(const double* values, const index_t* pos, offset_t nnz);
+    /// update_values_permuted with the values of a block CSR matrix (PETSc's BAIJ: block_rows
+    /// block rows of bs x bs blocks, block k in block column block_col[k], each stored
+    /// column-major one after the other, block_ptr from 0) whose scalar expansion has the
+    /// pattern set up from, in host memory: the positions follow from the block pattern, so
+    /// nothing of nnz size is made or read (the gather map into the block array is made once
+    /// per block_col pointer). Returns false, changing nothing, where there is no such path:
+    /// every type but none, Jacobi and block Jacobi; those on a GPU, with an entry stored twice
+    /// or set up from a pattern the blocks do not hold. Throws as update_values_device.
+    virtual bool update_values_blocks(const double* values, index_t block_rows, index_t bs,
+                                      const index_t* block_ptr, const index_t* block_col);
     /// Jacobi and block Jacobi: M⁻¹'s diagonal blocks as the apply uses them, n/b blocks of
     /// b × b values, row-major, in the executor's memory (b = block_size(); Jacobi: b = 1,
     /// 1/a_ii), for a caller that folds M⁻¹ into the operator (kernels::bdia_right_scale).
