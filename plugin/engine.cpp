@@ -638,9 +638,10 @@ void MatrixEngine::build(const CsrView &a, const GridHint &hint, const MatrixCon
   record_build(m, cfg, device, exec, f, n, a.nnz(), nc, std::move(offsets), grid, note.str(), detect_ms, t0);
 }
 
-// A GPU, a grid (DMDA or -heptane_grid) with its star stencil, BDIA-GH: the operator straight
-// from the block CSR arrays, expanded on the device (BdiaStore's block constructor); else false
-// and nothing changed (the caller builds from a host CsrView).
+// A grid (DMDA or -heptane_grid) with its star stencil, BDIA-GH: the operator straight from the
+// block CSR arrays (BdiaStore's block constructor), expanded on a GPU, or on the CPU (Nc = the
+// block size) each block put into its slots; else false and nothing changed (the caller builds
+// from a host CsrView).
 bool MatrixEngine::build_blocks(const BlockCsrView &b, const GridHint &hint, const MatrixConfig &cfg, bool allow_cpu, bool allow_gpu)
 {
   const auto t0 = clock_type::now();
