@@ -160,6 +160,7 @@ struct KrylovEngine::Impl {
   bool                pattern_on_device = false; // its symbolic part made on the device
   const MatrixEngine *values_from       = nullptr;
   int                 values_of         = -1; // values_from->timings().builds
+  offset_t            setup_nnz         = -1; // the entries of the matrix it was set up from (a part of m's: PETSc's BAIJ diagonal blocks)
   // the preconditioner folded into the operator (set_fold) and what the last solve did
   bool   fold    = true;
   bool   folded  = false;
@@ -244,6 +245,7 @@ void KrylovEngine::build_preconditioner(PcType type, const CsrView &a, const Mat
     k.pc_path     = numeric_path_note(true, k.pattern_on_device, m);
     k.values_from = &m;
     k.values_of   = m.timings().builds;
+    k.setup_nnz   = a.nnz();
     m.executor()->synchronize();
     k.timings.last_pc_ms = ms_since(t0);
     ++k.timings.pc_builds;
@@ -275,6 +277,7 @@ void KrylovEngine::build_preconditioner(PcType type, const CsrView &a, const Mat
   k.pc_path     = numeric_path_note(k.in_place, k.pattern_on_device, m);
   k.values_from = &m;
   k.values_of   = m.timings().builds;
+  k.setup_nnz   = a.nnz();
   m.executor()->synchronize();
   k.timings.last_pc_ms = ms_since(t0);
   ++k.timings.pc_builds;
@@ -327,7 +330,8 @@ bool KrylovEngine::refresh_preconditioner_permuted(const double *values, const i
   HEPTANE_ENSURE(has_preconditioner(), InputError, "values-only preconditioner refresh before the first setup");
   HEPTANE_ENSURE((m.precision() == Precision::single) == (k.f.pc != nullptr), InputError, "values-only preconditioner refresh in another precision than the setup's");
   // as refresh_preconditioner's in-place path: the pattern is the setup's
-  if (!(k.in_place && k.values_from == &m && k.values_of == m.timings().builds) || m.distributed()) return false;
+  // (pos and the device copy are m's entries: not for a preconditioner set up from a part of them)
+  if (!(k.in_place && k.values_from == &m && k.values_of == m.timings().builds) || m.distributed() || nnz != k.setup_nnz) return false;
   bool        done = false;
   std::string path;
   if (m.executor()->is_cpu()) {
