@@ -139,18 +139,10 @@ struct BdiaStore final : TypedStore<VT> {
     check_offsets(n, nc, offsets);
     const index_t bs = b.block_size;
     if (exec->is_cpu()) { // Nc = bs (the caller checks): every block straight into its slots
-      nc_           = nc;
-      Bdia<MT>   m  = bdia_zeros<MT>(n, n, nc, std::move(offsets));
-      const auto to = [&](auto *dst, const std::vector<index_t> &offs) {
-        const offset_t k = kernels::bdia_values_from_blocks(*cpu_executor(), b.block_rows, bs, b.block_ptr, b.block_col, b.values, offs.data(), index_t(offs.size()), dst);
-        if (k < 0) return;
-        const index_t ib = index_t(std::upper_bound(b.block_ptr, b.block_ptr + b.block_rows + 1, index_t(k)) - b.block_ptr) - 1;
-        HEPTANE_THROW(InputError, "entry (" << ib * bs << ", " << b.block_col[k] * bs << ") lies on block offset " << b.block_col[k] - ib << ", not one of the block offsets " << offsets_text(offs) << " " << where);
-      };
-      to(m.data.data(), m.block_offsets);
-      const std::vector<index_t> offs = m.block_offsets;
+      Bdia<MT> m = bdia_zeros<MT>(n, n, nc, std::move(offsets));
+      put_blocks(b, m.block_offsets, m.data.data(), where);
       finish(std::move(m), n, nc, nullptr, exec);
-      if constexpr (keeps_fp64) to(own64_->matrix().data.data(), offs);
+      if constexpr (keeps_fp64) put_blocks(b, own_->matrix().block_offsets, own64_->matrix().data.data(), where);
       return;
     }
     Bdia<MT> m = on_device(
@@ -182,6 +174,17 @@ struct BdiaStore final : TypedStore<VT> {
         });
       });
     finish(std::move(m), n, nc, nullptr, exec);
+  }
+  // CPU, Nc = bs: every block of b straight into its slots of dst (block offsets `offs`);
+  // InputError naming the first entry of a block that lies on none of them
+  template <class T>
+  static void put_blocks(const BlockCsrView &b, const std::vector<index_t> &offs, T *dst, const std::string &where)
+  {
+    const index_t  bs = b.block_size;
+    const offset_t k  = kernels::bdia_values_from_blocks(*cpu_executor(), b.block_rows, bs, b.block_ptr, b.block_col, b.values, offs.data(), index_t(offs.size()), dst);
+    if (k < 0) return;
+    const index_t ib = index_t(std::upper_bound(b.block_ptr, b.block_ptr + b.block_rows + 1, index_t(k)) - b.block_ptr) - 1;
+    HEPTANE_THROW(InputError, "entry (" << ib * bs << ", " << b.block_col[k] * bs << ") lies on block offset " << b.block_col[k] - ib << ", not one of the block offsets " << offsets_text(offs) << " " << where);
   }
   // sorted, distinct; BDIA stores D·Nc·N slots: far more than the entries means the matrix is
   // not block-diagonal (e.g. -heptane_format bdiagh on an unstructured matrix)
@@ -246,7 +249,7 @@ struct BdiaStore final : TypedStore<VT> {
   {
     HEPTANE_ENSURE(a.nnz() == nnz_, InputError, "values-only refresh: " << a.nnz() << " entries, the pattern had " << nnz_);
     Array<MT> &data = own_->matrix().data;
-    if (data.on_host() && slot_.empty()) slot_ = bdia_slot_map(a, nc_, own_->matrix().block_offsets, "(values-only refresh)"); // built from blocks: the map at its first CSR refresh
+    if (data.on_host() && slot_.empty()) slot_ = bdia_slot_map(a, own_->matrix().block_size, own_->matrix().block_offsets, "(values-only refresh)"); // built from blocks: the map at its first CSR refresh
     if (data.on_host()) kernels::scatter_values(*cpu_executor(), nnz_, slot_.data(), a.values, data.data());
     else scatter_device(a, data.data());
     if constexpr (keeps_fp64) scatter_fp64(a.values);
@@ -288,12 +291,8 @@ struct BdiaStore final : TypedStore<VT> {
     Array<MT>  &data = own_->matrix().data;
     const auto &mat  = own_->matrix();
     if (!data.on_host() || b.block_size != mat.block_size || b.nnz() != nnz_ || b.rows() != mat.rows || !b.block_ptr || !b.block_col || !b.values) return false;
-    const auto fill = [&](auto *dst) {
-      const offset_t bad = kernels::bdia_values_from_blocks(*cpu_executor(), b.block_rows, b.block_size, b.block_ptr, b.block_col, b.values, mat.block_offsets.data(), index_t(mat.block_offsets.size()), dst);
-      HEPTANE_ENSURE(bad < 0, InputError, "values-only refresh: block " << bad << " (block column " << b.block_col[bad] << ") lies on none of the operator's block offsets: the pattern is not the build's");
-    };
-    fill(data.data());
-    if constexpr (keeps_fp64) fill(own64_->matrix().data.data());
+    put_blocks(b, mat.block_offsets, data.data(), "(values-only refresh: the pattern is not the build's)");
+    if constexpr (keeps_fp64) put_blocks(b, mat.block_offsets, own64_->matrix().data.data(), "(values-only refresh: the pattern is not the build's)");
     return true;
   }
   // GPU: the values go up in their own order (PinnedUpload) into pvalues_, a kernel puts them
@@ -421,7 +420,6 @@ struct BdiaStore final : TypedStore<VT> {
   std::shared_ptr<Op64>         own64_; // mixed: the fp64 matrix (op_fp64)
   offset_t                      nnz_ = 0;
   std::vector<offset_t>         slot_;                    // CPU: the slot map
-  index_t                       nc_ = 1;                  // CPU, built from blocks: Nc, for a later slot map
   BigVector<offset_t>           permuted_;                // CPU: slot_ through refresh_permuted's pos
   BigVector<std::int32_t>       permuted32_;              //   (one of the two: 32-bit where slots fit)
   const index_t                *permuted_from_ = nullptr; // that pos

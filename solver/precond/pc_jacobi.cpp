@@ -231,11 +231,7 @@ public:
             }
             permuted_from_ = pos;
         }
-        if (next_.size() != binv_.size()) next_ = Array<VT>(this->exec_, binv_.size());
-        const index_t bad = kernels::block_diag_invert(
-            *cpu_executor(), nblocks(), this->nc_, permuted_.data(), values, next_.data(), nullptr);
-        if (bad >= 0) fail(bad, [&](std::size_t, offset_t k) { return values[pos[k]]; });
-        binv_.swap(next_);
+        numeric_through(permuted_, values);
         this->setup_ms_ = ms_since(t0);
         return true;
     }
@@ -256,20 +252,7 @@ public:
             blocks_map_.resize(map_.size());
             bool missing = false;
 #pragma omp parallel for schedule(static) if (nb > 16384) reduction(|| : missing)
-            for (index_t c = 0; c < nb; ++c) {
-                if (nc == bs) {  // the preconditioner's block is the matrix's diagonal block
-                    offset_t kd = -1;
-                    for (offset_t k = block_ptr[c]; k < block_ptr[c + 1] && kd < 0; ++k)
-                        if (block_col[k] == c) kd = k;
-                    std::size_t s = std::size_t(c) * n2;
-                    for (index_t a = 0; a < nc; ++a)
-                        for (index_t b = 0; b < nc; ++b, ++s) {  // entry (a, b): column-major
-                            const offset_t at = kd < 0 ? -1 : kd * bb + offset_t(b) * bs + a;
-                            if (map_[s] >= 0 && at < 0) missing = true;
-                            blocks_map_[s] = map_[s] < 0 ? std::int32_t(-1) : std::int32_t(at);
-                        }
-                    continue;
-                }
+            for (index_t c = 0; c < nb; ++c)
                 for (index_t a = 0; a < nc; ++a) {
                     index_t ib = -1, jb = -1;  // the block searched last and where it is
                     offset_t kb = -1;
@@ -289,7 +272,6 @@ public:
                         blocks_map_[s] = map_[s] < 0 ? std::int32_t(-1) : std::int32_t(at);
                     }
                 }
-            }
             if (missing) {
                 blocks_map_.clear();
                 blocks_from_ = nullptr;
@@ -297,15 +279,7 @@ public:
             }
             blocks_from_ = block_col;
         }
-        if (next_.size() != binv_.size()) next_ = Array<VT>(this->exec_, binv_.size());
-        const index_t bad =
-            kernels::block_diag_invert(*cpu_executor(), nblocks(), this->nc_, blocks_map_.data(),
-                                       values, next_.data(), nullptr);
-        if (bad >= 0)
-            fail(bad, [&](std::size_t s, offset_t) {
-                return values[blocks_map_[std::size_t(bad) * nc2() + s]];
-            });
-        binv_.swap(next_);
+        numeric_through(blocks_map_, values);
         this->setup_ms_ = ms_since(t0);
         return true;
     }
@@ -406,6 +380,19 @@ private:
             binv_.swap(next_);
         else
             copy_bytes(*cpu_executor(), out, *this->exec_, binv_.data(), binv_.bytes());
+    }
+
+    // the numeric part on the host through a 32-bit gather map m into `values` (map_ composed
+    // with where the caller's layout keeps each entry: update_values_permuted, _blocks)
+    void numeric_through(const std::vector<std::int32_t>& m, const double* values)
+    {
+        if (next_.size() != binv_.size()) next_ = Array<VT>(this->exec_, binv_.size());
+        const index_t bad = kernels::block_diag_invert(*cpu_executor(), nblocks(), this->nc_,
+                                                       m.data(), values, next_.data(), nullptr);
+        if (bad >= 0)
+            fail(bad,
+                 [&](std::size_t s, offset_t) { return values[m[std::size_t(bad) * nc2() + s]]; });
+        binv_.swap(next_);
     }
 
     // the numeric part on the executor from values in its memory; false where there is no
