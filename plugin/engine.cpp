@@ -700,6 +700,17 @@ bool MatrixEngine::refresh_values_blocks(const BlockCsrView &b)
   return true;
 }
 
+bool MatrixEngine::refresh_values_blocks(const DistBlocksView &b)
+{
+  const auto t0 = clock_type::now();
+  Impl      &m  = *impl_;
+  HEPTANE_ENSURE(m.store, InputError, "values-only refresh before the first build");
+  if (!m.distributed || !m.store->refresh_dist_blocks(b)) return false;
+  m.timings.last_refresh_ms = ms_since(t0);
+  ++m.timings.refreshes;
+  return true;
+}
+
 bool MatrixEngine::refresh_values_permuted(const double *values, const index_t *pos, offset_t nnz, index_t block_size)
 {
   const auto t0 = clock_type::now();
@@ -717,6 +728,10 @@ bool MatrixEngine::refresh_values_permuted(const double *values, const index_t *
 void MatrixEngine::build_distributed(const CsrView &, index_t, MPI_Comm, const GridHint &, const MatrixConfig &)
 {
   HEPTANE_THROW(NotSupported, "this build of the plugin has no distributed operator (heptane_distributed was not built: configure with MPI and HEPTANE_WITH_MPI=ON); run on one MPI rank");
+}
+bool MatrixEngine::build_distributed_blocks(const DistBlocksView &, index_t, MPI_Comm, const GridHint &, const MatrixConfig &)
+{
+  return false; // build_distributed says why
 }
 #endif
 

@@ -87,6 +87,15 @@ struct BlockCsrView {
   offset_t       nnz() const noexcept { return block_rows > 0 ? offset_t(block_ptr[block_rows]) * block_size * block_size : 0; }
 };
 
+/// Several MPI ranks: this rank's rows of a block CSR matrix (PETSc's MPIBAIJ) as its two
+/// parts, borrowed: the diagonal part (the blocks of the rank's own block columns, numbered
+/// from 0) and the others, block column j of which is the global block column off_cols[j].
+struct DistBlocksView {
+  BlockCsrView   diag;
+  BlockCsrView   off;
+  const index_t *off_cols = nullptr;
+};
+
 /// What the caller knows about the grid behind the matrix (a DMDA, or -heptane_grid and
 /// -heptane_block). Unknown parts are detected from the pattern.
 struct GridHint {
@@ -167,6 +176,14 @@ public:
   /// refresh_values_permuted's path). Throws InputError for a block off the operator's block
   /// offsets (a pattern that is not the build's).
   bool refresh_values_blocks(const BlockCsrView &b);
+  /// Several MPI ranks, collective (every rank calls it and every rank gets the same answer or
+  /// the same error): a values-only refresh of build_distributed's operator from this rank's
+  /// rows as block CSR parts of the build's pattern, read by formula: on the CPU with Nc = the
+  /// block size every block of both parts goes straight into its slots of the local BDIA-GH
+  /// block (kernels::bdia_values_from_blocks: no scalar copy, no gather, no map). Returns false,
+  /// changing nothing, elsewhere (a GPU, another Nc: the caller gathers and calls
+  /// refresh_values). Throws InputError where the parts are not the build's pattern.
+  bool refresh_values_blocks(const DistBlocksView &b);
   /// Several MPI ranks; collective over `comm` (every rank calls it, and every rank throws
   /// the same error, naming the rank it comes from). `a`: this rank's rows [row_begin,
   /// row_begin + a.rows) with GLOBAL column indices; the ranks' ranges follow each other in
@@ -178,6 +195,14 @@ public:
   /// otherwise). On a GPU each rank takes the GPU of its node-local rank unless
   /// cfg.device names one. refresh_values() then scatters new values (collective too).
   void build_distributed(const CsrView &a, index_t row_begin, MPI_Comm comm, const GridHint &hint, const MatrixConfig &cfg);
+  /// build_distributed from this rank's rows as two block CSR parts (PETSc's MPIBAIJ), without a
+  /// scalar CSR: where Nc (hint.block_size) is the block size and the device resolves to the
+  /// CPU, every block goes straight into its slots of the local BDIA-GH block
+  /// (kernels::bdia_values_from_blocks; the slot maps of refresh_values are made at its first
+  /// call, refresh_values_blocks(DistBlocksView) needs none). Returns false on every rank,
+  /// changing nothing, elsewhere (the caller builds from the scalar rows); collective, with
+  /// build_distributed's checks and errors.
+  bool build_distributed_blocks(const DistBlocksView &b, index_t row_begin, MPI_Comm comm, const GridHint &hint, const MatrixConfig &cfg);
   /// Several MPI ranks whose numbering is not a GH one (build_distributed refused it): the
   /// operator is the caller's own product, y = A x on this rank's rows [row_begin, row_begin +
   /// a.rows) (the PETSc plugin: MatMult), called on host arrays by every rank together, with the
@@ -281,8 +306,10 @@ public:
   bool refresh_preconditioner_permuted(const double *values, const index_t *pos, offset_t nnz, const MatrixEngine &m);
   /// refresh_preconditioner from a block CSR matrix of the setup's pattern (PETSc's BAIJ), on
   /// the CPU through Preconditioner::update_values_blocks (none, Jacobi, block Jacobi): the
-  /// positions follow from the block pattern, no map of the entries is made or read. Returns
-  /// false, changing nothing, elsewhere (the caller then takes the permuted path). Throws as
+  /// positions follow from the block pattern, no map of the entries is made or read. `b` is
+  /// the matrix the preconditioner was set up from: on several ranks (m distributed) this
+  /// rank's diagonal blocks (PETSc's MPIBAIJ's diagonal part). Returns false, changing
+  /// nothing, elsewhere (the caller then takes the permuted path, or gathers). Throws as
   /// refresh_preconditioner.
   bool refresh_preconditioner_blocks(const BlockCsrView &b, const MatrixEngine &m);
   /// A preconditioner heptane does not have, applied by the caller on host arrays (the PETSc

@@ -17,9 +17,14 @@
 // local columns have the block offsets of the global ones), the few other entries' on the
 // host. A values-only refresh scatters the new values through them straight into the
 // distributed operator's block (on a GPU after an upload of the diagonal block's values as
-// they are, which the preconditioner's numeric part then reads on the device too). Every check
+// they are, which the preconditioner's numeric part then reads on the device too). PETSc's
+// MPIBAIJ on the CPU with Nc = the block size needs neither rows nor maps: its two SeqBAIJ parts
+// go block by block straight into the slots (kernels::bdia_values_from_blocks, the off-diagonal
+// part's offsets through its global block columns), at the build (build_distributed_blocks)
+// and at each values-only refresh (refresh_values_blocks). Every check
 // is agreed over the ranks: all of them throw the same error, or none does (no rank is left
 // waiting in a collective).
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <utility>
@@ -134,6 +139,27 @@ std::vector<index_t> local_block_offsets(const DistRows &a, index_t row_begin, i
   return d;
 }
 
+// The same from this rank's two block CSR parts (Nc = the block size): block k of block row ib
+// lies on block offset (its global block column) - (first_block_row + ib).
+std::vector<index_t> local_block_offsets(const DistBlocksView &b, index_t first_block_row, std::size_t limit)
+{
+  std::vector<index_t> d;
+  for (index_t ib = 0; ib < b.diag.block_rows; ++ib) {
+    for (index_t k = b.diag.block_ptr[ib]; k < b.diag.block_ptr[ib + 1]; ++k) {
+      const index_t q  = b.diag.block_col[k] - ib;
+      const auto    it = std::lower_bound(d.begin(), d.end(), q);
+      if (it == d.end() || *it != q) d.insert(it, q);
+    }
+    for (index_t k = b.off.block_ptr[ib]; k < b.off.block_ptr[ib + 1]; ++k) {
+      const index_t q  = b.off_cols[b.off.block_col[k]] - (first_block_row + ib);
+      const auto    it = std::lower_bound(d.begin(), d.end(), q);
+      if (it == d.end() || *it != q) d.insert(it, q);
+    }
+    if (d.size() > limit) break;
+  }
+  return d;
+}
+
 // The union of every rank's offsets, ascending (the same on every rank).
 std::vector<index_t> union_offsets(const dist::Communicator &comm, const std::vector<index_t> &mine)
 {
@@ -198,25 +224,49 @@ struct DistStore final : TypedStore<VT> {
   DistStore(const DistRows &a, bool given, index_t row_begin, index_t nc, std::vector<index_t> offsets, std::shared_ptr<const dist::Communicator> comm, dist::RowPartition part, std::shared_ptr<const Executor> exec) :
     n_(a.diag.rows), row_begin_(row_begin), nc_(nc), nnz_diag_(a.diag.nnz()), nnz_off_(a.off.nnz()), given_(given), offsets_(std::move(offsets)), comm_(std::move(comm)), part_(std::move(part)), exec_(std::move(exec))
   {
-    // every step that can fail on one rank alone comes before the agreement, so that no rank
-    // enters the operator's collective set-up alone (an exception there, a device allocation
-    // that fails say, becomes the InputError agree throws on every rank, its message kept)
+    make_operator([&](Bdia<MT> &block) {
+      std::string err = make_slot_maps(a);
+      if (!err.empty()) return err;
+      const auto t0 = clock_type::now();
+      scatter(a, block.data.data());
+      exec_->synchronize();
+      values_ms_ = ms_since(t0);
+      return err;
+    });
+  }
+  // CPU, Nc = the block size: built from this rank's two block CSR parts, every block straight
+  // into its slots (no scalar CSR, no slot map: refresh makes those at its first call)
+  DistStore(const DistBlocksView &b, index_t row_begin, index_t nc, std::vector<index_t> offsets, std::shared_ptr<const dist::Communicator> comm, dist::RowPartition part, std::shared_ptr<const Executor> exec) :
+    n_(b.diag.rows()), row_begin_(row_begin), nc_(nc), nnz_diag_(b.diag.nnz()), nnz_off_(b.off.nnz()), given_(true), offsets_(std::move(offsets)), comm_(std::move(comm)), part_(std::move(part)), exec_(std::move(exec))
+  {
+    make_operator([&](Bdia<MT> &block) {
+      HEPTANE_ENSURE(exec_->is_cpu() && b.diag.block_size == nc_ && b.off.block_size == nc_, InputError, "heptane: a distributed operator from block CSR parts needs the CPU and Nc = the block size");
+      const auto        t0  = clock_type::now();
+      const std::string err = put_blocks(b, block.data.data(), "");
+      values_ms_            = ms_since(t0);
+      return err;
+    });
+    blocks_       = true;
+    maps_missing_ = true;
+  }
+  // The local block (its pattern, values 0) filled by fill(block) -- an error message or "" --,
+  // then the distributed operator on it. Every step that can fail on one rank alone comes
+  // before the agreement, so that no rank enters the operator's collective set-up alone (an
+  // exception there, a device allocation that fails say, becomes the InputError agree throws
+  // on every rank, its message kept).
+  template <class Fill>
+  void make_operator(Fill fill)
+  {
     std::string err;
     Bdia<MT>    block;
     try {
-      err = make_slot_maps(a);
-      if (err.empty()) {
-        block.rows = block.cols = n_;
-        block.block_size        = nc_;
-        block.block_offsets     = offsets_;
-        block.pattern           = local_pattern(n_, nc_, offsets_, exec_);
-        block.data              = Array<MT>(exec_, slots()); // zeros: absent entries
-        if (!exec_->is_cpu()) zero_device_bytes(*exec_, block.data.data(), block.data.bytes());
-        const auto t0 = clock_type::now();
-        scatter(a, block.data.data());
-        exec_->synchronize();
-        values_ms_ = ms_since(t0);
-      }
+      block.rows = block.cols = n_;
+      block.block_size        = nc_;
+      block.block_offsets     = offsets_;
+      block.pattern           = local_pattern(n_, nc_, offsets_, exec_);
+      block.data              = Array<MT>(exec_, slots()); // zeros: absent entries
+      if (!exec_->is_cpu()) zero_device_bytes(*exec_, block.data.data(), block.data.bytes());
+      err = fill(block);
     } catch (const std::exception &e) {
       err = e.what();
     }
@@ -232,22 +282,59 @@ struct DistStore final : TypedStore<VT> {
       const DistRows &a = dist_rows(view, row_begin_, copy);
       if (a.diag.rows != n_ || a.off.rows != n_ || a.diag.nnz() != nnz_diag_ || a.off.nnz() != nnz_off_)
         what << "values-only refresh: " << a.diag.rows << " rows with " << a.diag.nnz() << " + " << a.off.nnz() << " entries (diagonal block + the others), the pattern had " << n_ << " rows with " << nnz_diag_ << " + " << nnz_off_;
-      else scatter(a, dist_->local_values()); // the same slots as before: the others stay 0
+      else if (maps_missing_ && (what << make_slot_maps(a), what.str().empty())) maps_missing_ = false; // built from blocks: the maps at the first refresh from rows
+      if (what.str().empty()) scatter(a, dist_->local_values());                                        // the same slots as before: the others stay 0
     } catch (const std::exception &e) {
       what << e.what();
     }
     agree(*comm_, what.str());
+    blocks_ = false;
+  }
+  // CPU, Nc = the block size: both block CSR parts straight into the local block's slots
+  // (bdia_values_from_blocks; the off-diagonal part's offsets through its global block
+  // columns): no scalar copy, no map. The choice and any error are agreed over the ranks.
+  bool refresh_dist_blocks(const DistBlocksView &b) override
+  {
+    int ok = exec_->is_cpu() && b.diag.block_size == nc_ && b.off.block_size == nc_ && b.diag.block_ptr && b.off.block_ptr && (b.off.nnz() == 0 || b.off_cols), all = 0;
+    MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_LAND, comm_->comm());
+    if (!all) return false;
+    std::ostringstream what;
+    try {
+      if (b.diag.rows() != n_ || b.off.rows() != n_ || b.diag.nnz() != nnz_diag_ || b.off.nnz() != nnz_off_)
+        what << "values-only refresh: " << b.diag.rows() << " rows with " << b.diag.nnz() << " + " << b.off.nnz() << " entries (diagonal blocks + the others), the pattern had " << n_ << " rows with " << nnz_diag_ << " + " << nnz_off_;
+      else what << put_blocks(b, dist_->local_values(), " (values-only refresh: the pattern is not the build's)");
+    } catch (const std::exception &e) {
+      what << e.what();
+    }
+    agree(*comm_, what.str());
+    blocks_ = true;
+    return true;
+  }
+  // Both block CSR parts (Nc = the block size) into dst, the local block's values on the host;
+  // an error message naming the first block off the offsets (with `where` after it), or "".
+  std::string put_blocks(const DistBlocksView &b, MT *dst, const char *where) const
+  {
+    const index_t  nq  = index_t(offsets_.size());
+    const auto    &e   = *cpu_executor();
+    const offset_t bad = kernels::bdia_values_from_blocks(e, b.diag.block_rows, nc_, b.diag.block_ptr, b.diag.block_col, b.diag.values, offsets_.data(), nq, dst);
+    const offset_t bo  = bad >= 0 ? -1 : kernels::bdia_values_from_blocks(e, b.off.block_rows, nc_, b.off.block_ptr, b.off.block_col, b.off.values, offsets_.data(), nq, dst, b.off_cols, row_begin_ / nc_);
+    const auto     at  = [](const BlockCsrView &p, offset_t k) { return index_t(std::upper_bound(p.block_ptr, p.block_ptr + p.block_rows + 1, index_t(k)) - p.block_ptr) - 1; };
+    if (bad >= 0) return off_offsets(at(b.diag, bad) * nc_, row_begin_ + b.diag.block_col[bad] * nc_) + where;
+    if (bo >= 0) return off_offsets(at(b.off, bo) * nc_, b.off_cols[b.off.block_col[bo]] * nc_) + where;
+    return "";
   }
   std::string note() const override
   {
     std::ostringstream o;
-    if (exec_->is_cpu()) {
+    if (exec_->is_cpu() && blocks_) {
+      o << "this rank's two block CSR parts (PETSc's MPIBAIJ: the diagonal blocks' " << nnz_diag_ << " entries and the " << nnz_off_ << " others) read straight into the distributed operator's local block on the host (Nc = the block size, the offset found once per block: no scalar copy, no map)";
+    } else if (exec_->is_cpu()) {
       o << "values scattered on the host, through entry-to-slot maps made once per pattern, from the " << nnz_diag_ << " entries of the diagonal block and the " << nnz_off_ << " others into the distributed operator's local block";
     } else {
       o << "the diagonal block's " << nnz_diag_ << " values up as they are (pinned, chunked) into a device copy and scattered on the device through a slot map made there (" << (slot32_.empty() ? "64" : "32") << "-bit), the " << nnz_off_ << " other entries (halo couplings) through a map made on the host, into the distributed operator's local block on the device; at the build the slot maps took " << slot_ms_ << " ms, the values " << values_ms_ << " ms";
     }
     o << " (no communication, halo buffers kept)";
-    if (!given_) o << "; rows split on the host first";
+    if (!given_ && !blocks_) o << "; rows split on the host first";
     return o.str();
   }
   const double *device_values() const override { return given_ && !diag_values_.empty() ? diag_values_.data() : nullptr; }
@@ -347,14 +434,16 @@ struct DistStore final : TypedStore<VT> {
   std::shared_ptr<const dist::Communicator>      comm_;
   dist::RowPartition                             part_;
   std::shared_ptr<const Executor>                exec_;
-  Array<std::int64_t>                            diag_slot_;     // the diagonal block's slot map (64-bit), or
-  Array<std::int32_t>                            slot32_;        // GPU: the same, 32-bit
-  Array<std::int64_t>                            off_slot_;      // the other entries' slot map
-  Array<double>                                  diag_values_;   // GPU: the diagonal block's values of the last build/refresh
-  Array<double>                                  off_values_;    // GPU: the other entries' values
-  std::unique_ptr<PinnedUpload>                  upload_;        // GPU
-  double                                         slot_ms_   = 0; // GPU, build: pattern up + slot maps
-  double                                         values_ms_ = 0; // build: values (up and) scattered
+  Array<std::int64_t>                            diag_slot_;            // the diagonal block's slot map (64-bit), or
+  Array<std::int32_t>                            slot32_;               // GPU: the same, 32-bit
+  Array<std::int64_t>                            off_slot_;             // the other entries' slot map
+  Array<double>                                  diag_values_;          // GPU: the diagonal block's values of the last build/refresh
+  Array<double>                                  off_values_;           // GPU: the other entries' values
+  std::unique_ptr<PinnedUpload>                  upload_;               // GPU
+  double                                         slot_ms_      = 0;     // GPU, build: pattern up + slot maps
+  double                                         values_ms_    = 0;     // build: values (up and) scattered
+  bool                                           blocks_       = false; // the build or last refresh read block CSR parts
+  bool                                           maps_missing_ = false; // built from blocks: no slot maps yet
   std::shared_ptr<dist::DistributedBdia<MT, VT>> dist_;
 };
 
@@ -375,28 +464,27 @@ std::pair<std::string, std::shared_ptr<const Executor>> rank_device(MatrixEngine
 }
 } // namespace
 
-void MatrixEngine::build_distributed(const CsrView &a, index_t row_begin, MPI_Comm comm, const GridHint &hint, const MatrixConfig &cfg)
+namespace
+{
+// What build_distributed and build_distributed_blocks share, collective: the checks (agreed over
+// the ranks), the block offsets (local_offsets(nc, limit): this rank's, ascending), the
+// partition and the device; then make(offsets, part, exec) makes the store. cpu_only: return
+// false, changing nothing, where the device resolves to a GPU (the same on every rank).
+bool build_dist(MatrixEngine::Impl &m, index_t n, index_t off_rows, long long nnz_local, index_t row_begin, MPI_Comm comm, const GridHint &hint, const MatrixConfig &cfg, const std::function<std::vector<index_t>(index_t, std::size_t)> &local_offsets, const std::function<std::unique_ptr<StoreBase>(const std::vector<index_t> &, const dist::RowPartition &, const std::shared_ptr<const Executor> &)> &make, bool cpu_only)
 {
   const auto t0 = clock_type::now();
-  Impl      &m  = *impl_;
-  m.store.reset(); // free the old operator (device memory) before building the new one
   HEPTANE_ENSURE(cfg.format == "auto" || cfg.format == "bdiagh", NotSupported, "-heptane_format " << cfg.format << ": on several MPI ranks heptane's operator is the distributed BDIA-GH (auto or bdiagh); the other formats run on one rank");
   // one duplicate of the caller's communicator for the life of the engine
   if (!m.comm || m.comm_src != comm) {
     m.comm     = std::make_shared<const dist::Communicator>(comm);
     m.comm_src = comm;
   }
-  const dist::Communicator &C = *m.comm;
-  // the caller's two parts where they are, or `a` (global columns) split here
-  SplitCopy          copy;
-  const bool         given = DistRowsScope::of(a) != nullptr;
-  const DistRows    &rows  = dist_rows(a, row_begin, copy);
-  const index_t      n     = rows.diag.rows;
-  const index_t      nc    = hint.block_size > 0 ? hint.block_size : 1;
-  std::ostringstream err;
+  const dist::Communicator &C  = *m.comm;
+  const index_t             nc = hint.block_size > 0 ? hint.block_size : 1;
+  std::ostringstream        err;
 
   // whole blocks of Nc on every rank
-  if (rows.off.rows != n) err << "its diagonal block has " << n << " rows, its other entries " << rows.off.rows;
+  if (off_rows != n) err << "its diagonal block has " << n << " rows, its other entries " << off_rows;
   else if (row_begin % nc != 0 || n % nc != 0)
     err << "it owns rows [" << row_begin << ", " << row_begin + n << "), not whole blocks of Nc = " << nc << " (" << (hint.source.empty() ? std::string("block size") : hint.source) << "); heptane's distributed operator needs every rank's rows to start on a block: give the matrix block size Nc (MatSetBlockSize, or a DMDA with dof = Nc) so that PETSc splits the rows on blocks";
   agree(C, err.str());
@@ -405,7 +493,7 @@ void MatrixEngine::build_distributed(const CsrView &a, index_t row_begin, MPI_Co
 
   // the block offsets: the grid's seven, or the union of the ranks' ones
   const std::size_t          limit = 4096;
-  const std::vector<index_t> found = union_offsets(C, local_block_offsets(rows, row_begin, nc, limit));
+  const std::vector<index_t> found = union_offsets(C, local_offsets(nc, limit));
   std::vector<index_t>       offsets;
   std::array<index_t, 3>     grid{0, 0, 0};
   std::ostringstream         note;
@@ -427,7 +515,7 @@ void MatrixEngine::build_distributed(const CsrView &a, index_t row_begin, MPI_Co
     note << "Nc=" << nc << " (" << (hint.source.empty() ? std::string("default") : hint.source) << "), block offsets of the pattern over the ranks " << offsets_text(offsets);
   }
   // BDIA-GH stores D·Nc·N slots: far more than the entries means the numbering is not GH
-  long long nnz_local = (long long)(rows.diag.nnz() + rows.off.nnz()), nnz = 0;
+  long long nnz = 0;
   MPI_Allreduce(&nnz_local, &nnz, 1, MPI_LONG_LONG, MPI_SUM, C.comm());
   const double slots = double(offsets.size()) * double(nc) * double(N);
   HEPTANE_ENSURE(offsets.size() <= limit && slots <= 4.0 * double(nnz) + double(N), InputError,
@@ -436,25 +524,20 @@ void MatrixEngine::build_distributed(const CsrView &a, index_t row_begin, MPI_Co
                                            "-da_processors_x 1 -da_processors_y 1)");
   note << "; " << C.size() << " ranks, rows " << part.describe();
 
+  std::string why           = m.device_why;
   const auto [device, exec] = rank_device(m, C, cfg, nnz);
-  switch (cfg.precision) {
-  case Precision::double_:
-    m.store = std::make_unique<DistStore<double, double>>(rows, given, row_begin, nc, offsets, m.comm, part, exec);
-    break;
-  case Precision::single:
-    m.store = std::make_unique<DistStore<float, float>>(rows, given, row_begin, nc, offsets, m.comm, part, exec);
-    break;
-  case Precision::mixed:
-    m.store = std::make_unique<DistStore<float, double>>(rows, given, row_begin, nc, offsets, m.comm, part, exec);
-    break;
+  if (cpu_only && !exec->is_cpu()) {
+    m.device_why = why; // nothing changed
+    return false;
   }
+  m.store.reset(); // free the old operator (device memory) before building the new one
+  m.store = make(offsets, part, exec);
   exec->synchronize();
   m.cfg                    = cfg;
   m.device                 = device;
   m.exec                   = exec;
   m.format                 = Format::bdia;
   m.rows                   = n;
-  m.nnz                    = a.nnz(); // what refresh_values is given: the diagonal block's with a DistRowsScope
   m.nc                     = nc;
   m.offsets                = std::move(offsets);
   m.grid                   = grid;
@@ -466,6 +549,55 @@ void MatrixEngine::build_distributed(const CsrView &a, index_t row_begin, MPI_Co
   m.timings.last_detect_ms = 0;
   m.timings.last_build_ms  = ms_since(t0);
   ++m.timings.builds;
+  return true;
+}
+
+// A DistStore of the configured precision from the constructor's arguments.
+template <class... Args>
+std::unique_ptr<StoreBase> dist_store(Precision p, const Args &...args)
+{
+  switch (p) {
+  case Precision::double_:
+    return std::make_unique<DistStore<double, double>>(args...);
+  case Precision::single:
+    return std::make_unique<DistStore<float, float>>(args...);
+  case Precision::mixed:
+    return std::make_unique<DistStore<float, double>>(args...);
+  }
+  return nullptr;
+}
+} // namespace
+
+void MatrixEngine::build_distributed(const CsrView &a, index_t row_begin, MPI_Comm comm, const GridHint &hint, const MatrixConfig &cfg)
+{
+  Impl &m = *impl_;
+  // the caller's two parts where they are, or `a` (global columns) split here
+  SplitCopy       copy;
+  const bool      given = DistRowsScope::of(a) != nullptr;
+  const DistRows &rows  = dist_rows(a, row_begin, copy);
+  build_dist(
+    m, rows.diag.rows, rows.off.rows, (long long)(rows.diag.nnz() + rows.off.nnz()), row_begin, comm, hint, cfg, [&](index_t nc, std::size_t limit) { return local_block_offsets(rows, row_begin, nc, limit); },
+    [&](const std::vector<index_t> &offsets, const dist::RowPartition &part, const std::shared_ptr<const Executor> &exec) {
+      const index_t nc = hint.block_size > 0 ? hint.block_size : 1;
+      return dist_store(cfg.precision, rows, given, row_begin, nc, offsets, m.comm, part, exec);
+    },
+    false);
+  m.nnz = a.nnz(); // what refresh_values is given: the diagonal block's with a DistRowsScope
+}
+
+bool MatrixEngine::build_distributed_blocks(const DistBlocksView &b, index_t row_begin, MPI_Comm comm, const GridHint &hint, const MatrixConfig &cfg)
+{
+  Impl         &m  = *impl_;
+  const index_t nc = hint.block_size > 0 ? hint.block_size : 1;
+  // the same answer on every rank: Nc = the block size and the parts lent
+  int ok = b.diag.block_size == nc && b.off.block_size == nc && b.diag.block_ptr && b.off.block_ptr && (b.off.block_ptr[b.off.block_rows] == 0 || b.off_cols), all = 0;
+  MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_LAND, comm);
+  if (!all) return false;
+  const bool built = build_dist(
+    m, b.diag.rows(), b.off.rows(), (long long)(b.diag.nnz() + b.off.nnz()), row_begin, comm, hint, cfg, [&](index_t, std::size_t limit) { return local_block_offsets(b, row_begin / nc, limit); },
+    [&](const std::vector<index_t> &offsets, const dist::RowPartition &part, const std::shared_ptr<const Executor> &exec) { return dist_store(cfg.precision, b, row_begin, nc, offsets, m.comm, part, exec); }, true);
+  if (built) m.nnz = b.diag.nnz();
+  return built;
 }
 
 namespace

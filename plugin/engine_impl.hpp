@@ -117,7 +117,10 @@ struct StoreBase {
   virtual bool refresh_permuted(const double * /*values*/, const index_t * /*pos*/, index_t /*block_size*/) { return false; }
   /// The values of a block CSR matrix of the build's pattern, read by formula
   /// (MatrixEngine::refresh_values_blocks); false: no such path.
-  virtual bool                                    refresh_blocks(const BlockCsrView                                    &/*b*/) { return false; }
+  virtual bool refresh_blocks(const BlockCsrView & /*b*/) { return false; }
+  /// Several ranks: the same from this rank's two block CSR parts (MatrixEngine::
+  /// refresh_values_blocks(DistBlocksView)); collective; false on every rank: no such path.
+  virtual bool                                    refresh_dist_blocks(const DistBlocksView                                    &/*b*/) { return false; }
   virtual std::shared_ptr<const Operator<double>> op_double() const { return nullptr; }
   virtual std::shared_ptr<const Operator<float>>  op_single() const { return nullptr; }
   virtual std::string                             note() const = 0;

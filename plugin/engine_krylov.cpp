@@ -313,7 +313,7 @@ bool KrylovEngine::refresh_preconditioner_blocks(const BlockCsrView &b, const Ma
   Impl      &k  = *impl_;
   HEPTANE_ENSURE(has_preconditioner(), InputError, "values-only preconditioner refresh before the first setup");
   HEPTANE_ENSURE((m.precision() == Precision::single) == (k.f.pc != nullptr), InputError, "values-only preconditioner refresh in another precision than the setup's");
-  if (!(k.in_place && k.values_from == &m && k.values_of == m.timings().builds) || m.distributed() || !m.executor()->is_cpu()) return false;
+  if (!(k.in_place && k.values_from == &m && k.values_of == m.timings().builds) || !m.executor()->is_cpu()) return false;
   const bool done = k.f.pc ? k.f.pc->update_values_blocks(b.values, b.block_rows, b.block_size, b.block_ptr, b.block_col) : k.d.pc->update_values_blocks(b.values, b.block_rows, b.block_size, b.block_ptr, b.block_col);
   if (!done) return false;
   k.pc_path            = "numeric part on the host, on PETSc's block values in place (positions by the block pattern, no map of the entries)";

@@ -463,10 +463,11 @@ static PetscErrorCode KSPHeptaneBAIJInPlace(KSP ksp, Mat A, What what, PetscBool
   PetscFunctionReturn(0);
 }
 
-/* what(blocks) on a one-rank BAIJ matrix's blocks and values (SeqBAIJ, a one-rank MPIBAIJ's
-   diagonal block), lent in place and given back after, also when what throws. *done: what
-   returned; false where A is no BAIJ or its blocks cannot be lent as they are (complex values,
-   64-bit indices). */
+/* what(blocks) on a BAIJ matrix's blocks and values (SeqBAIJ; an MPIBAIJ's diagonal block:
+   the whole matrix on one rank, this rank's diagonal blocks on several), lent in place and
+   given back after, also when what throws. *done: what returned; false where A is no BAIJ or
+   its blocks cannot be lent as they are (complex values, 64-bit indices). b: where the scalar
+   row pointers are kept (HeptaneBAIJBlocksGet), or NULL. */
 template <class What>
 static PetscErrorCode HeptaneWithBAIJBlocks(Mat A, HeptaneBAIJ *b, What what, PetscBool *done)
 {
@@ -619,6 +620,18 @@ static PetscErrorCode KSPHeptaneBuildPC(KSP ksp, Mat Amat, PetscBool values_only
 
   PetscFunctionBegin;
   values_only = (PetscBool)(values_only && h->krylov->has_preconditioner() && want == h->pc_built && !KSPHeptanePcOptionsChanged(h));
+  if (values_only && h->engine->distributed() && h->rows->baij) {
+    /* several ranks, MPIBAIJ: this rank's diagonal blocks in place where the PC can (the PC is
+       this rank's); every rank agrees, so that all or none go on to the collective part below */
+    PetscBool done, all;
+    PetscCall(HeptaneWithBAIJBlocks(
+      h->rows_from, NULL, [h](const heptane::plugin::BlockCsrView &b) { return h->krylov->refresh_preconditioner_blocks(b, *h->engine); }, &done));
+    PetscCallMPI(MPI_Allreduce(&done, &all, 1, HEPTANE_MPIU_BOOL, MPI_LAND, PetscObjectComm((PetscObject)ksp)));
+    if (all) {
+      h->pc_refreshed = PETSC_TRUE;
+      PetscFunctionReturn(0);
+    }
+  }
   if (values_only && !h->engine->distributed()) { /* BAIJ: its values in place where the PC can */
     PetscBool done;
     PetscCall(KSPHeptaneBAIJBlocksInPlace(
@@ -634,16 +647,12 @@ static PetscErrorCode KSPHeptaneBuildPC(KSP ksp, Mat Amat, PetscBool values_only
       PetscFunctionReturn(0);
     }
   }
-  if (h->engine->distributed()) { /* several ranks: this rank's diagonal block (MPIAIJ's Ad, lent
-                                     again: the operator was updated from the same matrix) */
-    if (h->rows->inplace) PetscCall(HeptaneRowsGet(h->rows_from, h->rows));
-    view = &h->rows->split.diag;
-  } else if (h->baij_blocks && !values_only && h->engine == h->own && h->engine->executor()->is_cpu() && KSPHeptanePCFromDiagBlocks(want)) {
+  if (h->baij_blocks && !values_only && h->engine == h->own && h->engine->executor()->is_cpu() && KSPHeptanePCFromDiagBlocks(want)) {
     /* the operator was built from BAIJ's blocks on the CPU: the preconditioner from the
-       diagonal blocks alone (no scalar CSR of the matrix) */
+       diagonal blocks alone (no scalar CSR of the matrix; on several ranks this rank's) */
     PetscBool lent;
     PetscCall(HeptaneWithBAIJBlocks(
-      Amat, h->baij,
+      h->engine->distributed() ? h->rows_from : Amat, h->engine->distributed() ? NULL : h->baij,
       [&](const heptane::plugin::BlockCsrView &b) {
         HeptaneDiagBlocks(b, diag);
         return true;
@@ -651,6 +660,12 @@ static PetscErrorCode KSPHeptaneBuildPC(KSP ksp, Mat Amat, PetscBool values_only
       &lent));
     PetscCheck(lent, PETSC_COMM_SELF, PETSC_ERR_PLIB, "heptane: the BAIJ blocks the operator was built from are gone");
     view = &diag.view;
+  } else if (h->engine->distributed()) { /* several ranks: this rank's diagonal block (MPIAIJ's Ad,
+                                            lent again: the operator was updated from the same
+                                            matrix; MPIBAIJ's gathered, where the operator read
+                                            its blocks as they are or a refresh above left them) */
+    if (h->rows->inplace || h->rows->baij) PetscCall(HeptaneRowsGet(h->rows_from, h->rows));
+    view = &h->rows->split.diag;
   } else if (h->baij_blocks && !values_only && h->engine == h->own && KSPHeptanePCFromDevice(want)) {
     /* the operator was built from BAIJ's blocks on the device: the preconditioner from its
        device copies, with a view of the row pointers only (no host CSR) */
@@ -757,12 +772,72 @@ static PetscErrorCode KSPHeptaneRanksEngine(KSP ksp, Mat Amat, MPI_Comm comm, in
     }
     std::string how;
     if (h->rows->inplace) how = "read in place from the MPIAIJ's diagonal and off-diagonal blocks (MatMPIAIJGetSeqAIJ)";
-    else if (h->rows->baij) how = "read from the MPIBAIJ's two SeqBAIJ blocks (MatMPIBAIJGetSeqBAIJ) through their scalar CSR made once per pattern (by formula, no map), values gathered at each setup";
+    else if (h->rows->baij)
+      how = h->own->executor()->is_cpu() && h->own->block_size() == h->rows->bd.bs
+            ? "read from the MPIBAIJ's two SeqBAIJ blocks (MatMPIBAIJGetSeqBAIJ): at a new pattern through their scalar CSR (by formula, no map, values gathered), at each values-only setup block by block straight into the operator's slots (Nc = the "
+              "block size: no gather)"
+            : "read from the MPIBAIJ's two SeqBAIJ blocks (MatMPIBAIJGetSeqBAIJ) through their scalar CSR made once per pattern (by formula, no map), values gathered at each setup";
     else how = std::string("copied with MatGetRow (not an MPIAIJ: ") + ((PetscObject)Amat)->type_name + ")";
     HeptaneCallCXX(*h->grid_source = h->own->structure_note() + "; this rank's rows " + how);
   } else {
     HeptaneCallCXX(h->own->refresh_values(h->rows->split.diag));
   }
+  PetscFunctionReturn(0);
+}
+
+/* Several ranks, an MPIBAIJ: its two SeqBAIJ blocks lent as they are to the distributed
+   operator, on the CPU with Nc = the block size every block straight into its slots, nothing
+   gathered into scalar CSR: at each values-only setup (todo 1, MatrixEngine::
+   refresh_values_blocks), and at a new pattern (todo 2, build_distributed_blocks) where the
+   preconditioner is set up from the diagonal blocks alone (none, Jacobi, block Jacobi) or is
+   PETSc's. *done: whether it took them, the same on every rank; otherwise the caller gathers
+   (HeptaneRowsGet; a build that fails here is tried again there, which falls back or names the
+   error). Collective. */
+static PetscErrorCode KSPHeptaneRanksBlocks(KSP ksp, Mat A, int todo, const heptane::plugin::GridHint *hint, const heptane::plugin::MatrixConfig &cfg, PetscBool *done)
+{
+  KSP_Heptane                    *h = (KSP_Heptane *)ksp->data;
+  PetscBool                       ismpibaij;
+  Mat                             Ad, Ao;
+  const PetscInt                 *garray;
+  heptane::plugin::DistBlocksView b;
+  bool                            ok   = false;
+  PetscErrorCode                  ierr = 0;
+
+  PetscFunctionBegin;
+  *done = PETSC_FALSE;
+  PetscCall(PetscObjectBaseTypeCompare((PetscObject)A, MATMPIBAIJ, &ismpibaij));
+  if (!ismpibaij) PetscFunctionReturn(0); /* the same type on every rank */
+  if (todo == 2 && !h->petsc_pc && !KSPHeptanePCFromDiagBlocks(KSPHeptaneResolvePC(h))) PetscFunctionReturn(0);
+  PetscCall(MatMPIBAIJGetSeqBAIJ(A, &Ad, &Ao, &garray));
+  PetscCall(HeptaneBAIJBlocksGet(Ad, NULL, &b.diag));
+  PetscCall(HeptaneBAIJBlocksGet(Ao, NULL, &b.off));
+  b.off_cols = (const heptane::index_t *)garray; /* read only where the blocks were lent: 32-bit PetscInt */
+  HeptaneCallCXX(
+    try {
+      if (todo == 1) ok = h->own->refresh_values_blocks(b);
+      else {
+        try {
+          ok = h->own->build_distributed_blocks(b, (heptane::index_t)A->rmap->rstart, PetscObjectComm((PetscObject)ksp), *hint, cfg);
+        } catch (const heptane::InputError &) {
+          ok = false;
+        } /* every rank: tried again from the rows */
+        if (ok) {
+          h->rows->baij   = PETSC_TRUE; /* a preconditioner that needs the rows gathers them (KSPHeptaneBuildPC) */
+          h->rows->rstart = A->rmap->rstart;
+          h->rows->rend   = A->rmap->rend;
+          *h->grid_source = h->own->structure_note() + "; this rank's rows read from the MPIBAIJ's two SeqBAIJ blocks (MatMPIBAIJGetSeqBAIJ) straight into the operator's slots, at a new pattern and at each values-only setup (the CPU, Nc = the block "
+                                                       "size: no scalar CSR, no gather, no map)";
+        }
+      }
+    } catch (...) {
+      ierr = HeptaneBAIJBlocksRestore(Ao, &b.off);
+      if (!ierr) ierr = HeptaneBAIJBlocksRestore(Ad, &b.diag);
+      throw;
+    });
+  PetscCall(ierr);
+  PetscCall(HeptaneBAIJBlocksRestore(Ao, &b.off));
+  PetscCall(HeptaneBAIJBlocksRestore(Ad, &b.diag));
+  *done = ok ? PETSC_TRUE : PETSC_FALSE;
   PetscFunctionReturn(0);
 }
 
@@ -868,6 +943,12 @@ static PetscErrorCode KSPHeptaneUpdateRanks(KSP ksp, Mat Amat, const heptane::pl
     Amat = h->nat_A;
   }
   h->rows_from = Amat; /* the matrix the rows come from (an SBAIJ's AIJ copy, the renumbered one) */
+  {                    /* an MPIBAIJ's blocks as they are, where the operator takes them */
+    PetscBool done;
+    PetscCall(KSPHeptaneRanksBlocks(ksp, Amat, todo, &hint, cfg, &done));
+    if (todo == 2) h->baij_blocks = done;
+    if (done) PetscFunctionReturn(0);
+  }
   PetscCall(HeptaneRowsGet(Amat, h->rows));
   ierr = KSPHeptaneRanksEngine(ksp, Amat, comm, todo, &hint, cfg);
   PetscCall(HeptaneRowsRestore(h->rows)); /* MPIAIJ's blocks back (copies are kept) */

@@ -229,7 +229,7 @@ PetscErrorCode HeptaneBAIJBlocksGet(Mat A, HeptaneBAIJ *b, heptane::plugin::Bloc
   PetscFunctionBegin;
   *blocks = heptane::plugin::BlockCsrView();
   if (sizeof(PetscScalar) != sizeof(double) || sizeof(PetscInt) != sizeof(heptane::index_t)) PetscFunctionReturn(0);
-  PetscCall(HeptaneBAIJMap(A, NULL, b, PETSC_FALSE));
+  if (b) PetscCall(HeptaneBAIJMap(A, NULL, b, PETSC_FALSE));
   PetscCall(MatGetBlockSize(A, &bs));
   PetscCall(MatGetRowIJ(A, 0, PETSC_FALSE, PETSC_TRUE, &nb, &ia, &ja, &done));
   PetscCheck(done, PETSC_COMM_SELF, PETSC_ERR_SUP, "heptane: MatGetRowIJ() gave no block CSR for matrix type %s", ((PetscObject)A)->type_name);

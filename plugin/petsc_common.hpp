@@ -108,8 +108,8 @@ PETSC_INTERN PetscErrorCode HeptaneBAIJValuesRestore(Mat, const double **values)
 /* A SeqBAIJ matrix as it is, for MatrixEngine::build_blocks: its block pattern (MatGetRowIJ)
    and its values (MatSeqBAIJGetArray) in place; the HeptaneBAIJ's scalar row pointers are
    made too (once per pattern, no columns, no values: the view a preconditioner set up from the
-   operator's device copies is given). blocks->block_ptr = NULL where PetscInt is not 32-bit or
-   the values are not doubles. Restored by HeptaneBAIJBlocksRestore. */
+   operator's device copies is given; not with b = NULL). blocks->block_ptr = NULL where
+   PetscInt is not 32-bit or the values are not doubles. Restored by HeptaneBAIJBlocksRestore. */
 PETSC_INTERN PetscErrorCode HeptaneBAIJBlocksGet(Mat, HeptaneBAIJ *, heptane::plugin::BlockCsrView *blocks);
 PETSC_INTERN PetscErrorCode HeptaneBAIJBlocksRestore(Mat, heptane::plugin::BlockCsrView *blocks);
 

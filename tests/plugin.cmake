@@ -605,14 +605,27 @@ if(HEPTANE_PETSC_MPIEXEC)
         --expect "pressure: ksp hcg" --reject DIVERGED -- ${reservoir2} -system pressure)
       # bdiagh is an MPIAIJ by another name: its blocks are read in place; MPIBAIJ is copied
       set(rows_bdiagh "rows read in place from the MPIAIJ's diagonal and off-diagonal blocks")
-      set(rows_baij "rows read from the MPIBAIJ's two SeqBAIJ blocks \\(MatMPIBAIJGetSeqBAIJ\\) through their scalar CSR made once per pattern")
+      # (on the CPU, Nc = the block size: each values-only setup reads MPIBAIJ's two SeqBAIJ
+      # blocks straight into the operator's slots, nothing gathered)
+      set(rows_baij "rows read from the MPIBAIJ's two SeqBAIJ blocks \\(MatMPIBAIJGetSeqBAIJ\\): at a new pattern through their scalar CSR")
       foreach(type bdiagh baij)
         heptane_plugin_test(plugin_reservoir_two_ranks_${type}_matrices
           ${solves} --max-relres 1e-8 --its-diff 2 --
-    --plugin ${plugin_so} --mpiexec "${np2}" --ref ${ref_bcgs} --heptane "-ksp_type hbcgs -dm_mat_type ${type} -ksp_view"
+    --plugin ${plugin_so} --mpiexec "${np2}" --ref ${ref_bcgs} --heptane "-ksp_type hbcgs -dm_mat_type ${type} -heptane_device cpu -ksp_view"
           --expect "PETSc matrix mpi${type}|PETSc matrix ${type}" --expect "coupled: ksp hbcgs" --expect "${rows_${type}}"
           --expect "heptane setups: 1 full \\(new pattern\\), 3 values-only" --reject DIVERGED -- ${reservoir2})
       endforeach()
+      # MPIBAIJ's blocks in place, at the build and at each Newton step, operator and block
+      # Jacobi alike (this rank's diagonal blocks; then the PC's gather map into BAIJ's array):
+      # PETSc's answers
+      heptane_plugin_test(plugin_reservoir_two_ranks_baij_blocks_in_place_pbjacobi
+        ${solves} --max-relres 1e-8 --max-its-ratio 1.2 --
+    --plugin ${plugin_so} --mpiexec "${np2}" --ref "${ref_bcgs} -pc_type pbjacobi -dm_mat_type baij"
+        --heptane "-ksp_type hbcgs -pc_type pbjacobi -heptane_device cpu -dm_mat_type baij -ksp_view"
+        --expect "PETSc matrix mpibaij" --expect "values-only update: this rank's two block CSR parts \\(PETSc's MPIBAIJ"
+        --expect "rows read from the MPIBAIJ's two SeqBAIJ blocks \\(MatMPIBAIJGetSeqBAIJ\\) straight into the operator's slots, at a new pattern and at each values-only setup"
+        --expect "heptane preconditioner, last setup: numeric part on the host, on PETSc's block values in place"
+        --expect "heptane setups: 1 full \\(new pattern\\), 3 values-only" --reject DIVERGED -- ${reservoir2})
       # on GPUs (one per rank: skipped, exit 77, where nvidia-smi lists fewer than 2): the
       # Newton step on the device -- MPIAIJ's diagonal block up as it is, scattered there, and
       # pbjacobi's numeric part from that device copy; ILU keeps its host numeric part

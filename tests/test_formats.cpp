@@ -1121,6 +1121,93 @@ BOOST_AUTO_TEST_CASE(bdia_values_from_blocks_put_each_block_where_bdia_from_coo_
         }
 }
 
+// One MPI rank's part (PETSc's MPIBAIJ: block rows [first, last), its diagonal blocks with
+// local block columns and the others through col_map, their global block columns ascending):
+// both parts through bdia_values_from_blocks (the others with col_map and first) give the
+// rank's local block of bdia_from_coo's array -- its rows of every slot, bit for bit -- and a
+// block of the other part off the offsets is reported as the first such.
+BOOST_AUTO_TEST_CASE(bdia_values_from_blocks_of_one_rank_are_its_rows_of_the_whole)
+{
+    for (index_t nc : {1, 2, 3}) {
+        const Coo<double> coo = hepta(6, 5, 4, nc, true, 29);
+        const Bdia<double> ref = bdia_from_coo(coo, nc, hepta_offsets(6, 5));
+        const std::vector<double> whole = ref.data.to(cpu_executor()).to_vector();
+        const test::BlockCsr b = test::block_csr_of(csr_from_coo(coo), nc);
+        const std::vector<index_t>& offs = ref.block_offsets;
+        const index_t nb = b.block_rows, N = nb * nc;
+        for (const auto [first, last] : {std::pair<index_t, index_t>{0, 40}, {40, 80}, {33, nb}}) {
+            BOOST_TEST_CONTEXT("Nc " << nc << ", block rows [" << first << ", " << last << ")")
+            {
+                // the two parts, as MatMPIBAIJGetSeqBAIJ gives them
+                test::BlockCsr d, o;
+                d.block_rows = o.block_rows = last - first;
+                d.block_ptr.assign(1, 0);
+                o.block_ptr.assign(1, 0);
+                std::set<index_t> others;
+                for (index_t ib = first; ib < last; ++ib)
+                    for (index_t k = b.block_ptr[std::size_t(ib)];
+                         k < b.block_ptr[std::size_t(ib) + 1]; ++k)
+                        if (b.block_col[std::size_t(k)] < first ||
+                            b.block_col[std::size_t(k)] >= last)
+                            others.insert(b.block_col[std::size_t(k)]);
+                const std::vector<index_t> col_map(others.begin(), others.end());
+                const std::size_t bb = std::size_t(nc) * std::size_t(nc);
+                for (index_t ib = first; ib < last; ++ib) {
+                    for (index_t k = b.block_ptr[std::size_t(ib)];
+                         k < b.block_ptr[std::size_t(ib) + 1]; ++k) {
+                        const index_t jb = b.block_col[std::size_t(k)];
+                        const bool mine = jb >= first && jb < last;
+                        test::BlockCsr& part = mine ? d : o;
+                        part.block_col.push_back(
+                            mine ? jb - first
+                                 : index_t(std::lower_bound(col_map.begin(), col_map.end(), jb) -
+                                           col_map.begin()));
+                        part.values.insert(
+                            part.values.end(),
+                            b.values.begin() + std::ptrdiff_t(std::size_t(k) * bb),
+                            b.values.begin() + std::ptrdiff_t(std::size_t(k + 1) * bb));
+                    }
+                    d.block_ptr.push_back(index_t(d.block_col.size()));
+                    o.block_ptr.push_back(index_t(o.block_col.size()));
+                }
+                BOOST_TEST_REQUIRE(!o.block_col.empty());
+                const index_t n = d.block_rows * nc;
+                std::vector<double> expect(offs.size() * std::size_t(nc) * std::size_t(n));
+                for (std::size_t k = 0; k < offs.size() * std::size_t(nc); ++k)
+                    for (index_t r = 0; r < n; ++r)
+                        expect[k * std::size_t(n) + std::size_t(r)] =
+                            whole[k * std::size_t(N) + std::size_t(first * nc + r)];
+                const CpuExecutor& cpu = *cpu_executor();
+                const index_t nq = index_t(offs.size());
+                std::vector<double> got(expect.size(), 0.0);
+                BOOST_TEST(kernels::bdia_values_from_blocks(
+                               cpu, d.block_rows, nc, d.block_ptr.data(), d.block_col.data(),
+                               d.values.data(), offs.data(), nq, got.data()) == -1);
+                BOOST_TEST(kernels::bdia_values_from_blocks(
+                               cpu, o.block_rows, nc, o.block_ptr.data(), o.block_col.data(),
+                               o.values.data(), offs.data(), nq, got.data(), col_map.data(),
+                               first) == -1);
+                BOOST_TEST(got == expect, boost::test_tools::per_element());
+                // the other part without its lowest block offset: its first block there
+                const index_t lowest = offs.front();
+                std::vector<index_t> fewer(offs.begin() + 1, offs.end());
+                offset_t want = -1;
+                for (index_t ib = 0; ib < o.block_rows && want < 0; ++ib)
+                    for (index_t k = o.block_ptr[std::size_t(ib)];
+                         k < o.block_ptr[std::size_t(ib) + 1] && want < 0; ++k)
+                        if (col_map[std::size_t(o.block_col[std::size_t(k)])] - (first + ib) ==
+                            lowest)
+                            want = k;
+                if (want >= 0)
+                    BOOST_TEST(kernels::bdia_values_from_blocks(
+                                   cpu, o.block_rows, nc, o.block_ptr.data(), o.block_col.data(),
+                                   o.values.data(), fewer.data(), nq - 1, got.data(),
+                                   col_map.data(), first) == want);
+            }
+        }
+    }
+}
+
 namespace {
 
 // Operator::apply_fused_dots of a BDIA-GH operator in precision (MT, VT), block size nc:

@@ -40,10 +40,19 @@ offset_t bdia_slots_from_csr(const CudaExecutor& exec, index_t n, index_t nc,
 /// its values are left out: the caller reports it). CPU only: on a GPU the plugin keeps the
 /// values in CSR order too (the preconditioner's numeric part reads them there), so they go
 /// through kernels::block_values_to_csr and the slot map instead. MT = double or float.
+///
+/// One MPI rank's part of a row-distributed matrix (PETSc's MPIBAIJ: block rows from the
+/// global block row first_block_row on): with col_map (the global block column of each
+/// block column: MPIBAIJ's garray for its off-diagonal part) the block offset of block k is
+/// col_map[block_col[k]] - (first_block_row + ib), and its columns are not checked against
+/// block_rows (they are another rank's); without, block_col[k] - ib as above, first_block_row
+/// unused (the diagonal part: its local block columns have the global block offsets, the
+/// rank's rows starting on a block).
 template <class MT>
 offset_t bdia_values_from_blocks(const CpuExecutor& exec, index_t block_rows, index_t nc,
                                  const index_t* block_ptr, const index_t* block_col,
-                                 const double* values, const index_t* offsets, index_t nq, MT* dst);
+                                 const double* values, const index_t* offsets, index_t nq, MT* dst,
+                                 const index_t* col_map = nullptr, index_t first_block_row = 0);
 
 /// The most block offsets bdia_slots_from_csr takes on a GPU (a 27-point box stencil has 27).
 constexpr index_t bdia_slots_max_offsets = 64;

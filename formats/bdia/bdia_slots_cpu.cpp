@@ -36,7 +36,8 @@ offset_t bdia_slots_from_csr(const CpuExecutor&, index_t n, index_t nc, const in
 template <class MT>
 offset_t bdia_values_from_blocks(const CpuExecutor&, index_t block_rows, index_t nc,
                                  const index_t* block_ptr, const index_t* block_col,
-                                 const double* values, const index_t* offsets, index_t nq, MT* dst)
+                                 const double* values, const index_t* offsets, index_t nq, MT* dst,
+                                 const index_t* col_map, index_t first_block_row)
 {
     HEPTANE_ENSURE(nc >= 1 && block_rows >= 0, InputError,
                    "BDIA-GH values from blocks: block size " << nc);
@@ -45,10 +46,11 @@ offset_t bdia_values_from_blocks(const CpuExecutor&, index_t block_rows, index_t
 #pragma omp parallel for schedule(static) if (block_rows > 8192)
     for (index_t ib = 0; ib < block_rows; ++ib) {
         for (offset_t k = block_ptr[ib]; k < block_ptr[ib + 1]; ++k) {
-            const index_t d = block_col[k] - ib;
+            const index_t d =
+                col_map ? col_map[block_col[k]] - (first_block_row + ib) : block_col[k] - ib;
             index_t q = 0;
             while (q < nq && offsets[q] != d) ++q;
-            if (q == nq || block_col[k] < 0 || block_col[k] >= block_rows) {
+            if (q == nq || (!col_map && (block_col[k] < 0 || block_col[k] >= block_rows))) {
 #pragma omp critical(heptane_bdia_blocks_bad)
                 bad = bad < 0 ? k : std::min(bad, k);
                 continue;
@@ -64,10 +66,12 @@ offset_t bdia_values_from_blocks(const CpuExecutor&, index_t block_rows, index_t
 
 template offset_t bdia_values_from_blocks<double>(const CpuExecutor&, index_t, index_t,
                                                   const index_t*, const index_t*, const double*,
-                                                  const index_t*, index_t, double*);
+                                                  const index_t*, index_t, double*, const index_t*,
+                                                  index_t);
 template offset_t bdia_values_from_blocks<float>(const CpuExecutor&, index_t, index_t,
                                                  const index_t*, const index_t*, const double*,
-                                                 const index_t*, index_t, float*);
+                                                 const index_t*, index_t, float*, const index_t*,
+                                                 index_t);
 
 template offset_t bdia_slots_from_csr<std::int32_t>(const CpuExecutor&, index_t, index_t,
                                                     const index_t*, const index_t*, const index_t*,
