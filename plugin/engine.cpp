@@ -249,10 +249,24 @@ struct BdiaStore final : TypedStore<VT> {
   {
     HEPTANE_ENSURE(a.nnz() == nnz_, InputError, "values-only refresh: " << a.nnz() << " entries, the pattern had " << nnz_);
     Array<MT> &data = own_->matrix().data;
+    device_refresh_ = false;
     if (data.on_host() && slot_.empty()) slot_ = bdia_slot_map(a, own_->matrix().block_size, own_->matrix().block_offsets, "(values-only refresh)"); // built from blocks: the map at its first CSR refresh
     if (data.on_host()) kernels::scatter_values(*cpu_executor(), nnz_, slot_.data(), a.values, data.data());
     else scatter_device(a, data.data());
     if constexpr (keeps_fp64) scatter_fp64(a.values);
+  }
+  // GPU: the CSR values on this device already (PETSc's aijcusparse): copied into values_ (the
+  // copy the preconditioner's numeric part reads) and scattered there; no host copy, no upload
+  bool refresh_device(const double *values) override
+  {
+    Array<MT> &data = own_->matrix().data;
+    if (data.on_host() || values_.empty() || !copy_device_bytes(*values_.exec(), values_.data(), values, values_.bytes())) return false;
+    dispatch_executor(*values_.exec(), [&](const auto &e) {
+      scatter_slots(e, values_.data(), data.data());
+      if constexpr (keeps_fp64) scatter_slots(e, values_.data(), own64_->matrix().data.data());
+    });
+    device_refresh_ = true;
+    return true;
   }
   // CPU: the slot map composed with pos once (slot of the entry whose value is values[j]),
   // then one scatter over the values in their own order: the traffic of refresh()
@@ -305,6 +319,7 @@ struct BdiaStore final : TypedStore<VT> {
   bool refresh_permuted_device(const double *values, const index_t *pos, index_t block_size, MT *dst)
   {
     if (values_.empty()) return false;
+    device_refresh_     = false;
     const auto &exec    = values_.exec();
     const bool  formula = block_size > 0 && !ptr_.empty() && (ptr_.size() - 1) % std::size_t(block_size) == 0;
     if (!formula && !pos) return false;
@@ -349,6 +364,10 @@ struct BdiaStore final : TypedStore<VT> {
     const std::string what = "values scattered through the CSR->BDIA slot map (" + std::to_string(nnz_) + " entries)";
     if (values_.empty()) return what;
     std::ostringstream o;
+    if (device_refresh_) {
+      o << what << " on the device, after a device-to-device copy of the caller's CSR values, which were on this GPU already (PETSc's aijcusparse): no host copy, no upload";
+      return o.str();
+    }
     o << what << " on the device, after a pinned, chunked upload of the CSR values";
     if (slot_ms_ > 0) o << "; at the first build the pattern went up and the slot map was computed on the device in " << slot_ms_ << " ms, the values went up and were scattered in " << values_ms_ << " ms";
     const PinnedUpload::Stats &u = upload_->stats();
@@ -430,8 +449,9 @@ struct BdiaStore final : TypedStore<VT> {
   Array<double>                 values_;                  // GPU: the CSR values of the last build/refresh
   Array<index_t>                ptr_, col_;               // GPU (slot map made there): the CSR pattern
   std::shared_ptr<PinnedUpload> upload_;                  // GPU (the executor's, device_pool.hpp)
-  double                        slot_ms_   = 0;           // GPU, first build: pattern up + slot map
-  double                        values_ms_ = 0;           // GPU, first build: values up + scatter
+  double                        slot_ms_        = 0;      // GPU, first build: pattern up + slot map
+  double                        values_ms_      = 0;      // GPU, first build: values up + scatter
+  bool                          device_refresh_ = false;  // GPU: the last refresh copied the values on the device (refresh_device)
 };
 
 // CSR: the pattern is PETSc's, the values are copied in order (on a GPU, fp64: straight from
@@ -695,6 +715,19 @@ bool MatrixEngine::refresh_values_blocks(const BlockCsrView &b)
   HEPTANE_ENSURE(m.store, InputError, "values-only refresh before the first build");
   HEPTANE_ENSURE(b.nnz() == m.nnz, InputError, "values-only refresh: " << b.nnz() << " entries, the pattern had " << m.nnz);
   if (m.distributed || !m.store->refresh_blocks(b)) return false;
+  m.timings.last_refresh_ms = ms_since(t0);
+  ++m.timings.refreshes;
+  return true;
+}
+
+bool MatrixEngine::refresh_values_device(const double *values, offset_t nnz)
+{
+  const auto t0 = clock_type::now();
+  Impl      &m  = *impl_;
+  HEPTANE_ENSURE(m.store, InputError, "values-only refresh before the first build");
+  HEPTANE_ENSURE(nnz == m.nnz, InputError, "values-only refresh: " << nnz << " entries, the pattern had " << m.nnz);
+  if (m.distributed || !m.store->refresh_device(values)) return false;
+  m.exec->synchronize();
   m.timings.last_refresh_ms = ms_since(t0);
   ++m.timings.refreshes;
   return true;

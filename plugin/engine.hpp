@@ -176,6 +176,12 @@ public:
   /// refresh_values_permuted's path). Throws InputError for a block off the operator's block
   /// offsets (a pattern that is not the build's).
   bool refresh_values_blocks(const BlockCsrView &b);
+  /// A values-only refresh from CSR values (the build's pattern, CSR order, nnz of them) that
+  /// are in device memory already (PETSc's aijcusparse after a device-side update): where the
+  /// operator is BDIA-GH on that same GPU they are copied there and scattered, with no host
+  /// copy and no upload; returns false, changing nothing, elsewhere (another device, host
+  /// memory, another format, several ranks: the caller takes the host path).
+  bool refresh_values_device(const double *values, offset_t nnz);
   /// Several MPI ranks, collective (every rank calls it and every rank gets the same answer or
   /// the same error): a values-only refresh of build_distributed's operator from this rank's
   /// rows as block CSR parts of the build's pattern, read by formula: on the CPU with Nc = the

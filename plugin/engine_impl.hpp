@@ -118,6 +118,9 @@ struct StoreBase {
   /// The values of a block CSR matrix of the build's pattern, read by formula
   /// (MatrixEngine::refresh_values_blocks); false: no such path.
   virtual bool refresh_blocks(const BlockCsrView & /*b*/) { return false; }
+  /// The CSR values in the executor's device memory already (MatrixEngine::
+  /// refresh_values_device); false: no such path.
+  virtual bool refresh_device(const double * /*values*/) { return false; }
   /// Several ranks: the same from this rank's two block CSR parts (MatrixEngine::
   /// refresh_values_blocks(DistBlocksView)); collective; false on every rank: no such path.
   virtual bool                                    refresh_dist_blocks(const DistBlocksView                                    &/*b*/) { return false; }

@@ -70,15 +70,17 @@ typedef struct {
   heptane::PcOptions *pc_opts_built; /* those the preconditioner in krylov was built with */
   /* the preconditioner, taken from the PETSc PC */
   heptane::PcType pc;
-  char            pc_from[64];  /* what it was chosen from, for the view */
-  heptane::PcType pc_built;     /* type of the preconditioner in krylov */
-  PetscBool       pc_refreshed; /* the last setup of it was values-only (numeric part only) */
-  PetscBool       baij_blocks;  /* the operator was last built from BAIJ's blocks on the device (no host CSR made) */
-  PetscInt        ilu;          /* -heptane_ilu: index into HeptaneIluOrders */
-  PetscBool       ilu_fallback; /* auto: natural ILU(0) after multi-colour ILU(0) failed */
-  Vec             x0;           /* the initial guess, kept for a fallback re-solve */
-  Vec             r_true;       /* b - A x of the true-residual check */
-  PetscReal       true_rnorm;   /* its norm after the last solve; -1: not checked */
+  char            pc_from[64];   /* what it was chosen from, for the view */
+  heptane::PcType pc_built;      /* type of the preconditioner in krylov */
+  PetscBool       pc_refreshed;  /* the last setup of it was values-only (numeric part only) */
+  PetscBool       baij_blocks;   /* the operator was last built from BAIJ's blocks on the device (no host CSR made) */
+  PetscBool       device_values; /* the last values-only refresh read the matrix's values on the GPU (aijcusparse) */
+  PetscInt        device_nnz;    /* ... and that many of them */
+  PetscInt        ilu;           /* -heptane_ilu: index into HeptaneIluOrders */
+  PetscBool       ilu_fallback;  /* auto: natural ILU(0) after multi-colour ILU(0) failed */
+  Vec             x0;            /* the initial guess, kept for a fallback re-solve */
+  Vec             r_true;        /* b - A x of the true-residual check */
+  PetscReal       true_rnorm;    /* its norm after the last solve; -1: not checked */
   /* the matrix the engine holds */
   PetscObjectId                  mat_id;
   PetscObjectState               mat_nzstate, mat_state;
@@ -514,6 +516,45 @@ static PetscErrorCode KSPHeptaneBAIJBlocksInPlace(KSP ksp, Mat A, What what, Pet
   PetscFunctionReturn(0);
 }
 
+/* One rank, a values-only setup: an AIJ matrix whose newest values are on the GPU already
+   (PETSc's aijcusparse after a device-side update: offload mask GPU or both; a one-rank
+   MPIAIJ's diagonal block alike) is read there: MatSeqAIJGetCSRAndMemType's device array,
+   copied into the operator on the device (MatrixEngine::refresh_values_device), no copy to the
+   host, no upload. Where the host has the newest values (assembled there: offload mask CPU)
+   the host path reads PETSc's array in place and uploads it, as for any AIJ. *done: whether
+   the device path took them. */
+static PetscErrorCode KSPHeptaneDeviceValues(KSP ksp, Mat A, PetscBool *done)
+{
+  KSP_Heptane    *h = (KSP_Heptane *)ksp->data;
+  PetscBool       isaij, ismpiaij;
+  Mat             Ad = A, Ao;
+  const PetscInt *colmap;
+  PetscScalar    *a     = NULL;
+  PetscMemType    mtype = PETSC_MEMTYPE_HOST;
+  MatInfo         info;
+  bool            ok = false;
+
+  PetscFunctionBegin;
+  *done            = PETSC_FALSE;
+  h->device_values = PETSC_FALSE;
+  if (sizeof(PetscScalar) != sizeof(double) || !h->own->built() || !h->own->executor() || !h->own->executor()->is_cuda()) PetscFunctionReturn(0);
+  PetscCall(PetscObjectBaseTypeCompare((PetscObject)A, MATSEQAIJ, &isaij));
+  PetscCall(PetscObjectBaseTypeCompare((PetscObject)A, MATMPIAIJ, &ismpiaij));
+  if (ismpiaij) PetscCall(MatMPIAIJGetSeqAIJ(A, &Ad, &Ao, &colmap));
+  else if (!isaij) PetscFunctionReturn(0);
+  if (!HeptaneMatNewestOnDevice(Ad)) PetscFunctionReturn(0);
+  PetscCall(MatSeqAIJGetCSRAndMemType(Ad, NULL, NULL, &a, &mtype));
+  if (!a || !PetscMemTypeDevice(mtype)) PetscFunctionReturn(0);
+  PetscCall(MatGetInfo(Ad, MAT_LOCAL, &info));
+  HeptaneCallCXX(ok = h->own->refresh_values_device((const double *)a, (heptane::offset_t)info.nz_used));
+  if (ok) {
+    *done            = PETSC_TRUE;
+    h->device_values = PETSC_TRUE;
+    h->device_nnz    = (PetscInt)info.nz_used;
+  }
+  PetscFunctionReturn(0);
+}
+
 /* The preconditioners whose first setup reads only the operator's device copies of the
    pattern and values (KrylovEngine::build_preconditioner on a GPU): with them a BAIJ operator
    built from its blocks on the device needs no host CSR at all. */
@@ -620,6 +661,16 @@ static PetscErrorCode KSPHeptaneBuildPC(KSP ksp, Mat Amat, PetscBool values_only
 
   PetscFunctionBegin;
   values_only = (PetscBool)(values_only && h->krylov->has_preconditioner() && want == h->pc_built && !KSPHeptanePcOptionsChanged(h));
+  if (values_only && h->device_values) { /* the operator copied the values on the GPU: the PC's
+                                            numeric part from that device copy (no host read,
+                                            which would bring PETSc's values back to the host) */
+    PetscBool done = PETSC_FALSE;
+    HeptaneCallCXX(done = h->krylov->refresh_preconditioner_permuted(NULL, NULL, (heptane::offset_t)h->device_nnz, *h->engine) ? PETSC_TRUE : PETSC_FALSE);
+    if (done) {
+      h->pc_refreshed = PETSC_TRUE;
+      PetscFunctionReturn(0);
+    }
+  }
   if (values_only && h->engine->distributed() && h->rows->baij) {
     /* several ranks, MPIBAIJ: this rank's diagonal blocks in place where the PC can (the PC is
        this rank's); every rank agrees, so that all or none go on to the collective part below */
@@ -1156,7 +1207,12 @@ static PetscErrorCode KSPHeptaneUpdate(KSP ksp)
     if (!h->own->built() || id != h->mat_id || nz != h->mat_nzstate || h->own->config() != cfg) updated = 2;
     else if (st != h->mat_state) updated = 1;
     PetscBool in_place = PETSC_FALSE;
-    if (updated == 1) { /* BAIJ: its values in place, no gather, where the operator can */
+    h->device_values   = PETSC_FALSE;
+    if (updated == 1) { /* aijcusparse: its values where they are, on the GPU */
+      PetscCall(KSPHeptaneDeviceValues(ksp, Amat, &in_place));
+      if (in_place) h->input_how = "AIJ whose newest values were on the GPU already (aijcusparse): values-only refreshes copy PETSc's device CSR values on the device (MatSeqAIJGetCSRAndMemType: no copy to the host, no upload)";
+    }
+    if (updated == 1 && !in_place) { /* BAIJ: its values in place, no gather, where the operator can */
       PetscCall(KSPHeptaneBAIJBlocksInPlace(
         ksp, Amat, [h](const heptane::plugin::BlockCsrView &b) { return h->own->refresh_values_blocks(b); }, &in_place));
       if (in_place) h->input_how = "BAIJ (no MatConvert); values-only refreshes read its blocks in place, each straight into its BDIA-GH slots (the CPU, Nc = the block size: positions by the block pattern, no map of the entries)";

@@ -12,12 +12,15 @@
      - PetscBool: an int-sized enum up to 3.23, a C bool since 3.24, whose MPI datatype is
        MPI_C_BOOL; MPIU_BOOL became a deprecated alias of it (a warning) in 3.24.
        HEPTANE_MPIU_BOOL is the datatype of a PetscBool for MPI_Allreduce;
+     - not a version but a configuration: a PETSc with a device back end (CUDA, HIP, Kokkos)
+       keeps a Mat's offload mask, one without has none; HeptaneMatNewestOnDevice reads it;
      - KSPSetFromOptions() calls PCSetFromOptions() before the KSP type's setfromoptions in
        3.18 and after it in 3.25: no name here, the KSP types take the PC's type at KSPSetUp
        (ksp_heptane.cpp, KSPHeptaneTakePC), where both orders are over.
    Everything else the plugin calls compiles unchanged against both: PetscCall/PetscCheck,
    PetscOptionsHeadBegin/End, KSPRegister/PCRegister/MatRegister, the KSPConvergedReason values
-   it sets, MatGetRowIJ/MatSeqAIJGetArrayRead/MatMPIAIJGetSeqAIJ/MatGetRow, MatSolverTypeRegister,
+   it sets, MatGetRowIJ/MatSeqAIJGetArrayRead/MatMPIAIJGetSeqAIJ/MatGetRow, MatSeqAIJGetCSRAndMemType
+   (with PetscMemTypeDevice), MatSolverTypeRegister,
    PetscObjectComposeFunction, PetscViewerASCIIPrintf, the private KSP/PC/Mat fields it reads
    (ksp->rtol, ->guess_zero, ->setupnewmatrix, ->rnorm0, pc->pmat, A->spptr, A->ops->...).
 */
@@ -25,6 +28,7 @@
 
 #include <petscversion.h>
 #include <petsc/private/kspimpl.h>
+#include <petsc/private/matimpl.h>
 #include <petsc/private/pcimpl.h>
 
 #include <type_traits>
@@ -54,3 +58,15 @@ static_assert(std::is_same<HeptaneOptionItems, heptane_petsc_compat::second_para
 #else
   #define HEPTANE_MPIU_BOOL MPIU_BOOL
 #endif
+
+/* Whether a matrix's newest values are in device memory (its offload mask GPU or both: e.g. an
+   aijcusparse matrix updated on the device); PETSC_FALSE in a PETSc without a device back end. */
+static inline PetscBool HeptaneMatNewestOnDevice(Mat A)
+{
+#if defined(PETSC_HAVE_DEVICE)
+  return (PetscBool)(A->offloadmask == PETSC_OFFLOAD_GPU || A->offloadmask == PETSC_OFFLOAD_BOTH);
+#else
+  (void)A;
+  return PETSC_FALSE;
+#endif
+}

@@ -113,6 +113,20 @@ void zero_device_bytes(const Executor &exec, void *dst, std::size_t bytes)
   HEPTANE_CUDA_CHECK(cudaMemsetAsync(dst, 0, bytes, cuda::stream(static_cast<const CudaExecutor &>(exec))));
 }
 
+bool copy_device_bytes(const Executor &exec, void *dst, const void *src, std::size_t bytes)
+{
+  if (!exec.is_cuda()) return false;
+  const auto           &dev = static_cast<const CudaExecutor &>(exec);
+  cudaPointerAttributes at{};
+  if (cudaPointerGetAttributes(&at, src) != cudaSuccess) {
+    (void)cudaGetLastError(); // not CUDA's memory: clear the error, take the host path
+    return false;
+  }
+  if (at.type != cudaMemoryTypeDevice || at.device != dev.device()) return false;
+  HEPTANE_CUDA_CHECK(cudaSetDevice(dev.device()));
+  HEPTANE_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, cuda::stream(dev)));
+  return true;
+}
 #else // a build without CUDA: no CUDA executor can exist
 
 PinnedUpload::PinnedUpload(std::shared_ptr<const Executor> exec, std::size_t, std::size_t) : exec_(std::move(exec))
@@ -127,6 +141,10 @@ void PinnedUpload::upload(const void *, void *, std::size_t)
 void zero_device_bytes(const Executor &, void *, std::size_t)
 {
   HEPTANE_THROW(NotSupported, "zero_device_bytes: this build of heptane has no CUDA back end");
+}
+bool copy_device_bytes(const Executor &, void *, const void *, std::size_t)
+{
+  return false;
 }
 
 #endif

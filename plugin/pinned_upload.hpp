@@ -51,5 +51,9 @@ private:
 
 /// `bytes` bytes of exec's device memory at dst set to zero, queued on exec's stream.
 void zero_device_bytes(const Executor &exec, void *dst, std::size_t bytes);
+/// dst = src, `bytes` bytes, both in the device memory of the CUDA executor `exec`, on its
+/// stream (not waited for). Returns false, copying nothing, where src is not memory of that
+/// device (another GPU's, host memory, or not CUDA's at all): the caller takes its host path.
+bool copy_device_bytes(const Executor &exec, void *dst, const void *src, std::size_t bytes);
 
 } // namespace heptane::plugin

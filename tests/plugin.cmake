@@ -506,6 +506,26 @@ if(HEPTANE_HAVE_CUDA)
       --expect "cuda:0 made on a background thread at load" --expect "preconditioner folded into the operator"
       --reject MISMATCH -- ${host} -dof 3 -solves 3)
   endforeach()
+  # PETSc with its own CUDA back end (the GPU machine's 3.25.4): an aijcusparse matrix whose
+  # newest values are on the GPU (plugin_host's MatMult for b put them there) is refreshed from
+  # PETSc's device array, device to device, and pbjacobi's numeric part from that copy
+  get_target_property(petsc_inc PkgConfig::PETSC INTERFACE_INCLUDE_DIRECTORIES)
+  find_file(heptane_petscconf petscconf.h PATHS ${petsc_inc} NO_DEFAULT_PATH)
+  set(petsc_has_cuda OFF)
+  if(heptane_petscconf)
+    file(STRINGS "${heptane_petscconf}" petsc_cuda_line REGEX "^#define PETSC_HAVE_CUDA 1")
+    if(petsc_cuda_line)
+      set(petsc_has_cuda ON)
+    endif()
+  endif()
+  if(petsc_has_cuda)
+    heptane_plugin_gpu_test(plugin_host_gpu_aijcusparse_values_read_on_device
+      ${solves} ${host_checks} --solves 3 --
+      --plugin ${plugin_so} --ref "${ref_bcgs} -pc_type pbjacobi" --heptane "-ksp_type hbcgs -pc_type pbjacobi -heptane_device gpu -ksp_view -dm_mat_type aijcusparse -dm_vec_type cuda -use_gpu_aware_mpi 0"
+      --expect "PETSc matrix seqaijcusparse" --expect "values-only refreshes copy PETSc's device CSR values on the device"
+      --expect "after a device-to-device copy of the caller's CSR values" --expect "${on_device}" --expect "${two_refreshes}"
+      --reject MISMATCH -- ${host} -dof 3 -solves 3)
+  endif()
   heptane_plugin_gpu_test(plugin_host_gpu_without_prewarm
     ${solves} ${host_checks} --
     --plugin ${plugin_so} --ref "${ref_bcgs} -pc_type pbjacobi" --heptane "-ksp_type hbcgs -pc_type pbjacobi -heptane_device gpu -heptane_prewarm 0 -ksp_view"
