@@ -1176,6 +1176,7 @@ static PetscErrorCode KSPHeptaneUpdate(KSP ksp)
   heptane::plugin::MatrixConfig cfg = KSPHeptaneConfig(h);
 
   PetscFunctionBegin;
+  h->device_values = PETSC_FALSE; /* set again below by a refresh that reads PETSc's device array */
   PetscCall(KSPHeptaneCheckComm(ksp));
   PetscCall(KSPHeptaneTakePC(ksp));
   PetscCall(KSPGetOperators(ksp, &Amat, &Pmat));
@@ -1207,7 +1208,6 @@ static PetscErrorCode KSPHeptaneUpdate(KSP ksp)
     if (!h->own->built() || id != h->mat_id || nz != h->mat_nzstate || h->own->config() != cfg) updated = 2;
     else if (st != h->mat_state) updated = 1;
     PetscBool in_place = PETSC_FALSE;
-    h->device_values   = PETSC_FALSE;
     if (updated == 1) { /* aijcusparse: its values where they are, on the GPU */
       PetscCall(KSPHeptaneDeviceValues(ksp, Amat, &in_place));
       if (in_place) h->input_how = "AIJ whose newest values were on the GPU already (aijcusparse): values-only refreshes copy PETSc's device CSR values on the device (MatSeqAIJGetCSRAndMemType: no copy to the host, no upload)";
