@@ -282,8 +282,11 @@ struct DistStore final : TypedStore<VT> {
       const DistRows &a = dist_rows(view, row_begin_, copy);
       if (a.diag.rows != n_ || a.off.rows != n_ || a.diag.nnz() != nnz_diag_ || a.off.nnz() != nnz_off_)
         what << "values-only refresh: " << a.diag.rows << " rows with " << a.diag.nnz() << " + " << a.off.nnz() << " entries (diagonal block + the others), the pattern had " << n_ << " rows with " << nnz_diag_ << " + " << nnz_off_;
-      else if (maps_missing_ && (what << make_slot_maps(a), what.str().empty())) maps_missing_ = false; // built from blocks: the maps at the first refresh from rows
-      if (what.str().empty()) scatter(a, dist_->local_values());                                        // the same slots as before: the others stay 0
+      else if (maps_missing_) { // built from blocks: the slot maps at the first refresh from rows
+        what << make_slot_maps(a);
+        maps_missing_ = !what.str().empty();
+      }
+      if (what.str().empty()) scatter(a, dist_->local_values()); // the same slots as before: the others stay 0
     } catch (const std::exception &e) {
       what << e.what();
     }
