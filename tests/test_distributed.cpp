@@ -10,8 +10,11 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
+#include <memory>
 #include <vector>
 
+#include "distributed/coarse_space.hpp"
 #include "distributed/dist_bdia.hpp"
 #include "distributed/gathered_rows.hpp"
 #ifdef HEPTANE_HAVE_CUDA
@@ -889,6 +892,234 @@ BOOST_AUTO_TEST_CASE(block_ilu_per_rank_converges)
     int its[2] = {st.iterations, -st.iterations};
     MPI_Allreduce(MPI_IN_PLACE, its, 2, MPI_INT, MPI_MAX, comm->comm());
     BOOST_TEST(its[0] == -its[1]);
+}
+
+namespace {
+
+/// Rows [r0, r1) of a whole host CSR matrix split as MPIAIJ splits them (coarse_space.hpp's
+/// SplitRows): the diagonal block in local columns, the rest through a list of global columns.
+struct SplitOf {
+    std::vector<index_t> dp{0}, dc, op{0}, oc, cols;
+    std::vector<double> dv, ov;
+    Csr<double> diag;  ///< the diagonal block as a heptane CSR (for the rank's preconditioner)
+    SplitRows view() const
+    {
+        SplitRows v;
+        v.diag.rows = index_t(dp.size()) - 1;
+        v.diag.row_ptr = dp.data();
+        v.diag.col_idx = dc.data();
+        v.diag.values = dv.data();
+        v.off.rows = v.diag.rows;
+        v.off.row_ptr = op.data();
+        v.off.col_idx = oc.data();
+        v.off.values = ov.data();
+        v.off.cols = index_t(cols.size());
+        v.off_cols = cols.data();
+        return v;
+    }
+};
+
+SplitOf split_of(const Csr<double>& w, index_t r0, index_t r1)
+{
+    SplitOf s;
+    const auto rp = w.row_ptr.to_vector();
+    const auto ci = w.col_idx.to_vector();
+    const auto va = w.values.to_vector();
+    std::map<index_t, index_t> off;  // global column -> off column
+    for (index_t i = r0; i < r1; ++i)
+        for (offset_t k = rp[i]; k < rp[i + 1]; ++k)
+            if (ci[k] < r0 || ci[k] >= r1) off.emplace(ci[k], 0);
+    for (auto& [g, j] : off) {
+        j = index_t(s.cols.size());
+        s.cols.push_back(g);
+    }
+    Coo<double> d;
+    d.rows = d.cols = r1 - r0;
+    std::vector<index_t> dr, dcol;
+    std::vector<double> dval;
+    for (index_t i = r0; i < r1; ++i) {
+        for (offset_t k = rp[i]; k < rp[i + 1]; ++k) {
+            if (ci[k] >= r0 && ci[k] < r1) {
+                s.dc.push_back(ci[k] - r0);
+                s.dv.push_back(va[k]);
+                dr.push_back(i - r0);
+                dcol.push_back(ci[k] - r0);
+                dval.push_back(va[k]);
+            } else {
+                s.oc.push_back(off.at(ci[k]));
+                s.ov.push_back(va[k]);
+            }
+        }
+        s.dp.push_back(index_t(s.dc.size()));
+        s.op.push_back(index_t(s.oc.size()));
+    }
+    d.row = Array<index_t>(std::move(dr));
+    d.col = Array<index_t>(std::move(dcol));
+    d.val = Array<double>(std::move(dval));
+    s.diag = csr_from_coo(d);
+    return s;
+}
+
+/// Pᵀ W P for the aggregates of every rank (gathered), from the whole matrix: the coarse
+/// matrix computed apart from CoarseSpace's own assembly.
+std::vector<double> galerkin_reference(const Csr<double>& w, index_t nc,
+                                       const CoarseSpace<double>& q, const Communicator& comm)
+{
+    // every block row's global aggregate
+    std::vector<int> mine;
+    for (index_t a : q.aggregate_of()) mine.push_back(int(q.coarse_begin() / nc + a));
+    const int size = comm.size();
+    std::vector<int> counts(static_cast<std::size_t>(size)), displs(std::size_t(size) + 1, 0);
+    int m = int(mine.size());
+    MPI_Allgather(&m, 1, MPI_INT, counts.data(), 1, MPI_INT, comm.comm());
+    for (int p = 0; p < size; ++p)
+        displs[std::size_t(p) + 1] = displs[std::size_t(p)] + counts[std::size_t(p)];
+    std::vector<int> agg(std::size_t(displs.back()));
+    MPI_Allgatherv(mine.data(), m, MPI_INT, agg.data(), counts.data(), displs.data(), MPI_INT,
+                   comm.comm());
+    const index_t nct = q.coarse_size();
+    std::vector<double> ref(std::size_t(nct * nct), 0.0);
+    const auto rp = w.row_ptr.to_vector();
+    const auto ci = w.col_idx.to_vector();
+    const auto va = w.values.to_vector();
+    for (index_t i = 0; i < w.rows; ++i)
+        for (offset_t k = rp[i]; k < rp[i + 1]; ++k) {
+            const index_t I = agg[std::size_t(i / nc)] * nc + i % nc;
+            const index_t J = agg[std::size_t(ci[k] / nc)] * nc + ci[k] % nc;
+            ref[std::size_t(I * nct + J)] += va[k];
+        }
+    return ref;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(global_coarse_correction_is_galerkin_and_cuts_iterations)
+{
+    // Each rank's own preconditioner (block Jacobi or AMG of its diagonal block) with and
+    // without the global coarse correction: the coarse matrix is Pᵀ A P of the whole matrix,
+    // both solves meet the tolerance with the known solution, and the coarse correction takes
+    // no more iterations (fewer, on these systems, from 2 ranks on).
+    const auto comm = world();
+    const auto exec = rank_executor();
+    struct Case {
+        index_t nc;
+        PcType pc;
+        bool cg;
+    };
+    for (const Case c : {Case{1, PcType::block_jacobi, false}, Case{1, PcType::amg, false},
+                         Case{3, PcType::block_jacobi, false}, Case{1, PcType::jacobi, true}}) {
+        HeptaSpec s = spec_of(10, 8, 4 * comm->size() + 2, c.nc, false, HeptaModel::reservoir);
+        s.difficulty = 1.0;
+        const RankSystem rs = rank_system(s, *comm);
+        const Csr<double> whole = csr_from_coo(to_coo(generate_hepta_bdia<double>(s)));
+        const SplitOf split = split_of(whole, rs.r0, rs.r1);
+        const std::shared_ptr<const Operator<double>> op =
+            std::make_shared<DistributedBdia<double, double>>(comm, rs.part, rs.loc, exec);
+        const std::shared_ptr<const Operator<double>> pc =
+            make_preconditioner<double>(c.pc, split.diag, c.nc, exec);
+        CoarseOptions co;
+        co.aggregates = 6;
+        co.symmetric = c.cg;
+        const CoarseSpace<double> q(comm->comm(), op, pc, split.view(), c.nc, co);
+        const std::string what = std::string(to_string(c.pc)) + " Nc " + std::to_string(c.nc) +
+                                 (c.cg ? " cg" : " bicgstab");
+        BOOST_TEST(q.coarse_size() >= comm->size() * c.nc, what);
+
+        const std::vector<double> ref = galerkin_reference(whole, c.nc, q, *comm);
+        double worst = 0, scale = 0;
+        for (std::size_t k = 0; k < ref.size(); ++k) {
+            worst = std::max(worst, std::abs(ref[k] - q.coarse_matrix()[k]));
+            scale = std::max(scale, std::abs(ref[k]));
+        }
+        BOOST_TEST(worst <= 1e-12 * scale, what << ": max |A_c - P^T A P| = " << worst);
+        {  // the off part with global columns (no off_cols list, as MPIBAIJ's rows come): the same
+            std::vector<index_t> global(split.oc.size());
+            for (std::size_t k = 0; k < global.size(); ++k)
+                global[k] = split.cols[std::size_t(split.oc[k])];
+            SplitRows g = split.view();
+            g.off.col_idx = global.data();
+            g.off.cols = -1;
+            g.off_cols = nullptr;
+            const CoarseSpace<double> qg(comm->comm(), op, pc, g, c.nc, co);
+            BOOST_TEST(qg.coarse_matrix() == q.coarse_matrix(), what << ": global off columns");
+        }
+
+        SolverOptions o;
+        o.rtol = 1e-9;
+        o.max_it = 3000;
+        auto solve = [&](const Operator<double>& m) {
+            const Array<double> b = to_exec(rs.sys.b, exec);
+            Array<double> x(exec, std::size_t(rs.r1 - rs.r0));
+            Status st;
+            if (c.cg) {
+                Cg<double> solver(o);
+                solver.set_operator(*op);
+                solver.set_preconditioner(m);
+                st = solver.solve(b, x);
+            } else {
+                Bicgstab<double> solver(o);
+                solver.set_operator(*op);
+                solver.set_preconditioner(m);
+                st = solver.solve(b, x);
+            }
+            BOOST_TEST(st.converged(), what << ": " << st.summary());
+            BOOST_TEST(st.true_relative_residual <= 1e-8, what);
+            const std::vector<double> xh = to_host(x);
+            double e = 0, xs = 0;
+            for (index_t i = rs.r0; i < rs.r1; ++i) {
+                e = std::max(e, std::abs(xh[std::size_t(i - rs.r0)] -
+                                         rs.sys.x_true[std::size_t(i - rs.r0)]));
+                xs = std::max(xs, std::abs(rs.sys.x_true[std::size_t(i - rs.r0)]));
+            }
+            BOOST_TEST(e <= 1e-5 * std::max(1.0, xs), what << ": max error " << e);
+            return st.iterations;
+        };
+        const int without = solve(*pc);
+        const int with = solve(q);
+        if (comm->rank() == 0)
+            std::printf(
+                "coarse correction, %s, %d ranks: %d iterations without, %d with (%d coarse "
+                "unknowns)\n",
+                what.c_str(), comm->size(), without, with, int(q.coarse_size()));
+        BOOST_TEST(with <= without, what << ": " << with
+                                         << " iterations with the coarse correction, " << without
+                                         << " without");
+    }
+}
+
+BOOST_AUTO_TEST_CASE(a_singular_coarse_matrix_is_an_error_on_every_rank)
+{
+    // rows that sum to zero (a pure-Neumann operator): the constants are in A's kernel, so
+    // A_c 1 = P^T A 1 = 0 and no coarse solve exists
+    const auto comm = world();
+    const auto exec = rank_executor();
+    HeptaSpec s = spec_of(6, 5, 2 * comm->size() + 2, 1, false, HeptaModel::reservoir);
+    const RankSystem rs = rank_system(s, *comm);
+    Csr<double> whole = csr_from_coo(to_coo(generate_hepta_bdia<double>(s)));
+    auto rp = whole.row_ptr.to_vector();
+    auto ci = whole.col_idx.to_vector();
+    auto va = whole.values.to_vector();
+    for (index_t i = 0; i < whole.rows; ++i) {
+        double off = 0;
+        offset_t d = -1;
+        for (offset_t k = rp[i]; k < rp[i + 1]; ++k)
+            if (ci[k] == i)
+                d = k;
+            else
+                off += va[k];
+        BOOST_REQUIRE(d >= 0);
+        va[d] = -off;
+    }
+    whole.values = Array<double>(std::move(va));
+    const SplitOf split = split_of(whole, rs.r0, rs.r1);
+    const std::shared_ptr<const Operator<double>> op =
+        std::make_shared<DistributedBdia<double, double>>(comm, rs.part, rs.loc, exec);
+    const std::shared_ptr<const Operator<double>> pc =
+        make_preconditioner<double>(PcType::none, split.diag, 1, exec);
+    BOOST_CHECK_EXCEPTION(CoarseSpace<double>(comm->comm(), op, pc, split.view(), 1), InputError,
+                          [](const InputError& e) {
+                              return std::string(e.what()).find("singular") != std::string::npos;
+                          });
 }
 
 BOOST_AUTO_TEST_CASE(bad_partitions_are_errors)
