@@ -325,6 +325,24 @@ public:
   /// built before until build_preconditioner; `describe` is what preconditioner_describe() says.
   /// apply may throw to stop the solve (the exception leaves solve()).
   void set_host_preconditioner(std::function<void(const double *r, double *z)> apply, const std::string &describe);
+  /// Several ranks (m distributed), collective over `comm`: a global coarse correction
+  /// around the preconditioner built last (dist::CoarseSpace, distributed/coarse_space.hpp:
+  /// piecewise-constant aggregates, `aggregates` per rank (0: its default), A_c = Pᵀ A P
+  /// with the couplings between ranks, factored on every rank), which solve() then applies
+  /// instead of that preconditioner alone (no fold); `symmetric`: its symmetric form (CG).
+  /// `diag`, `off`, `off_cols`: this rank's rows as MPIAIJ splits them (off_cols null: off's
+  /// columns are global). Kept across setups: a values-only step assembles A_c again from
+  /// the new values; a new operator build or another `aggregates`/`symmetric` makes it anew,
+  /// and a new preconditioner (build_preconditioner, set_host_preconditioner) drops it.
+  /// Throws what dist::CoarseSpace throws (InputError: a singular coarse matrix, rows that do
+  /// not fit; the same on every rank; nothing kept then) and NotSupported in a plugin built
+  /// without the distributed library.
+  void set_global_coarse(const CsrView &diag, const CsrView &off, const index_t *off_cols, MPI_Comm comm, const MatrixEngine &m, index_t aggregates, bool symmetric);
+  void clear_global_coarse() noexcept;
+  bool has_global_coarse() const noexcept;
+  /// Its describe(), or empty without one; the milliseconds its last build or update took.
+  std::string global_coarse_describe() const;
+  double      global_coarse_ms() const noexcept;
   /// Whether the preconditioner is one set by set_host_preconditioner.
   bool host_preconditioner() const noexcept;
   bool has_preconditioner() const noexcept;

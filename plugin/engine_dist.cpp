@@ -31,6 +31,7 @@
 
 #include "core/bitset.hpp"
 #include "core/error.hpp"
+#include "distributed/coarse_space.hpp"
 #include "distributed/dist_bdia.hpp"
 #include "distributed/reducers.hpp"
 #include "formats/bdia/bdia.hpp"
@@ -647,5 +648,38 @@ void MatrixEngine::build_distributed_callback(const CsrView &a, index_t row_begi
   m.timings.last_build_ms  = ms_since(t0);
   ++m.timings.builds;
 }
+
+namespace detail
+{
+
+namespace
+{
+
+template <class VT>
+class CoarseHolder final : public GlobalCoarse<VT> {
+public:
+  explicit CoarseHolder(std::shared_ptr<dist::CoarseSpace<VT>> q) : q_(std::move(q)) { }
+  std::shared_ptr<const Operator<VT>> op() const override { return q_; }
+  void                                update(const CsrView &diag, const CsrView &off, const index_t *off_cols) override { q_->update_values(dist::SplitRows{diag, off, off_cols}); }
+  void                                set_local(std::shared_ptr<const Operator<VT>> local) override { q_->set_local(std::move(local)); }
+
+private:
+  std::shared_ptr<dist::CoarseSpace<VT>> q_;
+};
+
+} // namespace
+
+template <class VT>
+std::unique_ptr<GlobalCoarse<VT>> make_global_coarse(MPI_Comm comm, std::shared_ptr<const Operator<VT>> a, std::shared_ptr<const Operator<VT>> local, const CsrView &diag, const CsrView &off, const index_t *off_cols, index_t nc, index_t aggregates, bool symmetric)
+{
+  dist::CoarseOptions o;
+  o.aggregates = aggregates;
+  o.symmetric  = symmetric;
+  return std::make_unique<CoarseHolder<VT>>(std::make_shared<dist::CoarseSpace<VT>>(comm, std::move(a), std::move(local), dist::SplitRows{diag, off, off_cols}, nc, o));
+}
+template std::unique_ptr<GlobalCoarse<double>> make_global_coarse<double>(MPI_Comm, std::shared_ptr<const Operator<double>>, std::shared_ptr<const Operator<double>>, const CsrView &, const CsrView &, const index_t *, index_t, index_t, bool);
+template std::unique_ptr<GlobalCoarse<float>>  make_global_coarse<float>(MPI_Comm, std::shared_ptr<const Operator<float>>, std::shared_ptr<const Operator<float>>, const CsrView &, const CsrView &, const index_t *, index_t, index_t, bool);
+
+} // namespace detail
 
 } // namespace heptane::plugin

@@ -225,6 +225,20 @@ private:
   mutable std::vector<VT>                       stage_;
 };
 
+// Several ranks: the global coarse correction around a preconditioner (dist::CoarseSpace,
+// distributed/coarse_space.hpp), behind an interface so that the parts of the plugin built
+// without the distributed library (engine_krylov.cpp) do not name it: engine_dist.cpp makes
+// it, engine.cpp's stub throws NotSupported where that library is not built.
+template <class VT>
+struct GlobalCoarse {
+  virtual ~GlobalCoarse()                                                                                              = default;
+  virtual std::shared_ptr<const Operator<VT>> op() const                                                               = 0;
+  virtual void                                update(const CsrView &diag, const CsrView &off, const index_t *off_cols) = 0;
+  virtual void                                set_local(std::shared_ptr<const Operator<VT>> local)                     = 0;
+};
+template <class VT>
+std::unique_ptr<GlobalCoarse<VT>> make_global_coarse(MPI_Comm comm, std::shared_ptr<const Operator<VT>> a, std::shared_ptr<const Operator<VT>> local, const CsrView &diag, const CsrView &off, const index_t *off_cols, index_t nc, index_t aggregates, bool symmetric);
+
 } // namespace detail
 
 /// Several MPI ranks: this rank's rows [row_begin, row_begin + n) of a square matrix in the two

@@ -34,6 +34,12 @@ struct Typed {
   std::shared_ptr<const Operator<VT>> folded;
   const MatrixEngine                 *folded_m = nullptr;
   std::array<int, 4>                  folded_for{-1, -1, -1, -1};
+  // several ranks: the global coarse correction around pc (set_global_coarse), for this
+  // operator build (MatrixEngine::timings().builds) and with these options
+  std::unique_ptr<GlobalCoarse<VT>> coarse;
+  int                               coarse_of_build   = -1;
+  index_t                           coarse_aggregates = -1;
+  bool                              coarse_symmetric  = false;
 
   // Â for this solve: made again when A or M has changed since (their build and refresh
   // counts); nullptr when the operator cannot form it. `made_ms`: the time it took, 0 if reused.
@@ -82,6 +88,7 @@ struct Typed {
     s.options()   = o;
     s.set_operator(op);
     if (host_pc) s.set_preconditioner(host_pc);
+    else if (coarse) s.set_preconditioner(coarse->op());
     else s.set_preconditioner(pc);
     return s.solve(bd, xd);
   }
@@ -174,6 +181,11 @@ struct KrylovEngine::Impl {
   std::string solver_name;
   // set_host_preconditioner's
   std::function<void(const double *, double *)> host_apply;
+  // the global coarse correction (set_global_coarse): what it is, its last setup's time
+  std::string coarse_desc;
+  double      coarse_ms      = 0;
+  int         coarse_builds  = 0;
+  int         coarse_updates = 0;
 };
 
 namespace
@@ -222,6 +234,8 @@ void KrylovEngine::build_preconditioner(PcType type, const CsrView &a, const Mat
   k.f.pc.reset();
   k.d.host_pc.reset();
   k.f.host_pc.reset();
+  k.d.coarse.reset();
+  k.f.coarse.reset();
   k.host_apply     = nullptr;
   const index_t nc = type == PcType::jacobi || type == PcType::none ? 1 : m.block_size();
   // Jacobi and block Jacobi: symbolic part from PETSc's pattern, numeric part where the
@@ -356,6 +370,8 @@ void KrylovEngine::set_host_preconditioner(std::function<void(const double *r, d
   k.f.pc.reset();
   k.d.host_pc.reset();
   k.f.host_pc.reset();
+  k.d.coarse.reset();
+  k.f.coarse.reset();
   k.csr        = Csr<double>();
   k.host_apply = std::move(apply);
   k.pc_desc    = describe;
@@ -366,6 +382,49 @@ void KrylovEngine::set_host_preconditioner(std::function<void(const double *r, d
 bool KrylovEngine::host_preconditioner() const noexcept
 {
   return impl_->host_apply != nullptr;
+}
+
+void KrylovEngine::set_global_coarse(const CsrView &diag, const CsrView &off, const index_t *off_cols, MPI_Comm comm, const MatrixEngine &m, index_t aggregates, bool symmetric)
+{
+  const auto t0 = clock_type::now();
+  Impl      &k  = *impl_;
+  HEPTANE_ENSURE(m.distributed(), InputError, "a global coarse correction needs an operator over several ranks");
+  HEPTANE_ENSURE(k.d.pc || k.f.pc, InputError, "a global coarse correction needs heptane's own preconditioner, set up first");
+  const auto go = [&](auto &t, auto op) {
+    if (t.coarse && t.coarse_of_build == m.timings().builds && t.coarse_aggregates == aggregates && t.coarse_symmetric == symmetric) {
+      t.coarse->set_local(t.pc);
+      t.coarse->update(diag, off, off_cols);
+      ++k.coarse_updates;
+      return;
+    }
+    t.coarse.reset();
+    t.coarse            = make_global_coarse(comm, op, std::shared_ptr<const std::remove_reference_t<decltype(*op)>>(t.pc), diag, off, off_cols, m.block_size(), aggregates, symmetric);
+    t.coarse_of_build   = m.timings().builds;
+    t.coarse_aggregates = aggregates;
+    t.coarse_symmetric  = symmetric;
+    ++k.coarse_builds;
+  };
+  if (k.f.pc) go(k.f, m.operator_single());
+  else go(k.d, m.operator_double());
+  k.coarse_desc = k.f.coarse ? k.f.coarse->op()->describe() : k.d.coarse->op()->describe();
+  k.coarse_ms   = ms_since(t0);
+}
+void KrylovEngine::clear_global_coarse() noexcept
+{
+  impl_->d.coarse.reset();
+  impl_->f.coarse.reset();
+}
+bool KrylovEngine::has_global_coarse() const noexcept
+{
+  return impl_->d.coarse || impl_->f.coarse;
+}
+std::string KrylovEngine::global_coarse_describe() const
+{
+  return has_global_coarse() ? impl_->coarse_desc : std::string();
+}
+double KrylovEngine::global_coarse_ms() const noexcept
+{
+  return impl_->coarse_ms;
 }
 
 bool KrylovEngine::has_preconditioner() const noexcept
@@ -386,7 +445,7 @@ Status KrylovEngine::solve(SolverType solver, const MatrixEngine &m, const Solve
     using VT = std::remove_const_t<std::remove_pointer_t<decltype(t.b.data())>>;
     if (k.host_apply && (!t.host_pc || t.host_pc->rows() != op->rows() || t.host_pc->executor() != op->executor())) t.host_pc = std::make_shared<detail::HostCallbackOperator<VT>>(op->rows(), op->executor(), k.host_apply, k.pc_desc);
     std::decay_t<decltype(op)> folded;
-    if (k.fold && solver == SolverType::bicgstab && (op64 || !nonzero_guess) && t.pc && t.pc->block_inverse()) folded = t.fold(m, k.timings, k.fold_ms);
+    if (k.fold && solver == SolverType::bicgstab && (op64 || !nonzero_guess) && t.pc && t.pc->block_inverse() && !t.coarse) folded = t.fold(m, k.timings, k.fold_ms);
     k.folded        = folded != nullptr;
     const Status st = t.solve(solver, k.restart, op, folded, op64, opts, nonzero_guess, b, x, k.corrections);
     k.solver_name   = t.solver->name();

@@ -62,12 +62,14 @@ typedef struct {
   char                device[64];
   PetscInt            precision; /* index into HeptanePrecisions */
   PetscInt            check_every;
-  PetscBool           fold;          /* -heptane_fold: Jacobi/block Jacobi folded into the operator (BiCGStab) */
-  PetscBool           refine;        /* -heptane_refine: mixed precision refined against the fp64 matrix */
-  PetscBool           check_true;    /* -heptane_check_true_residual: single (and unrefined mixed): ||b - A x|| with PETSc's fp64 MatMult after the solve */
-  PetscInt            restart;       /* hgmres: -ksp_gmres_restart (KSPGMRESSetRestart) */
-  heptane::PcOptions *pc_opts;       /* -heptane_amg_*, -heptane_cpr_* (hamg, hcpr) */
-  heptane::PcOptions *pc_opts_built; /* those the preconditioner in krylov was built with */
+  PetscBool           fold;              /* -heptane_fold: Jacobi/block Jacobi folded into the operator (BiCGStab) */
+  PetscBool           coarse;            /* -heptane_coarse: several ranks, a global coarse correction around heptane's PC */
+  PetscInt            coarse_aggregates; /* -heptane_coarse_aggregates: per rank (0: the default) */
+  PetscBool           refine;            /* -heptane_refine: mixed precision refined against the fp64 matrix */
+  PetscBool           check_true;        /* -heptane_check_true_residual: single (and unrefined mixed): ||b - A x|| with PETSc's fp64 MatMult after the solve */
+  PetscInt            restart;           /* hgmres: -ksp_gmres_restart (KSPGMRESSetRestart) */
+  heptane::PcOptions *pc_opts;           /* -heptane_amg_*, -heptane_cpr_* (hamg, hcpr) */
+  heptane::PcOptions *pc_opts_built;     /* those the preconditioner in krylov was built with */
   /* the preconditioner, taken from the PETSc PC */
   heptane::PcType pc;
   char            pc_from[64];   /* what it was chosen from, for the view */
@@ -1162,6 +1164,36 @@ struct HeptaneThreadsScope {
   HeptaneThreadsScope &operator=(const HeptaneThreadsScope &) = delete;
 };
 
+/* Several ranks, -heptane_coarse: the global coarse correction around heptane's preconditioner
+   (KrylovEngine::set_global_coarse: aggregates per rank, A_c = P^T A P with the couplings
+   between ranks), made at a new pattern or preconditioner and assembled again from the values
+   at a values-only step (`changed`), from this rank's rows as HeptaneRowsGet lends them. A
+   coarse matrix that cannot be factored drops it with a warning (the ranks' preconditioner
+   alone then). Collective. */
+static PetscErrorCode KSPHeptaneCoarse(KSP ksp, PetscBool changed)
+{
+  KSP_Heptane *h    = (KSP_Heptane *)ksp->data;
+  MPI_Comm     comm = PetscObjectComm((PetscObject)ksp);
+  std::string  refused;
+
+  PetscFunctionBegin;
+  if (!h->coarse || h->petsc_pc || h->krylov->host_preconditioner() || !h->engine->distributed()) {
+    HeptaneCallCXX(h->krylov->clear_global_coarse());
+    PetscFunctionReturn(0);
+  }
+  PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, &changed, 1, HEPTANE_MPIU_BOOL, MPI_LOR, comm));
+  if (!changed && h->krylov->has_global_coarse()) PetscFunctionReturn(0);
+  PetscCall(HeptaneRowsGet(h->rows_from, h->rows));
+  HeptaneCallCXX(
+    try { h->krylov->set_global_coarse(h->rows->split.diag, h->rows->split.off, h->rows->split.off_cols, comm, *h->engine, (heptane::index_t)h->coarse_aggregates, h->solver == heptane::SolverType::cg); } catch (const heptane::InputError &e) {
+      refused = e.what();
+      h->krylov->clear_global_coarse();
+    });
+  PetscCall(HeptaneRowsRestore(h->rows));
+  if (!refused.empty()) PetscCall(KSPHeptaneWarn(ksp, ("-heptane_coarse: no global coarse correction, each rank's preconditioner alone (" + refused + ")").c_str()));
+  PetscFunctionReturn(0);
+}
+
 /* Bring the operator and the preconditioner up to date with the KSP's matrix. */
 static PetscErrorCode KSPHeptaneUpdate(KSP ksp)
 {
@@ -1251,6 +1283,7 @@ static PetscErrorCode KSPHeptaneUpdate(KSP ksp)
     rebuild_pc = (PetscBool)(updated || !h->krylov->has_preconditioner() || h->krylov->host_preconditioner() || KSPHeptaneResolvePC(h) != h->pc_built || KSPHeptanePcOptionsChanged(h));
     if (rebuild_pc) PetscCall(KSPHeptaneBuildPC(ksp, Amat, (PetscBool)(updated == 1 && !h->krylov->host_preconditioner())));
   }
+  if (h->ranks > 1) PetscCall(KSPHeptaneCoarse(ksp, (PetscBool)(updated || rebuild_pc)));
   if (updated || rebuild_pc) {
     char        line[512];
     const auto &mt    = h->engine->timings();
@@ -1537,10 +1570,14 @@ static PetscErrorCode KSPView_Heptane(KSP ksp, PetscViewer viewer)
     else PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane threads: OpenMP's own count per rank, %d here (%s)\n", omp_get_max_threads(), h->threads_set ? "-heptane_threads 0" : "OMP_NUM_THREADS is set"));
   }
   if (!h->pc_note->empty()) PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane preconditioner fallback: %s\n", h->pc_note->c_str()));
+  if (h->krylov->has_global_coarse())
+    PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane global coarse correction (-heptane_coarse): %s; last setup %.3f ms; rank 0's shown\n", h->krylov->global_coarse_describe().c_str(), h->krylov->global_coarse_ms()));
+  else if (h->coarse && h->ranks > 1) PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane global coarse correction (-heptane_coarse): none (not with PETSc's own PC or on one rank's operator, or refused: see the warning)\n"));
   if (h->pc == heptane::PcType::amg || h->pc == heptane::PcType::cpr) {
     PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane %s options: %s\n", h->pc == heptane::PcType::amg ? "AMG" : "CPR", HeptanePcOptionsText(*h->pc_opts, (PetscBool)(h->pc == heptane::PcType::cpr)).c_str()));
     if (h->engine && h->engine->built() && h->engine->distributed())
-      PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane preconditioner on %d ranks: %s of each rank's diagonal block (block Jacobi over the ranks; the couplings between ranks are not in it); rank 0's shown\n", h->engine->ranks(), h->pc == heptane::PcType::amg ? "AMG" : "CPR"));
+      PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane preconditioner on %d ranks: %s of each rank's diagonal block (block Jacobi over the ranks; the couplings between ranks are not in it%s); rank 0's shown\n", h->engine->ranks(), h->pc == heptane::PcType::amg ? "AMG" : "CPR",
+                                       h->krylov->has_global_coarse() ? ", but in the global coarse correction below" : ": -heptane_coarse adds a global coarse correction"));
     const std::string table = h->krylov->preconditioner_hierarchy();
     if (!table.empty()) {
       PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane AMG hierarchy:\n"));
@@ -1605,6 +1642,8 @@ static PetscErrorCode KSPSetFromOptions_Heptane(KSP ksp, HeptaneOptionItems Pets
   PetscCall(PetscOptionsBool("-heptane_refine", "-heptane_precision mixed on one rank's bdiagh operator: iterative refinement against an fp64 copy of the matrix, so that the true residual meets -ksp_rtol as in double", "KSPHBCGS", h->refine, &h->refine, NULL));
   PetscCall(PetscOptionsBool("-heptane_check_true_residual", "-heptane_precision single (and mixed not refined): after a converged solve, ||b - A x|| with PETSc's fp64 MatMult; above the tolerance the reason is KSP_DIVERGED_BREAKDOWN", "KSPHBCGS", h->check_true, &h->check_true, NULL));
   PetscCall(PetscOptionsBool("-heptane_fold", "hbcgs with -pc_type jacobi/pbjacobi on one rank's bdiagh operator, zero initial guess: BiCGStab on A M^-1 (kept beside A), then x = M^-1 y; the same method without two preconditioner applications per iteration", "KSPHBCGS", h->fold, &h->fold, NULL));
+  PetscCall(PetscOptionsBool("-heptane_coarse", "Several ranks: a global coarse correction around heptane's preconditioner of each rank's rows (aggregates per rank, A_c = P^T A P with the couplings between ranks, factored on every rank), so that the iterations grow less with the ranks", "KSPHBCGS", h->coarse, &h->coarse, NULL));
+  PetscCall(PetscOptionsBoundedInt("-heptane_coarse_aggregates", "-heptane_coarse: aggregates per rank (0: min(64, 512 / (ranks x Nc)); the coarse matrix has at most 4096 unknowns)", "KSPHBCGS", h->coarse_aggregates, &h->coarse_aggregates, NULL, 0));
   PetscCall(PetscOptionsBool("-heptane_petsc_pc", "Apply PETSc's own PC (PCSetUp, PCApply) inside heptane's loop even where heptane has the PC type (jacobi, pbjacobi, ilu, bjacobi); PC types heptane does not have are always applied so", "KSPHBCGS", h->force_petsc_pc, &h->force_petsc_pc, NULL));
   PetscCall(PetscOptionsBoundedInt("-heptane_threads", "OpenMP threads per rank for heptane's work on the CPU (0: OpenMP's own count; default 1, or OpenMP's own when OMP_NUM_THREADS is set)", "KSPHBCGS", h->threads, &h->threads, &flg, 0));
   if (flg) h->threads_set = PETSC_TRUE;
@@ -1783,6 +1822,9 @@ static PetscErrorCode KSPCreate_Heptane_Private(KSP ksp, heptane::SolverType sol
    KSP_DIVERGED_BREAKDOWN (default true)
 .  -heptane_fold <true,false> - hbcgs with jacobi/pbjacobi on one rank: the preconditioner folded
    into a copy of the operator (A M^-1), the same iterates with fewer passes per iteration
+.  -heptane_coarse <true,false> - several ranks: a global coarse correction (aggregates per
+   rank, A_c = P^T A P with the couplings between ranks) around each rank's preconditioner;
+   -heptane_coarse_aggregates N per rank
 .  -heptane_grid J,H,I -heptane_block Nc - the grid when the matrix has no DMDA
 .  -heptane_prewarm <true,false> - set the GPU up on a background thread when the plugin is
    loaded (one rank; read at load, without prefix, with -heptane_device)
