@@ -110,6 +110,11 @@ const char* solve_usage =
     "                    pinned-async)\n"
     "  --reduce M        auto | mpi | nccl | peer: how the dot products are summed over the\n"
     "                    ranks (auto: as --halo picks, mpi for the host-staged models)\n"
+    "  --coarse          a global coarse correction around the ranks' preconditioner (which\n"
+    "                    leaves out the couplings between ranks): aggregates on each rank,\n"
+    "                    A_c = P^T A P over all ranks, factored on every rank; fewer iterations\n"
+    "                    as the ranks grow, at one more product per application\n"
+    "  --coarse-aggregates N  aggregates per rank (default min(64, 512 / (ranks x Nc)))\n"
     "A chunk file under mpirun (mpirun -np P heptane solve A.hoc ...): each rank reads and\n"
     "streams its own group of the file's chunks (about equal bytes; --host-memory and\n"
     "--device-memory per rank), x is gathered on every rank at every product and the dot\n"
@@ -369,7 +374,8 @@ int solve_chunk_file(ChunkFileSolve& c, SolveConfig& cfg)
 int cmd_solve(int argc, char** argv)
 {
     Args args(argc, argv,
-              {"--monitor", "--json", "--quiet", "--no-graphs", "--no-fused-dots", "--no-refine"});
+              {"--monitor", "--json", "--quiet", "--no-graphs", "--no-fused-dots", "--no-refine",
+               "--coarse"});
     if (args.help()) {
         std::printf(solve_usage, pc_options_help, format_help(20).c_str(), out_of_core_help,
                     chunk_file_help);
@@ -404,13 +410,20 @@ int cmd_solve(int argc, char** argv)
                 throw UsageError(std::string(o) +
                                  " applies to a matrix in memory under mpirun; the ranks of a "
                                  "chunk file take --gather and --reduce");
+        if (args.flag("--coarse") || args.get("--coarse-aggregates"))
+            throw UsageError(
+                "--coarse applies to a matrix in memory under mpirun (the ranks of a chunk file "
+                "take --pc none, jacobi or bjacobi)");
         if (gather != "auto" && gather != "host" && gather != "nccl")
             throw UsageError("--gather " + gather + ": the choices are auto, host and nccl");
         if (reduce != "auto" && reduce != "mpi" && reduce != "nccl" && reduce != "peer")
             throw UsageError("--reduce " + reduce + ": the choices are auto, mpi, nccl and peer");
     } else {
-        for (const char* o : {"--halo", "--reduce", "--split", "--gather"})
+        for (const char* o : {"--halo", "--reduce", "--split", "--gather", "--coarse-aggregates"})
             if (args.get(o)) throw UsageError(std::string(o) + " applies under mpirun only");
+        if (args.flag("--coarse"))
+            throw UsageError(
+                "--coarse applies under mpirun only (one process has no ranks to couple)");
     }
     auto gen = args.get("--generate");
     auto bfile = args.get("-b");

@@ -44,6 +44,28 @@ done
 json_int() {  # the integer value of key $1 in the JSON object in file $2
   sed -n "s/.*\"$1\": \([0-9]*\).*/\1/p" "$2"
 }
+# --coarse (the global coarse correction around each rank's block Jacobi) on 3 ranks: the same
+# answer, named in the report, in no more iterations than without it
+"$mpiexec" -np 3 "${flags[@]}" "$heptane" solve "${common[@]}" --split cells --coarse \
+  --coarse-aggregates 8 -o "$dir/xc.mtx" --json >"$dir/coarse.json"
+cat "$dir/coarse.json"
+grep -q '"converged": true' "$dir/coarse.json"
+grep -q 'global coarse correction ([0-9]* coarse unknowns: [0-9]* aggregates on this rank x Nc 2' "$dir/coarse.json"
+compare "$dir/xc.mtx" "$dir/x1.mtx"
+with=$(json_int iterations "$dir/coarse.json")
+without=$(json_int iterations "$dir/np3.json")
+if [ -z "$with" ] || [ -z "$without" ] || [ "$with" -gt "$without" ]; then
+  echo "--coarse: '$with' iterations on 3 ranks, '$without' without it"
+  exit 1
+fi
+echo "--coarse on 3 ranks: $with iterations, $without without"
+# --coarse on one process is a usage error (exit 2), not ignored
+set +e
+"$heptane" solve "${common[@]}" --coarse >"$dir/coarse1.out" 2>&1
+rc=$?
+set -e
+[ "$rc" = 2 ] && grep -q "applies under mpirun only" "$dir/coarse1.out" ||
+  { cat "$dir/coarse1.out"; echo "--coarse on one process: exit $rc"; exit 1; }
 # from a nonzero initial guess: the one-process answer as x0 is already (nearly) converged
 "$mpiexec" -np 2 "${flags[@]}" "$heptane" solve "${common[@]}" --x0 "$dir/x1.mtx" \
   -o "$dir/x0run.mtx" --json >"$dir/x0.json"

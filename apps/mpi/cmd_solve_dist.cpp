@@ -20,7 +20,9 @@
 #include "apps/args.hpp"
 #include "apps/common.hpp"
 #include "apps/mpi/mpi_common.hpp"
+#include "core/bitset.hpp"
 #include "core/error.hpp"
+#include "distributed/coarse_space.hpp"
 #include "distributed/dist_bdia.hpp"
 #include "formats/coo/coo.hpp"
 #include "formats/csr/csr.hpp"
@@ -147,20 +149,66 @@ struct RankSolve {
     double pc_s = 0, op_s = 0;
 };
 
+/// This rank's rows of its BDIA-GH block (the couplings to other ranks' rows are in its data,
+/// not in its pattern: generate_hepta_bdia_rows, bdia_rows) as MPIAIJ splits them, for the
+/// global coarse correction: the diagonal block and the rest in global columns.
+struct SplitStore {
+    std::vector<index_t> dp{0}, dc, op{0}, oc;
+    std::vector<double> dv, ov;
+    dist::SplitRows view() const
+    {
+        dist::SplitRows v;
+        v.diag = CsrView{index_t(dp.size()) - 1, dp.data(), dc.data(), dv.data()};
+        v.off = CsrView{index_t(op.size()) - 1, op.data(), oc.data(), ov.data()};
+        v.off_cols = nullptr;  // global columns
+        return v;
+    }
+};
+
+SplitStore split_rows(const Bdia<double>& a, index_t row_begin, index_t global_rows)
+{
+    SplitStore s;
+    const index_t rows = a.rows, nc = a.block_size, nk = a.num_diagonals();
+    const std::uint64_t* bits = a.pattern.data();
+    const double* data = a.data.data();
+    for (index_t i = 0; i < rows; ++i) {
+        const index_t base = i - i % nc;
+        for (index_t k = 0; k < nk; ++k) {
+            const std::size_t slot = std::size_t(k) * std::size_t(rows) + std::size_t(i);
+            const index_t c = base + a.offset(k);
+            if (c >= 0 && c < rows) {
+                if (!test_bit(bits, slot)) continue;
+                s.dc.push_back(c);
+                s.dv.push_back(data[slot]);
+            } else if (row_begin + c >= 0 && row_begin + c < global_rows && data[slot] != 0) {
+                s.oc.push_back(row_begin + c);
+                s.ov.push_back(data[slot]);
+            }
+        }
+        s.dp.push_back(index_t(s.dc.size()));
+        s.op.push_back(index_t(s.oc.size()));
+    }
+    return s;
+}
+
 /// The preconditioner of this rank's diagonal block (VT, from the fp64 block as on one
-/// process), the operator with MT values, and the solve in VT from p.x0 (zero when empty).
-/// Consumes p.local.
+/// process), the operator with MT values, and the solve in VT from p.x0 (zero when empty);
+/// `coarse`: with the global coarse correction around that preconditioner (dist::CoarseSpace,
+/// `aggregates` per rank, 0: its default). Consumes p.local.
 template <class MT, class VT>
 RankSolve solve_on_ranks(const std::shared_ptr<const dist::Communicator>& comm, LocalProblem& p,
                          const std::shared_ptr<const Executor>& exec, const dist::DistOptions& dopt,
                          SolverType solver, const SolverExtras& extras, PcType pc,
-                         const PcOptions& pc_options, SolverOptions opts)
+                         const PcOptions& pc_options, SolverOptions opts, bool coarse,
+                         index_t aggregates)
 {
     RankSolve r;
     const std::size_t n = std::size_t(p.part.rows(comm->rank()));
     auto t = Clock::now();
-    const auto m =
+    const std::shared_ptr<const Operator<VT>> m =
         make_preconditioner<VT>(pc, csr_from_coo(to_coo(p.local)), p.block_size, exec, pc_options);
+    const SplitStore split =
+        coarse ? split_rows(p.local, p.part.begin(comm->rank()), p.global_rows) : SplitStore{};
     r.pc_s = seconds_since(t);
 
     t = Clock::now();
@@ -175,11 +223,23 @@ RankSolve solve_on_ranks(const std::shared_ptr<const dist::Communicator>& comm, 
                                : Array<VT>(std::vector<VT>(p.x0.begin(), p.x0.end())).to(exec);
     r.op_s = seconds_since(t);
 
+    std::shared_ptr<const Operator<VT>> q;  // the coarse correction around m
+    if (coarse) {
+        t = Clock::now();
+        dist::CoarseOptions co;
+        co.aggregates = aggregates;
+        co.symmetric = solver == SolverType::cg;
+        q = std::make_shared<dist::CoarseSpace<VT>>(
+            comm->comm(), std::shared_ptr<const Operator<VT>>(std::shared_ptr<void>(), &op), m,
+            split.view(), p.block_size, co);
+        r.pc_s += seconds_since(t);
+    }
+
     opts.nonzero_initial_guess = !p.x0.empty();
     MPI_Barrier(comm->comm());
     const std::unique_ptr<Solver<VT>> s = make_solver<VT>(solver, opts, extras);
     s->set_operator(op);
-    s->set_preconditioner(*m);
+    s->set_preconditioner(q ? *q : *m);
     r.status = s->solve(b, x);
     r.solver = s->name();
     const std::vector<VT> xh = n > 0 ? x.to_vector() : std::vector<VT>{};
@@ -187,7 +247,7 @@ RankSolve solve_on_ranks(const std::shared_ptr<const dist::Communicator>& comm, 
     r.op = op.describe();
     r.exchange = op.exchange_name();
     r.reduction = op.reduction_name();
-    r.pc = m->describe();
+    r.pc = q ? q->describe() : m->describe();
     return r;
 }
 
@@ -238,6 +298,9 @@ int cmd_solve_distributed(Args& args, bool json, bool monitor, bool quiet_flag)
     const std::string device = args.get_or("--device", "auto");
     const std::string impl = args.get_or("--impl", "fused");
     const std::string split = args.get_or("--split", "planes");
+    const bool coarse = args.flag("--coarse");
+    const bool has_aggregates = args.get("--coarse-aggregates").has_value();
+    const long long aggregates = args.get_int("--coarse-aggregates", 0);
     dist::DistOptions dopt;
     dopt.halo = dist::parse_halo_model(args.get_or("--halo", "auto"));
     dopt.reduce = dist::parse_reduce_model(args.get_or("--reduce", "auto"));
@@ -264,6 +327,10 @@ int cmd_solve_distributed(Args& args, bool json, bool monitor, bool quiet_flag)
     if (restart < 1 || restart > (1 << 20)) throw UsageError("--restart must be in [1, 1048576]");
     if (has_restart && solver != SolverType::gmres)
         throw UsageError("--restart applies to --solver gmres only");
+    if (has_aggregates && !coarse)
+        throw UsageError("--coarse-aggregates applies with --coarse only");
+    if (aggregates < 0 || aggregates > 4096)
+        throw UsageError("--coarse-aggregates must be in [0, 4096] (0: the default)");
     SolverExtras extras;
     extras.restart = static_cast<int>(restart);
 
@@ -292,14 +359,15 @@ int cmd_solve_distributed(Args& args, bool json, bool monitor, bool quiet_flag)
             last_print = now;
         }
     };
-    const RankSolve r = precision == Precision::single
-                            ? solve_on_ranks<float, float>(comm, p, exec, dopt, solver, extras, pc,
-                                                           pc_options, opts)
-                        : precision == Precision::mixed
-                            ? solve_on_ranks<float, double>(comm, p, exec, dopt, solver, extras, pc,
-                                                            pc_options, opts)
-                            : solve_on_ranks<double, double>(comm, p, exec, dopt, solver, extras,
-                                                             pc, pc_options, opts);
+    const RankSolve r =
+        precision == Precision::single
+            ? solve_on_ranks<float, float>(comm, p, exec, dopt, solver, extras, pc, pc_options,
+                                           opts, coarse, index_t(aggregates))
+        : precision == Precision::mixed
+            ? solve_on_ranks<float, double>(comm, p, exec, dopt, solver, extras, pc, pc_options,
+                                            opts, coarse, index_t(aggregates))
+            : solve_on_ranks<double, double>(comm, p, exec, dopt, solver, extras, pc, pc_options,
+                                             opts, coarse, index_t(aggregates));
     const Status& st = r.status;
     const std::vector<double>& xh = r.x;
 
