@@ -65,6 +65,7 @@ typedef struct {
   PetscBool           fold;              /* -heptane_fold: Jacobi/block Jacobi folded into the operator (BiCGStab) */
   PetscBool           coarse;            /* -heptane_coarse: several ranks, a global coarse correction around heptane's PC */
   PetscInt            coarse_aggregates; /* -heptane_coarse_aggregates: per rank (0: the default) */
+  PetscInt            coarse_built_with; /* the aggregates the correction in krylov was built with */
   PetscBool           refine;            /* -heptane_refine: mixed precision refined against the fp64 matrix */
   PetscBool           check_true;        /* -heptane_check_true_residual: single (and unrefined mixed): ||b - A x|| with PETSc's fp64 MatMult after the solve */
   PetscInt            restart;           /* hgmres: -ksp_gmres_restart (KSPGMRESSetRestart) */
@@ -1182,7 +1183,7 @@ static PetscErrorCode KSPHeptaneCoarse(KSP ksp, PetscBool changed)
     PetscFunctionReturn(0);
   }
   PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, &changed, 1, HEPTANE_MPIU_BOOL, MPI_LOR, comm));
-  if (!changed && h->krylov->has_global_coarse()) PetscFunctionReturn(0);
+  if (!changed && h->krylov->has_global_coarse() && h->coarse_built_with == h->coarse_aggregates) PetscFunctionReturn(0);
   PetscCall(HeptaneRowsGet(h->rows_from, h->rows));
   HeptaneCallCXX(
     try { h->krylov->set_global_coarse(h->rows->split.diag, h->rows->split.off, h->rows->split.off_cols, comm, *h->engine, (heptane::index_t)h->coarse_aggregates, h->solver == heptane::SolverType::cg); } catch (const heptane::InputError &e) {
@@ -1190,6 +1191,7 @@ static PetscErrorCode KSPHeptaneCoarse(KSP ksp, PetscBool changed)
       h->krylov->clear_global_coarse();
     });
   PetscCall(HeptaneRowsRestore(h->rows));
+  h->coarse_built_with = h->coarse_aggregates;
   if (!refused.empty()) PetscCall(KSPHeptaneWarn(ksp, ("-heptane_coarse: no global coarse correction, each rank's preconditioner alone (" + refused + ")").c_str()));
   PetscFunctionReturn(0);
 }
