@@ -25,34 +25,54 @@
        where resolve_device's measured model says it wins for the stored entries per rank,
        else the CPU; on several ranks the GPU of the node-local rank).
    Apply (PCApply_Heptane): the Vec's local array to the executor (no copy on the CPU), one AMG
-   cycle (or CPR's two stages) there, and back.
+   cycle (or CPR's two stages) there, and back. Several ranks with -heptane_coarse: that
+   application inside a global coarse correction (dist::CoarseSpace, its symmetric form: Q, M, Q;
+   its products with A through PETSc's MatMult of Pmat), made after each setup (its coarse
+   matrix assembled from the new values at a values-only one).
 */
 #include <petsc/private/pcimpl.h>
 #include <omp.h>
 
+#include <chrono>
 #include <cstring>
+#include <memory>
+#include <stdexcept>
 
 #include "plugin/device_pool.hpp"
 #include "plugin/petsc_common.hpp"
 
 typedef struct {
-  heptane::PcType            type; /* amg or cpr */
-  heptane::PcOptions        *opts; /* -heptane_amg_*, -heptane_cpr_* */
-  heptane::PcOptions        *opts_built;
-  char                       device[64]; /* -heptane_device */
-  PetscInt                   block;      /* -heptane_block; 0: from the matrix */
-  heptane::plugin::PcEngine *engine;
-  HeptaneAIJCopy             sbaij; /* an SBAIJ matrix's AIJ copy (owned) */
-  HeptaneBAIJ               *baij;  /* a BAIJ matrix's map to scalar CSR (PCHeptaneCSRGet) */
-  HeptaneRows               *rows;  /* several ranks: this rank's rows */
-  PetscObjectId              mat_id;
-  PetscObjectState           mat_nzstate;
-  PetscInt                   nc;
-  PetscMPIInt                ranks;
-  std::string               *nc_from, *mat_type, *last;
-  std::string               *device_built; /* the executor's device of the last setup */
-  std::string               *device_why;   /* what -heptane_device auto chose and why */
+  heptane::PcType             type; /* amg or cpr */
+  heptane::PcOptions         *opts; /* -heptane_amg_*, -heptane_cpr_* */
+  heptane::PcOptions         *opts_built;
+  char                        device[64]; /* -heptane_device */
+  PetscInt                    block;      /* -heptane_block; 0: from the matrix */
+  heptane::plugin::PcEngine  *engine;
+  HeptaneAIJCopy              sbaij; /* an SBAIJ matrix's AIJ copy (owned) */
+  HeptaneBAIJ                *baij;  /* a BAIJ matrix's map to scalar CSR (PCHeptaneCSRGet) */
+  HeptaneRows                *rows;  /* several ranks: this rank's rows */
+  PetscObjectId               mat_id;
+  PetscObjectState            mat_nzstate;
+  PetscInt                    nc;
+  PetscMPIInt                 ranks;
+  std::string                *nc_from, *mat_type, *last;
+  std::string                *device_built; /* the executor's device of the last setup */
+  std::string                *device_why;   /* what -heptane_device auto chose and why */
+  PetscBool                   coarse;       /* -heptane_coarse: several ranks, a global coarse correction */
+  PetscInt                    coarse_aggregates;
+  struct PCHeptaneCoarseData *q; /* the correction, while there is one */
 } PC_Heptane;
+
+/* Several ranks, -heptane_coarse: dist::CoarseSpace around the engine (engine_impl.hpp's
+   GlobalCoarse), its product with A being PETSc's MatMult of Pmat on the placed arrays. Its
+   symmetric form (Q, M, Q), so that it suits every KSP, CG included. */
+struct PCHeptaneCoarseData {
+  std::unique_ptr<heptane::plugin::detail::GlobalCoarse<double>> q;
+  Vec                                                            x = NULL, y = NULL; /* arrays placed for MatMult */
+  PetscInt                                                       aggregates = -1;    /* what it was built with */
+  double                                                         ms         = 0;
+  std::string                                                    refused;
+};
 
 static const char *PCHeptaneName(PC_Heptane *p)
 {
@@ -203,6 +223,68 @@ static void PCHeptaneEngine(PC_Heptane *p, const heptane::plugin::CsrView &a, Pe
   }
 }
 
+static PetscErrorCode PCHeptaneCoarseFree(PC_Heptane *p)
+{
+  PetscFunctionBegin;
+  if (!p->q) PetscFunctionReturn(0);
+  PetscCall(VecDestroy(&p->q->x));
+  PetscCall(VecDestroy(&p->q->y));
+  delete p->q;
+  p->q = NULL;
+  PetscFunctionReturn(0);
+}
+
+/* After a setup on several ranks: build the coarse correction (a new hierarchy, or other
+   aggregates) or assemble its coarse matrix from the new values (values_only). Collective. */
+static PetscErrorCode PCHeptaneCoarse(PC pc, Mat src, PetscBool values_only)
+{
+  PC_Heptane *p    = (PC_Heptane *)pc->data;
+  MPI_Comm    comm = PetscObjectComm((PetscObject)pc);
+  PetscInt    n;
+  std::string refused;
+
+  PetscFunctionBegin;
+  if (!p->coarse || p->ranks < 2) {
+    PetscCall(PCHeptaneCoarseFree(p));
+    PetscFunctionReturn(0);
+  }
+  if (p->q && (!values_only || p->q->aggregates != p->coarse_aggregates)) PetscCall(PCHeptaneCoarseFree(p));
+  PetscCall(MatGetLocalSize(pc->pmat, &n, NULL));
+  if (!p->q) {
+    HeptaneCallCXX(p->q = new PCHeptaneCoarseData());
+    PetscCall(MatCreateVecs(pc->pmat, &p->q->x, &p->q->y));
+  }
+  PetscCall(HeptaneRowsGet(src, p->rows));
+  const auto t0 = std::chrono::steady_clock::now();
+  HeptaneCallCXX(
+    try {
+      if (p->q->q) p->q->q->update(p->rows->split.diag, p->rows->split.off, p->rows->split.off_cols);
+      else {
+        Mat                        A  = pc->pmat;
+        Vec                        vx = p->q->x, vy = p->q->y;
+        auto                       cpu = heptane::cpu_executor();
+        auto                       a   = std::make_shared<heptane::plugin::detail::HostCallbackOperator<double>>((heptane::index_t)n, cpu,
+                                                                                         [A, vx, vy](const double *x, double *y) {
+                                                                                           if (VecPlaceArray(vx, x) || VecPlaceArray(vy, y) || MatMult(A, vx, vy) || VecResetArray(vx) || VecResetArray(vy))
+                                                                                             throw std::runtime_error("PETSc's MatMult inside the coarse correction failed");
+                                                                                         },
+                                                                                         "PETSc MatMult");
+        heptane::plugin::PcEngine *e   = p->engine;
+        auto                       m   = std::make_shared<heptane::plugin::detail::HostCallbackOperator<double>>((heptane::index_t)n, cpu, [e](const double *r, double *z) { e->apply(r, z); }, e->describe());
+        p->q->q                        = heptane::plugin::detail::make_global_coarse<double>(comm, a, m, p->rows->split.diag, p->rows->split.off, p->rows->split.off_cols, (heptane::index_t)p->nc, (heptane::index_t)p->coarse_aggregates, true);
+        p->q->aggregates               = p->coarse_aggregates;
+      }
+    } catch (const heptane::InputError &e) { refused = e.what(); });
+  p->q->ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  PetscCall(HeptaneRowsRestore(p->rows));
+  if (!refused.empty()) {
+    PetscCall(PCHeptaneCoarseFree(p));
+    PetscCall(PetscInfo(pc, "-heptane_coarse: %s\n", refused.c_str()));
+    PetscCall(PetscPrintf(comm, "WARNING (heptane): -heptane_coarse: no global coarse correction, each rank's preconditioner alone (%s)\n", refused.c_str()));
+  }
+  PetscFunctionReturn(0);
+}
+
 static PetscErrorCode PCSetUp_Heptane(PC pc)
 {
   PC_Heptane                     *p   = (PC_Heptane *)pc->data;
@@ -251,6 +333,7 @@ static PetscErrorCode PCSetUp_Heptane(PC pc)
   PetscCheck(!failed, PETSC_COMM_SELF, code, "PC %s%s: heptane: %s", PCHeptaneName(p), p->ranks > 1 ? (" on rank " + std::to_string(rank)).c_str() : "", msg.c_str());
   PetscCheck(!any, PETSC_COMM_SELF, PETSC_ERR_LIB, "PC %s: the setup failed on another rank", PCHeptaneName(p));
   if (!refused.empty()) PetscCall(PetscInfo(pc, "%s: values-only refresh refused (%s); set up from scratch\n", PCHeptaneName(p), refused.c_str()));
+  if (p->ranks > 1 || p->q) PetscCall(PCHeptaneCoarse(pc, p->rows && p->sbaij.aij ? p->sbaij.aij : A, refreshed));
   p->mat_id      = id;
   p->mat_nzstate = nz;
   *p->opts_built = *p->opts;
@@ -275,7 +358,8 @@ static PetscErrorCode PCApply_Heptane(PC pc, Vec x, Vec y)
   PetscCheck(n == (PetscInt)p->engine->rows(), PETSC_COMM_SELF, PETSC_ERR_ARG_SIZ, "PC %s: the vector has %" PetscInt_FMT " local rows, the preconditioner %" PetscInt_FMT, PCHeptaneName(p), n, (PetscInt)p->engine->rows());
   PetscCall(VecGetArrayRead(x, &xa));
   PetscCall(VecGetArrayWrite(y, &ya));
-  HeptaneCallCXX(p->engine->apply(xa, ya));
+  if (p->q && p->q->q) HeptaneCallCXX(p->q->q->op()->apply(1.0, xa, 0.0, ya));
+  else HeptaneCallCXX(p->engine->apply(xa, ya));
   PetscCall(VecRestoreArrayWrite(y, &ya));
   PetscCall(VecRestoreArrayRead(x, &xa));
   PetscFunctionReturn(0);
@@ -296,7 +380,9 @@ static PetscErrorCode PCView_Heptane(PC pc, PetscViewer viewer)
   if (!p->device_why->empty()) PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane device: %s\n", p->device_why->c_str()));
   PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane block size Nc=%" PetscInt_FMT " from %s, PETSc matrix %s\n", p->nc, p->nc_from->c_str(), p->mat_type->c_str()));
   if (p->ranks > 1)
-    PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane preconditioner on %d ranks: %s of each rank's diagonal block (block Jacobi over the ranks; the couplings between ranks are not in it); rank 0's shown\n", (int)p->ranks, p->type == heptane::PcType::amg ? "AMG" : "CPR"));
+    PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane preconditioner on %d ranks: %s of each rank's diagonal block (block Jacobi over the ranks; the couplings between ranks are not in it%s); rank 0's shown\n", (int)p->ranks, p->type == heptane::PcType::amg ? "AMG" : "CPR",
+                                     p->q && p->q->q ? ", but in the global coarse correction below" : ": -heptane_coarse adds a global coarse correction"));
+  if (p->q && p->q->q) PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane global coarse correction (-heptane_coarse): %s; last setup %.3f ms; rank 0's shown\n", p->q->q->op()->describe().c_str(), p->q->ms));
   {
     const std::string table = p->engine->hierarchy();
     if (!table.empty()) {
@@ -327,6 +413,8 @@ static PetscErrorCode PCSetFromOptions_Heptane(PC pc, HeptaneOptionItems PetscOp
   }
   PetscCall(PetscOptionsBoundedInt("-heptane_block", "Unknowns per cell Nc (AMG aggregates whole cells; CPR's cells) (default: the DMDA's dof, else the matrix block size)", PCHeptaneMan(p), p->block, &p->block, NULL, 0));
   PetscCall(HeptanePcOptionsFromOptions(PetscOptionsObject, p->opts, (PetscBool)(p->type == heptane::PcType::cpr), PCHeptaneMan(p)));
+  PetscCall(PetscOptionsBool("-heptane_coarse", "Several ranks: a global coarse correction around each rank's preconditioner (aggregates per rank, A_c = P^T A P with the couplings between ranks, factored on every rank; its symmetric form)", PCHeptaneMan(p), p->coarse, &p->coarse, NULL));
+  PetscCall(PetscOptionsBoundedInt("-heptane_coarse_aggregates", "-heptane_coarse: aggregates per rank (0: min(64, 512 / (ranks x Nc)))", PCHeptaneMan(p), p->coarse_aggregates, &p->coarse_aggregates, NULL, 0));
   PetscOptionsHeadEnd();
   PetscFunctionReturn(0);
 }
@@ -336,6 +424,7 @@ static PetscErrorCode PCReset_Heptane(PC pc)
   PC_Heptane *p = (PC_Heptane *)pc->data;
 
   PetscFunctionBegin;
+  PetscCall(PCHeptaneCoarseFree(p));
   PetscCall(MatDestroy(&p->sbaij.aij));
   delete p->engine;
   delete p->rows;
@@ -352,6 +441,7 @@ static PetscErrorCode PCDestroy_Heptane(PC pc)
   PC_Heptane *p = (PC_Heptane *)pc->data;
 
   PetscFunctionBegin;
+  PetscCall(PCHeptaneCoarseFree(p));
   PetscCall(MatDestroy(&p->sbaij.aij));
   delete p->engine;
   delete p->rows;
@@ -405,6 +495,8 @@ static PetscErrorCode PCCreate_Heptane_Private(PC pc, heptane::PcType type)
 .  -heptane_amg_lambda_its <N> - Chebyshev's lambda_max(D^-1 A): 0 (default) Gershgorin's bound,
    N > 0 estimated by N power and N + 2 Lanczos steps
 .  -heptane_block <Nc> - unknowns per cell (default: the DMDA's dof, else the matrix block size)
+.  -heptane_coarse <true,false> - several ranks: a global coarse correction around each rank's
+   AMG (symmetric form, for every KSP); -heptane_coarse_aggregates N per rank
 -  -heptane_device <auto,cpu,gpu,gpu:N> - where it runs
 
 M*/
