@@ -650,7 +650,7 @@ if(HEPTANE_PETSC_MPIEXEC)
       # against the same plugin run without it (--ref loads the plugin too): every solve meets
       # the tolerance with the same solution and takes at most 0.8x the iterations (measured
       # here: ILU(0) on 2 ranks 59 against 145 over the 8 solves; hcg + Jacobi, symmetric form,
-      # on 3 ranks 72 against 265)
+      # 16 aggregates a rank, on 3 ranks 117 against 265)
       heptane_plugin_test(plugin_reservoir_two_ranks_coarse_correction_ilu
         ${solves} --max-relres 1e-8 --max-its-ratio 0.8 --
     --plugin ${plugin_so} --mpiexec "${np2}" --ref "${hep} -ksp_type hbcgs -pc_type ilu -heptane_device cpu"
