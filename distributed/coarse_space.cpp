@@ -107,19 +107,19 @@ CoarseSpace<VT>::CoarseSpace(MPI_Comm comm, std::shared_ptr<const Operator<VT>> 
     : comm_(comm), a_(std::move(a)), local_(std::move(local)), nc_(nc), symmetric_(opt.symmetric)
 {
     const auto t0 = std::chrono::steady_clock::now();
-    HEPTANE_ENSURE(a_ && local_, InputError, "coarse space: no operator or no preconditioner");
     MPI_Comm_size(comm_, &ranks_);
     int rank = 0;
     MPI_Comm_rank(comm_, &rank);
     n_ = rows.diag.rows;
     // the checks every rank must agree on before anything collective that depends on them
-    int bad =
-        (nc_ < 1 || n_ % std::max<index_t>(nc_, 1) != 0 || n_ != a_->rows() || n_ != local_->rows())
-            ? 1
-            : 0;
+    int bad = (!a_ || !local_ || nc_ < 1 || n_ % std::max<index_t>(nc_, 1) != 0 ||
+               n_ != a_->rows() || n_ != local_->rows())
+                  ? 1
+                  : 0;
     MPI_Allreduce(MPI_IN_PLACE, &bad, 1, MPI_INT, MPI_MAX, comm_);
     HEPTANE_ENSURE(bad == 0, InputError,
-                   "coarse space: a rank's rows do not fit (rows a multiple of Nc = "
+                   "coarse space: no operator or preconditioner, or a rank's rows do not fit "
+                   "(rows a multiple of Nc = "
                        << nc_ << ", the operator's and the preconditioner's rows)");
     // rows per rank and aggregates per rank
     std::vector<long long> starts(std::size_t(ranks_) + 1, 0);
