@@ -281,7 +281,7 @@ void CoarseSpace<VT>::assemble(const SplitRows& rows)
     HEPTANE_ENSURE(bad == 0, InputError,
                    "coarse space: the rows are not the pattern of the setup (a column outside it)");
     // every rank's coarse rows to every rank
-    ac_.assign(std::size_t(m) * std::size_t(m), 0.0);
+    std::vector<double> ac(std::size_t(m) * std::size_t(m), 0.0);
     {
         std::vector<int> cnt(static_cast<std::size_t>(ranks_)),
             dsp(static_cast<std::size_t>(ranks_));
@@ -289,22 +289,23 @@ void CoarseSpace<VT>::assemble(const SplitRows& rows)
             cnt[std::size_t(p)] = counts_[std::size_t(p)] * int(m);
             dsp[std::size_t(p)] = displs_[std::size_t(p)] * int(m);
         }
-        MPI_Allgatherv(part.data(), int(part.size()), MPI_DOUBLE, ac_.data(), cnt.data(),
-                       dsp.data(), MPI_DOUBLE, comm_);
+        MPI_Allgatherv(part.data(), int(part.size()), MPI_DOUBLE, ac.data(), cnt.data(), dsp.data(),
+                       MPI_DOUBLE, comm_);
     }
-    // LU with partial pivoting (every rank the same numbers, so the same result)
-    lu_ = ac_;
-    piv_.assign(std::size_t(m), 0);
+    // LU with partial pivoting (every rank the same numbers, so the same result), kept only
+    // when it succeeds: a coarse matrix that cannot be factored leaves the last one in place
+    std::vector<double> lu = ac;
+    std::vector<index_t> piv(std::size_t(m), 0);
     double scale = 0;
-    for (double v : ac_) scale = std::max(scale, std::abs(v));
+    for (double v : ac) scale = std::max(scale, std::abs(v));
     for (index_t k = 0; k < m; ++k) {
         index_t p = k;
         for (index_t i = k + 1; i < m; ++i)
-            if (std::abs(lu_[std::size_t(i) * std::size_t(m) + std::size_t(k)]) >
-                std::abs(lu_[std::size_t(p) * std::size_t(m) + std::size_t(k)]))
+            if (std::abs(lu[std::size_t(i) * std::size_t(m) + std::size_t(k)]) >
+                std::abs(lu[std::size_t(p) * std::size_t(m) + std::size_t(k)]))
                 p = i;
-        piv_[std::size_t(k)] = p;
-        const double pivot = lu_[std::size_t(p) * std::size_t(m) + std::size_t(k)];
+        piv[std::size_t(k)] = p;
+        const double pivot = lu[std::size_t(p) * std::size_t(m) + std::size_t(k)];
         HEPTANE_ENSURE(std::abs(pivot) > 1e-13 * scale && scale > 0, InputError,
                        "coarse space: the coarse matrix (" << m << " unknowns) is singular at "
                                                            << "unknown " << k + 1
@@ -313,17 +314,20 @@ void CoarseSpace<VT>::assemble(const SplitRows& rows)
                                                               "solve: run without it)");
         if (p != k)
             for (index_t j = 0; j < m; ++j)
-                std::swap(lu_[std::size_t(k) * std::size_t(m) + std::size_t(j)],
-                          lu_[std::size_t(p) * std::size_t(m) + std::size_t(j)]);
+                std::swap(lu[std::size_t(k) * std::size_t(m) + std::size_t(j)],
+                          lu[std::size_t(p) * std::size_t(m) + std::size_t(j)]);
         for (index_t i = k + 1; i < m; ++i) {
-            double& l = lu_[std::size_t(i) * std::size_t(m) + std::size_t(k)];
+            double& l = lu[std::size_t(i) * std::size_t(m) + std::size_t(k)];
             l /= pivot;
             if (l == 0) continue;
             for (index_t j = k + 1; j < m; ++j)
-                lu_[std::size_t(i) * std::size_t(m) + std::size_t(j)] -=
-                    l * lu_[std::size_t(k) * std::size_t(m) + std::size_t(j)];
+                lu[std::size_t(i) * std::size_t(m) + std::size_t(j)] -=
+                    l * lu[std::size_t(k) * std::size_t(m) + std::size_t(j)];
         }
     }
+    ac_.swap(ac);
+    lu_.swap(lu);
+    piv_.swap(piv);
 }
 
 template <class VT>

@@ -70,7 +70,7 @@ public:
     ~CoarseSpace() override;
 
     /// New values on the pattern of the setup: A_c again and its factors (collective; throws
-    /// as the constructor).
+    /// as the constructor, and then keeps the coarse matrix and factors it had).
     void update_values(const SplitRows& rows);
     /// A new preconditioner of the rank's own rows (after it was rebuilt).
     void set_local(std::shared_ptr<const Operator<VT>> local) { local_ = std::move(local); }
@@ -78,6 +78,7 @@ public:
     index_t rows() const override { return n_; }
     index_t cols() const override { return n_; }
     std::shared_ptr<const Executor> executor() const override { return a_->executor(); }
+    using Operator<VT>::apply;  // z = M⁻¹ r
     /// z = alpha M⁻¹ r + beta z (collective).
     void apply(VT alpha, const VT* r, VT beta, VT* z) const override;
     void apply_transpose(VT alpha, const VT* r, VT beta, VT* z) const override;

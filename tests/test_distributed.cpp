@@ -1096,6 +1096,7 @@ BOOST_AUTO_TEST_CASE(a_singular_coarse_matrix_is_an_error_on_every_rank)
     HeptaSpec s = spec_of(6, 5, 2 * comm->size() + 2, 1, false, HeptaModel::reservoir);
     const RankSystem rs = rank_system(s, *comm);
     Csr<double> whole = csr_from_coo(to_coo(generate_hepta_bdia<double>(s)));
+    const SplitOf good = split_of(whole, rs.r0, rs.r1);
     auto rp = whole.row_ptr.to_vector();
     auto ci = whole.col_idx.to_vector();
     auto va = whole.values.to_vector();
@@ -1120,6 +1121,19 @@ BOOST_AUTO_TEST_CASE(a_singular_coarse_matrix_is_an_error_on_every_rank)
                           [](const InputError& e) {
                               return std::string(e.what()).find("singular") != std::string::npos;
                           });
+    // new values that make it singular: the same error, and the coarse space keeps the
+    // matrix and factors it had (it still solves)
+    CoarseSpace<double> q(comm->comm(), op, pc, good.view(), 1);
+    const std::vector<double> before = q.coarse_matrix();
+    BOOST_CHECK_THROW(q.update_values(split.view()), InputError);
+    BOOST_TEST(q.coarse_matrix() == before);
+    const Array<double> b = to_exec(rs.sys.b, exec);
+    Array<double> z(exec, std::size_t(rs.r1 - rs.r0));
+    q.apply(b.data(), z.data());
+    double zmax = 0;
+    for (double v : to_host(z)) zmax = std::max(zmax, std::abs(v));
+    BOOST_TEST(std::isfinite(zmax));
+    BOOST_TEST(zmax > 0);
 }
 
 BOOST_AUTO_TEST_CASE(bad_partitions_are_errors)
