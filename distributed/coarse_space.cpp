@@ -363,12 +363,11 @@ template <class VT>
 void CoarseSpace<VT>::apply(VT alpha, const VT* r, VT beta, VT* z) const
 {
     const Executor& exec = *a_->executor();
-    std::vector<VT> stage;
     // z1 = Q r
-    to_host(exec, r, n_, stage, hr_);
+    to_host(exec, r, n_, stage_, hr_);
     hz_.resize(std::size_t(n_));
     coarse_correct(hr_.data(), hz_.data());
-    from_host(hz_, stage, exec, z1_.data());
+    from_host(hz_, stage_, exec, z1_.data());
     // z1 += M_loc (r - A z1)
     a_->apply(VT(-1), z1_.data(), VT(0), t_.data());
     axpby_on(exec, n_, VT(1), r, VT(1), t_.data());
@@ -376,9 +375,9 @@ void CoarseSpace<VT>::apply(VT alpha, const VT* r, VT beta, VT* z) const
     if (symmetric_) {  // z1 += Q (r - A z1)
         a_->apply(VT(-1), z1_.data(), VT(0), t_.data());
         axpby_on(exec, n_, VT(1), r, VT(1), t_.data());
-        to_host(exec, t_.data(), n_, stage, hr_);
+        to_host(exec, t_.data(), n_, stage_, hr_);
         coarse_correct(hr_.data(), hz_.data());
-        from_host(hz_, stage, exec, t_.data());
+        from_host(hz_, stage_, exec, t_.data());
         axpby_on(exec, n_, VT(1), t_.data(), VT(1), z1_.data());
     }
     axpby_on(exec, n_, alpha, z1_.data(), beta, z);

@@ -121,6 +121,7 @@ private:
     double setup_ms_ = 0;
     // scratch
     mutable std::vector<double> hr_, hz_, rc_, zc_;
+    mutable std::vector<VT> stage_;  ///< a GPU's vectors on their way to and from the host
     mutable Array<VT> t_, z1_;
 };
 

@@ -183,9 +183,7 @@ struct KrylovEngine::Impl {
   std::function<void(const double *, double *)> host_apply;
   // the global coarse correction (set_global_coarse): what it is, its last setup's time
   std::string coarse_desc;
-  double      coarse_ms      = 0;
-  int         coarse_builds  = 0;
-  int         coarse_updates = 0;
+  double      coarse_ms = 0;
 };
 
 namespace
@@ -394,7 +392,6 @@ void KrylovEngine::set_global_coarse(const CsrView &diag, const CsrView &off, co
     if (t.coarse && t.coarse_of_build == m.timings().builds && t.coarse_aggregates == aggregates && t.coarse_symmetric == symmetric) {
       t.coarse->set_local(t.pc);
       t.coarse->update(diag, off, off_cols);
-      ++k.coarse_updates;
       return;
     }
     t.coarse.reset();
@@ -402,7 +399,6 @@ void KrylovEngine::set_global_coarse(const CsrView &diag, const CsrView &off, co
     t.coarse_of_build   = m.timings().builds;
     t.coarse_aggregates = aggregates;
     t.coarse_symmetric  = symmetric;
-    ++k.coarse_builds;
   };
   if (k.f.pc) go(k.f, m.operator_single());
   else go(k.d, m.operator_double());

@@ -71,7 +71,6 @@ struct PCHeptaneCoarseData {
   Vec                                                            x = NULL, y = NULL; /* arrays placed for MatMult */
   PetscInt                                                       aggregates = -1;    /* what it was built with */
   double                                                         ms         = 0;
-  std::string                                                    refused;
 };
 
 static const char *PCHeptaneName(PC_Heptane *p)
@@ -280,7 +279,7 @@ static PetscErrorCode PCHeptaneCoarse(PC pc, Mat src, PetscBool values_only)
   if (!refused.empty()) {
     PetscCall(PCHeptaneCoarseFree(p));
     PetscCall(PetscInfo(pc, "-heptane_coarse: %s\n", refused.c_str()));
-    PetscCall(PetscPrintf(comm, "WARNING (heptane): -heptane_coarse: no global coarse correction, each rank's preconditioner alone (%s)\n", refused.c_str()));
+    PetscCall(PetscFPrintf(comm, PETSC_STDERR, "WARNING (heptane): -heptane_coarse: no global coarse correction, each rank's preconditioner alone (%s)\n", refused.c_str()));
   }
   PetscFunctionReturn(0);
 }
