@@ -406,6 +406,64 @@ BOOST_AUTO_TEST_CASE(chebyshev_interval_top_bounds_every_levels_spectrum)
     }
 }
 
+BOOST_AUTO_TEST_CASE(a_stalled_coarsest_level_is_inverted_densely_only_where_that_is_cheap)
+{
+    // max_levels = 1 stops the hierarchy above coarse_size at A itself, as a stalled
+    // aggregation does (a coupled block whose couplings are all weak). 343 rows: a dense
+    // inverse is cheap, CG then converges at once. 1728 rows with 11 K entries: the inverse
+    // (2·1728³ flops, 1728² entries read each cycle) would dwarf everything else, so the level
+    // is smoothed and CG still reaches Eigen's solution.
+    for (const index_t m : {7, 12}) {
+        const Csr<double> a = poisson(m);
+        const std::vector<double> b =
+            test::random_vector<double>(static_cast<std::size_t>(a.rows), 5);
+        AmgOptions o;
+        o.max_levels = 1;
+        o.coarse_size = 100;
+        auto pc = std::make_shared<AmgPreconditioner<double>>(a, 1, test_executor(), o);
+        BOOST_TEST(pc->info().levels.size() == 1u);
+        const bool cheap = m == 7;
+        BOOST_TEST(
+            pc->info().coarse_solve == (cheap ? "dense LU" : "smoothed (coarsening stalled)"),
+            a.rows << " rows: " << pc->info().coarse_solve);
+        const Run r = solve_with<Cg<double>>(a, b, pc);
+        BOOST_TEST(r.st.converged(), r.st.summary());
+        if (cheap) BOOST_TEST(r.st.iterations <= 2, r.st.iterations);
+        Eigen::SimplicialLDLT<Eigen::SparseMatrix<double>> ldlt(sparse(a));
+        const Eigen::VectorXd xe = ldlt.solve(Eigen::Map<const Eigen::VectorXd>(b.data(), a.rows));
+        const std::vector<double> xv(xe.data(), xe.data() + a.rows);
+        BOOST_CHECK_SMALL(test::rel_max_diff(r.x, xv), 1e-6);
+    }
+    // a non-symmetric coupled block (Nc = 3) stalled above the budget: ILU(0) sweeps, not
+    // point smoothing, and BiCGStab reaches Eigen's LU solution
+    {
+        const Csr<double> a = generated(10, 8, 6, 3, HeptaModel::reservoir);
+        const Eigen::SparseMatrix<double> as = sparse(a);
+        const Eigen::SparseMatrix<double> at = as.transpose();
+        BOOST_REQUIRE_MESSAGE((as - at).norm() > 1e-6 * as.norm(), (as - at).norm() / as.norm());
+        const std::vector<double> b =
+            test::random_vector<double>(static_cast<std::size_t>(a.rows), 6);
+        AmgOptions o;
+        o.max_levels = 1;
+        auto pc = std::make_shared<AmgPreconditioner<double>>(a, 3, test_executor(), o);
+        BOOST_TEST(pc->info().coarse_solve == "ILU(0) sweeps (coarsening stalled)");
+        const Run r = solve_with<Bicgstab<double>>(a, b, pc);
+        BOOST_TEST(r.st.converged(), r.st.summary());
+        Eigen::SparseLU<Eigen::SparseMatrix<double>> lu(as);
+        const Eigen::VectorXd xe = lu.solve(Eigen::Map<const Eigen::VectorXd>(b.data(), a.rows));
+        const std::vector<double> xv(xe.data(), xe.data() + a.rows);
+        BOOST_CHECK_SMALL(test::rel_max_diff(r.x, xv), 1e-6);
+        BOOST_TEST(amg_hierarchy(a, 3, o).coarse_solve == pc->info().coarse_solve);
+    }
+    // the rule itself at its edges: coarse_size always, dense_limit never, the n³ budget
+    BOOST_TEST(amg::dense_coarse(5000, 1, 6000));
+    BOOST_TEST(!amg::dense_coarse(amg::dense_limit + 1, offset_t(1) << 40, 300));
+    BOOST_TEST(amg::dense_coarse(amg::dense_free, 1, 300));
+    BOOST_TEST(!amg::dense_coarse(amg::dense_free + 1, 1, 300));
+    BOOST_TEST(amg::dense_coarse(1000, 10'000'000, 300));  // 1e9 <= 100 · 1e7
+    BOOST_TEST(!amg::dense_coarse(1001, 10'000'000, 300));
+}
+
 BOOST_AUTO_TEST_CASE(iterations_do_not_grow_with_the_grid)
 {
     int its[2] = {0, 0};

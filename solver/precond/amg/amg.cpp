@@ -163,8 +163,10 @@ bool numerically_symmetric(const Csr<double>& a)
     const offset_t* rp = a.row_ptr.data();
     const index_t* ci = a.col_idx.data();
     const double* v = a.values.data();
+    // (a logical-or reduction: its private copies start at 0, where a max reduction's start
+    // at INT_MIN, which the `!bad` below read as "already bad" and skipped every entry)
     int bad = 0;
-#pragma omp parallel for schedule(static) reduction(max : bad)
+#pragma omp parallel for schedule(static) reduction(|| : bad)
     for (index_t i = 0; i < a.rows; ++i)
         for (offset_t k = rp[i]; k < rp[i + 1] && !bad; ++k) {
             const index_t j = ci[k];
@@ -177,6 +179,14 @@ bool numerically_symmetric(const Csr<double>& a)
                 bad = 1;
         }
     return !bad;
+}
+
+// AmgInfo::coarse_solve
+const char* coarse_solve_name(bool dense, bool ilu)
+{
+    return dense ? "dense LU"
+           : ilu ? "ILU(0) sweeps (coarsening stalled)"
+                 : "smoothed (coarsening stalled)";
 }
 
 HostHierarchy build_host(const Csr<double>& a0, index_t nc, const AmgOptions& o)
@@ -208,7 +218,7 @@ HostHierarchy build_host(const Csr<double>& a0, index_t nc, const AmgOptions& o)
         h.a.push_back(std::move(ac));
         cur = &h.a.back();
     }
-    h.dense_coarse = cur->rows <= std::max(o.coarse_size, amg::dense_limit);
+    h.dense_coarse = amg::dense_coarse(cur->rows, a0.nnz(), o.coarse_size);
     return h;
 }
 
@@ -232,6 +242,7 @@ struct AmgPreconditioner<VT>::Impl {
     std::vector<Level> levels;
     Array<VT> coarse_inv;  // dense, on the coarsest level when dense_coarse
     bool dense_coarse = true;
+    bool coarse_ilu = false;  // a stalled, non-symmetric coarsest level: ILU(0) sweeps
     bool user_fine = false;
     bool symmetric = false;  // A_0 (numerically, to 1e-12 relative)
     HostHierarchy host;      // the hierarchy when built on the host
@@ -276,7 +287,7 @@ struct AmgPreconditioner<VT>::Impl {
                 coarse_inv = place<VT>(amg::dense_inverse(host_matrix(), l), exec);
                 continue;
             }
-            if (opts.smoother == AmgSmoother::ilu0mc) {
+            if (opts.smoother == AmgSmoother::ilu0mc || (coarsest && coarse_ilu)) {
                 const Csr<double>& ah = host_matrix();
                 if (L.ilu)
                     L.ilu->update_values(ah);
@@ -491,18 +502,24 @@ struct AmgPreconditioner<VT>::Impl {
                 }
                 return;
             }
-            case AmgSmoother::ilu0mc: {
-                for (int k = 0; k < sweeps; ++k) {
-                    const VT* r = b;
-                    if (!(zero && k == 0)) {
-                        residual(L, b, x, L.res.data());
-                        r = L.res.data();
-                    }
-                    L.ilu->apply(r, L.d.data());
-                    ops->axpby(n, VT(1), L.d.data(), VT(1), x);
-                }
+            case AmgSmoother::ilu0mc:
+                ilu_sweeps(L, b, x, sweeps, zero);
                 return;
+        }
+    }
+
+    // x += M⁻¹ (b − A x), `sweeps` times, M = the level's ILU(0) (x = 0 first when `zero`)
+    void ilu_sweeps(const Level& L, const VT* b, VT* x, int sweeps, bool zero) const
+    {
+        if (zero) ops->fill(L.n, VT(0), x);
+        for (int k = 0; k < sweeps; ++k) {
+            const VT* r = b;
+            if (!(zero && k == 0)) {
+                residual(L, b, x, L.res.data());
+                r = L.res.data();
             }
+            L.ilu->apply(r, L.d.data());
+            ops->axpby(L.n, VT(1), L.d.data(), VT(1), x);
         }
     }
 
@@ -515,6 +532,8 @@ struct AmgPreconditioner<VT>::Impl {
             if (dense_coarse) {
                 on_exec(
                     [&](const auto& e) { kernels::dense_apply(e, L.n, coarse_inv.data(), b, x); });
+            } else if (coarse_ilu) {
+                ilu_sweeps(L, b, x, std::max(1, opts.pre_sweeps + opts.post_sweeps), true);
             } else {
                 smooth(L, b, x, std::max(1, opts.pre_sweeps + opts.post_sweeps), true);
             }
@@ -595,7 +614,16 @@ AmgPreconditioner<VT>::AmgPreconditioner(const Csr<double>& a_in, index_t nc,
     const bool on_exec_copy = a_on_exec && same_memory(*exec, *a_on_exec->exec()) &&
                               a_on_exec->rows == a.rows && a_on_exec->nnz() == a.nnz();
     m.pattern = pattern_fingerprint(on_exec_copy ? *a_on_exec : a);
-    m.symmetric = opts.power_iterations > 0 && numerically_symmetric(a);
+    // A's symmetry, checked on the host, for the Lanczos estimate and for a stalled coarsest
+    // level (a non-symmetric one gets ILU(0) sweeps: point smoothing of a coupled block whose
+    // couplings are all weak does not converge; a symmetric one keeps the smoother, which
+    // keeps the cycle symmetric for CG)
+    const bool need_symmetry = opts.power_iterations > 0 || !m.dense_coarse;
+    const bool symmetric =
+        need_symmetry && (a.exec()->is_cpu() ? numerically_symmetric(a)
+                                             : numerically_symmetric(a.to(cpu_executor())));
+    m.symmetric = opts.power_iterations > 0 && symmetric;
+    m.coarse_ilu = !m.dense_coarse && !symmetric;
 
     const auto t_dev = clock_type::now();
     // a level's fp64 matrix in the solver's precision on the executor
@@ -651,7 +679,7 @@ AmgPreconditioner<VT>::AmgPreconditioner(const Csr<double>& a_in, index_t nc,
     }
     m.info.operator_complexity = a.nnz() ? nnz / double(a.nnz()) : 1.0;
     m.info.grid_complexity = a.rows ? rows / double(a.rows) : 1.0;
-    m.info.coarse_solve = m.dense_coarse ? "dense LU" : "smoothed (coarsening stalled)";
+    m.info.coarse_solve = coarse_solve_name(m.dense_coarse, m.coarse_ilu);
     m.numeric(a);
     this->setup_ms_ = ms_since(t_start);
 }
@@ -841,7 +869,8 @@ AmgInfo amg_hierarchy(const Csr<double>& a, index_t nc, const AmgOptions& opts)
     }
     info.operator_complexity = a.nnz() ? nnz / double(a.nnz()) : 1.0;
     info.grid_complexity = a.rows ? rows / double(a.rows) : 1.0;
-    info.coarse_solve = h.dense_coarse ? "dense LU" : "smoothed (coarsening stalled)";
+    info.coarse_solve =
+        coarse_solve_name(h.dense_coarse, !h.dense_coarse && !numerically_symmetric(a));
     return info;
 }
 

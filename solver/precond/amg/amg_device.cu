@@ -689,7 +689,8 @@ DeviceHierarchy::DeviceHierarchy(const Csr<double>& a0, const AmgOptions& o,
     m.levels.push_back(std::move(first));
     while (int(m.levels.size()) < o.max_levels && m.levels.back()->a.rows > o.coarse_size)
         if (!m.coarsen(*m.levels.back(), o)) break;
-    m.dense_coarse = m.levels.back()->a.rows <= std::max(o.coarse_size, dense_limit);
+    m.dense_coarse =
+        amg::dense_coarse(m.levels.back()->a.rows, m.levels.front()->a.nnz(), o.coarse_size);
 }
 
 DeviceHierarchy::~DeviceHierarchy() = default;

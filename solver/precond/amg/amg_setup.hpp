@@ -19,6 +19,7 @@
 //   dense_inverse  the coarsest level's inverse (Gauss-Jordan, partial pivoting)
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -92,6 +93,24 @@ HEPTANE_AMG_HD inline index_t strongest_aggregated(const offset_t* ptr, const in
 
 /// The largest coarsest level a dense inverse takes when coarsening stalls above coarse_size.
 constexpr index_t dense_limit = 4000;
+/// Above coarse_size a dense inverse must also be cheap next to the rest of the setup: n³ at
+/// most dense_work_per_nnz · nnz(A_0), or n ≤ dense_free (2·512³ flops, well under 0.1 s).
+constexpr double dense_work_per_nnz = 100;
+constexpr index_t dense_free = 512;
+
+/// Whether the coarsest level (n rows) is inverted densely. At or below coarse_size always
+/// (the hierarchy's goal); above it (coarsening stalled, or max_levels reached) only while the
+/// inverse (2n³ flops, n² entries read by every cycle) stays small next to the fine level:
+/// n ≤ dense_limit and n³ ≤ max(dense_free³, dense_work_per_nnz · nnz(A_0)). Else the
+/// coarsest level is smoothed. (A stalled 2304-row coupled block took 6.8 s a setup before.)
+inline bool dense_coarse(index_t n, offset_t fine_nnz, index_t coarse_size)
+{
+    if (n <= coarse_size) return true;
+    if (n > dense_limit) return false;
+    const double cube = double(n) * double(n) * double(n);
+    const double free = double(dense_free) * double(dense_free) * double(dense_free);
+    return cube <= std::max(free, dense_work_per_nnz * double(fine_nnz));
+}
 
 struct Aggregates {
     index_t count = 0;
