@@ -303,7 +303,8 @@ bool first_rank_of_launch()
 const char* pc_options_help =
     "  --amg-threshold T     strength of connection: |a_ij| > T sqrt(|a_ii a_jj|) (default 0.02;\n"
     "                        0 keeps every coupling)\n"
-    "  --amg-smoother S      chebyshev (default), jacobi, l1jacobi, ilu0mc\n"
+    "  --amg-smoother S      auto (default: ilu0mc for a non-symmetric block system, Nc > 1,\n"
+    "                        else chebyshev), chebyshev, jacobi, l1jacobi, ilu0mc\n"
     "  --amg-sweeps N        Chebyshev degree / smoothing sweeps before and after (default 2)\n"
     "  --amg-cycle C         v (default) or w\n"
     "  --amg-coarse-size N   coarsest level at most N rows, solved by dense LU (default 300)\n"

@@ -1830,7 +1830,7 @@ static PetscErrorCode KSPCreate_Heptane_Private(KSP ksp, heptane::SolverType sol
 .  -heptane_grid J,H,I -heptane_block Nc - the grid when the matrix has no DMDA
 .  -heptane_prewarm <true,false> - set the GPU up on a background thread when the plugin is
    loaded (one rank; read at load, without prefix, with -heptane_device)
-.  -heptane_amg_threshold <theta> -heptane_amg_smoother <chebyshev,jacobi,l1jacobi,ilu0mc>
+.  -heptane_amg_threshold <theta> -heptane_amg_smoother <auto,chebyshev,jacobi,l1jacobi,ilu0mc>
    -heptane_amg_sweeps <k> -heptane_amg_cycle <v,w> -heptane_amg_coarse_size <n>
    -heptane_amg_max_levels <L> -heptane_amg_setup <auto,host,device>
    -heptane_amg_lambda_its <N> - AMG (-pc_type hamg, and CPR's pressure stage)

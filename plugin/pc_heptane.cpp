@@ -484,7 +484,8 @@ static PetscErrorCode PCCreate_Heptane_Private(PC pc, heptane::PcType type)
 
    Options Database Keys:
 +  -heptane_amg_threshold <theta> - strength of connection (default 0.02)
-.  -heptane_amg_smoother <chebyshev,jacobi,l1jacobi,ilu0mc> - smoother (default chebyshev)
+.  -heptane_amg_smoother <auto,chebyshev,jacobi,l1jacobi,ilu0mc> - smoother (default auto: ilu0mc
+   for a non-symmetric block system, Nc > 1, else chebyshev)
 .  -heptane_amg_sweeps <k> - pre- and post-smoothing sweeps (default 2)
 .  -heptane_amg_cycle <v,w> - cycle (default v)
 .  -heptane_amg_coarse_size <n> - stop coarsening at n rows (default 300)

@@ -451,7 +451,7 @@ PetscErrorCode HeptaneCheckDevice(const char device[])
   PetscFunctionReturn(0);
 }
 
-static const char *const HeptaneAmgSmoothers[] = {"chebyshev", "jacobi", "l1jacobi", "ilu0mc"};
+static const char *const HeptaneAmgSmoothers[] = {"chebyshev", "jacobi", "l1jacobi", "ilu0mc", "auto"};
 static const char *const HeptaneAmgCycles[]    = {"v", "w"};
 static const char *const HeptaneAmgSetups[]    = {"auto", "host", "device"};
 static const char *const HeptaneCprSeconds[]   = {"auto", "bilu0", "bilu0mc", "bjacobi"};
@@ -467,7 +467,7 @@ PetscErrorCode HeptanePcOptionsFromOptions(HeptaneOptionItems PetscOptionsObject
   PetscCall(PetscOptionsReal("-heptane_amg_threshold", "AMG strength of connection theta: j is a strong neighbour of i when |a_ij| > theta sqrt(|a_ii a_jj|) (block norms for Nc > 1); 0 keeps every coupling", man, theta, &theta, &flg));
   PetscCheck(theta >= 0, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "-heptane_amg_threshold %g: must be >= 0", (double)theta);
   a.strength_threshold = theta;
-  PetscCall(PetscOptionsEList("-heptane_amg_smoother", "AMG smoother: chebyshev (symmetric: CG), jacobi (damped), l1jacobi, ilu0mc (multi-colour ILU(0), not symmetric)", man, HeptaneAmgSmoothers, 4, HeptaneAmgSmoothers[smooth], &smooth, NULL));
+  PetscCall(PetscOptionsEList("-heptane_amg_smoother", "AMG smoother: auto (ilu0mc for a non-symmetric block system, Nc > 1, else chebyshev), chebyshev (symmetric: CG), jacobi (damped), l1jacobi, ilu0mc (multi-colour ILU(0), not symmetric)", man, HeptaneAmgSmoothers, 5, HeptaneAmgSmoothers[smooth], &smooth, NULL));
   a.smoother = (heptane::AmgSmoother)smooth;
   PetscCall(PetscOptionsBoundedInt("-heptane_amg_sweeps", "AMG pre- and post-smoothing sweeps (Chebyshev: the degree)", man, sweeps, &sweeps, NULL, 1));
   a.pre_sweeps = a.post_sweeps = (int)sweeps;

@@ -160,7 +160,7 @@ PETSC_INTERN PetscErrorCode HeptaneCheckDevice(const char[]);
 /* The options of heptane's AMG and CPR (-pc_type hamg, hcpr), read inside the caller's
    PetscOptionsHeadBegin/End (so with its object's prefix) into *opts, listed by -help:
      -heptane_amg_threshold theta      strength of connection (AmgOptions::strength_threshold)
-     -heptane_amg_smoother chebyshev|jacobi|l1jacobi|ilu0mc
+     -heptane_amg_smoother auto|chebyshev|jacobi|l1jacobi|ilu0mc
      -heptane_amg_sweeps k             pre- and post-smoothing sweeps (Chebyshev degree)
      -heptane_amg_cycle v|w
      -heptane_amg_coarse_size n        stop coarsening at n rows or fewer

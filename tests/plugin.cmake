@@ -240,7 +240,7 @@ if(HEPTANE_BUILD_EXAMPLES)
     --plugin ${plugin_so} --ref "${ref_bcgs} -pc_type gamg" --heptane "-ksp_type hbcgs -pc_type hamg -ksp_view"
     --expect "${amg_view}.*from -pc_type hamg" --expect "finest level through the solver's operator"
     --expect "heptane AMG hierarchy:\\n +level +rows +nnz +nnz/row +lambda_max\\n +0 +1536 +9920"
-    --expect "heptane AMG options: -heptane_amg_threshold 0.02 -heptane_amg_smoother chebyshev -heptane_amg_sweeps 2 -heptane_amg_cycle v"
+    --expect "heptane AMG options: -heptane_amg_threshold 0.02 -heptane_amg_smoother auto -heptane_amg_sweeps 2 -heptane_amg_cycle v"
     --expect "heptane preconditioner setups: 1 full \\(symbolic \\+ numeric\\), 2 values-only"
     --reject DIVERGED -- ${res_p})
   # ... and far fewer iterations than Jacobi (93-98 a solve): at most a fifth, solve by solve
@@ -342,7 +342,7 @@ heptane_plugin_test(plugin_host_hcpr_hbcgs
 heptane_plugin_test(plugin_host_help_lists_amg_options
   ${solves} --its host=3:16 ${host_checks} --
   --plugin ${plugin_so} --heptane "-ksp_type hbcgs -pc_type hamg -help"
-  "--expect=KSP hbcgs options" "--expect=-heptane_amg_threshold:? <(now )?0.02" "--expect=-heptane_amg_smoother:? <now chebyshev : formerly chebyshev> AMG smoother[^\\n]*choose one of. chebyshev jacobi l1jacobi ilu0mc"
+  "--expect=KSP hbcgs options" "--expect=-heptane_amg_threshold:? <(now )?0.02" "--expect=-heptane_amg_smoother:? <now auto : formerly auto> AMG smoother[^\\n]*choose one of. chebyshev jacobi l1jacobi ilu0mc auto"
   "--expect=-heptane_amg_sweeps:? <now 2" "--expect=-heptane_amg_cycle:? <now v" "--expect=-heptane_amg_coarse_size:? <now 300" "--expect=-heptane_amg_max_levels:? <now 20"
   "--expect=-heptane_amg_setup:? <now auto : formerly auto> AMG: where the hierarchy is built"
   "--expect=-heptane_amg_lambda_its:? <now 0"
@@ -350,7 +350,7 @@ heptane_plugin_test(plugin_host_help_lists_amg_options
 heptane_plugin_test(plugin_host_help_lists_pc_options
   ${solves} --its host=3:24 ${host_checks} --
   --plugin ${plugin_so} --heptane "-ksp_type gmres -pc_type hcpr -heptane_device cpu -help"
-  "--expect=PC hcpr options \\(heptane CPR\\)" "--expect=-heptane_amg_smoother:? <now chebyshev" "--expect=-heptane_cpr_second:? <now auto" "--expect=-heptane_block:? <now 0"
+  "--expect=PC hcpr options \\(heptane CPR\\)" "--expect=-heptane_amg_smoother:? <now auto" "--expect=-heptane_cpr_second:? <now auto" "--expect=-heptane_block:? <now 0"
   "--expect=-heptane_device:? <now cpu" -- ${host} -dof 3)
 heptane_plugin_test(plugin_host_hgmres_help
   ${solves} --its host=3:24 ${host_checks} --

@@ -464,6 +464,36 @@ BOOST_AUTO_TEST_CASE(a_stalled_coarsest_level_is_inverted_densely_only_where_tha
     BOOST_TEST(!amg::dense_coarse(1001, 10'000'000, 300));
 }
 
+BOOST_AUTO_TEST_CASE(the_automatic_smoother_is_block_ilu_only_for_a_non_symmetric_block_system)
+{
+    // the default: ILU(0) for a coupled (Nc = 3, non-symmetric) system, Chebyshev for a
+    // scalar one and for a symmetric one read in blocks of 2; the choice is the options' own
+    BOOST_TEST((AmgOptions{}.smoother == AmgSmoother::automatic));
+    BOOST_TEST((parse_amg_smoother("auto") == AmgSmoother::automatic));
+    struct Case {
+        Csr<double> a;
+        index_t nc;
+        AmgSmoother want;
+    };
+    const Case cases[] = {{generated(10, 8, 6, 3, HeptaModel::reservoir), 3, AmgSmoother::ilu0mc},
+                          {poisson(8), 1, AmgSmoother::chebyshev},
+                          {poisson(8), 2, AmgSmoother::chebyshev}};
+    for (const Case& c : cases) {
+        AmgOptions o;
+        o.coarse_size = 40;
+        auto pc = std::make_shared<AmgPreconditioner<double>>(c.a, c.nc, test_executor(), o);
+        BOOST_TEST((pc->options().smoother == c.want), "Nc " << c.nc);
+        const std::vector<double> b =
+            test::random_vector<double>(static_cast<std::size_t>(c.a.rows), 8);
+        const Run r = solve_with<Bicgstab<double>>(c.a, b, pc);
+        BOOST_TEST(r.st.converged(), r.st.summary());
+        Eigen::SparseLU<Eigen::SparseMatrix<double>> lu(sparse(c.a));
+        const Eigen::VectorXd xe = lu.solve(Eigen::Map<const Eigen::VectorXd>(b.data(), c.a.rows));
+        const std::vector<double> xv(xe.data(), xe.data() + c.a.rows);
+        BOOST_CHECK_SMALL(test::rel_max_diff(r.x, xv), 1e-6);
+    }
+}
+
 BOOST_AUTO_TEST_CASE(iterations_do_not_grow_with_the_grid)
 {
     int its[2] = {0, 0};

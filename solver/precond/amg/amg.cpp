@@ -30,8 +30,10 @@ AmgSmoother parse_amg_smoother(const std::string& name)
     if (name == "jacobi") return AmgSmoother::jacobi;
     if (name == "l1jacobi" || name == "l1-jacobi") return AmgSmoother::l1jacobi;
     if (name == "ilu0mc" || name == "ilu0-mc") return AmgSmoother::ilu0mc;
+    if (name == "auto" || name == "automatic") return AmgSmoother::automatic;
     HEPTANE_THROW(InputError, "unknown AMG smoother '"
-                                  << name << "' (choices: chebyshev, jacobi, l1jacobi, ilu0mc)");
+                                  << name
+                                  << "' (choices: auto, chebyshev, jacobi, l1jacobi, ilu0mc)");
 }
 
 const char* to_string(AmgSmoother s) noexcept
@@ -45,6 +47,8 @@ const char* to_string(AmgSmoother s) noexcept
             return "l1jacobi";
         case AmgSmoother::ilu0mc:
             return "ilu0mc";
+        case AmgSmoother::automatic:
+            return "auto";
     }
     return "?";
 }
@@ -455,6 +459,7 @@ struct AmgPreconditioner<VT>::Impl {
         }
         if (zero) ops->fill(n, VT(0), x);
         switch (opts.smoother) {
+            case AmgSmoother::automatic:  // resolved by the constructor: never here
             case AmgSmoother::chebyshev: {
                 // an estimate (from below) gets 10 % of room, Gershgorin's bound none
                 const double hi = (opts.power_iterations > 0 ? 1.1 : 1.0) * L.lambda;
@@ -576,8 +581,10 @@ AmgPreconditioner<VT>::AmgPreconditioner(const Csr<double>& a_in, index_t nc,
                    "AMG: block size " << nc << " does not divide the " << a.rows << " rows");
     HEPTANE_ENSURE(opts.pre_sweeps >= 0 && opts.post_sweeps >= 0, InputError,
                    "AMG: sweeps must be >= 0");
-    HEPTANE_ENSURE(opts.smoother != AmgSmoother::chebyshev || opts.chebyshev_ratio > 1, InputError,
-                   "AMG: the Chebyshev ratio (" << opts.chebyshev_ratio << ") must be > 1");
+    HEPTANE_ENSURE(
+        (opts.smoother != AmgSmoother::chebyshev && opts.smoother != AmgSmoother::automatic) ||
+            opts.chebyshev_ratio > 1,
+        InputError, "AMG: the Chebyshev ratio (" << opts.chebyshev_ratio << ") must be > 1");
     if (fine) {
         HEPTANE_ENSURE(fine->rows() == a.rows && fine->cols() == a.cols, DimensionMismatch,
                        "AMG: the fine operator is " << fine->rows() << " x " << fine->cols()
@@ -586,6 +593,9 @@ AmgPreconditioner<VT>::AmgPreconditioner(const Csr<double>& a_in, index_t nc,
     Impl& m = *impl_;
     m.exec = exec;
     m.opts = opts;
+    if (m.opts.smoother == AmgSmoother::automatic)  // Nc > 1: the hierarchy is built on the host
+        m.opts.smoother =
+            nc > 1 && !numerically_symmetric(a) ? AmgSmoother::ilu0mc : AmgSmoother::chebyshev;
     m.nc = nc;
     m.ops = std::make_unique<VectorOps<VT>>(exec, 0);
     check_options(opts);
@@ -814,7 +824,7 @@ void AmgPreconditioner<VT>::solve(const VT* r, VT* z) const
 template <class VT>
 bool AmgPreconditioner<VT>::symmetric_apply() const noexcept
 {
-    return impl_->opts.smoother != AmgSmoother::ilu0mc &&
+    return impl_->opts.smoother != AmgSmoother::ilu0mc && !impl_->coarse_ilu &&
            impl_->opts.pre_sweeps == impl_->opts.post_sweeps;
 }
 

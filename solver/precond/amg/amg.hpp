@@ -48,8 +48,10 @@ struct AmgInfo {
     /// Σ nnz(A_l) / nnz(A_0) and Σ rows(A_l) / rows(A_0).
     double operator_complexity = 0;
     double grid_complexity = 0;
-    /// How the coarsest level is treated: "dense LU" or "smoothed" (coarsening stalled above
-    /// a size a dense factorisation could take).
+    /// How the coarsest level is treated: "dense LU" (at most coarse_size rows, or above it
+    /// while the inverse is cheap: amg::dense_coarse), else, coarsening having stalled,
+    /// "ILU(0) sweeps (coarsening stalled)" for a non-symmetric A or "smoothed (coarsening
+    /// stalled)" (the level's smoother, keeping the cycle symmetric) for a symmetric one.
     std::string coarse_solve;
     /// Where the hierarchy was built: "host" or "device" (AmgOptions::setup).
     std::string setup_on = "host";

@@ -18,9 +18,12 @@ namespace heptane {
 ///              (convergent for any SPD matrix without a weight; hypre's l1 smoothers).
 ///   ilu0mc     one multi-colour ILU(0) correction x += (LU)⁻¹ (b − A x) per sweep (the
 ///              ilu0-mc preconditioner as a smoother; not symmetric: BiCGStab/GMRES).
-enum class AmgSmoother { chebyshev, jacobi, l1jacobi, ilu0mc };
+///   automatic  (the default) ilu0mc for a block system (Nc > 1) that is not symmetric — a
+///              coupled reservoir system, whose point smoothing does not converge — else
+///              chebyshev. The preconditioner's options() and describe() name the one chosen.
+enum class AmgSmoother { chebyshev, jacobi, l1jacobi, ilu0mc, automatic };
 /// "chebyshev" (also "cheby"), "jacobi", "l1jacobi" (also "l1-jacobi"), "ilu0mc" (also
-/// "ilu0-mc"). Throws InputError naming the choices.
+/// "ilu0-mc"), "auto". Throws InputError naming the choices.
 AmgSmoother parse_amg_smoother(const std::string& name);
 const char* to_string(AmgSmoother s) noexcept;
 
@@ -56,10 +59,11 @@ struct AmgOptions {
     double prolongation_weight = 4.0 / 3.0;
     /// Stop coarsening at this many rows or fewer (the coarsest level is solved with a dense
     /// LU on the executor), after max_levels levels, or when a level coarsens by less than
-    /// a factor 1.2.
+    /// a factor 1.2 (then the coarsest level is inverted densely only while that is cheap,
+    /// amg::dense_coarse, else ILU(0) sweeps or, symmetric A, smoothed).
     index_t coarse_size = 300;
     int max_levels = 20;
-    AmgSmoother smoother = AmgSmoother::chebyshev;
+    AmgSmoother smoother = AmgSmoother::automatic;
     /// Chebyshev degree, or Jacobi / l1-Jacobi / ILU sweeps, before and after the coarse
     /// correction.
     int pre_sweeps = 2;
