@@ -557,21 +557,37 @@ BOOST_AUTO_TEST_CASE(values_refresh_equals_a_fresh_setup)
 {
     // scaling A by 2 leaves strength, aggregates and P unchanged: the refreshed hierarchy
     // must apply as a fresh setup on 2A does
-    Csr<double> a = generated(12, 10, 8, 1, HeptaModel::reservoir, 0.5);
+    // (also a coupled Nc = 3 system, whose automatic smoother is ILU(0), refreshed too, and a
+    // stalled one, whose coarsest level takes ILU(0) sweeps)
     auto exec = test_executor();
+    struct Case {
+        index_t nc;
+        int max_levels;
+    };
+    for (const Case c : {Case{1, 20}, Case{3, 20}, Case{3, 1}}) {
+        Csr<double> a = generated(12, 10, 8, c.nc, HeptaModel::reservoir, 0.5);
+        AmgOptions o;
+        o.coarse_size = 30;
+        o.max_levels = c.max_levels;
+        AmgPreconditioner<double> m(a, c.nc, exec, o);
+        Csr<double> a2 = a;
+        for (auto& v : a2.values.host()) v *= 2;
+        m.update_values(a2);
+        AmgPreconditioner<double> fresh(a2, c.nc, exec, o);
+        const std::vector<double> r =
+            test::random_vector<double>(static_cast<std::size_t>(a.rows), 11);
+        Array<double> rd = Array<double>(r).to(exec), z1(exec, r.size()), z2(exec, r.size());
+        m.apply(rd.data(), z1.data());
+        fresh.apply(rd.data(), z2.data());
+        BOOST_CHECK_SMALL(test::rel_max_diff(z1.to_vector(), z2.to_vector()), 1e-10);
+        BOOST_TEST(m.info().coarse_solve == fresh.info().coarse_solve);
+        if (c.max_levels == 1)
+            BOOST_TEST(m.info().coarse_solve == "ILU(0) sweeps (coarsening stalled)");
+    }
+    // a different pattern is refused
     AmgOptions o;
     o.coarse_size = 30;
-    AmgPreconditioner<double> m(a, 1, exec, o);
-    Csr<double> a2 = a;
-    for (auto& v : a2.values.host()) v *= 2;
-    m.update_values(a2);
-    AmgPreconditioner<double> fresh(a2, 1, exec, o);
-    const std::vector<double> r = test::random_vector<double>(static_cast<std::size_t>(a.rows), 11);
-    Array<double> rd = Array<double>(r).to(exec), z1(exec, r.size()), z2(exec, r.size());
-    m.apply(rd.data(), z1.data());
-    fresh.apply(rd.data(), z2.data());
-    BOOST_CHECK_SMALL(test::rel_max_diff(z1.to_vector(), z2.to_vector()), 1e-10);
-    // a different pattern is refused
+    AmgPreconditioner<double> m(generated(12, 10, 8, 1, HeptaModel::reservoir, 0.5), 1, exec, o);
     Csr<double> other = generated(12, 10, 8, 1, HeptaModel::reservoir, 0.5);
     other.col_idx.host()[1] = other.col_idx.host()[0];
     BOOST_CHECK_THROW(m.update_values(other), InputError);
