@@ -57,6 +57,7 @@ inline void copy_view(const CsrView &a, Csr<double> &c)
 {
   const offset_t nnz  = a.nnz();
   bool           same = c.rows == a.rows && c.nnz() == nnz && c.values.on_host();
+  if (same && a.rows == 0) return; // a rank that owns no rows: nothing to copy
   if (same) {
     const offset_t *ptr = c.row_ptr.data();
     for (index_t r = 0; r <= a.rows && same; ++r) same = ptr[r] == offset_t(a.row_ptr[r]);

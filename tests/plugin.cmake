@@ -789,6 +789,24 @@ if(HEPTANE_PETSC_MPIEXEC)
       --plugin ${plugin_so} --mpiexec "${np3}" --ref "${ref_bcgs} -pc_type pbjacobi" --heptane "-ksp_type hbcgs -pc_type pbjacobi -ksp_view"
       --expect "${matmult}" --expect "heptane operator: PETSc's MatMult of the mpibaij matrix"
       --reject MISMATCH -- ${host} -use_dm 0 -permute 1 -mat_type baij -dof 3 -solves 2)
+    # a layout where one rank owns no rows (MatSetSizes with a local size of 0): every rank's
+    # part of the setup, the products and the preconditioners take the empty rank in their
+    # stride; the same iterations and solution as PETSc's own bcgs with the same PC
+    foreach(empty 0 1)
+      heptane_plugin_test(plugin_host_three_ranks_rank_${empty}_owns_no_rows_ilu
+        ${solves} ${host_checks} --its-diff 1 --solves 2 --
+        --plugin ${plugin_so} --mpiexec "${np3}" --ref "${ref_bcgs} -pc_type bjacobi" --heptane "-ksp_type hbcgs -pc_type ilu -ksp_view"
+        --expect "heptane setups: 1 full \\(new pattern\\), 1 values-only" --reject MISMATCH
+        -- ${host} -use_dm 0 -dof 2 -solves 2 -empty_rank ${empty})
+    endforeach()
+    heptane_plugin_test(plugin_host_three_ranks_one_owns_no_rows_hgmres_hamg_coarse
+      ${solves} ${host_checks} --its host=5:30 --ref-its host=3:30 --solves 2 --
+      --plugin ${plugin_so} --mpiexec "${np3}" --ref "${ref_bcgs} -pc_type gamg" --heptane "-ksp_type hgmres -pc_type hamg -heptane_coarse -ksp_view"
+      --expect "heptane global coarse correction" --reject MISMATCH -- ${host} -use_dm 0 -dof 2 -solves 2 -empty_rank 2)
+    heptane_plugin_test(plugin_host_three_ranks_one_owns_no_rows_petsc_cg_hamg_pc
+      ${solves} ${host_checks} --its host=3:30 --ref-its host=3:30 --solves 2 --
+      --plugin ${plugin_so} --mpiexec "${np3}" --ref "-ksp_type cg -pc_type gamg" --heptane "-ksp_type cg -pc_type hamg"
+      --reject MISMATCH -- ${host} -use_dm 0 -convection 0 -solves 2 -empty_rank 0)
     heptane_plugin_test(plugin_host_two_ranks_not_natural_order_is_an_error
       ${compare} --mpiexec "${np2}" --heptane "-ksp_type hbcgs -heptane_grid 24,6,12"
       --expect-error "block offset -12, which is not one of the 7 of the 24x6x12 grid.*not the grid's natural order"

@@ -12,7 +12,8 @@
    Options: -n N (cells per dimension, 12), -dim 2|3 (3), -dof d (1), -use_dm 0|1 (1),
             -solves k (1), -new_pattern_at k (0 = never), -convection c (0.3), -x0 0|1 (0),
             -prefix p (the KSP's options prefix; none), -permute 0|1 (0: with -use_dm 0, the cells
-            numbered by a fixed pseudo-random permutation, a numbering that is no grid's)
+            numbered by a fixed pseudo-random permutation, a numbering that is no grid's),
+            -empty_rank r (-1: with -use_dm 0, rank r owns no rows, the others split the cells)
    plus any -ksp_ / -pc_ / -mat_type / -dm_mat_type option (-mat_type sbaij stores the upper
    triangle: a symmetric system, -convection 0 -dof 1).
 
@@ -98,7 +99,7 @@ static PetscErrorCode Assemble(Mat A, DM da, PetscInt n, PetscInt dim, PetscInt 
 
 int main(int argc, char **argv)
 {
-  PetscInt           n = 12, dim = 3, dof = 1, solves = 1, new_pattern_at = 0, its, N;
+  PetscInt           n = 12, dim = 3, dof = 1, solves = 1, new_pattern_at = 0, empty_rank = -1, its, N;
   PetscReal          conv = 0.3, rnorm, tnorm, bnorm, enorm, xnorm, xenorm;
   PetscBool          use_dm = PETSC_TRUE, x0 = PETSC_FALSE;
   DM                 da = NULL;
@@ -118,6 +119,8 @@ int main(int argc, char **argv)
   PetscCall(PetscOptionsGetBool(NULL, NULL, "-use_dm", &use_dm, NULL));
   PetscCall(PetscOptionsGetBool(NULL, NULL, "-x0", &x0, NULL));
   PetscCall(PetscOptionsGetBool(NULL, NULL, "-permute", &Permute, NULL));
+  PetscCall(PetscOptionsGetInt(NULL, NULL, "-empty_rank", &empty_rank, NULL));
+  PetscCheck(empty_rank < 0 || !use_dm, PETSC_COMM_WORLD, PETSC_ERR_ARG_INCOMP, "-empty_rank needs -use_dm 0");
   PetscCheck(!Permute || !use_dm, PETSC_COMM_WORLD, PETSC_ERR_ARG_INCOMP, "-permute needs -use_dm 0");
   if (Permute) PetscCall(MakePermutation(n * n * (dim == 3 ? n : 1)));
   PetscCheck(dim == 2 || dim == 3, PETSC_COMM_WORLD, PETSC_ERR_ARG_OUTOFRANGE, "-dim 2 or 3");
@@ -134,7 +137,17 @@ int main(int argc, char **argv)
   } else {
     N = dof * n * n * (dim == 3 ? n : 1);
     PetscCall(MatCreate(PETSC_COMM_WORLD, &A));
-    PetscCall(MatSetSizes(A, PETSC_DECIDE, PETSC_DECIDE, N, N));
+    if (empty_rank >= 0) { /* rank empty_rank owns nothing; the others split the cells */
+      PetscMPIInt rank, size;
+      PetscInt    cells = N / dof, others, k, mine;
+      PetscCallMPI(MPI_Comm_rank(PETSC_COMM_WORLD, &rank));
+      PetscCallMPI(MPI_Comm_size(PETSC_COMM_WORLD, &size));
+      PetscCheck(size >= 2 && empty_rank < size, PETSC_COMM_WORLD, PETSC_ERR_ARG_OUTOFRANGE, "-empty_rank needs at least 2 ranks and a rank below their number");
+      others = size - 1;
+      k      = rank < empty_rank ? rank : rank - 1; /* index among the ranks that own rows */
+      mine   = rank == empty_rank ? 0 : cells / others + (k < cells % others ? 1 : 0);
+      PetscCall(MatSetSizes(A, dof * mine, dof * mine, N, N));
+    } else PetscCall(MatSetSizes(A, PETSC_DECIDE, PETSC_DECIDE, N, N));
     PetscCall(MatSetBlockSize(A, dof));
     PetscCall(MatSetFromOptions(A));
     PetscCall(MatXAIJSetPreallocation(A, dof, NULL, NULL, NULL, NULL));

@@ -1029,3 +1029,29 @@ BOOST_AUTO_TEST_CASE(block_values_to_csr_equals_the_block_by_block_expansion)
         }
     }
 }
+
+// A rank that owns no rows of a distributed matrix asks for its preconditioner of a 0 x 0
+// block: every type gives one that sets up, refreshes and applies without touching memory.
+BOOST_AUTO_TEST_CASE(a_block_with_no_rows_gets_a_preconditioner_that_does_nothing)
+{
+    const auto exec = test::test_executor();
+    Csr<double> e;
+    e.rows = e.cols = 0;
+    e.row_ptr = Array<offset_t>(std::vector<offset_t>{0});
+    for (const PcType type : {PcType::none, PcType::jacobi, PcType::block_jacobi, PcType::ilu0,
+                              PcType::ilu0_mc, PcType::amg, PcType::cpr}) {
+        const index_t nc = type == PcType::cpr ? 3 : 1;
+        auto m = make_preconditioner<double>(type, e, nc, exec);
+        BOOST_REQUIRE(m);
+        BOOST_TEST(m->rows() == 0);
+        m->update_values(e);
+        Array<double> r(exec, 0), z(exec, 0);
+        m->apply(r.data(), z.data());
+        CsrPatternView p;
+        p.rows = 0;
+        const offset_t zero = 0;
+        p.row_ptr64 = &zero;
+        BOOST_TEST(make_preconditioner<double>(type, p, nullptr, nc, exec, PcOptions{})->rows() ==
+                   0);
+    }
+}

@@ -263,6 +263,14 @@ void spmv(const CpuExecutor&, const Bdia<MT>& a, Op op, VT alpha, const VT* x, V
     HEPTANE_ENSURE(
         a.data.size() == std::size_t(a.slots()), DimensionMismatch,
         "BDIA data holds " << a.data.size() << " values, its structure needs " << a.slots());
+    // an empty side (a rank that owns no rows of a distributed matrix): y = beta y, no product
+    const offset_t nout = op == Op::normal ? a.rows : a.cols;
+    const offset_t nin = op == Op::normal ? a.cols : a.rows;
+    if (nout == 0) return;
+    if (nin == 0) {
+        for (offset_t i = 0; i < nout; ++i) y[i] = beta == VT(0) ? VT(0) : beta * y[i];
+        return;
+    }
     switch (a.block_size) {
         case 1:
             return bdia_apply<1>(a, op, alpha, x, beta, y);

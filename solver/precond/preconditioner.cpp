@@ -178,6 +178,8 @@ std::unique_ptr<Preconditioner<VT>> make_preconditioner(PcType type, const Csr<d
                                                         const Csr<double>* a_on_exec)
 {
     check_setup(exec.get(), block_size);
+    // no rows (a rank that owns none of a distributed matrix): nothing to precondition
+    if (a.rows == 0) return detail::make_identity_pc<VT>(0, std::move(exec));
     // Jacobi and block Jacobi from A already on a GPU: the gather map and the inverses are
     // made there (nothing of A crosses the bus; 126 ms on the host at 1 M cells, Nc = 3)
     const bool on_device = a_on_exec && exec->is_cuda() && a_on_exec->exec() == exec &&
@@ -222,6 +224,7 @@ std::unique_ptr<Preconditioner<VT>> make_preconditioner(PcType type, const CsrPa
                                                         std::shared_ptr<const Executor> exec)
 {
     check_setup(exec.get(), block_size);
+    if (pattern.rows == 0) return detail::make_identity_pc<VT>(0, std::move(exec));  // no rows
     switch (type) {
         case PcType::none:
             return detail::make_identity_pc<VT>(pattern.rows, std::move(exec));
@@ -245,7 +248,7 @@ std::unique_ptr<Preconditioner<VT>> make_preconditioner(PcType type, const CsrPa
                                                         std::shared_ptr<const Operator<VT>> a_op)
 {
     check_setup(exec.get(), block_size);
-    if (type != PcType::amg && type != PcType::cpr)
+    if ((type != PcType::amg && type != PcType::cpr) || pattern.rows == 0)
         return make_preconditioner<VT>(type, pattern, values, block_size, std::move(exec));
     // A as CSR in the executor's memory (device to device on a GPU where the pattern is
     // there), set up from there; released when the setup is done
