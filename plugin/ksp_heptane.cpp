@@ -1215,6 +1215,11 @@ static PetscErrorCode KSPHeptaneUpdate(KSP ksp)
   PetscCall(KSPHeptaneTakePC(ksp));
   PetscCall(KSPGetOperators(ksp, &Amat, &Pmat));
   PetscCheck(Amat->rmap->N == Amat->cmap->N, PETSC_COMM_SELF, PETSC_ERR_ARG_SIZ, "KSP %s: the matrix is %" PetscInt_FMT " x %" PetscInt_FMT ", not square", KSPHeptaneName(h), Amat->rmap->N, Amat->cmap->N);
+  {
+    char who[64];
+    PetscCall(PetscSNPrintf(who, sizeof(who), "KSP %s", KSPHeptaneName(h)));
+    PetscCall(HeptaneCheckEntriesReadable((PetscObject)ksp, Amat, who, "With a matrix-free Amat and an assembled Pmat (-snes_mf_operator) use one of PETSc's KSPs with heptane's PC (e.g. -ksp_type bcgs -pc_type hamg or hcpr), which is built from Pmat."));
+  }
   if (Pmat != Amat && !h->petsc_pc) PetscCall(PetscInfo(ksp, "%s: the preconditioner is built from Amat; the separate Pmat is not used\n", KSPHeptaneName(h)));
   PetscCall(PetscObjectTypeCompare((PetscObject)Amat, MATBDIAGH, &isbdiagh));
   PetscCall(MatGetNonzeroState(Amat, &nz));

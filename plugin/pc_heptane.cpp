@@ -302,6 +302,11 @@ static PetscErrorCode PCSetUp_Heptane(PC pc)
   PetscFunctionBegin;
   PetscCheck(A, comm, PETSC_ERR_ORDER, "PC %s: no matrix (KSPSetOperators or PCSetOperators first)", PCHeptaneName(p));
   PetscCheck(A->rmap->N == A->cmap->N, comm, PETSC_ERR_ARG_SIZ, "PC %s: the matrix is %" PetscInt_FMT " x %" PetscInt_FMT ", not square", PCHeptaneName(p), A->rmap->N, A->cmap->N);
+  {
+    char who[64];
+    PetscCall(PetscSNPrintf(who, sizeof(who), "PC %s", PCHeptaneName(p)));
+    PetscCall(HeptaneCheckEntriesReadable((PetscObject)pc, A, who, "The PC is built from the Pmat: give the KSP an assembled one (KSPSetOperators(ksp, Amat, Pmat))."));
+  }
   PetscCallMPI(MPI_Comm_size(comm, &p->ranks));
   PetscCallMPI(MPI_Comm_rank(comm, &rank));
   PetscCall(MatGetNonzeroState(A, &nz));

@@ -290,6 +290,18 @@ PetscErrorCode HeptaneAIJCopyGet(Mat A, HeptaneAIJCopy *c, Mat *aij)
   PetscFunctionReturn(0);
 }
 
+PetscErrorCode HeptaneCheckEntriesReadable(PetscObject obj, Mat A, const char who[], const char advice[])
+{
+  PetscBool isbdiagh, has;
+
+  PetscFunctionBegin;
+  PetscCall(PetscObjectTypeCompare((PetscObject)A, MATBDIAGH, &isbdiagh));
+  if (isbdiagh) PetscFunctionReturn(0);
+  PetscCall(MatHasOperation(A, MATOP_GET_ROW, &has));
+  PetscCheck(has, PetscObjectComm(obj), PETSC_ERR_SUP, "%s: the matrix (type %s) gives no entries (no MatGetRow: a matrix-free operator?); heptane needs an assembled matrix: aij, baij, sbaij, bdiagh (or their mpi types). %s", who, ((PetscObject)A)->type_name, advice);
+  PetscFunctionReturn(0);
+}
+
 PetscErrorCode HeptaneRowsGet(Mat A, HeptaneRows *r)
 {
   Mat                Ad, Ao;

@@ -146,6 +146,12 @@ typedef struct {
 } HeptaneRows;
 
 PETSC_INTERN PetscErrorCode HeptaneRowsGet(Mat, HeptaneRows *);
+
+/* An error (PETSC_ERR_SUP, on the object's communicator) unless heptane can read the matrix's
+   entries: its own bdiagh, or any type with MatGetRow (aij, baij, sbaij and their variants). A
+   matrix-free one (MATSHELL, MATMFFD: a Jacobian-free host's -snes_mf_operator) has none;
+   `who` ("KSP hbcgs", "PC hamg") and `advice` name what to do instead. */
+PETSC_INTERN PetscErrorCode HeptaneCheckEntriesReadable(PetscObject, Mat, const char who[], const char advice[]);
 PETSC_INTERN PetscErrorCode HeptaneRowsRestore(HeptaneRows *);
 
 /* The grid behind a matrix: -heptane_grid J,H,I / -heptane_block Nc from the options database

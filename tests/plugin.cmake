@@ -807,6 +807,17 @@ if(HEPTANE_PETSC_MPIEXEC)
       ${solves} ${host_checks} --its host=3:30 --ref-its host=3:30 --solves 2 --
       --plugin ${plugin_so} --mpiexec "${np3}" --ref "-ksp_type cg -pc_type gamg" --heptane "-ksp_type cg -pc_type hamg"
       --reject MISMATCH -- ${host} -use_dm 0 -convection 0 -solves 2 -empty_rank 0)
+    # a matrix-free Amat (a MATSHELL with A's product; Pmat assembled, as -snes_mf_operator gives):
+    # heptane's KSPs name it and what to use instead (before, two ranks crashed in MatGetRow);
+    # PETSc's KSP with heptane's PC, built from Pmat, solves as with gamg
+    heptane_plugin_test(plugin_host_two_ranks_shell_amat_heptane_ksp_is_a_clear_error
+      ${compare} --mpiexec "${np2}" --heptane "-ksp_type hbcgs -pc_type ilu"
+      --expect-error "KSP hbcgs: the matrix \\(type shell\\) gives no entries.*use one of PETSc's KSPs with heptane's PC"
+      -- ${host} -use_dm 0 -dof 2 -shell_amat 1)
+    heptane_plugin_test(plugin_host_two_ranks_shell_amat_petsc_bcgs_hamg_pc
+      ${solves} ${host_checks} --its host=3:30 --ref-its host=3:30 --solves 2 --
+      --plugin ${plugin_so} --mpiexec "${np2}" --ref "${ref_bcgs} -pc_type gamg" --heptane "-ksp_type bcgs -pc_type hamg"
+      --reject MISMATCH -- ${host} -use_dm 0 -dof 2 -solves 2 -shell_amat 1)
     heptane_plugin_test(plugin_host_two_ranks_not_natural_order_is_an_error
       ${compare} --mpiexec "${np2}" --heptane "-ksp_type hbcgs -heptane_grid 24,6,12"
       --expect-error "block offset -12, which is not one of the 7 of the 24x6x12 grid.*not the grid's natural order"

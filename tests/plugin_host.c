@@ -13,7 +13,9 @@
             -solves k (1), -new_pattern_at k (0 = never), -convection c (0.3), -x0 0|1 (0),
             -prefix p (the KSP's options prefix; none), -permute 0|1 (0: with -use_dm 0, the cells
             numbered by a fixed pseudo-random permutation, a numbering that is no grid's),
-            -empty_rank r (-1: with -use_dm 0, rank r owns no rows, the others split the cells)
+            -empty_rank r (-1: with -use_dm 0, rank r owns no rows, the others split the cells),
+            -shell_amat 0|1 (0: the KSP's Amat a MATSHELL whose MatMult is A's, Pmat A itself, as
+            a Jacobian-free host's -snes_mf_operator gives)
    plus any -ksp_ / -pc_ / -mat_type / -dm_mat_type option (-mat_type sbaij stores the upper
    triangle: a symmetric system, -convection 0 -dof 1).
 
@@ -29,6 +31,16 @@ static PetscScalar Coupling(PetscInt dirn, PetscInt a, PetscInt b, PetscReal con
   PetscReal v = (a == b) ? -1.0 : -0.05 / (1.0 + (PetscReal)(a + 2 * b));
   if (dirn == 0) v -= conv; /* upwind from -x */
   return (PetscScalar)(s * v);
+}
+
+/* -shell_amat: the shell's product is the assembled matrix's */
+static PetscErrorCode ShellMult(Mat S, Vec x, Vec y)
+{
+  Mat A;
+  PetscFunctionBeginUser;
+  PetscCall(MatShellGetContext(S, &A));
+  PetscCall(MatMult(A, x, y));
+  PetscFunctionReturn(0);
 }
 
 /* -permute: the cells numbered by a fixed pseudo-random permutation (Fisher-Yates with an LCG),
@@ -101,7 +113,8 @@ int main(int argc, char **argv)
 {
   PetscInt           n = 12, dim = 3, dof = 1, solves = 1, new_pattern_at = 0, empty_rank = -1, its, N;
   PetscReal          conv = 0.3, rnorm, tnorm, bnorm, enorm, xnorm, xenorm;
-  PetscBool          use_dm = PETSC_TRUE, x0 = PETSC_FALSE;
+  PetscBool          use_dm = PETSC_TRUE, x0 = PETSC_FALSE, shell_amat = PETSC_FALSE;
+  Mat                S = NULL;
   DM                 da = NULL;
   Mat                A;
   Vec                x, b, xe, r;
@@ -120,6 +133,7 @@ int main(int argc, char **argv)
   PetscCall(PetscOptionsGetBool(NULL, NULL, "-x0", &x0, NULL));
   PetscCall(PetscOptionsGetBool(NULL, NULL, "-permute", &Permute, NULL));
   PetscCall(PetscOptionsGetInt(NULL, NULL, "-empty_rank", &empty_rank, NULL));
+  PetscCall(PetscOptionsGetBool(NULL, NULL, "-shell_amat", &shell_amat, NULL));
   PetscCheck(empty_rank < 0 || !use_dm, PETSC_COMM_WORLD, PETSC_ERR_ARG_INCOMP, "-empty_rank needs -use_dm 0");
   PetscCheck(!Permute || !use_dm, PETSC_COMM_WORLD, PETSC_ERR_ARG_INCOMP, "-permute needs -use_dm 0");
   if (Permute) PetscCall(MakePermutation(n * n * (dim == 3 ? n : 1)));
@@ -188,7 +202,15 @@ int main(int argc, char **argv)
     double          t0, t1;
     PetscCall(Assemble(A, da, n, dim, dof, conv, scale, (PetscBool)(new_pattern_at > 0 && s >= new_pattern_at)));
     PetscCall(MatMult(A, xe, b));
-    PetscCall(KSPSetOperators(ksp, A, A));
+    if (shell_amat) { /* Amat: a shell with A's product (made once), Pmat: A */
+      if (!S) {
+        PetscInt m, nloc;
+        PetscCall(MatGetLocalSize(A, &m, &nloc));
+        PetscCall(MatCreateShell(PETSC_COMM_WORLD, m, nloc, N, N, (void *)A, &S));
+        PetscCall(MatShellSetOperation(S, MATOP_MULT, (void (*)(void))ShellMult));
+      }
+      PetscCall(KSPSetOperators(ksp, S, A));
+    } else PetscCall(KSPSetOperators(ksp, A, A));
     PetscCall(KSPSetFromOptions(ksp));
     if (x0) {
       PetscCall(KSPSetInitialGuessNonzero(ksp, PETSC_TRUE));
@@ -221,6 +243,7 @@ int main(int argc, char **argv)
   PetscCall(VecDestroy(&b));
   PetscCall(VecDestroy(&xe));
   PetscCall(VecDestroy(&r));
+  PetscCall(MatDestroy(&S));
   PetscCall(MatDestroy(&A));
   PetscCall(DMDestroy(&da));
   PetscCall(PetscFree(Perm));
