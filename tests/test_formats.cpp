@@ -840,6 +840,39 @@ BOOST_AUTO_TEST_CASE(bdia_with_extra_offsets_and_no_offsets_computes_the_same)
         Op::transpose);
 }
 
+// A rank's block of a distributed grid matrix keeps the grid's block offsets, which can reach
+// past its few rows (or it has none): every output is then a boundary row. Built directly
+// (bdia_from_coo refuses such offsets), against the products written out by hand.
+BOOST_AUTO_TEST_CASE(bdia_with_offsets_past_its_rows_computes_on_the_host)
+{
+    const std::vector<index_t> offsets = {-5, -2, 0, 1, 5};
+    for (const index_t n : {0, 3}) {
+        Bdia<double> b;
+        b.rows = b.cols = n;
+        b.block_offsets = offsets;
+        std::vector<double> d(offsets.size() * std::size_t(n));
+        for (std::size_t k = 0; k < d.size(); ++k) d[k] = 1.0 + 0.25 * double(k);
+        b.data = Array<double>(d);
+        const std::vector<double> x = {0.5, -1.0, 2.0}, y0 = {1.0, 2.0, 3.0};
+        for (const Op op : {Op::normal, Op::transpose}) {
+            std::vector<double> want(y0.begin(), y0.begin() + n), y = want;
+            for (double& v : want) v *= 0.5;  // beta
+            for (std::size_t q = 0; q < offsets.size(); ++q)
+                for (index_t i = 0; i < n; ++i) {
+                    const index_t j = i + offsets[q];
+                    if (j < 0 || j >= n) continue;
+                    const double a = d[q * std::size_t(n) + std::size_t(i)];  // A(i, j)
+                    if (op == Op::normal)
+                        want[std::size_t(i)] += 2.0 * a * x[std::size_t(j)];
+                    else
+                        want[std::size_t(j)] += 2.0 * a * x[std::size_t(i)];
+                }
+            kernels::spmv(*cpu_executor(), b, op, 2.0, x.data(), 0.5, y.data());
+            BOOST_TEST(y == want, boost::test_tools::per_element());
+        }
+    }
+}
+
 // ---------------------------------------------------------------------- the Operator factory
 
 BOOST_AUTO_TEST_CASE(parse_format_accepts_every_name_and_rejects_others)

@@ -75,6 +75,9 @@ void bdia1_rowwise(const Bdia<MT>& a, VT alpha, const VT* x, VT beta, VT* y)
         lo = std::max(lo, -w[q]);
         hi = std::min(hi, nin - w[q]);
     }
+    // fewer outputs than the largest offset (a rank's few rows of a large grid, or none): every
+    // output is a boundary one
+    lo = std::min(lo, nout);
     hi = std::max(hi, lo);
     const offset_t nblocks = (hi - lo) / kRows;
     const offset_t tail = lo + nblocks * kRows;  // boundary rows: [0, lo) and [tail, nout)
@@ -263,14 +266,6 @@ void spmv(const CpuExecutor&, const Bdia<MT>& a, Op op, VT alpha, const VT* x, V
     HEPTANE_ENSURE(
         a.data.size() == std::size_t(a.slots()), DimensionMismatch,
         "BDIA data holds " << a.data.size() << " values, its structure needs " << a.slots());
-    // an empty side (a rank that owns no rows of a distributed matrix): y = beta y, no product
-    const offset_t nout = op == Op::normal ? a.rows : a.cols;
-    const offset_t nin = op == Op::normal ? a.cols : a.rows;
-    if (nout == 0) return;
-    if (nin == 0) {
-        for (offset_t i = 0; i < nout; ++i) y[i] = beta == VT(0) ? VT(0) : beta * y[i];
-        return;
-    }
     switch (a.block_size) {
         case 1:
             return bdia_apply<1>(a, op, alpha, x, beta, y);
