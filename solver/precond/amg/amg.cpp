@@ -590,12 +590,22 @@ AmgPreconditioner<VT>::AmgPreconditioner(const Csr<double>& a_in, index_t nc,
                        "AMG: the fine operator is " << fine->rows() << " x " << fine->cols()
                                                     << ", A " << a.rows << " x " << a.cols);
     }
+    // A's numerical symmetry, checked on the host once and only when something asks: the
+    // automatic smoother (Nc > 1), the Lanczos estimate, a stalled coarsest level
+    int symmetry = -1;
+    auto symmetric_a = [&] {
+        if (symmetry < 0)
+            symmetry = (a.exec()->is_cpu() ? numerically_symmetric(a)
+                                           : numerically_symmetric(a.to(cpu_executor())))
+                           ? 1
+                           : 0;
+        return symmetry == 1;
+    };
     Impl& m = *impl_;
     m.exec = exec;
     m.opts = opts;
-    if (m.opts.smoother == AmgSmoother::automatic)  // Nc > 1: the hierarchy is built on the host
-        m.opts.smoother =
-            nc > 1 && !numerically_symmetric(a) ? AmgSmoother::ilu0mc : AmgSmoother::chebyshev;
+    if (m.opts.smoother == AmgSmoother::automatic)
+        m.opts.smoother = nc > 1 && !symmetric_a() ? AmgSmoother::ilu0mc : AmgSmoother::chebyshev;
     m.nc = nc;
     m.ops = std::make_unique<VectorOps<VT>>(exec, 0);
     check_options(opts);
@@ -624,16 +634,11 @@ AmgPreconditioner<VT>::AmgPreconditioner(const Csr<double>& a_in, index_t nc,
     const bool on_exec_copy = a_on_exec && same_memory(*exec, *a_on_exec->exec()) &&
                               a_on_exec->rows == a.rows && a_on_exec->nnz() == a.nnz();
     m.pattern = pattern_fingerprint(on_exec_copy ? *a_on_exec : a);
-    // A's symmetry, checked on the host, for the Lanczos estimate and for a stalled coarsest
-    // level (a non-symmetric one gets ILU(0) sweeps: point smoothing of a coupled block whose
-    // couplings are all weak does not converge; a symmetric one keeps the smoother, which
-    // keeps the cycle symmetric for CG)
-    const bool need_symmetry = opts.power_iterations > 0 || !m.dense_coarse;
-    const bool symmetric =
-        need_symmetry && (a.exec()->is_cpu() ? numerically_symmetric(a)
-                                             : numerically_symmetric(a.to(cpu_executor())));
-    m.symmetric = opts.power_iterations > 0 && symmetric;
-    m.coarse_ilu = !m.dense_coarse && !symmetric;
+    // a stalled coarsest level of a non-symmetric A gets ILU(0) sweeps (point smoothing of a
+    // coupled block whose couplings are all weak does not converge); a symmetric one keeps the
+    // smoother, which keeps the cycle symmetric for CG
+    m.symmetric = opts.power_iterations > 0 && symmetric_a();
+    m.coarse_ilu = !m.dense_coarse && !symmetric_a();
 
     const auto t_dev = clock_type::now();
     // a level's fp64 matrix in the solver's precision on the executor
