@@ -113,9 +113,13 @@ const char* solve_usage =
     "                    ranks (auto: as --halo picks, mpi for the host-staged models)\n"
     "  --coarse          a global coarse correction around the ranks' preconditioner (which\n"
     "                    leaves out the couplings between ranks): aggregates on each rank,\n"
-    "                    A_c = P^T A P over all ranks, factored on every rank; fewer iterations\n"
+    "                    A_c = P^T A P over all ranks, whole on every rank; fewer iterations\n"
     "                    as the ranks grow, at one more product per application\n"
     "  --coarse-aggregates N  aggregates per rank (default min(64, 512 / (ranks x Nc)))\n"
+    "  --coarse-solve S  auto | dense | amg: how every rank solves with A_c (dense LU, at\n"
+    "                    most 8192 unknowns; amg: --coarse-cycles steps of AMG's cycle on\n"
+    "                    A_c, for many aggregates per rank; auto: dense up to 1024 unknowns)\n"
+    "  --coarse-cycles N steps of the coarse AMG iteration (default 2)\n"
     "A chunk file under mpirun (mpirun -np P heptane solve A.hoc ...): each rank reads and\n"
     "streams its own group of the file's chunks (about equal bytes; --host-memory and\n"
     "--device-memory per rank), x is gathered on every rank at every product and the dot\n"
@@ -411,7 +415,8 @@ int cmd_solve(int argc, char** argv)
                 throw UsageError(std::string(o) +
                                  " applies to a matrix in memory under mpirun; the ranks of a "
                                  "chunk file take --gather and --reduce");
-        if (args.flag("--coarse") || args.get("--coarse-aggregates"))
+        if (args.flag("--coarse") || args.get("--coarse-aggregates") ||
+            args.get("--coarse-solve") || args.get("--coarse-cycles"))
             throw UsageError(
                 "--coarse applies to a matrix in memory under mpirun (the ranks of a chunk file "
                 "take --pc none, jacobi or bjacobi)");
@@ -420,7 +425,8 @@ int cmd_solve(int argc, char** argv)
         if (reduce != "auto" && reduce != "mpi" && reduce != "nccl" && reduce != "peer")
             throw UsageError("--reduce " + reduce + ": the choices are auto, mpi, nccl and peer");
     } else {
-        for (const char* o : {"--halo", "--reduce", "--split", "--gather", "--coarse-aggregates"})
+        for (const char* o : {"--halo", "--reduce", "--split", "--gather", "--coarse-aggregates",
+                              "--coarse-solve", "--coarse-cycles"})
             if (args.get(o)) throw UsageError(std::string(o) + " applies under mpirun only");
         if (args.flag("--coarse"))
             throw UsageError(

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "core/error.hpp"
+#include "solver/precond/amg/amg.hpp"
 #include "solver/vector/vector_ops.hpp"
 
 namespace heptane::dist {
@@ -100,6 +101,26 @@ void axpby_on(const Executor& exec, index_t n, VT a, const VT* x, VT b, VT* y)
 
 }  // namespace
 
+CoarseOptions::Solve parse_coarse_solve(const std::string& name)
+{
+    if (name == "auto") return CoarseOptions::Solve::automatic;
+    if (name == "dense") return CoarseOptions::Solve::dense;
+    if (name == "amg") return CoarseOptions::Solve::amg;
+    HEPTANE_THROW(InputError, "unknown coarse solve '" << name << "' (auto, dense, amg)");
+}
+
+const char* to_string(CoarseOptions::Solve s) noexcept
+{
+    switch (s) {
+        case CoarseOptions::Solve::dense:
+            return "dense";
+        case CoarseOptions::Solve::amg:
+            return "amg";
+        default:
+            return "auto";
+    }
+}
+
 template <class VT>
 CoarseSpace<VT>::CoarseSpace(MPI_Comm comm, std::shared_ptr<const Operator<VT>> a,
                              std::shared_ptr<const Operator<VT>> local, const SplitRows& rows,
@@ -144,9 +165,17 @@ CoarseSpace<VT>::CoarseSpace(MPI_Comm comm, std::shared_ptr<const Operator<VT>> 
                 agg_displs[std::size_t(p)] + agg_counts[std::size_t(p)];
     }
     nc_total_ = index_t(agg_displs[std::size_t(ranks_)]) * nc_;
-    HEPTANE_ENSURE(
-        nc_total_ <= 4096, InputError,
-        "coarse space: " << nc_total_ << " coarse unknowns (at most 4096: ask fewer aggregates)");
+    HEPTANE_ENSURE(opt.cycles >= 1, InputError,
+                   "coarse space: " << opt.cycles << " AMG cycles per coarse solve (at least 1)");
+    solve_ = opt.solve != CoarseOptions::Solve::automatic ? opt.solve
+             : nc_total_ <= opt.dense_limit               ? CoarseOptions::Solve::dense
+                                                          : CoarseOptions::Solve::amg;
+    HEPTANE_ENSURE(solve_ != CoarseOptions::Solve::dense || nc_total_ <= 8192, InputError,
+                   "coarse space: " << nc_total_
+                                    << " coarse unknowns for a dense LU (at most 8192: ask fewer "
+                                       "aggregates, or the AMG coarse solve)");
+    cycles_ = opt.cycles;
+    amg_opts_ = opt.amg;
     counts_.resize(static_cast<std::size_t>(ranks_));
     displs_.resize(static_cast<std::size_t>(ranks_));
     for (int p = 0; p < ranks_; ++p) {
@@ -228,6 +257,7 @@ CoarseSpace<VT>::CoarseSpace(MPI_Comm comm, std::shared_ptr<const Operator<VT>> 
     const auto exec = a_->executor();
     t_ = Array<VT>(exec, std::size_t(n_));
     z1_ = Array<VT>(exec, std::size_t(n_));
+    pattern(rows, agg_displs);
     assemble(rows);
     setup_ms_ =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
@@ -249,55 +279,169 @@ void CoarseSpace<VT>::update_values(const SplitRows& rows)
 }
 
 template <class VT>
-void CoarseSpace<VT>::assemble(const SplitRows& rows)
+void CoarseSpace<VT>::pattern(const SplitRows& rows, const std::vector<int>& agg_displs)
 {
     int rank = 0;
     MPI_Comm_rank(comm_, &rank);
-    const index_t m = nc_total_;
     const index_t mine = aggs_ * nc_;
-    std::vector<double> part(std::size_t(mine) * std::size_t(m), 0.0);
-    const index_t own = displs_[std::size_t(rank)];  // = first global aggregate × nc
+    const index_t own = agg_displs[std::size_t(rank)] * nc_;
     const offset_t onnz = rows.off.rows > 0 && rows.off.row_ptr ? rows.off.nnz() : 0;
-    int bad = onnz != offset_t(off_ref_.size()) ? 1 : 0;  // the setup's pattern, or an error
-    for (index_t i = 0; i < n_ && bad == 0; ++i) {
-        const index_t row = agg_[std::size_t(i / nc_)] * nc_ + i % nc_;
-        double* prow = part.data() + std::size_t(row) * std::size_t(m);
-        for (index_t k = rows.diag.row_ptr[i]; k < rows.diag.row_ptr[i + 1]; ++k) {
-            const index_t j = rows.diag.col_idx[k];
-            if (j < 0 || j >= n_) {
-                bad = 1;
-                continue;
-            }
-            prow[own + agg_[std::size_t(j / nc_)] * nc_ + j % nc_] += rows.diag.values[k];
+    // the fine rows of each coarse row (counting sort)
+    std::vector<offset_t> frp(std::size_t(mine) + 1, 0);
+    auto crow = [&](index_t i) { return agg_[std::size_t(i / nc_)] * nc_ + i % nc_; };
+    for (index_t i = 0; i < n_; ++i) ++frp[std::size_t(crow(i)) + 1];
+    for (index_t r = 0; r < mine; ++r) frp[std::size_t(r) + 1] += frp[std::size_t(r)];
+    std::vector<index_t> fine(static_cast<std::size_t>(n_));
+    {
+        std::vector<offset_t> at(frp.begin(), frp.end() - 1);
+        for (index_t i = 0; i < n_; ++i) fine[std::size_t(at[std::size_t(crow(i))]++)] = i;
+    }
+    int bad = 0;
+    auto dcol = [&](offset_t k) {
+        const index_t j = rows.diag.col_idx[k];
+        if (j < 0 || j >= n_) {
+            bad = 1;
+            return own;
         }
-        if (off_ref_.empty() || !rows.off.row_ptr) continue;
-        for (index_t k = rows.off.row_ptr[i]; k < rows.off.row_ptr[i + 1]; ++k) {
-            const index_t j = off_ref_[std::size_t(k)];
-            const index_t g = off_agg_[std::size_t(j)];
-            prow[g * nc_ + off_global_[std::size_t(j)] % nc_] += rows.off.values[k];
+        return own + agg_[std::size_t(j / nc_)] * nc_ + j % nc_;
+    };
+    auto ocol = [&](offset_t k) {
+        const index_t j = off_ref_[std::size_t(k)];
+        return off_agg_[std::size_t(j)] * nc_ + off_global_[std::size_t(j)] % nc_;
+    };
+    const bool has_off = onnz > 0 && rows.off.row_ptr;
+    lrp_.assign(std::size_t(mine) + 1, 0);
+    lci_.clear();
+    std::vector<index_t> cols;
+    for (index_t r = 0; r < mine; ++r) {
+        cols.clear();
+        for (offset_t f = frp[std::size_t(r)]; f < frp[std::size_t(r) + 1]; ++f) {
+            const index_t i = fine[std::size_t(f)];
+            for (index_t k = rows.diag.row_ptr[i]; k < rows.diag.row_ptr[i + 1]; ++k)
+                cols.push_back(dcol(k));
+            if (has_off)
+                for (index_t k = rows.off.row_ptr[i]; k < rows.off.row_ptr[i + 1]; ++k)
+                    cols.push_back(ocol(k));
         }
+        std::sort(cols.begin(), cols.end());
+        cols.erase(std::unique(cols.begin(), cols.end()), cols.end());
+        lci_.insert(lci_.end(), cols.begin(), cols.end());
+        lrp_[std::size_t(r) + 1] = offset_t(lci_.size());
     }
     MPI_Allreduce(MPI_IN_PLACE, &bad, 1, MPI_INT, MPI_MAX, comm_);
     HEPTANE_ENSURE(bad == 0, InputError,
-                   "coarse space: the rows are not the pattern of the setup (a column outside it)");
-    // every rank's coarse rows to every rank
-    std::vector<double> ac(std::size_t(m) * std::size_t(m), 0.0);
-    {
-        std::vector<int> cnt(static_cast<std::size_t>(ranks_)),
-            dsp(static_cast<std::size_t>(ranks_));
-        for (int p = 0; p < ranks_; ++p) {
-            cnt[std::size_t(p)] = counts_[std::size_t(p)] * int(m);
-            dsp[std::size_t(p)] = displs_[std::size_t(p)] * int(m);
-        }
-        MPI_Allgatherv(part.data(), int(part.size()), MPI_DOUBLE, ac.data(), cnt.data(), dsp.data(),
-                       MPI_DOUBLE, comm_);
+                   "coarse space: a column of the rank's diagonal block outside its rows");
+    // each fine entry's slot among its coarse row's entries
+    auto slot = [&](index_t r, index_t c) {
+        const auto b = lci_.begin() + lrp_[std::size_t(r)];
+        const auto e = lci_.begin() + lrp_[std::size_t(r) + 1];
+        return offset_t(std::lower_bound(b, e, c) - lci_.begin());
+    };
+    slot_d_.assign(std::size_t(rows.diag.nnz()), 0);
+    slot_o_.assign(std::size_t(onnz), 0);
+    for (index_t i = 0; i < n_; ++i) {
+        const index_t r = crow(i);
+        for (index_t k = rows.diag.row_ptr[i]; k < rows.diag.row_ptr[i + 1]; ++k)
+            slot_d_[std::size_t(k)] = slot(r, dcol(k));
+        if (has_off)
+            for (index_t k = rows.off.row_ptr[i]; k < rows.off.row_ptr[i + 1]; ++k)
+                slot_o_[std::size_t(k)] = slot(r, ocol(k));
     }
+    // the whole pattern on every rank: row lengths, then columns
+    std::vector<index_t> len(static_cast<std::size_t>(mine));
+    for (index_t r = 0; r < mine; ++r)
+        len[std::size_t(r)] = index_t(lrp_[std::size_t(r) + 1] - lrp_[std::size_t(r)]);
+    std::vector<index_t> all_len(static_cast<std::size_t>(nc_total_));
+    MPI_Allgatherv(len.data(), int(mine), MPI_INT, all_len.data(), counts_.data(), displs_.data(),
+                   MPI_INT, comm_);
+    static_assert(sizeof(index_t) == sizeof(int), "index_t is MPI_INT");
+    std::vector<offset_t> rp(std::size_t(nc_total_) + 1, 0);
+    for (index_t r = 0; r < nc_total_; ++r)
+        rp[std::size_t(r) + 1] = rp[std::size_t(r)] + all_len[std::size_t(r)];
+    HEPTANE_ENSURE(rp.back() < offset_t(1) << 31, InputError,
+                   "coarse space: " << rp.back() << " coarse entries (fewer than 2^31: ask fewer "
+                                    << "aggregates)");
+    vcounts_.assign(std::size_t(ranks_), 0);
+    vdispls_.assign(std::size_t(ranks_), 0);
+    for (int p = 0; p < ranks_; ++p) {
+        const std::size_t first = std::size_t(displs_[std::size_t(p)]);
+        const std::size_t last = first + std::size_t(counts_[std::size_t(p)]);
+        vdispls_[std::size_t(p)] = int(rp[first]);
+        vcounts_[std::size_t(p)] = int(rp[last]) - vdispls_[std::size_t(p)];
+    }
+    std::vector<index_t> ci(std::size_t(rp.back()));
+    MPI_Allgatherv(lci_.data(), int(lci_.size()), MPI_INT, ci.data(), vcounts_.data(),
+                   vdispls_.data(), MPI_INT, comm_);
+    acs_.rows = nc_total_;
+    acs_.cols = nc_total_;
+    acs_.row_ptr = Array<offset_t>(std::move(rp));
+    acs_.col_idx = Array<index_t>(std::move(ci));
+    acs_.values = Array<double>(std::vector<double>(std::size_t(acs_.col_idx.size()), 0.0));
+}
+
+template <class VT>
+void CoarseSpace<VT>::assemble(const SplitRows& rows)
+{
+    const offset_t onnz = rows.off.rows > 0 && rows.off.row_ptr ? rows.off.nnz() : 0;
+    int bad = onnz != offset_t(slot_o_.size()) || rows.diag.nnz() != offset_t(slot_d_.size())
+                  ? 1
+                  : 0;  // the setup's pattern, or an error
+    MPI_Allreduce(MPI_IN_PLACE, &bad, 1, MPI_INT, MPI_MAX, comm_);
+    HEPTANE_ENSURE(bad == 0, InputError,
+                   "coarse space: the rows are not the pattern of the setup (another number of "
+                   "entries)");
+    std::vector<double> part(lci_.size(), 0.0);
+    const offset_t dnnz = rows.diag.nnz();
+    for (offset_t k = 0; k < dnnz; ++k)
+        part[std::size_t(slot_d_[std::size_t(k)])] += rows.diag.values[k];
+    for (offset_t k = 0; k < onnz; ++k)
+        part[std::size_t(slot_o_[std::size_t(k)])] += rows.off.values[k];
+    // every rank's coarse rows to every rank, into a new matrix (the last one stays while the
+    // new one is factored or set up: a failure keeps it)
+    Csr<double> ac{acs_.rows, acs_.cols, acs_.row_ptr, acs_.col_idx,
+                   Array<double>(std::vector<double>(std::size_t(acs_.nnz()), 0.0))};
+    MPI_Allgatherv(part.data(), int(part.size()), MPI_DOUBLE, ac.values.data(), vcounts_.data(),
+                   vdispls_.data(), MPI_DOUBLE, comm_);
+    if (solve_ == CoarseOptions::Solve::dense) {
+        std::swap(ac, acs_);
+        try {
+            factor_dense();
+        } catch (...) {
+            std::swap(ac, acs_);
+            throw;
+        }
+        return;
+    }
+    // AMG of the coarse matrix on the host (a new setup: it throws for a singular one and the
+    // last one stays)
+    amg_ = std::make_shared<AmgPreconditioner<double>>(ac, nc_, cpu_executor(), amg_opts_);
+    std::swap(ac, acs_);
+}
+
+template <class VT>
+std::vector<double> CoarseSpace<VT>::coarse_matrix() const
+{
+    const index_t m = nc_total_;
+    std::vector<double> d(std::size_t(m) * std::size_t(m), 0.0);
+    const offset_t* rp = acs_.row_ptr.data();
+    const index_t* ci = acs_.col_idx.data();
+    const double* v = acs_.values.data();
+    for (index_t i = 0; i < m; ++i)
+        for (offset_t k = rp[i]; k < rp[i + 1]; ++k)
+            d[std::size_t(i) * std::size_t(m) + std::size_t(ci[k])] += v[k];
+    return d;
+}
+
+template <class VT>
+void CoarseSpace<VT>::factor_dense()
+{
     // LU with partial pivoting (every rank the same numbers, so the same result), kept only
-    // when it succeeds: a coarse matrix that cannot be factored leaves the last one in place
-    std::vector<double> lu = ac;
+    // when it succeeds
+    const index_t m = nc_total_;
+    std::vector<double> lu = coarse_matrix();
     std::vector<index_t> piv(std::size_t(m), 0);
     double scale = 0;
-    for (double v : ac) scale = std::max(scale, std::abs(v));
+    for (double v : lu) scale = std::max(scale, std::abs(v));
     for (index_t k = 0; k < m; ++k) {
         index_t p = k;
         for (index_t i = k + 1; i < m; ++i)
@@ -325,9 +469,49 @@ void CoarseSpace<VT>::assemble(const SplitRows& rows)
                     l * lu[std::size_t(k) * std::size_t(m) + std::size_t(j)];
         }
     }
-    ac_.swap(ac);
     lu_.swap(lu);
     piv_.swap(piv);
+}
+
+template <class VT>
+void CoarseSpace<VT>::coarse_solve(const std::vector<double>& rc, std::vector<double>& zc) const
+{
+    const index_t m = nc_total_;
+    if (solve_ == CoarseOptions::Solve::dense) {  // L U zc = P rc
+        zc = rc;
+        for (index_t k = 0; k < m; ++k) {
+            const index_t p = piv_[std::size_t(k)];
+            if (p != k) std::swap(zc[std::size_t(k)], zc[std::size_t(p)]);
+        }
+        for (index_t i = 0; i < m; ++i) {
+            double s = zc[std::size_t(i)];
+            for (index_t j = 0; j < i; ++j)
+                s -= lu_[std::size_t(i) * std::size_t(m) + std::size_t(j)] * zc[std::size_t(j)];
+            zc[std::size_t(i)] = s;
+        }
+        for (index_t i = m - 1; i >= 0; --i) {
+            double s = zc[std::size_t(i)];
+            for (index_t j = i + 1; j < m; ++j)
+                s -= lu_[std::size_t(i) * std::size_t(m) + std::size_t(j)] * zc[std::size_t(j)];
+            zc[std::size_t(i)] = s / lu_[std::size_t(i) * std::size_t(m) + std::size_t(i)];
+        }
+        return;
+    }
+    // z = B rc, then z += B (rc - A_c z), cycles_ steps in all
+    zc.assign(std::size_t(m), 0.0);
+    amg_->apply(1.0, rc.data(), 0.0, zc.data());
+    const offset_t* rp = acs_.row_ptr.data();
+    const index_t* ci = acs_.col_idx.data();
+    const double* v = acs_.values.data();
+    for (int c = 1; c < cycles_; ++c) {
+        cres_.resize(std::size_t(m));
+        for (index_t i = 0; i < m; ++i) {
+            double s = rc[std::size_t(i)];
+            for (offset_t k = rp[i]; k < rp[i + 1]; ++k) s -= v[k] * zc[std::size_t(ci[k])];
+            cres_[std::size_t(i)] = s;
+        }
+        amg_->apply(1.0, cres_.data(), 1.0, zc.data());
+    }
 }
 
 template <class VT>
@@ -338,24 +522,7 @@ void CoarseSpace<VT>::coarse_correct(const double* r, double* y) const
     for (index_t i = 0; i < n_; ++i) rc_[std::size_t(coarse_of(i))] += r[i];
     MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, rc_.data(), counts_.data(), displs_.data(),
                    MPI_DOUBLE, comm_);
-    // solve L U zc = P rc
-    zc_ = rc_;
-    for (index_t k = 0; k < m; ++k) {
-        const index_t p = piv_[std::size_t(k)];
-        if (p != k) std::swap(zc_[std::size_t(k)], zc_[std::size_t(p)]);
-    }
-    for (index_t i = 0; i < m; ++i) {
-        double s = zc_[std::size_t(i)];
-        for (index_t j = 0; j < i; ++j)
-            s -= lu_[std::size_t(i) * std::size_t(m) + std::size_t(j)] * zc_[std::size_t(j)];
-        zc_[std::size_t(i)] = s;
-    }
-    for (index_t i = m - 1; i >= 0; --i) {
-        double s = zc_[std::size_t(i)];
-        for (index_t j = i + 1; j < m; ++j)
-            s -= lu_[std::size_t(i) * std::size_t(m) + std::size_t(j)] * zc_[std::size_t(j)];
-        zc_[std::size_t(i)] = s / lu_[std::size_t(i) * std::size_t(m) + std::size_t(i)];
-    }
+    coarse_solve(rc_, zc_);
     for (index_t i = 0; i < n_; ++i) y[i] = zc_[std::size_t(coarse_of(i))];
 }
 
@@ -394,9 +561,13 @@ std::string CoarseSpace<VT>::describe() const
 {
     std::ostringstream s;
     s << "global coarse correction (" << nc_total_ << " coarse unknowns: " << aggs_
-      << " aggregates on this rank x Nc " << nc_ << ", dense LU on every rank; "
-      << (symmetric_ ? "symmetric: Q, M, Q" : "A-DEF2: Q then M") << ") around "
-      << local_->describe();
+      << " aggregates on this rank x Nc " << nc_ << ", " << acs_.nnz() << " entries; "
+      << (solve_ == CoarseOptions::Solve::dense
+              ? std::string("dense LU")
+              : "AMG (" + std::to_string(cycles_) + " cycle" + (cycles_ == 1 ? "" : "s") + ", " +
+                    std::to_string(amg_->info().levels.size()) + " levels)")
+      << " on every rank; " << (symmetric_ ? "symmetric: Q, M, Q" : "A-DEF2: Q then M")
+      << ") around " << local_->describe();
     return s.str();
 }
 

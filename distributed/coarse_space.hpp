@@ -8,16 +8,26 @@
 // P's column (I, c) is 1 on component c of every cell of aggregate I. The coarse matrix
 // A_c = Pᵀ A P sums A's entries by (row aggregate, column aggregate) and components, with the
 // couplings between ranks (the aggregate of every off-rank column is asked of its owner once
-// per pattern); every rank assembles it whole (MPI_Allgatherv of each rank's coarse rows) and
-// factors it (dense LU with partial pivoting, on the host: it is small). This is
-// Nicolaides' / "two-level Schwarz" coarse space with more than one vector per rank.
+// per pattern); every rank assembles it whole (MPI_Allgatherv of each rank's coarse rows, kept
+// sparse: its pattern is gathered once per setup, its values at every update) and solves with
+// it on the host:
+//   dense  LU with partial pivoting (exact), while the coarse matrix is small (≤ 1024 unknowns
+//          by default: its LU costs m³/3 and each solve m², every rank the same);
+//   amg    heptane's AMG (amg.hpp) of the coarse matrix on the host, applied as `cycles` steps
+//          of the stationary iteration z += B (r_c − A_c z) from z = 0 (a fixed linear map, as
+//          BiCGStab and CG need; symmetric when the cycle is), for the many aggregates per
+//          rank that a coarse space close to the fine grid needs (tens of thousands of
+//          unknowns: the dense LU's cost grows as m³, the cycle's as nnz(A_c)).
+// This is Nicolaides' / "two-level Schwarz" coarse space with more than one vector per rank;
+// with many small aggregates and AMG on the coarse matrix it is the first level of a
+// multigrid hierarchy over the ranks whose further levels are replicated on every rank.
 //
 // Application (z = M⁻¹ r, M_loc the ranks' own preconditioner, Q = P A_c⁻¹ Pᵀ):
 //   nonsymmetric (BiCGStab, GMRES):  z1 = Q r;  z = z1 + M_loc (r − A z1)        (A-DEF2)
 //   symmetric (CG):                  z2 as z above;  z = z2 + Q (r − A z2)
 // one (two) products with the distributed A, one application of M_loc, and per Q one
-// MPI_Allgatherv of the coarse residual's entries of each rank and a dense triangular solve
-// on every rank. On a GPU the restriction and prolongation run on the host (r goes down and
+// MPI_Allgatherv of the coarse residual's entries of each rank and the coarse solve on every
+// rank. On a GPU the restriction and prolongation run on the host (r goes down and
 // the coarse correction up: two vectors of this rank's rows per Q); A and M_loc stay there.
 //
 //     CoarseSpace<double> q(comm, a_op, m_loc, rows, nc, opts);   // collective
@@ -34,6 +44,12 @@
 #include "core/array.hpp"
 #include "core/operator.hpp"
 #include "formats/csr/csr.hpp"
+#include "solver/precond/amg/amg_options.hpp"
+
+namespace heptane {
+template <class VT>
+class AmgPreconditioner;
+}  // namespace heptane
 
 namespace heptane::dist {
 
@@ -53,7 +69,19 @@ struct CoarseOptions {
     index_t aggregates = 0;
     /// The symmetric form (for CG): a second coarse correction after M_loc.
     bool symmetric = false;
+    /// How every rank solves with the coarse matrix (the header comment): automatic = dense
+    /// up to `dense_limit` unknowns, else amg.
+    enum class Solve { automatic, dense, amg };
+    Solve solve = Solve::automatic;
+    index_t dense_limit = 1024;
+    /// amg: steps of the stationary iteration with one AMG cycle each (≥ 1), and the AMG's
+    /// options (its Nc is the fine matrix's).
+    int cycles = 2;
+    AmgOptions amg;
 };
+/// "auto", "dense", "amg"; InputError naming the choices.
+CoarseOptions::Solve parse_coarse_solve(const std::string& name);
+const char* to_string(CoarseOptions::Solve s) noexcept;
 
 template <class VT>
 class CoarseSpace final : public Operator<VT> {
@@ -63,7 +91,8 @@ public:
     /// preconditioner on the same executor. rows.diag.rows must be a multiple of nc and equal
     /// a->rows(). Throws InputError (the same on every rank) when the coarse matrix is
     /// singular (e.g. a matrix without any Dirichlet-like term, whose constants are in its
-    /// kernel), when the sizes do not fit, or when an off-rank column lies outside the matrix.
+    /// kernel; the AMG solve reports it as its coarsest level's), when the sizes do not fit,
+    /// or when an off-rank column lies outside the matrix.
     CoarseSpace(MPI_Comm comm, std::shared_ptr<const Operator<VT>> a,
                 std::shared_ptr<const Operator<VT>> local, const SplitRows& rows, index_t nc,
                 const CoarseOptions& opt = {});
@@ -86,9 +115,12 @@ public:
 
     index_t coarse_size() const noexcept { return nc_total_; }
     index_t local_aggregates() const noexcept { return aggs_; }
-    /// A_c row-major (coarse_size()² values), as assembled at the last setup or update (for
-    /// tests).
-    const std::vector<double>& coarse_matrix() const noexcept { return ac_; }
+    /// The solve chosen (dense or amg).
+    CoarseOptions::Solve solve_kind() const noexcept { return solve_; }
+    /// A_c as assembled at the last setup or update, whole on every rank (CSR on the host).
+    const Csr<double>& coarse_csr() const noexcept { return acs_; }
+    /// The same row-major (coarse_size()² values; for tests of small ones).
+    std::vector<double> coarse_matrix() const;
     /// The aggregate (0-based on this rank) of each of this rank's block rows.
     const std::vector<index_t>& aggregate_of() const noexcept { return agg_; }
     /// The first coarse unknown of this rank (its unknowns are consecutive).
@@ -96,7 +128,13 @@ public:
     double setup_ms() const noexcept { return setup_ms_; }
 
 private:
+    /// This rank's coarse rows' pattern and every fine entry's place in it, and the whole
+    /// pattern on every rank (collective; once per setup).
+    void pattern(const SplitRows& rows, const std::vector<int>& agg_displs);
     void assemble(const SplitRows& rows);
+    void factor_dense();
+    /// zc = A_c⁻¹ rc (dense) or the AMG iteration's approximation.
+    void coarse_solve(const std::vector<double>& rc, std::vector<double>& zc) const;
     /// The coarse unknown of row i of this rank.
     index_t coarse_of(index_t i) const noexcept
     {
@@ -115,12 +153,21 @@ private:
     std::vector<index_t> off_ref_;      ///< off entry -> its column in off_global_
     std::vector<index_t> off_agg_;      ///< off column -> global aggregate of its block
     std::vector<int> counts_, displs_;  ///< coarse unknowns per rank (Allgatherv)
-    std::vector<double> ac_;            ///< A_c, row-major
-    std::vector<double> lu_;            ///< its LU factors (row-major, unit L)
+    CoarseOptions::Solve solve_ = CoarseOptions::Solve::dense;
+    int cycles_ = 2;
+    AmgOptions amg_opts_;
+    // this rank's coarse rows (pattern, local rows, global columns) and each fine entry's slot
+    std::vector<offset_t> lrp_;
+    std::vector<index_t> lci_;
+    std::vector<offset_t> slot_d_, slot_o_;
+    std::vector<int> vcounts_, vdispls_;  ///< coarse entries per rank (Allgatherv)
+    Csr<double> acs_;                     ///< A_c, whole (host)
+    std::vector<double> lu_;              ///< dense: its LU factors (row-major, unit L)
     std::vector<index_t> piv_;
+    std::shared_ptr<const AmgPreconditioner<double>> amg_;  ///< amg: A_c's AMG (host)
     double setup_ms_ = 0;
     // scratch
-    mutable std::vector<double> hr_, hz_, rc_, zc_;
+    mutable std::vector<double> hr_, hz_, rc_, zc_, cres_, cz_;
     mutable std::vector<VT> stage_;  ///< a GPU's vectors on their way to and from the host
     mutable Array<VT> t_, z1_;
 };

@@ -769,12 +769,12 @@ bool MatrixEngine::build_distributed_blocks(const DistBlocksView &, index_t, MPI
 namespace detail
 {
 template <class VT>
-std::unique_ptr<GlobalCoarse<VT>> make_global_coarse(MPI_Comm, std::shared_ptr<const Operator<VT>>, std::shared_ptr<const Operator<VT>>, const CsrView &, const CsrView &, const index_t *, index_t, index_t, bool)
+std::unique_ptr<GlobalCoarse<VT>> make_global_coarse(MPI_Comm, std::shared_ptr<const Operator<VT>>, std::shared_ptr<const Operator<VT>>, const CsrView &, const CsrView &, const index_t *, index_t, const GlobalCoarseOptions &)
 {
   HEPTANE_THROW(NotSupported, "this build of the plugin has no distributed library: no global coarse correction");
 }
-template std::unique_ptr<GlobalCoarse<double>> make_global_coarse<double>(MPI_Comm, std::shared_ptr<const Operator<double>>, std::shared_ptr<const Operator<double>>, const CsrView &, const CsrView &, const index_t *, index_t, index_t, bool);
-template std::unique_ptr<GlobalCoarse<float>>  make_global_coarse<float>(MPI_Comm, std::shared_ptr<const Operator<float>>, std::shared_ptr<const Operator<float>>, const CsrView &, const CsrView &, const index_t *, index_t, index_t, bool);
+template std::unique_ptr<GlobalCoarse<double>> make_global_coarse<double>(MPI_Comm, std::shared_ptr<const Operator<double>>, std::shared_ptr<const Operator<double>>, const CsrView &, const CsrView &, const index_t *, index_t, const GlobalCoarseOptions &);
+template std::unique_ptr<GlobalCoarse<float>> make_global_coarse<float>(MPI_Comm, std::shared_ptr<const Operator<float>>, std::shared_ptr<const Operator<float>>, const CsrView &, const CsrView &, const index_t *, index_t, const GlobalCoarseOptions &);
 } // namespace detail
 #endif
 

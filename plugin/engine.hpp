@@ -279,6 +279,16 @@ struct KrylovTimings {
   int    pc_refreshes  = 0; ///< values-only refreshes (numeric only)
 };
 
+/// The global coarse correction's settings (dist::CoarseOptions, distributed/coarse_space.hpp).
+struct GlobalCoarseOptions {
+  index_t aggregates = 0;     ///< per rank; 0: its default
+  bool    symmetric  = false; ///< its symmetric form (CG)
+  int     solve      = 0;     ///< 0 auto, 1 dense LU, 2 AMG on every rank (dist::CoarseOptions::Solve's order)
+  int     cycles     = 2;     ///< AMG: steps of its iteration per coarse solve
+  bool    operator==(const GlobalCoarseOptions &o) const noexcept { return aggregates == o.aggregates && symmetric == o.symmetric && solve == o.solve && cycles == o.cycles; }
+  bool    operator!=(const GlobalCoarseOptions &o) const noexcept { return !(*this == o); }
+};
+
 class KrylovEngine {
 public:
   KrylovEngine();
@@ -327,17 +337,18 @@ public:
   void set_host_preconditioner(std::function<void(const double *r, double *z)> apply, const std::string &describe);
   /// Several ranks (m distributed), collective over `comm`: a global coarse correction
   /// around the preconditioner built last (dist::CoarseSpace, distributed/coarse_space.hpp:
-  /// piecewise-constant aggregates, `aggregates` per rank (0: its default), A_c = Pᵀ A P
-  /// with the couplings between ranks, factored on every rank), which solve() then applies
-  /// instead of that preconditioner alone (no fold); `symmetric`: its symmetric form (CG).
+  /// piecewise-constant aggregates, o.aggregates per rank (0: its default), A_c = Pᵀ A P
+  /// with the couplings between ranks, whole on every rank and solved there by a dense LU or
+  /// AMG, o.solve), which solve() then applies instead of that preconditioner alone (no
+  /// fold); o.symmetric: its symmetric form (CG).
   /// `diag`, `off`, `off_cols`: this rank's rows as MPIAIJ splits them (off_cols null: off's
   /// columns are global). Kept across setups: a values-only step assembles A_c again from
-  /// the new values; a new operator build or another `aggregates`/`symmetric` makes it anew,
+  /// the new values; a new operator build or other options `o` make it anew,
   /// and a new preconditioner (build_preconditioner, set_host_preconditioner) drops it.
   /// Throws what dist::CoarseSpace throws (InputError: a singular coarse matrix, rows that do
   /// not fit; the same on every rank; nothing kept then) and NotSupported in a plugin built
   /// without the distributed library.
-  void set_global_coarse(const CsrView &diag, const CsrView &off, const index_t *off_cols, MPI_Comm comm, const MatrixEngine &m, index_t aggregates, bool symmetric);
+  void set_global_coarse(const CsrView &diag, const CsrView &off, const index_t *off_cols, MPI_Comm comm, const MatrixEngine &m, const GlobalCoarseOptions &o);
   void clear_global_coarse() noexcept;
   bool has_global_coarse() const noexcept;
   /// Its describe(), or empty without one; the milliseconds its last build or update took.

@@ -238,7 +238,7 @@ struct GlobalCoarse {
   virtual void                                set_local(std::shared_ptr<const Operator<VT>> local)                     = 0;
 };
 template <class VT>
-std::unique_ptr<GlobalCoarse<VT>> make_global_coarse(MPI_Comm comm, std::shared_ptr<const Operator<VT>> a, std::shared_ptr<const Operator<VT>> local, const CsrView &diag, const CsrView &off, const index_t *off_cols, index_t nc, index_t aggregates, bool symmetric);
+std::unique_ptr<GlobalCoarse<VT>> make_global_coarse(MPI_Comm comm, std::shared_ptr<const Operator<VT>> a, std::shared_ptr<const Operator<VT>> local, const CsrView &diag, const CsrView &off, const index_t *off_cols, index_t nc, const GlobalCoarseOptions &o);
 
 } // namespace detail
 

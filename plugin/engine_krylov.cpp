@@ -37,9 +37,8 @@ struct Typed {
   // several ranks: the global coarse correction around pc (set_global_coarse), for this
   // operator build (MatrixEngine::timings().builds) and with these options
   std::unique_ptr<GlobalCoarse<VT>> coarse;
-  int                               coarse_of_build   = -1;
-  index_t                           coarse_aggregates = -1;
-  bool                              coarse_symmetric  = false;
+  int                               coarse_of_build = -1;
+  GlobalCoarseOptions               coarse_opts;
 
   // Â for this solve: made again when A or M has changed since (their build and refresh
   // counts); nullptr when the operator cannot form it. `made_ms`: the time it took, 0 if reused.
@@ -382,23 +381,22 @@ bool KrylovEngine::host_preconditioner() const noexcept
   return impl_->host_apply != nullptr;
 }
 
-void KrylovEngine::set_global_coarse(const CsrView &diag, const CsrView &off, const index_t *off_cols, MPI_Comm comm, const MatrixEngine &m, index_t aggregates, bool symmetric)
+void KrylovEngine::set_global_coarse(const CsrView &diag, const CsrView &off, const index_t *off_cols, MPI_Comm comm, const MatrixEngine &m, const GlobalCoarseOptions &o)
 {
   const auto t0 = clock_type::now();
   Impl      &k  = *impl_;
   HEPTANE_ENSURE(m.distributed(), InputError, "a global coarse correction needs an operator over several ranks");
   HEPTANE_ENSURE(k.d.pc || k.f.pc, InputError, "a global coarse correction needs heptane's own preconditioner, set up first");
   const auto go = [&](auto &t, auto op) {
-    if (t.coarse && t.coarse_of_build == m.timings().builds && t.coarse_aggregates == aggregates && t.coarse_symmetric == symmetric) {
+    if (t.coarse && t.coarse_of_build == m.timings().builds && t.coarse_opts == o) {
       t.coarse->set_local(t.pc);
       t.coarse->update(diag, off, off_cols);
       return;
     }
     t.coarse.reset();
-    t.coarse            = make_global_coarse(comm, op, std::shared_ptr<const std::remove_reference_t<decltype(*op)>>(t.pc), diag, off, off_cols, m.block_size(), aggregates, symmetric);
-    t.coarse_of_build   = m.timings().builds;
-    t.coarse_aggregates = aggregates;
-    t.coarse_symmetric  = symmetric;
+    t.coarse          = make_global_coarse(comm, op, std::shared_ptr<const std::remove_reference_t<decltype(*op)>>(t.pc), diag, off, off_cols, m.block_size(), o);
+    t.coarse_of_build = m.timings().builds;
+    t.coarse_opts     = o;
   };
   if (k.f.pc) go(k.f, m.operator_single());
   else go(k.d, m.operator_double());

@@ -58,19 +58,21 @@
 typedef struct {
   heptane::SolverType solver;
   /* options (KSPSetFromOptions_Heptane) */
-  PetscInt            format; /* index into HeptaneFormats */
-  char                device[64];
-  PetscInt            precision; /* index into HeptanePrecisions */
-  PetscInt            check_every;
-  PetscBool           fold;              /* -heptane_fold: Jacobi/block Jacobi folded into the operator (BiCGStab) */
-  PetscBool           coarse;            /* -heptane_coarse: several ranks, a global coarse correction around heptane's PC */
-  PetscInt            coarse_aggregates; /* -heptane_coarse_aggregates: per rank (0: the default) */
-  PetscInt            coarse_built_with; /* the aggregates the correction in krylov was built with */
-  PetscBool           refine;            /* -heptane_refine: mixed precision refined against the fp64 matrix */
-  PetscBool           check_true;        /* -heptane_check_true_residual: single (and unrefined mixed): ||b - A x|| with PETSc's fp64 MatMult after the solve */
-  PetscInt            restart;           /* hgmres: -ksp_gmres_restart (KSPGMRESSetRestart) */
-  heptane::PcOptions *pc_opts;           /* -heptane_amg_*, -heptane_cpr_* (hamg, hcpr) */
-  heptane::PcOptions *pc_opts_built;     /* those the preconditioner in krylov was built with */
+  PetscInt                              format; /* index into HeptaneFormats */
+  char                                  device[64];
+  PetscInt                              precision; /* index into HeptanePrecisions */
+  PetscInt                              check_every;
+  PetscBool                             fold;              /* -heptane_fold: Jacobi/block Jacobi folded into the operator (BiCGStab) */
+  PetscBool                             coarse;            /* -heptane_coarse: several ranks, a global coarse correction around heptane's PC */
+  PetscInt                              coarse_aggregates; /* -heptane_coarse_aggregates: per rank (0: the default) */
+  PetscInt                              coarse_solve;      /* -heptane_coarse_solve: 0 auto, 1 dense, 2 amg */
+  PetscInt                              coarse_cycles;     /* -heptane_coarse_cycles: AMG steps per coarse solve */
+  heptane::plugin::GlobalCoarseOptions *coarse_built;      /* the options the correction in krylov was built with */
+  PetscBool                             refine;            /* -heptane_refine: mixed precision refined against the fp64 matrix */
+  PetscBool                             check_true;        /* -heptane_check_true_residual: single (and unrefined mixed): ||b - A x|| with PETSc's fp64 MatMult after the solve */
+  PetscInt                              restart;           /* hgmres: -ksp_gmres_restart (KSPGMRESSetRestart) */
+  heptane::PcOptions                   *pc_opts;           /* -heptane_amg_*, -heptane_cpr_* (hamg, hcpr) */
+  heptane::PcOptions                   *pc_opts_built;     /* those the preconditioner in krylov was built with */
   /* the preconditioner, taken from the PETSc PC */
   heptane::PcType pc;
   char            pc_from[64];   /* what it was chosen from, for the view */
@@ -1183,15 +1185,20 @@ static PetscErrorCode KSPHeptaneCoarse(KSP ksp, PetscBool changed)
     PetscFunctionReturn(0);
   }
   PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, &changed, 1, HEPTANE_MPIU_BOOL, MPI_LOR, comm));
-  if (!changed && h->krylov->has_global_coarse() && h->coarse_built_with == h->coarse_aggregates) PetscFunctionReturn(0);
+  heptane::plugin::GlobalCoarseOptions o;
+  o.aggregates = (heptane::index_t)h->coarse_aggregates;
+  o.symmetric  = h->solver == heptane::SolverType::cg;
+  o.solve      = (int)h->coarse_solve;
+  o.cycles     = (int)h->coarse_cycles;
+  if (!changed && h->krylov->has_global_coarse() && *h->coarse_built == o) PetscFunctionReturn(0);
   PetscCall(HeptaneRowsGet(h->rows_from, h->rows));
   HeptaneCallCXX(
-    try { h->krylov->set_global_coarse(h->rows->split.diag, h->rows->split.off, h->rows->split.off_cols, comm, *h->engine, (heptane::index_t)h->coarse_aggregates, h->solver == heptane::SolverType::cg); } catch (const heptane::InputError &e) {
+    try { h->krylov->set_global_coarse(h->rows->split.diag, h->rows->split.off, h->rows->split.off_cols, comm, *h->engine, o); } catch (const heptane::InputError &e) {
       refused = e.what();
       h->krylov->clear_global_coarse();
     });
   PetscCall(HeptaneRowsRestore(h->rows));
-  h->coarse_built_with = h->coarse_aggregates;
+  *h->coarse_built = o;
   if (!refused.empty()) PetscCall(KSPHeptaneWarn(ksp, ("-heptane_coarse: no global coarse correction, each rank's preconditioner alone (" + refused + ")").c_str()));
   PetscFunctionReturn(0);
 }
@@ -1649,8 +1656,10 @@ static PetscErrorCode KSPSetFromOptions_Heptane(KSP ksp, HeptaneOptionItems Pets
   PetscCall(PetscOptionsBool("-heptane_refine", "-heptane_precision mixed on one rank's bdiagh operator: iterative refinement against an fp64 copy of the matrix, so that the true residual meets -ksp_rtol as in double", "KSPHBCGS", h->refine, &h->refine, NULL));
   PetscCall(PetscOptionsBool("-heptane_check_true_residual", "-heptane_precision single (and mixed not refined): after a converged solve, ||b - A x|| with PETSc's fp64 MatMult; above the tolerance the reason is KSP_DIVERGED_BREAKDOWN", "KSPHBCGS", h->check_true, &h->check_true, NULL));
   PetscCall(PetscOptionsBool("-heptane_fold", "hbcgs with -pc_type jacobi/pbjacobi on one rank's bdiagh operator, zero initial guess: BiCGStab on A M^-1 (kept beside A), then x = M^-1 y; the same method without two preconditioner applications per iteration", "KSPHBCGS", h->fold, &h->fold, NULL));
-  PetscCall(PetscOptionsBool("-heptane_coarse", "Several ranks: a global coarse correction around heptane's preconditioner of each rank's rows (aggregates per rank, A_c = P^T A P with the couplings between ranks, factored on every rank), so that the iterations grow less with the ranks", "KSPHBCGS", h->coarse, &h->coarse, NULL));
-  PetscCall(PetscOptionsBoundedInt("-heptane_coarse_aggregates", "-heptane_coarse: aggregates per rank (0: min(64, 512 / (ranks x Nc)); the coarse matrix has at most 4096 unknowns)", "KSPHBCGS", h->coarse_aggregates, &h->coarse_aggregates, NULL, 0));
+  PetscCall(PetscOptionsBool("-heptane_coarse", "Several ranks: a global coarse correction around heptane's preconditioner of each rank's rows (aggregates per rank, A_c = P^T A P with the couplings between ranks, whole on every rank), so that the iterations grow less with the ranks", "KSPHBCGS", h->coarse, &h->coarse, NULL));
+  PetscCall(PetscOptionsBoundedInt("-heptane_coarse_aggregates", "-heptane_coarse: aggregates per rank (0: min(64, 512 / (ranks x Nc)))", "KSPHBCGS", h->coarse_aggregates, &h->coarse_aggregates, NULL, 0));
+  PetscCall(PetscOptionsEList("-heptane_coarse_solve", "-heptane_coarse: how every rank solves with A_c: dense LU (at most 8192 unknowns), AMG (-heptane_coarse_cycles steps of its cycle; many aggregates per rank), auto (dense up to 1024 unknowns)", "KSPHBCGS", HeptaneCoarseSolves, 3, HeptaneCoarseSolves[h->coarse_solve], &h->coarse_solve, NULL));
+  PetscCall(PetscOptionsRangeInt("-heptane_coarse_cycles", "-heptane_coarse_solve amg: steps of the AMG iteration per coarse solve", "KSPHBCGS", h->coarse_cycles, &h->coarse_cycles, NULL, 1, 100));
   PetscCall(PetscOptionsBool("-heptane_petsc_pc", "Apply PETSc's own PC (PCSetUp, PCApply) inside heptane's loop even where heptane has the PC type (jacobi, pbjacobi, ilu, bjacobi); PC types heptane does not have are always applied so", "KSPHBCGS", h->force_petsc_pc, &h->force_petsc_pc, NULL));
   PetscCall(PetscOptionsBoundedInt("-heptane_threads", "OpenMP threads per rank for heptane's work on the CPU (0: OpenMP's own count; default 1, or OpenMP's own when OMP_NUM_THREADS is set)", "KSPHBCGS", h->threads, &h->threads, &flg, 0));
   if (flg) h->threads_set = PETSC_TRUE;
@@ -1734,6 +1743,7 @@ static PetscErrorCode KSPDestroy_Heptane(KSP ksp)
   delete h->sym_note;
   delete h->nat_note;
   delete h->baij;
+  delete h->coarse_built;
   delete h->last_update;
   delete h->grid_source;
   delete h->device_resolved;
@@ -1787,8 +1797,9 @@ static PetscErrorCode KSPCreate_Heptane_Private(KSP ksp, heptane::SolverType sol
   h->symmetry_tol               = 1e-8;
   h->symmetric                  = -1;
   h->threads                    = getenv("OMP_NUM_THREADS") ? 0 : 1; /* one per rank unless told */
+  h->coarse_cycles              = 2;
   PetscCall(PetscStrncpy(h->device, "auto", sizeof(h->device)));
-  HeptaneCallCXX(h->own = new heptane::plugin::MatrixEngine(); h->krylov = new heptane::plugin::KrylovEngine(); h->last_update = new std::string(); h->grid_source = new std::string(); h->device_resolved = new std::string(); h->device_why = new std::string(); h->mat_type = new std::string(); h->pc_note = new std::string(); h->pc_opts = new heptane::PcOptions(); h->pc_opts_built = new heptane::PcOptions(); h->petsc_pc_note = new std::string(); h->warned = new std::string(); h->sym_note = new std::string(); h->nat_note = new std::string(); h->baij = new HeptaneBAIJ());
+  HeptaneCallCXX(h->own = new heptane::plugin::MatrixEngine(); h->krylov = new heptane::plugin::KrylovEngine(); h->last_update = new std::string(); h->grid_source = new std::string(); h->device_resolved = new std::string(); h->device_why = new std::string(); h->mat_type = new std::string(); h->pc_note = new std::string(); h->pc_opts = new heptane::PcOptions(); h->pc_opts_built = new heptane::PcOptions(); h->petsc_pc_note = new std::string(); h->warned = new std::string(); h->sym_note = new std::string(); h->nat_note = new std::string(); h->baij = new HeptaneBAIJ(); h->coarse_built = new heptane::plugin::GlobalCoarseOptions());
   h->engine = h->own;
   PetscCall(KSPHeptaneCheckComm(ksp));
 
@@ -1831,7 +1842,8 @@ static PetscErrorCode KSPCreate_Heptane_Private(KSP ksp, heptane::SolverType sol
    into a copy of the operator (A M^-1), the same iterates with fewer passes per iteration
 .  -heptane_coarse <true,false> - several ranks: a global coarse correction (aggregates per
    rank, A_c = P^T A P with the couplings between ranks) around each rank's preconditioner;
-   -heptane_coarse_aggregates N per rank
+   -heptane_coarse_aggregates N per rank, -heptane_coarse_solve <auto,dense,amg> (A_c's solve on
+   every rank), -heptane_coarse_cycles N (amg: steps per coarse solve, default 2)
 .  -heptane_grid J,H,I -heptane_block Nc - the grid when the matrix has no DMDA
 .  -heptane_prewarm <true,false> - set the GPU up on a background thread when the plugin is
    loaded (one rank; read at load, without prefix, with -heptane_device)

@@ -60,7 +60,9 @@ typedef struct {
   std::string                *device_why;   /* what -heptane_device auto chose and why */
   PetscBool                   coarse;       /* -heptane_coarse: several ranks, a global coarse correction */
   PetscInt                    coarse_aggregates;
-  struct PCHeptaneCoarseData *q; /* the correction, while there is one */
+  PetscInt                    coarse_solve;  /* -heptane_coarse_solve: 0 auto, 1 dense, 2 amg */
+  PetscInt                    coarse_cycles; /* -heptane_coarse_cycles */
+  struct PCHeptaneCoarseData *q;             /* the correction, while there is one */
 } PC_Heptane;
 
 /* Several ranks, -heptane_coarse: dist::CoarseSpace around the engine (engine_impl.hpp's
@@ -69,8 +71,8 @@ typedef struct {
 struct PCHeptaneCoarseData {
   std::unique_ptr<heptane::plugin::detail::GlobalCoarse<double>> q;
   Vec                                                            x = NULL, y = NULL; /* arrays placed for MatMult */
-  PetscInt                                                       aggregates = -1;    /* what it was built with */
-  double                                                         ms         = 0;
+  heptane::plugin::GlobalCoarseOptions                           built;              /* what it was built with */
+  double                                                         ms = 0;
 };
 
 static const char *PCHeptaneName(PC_Heptane *p)
@@ -247,7 +249,12 @@ static PetscErrorCode PCHeptaneCoarse(PC pc, Mat src, PetscBool values_only)
     PetscCall(PCHeptaneCoarseFree(p));
     PetscFunctionReturn(0);
   }
-  if (p->q && (!values_only || p->q->aggregates != p->coarse_aggregates)) PetscCall(PCHeptaneCoarseFree(p));
+  heptane::plugin::GlobalCoarseOptions o;
+  o.aggregates = (heptane::index_t)p->coarse_aggregates;
+  o.symmetric  = true;
+  o.solve      = (int)p->coarse_solve;
+  o.cycles     = (int)p->coarse_cycles;
+  if (p->q && (!values_only || p->q->built != o)) PetscCall(PCHeptaneCoarseFree(p));
   PetscCall(MatGetLocalSize(pc->pmat, &n, NULL));
   if (!p->q) {
     HeptaneCallCXX(p->q = new PCHeptaneCoarseData());
@@ -270,8 +277,8 @@ static PetscErrorCode PCHeptaneCoarse(PC pc, Mat src, PetscBool values_only)
                                                                                          "PETSc MatMult");
         heptane::plugin::PcEngine *e   = p->engine;
         auto                       m   = std::make_shared<heptane::plugin::detail::HostCallbackOperator<double>>((heptane::index_t)n, cpu, [e](const double *r, double *z) { e->apply(r, z); }, e->describe());
-        p->q->q                        = heptane::plugin::detail::make_global_coarse<double>(comm, a, m, p->rows->split.diag, p->rows->split.off, p->rows->split.off_cols, (heptane::index_t)p->nc, (heptane::index_t)p->coarse_aggregates, true);
-        p->q->aggregates               = p->coarse_aggregates;
+        p->q->q                        = heptane::plugin::detail::make_global_coarse<double>(comm, a, m, p->rows->split.diag, p->rows->split.off, p->rows->split.off_cols, (heptane::index_t)p->nc, o);
+        p->q->built                    = o;
       }
     } catch (const heptane::InputError &e) { refused = e.what(); });
   p->q->ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
@@ -417,8 +424,10 @@ static PetscErrorCode PCSetFromOptions_Heptane(PC pc, HeptaneOptionItems PetscOp
   }
   PetscCall(PetscOptionsBoundedInt("-heptane_block", "Unknowns per cell Nc (AMG aggregates whole cells; CPR's cells) (default: the DMDA's dof, else the matrix block size)", PCHeptaneMan(p), p->block, &p->block, NULL, 0));
   PetscCall(HeptanePcOptionsFromOptions(PetscOptionsObject, p->opts, (PetscBool)(p->type == heptane::PcType::cpr), PCHeptaneMan(p)));
-  PetscCall(PetscOptionsBool("-heptane_coarse", "Several ranks: a global coarse correction around each rank's preconditioner (aggregates per rank, A_c = P^T A P with the couplings between ranks, factored on every rank; its symmetric form)", PCHeptaneMan(p), p->coarse, &p->coarse, NULL));
+  PetscCall(PetscOptionsBool("-heptane_coarse", "Several ranks: a global coarse correction around each rank's preconditioner (aggregates per rank, A_c = P^T A P with the couplings between ranks, whole on every rank; its symmetric form)", PCHeptaneMan(p), p->coarse, &p->coarse, NULL));
   PetscCall(PetscOptionsBoundedInt("-heptane_coarse_aggregates", "-heptane_coarse: aggregates per rank (0: min(64, 512 / (ranks x Nc)))", PCHeptaneMan(p), p->coarse_aggregates, &p->coarse_aggregates, NULL, 0));
+  PetscCall(PetscOptionsEList("-heptane_coarse_solve", "-heptane_coarse: how every rank solves with A_c: dense LU (at most 8192 unknowns), AMG (-heptane_coarse_cycles steps of its cycle; many aggregates per rank), auto (dense up to 1024 unknowns)", PCHeptaneMan(p), HeptaneCoarseSolves, 3, HeptaneCoarseSolves[p->coarse_solve], &p->coarse_solve, NULL));
+  PetscCall(PetscOptionsRangeInt("-heptane_coarse_cycles", "-heptane_coarse_solve amg: steps of the AMG iteration per coarse solve", PCHeptaneMan(p), p->coarse_cycles, &p->coarse_cycles, NULL, 1, 100));
   PetscOptionsHeadEnd();
   PetscFunctionReturn(0);
 }
@@ -467,9 +476,10 @@ static PetscErrorCode PCCreate_Heptane_Private(PC pc, heptane::PcType type)
 
   PetscFunctionBegin;
   PetscCall(PetscNew(&p));
-  pc->data       = p;
-  p->type        = type;
-  p->mat_nzstate = -1;
+  p->coarse_cycles = 2;
+  pc->data         = p;
+  p->type          = type;
+  p->mat_nzstate   = -1;
   PetscCall(PetscStrncpy(p->device, "auto", sizeof(p->device)));
   HeptaneCallCXX(p->opts = new heptane::PcOptions(); p->opts_built = new heptane::PcOptions(); p->engine = new heptane::plugin::PcEngine(); p->nc_from = new std::string(); p->mat_type = new std::string(); p->last = new std::string(); p->device_built = new std::string(); p->device_why = new std::string(); p->baij = new HeptaneBAIJ());
   pc->ops->setup          = PCSetUp_Heptane;
@@ -501,7 +511,8 @@ static PetscErrorCode PCCreate_Heptane_Private(PC pc, heptane::PcType type)
    N > 0 estimated by N power and N + 2 Lanczos steps
 .  -heptane_block <Nc> - unknowns per cell (default: the DMDA's dof, else the matrix block size)
 .  -heptane_coarse <true,false> - several ranks: a global coarse correction around each rank's
-   AMG (symmetric form, for every KSP); -heptane_coarse_aggregates N per rank
+   AMG (symmetric form, for every KSP); -heptane_coarse_aggregates N per rank,
+   -heptane_coarse_solve <auto,dense,amg>, -heptane_coarse_cycles N (amg, default 2)
 -  -heptane_device <auto,cpu,gpu,gpu:N> - where it runs
 
 M*/

@@ -991,6 +991,48 @@ std::vector<double> galerkin_reference(const Csr<double>& w, index_t nc,
     return ref;
 }
 
+/// A coarse-space case: the block size, each rank's preconditioner, CG (else BiCGStab).
+struct CoarseCase {
+    index_t nc;
+    PcType pc;
+    bool cg;
+};
+
+/// BiCGStab (CG when `cg`) on the distributed operator with preconditioner m, rtol 1e-9: meets
+/// the tolerance with the known solution; returns the iterations.
+int solve_to_known(const Operator<double>& op, const Operator<double>& m, const RankSystem& rs,
+                   const std::shared_ptr<const Executor>& exec, bool cg, const std::string& what)
+{
+    SolverOptions o;
+    o.rtol = 1e-9;
+    o.max_it = 3000;
+    const Array<double> b = to_exec(rs.sys.b, exec);
+    Array<double> x(exec, std::size_t(rs.r1 - rs.r0));
+    Status st;
+    if (cg) {
+        Cg<double> solver(o);
+        solver.set_operator(op);
+        solver.set_preconditioner(m);
+        st = solver.solve(b, x);
+    } else {
+        Bicgstab<double> solver(o);
+        solver.set_operator(op);
+        solver.set_preconditioner(m);
+        st = solver.solve(b, x);
+    }
+    BOOST_TEST(st.converged(), what << ": " << st.summary());
+    BOOST_TEST(st.true_relative_residual <= 1e-8, what);
+    const std::vector<double> xh = to_host(x);
+    double e = 0, xs = 0;
+    for (index_t i = rs.r0; i < rs.r1; ++i) {
+        e = std::max(e,
+                     std::abs(xh[std::size_t(i - rs.r0)] - rs.sys.x_true[std::size_t(i - rs.r0)]));
+        xs = std::max(xs, std::abs(rs.sys.x_true[std::size_t(i - rs.r0)]));
+    }
+    BOOST_TEST(e <= 1e-5 * std::max(1.0, xs), what << ": max error " << e);
+    return st.iterations;
+}
+
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(global_coarse_correction_is_galerkin_and_cuts_iterations)
@@ -1001,13 +1043,9 @@ BOOST_AUTO_TEST_CASE(global_coarse_correction_is_galerkin_and_cuts_iterations)
     // no more iterations (fewer, on these systems, from 2 ranks on).
     const auto comm = world();
     const auto exec = rank_executor();
-    struct Case {
-        index_t nc;
-        PcType pc;
-        bool cg;
-    };
-    for (const Case c : {Case{1, PcType::block_jacobi, false}, Case{1, PcType::amg, false},
-                         Case{3, PcType::block_jacobi, false}, Case{1, PcType::jacobi, true}}) {
+    for (const CoarseCase c :
+         {CoarseCase{1, PcType::block_jacobi, false}, CoarseCase{1, PcType::amg, false},
+          CoarseCase{3, PcType::block_jacobi, false}, CoarseCase{1, PcType::jacobi, true}}) {
         HeptaSpec s = spec_of(10, 8, 4 * comm->size() + 2, c.nc, false, HeptaModel::reservoir);
         s.difficulty = 1.0;
         const RankSystem rs = rank_system(s, *comm);
@@ -1044,35 +1082,8 @@ BOOST_AUTO_TEST_CASE(global_coarse_correction_is_galerkin_and_cuts_iterations)
             BOOST_TEST(qg.coarse_matrix() == q.coarse_matrix(), what << ": global off columns");
         }
 
-        SolverOptions o;
-        o.rtol = 1e-9;
-        o.max_it = 3000;
         auto solve = [&](const Operator<double>& m) {
-            const Array<double> b = to_exec(rs.sys.b, exec);
-            Array<double> x(exec, std::size_t(rs.r1 - rs.r0));
-            Status st;
-            if (c.cg) {
-                Cg<double> solver(o);
-                solver.set_operator(*op);
-                solver.set_preconditioner(m);
-                st = solver.solve(b, x);
-            } else {
-                Bicgstab<double> solver(o);
-                solver.set_operator(*op);
-                solver.set_preconditioner(m);
-                st = solver.solve(b, x);
-            }
-            BOOST_TEST(st.converged(), what << ": " << st.summary());
-            BOOST_TEST(st.true_relative_residual <= 1e-8, what);
-            const std::vector<double> xh = to_host(x);
-            double e = 0, xs = 0;
-            for (index_t i = rs.r0; i < rs.r1; ++i) {
-                e = std::max(e, std::abs(xh[std::size_t(i - rs.r0)] -
-                                         rs.sys.x_true[std::size_t(i - rs.r0)]));
-                xs = std::max(xs, std::abs(rs.sys.x_true[std::size_t(i - rs.r0)]));
-            }
-            BOOST_TEST(e <= 1e-5 * std::max(1.0, xs), what << ": max error " << e);
-            return st.iterations;
+            return solve_to_known(*op, m, rs, exec, c.cg, what);
         };
         const int without = solve(*pc);
         const int with = solve(q);
@@ -1134,6 +1145,90 @@ BOOST_AUTO_TEST_CASE(a_singular_coarse_matrix_is_an_error_on_every_rank)
     for (double v : to_host(z)) zmax = std::max(zmax, std::abs(v));
     BOOST_TEST(std::isfinite(zmax));
     BOOST_TEST(zmax > 0);
+}
+
+BOOST_AUTO_TEST_CASE(global_coarse_correction_with_the_amg_coarse_solve)
+{
+    // Many aggregates per rank, the coarse matrix solved on every rank by AMG's iteration
+    // (CoarseOptions::Solve::amg) instead of its dense LU: the same A_c = P^T A P (checked
+    // against the product of the whole matrix), the automatic choice takes AMG above the dense
+    // limit, the AMG iteration with many cycles gives the dense LU's correction, and with the
+    // default 2 cycles BiCGStab (CG: the symmetric form) meets the tolerance with the known
+    // solution in no more iterations than each rank's preconditioner alone.
+    const auto comm = world();
+    const auto exec = rank_executor();
+    for (const CoarseCase c : {CoarseCase{1, PcType::amg, false}, CoarseCase{1, PcType::amg, true},
+                               CoarseCase{3, PcType::block_jacobi, false}}) {
+        HeptaSpec s = spec_of(12, 10, 4 * comm->size() + 2, c.nc, false, HeptaModel::reservoir);
+        s.difficulty = 1.0;
+        const RankSystem rs = rank_system(s, *comm);
+        const Csr<double> whole = csr_from_coo(to_coo(generate_hepta_bdia<double>(s)));
+        const SplitOf split = split_of(whole, rs.r0, rs.r1);
+        const std::shared_ptr<const Operator<double>> op =
+            std::make_shared<DistributedBdia<double, double>>(comm, rs.part, rs.loc, exec);
+        const std::shared_ptr<const Operator<double>> pc =
+            make_preconditioner<double>(c.pc, split.diag, c.nc, exec);
+        const std::string what = std::string(to_string(c.pc)) + " Nc " + std::to_string(c.nc) +
+                                 (c.cg ? " cg" : " bicgstab");
+        CoarseOptions co;
+        co.aggregates = 60;  // about 8 cells each
+        co.symmetric = c.cg;
+        co.solve = CoarseOptions::Solve::dense;
+        const CoarseSpace<double> qd(comm->comm(), op, pc, split.view(), c.nc, co);
+        co.solve = CoarseOptions::Solve::automatic;
+        co.dense_limit = 16;
+        const CoarseSpace<double> qa(comm->comm(), op, pc, split.view(), c.nc, co);
+        BOOST_TEST((qa.solve_kind() == CoarseOptions::Solve::amg), what);
+        BOOST_TEST((qd.solve_kind() == CoarseOptions::Solve::dense), what);
+        BOOST_TEST(qa.coarse_size() > 16, what);
+        const std::vector<double> ref = galerkin_reference(whole, c.nc, qa, *comm);
+        const std::vector<double> got = qa.coarse_matrix();
+        double worst = 0, scale = 0;
+        for (std::size_t k = 0; k < ref.size(); ++k) {
+            worst = std::max(worst, std::abs(ref[k] - got[k]));
+            scale = std::max(scale, std::abs(ref[k]));
+        }
+        BOOST_TEST(worst <= 1e-12 * scale, what << ": max |A_c - P^T A P| = " << worst);
+        BOOST_TEST(qd.coarse_matrix() == got, what << ": dense and amg assemble the same A_c");
+        BOOST_TEST(qa.describe().find("AMG (2 cycles") != std::string::npos, qa.describe());
+
+        {  // many cycles: the dense LU's correction
+            co.cycles = 60;
+            const CoarseSpace<double> q60(comm->comm(), op, pc, split.view(), c.nc, co);
+            co.cycles = 2;
+            const Array<double> b = to_exec(rs.sys.b, exec);
+            const index_t n = rs.r1 - rs.r0;
+            Array<double> zd(exec, std::size_t(n)), za(exec, std::size_t(n));
+            qd.apply(b.data(), zd.data());
+            q60.apply(b.data(), za.data());
+            const std::vector<double> hd = to_host(zd), ha = to_host(za);
+            double diff = 0, size = 0;
+            for (std::size_t i = 0; i < hd.size(); ++i) {
+                diff = std::max(diff, std::abs(hd[i] - ha[i]));
+                size = std::max(size, std::abs(hd[i]));
+            }
+            MPI_Allreduce(MPI_IN_PLACE, &diff, 1, MPI_DOUBLE, MPI_MAX, comm->comm());
+            MPI_Allreduce(MPI_IN_PLACE, &size, 1, MPI_DOUBLE, MPI_MAX, comm->comm());
+            BOOST_TEST(size > 0, what);
+            BOOST_TEST(diff <= 1e-8 * size,
+                       what << ": 60 AMG cycles vs the dense LU: max difference " << diff << " of "
+                            << size);
+        }
+
+        auto solve = [&](const Operator<double>& m) {
+            return solve_to_known(*op, m, rs, exec, c.cg, what);
+        };
+        const int without = solve(*pc);
+        const int dense = solve(qd);
+        const int amg = solve(qa);
+        if (comm->rank() == 0)
+            std::printf(
+                "coarse correction, %s, %d ranks, %d coarse unknowns: %d iterations without, %d "
+                "with the dense LU, %d with 2 AMG cycles\n",
+                what.c_str(), comm->size(), int(qa.coarse_size()), without, dense, amg);
+        BOOST_TEST(amg <= without, what << ": " << amg << " iterations with the AMG coarse solve, "
+                                        << without << " without");
+    }
 }
 
 BOOST_AUTO_TEST_CASE(bad_partitions_are_errors)

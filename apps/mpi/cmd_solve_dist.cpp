@@ -193,14 +193,14 @@ SplitStore split_rows(const Bdia<double>& a, index_t row_begin, index_t global_r
 
 /// The preconditioner of this rank's diagonal block (VT, from the fp64 block as on one
 /// process), the operator with MT values, and the solve in VT from p.x0 (zero when empty);
-/// `coarse`: with the global coarse correction around that preconditioner (dist::CoarseSpace,
-/// `aggregates` per rank, 0: its default). Consumes p.local.
+/// `coarse`: with the global coarse correction around that preconditioner (dist::CoarseSpace
+/// with `co`, its symmetric form set here from the solver). Consumes p.local.
 template <class MT, class VT>
 RankSolve solve_on_ranks(const std::shared_ptr<const dist::Communicator>& comm, LocalProblem& p,
                          const std::shared_ptr<const Executor>& exec, const dist::DistOptions& dopt,
                          SolverType solver, const SolverExtras& extras, PcType pc,
                          const PcOptions& pc_options, SolverOptions opts, bool coarse,
-                         index_t aggregates)
+                         dist::CoarseOptions co)
 {
     RankSolve r;
     const std::size_t n = std::size_t(p.part.rows(comm->rank()));
@@ -226,8 +226,6 @@ RankSolve solve_on_ranks(const std::shared_ptr<const dist::Communicator>& comm, 
     std::shared_ptr<const Operator<VT>> q;  // the coarse correction around m
     if (coarse) {
         t = Clock::now();
-        dist::CoarseOptions co;
-        co.aggregates = aggregates;
         co.symmetric = solver == SolverType::cg;
         q = std::make_shared<dist::CoarseSpace<VT>>(
             comm->comm(), std::shared_ptr<const Operator<VT>>(std::shared_ptr<void>(), &op), m,
@@ -301,6 +299,8 @@ int cmd_solve_distributed(Args& args, bool json, bool monitor, bool quiet_flag)
     const bool coarse = args.flag("--coarse");
     const bool has_aggregates = args.get("--coarse-aggregates").has_value();
     const long long aggregates = args.get_int("--coarse-aggregates", 0);
+    const auto coarse_solve = args.get("--coarse-solve");
+    const long long coarse_cycles = args.get_int("--coarse-cycles", 2);
     dist::DistOptions dopt;
     dopt.halo = dist::parse_halo_model(args.get_or("--halo", "auto"));
     dopt.reduce = dist::parse_reduce_model(args.get_or("--reduce", "auto"));
@@ -329,8 +329,17 @@ int cmd_solve_distributed(Args& args, bool json, bool monitor, bool quiet_flag)
         throw UsageError("--restart applies to --solver gmres only");
     if (has_aggregates && !coarse)
         throw UsageError("--coarse-aggregates applies with --coarse only");
-    if (aggregates < 0 || aggregates > 4096)
-        throw UsageError("--coarse-aggregates must be in [0, 4096] (0: the default)");
+    if (aggregates < 0 || aggregates > (1 << 24))
+        throw UsageError("--coarse-aggregates must be in [0, 16777216] (0: the default)");
+    if ((coarse_solve || args.get("--coarse-cycles")) && !coarse)
+        throw UsageError("--coarse-solve and --coarse-cycles apply with --coarse only");
+    if (coarse_cycles < 1 || coarse_cycles > 100)
+        throw UsageError("--coarse-cycles must be in [1, 100]");
+    dist::CoarseOptions co;
+    co.aggregates = index_t(aggregates);
+    co.cycles = int(coarse_cycles);
+    if (coarse_solve)
+        co.solve = usage_checked([&] { return dist::parse_coarse_solve(*coarse_solve); });
     SolverExtras extras;
     extras.restart = static_cast<int>(restart);
 
@@ -359,15 +368,14 @@ int cmd_solve_distributed(Args& args, bool json, bool monitor, bool quiet_flag)
             last_print = now;
         }
     };
-    const RankSolve r =
-        precision == Precision::single
-            ? solve_on_ranks<float, float>(comm, p, exec, dopt, solver, extras, pc, pc_options,
-                                           opts, coarse, index_t(aggregates))
-        : precision == Precision::mixed
-            ? solve_on_ranks<float, double>(comm, p, exec, dopt, solver, extras, pc, pc_options,
-                                            opts, coarse, index_t(aggregates))
-            : solve_on_ranks<double, double>(comm, p, exec, dopt, solver, extras, pc, pc_options,
-                                             opts, coarse, index_t(aggregates));
+    const RankSolve r = precision == Precision::single
+                            ? solve_on_ranks<float, float>(comm, p, exec, dopt, solver, extras, pc,
+                                                           pc_options, opts, coarse, co)
+                        : precision == Precision::mixed
+                            ? solve_on_ranks<float, double>(comm, p, exec, dopt, solver, extras, pc,
+                                                            pc_options, opts, coarse, co)
+                            : solve_on_ranks<double, double>(comm, p, exec, dopt, solver, extras,
+                                                             pc, pc_options, opts, coarse, co);
     const Status& st = r.status;
     const std::vector<double>& xh = r.x;
 
