@@ -120,6 +120,9 @@ const char* solve_usage =
     "                    most 8192 unknowns; amg: --coarse-cycles steps of AMG's cycle on\n"
     "                    A_c, for many aggregates per rank; auto: dense up to 1024 unknowns)\n"
     "  --coarse-cycles N steps of the coarse AMG iteration (default 2)\n"
+    "  --coarse-aggregation A  bfs (default: grown breadth-first, about N of them) |\n"
+    "                    strength (AMG's aggregates of the strong couplings, level by level\n"
+    "                    down to the count nearest N)\n"
     "A chunk file under mpirun (mpirun -np P heptane solve A.hoc ...): each rank reads and\n"
     "streams its own group of the file's chunks (about equal bytes; --host-memory and\n"
     "--device-memory per rank), x is gathered on every rank at every product and the dot\n"
@@ -416,7 +419,8 @@ int cmd_solve(int argc, char** argv)
                                  " applies to a matrix in memory under mpirun; the ranks of a "
                                  "chunk file take --gather and --reduce");
         if (args.flag("--coarse") || args.get("--coarse-aggregates") ||
-            args.get("--coarse-solve") || args.get("--coarse-cycles"))
+            args.get("--coarse-solve") || args.get("--coarse-cycles") ||
+            args.get("--coarse-aggregation"))
             throw UsageError(
                 "--coarse applies to a matrix in memory under mpirun (the ranks of a chunk file "
                 "take --pc none, jacobi or bjacobi)");
@@ -426,7 +430,7 @@ int cmd_solve(int argc, char** argv)
             throw UsageError("--reduce " + reduce + ": the choices are auto, mpi, nccl and peer");
     } else {
         for (const char* o : {"--halo", "--reduce", "--split", "--gather", "--coarse-aggregates",
-                              "--coarse-solve", "--coarse-cycles"})
+                              "--coarse-solve", "--coarse-cycles", "--coarse-aggregation"})
             if (args.get(o)) throw UsageError(std::string(o) + " applies under mpirun only");
         if (args.flag("--coarse"))
             throw UsageError(

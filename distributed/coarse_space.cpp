@@ -5,11 +5,14 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdint>
 #include <deque>
 #include <sstream>
+#include <utility>
 
 #include "core/error.hpp"
 #include "solver/precond/amg/amg.hpp"
+#include "solver/precond/amg/amg_setup.hpp"
 #include "solver/vector/vector_ops.hpp"
 
 namespace heptane::dist {
@@ -66,6 +69,76 @@ index_t grow_aggregates(const CsrView& d, index_t nc, index_t size, std::vector<
     return count;
 }
 
+/// The block matrix summed over the aggregates (T^T a T, T piecewise constant: node i's
+/// unknowns in aggregate of_node[i]), `count` aggregates of nc unknowns.
+Csr<double> collapse(const Csr<double>& a, index_t nc, const std::vector<index_t>& of_node,
+                     index_t count)
+{
+    const offset_t* rp = a.row_ptr.data();
+    const index_t* ci = a.col_idx.data();
+    const double* va = a.values.data();
+    const std::int64_t m = std::int64_t(count) * nc;
+    std::vector<std::pair<std::int64_t, double>> e;
+    e.reserve(std::size_t(a.nnz()));
+    for (index_t r = 0; r < a.rows; ++r) {
+        const std::int64_t R = std::int64_t(of_node[std::size_t(r / nc)]) * nc + r % nc;
+        for (offset_t k = rp[r]; k < rp[r + 1]; ++k) {
+            const index_t j = ci[k];
+            const std::int64_t C = std::int64_t(of_node[std::size_t(j / nc)]) * nc + j % nc;
+            e.emplace_back(R * m + C, va[k]);
+        }
+    }
+    std::sort(e.begin(), e.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
+    std::vector<offset_t> ptr(std::size_t(m) + 1, 0);
+    std::vector<index_t> col;
+    std::vector<double> val;
+    for (std::size_t k = 0; k < e.size(); ++k) {
+        if (k > 0 && e[k].first == e[k - 1].first) {
+            val.back() += e[k].second;
+            continue;
+        }
+        ++ptr[std::size_t(e[k].first / m) + 1];
+        col.push_back(index_t(e[k].first % m));
+        val.push_back(e[k].second);
+    }
+    for (std::int64_t r = 0; r < m; ++r) ptr[std::size_t(r) + 1] += ptr[std::size_t(r)];
+    return Csr<double>{index_t(m), index_t(m), Array<offset_t>(std::move(ptr)),
+                       Array<index_t>(std::move(col)), Array<double>(std::move(val))};
+}
+
+/// AMG's aggregates of the diagonal block's strong couplings, level by level (unaggregated
+/// nodes alone), down to the level whose count is nearest `want` (by ratio); stops when a
+/// level coarsens by less than 1.2. Returns the number of aggregates, or −1 when that stall
+/// leaves more than twice `want` (a coupled system whose block strengths barely aggregate:
+/// the caller grows them breadth-first instead).
+index_t strength_aggregates(const CsrView& d, index_t nc, index_t want, double theta,
+                            std::vector<index_t>& agg)
+{
+    const index_t nb = d.rows / nc;
+    agg.resize(std::size_t(nb));
+    for (index_t i = 0; i < nb; ++i) agg[std::size_t(i)] = i;
+    std::vector<offset_t> rp(d.row_ptr, d.row_ptr + d.rows + 1);
+    const offset_t nnz = rp.back();
+    Csr<double> a{d.rows, d.rows, Array<offset_t>(std::move(rp)),
+                  Array<index_t>(std::vector<index_t>(d.col_idx, d.col_idx + nnz)),
+                  Array<double>(std::vector<double>(d.values, d.values + nnz))};
+    index_t count = nb;
+    while (count > want) {
+        const amg::Strength s = amg::strength(a, nc, theta);
+        amg::Aggregates g = amg::aggregate(s);
+        index_t c = g.count;
+        for (index_t& x : g.of_node)
+            if (x < 0) x = c++;  // no strong neighbour: alone
+        if (double(c) * 1.2 > double(count)) return count > 2 * want ? -1 : count;  // stalled
+        const bool nearer = c<want&& double(want) / double(c)> double(count) / double(want);
+        if (nearer) break;  // the level above is nearer the count
+        for (index_t& x : agg) x = g.of_node[std::size_t(x)];
+        a = collapse(a, nc, g.of_node, c);
+        count = c;
+    }
+    return count;
+}
+
 template <class VT>
 void to_host(const Executor& exec, const VT* src, index_t n, std::vector<VT>& stage,
              std::vector<double>& out)
@@ -100,6 +173,18 @@ void axpby_on(const Executor& exec, index_t n, VT a, const VT* x, VT b, VT* y)
 }
 
 }  // namespace
+
+CoarseOptions::Aggregation parse_coarse_aggregation(const std::string& name)
+{
+    if (name == "bfs") return CoarseOptions::Aggregation::bfs;
+    if (name == "strength") return CoarseOptions::Aggregation::strength;
+    HEPTANE_THROW(InputError, "unknown coarse aggregation '" << name << "' (bfs, strength)");
+}
+
+const char* to_string(CoarseOptions::Aggregation a) noexcept
+{
+    return a == CoarseOptions::Aggregation::strength ? "strength" : "bfs";
+}
 
 CoarseOptions::Solve parse_coarse_solve(const std::string& name)
 {
@@ -154,7 +239,15 @@ CoarseSpace<VT>::CoarseSpace(MPI_Comm comm, std::shared_ptr<const Operator<VT>> 
                        ? opt.aggregates
                        : std::min<index_t>(64, 512 / std::max<index_t>(1, index_t(ranks_) * nc_));
     want = std::max<index_t>(1, std::min(want, std::max<index_t>(nb, 1)));
-    aggs_ = nb > 0 ? grow_aggregates(rows.diag, nc_, (nb + want - 1) / want, agg_) : 0;
+    aggregation_ = opt.aggregation;
+    if (nb == 0)
+        aggs_ = 0;
+    else if (aggregation_ == CoarseOptions::Aggregation::strength)
+        aggs_ = strength_aggregates(rows.diag, nc_, want, opt.amg.strength_threshold, agg_);
+    if (nb > 0 && (aggregation_ == CoarseOptions::Aggregation::bfs || aggs_ < 0)) {
+        strength_stalled_ = aggs_ < 0;
+        aggs_ = grow_aggregates(rows.diag, nc_, (nb + want - 1) / want, agg_);
+    }
     std::vector<int> agg_counts(static_cast<std::size_t>(ranks_)),
         agg_displs(std::size_t(ranks_) + 1, 0);
     {
@@ -561,7 +654,9 @@ std::string CoarseSpace<VT>::describe() const
 {
     std::ostringstream s;
     s << "global coarse correction (" << nc_total_ << " coarse unknowns: " << aggs_
-      << " aggregates on this rank x Nc " << nc_ << ", " << acs_.nnz() << " entries; "
+      << " aggregates on this rank x Nc " << nc_ << " ("
+      << (strength_stalled_ ? "bfs: strength stalled" : to_string(aggregation_)) << "), "
+      << acs_.nnz() << " entries; "
       << (solve_ == CoarseOptions::Solve::dense
               ? std::string("dense LU")
               : "AMG (" + std::to_string(cycles_) + " cycle" + (cycles_ == 1 ? "" : "s") + ", " +

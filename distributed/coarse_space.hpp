@@ -2,10 +2,16 @@
 // (AMG, ILU or block Jacobi of the rank's diagonal block: block Jacobi over the ranks, which
 // leaves out every coupling between ranks, so its iterations grow with the number of ranks).
 //
-// Coarse space: each rank groups its block rows into aggregates grown breadth-first over its
-// diagonal block's graph (about `aggregates` of them, compact whatever the numbering), and the
-// coarse space is piecewise constant on them, one coarse unknown per aggregate and component:
-// P's column (I, c) is 1 on component c of every cell of aggregate I. The coarse matrix
+// Coarse space: each rank groups its block rows into aggregates of its diagonal block, either
+// grown breadth-first over its graph (`bfs`: about `aggregates` of them, compact whatever the
+// numbering, blind to the values) or (`strength`) AMG's aggregates of its strong couplings
+// (amg_setup.hpp's strength and aggregation, θ = amg.strength_threshold), aggregated again
+// level by level (unsmoothed Galerkin products of the block) down to the level whose count is
+// nearest `aggregates` — aggregates that follow the strong couplings, so that a layered,
+// anisotropic field's layers are not lumped together; where that stalls more than twice above
+// the count (a coupled system's block strengths can), breadth-first after all, as describe()
+// says — and the coarse space is piecewise constant on them, one coarse unknown per aggregate and
+// component: P's column (I, c) is 1 on component c of every cell of aggregate I. The coarse matrix
 // A_c = Pᵀ A P sums A's entries by (row aggregate, column aggregate) and components, with the
 // couplings between ranks (the aggregate of every off-rank column is asked of its owner once
 // per pattern); every rank assembles it whole (MPI_Allgatherv of each rank's coarse rows, kept
@@ -69,6 +75,9 @@ struct CoarseOptions {
     index_t aggregates = 0;
     /// The symmetric form (for CG): a second coarse correction after M_loc.
     bool symmetric = false;
+    /// How the aggregates are made (the header comment).
+    enum class Aggregation { bfs, strength };
+    Aggregation aggregation = Aggregation::bfs;
     /// How every rank solves with the coarse matrix (the header comment): automatic = dense
     /// up to `dense_limit` unknowns, else amg.
     enum class Solve { automatic, dense, amg };
@@ -79,6 +88,9 @@ struct CoarseOptions {
     int cycles = 2;
     AmgOptions amg;
 };
+/// "bfs", "strength"; InputError naming the choices.
+CoarseOptions::Aggregation parse_coarse_aggregation(const std::string& name);
+const char* to_string(CoarseOptions::Aggregation a) noexcept;
 /// "auto", "dense", "amg"; InputError naming the choices.
 CoarseOptions::Solve parse_coarse_solve(const std::string& name);
 const char* to_string(CoarseOptions::Solve s) noexcept;
@@ -154,6 +166,8 @@ private:
     std::vector<index_t> off_agg_;      ///< off column -> global aggregate of its block
     std::vector<int> counts_, displs_;  ///< coarse unknowns per rank (Allgatherv)
     CoarseOptions::Solve solve_ = CoarseOptions::Solve::dense;
+    CoarseOptions::Aggregation aggregation_ = CoarseOptions::Aggregation::bfs;
+    bool strength_stalled_ = false;  ///< strength asked, stalled far above the count: bfs
     int cycles_ = 2;
     AmgOptions amg_opts_;
     // this rank's coarse rows (pattern, local rows, global columns) and each fine entry's slot

@@ -281,11 +281,12 @@ struct KrylovTimings {
 
 /// The global coarse correction's settings (dist::CoarseOptions, distributed/coarse_space.hpp).
 struct GlobalCoarseOptions {
-  index_t aggregates = 0;     ///< per rank; 0: its default
-  bool    symmetric  = false; ///< its symmetric form (CG)
-  int     solve      = 0;     ///< 0 auto, 1 dense LU, 2 AMG on every rank (dist::CoarseOptions::Solve's order)
-  int     cycles     = 2;     ///< AMG: steps of its iteration per coarse solve
-  bool    operator==(const GlobalCoarseOptions &o) const noexcept { return aggregates == o.aggregates && symmetric == o.symmetric && solve == o.solve && cycles == o.cycles; }
+  index_t aggregates  = 0;     ///< per rank; 0: its default
+  bool    symmetric   = false; ///< its symmetric form (CG)
+  int     solve       = 0;     ///< 0 auto, 1 dense LU, 2 AMG on every rank (dist::CoarseOptions::Solve's order)
+  int     cycles      = 2;     ///< AMG: steps of its iteration per coarse solve
+  int     aggregation = 0;     ///< 0 bfs, 1 strength (dist::CoarseOptions::Aggregation's order)
+  bool    operator==(const GlobalCoarseOptions &o) const noexcept { return aggregates == o.aggregates && symmetric == o.symmetric && solve == o.solve && cycles == o.cycles && aggregation == o.aggregation; }
   bool    operator!=(const GlobalCoarseOptions &o) const noexcept { return !(*this == o); }
 };
 

@@ -673,10 +673,11 @@ template <class VT>
 std::unique_ptr<GlobalCoarse<VT>> make_global_coarse(MPI_Comm comm, std::shared_ptr<const Operator<VT>> a, std::shared_ptr<const Operator<VT>> local, const CsrView &diag, const CsrView &off, const index_t *off_cols, index_t nc, const GlobalCoarseOptions &g)
 {
   dist::CoarseOptions o;
-  o.aggregates = g.aggregates;
-  o.symmetric  = g.symmetric;
-  o.solve      = g.solve == 1 ? dist::CoarseOptions::Solve::dense : g.solve == 2 ? dist::CoarseOptions::Solve::amg : dist::CoarseOptions::Solve::automatic;
-  o.cycles     = g.cycles;
+  o.aggregates  = g.aggregates;
+  o.symmetric   = g.symmetric;
+  o.solve       = g.solve == 1 ? dist::CoarseOptions::Solve::dense : g.solve == 2 ? dist::CoarseOptions::Solve::amg : dist::CoarseOptions::Solve::automatic;
+  o.cycles      = g.cycles;
+  o.aggregation = g.aggregation == 1 ? dist::CoarseOptions::Aggregation::strength : dist::CoarseOptions::Aggregation::bfs;
   return std::make_unique<CoarseHolder<VT>>(std::make_shared<dist::CoarseSpace<VT>>(comm, std::move(a), std::move(local), dist::SplitRows{diag, off, off_cols}, nc, o));
 }
 template std::unique_ptr<GlobalCoarse<double>> make_global_coarse<double>(MPI_Comm, std::shared_ptr<const Operator<double>>, std::shared_ptr<const Operator<double>>, const CsrView &, const CsrView &, const index_t *, index_t, const GlobalCoarseOptions &);

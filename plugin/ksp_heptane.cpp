@@ -62,17 +62,18 @@ typedef struct {
   char                                  device[64];
   PetscInt                              precision; /* index into HeptanePrecisions */
   PetscInt                              check_every;
-  PetscBool                             fold;              /* -heptane_fold: Jacobi/block Jacobi folded into the operator (BiCGStab) */
-  PetscBool                             coarse;            /* -heptane_coarse: several ranks, a global coarse correction around heptane's PC */
-  PetscInt                              coarse_aggregates; /* -heptane_coarse_aggregates: per rank (0: the default) */
-  PetscInt                              coarse_solve;      /* -heptane_coarse_solve: 0 auto, 1 dense, 2 amg */
-  PetscInt                              coarse_cycles;     /* -heptane_coarse_cycles: AMG steps per coarse solve */
-  heptane::plugin::GlobalCoarseOptions *coarse_built;      /* the options the correction in krylov was built with */
-  PetscBool                             refine;            /* -heptane_refine: mixed precision refined against the fp64 matrix */
-  PetscBool                             check_true;        /* -heptane_check_true_residual: single (and unrefined mixed): ||b - A x|| with PETSc's fp64 MatMult after the solve */
-  PetscInt                              restart;           /* hgmres: -ksp_gmres_restart (KSPGMRESSetRestart) */
-  heptane::PcOptions                   *pc_opts;           /* -heptane_amg_*, -heptane_cpr_* (hamg, hcpr) */
-  heptane::PcOptions                   *pc_opts_built;     /* those the preconditioner in krylov was built with */
+  PetscBool                             fold;               /* -heptane_fold: Jacobi/block Jacobi folded into the operator (BiCGStab) */
+  PetscBool                             coarse;             /* -heptane_coarse: several ranks, a global coarse correction around heptane's PC */
+  PetscInt                              coarse_aggregates;  /* -heptane_coarse_aggregates: per rank (0: the default) */
+  PetscInt                              coarse_solve;       /* -heptane_coarse_solve: 0 auto, 1 dense, 2 amg */
+  PetscInt                              coarse_cycles;      /* -heptane_coarse_cycles: AMG steps per coarse solve */
+  PetscInt                              coarse_aggregation; /* -heptane_coarse_aggregation: 0 bfs, 1 strength */
+  heptane::plugin::GlobalCoarseOptions *coarse_built;       /* the options the correction in krylov was built with */
+  PetscBool                             refine;             /* -heptane_refine: mixed precision refined against the fp64 matrix */
+  PetscBool                             check_true;         /* -heptane_check_true_residual: single (and unrefined mixed): ||b - A x|| with PETSc's fp64 MatMult after the solve */
+  PetscInt                              restart;            /* hgmres: -ksp_gmres_restart (KSPGMRESSetRestart) */
+  heptane::PcOptions                   *pc_opts;            /* -heptane_amg_*, -heptane_cpr_* (hamg, hcpr) */
+  heptane::PcOptions                   *pc_opts_built;      /* those the preconditioner in krylov was built with */
   /* the preconditioner, taken from the PETSc PC */
   heptane::PcType pc;
   char            pc_from[64];   /* what it was chosen from, for the view */
@@ -1186,10 +1187,11 @@ static PetscErrorCode KSPHeptaneCoarse(KSP ksp, PetscBool changed)
   }
   PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, &changed, 1, HEPTANE_MPIU_BOOL, MPI_LOR, comm));
   heptane::plugin::GlobalCoarseOptions o;
-  o.aggregates = (heptane::index_t)h->coarse_aggregates;
-  o.symmetric  = h->solver == heptane::SolverType::cg;
-  o.solve      = (int)h->coarse_solve;
-  o.cycles     = (int)h->coarse_cycles;
+  o.aggregates  = (heptane::index_t)h->coarse_aggregates;
+  o.symmetric   = h->solver == heptane::SolverType::cg;
+  o.solve       = (int)h->coarse_solve;
+  o.cycles      = (int)h->coarse_cycles;
+  o.aggregation = (int)h->coarse_aggregation;
   if (!changed && h->krylov->has_global_coarse() && *h->coarse_built == o) PetscFunctionReturn(0);
   PetscCall(HeptaneRowsGet(h->rows_from, h->rows));
   HeptaneCallCXX(
@@ -1660,6 +1662,7 @@ static PetscErrorCode KSPSetFromOptions_Heptane(KSP ksp, HeptaneOptionItems Pets
   PetscCall(PetscOptionsBoundedInt("-heptane_coarse_aggregates", "-heptane_coarse: aggregates per rank (0: min(64, 512 / (ranks x Nc)))", "KSPHBCGS", h->coarse_aggregates, &h->coarse_aggregates, NULL, 0));
   PetscCall(PetscOptionsEList("-heptane_coarse_solve", "-heptane_coarse: how every rank solves with A_c: dense LU (at most 8192 unknowns), AMG (-heptane_coarse_cycles steps of its cycle; many aggregates per rank), auto (dense up to 1024 unknowns)", "KSPHBCGS", HeptaneCoarseSolves, 3, HeptaneCoarseSolves[h->coarse_solve], &h->coarse_solve, NULL));
   PetscCall(PetscOptionsRangeInt("-heptane_coarse_cycles", "-heptane_coarse_solve amg: steps of the AMG iteration per coarse solve", "KSPHBCGS", h->coarse_cycles, &h->coarse_cycles, NULL, 1, 100));
+  PetscCall(PetscOptionsEList("-heptane_coarse_aggregation", "-heptane_coarse: the aggregates: bfs (grown breadth-first, about -heptane_coarse_aggregates of them) or strength (AMG's aggregates of the strong couplings, level by level down to the count nearest -heptane_coarse_aggregates)", "KSPHBCGS", HeptaneCoarseAggregations, 2, HeptaneCoarseAggregations[h->coarse_aggregation], &h->coarse_aggregation, NULL));
   PetscCall(PetscOptionsBool("-heptane_petsc_pc", "Apply PETSc's own PC (PCSetUp, PCApply) inside heptane's loop even where heptane has the PC type (jacobi, pbjacobi, ilu, bjacobi); PC types heptane does not have are always applied so", "KSPHBCGS", h->force_petsc_pc, &h->force_petsc_pc, NULL));
   PetscCall(PetscOptionsBoundedInt("-heptane_threads", "OpenMP threads per rank for heptane's work on the CPU (0: OpenMP's own count; default 1, or OpenMP's own when OMP_NUM_THREADS is set)", "KSPHBCGS", h->threads, &h->threads, &flg, 0));
   if (flg) h->threads_set = PETSC_TRUE;
@@ -1843,7 +1846,8 @@ static PetscErrorCode KSPCreate_Heptane_Private(KSP ksp, heptane::SolverType sol
 .  -heptane_coarse <true,false> - several ranks: a global coarse correction (aggregates per
    rank, A_c = P^T A P with the couplings between ranks) around each rank's preconditioner;
    -heptane_coarse_aggregates N per rank, -heptane_coarse_solve <auto,dense,amg> (A_c's solve on
-   every rank), -heptane_coarse_cycles N (amg: steps per coarse solve, default 2)
+   every rank), -heptane_coarse_cycles N (amg: steps per coarse solve, default 2),
+   -heptane_coarse_aggregation <bfs,strength>
 .  -heptane_grid J,H,I -heptane_block Nc - the grid when the matrix has no DMDA
 .  -heptane_prewarm <true,false> - set the GPU up on a background thread when the plugin is
    loaded (one rank; read at load, without prefix, with -heptane_device)

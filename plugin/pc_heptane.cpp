@@ -60,9 +60,10 @@ typedef struct {
   std::string                *device_why;   /* what -heptane_device auto chose and why */
   PetscBool                   coarse;       /* -heptane_coarse: several ranks, a global coarse correction */
   PetscInt                    coarse_aggregates;
-  PetscInt                    coarse_solve;  /* -heptane_coarse_solve: 0 auto, 1 dense, 2 amg */
-  PetscInt                    coarse_cycles; /* -heptane_coarse_cycles */
-  struct PCHeptaneCoarseData *q;             /* the correction, while there is one */
+  PetscInt                    coarse_solve;       /* -heptane_coarse_solve: 0 auto, 1 dense, 2 amg */
+  PetscInt                    coarse_cycles;      /* -heptane_coarse_cycles */
+  PetscInt                    coarse_aggregation; /* -heptane_coarse_aggregation: 0 bfs, 1 strength */
+  struct PCHeptaneCoarseData *q;                  /* the correction, while there is one */
 } PC_Heptane;
 
 /* Several ranks, -heptane_coarse: dist::CoarseSpace around the engine (engine_impl.hpp's
@@ -250,10 +251,11 @@ static PetscErrorCode PCHeptaneCoarse(PC pc, Mat src, PetscBool values_only)
     PetscFunctionReturn(0);
   }
   heptane::plugin::GlobalCoarseOptions o;
-  o.aggregates = (heptane::index_t)p->coarse_aggregates;
-  o.symmetric  = true;
-  o.solve      = (int)p->coarse_solve;
-  o.cycles     = (int)p->coarse_cycles;
+  o.aggregates  = (heptane::index_t)p->coarse_aggregates;
+  o.symmetric   = true;
+  o.solve       = (int)p->coarse_solve;
+  o.cycles      = (int)p->coarse_cycles;
+  o.aggregation = (int)p->coarse_aggregation;
   if (p->q && (!values_only || p->q->built != o)) PetscCall(PCHeptaneCoarseFree(p));
   PetscCall(MatGetLocalSize(pc->pmat, &n, NULL));
   if (!p->q) {
@@ -428,6 +430,7 @@ static PetscErrorCode PCSetFromOptions_Heptane(PC pc, HeptaneOptionItems PetscOp
   PetscCall(PetscOptionsBoundedInt("-heptane_coarse_aggregates", "-heptane_coarse: aggregates per rank (0: min(64, 512 / (ranks x Nc)))", PCHeptaneMan(p), p->coarse_aggregates, &p->coarse_aggregates, NULL, 0));
   PetscCall(PetscOptionsEList("-heptane_coarse_solve", "-heptane_coarse: how every rank solves with A_c: dense LU (at most 8192 unknowns), AMG (-heptane_coarse_cycles steps of its cycle; many aggregates per rank), auto (dense up to 1024 unknowns)", PCHeptaneMan(p), HeptaneCoarseSolves, 3, HeptaneCoarseSolves[p->coarse_solve], &p->coarse_solve, NULL));
   PetscCall(PetscOptionsRangeInt("-heptane_coarse_cycles", "-heptane_coarse_solve amg: steps of the AMG iteration per coarse solve", PCHeptaneMan(p), p->coarse_cycles, &p->coarse_cycles, NULL, 1, 100));
+  PetscCall(PetscOptionsEList("-heptane_coarse_aggregation", "-heptane_coarse: the aggregates: bfs (grown breadth-first) or strength (AMG's aggregates of the strong couplings, level by level down to the count nearest -heptane_coarse_aggregates)", PCHeptaneMan(p), HeptaneCoarseAggregations, 2, HeptaneCoarseAggregations[p->coarse_aggregation], &p->coarse_aggregation, NULL));
   PetscOptionsHeadEnd();
   PetscFunctionReturn(0);
 }
@@ -512,7 +515,8 @@ static PetscErrorCode PCCreate_Heptane_Private(PC pc, heptane::PcType type)
 .  -heptane_block <Nc> - unknowns per cell (default: the DMDA's dof, else the matrix block size)
 .  -heptane_coarse <true,false> - several ranks: a global coarse correction around each rank's
    AMG (symmetric form, for every KSP); -heptane_coarse_aggregates N per rank,
-   -heptane_coarse_solve <auto,dense,amg>, -heptane_coarse_cycles N (amg, default 2)
+   -heptane_coarse_solve <auto,dense,amg>, -heptane_coarse_cycles N (amg, default 2),
+   -heptane_coarse_aggregation <bfs,strength>
 -  -heptane_device <auto,cpu,gpu,gpu:N> - where it runs
 
 M*/

@@ -20,11 +20,12 @@ static const std::vector<const char *> &format_names()
   }();
   return names;
 }
-const char *const *const HeptaneFormats        = format_names().data();
-const PetscInt           HeptaneNumFormats     = (PetscInt)format_names().size();
-const char *const        HeptanePrecisions[]   = {"double", "single", "mixed"};
-const char *const        HeptaneCoarseSolves[] = {"auto", "dense", "amg"};
-const PetscInt           HeptaneNumPrecisions  = 3;
+const char *const *const HeptaneFormats              = format_names().data();
+const PetscInt           HeptaneNumFormats           = (PetscInt)format_names().size();
+const char *const        HeptanePrecisions[]         = {"double", "single", "mixed"};
+const char *const        HeptaneCoarseSolves[]       = {"auto", "dense", "amg"};
+const char *const        HeptaneCoarseAggregations[] = {"bfs", "strength"};
+const PetscInt           HeptaneNumPrecisions        = 3;
 
 PetscErrorCode HeptaneCSRGet(Mat A, HeptaneCSR *csr)
 {

@@ -59,7 +59,8 @@
 extern const char *const *const HeptaneFormats; /* "auto", then formats/format.hpp's table */
 extern const PetscInt           HeptaneNumFormats;
 extern const char *const        HeptanePrecisions[];
-extern const char *const        HeptaneCoarseSolves[]; /* -heptane_coarse_solve: "auto", "dense", "amg" */
+extern const char *const        HeptaneCoarseSolves[];       /* -heptane_coarse_solve: "auto", "dense", "amg" */
+extern const char *const        HeptaneCoarseAggregations[]; /* -heptane_coarse_aggregation: "bfs", "strength" */
 extern const PetscInt           HeptaneNumPrecisions;
 
 /* A SeqAIJ-based matrix (seqaij, bdiagh, the diagonal block of a one-rank mpiaij) borrowed as

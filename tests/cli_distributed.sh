@@ -59,6 +59,21 @@ if [ -z "$with" ] || [ -z "$without" ] || [ "$with" -gt "$without" ]; then
   exit 1
 fi
 echo "--coarse on 3 ranks: $with iterations, $without without"
+# the AMG coarse solve with strength aggregates: the same answer, named in the report
+"$mpiexec" -np 3 "${flags[@]}" "$heptane" solve "${common[@]}" --split cells --coarse \
+  --coarse-aggregates 8 --coarse-solve amg --coarse-cycles 3 --coarse-aggregation strength \
+  -o "$dir/xa.mtx" --json >"$dir/coarse_amg.json"
+grep -q '"converged": true' "$dir/coarse_amg.json"
+grep -q 'aggregates on this rank x Nc 2 ([a-z: ]*strength[a-z ]*), [0-9]* entries; AMG (3 cycles' "$dir/coarse_amg.json" ||
+  { cat "$dir/coarse_amg.json"; echo "--coarse-solve amg: not in the report"; exit 1; }
+compare "$dir/xa.mtx" "$dir/x1.mtx"
+# its options without --coarse are a usage error (exit 2)
+set +e
+"$mpiexec" -np 2 "${flags[@]}" "$heptane" solve "${common[@]}" --coarse-solve amg >"$dir/cs.out" 2>&1
+rc=$?
+set -e
+[ "$rc" = 2 ] && grep -q "apply with --coarse only" "$dir/cs.out" ||
+  { cat "$dir/cs.out"; echo "--coarse-solve without --coarse: exit $rc"; exit 1; }
 # --coarse on one process is a usage error (exit 2), not ignored
 set +e
 "$heptane" solve "${common[@]}" --coarse >"$dir/coarse1.out" 2>&1

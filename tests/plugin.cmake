@@ -678,8 +678,17 @@ if(HEPTANE_PETSC_MPIEXEC)
         ${solves} --max-relres 1e-8 --max-its-ratio 0.8 --
     --plugin ${plugin_so} --mpiexec "${np2}" --ref "${hep} -ksp_type hbcgs -pc_type hamg -heptane_device cpu"
         --heptane "-ksp_type hbcgs -pc_type hamg -heptane_device cpu -heptane_coarse -heptane_coarse_solve amg -heptane_coarse_aggregates 100 -ksp_view"
-        --expect "[0-9]+ coarse unknowns: [0-9]+ aggregates on this rank x Nc [13], [0-9]+ entries. AMG \\(2 cycles, [0-9]+ levels\\) on every rank"
+        --expect "[0-9]+ coarse unknowns: [0-9]+ aggregates on this rank x Nc [13] \\(bfs\\), [0-9]+ entries. AMG \\(2 cycles, [0-9]+ levels\\) on every rank"
         --expect "A-DEF2: Q then M" --reject DIVERGED --reject WARNING -- ${reservoir2})
+      # -heptane_coarse_aggregation strength: AMG's aggregates of the strong couplings on the
+      # pressure system; on the coupled one they stall and the aggregates are grown
+      # breadth-first after all, which -ksp_view names
+      heptane_plugin_test(plugin_reservoir_two_ranks_coarse_correction_strength_aggregates
+        ${solves} --max-relres 1e-8 --max-its-ratio 0.8 --
+    --plugin ${plugin_so} --mpiexec "${np2}" --ref "${hep} -ksp_type hbcgs -pc_type hamg -heptane_device cpu"
+        --heptane "-ksp_type hbcgs -pc_type hamg -heptane_device cpu -heptane_coarse -heptane_coarse_aggregation strength -ksp_view"
+        --expect "aggregates on this rank x Nc 1 \\(strength\\)" --expect "aggregates on this rank x Nc 3 \\(bfs: strength stalled\\)"
+        --reject DIVERGED --reject WARNING -- ${reservoir2})
       heptane_plugin_test(plugin_reservoir_three_ranks_coarse_correction_amg_solve_petsc_cg_hamg
         ${solves} --max-relres 1e-8 --max-its-ratio 0.8 --
     --plugin ${plugin_so} --mpiexec "${np3}"

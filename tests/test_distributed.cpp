@@ -1218,16 +1218,39 @@ BOOST_AUTO_TEST_CASE(global_coarse_correction_with_the_amg_coarse_solve)
         auto solve = [&](const Operator<double>& m) {
             return solve_to_known(*op, m, rs, exec, c.cg, what);
         };
+        // the aggregates of the strong couplings (level by level): A_c is still P^T A P, and
+        // every block row has an aggregate of this rank
+        co.aggregation = CoarseOptions::Aggregation::strength;
+        co.aggregates = 20;
+        const CoarseSpace<double> qs(comm->comm(), op, pc, split.view(), c.nc, co);
+        BOOST_TEST(qs.describe().find("(strength)") != std::string::npos, qs.describe());
+        for (index_t g : qs.aggregate_of())
+            BOOST_TEST((g >= 0 && g < qs.local_aggregates()), what << ": aggregate " << g);
+        {
+            const std::vector<double> sref = galerkin_reference(whole, c.nc, qs, *comm);
+            const std::vector<double> sgot = qs.coarse_matrix();
+            double sworst = 0;
+            for (std::size_t k = 0; k < sref.size(); ++k)
+                sworst = std::max(sworst, std::abs(sref[k] - sgot[k]));
+            BOOST_TEST(sworst <= 1e-12 * scale,
+                       what << ": strength: max |A_c - P^T A P| = " << sworst);
+        }
+
         const int without = solve(*pc);
         const int dense = solve(qd);
         const int amg = solve(qa);
+        const int strong = solve(qs);
         if (comm->rank() == 0)
             std::printf(
                 "coarse correction, %s, %d ranks, %d coarse unknowns: %d iterations without, %d "
-                "with the dense LU, %d with 2 AMG cycles\n",
-                what.c_str(), comm->size(), int(qa.coarse_size()), without, dense, amg);
+                "with the dense LU, %d with 2 AMG cycles; strength aggregates (%d unknowns): %d\n",
+                what.c_str(), comm->size(), int(qa.coarse_size()), without, dense, amg,
+                int(qs.coarse_size()), strong);
         BOOST_TEST(amg <= without, what << ": " << amg << " iterations with the AMG coarse solve, "
                                         << without << " without");
+        BOOST_TEST(strong <= without, what << ": " << strong
+                                           << " iterations with strength aggregates, " << without
+                                           << " without");
     }
 }
 

@@ -301,6 +301,7 @@ int cmd_solve_distributed(Args& args, bool json, bool monitor, bool quiet_flag)
     const long long aggregates = args.get_int("--coarse-aggregates", 0);
     const auto coarse_solve = args.get("--coarse-solve");
     const long long coarse_cycles = args.get_int("--coarse-cycles", 2);
+    const auto coarse_aggregation = args.get("--coarse-aggregation");
     dist::DistOptions dopt;
     dopt.halo = dist::parse_halo_model(args.get_or("--halo", "auto"));
     dopt.reduce = dist::parse_reduce_model(args.get_or("--reduce", "auto"));
@@ -331,8 +332,9 @@ int cmd_solve_distributed(Args& args, bool json, bool monitor, bool quiet_flag)
         throw UsageError("--coarse-aggregates applies with --coarse only");
     if (aggregates < 0 || aggregates > (1 << 24))
         throw UsageError("--coarse-aggregates must be in [0, 16777216] (0: the default)");
-    if ((coarse_solve || args.get("--coarse-cycles")) && !coarse)
-        throw UsageError("--coarse-solve and --coarse-cycles apply with --coarse only");
+    if ((coarse_solve || args.get("--coarse-cycles") || coarse_aggregation) && !coarse)
+        throw UsageError(
+            "--coarse-solve, --coarse-cycles and --coarse-aggregation apply with --coarse only");
     if (coarse_cycles < 1 || coarse_cycles > 100)
         throw UsageError("--coarse-cycles must be in [1, 100]");
     dist::CoarseOptions co;
@@ -340,6 +342,9 @@ int cmd_solve_distributed(Args& args, bool json, bool monitor, bool quiet_flag)
     co.cycles = int(coarse_cycles);
     if (coarse_solve)
         co.solve = usage_checked([&] { return dist::parse_coarse_solve(*coarse_solve); });
+    if (coarse_aggregation)
+        co.aggregation =
+            usage_checked([&] { return dist::parse_coarse_aggregation(*coarse_aggregation); });
     SolverExtras extras;
     extras.restart = static_cast<int>(restart);
 
