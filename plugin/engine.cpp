@@ -758,6 +758,10 @@ bool MatrixEngine::refresh_values_permuted(const double *values, const index_t *
 }
 
 #ifndef HEPTANE_PLUGIN_DISTRIBUTED
+SymmetryCheck check_symmetry_ranks(MPI_Comm, const CsrView &, const CsrView &, const index_t *, index_t, double)
+{
+  HEPTANE_THROW(NotSupported, "this build of the plugin has no distributed library: no symmetry check over the ranks");
+}
 void MatrixEngine::build_distributed(const CsrView &, index_t, MPI_Comm, const GridHint &, const MatrixConfig &)
 {
   HEPTANE_THROW(NotSupported, "this build of the plugin has no distributed operator (heptane_distributed was not built: configure with MPI and HEPTANE_WITH_MPI=ON); run on one MPI rank");

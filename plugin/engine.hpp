@@ -279,6 +279,13 @@ struct KrylovTimings {
   int    pc_refreshes  = 0; ///< values-only refreshes (numeric only)
 };
 
+/// Several ranks, collective over `comm`: whether the matrix whose rows these are (MPIAIJ's
+/// split, off_cols null: off's columns global; the ranks' rows consecutive from row_begin)
+/// equals its transpose, relative tolerance `tol` (dist::check_symmetry, symmetry.hpp: the
+/// diagonal block on the rank, the couplings between ranks by one exchange). The worst pair in
+/// global indices. NotSupported in a plugin built without the distributed library.
+SymmetryCheck check_symmetry_ranks(MPI_Comm comm, const CsrView &diag, const CsrView &off, const index_t *off_cols, index_t row_begin, double tol);
+
 /// The global coarse correction's settings (dist::CoarseOptions, distributed/coarse_space.hpp).
 struct GlobalCoarseOptions {
   index_t aggregates  = 0;     ///< per rank; 0: its default

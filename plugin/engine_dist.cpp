@@ -34,6 +34,7 @@
 #include "distributed/coarse_space.hpp"
 #include "distributed/dist_bdia.hpp"
 #include "distributed/reducers.hpp"
+#include "distributed/symmetry.hpp"
 #include "formats/bdia/bdia.hpp"
 #include "formats/bdia/bdia_slots.hpp"
 #include "plugin/device_pool.hpp"
@@ -647,6 +648,11 @@ void MatrixEngine::build_distributed_callback(const CsrView &a, index_t row_begi
   m.timings.last_detect_ms = 0;
   m.timings.last_build_ms  = ms_since(t0);
   ++m.timings.builds;
+}
+
+SymmetryCheck check_symmetry_ranks(MPI_Comm comm, const CsrView &diag, const CsrView &off, const index_t *off_cols, index_t row_begin, double tol)
+{
+  return dist::check_symmetry(comm, dist::SplitRows{diag, off, off_cols}, row_begin, tol);
 }
 
 namespace detail

@@ -20,6 +20,7 @@
 #ifdef HEPTANE_HAVE_CUDA
 #include "distributed/peer.hpp"
 #endif
+#include "distributed/symmetry.hpp"
 #include "formats/bdia/bdia_kernels.hpp"
 #include "formats/csr/csr.hpp"
 #include "formats/matrix.hpp"
@@ -1251,6 +1252,59 @@ BOOST_AUTO_TEST_CASE(global_coarse_correction_with_the_amg_coarse_solve)
         BOOST_TEST(strong <= without, what << ": " << strong
                                            << " iterations with strength aggregates, " << without
                                            << " without");
+    }
+}
+
+BOOST_AUTO_TEST_CASE(symmetry_over_the_ranks_agrees_with_the_whole_matrix)
+{
+    // dist::check_symmetry from each rank's split rows against check_symmetry of the whole
+    // matrix on one process: the symmetric pressure matrix (Nc = 1), the coupled one (Nc = 3),
+    // and the pressure matrix with one coupling between ranks changed on one side only
+    const auto comm = world();
+    for (int c = 0; c < 3; ++c) {
+        const index_t nc = c == 1 ? 3 : 1;
+        HeptaSpec s = spec_of(6, 5, 2 * comm->size() + 2, nc, false, HeptaModel::reservoir);
+        const RankSystem rs = rank_system(s, *comm);
+        Csr<double> whole = csr_from_coo(to_coo(generate_hepta_bdia<double>(s)));
+        if (c == 2) {  // a(i, i + plane) of the last row of rank 0's rows, its mirror left as it is
+            const index_t i = comm->size() > 1 ? rs.part.begin(1) - 1 : whole.rows / 2;
+            const index_t j = std::min(whole.rows - 1, i + 6 * 5);
+            auto rp = whole.row_ptr.to_vector();
+            auto ci = whole.col_idx.to_vector();
+            auto va = whole.values.to_vector();
+            for (offset_t k = rp[i]; k < rp[i + 1]; ++k)
+                if (ci[k] == j) va[k] *= 1.5;
+            whole.values = Array<double>(std::move(va));
+        }
+        const SplitOf split = split_of(whole, rs.r0, rs.r1);
+        const SymmetryCheck got = dist::check_symmetry(comm->comm(), split.view(), rs.r0, 1e-8);
+        const std::vector<offset_t> rp64 = whole.row_ptr.to_vector();
+        const std::vector<index_t> rp(rp64.begin(), rp64.end());
+        CsrView wv;
+        wv.rows = whole.rows;
+        wv.cols = whole.cols;
+        wv.row_ptr = rp.data();
+        wv.col_idx = whole.col_idx.data();
+        wv.values = whole.values.data();
+        const SymmetryCheck ref = check_symmetry(wv, 1e-8);
+        const std::string what =
+            "case " + std::to_string(c) + ", " + std::to_string(comm->size()) + " ranks";
+        BOOST_TEST(got.symmetric == ref.symmetric, what);
+        if (c == 0) BOOST_TEST(got.symmetric, what);
+        if (c == 2) BOOST_TEST(!got.symmetric, what);
+        if (!ref.symmetric) {
+            BOOST_TEST(std::abs(got.worst - ref.worst) <= 1e-12 * ref.worst, what);
+            // the pair (either order) holds the values found
+            BOOST_TEST(std::abs(std::abs(got.aij - got.aji) /
+                                    std::max(std::abs(got.aij), std::abs(got.aji)) -
+                                got.worst) <= 1e-12,
+                       what);
+        }
+        if (c == 2 && comm->size() > 1) {
+            const index_t i = rs.part.begin(1) - 1;
+            BOOST_TEST(((got.i == i && got.j == i + 30) || (got.j == i && got.i == i + 30)),
+                       what << ": the pair (" << got.i << ", " << got.j << ")");
+        }
     }
 }
 
