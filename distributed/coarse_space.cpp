@@ -5,12 +5,11 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <cstdint>
 #include <deque>
 #include <sstream>
-#include <utility>
 
 #include "core/error.hpp"
+#include "formats/csr/csr_kernels.hpp"
 #include "solver/precond/amg/amg.hpp"
 #include "solver/precond/amg/amg_setup.hpp"
 #include "solver/vector/vector_ops.hpp"
@@ -69,43 +68,6 @@ index_t grow_aggregates(const CsrView& d, index_t nc, index_t size, std::vector<
     return count;
 }
 
-/// The block matrix summed over the aggregates (T^T a T, T piecewise constant: node i's
-/// unknowns in aggregate of_node[i]), `count` aggregates of nc unknowns.
-Csr<double> collapse(const Csr<double>& a, index_t nc, const std::vector<index_t>& of_node,
-                     index_t count)
-{
-    const offset_t* rp = a.row_ptr.data();
-    const index_t* ci = a.col_idx.data();
-    const double* va = a.values.data();
-    const std::int64_t m = std::int64_t(count) * nc;
-    std::vector<std::pair<std::int64_t, double>> e;
-    e.reserve(std::size_t(a.nnz()));
-    for (index_t r = 0; r < a.rows; ++r) {
-        const std::int64_t R = std::int64_t(of_node[std::size_t(r / nc)]) * nc + r % nc;
-        for (offset_t k = rp[r]; k < rp[r + 1]; ++k) {
-            const index_t j = ci[k];
-            const std::int64_t C = std::int64_t(of_node[std::size_t(j / nc)]) * nc + j % nc;
-            e.emplace_back(R * m + C, va[k]);
-        }
-    }
-    std::sort(e.begin(), e.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
-    std::vector<offset_t> ptr(std::size_t(m) + 1, 0);
-    std::vector<index_t> col;
-    std::vector<double> val;
-    for (std::size_t k = 0; k < e.size(); ++k) {
-        if (k > 0 && e[k].first == e[k - 1].first) {
-            val.back() += e[k].second;
-            continue;
-        }
-        ++ptr[std::size_t(e[k].first / m) + 1];
-        col.push_back(index_t(e[k].first % m));
-        val.push_back(e[k].second);
-    }
-    for (std::int64_t r = 0; r < m; ++r) ptr[std::size_t(r) + 1] += ptr[std::size_t(r)];
-    return Csr<double>{index_t(m), index_t(m), Array<offset_t>(std::move(ptr)),
-                       Array<index_t>(std::move(col)), Array<double>(std::move(val))};
-}
-
 /// AMG's aggregates of the diagonal block's strong couplings, level by level (unaggregated
 /// nodes alone), down to the level whose count is nearest `want` (by ratio); stops when a
 /// level coarsens by less than 1.2. Returns the number of aggregates, or −1 when that stall
@@ -133,7 +95,9 @@ index_t strength_aggregates(const CsrView& d, index_t nc, index_t want, double t
         const bool nearer = c<want&& double(want) / double(c)> double(count) / double(want);
         if (nearer) break;  // the level above is nearer the count
         for (index_t& x : agg) x = g.of_node[std::size_t(x)];
-        a = collapse(a, nc, g.of_node, c);
+        g.count = c;  // the next level: Tᵀ a T, T the tentative (unsmoothed) prolongator
+        const Csr<double> t = amg::prolongator(a, nc, s, g, 0.0);
+        a = amg::galerkin(transpose(t), a, t);
         count = c;
     }
     return count;
@@ -593,16 +557,9 @@ void CoarseSpace<VT>::coarse_solve(const std::vector<double>& rc, std::vector<do
     // z = B rc, then z += B (rc - A_c z), cycles_ steps in all
     zc.assign(std::size_t(m), 0.0);
     amg_->apply(1.0, rc.data(), 0.0, zc.data());
-    const offset_t* rp = acs_.row_ptr.data();
-    const index_t* ci = acs_.col_idx.data();
-    const double* v = acs_.values.data();
     for (int c = 1; c < cycles_; ++c) {
-        cres_.resize(std::size_t(m));
-        for (index_t i = 0; i < m; ++i) {
-            double s = rc[std::size_t(i)];
-            for (offset_t k = rp[i]; k < rp[i + 1]; ++k) s -= v[k] * zc[std::size_t(ci[k])];
-            cres_[std::size_t(i)] = s;
-        }
+        cres_ = rc;
+        kernels::spmv(*cpu_executor(), acs_, Op::normal, -1.0, zc.data(), 1.0, cres_.data());
         amg_->apply(1.0, cres_.data(), 1.0, zc.data());
     }
 }

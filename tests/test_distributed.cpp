@@ -999,6 +999,33 @@ struct CoarseCase {
     bool cg;
 };
 
+/// A coarse-space case's system: the reservoir model (difficulty 1) on J x H x (4 ranks + 2)
+/// cells, this rank's rows, the whole matrix, its split, the distributed operator and the
+/// rank's own preconditioner.
+struct CoarseSystem {
+    RankSystem rs;
+    Csr<double> whole;
+    SplitOf split;
+    std::shared_ptr<const Operator<double>> op, pc;
+};
+
+CoarseSystem coarse_system(const std::shared_ptr<const Communicator>& comm,
+                           const std::shared_ptr<const Executor>& exec, const CoarseCase& c,
+                           index_t J, index_t H)
+{
+    HeptaSpec s = spec_of(J, H, 4 * comm->size() + 2, c.nc, false, HeptaModel::reservoir);
+    s.difficulty = 1.0;
+    CoarseSystem cs{rank_system(s, *comm),
+                    csr_from_coo(to_coo(generate_hepta_bdia<double>(s))),
+                    {},
+                    nullptr,
+                    nullptr};
+    cs.split = split_of(cs.whole, cs.rs.r0, cs.rs.r1);
+    cs.op = std::make_shared<DistributedBdia<double, double>>(comm, cs.rs.part, cs.rs.loc, exec);
+    cs.pc = make_preconditioner<double>(c.pc, cs.split.diag, c.nc, exec);
+    return cs;
+}
+
 /// BiCGStab (CG when `cg`) on the distributed operator with preconditioner m, rtol 1e-9: meets
 /// the tolerance with the known solution; returns the iterations.
 int solve_to_known(const Operator<double>& op, const Operator<double>& m, const RankSystem& rs,
@@ -1047,15 +1074,12 @@ BOOST_AUTO_TEST_CASE(global_coarse_correction_is_galerkin_and_cuts_iterations)
     for (const CoarseCase c :
          {CoarseCase{1, PcType::block_jacobi, false}, CoarseCase{1, PcType::amg, false},
           CoarseCase{3, PcType::block_jacobi, false}, CoarseCase{1, PcType::jacobi, true}}) {
-        HeptaSpec s = spec_of(10, 8, 4 * comm->size() + 2, c.nc, false, HeptaModel::reservoir);
-        s.difficulty = 1.0;
-        const RankSystem rs = rank_system(s, *comm);
-        const Csr<double> whole = csr_from_coo(to_coo(generate_hepta_bdia<double>(s)));
-        const SplitOf split = split_of(whole, rs.r0, rs.r1);
-        const std::shared_ptr<const Operator<double>> op =
-            std::make_shared<DistributedBdia<double, double>>(comm, rs.part, rs.loc, exec);
-        const std::shared_ptr<const Operator<double>> pc =
-            make_preconditioner<double>(c.pc, split.diag, c.nc, exec);
+        const CoarseSystem cs = coarse_system(comm, exec, c, 10, 8);
+        const RankSystem& rs = cs.rs;
+        const Csr<double>& whole = cs.whole;
+        const SplitOf& split = cs.split;
+        const std::shared_ptr<const Operator<double>>& op = cs.op;
+        const std::shared_ptr<const Operator<double>>& pc = cs.pc;
         CoarseOptions co;
         co.aggregates = 6;
         co.symmetric = c.cg;
@@ -1160,15 +1184,12 @@ BOOST_AUTO_TEST_CASE(global_coarse_correction_with_the_amg_coarse_solve)
     const auto exec = rank_executor();
     for (const CoarseCase c : {CoarseCase{1, PcType::amg, false}, CoarseCase{1, PcType::amg, true},
                                CoarseCase{3, PcType::block_jacobi, false}}) {
-        HeptaSpec s = spec_of(12, 10, 4 * comm->size() + 2, c.nc, false, HeptaModel::reservoir);
-        s.difficulty = 1.0;
-        const RankSystem rs = rank_system(s, *comm);
-        const Csr<double> whole = csr_from_coo(to_coo(generate_hepta_bdia<double>(s)));
-        const SplitOf split = split_of(whole, rs.r0, rs.r1);
-        const std::shared_ptr<const Operator<double>> op =
-            std::make_shared<DistributedBdia<double, double>>(comm, rs.part, rs.loc, exec);
-        const std::shared_ptr<const Operator<double>> pc =
-            make_preconditioner<double>(c.pc, split.diag, c.nc, exec);
+        const CoarseSystem cs = coarse_system(comm, exec, c, 12, 10);
+        const RankSystem& rs = cs.rs;
+        const Csr<double>& whole = cs.whole;
+        const SplitOf& split = cs.split;
+        const std::shared_ptr<const Operator<double>>& op = cs.op;
+        const std::shared_ptr<const Operator<double>>& pc = cs.pc;
         const std::string what = std::string(to_string(c.pc)) + " Nc " + std::to_string(c.nc) +
                                  (c.cg ? " cg" : " bicgstab");
         CoarseOptions co;
