@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "core/error.hpp"
+#include "distributed/host_stage.hpp"
 #include "formats/csr/csr_kernels.hpp"
 #include "solver/precond/amg/amg.hpp"
 #include "solver/precond/amg/amg_setup.hpp"
@@ -101,33 +102,6 @@ index_t strength_aggregates(const CsrView& d, index_t nc, index_t want, double t
         count = c;
     }
     return count;
-}
-
-template <class VT>
-void to_host(const Executor& exec, const VT* src, index_t n, std::vector<VT>& stage,
-             std::vector<double>& out)
-{
-    out.resize(std::size_t(n));
-    if (exec.is_cpu()) {
-        for (index_t i = 0; i < n; ++i) out[std::size_t(i)] = double(src[i]);
-        return;
-    }
-    stage.resize(std::size_t(n));
-    copy_bytes(exec, src, *cpu_executor(), stage.data(), std::size_t(n) * sizeof(VT));
-    for (index_t i = 0; i < n; ++i) out[std::size_t(i)] = double(stage[std::size_t(i)]);
-}
-
-template <class VT>
-void from_host(const std::vector<double>& in, std::vector<VT>& stage, const Executor& exec, VT* dst)
-{
-    const std::size_t n = in.size();
-    if (exec.is_cpu()) {
-        for (std::size_t i = 0; i < n; ++i) dst[i] = VT(in[i]);
-        return;
-    }
-    stage.resize(n);
-    for (std::size_t i = 0; i < n; ++i) stage[i] = VT(in[i]);
-    copy_bytes(*cpu_executor(), stage.data(), exec, dst, n * sizeof(VT));
 }
 
 template <class VT>

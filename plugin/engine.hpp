@@ -293,8 +293,18 @@ struct GlobalCoarseOptions {
   int     solve       = 0;     ///< 0 auto, 1 dense LU, 2 AMG on every rank (dist::CoarseOptions::Solve's order)
   int     cycles      = 2;     ///< AMG: steps of its iteration per coarse solve
   int     aggregation = 0;     ///< 0 bfs, 1 strength (dist::CoarseOptions::Aggregation's order)
-  bool    operator==(const GlobalCoarseOptions &o) const noexcept { return aggregates == o.aggregates && symmetric == o.symmetric && solve == o.solve && cycles == o.cycles && aggregation == o.aggregation; }
-  bool    operator!=(const GlobalCoarseOptions &o) const noexcept { return !(*this == o); }
+  /// Instead of a coarse correction around the rank's preconditioner: one AMG hierarchy over
+  /// all ranks (dist::DistAmg) with these options, which replaces it (-heptane_amg_global).
+  bool       hierarchy = false;
+  AmgOptions amg;
+  bool       operator==(const GlobalCoarseOptions &o) const noexcept
+  {
+    const auto same = [](const AmgOptions &a, const AmgOptions &b) {
+      return a.strength_threshold == b.strength_threshold && a.prolongation_weight == b.prolongation_weight && a.coarse_size == b.coarse_size && a.max_levels == b.max_levels && a.smoother == b.smoother && a.pre_sweeps == b.pre_sweeps && a.post_sweeps == b.post_sweeps;
+    };
+    return aggregates == o.aggregates && symmetric == o.symmetric && solve == o.solve && cycles == o.cycles && aggregation == o.aggregation && hierarchy == o.hierarchy && (!hierarchy || same(amg, o.amg));
+  }
+  bool operator!=(const GlobalCoarseOptions &o) const noexcept { return !(*this == o); }
 };
 
 class KrylovEngine {

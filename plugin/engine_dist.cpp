@@ -32,6 +32,7 @@
 #include "core/bitset.hpp"
 #include "core/error.hpp"
 #include "distributed/coarse_space.hpp"
+#include "distributed/dist_amg.hpp"
 #include "distributed/dist_bdia.hpp"
 #include "distributed/reducers.hpp"
 #include "distributed/symmetry.hpp"
@@ -673,11 +674,32 @@ private:
   std::shared_ptr<dist::CoarseSpace<VT>> q_;
 };
 
+/// -heptane_amg_global: the AMG over the ranks in the rank preconditioner's place.
+template <class VT>
+class HierarchyHolder final : public GlobalCoarse<VT> {
+public:
+  explicit HierarchyHolder(std::shared_ptr<dist::DistAmg<VT>> m) : m_(std::move(m)) { }
+  std::shared_ptr<const Operator<VT>> op() const override { return m_; }
+  void                                update(const CsrView &diag, const CsrView &off, const index_t *off_cols) override { m_->update_values(dist::SplitRows{diag, off, off_cols}); }
+  void                                set_local(std::shared_ptr<const Operator<VT>>) override { }
+
+private:
+  std::shared_ptr<dist::DistAmg<VT>> m_;
+};
+
 } // namespace
 
 template <class VT>
 std::unique_ptr<GlobalCoarse<VT>> make_global_coarse(MPI_Comm comm, std::shared_ptr<const Operator<VT>> a, std::shared_ptr<const Operator<VT>> local, const CsrView &diag, const CsrView &off, const index_t *off_cols, index_t nc, const GlobalCoarseOptions &g)
 {
+  if (g.hierarchy) {
+    int n = diag.rows, begin = 0;
+    MPI_Exscan(&n, &begin, 1, MPI_INT, MPI_SUM, comm);
+    int rank = 0;
+    MPI_Comm_rank(comm, &rank);
+    if (rank == 0) begin = 0; // MPI_Exscan leaves rank 0's result undefined
+    return std::make_unique<HierarchyHolder<VT>>(std::make_shared<dist::DistAmg<VT>>(comm, a->executor(), dist::SplitRows{diag, off, off_cols}, (index_t)begin, nc, g.amg));
+  }
   dist::CoarseOptions o;
   o.aggregates  = g.aggregates;
   o.symmetric   = g.symmetric;

@@ -1194,7 +1194,8 @@ static PetscErrorCode KSPHeptaneCoarse(KSP ksp, PetscBool changed)
   std::string  refused;
 
   PetscFunctionBegin;
-  if (!h->coarse || h->petsc_pc || h->krylov->host_preconditioner() || !h->engine->distributed()) {
+  const bool hierarchy = h->pc == heptane::PcType::amg && h->pc_opts->amg.over_ranks;
+  if (!(h->coarse || hierarchy) || h->petsc_pc || h->krylov->host_preconditioner() || !h->engine->distributed()) {
     HeptaneCallCXX(h->krylov->clear_global_coarse());
     PetscFunctionReturn(0);
   }
@@ -1205,6 +1206,8 @@ static PetscErrorCode KSPHeptaneCoarse(KSP ksp, PetscBool changed)
   o.solve       = (int)h->coarse_solve;
   o.cycles      = (int)h->coarse_cycles;
   o.aggregation = (int)h->coarse_aggregation;
+  o.hierarchy   = hierarchy;
+  if (hierarchy) o.amg = h->pc_opts->amg;
   if (!changed && h->krylov->has_global_coarse() && *h->coarse_built == o) PetscFunctionReturn(0);
   PetscCall(HeptaneRowsGet(h->rows_from, h->rows));
   HeptaneCallCXX(
@@ -1214,7 +1217,9 @@ static PetscErrorCode KSPHeptaneCoarse(KSP ksp, PetscBool changed)
     });
   PetscCall(HeptaneRowsRestore(h->rows));
   *h->coarse_built = o;
-  if (!refused.empty()) PetscCall(KSPHeptaneWarn(ksp, ("-heptane_coarse: no global coarse correction, each rank's preconditioner alone (" + refused + ")").c_str()));
+  if (!refused.empty())
+    PetscCall(
+      KSPHeptaneWarn(ksp, (hierarchy ? "-heptane_amg_global: no AMG over the ranks, each rank's AMG of its diagonal block instead (" + refused + ")" : "-heptane_coarse: no global coarse correction, each rank's preconditioner alone (" + refused + ")").c_str()));
   PetscFunctionReturn(0);
 }
 
@@ -1599,14 +1604,17 @@ static PetscErrorCode KSPView_Heptane(KSP ksp, PetscViewer viewer)
     else PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane threads: OpenMP's own count per rank, %d here (%s)\n", omp_get_max_threads(), h->threads_set ? "-heptane_threads 0" : "OMP_NUM_THREADS is set"));
   }
   if (!h->pc_note->empty()) PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane preconditioner fallback: %s\n", h->pc_note->c_str()));
-  if (h->krylov->has_global_coarse())
+  const bool over_ranks = h->pc == heptane::PcType::amg && h->pc_opts->amg.over_ranks;
+  if (h->krylov->has_global_coarse() && over_ranks)
+    PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane AMG over the ranks (-heptane_amg_global), applied instead of each rank's AMG: %s; last setup %.3f ms; rank 0's shown\n", h->krylov->global_coarse_describe().c_str(), h->krylov->global_coarse_ms()));
+  else if (h->krylov->has_global_coarse())
     PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane global coarse correction (-heptane_coarse): %s; last setup %.3f ms; rank 0's shown\n", h->krylov->global_coarse_describe().c_str(), h->krylov->global_coarse_ms()));
   else if (h->coarse && h->ranks > 1) PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane global coarse correction (-heptane_coarse): none (not with PETSc's own PC or on one rank's operator, or refused: see the warning)\n"));
   if (h->pc == heptane::PcType::amg || h->pc == heptane::PcType::cpr) {
     PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane %s options: %s\n", h->pc == heptane::PcType::amg ? "AMG" : "CPR", HeptanePcOptionsText(*h->pc_opts, (PetscBool)(h->pc == heptane::PcType::cpr)).c_str()));
     if (h->engine && h->engine->built() && h->engine->distributed())
       PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane preconditioner on %d ranks: %s of each rank's diagonal block (block Jacobi over the ranks; the couplings between ranks are not in it%s); rank 0's shown\n", h->engine->ranks(), h->pc == heptane::PcType::amg ? "AMG" : "CPR",
-                                       h->krylov->has_global_coarse() ? ", but in the global coarse correction below" : ": -heptane_coarse adds a global coarse correction"));
+                                       h->krylov->has_global_coarse() ? (over_ranks ? "; set up, but the AMG over the ranks above is applied in its place" : ", but in the global coarse correction below") : ": -heptane_coarse adds a global coarse correction, -heptane_amg_global one AMG over the ranks"));
     const std::string table = h->krylov->preconditioner_hierarchy();
     if (!table.empty()) {
       PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane AMG hierarchy:\n"));
@@ -1861,6 +1869,9 @@ static PetscErrorCode KSPCreate_Heptane_Private(KSP ksp, heptane::SolverType sol
    -heptane_coarse_aggregates N per rank, -heptane_coarse_solve <auto,dense,amg> (A_c's solve on
    every rank), -heptane_coarse_cycles N (amg: steps per coarse solve, default 2),
    -heptane_coarse_aggregation <bfs,strength>
+.  -heptane_amg_global <true,false> - with -pc_type hamg on several ranks: one AMG hierarchy over
+   all ranks (dist::DistAmg; levels split over the ranks, smoothed through the distributed
+   product, on the host) applied instead of each rank's AMG of its diagonal block
 .  -heptane_grid J,H,I -heptane_block Nc - the grid when the matrix has no DMDA
 .  -heptane_prewarm <true,false> - set the GPU up on a background thread when the plugin is
    loaded (one rank; read at load, without prefix, with -heptane_device)

@@ -246,7 +246,8 @@ static PetscErrorCode PCHeptaneCoarse(PC pc, Mat src, PetscBool values_only)
   std::string refused;
 
   PetscFunctionBegin;
-  if (!p->coarse || p->ranks < 2) {
+  const bool hierarchy = p->type == heptane::PcType::amg && p->opts->amg.over_ranks;
+  if (!(p->coarse || hierarchy) || p->ranks < 2) {
     PetscCall(PCHeptaneCoarseFree(p));
     PetscFunctionReturn(0);
   }
@@ -256,6 +257,8 @@ static PetscErrorCode PCHeptaneCoarse(PC pc, Mat src, PetscBool values_only)
   o.solve       = (int)p->coarse_solve;
   o.cycles      = (int)p->coarse_cycles;
   o.aggregation = (int)p->coarse_aggregation;
+  o.hierarchy   = hierarchy;
+  if (hierarchy) o.amg = p->opts->amg;
   if (p->q && (!values_only || p->q->built != o)) PetscCall(PCHeptaneCoarseFree(p));
   PetscCall(MatGetLocalSize(pc->pmat, &n, NULL));
   if (!p->q) {
@@ -394,8 +397,10 @@ static PetscErrorCode PCView_Heptane(PC pc, PetscViewer viewer)
   PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane block size Nc=%" PetscInt_FMT " from %s, PETSc matrix %s\n", p->nc, p->nc_from->c_str(), p->mat_type->c_str()));
   if (p->ranks > 1)
     PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane preconditioner on %d ranks: %s of each rank's diagonal block (block Jacobi over the ranks; the couplings between ranks are not in it%s); rank 0's shown\n", (int)p->ranks, p->type == heptane::PcType::amg ? "AMG" : "CPR",
-                                     p->q && p->q->q ? ", but in the global coarse correction below" : ": -heptane_coarse adds a global coarse correction"));
-  if (p->q && p->q->q) PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane global coarse correction (-heptane_coarse): %s; last setup %.3f ms; rank 0's shown\n", p->q->q->op()->describe().c_str(), p->q->ms));
+                                     p->q && p->q->q ? (p->q->built.hierarchy ? "; set up, but the AMG over the ranks below is applied in its place" : ", but in the global coarse correction below") : ": -heptane_coarse adds a global coarse correction, -heptane_amg_global one AMG over the ranks"));
+  if (p->q && p->q->q && p->q->built.hierarchy)
+    PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane AMG over the ranks (-heptane_amg_global), applied instead of each rank's AMG: %s; last setup %.3f ms; rank 0's shown\n", p->q->q->op()->describe().c_str(), p->q->ms));
+  else if (p->q && p->q->q) PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane global coarse correction (-heptane_coarse): %s; last setup %.3f ms; rank 0's shown\n", p->q->q->op()->describe().c_str(), p->q->ms));
   {
     const std::string table = p->engine->hierarchy();
     if (!table.empty()) {
@@ -512,6 +517,9 @@ static PetscErrorCode PCCreate_Heptane_Private(PC pc, heptane::PcType type)
    for a GPU run and a scalar system)
 .  -heptane_amg_lambda_its <N> - Chebyshev's lambda_max(D^-1 A): 0 (default) Gershgorin's bound,
    N > 0 estimated by N power and N + 2 Lanczos steps
+.  -heptane_amg_global <true,false> - hamg on several ranks: one AMG hierarchy over all ranks
+   (levels split over the ranks, smoothed through the distributed product; chebyshev, jacobi or
+   l1jacobi; on the host) applied instead of each rank's AMG (default false)
 .  -heptane_block <Nc> - unknowns per cell (default: the DMDA's dof, else the matrix block size)
 .  -heptane_coarse <true,false> - several ranks: a global coarse correction around each rank's
    AMG (symmetric form, for every KSP); -heptane_coarse_aggregates N per rank,

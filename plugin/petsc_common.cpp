@@ -497,6 +497,11 @@ PetscErrorCode HeptanePcOptionsFromOptions(HeptaneOptionItems PetscOptionsObject
   PetscInt lits = a.power_iterations;
   PetscCall(PetscOptionsBoundedInt("-heptane_amg_lambda_its", "AMG Chebyshev: lambda_max(D^-1 A) by Gershgorin's bound (0) or estimated by this many power and Lanczos steps", man, lits, &lits, NULL, 0));
   a.power_iterations = (int)lits;
+  {
+    PetscBool global = a.over_ranks ? PETSC_TRUE : PETSC_FALSE;
+    PetscCall(PetscOptionsBool("-heptane_amg_global", "AMG (not CPR's pressure AMG) on several ranks: one hierarchy over all ranks (levels split over the ranks, each smoothed by chebyshev/jacobi/l1jacobi through the distributed product; coarsest level gathered) instead of one AMG per rank's diagonal block (block Jacobi over the ranks)", man, global, &global, NULL));
+    a.over_ranks = global == PETSC_TRUE;
+  }
   if (cpr) {
     PetscInt p = opts->cpr.pressure_index, second = opts->cpr.second_stage_auto ? 0 : 1 + (PetscInt)opts->cpr.second_stage;
     PetscCall(PetscOptionsBoundedInt("-heptane_cpr_pressure_index", "CPR: the pressure unknown of each cell (0 .. Nc-1)", man, p, &p, NULL, 0));
@@ -514,6 +519,7 @@ std::string HeptanePcOptionsText(const heptane::PcOptions &o, PetscBool cpr)
   std::ostringstream os;
   os << "-heptane_amg_threshold " << o.amg.strength_threshold << " -heptane_amg_smoother " << HeptaneAmgSmoothers[(int)o.amg.smoother] << " -heptane_amg_sweeps " << o.amg.pre_sweeps << " -heptane_amg_cycle " << HeptaneAmgCycles[(int)o.amg.cycle] << " -heptane_amg_coarse_size "
      << o.amg.coarse_size << " -heptane_amg_max_levels " << o.amg.max_levels << " -heptane_amg_setup " << HeptaneAmgSetups[(int)o.amg.setup] << " -heptane_amg_lambda_its " << o.amg.power_iterations;
+  if (!cpr) os << " -heptane_amg_global " << (o.amg.over_ranks ? "true" : "false");
   if (cpr) os << " -heptane_cpr_pressure_index " << o.cpr.pressure_index << " -heptane_cpr_second " << HeptaneCprSeconds[o.cpr.second_stage_auto ? 0 : 1 + (int)o.cpr.second_stage];
   return os.str();
 }
@@ -521,7 +527,7 @@ std::string HeptanePcOptionsText(const heptane::PcOptions &o, PetscBool cpr)
 PetscBool HeptanePcOptionsEqual(const heptane::PcOptions &x, const heptane::PcOptions &y)
 {
   const auto same_amg = [](const heptane::AmgOptions &a, const heptane::AmgOptions &b) {
-    return a.strength_threshold == b.strength_threshold && a.smoother == b.smoother && a.pre_sweeps == b.pre_sweeps && a.post_sweeps == b.post_sweeps && a.cycle == b.cycle && a.coarse_size == b.coarse_size && a.max_levels == b.max_levels && a.setup == b.setup && a.power_iterations == b.power_iterations;
+    return a.strength_threshold == b.strength_threshold && a.smoother == b.smoother && a.pre_sweeps == b.pre_sweeps && a.post_sweeps == b.post_sweeps && a.cycle == b.cycle && a.coarse_size == b.coarse_size && a.max_levels == b.max_levels && a.setup == b.setup && a.power_iterations == b.power_iterations && a.over_ranks == b.over_ranks;
   };
   return (PetscBool)(same_amg(x.amg, y.amg) && same_amg(x.cpr.amg, y.cpr.amg) && x.cpr.pressure_index == y.cpr.pressure_index && x.cpr.second_stage_auto == y.cpr.second_stage_auto && x.cpr.second_stage == y.cpr.second_stage);
 }

@@ -10,11 +10,13 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
 #include <map>
 #include <memory>
 #include <vector>
 
 #include "distributed/coarse_space.hpp"
+#include "distributed/dist_amg.hpp"
 #include "distributed/dist_bdia.hpp"
 #include "distributed/gathered_rows.hpp"
 #ifdef HEPTANE_HAVE_CUDA
@@ -1274,6 +1276,206 @@ BOOST_AUTO_TEST_CASE(global_coarse_correction_with_the_amg_coarse_solve)
                                            << " iterations with strength aggregates, " << without
                                            << " without");
     }
+}
+
+namespace {
+
+/// Every rank's triplets (global indices) on every rank, as a dense rows x cols matrix.
+std::vector<double> gather_dense(const Communicator& comm, const std::vector<long long>& i,
+                                 const std::vector<long long>& j, const std::vector<double>& v,
+                                 long long rows, long long cols)
+{
+    const int size = comm.size();
+    std::vector<int> counts(static_cast<std::size_t>(size)), displs(std::size_t(size) + 1, 0);
+    int m = int(i.size());
+    MPI_Allgather(&m, 1, MPI_INT, counts.data(), 1, MPI_INT, comm.comm());
+    for (int p = 0; p < size; ++p)
+        displs[std::size_t(p) + 1] = displs[std::size_t(p)] + counts[std::size_t(p)];
+    std::vector<long long> ai(std::size_t(displs.back())), aj(ai.size());
+    std::vector<double> av(ai.size());
+    MPI_Allgatherv(i.data(), m, MPI_LONG_LONG, ai.data(), counts.data(), displs.data(),
+                   MPI_LONG_LONG, comm.comm());
+    MPI_Allgatherv(j.data(), m, MPI_LONG_LONG, aj.data(), counts.data(), displs.data(),
+                   MPI_LONG_LONG, comm.comm());
+    MPI_Allgatherv(v.data(), m, MPI_DOUBLE, av.data(), counts.data(), displs.data(), MPI_DOUBLE,
+                   comm.comm());
+    std::vector<double> d(std::size_t(rows * cols), 0.0);
+    for (std::size_t k = 0; k < ai.size(); ++k) d[std::size_t(ai[k] * cols + aj[k])] += av[k];
+    return d;
+}
+
+double global_dot(const Communicator& comm, const std::vector<double>& a,
+                  const std::vector<double>& b)
+{
+    double s = 0;
+    for (std::size_t k = 0; k < a.size(); ++k) s += a[k] * b[k];
+    MPI_Allreduce(MPI_IN_PLACE, &s, 1, MPI_DOUBLE, MPI_SUM, comm.comm());
+    return s;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(amg_over_the_ranks_is_galerkin_level_by_level_and_beats_amg_per_rank)
+{
+    // One AMG hierarchy over the ranks (dist::DistAmg): level 0 is the whole matrix, every
+    // coarser level is Pᵀ A P of the level above computed from the gathered whole (dense,
+    // apart from the distributed assembly), P is block diagonal over the ranks, the V-cycle is
+    // symmetric (CG), and CG/BiCGStab meet the tolerance with the known solution in no more
+    // iterations than with each rank's own AMG of its diagonal block (block Jacobi over the
+    // ranks).
+    const auto comm = world();
+    const auto exec = rank_executor();
+    for (const CoarseCase c : {CoarseCase{1, PcType::amg, true}, CoarseCase{1, PcType::amg, false},
+                               CoarseCase{2, PcType::amg, false}}) {
+        const CoarseSystem cs = coarse_system(comm, exec, c, 12, 10);
+        const std::string what = "Nc " + std::to_string(c.nc) + (c.cg ? " cg" : " bicgstab");
+        AmgOptions o;
+        o.coarse_size = 40;  // several levels on these small systems
+        const DistAmg<double> m(comm->comm(), exec, cs.split.view(), cs.rs.r0, c.nc, o);
+        const auto& lv = m.levels();
+        BOOST_TEST_REQUIRE(lv.size() >= 3u, what << ": " << m.describe());
+        BOOST_TEST(lv[0].rows == cs.whole.rows, what);
+        BOOST_TEST(m.describe().find("AMG over") != std::string::npos, m.describe());
+        std::vector<long long> i, j;
+        std::vector<double> v;
+        m.level_triplets(0, i, j, v);
+        std::vector<double> a = gather_dense(*comm, i, j, v, lv[0].rows, lv[0].rows);
+        {  // level 0 is the whole matrix
+            const auto rp = cs.whole.row_ptr.to_vector();
+            const auto ci = cs.whole.col_idx.to_vector();
+            const auto va = cs.whole.values.to_vector();
+            double worst = 0;
+            std::vector<double> w(a.size(), 0.0);
+            for (index_t r = 0; r < cs.whole.rows; ++r)
+                for (offset_t k = rp[r]; k < rp[r + 1]; ++k)
+                    w[std::size_t(r * cs.whole.rows + ci[k])] += va[k];
+            for (std::size_t k = 0; k < a.size(); ++k)
+                worst = std::max(worst, std::abs(a[k] - w[k]));
+            BOOST_TEST(worst == 0.0, what << ": level 0 differs from the matrix by " << worst);
+        }
+        // the ranks' coarse ranges, to check that P is block diagonal over them
+        for (std::size_t l = 0; l + 1 < lv.size(); ++l) {
+            const long long n = lv[l].rows, nc = lv[l + 1].rows;
+            std::vector<long long> pi, pj;
+            std::vector<double> pv;
+            m.prolongator_triplets(int(l), pi, pj, pv);
+            long long lo = std::numeric_limits<long long>::max(), hi = -1;
+            for (long long col : pj) {
+                lo = std::min(lo, col);
+                hi = std::max(hi, col);
+            }
+            std::vector<long long> ci2, cj2;
+            std::vector<double> cv2;
+            m.level_triplets(int(l) + 1, ci2, cj2, cv2);
+            long long own_lo = std::numeric_limits<long long>::max(), own_hi = -1;
+            for (long long row : ci2) {
+                own_lo = std::min(own_lo, row);
+                own_hi = std::max(own_hi, row);
+            }
+            if (!pj.empty())
+                BOOST_TEST((lo >= own_lo && hi <= own_hi),
+                           what << ": level " << l << " P reaches another rank's aggregates");
+            const std::vector<double> p = gather_dense(*comm, pi, pj, pv, n, nc);
+            const std::vector<double> got = gather_dense(*comm, ci2, cj2, cv2, nc, nc);
+            // reference: Pᵀ (A P), dense
+            std::vector<double> ap(std::size_t(n * nc), 0.0), ref(std::size_t(nc * nc), 0.0);
+            for (long long r = 0; r < n; ++r)
+                for (long long k = 0; k < n; ++k) {
+                    const double x = a[std::size_t(r * n + k)];
+                    if (x == 0) continue;
+                    for (long long J = 0; J < nc; ++J)
+                        ap[std::size_t(r * nc + J)] += x * p[std::size_t(k * nc + J)];
+                }
+            double scale = 0;
+            for (long long r = 0; r < n; ++r)
+                for (long long I = 0; I < nc; ++I) {
+                    const double x = p[std::size_t(r * nc + I)];
+                    if (x == 0) continue;
+                    for (long long J = 0; J < nc; ++J)
+                        ref[std::size_t(I * nc + J)] += x * ap[std::size_t(r * nc + J)];
+                }
+            double worst = 0;
+            for (std::size_t k = 0; k < ref.size(); ++k) {
+                worst = std::max(worst, std::abs(ref[k] - got[k]));
+                scale = std::max(scale, std::abs(ref[k]));
+            }
+            BOOST_TEST(worst <= 1e-11 * scale,
+                       what << ": level " << l + 1 << " max |A_c - P^T A P| = " << worst);
+            a = got;
+        }
+        if (c.cg) {  // the V-cycle of a symmetric matrix is symmetric: (w, B u) = (u, B w)
+            const index_t n = cs.rs.r1 - cs.rs.r0;
+            std::vector<double> u(static_cast<std::size_t>(n)), w(static_cast<std::size_t>(n));
+            for (index_t k = 0; k < n; ++k) {
+                const double g = double(cs.rs.r0 + k);
+                u[std::size_t(k)] = std::sin(0.37 * g) + 0.1;
+                w[std::size_t(k)] = std::cos(0.11 * g * g);
+            }
+            const Array<double> du = to_exec(u, exec), dw = to_exec(w, exec);
+            Array<double> bu(exec, static_cast<std::size_t>(n)),
+                bw(exec, static_cast<std::size_t>(n));
+            m.apply(du.data(), bu.data());
+            m.apply(dw.data(), bw.data());
+            const double wbu = global_dot(*comm, w, to_host(bu));
+            const double ubw = global_dot(*comm, u, to_host(bw));
+            BOOST_TEST(std::abs(wbu - ubw) <= 1e-10 * std::max(std::abs(wbu), std::abs(ubw)),
+                       what << ": (w, B u) = " << wbu << ", (u, B w) = " << ubw);
+        }
+        const int per_rank = solve_to_known(*cs.op, *cs.pc, cs.rs, exec, c.cg, what);
+        const int over = solve_to_known(*cs.op, m, cs.rs, exec, c.cg, what);
+        if (comm->rank() == 0)
+            std::printf(
+                "AMG over %d ranks, %s: %d iterations (%zu levels, complexity %.2f); "
+                "AMG per rank: %d\n",
+                comm->size(), what.c_str(), over, lv.size(), m.operator_complexity(), per_rank);
+        // one rank: the same method as AMG per rank (whose coarsest level and, for Nc > 1,
+        // smoother differ); several: fewer iterations for a pressure system
+        if (comm->size() == 1)
+            BOOST_TEST(over <= per_rank + 3, what << ": " << over << " iterations, " << per_rank
+                                                  << " with the one-rank AMG");
+        else if (c.nc == 1)
+            BOOST_TEST(over <= per_rank, what << ": " << over << " iterations over the ranks, "
+                                              << per_rank << " with AMG per rank");
+        // new values (scaled by 2): the hierarchy again, and the cycle halves
+        DistAmg<double> mu(comm->comm(), exec, cs.split.view(), cs.rs.r0, c.nc, o);
+        SplitOf twice = cs.split;
+        for (double& x : twice.dv) x *= 2;
+        for (double& x : twice.ov) x *= 2;
+        mu.update_values(twice.view());
+        const Array<double> b = to_exec(cs.rs.sys.b, exec);
+        Array<double> z1(exec, std::size_t(cs.rs.r1 - cs.rs.r0)), z2(exec, z1.size());
+        m.apply(b.data(), z1.data());
+        mu.apply(b.data(), z2.data());
+        const std::vector<double> h1 = to_host(z1), h2 = to_host(z2);
+        double diff = 0, size = 0;
+        for (std::size_t k = 0; k < h1.size(); ++k) {
+            diff = std::max(diff, std::abs(h1[k] - 2 * h2[k]));
+            size = std::max(size, std::abs(h1[k]));
+        }
+        BOOST_TEST(diff <= 1e-10 * size, what << ": after update_values(2 A): " << diff);
+    }
+}
+
+BOOST_AUTO_TEST_CASE(amg_over_the_ranks_refuses_a_zero_diagonal_on_every_rank)
+{
+    const auto comm = world();
+    const auto exec = rank_executor();
+    const CoarseSystem cs = coarse_system(comm, exec, CoarseCase{1, PcType::amg, true}, 6, 5);
+    SplitOf bad = cs.split;
+    if (comm->rank() == comm->size() - 1)  // the last row of the last rank
+        for (index_t k = bad.dp[bad.dp.size() - 2]; k < bad.dp.back(); ++k)
+            if (bad.dc[std::size_t(k)] == index_t(bad.dp.size()) - 2) bad.dv[std::size_t(k)] = 0;
+    const long long last = cs.whole.rows;
+    BOOST_CHECK_EXCEPTION(DistAmg<double>(comm->comm(), exec, bad.view(), cs.rs.r0, 1), InputError,
+                          [last](const InputError& e) {
+                              const std::string w = e.what();
+                              return w.find("zero diagonal") != std::string::npos &&
+                                     w.find("row " + std::to_string(last)) != std::string::npos;
+                          });
+    AmgOptions o;
+    o.smoother = AmgSmoother::ilu0mc;
+    BOOST_CHECK_THROW(DistAmg<double>(comm->comm(), exec, cs.split.view(), cs.rs.r0, 1, o),
+                      InputError);
 }
 
 BOOST_AUTO_TEST_CASE(symmetry_over_the_ranks_agrees_with_the_whole_matrix)

@@ -81,6 +81,11 @@ struct AmgOptions {
     int power_iterations = 0;
     AmgCycle cycle = AmgCycle::v;
     AmgSetup setup = AmgSetup::automatic;
+    /// Several MPI ranks: one hierarchy over all of them (dist::DistAmg,
+    /// distributed/dist_amg.hpp: levels split over the ranks, every level smoothed through the
+    /// distributed product; chebyshev, jacobi or l1jacobi) instead of one AMG per rank's
+    /// diagonal block (block Jacobi over the ranks). The one-process AMG does not read it.
+    bool over_ranks = false;
 };
 
 /// The second stage of CPR on the whole system.

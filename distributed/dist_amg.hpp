@@ -1,0 +1,114 @@
+// One smoothed-aggregation AMG hierarchy over all the ranks (docs/design.md §4), instead of one
+// per rank's diagonal block (block Jacobi over the ranks, whose iterations grow with the ranks).
+//
+// Every level is a row-split matrix as MPIAIJ keeps one (SplitRows: the rank's diagonal block,
+// the couplings to other ranks' rows through a halo), and its rows stay on their rank:
+//   aggregation   each rank aggregates its own diagonal block (amg_setup.hpp: strength of
+//                 connection, Vaněk–Mandel–Brezina aggregates; aggregates never cross ranks,
+//                 as in PETSc GAMG's default and hypre's local coarsening)
+//   prolongation  P = (I − ω D_F⁻¹ A_F) T smoothed with the rank's diagonal block, so P is
+//                 block diagonal over the ranks (a rank's fine rows interpolate only from its
+//                 own aggregates; the couplings between ranks are left out of P's smoothing,
+//                 near the boundaries P is the less smooth for it)
+//   Galerkin      A_c = Pᵀ A P with the couplings between ranks: the diagonal block's part is
+//                 the rank's own product (amg::galerkin), the off-rank part Pᵀ A_off P_halo
+//                 needs the rows of P of the halo columns, sent once by their owners; because
+//                 P is block diagonal every coarse row stays on the rank that owns its
+//                 aggregate, so A_c is again row-split, with a halo of its own
+//   smoother      Chebyshev (the default; degree pre/post_sweeps, on [λ/ratio, λ] with
+//                 Gershgorin's bound λ of D⁻¹A over whole rows), damped Jacobi or l1-Jacobi —
+//                 every product through the distributed one (halo exchange, MPI_Isend/Irecv,
+//                 the rank's diagonal block meanwhile): each level's smoothing sees the
+//                 couplings between ranks, unlike block Jacobi over the ranks
+//   coarsest      once the global rows are at most coarse_size (or coarsening stalls, or
+//                 max_levels): gathered whole on every rank and inverted densely while
+//                 amg::dense_coarse allows, else smoothed
+// The V-cycle with the same pre- and post-smoother is symmetric for a symmetric A (CG).
+// Everything lives on the host (OpenMP within a rank); on a GPU executor apply() stages r and z
+// through host memory (one vector down and up per application). A values-only update redoes
+// the whole setup (the hierarchy's numeric part is not yet kept apart).
+//
+//     DistAmg<double> m(comm, exec, rows, row_begin, nc, amg_options);   // collective
+//     solver.set_preconditioner(m);
+#pragma once
+
+#include <mpi.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/operator.hpp"
+#include "distributed/coarse_space.hpp"
+#include "solver/precond/amg/amg_options.hpp"
+
+namespace heptane::dist {
+
+/// A level of the hierarchy, whole over the ranks (the same on every rank).
+struct DistAmgLevelInfo {
+    long long rows = 0;                    ///< global
+    long long nnz = 0;                     ///< global stored entries
+    index_t rank_rows = 0, rank_halo = 0;  ///< this rank's rows and halo columns
+};
+
+template <class VT>
+class DistAmg final : public Operator<VT> {
+public:
+    /// Collective over `comm`. rows: this rank's rows (a multiple of nc) of the square matrix,
+    /// the rank's first row `row_begin` (contiguous ranges in rank order); exec: where the
+    /// vectors of apply() live. Uses opts' strength_threshold, prolongation_weight, coarse_size,
+    /// max_levels, smoother (automatic → chebyshev; ilu0mc is refused), pre/post_sweeps,
+    /// jacobi_weight, chebyshev_ratio. Throws InputError (the same on every rank) for a zero
+    /// diagonal (naming the level and the global row), a singular coarsest level, a column
+    /// outside the matrix, ranges that are not contiguous.
+    DistAmg(MPI_Comm comm, std::shared_ptr<const Executor> exec, const SplitRows& rows,
+            index_t row_begin, index_t nc, const AmgOptions& opts = {});
+    ~DistAmg() override;
+
+    /// New values, same sizes (collective): the hierarchy again (kept when that throws).
+    void update_values(const SplitRows& rows);
+
+    index_t rows() const override { return n_; }
+    index_t cols() const override { return n_; }
+    std::shared_ptr<const Executor> executor() const override { return exec_; }
+    using Operator<VT>::apply;
+    /// z = alpha B r + beta z, B one V-cycle from zero (collective).
+    void apply(VT alpha, const VT* r, VT beta, VT* z) const override;
+    /// The V-cycle's transpose is itself for a symmetric A; NotSupported otherwise is not
+    /// checked: the same cycle.
+    void apply_transpose(VT alpha, const VT* r, VT beta, VT* z) const override;
+    std::string describe() const override;
+
+    const std::vector<DistAmgLevelInfo>& levels() const noexcept { return info_; }
+    /// Σ nnz(level) / nnz(fine).
+    double operator_complexity() const noexcept;
+    double setup_ms() const noexcept { return setup_ms_; }
+    /// Level l's rows of this rank as triplets in global indices (tests: against Pᵀ A P of
+    /// the whole matrix), and the prolongator from level l to l + 1 likewise (global fine
+    /// row, global coarse column).
+    void level_triplets(int l, std::vector<long long>& i, std::vector<long long>& j,
+                        std::vector<double>& v) const;
+    void prolongator_triplets(int l, std::vector<long long>& i, std::vector<long long>& j,
+                              std::vector<double>& v) const;
+
+    struct Level;  // distributed/dist_amg.cpp
+
+private:
+    void setup(const SplitRows& rows, index_t row_begin);
+    void cycle(std::size_t l, const double* b, double* x) const;
+
+    MPI_Comm comm_ = MPI_COMM_NULL;
+    std::shared_ptr<const Executor> exec_;
+    index_t n_ = 0, nc_ = 1, row_begin_ = 0;
+    AmgOptions opts_;
+    std::vector<std::unique_ptr<Level>> levels_;
+    std::vector<DistAmgLevelInfo> info_;
+    bool dense_ = false;          ///< the coarsest level inverted densely (else smoothed)
+    std::vector<double> inv_;     ///< its inverse, row-major, on every rank
+    std::vector<int> cnt_, dsp_;  ///< the coarsest level's rows per rank (Allgatherv)
+    double setup_ms_ = 0;
+    mutable std::vector<double> hr_, hz_, whole_;
+    mutable std::vector<VT> stage_;
+};
+
+}  // namespace heptane::dist
