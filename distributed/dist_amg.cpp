@@ -165,6 +165,34 @@ void triplets_of(const L& lv, std::vector<long long>& i, std::vector<long long>&
     }
 }
 
+/// The diagonal block with each row's couplings to other ranks added to its entry of the same
+/// component in its own cell (its diagonal for Nc = 1), as weak couplings are lumped: P smoothed
+/// with it keeps the near null space (P 1 = 1 for rows that sum to zero) at the rows next to
+/// other ranks, which smoothing with the bare diagonal block would not (it drops their
+/// couplings to other ranks). Where that entry is missing or the sum would not keep the
+/// diagonal's sign, the row stays as it is.
+template <class L>
+Csr<double> lumped(const L& lv, index_t nc)
+{
+    Csr<double> d{lv.diag.rows, lv.diag.cols, lv.diag.row_ptr, lv.diag.col_idx,
+                  Array<double>(lv.diag.values.to_vector())};
+    double* v = d.values.data();
+    const offset_t* rp = d.row_ptr.data();
+    const index_t* ci = d.col_idx.data();
+    for (index_t i = 0; i < lv.n; ++i) {
+        const index_t base = (i / nc) * nc;
+        for (offset_t k = lv.off.row_ptr[i]; k < lv.off.row_ptr[i + 1]; ++k) {
+            const index_t c = base + index_t(lv.halo[std::size_t(lv.off.col_idx[k])] % nc);
+            const index_t* at = std::lower_bound(ci + rp[i], ci + rp[i + 1], c);
+            if (at == ci + rp[i + 1] || *at != c) continue;
+            double& target = v[at - ci];
+            const double sum = target + lv.off.values[k];
+            if (c != i || (sum != 0 && (sum > 0) == (target > 0))) target = sum;
+        }
+    }
+    return d;
+}
+
 /// Every rank's `out[q]` (per send peer) to its peer, into `in[q]` (per receive peer), the
 /// sizes known on both sides only per message: MPI_Probe for each receive.
 template <class T>
@@ -197,13 +225,16 @@ DistAmg<VT>::DistAmg(MPI_Comm comm, std::shared_ptr<const Executor> exec, const 
     MPI_Comm_dup(comm, &comm_);  // its own tags: the levels' messages meet no one else's
     try {
         if (opts_.smoother == AmgSmoother::automatic) opts_.smoother = AmgSmoother::chebyshev;
+        ensure_all(
+            comm_, exec_ && nc_ >= 1 && n_ >= 0 && n_ % std::max<index_t>(nc_, 1) == 0,
+            "no executor, or a rank's rows are not a multiple of Nc = " + std::to_string(nc_));
+        ensure_all(comm_, opts_.smoother != AmgSmoother::ilu0mc,
+                   "the ilu0mc smoother is not built over the ranks (chebyshev, jacobi, "
+                   "l1jacobi are)");
         ensure_all(comm_,
-                   exec_ && nc_ >= 1 && n_ >= 0 && n_ % std::max<index_t>(nc_, 1) == 0 &&
-                       opts_.smoother != AmgSmoother::ilu0mc && opts_.pre_sweeps >= 0 &&
-                       opts_.post_sweeps >= 0 && opts_.chebyshev_ratio > 1 && opts_.max_levels >= 1,
-                   "no executor, rows not a multiple of Nc, the ilu0mc smoother (not over ranks: "
-                   "chebyshev, jacobi, l1jacobi), negative sweeps, a Chebyshev ratio <= 1 or no "
-                   "levels");
+                   opts_.pre_sweeps >= 0 && opts_.post_sweeps >= 0 && opts_.chebyshev_ratio > 1 &&
+                       opts_.max_levels >= 1,
+                   "negative sweeps, a Chebyshev ratio <= 1 or no levels");
         setup(rows, row_begin);
     } catch (...) {
         MPI_Comm_free(&comm_);
@@ -323,7 +354,7 @@ void DistAmg<VT>::setup(const SplitRows& rows, index_t row_begin)
             if (L.n > 0) {
                 s = amg::strength(L.diag, nc_, opts_.strength_threshold);
                 g = amg::aggregate(s);
-                p = amg::prolongator(L.diag, nc_, s, g, opts_.prolongation_weight);
+                p = amg::prolongator(lumped(L, nc_), nc_, s, g, opts_.prolongation_weight);
             } else {
                 p = empty_csr(0, 0);
             }
