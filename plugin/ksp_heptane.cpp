@@ -739,9 +739,13 @@ static PetscErrorCode KSPHeptaneBuildPC(KSP ksp, Mat Amat, PetscBool values_only
         h->krylov->refresh_preconditioner(*view, *h->engine);
         refreshed = PETSC_TRUE;
       } catch (const heptane::InputError &e) { refused = e.what(); });
+  /* -heptane_amg_global: the AMG over the ranks (KSPHeptaneCoarse) is applied in the rank's
+     AMG's place, so the rank keeps only point Jacobi of its rows (cheap; what runs if the AMG
+     over the ranks is refused) */
+  const heptane::PcType build = want == heptane::PcType::amg && h->pc_opts->amg.over_ranks && h->engine->distributed() ? heptane::PcType::jacobi : want;
   if (!refreshed)
     HeptaneCallCXX(
-      try { h->krylov->build_preconditioner(want, *view, *h->engine, *h->pc_opts); } catch (const heptane::InputError &e) {
+      try { h->krylov->build_preconditioner(build, *view, *h->engine, *h->pc_opts); } catch (const heptane::InputError &e) {
         if (want != heptane::PcType::ilu0_mc || h->ilu != 0) throw;
         why  = e.what();
         fell = PETSC_TRUE;
@@ -1218,8 +1222,7 @@ static PetscErrorCode KSPHeptaneCoarse(KSP ksp, PetscBool changed)
   PetscCall(HeptaneRowsRestore(h->rows));
   *h->coarse_built = o;
   if (!refused.empty())
-    PetscCall(
-      KSPHeptaneWarn(ksp, (hierarchy ? "-heptane_amg_global: no AMG over the ranks, each rank's AMG of its diagonal block instead (" + refused + ")" : "-heptane_coarse: no global coarse correction, each rank's preconditioner alone (" + refused + ")").c_str()));
+    PetscCall(KSPHeptaneWarn(ksp, (hierarchy ? "-heptane_amg_global: no AMG over the ranks, each rank's point Jacobi instead (" + refused + ")" : "-heptane_coarse: no global coarse correction, each rank's preconditioner alone (" + refused + ")").c_str()));
   PetscFunctionReturn(0);
 }
 
@@ -1612,9 +1615,11 @@ static PetscErrorCode KSPView_Heptane(KSP ksp, PetscViewer viewer)
   else if (h->coarse && h->ranks > 1) PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane global coarse correction (-heptane_coarse): none (not with PETSc's own PC or on one rank's operator, or refused: see the warning)\n"));
   if (h->pc == heptane::PcType::amg || h->pc == heptane::PcType::cpr) {
     PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane %s options: %s\n", h->pc == heptane::PcType::amg ? "AMG" : "CPR", HeptanePcOptionsText(*h->pc_opts, (PetscBool)(h->pc == heptane::PcType::cpr)).c_str()));
-    if (h->engine && h->engine->built() && h->engine->distributed())
+    if (h->engine && h->engine->built() && h->engine->distributed() && over_ranks)
+      PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane preconditioner on %d ranks: the AMG over the ranks above%s\n", h->engine->ranks(), h->krylov->has_global_coarse() ? " (each rank keeps only point Jacobi of its rows, the fallback should the AMG over the ranks be refused)" : ": refused (see the warning), each rank's point Jacobi instead"));
+    else if (h->engine && h->engine->built() && h->engine->distributed())
       PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane preconditioner on %d ranks: %s of each rank's diagonal block (block Jacobi over the ranks; the couplings between ranks are not in it%s); rank 0's shown\n", h->engine->ranks(), h->pc == heptane::PcType::amg ? "AMG" : "CPR",
-                                       h->krylov->has_global_coarse() ? (over_ranks ? "; set up, but the AMG over the ranks above is applied in its place" : ", but in the global coarse correction below") : ": -heptane_coarse adds a global coarse correction, -heptane_amg_global one AMG over the ranks"));
+                                       h->krylov->has_global_coarse() ? ", but in the global coarse correction below" : ": -heptane_coarse adds a global coarse correction, -heptane_amg_global one AMG over the ranks"));
     const std::string table = h->krylov->preconditioner_hierarchy();
     if (!table.empty()) {
       PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane AMG hierarchy:\n"));

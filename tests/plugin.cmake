@@ -708,6 +708,15 @@ if(HEPTANE_PETSC_MPIEXEC)
         --heptane "-ksp_type cg -pc_type hamg -heptane_device cpu -ksp_norm_type unpreconditioned -heptane_amg_global -ksp_view"
         --expect "heptane AMG over the ranks \\(-heptane_amg_global\\), applied instead of each rank's AMG: AMG over 3 ranks"
         --reject DIVERGED --reject WARNING -- ${reservoir2} -system pressure)
+      # a smoother the AMG over the ranks does not have (ilu0mc): a warning that says so, and
+      # each rank's point Jacobi instead; the solves still meet the tolerance
+      heptane_plugin_test(plugin_reservoir_two_ranks_amg_over_the_ranks_refused_warns
+        ${solves} --max-relres 1e-8 --
+    --plugin ${plugin_so} --mpiexec "${np2}" --ref "${hep} -ksp_type hbcgs -pc_type hamg -heptane_device cpu"
+        --heptane "-ksp_type hbcgs -pc_type hamg -heptane_device cpu -heptane_amg_global -heptane_amg_smoother ilu0mc -ksp_view"
+        --expect "heptane_amg_global: no AMG over the ranks, each rank's point Jacobi instead \\(distributed AMG: the ilu0mc smoother is not built over the ranks"
+        --expect "refused \\(see the warning\\), each rank's point Jacobi instead" --reject DIVERGED
+        -- ${reservoir2} -system pressure)
       heptane_plugin_test(plugin_reservoir_three_ranks_coarse_correction_amg_solve_petsc_cg_hamg
         ${solves} --max-relres 1e-8 --max-its-ratio 0.8 --
     --plugin ${plugin_so} --mpiexec "${np3}"
