@@ -123,6 +123,11 @@ const char* solve_usage =
     "  --coarse-aggregation A  bfs (default: grown breadth-first, about N of them) |\n"
     "                    strength (AMG's aggregates of the strong couplings, level by level\n"
     "                    down to the count nearest N)\n"
+    "  --amg-global      with --pc amg: one AMG hierarchy over all ranks instead of one per\n"
+    "                    rank's diagonal block: levels split over the ranks, each smoothed\n"
+    "                    through the distributed product (--amg-smoother chebyshev, jacobi or\n"
+    "                    l1jacobi; auto is chebyshev), the coarsest gathered and inverted on\n"
+    "                    every rank; the cycle runs on the host (GPU vectors go down and up)\n"
     "A chunk file under mpirun (mpirun -np P heptane solve A.hoc ...): each rank reads and\n"
     "streams its own group of the file's chunks (about equal bytes; --host-memory and\n"
     "--device-memory per rank), x is gathered on every rank at every product and the dot\n"
@@ -383,7 +388,7 @@ int cmd_solve(int argc, char** argv)
 {
     Args args(argc, argv,
               {"--monitor", "--json", "--quiet", "--no-graphs", "--no-fused-dots", "--no-refine",
-               "--coarse"});
+               "--coarse", "--amg-global"});
     if (args.help()) {
         std::printf(solve_usage, pc_options_help, format_help(20).c_str(), out_of_core_help,
                     chunk_file_help);
@@ -435,6 +440,10 @@ int cmd_solve(int argc, char** argv)
         if (args.flag("--coarse"))
             throw UsageError(
                 "--coarse applies under mpirun only (one process has no ranks to couple)");
+        if (args.flag("--amg-global"))
+            throw UsageError(
+                "--amg-global applies under mpirun only (one process has one AMG hierarchy "
+                "already)");
     }
     auto gen = args.get("--generate");
     auto bfile = args.get("-b");

@@ -67,6 +67,20 @@ grep -q '"converged": true' "$dir/coarse_amg.json"
 grep -q 'aggregates on this rank x Nc 2 ([a-z: ]*strength[a-z ]*), [0-9]* entries; AMG (3 cycles' "$dir/coarse_amg.json" ||
   { cat "$dir/coarse_amg.json"; echo "--coarse-solve amg: not in the report"; exit 1; }
 compare "$dir/xa.mtx" "$dir/x1.mtx"
+# --amg-global: one AMG hierarchy over the 3 ranks (uneven split in cells): the same answer,
+# named in the report; with another --pc a usage error
+"$mpiexec" -np 3 "${flags[@]}" "$heptane" solve --generate "$spec" --rtol 1e-11 --max-it 2000 \
+  --device "$device" --split cells --pc amg --amg-global -o "$dir/xg.mtx" --json >"$dir/amg_global.json"
+grep -q '"converged": true' "$dir/amg_global.json"
+grep -q 'AMG over 3 ranks ([0-9]* levels' "$dir/amg_global.json" ||
+  { cat "$dir/amg_global.json"; echo "--amg-global: not in the report"; exit 1; }
+compare "$dir/xg.mtx" "$dir/x1.mtx"
+set +e
+"$mpiexec" -np 2 "${flags[@]}" "$heptane" solve "${common[@]}" --amg-global >"$dir/ag.out" 2>&1
+rc=$?
+set -e
+[ "$rc" = 2 ] && grep -q "amg-global applies with --pc amg only" "$dir/ag.out" ||
+  { cat "$dir/ag.out"; echo "--amg-global with --pc bjacobi: exit $rc"; exit 1; }
 # its options without --coarse are a usage error (exit 2)
 set +e
 "$mpiexec" -np 2 "${flags[@]}" "$heptane" solve "${common[@]}" --coarse-solve amg >"$dir/cs.out" 2>&1

@@ -23,6 +23,7 @@
 #include "core/bitset.hpp"
 #include "core/error.hpp"
 #include "distributed/coarse_space.hpp"
+#include "distributed/dist_amg.hpp"
 #include "distributed/dist_bdia.hpp"
 #include "formats/coo/coo.hpp"
 #include "formats/csr/csr.hpp"
@@ -194,21 +195,27 @@ SplitStore split_rows(const Bdia<double>& a, index_t row_begin, index_t global_r
 /// The preconditioner of this rank's diagonal block (VT, from the fp64 block as on one
 /// process), the operator with MT values, and the solve in VT from p.x0 (zero when empty);
 /// `coarse`: with the global coarse correction around that preconditioner (dist::CoarseSpace
-/// with `co`, its symmetric form set here from the solver). Consumes p.local.
+/// with `co`, its symmetric form set here from the solver); `global`: pc is amg and one AMG
+/// hierarchy over all ranks (dist::DistAmg) takes the place of the rank's own. Consumes p.local.
 template <class MT, class VT>
 RankSolve solve_on_ranks(const std::shared_ptr<const dist::Communicator>& comm, LocalProblem& p,
                          const std::shared_ptr<const Executor>& exec, const dist::DistOptions& dopt,
                          SolverType solver, const SolverExtras& extras, PcType pc,
                          const PcOptions& pc_options, SolverOptions opts, bool coarse,
-                         dist::CoarseOptions co)
+                         dist::CoarseOptions co, bool global)
 {
     RankSolve r;
     const std::size_t n = std::size_t(p.part.rows(comm->rank()));
     auto t = Clock::now();
+    const SplitStore split = coarse || global
+                                 ? split_rows(p.local, p.part.begin(comm->rank()), p.global_rows)
+                                 : SplitStore{};
     const std::shared_ptr<const Operator<VT>> m =
-        make_preconditioner<VT>(pc, csr_from_coo(to_coo(p.local)), p.block_size, exec, pc_options);
-    const SplitStore split =
-        coarse ? split_rows(p.local, p.part.begin(comm->rank()), p.global_rows) : SplitStore{};
+        global ? std::shared_ptr<const Operator<VT>>(std::make_shared<dist::DistAmg<VT>>(
+                     comm->comm(), exec, split.view(), p.part.begin(comm->rank()), p.block_size,
+                     pc_options.amg))
+               : make_preconditioner<VT>(pc, csr_from_coo(to_coo(p.local)), p.block_size, exec,
+                                         pc_options);
     r.pc_s = seconds_since(t);
 
     t = Clock::now();
@@ -297,6 +304,7 @@ int cmd_solve_distributed(Args& args, bool json, bool monitor, bool quiet_flag)
     const std::string impl = args.get_or("--impl", "fused");
     const std::string split = args.get_or("--split", "planes");
     const bool coarse = args.flag("--coarse");
+    const bool amg_global = args.flag("--amg-global");
     const bool has_aggregates = args.get("--coarse-aggregates").has_value();
     const long long aggregates = args.get_int("--coarse-aggregates", 0);
     const auto coarse_solve = args.get("--coarse-solve");
@@ -363,6 +371,12 @@ int cmd_solve_distributed(Args& args, bool json, bool monitor, bool quiet_flag)
     // preconditioner of this rank's diagonal block
     PcType pc = default_preconditioners(exec->kind(), solver, 1, /*distributed=*/true).front();
     if (pc_name) pc = usage_checked([&] { return parse_pc(*pc_name); });
+    if (amg_global && pc != PcType::amg)
+        throw UsageError("--amg-global applies with --pc amg only");
+    if (amg_global && coarse)
+        throw UsageError(
+            "--amg-global and --coarse: the AMG over the ranks has its own coarse levels; give "
+            "one of them");
 
     double last_print = 0;
     opts.monitor = [&](const IterationInfo& it) {
@@ -373,14 +387,15 @@ int cmd_solve_distributed(Args& args, bool json, bool monitor, bool quiet_flag)
             last_print = now;
         }
     };
-    const RankSolve r = precision == Precision::single
-                            ? solve_on_ranks<float, float>(comm, p, exec, dopt, solver, extras, pc,
-                                                           pc_options, opts, coarse, co)
-                        : precision == Precision::mixed
-                            ? solve_on_ranks<float, double>(comm, p, exec, dopt, solver, extras, pc,
-                                                            pc_options, opts, coarse, co)
-                            : solve_on_ranks<double, double>(comm, p, exec, dopt, solver, extras,
-                                                             pc, pc_options, opts, coarse, co);
+    const RankSolve r =
+        precision == Precision::single
+            ? solve_on_ranks<float, float>(comm, p, exec, dopt, solver, extras, pc, pc_options,
+                                           opts, coarse, co, amg_global)
+        : precision == Precision::mixed
+            ? solve_on_ranks<float, double>(comm, p, exec, dopt, solver, extras, pc, pc_options,
+                                            opts, coarse, co, amg_global)
+            : solve_on_ranks<double, double>(comm, p, exec, dopt, solver, extras, pc, pc_options,
+                                             opts, coarse, co, amg_global);
     const Status& st = r.status;
     const std::vector<double>& xh = r.x;
 
