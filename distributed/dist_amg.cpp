@@ -1,5 +1,6 @@
-// The AMG hierarchy over the ranks (dist_amg.hpp): row-split levels with halos, the Galerkin
-// product with the couplings between ranks, the distributed smoothers and the V-cycle.
+// The AMG hierarchy over the ranks (dist_amg.hpp): row-split levels with halos,
+// the Galerkin product with the couplings between ranks, the distributed
+// smoothers and the V-cycle.
 #include "distributed/dist_amg.hpp"
 
 #include <algorithm>
@@ -16,6 +17,18 @@
 
 namespace heptane::dist {
 
+namespace {
+
+/// Who sends what to whom for a halo of global columns: halo positions
+/// [recv_at[q], recv_at[q] + recv_n[q]) come from recv_peer[q]; this rank's
+/// rows send_rows[q] go to send_peer[q].
+struct Plan {
+    std::vector<int> recv_peer, recv_at, recv_n, send_peer;
+    std::vector<std::vector<index_t>> send_rows;
+};
+
+}  // namespace
+
 template <class VT>
 struct DistAmg<VT>::Level {
     index_t n = 0;                ///< this rank's rows
@@ -23,14 +36,17 @@ struct DistAmg<VT>::Level {
     Csr<double> diag;             ///< local columns
     Csr<double> off;              ///< columns: positions in the halo
     std::vector<long long> halo;  ///< global column of each halo position, ascending
-    // the exchange: halo positions [recv_at[q], recv_at[q] + recv_n[q]) come from recv_peer[q];
-    // rows send_rows[q] go to send_peer[q]
-    std::vector<int> recv_peer, recv_at, recv_n, send_peer;
-    std::vector<std::vector<index_t>> send_rows;
-    std::vector<double> dinv;  ///< smoother diagonal
-    double lambda = 0;         ///< Gershgorin's bound of D⁻¹A (global)
-    Csr<double> p, r;          ///< to the next level (columns: its local rows)
-    mutable std::vector<double> hx, sbuf, res, d, b, x;
+    Plan plan;                    ///< the halo's exchange
+    std::vector<double> dinv;     ///< smoother diagonal
+    double lambda = 0;            ///< Gershgorin's bound of D⁻¹A (global)
+    // to the next level: P = [p | po], p over the next level's rows on this rank
+    // (r = pᵀ), po over other ranks' (columns: positions of pho, the global
+    // coarse columns, ascending; exchanged by pplan: forward for the
+    // prolongation, in reverse for the restriction)
+    Csr<double> p, r, po;
+    std::vector<long long> pho;
+    Plan pplan;
+    mutable std::vector<double> hx, sbuf, res, d, b, x, phx;
 };
 
 namespace {
@@ -68,8 +84,105 @@ void ensure_all(MPI_Comm comm, bool ok, const std::string& what)
     HEPTANE_ENSURE(bad == 0, InputError, "distributed AMG: " << what);
 }
 
-/// Off-rank entries (row, global column, value) of this rank's rows into the level's off part
-/// and halo, and the exchange plan (collective: each owner learns which of its rows to send).
+/// The plan of a halo of global columns (ascending, none of this rank's rows
+/// [begin, ...)), `starts` the ranks' row starts (collective: each owner learns
+/// which of its rows to send).
+Plan make_plan(MPI_Comm comm, const std::vector<long long>& halo,
+               const std::vector<long long>& starts, long long begin)
+{
+    int ranks = 1;
+    MPI_Comm_size(comm, &ranks);
+    Plan pl;
+    // who owns which halo columns (contiguous runs: the halo ascends, the ranges
+    // do too)
+    std::vector<int> want(std::size_t(ranks), 0);
+    for (std::size_t h = 0; h < halo.size(); ++h) {
+        const int p =
+            int(std::upper_bound(starts.begin(), starts.end(), halo[h]) - starts.begin()) - 1;
+        if (pl.recv_peer.empty() || pl.recv_peer.back() != p) {
+            pl.recv_peer.push_back(p);
+            pl.recv_at.push_back(int(h));
+            pl.recv_n.push_back(0);
+        }
+        ++pl.recv_n.back();
+        ++want[std::size_t(p)];
+    }
+    std::vector<int> give(std::size_t(ranks), 0);
+    MPI_Alltoall(want.data(), 1, MPI_INT, give.data(), 1, MPI_INT, comm);
+    std::vector<int> sd(std::size_t(ranks) + 1, 0), rd(std::size_t(ranks) + 1, 0);
+    for (int p = 0; p < ranks; ++p) {
+        sd[std::size_t(p) + 1] = sd[std::size_t(p)] + want[std::size_t(p)];
+        rd[std::size_t(p) + 1] = rd[std::size_t(p)] + give[std::size_t(p)];
+    }
+    std::vector<long long> asked(std::size_t(rd.back()));
+    MPI_Alltoallv(halo.data(), want.data(), sd.data(), MPI_LONG_LONG, asked.data(), give.data(),
+                  rd.data(), MPI_LONG_LONG, comm);
+    for (int p = 0; p < ranks; ++p) {
+        if (give[std::size_t(p)] == 0) continue;
+        pl.send_peer.push_back(p);
+        std::vector<index_t> rows;
+        for (int k = rd[std::size_t(p)]; k < rd[std::size_t(p) + 1]; ++k)
+            rows.push_back(index_t(asked[std::size_t(k)] - begin));
+        pl.send_rows.push_back(std::move(rows));
+    }
+    return pl;
+}
+
+/// halo (positions of the plan) = x at the owners' rows (blocking; T is double
+/// or long long).
+template <class T>
+void forward(MPI_Comm comm, const Plan& pl, const T* x, T* halo, MPI_Datatype type, int tag,
+             std::vector<T>& buf)
+{
+    std::vector<MPI_Request> req(pl.recv_peer.size() + pl.send_peer.size());
+    std::size_t nr = 0;
+    for (std::size_t q = 0; q < pl.recv_peer.size(); ++q)
+        MPI_Irecv(halo + pl.recv_at[q], pl.recv_n[q], type, pl.recv_peer[q], tag, comm, &req[nr++]);
+    std::size_t total = 0;
+    for (const auto& rows : pl.send_rows) total += rows.size();
+    buf.resize(total);
+    std::size_t at = 0;
+    for (std::size_t q = 0; q < pl.send_peer.size(); ++q) {
+        T* b = buf.data() + at;
+        for (std::size_t k = 0; k < pl.send_rows[q].size(); ++k) b[k] = x[pl.send_rows[q][k]];
+        MPI_Isend(b, int(pl.send_rows[q].size()), type, pl.send_peer[q], tag, comm, &req[nr++]);
+        at += pl.send_rows[q].size();
+    }
+    MPI_Waitall(int(nr), req.data(), MPI_STATUSES_IGNORE);
+}
+
+/// y (this rank's rows) += the values of every rank's halo positions it owns
+/// (the reverse of forward: each rank sends its halo values to their owners,
+/// which add them).
+void reverse_add(MPI_Comm comm, const Plan& pl, const double* halo, double* y, int tag,
+                 std::vector<double>& buf)
+{
+    std::vector<MPI_Request> req(pl.recv_peer.size() + pl.send_peer.size());
+    std::size_t nr = 0;
+    std::size_t total = 0;
+    for (const auto& rows : pl.send_rows) total += rows.size();
+    buf.resize(total);
+    std::size_t at = 0;
+    for (std::size_t q = 0; q < pl.send_peer.size(); ++q) {
+        MPI_Irecv(buf.data() + at, int(pl.send_rows[q].size()), MPI_DOUBLE, pl.send_peer[q], tag,
+                  comm, &req[nr++]);
+        at += pl.send_rows[q].size();
+    }
+    for (std::size_t q = 0; q < pl.recv_peer.size(); ++q)
+        MPI_Isend(halo + pl.recv_at[q], pl.recv_n[q], MPI_DOUBLE, pl.recv_peer[q], tag, comm,
+                  &req[nr++]);
+    MPI_Waitall(int(nr), req.data(), MPI_STATUSES_IGNORE);
+    at = 0;
+    for (std::size_t q = 0; q < pl.send_peer.size(); ++q) {
+        for (std::size_t k = 0; k < pl.send_rows[q].size(); ++k)
+            y[pl.send_rows[q][k]] += buf[at + k];
+        at += pl.send_rows[q].size();
+    }
+}
+
+/// Off-rank entries (row, global column, value) of this rank's rows into the
+/// level's off part and halo, and the exchange plan (collective: each owner
+/// learns which of its rows to send).
 template <class L>
 void set_halo(MPI_Comm comm, L& lv, const std::vector<long long>& starts,
               std::vector<std::tuple<index_t, long long, double>>& ent)
@@ -108,42 +221,7 @@ void set_halo(MPI_Comm comm, L& lv, const std::vector<long long>& starts,
     }
     for (index_t i = 0; i < lv.n; ++i) rp[std::size_t(i) + 1] += rp[std::size_t(i)];
     lv.off = make_csr(lv.n, index_t(lv.halo.size()), std::move(rp), std::move(ci), std::move(va));
-    // who owns which halo columns (contiguous runs: the halo ascends, the ranges do too)
-    lv.recv_peer.clear();
-    lv.recv_at.clear();
-    lv.recv_n.clear();
-    std::vector<int> want(std::size_t(ranks), 0);
-    for (std::size_t h = 0; h < lv.halo.size(); ++h) {
-        const int p =
-            int(std::upper_bound(starts.begin(), starts.end(), lv.halo[h]) - starts.begin()) - 1;
-        if (lv.recv_peer.empty() || lv.recv_peer.back() != p) {
-            lv.recv_peer.push_back(p);
-            lv.recv_at.push_back(int(h));
-            lv.recv_n.push_back(0);
-        }
-        ++lv.recv_n.back();
-        ++want[std::size_t(p)];
-    }
-    std::vector<int> give(std::size_t(ranks), 0);
-    MPI_Alltoall(want.data(), 1, MPI_INT, give.data(), 1, MPI_INT, comm);
-    std::vector<int> sd(std::size_t(ranks) + 1, 0), rd(std::size_t(ranks) + 1, 0);
-    for (int p = 0; p < ranks; ++p) {
-        sd[std::size_t(p) + 1] = sd[std::size_t(p)] + want[std::size_t(p)];
-        rd[std::size_t(p) + 1] = rd[std::size_t(p)] + give[std::size_t(p)];
-    }
-    std::vector<long long> asked(std::size_t(rd.back()));
-    MPI_Alltoallv(lv.halo.data(), want.data(), sd.data(), MPI_LONG_LONG, asked.data(), give.data(),
-                  rd.data(), MPI_LONG_LONG, comm);
-    lv.send_peer.clear();
-    lv.send_rows.clear();
-    for (int p = 0; p < ranks; ++p) {
-        if (give[std::size_t(p)] == 0) continue;
-        lv.send_peer.push_back(p);
-        std::vector<index_t> rows;
-        for (int k = rd[std::size_t(p)]; k < rd[std::size_t(p) + 1]; ++k)
-            rows.push_back(index_t(asked[std::size_t(k)] - lv.begin));
-        lv.send_rows.push_back(std::move(rows));
-    }
+    lv.plan = make_plan(comm, lv.halo, starts, lv.begin);
 }
 
 /// A level's rows of this rank as triplets in global indices (appended).
@@ -165,36 +243,9 @@ void triplets_of(const L& lv, std::vector<long long>& i, std::vector<long long>&
     }
 }
 
-/// The diagonal block with each row's couplings to other ranks added to its entry of the same
-/// component in its own cell (its diagonal for Nc = 1), as weak couplings are lumped: P smoothed
-/// with it keeps the near null space (P 1 = 1 for rows that sum to zero) at the rows next to
-/// other ranks, which smoothing with the bare diagonal block would not (it drops their
-/// couplings to other ranks). Where that entry is missing or the sum would not keep the
-/// diagonal's sign, the row stays as it is.
-template <class L>
-Csr<double> lumped(const L& lv, index_t nc)
-{
-    Csr<double> d{lv.diag.rows, lv.diag.cols, lv.diag.row_ptr, lv.diag.col_idx,
-                  Array<double>(lv.diag.values.to_vector())};
-    double* v = d.values.data();
-    const offset_t* rp = d.row_ptr.data();
-    const index_t* ci = d.col_idx.data();
-    for (index_t i = 0; i < lv.n; ++i) {
-        const index_t base = (i / nc) * nc;
-        for (offset_t k = lv.off.row_ptr[i]; k < lv.off.row_ptr[i + 1]; ++k) {
-            const index_t c = base + index_t(lv.halo[std::size_t(lv.off.col_idx[k])] % nc);
-            const index_t* at = std::lower_bound(ci + rp[i], ci + rp[i + 1], c);
-            if (at == ci + rp[i + 1] || *at != c) continue;
-            double& target = v[at - ci];
-            const double sum = target + lv.off.values[k];
-            if (c != i || (sum != 0 && (sum > 0) == (target > 0))) target = sum;
-        }
-    }
-    return d;
-}
-
-/// Every rank's `out[q]` (per send peer) to its peer, into `in[q]` (per receive peer), the
-/// sizes known on both sides only per message: MPI_Probe for each receive.
+/// Every rank's `out[q]` (per send peer) to its peer, into `in[q]` (per receive
+/// peer), the sizes known on both sides only per message: MPI_Probe for each
+/// receive.
 template <class T>
 void exchange_lists(MPI_Comm comm, const std::vector<int>& send_peer,
                     const std::vector<std::vector<T>>& out, const std::vector<int>& recv_peer,
@@ -222,7 +273,8 @@ DistAmg<VT>::DistAmg(MPI_Comm comm, std::shared_ptr<const Executor> exec, const 
                      index_t row_begin, index_t nc, const AmgOptions& opts)
     : exec_(std::move(exec)), n_(rows.diag.rows), nc_(nc), opts_(opts)
 {
-    MPI_Comm_dup(comm, &comm_);  // its own tags: the levels' messages meet no one else's
+    MPI_Comm_dup(comm,
+                 &comm_);  // its own tags: the levels' messages meet no one else's
     try {
         if (opts_.smoother == AmgSmoother::automatic) opts_.smoother = AmgSmoother::chebyshev;
         ensure_all(
@@ -349,14 +401,10 @@ void DistAmg<VT>::setup(const SplitRows& rows, index_t row_begin)
         bool last = li.rows <= opts_.coarse_size || int(l) + 1 >= opts_.max_levels;
         amg::Strength s;
         amg::Aggregates g;
-        Csr<double> p;
         if (!last) {
             if (L.n > 0) {
                 s = amg::strength(L.diag, nc_, opts_.strength_threshold);
                 g = amg::aggregate(s);
-                p = amg::prolongator(lumped(L, nc_), nc_, s, g, opts_.prolongation_weight);
-            } else {
-                p = empty_csr(0, 0);
             }
             long long coarse = L.n > 0 ? (long long)(g.count) * nc_ : 0;
             MPI_Allreduce(MPI_IN_PLACE, &coarse, 1, MPI_LONG_LONG, MPI_SUM, comm_);
@@ -417,96 +465,279 @@ void DistAmg<VT>::setup(const SplitRows& rows, index_t row_begin)
             break;
         }
 
-        // the next level: rows of P of the halo columns from their owners, then Pᵀ A P
+        // the next level
         auto next = std::make_unique<Level>();
         Level& C = *next;
         C.n = L.n > 0 ? g.count * nc_ : 0;
         const std::vector<long long> cst = starts_of(comm_, C.n);
         C.begin = cst[std::size_t(rank)];
-        L.p = std::move(p);
-        L.r = L.n > 0 ? transpose(L.p) : empty_csr(0, 0);
-        C.diag = L.n > 0 ? amg::galerkin(L.r, L.diag, L.p) : empty_csr(0, 0);
-        std::vector<std::vector<long long>> out_cols(L.send_peer.size()), in_cols;
-        std::vector<std::vector<double>> out_vals(L.send_peer.size()), in_vals;
-        std::vector<std::vector<int>> out_len(L.send_peer.size()), in_len;
-        for (std::size_t q = 0; q < L.send_peer.size(); ++q)
-            for (index_t row : L.send_rows[q]) {
-                const offset_t a = L.p.row_ptr[row], e = L.p.row_ptr[row + 1];
-                out_len[q].push_back(int(e - a));
-                for (offset_t k = a; k < e; ++k) {
+        const long long own_lo = C.begin, own_hi = C.begin + C.n;
+        const int tag = tag_base + 8 * int(l);
+        // T: the global coarse column of each fine row (-1: none), the halo's from
+        // the owners
+        std::vector<long long> tcol(std::size_t(L.n), -1), thalo(L.halo.size(), -1), lbuf;
+        for (index_t i = 0; i < L.n; ++i) {
+            const index_t a = g.of_node[std::size_t(i / nc_)];
+            if (a >= 0) tcol[std::size_t(i)] = C.begin + (long long)(a)*nc_ + i % nc_;
+        }
+        forward(comm_, L.plan, tcol.data(), thalo.data(), MPI_LONG_LONG, tag, lbuf);
+        // P = (I - w D_F^-1 A_F) T over whole rows (the couplings to other ranks
+        // count as strong; D_F: the diagonal plus the weak couplings of the
+        // diagonal block), w = weight / rho, rho Gershgorin's bound of D_F^-1 A_F
+        // over all ranks
+        std::vector<double> dF(std::size_t(L.n), 0.0);
+        double rho = 0;
+        for (index_t i = 0; i < L.n; ++i) {
+            double d = 0, offsum = 0;
+            for (offset_t k = L.diag.row_ptr[i]; k < L.diag.row_ptr[i + 1]; ++k) {
+                if (L.diag.col_idx[k] == i || !s.keep[std::size_t(k)])
+                    d += L.diag.values[k];
+                else
+                    offsum += std::abs(L.diag.values[k]);
+            }
+            for (offset_t k = L.off.row_ptr[i]; k < L.off.row_ptr[i + 1]; ++k)
+                offsum += std::abs(L.off.values[k]);
+            dF[std::size_t(i)] = d;
+            if (d != 0) rho = std::max(rho, 1.0 + offsum / std::abs(d));
+        }
+        MPI_Allreduce(MPI_IN_PLACE, &rho, 1, MPI_DOUBLE, MPI_MAX, comm_);
+        const double omega = rho > 0 ? opts_.prolongation_weight / rho : 0.0;
+        std::vector<offset_t> pp(std::size_t(L.n) + 1, 0), qp(std::size_t(L.n) + 1, 0);
+        std::vector<index_t> pc;
+        std::vector<long long> qc;
+        std::vector<double> pv, qv;
+        std::vector<std::pair<long long, double>> e;
+        for (index_t i = 0; i < L.n; ++i) {
+            e.clear();
+            if (tcol[std::size_t(i)] >= 0) e.emplace_back(tcol[std::size_t(i)], 1.0);
+            if (omega != 0 && dF[std::size_t(i)] != 0) {
+                const double f = omega / dF[std::size_t(i)];
+                for (offset_t k = L.diag.row_ptr[i]; k < L.diag.row_ptr[i + 1]; ++k) {
+                    const index_t j = L.diag.col_idx[k];
+                    if ((j != i && !s.keep[std::size_t(k)]) || tcol[std::size_t(j)] < 0) continue;
+                    e.emplace_back(tcol[std::size_t(j)],
+                                   -f * (j == i ? dF[std::size_t(i)] : L.diag.values[k]));
+                }
+                for (offset_t k = L.off.row_ptr[i]; k < L.off.row_ptr[i + 1]; ++k) {
+                    const long long tj = thalo[std::size_t(L.off.col_idx[k])];
+                    if (tj >= 0) e.emplace_back(tj, -f * L.off.values[k]);
+                }
+            }
+            std::stable_sort(e.begin(), e.end(),
+                             [](const auto& x, const auto& y) { return x.first < y.first; });
+            for (std::size_t q = 0; q < e.size();) {
+                double v = 0;
+                std::size_t t = q;
+                for (; t < e.size() && e[t].first == e[q].first; ++t) v += e[t].second;
+                if (v != 0) {
+                    if (e[q].first >= own_lo && e[q].first < own_hi) {
+                        pc.push_back(index_t(e[q].first - own_lo));
+                        pv.push_back(v);
+                    } else {
+                        qc.push_back(e[q].first);
+                        qv.push_back(v);
+                    }
+                }
+                q = t;
+            }
+            pp[std::size_t(i) + 1] = offset_t(pc.size());
+            qp[std::size_t(i) + 1] = offset_t(qc.size());
+        }
+        L.p = make_csr(L.n, C.n, std::move(pp), std::move(pc), std::move(pv));
+        L.r = L.n > 0 ? transpose(L.p) : empty_csr(C.n, 0);
+        L.pho = qc;
+        std::sort(L.pho.begin(), L.pho.end());
+        L.pho.erase(std::unique(L.pho.begin(), L.pho.end()), L.pho.end());
+        {
+            std::vector<index_t> qcl(qc.size());
+            for (std::size_t k = 0; k < qc.size(); ++k)
+                qcl[k] =
+                    index_t(std::lower_bound(L.pho.begin(), L.pho.end(), qc[k]) - L.pho.begin());
+            L.po =
+                make_csr(L.n, index_t(L.pho.size()), std::move(qp), std::move(qcl), std::move(qv));
+        }
+        L.pplan = make_plan(comm_, L.pho, cst, C.begin);
+        L.phx.resize(L.pho.size());
+        // the whole rows of P of the halo columns, from their owners (global
+        // columns)
+        const Plan& pl = L.plan;
+        std::vector<std::vector<long long>> out_cols(pl.send_peer.size()), in_cols;
+        std::vector<std::vector<double>> out_vals(pl.send_peer.size()), in_vals;
+        std::vector<std::vector<int>> out_len(pl.send_peer.size()), in_len;
+        for (std::size_t q = 0; q < pl.send_peer.size(); ++q)
+            for (index_t row : pl.send_rows[q]) {
+                const offset_t a = L.p.row_ptr[row], z = L.p.row_ptr[row + 1];
+                const offset_t a2 = L.po.row_ptr[row], z2 = L.po.row_ptr[row + 1];
+                out_len[q].push_back(int((z - a) + (z2 - a2)));
+                for (offset_t k = a; k < z; ++k) {
                     out_cols[q].push_back(C.begin + L.p.col_idx[k]);
                     out_vals[q].push_back(L.p.values[k]);
                 }
+                for (offset_t k = a2; k < z2; ++k) {
+                    out_cols[q].push_back(L.pho[std::size_t(L.po.col_idx[k])]);
+                    out_vals[q].push_back(L.po.values[k]);
+                }
             }
-        const int tag = tag_base + 4 * int(l);
-        exchange_lists(comm_, L.send_peer, out_len, L.recv_peer, in_len, MPI_INT, tag);
-        exchange_lists(comm_, L.send_peer, out_cols, L.recv_peer, in_cols, MPI_LONG_LONG, tag + 1);
-        exchange_lists(comm_, L.send_peer, out_vals, L.recv_peer, in_vals, MPI_DOUBLE, tag + 2);
-        // P_halo as CSR over the halo positions (global coarse columns)
+        exchange_lists(comm_, pl.send_peer, out_len, pl.recv_peer, in_len, MPI_INT, tag + 1);
+        exchange_lists(comm_, pl.send_peer, out_cols, pl.recv_peer, in_cols, MPI_LONG_LONG,
+                       tag + 2);
+        exchange_lists(comm_, pl.send_peer, out_vals, pl.recv_peer, in_vals, MPI_DOUBLE, tag + 3);
         std::vector<offset_t> hp(L.halo.size() + 1, 0);
         std::vector<long long> hc;
         std::vector<double> hv;
-        for (std::size_t q = 0; q < L.recv_peer.size(); ++q) {
-            HEPTANE_ENSURE(int(in_len[q].size()) == L.recv_n[q], Error,
-                           "distributed AMG: a neighbour sent another number of prolongator rows");
+        for (std::size_t q = 0; q < pl.recv_peer.size(); ++q) {
+            HEPTANE_ENSURE(int(in_len[q].size()) == pl.recv_n[q], Error,
+                           "distributed AMG: a neighbour sent another number of "
+                           "prolongator rows");
             for (std::size_t k = 0; k < in_len[q].size(); ++k)
-                hp[std::size_t(L.recv_at[q]) + k + 1] = in_len[q][k];
+                hp[std::size_t(pl.recv_at[q]) + k + 1] = in_len[q][k];
             hc.insert(hc.end(), in_cols[q].begin(), in_cols[q].end());
             hv.insert(hv.end(), in_vals[q].begin(), in_vals[q].end());
         }
         for (std::size_t h = 0; h < L.halo.size(); ++h) hp[h + 1] += hp[h];
-        // Pᵀ A_off P_halo: the rows of A_off P_halo (global coarse columns, numbered
-        // compactly), then R times them row by row with a dense accumulator (Gustavson)
-        std::vector<long long> cj(hc);
-        std::sort(cj.begin(), cj.end());
-        cj.erase(std::unique(cj.begin(), cj.end()), cj.end());
-        std::vector<index_t> hcl(hc.size());
-        for (std::size_t t = 0; t < hc.size(); ++t)
-            hcl[t] = index_t(std::lower_bound(cj.begin(), cj.end(), hc[t]) - cj.begin());
+        // the columns of A P numbered compactly: this rank's coarse rows first,
+        // then the others that P (its own rows' and the halo's) reaches, ascending
+        std::vector<long long> rc(L.pho);
+        for (long long c : hc)
+            if (c < own_lo || c >= own_hi) rc.push_back(c);
+        std::sort(rc.begin(), rc.end());
+        rc.erase(std::unique(rc.begin(), rc.end()), rc.end());
+        auto compact = [&](long long c) {
+            return c >= own_lo && c < own_hi
+                       ? index_t(c - own_lo)
+                       : C.n + index_t(std::lower_bound(rc.begin(), rc.end(), c) - rc.begin());
+        };
+        auto global_col = [&](index_t c) {
+            return c < C.n ? own_lo + c : rc[std::size_t(c - C.n)];
+        };
+        std::vector<index_t> hcl(hc.size()), pocl(L.pho.size());
+        for (std::size_t t = 0; t < hc.size(); ++t) hcl[t] = compact(hc[t]);
+        for (std::size_t t = 0; t < L.pho.size(); ++t) pocl[t] = compact(L.pho[t]);
+        const std::size_t width = std::size_t(C.n) + rc.size();
+        std::vector<double> acc(width, 0.0);
+        std::vector<index_t> mark(width, -1), touched;
+        auto add = [&](index_t row, index_t c, double v) {
+            if (mark[std::size_t(c)] != row) {
+                mark[std::size_t(c)] = row;
+                acc[std::size_t(c)] = 0;
+                touched.push_back(c);
+            }
+            acc[std::size_t(c)] += v;
+        };
+        // A P, row by row (Gustavson)
         std::vector<offset_t> app(std::size_t(L.n) + 1, 0);
         std::vector<index_t> apc;
         std::vector<double> apv;
-        std::vector<double> acc(cj.size(), 0.0);
-        std::vector<index_t> mark(cj.size(), -1), touched;
         for (index_t i = 0; i < L.n; ++i) {
             touched.clear();
+            for (offset_t k = L.diag.row_ptr[i]; k < L.diag.row_ptr[i + 1]; ++k) {
+                const index_t j = L.diag.col_idx[k];
+                const double a = L.diag.values[k];
+                for (offset_t t = L.p.row_ptr[j]; t < L.p.row_ptr[j + 1]; ++t)
+                    add(i, L.p.col_idx[t], a * L.p.values[t]);
+                for (offset_t t = L.po.row_ptr[j]; t < L.po.row_ptr[j + 1]; ++t)
+                    add(i, pocl[std::size_t(L.po.col_idx[t])], a * L.po.values[t]);
+            }
             for (offset_t k = L.off.row_ptr[i]; k < L.off.row_ptr[i + 1]; ++k) {
                 const index_t h = L.off.col_idx[k];
-                for (offset_t t = hp[std::size_t(h)]; t < hp[std::size_t(h) + 1]; ++t) {
-                    const index_t J = hcl[std::size_t(t)];
-                    if (mark[std::size_t(J)] != i) {
-                        mark[std::size_t(J)] = i;
-                        acc[std::size_t(J)] = 0;
-                        touched.push_back(J);
-                    }
-                    acc[std::size_t(J)] += L.off.values[k] * hv[std::size_t(t)];
-                }
+                for (offset_t t = hp[std::size_t(h)]; t < hp[std::size_t(h) + 1]; ++t)
+                    add(i, hcl[std::size_t(t)], L.off.values[k] * hv[std::size_t(t)]);
             }
-            for (index_t J : touched) {
-                apc.push_back(J);
-                apv.push_back(acc[std::size_t(J)]);
+            for (index_t c : touched) {
+                apc.push_back(c);
+                apv.push_back(acc[std::size_t(c)]);
             }
             app[std::size_t(i) + 1] = offset_t(apc.size());
         }
-        std::vector<std::tuple<index_t, long long, double>> ent;
+        // Pᵀ (A P): this rank's coarse rows from p (R = pᵀ, Gustavson), and the
+        // rows of other ranks' aggregates that po reaches, sent to their owners
+        std::vector<std::tuple<index_t, long long, double>> rows_c;
         std::fill(mark.begin(), mark.end(), -1);
         for (index_t I = 0; I < C.n; ++I) {
             touched.clear();
             for (offset_t k = L.r.row_ptr[I]; k < L.r.row_ptr[I + 1]; ++k) {
                 const index_t i = L.r.col_idx[k];
-                const double q = L.r.values[k];
-                for (offset_t t = app[std::size_t(i)]; t < app[std::size_t(i) + 1]; ++t) {
-                    const index_t J = apc[std::size_t(t)];
-                    if (mark[std::size_t(J)] != I) {
-                        mark[std::size_t(J)] = I;
-                        acc[std::size_t(J)] = 0;
-                        touched.push_back(J);
-                    }
-                    acc[std::size_t(J)] += q * apv[std::size_t(t)];
+                for (offset_t t = app[std::size_t(i)]; t < app[std::size_t(i) + 1]; ++t)
+                    add(I, apc[std::size_t(t)], L.r.values[k] * apv[std::size_t(t)]);
+            }
+            for (index_t c : touched) rows_c.emplace_back(I, global_col(c), acc[std::size_t(c)]);
+        }
+        {
+            std::vector<std::vector<long long>> to_i(static_cast<std::size_t>(ranks)),
+                to_j(static_cast<std::size_t>(ranks));
+            std::vector<std::vector<double>> to_v(static_cast<std::size_t>(ranks));
+            // each of those rows summed here first (poᵀ (A P), Gustavson), then sent
+            const Csr<double> pot = L.n > 0 ? transpose(L.po) : empty_csr(0, 0);
+            std::fill(mark.begin(), mark.end(), -1);
+            for (index_t c = 0; c < pot.rows; ++c) {
+                touched.clear();
+                for (offset_t k = pot.row_ptr[c]; k < pot.row_ptr[c + 1]; ++k) {
+                    const index_t i = pot.col_idx[k];
+                    for (offset_t t = app[std::size_t(i)]; t < app[std::size_t(i) + 1]; ++t)
+                        add(c, apc[std::size_t(t)], pot.values[k] * apv[std::size_t(t)]);
+                }
+                const long long I = L.pho[std::size_t(c)];
+                const int o = int(std::upper_bound(cst.begin(), cst.end(), I) - cst.begin()) - 1;
+                for (index_t col : touched) {
+                    to_i[std::size_t(o)].push_back(I);
+                    to_j[std::size_t(o)].push_back(global_col(col));
+                    to_v[std::size_t(o)].push_back(acc[std::size_t(col)]);
                 }
             }
-            for (index_t J : touched) ent.emplace_back(I, cj[std::size_t(J)], acc[std::size_t(J)]);
+            std::vector<int> sn(static_cast<std::size_t>(ranks)),
+                rn(static_cast<std::size_t>(ranks));
+            for (int q = 0; q < ranks; ++q) sn[std::size_t(q)] = int(to_i[std::size_t(q)].size());
+            MPI_Alltoall(sn.data(), 1, MPI_INT, rn.data(), 1, MPI_INT, comm_);
+            std::vector<int> sd(std::size_t(ranks) + 1, 0), rd(std::size_t(ranks) + 1, 0);
+            for (int q = 0; q < ranks; ++q) {
+                sd[std::size_t(q) + 1] = sd[std::size_t(q)] + sn[std::size_t(q)];
+                rd[std::size_t(q) + 1] = rd[std::size_t(q)] + rn[std::size_t(q)];
+            }
+            std::vector<long long> oi, oj, ii(std::size_t(rd.back())), ij(ii.size());
+            std::vector<double> ov, iv(ii.size());
+            for (int q = 0; q < ranks; ++q) {
+                oi.insert(oi.end(), to_i[std::size_t(q)].begin(), to_i[std::size_t(q)].end());
+                oj.insert(oj.end(), to_j[std::size_t(q)].begin(), to_j[std::size_t(q)].end());
+                ov.insert(ov.end(), to_v[std::size_t(q)].begin(), to_v[std::size_t(q)].end());
+            }
+            MPI_Alltoallv(oi.data(), sn.data(), sd.data(), MPI_LONG_LONG, ii.data(), rn.data(),
+                          rd.data(), MPI_LONG_LONG, comm_);
+            MPI_Alltoallv(oj.data(), sn.data(), sd.data(), MPI_LONG_LONG, ij.data(), rn.data(),
+                          rd.data(), MPI_LONG_LONG, comm_);
+            MPI_Alltoallv(ov.data(), sn.data(), sd.data(), MPI_DOUBLE, iv.data(), rn.data(),
+                          rd.data(), MPI_DOUBLE, comm_);
+            for (std::size_t k = 0; k < ii.size(); ++k)
+                rows_c.emplace_back(index_t(ii[k] - own_lo), ij[k], iv[k]);
         }
+        // this rank's coarse rows: sorted, summed, split into the diagonal block
+        // and the rest
+        std::sort(rows_c.begin(), rows_c.end(), [](const auto& x, const auto& y) {
+            return std::tie(std::get<0>(x), std::get<1>(x)) <
+                   std::tie(std::get<0>(y), std::get<1>(y));
+        });
+        std::vector<offset_t> dp(std::size_t(C.n) + 1, 0);
+        std::vector<index_t> dc;
+        std::vector<double> dv;
+        std::vector<std::tuple<index_t, long long, double>> ent;
+        for (std::size_t k = 0; k < rows_c.size();) {
+            const index_t I = std::get<0>(rows_c[k]);
+            const long long J = std::get<1>(rows_c[k]);
+            double v = 0;
+            std::size_t t = k;
+            for (; t < rows_c.size() && std::get<0>(rows_c[t]) == I && std::get<1>(rows_c[t]) == J;
+                 ++t)
+                v += std::get<2>(rows_c[t]);
+            if (J >= own_lo && J < own_hi) {
+                dc.push_back(index_t(J - own_lo));
+                dv.push_back(v);
+                ++dp[std::size_t(I) + 1];
+            } else {
+                ent.emplace_back(I, J, v);
+            }
+            k = t;
+        }
+        for (index_t I = 0; I < C.n; ++I) dp[std::size_t(I) + 1] += dp[std::size_t(I)];
+        C.diag = make_csr(C.n, C.n, std::move(dp), std::move(dc), std::move(dv));
         set_halo(comm_, C, cst, ent);
         levels.push_back(std::move(next));
     }
@@ -519,27 +750,28 @@ void DistAmg<VT>::setup(const SplitRows& rows, index_t row_begin)
 
 namespace {
 
-/// y = alpha A x + beta y over the ranks: the halo's messages in flight while the diagonal
-/// block's product runs.
+/// y = alpha A x + beta y over the ranks: the halo's messages in flight while
+/// the diagonal block's product runs.
 template <class L>
 void product(MPI_Comm comm, const L& lv, int tag, double alpha, const double* x, double beta,
              double* y)
 {
-    std::vector<MPI_Request> req(lv.recv_peer.size() + lv.send_peer.size());
+    const Plan& pl = lv.plan;
+    std::vector<MPI_Request> req(pl.recv_peer.size() + pl.send_peer.size());
     std::size_t nr = 0;
-    for (std::size_t q = 0; q < lv.recv_peer.size(); ++q)
-        MPI_Irecv(lv.hx.data() + lv.recv_at[q], lv.recv_n[q], MPI_DOUBLE, lv.recv_peer[q], tag,
+    for (std::size_t q = 0; q < pl.recv_peer.size(); ++q)
+        MPI_Irecv(lv.hx.data() + pl.recv_at[q], pl.recv_n[q], MPI_DOUBLE, pl.recv_peer[q], tag,
                   comm, &req[nr++]);
     std::size_t total = 0;
-    for (const auto& rows : lv.send_rows) total += rows.size();
+    for (const auto& rows : pl.send_rows) total += rows.size();
     lv.sbuf.resize(total);
     std::size_t at = 0;
-    for (std::size_t q = 0; q < lv.send_peer.size(); ++q) {
+    for (std::size_t q = 0; q < pl.send_peer.size(); ++q) {
         double* buf = lv.sbuf.data() + at;
-        for (std::size_t k = 0; k < lv.send_rows[q].size(); ++k) buf[k] = x[lv.send_rows[q][k]];
-        MPI_Isend(buf, int(lv.send_rows[q].size()), MPI_DOUBLE, lv.send_peer[q], tag, comm,
+        for (std::size_t k = 0; k < pl.send_rows[q].size(); ++k) buf[k] = x[pl.send_rows[q][k]];
+        MPI_Isend(buf, int(pl.send_rows[q].size()), MPI_DOUBLE, pl.send_peer[q], tag, comm,
                   &req[nr++]);
-        at += lv.send_rows[q].size();
+        at += pl.send_rows[q].size();
     }
     const auto& cpu = *cpu_executor();
     if (lv.n > 0) kernels::spmv(cpu, lv.diag, Op::normal, alpha, x, beta, y);
@@ -555,7 +787,7 @@ void DistAmg<VT>::cycle(std::size_t l, const double* b, double* x) const
 {
     const Level& L = *levels_[l];
     const index_t n = L.n;
-    const int tag = tag_base + 4 * int(l) + 3;
+    const int tag = tag_base + 8 * int(l) + 4;
     auto residual = [&](const double* xx, double* r) {  // r = b - A xx
         std::copy(b, b + n, r);
         product(comm_, L, tag, -1.0, xx, 1.0, r);
@@ -624,9 +856,19 @@ void DistAmg<VT>::cycle(std::size_t l, const double* b, double* x) const
     smooth(opts_.pre_sweeps, true);
     residual(x, L.res.data());
     const auto& cpu = *cpu_executor();
-    if (n > 0) kernels::spmv(cpu, L.r, Op::normal, 1.0, L.res.data(), 0.0, C.b.data());
+    // b_c = Pᵀ r: this rank's aggregates from p, the others' from po, sent to
+    // their owners
+    if (C.n > 0) kernels::spmv(cpu, L.r, Op::normal, 1.0, L.res.data(), 0.0, C.b.data());
+    std::fill(L.phx.begin(), L.phx.end(), 0.0);
+    for (index_t i = 0; i < n; ++i)
+        for (offset_t k = L.po.row_ptr[i]; k < L.po.row_ptr[i + 1]; ++k)
+            L.phx[std::size_t(L.po.col_idx[k])] += L.po.values[k] * L.res[std::size_t(i)];
+    reverse_add(comm_, L.pplan, L.phx.data(), C.b.data(), tag + 1, L.sbuf);
     cycle(l + 1, C.b.data(), C.x.data());
+    // x += P x_c: po's columns from their owners
+    forward(comm_, L.pplan, C.x.data(), L.phx.data(), MPI_DOUBLE, tag + 2, L.sbuf);
     if (n > 0) kernels::spmv(cpu, L.p, Op::normal, 1.0, C.x.data(), 1.0, x);
+    if (n > 0 && L.po.nnz() > 0) kernels::spmv(cpu, L.po, Op::normal, 1.0, L.phx.data(), 1.0, x);
     smooth(opts_.post_sweeps, false);
 }
 
@@ -709,6 +951,12 @@ void DistAmg<VT>::prolongator_triplets(int l, std::vector<long long>& i, std::ve
             i.push_back(L.begin + r);
             j.push_back(C.begin + L.p.col_idx[k]);
             v.push_back(L.p.values[k]);
+        }
+    for (index_t r = 0; r < L.n; ++r)
+        for (offset_t k = L.po.row_ptr[r]; k < L.po.row_ptr[r + 1]; ++k) {
+            i.push_back(L.begin + r);
+            j.push_back(L.pho[std::size_t(L.po.col_idx[k])]);
+            v.push_back(L.po.values[k]);
         }
 }
 

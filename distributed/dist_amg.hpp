@@ -6,20 +6,22 @@
 //   aggregation   each rank aggregates its own diagonal block (amg_setup.hpp: strength of
 //                 connection, Vaněk–Mandel–Brezina aggregates; aggregates never cross ranks,
 //                 as in PETSc GAMG's default and hypre's local coarsening)
-//   prolongation  P = (I − ω D_F⁻¹ A_F) T smoothed with the rank's diagonal block, so P is
-//                 block diagonal over the ranks (a rank's fine rows interpolate only from its
-//                 own aggregates; the couplings between ranks are left out of P's smoothing,
-//                 near the boundaries P is the less smooth for it)
-//   Galerkin      A_c = Pᵀ A P with the couplings between ranks: the diagonal block's part is
-//                 the rank's own product (amg::galerkin), the off-rank part Pᵀ A_off P_halo
-//                 needs the rows of P of the halo columns, sent once by their owners; because
-//                 P is block diagonal every coarse row stays on the rank that owns its
-//                 aggregate, so A_c is again row-split, with a halo of its own
+//   prolongation  P = (I − ω D_F⁻¹ A_F) T over whole rows: the couplings to other ranks are
+//                 in it (counted strong; T of a halo column asked of its owner), ω = weight /
+//                 ρ with Gershgorin's ρ over all ranks — so a rank's rows next to another
+//                 rank interpolate from that rank's aggregates too (P = [p | po], po's columns
+//                 other ranks' coarse rows)
+//   Galerkin      A_c = Pᵀ A P with the couplings between ranks: A P row by row (the whole
+//                 rows of P of the halo columns sent once by their owners), this rank's coarse
+//                 rows from pᵀ (A P), the rows that po reaches summed here (poᵀ (A P)) and sent
+//                 to their owners — A_c is again row-split, with a halo of its own
 //   smoother      Chebyshev (the default; degree pre/post_sweeps, on [λ/ratio, λ] with
 //                 Gershgorin's bound λ of D⁻¹A over whole rows), damped Jacobi or l1-Jacobi —
 //                 every product through the distributed one (halo exchange, MPI_Isend/Irecv,
 //                 the rank's diagonal block meanwhile): each level's smoothing sees the
 //                 couplings between ranks, unlike block Jacobi over the ranks
+//   transfers     restriction pᵀ r plus po's part sent to the owners (the reverse of the
+//                 prolongation's exchange of the coarse values po reads)
 //   coarsest      once the global rows are at most coarse_size (or coarsening stalls, or
 //                 max_levels): gathered whole on every rank and inverted densely while
 //                 amg::dense_coarse allows, else smoothed

@@ -1319,8 +1319,8 @@ BOOST_AUTO_TEST_CASE(amg_over_the_ranks_is_galerkin_level_by_level_and_beats_amg
 {
     // One AMG hierarchy over the ranks (dist::DistAmg): level 0 is the whole matrix, every
     // coarser level is Pᵀ A P of the level above computed from the gathered whole (dense,
-    // apart from the distributed assembly), P is block diagonal over the ranks, the V-cycle is
-    // symmetric (CG), and CG/BiCGStab meet the tolerance with the known solution in no more
+    // apart from the distributed assembly, P smoothed across the ranks), the V-cycle is
+    // symmetric (CG: its restriction is its prolongation's transpose over the ranks), and CG/BiCGStab meet the tolerance with the known solution in no more
     // iterations than with each rank's own AMG of its diagonal block (block Jacobi over the
     // ranks).
     const auto comm = world();
@@ -1353,28 +1353,14 @@ BOOST_AUTO_TEST_CASE(amg_over_the_ranks_is_galerkin_level_by_level_and_beats_amg
                 worst = std::max(worst, std::abs(a[k] - w[k]));
             BOOST_TEST(worst == 0.0, what << ": level 0 differs from the matrix by " << worst);
         }
-        // the ranks' coarse ranges, to check that P is block diagonal over them
         for (std::size_t l = 0; l + 1 < lv.size(); ++l) {
             const long long n = lv[l].rows, nc = lv[l + 1].rows;
             std::vector<long long> pi, pj;
             std::vector<double> pv;
             m.prolongator_triplets(int(l), pi, pj, pv);
-            long long lo = std::numeric_limits<long long>::max(), hi = -1;
-            for (long long col : pj) {
-                lo = std::min(lo, col);
-                hi = std::max(hi, col);
-            }
             std::vector<long long> ci2, cj2;
             std::vector<double> cv2;
             m.level_triplets(int(l) + 1, ci2, cj2, cv2);
-            long long own_lo = std::numeric_limits<long long>::max(), own_hi = -1;
-            for (long long row : ci2) {
-                own_lo = std::min(own_lo, row);
-                own_hi = std::max(own_hi, row);
-            }
-            if (!pj.empty())
-                BOOST_TEST((lo >= own_lo && hi <= own_hi),
-                           what << ": level " << l << " P reaches another rank's aggregates");
             const std::vector<double> p = gather_dense(*comm, pi, pj, pv, n, nc);
             const std::vector<double> got = gather_dense(*comm, ci2, cj2, cv2, nc, nc);
             // reference: Pᵀ (A P), dense
