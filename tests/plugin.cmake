@@ -693,7 +693,7 @@ if(HEPTANE_PETSC_MPIEXEC)
       # -heptane_amg_global: one AMG hierarchy over the ranks in place of each rank's AMG,
       # against the per-rank AMG (the plugin in both runs): every solve meets the tolerance
       # with the same solution in at most 0.8x the iterations (measured here: hbcgs on 2 ranks
-      # 14 against 19 over the 2 solves, PETSc's cg on 3 ranks 28 against 70)
+      # 14 against 19 over the 2 solves, PETSc's cg on 3 ranks 24 against 70)
       heptane_plugin_test(plugin_reservoir_two_ranks_amg_over_the_ranks_hbcgs
         ${solves} --max-relres 1e-8 --max-its-ratio 0.8 --
     --plugin ${plugin_so} --mpiexec "${np2}" --ref "${hep} -ksp_type hbcgs -pc_type hamg -heptane_device cpu"
