@@ -33,6 +33,7 @@
 #include "core/error.hpp"
 #include "distributed/coarse_space.hpp"
 #include "distributed/dist_amg.hpp"
+#include "distributed/dist_cpr.hpp"
 #include "distributed/dist_bdia.hpp"
 #include "distributed/reducers.hpp"
 #include "distributed/symmetry.hpp"
@@ -674,17 +675,17 @@ private:
   std::shared_ptr<dist::CoarseSpace<VT>> q_;
 };
 
-/// -heptane_amg_global: the AMG over the ranks in the rank preconditioner's place.
-template <class VT>
+/// -heptane_amg_global: the AMG (or CPR) over the ranks in the rank preconditioner's place.
+template <class VT, class M>
 class HierarchyHolder final : public GlobalCoarse<VT> {
 public:
-  explicit HierarchyHolder(std::shared_ptr<dist::DistAmg<VT>> m) : m_(std::move(m)) { }
+  explicit HierarchyHolder(std::shared_ptr<M> m) : m_(std::move(m)) { }
   std::shared_ptr<const Operator<VT>> op() const override { return m_; }
   void                                update(const CsrView &diag, const CsrView &off, const index_t *off_cols) override { m_->update_values(dist::SplitRows{diag, off, off_cols}); }
   void                                set_local(std::shared_ptr<const Operator<VT>>) override { }
 
 private:
-  std::shared_ptr<dist::DistAmg<VT>> m_;
+  std::shared_ptr<M> m_;
 };
 
 } // namespace
@@ -698,7 +699,8 @@ std::unique_ptr<GlobalCoarse<VT>> make_global_coarse(MPI_Comm comm, std::shared_
     int rank = 0;
     MPI_Comm_rank(comm, &rank);
     if (rank == 0) begin = 0; // MPI_Exscan leaves rank 0's result undefined
-    return std::make_unique<HierarchyHolder<VT>>(std::make_shared<dist::DistAmg<VT>>(comm, a->executor(), dist::SplitRows{diag, off, off_cols}, (index_t)begin, nc, g.amg));
+    if (g.cpr && nc > 1) return std::make_unique<HierarchyHolder<VT, dist::DistCpr<VT>>>(std::make_shared<dist::DistCpr<VT>>(comm, std::move(a), dist::SplitRows{diag, off, off_cols}, (index_t)begin, nc, g.cpr_opts));
+    return std::make_unique<HierarchyHolder<VT, dist::DistAmg<VT>>>(std::make_shared<dist::DistAmg<VT>>(comm, a->executor(), dist::SplitRows{diag, off, off_cols}, (index_t)begin, nc, g.amg));
   }
   dist::CoarseOptions o;
   o.aggregates  = g.aggregates;

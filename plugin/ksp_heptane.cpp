@@ -742,7 +742,7 @@ static PetscErrorCode KSPHeptaneBuildPC(KSP ksp, Mat Amat, PetscBool values_only
   /* -heptane_amg_global: the AMG over the ranks (KSPHeptaneCoarse) is applied in the rank's
      AMG's place, so the rank keeps only point Jacobi of its rows (cheap; what runs if the AMG
      over the ranks is refused) */
-  const heptane::PcType build = want == heptane::PcType::amg && h->pc_opts->amg.over_ranks && h->engine->distributed() ? heptane::PcType::jacobi : want;
+  const heptane::PcType build = (want == heptane::PcType::amg || want == heptane::PcType::cpr) && h->pc_opts->amg.over_ranks && h->engine->distributed() ? heptane::PcType::jacobi : want;
   if (!refreshed)
     HeptaneCallCXX(
       try { h->krylov->build_preconditioner(build, *view, *h->engine, *h->pc_opts); } catch (const heptane::InputError &e) {
@@ -1198,7 +1198,7 @@ static PetscErrorCode KSPHeptaneCoarse(KSP ksp, PetscBool changed)
   std::string  refused;
 
   PetscFunctionBegin;
-  const bool hierarchy = h->pc == heptane::PcType::amg && h->pc_opts->amg.over_ranks;
+  const bool hierarchy = (h->pc == heptane::PcType::amg || h->pc == heptane::PcType::cpr) && h->pc_opts->amg.over_ranks;
   if (!(h->coarse || hierarchy) || h->petsc_pc || h->krylov->host_preconditioner() || !h->engine->distributed()) {
     HeptaneCallCXX(h->krylov->clear_global_coarse());
     PetscFunctionReturn(0);
@@ -1212,6 +1212,8 @@ static PetscErrorCode KSPHeptaneCoarse(KSP ksp, PetscBool changed)
   o.aggregation = (int)h->coarse_aggregation;
   o.hierarchy   = hierarchy;
   if (hierarchy) o.amg = h->pc_opts->amg;
+  o.cpr = hierarchy && h->pc == heptane::PcType::cpr;
+  if (o.cpr) o.cpr_opts = h->pc_opts->cpr;
   if (!changed && h->krylov->has_global_coarse() && *h->coarse_built == o) PetscFunctionReturn(0);
   PetscCall(HeptaneRowsGet(h->rows_from, h->rows));
   HeptaneCallCXX(
@@ -1222,7 +1224,7 @@ static PetscErrorCode KSPHeptaneCoarse(KSP ksp, PetscBool changed)
   PetscCall(HeptaneRowsRestore(h->rows));
   *h->coarse_built = o;
   if (!refused.empty())
-    PetscCall(KSPHeptaneWarn(ksp, (hierarchy ? "-heptane_amg_global: no AMG over the ranks, each rank's point Jacobi instead (" + refused + ")" : "-heptane_coarse: no global coarse correction, each rank's preconditioner alone (" + refused + ")").c_str()));
+    PetscCall(KSPHeptaneWarn(ksp, (hierarchy ? "-heptane_amg_global: no AMG/CPR over the ranks, each rank's point Jacobi instead (" + refused + ")" : "-heptane_coarse: no global coarse correction, each rank's preconditioner alone (" + refused + ")").c_str()));
   PetscFunctionReturn(0);
 }
 
@@ -1607,16 +1609,17 @@ static PetscErrorCode KSPView_Heptane(KSP ksp, PetscViewer viewer)
     else PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane threads: OpenMP's own count per rank, %d here (%s)\n", omp_get_max_threads(), h->threads_set ? "-heptane_threads 0" : "OMP_NUM_THREADS is set"));
   }
   if (!h->pc_note->empty()) PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane preconditioner fallback: %s\n", h->pc_note->c_str()));
-  const bool over_ranks = h->pc == heptane::PcType::amg && h->pc_opts->amg.over_ranks;
+  const bool over_ranks = (h->pc == heptane::PcType::amg || h->pc == heptane::PcType::cpr) && h->pc_opts->amg.over_ranks;
   if (h->krylov->has_global_coarse() && over_ranks)
-    PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane AMG over the ranks (-heptane_amg_global), applied instead of each rank's AMG: %s; last setup %.3f ms; rank 0's shown\n", h->krylov->global_coarse_describe().c_str(), h->krylov->global_coarse_ms()));
+    PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane %s over the ranks (-heptane_amg_global), applied instead of each rank's %s: %s; last setup %.3f ms; rank 0's shown\n", h->pc == heptane::PcType::cpr ? "CPR" : "AMG", h->pc == heptane::PcType::cpr ? "CPR" : "AMG",
+                                     h->krylov->global_coarse_describe().c_str(), h->krylov->global_coarse_ms()));
   else if (h->krylov->has_global_coarse())
     PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane global coarse correction (-heptane_coarse): %s; last setup %.3f ms; rank 0's shown\n", h->krylov->global_coarse_describe().c_str(), h->krylov->global_coarse_ms()));
   else if (h->coarse && h->ranks > 1) PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane global coarse correction (-heptane_coarse): none (not with PETSc's own PC or on one rank's operator, or refused: see the warning)\n"));
   if (h->pc == heptane::PcType::amg || h->pc == heptane::PcType::cpr) {
     PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane %s options: %s\n", h->pc == heptane::PcType::amg ? "AMG" : "CPR", HeptanePcOptionsText(*h->pc_opts, (PetscBool)(h->pc == heptane::PcType::cpr)).c_str()));
     if (h->engine && h->engine->built() && h->engine->distributed() && over_ranks)
-      PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane preconditioner on %d ranks: the AMG over the ranks above%s\n", h->engine->ranks(), h->krylov->has_global_coarse() ? " (each rank keeps only point Jacobi of its rows, the fallback should the AMG over the ranks be refused)" : ": refused (see the warning), each rank's point Jacobi instead"));
+      PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane preconditioner on %d ranks: the %s over the ranks above%s\n", h->engine->ranks(), h->pc == heptane::PcType::cpr ? "CPR" : "AMG", h->krylov->has_global_coarse() ? " (each rank keeps only point Jacobi of its rows, the fallback should it be refused)" : ": refused (see the warning), each rank's point Jacobi instead"));
     else if (h->engine && h->engine->built() && h->engine->distributed())
       PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane preconditioner on %d ranks: %s of each rank's diagonal block (block Jacobi over the ranks; the couplings between ranks are not in it%s); rank 0's shown\n", h->engine->ranks(), h->pc == heptane::PcType::amg ? "AMG" : "CPR",
                                        h->krylov->has_global_coarse() ? ", but in the global coarse correction below" : ": -heptane_coarse adds a global coarse correction, -heptane_amg_global one AMG over the ranks"));

@@ -208,7 +208,7 @@ static void PCHeptaneEngine(PC_Heptane *p, const heptane::plugin::CsrView &a, Pe
     }
     /* -heptane_amg_global: the AMG over the ranks (PCHeptaneCoarse) is applied in the rank's
        AMG's place, so the rank keeps only point Jacobi of its rows (the fallback) */
-    const heptane::PcType type = p->type == heptane::PcType::amg && p->opts->amg.over_ranks && p->ranks > 1 ? heptane::PcType::jacobi : p->type;
+    const heptane::PcType type = p->opts->amg.over_ranks && p->ranks > 1 ? heptane::PcType::jacobi : p->type;
     if (!*refreshed) p->engine->build(type, a, (heptane::index_t)p->nc, device, *p->opts);
   } catch (const heptane::NotSupported &e) {
     *code = PETSC_ERR_SUP;
@@ -249,7 +249,7 @@ static PetscErrorCode PCHeptaneCoarse(PC pc, Mat src, PetscBool values_only)
   std::string refused;
 
   PetscFunctionBegin;
-  const bool hierarchy = p->type == heptane::PcType::amg && p->opts->amg.over_ranks;
+  const bool hierarchy = p->opts->amg.over_ranks;
   if (!(p->coarse || hierarchy) || p->ranks < 2) {
     PetscCall(PCHeptaneCoarseFree(p));
     PetscFunctionReturn(0);
@@ -262,6 +262,8 @@ static PetscErrorCode PCHeptaneCoarse(PC pc, Mat src, PetscBool values_only)
   o.aggregation = (int)p->coarse_aggregation;
   o.hierarchy   = hierarchy;
   if (hierarchy) o.amg = p->opts->amg;
+  o.cpr = hierarchy && p->type == heptane::PcType::cpr;
+  if (o.cpr) o.cpr_opts = p->opts->cpr;
   if (p->q && (!values_only || p->q->built != o)) PetscCall(PCHeptaneCoarseFree(p));
   PetscCall(MatGetLocalSize(pc->pmat, &n, NULL));
   if (!p->q) {
@@ -294,7 +296,7 @@ static PetscErrorCode PCHeptaneCoarse(PC pc, Mat src, PetscBool values_only)
   if (!refused.empty()) {
     PetscCall(PCHeptaneCoarseFree(p));
     PetscCall(PetscInfo(pc, "-heptane_coarse: %s\n", refused.c_str()));
-    if (hierarchy) PetscCall(PetscFPrintf(comm, PETSC_STDERR, "WARNING (heptane): -heptane_amg_global: no AMG over the ranks, each rank's point Jacobi instead (%s)\n", refused.c_str()));
+    if (hierarchy) PetscCall(PetscFPrintf(comm, PETSC_STDERR, "WARNING (heptane): -heptane_amg_global: no AMG/CPR over the ranks, each rank's point Jacobi instead (%s)\n", refused.c_str()));
     else PetscCall(PetscFPrintf(comm, PETSC_STDERR, "WARNING (heptane): -heptane_coarse: no global coarse correction, each rank's preconditioner alone (%s)\n", refused.c_str()));
   }
   PetscFunctionReturn(0);
@@ -399,13 +401,14 @@ static PetscErrorCode PCView_Heptane(PC pc, PetscViewer viewer)
   PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane preconditioner: %s\n", p->engine->describe().c_str()));
   if (!p->device_why->empty()) PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane device: %s\n", p->device_why->c_str()));
   PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane block size Nc=%" PetscInt_FMT " from %s, PETSc matrix %s\n", p->nc, p->nc_from->c_str(), p->mat_type->c_str()));
-  if (p->ranks > 1 && p->type == heptane::PcType::amg && p->opts->amg.over_ranks)
-    PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane preconditioner on %d ranks: the AMG over the ranks below%s\n", (int)p->ranks, p->q && p->q->q ? " (each rank keeps only point Jacobi of its rows, the fallback should it be refused)" : ": refused (see the warning), each rank's point Jacobi instead"));
+  if (p->ranks > 1 && p->opts->amg.over_ranks)
+    PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane preconditioner on %d ranks: the %s over the ranks below%s\n", (int)p->ranks, p->type == heptane::PcType::cpr ? "CPR" : "AMG", p->q && p->q->q ? " (each rank keeps only point Jacobi of its rows, the fallback should it be refused)" : ": refused (see the warning), each rank's point Jacobi instead"));
   else if (p->ranks > 1)
     PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane preconditioner on %d ranks: %s of each rank's diagonal block (block Jacobi over the ranks; the couplings between ranks are not in it%s); rank 0's shown\n", (int)p->ranks, p->type == heptane::PcType::amg ? "AMG" : "CPR",
                                      p->q && p->q->q ? ", but in the global coarse correction below" : ": -heptane_coarse adds a global coarse correction, -heptane_amg_global one AMG over the ranks"));
   if (p->q && p->q->q && p->q->built.hierarchy)
-    PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane AMG over the ranks (-heptane_amg_global), applied instead of each rank's AMG: %s; last setup %.3f ms; rank 0's shown\n", p->q->q->op()->describe().c_str(), p->q->ms));
+    PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane %s over the ranks (-heptane_amg_global), applied instead of each rank's %s: %s; last setup %.3f ms; rank 0's shown\n", p->type == heptane::PcType::cpr ? "CPR" : "AMG", p->type == heptane::PcType::cpr ? "CPR" : "AMG",
+                                     p->q->q->op()->describe().c_str(), p->q->ms));
   else if (p->q && p->q->q) PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane global coarse correction (-heptane_coarse): %s; last setup %.3f ms; rank 0's shown\n", p->q->q->op()->describe().c_str(), p->q->ms));
   {
     const std::string table = p->engine->hierarchy();

@@ -499,7 +499,7 @@ PetscErrorCode HeptanePcOptionsFromOptions(HeptaneOptionItems PetscOptionsObject
   a.power_iterations = (int)lits;
   {
     PetscBool global = a.over_ranks ? PETSC_TRUE : PETSC_FALSE;
-    PetscCall(PetscOptionsBool("-heptane_amg_global", "AMG (not CPR's pressure AMG) on several ranks: one hierarchy over all ranks (levels split over the ranks, each smoothed by chebyshev/jacobi/l1jacobi through the distributed product; coarsest level gathered) instead of one AMG per rank's diagonal block (block Jacobi over the ranks)", man, global, &global, NULL));
+    PetscCall(PetscOptionsBool("-heptane_amg_global", "AMG (hamg, and hcpr's pressure stage) on several ranks: one hierarchy over all ranks (levels split over the ranks, each smoothed by chebyshev/jacobi/l1jacobi through the distributed product; coarsest level gathered) instead of one AMG per rank's diagonal block (block Jacobi over the ranks)", man, global, &global, NULL));
     a.over_ranks = global == PETSC_TRUE;
   }
   if (cpr) {

@@ -75,11 +75,18 @@ grep -q '"converged": true' "$dir/amg_global.json"
 grep -q 'AMG over 3 ranks ([0-9]* levels' "$dir/amg_global.json" ||
   { cat "$dir/amg_global.json"; echo "--amg-global: not in the report"; exit 1; }
 compare "$dir/xg.mtx" "$dir/x1.mtx"
+# --pc cpr --amg-global: CPR whose pressure stage is the AMG over the ranks (Nc = 2 here)
+"$mpiexec" -np 3 "${flags[@]}" "$heptane" solve --generate "$spec" --rtol 1e-11 --max-it 2000 \
+  --device "$device" --split cells --pc cpr --amg-global -o "$dir/xc.mtx" --json >"$dir/cpr_global.json"
+grep -q '"converged": true' "$dir/cpr_global.json"
+grep -q 'CPR over the ranks (quasi-IMPES weights, pressure index 0 of Nc 2. pressure: AMG over 3 ranks' "$dir/cpr_global.json" ||
+  { cat "$dir/cpr_global.json"; echo "--pc cpr --amg-global: not in the report"; exit 1; }
+compare "$dir/xc.mtx" "$dir/x1.mtx"
 set +e
 "$mpiexec" -np 2 "${flags[@]}" "$heptane" solve "${common[@]}" --amg-global >"$dir/ag.out" 2>&1
 rc=$?
 set -e
-[ "$rc" = 2 ] && grep -q "amg-global applies with --pc amg only" "$dir/ag.out" ||
+[ "$rc" = 2 ] && grep -q "amg-global applies with --pc amg or cpr only" "$dir/ag.out" ||
   { cat "$dir/ag.out"; echo "--amg-global with --pc bjacobi: exit $rc"; exit 1; }
 # its options without --coarse are a usage error (exit 2)
 set +e

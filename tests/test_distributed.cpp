@@ -18,6 +18,7 @@
 #include "distributed/coarse_space.hpp"
 #include "distributed/dist_amg.hpp"
 #include "distributed/dist_bdia.hpp"
+#include "distributed/dist_cpr.hpp"
 #include "distributed/gathered_rows.hpp"
 #ifdef HEPTANE_HAVE_CUDA
 #include "distributed/peer.hpp"
@@ -35,6 +36,7 @@
 #include "solver/gmres/gmres.hpp"
 #include "solver/lsqr/lsqr.hpp"
 #include "solver/mlem/mlem.hpp"
+#include "solver/precond/amg/cpr.hpp"
 #include "solver/precond/preconditioner.hpp"
 #include "solver/solve.hpp"
 #include "tests/test_common.hpp"
@@ -1320,9 +1322,9 @@ BOOST_AUTO_TEST_CASE(amg_over_the_ranks_is_galerkin_level_by_level_and_beats_amg
     // One AMG hierarchy over the ranks (dist::DistAmg): level 0 is the whole matrix, every
     // coarser level is Pᵀ A P of the level above computed from the gathered whole (dense,
     // apart from the distributed assembly, P smoothed across the ranks), the V-cycle is
-    // symmetric (CG: its restriction is its prolongation's transpose over the ranks), and CG/BiCGStab meet the tolerance with the known solution in no more
-    // iterations than with each rank's own AMG of its diagonal block (block Jacobi over the
-    // ranks).
+    // symmetric (CG: its restriction is its prolongation's transpose over the ranks), and
+    // CG/BiCGStab meet the tolerance with the known solution in no more iterations than with each
+    // rank's own AMG of its diagonal block (block Jacobi over the ranks).
     const auto comm = world();
     const auto exec = rank_executor();
     for (const CoarseCase c : {CoarseCase{1, PcType::amg, true}, CoarseCase{1, PcType::amg, false},
@@ -1439,6 +1441,52 @@ BOOST_AUTO_TEST_CASE(amg_over_the_ranks_is_galerkin_level_by_level_and_beats_amg
             size = std::max(size, std::abs(h1[k]));
         }
         BOOST_TEST(diff <= 1e-10 * size, what << ": after update_values(2 A): " << diff);
+    }
+}
+
+BOOST_AUTO_TEST_CASE(cpr_over_the_ranks_has_the_whole_pressure_matrix_and_beats_cpr_per_rank)
+{
+    // CPR whose pressure stage is the AMG over the ranks (dist::DistCpr) on the coupled
+    // reservoir system (Nc = 2 and 3): its pressure matrix, gathered, is cpr_pressure_matrix
+    // of the whole matrix (the weights are each cell's own), and BiCGStab meets the tolerance
+    // with the known solution in no more iterations than with CPR of each rank's block (on
+    // one rank within 3 of it: the same method with the AMG over the ranks).
+    const auto comm = world();
+    const auto exec = rank_executor();
+    for (const index_t nc : {index_t(2), index_t(3)}) {
+        const CoarseSystem cs =
+            coarse_system(comm, exec, CoarseCase{nc, PcType::cpr, false}, 12, 10);
+        const std::string what = "Nc " + std::to_string(nc);
+        CprOptions o;
+        o.amg.coarse_size = 40;
+        const DistCpr<double> m(comm->comm(), cs.op, cs.split.view(), cs.rs.r0, nc, o);
+        BOOST_TEST(m.describe().find("CPR over the ranks") != std::string::npos, m.describe());
+        std::vector<long long> i, j;
+        std::vector<double> v;
+        m.pressure_amg().level_triplets(0, i, j, v);
+        const long long cells = cs.whole.rows / nc;
+        const std::vector<double> got = gather_dense(*comm, i, j, v, cells, cells);
+        const Csr<double> ref = cpr_pressure_matrix(cs.whole, nc, 0);
+        std::vector<double> want(got.size(), 0.0);
+        for (index_t r = 0; r < ref.rows; ++r)
+            for (offset_t k = ref.row_ptr[r]; k < ref.row_ptr[r + 1]; ++k)
+                want[std::size_t(r * cells + ref.col_idx[k])] += ref.values[k];
+        double worst = 0, scale = 0;
+        for (std::size_t k = 0; k < want.size(); ++k) {
+            worst = std::max(worst, std::abs(want[k] - got[k]));
+            scale = std::max(scale, std::abs(want[k]));
+        }
+        BOOST_TEST(worst <= 1e-12 * scale, what << ": max |A_p - whole A_p| = " << worst);
+        const int per_rank = solve_to_known(*cs.op, *cs.pc, cs.rs, exec, false, what);
+        const int over = solve_to_known(*cs.op, m, cs.rs, exec, false, what);
+        if (comm->rank() == 0)
+            std::printf("CPR over %d ranks, %s: %d iterations; CPR per rank: %d\n", comm->size(),
+                        what.c_str(), over, per_rank);
+        if (comm->size() == 1)
+            BOOST_TEST(over <= per_rank + 3, what << ": " << over << " against " << per_rank);
+        else
+            BOOST_TEST(over <= per_rank, what << ": " << over << " iterations over the ranks, "
+                                              << per_rank << " with CPR per rank");
     }
 }
 

@@ -25,6 +25,7 @@
 #include "distributed/coarse_space.hpp"
 #include "distributed/dist_amg.hpp"
 #include "distributed/dist_bdia.hpp"
+#include "distributed/dist_cpr.hpp"
 #include "formats/coo/coo.hpp"
 #include "formats/csr/csr.hpp"
 #include "formats/detect/detect.hpp"
@@ -195,8 +196,9 @@ SplitStore split_rows(const Bdia<double>& a, index_t row_begin, index_t global_r
 /// The preconditioner of this rank's diagonal block (VT, from the fp64 block as on one
 /// process), the operator with MT values, and the solve in VT from p.x0 (zero when empty);
 /// `coarse`: with the global coarse correction around that preconditioner (dist::CoarseSpace
-/// with `co`, its symmetric form set here from the solver); `global`: pc is amg and one AMG
-/// hierarchy over all ranks (dist::DistAmg) takes the place of the rank's own. Consumes p.local.
+/// with `co`, its symmetric form set here from the solver); `global`: pc is amg or cpr and one
+/// AMG hierarchy over all ranks (dist::DistAmg; for cpr its pressure stage, dist::DistCpr) takes
+/// the place of the rank's own. Consumes p.local.
 template <class MT, class VT>
 RankSolve solve_on_ranks(const std::shared_ptr<const dist::Communicator>& comm, LocalProblem& p,
                          const std::shared_ptr<const Executor>& exec, const dist::DistOptions& dopt,
@@ -210,12 +212,14 @@ RankSolve solve_on_ranks(const std::shared_ptr<const dist::Communicator>& comm, 
     const SplitStore split = coarse || global
                                  ? split_rows(p.local, p.part.begin(comm->rank()), p.global_rows)
                                  : SplitStore{};
-    const std::shared_ptr<const Operator<VT>> m =
-        global ? std::shared_ptr<const Operator<VT>>(std::make_shared<dist::DistAmg<VT>>(
-                     comm->comm(), exec, split.view(), p.part.begin(comm->rank()), p.block_size,
-                     pc_options.amg))
-               : make_preconditioner<VT>(pc, csr_from_coo(to_coo(p.local)), p.block_size, exec,
-                                         pc_options);
+    const bool global_cpr = global && pc == PcType::cpr && p.block_size > 1;
+    std::shared_ptr<const Operator<VT>> m =
+        global_cpr ? nullptr  // made below, with the distributed operator
+        : global   ? std::shared_ptr<const Operator<VT>>(std::make_shared<dist::DistAmg<VT>>(
+                       comm->comm(), exec, split.view(), p.part.begin(comm->rank()), p.block_size,
+                       pc_options.amg))
+                   : make_preconditioner<VT>(pc, csr_from_coo(to_coo(p.local)), p.block_size, exec,
+                                           pc_options);
     r.pc_s = seconds_since(t);
 
     t = Clock::now();
@@ -229,6 +233,13 @@ RankSolve solve_on_ranks(const std::shared_ptr<const dist::Communicator>& comm, 
     Array<VT> x = p.x0.empty() ? Array<VT>(exec, n)
                                : Array<VT>(std::vector<VT>(p.x0.begin(), p.x0.end())).to(exec);
     r.op_s = seconds_since(t);
+    if (global_cpr) {
+        t = Clock::now();
+        m = std::make_shared<dist::DistCpr<VT>>(
+            comm->comm(), std::shared_ptr<const Operator<VT>>(std::shared_ptr<void>(), &op),
+            split.view(), p.part.begin(comm->rank()), p.block_size, pc_options.cpr);
+        r.pc_s += seconds_since(t);
+    }
 
     std::shared_ptr<const Operator<VT>> q;  // the coarse correction around m
     if (coarse) {
@@ -371,8 +382,8 @@ int cmd_solve_distributed(Args& args, bool json, bool monitor, bool quiet_flag)
     // preconditioner of this rank's diagonal block
     PcType pc = default_preconditioners(exec->kind(), solver, 1, /*distributed=*/true).front();
     if (pc_name) pc = usage_checked([&] { return parse_pc(*pc_name); });
-    if (amg_global && pc != PcType::amg)
-        throw UsageError("--amg-global applies with --pc amg only");
+    if (amg_global && pc != PcType::amg && pc != PcType::cpr)
+        throw UsageError("--amg-global applies with --pc amg or cpr only");
     if (amg_global && coarse)
         throw UsageError(
             "--amg-global and --coarse: the AMG over the ranks has its own coarse levels; give "
