@@ -1637,6 +1637,8 @@ static PetscErrorCode KSPView_Heptane(KSP ksp, PetscViewer viewer)
     PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane structure: %s\n", h->grid_source->c_str()));
     PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane values-only update: %s; preconditioner: %s\n", h->engine->refresh_note().c_str(),
                                      h->petsc_pc ? "PETSc's own PCSetUp for the new values"
+                                     : h->engine->distributed() && h->pc_opts->amg.over_ranks && (h->pc_built == heptane::PcType::amg || h->pc_built == heptane::PcType::cpr)
+                                       ? "the AMG/CPR over the ranks set up again in full (its hierarchy is not kept yet); the rank's point Jacobi refreshed"
                                      : h->pc_built == heptane::PcType::amg || h->pc_built == heptane::PcType::cpr
                                        ? "numeric part redone on its kept symbolic setup (AMG keeps its aggregates, P and R; the Galerkin products, smoother data and coarse inverse are redone)"
                                        : "numeric part redone on its kept symbolic setup"));

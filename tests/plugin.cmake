@@ -865,6 +865,15 @@ if(HEPTANE_PETSC_MPIEXEC)
       ${solves} ${host_checks} --its host=5:30 --ref-its host=3:30 --solves 2 --
       --plugin ${plugin_so} --mpiexec "${np3}" --ref "${ref_bcgs} -pc_type gamg" --heptane "-ksp_type hgmres -pc_type hamg -heptane_coarse -ksp_view"
       --expect "heptane global coarse correction" --reject MISMATCH -- ${host} -use_dm 0 -dof 2 -solves 2 -empty_rank 2)
+    # the AMG and CPR over the ranks with a rank that owns no rows (its levels empty, its
+    # messages none): the known solution, as with PETSc's gamg
+    foreach(pc hamg hcpr)
+      heptane_plugin_test(plugin_host_three_ranks_one_owns_no_rows_hgmres_${pc}_global
+        ${solves} ${host_checks} --its host=3:30 --ref-its host=3:30 --solves 2 --
+        --plugin ${plugin_so} --mpiexec "${np3}" --ref "${ref_bcgs} -pc_type gamg" --heptane "-ksp_type hgmres -pc_type ${pc} -heptane_amg_global -ksp_view"
+        --expect "over the ranks \\(-heptane_amg_global\\), applied instead of each rank's" --reject MISMATCH --reject WARNING
+        -- ${host} -use_dm 0 -dof 2 -solves 2 -empty_rank 1)
+    endforeach()
     heptane_plugin_test(plugin_host_three_ranks_one_owns_no_rows_petsc_cg_hamg_pc
       ${solves} ${host_checks} --its host=3:30 --ref-its host=3:30 --solves 2 --
       --plugin ${plugin_so} --mpiexec "${np3}" --ref "-ksp_type cg -pc_type gamg" --heptane "-ksp_type cg -pc_type hamg"
