@@ -314,8 +314,12 @@ void DistAmg<VT>::setup(const SplitRows& rows, index_t row_begin)
     int ranks = 1, rank = 0;
     MPI_Comm_size(comm_, &ranks);
     MPI_Comm_rank(comm_, &rank);
+    // built apart and kept only when the whole setup succeeds (update_values keeps the last)
     std::vector<std::unique_ptr<Level>> levels;
     std::vector<DistAmgLevelInfo> info;
+    bool dense = false;
+    std::vector<double> inv;
+    std::vector<int> cnt, dsp;
 
     // level 0 from the split rows
     auto first = std::make_unique<Level>();
@@ -412,9 +416,9 @@ void DistAmg<VT>::setup(const SplitRows& rows, index_t row_begin)
         }
         if (last) {
             // gathered whole on every rank, inverted densely where that is cheap
-            dense_ = amg::dense_coarse(index_t(std::min<long long>(li.rows, 1LL << 30)),
-                                       offset_t(info[0].nnz), opts_.coarse_size);
-            if (dense_) {
+            dense = amg::dense_coarse(index_t(std::min<long long>(li.rows, 1LL << 30)),
+                                      offset_t(info[0].nnz), opts_.coarse_size);
+            if (dense) {
                 std::vector<long long> gi, gj;
                 std::vector<double> gv;
                 triplets_of(L, gi, gj, gv);
@@ -453,13 +457,13 @@ void DistAmg<VT>::setup(const SplitRows& rows, index_t row_begin)
                 coo.row = Array<index_t>(std::move(ri));
                 coo.col = Array<index_t>(std::move(rj));
                 coo.val = Array<double>(std::move(rv));
-                inv_ = amg::dense_inverse(csr_from_coo(coo), int(l));
+                inv = amg::dense_inverse(csr_from_coo(coo), int(l));
                 const std::vector<long long> st = starts_of(comm_, L.n);
-                cnt_.assign(std::size_t(ranks), 0);
-                dsp_.assign(std::size_t(ranks), 0);
+                cnt.assign(std::size_t(ranks), 0);
+                dsp.assign(std::size_t(ranks), 0);
                 for (int q = 0; q < ranks; ++q) {
-                    cnt_[std::size_t(q)] = int(st[std::size_t(q) + 1] - st[std::size_t(q)]);
-                    dsp_[std::size_t(q)] = int(st[std::size_t(q)]);
+                    cnt[std::size_t(q)] = int(st[std::size_t(q) + 1] - st[std::size_t(q)]);
+                    dsp[std::size_t(q)] = int(st[std::size_t(q)]);
                 }
             }
             break;
@@ -743,6 +747,10 @@ void DistAmg<VT>::setup(const SplitRows& rows, index_t row_begin)
     }
     levels_ = std::move(levels);
     info_ = std::move(info);
+    dense_ = dense;
+    inv_ = std::move(inv);
+    cnt_ = std::move(cnt);
+    dsp_ = std::move(dsp);
     row_begin_ = row_begin;
     setup_ms_ =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
