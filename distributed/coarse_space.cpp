@@ -13,7 +13,6 @@
 #include "formats/csr/csr_kernels.hpp"
 #include "solver/precond/amg/amg.hpp"
 #include "solver/precond/amg/amg_setup.hpp"
-#include "solver/vector/vector_ops.hpp"
 
 namespace heptane::dist {
 
@@ -102,12 +101,6 @@ index_t strength_aggregates(const CsrView& d, index_t nc, index_t want, double t
         count = c;
     }
     return count;
-}
-
-template <class VT>
-void axpby_on(const Executor& exec, index_t n, VT a, const VT* x, VT b, VT* y)
-{
-    dispatch_executor(exec, [&](const auto& e) { kernels::axpby(e, n, a, x, b, y); });
 }
 
 }  // namespace

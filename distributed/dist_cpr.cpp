@@ -12,7 +12,6 @@
 #include "formats/csr/csr.hpp"
 #include "solver/precond/amg/cpr.hpp"
 #include "solver/precond/preconditioner.hpp"
-#include "solver/vector/vector_ops.hpp"
 
 namespace heptane::dist {
 
@@ -115,14 +114,8 @@ void DistCpr<VT>::setup(const SplitRows& rows)
                                                  index_t(1), opts_.amg);
     // the second stage of the rank's diagonal block, as CPR per rank chooses it
     const auto exec = a_->executor();
-    PcType second = PcType::ilu0;
-    if (opts_.second_stage_auto)
-        second = exec->is_cuda() ? PcType::block_jacobi : PcType::ilu0;
-    else if (opts_.second_stage == CprSmoother::bilu0mc)
-        second = PcType::ilu0_mc;
-    else if (opts_.second_stage == CprSmoother::bjacobi)
-        second = PcType::block_jacobi;
-    std::shared_ptr<const Operator<VT>> m2 = make_preconditioner<VT>(second, diag, nc_, exec);
+    std::shared_ptr<const Operator<VT>> m2 =
+        make_preconditioner<VT>(cpr_second_stage(opts_, *exec), diag, nc_, exec);
     amg_ = std::move(amg);
     m2_ = std::move(m2);
     second_ = m2_->describe();
@@ -155,11 +148,9 @@ void DistCpr<VT>::apply(VT alpha, const VT* r, VT beta, VT* z) const
     from_host(he_, stage_, exec, e_.data());
     // t = r − A e; e += M₂ t; z = alpha e + beta z
     a_->apply(VT(-1), e_.data(), VT(0), t_.data());
-    dispatch_executor(exec,
-                      [&](const auto& x) { kernels::axpby(x, n_, VT(1), r, VT(1), t_.data()); });
+    axpby_on(exec, n_, VT(1), r, VT(1), t_.data());
     m2_->apply(VT(1), t_.data(), VT(1), e_.data());
-    dispatch_executor(exec,
-                      [&](const auto& x) { kernels::axpby(x, n_, alpha, e_.data(), beta, z); });
+    axpby_on(exec, n_, alpha, e_.data(), beta, z);
 }
 
 template <class VT>

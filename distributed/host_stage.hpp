@@ -1,11 +1,13 @@
-// A rank's vector on its way between its executor and the host's double-precision work
-// (internal to heptane_distributed: the coarse correction and the AMG over the ranks run on
-// the host whatever the executor).
+// A rank's vector on its way between its executor and the host's double-precision work, and
+// an axpby on whichever executor holds it (internal to heptane_distributed: the coarse
+// correction and the AMG/CPR over the ranks run their coarse work on the host whatever the
+// executor).
 #pragma once
 
 #include <vector>
 
 #include "core/executor.hpp"
+#include "solver/vector/vector_ops.hpp"
 
 namespace heptane::dist {
 
@@ -37,6 +39,13 @@ inline void from_host(const std::vector<double>& in, std::vector<VT>& stage, con
     stage.resize(n);
     for (std::size_t i = 0; i < n; ++i) stage[i] = VT(in[i]);
     copy_bytes(*cpu_executor(), stage.data(), exec, dst, n * sizeof(VT));
+}
+
+/// y = a x + b y on the executor's memory (the vector kernel of whichever executor it is).
+template <class VT>
+inline void axpby_on(const Executor& exec, index_t n, VT a, const VT* x, VT b, VT* y)
+{
+    dispatch_executor(exec, [&](const auto& e) { kernels::axpby(e, n, a, x, b, y); });
 }
 
 }  // namespace heptane::dist

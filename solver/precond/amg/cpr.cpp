@@ -169,16 +169,7 @@ public:
             own_ = own.get();
             a_ = std::move(own);
         }
-        PcType second = PcType::ilu0;
-        // auto: natural BILU(0) on the CPU; block Jacobi on a GPU, whose setup and refresh
-        // are ms where the multi-colour BILU(0)'s host factorisation took ~1 s per Newton
-        // step at 1 M cells, Nc = 3, for 30 against 32 iterations over four solves (H100)
-        if (o.second_stage_auto)
-            second = exec->is_cuda() ? PcType::block_jacobi : PcType::ilu0;
-        else if (o.second_stage == CprSmoother::bilu0mc)
-            second = PcType::ilu0_mc;
-        else if (o.second_stage == CprSmoother::bjacobi)
-            second = PcType::block_jacobi;
+        const PcType second = cpr_second_stage(o, *exec);
         try {
             if (on_exec_ && second == PcType::block_jacobi) {
                 // from A where it is (on a GPU: the gather map and inverses made there)
@@ -558,6 +549,17 @@ Csr<double> warm_up_chain(index_t n, index_t nc)
 }
 
 }  // namespace
+
+PcType cpr_second_stage(const CprOptions& o, const Executor& exec)
+{
+    // auto: natural BILU(0) on the CPU; block Jacobi on a GPU, whose setup and refresh are ms
+    // where the multi-colour BILU(0)'s host factorisation took ~1 s per Newton step at 1 M
+    // cells, Nc = 3, for 30 against 32 iterations over four solves (H100)
+    if (o.second_stage_auto) return exec.is_cuda() ? PcType::block_jacobi : PcType::ilu0;
+    if (o.second_stage == CprSmoother::bilu0mc) return PcType::ilu0_mc;
+    if (o.second_stage == CprSmoother::bjacobi) return PcType::block_jacobi;
+    return PcType::ilu0;
+}
 
 double warm_up_multigrid(const std::shared_ptr<const Executor>& exec)
 {

@@ -50,6 +50,11 @@ std::unique_ptr<Preconditioner<VT>> make_cpr(const Csr<double>& a, index_t nc,
 /// (the PETSc plugin's prewarm). Returns the milliseconds it took.
 double warm_up_multigrid(const std::shared_ptr<const Executor>& exec);
 
+/// The second stage's preconditioner type for these options on `exec`: unset (second_stage_auto)
+/// natural block ILU(0) on the CPU and block Jacobi on a GPU, else the one asked for (bilu0 ->
+/// ilu0, bilu0mc -> ilu0_mc, bjacobi -> block_jacobi). CPR per rank and over the ranks
+/// (dist::DistCpr) choose by it.
+PcType cpr_second_stage(const CprOptions& opts, const Executor& exec);
 /// The quasi-IMPES pressure matrix of `a` and the weights (nc per cell), host (for tests and
 /// `heptane info`).
 Csr<double> cpr_pressure_matrix(const Csr<double>& a, index_t nc, index_t pressure_index,
