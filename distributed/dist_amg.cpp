@@ -46,6 +46,22 @@ struct DistAmg<VT>::Level {
     Csr<double> p, r, po;
     std::vector<long long> pho;
     Plan pplan;
+    // kept for a values-only update (P stays, the Galerkin product is redone on its
+    // patterns): level 0's input pattern and the slot of each input off entry; the halo's
+    // rows of P (hp, hcl: compact columns, hv), po's columns compact (pocl), the compact
+    // columns beyond the next level's own rows (rc, global), poᵀ (pot), the next level's
+    // row starts (cst), the counts of the rows sent to other owners (g*), and the slot
+    // of each contribution of Pᵀ A P in the next level (< its diag nnz: diag, else off)
+    std::vector<index_t> in_op;
+    std::vector<long long> in_og;
+    std::vector<offset_t> in_slot;
+    std::vector<offset_t> hp;
+    std::vector<index_t> hcl, pocl;
+    std::vector<double> hv;
+    std::vector<long long> rc, cst;
+    Csr<double> pot;
+    std::vector<int> gsn, gsd, grn, grd;
+    std::vector<offset_t> gslot;
     mutable std::vector<double> hx, sbuf, res, d, b, x, phx;
 };
 
@@ -181,17 +197,21 @@ void reverse_add(MPI_Comm comm, const Plan& pl, const double* halo, double* y, i
 }
 
 /// Off-rank entries (row, global column, value) of this rank's rows into the
-/// level's off part and halo, and the exchange plan (collective: each owner
-/// learns which of its rows to send).
+/// level's off part (duplicates summed) and halo, and the exchange plan
+/// (collective: each owner learns which of its rows to send). Returns the slot
+/// of each entry (in the order given) in the off part's values.
 template <class L>
-void set_halo(MPI_Comm comm, L& lv, const std::vector<long long>& starts,
-              std::vector<std::tuple<index_t, long long, double>>& ent)
+std::vector<offset_t> set_halo(MPI_Comm comm, L& lv, const std::vector<long long>& starts,
+                               const std::vector<std::tuple<index_t, long long, double>>& ent)
 {
     int ranks = 1, rank = 0;
     MPI_Comm_size(comm, &ranks);
     MPI_Comm_rank(comm, &rank);
-    std::sort(ent.begin(), ent.end(), [](const auto& a, const auto& b) {
-        return std::tie(std::get<0>(a), std::get<1>(a)) < std::tie(std::get<0>(b), std::get<1>(b));
+    std::vector<std::size_t> order(ent.size());
+    for (std::size_t k = 0; k < order.size(); ++k) order[k] = k;
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+        return std::tie(std::get<0>(ent[a]), std::get<1>(ent[a])) <
+               std::tie(std::get<0>(ent[b]), std::get<1>(ent[b]));
     });
     lv.halo.clear();
     for (const auto& e : ent) lv.halo.push_back(std::get<1>(e));
@@ -204,24 +224,26 @@ void set_halo(MPI_Comm comm, L& lv, const std::vector<long long>& starts,
             ok = false;
     ensure_all(comm, ok, "an off-rank column outside the matrix or inside the rank's own rows");
     // the off part, duplicates summed
-    std::vector<offset_t> rp(std::size_t(lv.n) + 1, 0);
+    std::vector<offset_t> rp(std::size_t(lv.n) + 1, 0), slot(ent.size());
     std::vector<index_t> ci;
     std::vector<double> va;
-    for (std::size_t k = 0; k < ent.size(); ++k) {
-        const auto [i, g, v] = ent[k];
-        const index_t h =
-            index_t(std::lower_bound(lv.halo.begin(), lv.halo.end(), g) - lv.halo.begin());
-        if (k > 0 && std::get<0>(ent[k - 1]) == i && std::get<1>(ent[k - 1]) == g) {
+    for (std::size_t t = 0; t < order.size(); ++t) {
+        const auto [i, g, v] = ent[order[t]];
+        if (t > 0 && std::get<0>(ent[order[t - 1]]) == i && std::get<1>(ent[order[t - 1]]) == g) {
             va.back() += v;
+            slot[order[t]] = offset_t(va.size()) - 1;
             continue;
         }
-        ci.push_back(h);
+        ci.push_back(
+            index_t(std::lower_bound(lv.halo.begin(), lv.halo.end(), g) - lv.halo.begin()));
         va.push_back(v);
+        slot[order[t]] = offset_t(va.size()) - 1;
         ++rp[std::size_t(i) + 1];
     }
     for (index_t i = 0; i < lv.n; ++i) rp[std::size_t(i) + 1] += rp[std::size_t(i)];
     lv.off = make_csr(lv.n, index_t(lv.halo.size()), std::move(rp), std::move(ci), std::move(va));
     lv.plan = make_plan(comm, lv.halo, starts, lv.begin);
+    return slot;
 }
 
 /// A level's rows of this rank as triplets in global indices (appended).
@@ -266,6 +288,290 @@ void exchange_lists(MPI_Comm comm, const std::vector<int>& send_peer,
     MPI_Waitall(int(req.size()), req.data(), MPI_STATUSES_IGNORE);
 }
 
+/// The smoother's data of a level: D⁻¹ (or the l1 row sums' inverse) and
+/// Gershgorin's bound of D⁻¹A over whole rows, the largest over the ranks
+/// (collective; InputError on every rank for a zero diagonal, naming the first
+/// global row).
+template <class L>
+void smoother_data(MPI_Comm comm, L& lv, std::size_t l, bool l1)
+{
+    lv.dinv.assign(std::size_t(lv.n), 0.0);
+    double lam = 0;
+    long long zero_row = -1;
+    const offset_t* rp = lv.diag.row_ptr.data();
+    const index_t* ci = lv.diag.col_idx.data();
+    const double* va = lv.diag.values.data();
+    const offset_t* orp = lv.off.row_ptr.data();
+    const double* ova = lv.off.values.data();
+    for (index_t i = 0; i < lv.n; ++i) {
+        double dii = 0, sum = 0;
+        for (offset_t k = rp[i]; k < rp[i + 1]; ++k) {
+            if (ci[k] == i) dii += va[k];
+            sum += std::abs(va[k]);
+        }
+        for (offset_t k = orp[i]; k < orp[i + 1]; ++k) sum += std::abs(ova[k]);
+        if (dii == 0) {
+            if (zero_row < 0) zero_row = lv.begin + i;
+            continue;
+        }
+        lv.dinv[std::size_t(i)] = l1 ? 1.0 / sum : 1.0 / dii;  // sum includes |a_ii|
+        lam = std::max(lam, sum / std::abs(dii));
+    }
+    long long bad_row = zero_row < 0 ? (long long)(1) << 62 : zero_row;
+    MPI_Allreduce(MPI_IN_PLACE, &bad_row, 1, MPI_LONG_LONG, MPI_MIN, comm);
+    HEPTANE_ENSURE(
+        bad_row == (long long)(1) << 62, InputError,
+        "distributed AMG: level " << l << " has a zero diagonal at global row " << bad_row + 1);
+    MPI_Allreduce(MPI_IN_PLACE, &lam, 1, MPI_DOUBLE, MPI_MAX, comm);
+    lv.lambda = lam;
+}
+
+/// The coarsest level (`rows` global) gathered whole on every rank and its dense
+/// inverse (row-major; collective; InputError when singular).
+template <class L>
+std::vector<double> dense_coarsest(MPI_Comm comm, const L& lv, long long rows, std::size_t l)
+{
+    int ranks = 1;
+    MPI_Comm_size(comm, &ranks);
+    std::vector<long long> gi, gj;
+    std::vector<double> gv;
+    triplets_of(lv, gi, gj, gv);
+    std::vector<int> ec(static_cast<std::size_t>(ranks)), ed(std::size_t(ranks) + 1, 0);
+    int me = int(gi.size());
+    MPI_Allgather(&me, 1, MPI_INT, ec.data(), 1, MPI_INT, comm);
+    for (int q = 0; q < ranks; ++q)
+        ed[std::size_t(q) + 1] = ed[std::size_t(q)] + ec[std::size_t(q)];
+    std::vector<long long> ai(std::size_t(ed.back())), aj(ai.size());
+    std::vector<double> av(ai.size());
+    MPI_Allgatherv(gi.data(), me, MPI_LONG_LONG, ai.data(), ec.data(), ed.data(), MPI_LONG_LONG,
+                   comm);
+    MPI_Allgatherv(gj.data(), me, MPI_LONG_LONG, aj.data(), ec.data(), ed.data(), MPI_LONG_LONG,
+                   comm);
+    MPI_Allgatherv(gv.data(), me, MPI_DOUBLE, av.data(), ec.data(), ed.data(), MPI_DOUBLE, comm);
+    std::vector<std::size_t> order(ai.size());
+    for (std::size_t k = 0; k < order.size(); ++k) order[k] = k;
+    std::sort(order.begin(), order.end(), [&](std::size_t x, std::size_t y) {
+        return std::tie(ai[x], aj[x]) < std::tie(ai[y], aj[y]);
+    });
+    Coo<double> coo;
+    coo.rows = coo.cols = index_t(rows);
+    std::vector<index_t> ri, rj;
+    std::vector<double> rv;
+    for (std::size_t k : order) {  // canonical: sorted, no duplicates (summed)
+        if (!ri.empty() && ri.back() == ai[k] && rj.back() == aj[k]) {
+            rv.back() += av[k];
+            continue;
+        }
+        ri.push_back(index_t(ai[k]));
+        rj.push_back(index_t(aj[k]));
+        rv.push_back(av[k]);
+    }
+    coo.row = Array<index_t>(std::move(ri));
+    coo.col = Array<index_t>(std::move(rj));
+    coo.val = Array<double>(std::move(rv));
+    return amg::dense_inverse(csr_from_coo(coo), int(l));
+}
+
+/// Gustavson's accumulator over compact columns.
+struct Accum {
+    std::vector<double> acc;
+    std::vector<index_t> mark, touched;
+    explicit Accum(std::size_t width) : acc(width, 0.0), mark(width, -1) {}
+    void start() { touched.clear(); }
+    void add(index_t row, index_t c, double v)
+    {
+        if (mark[std::size_t(c)] != row) {
+            mark[std::size_t(c)] = row;
+            acc[std::size_t(c)] = 0;
+            touched.push_back(c);
+        }
+        acc[std::size_t(c)] += v;
+    }
+    void reset() { std::fill(mark.begin(), mark.end(), -1); }
+};
+
+/// The next level C = Pᵀ A P of F with F's kept P (F.p, F.po, the halo's rows
+/// of P, F.rc, F.pot, F.cst): A P row by row (Gustavson), this rank's coarse
+/// rows from p (R = pᵀ), the rows of other ranks' aggregates that po reaches
+/// summed here (poᵀ (A P)) and sent to their owners. The contributions come in
+/// an order fixed by the patterns alone. symbolic: C's patterns (diagonal block,
+/// halo, off part, plan) and where each contribution goes (F.gslot, F.g*
+/// counts) are made first; then (both ways) C's values are zeroed and every
+/// contribution added at its slot. Collective.
+template <class L>
+void galerkin(MPI_Comm comm, L& F, L& C, bool symbolic)
+{
+    int ranks = 1;
+    MPI_Comm_size(comm, &ranks);
+    const long long own_lo = C.begin, own_hi = C.begin + C.n;
+    auto global_col = [&](index_t c) { return c < C.n ? own_lo + c : F.rc[std::size_t(c - C.n)]; };
+    Accum acc(std::size_t(C.n) + F.rc.size());
+    // A P, row by row
+    std::vector<offset_t> app(std::size_t(F.n) + 1, 0);
+    std::vector<index_t> apc;
+    std::vector<double> apv;
+    {  // about as many entries as A's rows times P's widest rows
+        const std::size_t guess = std::size_t(F.diag.nnz() + F.off.nnz()) * 2;
+        apc.reserve(guess);
+        apv.reserve(guess);
+    }
+    for (index_t i = 0; i < F.n; ++i) {
+        acc.start();
+        for (offset_t k = F.diag.row_ptr[i]; k < F.diag.row_ptr[i + 1]; ++k) {
+            const index_t j = F.diag.col_idx[k];
+            const double a = F.diag.values[k];
+            for (offset_t t = F.p.row_ptr[j]; t < F.p.row_ptr[j + 1]; ++t)
+                acc.add(i, F.p.col_idx[t], a * F.p.values[t]);
+            for (offset_t t = F.po.row_ptr[j]; t < F.po.row_ptr[j + 1]; ++t)
+                acc.add(i, F.pocl[std::size_t(F.po.col_idx[t])], a * F.po.values[t]);
+        }
+        for (offset_t k = F.off.row_ptr[i]; k < F.off.row_ptr[i + 1]; ++k) {
+            const index_t h = F.off.col_idx[k];
+            for (offset_t t = F.hp[std::size_t(h)]; t < F.hp[std::size_t(h) + 1]; ++t)
+                acc.add(i, F.hcl[std::size_t(t)], F.off.values[k] * F.hv[std::size_t(t)]);
+        }
+        for (index_t c : acc.touched) {
+            apc.push_back(c);
+            apv.push_back(acc.acc[std::size_t(c)]);
+        }
+        app[std::size_t(i) + 1] = offset_t(apc.size());
+    }
+    // this rank's coarse rows: pᵀ (A P)
+    std::vector<double> vals;
+    std::vector<index_t> vi;    // symbolic: local coarse row
+    std::vector<long long> vj;  // symbolic: global column
+    acc.reset();
+    for (index_t I = 0; I < C.n; ++I) {
+        acc.start();
+        for (offset_t k = F.r.row_ptr[I]; k < F.r.row_ptr[I + 1]; ++k) {
+            const index_t i = F.r.col_idx[k];
+            for (offset_t t = app[std::size_t(i)]; t < app[std::size_t(i) + 1]; ++t)
+                acc.add(I, apc[std::size_t(t)], F.r.values[k] * apv[std::size_t(t)]);
+        }
+        for (index_t c : acc.touched) {
+            vals.push_back(acc.acc[std::size_t(c)]);
+            if (symbolic) {
+                vi.push_back(I);
+                vj.push_back(global_col(c));
+            }
+        }
+    }
+    // the rows of other ranks' aggregates: poᵀ (A P), summed here, grouped by owner
+    std::vector<std::vector<long long>> to_i(static_cast<std::size_t>(ranks)),
+        to_j(static_cast<std::size_t>(ranks));
+    std::vector<std::vector<double>> to_v(static_cast<std::size_t>(ranks));
+    acc.reset();
+    for (index_t c = 0; c < F.pot.rows; ++c) {
+        acc.start();
+        for (offset_t k = F.pot.row_ptr[c]; k < F.pot.row_ptr[c + 1]; ++k) {
+            const index_t i = F.pot.col_idx[k];
+            for (offset_t t = app[std::size_t(i)]; t < app[std::size_t(i) + 1]; ++t)
+                acc.add(c, apc[std::size_t(t)], F.pot.values[k] * apv[std::size_t(t)]);
+        }
+        const long long I = F.pho[std::size_t(c)];
+        const int o = int(std::upper_bound(F.cst.begin(), F.cst.end(), I) - F.cst.begin()) - 1;
+        for (index_t col : acc.touched) {
+            to_v[std::size_t(o)].push_back(acc.acc[std::size_t(col)]);
+            if (symbolic) {
+                to_i[std::size_t(o)].push_back(I);
+                to_j[std::size_t(o)].push_back(global_col(col));
+            }
+        }
+    }
+    if (symbolic) {
+        F.gsn.assign(std::size_t(ranks), 0);
+        F.grn.assign(std::size_t(ranks), 0);
+        for (int q = 0; q < ranks; ++q) F.gsn[std::size_t(q)] = int(to_v[std::size_t(q)].size());
+        MPI_Alltoall(F.gsn.data(), 1, MPI_INT, F.grn.data(), 1, MPI_INT, comm);
+        F.gsd.assign(std::size_t(ranks) + 1, 0);
+        F.grd.assign(std::size_t(ranks) + 1, 0);
+        for (int q = 0; q < ranks; ++q) {
+            F.gsd[std::size_t(q) + 1] = F.gsd[std::size_t(q)] + F.gsn[std::size_t(q)];
+            F.grd[std::size_t(q) + 1] = F.grd[std::size_t(q)] + F.grn[std::size_t(q)];
+        }
+    }
+    {
+        std::vector<double> ov, iv(std::size_t(F.grd.back()));
+        for (int q = 0; q < ranks; ++q) {
+            HEPTANE_ENSURE(int(to_v[std::size_t(q)].size()) == F.gsn[std::size_t(q)], Error,
+                           "distributed AMG: the Galerkin product's pattern changed");
+            ov.insert(ov.end(), to_v[std::size_t(q)].begin(), to_v[std::size_t(q)].end());
+        }
+        MPI_Alltoallv(ov.data(), F.gsn.data(), F.gsd.data(), MPI_DOUBLE, iv.data(), F.grn.data(),
+                      F.grd.data(), MPI_DOUBLE, comm);
+        vals.insert(vals.end(), iv.begin(), iv.end());
+        if (symbolic) {
+            std::vector<long long> oi, oj, ii(iv.size()), ij(iv.size());
+            for (int q = 0; q < ranks; ++q) {
+                oi.insert(oi.end(), to_i[std::size_t(q)].begin(), to_i[std::size_t(q)].end());
+                oj.insert(oj.end(), to_j[std::size_t(q)].begin(), to_j[std::size_t(q)].end());
+            }
+            MPI_Alltoallv(oi.data(), F.gsn.data(), F.gsd.data(), MPI_LONG_LONG, ii.data(),
+                          F.grn.data(), F.grd.data(), MPI_LONG_LONG, comm);
+            MPI_Alltoallv(oj.data(), F.gsn.data(), F.gsd.data(), MPI_LONG_LONG, ij.data(),
+                          F.grn.data(), F.grd.data(), MPI_LONG_LONG, comm);
+            for (std::size_t k = 0; k < ii.size(); ++k) {
+                vi.push_back(index_t(ii[k] - own_lo));
+                vj.push_back(ij[k]);
+            }
+        }
+    }
+    if (symbolic) {
+        // C's rows: sorted, duplicates one slot, split into the diagonal block and
+        // the rest
+        std::vector<std::size_t> order(vi.size()), rs(std::size_t(C.n) + 1, 0);
+        for (index_t I : vi) ++rs[std::size_t(I) + 1];
+        for (index_t I = 0; I < C.n; ++I) rs[std::size_t(I) + 1] += rs[std::size_t(I)];
+        {
+            std::vector<std::size_t> at(rs.begin(), rs.end() - 1);
+            for (std::size_t k = 0; k < vi.size(); ++k) order[at[std::size_t(vi[k])]++] = k;
+        }
+        for (index_t I = 0; I < C.n; ++I)  // each row's few contributions by column
+            std::sort(order.begin() + std::ptrdiff_t(rs[std::size_t(I)]),
+                      order.begin() + std::ptrdiff_t(rs[std::size_t(I) + 1]),
+                      [&](std::size_t x, std::size_t y) { return vj[x] < vj[y]; });
+        std::vector<offset_t> dp(std::size_t(C.n) + 1, 0);
+        std::vector<index_t> dc;
+        std::vector<std::tuple<index_t, long long, double>> ent;
+        std::vector<offset_t> code(vi.size());  // >= 0: diag slot; < 0: -(ent index) - 1
+        for (std::size_t t = 0; t < order.size(); ++t) {
+            const std::size_t k = order[t];
+            const bool same = t > 0 && vi[order[t - 1]] == vi[k] && vj[order[t - 1]] == vj[k];
+            if (vj[k] >= own_lo && vj[k] < own_hi) {
+                if (!same) {
+                    dc.push_back(index_t(vj[k] - own_lo));
+                    ++dp[std::size_t(vi[k]) + 1];
+                }
+                code[k] = offset_t(dc.size()) - 1;
+            } else {
+                if (!same) ent.emplace_back(vi[k], vj[k], 0.0);
+                code[k] = -offset_t(ent.size());
+            }
+        }
+        for (index_t I = 0; I < C.n; ++I) dp[std::size_t(I) + 1] += dp[std::size_t(I)];
+        const offset_t dn = offset_t(dc.size());
+        C.diag = make_csr(C.n, C.n, std::move(dp), std::move(dc), std::vector<double>(dn, 0.0));
+        const std::vector<offset_t> os = set_halo(comm, C, F.cst, ent);
+        F.gslot.resize(code.size());
+        for (std::size_t k = 0; k < code.size(); ++k)
+            F.gslot[k] = code[k] >= 0 ? code[k] : dn + os[std::size_t(-code[k] - 1)];
+    }
+    HEPTANE_ENSURE(vals.size() == F.gslot.size(), Error,
+                   "distributed AMG: the Galerkin product's pattern changed");
+    double* dv = C.diag.values.data();
+    double* ovv = C.off.values.data();
+    const offset_t dn = C.diag.nnz();
+    std::fill(dv, dv + dn, 0.0);
+    std::fill(ovv, ovv + C.off.nnz(), 0.0);
+    for (std::size_t k = 0; k < vals.size(); ++k) {
+        const offset_t sl = F.gslot[k];
+        if (sl < dn)
+            dv[sl] += vals[k];
+        else
+            ovv[sl - dn] += vals[k];
+    }
+}
+
 }  // namespace
 
 template <class VT>
@@ -304,7 +610,75 @@ template <class VT>
 void DistAmg<VT>::update_values(const SplitRows& rows)
 {
     ensure_all(comm_, rows.diag.rows == n_, "new values for another number of rows");
-    setup(rows, row_begin_);
+    if (!refresh(rows)) setup(rows, row_begin_);
+}
+
+template <class VT>
+bool DistAmg<VT>::refresh(const SplitRows& rows)
+{
+    const auto t0 = std::chrono::steady_clock::now();
+    Level& f = *levels_.front();
+    // the same patterns on every rank? (else the whole setup again)
+    bool same = n_ == f.n;
+    const offset_t dn = f.diag.nnz();
+    if (same && n_ > 0) {
+        same = rows.diag.row_ptr[n_] == dn &&
+               std::equal(rows.diag.row_ptr, rows.diag.row_ptr + n_ + 1, f.diag.row_ptr.data()) &&
+               std::equal(rows.diag.col_idx, rows.diag.col_idx + dn, f.diag.col_idx.data());
+        const bool has_off = rows.off.rows > 0 && rows.off.row_ptr;
+        if (same && has_off)
+            same = std::equal(rows.off.row_ptr, rows.off.row_ptr + n_ + 1, f.in_op.begin());
+        else if (same)
+            same = f.in_op.back() == 0;
+        for (index_t k = 0; same && has_off && k < f.in_op.back(); ++k) {
+            const index_t c = rows.off.col_idx[k];
+            same = (rows.off_cols ? rows.off_cols[c] : c) == f.in_og[std::size_t(k)];
+        }
+    }
+    int all = same ? 1 : 0;
+    MPI_Allreduce(MPI_IN_PLACE, &all, 1, MPI_INT, MPI_MIN, comm_);
+    if (all == 0) return false;
+    // the numeric part on the kept patterns and P; put back as it was if it throws
+    struct Saved {
+        std::vector<double> dv, ov, dinv;
+        double lambda;
+    };
+    std::vector<Saved> saved;
+    for (const auto& lp : levels_)
+        saved.push_back(
+            {lp->diag.values.to_vector(), lp->off.values.to_vector(), lp->dinv, lp->lambda});
+    std::vector<double> inv;
+    try {
+        if (n_ > 0) {
+            std::copy(rows.diag.values, rows.diag.values + dn, f.diag.values.data());
+            double* ov = f.off.values.data();
+            std::fill(ov, ov + f.off.nnz(), 0.0);
+            for (std::size_t k = 0; k < f.in_slot.size(); ++k)
+                ov[f.in_slot[k]] += rows.off.values[k];
+        }
+        const bool l1 = opts_.smoother == AmgSmoother::l1jacobi;
+        for (std::size_t l = 0; l < levels_.size(); ++l) {
+            smoother_data(comm_, *levels_[l], l, l1);
+            if (l + 1 < levels_.size())
+                galerkin(comm_, *levels_[l], *levels_[l + 1], false);
+            else if (dense_)
+                inv = dense_coarsest(comm_, *levels_[l], info_[l].rows, l);
+        }
+    } catch (...) {
+        for (std::size_t l = 0; l < levels_.size(); ++l) {
+            Level& L = *levels_[l];
+            std::copy(saved[l].dv.begin(), saved[l].dv.end(), L.diag.values.data());
+            std::copy(saved[l].ov.begin(), saved[l].ov.end(), L.off.values.data());
+            L.dinv = std::move(saved[l].dinv);
+            L.lambda = saved[l].lambda;
+        }
+        throw;
+    }
+    if (dense_) inv_ = std::move(inv);
+    ++refreshes_;
+    refresh_ms_ =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    return true;
 }
 
 template <class VT>
@@ -320,6 +694,7 @@ void DistAmg<VT>::setup(const SplitRows& rows, index_t row_begin)
     bool dense = false;
     std::vector<double> inv;
     std::vector<int> cnt, dsp;
+    DistAmgPhases phase;
 
     // level 0 from the split rows
     auto first = std::make_unique<Level>();
@@ -342,51 +717,24 @@ void DistAmg<VT>::setup(const SplitRows& rows, index_t row_begin)
                               std::vector<double>(rows.diag.values, rows.diag.values + dn))
                    : empty_csr(0, 0);
         std::vector<std::tuple<index_t, long long, double>> ent;
+        f.in_op.assign(std::size_t(n_) + 1, 0);
         if (rows.off.rows > 0 && rows.off.row_ptr)
-            for (index_t i = 0; i < n_; ++i)
+            for (index_t i = 0; i < n_; ++i) {
                 for (index_t k = rows.off.row_ptr[i]; k < rows.off.row_ptr[i + 1]; ++k) {
                     const index_t c = rows.off.col_idx[k];
                     ent.emplace_back(i, rows.off_cols ? rows.off_cols[c] : c, rows.off.values[k]);
+                    f.in_og.push_back(std::get<1>(ent.back()));
                 }
-        set_halo(comm_, f, starts, ent);
+                f.in_op[std::size_t(i) + 1] = index_t(ent.size());
+            }
+        f.in_slot = set_halo(comm_, f, starts, ent);
     }
     levels.push_back(std::move(first));
 
     const bool l1 = opts_.smoother == AmgSmoother::l1jacobi;
     for (std::size_t l = 0;; ++l) {
         Level& L = *levels[l];
-        // smoother data: the diagonal, Gershgorin's bound of D⁻¹A over whole rows
-        L.dinv.assign(std::size_t(L.n), 0.0);
-        double lam = 0;
-        long long zero_row = -1;
-        {
-            const offset_t* rp = L.diag.row_ptr.data();
-            const index_t* ci = L.diag.col_idx.data();
-            const double* va = L.diag.values.data();
-            const offset_t* orp = L.off.row_ptr.data();
-            const double* ova = L.off.values.data();
-            for (index_t i = 0; i < L.n; ++i) {
-                double dii = 0, sum = 0;
-                for (offset_t k = rp[i]; k < rp[i + 1]; ++k) {
-                    if (ci[k] == i) dii += va[k];
-                    sum += std::abs(va[k]);
-                }
-                for (offset_t k = orp[i]; k < orp[i + 1]; ++k) sum += std::abs(ova[k]);
-                if (dii == 0) {
-                    if (zero_row < 0) zero_row = L.begin + i;
-                    continue;
-                }
-                L.dinv[std::size_t(i)] = l1 ? 1.0 / sum : 1.0 / dii;  // sum includes |a_ii|
-                lam = std::max(lam, sum / std::abs(dii));
-            }
-        }
-        long long bad_row = zero_row < 0 ? (long long)(1) << 62 : zero_row;
-        MPI_Allreduce(MPI_IN_PLACE, &bad_row, 1, MPI_LONG_LONG, MPI_MIN, comm_);
-        HEPTANE_ENSURE(
-            bad_row == (long long)(1) << 62, InputError,
-            "distributed AMG: level " << l << " has a zero diagonal at global row " << bad_row + 1);
-        MPI_Allreduce(MPI_IN_PLACE, &lam, 1, MPI_DOUBLE, MPI_MAX, comm_);
-        L.lambda = lam;
+        smoother_data(comm_, L, l, l1);
         L.hx.resize(L.halo.size());
         L.res.resize(std::size_t(L.n));
         L.d.resize(std::size_t(L.n));
@@ -403,6 +751,12 @@ void DistAmg<VT>::setup(const SplitRows& rows, index_t row_begin)
 
         // the coarsest level?
         bool last = li.rows <= opts_.coarse_size || int(l) + 1 >= opts_.max_levels;
+        auto tt = std::chrono::steady_clock::now();
+        auto tick = [&](double& phase) {  // the time since the last tick, to `phase`
+            const auto now = std::chrono::steady_clock::now();
+            phase += std::chrono::duration<double, std::milli>(now - tt).count();
+            tt = now;
+        };
         amg::Strength s;
         amg::Aggregates g;
         if (!last) {
@@ -414,50 +768,13 @@ void DistAmg<VT>::setup(const SplitRows& rows, index_t row_begin)
             MPI_Allreduce(MPI_IN_PLACE, &coarse, 1, MPI_LONG_LONG, MPI_SUM, comm_);
             last = coarse == 0 || double(coarse) * 1.2 > double(li.rows);  // stalled
         }
+        tick(phase.aggregation);
         if (last) {
             // gathered whole on every rank, inverted densely where that is cheap
             dense = amg::dense_coarse(index_t(std::min<long long>(li.rows, 1LL << 30)),
                                       offset_t(info[0].nnz), opts_.coarse_size);
             if (dense) {
-                std::vector<long long> gi, gj;
-                std::vector<double> gv;
-                triplets_of(L, gi, gj, gv);
-                std::vector<int> ec(static_cast<std::size_t>(ranks)), ed(std::size_t(ranks) + 1, 0);
-                int me = int(gi.size());
-                MPI_Allgather(&me, 1, MPI_INT, ec.data(), 1, MPI_INT, comm_);
-                for (int q = 0; q < ranks; ++q)
-                    ed[std::size_t(q) + 1] = ed[std::size_t(q)] + ec[std::size_t(q)];
-                std::vector<long long> ai(std::size_t(ed.back())), aj(ai.size());
-                std::vector<double> av(ai.size());
-                MPI_Allgatherv(gi.data(), me, MPI_LONG_LONG, ai.data(), ec.data(), ed.data(),
-                               MPI_LONG_LONG, comm_);
-                MPI_Allgatherv(gj.data(), me, MPI_LONG_LONG, aj.data(), ec.data(), ed.data(),
-                               MPI_LONG_LONG, comm_);
-                MPI_Allgatherv(gv.data(), me, MPI_DOUBLE, av.data(), ec.data(), ed.data(),
-                               MPI_DOUBLE, comm_);
-                const index_t m = index_t(li.rows);
-                std::vector<std::size_t> order(ai.size());
-                for (std::size_t k = 0; k < order.size(); ++k) order[k] = k;
-                std::sort(order.begin(), order.end(), [&](std::size_t x, std::size_t y) {
-                    return std::tie(ai[x], aj[x]) < std::tie(ai[y], aj[y]);
-                });
-                Coo<double> coo;
-                coo.rows = coo.cols = m;
-                std::vector<index_t> ri, rj;
-                std::vector<double> rv;
-                for (std::size_t k : order) {  // canonical: sorted, no duplicates (summed)
-                    if (!ri.empty() && ri.back() == ai[k] && rj.back() == aj[k]) {
-                        rv.back() += av[k];
-                        continue;
-                    }
-                    ri.push_back(index_t(ai[k]));
-                    rj.push_back(index_t(aj[k]));
-                    rv.push_back(av[k]);
-                }
-                coo.row = Array<index_t>(std::move(ri));
-                coo.col = Array<index_t>(std::move(rj));
-                coo.val = Array<double>(std::move(rv));
-                inv = amg::dense_inverse(csr_from_coo(coo), int(l));
+                inv = dense_coarsest(comm_, L, li.rows, l);
                 const std::vector<long long> st = starts_of(comm_, L.n);
                 cnt.assign(std::size_t(ranks), 0);
                 dsp.assign(std::size_t(ranks), 0);
@@ -601,148 +918,28 @@ void DistAmg<VT>::setup(const SplitRows& rows, index_t row_begin)
         for (std::size_t h = 0; h < L.halo.size(); ++h) hp[h + 1] += hp[h];
         // the columns of A P numbered compactly: this rank's coarse rows first,
         // then the others that P (its own rows' and the halo's) reaches, ascending
-        std::vector<long long> rc(L.pho);
+        L.rc = L.pho;
         for (long long c : hc)
-            if (c < own_lo || c >= own_hi) rc.push_back(c);
-        std::sort(rc.begin(), rc.end());
-        rc.erase(std::unique(rc.begin(), rc.end()), rc.end());
+            if (c < own_lo || c >= own_hi) L.rc.push_back(c);
+        std::sort(L.rc.begin(), L.rc.end());
+        L.rc.erase(std::unique(L.rc.begin(), L.rc.end()), L.rc.end());
         auto compact = [&](long long c) {
             return c >= own_lo && c < own_hi
                        ? index_t(c - own_lo)
-                       : C.n + index_t(std::lower_bound(rc.begin(), rc.end(), c) - rc.begin());
+                       : C.n +
+                             index_t(std::lower_bound(L.rc.begin(), L.rc.end(), c) - L.rc.begin());
         };
-        auto global_col = [&](index_t c) {
-            return c < C.n ? own_lo + c : rc[std::size_t(c - C.n)];
-        };
-        std::vector<index_t> hcl(hc.size()), pocl(L.pho.size());
-        for (std::size_t t = 0; t < hc.size(); ++t) hcl[t] = compact(hc[t]);
-        for (std::size_t t = 0; t < L.pho.size(); ++t) pocl[t] = compact(L.pho[t]);
-        const std::size_t width = std::size_t(C.n) + rc.size();
-        std::vector<double> acc(width, 0.0);
-        std::vector<index_t> mark(width, -1), touched;
-        auto add = [&](index_t row, index_t c, double v) {
-            if (mark[std::size_t(c)] != row) {
-                mark[std::size_t(c)] = row;
-                acc[std::size_t(c)] = 0;
-                touched.push_back(c);
-            }
-            acc[std::size_t(c)] += v;
-        };
-        // A P, row by row (Gustavson)
-        std::vector<offset_t> app(std::size_t(L.n) + 1, 0);
-        std::vector<index_t> apc;
-        std::vector<double> apv;
-        for (index_t i = 0; i < L.n; ++i) {
-            touched.clear();
-            for (offset_t k = L.diag.row_ptr[i]; k < L.diag.row_ptr[i + 1]; ++k) {
-                const index_t j = L.diag.col_idx[k];
-                const double a = L.diag.values[k];
-                for (offset_t t = L.p.row_ptr[j]; t < L.p.row_ptr[j + 1]; ++t)
-                    add(i, L.p.col_idx[t], a * L.p.values[t]);
-                for (offset_t t = L.po.row_ptr[j]; t < L.po.row_ptr[j + 1]; ++t)
-                    add(i, pocl[std::size_t(L.po.col_idx[t])], a * L.po.values[t]);
-            }
-            for (offset_t k = L.off.row_ptr[i]; k < L.off.row_ptr[i + 1]; ++k) {
-                const index_t h = L.off.col_idx[k];
-                for (offset_t t = hp[std::size_t(h)]; t < hp[std::size_t(h) + 1]; ++t)
-                    add(i, hcl[std::size_t(t)], L.off.values[k] * hv[std::size_t(t)]);
-            }
-            for (index_t c : touched) {
-                apc.push_back(c);
-                apv.push_back(acc[std::size_t(c)]);
-            }
-            app[std::size_t(i) + 1] = offset_t(apc.size());
-        }
-        // Pᵀ (A P): this rank's coarse rows from p (R = pᵀ, Gustavson), and the
-        // rows of other ranks' aggregates that po reaches, sent to their owners
-        std::vector<std::tuple<index_t, long long, double>> rows_c;
-        std::fill(mark.begin(), mark.end(), -1);
-        for (index_t I = 0; I < C.n; ++I) {
-            touched.clear();
-            for (offset_t k = L.r.row_ptr[I]; k < L.r.row_ptr[I + 1]; ++k) {
-                const index_t i = L.r.col_idx[k];
-                for (offset_t t = app[std::size_t(i)]; t < app[std::size_t(i) + 1]; ++t)
-                    add(I, apc[std::size_t(t)], L.r.values[k] * apv[std::size_t(t)]);
-            }
-            for (index_t c : touched) rows_c.emplace_back(I, global_col(c), acc[std::size_t(c)]);
-        }
-        {
-            std::vector<std::vector<long long>> to_i(static_cast<std::size_t>(ranks)),
-                to_j(static_cast<std::size_t>(ranks));
-            std::vector<std::vector<double>> to_v(static_cast<std::size_t>(ranks));
-            // each of those rows summed here first (poᵀ (A P), Gustavson), then sent
-            const Csr<double> pot = L.n > 0 ? transpose(L.po) : empty_csr(0, 0);
-            std::fill(mark.begin(), mark.end(), -1);
-            for (index_t c = 0; c < pot.rows; ++c) {
-                touched.clear();
-                for (offset_t k = pot.row_ptr[c]; k < pot.row_ptr[c + 1]; ++k) {
-                    const index_t i = pot.col_idx[k];
-                    for (offset_t t = app[std::size_t(i)]; t < app[std::size_t(i) + 1]; ++t)
-                        add(c, apc[std::size_t(t)], pot.values[k] * apv[std::size_t(t)]);
-                }
-                const long long I = L.pho[std::size_t(c)];
-                const int o = int(std::upper_bound(cst.begin(), cst.end(), I) - cst.begin()) - 1;
-                for (index_t col : touched) {
-                    to_i[std::size_t(o)].push_back(I);
-                    to_j[std::size_t(o)].push_back(global_col(col));
-                    to_v[std::size_t(o)].push_back(acc[std::size_t(col)]);
-                }
-            }
-            std::vector<int> sn(static_cast<std::size_t>(ranks)),
-                rn(static_cast<std::size_t>(ranks));
-            for (int q = 0; q < ranks; ++q) sn[std::size_t(q)] = int(to_i[std::size_t(q)].size());
-            MPI_Alltoall(sn.data(), 1, MPI_INT, rn.data(), 1, MPI_INT, comm_);
-            std::vector<int> sd(std::size_t(ranks) + 1, 0), rd(std::size_t(ranks) + 1, 0);
-            for (int q = 0; q < ranks; ++q) {
-                sd[std::size_t(q) + 1] = sd[std::size_t(q)] + sn[std::size_t(q)];
-                rd[std::size_t(q) + 1] = rd[std::size_t(q)] + rn[std::size_t(q)];
-            }
-            std::vector<long long> oi, oj, ii(std::size_t(rd.back())), ij(ii.size());
-            std::vector<double> ov, iv(ii.size());
-            for (int q = 0; q < ranks; ++q) {
-                oi.insert(oi.end(), to_i[std::size_t(q)].begin(), to_i[std::size_t(q)].end());
-                oj.insert(oj.end(), to_j[std::size_t(q)].begin(), to_j[std::size_t(q)].end());
-                ov.insert(ov.end(), to_v[std::size_t(q)].begin(), to_v[std::size_t(q)].end());
-            }
-            MPI_Alltoallv(oi.data(), sn.data(), sd.data(), MPI_LONG_LONG, ii.data(), rn.data(),
-                          rd.data(), MPI_LONG_LONG, comm_);
-            MPI_Alltoallv(oj.data(), sn.data(), sd.data(), MPI_LONG_LONG, ij.data(), rn.data(),
-                          rd.data(), MPI_LONG_LONG, comm_);
-            MPI_Alltoallv(ov.data(), sn.data(), sd.data(), MPI_DOUBLE, iv.data(), rn.data(),
-                          rd.data(), MPI_DOUBLE, comm_);
-            for (std::size_t k = 0; k < ii.size(); ++k)
-                rows_c.emplace_back(index_t(ii[k] - own_lo), ij[k], iv[k]);
-        }
-        // this rank's coarse rows: sorted, summed, split into the diagonal block
-        // and the rest
-        std::sort(rows_c.begin(), rows_c.end(), [](const auto& x, const auto& y) {
-            return std::tie(std::get<0>(x), std::get<1>(x)) <
-                   std::tie(std::get<0>(y), std::get<1>(y));
-        });
-        std::vector<offset_t> dp(std::size_t(C.n) + 1, 0);
-        std::vector<index_t> dc;
-        std::vector<double> dv;
-        std::vector<std::tuple<index_t, long long, double>> ent;
-        for (std::size_t k = 0; k < rows_c.size();) {
-            const index_t I = std::get<0>(rows_c[k]);
-            const long long J = std::get<1>(rows_c[k]);
-            double v = 0;
-            std::size_t t = k;
-            for (; t < rows_c.size() && std::get<0>(rows_c[t]) == I && std::get<1>(rows_c[t]) == J;
-                 ++t)
-                v += std::get<2>(rows_c[t]);
-            if (J >= own_lo && J < own_hi) {
-                dc.push_back(index_t(J - own_lo));
-                dv.push_back(v);
-                ++dp[std::size_t(I) + 1];
-            } else {
-                ent.emplace_back(I, J, v);
-            }
-            k = t;
-        }
-        for (index_t I = 0; I < C.n; ++I) dp[std::size_t(I) + 1] += dp[std::size_t(I)];
-        C.diag = make_csr(C.n, C.n, std::move(dp), std::move(dc), std::move(dv));
-        set_halo(comm_, C, cst, ent);
+        L.hcl.resize(hc.size());
+        L.pocl.resize(L.pho.size());
+        for (std::size_t t = 0; t < hc.size(); ++t) L.hcl[t] = compact(hc[t]);
+        for (std::size_t t = 0; t < L.pho.size(); ++t) L.pocl[t] = compact(L.pho[t]);
+        L.hp = std::move(hp);
+        L.hv = std::move(hv);
+        L.pot = L.n > 0 ? transpose(L.po) : empty_csr(0, 0);
+        L.cst = cst;
+        tick(phase.prolongation);
+        galerkin(comm_, L, C, true);
+        tick(phase.galerkin);
         levels.push_back(std::move(next));
     }
     levels_ = std::move(levels);
@@ -752,6 +949,7 @@ void DistAmg<VT>::setup(const SplitRows& rows, index_t row_begin)
     cnt_ = std::move(cnt);
     dsp_ = std::move(dsp);
     row_begin_ = row_begin;
+    phases_ = phase;
     setup_ms_ =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
@@ -931,7 +1129,12 @@ std::string DistAmg<VT>::describe() const
         s << " " << opts_.pre_sweeps << "/" << opts_.post_sweeps << " sweeps";
     s << " through the distributed product; coarsest level "
       << (dense_ ? "gathered and inverted densely on every rank" : "smoothed (too large to invert)")
-      << "; V-cycle on the host; setup " << setup_ms_ << " ms)";
+      << "; V-cycle on the host; setup " << setup_ms_ << " ms (aggregation " << phases_.aggregation
+      << ", prolongation " << phases_.prolongation << ", Galerkin " << phases_.galerkin << ")";
+    if (refreshes_ > 0)
+        s << "; " << refreshes_ << " values-only update" << (refreshes_ == 1 ? "" : "s")
+          << " on the kept aggregates and P, the last " << refresh_ms_ << " ms";
+    s << ")";
     return s.str();
 }
 

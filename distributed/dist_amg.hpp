@@ -27,8 +27,9 @@
 //                 amg::dense_coarse allows, else smoothed
 // The V-cycle with the same pre- and post-smoother is symmetric for a symmetric A (CG).
 // Everything lives on the host (OpenMP within a rank); on a GPU executor apply() stages r and z
-// through host memory (one vector down and up per application). A values-only update redoes
-// the whole setup (the hierarchy's numeric part is not yet kept apart).
+// through host memory (one vector down and up per application). A values-only update with the
+// same patterns keeps the aggregates, P, the patterns and the plans, and redoes the numeric
+// part (the Galerkin products scatter into kept slots); another pattern: the whole setup.
 //
 //     DistAmg<double> m(comm, exec, rows, row_begin, nc, amg_options);   // collective
 //     solver.set_preconditioner(m);
@@ -53,6 +54,13 @@ struct DistAmgLevelInfo {
     index_t rank_rows = 0, rank_halo = 0;  ///< this rank's rows and halo columns
 };
 
+/// Where the last full setup's time went on this rank (ms): strength of connection and
+/// aggregation; the prolongator (its rows, R, the plans, the halo's rows of P); the Galerkin
+/// products (A P, Pᵀ (A P), the rows sent to their owners, the next level's patterns).
+struct DistAmgPhases {
+    double aggregation = 0, prolongation = 0, galerkin = 0;
+};
+
 template <class VT>
 class DistAmg final : public Operator<VT> {
 public:
@@ -67,7 +75,12 @@ public:
             index_t row_begin, index_t nc, const AmgOptions& opts = {});
     ~DistAmg() override;
 
-    /// New values, same sizes (collective): the hierarchy again (kept when that throws).
+    /// New values, same sizes (collective). With the same patterns on every rank (a Newton
+    /// step): the aggregates, P and every level's pattern and exchange plans are kept and the
+    /// numeric part is redone (Galerkin products on the kept patterns, smoother data, the
+    /// coarsest inverse), as PETSc GAMG's reuse of the interpolation and heptane's AMG per
+    /// rank do; with another pattern anywhere, the whole setup again. Either way the last
+    /// hierarchy is kept whole when it throws.
     void update_values(const SplitRows& rows);
 
     index_t rows() const override { return n_; }
@@ -85,6 +98,10 @@ public:
     /// Σ nnz(level) / nnz(fine).
     double operator_complexity() const noexcept;
     double setup_ms() const noexcept { return setup_ms_; }
+    /// Values-only updates on the kept P so far, and the last one's time.
+    int refreshes() const noexcept { return refreshes_; }
+    const DistAmgPhases& phases() const noexcept { return phases_; }
+    double refresh_ms() const noexcept { return refresh_ms_; }
     /// Level l's rows of this rank as triplets in global indices (tests: against Pᵀ A P of
     /// the whole matrix), and the prolongator from level l to l + 1 likewise (global fine
     /// row, global coarse column).
@@ -97,6 +114,7 @@ public:
 
 private:
     void setup(const SplitRows& rows, index_t row_begin);
+    bool refresh(const SplitRows& rows);  ///< false: another pattern (nothing changed)
     void cycle(std::size_t l, const double* b, double* x) const;
 
     MPI_Comm comm_ = MPI_COMM_NULL;
@@ -108,7 +126,9 @@ private:
     bool dense_ = false;          ///< the coarsest level inverted densely (else smoothed)
     std::vector<double> inv_;     ///< its inverse, row-major, on every rank
     std::vector<int> cnt_, dsp_;  ///< the coarsest level's rows per rank (Allgatherv)
-    double setup_ms_ = 0;
+    double setup_ms_ = 0, refresh_ms_ = 0;
+    int refreshes_ = 0;
+    DistAmgPhases phases_;
     mutable std::vector<double> hr_, hz_, whole_;
     mutable std::vector<VT> stage_;
 };

@@ -110,13 +110,28 @@ void DistCpr<VT>::setup(const SplitRows& rows)
     ps.diag = CsrView{cells, dp.data(), apd.col_idx.data(), apd.values.data()};
     ps.off = CsrView{cells, op.data(), oc.data(), ov.data()};
     ps.off_cols = nullptr;  // global cells
-    auto amg = std::make_shared<DistAmg<double>>(comm_, cpu_executor(), ps, row_begin_ / nc_,
-                                                 index_t(1), opts_.amg);
-    // the second stage of the rank's diagonal block, as CPR per rank chooses it
+    // the second stage of the rank's diagonal block, as CPR per rank chooses it: built first
+    // (nothing is changed when it throws; a rank whose block fails stops every rank)
     const auto exec = a_->executor();
-    std::shared_ptr<const Operator<VT>> m2 =
-        make_preconditioner<VT>(cpr_second_stage(opts_, *exec), diag, nc_, exec);
-    amg_ = std::move(amg);
+    std::shared_ptr<const Operator<VT>> m2;
+    std::string why;
+    try {
+        m2 = make_preconditioner<VT>(cpr_second_stage(opts_, *exec), diag, nc_, exec);
+    } catch (const std::exception& e) {
+        why = e.what();
+    }
+    int failed = why.empty() ? 0 : 1;
+    MPI_Allreduce(MPI_IN_PLACE, &failed, 1, MPI_INT, MPI_MAX, comm_);
+    HEPTANE_ENSURE(failed == 0, InputError,
+                   "CPR over the ranks: the second stage's setup failed"
+                       << (why.empty() ? " on another rank" : ": " + why));
+    // the pressure stage: a new hierarchy, or (update_values) the kept one's numeric part
+    // when A_p's pattern is the same (DistAmg::update_values; kept whole when it throws)
+    if (amg_)
+        amg_->update_values(ps);
+    else
+        amg_ = std::make_shared<DistAmg<double>>(comm_, cpu_executor(), ps, row_begin_ / nc_,
+                                                 index_t(1), opts_.amg);
     m2_ = std::move(m2);
     second_ = m2_->describe();
     w_ = std::move(w);

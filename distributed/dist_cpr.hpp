@@ -44,7 +44,9 @@ public:
             index_t row_begin, index_t nc, const CprOptions& opts = {});
     ~DistCpr() override;
 
-    /// New values, same sizes (collective): weights, A_p, its AMG and M₂ again.
+    /// New values, same sizes (collective): weights, A_p and M₂ again; A_p's AMG keeps its
+    /// aggregates and P and redoes its numeric part (DistAmg::update_values) when A_p's
+    /// pattern is the same. The last preconditioner stays whole when any of it throws.
     void update_values(const SplitRows& rows);
 
     index_t rows() const override { return n_; }
@@ -66,7 +68,7 @@ private:
     index_t n_ = 0, nc_ = 2, p_ = 0, row_begin_ = 0;
     CprOptions opts_;
     std::vector<double> w_;  ///< nc weights per cell
-    std::shared_ptr<const DistAmg<double>> amg_;
+    std::shared_ptr<DistAmg<double>> amg_;
     std::shared_ptr<const Operator<VT>> m2_;
     std::string second_;
     double setup_ms_ = 0;

@@ -1317,6 +1317,92 @@ double global_dot(const Communicator& comm, const std::vector<double>& a,
 
 }  // namespace
 
+namespace {
+
+/// The largest |level 0 - whole| of m (gathered, dense) and, for every coarser level, of
+/// |A_{l+1} - Pᵀ A_l P| relative to its largest entry, with m's own P and A_l gathered.
+void check_levels_are_galerkin(const Communicator& comm, const DistAmg<double>& m,
+                               const Csr<double>& whole, const std::string& what)
+{
+    const auto& lv = m.levels();
+    std::vector<long long> i, j;
+    std::vector<double> v;
+    m.level_triplets(0, i, j, v);
+    std::vector<double> a = gather_dense(comm, i, j, v, lv[0].rows, lv[0].rows);
+    {  // level 0 is the whole matrix
+        const auto rp = whole.row_ptr.to_vector();
+        const auto ci = whole.col_idx.to_vector();
+        const auto va = whole.values.to_vector();
+        double worst = 0;
+        std::vector<double> w(a.size(), 0.0);
+        for (index_t r = 0; r < whole.rows; ++r)
+            for (offset_t k = rp[r]; k < rp[r + 1]; ++k)
+                w[std::size_t(r * whole.rows + ci[k])] += va[k];
+        for (std::size_t k = 0; k < a.size(); ++k) worst = std::max(worst, std::abs(a[k] - w[k]));
+        BOOST_TEST(worst == 0.0, what << ": level 0 differs from the matrix by " << worst);
+    }
+    for (std::size_t l = 0; l + 1 < lv.size(); ++l) {
+        const long long n = lv[l].rows, nc = lv[l + 1].rows;
+        std::vector<long long> pi, pj;
+        std::vector<double> pv;
+        m.prolongator_triplets(int(l), pi, pj, pv);
+        std::vector<long long> ci2, cj2;
+        std::vector<double> cv2;
+        m.level_triplets(int(l) + 1, ci2, cj2, cv2);
+        const std::vector<double> p = gather_dense(comm, pi, pj, pv, n, nc);
+        const std::vector<double> got = gather_dense(comm, ci2, cj2, cv2, nc, nc);
+        // reference: Pᵀ (A P), dense
+        std::vector<double> ap(std::size_t(n * nc), 0.0), ref(std::size_t(nc * nc), 0.0);
+        for (long long r = 0; r < n; ++r)
+            for (long long k = 0; k < n; ++k) {
+                const double x = a[std::size_t(r * n + k)];
+                if (x == 0) continue;
+                for (long long J = 0; J < nc; ++J)
+                    ap[std::size_t(r * nc + J)] += x * p[std::size_t(k * nc + J)];
+            }
+        double scale = 0;
+        for (long long r = 0; r < n; ++r)
+            for (long long I = 0; I < nc; ++I) {
+                const double x = p[std::size_t(r * nc + I)];
+                if (x == 0) continue;
+                for (long long J = 0; J < nc; ++J)
+                    ref[std::size_t(I * nc + J)] += x * ap[std::size_t(r * nc + J)];
+            }
+        double worst = 0;
+        for (std::size_t k = 0; k < ref.size(); ++k) {
+            worst = std::max(worst, std::abs(ref[k] - got[k]));
+            scale = std::max(scale, std::abs(ref[k]));
+        }
+        BOOST_TEST(worst <= 1e-11 * scale,
+                   what << ": level " << l + 1 << " max |A_c - P^T A P| = " << worst);
+        a = got;
+    }
+}
+
+/// (w, B u) = (u, B w) for the cycle B of m on two vectors of this rank's rows [r0, r1).
+void check_cycle_is_symmetric(const Communicator& comm, const std::shared_ptr<const Executor>& exec,
+                              const DistAmg<double>& m, index_t r0, index_t r1,
+                              const std::string& what)
+{
+    const index_t n = r1 - r0;
+    std::vector<double> u(static_cast<std::size_t>(n)), w(static_cast<std::size_t>(n));
+    for (index_t k = 0; k < n; ++k) {
+        const double g = double(r0 + k);
+        u[std::size_t(k)] = std::sin(0.37 * g) + 0.1;
+        w[std::size_t(k)] = std::cos(0.11 * g * g);
+    }
+    const Array<double> du = to_exec(u, exec), dw = to_exec(w, exec);
+    Array<double> bu(exec, static_cast<std::size_t>(n)), bw(exec, static_cast<std::size_t>(n));
+    m.apply(du.data(), bu.data());
+    m.apply(dw.data(), bw.data());
+    const double wbu = global_dot(comm, w, to_host(bu));
+    const double ubw = global_dot(comm, u, to_host(bw));
+    BOOST_TEST(std::abs(wbu - ubw) <= 1e-10 * std::max(std::abs(wbu), std::abs(ubw)),
+               what << ": (w, B u) = " << wbu << ", (u, B w) = " << ubw);
+}
+
+}  // namespace
+
 BOOST_AUTO_TEST_CASE(amg_over_the_ranks_is_galerkin_level_by_level_and_beats_amg_per_rank)
 {
     // One AMG hierarchy over the ranks (dist::DistAmg): level 0 is the whole matrix, every
@@ -1338,77 +1424,9 @@ BOOST_AUTO_TEST_CASE(amg_over_the_ranks_is_galerkin_level_by_level_and_beats_amg
         BOOST_TEST_REQUIRE(lv.size() >= 3u, what << ": " << m.describe());
         BOOST_TEST(lv[0].rows == cs.whole.rows, what);
         BOOST_TEST(m.describe().find("AMG over") != std::string::npos, m.describe());
-        std::vector<long long> i, j;
-        std::vector<double> v;
-        m.level_triplets(0, i, j, v);
-        std::vector<double> a = gather_dense(*comm, i, j, v, lv[0].rows, lv[0].rows);
-        {  // level 0 is the whole matrix
-            const auto rp = cs.whole.row_ptr.to_vector();
-            const auto ci = cs.whole.col_idx.to_vector();
-            const auto va = cs.whole.values.to_vector();
-            double worst = 0;
-            std::vector<double> w(a.size(), 0.0);
-            for (index_t r = 0; r < cs.whole.rows; ++r)
-                for (offset_t k = rp[r]; k < rp[r + 1]; ++k)
-                    w[std::size_t(r * cs.whole.rows + ci[k])] += va[k];
-            for (std::size_t k = 0; k < a.size(); ++k)
-                worst = std::max(worst, std::abs(a[k] - w[k]));
-            BOOST_TEST(worst == 0.0, what << ": level 0 differs from the matrix by " << worst);
-        }
-        for (std::size_t l = 0; l + 1 < lv.size(); ++l) {
-            const long long n = lv[l].rows, nc = lv[l + 1].rows;
-            std::vector<long long> pi, pj;
-            std::vector<double> pv;
-            m.prolongator_triplets(int(l), pi, pj, pv);
-            std::vector<long long> ci2, cj2;
-            std::vector<double> cv2;
-            m.level_triplets(int(l) + 1, ci2, cj2, cv2);
-            const std::vector<double> p = gather_dense(*comm, pi, pj, pv, n, nc);
-            const std::vector<double> got = gather_dense(*comm, ci2, cj2, cv2, nc, nc);
-            // reference: Pᵀ (A P), dense
-            std::vector<double> ap(std::size_t(n * nc), 0.0), ref(std::size_t(nc * nc), 0.0);
-            for (long long r = 0; r < n; ++r)
-                for (long long k = 0; k < n; ++k) {
-                    const double x = a[std::size_t(r * n + k)];
-                    if (x == 0) continue;
-                    for (long long J = 0; J < nc; ++J)
-                        ap[std::size_t(r * nc + J)] += x * p[std::size_t(k * nc + J)];
-                }
-            double scale = 0;
-            for (long long r = 0; r < n; ++r)
-                for (long long I = 0; I < nc; ++I) {
-                    const double x = p[std::size_t(r * nc + I)];
-                    if (x == 0) continue;
-                    for (long long J = 0; J < nc; ++J)
-                        ref[std::size_t(I * nc + J)] += x * ap[std::size_t(r * nc + J)];
-                }
-            double worst = 0;
-            for (std::size_t k = 0; k < ref.size(); ++k) {
-                worst = std::max(worst, std::abs(ref[k] - got[k]));
-                scale = std::max(scale, std::abs(ref[k]));
-            }
-            BOOST_TEST(worst <= 1e-11 * scale,
-                       what << ": level " << l + 1 << " max |A_c - P^T A P| = " << worst);
-            a = got;
-        }
-        if (c.cg) {  // the V-cycle of a symmetric matrix is symmetric: (w, B u) = (u, B w)
-            const index_t n = cs.rs.r1 - cs.rs.r0;
-            std::vector<double> u(static_cast<std::size_t>(n)), w(static_cast<std::size_t>(n));
-            for (index_t k = 0; k < n; ++k) {
-                const double g = double(cs.rs.r0 + k);
-                u[std::size_t(k)] = std::sin(0.37 * g) + 0.1;
-                w[std::size_t(k)] = std::cos(0.11 * g * g);
-            }
-            const Array<double> du = to_exec(u, exec), dw = to_exec(w, exec);
-            Array<double> bu(exec, static_cast<std::size_t>(n)),
-                bw(exec, static_cast<std::size_t>(n));
-            m.apply(du.data(), bu.data());
-            m.apply(dw.data(), bw.data());
-            const double wbu = global_dot(*comm, w, to_host(bu));
-            const double ubw = global_dot(*comm, u, to_host(bw));
-            BOOST_TEST(std::abs(wbu - ubw) <= 1e-10 * std::max(std::abs(wbu), std::abs(ubw)),
-                       what << ": (w, B u) = " << wbu << ", (u, B w) = " << ubw);
-        }
+        check_levels_are_galerkin(*comm, m, cs.whole, what);
+        // the V-cycle of a symmetric matrix is symmetric: (w, B u) = (u, B w)
+        if (c.cg) check_cycle_is_symmetric(*comm, exec, m, cs.rs.r0, cs.rs.r1, what);
         const int per_rank = solve_to_known(*cs.op, *cs.pc, cs.rs, exec, c.cg, what);
         const int over = solve_to_known(*cs.op, m, cs.rs, exec, c.cg, what);
         if (comm->rank() == 0)
@@ -1441,6 +1459,72 @@ BOOST_AUTO_TEST_CASE(amg_over_the_ranks_is_galerkin_level_by_level_and_beats_amg
             size = std::max(size, std::abs(h1[k]));
         }
         BOOST_TEST(diff <= 1e-10 * size, what << ": after update_values(2 A): " << diff);
+    }
+}
+
+BOOST_AUTO_TEST_CASE(amg_over_the_ranks_values_only_update_keeps_p_and_redoes_the_galerkin_products)
+{
+    // A Newton step's update (dist::DistAmg::update_values, same pattern, new values: the
+    // diagonal scaled row by row, the couplings by 0.7): P is kept exactly, level 0 is the new
+    // matrix and every coarser level is Pᵀ A' P of the gathered level above with that P; the
+    // cycle stays symmetric. Another pattern (one coupling gone on both sides): the whole
+    // setup again (no refresh counted), again Galerkin level by level.
+    const auto comm = world();
+    const auto exec = rank_executor();
+    for (const CoarseCase c :
+         {CoarseCase{1, PcType::amg, true}, CoarseCase{2, PcType::amg, false}}) {
+        const CoarseSystem cs = coarse_system(comm, exec, c, 12, 10);
+        const std::string what = "Nc " + std::to_string(c.nc);
+        AmgOptions o;
+        o.coarse_size = 40;
+        DistAmg<double> m(comm->comm(), exec, cs.split.view(), cs.rs.r0, c.nc, o);
+        BOOST_TEST_REQUIRE(m.levels().size() >= 3u, what << ": " << m.describe());
+        std::vector<std::vector<long long>> pi0(m.levels().size() - 1), pj0(pi0.size());
+        std::vector<std::vector<double>> pv0(pi0.size());
+        for (std::size_t l = 0; l < pi0.size(); ++l)
+            m.prolongator_triplets(int(l), pi0[l], pj0[l], pv0[l]);
+        // A': the same pattern, other values (symmetric where A is)
+        auto rp = cs.whole.row_ptr.to_vector();
+        auto ci = cs.whole.col_idx.to_vector();
+        auto va = cs.whole.values.to_vector();
+        for (index_t r = 0; r < cs.whole.rows; ++r)
+            for (offset_t k = rp[r]; k < rp[r + 1]; ++k)
+                va[std::size_t(k)] *= ci[k] == r ? 1.5 + 0.5 * std::sin(0.3 * double(r)) : 0.7;
+        const Csr<double> next{cs.whole.rows, cs.whole.cols, Array<offset_t>(rp),
+                               Array<index_t>(ci), Array<double>(va)};
+        const SplitOf sn = split_of(next, cs.rs.r0, cs.rs.r1);
+        m.update_values(sn.view());
+        BOOST_TEST(m.refreshes() == 1, what << ": " << m.describe());
+        BOOST_TEST(m.describe().find("values-only update") != std::string::npos, m.describe());
+        for (std::size_t l = 0; l < pi0.size(); ++l) {
+            std::vector<long long> pi, pj;
+            std::vector<double> pv;
+            m.prolongator_triplets(int(l), pi, pj, pv);
+            BOOST_TEST((pi == pi0[l] && pj == pj0[l] && pv == pv0[l]),
+                       what << ": P of level " << l << " changed at a values-only update");
+        }
+        check_levels_are_galerkin(*comm, m, next, what + " after the values-only update");
+        if (c.cg) check_cycle_is_symmetric(*comm, exec, m, cs.rs.r0, cs.rs.r1, what);
+        // another pattern: the coupling between the middle row and the next, both ways
+        const index_t a = cs.whole.rows / 2, b = a + 1;
+        std::vector<offset_t> rp2{0};
+        std::vector<index_t> ci2;
+        std::vector<double> va2;
+        for (index_t r = 0; r < next.rows; ++r) {
+            for (offset_t k = rp[r]; k < rp[r + 1]; ++k) {
+                if ((r == a && ci[k] == b) || (r == b && ci[k] == a)) continue;
+                ci2.push_back(ci[k]);
+                va2.push_back(va[std::size_t(k)]);
+            }
+            rp2.push_back(offset_t(ci2.size()));
+        }
+        BOOST_TEST_REQUIRE(ci2.size() + 2 == ci.size(), what << ": no coupling (a, a + 1)");
+        const Csr<double> other{next.rows, next.cols, Array<offset_t>(rp2), Array<index_t>(ci2),
+                                Array<double>(va2)};
+        const SplitOf so = split_of(other, cs.rs.r0, cs.rs.r1);
+        m.update_values(so.view());
+        BOOST_TEST(m.refreshes() == 1, what << ": another pattern was refreshed on the kept P");
+        check_levels_are_galerkin(*comm, m, other, what + " after a pattern change");
     }
 }
 
@@ -1487,6 +1571,32 @@ BOOST_AUTO_TEST_CASE(cpr_over_the_ranks_has_the_whole_pressure_matrix_and_beats_
         else
             BOOST_TEST(over <= per_rank, what << ": " << over << " iterations over the ranks, "
                                               << per_rank << " with CPR per rank");
+        // new values, same pattern: the pressure matrix of the new whole, its AMG refreshed on
+        // the kept P (no new hierarchy)
+        auto rp = cs.whole.row_ptr.to_vector();
+        auto ci = cs.whole.col_idx.to_vector();
+        auto va = cs.whole.values.to_vector();
+        for (index_t r = 0; r < cs.whole.rows; ++r)
+            for (offset_t k = rp[r]; k < rp[r + 1]; ++k)
+                va[std::size_t(k)] *= ci[k] / nc == r / nc ? 1.2 + 0.3 * std::cos(double(r)) : 0.8;
+        const Csr<double> next{cs.whole.rows, cs.whole.cols, Array<offset_t>(rp),
+                               Array<index_t>(ci), Array<double>(va)};
+        const SplitOf sn = split_of(next, cs.rs.r0, cs.rs.r1);
+        DistCpr<double> mu(comm->comm(), cs.op, cs.split.view(), cs.rs.r0, nc, o);
+        mu.update_values(sn.view());
+        BOOST_TEST(mu.pressure_amg().refreshes() == 1, what << ": " << mu.describe());
+        mu.pressure_amg().level_triplets(0, i, j, v);
+        const std::vector<double> got2 = gather_dense(*comm, i, j, v, cells, cells);
+        const Csr<double> ref2 = cpr_pressure_matrix(next, nc, 0);
+        std::vector<double> want2(got2.size(), 0.0);
+        for (index_t r = 0; r < ref2.rows; ++r)
+            for (offset_t k = ref2.row_ptr[r]; k < ref2.row_ptr[r + 1]; ++k)
+                want2[std::size_t(r * cells + ref2.col_idx[k])] += ref2.values[k];
+        double worst2 = 0;
+        for (std::size_t k = 0; k < want2.size(); ++k)
+            worst2 = std::max(worst2, std::abs(want2[k] - got2[k]));
+        BOOST_TEST(worst2 <= 1e-12 * scale,
+                   what << ": after update_values: max |A_p - whole A_p| = " << worst2);
     }
 }
 
