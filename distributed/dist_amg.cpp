@@ -399,8 +399,14 @@ struct Accum {
 /// counts) are made first; then (both ways) C's values are zeroed and every
 /// contribution added at its slot. Collective.
 template <class L>
-void galerkin(MPI_Comm comm, L& F, L& C, bool symbolic)
+void galerkin(MPI_Comm comm, L& F, L& C, bool symbolic, DistAmgPhases& ph)
 {
+    auto tt = std::chrono::steady_clock::now();
+    auto tick = [&](double& phase) {
+        const auto now = std::chrono::steady_clock::now();
+        phase += std::chrono::duration<double, std::milli>(now - tt).count();
+        tt = now;
+    };
     int ranks = 1;
     MPI_Comm_size(comm, &ranks);
     const long long own_lo = C.begin, own_hi = C.begin + C.n;
@@ -478,6 +484,7 @@ void galerkin(MPI_Comm comm, L& F, L& C, bool symbolic)
             }
         }
     }
+    tick(ph.products);
     if (symbolic) {
         F.gsn.assign(std::size_t(ranks), 0);
         F.grn.assign(std::size_t(ranks), 0);
@@ -516,6 +523,7 @@ void galerkin(MPI_Comm comm, L& F, L& C, bool symbolic)
             }
         }
     }
+    tick(ph.exchange);
     if (symbolic) {
         // C's rows: sorted, duplicates one slot, split into the diagonal block and
         // the rest
@@ -570,6 +578,7 @@ void galerkin(MPI_Comm comm, L& F, L& C, bool symbolic)
         else
             ovv[sl - dn] += vals[k];
     }
+    tick(ph.patterns);
 }
 
 }  // namespace
@@ -648,6 +657,7 @@ bool DistAmg<VT>::refresh(const SplitRows& rows)
         saved.push_back(
             {lp->diag.values.to_vector(), lp->off.values.to_vector(), lp->dinv, lp->lambda});
     std::vector<double> inv;
+    DistAmgPhases ph;
     try {
         if (n_ > 0) {
             std::copy(rows.diag.values, rows.diag.values + dn, f.diag.values.data());
@@ -660,7 +670,7 @@ bool DistAmg<VT>::refresh(const SplitRows& rows)
         for (std::size_t l = 0; l < levels_.size(); ++l) {
             smoother_data(comm_, *levels_[l], l, l1);
             if (l + 1 < levels_.size())
-                galerkin(comm_, *levels_[l], *levels_[l + 1], false);
+                galerkin(comm_, *levels_[l], *levels_[l + 1], false, ph);
             else if (dense_)
                 inv = dense_coarsest(comm_, *levels_[l], info_[l].rows, l);
         }
@@ -676,6 +686,7 @@ bool DistAmg<VT>::refresh(const SplitRows& rows)
     }
     if (dense_) inv_ = std::move(inv);
     ++refreshes_;
+    refresh_phases_ = ph;
     refresh_ms_ =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     return true;
@@ -938,7 +949,7 @@ void DistAmg<VT>::setup(const SplitRows& rows, index_t row_begin)
         L.pot = L.n > 0 ? transpose(L.po) : empty_csr(0, 0);
         L.cst = cst;
         tick(phase.prolongation);
-        galerkin(comm_, L, C, true);
+        galerkin(comm_, L, C, true, phase);
         tick(phase.galerkin);
         levels.push_back(std::move(next));
     }
@@ -1130,10 +1141,14 @@ std::string DistAmg<VT>::describe() const
     s << " through the distributed product; coarsest level "
       << (dense_ ? "gathered and inverted densely on every rank" : "smoothed (too large to invert)")
       << "; V-cycle on the host; setup " << setup_ms_ << " ms (aggregation " << phases_.aggregation
-      << ", prolongation " << phases_.prolongation << ", Galerkin " << phases_.galerkin << ")";
+      << ", prolongation " << phases_.prolongation << ", Galerkin " << phases_.galerkin
+      << ": products " << phases_.products << ", exchange " << phases_.exchange
+      << ", patterns and scatter " << phases_.patterns << ")";
     if (refreshes_ > 0)
         s << "; " << refreshes_ << " values-only update" << (refreshes_ == 1 ? "" : "s")
-          << " on the kept aggregates and P, the last " << refresh_ms_ << " ms";
+          << " on the kept aggregates and P, the last " << refresh_ms_ << " ms (Galerkin products "
+          << refresh_phases_.products << ", exchange " << refresh_phases_.exchange << ", scatter "
+          << refresh_phases_.patterns << ")";
     s << ")";
     return s.str();
 }

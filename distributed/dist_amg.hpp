@@ -54,11 +54,14 @@ struct DistAmgLevelInfo {
     index_t rank_rows = 0, rank_halo = 0;  ///< this rank's rows and halo columns
 };
 
-/// Where the last full setup's time went on this rank (ms): strength of connection and
+/// Where a setup's time went on this rank (ms, all levels): strength of connection and
 /// aggregation; the prolongator (its rows, R, the plans, the halo's rows of P); the Galerkin
-/// products (A P, Pᵀ (A P), the rows sent to their owners, the next level's patterns).
+/// products in all, and their parts: A P, Pᵀ (A P) and poᵀ (A P) (products), the rows sent to
+/// their owners (exchange: MPI_Alltoall(v), waiting for the other ranks included), the next
+/// level's patterns (a full setup) and the scatter into them (patterns).
 struct DistAmgPhases {
     double aggregation = 0, prolongation = 0, galerkin = 0;
+    double products = 0, exchange = 0, patterns = 0;
 };
 
 template <class VT>
@@ -101,6 +104,8 @@ public:
     /// Values-only updates on the kept P so far, and the last one's time.
     int refreshes() const noexcept { return refreshes_; }
     const DistAmgPhases& phases() const noexcept { return phases_; }
+    /// The last values-only update's Galerkin parts (products, exchange, patterns = scatter).
+    const DistAmgPhases& refresh_phases() const noexcept { return refresh_phases_; }
     double refresh_ms() const noexcept { return refresh_ms_; }
     /// Level l's rows of this rank as triplets in global indices (tests: against Pᵀ A P of
     /// the whole matrix), and the prolongator from level l to l + 1 likewise (global fine
@@ -128,7 +133,7 @@ private:
     std::vector<int> cnt_, dsp_;  ///< the coarsest level's rows per rank (Allgatherv)
     double setup_ms_ = 0, refresh_ms_ = 0;
     int refreshes_ = 0;
-    DistAmgPhases phases_;
+    DistAmgPhases phases_, refresh_phases_;
     mutable std::vector<double> hr_, hz_, whole_;
     mutable std::vector<VT> stage_;
 };
