@@ -372,6 +372,24 @@ std::vector<double> dense_coarsest(MPI_Comm comm, const L& lv, long long rows, s
     return amg::dense_inverse(csr_from_coo(coo), int(l));
 }
 
+/// The slowest rank's aggregation, prolongation and products, and the ranks, into ph
+/// (collective).
+void find_slowest(MPI_Comm comm, DistAmgPhases& ph)
+{
+    struct Loc {
+        double v;
+        int r;
+    };
+    int rank = 0;
+    MPI_Comm_rank(comm, &rank);
+    Loc m[3] = {{ph.aggregation, rank}, {ph.prolongation, rank}, {ph.products, rank}};
+    MPI_Allreduce(MPI_IN_PLACE, m, 3, MPI_DOUBLE_INT, MPI_MAXLOC, comm);
+    for (int k = 0; k < 3; ++k) {
+        ph.slowest[k] = m[k].v;
+        ph.slowest_rank[k] = m[k].r;
+    }
+}
+
 /// Gustavson's accumulator over compact columns.
 struct Accum {
     std::vector<double> acc;
@@ -685,6 +703,7 @@ bool DistAmg<VT>::refresh(const SplitRows& rows)
         throw;
     }
     if (dense_) inv_ = std::move(inv);
+    find_slowest(comm_, ph);
     ++refreshes_;
     refresh_phases_ = ph;
     refresh_ms_ =
@@ -960,6 +979,7 @@ void DistAmg<VT>::setup(const SplitRows& rows, index_t row_begin)
     cnt_ = std::move(cnt);
     dsp_ = std::move(dsp);
     row_begin_ = row_begin;
+    find_slowest(comm_, phase);
     phases_ = phase;
     setup_ms_ =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
@@ -1140,15 +1160,25 @@ std::string DistAmg<VT>::describe() const
         s << " " << opts_.pre_sweeps << "/" << opts_.post_sweeps << " sweeps";
     s << " through the distributed product; coarsest level "
       << (dense_ ? "gathered and inverted densely on every rank" : "smoothed (too large to invert)")
-      << "; V-cycle on the host; setup " << setup_ms_ << " ms (aggregation " << phases_.aggregation
-      << ", prolongation " << phases_.prolongation << ", Galerkin " << phases_.galerkin
-      << ": products " << phases_.products << ", exchange " << phases_.exchange
-      << ", patterns and scatter " << phases_.patterns << ")";
-    if (refreshes_ > 0)
+      << "; V-cycle on the host; setup " << setup_ms_ << " ms, rank 0's (aggregation "
+      << phases_.aggregation;
+    auto slow = [&](const DistAmgPhases& p, int k) {
+        s << " (slowest rank " << p.slowest_rank[k] << ": " << p.slowest[k] << ")";
+    };
+    slow(phases_, 0);
+    s << ", prolongation " << phases_.prolongation;
+    slow(phases_, 1);
+    s << ", Galerkin " << phases_.galerkin << ": products " << phases_.products;
+    slow(phases_, 2);
+    s << ", exchange " << phases_.exchange << ", patterns and scatter " << phases_.patterns << ")";
+    if (refreshes_ > 0) {
         s << "; " << refreshes_ << " values-only update" << (refreshes_ == 1 ? "" : "s")
           << " on the kept aggregates and P, the last " << refresh_ms_ << " ms (Galerkin products "
-          << refresh_phases_.products << ", exchange " << refresh_phases_.exchange << ", scatter "
-          << refresh_phases_.patterns << ")";
+          << refresh_phases_.products;
+        slow(refresh_phases_, 2);
+        s << ", exchange " << refresh_phases_.exchange << ", scatter " << refresh_phases_.patterns
+          << ")";
+    }
     s << ")";
     return s.str();
 }

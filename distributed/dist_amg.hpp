@@ -62,6 +62,10 @@ struct DistAmgLevelInfo {
 struct DistAmgPhases {
     double aggregation = 0, prolongation = 0, galerkin = 0;
     double products = 0, exchange = 0, patterns = 0;
+    /// The largest of each of aggregation, prolongation, products over the ranks, and the
+    /// rank (the others wait for it in `exchange` and in the plans' exchanges).
+    double slowest[3] = {0, 0, 0};
+    int slowest_rank[3] = {0, 0, 0};
 };
 
 template <class VT>
