@@ -1881,7 +1881,8 @@ static PetscErrorCode KSPCreate_Heptane_Private(KSP ksp, heptane::SolverType sol
    -heptane_coarse_aggregation <bfs,strength>
 .  -heptane_amg_global <true,false> - with -pc_type hamg on several ranks: one AMG hierarchy over
    all ranks (dist::DistAmg; levels split over the ranks, smoothed through the distributed
-   product, on the host) applied instead of each rank's AMG of its diagonal block
+   product, on the host) applied instead of each rank's AMG of its diagonal block; a
+   values-only setup keeps its aggregates and P and redoes the Galerkin products
 .  -heptane_grid J,H,I -heptane_block Nc - the grid when the matrix has no DMDA
 .  -heptane_prewarm <true,false> - set the GPU up on a background thread when the plugin is
    loaded (one rank; read at load, without prefix, with -heptane_device)

@@ -528,7 +528,8 @@ static PetscErrorCode PCCreate_Heptane_Private(PC pc, heptane::PcType type)
    N > 0 estimated by N power and N + 2 Lanczos steps
 .  -heptane_amg_global <true,false> - hamg on several ranks: one AMG hierarchy over all ranks
    (levels split over the ranks, smoothed through the distributed product; chebyshev, jacobi or
-   l1jacobi; on the host) applied instead of each rank's AMG (default false)
+   l1jacobi; on the host) applied instead of each rank's AMG (default false); a values-only
+   PCSetUp keeps its aggregates and P and redoes the Galerkin products
 .  -heptane_block <Nc> - unknowns per cell (default: the DMDA's dof, else the matrix block size)
 .  -heptane_coarse <true,false> - several ranks: a global coarse correction around each rank's
    AMG (symmetric form, for every KSP); -heptane_coarse_aggregates N per rank,
