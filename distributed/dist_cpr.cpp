@@ -114,17 +114,17 @@ void DistCpr<VT>::setup(const SplitRows& rows)
     // (nothing is changed when it throws; a rank whose block fails stops every rank)
     const auto exec = a_->executor();
     std::shared_ptr<const Operator<VT>> m2;
-    std::string why;
+    std::string why;  // this rank's failure, if any
     try {
         m2 = make_preconditioner<VT>(cpr_second_stage(opts_, *exec), diag, nc_, exec);
     } catch (const std::exception& e) {
-        why = e.what();
+        why = std::string(": ") + e.what();
     }
-    int failed = why.empty() ? 0 : 1;
+    int failed = m2 ? 0 : 1;
     MPI_Allreduce(MPI_IN_PLACE, &failed, 1, MPI_INT, MPI_MAX, comm_);
     HEPTANE_ENSURE(failed == 0, InputError,
                    "CPR over the ranks: the second stage's setup failed"
-                       << (why.empty() ? " on another rank" : ": " + why));
+                       << (m2 ? std::string(" on another rank") : why));
     // the pressure stage: a new hierarchy, or (update_values) the kept one's numeric part
     // when A_p's pattern is the same (DistAmg::update_values; kept whole when it throws)
     if (amg_)
