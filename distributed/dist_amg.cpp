@@ -388,16 +388,24 @@ void find_slowest(MPI_Comm comm, DistAmgPhases& ph)
         ph.slowest[k] = m[k].v;
         ph.slowest_rank[k] = m[k].r;
     }
+    ph.slowest_adds = ph.adds;
+    MPI_Bcast(&ph.slowest_adds, 1, MPI_LONG_LONG, ph.slowest_rank[2], comm);
+    Loc a{double(ph.adds), rank};
+    MPI_Allreduce(MPI_IN_PLACE, &a, 1, MPI_DOUBLE_INT, MPI_MAXLOC, comm);
+    ph.most_adds = (long long)a.v;
+    ph.most_adds_rank = a.r;
 }
 
 /// Gustavson's accumulator over compact columns.
 struct Accum {
     std::vector<double> acc;
     std::vector<index_t> mark, touched;
+    long long adds = 0;
     explicit Accum(std::size_t width) : acc(width, 0.0), mark(width, -1) {}
     void start() { touched.clear(); }
     void add(index_t row, index_t c, double v)
     {
+        ++adds;
         if (mark[std::size_t(c)] != row) {
             mark[std::size_t(c)] = row;
             acc[std::size_t(c)] = 0;
@@ -502,6 +510,7 @@ void galerkin(MPI_Comm comm, L& F, L& C, bool symbolic, DistAmgPhases& ph)
             }
         }
     }
+    ph.adds += acc.adds;
     tick(ph.products);
     if (symbolic) {
         F.gsn.assign(std::size_t(ranks), 0);
@@ -1163,7 +1172,12 @@ std::string DistAmg<VT>::describe() const
       << "; V-cycle on the host; setup " << setup_ms_ << " ms, rank 0's (aggregation "
       << phases_.aggregation;
     auto slow = [&](const DistAmgPhases& p, int k) {
-        s << " (slowest rank " << p.slowest_rank[k] << ": " << p.slowest[k] << ")";
+        s << " (slowest rank " << p.slowest_rank[k] << ": " << p.slowest[k];
+        if (k == 2)
+            s << "; multiply-adds " << p.adds << " here, " << p.slowest_adds << " on rank "
+              << p.slowest_rank[k] << ", at most " << p.most_adds << " (rank " << p.most_adds_rank
+              << ")";
+        s << ")";
     };
     slow(phases_, 0);
     s << ", prolongation " << phases_.prolongation;

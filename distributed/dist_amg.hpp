@@ -66,6 +66,11 @@ struct DistAmgPhases {
     /// rank (the others wait for it in `exchange` and in the plans' exchanges).
     double slowest[3] = {0, 0, 0};
     int slowest_rank[3] = {0, 0, 0};
+    /// The Galerkin products' multiply-adds on this rank, on the slowest rank of the products,
+    /// and the most on any rank (with that rank): whether the slowest rank has more work or
+    /// runs slower on the same.
+    long long adds = 0, slowest_adds = 0, most_adds = 0;
+    int most_adds_rank = 0;
 };
 
 template <class VT>

@@ -74,6 +74,8 @@ typedef struct {
   PetscInt                              restart;            /* hgmres: -ksp_gmres_restart (KSPGMRESSetRestart) */
   heptane::PcOptions                   *pc_opts;            /* -heptane_amg_*, -heptane_cpr_* (hamg, hcpr) */
   heptane::PcOptions                   *pc_opts_built;      /* those the preconditioner in krylov was built with */
+  PetscBool                             over_ranks_refused; /* the AMG/CPR over the ranks was refused at this pattern: each rank's own */
+  std::string                          *over_ranks_why;     /* what decided for or against the AMG/CPR over the ranks (HeptaneAmgOverRanks) */
   /* the preconditioner, taken from the PETSc PC */
   heptane::PcType pc;
   char            pc_from[64];   /* what it was chosen from, for the view */
@@ -655,6 +657,14 @@ static PetscErrorCode KSPHeptaneGridHint(KSP ksp, Mat A, heptane::plugin::GridHi
    values_only (a Newton step: the same pattern, new values) keeps the preconditioner's
    symbolic setup and redoes its numeric part only; should that be refused (e.g. values it
    cannot factor), the preconditioner is built from scratch as for a new pattern. */
+/* -heptane_amg_global resolved (HeptaneAmgOverRanks) for preconditioner `type` on the KSP's
+   operator: false unless that is distributed. */
+static bool KSPHeptaneOverRanks(KSP_Heptane *h, heptane::PcType type, std::string *why)
+{
+  if (!h->engine || !h->engine->built() || !h->engine->distributed()) return false;
+  return HeptaneAmgOverRanks(h->pc_opts->amg, type, h->ranks, h->engine->executor()->is_cpu(), h->engine->block_size(), h->coarse, h->over_ranks_refused, why);
+}
+
 static PetscErrorCode KSPHeptaneBuildPC(KSP ksp, Mat Amat, PetscBool values_only)
 {
   KSP_Heptane                    *h    = (KSP_Heptane *)ksp->data;
@@ -739,10 +749,10 @@ static PetscErrorCode KSPHeptaneBuildPC(KSP ksp, Mat Amat, PetscBool values_only
         h->krylov->refresh_preconditioner(*view, *h->engine);
         refreshed = PETSC_TRUE;
       } catch (const heptane::InputError &e) { refused = e.what(); });
-  /* -heptane_amg_global: the AMG over the ranks (KSPHeptaneCoarse) is applied in the rank's
-     AMG's place, so the rank keeps only point Jacobi of its rows (cheap; what runs if the AMG
-     over the ranks is refused) */
-  const heptane::PcType build = (want == heptane::PcType::amg || want == heptane::PcType::cpr) && h->pc_opts->amg.over_ranks && h->engine->distributed() ? heptane::PcType::jacobi : want;
+  /* the AMG over the ranks (-heptane_amg_global, or its default: KSPHeptaneOverRanks) is
+     applied in the rank's AMG's place (KSPHeptaneCoarse), so the rank keeps only point Jacobi
+     of its rows (cheap); should it be refused, KSPHeptaneCoarse builds each rank's own AMG */
+  const heptane::PcType build = KSPHeptaneOverRanks(h, want, h->over_ranks_why) ? heptane::PcType::jacobi : want;
   if (!refreshed)
     HeptaneCallCXX(
       try { h->krylov->build_preconditioner(build, *view, *h->engine, *h->pc_opts); } catch (const heptane::InputError &e) {
@@ -1198,7 +1208,7 @@ static PetscErrorCode KSPHeptaneCoarse(KSP ksp, PetscBool changed)
   std::string  refused;
 
   PetscFunctionBegin;
-  const bool hierarchy = (h->pc == heptane::PcType::amg || h->pc == heptane::PcType::cpr) && h->pc_opts->amg.over_ranks;
+  const bool hierarchy = !h->petsc_pc && KSPHeptaneOverRanks(h, h->pc_built, h->over_ranks_why);
   if (!(h->coarse || hierarchy) || h->petsc_pc || h->krylov->host_preconditioner() || !h->engine->distributed()) {
     HeptaneCallCXX(h->krylov->clear_global_coarse());
     PetscFunctionReturn(0);
@@ -1223,8 +1233,17 @@ static PetscErrorCode KSPHeptaneCoarse(KSP ksp, PetscBool changed)
     });
   PetscCall(HeptaneRowsRestore(h->rows));
   *h->coarse_built = o;
-  if (!refused.empty())
-    PetscCall(KSPHeptaneWarn(ksp, (hierarchy ? "-heptane_amg_global: no AMG/CPR over the ranks, each rank's point Jacobi instead (" + refused + ")" : "-heptane_coarse: no global coarse correction, each rank's preconditioner alone (" + refused + ")").c_str()));
+  if (!refused.empty() && hierarchy) {
+    /* refused on every rank alike: each rank's own AMG/CPR until the pattern changes */
+    const bool asked = h->pc_opts->amg.over_ranks == heptane::AmgOverRanks::yes;
+    Mat        Amat;
+    h->over_ranks_refused = PETSC_TRUE;
+    PetscCall(KSPGetOperators(ksp, &Amat, NULL));
+    PetscCall(KSPHeptaneBuildPC(ksp, Amat, PETSC_FALSE));
+    HeptaneCallCXX(*h->over_ranks_why = "refused at this pattern (" + refused + "): each rank's own instead");
+    if (asked) PetscCall(KSPHeptaneWarn(ksp, ("-heptane_amg_global: no AMG/CPR over the ranks, each rank's own instead (" + refused + ")").c_str()));
+    else PetscCall(PetscInfo(ksp, "%s: the AMG over the ranks (the default here) was refused, each rank's own AMG instead (%s)\n", KSPHeptaneName(h), refused.c_str()));
+  } else if (!refused.empty()) PetscCall(KSPHeptaneWarn(ksp, ("-heptane_coarse: no global coarse correction, each rank's preconditioner alone (" + refused + ")").c_str()));
   PetscFunctionReturn(0);
 }
 
@@ -1319,6 +1338,7 @@ static PetscErrorCode KSPHeptaneUpdate(KSP ksp)
     PetscCall(KSPHeptaneUsePetscPC(ksp, Pmat));
     rebuild_pc = PETSC_FALSE;
   } else {
+    if (updated == 2 || KSPHeptanePcOptionsChanged(h) || KSPHeptaneResolvePC(h) != h->pc_built) h->over_ranks_refused = PETSC_FALSE; /* try the AMG over the ranks again */
     rebuild_pc = (PetscBool)(updated || !h->krylov->has_preconditioner() || h->krylov->host_preconditioner() || KSPHeptaneResolvePC(h) != h->pc_built || KSPHeptanePcOptionsChanged(h));
     if (rebuild_pc) PetscCall(KSPHeptaneBuildPC(ksp, Amat, (PetscBool)(updated == 1 && !h->krylov->host_preconditioner())));
   }
@@ -1609,9 +1629,9 @@ static PetscErrorCode KSPView_Heptane(KSP ksp, PetscViewer viewer)
     else PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane threads: OpenMP's own count per rank, %d here (%s)\n", omp_get_max_threads(), h->threads_set ? "-heptane_threads 0" : "OMP_NUM_THREADS is set"));
   }
   if (!h->pc_note->empty()) PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane preconditioner fallback: %s\n", h->pc_note->c_str()));
-  const bool over_ranks = (h->pc == heptane::PcType::amg || h->pc == heptane::PcType::cpr) && h->pc_opts->amg.over_ranks;
+  const bool over_ranks = !h->petsc_pc && KSPHeptaneOverRanks(h, h->pc_built, NULL);
   if (h->krylov->has_global_coarse() && over_ranks)
-    PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane %s over the ranks (-heptane_amg_global), applied instead of each rank's %s: %s; last setup %.3f ms; rank 0's shown\n", h->pc == heptane::PcType::cpr ? "CPR" : "AMG", h->pc == heptane::PcType::cpr ? "CPR" : "AMG",
+    PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane %s over the ranks (-heptane_amg_global: %s), applied instead of each rank's %s: %s; last setup %.3f ms; rank 0's shown\n", h->pc == heptane::PcType::cpr ? "CPR" : "AMG", h->over_ranks_why->c_str(), h->pc == heptane::PcType::cpr ? "CPR" : "AMG",
                                      h->krylov->global_coarse_describe().c_str(), h->krylov->global_coarse_ms()));
   else if (h->krylov->has_global_coarse())
     PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane global coarse correction (-heptane_coarse): %s; last setup %.3f ms; rank 0's shown\n", h->krylov->global_coarse_describe().c_str(), h->krylov->global_coarse_ms()));
@@ -1619,10 +1639,10 @@ static PetscErrorCode KSPView_Heptane(KSP ksp, PetscViewer viewer)
   if (h->pc == heptane::PcType::amg || h->pc == heptane::PcType::cpr) {
     PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane %s options: %s\n", h->pc == heptane::PcType::amg ? "AMG" : "CPR", HeptanePcOptionsText(*h->pc_opts, (PetscBool)(h->pc == heptane::PcType::cpr)).c_str()));
     if (h->engine && h->engine->built() && h->engine->distributed() && over_ranks)
-      PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane preconditioner on %d ranks: the %s over the ranks above%s\n", h->engine->ranks(), h->pc == heptane::PcType::cpr ? "CPR" : "AMG", h->krylov->has_global_coarse() ? " (each rank keeps only point Jacobi of its rows, the fallback should it be refused)" : ": refused (see the warning), each rank's point Jacobi instead"));
+      PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane preconditioner on %d ranks: the %s over the ranks above (each rank keeps only point Jacobi of its rows; should the hierarchy be refused, each rank's own %s is built)\n", h->engine->ranks(), h->pc == heptane::PcType::cpr ? "CPR" : "AMG", h->pc == heptane::PcType::cpr ? "CPR" : "AMG"));
     else if (h->engine && h->engine->built() && h->engine->distributed())
-      PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane preconditioner on %d ranks: %s of each rank's diagonal block (block Jacobi over the ranks; the couplings between ranks are not in it%s); rank 0's shown\n", h->engine->ranks(), h->pc == heptane::PcType::amg ? "AMG" : "CPR",
-                                       h->krylov->has_global_coarse() ? ", but in the global coarse correction below" : ": -heptane_coarse adds a global coarse correction, -heptane_amg_global one AMG over the ranks"));
+      PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane preconditioner on %d ranks: %s of each rank's diagonal block (block Jacobi over the ranks; the couplings between ranks are not in it%s); rank 0's shown; not over the ranks: %s\n", h->engine->ranks(), h->pc == heptane::PcType::amg ? "AMG" : "CPR",
+                                       h->krylov->has_global_coarse() ? ", but in the global coarse correction below" : ": -heptane_coarse adds a global coarse correction, -heptane_amg_global one AMG over the ranks", h->over_ranks_why->c_str()));
     const std::string table = h->krylov->preconditioner_hierarchy();
     if (!table.empty()) {
       PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane AMG hierarchy:\n"));
@@ -1637,8 +1657,8 @@ static PetscErrorCode KSPView_Heptane(KSP ksp, PetscViewer viewer)
     PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane structure: %s\n", h->grid_source->c_str()));
     PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane values-only update: %s; preconditioner: %s\n", h->engine->refresh_note().c_str(),
                                      h->petsc_pc ? "PETSc's own PCSetUp for the new values"
-                                     : h->engine->distributed() && h->pc_opts->amg.over_ranks && (h->pc_built == heptane::PcType::amg || h->pc_built == heptane::PcType::cpr)
-                                       ? "the AMG/CPR over the ranks set up again in full (its hierarchy is not kept yet); the rank's point Jacobi refreshed"
+                                     : over_ranks && h->krylov->has_global_coarse()
+                                       ? "the AMG/CPR over the ranks redoes its numeric part on its kept aggregates, P and patterns (a full setup where a rank's pattern changed); the rank's point Jacobi refreshed"
                                      : h->pc_built == heptane::PcType::amg || h->pc_built == heptane::PcType::cpr
                                        ? "numeric part redone on its kept symbolic setup (AMG keeps its aggregates, P and R; the Galerkin products, smoother data and coarse inverse are redone)"
                                        : "numeric part redone on its kept symbolic setup"));
@@ -1778,6 +1798,7 @@ static PetscErrorCode KSPDestroy_Heptane(KSP ksp)
   delete h->nat_note;
   delete h->baij;
   delete h->coarse_built;
+  delete h->over_ranks_why;
   delete h->last_update;
   delete h->grid_source;
   delete h->device_resolved;
@@ -1833,7 +1854,8 @@ static PetscErrorCode KSPCreate_Heptane_Private(KSP ksp, heptane::SolverType sol
   h->threads                    = getenv("OMP_NUM_THREADS") ? 0 : 1; /* one per rank unless told */
   h->coarse_cycles              = 2;
   PetscCall(PetscStrncpy(h->device, "auto", sizeof(h->device)));
-  HeptaneCallCXX(h->own = new heptane::plugin::MatrixEngine(); h->krylov = new heptane::plugin::KrylovEngine(); h->last_update = new std::string(); h->grid_source = new std::string(); h->device_resolved = new std::string(); h->device_why = new std::string(); h->mat_type = new std::string(); h->pc_note = new std::string(); h->pc_opts = new heptane::PcOptions(); h->pc_opts_built = new heptane::PcOptions(); h->petsc_pc_note = new std::string(); h->warned = new std::string(); h->sym_note = new std::string(); h->nat_note = new std::string(); h->baij = new HeptaneBAIJ(); h->coarse_built = new heptane::plugin::GlobalCoarseOptions());
+  HeptaneCallCXX(h->own = new heptane::plugin::MatrixEngine(); h->krylov = new heptane::plugin::KrylovEngine(); h->last_update = new std::string(); h->grid_source = new std::string(); h->device_resolved = new std::string(); h->device_why = new std::string(); h->mat_type = new std::string(); h->pc_note = new std::string(); h->pc_opts = new heptane::PcOptions();
+                 h->pc_opts->amg.over_ranks = heptane::AmgOverRanks::automatic; h->pc_opts->cpr.amg.over_ranks = heptane::AmgOverRanks::automatic; h->pc_opts_built = new heptane::PcOptions(); h->over_ranks_why = new std::string(); h->petsc_pc_note = new std::string(); h->warned = new std::string(); h->sym_note = new std::string(); h->nat_note = new std::string(); h->baij = new HeptaneBAIJ(); h->coarse_built = new heptane::plugin::GlobalCoarseOptions());
   h->engine = h->own;
   PetscCall(KSPHeptaneCheckComm(ksp));
 
@@ -1879,10 +1901,13 @@ static PetscErrorCode KSPCreate_Heptane_Private(KSP ksp, heptane::SolverType sol
    -heptane_coarse_aggregates N per rank, -heptane_coarse_solve <auto,dense,amg> (A_c's solve on
    every rank), -heptane_coarse_cycles N (amg: steps per coarse solve, default 2),
    -heptane_coarse_aggregation <bfs,strength>
-.  -heptane_amg_global <true,false> - with -pc_type hamg on several ranks: one AMG hierarchy over
-   all ranks (dist::DistAmg; levels split over the ranks, smoothed through the distributed
-   product, on the host) applied instead of each rank's AMG of its diagonal block; a
-   values-only setup keeps its aggregates and P and redoes the Galerkin products
+.  -heptane_amg_global <true,false> - with -pc_type hamg (hcpr: its pressure stage) on several
+   ranks: one AMG hierarchy over all ranks (dist::DistAmg; levels split over the ranks,
+   smoothed through the distributed product, on the host) applied instead of each rank's AMG
+   of its diagonal block; a values-only setup keeps its aggregates and P and redoes the
+   Galerkin products. Not given: on for hamg on CPU ranks with a scalar system (Nc = 1) and no
+   -heptane_coarse, off otherwise; a hierarchy that is refused (a zero diagonal on a level, a
+   singular coarsest level) gives each rank its own AMG/CPR until the pattern changes
 .  -heptane_grid J,H,I -heptane_block Nc - the grid when the matrix has no DMDA
 .  -heptane_prewarm <true,false> - set the GPU up on a background thread when the plugin is
    loaded (one rank; read at load, without prefix, with -heptane_device)

@@ -64,6 +64,9 @@ typedef struct {
   PetscInt                    coarse_cycles;      /* -heptane_coarse_cycles */
   PetscInt                    coarse_aggregation; /* -heptane_coarse_aggregation: 0 bfs, 1 strength */
   struct PCHeptaneCoarseData *q;                  /* the correction, while there is one */
+  PetscBool                   over_ranks;         /* the last setup asked for the AMG/CPR over the ranks (HeptaneAmgOverRanks) */
+  PetscBool                   over_ranks_refused; /* ... which was refused at this pattern: each rank's own */
+  std::string                *over_ranks_why;     /* what decided, for the view */
 } PC_Heptane;
 
 /* Several ranks, -heptane_coarse: dist::CoarseSpace around the engine (engine_impl.hpp's
@@ -206,9 +209,11 @@ static void PCHeptaneEngine(PC_Heptane *p, const heptane::plugin::CsrView &a, Pe
         *refused = e.what();
       }
     }
-    /* -heptane_amg_global: the AMG over the ranks (PCHeptaneCoarse) is applied in the rank's
-       AMG's place, so the rank keeps only point Jacobi of its rows (the fallback) */
-    const heptane::PcType type = p->opts->amg.over_ranks && p->ranks > 1 ? heptane::PcType::jacobi : p->type;
+    /* the AMG over the ranks (-heptane_amg_global or its default, HeptaneAmgOverRanks) is
+       applied in the rank's AMG's place (PCHeptaneCoarse), so the rank keeps only point Jacobi
+       of its rows; should the hierarchy be refused, PCSetUp builds each rank's own here */
+    p->over_ranks              = (PetscBool)HeptaneAmgOverRanks(p->opts->amg, p->type, p->ranks, device == "cpu", (heptane::index_t)p->nc, p->coarse, p->over_ranks_refused, p->over_ranks_why);
+    const heptane::PcType type = p->over_ranks ? heptane::PcType::jacobi : p->type;
     if (!*refreshed) p->engine->build(type, a, (heptane::index_t)p->nc, device, *p->opts);
   } catch (const heptane::NotSupported &e) {
     *code = PETSC_ERR_SUP;
@@ -241,7 +246,7 @@ static PetscErrorCode PCHeptaneCoarseFree(PC_Heptane *p)
 
 /* After a setup on several ranks: build the coarse correction (a new hierarchy, or other
    aggregates) or assemble its coarse matrix from the new values (values_only). Collective. */
-static PetscErrorCode PCHeptaneCoarse(PC pc, Mat src, PetscBool values_only)
+static PetscErrorCode PCHeptaneCoarse(PC pc, Mat src, PetscBool values_only, PetscBool *refused_hierarchy)
 {
   PC_Heptane *p    = (PC_Heptane *)pc->data;
   MPI_Comm    comm = PetscObjectComm((PetscObject)pc);
@@ -249,7 +254,8 @@ static PetscErrorCode PCHeptaneCoarse(PC pc, Mat src, PetscBool values_only)
   std::string refused;
 
   PetscFunctionBegin;
-  const bool hierarchy = p->opts->amg.over_ranks;
+  const bool hierarchy = p->over_ranks;
+  *refused_hierarchy   = PETSC_FALSE;
   if (!(p->coarse || hierarchy) || p->ranks < 2) {
     PetscCall(PCHeptaneCoarseFree(p));
     PetscFunctionReturn(0);
@@ -296,9 +302,28 @@ static PetscErrorCode PCHeptaneCoarse(PC pc, Mat src, PetscBool values_only)
   if (!refused.empty()) {
     PetscCall(PCHeptaneCoarseFree(p));
     PetscCall(PetscInfo(pc, "-heptane_coarse: %s\n", refused.c_str()));
-    if (hierarchy) PetscCall(PetscFPrintf(comm, PETSC_STDERR, "WARNING (heptane): -heptane_amg_global: no AMG/CPR over the ranks, each rank's point Jacobi instead (%s)\n", refused.c_str()));
-    else PetscCall(PetscFPrintf(comm, PETSC_STDERR, "WARNING (heptane): -heptane_coarse: no global coarse correction, each rank's preconditioner alone (%s)\n", refused.c_str()));
+    if (hierarchy) {
+      /* refused on every rank alike: each rank's own AMG/CPR (PCSetUp) until the pattern changes */
+      *refused_hierarchy    = PETSC_TRUE;
+      p->over_ranks_refused = PETSC_TRUE;
+      HeptaneCallCXX(*p->over_ranks_why = "refused at this pattern (" + refused + "): each rank's own instead");
+      if (p->opts->amg.over_ranks == heptane::AmgOverRanks::yes) PetscCall(PetscFPrintf(comm, PETSC_STDERR, "WARNING (heptane): -heptane_amg_global: no AMG/CPR over the ranks, each rank's own instead (%s)\n", refused.c_str()));
+    } else PetscCall(PetscFPrintf(comm, PETSC_STDERR, "WARNING (heptane): -heptane_coarse: no global coarse correction, each rank's preconditioner alone (%s)\n", refused.c_str()));
   }
+  PetscFunctionReturn(0);
+}
+
+/* After PCHeptaneEngine: several ranks stop together on an error of one (none is left waiting
+   in a collective), with the message on the rank that had it. Collective. */
+static PetscErrorCode PCHeptaneAgree(PC_Heptane *p, MPI_Comm comm, PetscErrorCode code, const std::string &msg)
+{
+  PetscMPIInt failed = code ? 1 : 0, any = failed, rank = 0;
+
+  PetscFunctionBegin;
+  if (p->ranks > 1) PetscCallMPI(MPI_Allreduce(&failed, &any, 1, MPI_INT, MPI_MAX, comm));
+  PetscCallMPI(MPI_Comm_rank(comm, &rank));
+  PetscCheck(!failed, PETSC_COMM_SELF, code, "PC %s%s: heptane: %s", PCHeptaneName(p), p->ranks > 1 ? (" on rank " + std::to_string(rank)).c_str() : "", msg.c_str());
+  PetscCheck(!any, PETSC_COMM_SELF, PETSC_ERR_LIB, "PC %s: the setup failed on another rank", PCHeptaneName(p));
   PetscFunctionReturn(0);
 }
 
@@ -312,7 +337,6 @@ static PetscErrorCode PCSetUp_Heptane(PC pc)
   PetscInt                        nc;
   PetscBool                       values_only, refreshed = PETSC_FALSE;
   PetscErrorCode                  code = 0;
-  PetscMPIInt                     failed, any, rank;
   std::string                     device, msg, refused;
   MPI_Comm                        comm = PetscObjectComm((PetscObject)pc);
   const heptane::plugin::CsrView *view;
@@ -326,14 +350,14 @@ static PetscErrorCode PCSetUp_Heptane(PC pc)
     PetscCall(HeptaneCheckEntriesReadable((PetscObject)pc, A, who, "The PC is built from the Pmat: give the KSP an assembled one (KSPSetOperators(ksp, Amat, Pmat))."));
   }
   PetscCallMPI(MPI_Comm_size(comm, &p->ranks));
-  PetscCallMPI(MPI_Comm_rank(comm, &rank));
   PetscCall(MatGetNonzeroState(A, &nz));
   PetscCall(PetscObjectGetId((PetscObject)A, &id));
   PetscCall(PCHeptaneBlockSize(pc, A, &nc));
   PetscCall(PCHeptaneDevice(pc, A, &device));
   values_only = (PetscBool)(p->engine->built() && id == p->mat_id && nz == p->mat_nzstate && nc == p->nc && HeptanePcOptionsEqual(*p->opts, *p->opts_built) && device == *p->device_built);
   p->nc       = nc;
-  if (p->ranks > 1) { /* this rank's diagonal block (local columns): block Jacobi over the ranks */
+  if (!values_only) p->over_ranks_refused = PETSC_FALSE; /* a new pattern: try the AMG over the ranks again */
+  if (p->ranks > 1) {                                    /* this rank's diagonal block (local columns): block Jacobi over the ranks */
     PetscBool issbaij;
     Mat       src = A;
     if (!p->rows) HeptaneCallCXX(p->rows = new HeptaneRows());
@@ -348,14 +372,21 @@ static PetscErrorCode PCSetUp_Heptane(PC pc)
   PCHeptaneEngine(p, *view, values_only, device, &msg, &code, &refreshed, &refused);
   PetscCall(HeptaneCSRRestore(&csr));
   if (p->rows) PetscCall(HeptaneRowsRestore(p->rows));
-  /* several ranks: every rank stops on an error of one (none is left waiting in a collective) */
-  failed = code ? 1 : 0;
-  any    = failed;
-  if (p->ranks > 1) PetscCallMPI(MPI_Allreduce(&failed, &any, 1, MPI_INT, MPI_MAX, comm));
-  PetscCheck(!failed, PETSC_COMM_SELF, code, "PC %s%s: heptane: %s", PCHeptaneName(p), p->ranks > 1 ? (" on rank " + std::to_string(rank)).c_str() : "", msg.c_str());
-  PetscCheck(!any, PETSC_COMM_SELF, PETSC_ERR_LIB, "PC %s: the setup failed on another rank", PCHeptaneName(p));
+  PetscCall(PCHeptaneAgree(p, comm, code, msg));
   if (!refused.empty()) PetscCall(PetscInfo(pc, "%s: values-only refresh refused (%s); set up from scratch\n", PCHeptaneName(p), refused.c_str()));
-  if (p->ranks > 1 || p->q) PetscCall(PCHeptaneCoarse(pc, p->rows && p->sbaij.aij ? p->sbaij.aij : A, refreshed));
+  if (p->ranks > 1 || p->q) {
+    PetscBool fall_back;
+    PetscCall(PCHeptaneCoarse(pc, p->rows && p->sbaij.aij ? p->sbaij.aij : A, refreshed, &fall_back));
+    if (fall_back) { /* the AMG/CPR over the ranks refused: each rank's own, from its rows */
+      const std::string why = *p->over_ranks_why;
+      PetscCall(HeptaneRowsGet(p->rows && p->sbaij.aij ? p->sbaij.aij : A, p->rows));
+      PCHeptaneEngine(p, p->rows->split.diag, PETSC_FALSE, device, &msg, &code, &refreshed, &refused);
+      PetscCall(HeptaneRowsRestore(p->rows));
+      HeptaneCallCXX(*p->over_ranks_why = why);
+      PetscCall(PCHeptaneAgree(p, comm, code, msg));
+      PetscCall(PetscInfo(pc, "%s: the AMG/CPR over the ranks was refused; each rank's own instead\n", PCHeptaneName(p)));
+    }
+  }
   p->mat_id      = id;
   p->mat_nzstate = nz;
   *p->opts_built = *p->opts;
@@ -401,13 +432,13 @@ static PetscErrorCode PCView_Heptane(PC pc, PetscViewer viewer)
   PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane preconditioner: %s\n", p->engine->describe().c_str()));
   if (!p->device_why->empty()) PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane device: %s\n", p->device_why->c_str()));
   PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane block size Nc=%" PetscInt_FMT " from %s, PETSc matrix %s\n", p->nc, p->nc_from->c_str(), p->mat_type->c_str()));
-  if (p->ranks > 1 && p->opts->amg.over_ranks)
-    PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane preconditioner on %d ranks: the %s over the ranks below%s\n", (int)p->ranks, p->type == heptane::PcType::cpr ? "CPR" : "AMG", p->q && p->q->q ? " (each rank keeps only point Jacobi of its rows, the fallback should it be refused)" : ": refused (see the warning), each rank's point Jacobi instead"));
+  if (p->ranks > 1 && p->over_ranks)
+    PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane preconditioner on %d ranks: the %s over the ranks below (each rank keeps only point Jacobi of its rows; should the hierarchy be refused, each rank's own %s is built)\n", (int)p->ranks, p->type == heptane::PcType::cpr ? "CPR" : "AMG", p->type == heptane::PcType::cpr ? "CPR" : "AMG"));
   else if (p->ranks > 1)
-    PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane preconditioner on %d ranks: %s of each rank's diagonal block (block Jacobi over the ranks; the couplings between ranks are not in it%s); rank 0's shown\n", (int)p->ranks, p->type == heptane::PcType::amg ? "AMG" : "CPR",
-                                     p->q && p->q->q ? ", but in the global coarse correction below" : ": -heptane_coarse adds a global coarse correction, -heptane_amg_global one AMG over the ranks"));
+    PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane preconditioner on %d ranks: %s of each rank's diagonal block (block Jacobi over the ranks; the couplings between ranks are not in it%s); rank 0's shown; not over the ranks: %s\n", (int)p->ranks, p->type == heptane::PcType::amg ? "AMG" : "CPR",
+                                     p->q && p->q->q ? ", but in the global coarse correction below" : ": -heptane_coarse adds a global coarse correction, -heptane_amg_global one AMG over the ranks", p->over_ranks_why->c_str()));
   if (p->q && p->q->q && p->q->built.hierarchy)
-    PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane %s over the ranks (-heptane_amg_global), applied instead of each rank's %s: %s; last setup %.3f ms; rank 0's shown\n", p->type == heptane::PcType::cpr ? "CPR" : "AMG", p->type == heptane::PcType::cpr ? "CPR" : "AMG",
+    PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane %s over the ranks (-heptane_amg_global: %s), applied instead of each rank's %s: %s; last setup %.3f ms; rank 0's shown\n", p->type == heptane::PcType::cpr ? "CPR" : "AMG", p->over_ranks_why->c_str(), p->type == heptane::PcType::cpr ? "CPR" : "AMG",
                                      p->q->q->op()->describe().c_str(), p->q->ms));
   else if (p->q && p->q->q) PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane global coarse correction (-heptane_coarse): %s; last setup %.3f ms; rank 0's shown\n", p->q->q->op()->describe().c_str(), p->q->ms));
   {
@@ -483,6 +514,7 @@ static PetscErrorCode PCDestroy_Heptane(PC pc)
   delete p->last;
   delete p->device_built;
   delete p->device_why;
+  delete p->over_ranks_why;
   PetscCall(PetscFree(pc->data));
   PetscFunctionReturn(0);
 }
@@ -498,7 +530,7 @@ static PetscErrorCode PCCreate_Heptane_Private(PC pc, heptane::PcType type)
   p->type          = type;
   p->mat_nzstate   = -1;
   PetscCall(PetscStrncpy(p->device, "auto", sizeof(p->device)));
-  HeptaneCallCXX(p->opts = new heptane::PcOptions(); p->opts_built = new heptane::PcOptions(); p->engine = new heptane::plugin::PcEngine(); p->nc_from = new std::string(); p->mat_type = new std::string(); p->last = new std::string(); p->device_built = new std::string(); p->device_why = new std::string(); p->baij = new HeptaneBAIJ());
+  HeptaneCallCXX(p->opts = new heptane::PcOptions(); p->opts->amg.over_ranks = heptane::AmgOverRanks::automatic; p->opts->cpr.amg.over_ranks = heptane::AmgOverRanks::automatic; p->opts_built = new heptane::PcOptions(); p->over_ranks_why = new std::string(); p->engine = new heptane::plugin::PcEngine(); p->nc_from = new std::string(); p->mat_type = new std::string(); p->last = new std::string(); p->device_built = new std::string(); p->device_why = new std::string(); p->baij = new HeptaneBAIJ());
   pc->ops->setup          = PCSetUp_Heptane;
   pc->ops->apply          = PCApply_Heptane;
   pc->ops->view           = PCView_Heptane;
@@ -526,10 +558,12 @@ static PetscErrorCode PCCreate_Heptane_Private(PC pc, heptane::PcType type)
    for a GPU run and a scalar system)
 .  -heptane_amg_lambda_its <N> - Chebyshev's lambda_max(D^-1 A): 0 (default) Gershgorin's bound,
    N > 0 estimated by N power and N + 2 Lanczos steps
-.  -heptane_amg_global <true,false> - hamg on several ranks: one AMG hierarchy over all ranks
-   (levels split over the ranks, smoothed through the distributed product; chebyshev, jacobi or
-   l1jacobi; on the host) applied instead of each rank's AMG (default false); a values-only
-   PCSetUp keeps its aggregates and P and redoes the Galerkin products
+.  -heptane_amg_global <true,false> - hamg (hcpr: its pressure stage) on several ranks: one AMG
+   hierarchy over all ranks (levels split over the ranks, smoothed through the distributed
+   product; chebyshev, jacobi or l1jacobi; on the host) applied instead of each rank's AMG; a
+   values-only PCSetUp keeps its aggregates and P and redoes the Galerkin products. Not given:
+   on for hamg on CPU ranks with a scalar system (Nc = 1) and no -heptane_coarse, off
+   otherwise; a refused hierarchy gives each rank its own AMG/CPR until the pattern changes
 .  -heptane_block <Nc> - unknowns per cell (default: the DMDA's dof, else the matrix block size)
 .  -heptane_coarse <true,false> - several ranks: a global coarse correction around each rank's
    AMG (symmetric form, for every KSP); -heptane_coarse_aggregates N per rank,

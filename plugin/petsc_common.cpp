@@ -498,9 +498,13 @@ PetscErrorCode HeptanePcOptionsFromOptions(HeptaneOptionItems PetscOptionsObject
   PetscCall(PetscOptionsBoundedInt("-heptane_amg_lambda_its", "AMG Chebyshev: lambda_max(D^-1 A) by Gershgorin's bound (0) or estimated by this many power and Lanczos steps", man, lits, &lits, NULL, 0));
   a.power_iterations = (int)lits;
   {
-    PetscBool global = a.over_ranks ? PETSC_TRUE : PETSC_FALSE;
-    PetscCall(PetscOptionsBool("-heptane_amg_global", "AMG (hamg, and hcpr's pressure stage) on several ranks: one hierarchy over all ranks (levels split over the ranks, each smoothed by chebyshev/jacobi/l1jacobi through the distributed product; coarsest level gathered) instead of one AMG per rank's diagonal block (block Jacobi over the ranks)", man, global, &global, NULL));
-    a.over_ranks = global == PETSC_TRUE;
+    PetscBool global = a.over_ranks == heptane::AmgOverRanks::yes ? PETSC_TRUE : PETSC_FALSE, set;
+    PetscCall(PetscOptionsBool("-heptane_amg_global",
+                               "AMG (hamg, and hcpr's pressure stage) on several ranks: one hierarchy over all ranks (levels split over the ranks, each smoothed by chebyshev/jacobi/l1jacobi through the distributed product; coarsest level gathered) "
+                               "instead of one AMG per rank's diagonal block (block Jacobi over the ranks). "
+                               "Not given: over the ranks for hamg on a scalar system (Nc = 1) on CPU ranks without -heptane_coarse, else per rank",
+                               man, global, &global, &set));
+    if (set) a.over_ranks = global ? heptane::AmgOverRanks::yes : heptane::AmgOverRanks::no;
   }
   if (cpr) {
     PetscInt p = opts->cpr.pressure_index, second = opts->cpr.second_stage_auto ? 0 : 1 + (PetscInt)opts->cpr.second_stage;
@@ -514,12 +518,40 @@ PetscErrorCode HeptanePcOptionsFromOptions(HeptaneOptionItems PetscOptionsObject
   PetscFunctionReturn(0);
 }
 
+bool HeptaneAmgOverRanks(const heptane::AmgOptions &a, heptane::PcType type, int ranks, bool cpu, heptane::index_t nc, bool coarse, bool refused, std::string *why)
+{
+  const auto say = [why](const char *s) {
+    if (why) *why = s;
+  };
+  if (refused) return false; /* *why: the caller's account of the refusal */
+  say("");
+  if (ranks < 2 || (type != heptane::PcType::amg && type != heptane::PcType::cpr)) return false;
+  if (a.over_ranks == heptane::AmgOverRanks::yes) {
+    say("asked for");
+    return true;
+  }
+  if (a.over_ranks == heptane::AmgOverRanks::no) {
+    say("-heptane_amg_global false");
+    return false;
+  }
+  if (type != heptane::PcType::amg) say("hcpr: per rank unless -heptane_amg_global (measured: ahead under GMRES, behind under BiCGStab)");
+  else if (!cpu) say("GPU ranks: per rank, on the device, unless -heptane_amg_global (the hierarchy over the ranks runs on the host)");
+  else if (nc != 1) say("Nc > 1: per rank (its ilu0mc smoother) unless -heptane_amg_global");
+  else if (coarse) say("-heptane_coarse: its correction around each rank's AMG");
+  else if (a.smoother == heptane::AmgSmoother::ilu0mc) say("-heptane_amg_smoother ilu0mc: per rank (not built over the ranks)");
+  else {
+    say("not given; the default for a scalar system on CPU ranks, -heptane_amg_global false for one AMG per rank");
+    return true;
+  }
+  return false;
+}
+
 std::string HeptanePcOptionsText(const heptane::PcOptions &o, PetscBool cpr)
 {
   std::ostringstream os;
   os << "-heptane_amg_threshold " << o.amg.strength_threshold << " -heptane_amg_smoother " << HeptaneAmgSmoothers[(int)o.amg.smoother] << " -heptane_amg_sweeps " << o.amg.pre_sweeps << " -heptane_amg_cycle " << HeptaneAmgCycles[(int)o.amg.cycle] << " -heptane_amg_coarse_size "
      << o.amg.coarse_size << " -heptane_amg_max_levels " << o.amg.max_levels << " -heptane_amg_setup " << HeptaneAmgSetups[(int)o.amg.setup] << " -heptane_amg_lambda_its " << o.amg.power_iterations;
-  if (!cpr) os << " -heptane_amg_global " << (o.amg.over_ranks ? "true" : "false");
+  if (!cpr) os << " -heptane_amg_global " << (o.amg.over_ranks == heptane::AmgOverRanks::yes ? "true" : o.amg.over_ranks == heptane::AmgOverRanks::no ? "false" : "(not given)");
   if (cpr) os << " -heptane_cpr_pressure_index " << o.cpr.pressure_index << " -heptane_cpr_second " << HeptaneCprSeconds[o.cpr.second_stage_auto ? 0 : 1 + (int)o.cpr.second_stage];
   return os.str();
 }

@@ -177,10 +177,21 @@ PETSC_INTERN PetscErrorCode HeptaneCheckDevice(const char[]);
      -heptane_cpr_pressure_index p     the pressure unknown of each cell
      -heptane_cpr_second auto|bilu0|bilu0mc|bjacobi   the second stage (auto: BILU(0) on the
                                        CPU, block Jacobi on a GPU)
+   -heptane_amg_global sets opts->amg.over_ranks to yes or no; not given, it stays as it was
+   (automatic as the KSP and PC make their options: HeptaneAmgOverRanks decides).
    opts->cpr.amg is set to opts->amg. */
 PETSC_INTERN PetscErrorCode HeptanePcOptionsFromOptions(HeptaneOptionItems, heptane::PcOptions *, PetscBool cpr, const char man[]);
 /* The same options as one line for the views ("-heptane_amg_threshold 0.02 ..."). */
 std::string HeptanePcOptionsText(const heptane::PcOptions &, PetscBool cpr);
+/* Whether AMG (type amg) or CPR's pressure AMG (cpr) runs as one hierarchy over the ranks
+   (-heptane_amg_global): never on one rank, nor where it was refused at this pattern (then
+   each rank's own); as given where -heptane_amg_global was given; not given, over the ranks for
+   amg on CPU ranks (cpu), a scalar system (nc 1), no -heptane_coarse (coarse) and a smoother
+   that is built over the ranks. Measured on 2-16 CPU ranks of the H200 machine (reservoir
+   pressure, 1 M cells, docs/benchmarks.md): ahead of AMG per rank at every count, with BiCGStab
+   and CG. *why (may be NULL): what decided, for -ksp_view (left as it is where refused: the
+   caller wrote why). */
+bool HeptaneAmgOverRanks(const heptane::AmgOptions &, heptane::PcType type, int ranks, bool cpu, heptane::index_t nc, bool coarse, bool refused, std::string *why);
 /* A's stored entries per rank of `comm` (MatGetInfo's nz_used summed over the ranks, divided
    by their number; the same on every rank; collective), or -1 for a matrix type without
    MatGetInfo: what -heptane_device auto weighs (resolve_device). */

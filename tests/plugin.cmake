@@ -668,7 +668,7 @@ if(HEPTANE_PETSC_MPIEXEC)
       heptane_plugin_test(plugin_reservoir_three_ranks_coarse_correction_petsc_cg_hamg
         ${solves} --max-relres 1e-8 --max-its-ratio 0.85 --
     --plugin ${plugin_so} --mpiexec "${np3}"
-        --ref "${hep} -ksp_type cg -pc_type hamg -heptane_device cpu -ksp_norm_type unpreconditioned -heptane_amg_coarse_size 50"
+        --ref "${hep} -ksp_type cg -pc_type hamg -heptane_device cpu -ksp_norm_type unpreconditioned -heptane_amg_coarse_size 50 -heptane_amg_global false"
         --heptane "-ksp_type cg -pc_type hamg -heptane_device cpu -ksp_norm_type unpreconditioned -heptane_amg_coarse_size 50 -heptane_coarse -ksp_view"
         --expect "global coarse correction \\(-heptane_coarse\\): global coarse correction .*symmetric: Q, M, Q" --reject DIVERGED
         -- ${reservoir2} -system pressure)
@@ -677,7 +677,7 @@ if(HEPTANE_PETSC_MPIEXEC)
       # over the 6 solves; cg + hamg, 3 cycles, on 3 ranks 36 against 70)
       heptane_plugin_test(plugin_reservoir_two_ranks_coarse_correction_amg_solve_hamg
         ${solves} --max-relres 1e-8 --max-its-ratio 0.8 --
-    --plugin ${plugin_so} --mpiexec "${np2}" --ref "${hep} -ksp_type hbcgs -pc_type hamg -heptane_device cpu"
+    --plugin ${plugin_so} --mpiexec "${np2}" --ref "${hep} -ksp_type hbcgs -pc_type hamg -heptane_device cpu -heptane_amg_global false"
         --heptane "-ksp_type hbcgs -pc_type hamg -heptane_device cpu -heptane_coarse -heptane_coarse_solve amg -heptane_coarse_aggregates 100 -ksp_view"
         --expect "[0-9]+ coarse unknowns: [0-9]+ aggregates on this rank x Nc [13] \\(bfs\\), [0-9]+ entries. AMG \\(2 cycles, [0-9]+ levels\\) on every rank"
         --expect "A-DEF2: Q then M" --reject DIVERGED --reject WARNING -- ${reservoir2})
@@ -686,7 +686,7 @@ if(HEPTANE_PETSC_MPIEXEC)
       # breadth-first after all, which -ksp_view names
       heptane_plugin_test(plugin_reservoir_two_ranks_coarse_correction_strength_aggregates
         ${solves} --max-relres 1e-8 --max-its-ratio 0.8 --
-    --plugin ${plugin_so} --mpiexec "${np2}" --ref "${hep} -ksp_type hbcgs -pc_type hamg -heptane_device cpu"
+    --plugin ${plugin_so} --mpiexec "${np2}" --ref "${hep} -ksp_type hbcgs -pc_type hamg -heptane_device cpu -heptane_amg_global false"
         --heptane "-ksp_type hbcgs -pc_type hamg -heptane_device cpu -heptane_coarse -heptane_coarse_aggregation strength -ksp_view"
         --expect "aggregates on this rank x Nc 1 \\(strength\\)" --expect "aggregates on this rank x Nc 3 \\(bfs: strength stalled\\)"
         --reject DIVERGED --reject WARNING -- ${reservoir2})
@@ -696,40 +696,41 @@ if(HEPTANE_PETSC_MPIEXEC)
       # 14 against 19 over the 2 solves, PETSc's cg on 3 ranks 24 against 70)
       heptane_plugin_test(plugin_reservoir_two_ranks_amg_over_the_ranks_hbcgs
         ${solves} --max-relres 1e-8 --max-its-ratio 0.8 --
-    --plugin ${plugin_so} --mpiexec "${np2}" --ref "${hep} -ksp_type hbcgs -pc_type hamg -heptane_device cpu"
+    --plugin ${plugin_so} --mpiexec "${np2}" --ref "${hep} -ksp_type hbcgs -pc_type hamg -heptane_device cpu -heptane_amg_global false"
         --heptane "-ksp_type hbcgs -pc_type hamg -heptane_device cpu -heptane_amg_global -ksp_view"
-        --expect "heptane AMG over the ranks \\(-heptane_amg_global\\), applied instead of each rank's AMG: AMG over 2 ranks \\([0-9]+ levels"
+        --expect "heptane AMG over the ranks \\(-heptane_amg_global: asked for\\), applied instead of each rank's AMG: AMG over 2 ranks \\([0-9]+ levels"
         --expect "chebyshev degree 2/2 through the distributed product" --reject DIVERGED --reject WARNING
         -- ${reservoir2} -system pressure)
       heptane_plugin_test(plugin_reservoir_three_ranks_amg_over_the_ranks_petsc_cg
         ${solves} --max-relres 1e-8 --max-its-ratio 0.8 --
     --plugin ${plugin_so} --mpiexec "${np3}"
-        --ref "${hep} -ksp_type cg -pc_type hamg -heptane_device cpu -ksp_norm_type unpreconditioned"
+        --ref "${hep} -ksp_type cg -pc_type hamg -heptane_device cpu -ksp_norm_type unpreconditioned -heptane_amg_global false"
         --heptane "-ksp_type cg -pc_type hamg -heptane_device cpu -ksp_norm_type unpreconditioned -heptane_amg_global -ksp_view"
-        --expect "heptane AMG over the ranks \\(-heptane_amg_global\\), applied instead of each rank's AMG: AMG over 3 ranks"
+        --expect "heptane AMG over the ranks \\(-heptane_amg_global: asked for\\), applied instead of each rank's AMG: AMG over 3 ranks"
         --reject DIVERGED --reject WARNING -- ${reservoir2} -system pressure)
       # hcpr with -heptane_amg_global: CPR whose pressure stage is the AMG over the ranks
       # (dist::DistCpr), against CPR of each rank's block, on the coupled system: the same
       # answers in at most 0.8x the iterations (measured here: 39 against 80 over the 4 solves)
       heptane_plugin_test(plugin_reservoir_three_ranks_cpr_over_the_ranks_hbcgs
         ${solves} --max-relres 1e-8 --max-its-ratio 0.8 --
-    --plugin ${plugin_so} --mpiexec "${np3}" --ref "${hep} -ksp_type hbcgs -pc_type hcpr -heptane_device cpu"
+    --plugin ${plugin_so} --mpiexec "${np3}" --ref "${hep} -ksp_type hbcgs -pc_type hcpr -heptane_device cpu -heptane_amg_global false"
         --heptane "-ksp_type hbcgs -pc_type hcpr -heptane_device cpu -heptane_amg_global -ksp_view"
-        --expect "heptane CPR over the ranks \\(-heptane_amg_global\\), applied instead of each rank's CPR: CPR over the ranks \\(quasi-IMPES weights, pressure index 0 of Nc 3. pressure: AMG over 3 ranks"
+        --expect "heptane CPR over the ranks \\(-heptane_amg_global: asked for\\), applied instead of each rank's CPR: CPR over the ranks \\(quasi-IMPES weights, pressure index 0 of Nc 3. pressure: AMG over 3 ranks"
         --reject DIVERGED --reject WARNING -- ${reservoir2} -system coupled)
       # a smoother the AMG over the ranks does not have (ilu0mc): a warning that says so, and
-      # each rank's point Jacobi instead; the solves still meet the tolerance
+      # each rank's own AMG instead (its hierarchy in -ksp_view); the solves meet the tolerance
       heptane_plugin_test(plugin_reservoir_two_ranks_amg_over_the_ranks_refused_warns
         ${solves} --max-relres 1e-8 --
-    --plugin ${plugin_so} --mpiexec "${np2}" --ref "${hep} -ksp_type hbcgs -pc_type hamg -heptane_device cpu"
+    --plugin ${plugin_so} --mpiexec "${np2}" --ref "${hep} -ksp_type hbcgs -pc_type hamg -heptane_device cpu -heptane_amg_global false"
         --heptane "-ksp_type hbcgs -pc_type hamg -heptane_device cpu -heptane_amg_global -heptane_amg_smoother ilu0mc -ksp_view"
-        --expect "heptane_amg_global: no AMG.CPR over the ranks, each rank's point Jacobi instead \\(distributed AMG: the ilu0mc smoother is not built over the ranks"
-        --expect "refused \\(see the warning\\), each rank's point Jacobi instead" --reject DIVERGED
+        --expect "heptane_amg_global: no AMG.CPR over the ranks, each rank's own instead \\(distributed AMG: the ilu0mc smoother is not built over the ranks"
+        --expect "AMG of each rank's diagonal block .*not over the ranks: refused at this pattern \\(distributed AMG: the ilu0mc smoother"
+        --expect "heptane AMG hierarchy:" --reject DIVERGED
         -- ${reservoir2} -system pressure)
       heptane_plugin_test(plugin_reservoir_three_ranks_coarse_correction_amg_solve_petsc_cg_hamg
         ${solves} --max-relres 1e-8 --max-its-ratio 0.8 --
     --plugin ${plugin_so} --mpiexec "${np3}"
-        --ref "${hep} -ksp_type cg -pc_type hamg -heptane_device cpu -ksp_norm_type unpreconditioned"
+        --ref "${hep} -ksp_type cg -pc_type hamg -heptane_device cpu -ksp_norm_type unpreconditioned -heptane_amg_global false"
         --heptane "-ksp_type cg -pc_type hamg -heptane_device cpu -ksp_norm_type unpreconditioned -heptane_coarse -heptane_coarse_solve amg -heptane_coarse_aggregates 60 -heptane_coarse_cycles 3 -ksp_view"
         --expect "AMG \\(3 cycles, [0-9]+ levels\\) on every rank. symmetric: Q, M, Q" --reject DIVERGED --reject WARNING
         -- ${reservoir2} -system pressure)
@@ -791,18 +792,32 @@ if(HEPTANE_PETSC_MPIEXEC)
       set(per_rank "heptane preconditioner on 2 ranks: AMG of each rank's diagonal block \\(block Jacobi over the ranks")
       heptane_plugin_test(plugin_reservoir_two_ranks_hamg_matches_gamg
         ${solves} --its pressure=5:15 --ref-its pressure=6:20 --max-relres 1e-9 --solves 3 --
-        --plugin ${plugin_so} --mpiexec "${np2}" --ref "${ref_bcgs} -pc_type gamg" --heptane "-ksp_type hbcgs -pc_type hamg -ksp_view"
+        --plugin ${plugin_so} --mpiexec "${np2}" --ref "${ref_bcgs} -pc_type gamg" --heptane "-ksp_type hbcgs -pc_type hamg -heptane_amg_global false -ksp_view"
         --expect "2 MPI rank" --expect "${per_rank}" --expect "heptane AMG hierarchy:\\n +level +rows +nnz +nnz/row +lambda_max\\n +0 +768 "
         --expect "heptane preconditioner setups: 1 full \\(symbolic \\+ numeric\\), 2 values-only" --reject "finest level through" -- ${res2_p})
       heptane_plugin_test(plugin_reservoir_two_ranks_petsc_cg_with_hamg_pc
         ${solves} --its pressure=8:24 --max-relres 1e-9 --solves 3 --
         --plugin ${plugin_so} --mpiexec "${np2}" --ref "-ksp_type cg -ksp_norm_type unpreconditioned -pc_type gamg"
-        --heptane "-ksp_type cg -ksp_norm_type unpreconditioned -pc_type hamg -ksp_view"
+        --heptane "-ksp_type cg -ksp_norm_type unpreconditioned -pc_type hamg -heptane_amg_global false -ksp_view"
         --expect "type: hamg" --expect "${per_rank}" --expect "heptane preconditioner setups: 1 full \\(new pattern\\), 2 values-only" -- ${res2_p})
+      # (g) the default on CPU ranks for a scalar system: hamg is the AMG over the ranks without
+      # -heptane_amg_global (heptane's BiCGStab, and PETSc's CG with hamg as its PC), its
+      # values-only setups on the kept hierarchy; hcpr and a coupled hamg stay per rank (above)
+      set(default_over "over the ranks \\(-heptane_amg_global: not given. the default for a scalar system on CPU ranks")
+      heptane_plugin_test(plugin_reservoir_two_ranks_hamg_default_is_over_the_ranks
+        ${solves} --its pressure=3:15 --ref-its pressure=6:20 --max-relres 1e-9 --solves 3 --
+        --plugin ${plugin_so} --mpiexec "${np2}" --ref "${ref_bcgs} -pc_type gamg" --heptane "-ksp_type hbcgs -pc_type hamg -ksp_view"
+        --expect "heptane AMG ${default_over}.*AMG over 2 ranks \\([0-9]+ levels" --expect "1 values-only update on the kept aggregates and P|2 values-only updates on the kept aggregates and P"
+        --reject "heptane AMG hierarchy:" --reject WARNING -- ${res2_p})
+      heptane_plugin_test(plugin_reservoir_two_ranks_petsc_cg_hamg_pc_default_is_over_the_ranks
+        ${solves} --its pressure=4:24 --max-relres 1e-9 --solves 3 --
+        --plugin ${plugin_so} --mpiexec "${np2}" --ref "-ksp_type cg -ksp_norm_type unpreconditioned -pc_type gamg"
+        --heptane "-ksp_type cg -ksp_norm_type unpreconditioned -pc_type hamg -ksp_view"
+        --expect "type: hamg" --expect "heptane AMG ${default_over}" --expect "heptane preconditioner setups: 1 full \\(new pattern\\), 2 values-only" --reject WARNING -- ${res2_p})
       heptane_plugin_test(plugin_reservoir_two_ranks_hcpr
         ${solves} --its coupled=6:16 --ref-its coupled=14:30 --max-relres 1e-9 --solves 6 --
         --plugin ${plugin_so} --mpiexec "${np2}" --ref ${ref_bcgs} --heptane "-ksp_type hbcgs -pc_type hcpr -ksp_view"
-        --expect "heptane preconditioner on 2 ranks: CPR of each rank's diagonal block" --expect "coupled: ksp hbcgs" -- ${res2_c})
+        --expect "heptane preconditioner on 2 ranks: CPR of each rank's diagonal block.*not over the ranks: hcpr: per rank unless -heptane_amg_global" --expect "coupled: ksp hbcgs" -- ${res2_c})
       heptane_plugin_test(plugin_reservoir_petsc_bcgs_two_ranks
         ${solves} --max-relres 1e-8 --
     --plugin ${plugin_so} --mpiexec "${np2}" --heptane "-ksp_type bcgs -pc_type bjacobi" --expect "2 MPI rank"
@@ -871,7 +886,7 @@ if(HEPTANE_PETSC_MPIEXEC)
       heptane_plugin_test(plugin_host_three_ranks_one_owns_no_rows_hgmres_${pc}_global
         ${solves} ${host_checks} --its host=3:30 --ref-its host=3:30 --solves 2 --
         --plugin ${plugin_so} --mpiexec "${np3}" --ref "${ref_bcgs} -pc_type gamg" --heptane "-ksp_type hgmres -pc_type ${pc} -heptane_amg_global -ksp_view"
-        --expect "over the ranks \\(-heptane_amg_global\\), applied instead of each rank's" --reject MISMATCH --reject WARNING
+        --expect "over the ranks \\(-heptane_amg_global: asked for\\), applied instead of each rank's" --reject MISMATCH --reject WARNING
         -- ${host} -use_dm 0 -dof 2 -solves 2 -empty_rank 1)
     endforeach()
     heptane_plugin_test(plugin_host_three_ranks_one_owns_no_rows_petsc_cg_hamg_pc

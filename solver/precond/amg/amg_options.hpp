@@ -42,6 +42,10 @@ enum class AmgSetup { automatic, host, device };
 AmgSetup parse_amg_setup(const std::string& name);
 const char* to_string(AmgSetup s) noexcept;
 
+/// One AMG per MPI rank (no), one hierarchy over the ranks (yes), or the caller's choice
+/// (automatic); AmgOptions::over_ranks.
+enum class AmgOverRanks { no, yes, automatic };
+
 /// Smoothed aggregation (Vaněk, Mandel, Brezina 1996), as PETSc GAMG, amgcl and AMGX's
 /// aggregation AMG do it. Names follow PETSc's -pc_gamg_* where there is one.
 struct AmgOptions {
@@ -81,11 +85,12 @@ struct AmgOptions {
     int power_iterations = 0;
     AmgCycle cycle = AmgCycle::v;
     AmgSetup setup = AmgSetup::automatic;
-    /// Several MPI ranks: one hierarchy over all of them (dist::DistAmg,
+    /// Several MPI ranks: one hierarchy over all of them (yes: dist::DistAmg,
     /// distributed/dist_amg.hpp: levels split over the ranks, every level smoothed through the
-    /// distributed product; chebyshev, jacobi or l1jacobi) instead of one AMG per rank's
-    /// diagonal block (block Jacobi over the ranks). The one-process AMG does not read it.
-    bool over_ranks = false;
+    /// distributed product; chebyshev, jacobi or l1jacobi) or one AMG per rank's diagonal block
+    /// (no: block Jacobi over the ranks). automatic: the caller decides (the PETSc plugin's
+    /// rule, plugin/petsc_common.hpp HeptaneAmgOverRanks). The one-process AMG does not read it.
+    AmgOverRanks over_ranks = AmgOverRanks::no;
 };
 
 /// The second stage of CPR on the whole system.
