@@ -313,6 +313,8 @@ const char* pc_options_help =
     "                        and Nc = 1, else the host), host, device\n"
     "  --amg-lambda-its N    Chebyshev's lambda_max(D^-1 A): 0 (default) Gershgorin's bound, one\n"
     "                        pass; N > 0: estimated by N power and N + 2 Lanczos steps\n"
+    "  --amg-p-max N         with --amg-global: at most N entries a row of the smoothed P, the\n"
+    "                        largest, the row's sum kept (default 4; 0: all)\n"
     "  --cpr-pressure-index P  the pressure unknown of each cell for --pc cpr (default 0)\n"
     "  --cpr-second M        CPR's second stage: bilu0, bilu0mc or bjacobi (default: bilu0 on\n"
     "                        the CPU, bjacobi on a GPU)\n";
@@ -342,6 +344,9 @@ PcOptions parse_pc_options(Args& args)
     const long long li = args.get_int("--amg-lambda-its", a.power_iterations);
     if (li < 0 || li > 100) throw UsageError("--amg-lambda-its must be in 0..100");
     a.power_iterations = int(li);
+    const long long pm = args.get_int("--amg-p-max", a.prolongation_max_entries);
+    if (pm < 0 || pm > 1000) throw UsageError("--amg-p-max must be in 0..1000");
+    a.prolongation_max_entries = int(pm);
     o.cpr.amg = a;
     const long long p = args.get_int("--cpr-pressure-index", 0);
     if (p < 0) throw UsageError("--cpr-pressure-index must be >= 0");

@@ -627,8 +627,8 @@ DistAmg<VT>::DistAmg(MPI_Comm comm, std::shared_ptr<const Executor> exec, const 
                    "l1jacobi are)");
         ensure_all(comm_,
                    opts_.pre_sweeps >= 0 && opts_.post_sweeps >= 0 && opts_.chebyshev_ratio > 1 &&
-                       opts_.max_levels >= 1,
-                   "negative sweeps, a Chebyshev ratio <= 1 or no levels");
+                       opts_.max_levels >= 1 && opts_.prolongation_max_entries >= 0,
+                   "negative sweeps or P entries, a Chebyshev ratio <= 1 or no levels");
         setup(rows, row_begin);
     } catch (...) {
         MPI_Comm_free(&comm_);
@@ -866,7 +866,8 @@ void DistAmg<VT>::setup(const SplitRows& rows, index_t row_begin)
         std::vector<index_t> pc;
         std::vector<long long> qc;
         std::vector<double> pv, qv;
-        std::vector<std::pair<long long, double>> e;
+        std::vector<std::pair<long long, double>> e, row;
+        const std::size_t pmax = std::size_t(std::max(0, opts_.prolongation_max_entries));
         for (index_t i = 0; i < L.n; ++i) {
             e.clear();
             if (tcol[std::size_t(i)] >= 0) e.emplace_back(tcol[std::size_t(i)], 1.0);
@@ -885,20 +886,37 @@ void DistAmg<VT>::setup(const SplitRows& rows, index_t row_begin)
             }
             std::stable_sort(e.begin(), e.end(),
                              [](const auto& x, const auto& y) { return x.first < y.first; });
+            row.clear();
             for (std::size_t q = 0; q < e.size();) {
                 double v = 0;
                 std::size_t t = q;
                 for (; t < e.size() && e[t].first == e[q].first; ++t) v += e[t].second;
-                if (v != 0) {
-                    if (e[q].first >= own_lo && e[q].first < own_hi) {
-                        pc.push_back(index_t(e[q].first - own_lo));
-                        pv.push_back(v);
-                    } else {
-                        qc.push_back(e[q].first);
-                        qv.push_back(v);
-                    }
-                }
+                if (v != 0) row.emplace_back(e[q].first, v);
                 q = t;
+            }
+            if (pmax > 0 && row.size() > pmax) {  // truncated: the largest, the row's sum kept
+                double all = 0, kept = 0;
+                for (const auto& x : row) all += x.second;
+                std::partial_sort(
+                    row.begin(), row.begin() + std::ptrdiff_t(pmax), row.end(),
+                    [](const auto& x, const auto& y) {
+                        return std::abs(x.second) > std::abs(y.second) ||
+                               (std::abs(x.second) == std::abs(y.second) && x.first < y.first);
+                    });
+                row.resize(pmax);
+                for (const auto& x : row) kept += x.second;
+                if (kept != 0)
+                    for (auto& x : row) x.second *= all / kept;
+                std::sort(row.begin(), row.end());
+            }
+            for (const auto& x : row) {
+                if (x.first >= own_lo && x.first < own_hi) {
+                    pc.push_back(index_t(x.first - own_lo));
+                    pv.push_back(x.second);
+                } else {
+                    qc.push_back(x.first);
+                    qv.push_back(x.second);
+                }
             }
             pp[std::size_t(i) + 1] = offset_t(pc.size());
             qp[std::size_t(i) + 1] = offset_t(qc.size());
@@ -1162,7 +1180,10 @@ std::string DistAmg<VT>::describe() const
     s << "AMG over " << ranks << " rank" << (ranks == 1 ? "" : "s") << " (" << info_.size()
       << " levels, rows";
     for (const auto& l : info_) s << ' ' << l.rows;
-    s << ", operator complexity " << operator_complexity() << "; " << to_string(opts_.smoother);
+    s << ", operator complexity " << operator_complexity() << "; ";
+    if (opts_.prolongation_max_entries > 0)
+        s << "P at most " << opts_.prolongation_max_entries << " entries a row; ";
+    s << to_string(opts_.smoother);
     if (opts_.smoother == AmgSmoother::chebyshev)
         s << " degree " << opts_.pre_sweeps << "/" << opts_.post_sweeps;
     else

@@ -78,7 +78,8 @@ class DistAmg final : public Operator<VT> {
 public:
     /// Collective over `comm`. rows: this rank's rows (a multiple of nc) of the square matrix,
     /// the rank's first row `row_begin` (contiguous ranges in rank order); exec: where the
-    /// vectors of apply() live. Uses opts' strength_threshold, prolongation_weight, coarse_size,
+    /// vectors of apply() live. Uses opts' strength_threshold, prolongation_weight,
+    /// prolongation_max_entries (each row of P truncated to that many), coarse_size,
     /// max_levels, smoother (automatic → chebyshev; ilu0mc is refused), pre/post_sweeps,
     /// jacobi_weight, chebyshev_ratio. Throws InputError (the same on every rank) for a zero
     /// diagonal (naming the level and the global row), a singular coarsest level, a column

@@ -131,12 +131,13 @@ void release_devices()
   p.execs.clear();
 }
 
-std::string resolve_device(const std::string &device, long long nnz, int threads, std::string *why)
+std::string resolve_device(const std::string &device, long long nnz, int threads, std::string *why, int ranks_per_gpu)
 {
   if (device == "auto") {
     std::ostringstream o;
     std::string        d = "cpu";
     if (CudaExecutor::device_count() == 0) o << "auto: the CPU (no CUDA device visible)";
+    else if (ranks_per_gpu > 1) o << "auto: the CPU (" << ranks_per_gpu << " MPI ranks share each GPU of the node, where the ranks' CPU cores were measured faster; -heptane_device gpu to share it anyway)";
     else if (nnz < 0) {
       d = "cuda";
       o << "auto: the GPU (a CUDA device is visible)";

@@ -1372,14 +1372,16 @@ static PetscErrorCode KSPHeptaneResolveDevice(KSP ksp)
 {
   KSP_Heptane *h = (KSP_Heptane *)ksp->data;
   Mat          Amat, Pmat;
-  long long    nnz = -1;
+  long long    nnz   = -1;
+  int          share = 1;
 
   PetscFunctionBegin;
   if (!strcmp(h->device, "auto")) {
     PetscCall(KSPGetOperators(ksp, &Amat, &Pmat));
     PetscCall(HeptaneEntriesPerRank(Amat, PetscObjectComm((PetscObject)ksp), &nnz));
+    PetscCall(HeptaneRanksPerGpu(PetscObjectComm((PetscObject)ksp), &share));
   }
-  HeptaneCallCXX(*h->device_resolved = heptane::plugin::resolve_device(h->device, nnz, h->threads > 0 ? (int)h->threads : omp_get_max_threads(), h->device_why));
+  HeptaneCallCXX(*h->device_resolved = heptane::plugin::resolve_device(h->device, nnz, h->threads > 0 ? (int)h->threads : omp_get_max_threads(), h->device_why, share));
   PetscFunctionReturn(0);
 }
 
@@ -1914,7 +1916,8 @@ static PetscErrorCode KSPCreate_Heptane_Private(KSP ksp, heptane::SolverType sol
 .  -heptane_amg_threshold <theta> -heptane_amg_smoother <auto,chebyshev,jacobi,l1jacobi,ilu0mc>
    -heptane_amg_sweeps <k> -heptane_amg_cycle <v,w> -heptane_amg_coarse_size <n>
    -heptane_amg_max_levels <L> -heptane_amg_setup <auto,host,device>
-   -heptane_amg_lambda_its <N> - AMG (-pc_type hamg, and CPR's pressure stage)
+   -heptane_amg_lambda_its <N> -heptane_amg_p_max <N> - AMG (-pc_type hamg, and CPR's pressure
+   stage; -heptane_amg_p_max: the AMG over the ranks keeps at most N entries a row of P, default 4)
 .  -heptane_cpr_pressure_index <p> -heptane_cpr_second <auto,bilu0,bilu0mc,bjacobi> - CPR
    (-pc_type hcpr)
 

@@ -179,11 +179,15 @@ static PetscErrorCode PCHeptaneDevice(PC pc, Mat A, std::string *device)
   PC_Heptane *p = (PC_Heptane *)pc->data;
   MPI_Comm    node;
   PetscMPIInt local;
-  long long   nnz = -1;
+  long long   nnz   = -1;
+  int         share = 1;
 
   PetscFunctionBegin;
-  if (!strcmp(p->device, "auto")) PetscCall(HeptaneEntriesPerRank(A, PetscObjectComm((PetscObject)pc), &nnz));
-  HeptaneCallCXX(*device = heptane::plugin::resolve_device(p->device, nnz, omp_get_max_threads(), p->device_why));
+  if (!strcmp(p->device, "auto")) {
+    PetscCall(HeptaneEntriesPerRank(A, PetscObjectComm((PetscObject)pc), &nnz));
+    PetscCall(HeptaneRanksPerGpu(PetscObjectComm((PetscObject)pc), &share));
+  }
+  HeptaneCallCXX(*device = heptane::plugin::resolve_device(p->device, nnz, omp_get_max_threads(), p->device_why, share));
   if (p->ranks > 1 && *device == "cuda") {
     const int gpus = heptane::CudaExecutor::device_count();
     PetscCallMPI(MPI_Comm_split_type(PetscObjectComm((PetscObject)pc), MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
@@ -558,6 +562,8 @@ static PetscErrorCode PCCreate_Heptane_Private(PC pc, heptane::PcType type)
    for a GPU run and a scalar system)
 .  -heptane_amg_lambda_its <N> - Chebyshev's lambda_max(D^-1 A): 0 (default) Gershgorin's bound,
    N > 0 estimated by N power and N + 2 Lanczos steps
+.  -heptane_amg_p_max <N> - the AMG over the ranks: at most N entries a row of the smoothed P (the
+   largest, the row's sum kept; default 4, 0: all)
 .  -heptane_amg_global <true,false> - hamg (hcpr: its pressure stage) on several ranks: one AMG
    hierarchy over all ranks (levels split over the ranks, smoothed through the distributed
    product; chebyshev, jacobi or l1jacobi; on the host) applied instead of each rank's AMG; a

@@ -497,6 +497,9 @@ PetscErrorCode HeptanePcOptionsFromOptions(HeptaneOptionItems PetscOptionsObject
   PetscInt lits = a.power_iterations;
   PetscCall(PetscOptionsBoundedInt("-heptane_amg_lambda_its", "AMG Chebyshev: lambda_max(D^-1 A) by Gershgorin's bound (0) or estimated by this many power and Lanczos steps", man, lits, &lits, NULL, 0));
   a.power_iterations = (int)lits;
+  PetscInt pmax      = a.prolongation_max_entries;
+  PetscCall(PetscOptionsBoundedInt("-heptane_amg_p_max", "AMG over the ranks (-heptane_amg_global): at most this many entries a row of the smoothed P, the largest, the row's sum kept (0: all; hypre's P_max_elmts)", man, pmax, &pmax, NULL, 0));
+  a.prolongation_max_entries = (int)pmax;
   {
     PetscBool global = a.over_ranks == heptane::AmgOverRanks::yes ? PETSC_TRUE : PETSC_FALSE, set;
     PetscCall(PetscOptionsBool("-heptane_amg_global",
@@ -550,7 +553,7 @@ std::string HeptanePcOptionsText(const heptane::PcOptions &o, PetscBool cpr)
 {
   std::ostringstream os;
   os << "-heptane_amg_threshold " << o.amg.strength_threshold << " -heptane_amg_smoother " << HeptaneAmgSmoothers[(int)o.amg.smoother] << " -heptane_amg_sweeps " << o.amg.pre_sweeps << " -heptane_amg_cycle " << HeptaneAmgCycles[(int)o.amg.cycle] << " -heptane_amg_coarse_size "
-     << o.amg.coarse_size << " -heptane_amg_max_levels " << o.amg.max_levels << " -heptane_amg_setup " << HeptaneAmgSetups[(int)o.amg.setup] << " -heptane_amg_lambda_its " << o.amg.power_iterations;
+     << o.amg.coarse_size << " -heptane_amg_max_levels " << o.amg.max_levels << " -heptane_amg_setup " << HeptaneAmgSetups[(int)o.amg.setup] << " -heptane_amg_lambda_its " << o.amg.power_iterations << " -heptane_amg_p_max " << o.amg.prolongation_max_entries;
   if (!cpr) os << " -heptane_amg_global " << (o.amg.over_ranks == heptane::AmgOverRanks::yes ? "true" : o.amg.over_ranks == heptane::AmgOverRanks::no ? "false" : "(not given)");
   if (cpr) os << " -heptane_cpr_pressure_index " << o.cpr.pressure_index << " -heptane_cpr_second " << HeptaneCprSeconds[o.cpr.second_stage_auto ? 0 : 1 + (int)o.cpr.second_stage];
   return os.str();
@@ -559,7 +562,7 @@ std::string HeptanePcOptionsText(const heptane::PcOptions &o, PetscBool cpr)
 PetscBool HeptanePcOptionsEqual(const heptane::PcOptions &x, const heptane::PcOptions &y)
 {
   const auto same_amg = [](const heptane::AmgOptions &a, const heptane::AmgOptions &b) {
-    return a.strength_threshold == b.strength_threshold && a.smoother == b.smoother && a.pre_sweeps == b.pre_sweeps && a.post_sweeps == b.post_sweeps && a.cycle == b.cycle && a.coarse_size == b.coarse_size && a.max_levels == b.max_levels && a.setup == b.setup && a.power_iterations == b.power_iterations && a.over_ranks == b.over_ranks;
+    return a.strength_threshold == b.strength_threshold && a.smoother == b.smoother && a.pre_sweeps == b.pre_sweeps && a.post_sweeps == b.post_sweeps && a.cycle == b.cycle && a.coarse_size == b.coarse_size && a.max_levels == b.max_levels && a.setup == b.setup && a.power_iterations == b.power_iterations && a.over_ranks == b.over_ranks && a.prolongation_max_entries == b.prolongation_max_entries;
   };
   return (PetscBool)(same_amg(x.amg, y.amg) && same_amg(x.cpr.amg, y.cpr.amg) && x.cpr.pressure_index == y.cpr.pressure_index && x.cpr.second_stage_auto == y.cpr.second_stage_auto && x.cpr.second_stage == y.cpr.second_stage);
 }
@@ -577,6 +580,25 @@ PetscErrorCode HeptaneEntriesPerRank(Mat A, MPI_Comm comm, long long *nnz)
   PetscCallMPI(MPI_Comm_size(comm, &size));
   PetscCall(MatGetInfo(A, MAT_GLOBAL_SUM, &info));
   *nnz = (long long)(info.nz_used / size);
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode HeptaneRanksPerGpu(MPI_Comm comm, int *k)
+{
+  MPI_Comm    node;
+  PetscMPIInt local, size;
+  int         gpus;
+
+  PetscFunctionBegin;
+  *k = 1;
+  PetscCallMPI(MPI_Comm_size(comm, &size));
+  if (size < 2) PetscFunctionReturn(0);
+  HeptaneCallCXX(gpus = heptane::CudaExecutor::device_count());
+  PetscCallMPI(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
+  PetscCallMPI(MPI_Comm_size(node, &local));
+  PetscCallMPI(MPI_Comm_free(&node));
+  int mine = gpus > 0 ? (local + gpus - 1) / gpus : 1;
+  PetscCallMPI(MPI_Allreduce(&mine, k, 1, MPI_INT, MPI_MAX, comm));
   PetscFunctionReturn(0);
 }
 

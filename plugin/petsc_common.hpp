@@ -196,6 +196,10 @@ bool HeptaneAmgOverRanks(const heptane::AmgOptions &, heptane::PcType type, int 
    by their number; the same on every rank; collective), or -1 for a matrix type without
    MatGetInfo: what -heptane_device auto weighs (resolve_device). */
 PetscErrorCode HeptaneEntriesPerRank(Mat A, MPI_Comm comm, long long *nnz);
+/* The most MPI ranks of `comm` that share one GPU of their node (node-local ranks over the
+   visible CUDA devices, rounded up; the largest over the nodes, the same on every rank; 1 on
+   one rank or without a GPU): what -heptane_device auto weighs on several ranks. Collective. */
+PetscErrorCode HeptaneRanksPerGpu(MPI_Comm comm, int *k);
 /* A text of several lines to an ASCII viewer, each line after `indent` (the AMG hierarchy). */
 PetscErrorCode HeptaneViewLines(PetscViewer, const char indent[], const std::string &);
 /* Whether two PcOptions ask for the same preconditioner (the fields the options set). */

@@ -1401,6 +1401,22 @@ void check_cycle_is_symmetric(const Communicator& comm, const std::shared_ptr<co
                what << ": (w, B u) = " << wbu << ", (u, B w) = " << ubw);
 }
 
+/// f(case, system, name, options) for Nc 1 (CG) and Nc 2 (BiCGStab) on the 12 x 10 systems,
+/// the options' coarse size 40 (several levels).
+template <class F>
+void for_amg_cases(F f)
+{
+    const auto comm = world();
+    const auto exec = rank_executor();
+    for (const CoarseCase c :
+         {CoarseCase{1, PcType::amg, true}, CoarseCase{2, PcType::amg, false}}) {
+        const CoarseSystem cs = coarse_system(comm, exec, c, 12, 10);
+        AmgOptions o;
+        o.coarse_size = 40;
+        f(c, cs, "Nc " + std::to_string(c.nc), o);
+    }
+}
+
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(amg_over_the_ranks_is_galerkin_level_by_level_and_beats_amg_per_rank)
@@ -1471,61 +1487,57 @@ BOOST_AUTO_TEST_CASE(amg_over_the_ranks_values_only_update_keeps_p_and_redoes_th
     // setup again (no refresh counted), again Galerkin level by level.
     const auto comm = world();
     const auto exec = rank_executor();
-    for (const CoarseCase c :
-         {CoarseCase{1, PcType::amg, true}, CoarseCase{2, PcType::amg, false}}) {
-        const CoarseSystem cs = coarse_system(comm, exec, c, 12, 10);
-        const std::string what = "Nc " + std::to_string(c.nc);
-        AmgOptions o;
-        o.coarse_size = 40;
-        DistAmg<double> m(comm->comm(), exec, cs.split.view(), cs.rs.r0, c.nc, o);
-        BOOST_TEST_REQUIRE(m.levels().size() >= 3u, what << ": " << m.describe());
-        std::vector<std::vector<long long>> pi0(m.levels().size() - 1), pj0(pi0.size());
-        std::vector<std::vector<double>> pv0(pi0.size());
-        for (std::size_t l = 0; l < pi0.size(); ++l)
-            m.prolongator_triplets(int(l), pi0[l], pj0[l], pv0[l]);
-        // A': the same pattern, other values (symmetric where A is)
-        auto rp = cs.whole.row_ptr.to_vector();
-        auto ci = cs.whole.col_idx.to_vector();
-        auto va = cs.whole.values.to_vector();
-        for (index_t r = 0; r < cs.whole.rows; ++r)
-            for (offset_t k = rp[r]; k < rp[r + 1]; ++k)
-                va[std::size_t(k)] *= ci[k] == r ? 1.5 + 0.5 * std::sin(0.3 * double(r)) : 0.7;
-        const Csr<double> next{cs.whole.rows, cs.whole.cols, Array<offset_t>(rp),
-                               Array<index_t>(ci), Array<double>(va)};
-        const SplitOf sn = split_of(next, cs.rs.r0, cs.rs.r1);
-        m.update_values(sn.view());
-        BOOST_TEST(m.refreshes() == 1, what << ": " << m.describe());
-        BOOST_TEST(m.describe().find("values-only update") != std::string::npos, m.describe());
-        for (std::size_t l = 0; l < pi0.size(); ++l) {
-            std::vector<long long> pi, pj;
-            std::vector<double> pv;
-            m.prolongator_triplets(int(l), pi, pj, pv);
-            BOOST_TEST((pi == pi0[l] && pj == pj0[l] && pv == pv0[l]),
-                       what << ": P of level " << l << " changed at a values-only update");
-        }
-        check_levels_are_galerkin(*comm, m, next, what + " after the values-only update");
-        if (c.cg) check_cycle_is_symmetric(*comm, exec, m, cs.rs.r0, cs.rs.r1, what);
-        // another pattern: the coupling between the middle row and the next, both ways
-        const index_t a = cs.whole.rows / 2, b = a + 1;
-        std::vector<offset_t> rp2{0};
-        std::vector<index_t> ci2;
-        std::vector<double> va2;
-        for (index_t r = 0; r < next.rows; ++r) {
-            for (offset_t k = rp[r]; k < rp[r + 1]; ++k) {
-                if ((r == a && ci[k] == b) || (r == b && ci[k] == a)) continue;
-                ci2.push_back(ci[k]);
-                va2.push_back(va[std::size_t(k)]);
+    for_amg_cases(
+        [&](const CoarseCase& c, const CoarseSystem& cs, const std::string& what, AmgOptions o) {
+            DistAmg<double> m(comm->comm(), exec, cs.split.view(), cs.rs.r0, c.nc, o);
+            BOOST_TEST_REQUIRE(m.levels().size() >= 3u, what << ": " << m.describe());
+            std::vector<std::vector<long long>> pi0(m.levels().size() - 1), pj0(pi0.size());
+            std::vector<std::vector<double>> pv0(pi0.size());
+            for (std::size_t l = 0; l < pi0.size(); ++l)
+                m.prolongator_triplets(int(l), pi0[l], pj0[l], pv0[l]);
+            // A': the same pattern, other values (symmetric where A is)
+            auto rp = cs.whole.row_ptr.to_vector();
+            auto ci = cs.whole.col_idx.to_vector();
+            auto va = cs.whole.values.to_vector();
+            for (index_t r = 0; r < cs.whole.rows; ++r)
+                for (offset_t k = rp[r]; k < rp[r + 1]; ++k)
+                    va[std::size_t(k)] *= ci[k] == r ? 1.5 + 0.5 * std::sin(0.3 * double(r)) : 0.7;
+            const Csr<double> next{cs.whole.rows, cs.whole.cols, Array<offset_t>(rp),
+                                   Array<index_t>(ci), Array<double>(va)};
+            const SplitOf sn = split_of(next, cs.rs.r0, cs.rs.r1);
+            m.update_values(sn.view());
+            BOOST_TEST(m.refreshes() == 1, what << ": " << m.describe());
+            BOOST_TEST(m.describe().find("values-only update") != std::string::npos, m.describe());
+            for (std::size_t l = 0; l < pi0.size(); ++l) {
+                std::vector<long long> pi, pj;
+                std::vector<double> pv;
+                m.prolongator_triplets(int(l), pi, pj, pv);
+                BOOST_TEST((pi == pi0[l] && pj == pj0[l] && pv == pv0[l]),
+                           what << ": P of level " << l << " changed at a values-only update");
             }
-            rp2.push_back(offset_t(ci2.size()));
-        }
-        BOOST_TEST_REQUIRE(ci2.size() + 2 == ci.size(), what << ": no coupling (a, a + 1)");
-        const Csr<double> other{next.rows, next.cols, Array<offset_t>(rp2), Array<index_t>(ci2),
-                                Array<double>(va2)};
-        const SplitOf so = split_of(other, cs.rs.r0, cs.rs.r1);
-        m.update_values(so.view());
-        BOOST_TEST(m.refreshes() == 1, what << ": another pattern was refreshed on the kept P");
-        check_levels_are_galerkin(*comm, m, other, what + " after a pattern change");
-    }
+            check_levels_are_galerkin(*comm, m, next, what + " after the values-only update");
+            if (c.cg) check_cycle_is_symmetric(*comm, exec, m, cs.rs.r0, cs.rs.r1, what);
+            // another pattern: the coupling between the middle row and the next, both ways
+            const index_t a = cs.whole.rows / 2, b = a + 1;
+            std::vector<offset_t> rp2{0};
+            std::vector<index_t> ci2;
+            std::vector<double> va2;
+            for (index_t r = 0; r < next.rows; ++r) {
+                for (offset_t k = rp[r]; k < rp[r + 1]; ++k) {
+                    if ((r == a && ci[k] == b) || (r == b && ci[k] == a)) continue;
+                    ci2.push_back(ci[k]);
+                    va2.push_back(va[std::size_t(k)]);
+                }
+                rp2.push_back(offset_t(ci2.size()));
+            }
+            BOOST_TEST_REQUIRE(ci2.size() + 2 == ci.size(), what << ": no coupling (a, a + 1)");
+            const Csr<double> other{next.rows, next.cols, Array<offset_t>(rp2), Array<index_t>(ci2),
+                                    Array<double>(va2)};
+            const SplitOf so = split_of(other, cs.rs.r0, cs.rs.r1);
+            m.update_values(so.view());
+            BOOST_TEST(m.refreshes() == 1, what << ": another pattern was refreshed on the kept P");
+            check_levels_are_galerkin(*comm, m, other, what + " after a pattern change");
+        });
 }
 
 BOOST_AUTO_TEST_CASE(cpr_over_the_ranks_has_the_whole_pressure_matrix_and_beats_cpr_per_rank)
@@ -1598,6 +1610,76 @@ BOOST_AUTO_TEST_CASE(cpr_over_the_ranks_has_the_whole_pressure_matrix_and_beats_
         BOOST_TEST(worst2 <= 1e-12 * scale,
                    what << ": after update_values: max |A_p - whole A_p| = " << worst2);
     }
+}
+
+BOOST_AUTO_TEST_CASE(amg_over_the_ranks_truncates_p_to_its_largest_entries_keeping_row_sums)
+{
+    // AmgOptions::prolongation_max_entries (hypre's P_max_elmts): every row of the smoothed P
+    // keeps at most that many entries, the largest in magnitude of the untruncated row (the
+    // aggregates, made before P, are the same), scaled so that the row's sum stays; the
+    // coarser levels are still Pᵀ A P with that P, the cycle symmetric, and the solves meet the
+    // tolerance with the known solution.
+    const auto comm = world();
+    const auto exec = rank_executor();
+    for_amg_cases(
+        [&](const CoarseCase& c, const CoarseSystem& cs, const std::string& what, AmgOptions o) {
+            o.prolongation_max_entries = 0;
+            const DistAmg<double> all(comm->comm(), exec, cs.split.view(), cs.rs.r0, c.nc, o);
+            o.prolongation_max_entries = 2;
+            const DistAmg<double> cut(comm->comm(), exec, cs.split.view(), cs.rs.r0, c.nc, o);
+            BOOST_TEST(all.describe().find("P at most") == std::string::npos, all.describe());
+            BOOST_TEST(cut.describe().find("P at most 2 entries a row") != std::string::npos,
+                       cut.describe());
+            const long long n = all.levels()[0].rows;
+            BOOST_TEST_REQUIRE(all.levels().size() >= 2u, what);
+            BOOST_TEST_REQUIRE(cut.levels()[1].rows == all.levels()[1].rows, what);
+            const long long nc = all.levels()[1].rows;
+            std::vector<long long> i, j;
+            std::vector<double> v;
+            all.prolongator_triplets(0, i, j, v);
+            const std::vector<double> p0 = gather_dense(*comm, i, j, v, n, nc);
+            cut.prolongator_triplets(0, i, j, v);
+            const std::vector<double> p2 = gather_dense(*comm, i, j, v, n, nc);
+            long long cut_rows = 0;
+            for (long long r = 0; r < n; ++r) {
+                const double* a = p0.data() + r * nc;
+                const double* b = p2.data() + r * nc;
+                int kept = 0, had = 0;
+                double sum_a = 0, sum_b = 0, kept_a = 0, least_kept = 1e300, most_dropped = 0;
+                for (long long J = 0; J < nc; ++J) {
+                    sum_a += a[J];
+                    sum_b += b[J];
+                    if (a[J] != 0) ++had;
+                    if (b[J] != 0) {
+                        ++kept;
+                        kept_a += a[J];
+                        least_kept = std::min(least_kept, std::abs(a[J]));
+                        BOOST_TEST(a[J] != 0.0, what << ": row " << r << " gained column " << J);
+                    } else if (a[J] != 0)
+                        most_dropped = std::max(most_dropped, std::abs(a[J]));
+                }
+                BOOST_TEST(kept <= 2, what << ": row " << r << " keeps " << kept << " entries");
+                if (had <= 2) {
+                    for (long long J = 0; J < nc; ++J)
+                        BOOST_TEST(b[J] == a[J], what << ": row " << r << " changed");
+                    continue;
+                }
+                ++cut_rows;
+                BOOST_TEST(std::abs(sum_b - sum_a) <= 1e-12 * std::max(1.0, std::abs(sum_a)),
+                           what << ": row " << r << " sums to " << sum_b << ", was " << sum_a);
+                BOOST_TEST(least_kept >= most_dropped, what << ": row " << r << " dropped "
+                                                            << most_dropped << " and kept "
+                                                            << least_kept);
+                for (long long J = 0; J < nc; ++J)  // the kept entries, scaled alike
+                    if (b[J] != 0)
+                        BOOST_TEST(std::abs(b[J] - a[J] * sum_a / kept_a) <= 1e-12 * std::abs(b[J]),
+                                   what << ": row " << r << " column " << J);
+            }
+            BOOST_TEST(cut_rows > 0, what << ": no row of P had more than 2 entries");
+            check_levels_are_galerkin(*comm, cut, cs.whole, what + " truncated");
+            if (c.cg) check_cycle_is_symmetric(*comm, exec, cut, cs.rs.r0, cs.rs.r1, what);
+            solve_to_known(*cs.op, cut, cs.rs, exec, c.cg, what + " truncated");
+        });
 }
 
 BOOST_AUTO_TEST_CASE(amg_over_the_ranks_refuses_a_zero_diagonal_on_every_rank)

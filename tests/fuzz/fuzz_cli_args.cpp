@@ -85,7 +85,7 @@ struct Profile {
 const std::vector<std::string> kPcOptions = {
     "--amg-threshold",   "--amg-smoother",   "--amg-sweeps", "--amg-cycle",
     "--amg-coarse-size", "--amg-max-levels", "--amg-setup",  "--cpr-pressure-index",
-    "--cpr-second",      "--amg-lambda-its"};
+    "--cpr-second",      "--amg-lambda-its", "--amg-p-max"};
 
 const std::vector<Profile>& profiles()
 {
