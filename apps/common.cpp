@@ -314,7 +314,7 @@ const char* pc_options_help =
     "  --amg-lambda-its N    Chebyshev's lambda_max(D^-1 A): 0 (default) Gershgorin's bound, one\n"
     "                        pass; N > 0: estimated by N power and N + 2 Lanczos steps\n"
     "  --amg-p-max N         with --amg-global: at most N entries a row of the smoothed P, the\n"
-    "                        largest, the row's sum kept (default 4; 0: all)\n"
+    "                        largest, the row's sum kept (default 6; 0: all)\n"
     "  --cpr-pressure-index P  the pressure unknown of each cell for --pc cpr (default 0)\n"
     "  --cpr-second M        CPR's second stage: bilu0, bilu0mc or bjacobi (default: bilu0 on\n"
     "                        the CPU, bjacobi on a GPU)\n";

@@ -137,15 +137,16 @@ std::string resolve_device(const std::string &device, long long nnz, int threads
     std::ostringstream o;
     std::string        d = "cpu";
     if (CudaExecutor::device_count() == 0) o << "auto: the CPU (no CUDA device visible)";
-    else if (ranks_per_gpu > 1) o << "auto: the CPU (" << ranks_per_gpu << " MPI ranks share each GPU of the node, where the ranks' CPU cores were measured faster; -heptane_device gpu to share it anyway)";
+    else if (nnz < 0 && ranks_per_gpu > 1) o << "auto: the CPU (" << ranks_per_gpu << " MPI ranks share each GPU of the node; the matrix's entries unknown)";
     else if (nnz < 0) {
       d = "cuda";
       o << "auto: the GPU (a CUDA device is visible)";
     } else {
-      const long long from = auto_gpu_min_entries(threads);
-      d                    = nnz < from ? "cpu" : "cuda";
-      if (nnz < from) o << "auto: the CPU (" << nnz << " stored entries < " << from << ", where a GPU's setup would outweigh its faster iterations; " << threads << " host thread" << (threads == 1 ? "" : "s") << ")";
-      else o << "auto: the GPU (" << nnz << " stored entries >= " << from << " with " << threads << " host thread" << (threads == 1 ? "" : "s") << ")";
+      const long long from  = auto_gpu_min_entries(threads, ranks_per_gpu);
+      d                     = nnz < from ? "cpu" : "cuda";
+      const std::string per = ranks_per_gpu > 1 ? " a rank, " + std::to_string(ranks_per_gpu) + " MPI ranks sharing each GPU of the node" : "";
+      if (nnz < from) o << "auto: the CPU (" << nnz << " stored entries" << per << " < " << from << ", where a GPU's setup would outweigh its faster iterations; " << threads << " host thread" << (threads == 1 ? "" : "s") << ")";
+      else o << "auto: the GPU (" << nnz << " stored entries" << per << " >= " << from << " with " << threads << " host thread" << (threads == 1 ? "" : "s") << ")";
     }
     if (why) *why = o.str();
     return d;

@@ -25,10 +25,8 @@ namespace heptane::plugin
 /// stored entries known (nnz >= 0), "auto" weighs the devices by the measured model of
 /// heptane solve's --device auto (auto_gpu_min_entries, solver/solve.hpp) for `threads` host
 /// threads: "cpu" below its threshold. ranks_per_gpu > 1 (several MPI ranks of a node share
-/// each of its GPUs): "cpu" whatever nnz — measured on the H200 machine (one GPU, 16 cores;
-/// the reservoir pressure at 1 M cells, three solves): 16 GPU ranks 6.47 s against 1.87 s on 16
-/// CPU ranks, 4 GPU ranks 4.08 s (two solves) against 2.82 s (three) on 4 CPU ranks; the model
-/// above assumes a GPU of its own. `why`, when given, says what auto chose and why.
+/// each of its GPUs; nnz per rank): the same model with the sharing (auto_gpu_min_entries'
+/// ranks_per_gpu). `why`, when given, says what auto chose and why.
 std::string resolve_device(const std::string &device, long long nnz = -1, int threads = 1, std::string *why = nullptr, int ranks_per_gpu = 1);
 
 /// Starts making the executor of `device` (as -heptane_device takes it: auto, cpu, gpu,

@@ -1907,8 +1907,8 @@ static PetscErrorCode KSPCreate_Heptane_Private(KSP ksp, heptane::SolverType sol
    ranks: one AMG hierarchy over all ranks (dist::DistAmg; levels split over the ranks,
    smoothed through the distributed product, on the host) applied instead of each rank's AMG
    of its diagonal block; a values-only setup keeps its aggregates and P and redoes the
-   Galerkin products. Not given: on for hamg on CPU ranks with a scalar system (Nc = 1) and no
-   -heptane_coarse, off otherwise; a hierarchy that is refused (a zero diagonal on a level, a
+   Galerkin products. Not given: on for CPU ranks without -heptane_coarse, for hcpr and for hamg
+   on a scalar system (Nc = 1), off otherwise; a hierarchy that is refused (a zero diagonal on a level, a
    singular coarsest level) gives each rank its own AMG/CPR until the pattern changes
 .  -heptane_grid J,H,I -heptane_block Nc - the grid when the matrix has no DMDA
 .  -heptane_prewarm <true,false> - set the GPU up on a background thread when the plugin is
@@ -1917,7 +1917,7 @@ static PetscErrorCode KSPCreate_Heptane_Private(KSP ksp, heptane::SolverType sol
    -heptane_amg_sweeps <k> -heptane_amg_cycle <v,w> -heptane_amg_coarse_size <n>
    -heptane_amg_max_levels <L> -heptane_amg_setup <auto,host,device>
    -heptane_amg_lambda_its <N> -heptane_amg_p_max <N> - AMG (-pc_type hamg, and CPR's pressure
-   stage; -heptane_amg_p_max: the AMG over the ranks keeps at most N entries a row of P, default 4)
+   stage; -heptane_amg_p_max: the AMG over the ranks keeps at most N entries a row of P, default 6)
 .  -heptane_cpr_pressure_index <p> -heptane_cpr_second <auto,bilu0,bilu0mc,bjacobi> - CPR
    (-pc_type hcpr)
 

@@ -563,13 +563,13 @@ static PetscErrorCode PCCreate_Heptane_Private(PC pc, heptane::PcType type)
 .  -heptane_amg_lambda_its <N> - Chebyshev's lambda_max(D^-1 A): 0 (default) Gershgorin's bound,
    N > 0 estimated by N power and N + 2 Lanczos steps
 .  -heptane_amg_p_max <N> - the AMG over the ranks: at most N entries a row of the smoothed P (the
-   largest, the row's sum kept; default 4, 0: all)
+   largest, the row's sum kept; default 6, 0: all)
 .  -heptane_amg_global <true,false> - hamg (hcpr: its pressure stage) on several ranks: one AMG
    hierarchy over all ranks (levels split over the ranks, smoothed through the distributed
    product; chebyshev, jacobi or l1jacobi; on the host) applied instead of each rank's AMG; a
    values-only PCSetUp keeps its aggregates and P and redoes the Galerkin products. Not given:
-   on for hamg on CPU ranks with a scalar system (Nc = 1) and no -heptane_coarse, off
-   otherwise; a refused hierarchy gives each rank its own AMG/CPR until the pattern changes
+   on for CPU ranks without -heptane_coarse, for hcpr and for hamg on a scalar system (Nc = 1),
+   off otherwise; a refused hierarchy gives each rank its own AMG/CPR until the pattern changes
 .  -heptane_block <Nc> - unknowns per cell (default: the DMDA's dof, else the matrix block size)
 .  -heptane_coarse <true,false> - several ranks: a global coarse correction around each rank's
    AMG (symmetric form, for every KSP); -heptane_coarse_aggregates N per rank,

@@ -505,7 +505,7 @@ PetscErrorCode HeptanePcOptionsFromOptions(HeptaneOptionItems PetscOptionsObject
     PetscCall(PetscOptionsBool("-heptane_amg_global",
                                "AMG (hamg, and hcpr's pressure stage) on several ranks: one hierarchy over all ranks (levels split over the ranks, each smoothed by chebyshev/jacobi/l1jacobi through the distributed product; coarsest level gathered) "
                                "instead of one AMG per rank's diagonal block (block Jacobi over the ranks). "
-                               "Not given: over the ranks for hamg on a scalar system (Nc = 1) on CPU ranks without -heptane_coarse, else per rank",
+                               "Not given: over the ranks on CPU ranks without -heptane_coarse for hcpr and for hamg on a scalar system (Nc = 1), else per rank",
                                man, global, &global, &set));
     if (set) a.over_ranks = global ? heptane::AmgOverRanks::yes : heptane::AmgOverRanks::no;
   }
@@ -537,13 +537,12 @@ bool HeptaneAmgOverRanks(const heptane::AmgOptions &a, heptane::PcType type, int
     say("-heptane_amg_global false");
     return false;
   }
-  if (type != heptane::PcType::amg) say("hcpr: per rank unless -heptane_amg_global (measured: ahead under GMRES, behind under BiCGStab)");
-  else if (!cpu) say("GPU ranks: per rank, on the device, unless -heptane_amg_global (the hierarchy over the ranks runs on the host)");
-  else if (nc != 1) say("Nc > 1: per rank (its ilu0mc smoother) unless -heptane_amg_global");
-  else if (coarse) say("-heptane_coarse: its correction around each rank's AMG");
+  if (!cpu) say("GPU ranks: per rank, on the device, unless -heptane_amg_global (the hierarchy over the ranks runs on the host)");
+  else if (coarse) say("-heptane_coarse: its correction around each rank's own");
   else if (a.smoother == heptane::AmgSmoother::ilu0mc) say("-heptane_amg_smoother ilu0mc: per rank (not built over the ranks)");
+  else if (type == heptane::PcType::amg && nc != 1) say("Nc > 1: per rank (its ilu0mc smoother) unless -heptane_amg_global; -pc_type hcpr for a coupled system");
   else {
-    say("not given; the default for a scalar system on CPU ranks, -heptane_amg_global false for one AMG per rank");
+    say(type == heptane::PcType::cpr ? "not given; the default for CPR on CPU ranks, -heptane_amg_global false for CPR per rank" : "not given; the default for a scalar system on CPU ranks, -heptane_amg_global false for one AMG per rank");
     return true;
   }
   return false;

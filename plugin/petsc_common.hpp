@@ -185,11 +185,12 @@ PETSC_INTERN PetscErrorCode HeptanePcOptionsFromOptions(HeptaneOptionItems, hept
 std::string HeptanePcOptionsText(const heptane::PcOptions &, PetscBool cpr);
 /* Whether AMG (type amg) or CPR's pressure AMG (cpr) runs as one hierarchy over the ranks
    (-heptane_amg_global): never on one rank, nor where it was refused at this pattern (then
-   each rank's own); as given where -heptane_amg_global was given; not given, over the ranks for
-   amg on CPU ranks (cpu), a scalar system (nc 1), no -heptane_coarse (coarse) and a smoother
-   that is built over the ranks. Measured on 2-16 CPU ranks of the H200 machine (reservoir
-   pressure, 1 M cells, docs/benchmarks.md): ahead of AMG per rank at every count, with BiCGStab
-   and CG. *why (may be NULL): what decided, for -ksp_view (left as it is where refused: the
+   each rank's own); as given where -heptane_amg_global was given; not given, over the ranks on
+   CPU ranks (cpu) without -heptane_coarse (coarse) and with a smoother that is built over the
+   ranks, for cpr and for amg on a scalar system (nc 1). Measured on the H200 machine's CPU
+   (docs/benchmarks.md): the reservoir pressure at 1 M cells ahead of AMG per rank on 2-16 ranks
+   with BiCGStab and CG; the coupled system on 16 ranks ahead of CPR per rank with BiCGStab and
+   GMRES. *why (may be NULL): what decided, for -ksp_view (left as it is where refused: the
    caller wrote why). */
 bool HeptaneAmgOverRanks(const heptane::AmgOptions &, heptane::PcType type, int ranks, bool cpu, heptane::index_t nc, bool coarse, bool refused, std::string *why);
 /* A's stored entries per rank of `comm` (MatGetInfo's nz_used summed over the ranks, divided

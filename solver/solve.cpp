@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <limits>
 #include <memory>
 #include <type_traits>
 #include <utility>
@@ -426,7 +427,7 @@ SolveResult solve(const Coo<double>* a, const Csr<double>& csr, double csr_ms,
 
 }  // namespace
 
-long long auto_gpu_min_entries(int threads)
+long long auto_gpu_min_entries(int threads, int ranks_per_gpu)
 {
     // fitted to docs/logs/device-crossover-h100-2026-11-27-run3.csv (heptane solve with its
     // defaults, H100 and 16 host cores): the GPU process spent 0.43-0.45 s more outside the
@@ -435,7 +436,9 @@ long long auto_gpu_min_entries(int threads)
     // crossover lies between 6.1 M and 14.6 M entries (Nc = 1), 2.0 M and 16.3 M (Nc = 3).
     constexpr double fixed_s = 0.50, cpu16_s = 0.09e-6, gpu_s = 0.015e-6;
     const double cpu_s = cpu16_s * 16.0 / std::clamp(threads, 1, 16);
-    return static_cast<long long>(std::ceil(fixed_s / (cpu_s - gpu_s)));
+    const double k = std::max(1, ranks_per_gpu);  // ranks sharing the GPU: docs in solve.hpp
+    if (cpu_s <= gpu_s * k) return std::numeric_limits<long long>::max();
+    return static_cast<long long>(std::ceil(fixed_s * k * k / (cpu_s - gpu_s * k)));
 }
 
 std::vector<PcType> ilu_preconditioners(ExecKind device)

@@ -124,8 +124,14 @@ struct SolveResult {
 /// of a solve with the defaults (setup and iterations) on each device, fitted to `heptane
 /// solve` timed on both (scripts/device-crossover.sh; docs/benchmarks.md). c_cpu scales as
 /// 16 / min(threads, 16) from the 16 cores it was measured on. Returns the stored entries
-/// from which the GPU wins with this many host threads.
-long long auto_gpu_min_entries(int threads);
+/// from which the GPU wins with this many host threads. ranks_per_gpu = k > 1 (MPI ranks of a
+/// node sharing each GPU; nnz then per rank): F · k² and c_gpu · k, each rank's GPU setup
+/// serialised over the k ranks and its AMG of a k-th of the node's rows needing more iterations
+/// than the AMG over the CPU ranks. Fitted on the H200 machine (one GPU, 16 cores, reservoir
+/// pressure 1 M cells, hamg, three solves): 2 GPU ranks 3.04 s against 4.32-4.98 s on 2 CPU
+/// ranks (the GPU: 1.42 M entries < 3.65 M a rank), 4 GPU ranks 3.33 s against 2.39-2.97 s
+/// (the CPU: 5.8 M > 1.83 M), 16 11.94 s against 0.97-1.35 s.
+long long auto_gpu_min_entries(int threads, int ranks_per_gpu = 1);
 
 /// The preconditioners solve_system tries, in order, when SolveConfig::pc is unset: the next
 /// one when a preconditioner cannot be set up or its solve does not converge.

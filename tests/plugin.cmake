@@ -751,7 +751,16 @@ if(HEPTANE_PETSC_MPIEXEC)
           sh -c "${on_two_gpus}" sh ${solves} --max-relres 1e-8 -- --plugin ${plugin_so} --mpiexec "${np2}" --ref ${ref_bcgs}
           --heptane "-ksp_type hbcgs -heptane_device gpu -heptane_ilu natural -ksp_view" --expect "${up_on_device}"
           --expect "numeric part on the host, from a host copy of the matrix" --reject DIVERGED -- ${reservoir2})
+        # -heptane_device auto with two ranks on one GPU (skipped where there is none, or one
+        # per rank): the model weighs the ranks sharing it (these small systems: the CPU), and
+        # -ksp_view says so
+        set(on_one_gpu "[ $(nvidia-smi -L 2>/dev/null | grep -c '^GPU') -eq 1 ] || exit 77 && exec \"$@\"")
+        heptane_plugin_test(plugin_reservoir_two_ranks_sharing_a_gpu_auto_weighs_the_sharing
+          sh -c "${on_one_gpu}" sh ${compare} --mpiexec "${np2}" --heptane "-ksp_type hbcgs -pc_type hamg -heptane_device auto -ksp_view"
+          --expect "heptane device: auto: the CPU \\([0-9]+ stored entries a rank, 2 MPI ranks sharing each GPU of the node < [0-9]+"
+          --reject DIVERGED -- ${reservoir2} -system pressure)
         set_tests_properties(plugin_reservoir_two_ranks_gpu_pbjacobi_numeric_on_device plugin_reservoir_two_ranks_gpu_ilu_numeric_on_the_host
+          plugin_reservoir_two_ranks_sharing_a_gpu_auto_weighs_the_sharing
           PROPERTIES LABELS "plugin;gpu" SKIP_RETURN_CODE 77)
       endif()
       # PETSc's own DMDA split (in x or y too): PETSc numbers the unknowns rank by rank, so the
@@ -800,9 +809,9 @@ if(HEPTANE_PETSC_MPIEXEC)
         --plugin ${plugin_so} --mpiexec "${np2}" --ref "-ksp_type cg -ksp_norm_type unpreconditioned -pc_type gamg"
         --heptane "-ksp_type cg -ksp_norm_type unpreconditioned -pc_type hamg -heptane_amg_global false -ksp_view"
         --expect "type: hamg" --expect "${per_rank}" --expect "heptane preconditioner setups: 1 full \\(new pattern\\), 2 values-only" -- ${res2_p})
-      # (g) the default on CPU ranks for a scalar system: hamg is the AMG over the ranks without
+      # (g) the default on CPU ranks: hamg on a scalar system is the AMG over the ranks without
       # -heptane_amg_global (heptane's BiCGStab, and PETSc's CG with hamg as its PC), its
-      # values-only setups on the kept hierarchy; hcpr and a coupled hamg stay per rank (above)
+      # values-only setups on the kept hierarchy; hcpr is CPR over the ranks (below)
       set(default_over "over the ranks \\(-heptane_amg_global: not given. the default for a scalar system on CPU ranks")
       heptane_plugin_test(plugin_reservoir_two_ranks_hamg_default_is_over_the_ranks
         ${solves} --its pressure=3:15 --ref-its pressure=6:20 --max-relres 1e-9 --solves 3 --
@@ -816,8 +825,13 @@ if(HEPTANE_PETSC_MPIEXEC)
         --expect "type: hamg" --expect "heptane AMG ${default_over}" --expect "heptane preconditioner setups: 1 full \\(new pattern\\), 2 values-only" --reject WARNING -- ${res2_p})
       heptane_plugin_test(plugin_reservoir_two_ranks_hcpr
         ${solves} --its coupled=6:16 --ref-its coupled=14:30 --max-relres 1e-9 --solves 6 --
+        --plugin ${plugin_so} --mpiexec "${np2}" --ref ${ref_bcgs} --heptane "-ksp_type hbcgs -pc_type hcpr -heptane_amg_global false -ksp_view"
+        --expect "heptane preconditioner on 2 ranks: CPR of each rank's diagonal block.*not over the ranks: -heptane_amg_global false" --expect "coupled: ksp hbcgs" -- ${res2_c})
+      heptane_plugin_test(plugin_reservoir_two_ranks_hcpr_default_is_over_the_ranks
+        ${solves} --its coupled=4:16 --ref-its coupled=14:30 --max-relres 1e-9 --solves 6 --
         --plugin ${plugin_so} --mpiexec "${np2}" --ref ${ref_bcgs} --heptane "-ksp_type hbcgs -pc_type hcpr -ksp_view"
-        --expect "heptane preconditioner on 2 ranks: CPR of each rank's diagonal block.*not over the ranks: hcpr: per rank unless -heptane_amg_global" --expect "coupled: ksp hbcgs" -- ${res2_c})
+        --expect "heptane CPR over the ranks \\(-heptane_amg_global: not given. the default for CPR on CPU ranks.*pressure: AMG over 2 ranks"
+        --expect "coupled: ksp hbcgs" --reject WARNING -- ${res2_c})
       heptane_plugin_test(plugin_reservoir_petsc_bcgs_two_ranks
         ${solves} --max-relres 1e-8 --
     --plugin ${plugin_so} --mpiexec "${np2}" --heptane "-ksp_type bcgs -pc_type bjacobi" --expect "2 MPI rank"

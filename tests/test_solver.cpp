@@ -1192,3 +1192,23 @@ BOOST_AUTO_TEST_CASE(solve_system_runs_on_the_executor_it_is_given)
                (exec->is_cuda() ? 1 : 0));
     BOOST_TEST(norm2(residual(a, given.x, b)) / norm2(b) <= 1e-10);
 }
+
+BOOST_AUTO_TEST_CASE(device_model_weighs_ranks_sharing_a_gpu)
+{
+    // auto_gpu_min_entries with k MPI ranks sharing each GPU (solver/solve.hpp): the threshold
+    // grows with k, is "never" where the shared GPU's time per entry reaches the CPU's, and
+    // reproduces the decisions measured on the H200 machine (one GPU, 1 thread a rank,
+    // reservoir pressure at 1 M cells = 7.3 M entries): 2 ranks on the GPU won (3.65 M a rank),
+    // 4 and 16 ranks on the CPU won (1.83 M and 0.46 M a rank).
+    const long long k1 = auto_gpu_min_entries(1), k2 = auto_gpu_min_entries(1, 2),
+                    k4 = auto_gpu_min_entries(1, 4), k16 = auto_gpu_min_entries(1, 16);
+    BOOST_TEST(auto_gpu_min_entries(1, 1) == k1);
+    BOOST_TEST(k1 < k2);
+    BOOST_TEST(k2 < k4);
+    BOOST_TEST(k4 < k16);
+    BOOST_TEST(k2 <= 3'650'000);
+    BOOST_TEST(k4 > 1'830'000);
+    BOOST_TEST(k16 > 460'000);
+    BOOST_TEST(auto_gpu_min_entries(16, 8) == std::numeric_limits<long long>::max());
+    BOOST_TEST(auto_gpu_min_entries(16, 1) < std::numeric_limits<long long>::max());
+}

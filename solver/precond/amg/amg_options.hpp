@@ -63,12 +63,14 @@ struct AmgOptions {
     double prolongation_weight = 4.0 / 3.0;
     /// The AMG over the ranks (dist::DistAmg) only: each row of the smoothed P keeps at most
     /// this many entries, the largest in magnitude, scaled so that the row's sum stays (hypre
-    /// BoomerAMG's P_max_elmts; 0: every entry). On the reservoir pressure at 1 M cells over 16
-    /// ranks the coarse levels of the slabs that coarsen least had ~490 entries a row and
-    /// their Galerkin products 5x the multiply-adds of the other ranks; with 4 the most on any
-    /// rank fell 6.5x (37.9 M -> 5.9 M), operator complexity 1.73 -> 1.58, the same BiCGStab
-    /// iterations (19 over three solves). The one-process AMG does not read it.
-    int prolongation_max_entries = 4;
+    /// BoomerAMG's P_max_elmts; 0: every entry). On the reservoir pressure over 16 ranks the
+    /// coarse levels of the slabs that coarsen least had ~490 entries a row and their Galerkin
+    /// products 5x the multiply-adds of the other ranks. The most multiply-adds on any rank and
+    /// BiCGStab's iterations (this VM, 16 ranks): 1 M cells (three solves) 37.9 M / 19 its with
+    /// all, 7.5 M / 19 with 6, 5.9 M / 19 with 4; 8.4 M cells (one solve) 329 M / 5 with all,
+    /// 65 M / 5 with 8, 56 M / 5 with 6, 44 M / 9 with 4 (H200 machine). The one-process AMG
+    /// does not read it.
+    int prolongation_max_entries = 6;
     /// Stop coarsening at this many rows or fewer (the coarsest level is solved with a dense
     /// LU on the executor), after max_levels levels, or when a level coarsens by less than
     /// a factor 1.2 (then the coarsest level is inverted densely only while that is cheap,
