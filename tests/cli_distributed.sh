@@ -68,12 +68,12 @@ grep -q 'aggregates on this rank x Nc 2 ([a-z: ]*strength[a-z ]*), [0-9]* entrie
   { cat "$dir/coarse_amg.json"; echo "--coarse-solve amg: not in the report"; exit 1; }
 compare "$dir/xa.mtx" "$dir/x1.mtx"
 # --amg-global: one AMG hierarchy over the 3 ranks (uneven split in cells): the same answer,
-# named in the report; with another --pc a usage error
+# named in the report with P's truncation (--amg-p-max); with another --pc a usage error
 "$mpiexec" -np 3 "${flags[@]}" "$heptane" solve --generate "$spec" --rtol 1e-11 --max-it 2000 \
-  --device "$device" --split cells --pc amg --amg-global -o "$dir/xg.mtx" --json >"$dir/amg_global.json"
+  --device "$device" --split cells --pc amg --amg-global --amg-p-max 3 -o "$dir/xg.mtx" --json >"$dir/amg_global.json"
 grep -q '"converged": true' "$dir/amg_global.json"
-grep -q 'AMG over 3 ranks ([0-9]* levels' "$dir/amg_global.json" ||
-  { cat "$dir/amg_global.json"; echo "--amg-global: not in the report"; exit 1; }
+grep -q 'AMG over 3 ranks ([0-9]* levels, rows [0-9 ]*, operator complexity [0-9.]*; P at most 3 entries a row' "$dir/amg_global.json" ||
+  { cat "$dir/amg_global.json"; echo "--amg-global --amg-p-max 3: not in the report"; exit 1; }
 compare "$dir/xg.mtx" "$dir/x1.mtx"
 # --pc cpr --amg-global: CPR whose pressure stage is the AMG over the ranks (Nc = 2 here)
 "$mpiexec" -np 3 "${flags[@]}" "$heptane" solve --generate "$spec" --rtol 1e-11 --max-it 2000 \
