@@ -524,6 +524,28 @@ static PetscErrorCode KSPHeptaneBAIJBlocksInPlace(KSP ksp, Mat A, What what, Pet
   PetscFunctionReturn(0);
 }
 
+/* One rank, a values-only setup by PETSc's nonzero state: a BAIJ matrix whose number of entries
+   changed is a new pattern all the same. PETSc's BAIJ (3.18) counts a new nonzero state only
+   when MatSetValues reallocates, not when a new block goes into preallocated room, so its state
+   can say "same pattern" when it is not (the operator may read its arrays in place). */
+static PetscErrorCode KSPHeptaneBAIJGrew(KSP ksp, Mat A, PetscInt *updated)
+{
+  KSP_Heptane *h = (KSP_Heptane *)ksp->data;
+  PetscBool    seq, mpi;
+  MatInfo      info;
+
+  PetscFunctionBegin;
+  PetscCall(PetscObjectBaseTypeCompare((PetscObject)A, MATSEQBAIJ, &seq));
+  PetscCall(PetscObjectBaseTypeCompare((PetscObject)A, MATMPIBAIJ, &mpi));
+  if (!(seq || mpi) || !h->own->built()) PetscFunctionReturn(0);
+  PetscCall(MatGetInfo(A, MAT_LOCAL, &info));
+  if ((heptane::offset_t)info.nz_used != h->own->nnz()) {
+    PetscCall(PetscInfo(ksp, "%s: the BAIJ matrix has %.0f entries, the operator's pattern %lld, under the same nonzero state: a new pattern\n", KSPHeptaneName(h), (double)info.nz_used, (long long)h->own->nnz()));
+    *updated = 2;
+  }
+  PetscFunctionReturn(0);
+}
+
 /* One rank, a values-only setup: an AIJ matrix whose newest values are on the GPU already
    (PETSc's aijcusparse after a device-side update: offload mask GPU or both; a one-rank
    MPIAIJ's diagonal block alike) is read there: MatSeqAIJGetCSRAndMemType's device array,
@@ -598,6 +620,8 @@ static void HeptaneDiagBlocks(const heptane::plugin::BlockCsrView &b, HeptaneDia
   d.ptr.reserve((size_t)(nb * bs) + 1);
   d.col.clear();
   d.val.clear();
+  d.col.reserve((size_t)nb * (size_t)(bs * bs)); /* one diagonal block a block row, at most */
+  d.val.reserve((size_t)nb * (size_t)(bs * bs));
   for (heptane::index_t ib = 0; ib < nb; ib++)
     for (heptane::index_t r = 0; r < bs; r++) {
       if (at[(size_t)ib] >= 0)
@@ -627,11 +651,13 @@ static PetscErrorCode KSPHeptaneBuildFromBlocks(KSP ksp, Mat A, const heptane::p
 
   PetscFunctionBegin;
   *done = PETSC_FALSE;
-  if (!hint.has_grid() || !(gpu_ok || cpu_ok)) PetscFunctionReturn(0);
+  if (!(gpu_ok || cpu_ok)) PetscFunctionReturn(0); /* without a grid only the CPU's operator in place (build_blocks decides) */
   PetscCall(HeptaneWithBAIJBlocks(
     A, h->baij, [&](const heptane::plugin::BlockCsrView &b) { return h->own->build_blocks(b, hint, cfg, cpu_ok, gpu_ok); }, done));
   if (*done)
-    h->input_how = h->own->executor()->is_cpu() ? "BAIJ's blocks read straight into the BDIA-GH slots on the host at each new pattern (Nc = the block size: no scalar pattern, no map, no gather)" : "BAIJ's blocks and values uploaded as they are and expanded to scalar CSR on the GPU at each new pattern (no host map, no gather)";
+    h->input_how = !h->own->executor()->is_cpu()            ? "BAIJ's blocks and values uploaded as they are and expanded to scalar CSR on the GPU at each new pattern (no host map, no gather)"
+                 : h->own->format() == heptane::Format::bsr ? "BAIJ's arrays are the operator, read in place on the host (no copy at a new pattern or at a values-only update; -heptane_format bdiagh copies them into BDIA-GH instead)"
+                                                            : "BAIJ's blocks read straight into the BDIA-GH slots on the host at each new pattern (Nc = the block size: no scalar pattern, no map, no gather)";
   PetscFunctionReturn(0);
 }
 
@@ -1297,6 +1323,7 @@ static PetscErrorCode KSPHeptaneUpdate(KSP ksp)
     PetscCall(MatDestroy(&h->engine_mat));
     if (!h->own->built() || id != h->mat_id || nz != h->mat_nzstate || h->own->config() != cfg) updated = 2;
     else if (st != h->mat_state) updated = 1;
+    if (updated == 1) PetscCall(KSPHeptaneBAIJGrew(ksp, Amat, &updated));
     PetscBool in_place = PETSC_FALSE;
     if (updated == 1) { /* aijcusparse: its values where they are, on the GPU */
       PetscCall(KSPHeptaneDeviceValues(ksp, Amat, &in_place));
@@ -1305,7 +1332,8 @@ static PetscErrorCode KSPHeptaneUpdate(KSP ksp)
     if (updated == 1 && !in_place) { /* BAIJ: its values in place, no gather, where the operator can */
       PetscCall(KSPHeptaneBAIJBlocksInPlace(
         ksp, Amat, [h](const heptane::plugin::BlockCsrView &b) { return h->own->refresh_values_blocks(b); }, &in_place));
-      if (in_place) h->input_how = "BAIJ (no MatConvert); values-only refreshes read its blocks in place, each straight into its BDIA-GH slots (the CPU, Nc = the block size: positions by the block pattern, no map of the entries)";
+      if (in_place)
+        h->input_how = h->own->format() == heptane::Format::bsr ? "BAIJ (no MatConvert); its arrays are the operator, read in place on the host: a values-only update copies nothing (-heptane_format bdiagh copies them into BDIA-GH instead)" : "BAIJ (no MatConvert); values-only refreshes read its blocks in place, each straight into its BDIA-GH slots (the CPU, Nc = the block size: positions by the block pattern, no map of the entries)";
       else {
         PetscCall(KSPHeptaneBAIJInPlace(
           ksp, Amat, [h](const double *v, const heptane::index_t *pos, heptane::offset_t nnz, heptane::index_t bs) { return h->own->refresh_values_permuted(v, pos, nnz, bs); }, &in_place));

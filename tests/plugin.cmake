@@ -58,23 +58,48 @@ heptane_plugin_test(plugin_host_baij_read_through_a_map
   --plugin ${plugin_so} --ref "${ref_bcgs} -dm_mat_type baij" --heptane "-ksp_type hbcgs -ksp_view -dm_mat_type baij"
   --expect "PETSc matrix seqbaij" --expect "heptane matrix input: BAIJ read through its scalar CSR made on the host once per pattern"
   --expect "heptane setups: 1 full \\(new pattern\\), 2 values-only" --reject MISMATCH -- ${host} -dof 3 -solves 3)
-# BAIJ with (point-)block Jacobi on the CPU, the grid known: built from its blocks (each block
+# BAIJ with (point-)block Jacobi on the CPU, the grid known, copied into BDIA-GH (fp64 with
+# -heptane_format bdiagh; mixed precision always): built from its blocks (each block
 # straight into its BDIA-GH slots, the PC from the diagonal blocks alone: no scalar CSR), and
 # values-only refreshes read the BAIJ array in place, every position from the block pattern
 # (the PC's gather map into the block array made once), no gather and no map of the entries;
 # fp64 and mixed (the fp64 copy refreshed too)
-foreach(v "pbjacobi;3;double" "jacobi;2;mixed")
+foreach(v "pbjacobi;3;double;bdiagh" "jacobi;2;mixed;auto")
   list(GET v 0 pc)
   list(GET v 1 dof)
   list(GET v 2 prec)
+  list(GET v 3 fmt)
   heptane_plugin_test(plugin_host_baij_values_read_in_place_${pc}_${prec}
     ${solves} ${host_checks} --its-diff 3 --solves 3 --
     --plugin ${plugin_so} --ref "${ref_bcgs} -pc_type ${pc} -dm_mat_type baij"
-    --heptane "-ksp_type hbcgs -pc_type ${pc} -heptane_device cpu -heptane_precision ${prec} -ksp_view -dm_mat_type baij"
+    --heptane "-ksp_type hbcgs -pc_type ${pc} -heptane_device cpu -heptane_precision ${prec} -heptane_format ${fmt} -ksp_view -dm_mat_type baij"
     --expect "values-only refreshes read its blocks in place, each straight into its BDIA-GH slots"
     --expect "block CSR with bs = ${dof} read block by block into the BDIA-GH slots on the host"
     --expect "heptane setups: 1 full \\(new pattern\\), 2 values-only"
     --expect "numeric part on the host, on PETSc's block values in place \\(positions by the block pattern" --reject MISMATCH -- ${host} -dof ${dof} -solves 3)
+endforeach()
+# BAIJ (bs >= 2) on the CPU in fp64, format auto: PETSc's arrays are the operator, read in
+# place with or without a grid (nothing copied at a new pattern or a values-only update);
+# every solve against PETSc's and the known solution; bs 9 takes the kernel for any block size;
+# a new pattern is built again (dof 2 without a grid, a block added at the third solve: PETSc's
+# BAIJ keeps its nonzero state there, the count of entries says it)
+foreach(v "pbjacobi;3;-dm_mat_type baij;2;1" "jacobi;2;-dm_mat_type baij;2;1" "pbjacobi;9;-dm_mat_type baij;2;1" "pbjacobi;3;-use_dm 0 -mat_type baij;2;1" "pbjacobi;2;-use_dm 0 -mat_type baij -new_pattern_at 3;1;2")
+  list(GET v 0 pc)
+  list(GET v 1 dof)
+  list(GET v 2 how)
+  list(GET v 3 values_only)
+  list(GET v 4 full)
+  separate_arguments(how_args UNIX_COMMAND "${how}")
+  string(REGEX REPLACE "[^a-z0-9]+" "_" tag "${how}")
+  heptane_plugin_test(plugin_host_baij_arrays_are_the_operator_${pc}_dof${dof}${tag}
+    ${solves} ${host_checks} --its-diff 3 --solves 3 --
+    --plugin ${plugin_so} --ref "${ref_bcgs} -pc_type ${pc}"
+    --heptane "-ksp_type hbcgs -pc_type ${pc} -heptane_device cpu -ksp_view"
+    --expect "heptane operator: PETSc's BAIJ blocks in place [0-9]+x[0-9]+ bs=${dof} blocks=[0-9]+ fp64 on cpu"
+    --expect "block CSR with bs = ${dof} read in place on the host as the operator"
+    --expect "its arrays are the operator, read in place on the host: a values-only update copies nothing"
+    --expect "heptane setups: ${full} full \\(new pattern\\), ${values_only} values-only"
+    --reject MISMATCH -- ${host} -dof ${dof} -solves 3 ${how_args})
 endforeach()
 heptane_plugin_test(plugin_host_sbaij_hcg_matches_cg
   ${solves} ${host_checks} --its-diff 2 --solves 2 --

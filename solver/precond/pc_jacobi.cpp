@@ -245,6 +245,11 @@ public:
                 offset_t(std::numeric_limits<std::int32_t>::max()))
             return false;
         const auto t0 = clock_type::now();
+        if (type_ == PcType::block_jacobi && bs == this->nc_ &&
+            diagonal_blocks(values, block_rows, bs, block_ptr, block_col)) {
+            this->setup_ms_ = ms_since(t0);
+            return true;
+        }
         if (block_col != blocks_from_) {  // the gather map into the block array, once
             const index_t nc = this->nc_, nb = nblocks();
             const std::size_t n2 = nc2();
@@ -281,6 +286,78 @@ public:
         }
         numeric_through(blocks_map_, values);
         this->setup_ms_ = ms_since(t0);
+        return true;
+    }
+
+private:
+    // update_values_blocks where the blocks are the preconditioner's (bs = Nc) and the setup's
+    // pattern held every entry of each diagonal block: block row c's diagonal block is one
+    // block of the array, found once per block pattern (diag_at_), read whole (column-major)
+    // and inverted as the gather map's path would (0 + value, the same inverse): no map of the
+    // entries. False where the setup's blocks lacked an entry or a block row has no diagonal
+    // block (the caller takes the map's path, which says which).
+    bool diagonal_blocks(const double* values, index_t nb, index_t bs, const index_t* block_ptr,
+                         const index_t* block_col)
+    {
+        if (block_col != diag_from_) {
+            diag_at_.clear();
+            diag_from_ = nullptr;
+            if (std::any_of(map_.begin(), map_.end(), [](offset_t k) { return k < 0; }))
+                return false;
+            diag_at_.resize(std::size_t(nb));
+            bool missing = false;
+#pragma omp parallel for schedule(static) if (nb > 16384) reduction(|| : missing)
+            for (index_t c = 0; c < nb; ++c) {
+                offset_t at = -1;
+                for (index_t k = block_ptr[c]; k < block_ptr[c + 1] && at < 0; ++k)
+                    if (block_col[k] == c) at = k;
+                diag_at_[std::size_t(c)] = at;
+                missing = missing || at < 0;
+            }
+            if (missing) {
+                diag_at_.clear();
+                return false;
+            }
+            diag_from_ = block_col;
+        }
+        if (next_.size() != binv_.size()) next_ = Array<VT>(this->exec_, binv_.size());
+        const std::size_t n2 = nc2();
+        const offset_t* at = diag_at_.data();
+        VT* inv = next_.data();
+        constexpr index_t none = std::numeric_limits<index_t>::max();
+        index_t bad = none;
+        detail::dispatch_block_size(bs, [&](auto NC) {
+            constexpr int B = decltype(NC)::value;
+            const std::size_t n = B > 0 ? std::size_t(B) : std::size_t(bs);
+#pragma omp parallel reduction(min : bad) if (nb * bs >= 65536)
+            {
+                std::vector<double> scratch(3 * n2);
+                double* b = scratch.data();
+                double* out = b + n2;
+#pragma omp for schedule(static)
+                for (index_t c = 0; c < nb; ++c) {
+                    const double* blk = values + std::size_t(at[c]) * n2;
+                    for (std::size_t i = 0; i < n; ++i)  // row-major from column-major
+                        for (std::size_t j = 0; j < n; ++j) {
+                            double x = 0.0;
+                            x += blk[j * n + i];
+                            b[i * n + j] = x;
+                        }
+                    if (detail::invert_block_core<B>(b, out, index_t(n), out + n2).singular) {
+                        bad = std::min(bad, c);
+                        continue;
+                    }
+                    VT* dst = inv + n2 * std::size_t(c);
+                    for (std::size_t k = 0; k < n2; ++k) dst[k] = VT(out[k]);
+                }
+            }
+        });
+        if (bad != none)
+            fail(bad, [&](std::size_t s, offset_t) {
+                return values[std::size_t(at[bad]) * n2 + (s % std::size_t(bs)) * std::size_t(bs) +
+                              s / std::size_t(bs)];
+            });
+        binv_.swap(next_);
         return true;
     }
 
@@ -501,6 +578,8 @@ private:
     const index_t* permuted_from_ = nullptr;  // that pos
     std::vector<std::int32_t> blocks_map_;    // map_ into update_values_blocks's block array
     const index_t* blocks_from_ = nullptr;    // that array's block columns
+    std::vector<offset_t> diag_at_;           // bs = Nc: each block row's diagonal block there
+    const index_t* diag_from_ = nullptr;      // that array's block columns
     Array<std::int32_t> map32_;               // the gather map on a GPU (one of the two)
     Array<std::int64_t> map64_;
     Array<VT> binv_;           // the live inverses (nc² per block; Jacobi: 1 / a_ii)
