@@ -403,7 +403,13 @@ public:
   /// vector pass per iteration; Â costs a second copy of the matrix values.
   /// The solver is made by make_solver (solver/krylov.hpp) and kept across solves (remade when
   /// the type or the GMRES restart changes).
-  Status solve(SolverType solver, const MatrixEngine &m, const SolverOptions &opts, bool nonzero_guess, const double *b, double *x);
+  /// device_vectors: b and x are in the device memory of m's GPU instead (PETSc's CUDA
+  /// vectors, as vectors_on_device() checked): they are copied on the device, never through
+  /// the host, and the device is synchronised before b is read and after x is written.
+  Status solve(SolverType solver, const MatrixEngine &m, const SolverOptions &opts, bool nonzero_guess, const double *b, double *x, bool device_vectors = false);
+  /// Whether solve() can take b and x where they are: both in the device memory of the GPU
+  /// m's operator runs on, and m in fp64 (single and mixed precision convert on the host).
+  static bool vectors_on_device(const MatrixEngine &m, const double *b, const double *x);
   /// GMRES: the restart length m (basis vectors per cycle, >= 1; default 30).
   void set_restart(int restart) noexcept;
   int  restart() const noexcept;

@@ -8,6 +8,7 @@
 #include <functional>
 #include <type_traits>
 
+#include "plugin/pinned_upload.hpp"
 #include "solver/refine.hpp"
 
 namespace heptane::plugin
@@ -103,14 +104,26 @@ struct Typed {
   };
 
   // b and x from and to the host; op64 (mixed): refined against the fp64 matrix
-  Status solve(SolverType solver, int restart, std::shared_ptr<const Operator<VT>> op, const std::shared_ptr<const Operator<VT>> &folded_op, const std::shared_ptr<const Operator<double>> &op64, const SolverOptions &opts, bool nonzero_guess, const double *bh, double *xh, int &corrections)
+  // bh, xh: host arrays, or (device) device memory of op's GPU in fp64 (KrylovEngine::
+  // vectors_on_device), copied there
+  Status solve(SolverType solver, int restart, std::shared_ptr<const Operator<VT>> op, const std::shared_ptr<const Operator<VT>> &folded_op, const std::shared_ptr<const Operator<double>> &op64, const SolverOptions &opts, bool nonzero_guess, const double *bh, double *xh, int &corrections, bool device)
   {
     const auto        exec = op->executor();
     const std::size_t n    = std::size_t(op->rows());
     if (b.size() != n || b.exec() != exec) b = Array<VT>(exec, n);
     if (x.size() != n || x.exec() != exec) x = Array<VT>(exec, n);
-    upload(bh, b);
-    if (nonzero_guess) upload(xh, x);
+    if (device) {
+      if constexpr (std::is_same_v<VT, double>) {
+        synchronize_device(*exec); // the caller's work on b and x (another stream) done
+        HEPTANE_ENSURE(is_device_memory_of(*exec, xh) && copy_device_bytes(*exec, b.data(), bh, n * sizeof(double)) && (!nonzero_guess || copy_device_bytes(*exec, x.data(), xh, n * sizeof(double))), InputError,
+                       "solve: b or x is not in the device memory of " << exec->name());
+      } else {
+        HEPTANE_THROW(InputError, "solve: vectors in device memory need the fp64 operator");
+      }
+    } else {
+      upload(bh, b);
+      if (nonzero_guess) upload(xh, x);
+    }
     SolverOptions o         = opts;
     o.nonzero_initial_guess = nonzero_guess;
     Status st;
@@ -125,6 +138,13 @@ struct Typed {
       }
     }
     if (!refined) st = solve_on(solver, restart, op, folded_op, o, b, x);
+    if constexpr (std::is_same_v<VT, double>) {
+      if (device) {
+        copy_bytes(*exec, x.data(), *exec, xh, n * sizeof(double)); // xh checked above
+        exec->synchronize();                                        // x written before the caller uses it
+        return st;
+      }
+    }
     download(x, xh);
     return st;
   }
@@ -426,7 +446,12 @@ bool KrylovEngine::has_preconditioner() const noexcept
   return impl_->d.pc || impl_->f.pc || impl_->host_apply;
 }
 
-Status KrylovEngine::solve(SolverType solver, const MatrixEngine &m, const SolverOptions &opts, bool nonzero_guess, const double *b, double *x)
+bool KrylovEngine::vectors_on_device(const MatrixEngine &m, const double *b, const double *x)
+{
+  return m.built() && m.precision() == Precision::double_ && m.executor() && m.executor()->is_cuda() && is_device_memory_of(*m.executor(), b) && is_device_memory_of(*m.executor(), x);
+}
+
+Status KrylovEngine::solve(SolverType solver, const MatrixEngine &m, const SolverOptions &opts, bool nonzero_guess, const double *b, double *x, bool device_vectors)
 {
   const auto t0 = clock_type::now();
   Impl      &k  = *impl_;
@@ -441,7 +466,7 @@ Status KrylovEngine::solve(SolverType solver, const MatrixEngine &m, const Solve
     std::decay_t<decltype(op)> folded;
     if (k.fold && solver == SolverType::bicgstab && (op64 || !nonzero_guess) && t.pc && t.pc->block_inverse() && !t.coarse) folded = t.fold(m, k.timings, k.fold_ms);
     k.folded        = folded != nullptr;
-    const Status st = t.solve(solver, k.restart, op, folded, op64, opts, nonzero_guess, b, x, k.corrections);
+    const Status st = t.solve(solver, k.restart, op, folded, op64, opts, nonzero_guess, b, x, k.corrections, device_vectors);
     k.solver_name   = t.solver->name();
     return st;
   };

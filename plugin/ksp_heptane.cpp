@@ -83,6 +83,7 @@ typedef struct {
   PetscBool       pc_refreshed;  /* the last setup of it was values-only (numeric part only) */
   PetscBool       baij_blocks;   /* the operator was last built from BAIJ's blocks on the device (no host CSR made) */
   PetscBool       device_values; /* the last values-only refresh read the matrix's values on the GPU (aijcusparse) */
+  PetscBool       device_vecs;   /* the last solve took b and x on the GPU (PETSc's CUDA vectors), no host copy */
   PetscInt        device_nnz;    /* ... and that many of them */
   PetscInt        ilu;           /* -heptane_ilu: index into HeptaneIluOrders */
   PetscBool       ilu_fallback;  /* auto: natural ILU(0) after multi-colour ILU(0) failed */
@@ -1489,12 +1490,31 @@ static PetscErrorCode KSPHeptaneRun(KSP ksp, const heptane::SolverOptions &opts,
     xv = h->nat_x;
   }
   h->pc_apply_error = 0;
-  PetscCall(VecGetArrayRead(bv, &b));
-  PetscCall(VecGetArray(xv, &x));
-  HeptaneCallCXX(
-    try { *st = h->krylov->solve(h->solver, *h->engine, opts, !ksp->guess_zero, b, x); } catch (const HeptaneCallbackFailed &) { failed = true; });
-  PetscCall(VecRestoreArray(xv, &x));
-  PetscCall(VecRestoreArrayRead(bv, &b));
+  h->device_vecs    = PETSC_FALSE;
+  if (sizeof(PetscScalar) == sizeof(double) && h->engine->built() && h->engine->executor()->is_cuda()) {
+    /* PETSc's CUDA vectors on heptane's GPU: b and x where they are (device to device), no host
+       copy either way; otherwise (host vectors, another GPU, fp32) the host path below */
+    PetscMemType mb = PETSC_MEMTYPE_HOST, mx = PETSC_MEMTYPE_HOST;
+    PetscCall(VecGetArrayReadAndMemType(bv, &b, &mb));
+    if (PetscMemTypeDevice(mb)) {
+      PetscCall(VecGetArrayAndMemType(xv, &x, &mx));
+      if (PetscMemTypeDevice(mx) && heptane::plugin::KrylovEngine::vectors_on_device(*h->engine, (const double *)b, (const double *)x)) {
+        HeptaneCallCXX(
+          try { *st = h->krylov->solve(h->solver, *h->engine, opts, !ksp->guess_zero, (const double *)b, (double *)x, true); } catch (const HeptaneCallbackFailed &) { failed = true; });
+        h->device_vecs = PETSC_TRUE;
+      }
+      PetscCall(VecRestoreArrayAndMemType(xv, &x));
+    }
+    PetscCall(VecRestoreArrayReadAndMemType(bv, &b));
+  }
+  if (!h->device_vecs) {
+    PetscCall(VecGetArrayRead(bv, &b));
+    PetscCall(VecGetArray(xv, &x));
+    HeptaneCallCXX(
+      try { *st = h->krylov->solve(h->solver, *h->engine, opts, !ksp->guess_zero, b, x); } catch (const HeptaneCallbackFailed &) { failed = true; });
+    PetscCall(VecRestoreArray(xv, &x));
+    PetscCall(VecRestoreArrayRead(bv, &b));
+  }
   if (failed) PetscCall(h->pc_apply_error);
   PetscCall(h->monitor_error);
   if (h->nat_sc) {
@@ -1698,6 +1718,8 @@ static PetscErrorCode KSPView_Heptane(KSP ksp, PetscViewer viewer)
   if (h->krylov->has_preconditioner() && !h->petsc_pc) PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane preconditioner, last setup: %s\n", h->krylov->numeric_path().c_str()));
   if (!h->last_update->empty()) PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane last setup: %s\n", h->last_update->c_str()));
   if (h->solves) PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane last solve: %.3f ms\n", h->krylov->timings().last_solve_ms));
+  if (h->solves && h->engine && h->engine->built() && h->engine->executor()->is_cuda())
+    PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane vectors: %s\n", h->device_vecs ? "b and x read and written on the GPU where PETSc keeps them (CUDA vectors: device-to-device copies, no host copy)" : "b and x from PETSc's host arrays (uploaded and downloaded each solve; with -vec_type cuda (-dm_vec_type cuda) and -heptane_precision double they stay on the GPU)"));
   if (h->solves && h->krylov->last_corrections() > 0)
     PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane last solve: mixed precision refined against the fp64 matrix (-heptane_refine), corrections: %d; residuals of the fp64 matrix\n", h->krylov->last_corrections()));
   if (h->solves && h->true_rnorm >= 0)

@@ -113,16 +113,28 @@ void zero_device_bytes(const Executor &exec, void *dst, std::size_t bytes)
   HEPTANE_CUDA_CHECK(cudaMemsetAsync(dst, 0, bytes, cuda::stream(static_cast<const CudaExecutor &>(exec))));
 }
 
-bool copy_device_bytes(const Executor &exec, void *dst, const void *src, std::size_t bytes)
+bool is_device_memory_of(const Executor &exec, const void *p)
 {
-  if (!exec.is_cuda()) return false;
-  const auto           &dev = static_cast<const CudaExecutor &>(exec);
+  if (!exec.is_cuda() || !p) return false;
   cudaPointerAttributes at{};
-  if (cudaPointerGetAttributes(&at, src) != cudaSuccess) {
-    (void)cudaGetLastError(); // not CUDA's memory: clear the error, take the host path
+  if (cudaPointerGetAttributes(&at, p) != cudaSuccess) {
+    (void)cudaGetLastError(); // not CUDA's memory: clear the error
     return false;
   }
-  if (at.type != cudaMemoryTypeDevice || at.device != dev.device()) return false;
+  return at.type == cudaMemoryTypeDevice && at.device == static_cast<const CudaExecutor &>(exec).device();
+}
+
+void synchronize_device(const Executor &exec)
+{
+  if (!exec.is_cuda()) return;
+  HEPTANE_CUDA_CHECK(cudaSetDevice(static_cast<const CudaExecutor &>(exec).device()));
+  HEPTANE_CUDA_CHECK(cudaDeviceSynchronize());
+}
+
+bool copy_device_bytes(const Executor &exec, void *dst, const void *src, std::size_t bytes)
+{
+  if (!is_device_memory_of(exec, src)) return false; // another device, host memory: the caller's host path
+  const auto &dev = static_cast<const CudaExecutor &>(exec);
   HEPTANE_CUDA_CHECK(cudaSetDevice(dev.device()));
   HEPTANE_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, cuda::stream(dev)));
   return true;
@@ -146,6 +158,11 @@ bool copy_device_bytes(const Executor &, void *, const void *, std::size_t)
 {
   return false;
 }
+bool is_device_memory_of(const Executor &, const void *)
+{
+  return false;
+}
+void synchronize_device(const Executor &) { }
 
 #endif
 

@@ -55,5 +55,10 @@ void zero_device_bytes(const Executor &exec, void *dst, std::size_t bytes);
 /// stream (not waited for). Returns false, copying nothing, where src is not memory of that
 /// device (another GPU's, host memory, or not CUDA's at all): the caller takes its host path.
 bool copy_device_bytes(const Executor &exec, void *dst, const void *src, std::size_t bytes);
+/// Whether p is device memory of the CUDA executor `exec`'s GPU (false for host memory, another
+/// GPU's, memory CUDA does not know, and on a build without CUDA).
+bool is_device_memory_of(const Executor &exec, const void *p);
+/// Waits for all work on exec's GPU, every stream (the caller's, e.g. PETSc's, included).
+void synchronize_device(const Executor &exec);
 
 } // namespace heptane::plugin

@@ -37,7 +37,9 @@
 #   CMAKE_EXTRA [], JOBS [nproc], LOADED_GRIDS ["128x128x64 256x256x128"; "" for none],
 #   PETSC318 [1 when its tarball is in .tools], NP318 [16], RESERVOIR [1], EX45 [1],
 #   LOADED_RUNS ["petsc318 petsc-gamg petsc-jacobi plugin cli-amg cli-jacobi": which runs],
-#   COUPLED_VARIANTS []. (A CPU check of the script:
+#   COUPLED_VARIANTS [], PLUGIN_DEVICE_VECS [1] (1: the plugin's jacobi/pbjacobi runs once more with
+#   PETSC_GPU_OPTS, i.e. aijcusparse matrices and CUDA vectors, which heptane takes on the GPU
+#   where they are: "-cudavecs-" in the run's name). (A CPU check of the script:
 #   PETSC_PREFIX=<CPU install> PETSC_CUDA=0 HEPTANE_DEVICE=cpu PETSC_GPU_OPTS="-dm_mat_type aij"
 #   CMAKE_EXTRA=-DHEPTANE_WITH_CUDA=OFF GRID=... EX45_N=...)
 set -uo pipefail
@@ -56,6 +58,7 @@ max_it=${MAX_IT:-3000}
 run_cap=${RUN_CAP:-60}
 device=${HEPTANE_DEVICE:-gpu}
 gpu_opts=${PETSC_GPU_OPTS:--dm_mat_type aijcusparse -dm_vec_type cuda -use_gpu_aware_mpi 0}
+device_vecs=${PLUGIN_DEVICE_VECS:-1}
 jobs=${JOBS:-$(nproc)}
 tarball=$root/.tools/petsc-3.25.4.tar.xz
 loaded_grids=${LOADED_GRIDS-128x128x64 256x256x128}
@@ -258,16 +261,19 @@ res() { echo "$reservoir $grid $steps -system $1"; }
 [ "${RESERVOIR:-1}" = 1 ] && {
   for pc in jacobi gamg; do run "pressure-petsc-bcgs-$pc" "$run_cap" -- $(res pressure) $petsc -pc_type $pc $common; done
   for pc in pbjacobi hamg; do run "pressure-plugin-hbcgs-$pc" "$run_cap" -- $(res pressure) $heptane -ksp_type hbcgs -pc_type $pc $common; done
+  [ "$device_vecs" = 1 ] && run "pressure-plugin-cudavecs-hbcgs-pbjacobi" "$run_cap" -- $(res pressure) $heptane $gpu_opts -ksp_type hbcgs -pc_type pbjacobi -ksp_view $common
   if [ -n "$ex45" ] && [ "${EX45:-1}" = 1 ]; then
     ex="$ex45 -da_grid_x $ex45_n -da_grid_y $ex45_n -da_grid_z $ex45_n -ksp_converged_reason"
     for pc in jacobi gamg; do run "ex45-petsc-bcgs-$pc" "$run_cap" -- $ex $petsc -pc_type $pc $common; done
     for pc in jacobi hamg; do run "ex45-plugin-hbcgs-$pc" "$run_cap" -- $ex $heptane -ksp_type hbcgs -pc_type $pc $common; done
+    [ "$device_vecs" = 1 ] && run "ex45-plugin-cudavecs-hbcgs-jacobi" "$run_cap" -- $ex $heptane $gpu_opts -ksp_type hbcgs -pc_type jacobi -ksp_view $common
   fi
   # the multigrid runs on the coupled system last: neither AMG is made for it (CPR is), they
   # may run to max_it; hamg there only with COUPLED_HAMG=1 (on the CPU at 16x16x8 it did not
   # converge and the second Newton step's AMG setup stopped on a zero diagonal of level 1)
   for pc in jacobi pbjacobi; do run "coupled-petsc-bcgs-$pc" "$run_cap" -- $(res coupled) $petsc -pc_type $pc $common; done
   for pc in pbjacobi hcpr; do run "coupled-plugin-hbcgs-$pc" "$run_cap" -- $(res coupled) $heptane -ksp_type hbcgs -pc_type $pc $common; done
+  [ "$device_vecs" = 1 ] && run "coupled-plugin-cudavecs-hbcgs-pbjacobi" "$run_cap" -- $(res coupled) $heptane $gpu_opts -ksp_type hbcgs -pc_type pbjacobi -ksp_view $common
   run coupled-petsc-bcgs-gamg "$run_cap" -- $(res coupled) $petsc -pc_type gamg $common
   [ "${COUPLED_HAMG:-0}" = 1 ] && run coupled-plugin-hbcgs-hamg "$run_cap" -- $(res coupled) $heptane -ksp_type hbcgs -pc_type hamg $common
 }

@@ -529,6 +529,7 @@ if(HEPTANE_HAVE_CUDA)
       --expect "${on_device}" --expect "${two_refreshes}" --expect "on the device, after a pinned, chunked upload"
       --expect "symbolic part on the device, from the operator's device copy of the pattern"
       --expect "cuda:0 made on a background thread at load" --expect "preconditioner folded into the operator"
+      --expect "heptane vectors: b and x from PETSc's host arrays"
       --reject MISMATCH -- ${host} -dof 3 -solves 3)
   endforeach()
   # PETSc with its own CUDA back end (the GPU machine's 3.25.4): an aijcusparse matrix whose
@@ -549,7 +550,15 @@ if(HEPTANE_HAVE_CUDA)
       --plugin ${plugin_so} --ref "${ref_bcgs} -pc_type pbjacobi" --heptane "-ksp_type hbcgs -pc_type pbjacobi -heptane_device gpu -ksp_view -dm_mat_type aijcusparse -dm_vec_type cuda -use_gpu_aware_mpi 0"
       --expect "PETSc matrix seqaijcusparse" --expect "values-only refreshes copy PETSc's device CSR values on the device"
       --expect "after a device-to-device copy of the caller's CSR values" --expect "${on_device}" --expect "${two_refreshes}"
+      --expect "heptane vectors: b and x read and written on the GPU where PETSc keeps them"
       --reject MISMATCH -- ${host} -dof 3 -solves 3)
+    # PETSc's CUDA vectors (MatCreateVecs of an aijcusparse matrix): b, and x as the initial
+    # guess, read on the GPU and x written there (device to device); every solve checked
+    # against the known solution
+    heptane_plugin_gpu_test(plugin_host_gpu_cuda_vectors_initial_guess_on_the_device
+      ${solves} ${host_checks} --solves 3 --
+      --plugin ${plugin_so} --ref "${ref_bcgs} -pc_type jacobi" --heptane "-ksp_type hbcgs -pc_type jacobi -heptane_device gpu -ksp_view -dm_mat_type aijcusparse -dm_vec_type cuda -use_gpu_aware_mpi 0"
+      --expect "heptane vectors: b and x read and written on the GPU where PETSc keeps them" --reject MISMATCH -- ${host} -dof 2 -solves 3 -x0 1)
   endif()
   heptane_plugin_gpu_test(plugin_host_gpu_without_prewarm
     ${solves} ${host_checks} --
