@@ -662,7 +662,7 @@ if(HEPTANE_PETSC_MPIEXEC)
       set(rows_bdiagh "rows read in place from the MPIAIJ's diagonal and off-diagonal blocks")
       # (on the CPU, Nc = the block size: each values-only setup reads MPIBAIJ's two SeqBAIJ
       # blocks straight into the operator's slots, nothing gathered)
-      set(rows_baij "rows read from the MPIBAIJ's two SeqBAIJ blocks \\(MatMPIBAIJGetSeqBAIJ\\) straight into the operator's slots.*the preconditioner's rows \\(ILU\\(0\\)\\) gathered into scalar CSR at each setup")
+      set(rows_baij "rows read from the MPIBAIJ's two SeqBAIJ blocks \\(MatMPIBAIJGetSeqBAIJ\\) straight into the operator's slots.*the preconditioner's rows \\(ILU\\(0\\)\\): the diagonal SeqBAIJ expanded into scalar CSR by formula")
       foreach(type bdiagh baij)
         heptane_plugin_test(plugin_reservoir_two_ranks_${type}_matrices
           ${solves} --max-relres 1e-8 --its-diff 2 --
