@@ -55,7 +55,7 @@ heptane_plugin_test(plugin_host_dmda_nc3_newton_reuses_setup
 # gathered at each setup; SBAIJ (upper triangle) through an AIJ copy; every solve against the known solution
 heptane_plugin_test(plugin_host_baij_read_through_a_map
   ${solves} ${host_checks} --solves 3 --
-  --plugin ${plugin_so} --ref "${ref_bcgs} -dm_mat_type baij" --heptane "-ksp_type hbcgs -ksp_view -dm_mat_type baij"
+  --plugin ${plugin_so} --ref "${ref_bcgs} -dm_mat_type baij" --heptane "-ksp_type hbcgs -ksp_view -dm_mat_type baij -heptane_format bdiagh"
   --expect "PETSc matrix seqbaij" --expect "heptane matrix input: BAIJ read through its scalar CSR made on the host once per pattern"
   --expect "heptane setups: 1 full \\(new pattern\\), 2 values-only" --reject MISMATCH -- ${host} -dof 3 -solves 3)
 # BAIJ with (point-)block Jacobi on the CPU, the grid known, copied into BDIA-GH (fp64 with
@@ -101,6 +101,16 @@ foreach(v "pbjacobi;3;-dm_mat_type baij;2;1" "jacobi;2;-dm_mat_type baij;2;1" "p
     --expect "heptane setups: ${full} full \\(new pattern\\), ${values_only} values-only"
     --reject MISMATCH -- ${host} -dof ${dof} -solves 3 ${how_args})
 endforeach()
+# the same with ILU(0) (the default PC): the operator is BAIJ's arrays, the PC's scalar CSR
+# gathered from them at each setup
+heptane_plugin_test(plugin_host_baij_arrays_are_the_operator_ilu
+  ${solves} ${host_checks} --its-diff 2 --solves 3 --
+  --plugin ${plugin_so} --ref "${ref_bcgs}" --heptane "-ksp_type hbcgs -heptane_device cpu -ksp_view"
+  --expect "heptane operator: PETSc's BAIJ blocks in place [0-9]+x[0-9]+ bs=3 blocks=[0-9]+ fp64 on cpu"
+  --expect "heptane preconditioner: ilu0 Nc=3"
+  --expect "BAIJ's arrays are the operator, read in place on the host \\(no copy\\). for the preconditioner its scalar CSR"
+  --expect "heptane setups: 1 full \\(new pattern\\), 2 values-only"
+  --reject MISMATCH -- ${host} -dof 3 -solves 3 -dm_mat_type baij)
 heptane_plugin_test(plugin_host_sbaij_hcg_matches_cg
   ${solves} ${host_checks} --its-diff 2 --solves 2 --
   --plugin ${plugin_so} --ref "-ksp_type cg -pc_type jacobi" --heptane "-ksp_type hcg -pc_type jacobi -ksp_view"
