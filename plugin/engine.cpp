@@ -697,10 +697,8 @@ static void record_build(MatrixEngine::Impl &m, const MatrixConfig &cfg, const s
 MatrixEngine::MatrixEngine() : impl_(std::make_unique<Impl>()) { }
 MatrixEngine::~MatrixEngine() = default;
 
-void MatrixEngine::build(const CsrView &a, const GridHint &hint, const MatrixConfig &cfg)
+static void build_csr(MatrixEngine::Impl &m, const CsrView &a, const GridHint &hint, const MatrixConfig &cfg, bool use_grid, const std::string &prefix, clock_type::time_point t0)
 {
-  const auto t0 = clock_type::now();
-  Impl      &m  = *impl_;
   m.store.reset(); // free the old operator (device memory) before building the new one
   const index_t          n  = a.rows;
   index_t                nc = 1;
@@ -710,7 +708,8 @@ void MatrixEngine::build(const CsrView &a, const GridHint &hint, const MatrixCon
   std::ostringstream     note;
   double                 detect_ms = 0;
 
-  if (hint.has_grid()) {
+  note << prefix;
+  if (use_grid) {
     // The grid is given (a DMDA or -heptane_grid): no detection.
     nc                   = hint.block_size > 0 ? hint.block_size : 1;
     grid                 = hint.grid;
@@ -745,7 +744,7 @@ void MatrixEngine::build(const CsrView &a, const GridHint &hint, const MatrixCon
   const std::string  device = resolve_device(cfg.device, a.nnz(), cpu_executor()->threads(), &m.device_why);
   const auto         exec   = m.exec && device == m.device ? m.exec : shared_executor(device);
   std::ostringstream where;
-  where << "(" << (hint.has_grid() ? hint.source : std::string("detected")) << ")";
+  where << "(" << (use_grid ? hint.source : std::string("detected")) << ")";
   switch (cfg.precision) {
   case Precision::double_:
     m.store = make_store<double, double>(a, f, nc, offsets, exec, where.str());
@@ -758,6 +757,31 @@ void MatrixEngine::build(const CsrView &a, const GridHint &hint, const MatrixCon
     break;
   }
   record_build(m, cfg, device, exec, f, n, a.nnz(), nc, std::move(offsets), grid, note.str(), detect_ms, t0);
+}
+
+// A DMDA's star stencil that the pattern leaves (an entry off its block offsets: a well's
+// long-range coupling, say) is no grid for the operator: with -heptane_format auto the structure
+// is then detected as for a matrix without one. A grid the user named (-heptane_grid) or
+// -heptane_format bdiagh stays strict: the slot map's error names the entry.
+void MatrixEngine::build(const CsrView &a, const GridHint &hint, const MatrixConfig &cfg)
+{
+  const auto t0 = clock_type::now();
+  Impl      &m  = *impl_;
+  if (!(hint.has_grid() && hint.star_stencil && hint.source == "DMDA" && cfg.format == "auto")) {
+    build_csr(m, a, hint, cfg, hint.has_grid(), std::string(), t0);
+    return;
+  }
+  std::string off;
+  try {
+    build_csr(m, a, hint, cfg, true, std::string(), t0);
+    return;
+  } catch (const InputError &e) {
+    off = e.what();
+    if (off.find("not one of the block offsets") == std::string::npos) throw;
+  }
+  std::ostringstream prefix;
+  prefix << "the DMDA's " << hint.grid[0] << "x" << hint.grid[1] << "x" << hint.grid[2] << " star stencil does not hold the pattern (" << off.substr(0, off.find(", not one of")) << "), so the structure was detected: ";
+  build_csr(m, a, hint, cfg, false, prefix.str(), t0);
 }
 
 // A grid (DMDA or -heptane_grid) with its star stencil, BDIA-GH: the operator straight from the

@@ -391,7 +391,19 @@ public:
   double      global_coarse_ms() const noexcept;
   /// Whether the preconditioner is one set by set_host_preconditioner.
   bool host_preconditioner() const noexcept;
-  bool has_preconditioner() const noexcept;
+  /// The Krylov loop's products by the caller on host arrays instead of m's operator (the
+  /// PETSc plugin: the KSP's Amat through MatMult when it is not Pmat, e.g. a matrix-free one
+  /// from -snes_mf_operator; m and the preconditioner are then Pmat's): apply(x, y) sets y = A x
+  /// for m.rows() doubles of this rank (collective where m is distributed; the dot products
+  /// still sum over m's ranks). On a GPU x goes to the host and y back at each product; no
+  /// fold then, and mixed precision refines against these products. `describe` is what
+  /// host_operator_describe() says. apply may throw to stop the solve. Kept until
+  /// clear_host_operator().
+  void               set_host_operator(std::function<void(const double *x, double *y)> apply, const std::string &describe);
+  void               clear_host_operator() noexcept;
+  bool               host_operator() const noexcept;
+  const std::string &host_operator_describe() const noexcept;
+  bool               has_preconditioner() const noexcept;
   /// Solve A x = b with the operator of `m` and the preconditioner. b and x are host arrays
   /// of m.rows() doubles (this rank's rows; collective when `m` is distributed); x is the initial guess when nonzero_guess and receives the last
   /// iterate. Numerical trouble is the Status; misuse throws.

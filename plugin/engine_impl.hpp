@@ -172,8 +172,9 @@ public:
   index_t                         cols() const override { return n_; }
   std::shared_ptr<const Executor> executor() const override { return exec_; }
   std::string                     describe() const override { return desc_; }
-  const Reducer                  *reducer() const override { return reducer_.get(); }
-  std::unique_ptr<Reducer>        reducer_; // several ranks: where the solver sums its dot products
+  const Reducer                  *reducer() const override { return reducer_ ? reducer_.get() : borrowed_reducer_; }
+  std::unique_ptr<Reducer>        reducer_;                    // several ranks: where the solver sums its dot products
+  const Reducer                  *borrowed_reducer_ = nullptr; // or another operator's (KrylovEngine::set_host_operator), kept alive by its owner
   void                            apply_transpose(VT, const VT *, VT, VT *) const override { HEPTANE_THROW(NotSupported, "the transpose of an operator applied by the caller"); }
   void                            apply(VT alpha, const VT *r, VT beta, VT *z) const override
   {

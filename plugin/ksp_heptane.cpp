@@ -15,6 +15,9 @@
      - any other PC type, or options that change the method (ILU(k), bjacobi with other
        blocks), and every type with -heptane_petsc_pc: PETSc's own PC, set up by PCSetUp and
        applied through PCApply at each iteration (the vectors to the host and back on a GPU);
+     - the matrix read is the KSP's Pmat (PETSc's convention: the preconditioner from Pmat);
+       where Amat is another matrix (matrix-free from -snes_mf_operator, or assembled), the
+       Krylov loop's products are Amat's MatMult (KSPHeptaneAmatOperator);
      - hcg: the operator's symmetry is checked once per matrix state; a nonsymmetric one stops
        KSPSolve with KSP_DIVERGED_INDEFINITE_MAT and a warning pointing to hbcgs;
      - one rank: SeqAIJ and bdiagh are read in place (MatGetRowIJ, MatSeqAIJGetArrayRead),
@@ -24,7 +27,8 @@
        the operator and PC can (KSPHeptaneBAIJInPlace); SBAIJ through an AIJ copy, a one-rank
        MPIAIJ gives its diagonal
        block. The grid comes from -heptane_grid/-heptane_block, else the DMDA of the matrix (or
-       of the KSP), else detect_structure;
+       of the KSP; a DMDA's matrix with entries off its stencil is detected instead), else
+       detect_structure;
      - several ranks (docs/design.md section 4): each rank's rows become heptane's distributed
        BDIA-GH operator (engine_dist.cpp): an MPIAIJ (a DMDA's default, bdiagh) lends its
        diagonal and off-diagonal blocks in place, MPIBAIJ's two SeqBAIJ blocks are expanded to
@@ -112,6 +116,7 @@ typedef struct {
   Mat                            rows_from; /* the matrix they were read from (not referenced) */
   PetscMPIInt                    ranks;     /* of the KSP's communicator */
   PetscInt                       full_builds, value_refreshes, solves;
+  PetscLogDouble                 rank_entries; /* several ranks: this rank's entries (MatGetInfo) at the last new pattern */
   PetscErrorCode                 monitor_error;
   /* a PC type heptane does not have (lu, asm, ilu(k), gamg, ...): PETSc's own PC, set up by
      KSPSetUp's PCSetUp and applied through PCApply inside heptane's loop */
@@ -121,6 +126,8 @@ typedef struct {
   Vec            nat_r, nat_z;   /* natural-layout vectors without arrays (natural map) */
   PetscErrorCode pc_apply_error; /* of PCApply or the fallback operator's MatMult */
   Vec            op_x, op_y;     /* the fallback operator's vectors (arrays placed) */
+  Vec            amat_x, amat_y; /* Amat's products when it is not Pmat (arrays placed or scattered) */
+  Vec            nat_ax, nat_ay; /* ... their natural-layout vectors without arrays (natural map) */
   std::string   *petsc_pc_note;  /* why, for the view */
   /* a PC type heptane applies itself: PETSc's PC keeps its type (PCGetType, -ksp_view), its
      own setup and apply are replaced by no-ops while heptane's KSP holds it */
@@ -716,7 +723,7 @@ static PetscErrorCode KSPHeptaneGridHint(KSP ksp, Mat A, heptane::plugin::GridHi
   PetscFunctionReturn(0);
 }
 
-/* Build the preconditioner from Amat's values. With -heptane_ilu auto a multi-colour ILU(0)
+/* Build the preconditioner from the values of A (the KSP's Pmat: PETSc's convention). With -heptane_ilu auto a multi-colour ILU(0)
    that cannot be factored (a zero pivot in the coloured order) falls back to the natural one.
    values_only (a Newton step: the same pattern, new values) keeps the preconditioner's
    symbolic setup and redoes its numeric part only; should that be refused (e.g. values it
@@ -729,7 +736,7 @@ static bool KSPHeptaneOverRanks(KSP_Heptane *h, heptane::PcType type, std::strin
   return HeptaneAmgOverRanks(h->pc_opts->amg, type, h->ranks, h->engine->executor()->is_cpu(), h->engine->block_size(), h->coarse, h->over_ranks_refused, why);
 }
 
-static PetscErrorCode KSPHeptaneBuildPC(KSP ksp, Mat Amat, PetscBool values_only)
+static PetscErrorCode KSPHeptaneBuildPC(KSP ksp, Mat A, PetscBool values_only)
 {
   KSP_Heptane                    *h    = (KSP_Heptane *)ksp->data;
   HeptaneCSR                      csr  = {};
@@ -766,13 +773,13 @@ static PetscErrorCode KSPHeptaneBuildPC(KSP ksp, Mat Amat, PetscBool values_only
   if (values_only && !h->engine->distributed()) { /* BAIJ: its values in place where the PC can */
     PetscBool done;
     PetscCall(KSPHeptaneBAIJBlocksInPlace(
-      ksp, Amat, [h](const heptane::plugin::BlockCsrView &b) { return h->krylov->refresh_preconditioner_blocks(b, *h->engine); }, &done));
+      ksp, A, [h](const heptane::plugin::BlockCsrView &b) { return h->krylov->refresh_preconditioner_blocks(b, *h->engine); }, &done));
     if (done) {
       h->pc_refreshed = PETSC_TRUE;
       PetscFunctionReturn(0);
     }
     PetscCall(KSPHeptaneBAIJInPlace(
-      ksp, Amat, [h](const double *v, const heptane::index_t *pos, heptane::offset_t nnz, heptane::index_t) { return h->krylov->refresh_preconditioner_permuted(v, pos, nnz, *h->engine); }, &done));
+      ksp, A, [h](const double *v, const heptane::index_t *pos, heptane::offset_t nnz, heptane::index_t) { return h->krylov->refresh_preconditioner_permuted(v, pos, nnz, *h->engine); }, &done));
     if (done) {
       h->pc_refreshed = PETSC_TRUE;
       PetscFunctionReturn(0);
@@ -783,7 +790,7 @@ static PetscErrorCode KSPHeptaneBuildPC(KSP ksp, Mat Amat, PetscBool values_only
        diagonal blocks alone (no scalar CSR of the matrix; on several ranks this rank's) */
     PetscBool lent;
     PetscCall(HeptaneWithBAIJBlocks(
-      h->engine->distributed() ? h->rows_from : Amat, h->engine->distributed() ? NULL : h->baij,
+      h->engine->distributed() ? h->rows_from : A, h->engine->distributed() ? NULL : h->baij,
       [&](const heptane::plugin::BlockCsrView &b) {
         HeptaneDiagBlocks(b, diag);
         return true;
@@ -819,7 +826,7 @@ static PetscErrorCode KSPHeptaneBuildPC(KSP ksp, Mat Amat, PetscBool values_only
     csr.view.row_ptr = h->baij->ptr.data();
     view             = &csr.view;
   } else {
-    PetscCall(KSPHeptaneCSRGet(ksp, Amat, &csr));
+    PetscCall(KSPHeptaneCSRGet(ksp, A, &csr));
     view = &csr.view;
   }
   if (values_only)
@@ -895,12 +902,12 @@ static PetscErrorCode KSPHeptaneMatMultOperator(KSP ksp, Mat A, MPI_Comm comm, c
       if (h->pc_apply_error) throw HeptaneCallbackFailed();
     },
     std::string("PETSc's MatMult of the ") + ((PetscObject)A)->type_name + " matrix", cfg);
-                 *h->grid_source = "the global numbering is not a grid's, so the operator is PETSc's own MatMult (heptane's Krylov loop and preconditioner around it): " + why);
+                 *h->grid_source = std::string(hint->has_grid() ? "the matrix is not on its DMDA's stencil" : "the global numbering is not a grid's") + ", so the operator is PETSc's own MatMult (heptane's Krylov loop and preconditioner around it): " + why);
   PetscCall(PetscInfo(ksp, "%s: %s\n", KSPHeptaneName(h), h->grid_source->c_str()));
   PetscFunctionReturn(0);
 }
 
-static PetscErrorCode KSPHeptaneRanksEngine(KSP ksp, Mat Amat, MPI_Comm comm, int todo, const heptane::plugin::GridHint *hint, const heptane::plugin::MatrixConfig &cfg)
+static PetscErrorCode KSPHeptaneRanksEngine(KSP ksp, Mat A, MPI_Comm comm, int todo, const heptane::plugin::GridHint *hint, const heptane::plugin::MatrixConfig &cfg)
 {
   KSP_Heptane *h = (KSP_Heptane *)ksp->data;
 
@@ -908,16 +915,18 @@ static PetscErrorCode KSPHeptaneRanksEngine(KSP ksp, Mat Amat, MPI_Comm comm, in
   heptane::plugin::DistRowsScope scope(h->rows->split);
   if (todo == 2) {
     std::string refused;
-    /* a numbering that is no grid's (the ranks agree: every one throws or none does) falls back
-       to PETSc's MatMult as the operator, unless the grid was given (-heptane_grid) or the
-       ranks' rows are not whole blocks (a block size to fix) */
+    /* a numbering that is no grid's, or a DMDA's matrix with entries off its stencil (a well's
+       long-range coupling), falls back to PETSc's MatMult as the operator (the ranks agree:
+       every one throws or none does), unless the grid was named (-heptane_grid), the format
+       asked for (-heptane_format bdiagh) or the ranks' rows are not whole blocks (a block size
+       to fix) */
     HeptaneCallCXX(
       try { h->own->build_distributed(h->rows->split.diag, (heptane::index_t)h->rows->rstart, comm, *hint, cfg); } catch (const heptane::InputError &e) {
-        if (hint->has_grid() || std::string(e.what()).find("not whole blocks") != std::string::npos) throw;
+        if ((hint->has_grid() && (hint->source != "DMDA" || cfg.format != "auto")) || std::string(e.what()).find("not whole blocks") != std::string::npos) throw;
         refused = e.what();
       });
     if (!refused.empty()) {
-      PetscCall(KSPHeptaneMatMultOperator(ksp, Amat, comm, hint, cfg, refused));
+      PetscCall(KSPHeptaneMatMultOperator(ksp, A, comm, hint, cfg, refused));
       PetscFunctionReturn(0);
     }
     std::string how;
@@ -927,7 +936,7 @@ static PetscErrorCode KSPHeptaneRanksEngine(KSP ksp, Mat Amat, MPI_Comm comm, in
             ? "read from the MPIBAIJ's two SeqBAIJ blocks (MatMPIBAIJGetSeqBAIJ): at a new pattern through their scalar CSR (by formula, no map, values gathered), at each values-only setup block by block straight into the operator's slots (Nc = the "
               "block size: no gather)"
             : "read from the MPIBAIJ's two SeqBAIJ blocks (MatMPIBAIJGetSeqBAIJ) through their scalar CSR made once per pattern (by formula, no map), values gathered at each setup";
-    else how = std::string("copied with MatGetRow (not an MPIAIJ: ") + ((PetscObject)Amat)->type_name + ")";
+    else how = std::string("copied with MatGetRow (not an MPIAIJ: ") + ((PetscObject)A)->type_name + ")";
     HeptaneCallCXX(*h->grid_source = h->own->structure_note() + "; this rank's rows " + how);
   } else {
     HeptaneCallCXX(h->own->refresh_values(h->rows->split.diag));
@@ -998,7 +1007,7 @@ static PetscErrorCode KSPHeptaneRanksBlocks(KSP ksp, Mat A, int todo, const hept
    once per pattern from the DMDA's AO: this rank takes the natural rows [rstart, rend) (as many
    as it owns in PETSc's numbering), nat_is lists their PETSc indices, the matrix is renumbered
    by MatCreateSubMatrix (KSPHeptaneUpdateRanks) and b and x go through nat_sc. */
-static PetscErrorCode KSPHeptaneNaturalMap(KSP ksp, Mat Amat, DM dm)
+static PetscErrorCode KSPHeptaneNaturalMap(KSP ksp, Mat A, DM dm)
 {
   KSP_Heptane *h = (KSP_Heptane *)ksp->data;
   PetscBool    isda;
@@ -1019,17 +1028,17 @@ static PetscErrorCode KSPHeptaneNaturalMap(KSP ksp, Mat Amat, DM dm)
   if (!isda) PetscFunctionReturn(0);
   PetscCall(DMDAGetInfo(dm, &dim, &M, &N, &P, &m, &n, &p, &dof, NULL, NULL, NULL, NULL, NULL));
   if ((dim < 2 || m == 1) && (dim < 3 || n == 1)) PetscFunctionReturn(0); /* slabs of the last dimension: natural */
-  PetscCheck(Amat->rmap->N == M * (dim > 1 ? N : 1) * (dim > 2 ? P : 1) * dof, comm, PETSC_ERR_ARG_SIZ, "KSP %s: the matrix has %" PetscInt_FMT " rows, its DMDA %" PetscInt_FMT " unknowns", KSPHeptaneName(h), Amat->rmap->N, M * (dim > 1 ? N : 1) * (dim > 2 ? P : 1) * dof);
+  PetscCheck(A->rmap->N == M * (dim > 1 ? N : 1) * (dim > 2 ? P : 1) * dof, comm, PETSC_ERR_ARG_SIZ, "KSP %s: the matrix has %" PetscInt_FMT " rows, its DMDA %" PetscInt_FMT " unknowns", KSPHeptaneName(h), A->rmap->N, M * (dim > 1 ? N : 1) * (dim > 2 ? P : 1) * dof);
   PetscCall(DMDAGetAO(dm, &ao));
-  nloc = Amat->rmap->n;
+  nloc = A->rmap->n;
   PetscCall(PetscMalloc1(nloc, &idx));
-  for (PetscInt k = 0; k < nloc; k++) idx[k] = Amat->rmap->rstart + k;
+  for (PetscInt k = 0; k < nloc; k++) idx[k] = A->rmap->rstart + k;
   PetscCall(AOApplicationToPetsc(ao, nloc, idx));
   PetscCall(ISCreateGeneral(comm, nloc, idx, PETSC_OWN_POINTER, &h->nat_is));
   PetscCall(ISSetBlockSize(h->nat_is, dof));
-  PetscCall(VecCreateMPI(comm, nloc, Amat->rmap->N, &h->nat_b));
+  PetscCall(VecCreateMPI(comm, nloc, A->rmap->N, &h->nat_b));
   PetscCall(VecDuplicate(h->nat_b, &h->nat_x));
-  PetscCall(MatCreateVecs(Amat, &tmpl, NULL));
+  PetscCall(MatCreateVecs(A, &tmpl, NULL));
   PetscCall(VecScatterCreate(tmpl, h->nat_is, h->nat_b, NULL, &h->nat_sc));
   PetscCall(VecDestroy(&tmpl));
   {
@@ -1044,7 +1053,7 @@ static PetscErrorCode KSPHeptaneNaturalMap(KSP ksp, Mat Amat, DM dm)
 /* Several ranks: this rank's rows of the matrix into the distributed operator, MPIAIJ's two
    blocks in place, any other type through a row copy (HeptaneRowsGet). What to do (0 nothing,
    1 values, 2 build) is agreed over the ranks: building and refreshing are collective. */
-static PetscErrorCode KSPHeptaneUpdateRanks(KSP ksp, Mat Amat, const heptane::plugin::MatrixConfig &cfg, PetscObjectId id, PetscObjectState nz, PetscObjectState st, PetscInt *updated)
+static PetscErrorCode KSPHeptaneUpdateRanks(KSP ksp, Mat A, const heptane::plugin::MatrixConfig &cfg, PetscObjectId id, PetscObjectState nz, PetscObjectState st, PetscInt *updated)
 {
   KSP_Heptane              *h = (KSP_Heptane *)ksp->data;
   MPI_Comm                  comm;
@@ -1056,53 +1065,65 @@ static PetscErrorCode KSPHeptaneUpdateRanks(KSP ksp, Mat Amat, const heptane::pl
 
   PetscFunctionBegin;
   PetscCall(PetscObjectGetComm((PetscObject)ksp, &comm));
-  mine = !(Amat->rmap->n == Amat->cmap->n && Amat->rmap->rstart == Amat->cmap->rstart);
+  mine = !(A->rmap->n == A->cmap->n && A->rmap->rstart == A->cmap->rstart);
   PetscCallMPI(MPI_Allreduce(&mine, &todo, 1, MPI_INT, MPI_MAX, comm));
   PetscCheck(!todo, comm, PETSC_ERR_ARG_SIZ, "KSP %s: the matrix's rows and columns are split differently over the ranks (this rank: rows [%" PetscInt_FMT ", %" PetscInt_FMT "), columns [%" PetscInt_FMT ", %" PetscInt_FMT ")): heptane's distributed operator needs the same row and column layout", KSPHeptaneName(h),
-             Amat->rmap->rstart, Amat->rmap->rend, Amat->cmap->rstart, Amat->cmap->rend);
+             A->rmap->rstart, A->rmap->rend, A->cmap->rstart, A->cmap->rend);
   mine      = 0;
   h->engine = h->own;
   PetscCall(MatDestroy(&h->engine_mat));
   if (!h->own->built() || !h->own->distributed() || id != h->mat_id || nz != h->mat_nzstate || h->own->config() != cfg) mine = 2;
-  else if (st != h->mat_state) mine = 1;
+  else if (st != h->mat_state) {
+    /* PETSc 3.18's MPIBAIJ counts no new nonzero state for a block put into room its
+       preallocation left: this rank's entries are counted too */
+    MatInfo info;
+    PetscCall(MatGetInfo(A, MAT_LOCAL, &info));
+    mine = info.nz_used != h->rank_entries ? 2 : 1;
+    if (mine == 2) PetscCall(PetscInfo(ksp, "%s: this rank's part has %.0f entries, the operator's pattern %.0f, under the same nonzero state: a new pattern\n", KSPHeptaneName(h), (double)info.nz_used, (double)h->rank_entries));
+  }
   PetscCallMPI(MPI_Allreduce(&mine, &todo, 1, MPI_INT, MPI_MAX, comm));
   *updated = todo;
   if (!todo) PetscFunctionReturn(0);
+  if (todo == 2) {
+    MatInfo info;
+    PetscCall(MatGetInfo(A, MAT_LOCAL, &info));
+    h->rank_entries = info.nz_used;
+  }
   if (!h->rows) HeptaneCallCXX(h->rows = new HeptaneRows());
   if (todo == 2) {
-    PetscCall(MatGetDM(Amat, &dm));
+    PetscCall(MatGetDM(A, &dm));
     if (!dm) dm = ksp->dm;
-    PetscCall(KSPHeptaneNaturalMap(ksp, Amat, dm));
-    PetscCall(KSPHeptaneGridHint(ksp, Amat, &hint));
+    PetscCall(KSPHeptaneNaturalMap(ksp, A, dm));
+    PetscCall(KSPHeptaneGridHint(ksp, A, &hint));
     if (hint.block_size == 0) { /* Nc: the matrix's block size (PETSc splits the rows on it) */
-      PetscCall(MatGetBlockSize(Amat, &bs));
+      PetscCall(MatGetBlockSize(A, &bs));
       hint.block_size = (heptane::index_t)bs;
       HeptaneCallCXX(hint.source = "matrix block size");
     }
   }
   {
     PetscBool issbaij;
-    PetscCall(PetscObjectBaseTypeCompare((PetscObject)Amat, MATMPISBAIJ, &issbaij));
-    if (issbaij) PetscCall(HeptaneAIJCopyGet(Amat, &h->sbaij, &Amat)); /* only the upper triangle is stored: an MPIAIJ copy */
+    PetscCall(PetscObjectBaseTypeCompare((PetscObject)A, MATMPISBAIJ, &issbaij));
+    if (issbaij) PetscCall(HeptaneAIJCopyGet(A, &h->sbaij, &A)); /* only the upper triangle is stored: an MPIAIJ copy */
   }
   if (h->nat_is) { /* PETSc's numbering is not the grid's: the rows renumbered into it (MPIBAIJ's
                        MAT_REUSE_MATRIX refuses the layout it made itself: made anew, its rows are
                        copied by HeptaneRowsGet anyway) */
     PetscBool isaij;
-    PetscCall(PetscObjectBaseTypeCompare((PetscObject)Amat, MATMPIAIJ, &isaij));
+    PetscCall(PetscObjectBaseTypeCompare((PetscObject)A, MATMPIAIJ, &isaij));
     if (!isaij) PetscCall(MatDestroy(&h->nat_A));
-    PetscCall(MatCreateSubMatrix(Amat, h->nat_is, h->nat_is, h->nat_A ? MAT_REUSE_MATRIX : MAT_INITIAL_MATRIX, &h->nat_A));
-    Amat = h->nat_A;
+    PetscCall(MatCreateSubMatrix(A, h->nat_is, h->nat_is, h->nat_A ? MAT_REUSE_MATRIX : MAT_INITIAL_MATRIX, &h->nat_A));
+    A = h->nat_A;
   }
-  h->rows_from = Amat; /* the matrix the rows come from (an SBAIJ's AIJ copy, the renumbered one) */
-  {                    /* an MPIBAIJ's blocks as they are, where the operator takes them */
+  h->rows_from = A; /* the matrix the rows come from (an SBAIJ's AIJ copy, the renumbered one) */
+  {                 /* an MPIBAIJ's blocks as they are, where the operator takes them */
     PetscBool done;
-    PetscCall(KSPHeptaneRanksBlocks(ksp, Amat, todo, &hint, cfg, &done));
+    PetscCall(KSPHeptaneRanksBlocks(ksp, A, todo, &hint, cfg, &done));
     if (todo == 2) h->baij_blocks = done;
     if (done) PetscFunctionReturn(0);
   }
-  PetscCall(HeptaneRowsGet(Amat, h->rows));
-  ierr = KSPHeptaneRanksEngine(ksp, Amat, comm, todo, &hint, cfg);
+  PetscCall(HeptaneRowsGet(A, h->rows));
+  ierr = KSPHeptaneRanksEngine(ksp, A, comm, todo, &hint, cfg);
   PetscCall(HeptaneRowsRestore(h->rows)); /* MPIAIJ's blocks back (copies are kept) */
   PetscCall(ierr);
   PetscFunctionReturn(0);
@@ -1179,30 +1200,106 @@ static PetscErrorCode KSPHeptaneUsePetscPC(KSP ksp, Mat Pmat)
   PetscFunctionReturn(0);
 }
 
+/* y = Amat x with PETSc's MatMult, when the KSP's Amat is not its Pmat (a matrix-free operator
+   from -snes_mf_operator, or another assembled matrix): heptane's products then, while its
+   operator and preconditioner are Pmat's. x and y are this rank's rows in heptane's order:
+   PETSc's layout placed around them, or, under the natural map, scattered to PETSc's numbering
+   and back. Collective (every rank's solver multiplies together). */
+static PetscErrorCode KSPHeptaneAmatMult(KSP ksp, const double *x, double *y)
+{
+  KSP_Heptane *h = (KSP_Heptane *)ksp->data;
+  Mat          Amat;
+
+  PetscFunctionBegin;
+  PetscCall(KSPGetOperators(ksp, &Amat, NULL));
+  if (h->nat_sc) {
+    PetscCall(VecPlaceArray(h->nat_ax, x));
+    PetscCall(VecPlaceArray(h->nat_ay, y));
+    PetscCall(VecScatterBegin(h->nat_sc, h->nat_ax, h->amat_x, INSERT_VALUES, SCATTER_REVERSE));
+    PetscCall(VecScatterEnd(h->nat_sc, h->nat_ax, h->amat_x, INSERT_VALUES, SCATTER_REVERSE));
+    PetscCall(MatMult(Amat, h->amat_x, h->amat_y));
+    PetscCall(VecScatterBegin(h->nat_sc, h->amat_y, h->nat_ay, INSERT_VALUES, SCATTER_FORWARD));
+    PetscCall(VecScatterEnd(h->nat_sc, h->amat_y, h->nat_ay, INSERT_VALUES, SCATTER_FORWARD));
+    PetscCall(VecResetArray(h->nat_ax));
+    PetscCall(VecResetArray(h->nat_ay));
+  } else {
+    PetscCall(VecPlaceArray(h->amat_x, x));
+    PetscCall(VecPlaceArray(h->amat_y, y));
+    PetscCall(MatMult(Amat, h->amat_x, h->amat_y));
+    PetscCall(VecResetArray(h->amat_x));
+    PetscCall(VecResetArray(h->amat_y));
+  }
+  PetscFunctionReturn(0);
+}
+
+/* PETSc's convention for KSPSetOperators(ksp, Amat, Pmat): the preconditioner from Pmat, the
+   operator Amat. heptane reads Pmat (its operator, detection and preconditioner: KSPHeptaneUpdate);
+   where Amat is another matrix, the Krylov loop's products are Amat's MatMult
+   (KrylovEngine::set_host_operator), so that the answer solves Amat x = b. */
+static PetscErrorCode KSPHeptaneAmatOperator(KSP ksp, Mat Amat, Mat Pmat)
+{
+  KSP_Heptane *h = (KSP_Heptane *)ksp->data;
+  PetscInt     n = -1, N;
+  std::string  desc;
+
+  PetscFunctionBegin;
+  if (Amat == Pmat) {
+    if (h->krylov->host_operator()) HeptaneCallCXX(h->krylov->clear_host_operator());
+    PetscFunctionReturn(0);
+  }
+  if (h->amat_x) PetscCall(VecGetLocalSize(h->amat_x, &n));
+  if (n != Amat->cmap->n) {
+    PetscCall(VecDestroy(&h->amat_x));
+    PetscCall(VecDestroy(&h->amat_y));
+    PetscCall(MatCreateVecs(Amat, &h->amat_x, &h->amat_y));
+  }
+  PetscCall(VecDestroy(&h->nat_ax));
+  PetscCall(VecDestroy(&h->nat_ay));
+  if (h->nat_sc) {
+    PetscCall(VecGetLocalSize(h->amat_x, &n));
+    PetscCall(VecGetSize(h->amat_x, &N));
+    PetscCall(VecCreateMPIWithArray(PetscObjectComm((PetscObject)ksp), 1, n, N, NULL, &h->nat_ax));
+    PetscCall(VecCreateMPIWithArray(PetscObjectComm((PetscObject)ksp), 1, n, N, NULL, &h->nat_ay));
+  }
+  HeptaneCallCXX(desc = std::string("PETSc's MatMult of the KSP's Amat (type ") + ((PetscObject)Amat)->type_name + "), which is not its Pmat (type " + ((PetscObject)Pmat)->type_name + "): the Krylov loop's products are Amat's; the operator above is Pmat's, read for the preconditioner (PETSc's convention: the preconditioner from Pmat)");
+  if (!h->krylov->host_operator() || h->krylov->host_operator_describe() != desc)
+    HeptaneCallCXX(h->krylov->set_host_operator(
+      [ksp, h](const double *x, double *y) {
+        h->pc_apply_error = KSPHeptaneAmatMult(ksp, x, y);
+        if (h->pc_apply_error) throw HeptaneCallbackFailed();
+      },
+      desc));
+  PetscFunctionReturn(0);
+}
+
 /* hcg: whether the operator is symmetric, once per matrix state (pattern or values). One rank:
    every entry against its transpose (a binary search in the sorted row), relative difference
    |a_ij - a_ji| <= tol max(|a_ij|, |a_ji|), a missing transpose counting as 0; several ranks:
    MatIsSymmetric (|a_ij - a_ji| <= tol ||A||_inf) where the matrix type has it. A matrix marked
    with MatSetOption(MAT_SYMMETRIC) is taken at its word. */
-static PetscErrorCode KSPHeptaneCheckSymmetry(KSP ksp, Mat Amat)
+static PetscErrorCode KSPHeptaneCheckSymmetry(KSP ksp, Mat Amat, Mat Pmat)
 {
   KSP_Heptane     *h   = (KSP_Heptane *)ksp->data;
   PetscBool        set = PETSC_FALSE, flg = PETSC_FALSE;
   PetscObjectState st;
   PetscObjectId    id;
-  char             line[512];
+  char             line[768];
 
   PetscFunctionBegin;
   if (h->solver != heptane::SolverType::cg || !h->check_symmetry) {
     h->symmetric = -1;
     PetscFunctionReturn(0);
   }
-  PetscCall(PetscObjectStateGet((PetscObject)Amat, &st));
-  PetscCall(PetscObjectGetId((PetscObject)Amat, &id));
+  /* the entries read are Pmat's: Amat's too where it is Pmat; a separate Amat (KSPHeptaneAmatOperator)
+     is taken at its word where it has one (MAT_SYMMETRIC), else its Pmat stands for it */
+  PetscCall(MatIsSymmetricKnown(Amat, &set, &flg));
+  Mat M = set || Amat == Pmat ? Amat : Pmat;
+  PetscCall(PetscObjectStateGet((PetscObject)M, &st));
+  PetscCall(PetscObjectGetId((PetscObject)M, &id));
   if (h->symmetric >= 0 && st == h->sym_state && id == h->sym_id) PetscFunctionReturn(0);
   h->sym_state = st;
   h->sym_id    = id;
-  PetscCall(MatIsSymmetricKnown(Amat, &set, &flg));
+  if (!set) PetscCall(MatIsSymmetricKnown(M, &set, &flg));
   if (set) {
     h->symmetric = flg ? 1 : 0;
     PetscCall(PetscSNPrintf(line, sizeof(line), "the matrix is marked %s (MatSetOption MAT_SYMMETRIC)", flg ? "symmetric" : "not symmetric"));
@@ -1224,22 +1321,22 @@ static PetscErrorCode KSPHeptaneCheckSymmetry(KSP ksp, Mat Amat)
     PetscErrorCode (*istranspose)(Mat, Mat, PetscReal, PetscBool *) = NULL;
     /* MatIsSymmetric where the type has it, else MatIsTranspose(A, A) (what PETSc 3.25's
        MatIsSymmetric does for MPIAIJ itself) where that is composed */
-    PetscCall(PetscObjectQueryFunction((PetscObject)Amat, "MatIsTranspose_C", &istranspose));
-    if (!Amat->ops->issymmetric && !istranspose) {
+    PetscCall(PetscObjectQueryFunction((PetscObject)M, "MatIsTranspose_C", &istranspose));
+    if (!M->ops->issymmetric && !istranspose) {
       h->symmetric = -1;
-      PetscCall(PetscSNPrintf(line, sizeof(line), "not checked (matrix type %s has neither MatIsSymmetric nor MatIsTranspose; set MAT_SYMMETRIC to say it is)", ((PetscObject)Amat)->type_name));
+      PetscCall(PetscSNPrintf(line, sizeof(line), "not checked (matrix type %s has neither MatIsSymmetric nor MatIsTranspose; set MAT_SYMMETRIC to say it is)", ((PetscObject)M)->type_name));
       HeptaneCallCXX(*h->sym_note = line);
       PetscFunctionReturn(0);
     }
-    PetscCall(MatNorm(Amat, NORM_INFINITY, &norm));
-    if (Amat->ops->issymmetric) PetscCall(MatIsSymmetric(Amat, h->symmetry_tol * norm, &flg));
-    else PetscCall(MatIsTranspose(Amat, Amat, h->symmetry_tol * norm, &flg));
+    PetscCall(MatNorm(M, NORM_INFINITY, &norm));
+    if (M->ops->issymmetric) PetscCall(MatIsSymmetric(M, h->symmetry_tol * norm, &flg));
+    else PetscCall(MatIsTranspose(M, M, h->symmetry_tol * norm, &flg));
     h->symmetric = flg ? 1 : 0;
-    PetscCall(PetscSNPrintf(line, sizeof(line), "%s with tolerance %g ||A||_inf: %s", Amat->ops->issymmetric ? "MatIsSymmetric" : "MatIsTranspose(A, A)", (double)h->symmetry_tol, flg ? "symmetric" : "NOT symmetric"));
+    PetscCall(PetscSNPrintf(line, sizeof(line), "%s with tolerance %g ||A||_inf: %s", M->ops->issymmetric ? "MatIsSymmetric" : "MatIsTranspose(A, A)", (double)h->symmetry_tol, flg ? "symmetric" : "NOT symmetric"));
   } else {
     HeptaneCSR             csr = {};
     heptane::SymmetryCheck sc;
-    PetscCall(KSPHeptaneCSRGet(ksp, Amat, &csr));
+    PetscCall(KSPHeptaneCSRGet(ksp, M, &csr));
     HeptaneCallCXX(sc = heptane::check_symmetry(csr.view, h->symmetry_tol));
     const PetscInt wi = sc.symmetric ? -1 : sc.i, wj = sc.j;
     const double   vij = sc.aij, vji = sc.aji, worst = sc.worst;
@@ -1249,6 +1346,11 @@ static PetscErrorCode KSPHeptaneCheckSymmetry(KSP ksp, Mat Amat)
     else
       PetscCall(
         PetscSNPrintf(line, sizeof(line), "NOT symmetric: a(%" PetscInt_FMT ", %" PetscInt_FMT ") = %g but a(%" PetscInt_FMT ", %" PetscInt_FMT ") = %g (relative difference %.3g > -heptane_symmetry_tol %g)", wi, wj, vij, wj, wi, vji, worst, (double)h->symmetry_tol));
+  }
+  if (M != Amat) {
+    size_t len;
+    PetscCall(PetscStrlen(line, &len));
+    PetscCall(PetscSNPrintf(line + len, sizeof(line) - len, " (Pmat's entries, standing for the KSP's Amat of type %s, which heptane applies through MatMult and does not read)", ((PetscObject)Amat)->type_name));
   }
   HeptaneCallCXX(*h->sym_note = line);
   PetscCall(PetscInfo(ksp, "%s: symmetry: %s\n", KSPHeptaneName(h), line));
@@ -1317,10 +1419,10 @@ static PetscErrorCode KSPHeptaneCoarse(KSP ksp, PetscBool changed)
   if (!refused.empty() && hierarchy) {
     /* refused on every rank alike: each rank's own AMG/CPR until the pattern changes */
     const bool asked = h->pc_opts->amg.over_ranks == heptane::AmgOverRanks::yes;
-    Mat        Amat;
+    Mat        Pmat;
     h->over_ranks_refused = PETSC_TRUE;
-    PetscCall(KSPGetOperators(ksp, &Amat, NULL));
-    PetscCall(KSPHeptaneBuildPC(ksp, Amat, PETSC_FALSE));
+    PetscCall(KSPGetOperators(ksp, NULL, &Pmat));
+    PetscCall(KSPHeptaneBuildPC(ksp, Pmat, PETSC_FALSE));
     HeptaneCallCXX(*h->over_ranks_why = "refused at this pattern (" + refused + "): each rank's own instead");
     if (asked) PetscCall(KSPHeptaneWarn(ksp, ("-heptane_amg_global: no AMG/CPR over the ranks, each rank's own instead (" + refused + ")").c_str()));
     else PetscCall(PetscInfo(ksp, "%s: the AMG over the ranks (the default here) was refused, each rank's own AMG instead (%s)\n", KSPHeptaneName(h), refused.c_str()));
@@ -1347,28 +1449,29 @@ static PetscErrorCode KSPHeptaneUpdate(KSP ksp)
   PetscCall(KSPHeptaneTakePC(ksp));
   PetscCall(KSPGetOperators(ksp, &Amat, &Pmat));
   PetscCheck(Amat->rmap->N == Amat->cmap->N, PETSC_COMM_SELF, PETSC_ERR_ARG_SIZ, "KSP %s: the matrix is %" PetscInt_FMT " x %" PetscInt_FMT ", not square", KSPHeptaneName(h), Amat->rmap->N, Amat->cmap->N);
+  PetscCheck(Pmat->rmap->N == Amat->rmap->N && Pmat->cmap->N == Amat->cmap->N && Pmat->rmap->n == Amat->rmap->n, PETSC_COMM_SELF, PETSC_ERR_ARG_SIZ, "KSP %s: Pmat (%" PetscInt_FMT " x %" PetscInt_FMT ", %" PetscInt_FMT " rows here) does not match Amat (%" PetscInt_FMT " x %" PetscInt_FMT ", %" PetscInt_FMT " rows here)", KSPHeptaneName(h),
+             Pmat->rmap->N, Pmat->cmap->N, Pmat->rmap->n, Amat->rmap->N, Amat->cmap->N, Amat->rmap->n);
   {
     char who[64];
     PetscCall(PetscSNPrintf(who, sizeof(who), "KSP %s", KSPHeptaneName(h)));
-    PetscCall(HeptaneCheckEntriesReadable((PetscObject)ksp, Amat, who, "With a matrix-free Amat and an assembled Pmat (-snes_mf_operator) use one of PETSc's KSPs with heptane's PC (e.g. -ksp_type bcgs -pc_type hamg or hcpr), which is built from Pmat."));
+    PetscCall(HeptaneCheckEntriesReadable((PetscObject)ksp, Pmat, who, Pmat == Amat ? "With a matrix-free operator, give an assembled Pmat too (as -snes_mf_operator does): heptane builds its preconditioner from Pmat and applies the operator through MatMult." : "heptane reads the preconditioning matrix (Pmat); only the operator (Amat) may be matrix-free."));
   }
-  if (Pmat != Amat && !h->petsc_pc) PetscCall(PetscInfo(ksp, "%s: the preconditioner is built from Amat; the separate Pmat is not used\n", KSPHeptaneName(h)));
-  PetscCall(PetscObjectTypeCompare((PetscObject)Amat, MATBDIAGH, &isbdiagh));
-  PetscCall(MatGetNonzeroState(Amat, &nz));
-  PetscCall(PetscObjectStateGet((PetscObject)Amat, &st));
-  PetscCall(PetscObjectGetId((PetscObject)Amat, &id));
+  PetscCall(PetscObjectTypeCompare((PetscObject)Pmat, MATBDIAGH, &isbdiagh));
+  PetscCall(MatGetNonzeroState(Pmat, &nz));
+  PetscCall(PetscObjectStateGet((PetscObject)Pmat, &st));
+  PetscCall(PetscObjectGetId((PetscObject)Pmat, &id));
 
   if (h->ranks > 1) {
     /* several ranks: the distributed operator, from any parallel matrix (bdiagh included:
        on several ranks it is an MPIAIJ matrix and keeps no copy of its own) */
-    PetscCall(KSPHeptaneUpdateRanks(ksp, Amat, cfg, id, nz, st, &updated));
+    PetscCall(KSPHeptaneUpdateRanks(ksp, Pmat, cfg, id, nz, st, &updated));
   } else if (isbdiagh && (cfg.format == "auto" || cfg.format == "bdiagh")) {
     /* the matrix keeps its own BDIA-GH copy (updated at assembly); use it */
-    PetscCall(MatBDIAGHGetEngine(Amat, &cfg, &h->engine, &updated));
-    if (h->engine_mat != Amat) { /* keep the lender alive as long as its engine is ours */
-      PetscCall(PetscObjectReference((PetscObject)Amat));
+    PetscCall(MatBDIAGHGetEngine(Pmat, &cfg, &h->engine, &updated));
+    if (h->engine_mat != Pmat) { /* keep the lender alive as long as its engine is ours */
+      PetscCall(PetscObjectReference((PetscObject)Pmat));
       PetscCall(MatDestroy(&h->engine_mat));
-      h->engine_mat = Amat;
+      h->engine_mat = Pmat;
     }
     if (id != h->mat_id || nz != h->mat_nzstate || updated == 2) updated = 2;
     else if (st != h->mat_state) updated = PetscMax(updated, 1);
@@ -1378,20 +1481,20 @@ static PetscErrorCode KSPHeptaneUpdate(KSP ksp)
     PetscCall(MatDestroy(&h->engine_mat));
     if (!h->own->built() || id != h->mat_id || nz != h->mat_nzstate || h->own->config() != cfg) updated = 2;
     else if (st != h->mat_state) updated = 1;
-    if (updated == 1) PetscCall(KSPHeptaneBAIJGrew(ksp, Amat, &updated));
+    if (updated == 1) PetscCall(KSPHeptaneBAIJGrew(ksp, Pmat, &updated));
     PetscBool in_place = PETSC_FALSE;
     if (updated == 1) { /* aijcusparse: its values where they are, on the GPU */
-      PetscCall(KSPHeptaneDeviceValues(ksp, Amat, &in_place));
+      PetscCall(KSPHeptaneDeviceValues(ksp, Pmat, &in_place));
       if (in_place) h->input_how = "AIJ whose newest values were on the GPU already (aijcusparse): values-only refreshes copy PETSc's device CSR values on the device (MatSeqAIJGetCSRAndMemType: no copy to the host, no upload)";
     }
     if (updated == 1 && !in_place) { /* BAIJ: its values in place, no gather, where the operator can */
       PetscCall(KSPHeptaneBAIJBlocksInPlace(
-        ksp, Amat, [h](const heptane::plugin::BlockCsrView &b) { return h->own->refresh_values_blocks(b); }, &in_place));
+        ksp, Pmat, [h](const heptane::plugin::BlockCsrView &b) { return h->own->refresh_values_blocks(b); }, &in_place));
       if (in_place)
         h->input_how = h->own->format() == heptane::Format::bsr ? "BAIJ (no MatConvert); its arrays are the operator, read in place on the host: a values-only update copies nothing (-heptane_format bdiagh copies them into BDIA-GH instead)" : "BAIJ (no MatConvert); values-only refreshes read its blocks in place, each straight into its BDIA-GH slots (the CPU, Nc = the block size: positions by the block pattern, no map of the entries)";
       else {
         PetscCall(KSPHeptaneBAIJInPlace(
-          ksp, Amat, [h](const double *v, const heptane::index_t *pos, heptane::offset_t nnz, heptane::index_t bs) { return h->own->refresh_values_permuted(v, pos, nnz, bs); }, &in_place));
+          ksp, Pmat, [h](const double *v, const heptane::index_t *pos, heptane::offset_t nnz, heptane::index_t bs) { return h->own->refresh_values_permuted(v, pos, nnz, bs); }, &in_place));
         if (in_place)
           h->input_how = "BAIJ (no MatConvert); values-only refreshes read its values in place, in BAIJ's own order (no gather on the host: on the CPU through the BDIA-GH slot map composed once with each entry's place in BAIJ's array; "
                          "on a GPU uploaded as they are and put into CSR order there, by formula)";
@@ -1400,11 +1503,18 @@ static PetscErrorCode KSPHeptaneUpdate(KSP ksp)
     if (!in_place && updated) {
       PetscBool blocks = PETSC_FALSE;
       if (updated == 2) {
-        PetscCall(KSPHeptaneGridHint(ksp, Amat, &hint));
-        PetscCall(KSPHeptaneBuildFromBlocks(ksp, Amat, hint, cfg, &blocks));
+        PetscCall(KSPHeptaneGridHint(ksp, Pmat, &hint));
+        PetscCall(KSPHeptaneBuildFromBlocks(ksp, Pmat, hint, cfg, &blocks));
       }
       if (!blocks) {
-        PetscCall(KSPHeptaneCSRGet(ksp, Amat, &csr));
+        PetscCall(KSPHeptaneCSRGet(ksp, Pmat, &csr));
+        if (updated == 1 && csr.view.nnz() != h->own->nnz()) { /* entries grew under the same nonzero
+                                                                  state (PETSc 3.18's SeqSBAIJ, as
+                                                                  BAIJ: KSPHeptaneBAIJGrew) */
+          PetscCall(PetscInfo(ksp, "%s: the matrix has %lld entries, the operator's pattern %lld, under the same nonzero state: a new pattern\n", KSPHeptaneName(h), (long long)csr.view.nnz(), (long long)h->own->nnz()));
+          updated = 2;
+          PetscCall(KSPHeptaneGridHint(ksp, Pmat, &hint));
+        }
         if (updated == 2) HeptaneCallCXX(h->own->build(csr.view, hint, cfg));
         else HeptaneCallCXX(h->own->refresh_values(csr.view));
         PetscCall(HeptaneCSRRestore(&csr));
@@ -1413,7 +1523,7 @@ static PetscErrorCode KSPHeptaneUpdate(KSP ksp)
       h->baij_blocks = blocks;
     }
   }
-  HeptaneCallCXX(*h->mat_type = ((PetscObject)Amat)->type_name);
+  HeptaneCallCXX(*h->mat_type = ((PetscObject)Pmat)->type_name);
   if (updated == 2) h->full_builds++;
   else if (updated == 1) h->value_refreshes++;
 
@@ -1423,7 +1533,7 @@ static PetscErrorCode KSPHeptaneUpdate(KSP ksp)
   } else {
     if (updated == 2 || KSPHeptanePcOptionsChanged(h) || KSPHeptaneResolvePC(h) != h->pc_built) h->over_ranks_refused = PETSC_FALSE; /* try the AMG over the ranks again */
     rebuild_pc = (PetscBool)(updated || !h->krylov->has_preconditioner() || h->krylov->host_preconditioner() || KSPHeptaneResolvePC(h) != h->pc_built || KSPHeptanePcOptionsChanged(h));
-    if (rebuild_pc) PetscCall(KSPHeptaneBuildPC(ksp, Amat, (PetscBool)(updated == 1 && !h->krylov->host_preconditioner())));
+    if (rebuild_pc) PetscCall(KSPHeptaneBuildPC(ksp, Pmat, (PetscBool)(updated == 1 && !h->krylov->host_preconditioner())));
   }
   if (h->ranks > 1) PetscCall(KSPHeptaneCoarse(ksp, (PetscBool)(updated || rebuild_pc)));
   if (updated || rebuild_pc) {
@@ -1443,7 +1553,8 @@ static PetscErrorCode KSPHeptaneUpdate(KSP ksp)
   h->mat_id      = id;
   h->mat_nzstate = nz;
   h->mat_state   = st;
-  PetscCall(KSPHeptaneCheckSymmetry(ksp, Amat));
+  PetscCall(KSPHeptaneAmatOperator(ksp, Amat, Pmat));
+  PetscCall(KSPHeptaneCheckSymmetry(ksp, Amat, Pmat));
   PetscFunctionReturn(0);
 }
 
@@ -1461,7 +1572,7 @@ static PetscErrorCode KSPHeptaneResolveDevice(KSP ksp)
   PetscFunctionBegin;
   if (!strcmp(h->device, "auto")) {
     PetscCall(KSPGetOperators(ksp, &Amat, &Pmat));
-    PetscCall(HeptaneEntriesPerRank(Amat, PetscObjectComm((PetscObject)ksp), &nnz));
+    PetscCall(HeptaneEntriesPerRank(Pmat, PetscObjectComm((PetscObject)ksp), &nnz)); /* the matrix heptane reads */
     PetscCall(HeptaneRanksPerGpu(PetscObjectComm((PetscObject)ksp), &share));
   }
   HeptaneCallCXX(*h->device_resolved = heptane::plugin::resolve_device(h->device, nnz, h->threads > 0 ? (int)h->threads : omp_get_max_threads(), h->device_why, share));
@@ -1685,13 +1796,13 @@ static PetscErrorCode KSPSolve_Heptane(KSP ksp)
   HeptaneCallCXX(h->krylov->set_fold(h->fold); h->krylov->set_refine(h->refine); h->krylov->set_restart((int)h->restart));
   PetscCall(KSPHeptaneRun(ksp, opts, &st));
   if (fallback && !st.converged()) {
-    Mat Amat;
+    Mat Pmat;
 
     HeptaneCallCXX(*h->pc_note = std::string("natural ILU(0) after multi-colour ILU(0) did not converge: ") + st.summary());
     PetscCall(PetscInfo(ksp, "%s: %s; solving again\n", KSPHeptaneName(h), h->pc_note->c_str()));
     h->ilu_fallback = PETSC_TRUE;
-    PetscCall(KSPGetOperators(ksp, &Amat, NULL));
-    PetscCall(KSPHeptaneBuildPC(ksp, Amat, PETSC_FALSE));
+    PetscCall(KSPGetOperators(ksp, NULL, &Pmat));
+    PetscCall(KSPHeptaneBuildPC(ksp, Pmat, PETSC_FALSE));
     if (!ksp->guess_zero) PetscCall(VecCopy(h->x0, ksp->vec_sol));
     PetscCall(KSPHeptaneRun(ksp, opts, &st));
   }
@@ -1755,6 +1866,7 @@ static PetscErrorCode KSPView_Heptane(KSP ksp, PetscViewer viewer)
   }
   if (h->engine && h->engine->built()) {
     PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane operator: %s (PETSc matrix %s)\n", h->engine->describe().c_str(), h->mat_type->c_str()));
+    if (h->krylov->host_operator()) PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane Krylov products: %s\n", h->krylov->host_operator_describe().c_str()));
     if (!h->device_why->empty()) PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane device: %s\n", h->device_why->c_str()));
     else if (!h->engine->device_choice().empty()) PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane device: %s\n", h->engine->device_choice().c_str()));
     if (!h->engine->distributed() && h->input_how) PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane matrix input: %s\n", h->input_how));
@@ -1856,6 +1968,10 @@ static PetscErrorCode KSPHeptaneFreeWork(KSP ksp)
   PetscCall(VecDestroy(&h->pc_z));
   PetscCall(VecDestroy(&h->op_x));
   PetscCall(VecDestroy(&h->op_y));
+  PetscCall(VecDestroy(&h->amat_x));
+  PetscCall(VecDestroy(&h->amat_y));
+  PetscCall(VecDestroy(&h->nat_ax));
+  PetscCall(VecDestroy(&h->nat_ay));
   PetscCall(VecDestroy(&h->nat_r));
   PetscCall(VecDestroy(&h->nat_z));
   PetscCall(ISDestroy(&h->nat_is));

@@ -116,12 +116,15 @@ PETSC_INTERN PetscErrorCode HeptaneBAIJBlocksGet(Mat, HeptaneBAIJ *, heptane::pl
 PETSC_INTERN PetscErrorCode HeptaneBAIJBlocksRestore(Mat, heptane::plugin::BlockCsrView *blocks);
 
 /* An SBAIJ matrix (only its upper triangle is stored) as AIJ (seq or mpi, as the matrix is):
-   MatConvert once per pattern (object and nonzero state), MAT_REUSE_MATRIX for new values,
-   nothing when neither moved. Zero-initialised (PetscNew); MatDestroy(&copy.aij) frees it. */
+   MatConvert once per pattern (object, nonzero state and this rank's count of stored entries:
+   PETSc 3.18's SBAIJ keeps its nonzero state for an entry put into preallocated room),
+   MAT_REUSE_MATRIX for new values, nothing when neither moved. Zero-initialised (PetscNew);
+   MatDestroy(&copy.aij) frees it. */
 typedef struct {
   Mat              aij;
   PetscObjectId    id;
   PetscObjectState nz, state;
+  PetscLogDouble   entries;
 } HeptaneAIJCopy;
 PETSC_INTERN PetscErrorCode HeptaneAIJCopyGet(Mat, HeptaneAIJCopy *, Mat *);
 

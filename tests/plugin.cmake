@@ -111,11 +111,55 @@ heptane_plugin_test(plugin_host_baij_arrays_are_the_operator_ilu
   --expect "BAIJ's arrays are the operator, read in place on the host \\(no copy\\). for the preconditioner its scalar CSR"
   --expect "heptane setups: 1 full \\(new pattern\\), 2 values-only"
   --reject MISMATCH -- ${host} -dof 3 -solves 3 -dm_mat_type baij)
+# ... and with a block added at the second solve (PETSc 3.18's SeqBAIJ keeps its nonzero state for
+# a block put into preallocated room: before, the preconditioner's scalar CSR kept the old pattern
+# and the second solve diverged)
+heptane_plugin_test(plugin_host_baij_arrays_are_the_operator_ilu_new_pattern
+  ${solves} ${host_checks} --its-diff 2 --solves 3 --
+  --plugin ${plugin_so} --ref "${ref_bcgs}" --heptane "-ksp_type hbcgs -heptane_device cpu -ksp_view"
+  --expect "heptane operator: PETSc's BAIJ blocks in place [0-9]+x[0-9]+ bs=2 blocks=[0-9]+ fp64 on cpu"
+  --expect "heptane setups: 2 full \\(new pattern\\), 1 values-only"
+  --reject MISMATCH -- ${host} -dof 2 -solves 3 -dm_mat_type baij -new_pattern_at 2)
+# KSPSetOperators(ksp, Amat, Pmat) as PETSc means it: heptane's preconditioner (and the operator
+# it reads) from Pmat, the Krylov loop's products Amat's MatMult. A matrix-free Amat (a MATSHELL
+# with A's product, as -snes_mf_operator / PJFNK gives) with AMG from Pmat; a Pmat that is not
+# Amat (A + 10 I, refreshed each solve, an entry added at the third): the answers solve A x = b (the known solution), the iterations are
+# PETSc's with its PC from the same Pmat (ILU(0) of A alone takes 8, of A + 10 I 16-17)
+heptane_plugin_test(plugin_host_shell_amat_hgmres_hamg_pc_from_pmat
+  ${solves} ${host_checks} --its host=3:30 --ref-its host=3:30 --solves 2 --
+  --plugin ${plugin_so} --ref "-ksp_type fgmres -pc_type gamg" --heptane "-ksp_type hgmres -pc_type hamg -ksp_view"
+  --expect "heptane Krylov products: PETSc's MatMult of the KSP's Amat \\(type shell\\), which is not its Pmat \\(type seqaij\\)"
+  --reject MISMATCH -- ${host} -dof 2 -solves 2 -shell_amat 1)
+heptane_plugin_test(plugin_host_pmat_differs_hbcgs_ilu_from_pmat
+  ${solves} ${host_checks} --its-diff 1 --its host=14:20 --solves 3 --
+  --plugin ${plugin_so} --ref "${ref_bcgs} -pc_type ilu" --heptane "-ksp_type hbcgs -pc_type ilu -ksp_view"
+  --expect "heptane Krylov products: PETSc's MatMult of the KSP's Amat \\(type seqaij\\), which is not its Pmat"
+  --expect "heptane setups: 2 full \\(new pattern\\), 1 values-only"
+  --reject MISMATCH -- ${host} -solves 3 -pmat_shift 10 -new_pattern_at 3)
+heptane_plugin_test(plugin_host_hcg_shell_amat_symmetry_from_pmat
+  ${solves} ${host_checks} --its-diff 1 --solves 2 --
+  --plugin ${plugin_so} --ref "-ksp_type cg -pc_type jacobi" --heptane "-ksp_type hcg -pc_type jacobi -ksp_view"
+  --expect "every entry equals its transpose to 1e-08 \\(relative\\) \\(Pmat's entries, standing for the KSP's Amat of type shell"
+  --reject MISMATCH -- ${host} -convection 0 -solves 2 -shell_amat 1 -pmat_shift 10)
+# a DMDA's matrix with an entry off its star stencil (a well's long-range coupling): detected
+# as a matrix without a grid, instead of stopping
+heptane_plugin_test(plugin_host_dmda_entry_off_the_stencil_is_detected
+  ${solves} ${host_checks} --its-diff 1 --solves 3 --
+  --plugin ${plugin_so} --ref "${ref_bcgs} -pc_type ilu" --heptane "-ksp_type hbcgs -pc_type ilu -ksp_view"
+  --expect "star stencil does not hold the pattern \\(entry \\(0, 3454\\) lies on block offset 1727\\), so the structure was detected: detected: Nc=2 D=8"
+  --reject MISMATCH -- ${host} -dof 2 -solves 3 -new_pattern_at 2)
 heptane_plugin_test(plugin_host_sbaij_hcg_matches_cg
   ${solves} ${host_checks} --its-diff 2 --solves 2 --
   --plugin ${plugin_so} --ref "-ksp_type cg -pc_type jacobi" --heptane "-ksp_type hcg -pc_type jacobi -ksp_view"
   --expect "PETSc matrix seqsbaij" --expect "heptane matrix input: SBAIJ converted to AIJ once per pattern"
   --expect "the matrix is marked symmetric" --reject MISMATCH -- ${host} -use_dm 0 -mat_type sbaij -convection 0 -solves 2)
+# an SBAIJ entry added in preallocated room (PETSc 3.18's SeqSBAIJ keeps its nonzero state:
+# before, the AIJ copy was converted with MAT_REUSE_MATRIX and the refresh stopped)
+heptane_plugin_test(plugin_host_sbaij_entry_added_in_preallocated_room
+  ${solves} ${host_checks} --its-diff 2 --solves 3 --
+  --plugin ${plugin_so} --ref "-ksp_type cg -pc_type jacobi" --heptane "-ksp_type hcg -pc_type jacobi -ksp_view"
+  --expect "heptane setups: 2 full \\(new pattern\\), 1 values-only"
+  --reject MISMATCH -- ${host} -use_dm 0 -mat_type sbaij -convection 0 -solves 3 -new_pattern_at 2)
 heptane_plugin_test(plugin_host_bdiagh_mat_type
   ${solves} ${host_checks} --its-diff 2 --
     --plugin ${plugin_so} --ref "${ref_bcgs} -dm_mat_type aij" --heptane "-ksp_type hbcgs -ksp_view -dm_mat_type bdiagh -mat_view ::ascii_info"
@@ -952,12 +996,32 @@ if(HEPTANE_PETSC_MPIEXEC)
       --plugin ${plugin_so} --mpiexec "${np3}" --ref "-ksp_type cg -pc_type gamg" --heptane "-ksp_type cg -pc_type hamg"
       --reject MISMATCH -- ${host} -use_dm 0 -convection 0 -solves 2 -empty_rank 0)
     # a matrix-free Amat (a MATSHELL with A's product; Pmat assembled, as -snes_mf_operator gives):
-    # heptane's KSPs name it and what to use instead (before, two ranks crashed in MatGetRow);
-    # PETSc's KSP with heptane's PC, built from Pmat, solves as with gamg
-    heptane_plugin_test(plugin_host_two_ranks_shell_amat_heptane_ksp_is_a_clear_error
-      ${compare} --mpiexec "${np2}" --heptane "-ksp_type hbcgs -pc_type ilu"
-      --expect-error "KSP hbcgs: the matrix \\(type shell\\) gives no entries.*use one of PETSc's KSPs with heptane's PC"
-      -- ${host} -use_dm 0 -dof 2 -shell_amat 1)
+    # heptane's KSPs build their operator and preconditioner from Pmat and multiply by Amat
+    # (PETSc's MatMult); under the natural map (a DMDA split in x) Amat's products are scattered
+    # to PETSc's numbering and back. PETSc's KSP with heptane's PC, built from Pmat, solves as with gamg
+    heptane_plugin_test(plugin_host_two_ranks_shell_amat_hbcgs_ilu
+      ${solves} ${host_checks} --its-diff 2 --solves 2 --
+      --plugin ${plugin_so} --mpiexec "${np2}" --ref "${ref_bcgs} -pc_type bjacobi" --heptane "-ksp_type hbcgs -pc_type ilu -ksp_view"
+      --expect "heptane Krylov products: PETSc's MatMult of the KSP's Amat \\(type shell\\)"
+      --reject MISMATCH -- ${host} -use_dm 0 -dof 2 -solves 2 -shell_amat 1)
+    heptane_plugin_test(plugin_host_two_ranks_x_split_shell_amat_pmat_differs
+      ${solves} ${host_checks} --its-diff 2 --solves 2 --
+      --plugin ${plugin_so} --mpiexec "${np2}" --ref "${ref_bcgs} -pc_type bjacobi" --heptane "-ksp_type hbcgs -pc_type ilu -ksp_view"
+      --expect "heptane numbering: the DMDA is split 2 x 1 x 1" --expect "heptane Krylov products: PETSc's MatMult of the KSP's Amat"
+      --reject MISMATCH -- ${host} -dof 2 -da_processors_x 2 -solves 2 -shell_amat 1 -pmat_shift 10)
+    # a block added in preallocated room (PETSc 3.18's MPIBAIJ keeps its nonzero state: this
+    # rank's count of entries says it; before, the values-only refresh stopped) and a DMDA's
+    # matrix off its stencil (the operator PETSc's MatMult then, instead of stopping)
+    heptane_plugin_test(plugin_host_two_ranks_mpibaij_block_added_in_preallocated_room
+      ${solves} ${host_checks} --its-diff 2 --solves 3 --
+      --plugin ${plugin_so} --mpiexec "${np2}" --ref "${ref_bcgs} -pc_type bjacobi" --heptane "-ksp_type hbcgs -pc_type ilu -ksp_view"
+      --expect "heptane setups: 2 full \\(new pattern\\), 1 values-only"
+      --reject MISMATCH -- ${host} -dof 2 -solves 3 -dm_mat_type baij -new_pattern_at 2)
+    heptane_plugin_test(plugin_host_two_ranks_dmda_entry_off_the_stencil_matmult
+      ${solves} ${host_checks} --its-diff 2 --solves 3 --
+      --plugin ${plugin_so} --mpiexec "${np2}" --ref "${ref_bcgs} -pc_type bjacobi" --heptane "-ksp_type hbcgs -pc_type ilu -ksp_view"
+      --expect "the matrix is not on its DMDA's stencil, so the operator is PETSc's own MatMult"
+      --reject MISMATCH -- ${host} -dof 2 -solves 3 -new_pattern_at 2)
     heptane_plugin_test(plugin_host_two_ranks_shell_amat_petsc_bcgs_hamg_pc
       ${solves} ${host_checks} --its host=3:30 --ref-its host=3:30 --solves 2 --
       --plugin ${plugin_so} --mpiexec "${np2}" --ref "${ref_bcgs} -pc_type gamg" --heptane "-ksp_type bcgs -pc_type hamg"

@@ -15,7 +15,10 @@
             numbered by a fixed pseudo-random permutation, a numbering that is no grid's),
             -empty_rank r (-1: with -use_dm 0, rank r owns no rows, the others split the cells),
             -shell_amat 0|1 (0: the KSP's Amat a MATSHELL whose MatMult is A's, Pmat A itself, as
-            a Jacobian-free host's -snes_mf_operator gives)
+            a Jacobian-free host's -snes_mf_operator gives),
+            -pmat_shift s (0: Pmat an assembled copy of A with s added to its diagonal, refreshed
+            with A's values each solve; Amat A, or the shell of -shell_amat 1: the answer solves
+            A x = b, only the preconditioner comes from the shifted matrix)
    plus any -ksp_ / -pc_ / -mat_type / -dm_mat_type option (-mat_type sbaij stores the upper
    triangle: a symmetric system, -convection 0 -dof 1).
 
@@ -69,26 +72,44 @@ static PetscErrorCode MakePermutation(PetscInt ncell)
   PetscFunctionReturn(0);
 }
 
+/* a cell's index in the grid's natural order -> PETSc's (the DMDA's AO; itself without one) */
+static PetscErrorCode ToPetsc(AO ao, PetscInt dof, PetscInt *c)
+{
+  PetscInt first;
+  PetscFunctionBeginUser;
+  if (!ao) PetscFunctionReturn(0);
+  first = *c * dof;
+  PetscCall(AOApplicationToPetsc(ao, 1, &first));
+  *c = first / dof;
+  PetscFunctionReturn(0);
+}
+
 static PetscErrorCode Assemble(Mat A, DM da, PetscInt n, PetscInt dim, PetscInt dof, PetscReal conv, PetscReal s, PetscBool extra)
 {
   PetscInt    nz = dim == 3 ? n : 1, ny = n, nx = n;
   PetscInt    ncell = nx * ny * nz;
   PetscScalar block[16 * 16];
 
+  AO          ao = NULL;
+
   PetscFunctionBeginUser;
   PetscCheck(dof <= 16, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "dof <= 16");
+  if (da) PetscCall(DMDAGetAO(da, &ao)); /* a DMDA split in x or y numbers the cells rank by rank */
   PetscCall(MatZeroEntries(A));
   for (PetscInt k = 0; k < nz; k++)
     for (PetscInt j = 0; j < ny; j++)
       for (PetscInt i = 0; i < nx; i++) {
-        const PetscInt c       = Number(i + nx * (j + ny * k), ncell);
+        PetscInt       c        = Number(i + nx * (j + ny * k), ncell);
         const PetscInt nb[6][3] = {{i - 1, j, k}, {i + 1, j, k}, {i, j - 1, k}, {i, j + 1, k}, {i, j, k - 1}, {i, j, k + 1}};
         PetscReal      diag     = 0.0;
+        const PetscInt c_nat    = c;
+        PetscCall(ToPetsc(ao, dof, &c));
         for (PetscInt d = 0; d < 6; d++) {
           const PetscInt ii = nb[d][0], jj = nb[d][1], kk = nb[d][2];
           if (dim == 2 && d >= 4) continue;
           if (ii < 0 || ii >= nx || jj < 0 || jj >= ny || kk < 0 || kk >= nz) continue;
-          const PetscInt cn = Number(ii + nx * (jj + ny * kk), ncell);
+          PetscInt cn = Number(ii + nx * (jj + ny * kk), ncell);
+          PetscCall(ToPetsc(ao, dof, &cn));
           for (PetscInt a = 0; a < dof; a++)
             for (PetscInt b = 0; b < dof; b++) block[a * dof + b] = Coupling(d, a, b, conv, s);
           diag += 1.0 + (d == 0 ? conv : 0.0) + 0.05 * dof;
@@ -97,24 +118,24 @@ static PetscErrorCode Assemble(Mat A, DM da, PetscInt n, PetscInt dim, PetscInt 
         for (PetscInt a = 0; a < dof; a++)
           for (PetscInt b = 0; b < dof; b++) block[a * dof + b] = (a == b) ? s * (diag + 0.5 + 0.1 * a) : 0.02 * s * (a - b);
         PetscCall(MatSetValuesBlocked(A, 1, &c, 1, &c, block, ADD_VALUES));
-        if (extra && c == 0) { /* a long-range coupling: a new nonzero pattern */
-          const PetscInt far = Number(ncell - 1, ncell);
+        if (extra && c_nat == 0) { /* a long-range coupling: a new nonzero pattern */
+          PetscInt far = Number(ncell - 1, ncell);
+          PetscCall(ToPetsc(ao, dof, &far));
           for (PetscInt a = 0; a < dof * dof; a++) block[a] = -0.01 * s;
           PetscCall(MatSetValuesBlocked(A, 1, &c, 1, &far, block, ADD_VALUES));
         }
       }
   PetscCall(MatAssemblyBegin(A, MAT_FINAL_ASSEMBLY));
   PetscCall(MatAssemblyEnd(A, MAT_FINAL_ASSEMBLY));
-  (void)da;
   PetscFunctionReturn(0);
 }
 
 int main(int argc, char **argv)
 {
   PetscInt           n = 12, dim = 3, dof = 1, solves = 1, new_pattern_at = 0, empty_rank = -1, its, N;
-  PetscReal          conv = 0.3, rnorm, tnorm, bnorm, enorm, xnorm, xenorm;
+  PetscReal          conv = 0.3, rnorm, tnorm, bnorm, enorm, xnorm, xenorm, pmat_shift = 0;
   PetscBool          use_dm = PETSC_TRUE, x0 = PETSC_FALSE, shell_amat = PETSC_FALSE;
-  Mat                S = NULL;
+  Mat                S = NULL, P = NULL;
   DM                 da = NULL;
   Mat                A;
   Vec                x, b, xe, r;
@@ -134,6 +155,7 @@ int main(int argc, char **argv)
   PetscCall(PetscOptionsGetBool(NULL, NULL, "-permute", &Permute, NULL));
   PetscCall(PetscOptionsGetInt(NULL, NULL, "-empty_rank", &empty_rank, NULL));
   PetscCall(PetscOptionsGetBool(NULL, NULL, "-shell_amat", &shell_amat, NULL));
+  PetscCall(PetscOptionsGetReal(NULL, NULL, "-pmat_shift", &pmat_shift, NULL));
   PetscCheck(empty_rank < 0 || !use_dm, PETSC_COMM_WORLD, PETSC_ERR_ARG_INCOMP, "-empty_rank needs -use_dm 0");
   PetscCheck(!Permute || !use_dm, PETSC_COMM_WORLD, PETSC_ERR_ARG_INCOMP, "-permute needs -use_dm 0");
   if (Permute) PetscCall(MakePermutation(n * n * (dim == 3 ? n : 1)));
@@ -145,7 +167,7 @@ int main(int argc, char **argv)
     PetscCall(DMSetFromOptions(da));
     PetscCall(DMSetUp(da));
     PetscCall(DMCreateMatrix(da, &A));
-    /* natural = global ordering on one rank; the blocked (cell) indices below are global */
+    /* Assemble numbers the cells naturally and maps them to PETSc's numbering through the DMDA's AO */
     PetscCall(MatSetOption(A, MAT_NEW_NONZERO_ALLOCATION_ERR, PETSC_FALSE));
     PetscCall(MatSetOption(A, MAT_NEW_NONZERO_LOCATION_ERR, PETSC_FALSE));
   } else {
@@ -202,15 +224,22 @@ int main(int argc, char **argv)
     double          t0, t1;
     PetscCall(Assemble(A, da, n, dim, dof, conv, scale, (PetscBool)(new_pattern_at > 0 && s >= new_pattern_at)));
     PetscCall(MatMult(A, xe, b));
-    if (shell_amat) { /* Amat: a shell with A's product (made once), Pmat: A */
+    if (pmat_shift != 0) { /* Pmat: A + shift I, the same object each solve (new values, or a new pattern) */
+      if (!P) {
+        PetscCall(MatDuplicate(A, MAT_COPY_VALUES, &P));
+        if (da) PetscCall(MatSetDM(P, da));
+      } else PetscCall(MatCopy(A, P, new_pattern_at > 0 && s == new_pattern_at ? DIFFERENT_NONZERO_PATTERN : SAME_NONZERO_PATTERN));
+      PetscCall(MatShift(P, pmat_shift));
+    }
+    if (shell_amat) { /* Amat: a shell with A's product (made once), Pmat: A (or P) */
       if (!S) {
         PetscInt m, nloc;
         PetscCall(MatGetLocalSize(A, &m, &nloc));
         PetscCall(MatCreateShell(PETSC_COMM_WORLD, m, nloc, N, N, (void *)A, &S));
         PetscCall(MatShellSetOperation(S, MATOP_MULT, (void (*)(void))ShellMult));
       }
-      PetscCall(KSPSetOperators(ksp, S, A));
-    } else PetscCall(KSPSetOperators(ksp, A, A));
+      PetscCall(KSPSetOperators(ksp, S, P ? P : A));
+    } else PetscCall(KSPSetOperators(ksp, A, P ? P : A));
     PetscCall(KSPSetFromOptions(ksp));
     if (x0) {
       PetscCall(KSPSetInitialGuessNonzero(ksp, PETSC_TRUE));
@@ -244,6 +273,7 @@ int main(int argc, char **argv)
   PetscCall(VecDestroy(&xe));
   PetscCall(VecDestroy(&r));
   PetscCall(MatDestroy(&S));
+  PetscCall(MatDestroy(&P));
   PetscCall(MatDestroy(&A));
   PetscCall(DMDestroy(&da));
   PetscCall(PetscFree(Perm));
