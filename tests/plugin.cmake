@@ -613,7 +613,21 @@ if(HEPTANE_HAVE_CUDA)
       ${solves} ${host_checks} --solves 3 --
       --plugin ${plugin_so} --ref "${ref_bcgs} -pc_type jacobi" --heptane "-ksp_type hbcgs -pc_type jacobi -heptane_device gpu -ksp_view -dm_mat_type aijcusparse -dm_vec_type cuda -use_gpu_aware_mpi 0"
       --expect "heptane vectors: b and x read and written on the GPU where PETSc keeps them" --reject MISMATCH -- ${host} -dof 2 -solves 3 -x0 1)
+    # ... with a matrix-free Amat and another Pmat: Amat's MatMult on PETSc's CUDA vectors
+    heptane_plugin_gpu_test(plugin_host_gpu_cuda_vectors_shell_amat_pmat_differs
+      ${solves} ${host_checks} --its-diff 1 --solves 3 --
+      --plugin ${plugin_so} --ref "${ref_bcgs} -pc_type jacobi -dm_mat_type aijcusparse -dm_vec_type cuda -use_gpu_aware_mpi 0" --heptane "-ksp_type hbcgs -pc_type jacobi -heptane_device gpu -ksp_view -dm_mat_type aijcusparse -dm_vec_type cuda -use_gpu_aware_mpi 0"
+      --expect "heptane vectors: b and x read and written on the GPU where PETSc keeps them" --expect "heptane Krylov products: PETSc's MatMult of the KSP's Amat \\(type shell\\)"
+      --reject MISMATCH -- ${host} -dof 2 -solves 3 -x0 1 -shell_amat 1 -pmat_shift 10)
   endif()
+  # Amat a MATSHELL, Pmat A + 10 I, heptane on the GPU: its operator and ILU(0) from Pmat on the
+  # device, the Krylov loop's products Amat's MatMult on the host (the vector down and up each
+  # time): the known solution of A x = b, PETSc's iterations with its ILU(0) from the same Pmat
+  heptane_plugin_gpu_test(plugin_host_gpu_shell_amat_pmat_differs
+    ${solves} ${host_checks} --its-diff 1 --solves 3 --
+    --plugin ${plugin_so} --ref "${ref_bcgs} -pc_type ilu" --heptane "-ksp_type hbcgs -pc_type ilu -heptane_ilu natural -heptane_device gpu -ksp_view"
+    --expect "heptane operator: bdiagh [0-9x]+ Nc=2 D=7 fp64 on cuda" --expect "heptane Krylov products: PETSc's MatMult of the KSP's Amat \\(type shell\\), which is not its Pmat"
+    --reject MISMATCH -- ${host} -dof 2 -solves 3 -shell_amat 1 -pmat_shift 10)
   heptane_plugin_gpu_test(plugin_host_gpu_without_prewarm
     ${solves} ${host_checks} --
     --plugin ${plugin_so} --ref "${ref_bcgs} -pc_type pbjacobi" --heptane "-ksp_type hbcgs -pc_type pbjacobi -heptane_device gpu -heptane_prewarm 0 -ksp_view"
