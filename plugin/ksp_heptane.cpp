@@ -1251,7 +1251,9 @@ static PetscErrorCode KSPHeptaneAmatOperator(KSP ksp, Mat Amat, Mat Pmat)
   if (n != Amat->cmap->n) {
     PetscCall(VecDestroy(&h->amat_x));
     PetscCall(VecDestroy(&h->amat_y));
-    PetscCall(MatCreateVecs(Amat, &h->amat_x, &h->amat_y));
+    /* Pmat's vector type (a shell's own MatCreateVecs gives host vectors, which an aijcusparse
+       product inside it does not take: the host's vectors are Pmat's type, as these are) */
+    PetscCall(MatCreateVecs(Pmat, &h->amat_x, &h->amat_y));
   }
   PetscCall(VecDestroy(&h->nat_ax));
   PetscCall(VecDestroy(&h->nat_ay));
