@@ -89,6 +89,7 @@ typedef struct {
   PetscBool       baij_blocks;   /* the operator was last built from BAIJ's blocks on the device (no host CSR made) */
   PetscBool       device_values; /* the last values-only refresh read the matrix's values on the GPU (aijcusparse) */
   PetscBool       device_vecs;   /* the last solve took b and x on the GPU (PETSc's CUDA vectors), no host copy */
+  PetscBool       solving;       /* inside heptane's solve: the iterate is heptane's, ksp->vec_sol the initial guess */
   PetscInt        device_nnz;    /* ... and that many of them */
   PetscInt        ilu;           /* -heptane_ilu: index into HeptaneIluOrders */
   PetscBool       ilu_fallback;  /* auto: natural ILU(0) after multi-colour ILU(0) failed */
@@ -1751,7 +1752,8 @@ static PetscErrorCode KSPHeptanePetscPCFailed(KSP ksp, PetscBool *failed)
 
 static PetscErrorCode KSPSolve_Heptane(KSP ksp)
 {
-  KSP_Heptane           *h = (KSP_Heptane *)ksp->data;
+  KSP_Heptane           *h    = (KSP_Heptane *)ksp->data;
+  PetscErrorCode         ierr = 0;
   heptane::Status        st;
   heptane::SolverOptions opts;
   PetscBool              fallback;
@@ -1796,7 +1798,10 @@ static PetscErrorCode KSPSolve_Heptane(KSP ksp)
     PetscCall(VecCopy(ksp->vec_sol, h->x0));
   }
   HeptaneCallCXX(h->krylov->set_fold(h->fold); h->krylov->set_refine(h->refine); h->krylov->set_restart((int)h->restart));
-  PetscCall(KSPHeptaneRun(ksp, opts, &st));
+  h->solving = PETSC_TRUE;
+  ierr       = KSPHeptaneRun(ksp, opts, &st);
+  h->solving = PETSC_FALSE;
+  PetscCall(ierr);
   if (fallback && !st.converged()) {
     Mat Pmat;
 
@@ -1806,7 +1811,10 @@ static PetscErrorCode KSPSolve_Heptane(KSP ksp)
     PetscCall(KSPGetOperators(ksp, NULL, &Pmat));
     PetscCall(KSPHeptaneBuildPC(ksp, Pmat, PETSC_FALSE));
     if (!ksp->guess_zero) PetscCall(VecCopy(h->x0, ksp->vec_sol));
-    PetscCall(KSPHeptaneRun(ksp, opts, &st));
+    h->solving = PETSC_TRUE;
+    ierr       = KSPHeptaneRun(ksp, opts, &st);
+    h->solving = PETSC_FALSE;
+    PetscCall(ierr);
   }
   ksp->its    = st.iterations;
   ksp->rnorm  = st.residual_norm;
@@ -1819,6 +1827,25 @@ static PetscErrorCode KSPSolve_Heptane(KSP ksp)
   }
   h->solves++;
   PetscCall(PetscInfo(ksp, "%s: %s (%s), %.3f ms\n", KSPHeptaneName(h), st.summary().c_str(), heptane::to_string(st.reason), h->krylov->timings().last_solve_ms));
+  PetscFunctionReturn(0);
+}
+
+/* KSPBuildSolution (monitors such as -ksp_monitor_true_residual, KSPBuildResidual): ksp->vec_sol
+   is x itself, not a right-preconditioned variable (PETSc's default would apply M^-1 to it, through
+   a PC heptane holds). During the solve the iterate is heptane's, on its device: vec_sol is still
+   the initial guess then, and a warning says so once. */
+static PetscErrorCode KSPBuildSolution_Heptane(KSP ksp, Vec v, Vec *V)
+{
+  KSP_Heptane *h = (KSP_Heptane *)ksp->data;
+
+  PetscFunctionBegin;
+  if (h->solving)
+    PetscCall(KSPHeptaneWarn(ksp, "a monitor asked for the iterate during the solve (e.g. -ksp_monitor_true_residual), but heptane keeps it on its device until the solve returns: what the monitor builds from it (the true residual) is the initial "
+                                  "guess's; the KSP residual norm it prints is heptane's own"));
+  if (v) {
+    PetscCall(VecCopy(ksp->vec_sol, v));
+    if (V) *V = v;
+  } else if (V) *V = ksp->vec_sol;
   PetscFunctionReturn(0);
 }
 
@@ -2092,7 +2119,7 @@ static PetscErrorCode KSPCreate_Heptane_Private(KSP ksp, heptane::SolverType sol
   ksp->ops->reset          = KSPReset_Heptane;
   ksp->ops->view           = KSPView_Heptane;
   ksp->ops->setfromoptions = KSPSetFromOptions_Heptane;
-  ksp->ops->buildsolution  = KSPBuildSolutionDefault;
+  ksp->ops->buildsolution  = KSPBuildSolution_Heptane;
   ksp->ops->buildresidual  = KSPBuildResidualDefault;
   ksp->setupnewmatrix      = PETSC_TRUE; /* KSPSetUp calls setup for every new matrix: the PC is taken there, before PCSetUp */
 

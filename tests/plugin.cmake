@@ -148,6 +148,14 @@ heptane_plugin_test(plugin_host_dmda_entry_off_the_stencil_is_detected
   --plugin ${plugin_so} --ref "${ref_bcgs} -pc_type ilu" --heptane "-ksp_type hbcgs -pc_type ilu -ksp_view"
   --expect "star stencil does not hold the pattern \\(entry \\(0, 3454\\) lies on block offset 1727\\), so the structure was detected: detected: Nc=2 D=8"
   --reject MISMATCH -- ${host} -dof 2 -solves 3 -new_pattern_at 2)
+# -ksp_monitor_true_residual builds the iterate (KSPBuildSolution): heptane's vec_sol is x itself
+# (PETSc's default applied the held PC to it and stopped with 'no PCApply here'); during the solve
+# it is the initial guess, which a warning says once
+heptane_plugin_test(plugin_host_monitor_true_residual_runs_and_warns
+  ${solves} ${host_checks} --its-diff 2 --solves 2 --
+  --plugin ${plugin_so} --ref "${ref_bcgs}" --heptane "-ksp_type hbcgs -ksp_monitor_true_residual"
+  --expect "1 KSP unpreconditioned resid norm [0-9.e+-]+ true resid norm" --expect "WARNING \\(heptane\\): a monitor asked for the iterate during the solve"
+  --reject MISMATCH -- ${host} -dof 2 -solves 2 -x0 1)
 heptane_plugin_test(plugin_host_sbaij_hcg_matches_cg
   ${solves} ${host_checks} --its-diff 2 --solves 2 --
   --plugin ${plugin_so} --ref "-ksp_type cg -pc_type jacobi" --heptane "-ksp_type hcg -pc_type jacobi -ksp_view"
