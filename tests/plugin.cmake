@@ -130,6 +130,14 @@ heptane_plugin_test(plugin_host_shell_amat_hgmres_hamg_pc_from_pmat
   --plugin ${plugin_so} --ref "-ksp_type fgmres -pc_type gamg" --heptane "-ksp_type hgmres -pc_type hamg -ksp_view"
   --expect "heptane Krylov products: PETSc's MatMult of the KSP's Amat \\(type shell\\), which is not its Pmat \\(type seqaij\\)"
   --reject MISMATCH -- ${host} -dof 2 -solves 2 -shell_amat 1)
+# PETSc's own matrix-free differencing (MATMFFD, what -snes_mf_operator makes) as Amat: products
+# exact to ~1e-8 relative, so the answers are A's to ~1e-7 (the host's MISMATCH line, for PETSc's
+# gmres too, compares with A's exact product); the same iterations as PETSc's gmres
+heptane_plugin_test(plugin_host_mffd_amat_hgmres_ilu_matches_gmres
+  ${solves} --max-error 1e-6 --its-diff 1 --solves 3 --
+  --plugin ${plugin_so} --ref "-ksp_type gmres -ksp_pc_side right -pc_type ilu" --heptane "-ksp_type hgmres -pc_type ilu -ksp_view"
+  --expect "heptane Krylov products: PETSc's MatMult of the KSP's Amat \\(type mffd\\), which is not its Pmat \\(type seqaij\\)"
+  -- ${host} -dof 2 -solves 3 -mffd_amat 1)
 heptane_plugin_test(plugin_host_pmat_differs_hbcgs_ilu_from_pmat
   ${solves} ${host_checks} --its-diff 1 --its host=14:20 --solves 3 --
   --plugin ${plugin_so} --ref "${ref_bcgs} -pc_type ilu" --heptane "-ksp_type hbcgs -pc_type ilu -ksp_view"
@@ -1026,6 +1034,11 @@ if(HEPTANE_PETSC_MPIEXEC)
       --plugin ${plugin_so} --mpiexec "${np2}" --ref "${ref_bcgs} -pc_type bjacobi" --heptane "-ksp_type hbcgs -pc_type ilu -ksp_view"
       --expect "heptane Krylov products: PETSc's MatMult of the KSP's Amat \\(type shell\\)"
       --reject MISMATCH -- ${host} -use_dm 0 -dof 2 -solves 2 -shell_amat 1)
+    heptane_plugin_test(plugin_host_two_ranks_mffd_amat_hgmres_ilu_matches_gmres
+      ${solves} --max-error 1e-6 --its-diff 2 --solves 2 --
+      --plugin ${plugin_so} --mpiexec "${np2}" --ref "-ksp_type gmres -ksp_pc_side right -pc_type bjacobi" --heptane "-ksp_type hgmres -pc_type ilu -ksp_view"
+      --expect "heptane Krylov products: PETSc's MatMult of the KSP's Amat \\(type mffd\\), which is not its Pmat \\(type mpiaij\\)"
+      -- ${host} -dof 2 -solves 2 -mffd_amat 1)
     heptane_plugin_test(plugin_host_two_ranks_x_split_shell_amat_pmat_differs
       ${solves} ${host_checks} --its-diff 2 --solves 2 --
       --plugin ${plugin_so} --mpiexec "${np2}" --ref "${ref_bcgs} -pc_type bjacobi" --heptane "-ksp_type hbcgs -pc_type ilu -ksp_view"

@@ -16,6 +16,9 @@
             -empty_rank r (-1: with -use_dm 0, rank r owns no rows, the others split the cells),
             -shell_amat 0|1 (0: the KSP's Amat a MATSHELL whose MatMult is A's, Pmat A itself, as
             a Jacobian-free host's -snes_mf_operator gives),
+            -mffd_amat 0|1 (0: the KSP's Amat PETSc's own matrix-free differencing, MATMFFD of
+            F(x) = A x at the base point x_exact, as -snes_mf_operator makes it; products exact to
+            about 1e-8 relative),
             -pmat_shift s (0: Pmat an assembled copy of A with s added to its diagonal, refreshed
             with A's values each solve; Amat A, or the shell of -shell_amat 1: the answer solves
             A x = b, only the preconditioner comes from the shifted matrix)
@@ -34,6 +37,14 @@ static PetscScalar Coupling(PetscInt dirn, PetscInt a, PetscInt b, PetscReal con
   PetscReal v = (a == b) ? -1.0 : -0.05 / (1.0 + (PetscReal)(a + 2 * b));
   if (dirn == 0) v -= conv; /* upwind from -x */
   return (PetscScalar)(s * v);
+}
+
+/* -mffd_amat: the function MATMFFD differences, F(x) = A x */
+static PetscErrorCode LinearFunction(void *ctx, Vec x, Vec f)
+{
+  PetscFunctionBeginUser;
+  PetscCall(MatMult((Mat)ctx, x, f));
+  PetscFunctionReturn(0);
 }
 
 /* -shell_amat: the shell's product is the assembled matrix's */
@@ -134,7 +145,7 @@ int main(int argc, char **argv)
 {
   PetscInt           n = 12, dim = 3, dof = 1, solves = 1, new_pattern_at = 0, empty_rank = -1, its, N;
   PetscReal          conv = 0.3, rnorm, tnorm, bnorm, enorm, xnorm, xenorm, pmat_shift = 0;
-  PetscBool          use_dm = PETSC_TRUE, x0 = PETSC_FALSE, shell_amat = PETSC_FALSE;
+  PetscBool          use_dm = PETSC_TRUE, x0 = PETSC_FALSE, shell_amat = PETSC_FALSE, mffd_amat = PETSC_FALSE;
   Mat                S = NULL, P = NULL;
   DM                 da = NULL;
   Mat                A;
@@ -156,6 +167,8 @@ int main(int argc, char **argv)
   PetscCall(PetscOptionsGetInt(NULL, NULL, "-empty_rank", &empty_rank, NULL));
   PetscCall(PetscOptionsGetBool(NULL, NULL, "-shell_amat", &shell_amat, NULL));
   PetscCall(PetscOptionsGetReal(NULL, NULL, "-pmat_shift", &pmat_shift, NULL));
+  PetscCall(PetscOptionsGetBool(NULL, NULL, "-mffd_amat", &mffd_amat, NULL));
+  PetscCheck(!(shell_amat && mffd_amat), PETSC_COMM_WORLD, PETSC_ERR_ARG_INCOMP, "-shell_amat or -mffd_amat, not both");
   PetscCheck(empty_rank < 0 || !use_dm, PETSC_COMM_WORLD, PETSC_ERR_ARG_INCOMP, "-empty_rank needs -use_dm 0");
   PetscCheck(!Permute || !use_dm, PETSC_COMM_WORLD, PETSC_ERR_ARG_INCOMP, "-permute needs -use_dm 0");
   if (Permute) PetscCall(MakePermutation(n * n * (dim == 3 ? n : 1)));
@@ -231,7 +244,18 @@ int main(int argc, char **argv)
       } else PetscCall(MatCopy(A, P, new_pattern_at > 0 && s == new_pattern_at ? DIFFERENT_NONZERO_PATTERN : SAME_NONZERO_PATTERN));
       PetscCall(MatShift(P, pmat_shift));
     }
-    if (shell_amat) { /* Amat: a shell with A's product (made once), Pmat: A (or P) */
+    if (mffd_amat) { /* Amat: PETSc's matrix-free differencing of F(x) = A x (made once; its base point set each solve) */
+      if (!S) {
+        PetscInt m, nloc;
+        PetscCall(MatGetLocalSize(A, &m, &nloc));
+        PetscCall(MatCreateMFFD(PETSC_COMM_WORLD, m, nloc, N, N, &S));
+        PetscCall(MatMFFDSetFunction(S, LinearFunction, (void *)A));
+      }
+      PetscCall(MatMFFDSetBase(S, xe, NULL));
+      PetscCall(MatAssemblyBegin(S, MAT_FINAL_ASSEMBLY));
+      PetscCall(MatAssemblyEnd(S, MAT_FINAL_ASSEMBLY));
+      PetscCall(KSPSetOperators(ksp, S, P ? P : A));
+    } else if (shell_amat) { /* Amat: a shell with A's product (made once), Pmat: A (or P) */
       if (!S) {
         PetscInt m, nloc;
         PetscCall(MatGetLocalSize(A, &m, &nloc));
