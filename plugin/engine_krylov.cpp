@@ -23,15 +23,14 @@ namespace
 
 template <class VT>
 struct Typed {
-  std::shared_ptr<Preconditioner<VT>>       pc;
-  std::shared_ptr<const Operator<VT>>       host_pc; // set_host_preconditioner's (pc is then null)
-  std::shared_ptr<HostCallbackOperator<VT>> host_op; // set_host_operator's, for the last solve
-  std::unique_ptr<Solver<VT>>               solver;  // make_solver's, kept across solves
-  SolverType                                solver_type    = SolverType::bicgstab;
-  int                                       solver_restart = 0;
-  Array<VT>                                 b, x, y;
-  std::vector<VT>                           staging;    // float vectors: conversion on the host
-  MixedRefinement                           refinement; // mixed: its vectors, kept across solves
+  std::shared_ptr<Preconditioner<VT>> pc;
+  std::shared_ptr<const Operator<VT>> host_pc; // set_host_preconditioner's (pc is then null)
+  std::unique_ptr<Solver<VT>>         solver;  // make_solver's, kept across solves
+  SolverType                          solver_type    = SolverType::bicgstab;
+  int                                 solver_restart = 0;
+  Array<VT>                           b, x, y;
+  std::vector<VT>                     staging;    // float vectors: conversion on the host
+  MixedRefinement                     refinement; // mixed: its vectors, kept across solves
   // Â = A M⁻¹ (KrylovEngine::set_fold) and what it was made from
   std::shared_ptr<const Operator<VT>> folded;
   const MatrixEngine                 *folded_m = nullptr;
@@ -204,7 +203,6 @@ struct KrylovEngine::Impl {
   // set_host_operator's
   std::function<void(const double *, double *)> host_mult;
   std::string                                   host_mult_desc;
-  std::shared_ptr<HostCallbackOperator<double>> host_op64; // mixed: the refinement's fp64 products
   // the global coarse correction (set_global_coarse): what it is, its last setup's time
   std::string coarse_desc;
   double      coarse_ms = 0;
@@ -408,19 +406,13 @@ bool KrylovEngine::host_preconditioner() const noexcept
 
 void KrylovEngine::set_host_operator(std::function<void(const double *x, double *y)> apply, const std::string &describe)
 {
-  Impl &k = *impl_;
-  k.d.host_op.reset();
-  k.f.host_op.reset();
-  k.host_op64.reset();
+  Impl &k          = *impl_;
   k.host_mult      = std::move(apply);
   k.host_mult_desc = describe;
 }
 void KrylovEngine::clear_host_operator() noexcept
 {
-  Impl &k = *impl_;
-  k.d.host_op.reset();
-  k.f.host_op.reset();
-  k.host_op64.reset();
+  Impl &k     = *impl_;
   k.host_mult = nullptr;
   k.host_mult_desc.clear();
 }
@@ -493,18 +485,18 @@ Status KrylovEngine::solve(SolverType solver, const MatrixEngine &m, const Solve
   // always start from zero)
   std::shared_ptr<const Operator<double>> op64 = k.refine && m.precision() == Precision::mixed ? m.operator_fp64() : nullptr;
   if (op64 && k.host_mult) { // refined against the caller's products, in fp64
-    k.host_op64                    = std::make_shared<detail::HostCallbackOperator<double>>(op64->rows(), op64->executor(), k.host_mult, k.host_mult_desc);
-    k.host_op64->borrowed_reducer_ = op64->reducer();
-    op64                           = k.host_op64;
+    auto h               = std::make_shared<detail::HostCallbackOperator<double>>(op64->rows(), op64->executor(), k.host_mult, k.host_mult_desc);
+    h->borrowed_reducer_ = op64->reducer();
+    op64                 = std::move(h);
   }
   const auto run = [&](auto &t, auto op) {
     using VT = std::remove_const_t<std::remove_pointer_t<decltype(t.b.data())>>;
     if (k.host_apply && (!t.host_pc || t.host_pc->rows() != op->rows() || t.host_pc->executor() != op->executor())) t.host_pc = std::make_shared<detail::HostCallbackOperator<VT>>(op->rows(), op->executor(), k.host_apply, k.pc_desc);
     if (k.host_mult) { // the caller's products around m's operator: its rows, executor and
                        // ranks' sums (made at each solve: m's operator may be new)
-      t.host_op                    = std::make_shared<detail::HostCallbackOperator<VT>>(op->rows(), op->executor(), k.host_mult, k.host_mult_desc);
-      t.host_op->borrowed_reducer_ = op->reducer();
-      op                           = t.host_op;
+      auto h               = std::make_shared<detail::HostCallbackOperator<VT>>(op->rows(), op->executor(), k.host_mult, k.host_mult_desc);
+      h->borrowed_reducer_ = op->reducer();
+      op                   = std::move(h);
     }
     std::decay_t<decltype(op)> folded;
     if (k.fold && !k.host_mult && solver == SolverType::bicgstab && (op64 || !nonzero_guess) && t.pc && t.pc->block_inverse() && !t.coarse) folded = t.fold(m, k.timings, k.fold_ms);

@@ -123,12 +123,10 @@ typedef struct {
      KSPSetUp's PCSetUp and applied through PCApply inside heptane's loop */
   PetscBool      petsc_pc;
   PetscBool      force_petsc_pc; /* -heptane_petsc_pc: do so for every PC type */
-  Vec            pc_r, pc_z;     /* PETSc-layout vectors for PCApply (arrays placed or scattered) */
+  Vec            pc_r, pc_z;     /* PETSc-layout vectors (Pmat's type) for a PETSc call in heptane's loop: PCApply, Amat's MatMult (arrays placed or scattered) */
   Vec            nat_r, nat_z;   /* natural-layout vectors without arrays (natural map) */
   PetscErrorCode pc_apply_error; /* of PCApply or the fallback operator's MatMult */
   Vec            op_x, op_y;     /* the fallback operator's vectors (arrays placed) */
-  Vec            amat_x, amat_y; /* Amat's products when it is not Pmat (arrays placed or scattered) */
-  Vec            nat_ax, nat_ay; /* ... their natural-layout vectors without arrays (natural map) */
   std::string   *petsc_pc_note;  /* why, for the view */
   /* a PC type heptane applies itself: PETSc's PC keeps its type (PCGetType, -ksp_view), its
      own setup and apply are replaced by no-ops while heptane's KSP holds it */
@@ -1130,38 +1128,39 @@ static PetscErrorCode KSPHeptaneUpdateRanks(KSP ksp, Mat A, const heptane::plugi
   PetscFunctionReturn(0);
 }
 
-/* z = M^-1 r with PETSc's own PC (KSPHeptaneTakePC left it to PETSc), r and z this rank's
-   rows in heptane's order: PETSc's layout placed around them, or, under the natural map,
-   scattered to PETSc's numbering and back. Collective (every rank's solver applies it together). */
-static PetscErrorCode KSPHeptanePCApply(KSP ksp, const double *r, double *z)
+/* out = op(in) by PETSc (PCApply of its own PC, Amat's MatMult) inside heptane's loop, x and y
+   this rank's rows in heptane's order: PETSc's layout (pc_r, pc_z: KSPHeptanePetscVecs) placed
+   around them, or, under the natural map, scattered to PETSc's numbering and back. Collective
+   (every rank's solver calls it together). Never nested: one pair of vectors serves both. */
+static PetscErrorCode KSPHeptaneInPetscLayout(KSP ksp, const double *x, double *y, PetscErrorCode (*op)(KSP, Vec, Vec))
 {
   KSP_Heptane *h = (KSP_Heptane *)ksp->data;
-  PC           pc;
 
   PetscFunctionBegin;
-  PetscCall(KSPGetPC(ksp, &pc));
   if (h->nat_sc) {
-    PetscCall(VecPlaceArray(h->nat_r, r));
-    PetscCall(VecPlaceArray(h->nat_z, z));
+    PetscCall(VecPlaceArray(h->nat_r, x));
+    PetscCall(VecPlaceArray(h->nat_z, y));
     PetscCall(VecScatterBegin(h->nat_sc, h->nat_r, h->pc_r, INSERT_VALUES, SCATTER_REVERSE));
     PetscCall(VecScatterEnd(h->nat_sc, h->nat_r, h->pc_r, INSERT_VALUES, SCATTER_REVERSE));
-    PetscCall(PCApply(pc, h->pc_r, h->pc_z));
+    PetscCall(op(ksp, h->pc_r, h->pc_z));
     PetscCall(VecScatterBegin(h->nat_sc, h->pc_z, h->nat_z, INSERT_VALUES, SCATTER_FORWARD));
     PetscCall(VecScatterEnd(h->nat_sc, h->pc_z, h->nat_z, INSERT_VALUES, SCATTER_FORWARD));
     PetscCall(VecResetArray(h->nat_r));
     PetscCall(VecResetArray(h->nat_z));
   } else {
-    PetscCall(VecPlaceArray(h->pc_r, r));
-    PetscCall(VecPlaceArray(h->pc_z, z));
-    PetscCall(PCApply(pc, h->pc_r, h->pc_z));
+    PetscCall(VecPlaceArray(h->pc_r, x));
+    PetscCall(VecPlaceArray(h->pc_z, y));
+    PetscCall(op(ksp, h->pc_r, h->pc_z));
     PetscCall(VecResetArray(h->pc_r));
     PetscCall(VecResetArray(h->pc_z));
   }
   PetscFunctionReturn(0);
 }
 
-/* PETSc's own PC as heptane's preconditioner: its vectors, and the callback. */
-static PetscErrorCode KSPHeptaneUsePetscPC(KSP ksp, Mat Pmat)
+/* The vectors of KSPHeptaneInPetscLayout: Pmat's type and layout (a shell Amat's own
+   MatCreateVecs gives host vectors, which an aijcusparse product inside it does not take; the
+   host's vectors are Pmat's type, as these are), and natural-layout ones under the natural map. */
+static PetscErrorCode KSPHeptanePetscVecs(KSP ksp, Mat Pmat)
 {
   KSP_Heptane *h = (KSP_Heptane *)ksp->data;
   PetscInt     n, N;
@@ -1172,17 +1171,50 @@ static PetscErrorCode KSPHeptaneUsePetscPC(KSP ksp, Mat Pmat)
     if (n != Pmat->rmap->n) {
       PetscCall(VecDestroy(&h->pc_r));
       PetscCall(VecDestroy(&h->pc_z));
+      PetscCall(VecDestroy(&h->nat_r));
+      PetscCall(VecDestroy(&h->nat_z));
     }
   }
   if (!h->pc_r) PetscCall(MatCreateVecs(Pmat, &h->pc_r, &h->pc_z));
-  PetscCall(VecDestroy(&h->nat_r));
-  PetscCall(VecDestroy(&h->nat_z));
-  if (h->nat_sc) {
+  if (!h->nat_sc) {
+    PetscCall(VecDestroy(&h->nat_r));
+    PetscCall(VecDestroy(&h->nat_z));
+  } else if (!h->nat_r) {
     PetscCall(VecGetLocalSize(h->pc_r, &n));
     PetscCall(VecGetSize(h->pc_r, &N));
     PetscCall(VecCreateMPIWithArray(PetscObjectComm((PetscObject)ksp), 1, n, N, NULL, &h->nat_r));
     PetscCall(VecCreateMPIWithArray(PetscObjectComm((PetscObject)ksp), 1, n, N, NULL, &h->nat_z));
   }
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode KSPHeptanePCApplyOp(KSP ksp, Vec r, Vec z)
+{
+  PC pc;
+
+  PetscFunctionBegin;
+  PetscCall(KSPGetPC(ksp, &pc));
+  PetscCall(PCApply(pc, r, z));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode KSPHeptaneAmatMultOp(KSP ksp, Vec x, Vec y)
+{
+  Mat Amat;
+
+  PetscFunctionBegin;
+  PetscCall(KSPGetOperators(ksp, &Amat, NULL));
+  PetscCall(MatMult(Amat, x, y));
+  PetscFunctionReturn(0);
+}
+
+/* PETSc's own PC as heptane's preconditioner: its vectors, and the callback. */
+static PetscErrorCode KSPHeptaneUsePetscPC(KSP ksp, Mat Pmat)
+{
+  KSP_Heptane *h = (KSP_Heptane *)ksp->data;
+
+  PetscFunctionBegin;
+  PetscCall(KSPHeptanePetscVecs(ksp, Pmat));
   {
     PC          pc;
     std::string desc;
@@ -1192,44 +1224,12 @@ static PetscErrorCode KSPHeptaneUsePetscPC(KSP ksp, Mat Pmat)
     if (!h->krylov->host_preconditioner() || h->krylov->preconditioner_describe() != desc)
       HeptaneCallCXX(h->krylov->set_host_preconditioner(
         [ksp, h](const double *r, double *z) {
-          h->pc_apply_error = KSPHeptanePCApply(ksp, r, z);
+          h->pc_apply_error = KSPHeptaneInPetscLayout(ksp, r, z, KSPHeptanePCApplyOp);
           if (h->pc_apply_error) throw HeptaneCallbackFailed();
         },
         desc));
   }
   h->pc_built = heptane::PcType::none;
-  PetscFunctionReturn(0);
-}
-
-/* y = Amat x with PETSc's MatMult, when the KSP's Amat is not its Pmat (a matrix-free operator
-   from -snes_mf_operator, or another assembled matrix): heptane's products then, while its
-   operator and preconditioner are Pmat's. x and y are this rank's rows in heptane's order:
-   PETSc's layout placed around them, or, under the natural map, scattered to PETSc's numbering
-   and back. Collective (every rank's solver multiplies together). */
-static PetscErrorCode KSPHeptaneAmatMult(KSP ksp, const double *x, double *y)
-{
-  KSP_Heptane *h = (KSP_Heptane *)ksp->data;
-  Mat          Amat;
-
-  PetscFunctionBegin;
-  PetscCall(KSPGetOperators(ksp, &Amat, NULL));
-  if (h->nat_sc) {
-    PetscCall(VecPlaceArray(h->nat_ax, x));
-    PetscCall(VecPlaceArray(h->nat_ay, y));
-    PetscCall(VecScatterBegin(h->nat_sc, h->nat_ax, h->amat_x, INSERT_VALUES, SCATTER_REVERSE));
-    PetscCall(VecScatterEnd(h->nat_sc, h->nat_ax, h->amat_x, INSERT_VALUES, SCATTER_REVERSE));
-    PetscCall(MatMult(Amat, h->amat_x, h->amat_y));
-    PetscCall(VecScatterBegin(h->nat_sc, h->amat_y, h->nat_ay, INSERT_VALUES, SCATTER_FORWARD));
-    PetscCall(VecScatterEnd(h->nat_sc, h->amat_y, h->nat_ay, INSERT_VALUES, SCATTER_FORWARD));
-    PetscCall(VecResetArray(h->nat_ax));
-    PetscCall(VecResetArray(h->nat_ay));
-  } else {
-    PetscCall(VecPlaceArray(h->amat_x, x));
-    PetscCall(VecPlaceArray(h->amat_y, y));
-    PetscCall(MatMult(Amat, h->amat_x, h->amat_y));
-    PetscCall(VecResetArray(h->amat_x));
-    PetscCall(VecResetArray(h->amat_y));
-  }
   PetscFunctionReturn(0);
 }
 
@@ -1240,7 +1240,6 @@ static PetscErrorCode KSPHeptaneAmatMult(KSP ksp, const double *x, double *y)
 static PetscErrorCode KSPHeptaneAmatOperator(KSP ksp, Mat Amat, Mat Pmat)
 {
   KSP_Heptane *h = (KSP_Heptane *)ksp->data;
-  PetscInt     n = -1, N;
   std::string  desc;
 
   PetscFunctionBegin;
@@ -1248,27 +1247,12 @@ static PetscErrorCode KSPHeptaneAmatOperator(KSP ksp, Mat Amat, Mat Pmat)
     if (h->krylov->host_operator()) HeptaneCallCXX(h->krylov->clear_host_operator());
     PetscFunctionReturn(0);
   }
-  if (h->amat_x) PetscCall(VecGetLocalSize(h->amat_x, &n));
-  if (n != Amat->cmap->n) {
-    PetscCall(VecDestroy(&h->amat_x));
-    PetscCall(VecDestroy(&h->amat_y));
-    /* Pmat's vector type (a shell's own MatCreateVecs gives host vectors, which an aijcusparse
-       product inside it does not take: the host's vectors are Pmat's type, as these are) */
-    PetscCall(MatCreateVecs(Pmat, &h->amat_x, &h->amat_y));
-  }
-  PetscCall(VecDestroy(&h->nat_ax));
-  PetscCall(VecDestroy(&h->nat_ay));
-  if (h->nat_sc) {
-    PetscCall(VecGetLocalSize(h->amat_x, &n));
-    PetscCall(VecGetSize(h->amat_x, &N));
-    PetscCall(VecCreateMPIWithArray(PetscObjectComm((PetscObject)ksp), 1, n, N, NULL, &h->nat_ax));
-    PetscCall(VecCreateMPIWithArray(PetscObjectComm((PetscObject)ksp), 1, n, N, NULL, &h->nat_ay));
-  }
+  PetscCall(KSPHeptanePetscVecs(ksp, Pmat));
   HeptaneCallCXX(desc = std::string("PETSc's MatMult of the KSP's Amat (type ") + ((PetscObject)Amat)->type_name + "), which is not its Pmat (type " + ((PetscObject)Pmat)->type_name + "): the Krylov loop's products are Amat's; the operator above is Pmat's, read for the preconditioner (PETSc's convention: the preconditioner from Pmat)");
   if (!h->krylov->host_operator() || h->krylov->host_operator_describe() != desc)
     HeptaneCallCXX(h->krylov->set_host_operator(
       [ksp, h](const double *x, double *y) {
-        h->pc_apply_error = KSPHeptaneAmatMult(ksp, x, y);
+        h->pc_apply_error = KSPHeptaneInPetscLayout(ksp, x, y, KSPHeptaneAmatMultOp);
         if (h->pc_apply_error) throw HeptaneCallbackFailed();
       },
       desc));
@@ -1997,10 +1981,6 @@ static PetscErrorCode KSPHeptaneFreeWork(KSP ksp)
   PetscCall(VecDestroy(&h->pc_z));
   PetscCall(VecDestroy(&h->op_x));
   PetscCall(VecDestroy(&h->op_y));
-  PetscCall(VecDestroy(&h->amat_x));
-  PetscCall(VecDestroy(&h->amat_y));
-  PetscCall(VecDestroy(&h->nat_ax));
-  PetscCall(VecDestroy(&h->nat_ay));
   PetscCall(VecDestroy(&h->nat_r));
   PetscCall(VecDestroy(&h->nat_z));
   PetscCall(ISDestroy(&h->nat_is));
