@@ -86,6 +86,7 @@ const char* solve_usage =
     "                    of their own instead of inside the product (the default saves 2-3\n"
     "                    vector passes per iteration; the results agree to rounding)\n"
     "  --x0 FILE         initial guess (a vector file)\n"
+    "%s"
     "  -o FILE           write x (Matrix Market vector; PETSc binary for FILE.petsc)\n"
     "  --monitor         print the residual at every check\n"
     "  --history FILE    write the residual history as CSV (iteration,residual,relative)\n"
@@ -185,7 +186,7 @@ int report(const SolveResult& r, const SolveConfig& cfg, const Report& o,
             "\"%s\", "
             "\"format_reason\": %s, \"operator\": %s, \"precision\": \"%s\", \"device\": %s, "
             "\"device_choice\": %s, \"cuda_graph\": %s, \"fused_dots\": %s, "
-            "\"corrections\": %d, \"rows\": %d, \"nnz\": %lld}\n",
+            "\"corrections\": %d, \"null_space_removed\": %s, \"rows\": %d, \"nnz\": %lld}\n",
             json_string(o.source).c_str(), st.converged() ? "true" : "false", to_string(st.reason),
             st.iterations, st.relative_residual, json_number(st.true_relative_residual).c_str(),
             json_number(err).c_str(), t.solve_ms / 1e3, setup_s, t.total_ms / 1e3,
@@ -195,7 +196,7 @@ int report(const SolveResult& r, const SolveConfig& cfg, const Report& o,
             o.precision.c_str(), json_string(r.device).c_str(),
             o.device_why.empty() ? "null" : json_string(o.device_why).c_str(),
             st.cuda_graph ? "true" : "false", st.fused_dots ? "true" : "false", r.corrections,
-            o.rows, static_cast<long long>(o.nnz));
+            json_number(r.null_space_removed).c_str(), o.rows, static_cast<long long>(o.nnz));
     } else {
         std::printf("system    %s: %d rows, %lld entries\n", o.source.c_str(), o.rows,
                     static_cast<long long>(o.nnz));
@@ -203,6 +204,11 @@ int report(const SolveResult& r, const SolveConfig& cfg, const Report& o,
         std::printf("solver    %s, preconditioner %s, on %s\n", r.solver.c_str(),
                     r.preconditioner.c_str(), r.device.c_str());
         print_result(st, err);
+        if (r.null_space_removed >= 0)
+            std::printf(
+                "          null space: the constant removed from the solution's "
+                "correction (its component there had norm %.3e)\n",
+                r.null_space_removed);
         std::printf(
             "time      setup %.3f s (operator %.3f, preconditioner %.3f, upload %.3f), "
             "solve %.3f s, %.4f ms per iteration%s%s, total %.3f s\n",
@@ -391,8 +397,8 @@ int cmd_solve(int argc, char** argv)
               {"--monitor", "--json", "--quiet", "--no-graphs", "--no-fused-dots", "--no-refine",
                "--coarse", "--amg-global"});
     if (args.help()) {
-        std::printf(solve_usage, pc_options_help, format_help(20).c_str(), out_of_core_help,
-                    chunk_file_help);
+        std::printf(solve_usage, pc_options_help, format_help(20).c_str(), null_space_help,
+                    out_of_core_help, chunk_file_help);
         return 0;
     }
     const bool json = args.flag("--json");
@@ -469,6 +475,7 @@ int cmd_solve(int argc, char** argv)
     cfg.options.cuda_graphs = !args.flag("--no-graphs");
     cfg.options.fused_dots = !args.flag("--no-fused-dots");
     cfg.refine = !args.flag("--no-refine");
+    cfg.null_space_constant = parse_null_space(args);
     const OutOfCoreChoice occ = parse_out_of_core(args, true);
     const bool prec_given = args.get("--precision").has_value();
     const bool chunk_bytes_given = args.get("--chunk-bytes").has_value();

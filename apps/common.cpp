@@ -319,6 +319,24 @@ const char* pc_options_help =
     "  --cpr-second M        CPR's second stage: bilu0, bilu0mc or bjacobi (default: bilu0 on\n"
     "                        the CPU, bjacobi on a GPU)\n";
 
+const char* null_space_help =
+    "  --null-space N    none (default) | constant: A 1 = 0 (a pure-Neumann pressure, a closed\n"
+    "                    domain with no accumulation term or well), as PETSc's\n"
+    "                    MatSetNullSpace says it: AMG's (and CPR's) coarsest level is solved\n"
+    "                    by a generalized inverse instead of refused as singular, and the\n"
+    "                    constant is removed from the solution's correction, x = x0 + P(x -\n"
+    "                    x0) (the answer PETSc's KSPs give). b must be consistent (for a\n"
+    "                    symmetric A: zero mean). An error if a row of A does not sum to ~0\n"
+    "                    (one process; not checked under mpirun)\n";
+
+bool parse_null_space(Args& args)
+{
+    const std::string v = args.get_or("--null-space", "none");
+    if (v == "none") return false;
+    if (v == "constant") return true;
+    throw UsageError("--null-space " + v + ": the choices are none and constant");
+}
+
 PcOptions parse_pc_options(Args& args)
 {
     PcOptions o;

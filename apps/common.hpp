@@ -113,6 +113,11 @@ class Args;
 /// --amg-setup, --amg-lambda-its, --amg-p-max, --cpr-pressure-index, --cpr-second); UsageError for
 /// bad values.
 PcOptions parse_pc_options(Args& args);
+
+/// --null-space none (default) | constant: true for constant (UsageError for another value).
+bool parse_null_space(Args& args);
+/// heptane solve --help's lines for --null-space.
+extern const char* null_space_help;
 /// Their --help lines.
 extern const char* pc_options_help;
 

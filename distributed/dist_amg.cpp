@@ -327,9 +327,11 @@ void smoother_data(MPI_Comm comm, L& lv, std::size_t l, bool l1)
 }
 
 /// The coarsest level (`rows` global) gathered whole on every rank and its dense
-/// inverse (row-major; collective; InputError when singular).
+/// inverse (row-major; collective; InputError when singular, a generalized inverse with
+/// `singular`: AmgOptions::singular).
 template <class L>
-std::vector<double> dense_coarsest(MPI_Comm comm, const L& lv, long long rows, std::size_t l)
+std::vector<double> dense_coarsest(MPI_Comm comm, const L& lv, long long rows, std::size_t l,
+                                   bool singular)
 {
     int ranks = 1;
     MPI_Comm_size(comm, &ranks);
@@ -369,7 +371,7 @@ std::vector<double> dense_coarsest(MPI_Comm comm, const L& lv, long long rows, s
     coo.row = Array<index_t>(std::move(ri));
     coo.col = Array<index_t>(std::move(rj));
     coo.val = Array<double>(std::move(rv));
-    return amg::dense_inverse(csr_from_coo(coo), int(l));
+    return amg::dense_inverse(csr_from_coo(coo), int(l), singular);
 }
 
 /// The slowest rank's aggregation, prolongation and products, and the ranks, into ph
@@ -699,7 +701,7 @@ bool DistAmg<VT>::refresh(const SplitRows& rows)
             if (l + 1 < levels_.size())
                 galerkin(comm_, *levels_[l], *levels_[l + 1], false, ph);
             else if (dense_)
-                inv = dense_coarsest(comm_, *levels_[l], info_[l].rows, l);
+                inv = dense_coarsest(comm_, *levels_[l], info_[l].rows, l, opts_.singular);
         }
     } catch (...) {
         for (std::size_t l = 0; l < levels_.size(); ++l) {
@@ -813,7 +815,7 @@ void DistAmg<VT>::setup(const SplitRows& rows, index_t row_begin)
             dense = amg::dense_coarse(index_t(std::min<long long>(li.rows, 1LL << 30)),
                                       offset_t(info[0].nnz), opts_.coarse_size);
             if (dense) {
-                inv = dense_coarsest(comm_, L, li.rows, l);
+                inv = dense_coarsest(comm_, L, li.rows, l, opts_.singular);
                 const std::vector<long long> st = starts_of(comm_, L.n);
                 cnt.assign(std::size_t(ranks), 0);
                 dsp.assign(std::size_t(ranks), 0);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <memory>
 #include <type_traits>
@@ -372,10 +373,52 @@ void check_system(index_t rows, index_t cols, const std::vector<double>& b, cons
         "solve_system: x0 has " << cfg.x0.size() << " entries, A has " << rows << " rows");
 }
 
+/// SolveConfig::null_space_constant: every row of A sums to ~0 (InputError naming the first
+/// row, 1-based, that does not).
+void check_constant_null_space(const Csr<double>& a)
+{
+    for (index_t i = 0; i < a.rows; ++i) {
+        double sum = 0, abs = 0;
+        for (offset_t k = a.row_ptr[i]; k < a.row_ptr[i + 1]; ++k) {
+            sum += a.values[k];
+            abs += std::abs(a.values[k]);
+        }
+        HEPTANE_ENSURE(std::abs(sum) <= 1e-8 * abs, InputError,
+                       "the constants are declared A's null space (--null-space constant), but "
+                       "row "
+                           << std::int64_t(i) + 1 << " sums to " << sum << " (|a_ij| sum to " << abs
+                           << "): A 1 is not zero, so they are not; drop the option for a "
+                              "nonsingular A");
+    }
+}
+
+/// x = x0 + P (x − x0), P = I − 1 1ᵀ / n; returns ‖(I − P)(x − x0)‖, the constant removed.
+double remove_constant(std::vector<double>& x, const std::vector<double>& x0)
+{
+    const std::size_t n = x.size();
+    if (n == 0) return 0;
+    double mean = 0;
+    for (std::size_t i = 0; i < n; ++i) mean += x[i] - (x0.empty() ? 0.0 : x0[i]);
+    mean /= double(n);
+    for (double& v : x) v -= mean;
+    return std::abs(mean) * std::sqrt(double(n));
+}
+
 SolveResult solve(const Coo<double>* a, const Csr<double>& csr, double csr_ms,
-                  const std::vector<double>& b, const SolveConfig& cfg,
+                  const std::vector<double>& b, const SolveConfig& cfg_in,
                   const std::shared_ptr<const Executor>& exec, clock_type::time_point t_start)
 {
+    SolveConfig cfg_null;  // with the null space: AMG's coarsest by a generalized inverse
+    if (cfg_in.null_space_constant) {
+        check_constant_null_space(csr);
+        cfg_null = cfg_in;
+        cfg_null.pc_options.amg.singular = cfg_null.pc_options.cpr.amg.singular = true;
+    }
+    const SolveConfig& cfg = cfg_in.null_space_constant ? cfg_null : cfg_in;
+    auto finish = [&](SolveResult& r) {
+        if (cfg.null_space_constant) r.null_space_removed = remove_constant(r.x, cfg.x0);
+        r.timings.total_ms = ms_since(t_start);
+    };
     auto attempt = [&](PcType pc) {
         switch (cfg.precision) {
             case Precision::double_:
@@ -390,7 +433,7 @@ SolveResult solve(const Coo<double>* a, const Csr<double>& csr, double csr_ms,
     SolveResult res;
     if (cfg.pc) {
         res = attempt(*cfg.pc);
-        res.timings.total_ms = ms_since(t_start);
+        finish(res);
         return res;
     }
     const index_t nc =
@@ -421,7 +464,7 @@ SolveResult solve(const Coo<double>* a, const Csr<double>& csr, double csr_ms,
     const std::string where = exec->is_cuda() ? "CUDA" : "the CPU";
     res.preconditioner += why.empty() ? " (the default on " + where + ")"
                                       : " (fallback on " + where + "; " + why + ")";
-    res.timings.total_ms = ms_since(t_start);
+    finish(res);
     return res;
 }
 
@@ -487,6 +530,10 @@ SolveResult solve_ooc(const std::shared_ptr<const OocMatrix<MT>>& a, const std::
 {
     const auto t_start = clock_type::now();
     HEPTANE_ENSURE(a != nullptr, InputError, "solve_system: no matrix");
+    HEPTANE_ENSURE(!cfg.null_space_constant, InputError,
+                   "a null space (--null-space constant) is not supported out of core (its "
+                   "preconditioners are none, jacobi and bjacobi, which need no such care: "
+                   "drop the option and remove the solution's mean yourself)");
     if (split)
         HEPTANE_ENSURE(a->rows() == a->cols(), DimensionMismatch,
                        "solve_system: A is " << a->rows() << " x " << a->cols() << ", not square");

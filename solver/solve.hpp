@@ -82,6 +82,14 @@ struct SolveConfig {
     SolverOptions options;
     /// Initial guess (empty: zero). Non-empty sets options.nonzero_initial_guess.
     std::vector<double> x0;
+    /// The constant vector is A's null space (A 1 = 0: a pure-Neumann pressure, a closed
+    /// domain with no accumulation term), as PETSc's MatSetNullSpace(PETSC_TRUE) says it:
+    /// AMG's and CPR's coarsest level by a generalized inverse (AmgOptions::singular) and the
+    /// solution's correction freed of its constant, x = x0 + P (x − x0) with P = I − 1 1ᵀ / n
+    /// (the answer PETSc's KSPs give). b must be consistent (orthogonal to Aᵀ's null space:
+    /// for a symmetric A, zero mean). InputError when a row's sum is not ~0 (|Σ_j a_ij| >
+    /// 1e-8 Σ_j |a_ij|): the constants are then no null space.
+    bool null_space_constant = false;
     /// Set: the matrix stays in host memory in row chunks and streams to the device at every
     /// product (formats/outofcore; `format` is then ignored, the chunks are CSR). The
     /// preconditioner is set up from the host matrix and lives on the device: pick one that
@@ -115,6 +123,9 @@ struct SolveResult {
     Precision precision = Precision::double_;
     /// Mixed precision with SolveConfig::refine: the corrections solved for (0 otherwise).
     int corrections = 0;
+    /// SolveConfig::null_space_constant: the norm of the constant removed from the solution's
+    /// correction (-1: no null space declared).
+    double null_space_removed = -1;
     SolveTimingsFull timings;
 };
 

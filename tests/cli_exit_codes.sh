@@ -35,6 +35,7 @@ expect 2 solve "${g[@]}" --impl foo
 expect 2 solve "${g[@]}" --precision quad
 expect 2 solve "${g[@]}" --restart 5
 expect 2 solve "${g[@]}" --amg-cycle z --pc amg
+expect 2 solve "${g[@]}" --null-space linear
 # found by tests/fuzz/fuzz_cli_args: a device number past int was an uncaught std::stoi error
 # (exit 1), a grid extent past 32 bits wrapped into a small grid (exit 0)
 expect 2 solve "${g[@]}" --device gpu:99999999999

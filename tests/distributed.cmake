@@ -64,6 +64,11 @@ if(TARGET heptane_distributed AND TARGET heptane_cli)
     $<TARGET_FILE:heptane_cli> ${MPIEXEC_EXECUTABLE} ${mpi_flags})
   set_tests_properties(cli_solve_mpirun PROPERTIES TIMEOUT 600 LABELS "cpu;distributed"
     ENVIRONMENT "OMP_NUM_THREADS=1")
+  # --null-space constant on 2 ranks too (one AMG per rank, and over the ranks)
+  add_test(NAME cli_null_space_mpirun COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/cli_null_space.sh
+    $<TARGET_FILE:heptane_cli> ${MPIEXEC_EXECUTABLE} ${mpi_flags})
+  set_tests_properties(cli_null_space_mpirun PROPERTIES TIMEOUT 300 LABELS "cpu;distributed"
+    ENVIRONMENT "OMP_NUM_THREADS=1")
   # the same on GPUs (one per rank where there are enough); skipped without a GPU
   if(HEPTANE_HAVE_CUDA)
     add_test(NAME cli_solve_mpirun_gpu COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/cli_distributed.sh

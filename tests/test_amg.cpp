@@ -25,6 +25,7 @@
 #endif
 #include "solver/precond/amg/cpr.hpp"
 #include "solver/precond/preconditioner.hpp"
+#include "solver/solve.hpp"
 #include "solver/vector/vector_ops.hpp"
 #include "tests/test_common.hpp"
 
@@ -97,6 +98,31 @@ Csr<double> poisson(index_t m)
     c.col = Array<index_t>(std::move(col));
     c.val = Array<double>(std::move(v));
     return csr_from_coo(c);
+}
+
+// every diagonal entry minus the sum of its row's couplings: A 1 = 0 (pure Neumann)
+Csr<double> neumann(Csr<double> a)
+{
+    for (index_t i = 0; i < a.rows; ++i) {
+        double off = 0;
+        offset_t d = 0;
+        for (offset_t k = a.row_ptr[i]; k < a.row_ptr[i + 1]; ++k)
+            if (a.col_idx[k] == i)
+                d = k;
+            else
+                off += a.values[k];
+        a.values.host()[std::size_t(d)] = -off;
+    }
+    return a;
+}
+
+std::vector<double> zero_mean(std::vector<double> x)
+{
+    double m = 0;
+    for (double v : x) m += v;
+    m /= double(x.size());
+    for (double& v : x) v -= m;
+    return x;
 }
 
 template <class VT>
@@ -612,17 +638,7 @@ BOOST_AUTO_TEST_CASE(bad_input_gets_a_clear_error)
         BOOST_TEST(std::string(e.what()).find("row 5") != std::string::npos, e.what());
     }
     // a singular coarsest level: the pure Neumann Laplacian (rows sum to zero)
-    Csr<double> neu = poisson(5);
-    for (index_t i = 0; i < neu.rows; ++i) {
-        double off = 0;
-        offset_t d = 0;
-        for (offset_t k = neu.row_ptr[i]; k < neu.row_ptr[i + 1]; ++k)
-            if (neu.col_idx[k] == i)
-                d = k;
-            else
-                off += neu.values[k];
-        neu.values.host()[std::size_t(d)] = -off;
-    }
+    const Csr<double> neu = neumann(poisson(5));
     AmgOptions o;
     o.coarse_size = 200;
     try {
@@ -638,6 +654,118 @@ BOOST_AUTO_TEST_CASE(bad_input_gets_a_clear_error)
     BOOST_TEST((parse_amg_setup("device") == AmgSetup::device));
     BOOST_TEST((parse_pc("amg") == PcType::amg));
     BOOST_TEST((parse_pc("cpr") == PcType::cpr));
+}
+
+// amg::generalized_inverse against Eigen: A⁻¹ at full rank; on singular matrices (a pure
+// Neumann Laplacian, two disconnected ones, a non-symmetric one with A 1 = 0) the rank, A G A
+// = A, x = G b solving every consistent b, and for the symmetric ones G symmetric positive
+// semidefinite (what CG needs of the cycle)
+BOOST_AUTO_TEST_CASE(generalized_inverse_solves_consistent_singular_systems)
+{
+    auto check = [](const Eigen::MatrixXd& a, index_t want_rank, bool symmetric) {
+        const index_t n = index_t(a.rows());
+        Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> ar = a, g(n, n);
+        const index_t rank = amg::generalized_inverse(ar.data(), g.data(), n, 1e-11);
+        BOOST_TEST(rank == want_rank);
+        const double scale = a.cwiseAbs().maxCoeff();
+        const Eigen::MatrixXd gm = g;
+        BOOST_CHECK_SMALL((a * gm * a - a).cwiseAbs().maxCoeff() / scale, 1e-9);
+        // a consistent b (in A's range): A (G b) = b
+        const Eigen::VectorXd x = Eigen::VectorXd::LinSpaced(n, -1.0, 2.0).array().sin();
+        const Eigen::VectorXd b = a * x;
+        BOOST_CHECK_SMALL((a * (gm * b) - b).norm() / b.norm(), 1e-9);
+        if (want_rank == n)
+            BOOST_CHECK_SMALL((gm - a.inverse()).norm() / a.inverse().norm(), 1e-10);
+        if (symmetric) {
+            BOOST_CHECK_SMALL(
+                (gm - gm.transpose()).cwiseAbs().maxCoeff() / gm.cwiseAbs().maxCoeff(), 1e-10);
+            const Eigen::MatrixXd gs = 0.5 * (gm + gm.transpose());
+            Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> es(gs);
+            BOOST_TEST(es.eigenvalues().minCoeff() >= -1e-10 * es.eigenvalues().maxCoeff());
+        }
+    };
+    // full rank, non-symmetric
+    const Eigen::MatrixXd r = dense(csr_from_coo(test::random_coo<double>(30, 30, 1, 8, 4))) +
+                              10.0 * Eigen::MatrixXd::Identity(30, 30);
+    check(r, 30, false);
+    // a pure Neumann Laplacian: rank n - 1
+    const Eigen::MatrixXd l = dense(neumann(poisson(4)));
+    check(l, 63, true);
+    // two of them, not coupled: rank n - 2
+    Eigen::MatrixXd two = Eigen::MatrixXd::Zero(128, 128);
+    two.topLeftCorner(64, 64) = l;
+    two.bottomRightCorner(64, 64) = 2.5 * l;
+    check(two, 126, true);
+    // non-symmetric, A 1 = 0 (upwind convection added to the couplings in x)
+    Csr<double> c = poisson(4);
+    for (index_t i = 0; i < c.rows; ++i)
+        for (offset_t k = c.row_ptr[i]; k < c.row_ptr[i + 1]; ++k)
+            if (c.col_idx[k] == i - 1) c.values.host()[std::size_t(k)] -= 0.7;
+    check(dense(neumann(c)), 63, false);
+}
+
+// AmgOptions::singular (a declared null space) on the pure Neumann Laplacian: the coarsest
+// level by a generalized inverse, so the cycle stays symmetric positive semidefinite and CG
+// converges in few iterations; x with its mean removed is the zero-mean solution. Without
+// the option the same hierarchy is refused (bad_input_gets_a_clear_error).
+BOOST_AUTO_TEST_CASE(a_declared_null_space_makes_the_neumann_laplacian_solvable_by_cg)
+{
+    const Csr<double> a = neumann(poisson(16));
+    const std::vector<double> xe =
+        zero_mean(test::random_vector<double>(static_cast<std::size_t>(a.rows), 7));
+    const std::vector<double> b = times(a, xe);
+    AmgOptions o;
+    o.coarse_size = 200;
+    o.singular = true;
+    auto m = std::make_shared<AmgPreconditioner<double>>(a, 1, test_executor(), o);
+    BOOST_TEST(m->info().levels.size() >= 2u);
+    BOOST_TEST(m->describe().find("generalized inverse, rank") != std::string::npos, m->describe());
+    const Run r = solve_with<Cg<double>>(a, b, m);
+    BOOST_TEST(r.st.converged(), r.st.summary());
+    BOOST_TEST(r.st.iterations <= 25, r.st.iterations);
+    BOOST_CHECK_LE(true_relres(a, r.x, b), 1e-8 * 1.01);
+    BOOST_CHECK_SMALL(test::rel_max_diff(zero_mean(r.x), xe), 1e-6);
+}
+
+// solve_system with null_space_constant: the answer is x0 + a correction with no constant in
+// it (PETSc's), with AMG, Jacobi and the default chain; a matrix whose rows do not sum to zero
+// is refused with the row named
+BOOST_AUTO_TEST_CASE(solve_system_with_a_constant_null_space_keeps_the_initial_guess_constant)
+{
+    const Csr<double> a = neumann(poisson(12));
+    const std::size_t n = static_cast<std::size_t>(a.rows);
+    const std::vector<double> xe = zero_mean(test::random_vector<double>(n, 11));
+    const std::vector<double> b = times(a, xe);
+    for (int with_x0 = 0; with_x0 < 2; ++with_x0)
+        for (const char* pc : {"amg", "jacobi", ""}) {
+            SolveConfig cfg;
+            cfg.solver = SolverType::cg;
+            cfg.executor = test_executor();
+            cfg.options.rtol = 1e-10;
+            cfg.options.max_it = 2000;
+            if (*pc) cfg.pc = parse_pc(pc);
+            cfg.null_space_constant = true;
+            std::vector<double> want = xe;
+            if (with_x0) {  // x0 = 0.5 x_e + 3: the answer keeps x0's constant, x_e + 3
+                cfg.x0.resize(n);
+                for (std::size_t i = 0; i < n; ++i) cfg.x0[i] = 0.5 * xe[i] + 3.0;
+                for (double& v : want) v += 3.0;
+            }
+            const SolveResult res = solve_system(to_coo(a), b, cfg);
+            BOOST_TEST(res.status.converged(), pc << ": " << res.status.summary());
+            BOOST_TEST(res.null_space_removed >= 0);
+            BOOST_CHECK_SMALL(test::rel_max_diff(res.x, want), 1e-7);
+        }
+    // not singular: refused, the row named (1-based)
+    SolveConfig cfg;
+    cfg.executor = test_executor();
+    cfg.null_space_constant = true;
+    try {
+        solve_system(to_coo(poisson(4)), std::vector<double>(64, 1.0), cfg);
+        BOOST_ERROR("no error for a declared null space that is none");
+    } catch (const InputError& e) {
+        BOOST_TEST(std::string(e.what()).find("row 1 sums to") != std::string::npos, e.what());
+    }
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -308,7 +308,9 @@ int cmd_solve_distributed(Args& args, bool json, bool monitor, bool quiet_flag)
     const bool has_restart = args.get("--restart").has_value();
     const long long restart = args.get_int("--restart", 30);
     auto pc_name = args.get("--pc");
-    const PcOptions pc_options = parse_pc_options(args);
+    PcOptions pc_options = parse_pc_options(args);
+    const bool null_space = parse_null_space(args);
+    pc_options.amg.singular = pc_options.cpr.amg.singular = null_space;
     const std::string fmt = args.get_or("--format", "auto");
     const std::string prec = args.get_or("--precision", "double");
     const std::string device = args.get_or("--device", "auto");
@@ -408,7 +410,16 @@ int cmd_solve_distributed(Args& args, bool json, bool monitor, bool quiet_flag)
             : solve_on_ranks<double, double>(comm, p, exec, dopt, solver, extras, pc, pc_options,
                                              opts, coarse, co, amg_global);
     const Status& st = r.status;
-    const std::vector<double>& xh = r.x;
+    std::vector<double> xh = r.x;
+    double null_removed = -1;  // --null-space constant: the constant of x - x0, over the ranks
+    if (null_space) {
+        double sum = 0;
+        for (std::size_t i = 0; i < xh.size(); ++i) sum += xh[i] - (p.x0.empty() ? 0.0 : p.x0[i]);
+        MPI_Allreduce(MPI_IN_PLACE, &sum, 1, MPI_DOUBLE, MPI_SUM, comm->comm());
+        const double mean = sum / double(p.global_rows);
+        for (double& v : xh) v -= mean;
+        null_removed = std::abs(mean) * std::sqrt(double(p.global_rows));
+    }
 
     // error against x_true: max over all rows / max |x_true|
     double err = -1;
@@ -438,19 +449,21 @@ int cmd_solve_distributed(Args& args, bool json, bool monitor, bool quiet_flag)
     if (json) {
         std::printf(
             "{\"source\": %s, \"converged\": %s, \"reason\": \"%s\", \"iterations\": %d, "
-            "\"relres\": %.6e, \"true_relres\": %.6e, \"error_vs_xtrue\": %.6e, "
+            "\"relres\": %.6e, \"true_relres\": %.6e, \"error_vs_xtrue\": %s, "
             "\"solve_seconds\": %.6f, \"setup_seconds\": %.6f, \"total_seconds\": %.6f, "
             "\"per_iteration_ms\": %.6f, \"solver\": \"%s\", \"restart\": %s, "
             "\"preconditioner\": %s, "
             "\"format\": \"bdiagh\", \"operator\": %s, \"precision\": \"%s\", "
             "\"device\": %s, \"ranks\": %d, \"partition\": %s, \"halo\": \"%s\", "
-            "\"reduce\": \"%s\", \"cuda_graph\": %s, \"rows\": %d, \"nnz\": %lld}\n",
+            "\"reduce\": \"%s\", \"cuda_graph\": %s, \"null_space_removed\": %s, \"rows\": %d, "
+            "\"nnz\": %lld}\n",
             json_string(p.source).c_str(), st.converged() ? "true" : "false", to_string(st.reason),
-            st.iterations, st.relative_residual, st.true_relative_residual, err, solve_s, setup_s,
-            total_s, per_it, solver_name.c_str(), restart_json.c_str(), json_string(r.pc).c_str(),
-            json_string(r.op).c_str(), prec.c_str(), json_string(exec->name()).c_str(),
-            comm->size(), json_string(p.part.describe()).c_str(), r.exchange.c_str(),
-            r.reduction.c_str(), st.cuda_graph ? "true" : "false", p.global_rows,
+            st.iterations, st.relative_residual, st.true_relative_residual,
+            json_number(err).c_str(), solve_s, setup_s, total_s, per_it, solver_name.c_str(),
+            restart_json.c_str(), json_string(r.pc).c_str(), json_string(r.op).c_str(),
+            prec.c_str(), json_string(exec->name()).c_str(), comm->size(),
+            json_string(p.part.describe()).c_str(), r.exchange.c_str(), r.reduction.c_str(),
+            st.cuda_graph ? "true" : "false", json_number(null_removed).c_str(), p.global_rows,
             static_cast<long long>(p.nnz));
     } else {
         std::printf("system    %s: %d rows, %lld entries, on %d ranks\n", p.source.c_str(),
@@ -461,6 +474,11 @@ int cmd_solve_distributed(Args& args, bool json, bool monitor, bool quiet_flag)
         std::printf("solver    %s, preconditioner %s per rank\n", solver_name.c_str(),
                     r.pc.c_str());
         print_result(st, err);
+        if (null_removed >= 0)
+            std::printf(
+                "          null space: the constant removed from the solution's "
+                "correction (its component there had norm %.3e)\n",
+                null_removed);
         std::printf(
             "time      setup %.3f s, solve %.3f s, %.4f ms per iteration%s, total %.3f s "
             "(slowest rank)\n",

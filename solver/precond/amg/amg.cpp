@@ -244,7 +244,8 @@ struct AmgPreconditioner<VT>::Impl {
     AmgOptions opts;
     index_t nc = 1;
     std::vector<Level> levels;
-    Array<VT> coarse_inv;  // dense, on the coarsest level when dense_coarse
+    Array<VT> coarse_inv;      // dense, on the coarsest level when dense_coarse
+    index_t coarse_rank = -1;  // its rank (opts.singular: a generalized inverse)
     bool dense_coarse = true;
     bool coarse_ilu = false;  // a stalled, non-symmetric coarsest level: ILU(0) sweeps
     bool user_fine = false;
@@ -288,7 +289,8 @@ struct AmgPreconditioner<VT>::Impl {
                 return a.exec()->is_cpu() ? a : (keep = a.to(cpu_executor()));
             };
             if (coarsest && dense_coarse) {
-                coarse_inv = place<VT>(amg::dense_inverse(host_matrix(), l), exec);
+                coarse_inv = place<VT>(
+                    amg::dense_inverse(host_matrix(), l, opts.singular, &coarse_rank), exec);
                 continue;
             }
             if (opts.smoother == AmgSmoother::ilu0mc || (coarsest && coarse_ilu)) {
@@ -845,8 +847,11 @@ std::string AmgPreconditioner<VT>::details() const
     std::snprintf(c, sizeof c, ", operator complexity %.2f", m.info.operator_complexity);
     os << c << ", " << to_string(m.opts.smoother) << "(" << m.opts.pre_sweeps << ","
        << m.opts.post_sweeps << "), " << (m.opts.cycle == AmgCycle::v ? "V" : "W")
-       << "-cycle, theta " << m.opts.strength_threshold << ", coarsest " << m.info.coarse_solve
-       << (m.user_fine ? ", finest level through the solver's operator" : "");
+       << "-cycle, theta " << m.opts.strength_threshold << ", coarsest " << m.info.coarse_solve;
+    if (m.opts.singular && m.dense_coarse && !m.levels.empty())
+        os << " (null space declared: a generalized inverse, rank " << m.coarse_rank << " of "
+           << m.info.levels.back().rows << ")";
+    os << (m.user_fine ? ", finest level through the solver's operator" : "");
     char t[240];
     const double* ph = m.info.phase_ms;
     std::snprintf(t, sizeof t,

@@ -101,6 +101,15 @@ struct AmgOptions {
     /// (no: block Jacobi over the ranks). automatic: the caller decides (the PETSc plugin's
     /// rule, plugin/petsc_common.hpp HeptaneAmgOverRanks). The one-process AMG does not read it.
     AmgOverRanks over_ranks = AmgOverRanks::no;
+    /// The operator is singular by design and the caller said so (its null space declared: a
+    /// pure-Neumann pressure; the PETSc plugin sets it where the KSP's Amat or Pmat carries
+    /// MatSetNullSpace, the CLI with --null-space constant). The coarsest level's dense inverse
+    /// is then a generalized inverse (amg::generalized_inverse: pivots below 1e-11 of the
+    /// largest entry pinned) instead of an InputError for a singular coarsest level. Without it
+    /// such an operator's coarsest level is singular up to rounding: refused where a pivot is
+    /// exactly zero, and otherwise inverted through a rounding-sized pivot, which makes the
+    /// cycle indefinite (CG stops: seen on a 16³ Neumann Laplacian).
+    bool singular = false;
 };
 
 /// The second stage of CPR on the whole system.

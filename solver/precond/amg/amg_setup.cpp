@@ -452,13 +452,95 @@ void galerkin_numeric(const Csr<double>& r, const Csr<double>& a, const Csr<doub
                    "AMG values refresh: a product falls outside the kept coarse pattern");
 }
 
-std::vector<double> dense_inverse(const Csr<double>& a, int level)
+index_t generalized_inverse(const double* a, double* g, index_t n, double tol)
+{
+    const std::size_t nn = std::size_t(n);
+    std::vector<double> lu(a, a + nn * nn);
+    std::vector<index_t> prow(nn), pcol(nn);  // position k: original row / column
+    for (index_t i = 0; i < n; ++i) prow[std::size_t(i)] = pcol[std::size_t(i)] = i;
+    double scale = 0;
+    for (std::size_t q = 0; q < nn * nn; ++q) scale = std::max(scale, std::abs(lu[q]));
+    const double floor = tol * scale;
+    auto at = [&](index_t i, index_t j) -> double& {
+        return lu[std::size_t(i) * nn + std::size_t(j)];
+    };
+    index_t rank = 0;
+    for (index_t k = 0; k < n; ++k) {
+        // the largest diagonal entry of the trailing block, unless an entry off the diagonal
+        // is 10x larger (threshold pivoting: a symmetric positive semidefinite block, whose
+        // entries never exceed its largest diagonal but by rounding, pivots on its diagonal
+        // throughout and G stays symmetric)
+        index_t bi = k, bj = k;
+        double best = -1;
+        for (index_t i = k; i < n; ++i)
+            if (std::abs(at(i, i)) > best) {
+                best = std::abs(at(i, i));
+                bi = bj = i;
+            }
+        double off = 10 * best;
+        for (index_t i = k; i < n; ++i)
+            for (index_t j = k; j < n; ++j)
+                if (i != j && std::abs(at(i, j)) > off) {
+                    off = std::abs(at(i, j));
+                    best = off;
+                    bi = i;
+                    bj = j;
+                }
+        if (!(best > floor)) break;  // the rest is numerically zero (or NaN: stop too)
+        if (bi != k) {
+            for (index_t j = 0; j < n; ++j) std::swap(at(k, j), at(bi, j));
+            std::swap(prow[std::size_t(k)], prow[std::size_t(bi)]);
+        }
+        if (bj != k) {
+            for (index_t i = 0; i < n; ++i) std::swap(at(i, k), at(i, bj));
+            std::swap(pcol[std::size_t(k)], pcol[std::size_t(bj)]);
+        }
+        const double piv = at(k, k);
+        for (index_t i = k + 1; i < n; ++i) {
+            const double l = at(i, k) / piv;
+            at(i, k) = l;
+            if (l != 0)
+                for (index_t j = k + 1; j < n; ++j) at(i, j) -= l * at(k, j);
+        }
+        rank = k + 1;
+    }
+    // G = Q [M⁻¹ 0; 0 0] Pᵀ with M = L₁₁ U₁₁ the rank × rank pivot block: column b of M⁻¹
+    // solves L y = e_b, U x = y
+    std::fill(g, g + nn * nn, 0.0);
+    std::vector<double> x(static_cast<std::size_t>(rank));
+    for (index_t b = 0; b < rank; ++b) {
+        for (index_t i = 0; i < rank; ++i) {
+            double s = i == b ? 1.0 : 0.0;
+            for (index_t j = 0; j < i; ++j) s -= at(i, j) * x[std::size_t(j)];
+            x[std::size_t(i)] = s;
+        }
+        for (index_t i = rank - 1; i >= 0; --i) {
+            double s = x[std::size_t(i)];
+            for (index_t j = i + 1; j < rank; ++j) s -= at(i, j) * x[std::size_t(j)];
+            x[std::size_t(i)] = s / at(i, i);
+        }
+        for (index_t i = 0; i < rank; ++i)
+            g[std::size_t(pcol[std::size_t(i)]) * nn + std::size_t(prow[std::size_t(b)])] =
+                x[std::size_t(i)];
+    }
+    return rank;
+}
+
+std::vector<double> dense_inverse(const Csr<double>& a, int level, bool singular, index_t* rank)
 {
     const index_t n = a.rows;
     std::vector<double> d(std::size_t(n) * n, 0.0), inv(std::size_t(n) * n);
     for (index_t i = 0; i < n; ++i)
         for (offset_t k = a.row_ptr[i]; k < a.row_ptr[i + 1]; ++k)
             d[std::size_t(i) * n + a.col_idx[k]] += a.values[k];
+    if (singular) {
+        // pivots below 1e-11 of the largest entry: a rounding-sized remainder of a singular
+        // operator (a pure-Neumann Galerkin operator's last pivot is ~1e-14 of it here)
+        const index_t r = generalized_inverse(d.data(), inv.data(), n, 1e-11);
+        if (rank) *rank = r;
+        return inv;
+    }
+    if (rank) *rank = n;
     const detail::PivotFailure f = detail::invert_block(d.data(), inv.data(), n);
     HEPTANE_ENSURE(!f.singular, InputError,
                    "AMG: the coarsest level (level " << level + 1 << ", " << n
@@ -467,7 +549,10 @@ std::vector<double> dense_inverse(const Csr<double>& a, int level)
                                                      << " (is the matrix singular, e.g. a "
                                                         "pressure system with no fixed "
                                                         "pressure, well or accumulation "
-                                                        "term?)");
+                                                        "term? If it is singular by design, "
+                                                        "declare its null space: PETSc's "
+                                                        "MatSetNullSpace, the CLI's "
+                                                        "--null-space constant)");
     return inv;
 }
 

@@ -131,8 +131,21 @@ void galerkin_numeric(const Csr<double>& r, const Csr<double>& a, const Csr<doub
                       Csr<double>& c);
 
 /// A⁻¹ row-major (n² values) of a small host CSR matrix. Throws InputError naming the level
-/// when it is singular.
-std::vector<double> dense_inverse(const Csr<double>& a, int level);
+/// when it is singular — unless `singular` (AmgOptions::singular: the caller declared a null
+/// space), where it returns generalized_inverse's G instead and `rank` (if given) its rank.
+std::vector<double> dense_inverse(const Csr<double>& a, int level, bool singular = false,
+                                  index_t* rank = nullptr);
+
+/// A generalized inverse G (A G A = A) of a dense n × n row-major matrix that may be
+/// singular: LU with complete pivoting, a diagonal pivot preferred unless an entry off the
+/// diagonal is 10x larger, stops at the first pivot |u_kk| ≤ tol·max|a_ij| (the rest of
+/// the matrix numerically zero: rank k); G holds the inverse of the k × k pivot block at its
+/// columns' rows and its rows' columns, zero elsewhere — the unknowns not pivoted are pinned to
+/// 0 and their equations, dependent on the others, dropped. For a consistent b, x = G b
+/// solves A x = b. A symmetric positive semidefinite A (a pure-Neumann Galerkin operator)
+/// pivots on its diagonal throughout, so G is symmetric positive semidefinite: a V-cycle with
+/// it stays fit for CG. Full rank: G = A⁻¹. Returns the rank.
+index_t generalized_inverse(const double* a, double* g, index_t n, double tol);
 
 /// 1 / a_ii (jacobi, chebyshev) or 1 / (|a_ii| + Σ_{j≠i} |a_ij|) (l1) per row. Throws
 /// InputError naming the level and the row (1-based) when a_ii = 0 (or the l1 sum is 0).
