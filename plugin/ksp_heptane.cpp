@@ -93,7 +93,9 @@ typedef struct {
   PetscInt        device_nnz;    /* ... and that many of them */
   PetscInt        ilu;           /* -heptane_ilu: index into HeptaneIluOrders */
   PetscBool       ilu_fallback;  /* auto: natural ILU(0) after multi-colour ILU(0) failed */
-  Vec             x0;            /* the initial guess, kept for a fallback re-solve */
+  Vec             x0;            /* the initial guess, kept for a fallback re-solve and for the null space's removal */
+  PetscInt        null_vecs;     /* Amat's null space (MatSetNullSpace) at the last solve: -1 none, else its vectors (the constant counted) */
+  PetscReal       null_before;   /* ||P_N (x - x0)|| the last solve's correction had in that null space before it was removed */
   Vec             r_true;        /* b - A x of the true-residual check */
   PetscReal       true_rnorm;    /* its norm after the last solve; -1: not checked */
   /* the matrix the engine holds */
@@ -1438,6 +1440,12 @@ static PetscErrorCode KSPHeptaneUpdate(KSP ksp)
   PetscCheck(Amat->rmap->N == Amat->cmap->N, PETSC_COMM_SELF, PETSC_ERR_ARG_SIZ, "KSP %s: the matrix is %" PetscInt_FMT " x %" PetscInt_FMT ", not square", KSPHeptaneName(h), Amat->rmap->N, Amat->cmap->N);
   PetscCheck(Pmat->rmap->N == Amat->rmap->N && Pmat->cmap->N == Amat->cmap->N && Pmat->rmap->n == Amat->rmap->n, PETSC_COMM_SELF, PETSC_ERR_ARG_SIZ, "KSP %s: Pmat (%" PetscInt_FMT " x %" PetscInt_FMT ", %" PetscInt_FMT " rows here) does not match Amat (%" PetscInt_FMT " x %" PetscInt_FMT ", %" PetscInt_FMT " rows here)", KSPHeptaneName(h),
              Pmat->rmap->N, Pmat->cmap->N, Pmat->rmap->n, Amat->rmap->N, Amat->cmap->N, Amat->rmap->n);
+  { /* a null space declared on Amat or Pmat (MatSetNullSpace): AMG's coarsest level by a generalized inverse */
+    MatNullSpace na = NULL, np = NULL;
+    PetscCall(MatGetNullSpace(Amat, &na));
+    PetscCall(MatGetNullSpace(Pmat, &np));
+    h->pc_opts->amg.singular = h->pc_opts->cpr.amg.singular = (na || np);
+  }
   {
     char who[64];
     PetscCall(PetscSNPrintf(who, sizeof(who), "KSP %s", KSPHeptaneName(h)));
@@ -1734,6 +1742,51 @@ static PetscErrorCode KSPHeptanePetscPCFailed(KSP ksp, PetscBool *failed)
   PetscFunctionReturn(0);
 }
 
+/* A null space attached to the KSP's Amat (MatSetNullSpace: a pure-Neumann pressure, a closed
+   domain). PETSc's KSPSolve removes the transpose null space from b before the method runs
+   (so heptane sees a consistent b), and PETSc's own KSPs remove the null space from every
+   preconditioned direction, so their x = x0 + a correction with no component in it. heptane's
+   loop (fused, on its device) does not project at every step; instead the correction's
+   component in the null space is removed once after the solve, x = x0 + P (x - x0) with P the
+   projection onto the null space's orthogonal complement. A x is unchanged (A N = 0), and the
+   answer is the one PETSc's KSPs give; without it a preconditioner such as AMG, whose coarsest
+   solve is nearly singular on such a system, leaves an arbitrary constant in x. */
+static PetscErrorCode KSPHeptaneNullSpace(KSP ksp, MatNullSpace *nullsp)
+{
+  KSP_Heptane *h = (KSP_Heptane *)ksp->data;
+  Mat          A;
+  PetscBool    has_const;
+  PetscInt     n;
+  const Vec   *vecs;
+
+  PetscFunctionBegin;
+  *nullsp = NULL;
+  PetscCall(KSPGetOperators(ksp, &A, NULL));
+  PetscCall(MatGetNullSpace(A, nullsp));
+  h->null_vecs = -1;
+  if (*nullsp) {
+    PetscCall(MatNullSpaceGetVecs(*nullsp, &has_const, &n, &vecs));
+    h->null_vecs = n + (has_const ? 1 : 0);
+  }
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode KSPHeptaneRemoveNullSpace(KSP ksp, MatNullSpace nullsp)
+{
+  KSP_Heptane *h = (KSP_Heptane *)ksp->data;
+  PetscReal    before, after;
+
+  PetscFunctionBegin;
+  if (!ksp->guess_zero) PetscCall(VecAXPY(ksp->vec_sol, -1.0, h->x0)); /* the correction x - x0 */
+  PetscCall(VecNorm(ksp->vec_sol, NORM_2, &before));
+  PetscCall(MatNullSpaceRemove(nullsp, ksp->vec_sol));
+  PetscCall(VecNorm(ksp->vec_sol, NORM_2, &after));
+  if (!ksp->guess_zero) PetscCall(VecAXPY(ksp->vec_sol, 1.0, h->x0));
+  h->null_before = PetscSqrtReal(PetscMax(before * before - after * after, 0.0));
+  PetscCall(PetscInfo(ksp, "%s: Amat's null space (%" PetscInt_FMT " vector%s) removed from the solution's correction: its component there had norm %g of the correction's %g\n", KSPHeptaneName(h), h->null_vecs, h->null_vecs == 1 ? "" : "s", (double)h->null_before, (double)before));
+  PetscFunctionReturn(0);
+}
+
 static PetscErrorCode KSPSolve_Heptane(KSP ksp)
 {
   KSP_Heptane           *h    = (KSP_Heptane *)ksp->data;
@@ -1741,6 +1794,7 @@ static PetscErrorCode KSPSolve_Heptane(KSP ksp)
   heptane::Status        st;
   heptane::SolverOptions opts;
   PetscBool              fallback;
+  MatNullSpace           nullsp;
 
   PetscFunctionBegin;
   PetscCheck(!ksp->transpose_solve, PetscObjectComm((PetscObject)ksp), PETSC_ERR_SUP, "KSP %s: KSPSolveTranspose() is not supported (heptane solves A x = b only)", KSPHeptaneName(h));
@@ -1770,6 +1824,11 @@ static PetscErrorCode KSPSolve_Heptane(KSP ksp)
   opts.dtol        = ksp->divtol > 0 ? ksp->divtol : 1e300;
   opts.max_it      = (int)ksp->max_it;
   opts.check_every = (int)h->check_every;
+  if (ksp->normtype == KSP_NORM_NONE) { /* no convergence test: max_it iterations (or an exact answer before) */
+    opts.rtol = 0;
+    opts.atol = 0;
+    opts.dtol = 1e300;
+  }
   h->monitor_error = 0;
   opts.monitor     = [ksp, h](const heptane::IterationInfo &info) {
     if (!h->monitor_error) h->monitor_error = KSPHeptaneMonitor(ksp, info.iteration, info.residual_norm);
@@ -1777,7 +1836,8 @@ static PetscErrorCode KSPSolve_Heptane(KSP ksp)
   /* -heptane_ilu auto on a GPU: a multi-colour ILU(0) that does not converge is retried with
      the natural ILU(0) from the same initial guess (as heptane's solve_system does) */
   fallback = (PetscBool)(!h->petsc_pc && h->pc_built == heptane::PcType::ilu0_mc && h->ilu == 0);
-  if (fallback && !ksp->guess_zero) {
+  PetscCall(KSPHeptaneNullSpace(ksp, &nullsp));
+  if ((fallback || nullsp) && !ksp->guess_zero) {
     if (!h->x0) PetscCall(VecDuplicate(ksp->vec_sol, &h->x0));
     PetscCall(VecCopy(ksp->vec_sol, h->x0));
   }
@@ -1804,6 +1864,9 @@ static PetscErrorCode KSPSolve_Heptane(KSP ksp)
   ksp->rnorm  = st.residual_norm;
   ksp->rnorm0 = st.initial_residual_norm;
   ksp->reason = KSPHeptaneReason(h, st.reason);
+  if (ksp->normtype == KSP_NORM_NONE && (st.converged() || st.reason == heptane::Reason::diverged_max_it || (st.residual_norm == 0 && st.iterations > 0)))
+    ksp->reason = ksp->converged == KSPConvergedSkip ? KSP_CONVERGED_ITS : KSP_DIVERGED_ITS; /* as PETSc's KSPs: its convergence test decides */
+  if (nullsp) PetscCall(KSPHeptaneRemoveNullSpace(ksp, nullsp));
   PetscCall(KSPHeptaneCheckTrueResidual(ksp));
   if (h->petsc_pc && ksp->reason < 0) { /* PCApply's own failure (e.g. a zero pivot) says more */
     PetscBool failed;
@@ -1841,9 +1904,9 @@ static PetscErrorCode KSPView_Heptane(KSP ksp, PetscViewer viewer)
   PetscFunctionBegin;
   PetscCall(PetscObjectTypeCompare((PetscObject)viewer, PETSCVIEWERASCII, &isascii));
   if (!isascii) PetscFunctionReturn(0);
-  if (h->solver == heptane::SolverType::gmres)
-    PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane GMRES(%" PetscInt_FMT ") (flexible, restarted; -ksp_gmres_restart), right-preconditioned inside heptane; stopping on the unpreconditioned ||r|| <= max(rtol ||b||, atol)\n", h->restart));
-  else PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane %s, right-preconditioned inside heptane; stopping on the unpreconditioned ||r|| <= max(rtol ||b||, atol)\n", h->solver == heptane::SolverType::bicgstab ? "BiCGStab (fused loop)" : "CG"));
+  const char *stop = ksp->normtype == KSP_NORM_NONE ? "no convergence test (-ksp_norm_type none): -ksp_max_it iterations" : "stopping on the unpreconditioned ||r|| <= max(rtol ||b||, atol)";
+  if (h->solver == heptane::SolverType::gmres) PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane GMRES(%" PetscInt_FMT ") (flexible, restarted; -ksp_gmres_restart), right-preconditioned inside heptane; %s\n", h->restart, stop));
+  else PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane %s, right-preconditioned inside heptane; %s\n", h->solver == heptane::SolverType::bicgstab ? "BiCGStab (fused loop)" : "CG", stop));
   PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane options: -heptane_format %s -heptane_device %s -heptane_precision %s -heptane_check_every %" PetscInt_FMT " -heptane_ilu %s -heptane_fold %s -heptane_refine %s -heptane_check_true_residual %s\n", HeptaneFormats[h->format], h->device, HeptanePrecisions[h->precision], h->check_every, HeptaneIluOrders[h->ilu], PetscBools[h->fold], PetscBools[h->refine], PetscBools[h->check_true]));
   if (h->petsc_pc) PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane preconditioner: %s (from %s; the PETSc PC below is set up and applied by PETSc)\n", h->petsc_pc_note->c_str(), h->pc_from[0] ? h->pc_from : "-"));
   else
@@ -1851,6 +1914,12 @@ static PetscErrorCode KSPView_Heptane(KSP ksp, PetscViewer viewer)
       PetscViewerASCIIPrintf(viewer, "  heptane preconditioner: %s (from %s; applied by heptane inside its loop: PETSc's own setup and apply of the PC below are not run)\n", h->krylov->has_preconditioner() ? h->krylov->preconditioner_describe().c_str() : heptane::to_string(h->pc), h->pc_from[0] ? h->pc_from : "-"));
   if (h->solver == heptane::SolverType::cg) PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane symmetry check (-heptane_check_symmetry %s): %s\n", PetscBools[h->check_symmetry], h->sym_note->empty() ? "not run yet" : h->sym_note->c_str()));
   if (!h->nat_note->empty()) PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane numbering: %s\n", h->nat_note->c_str()));
+  if (h->solves && h->null_vecs >= 0)
+    PetscCall(PetscViewerASCIIPrintf(viewer,
+                                     "  heptane null space: Amat's (MatSetNullSpace, %" PetscInt_FMT
+                                     " vector%s) removed from the solution's correction after each solve, x = x0 + P (x - x0), as PETSc's KSPs keep it out of their directions (PETSc removed the transpose null space from b); last "
+                                     "solve: its component there had norm %g\n",
+                                     h->null_vecs, h->null_vecs == 1 ? "" : "s", (double)h->null_before));
   if (h->engine->built() ? h->engine->executor()->is_cpu() : heptane::plugin::resolve_device(h->device) == "cpu") {
     if (h->threads > 0)
       PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane threads: %" PetscInt_FMT " OpenMP thread%s per rank (%s)\n", h->threads, h->threads == 1 ? "" : "s", h->threads_set ? "-heptane_threads" : "the default: one per rank, so that a rank per core does not oversubscribe; -heptane_threads N for more"));
@@ -2078,6 +2147,7 @@ static PetscErrorCode KSPCreate_Heptane_Private(KSP ksp, heptane::SolverType sol
   h->refine      = PETSC_TRUE;
   h->check_true  = PETSC_TRUE;
   h->true_rnorm  = -1;
+  h->null_vecs   = -1;
   h->restart     = 30;
   h->pc          = heptane::PcType::ilu0;
   h->pc_built    = heptane::PcType::none;
@@ -2107,6 +2177,11 @@ static PetscErrorCode KSPCreate_Heptane_Private(KSP ksp, heptane::SolverType sol
      side only names where PETSc would apply M, so both sides are accepted */
   PetscCall(KSPSetSupportedNorm(ksp, KSP_NORM_UNPRECONDITIONED, PC_RIGHT, 3));
   PetscCall(KSPSetSupportedNorm(ksp, KSP_NORM_UNPRECONDITIONED, PC_LEFT, 2));
+  /* -ksp_norm_type none (an inner solve of a fixed count, a smoother): -ksp_max_it iterations,
+     no convergence test; the reason as PETSc's KSPs give it (KSP_CONVERGED_ITS under
+     KSPConvergedSkip, which PCMG and PCKSP set, else KSP_DIVERGED_ITS) */
+  PetscCall(KSPSetSupportedNorm(ksp, KSP_NORM_NONE, PC_RIGHT, 1));
+  PetscCall(KSPSetSupportedNorm(ksp, KSP_NORM_NONE, PC_LEFT, 1));
   if (solver == heptane::SolverType::gmres) { /* KSPGMRESSetRestart()/GetRestart() work on hgmres too */
     PetscCall(PetscObjectComposeFunction((PetscObject)ksp, "KSPGMRESSetRestart_C", KSPGMRESSetRestart_HGMRES));
     PetscCall(PetscObjectComposeFunction((PetscObject)ksp, "KSPGMRESGetRestart_C", KSPGMRESGetRestart_HGMRES));

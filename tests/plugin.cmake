@@ -130,6 +130,36 @@ heptane_plugin_test(plugin_host_shell_amat_hgmres_hamg_pc_from_pmat
   --plugin ${plugin_so} --ref "-ksp_type fgmres -pc_type gamg" --heptane "-ksp_type hgmres -pc_type hamg -ksp_view"
   --expect "heptane Krylov products: PETSc's MatMult of the KSP's Amat \\(type shell\\), which is not its Pmat \\(type seqaij\\)"
   --reject MISMATCH -- ${host} -dof 2 -solves 2 -shell_amat 1)
+# -ksp_norm_type none (an inner solve of a fixed count; PCMG and GAMG set it on their smoothers):
+# -ksp_max_it iterations with no convergence test, the answer and the reason PETSc's bcgs gives
+# (KSP_DIVERGED_ITS under the default test); and hbcgs as GAMG's smoother inside PETSc's fgmres
+# (before 2026-12-03: "KSP hbcgs does not support norm type NONE")
+heptane_plugin_test(plugin_host_norm_none_runs_max_it_as_petsc
+  ${solves} --reason DIVERGED_ITS --max-error 1e-4 --its host=5:5 --ref-its host=5:5 --solves 2 --
+  --plugin ${plugin_so} --ref "${ref_bcgs} -ksp_norm_type none -ksp_max_it 5" --heptane "-ksp_type hbcgs -ksp_norm_type none -ksp_max_it 5 -ksp_view"
+  --expect "no convergence test \\(-ksp_norm_type none\\): -ksp_max_it iterations" -- ${host} -solves 2)
+heptane_plugin_test(plugin_host_hbcgs_as_gamg_smoother
+  ${solves} ${host_checks} --its-diff 2 --solves 2 --
+  --plugin ${plugin_so} --ref "-ksp_type fgmres -pc_type gamg -mg_levels_ksp_type bcgs -mg_levels_pc_type jacobi -mg_levels_ksp_max_it 2"
+  --heptane "-ksp_type fgmres -pc_type gamg -mg_levels_ksp_type hbcgs -mg_levels_pc_type jacobi -mg_levels_ksp_max_it 2 -ksp_view"
+  --expect "heptane BiCGStab \\(fused loop\\), right-preconditioned inside heptane. no convergence test"
+  --reject MISMATCH -- ${host} -solves 2 -n 16)
+# A singular system with its null space declared (MatSetNullSpace, the constants: a pure-Neumann
+# pressure): PETSc removes the transpose null space from b, heptane the null space from the
+# solution's correction after the solve (x = x0 + P (x - x0), PETSc's answer: x_exact, or
+# x_exact + 1 with the initial guess 0.9 x_exact + 1), and hamg solves its coarsest level by a
+# generalized inverse (without it: CG stopped with an indefinite preconditioner, and x carried
+# an arbitrary constant); hcg + hamg, hgmres + hamg and hbcgs + ilu against PETSc's cg + gamg
+foreach(v "hcg;hamg;0" "hgmres;hamg;1" "hbcgs;ilu;1")
+  list(GET v 0 ksp)
+  list(GET v 1 pc)
+  list(GET v 2 x0)
+  heptane_plugin_test(plugin_host_neumann_null_space_${ksp}_${pc}_x0_${x0}
+    ${solves} ${host_checks} --its host=3:60 --ref-its host=3:30 --solves 2 --
+    --plugin ${plugin_so} --ref "-ksp_type cg -pc_type gamg" --heptane "-ksp_type ${ksp} -pc_type ${pc} -ksp_view"
+    --expect "heptane null space: Amat's \\(MatSetNullSpace, 1 vector\\) removed from the solution's correction"
+    --reject MISMATCH -- ${host} -neumann 1 -convection 0 -solves 2 -x0 ${x0})
+endforeach()
 # PETSc's own matrix-free differencing (MATMFFD, what -snes_mf_operator makes) as Amat: products
 # exact to ~1e-8 relative, so the answers are A's to ~1e-7 (the host's MISMATCH line, for PETSc's
 # gmres too, compares with A's exact product); the same iterations as PETSc's gmres
@@ -1034,6 +1064,14 @@ if(HEPTANE_PETSC_MPIEXEC)
       --plugin ${plugin_so} --mpiexec "${np2}" --ref "${ref_bcgs} -pc_type bjacobi" --heptane "-ksp_type hbcgs -pc_type ilu -ksp_view"
       --expect "heptane Krylov products: PETSc's MatMult of the KSP's Amat \\(type shell\\)"
       --reject MISMATCH -- ${host} -use_dm 0 -dof 2 -solves 2 -shell_amat 1)
+    # a declared null space on two ranks (the DMDA split in y: the natural map): the AMG over
+    # the ranks with its coarsest level by a generalized inverse, the constant removed over the ranks
+    heptane_plugin_test(plugin_host_two_ranks_neumann_null_space_hcg_hamg
+      ${solves} ${host_checks} --its host=3:60 --ref-its host=3:30 --solves 2 --
+      --plugin ${plugin_so} --mpiexec "${np2}" --ref "-ksp_type cg -pc_type gamg" --heptane "-ksp_type hcg -pc_type hamg -ksp_view"
+      --expect "heptane null space: Amat's \\(MatSetNullSpace, 1 vector\\) removed from the solution's correction"
+      --expect "a null space declared \\(MatSetNullSpace\\): the coarsest level by a generalized inverse"
+      --reject MISMATCH -- ${host} -neumann 1 -convection 0 -solves 2 -x0 1)
     heptane_plugin_test(plugin_host_two_ranks_mffd_amat_hgmres_ilu_matches_gmres
       ${solves} --max-error 1e-6 --its-diff 2 --solves 2 --
       --plugin ${plugin_so} --mpiexec "${np2}" --ref "-ksp_type gmres -ksp_pc_side right -pc_type bjacobi" --heptane "-ksp_type hgmres -pc_type ilu -ksp_view"

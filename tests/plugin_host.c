@@ -21,7 +21,12 @@
             about 1e-8 relative),
             -pmat_shift s (0: Pmat an assembled copy of A with s added to its diagonal, refreshed
             with A's values each solve; Amat A, or the shell of -shell_amat 1: the answer solves
-            A x = b, only the preconditioner comes from the shifted matrix)
+            A x = b, only the preconditioner comes from the shifted matrix),
+            -neumann 0|1 (0: -dof 1 only; every diagonal entry minus the sum of its row's
+            couplings, so A 1 = 0 -- a pure-Neumann pressure, singular -- with the constants
+            attached as A's null space (MatSetNullSpace); x_exact has zero mean, so the answer
+            PETSc's KSPs give, x0 + a correction with no constant in it, is x_exact (x0 + 1 with
+            -x0 1: the initial guess 0.9 x_exact + 1 keeps its constant))
    plus any -ksp_ / -pc_ / -mat_type / -dm_mat_type option (-mat_type sbaij stores the upper
    triangle: a symmetric system, -convection 0 -dof 1).
 
@@ -95,7 +100,7 @@ static PetscErrorCode ToPetsc(AO ao, PetscInt dof, PetscInt *c)
   PetscFunctionReturn(0);
 }
 
-static PetscErrorCode Assemble(Mat A, DM da, PetscInt n, PetscInt dim, PetscInt dof, PetscReal conv, PetscReal s, PetscBool extra)
+static PetscErrorCode Assemble(Mat A, DM da, PetscInt n, PetscInt dim, PetscInt dof, PetscReal conv, PetscReal s, PetscBool extra, PetscBool neumann)
 {
   PetscInt    nz = dim == 3 ? n : 1, ny = n, nx = n;
   PetscInt    ncell = nx * ny * nz;
@@ -126,8 +131,15 @@ static PetscErrorCode Assemble(Mat A, DM da, PetscInt n, PetscInt dim, PetscInt 
           diag += 1.0 + (d == 0 ? conv : 0.0) + 0.05 * dof;
           PetscCall(MatSetValuesBlocked(A, 1, &c, 1, &cn, block, ADD_VALUES));
         }
+        if (neumann) diag = 0.0; /* dof 1: minus the sum of the row's couplings, A 1 = 0 */
+        for (PetscInt d = 0; neumann && d < 6; d++) {
+          const PetscInt ii = nb[d][0], jj = nb[d][1], kk = nb[d][2];
+          if (dim == 2 && d >= 4) continue;
+          if (ii < 0 || ii >= nx || jj < 0 || jj >= ny || kk < 0 || kk >= nz) continue;
+          diag -= PetscRealPart(Coupling(d, 0, 0, conv, 1.0));
+        }
         for (PetscInt a = 0; a < dof; a++)
-          for (PetscInt b = 0; b < dof; b++) block[a * dof + b] = (a == b) ? s * (diag + 0.5 + 0.1 * a) : 0.02 * s * (a - b);
+          for (PetscInt b = 0; b < dof; b++) block[a * dof + b] = neumann ? s * diag : (a == b) ? s * (diag + 0.5 + 0.1 * a) : 0.02 * s * (a - b);
         PetscCall(MatSetValuesBlocked(A, 1, &c, 1, &c, block, ADD_VALUES));
         if (extra && c_nat == 0) { /* a long-range coupling: a new nonzero pattern */
           PetscInt far = Number(ncell - 1, ncell);
@@ -145,7 +157,7 @@ int main(int argc, char **argv)
 {
   PetscInt           n = 12, dim = 3, dof = 1, solves = 1, new_pattern_at = 0, empty_rank = -1, its, N;
   PetscReal          conv = 0.3, rnorm, tnorm, bnorm, enorm, xnorm, xenorm, pmat_shift = 0;
-  PetscBool          use_dm = PETSC_TRUE, x0 = PETSC_FALSE, shell_amat = PETSC_FALSE, mffd_amat = PETSC_FALSE;
+  PetscBool          use_dm = PETSC_TRUE, x0 = PETSC_FALSE, shell_amat = PETSC_FALSE, mffd_amat = PETSC_FALSE, neumann = PETSC_FALSE;
   Mat                S = NULL, P = NULL;
   DM                 da = NULL;
   Mat                A;
@@ -168,6 +180,8 @@ int main(int argc, char **argv)
   PetscCall(PetscOptionsGetBool(NULL, NULL, "-shell_amat", &shell_amat, NULL));
   PetscCall(PetscOptionsGetReal(NULL, NULL, "-pmat_shift", &pmat_shift, NULL));
   PetscCall(PetscOptionsGetBool(NULL, NULL, "-mffd_amat", &mffd_amat, NULL));
+  PetscCall(PetscOptionsGetBool(NULL, NULL, "-neumann", &neumann, NULL));
+  PetscCheck(!neumann || dof == 1, PETSC_COMM_WORLD, PETSC_ERR_ARG_INCOMP, "-neumann needs -dof 1");
   PetscCheck(!(shell_amat && mffd_amat), PETSC_COMM_WORLD, PETSC_ERR_ARG_INCOMP, "-shell_amat or -mffd_amat, not both");
   PetscCheck(empty_rank < 0 || !use_dm, PETSC_COMM_WORLD, PETSC_ERR_ARG_INCOMP, "-empty_rank needs -use_dm 0");
   PetscCheck(!Permute || !use_dm, PETSC_COMM_WORLD, PETSC_ERR_ARG_INCOMP, "-permute needs -use_dm 0");
@@ -223,6 +237,15 @@ int main(int argc, char **argv)
     for (PetscInt i = lo; i < hi; i++) v[i - lo] = 1.0 + 0.5 * PetscSinReal(0.37 * (PetscReal)i) + 0.001 * (PetscReal)(i % 97);
     PetscCall(VecRestoreArray(xe, &v));
   }
+  if (neumann) { /* x_exact with zero mean: no component in A's null space; the null space attached */
+    PetscScalar  sum;
+    MatNullSpace nsp;
+    PetscCall(VecSum(xe, &sum));
+    PetscCall(VecShift(xe, -sum / (PetscScalar)N));
+    PetscCall(MatNullSpaceCreate(PETSC_COMM_WORLD, PETSC_TRUE, 0, NULL, &nsp));
+    PetscCall(MatSetNullSpace(A, nsp));
+    PetscCall(MatNullSpaceDestroy(&nsp));
+  }
 
   PetscCall(KSPCreate(PETSC_COMM_WORLD, &ksp));
   { /* -prefix p: the KSP's options prefix, as a host's (e.g. -prefix flow_: -flow_ksp_type ...) */
@@ -235,7 +258,7 @@ int main(int argc, char **argv)
   for (PetscInt s = 1; s <= solves; s++) {
     const PetscReal scale = 1.0 + 0.1 * (PetscReal)(s - 1);
     double          t0, t1;
-    PetscCall(Assemble(A, da, n, dim, dof, conv, scale, (PetscBool)(new_pattern_at > 0 && s >= new_pattern_at)));
+    PetscCall(Assemble(A, da, n, dim, dof, conv, scale, (PetscBool)(new_pattern_at > 0 && s >= new_pattern_at), neumann));
     PetscCall(MatMult(A, xe, b));
     if (pmat_shift != 0) { /* Pmat: A + shift I, the same object each solve (new values, or a new pattern) */
       if (!P) {
@@ -269,6 +292,7 @@ int main(int argc, char **argv)
       PetscCall(KSPSetInitialGuessNonzero(ksp, PETSC_TRUE));
       PetscCall(VecCopy(xe, x));
       PetscCall(VecScale(x, 0.9));
+      if (neumann) PetscCall(VecShift(x, 1.0)); /* a constant the solve keeps: the answer is x_exact + 1 */
     } else PetscCall(VecSet(x, 0.0));
     t0 = MPI_Wtime();
     PetscCall(KSPSolve(ksp, b, x));
@@ -281,6 +305,7 @@ int main(int argc, char **argv)
     PetscCall(VecNorm(r, NORM_2, &tnorm));
     PetscCall(VecNorm(b, NORM_2, &bnorm));
     PetscCall(VecWAXPY(r, -1.0, xe, x));
+    if (neumann && x0) PetscCall(VecShift(r, -1.0)); /* against x_exact + 1 */
     PetscCall(VecNorm(r, NORM_2, &enorm));
     PetscCall(VecNorm(xe, NORM_2, &xenorm));
     PetscCall(PetscPrintf(PETSC_COMM_WORLD, "host: solve %" PetscInt_FMT " N=%" PetscInt_FMT " its=%" PetscInt_FMT " reason=%s rnorm=%.6e true=%.6e rel_error=%.3e time=%.4f s\n", s, N, its, KSPConvergedReasons[reason], (double)rnorm, (double)tnorm, (double)(enorm / xenorm), t1 - t0));
