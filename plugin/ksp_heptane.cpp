@@ -1787,6 +1787,42 @@ static PetscErrorCode KSPHeptaneRemoveNullSpace(KSP ksp, MatNullSpace nullsp)
   PetscFunctionReturn(0);
 }
 
+/* PETSc's default convergence test, as the KSP's options set it: -ksp_converged_use_initial_residual_norm
+   (KSPConvergedDefaultSetUIRNorm: rtol times ||b - A x0|| instead of ||b||) and
+   -ksp_converged_use_min_initial_residual_norm (the smaller of the two), from a nonzero initial
+   guess, become heptane's rtol relative to ||b|| (||b - A x0|| taken with PETSc's MatMult of
+   Amat; ||b|| where b = 0). Another test (KSPSetConvergenceTest) heptane cannot call from its
+   loop: a warning says so once, and heptane's own test is used. */
+static PetscErrorCode KSPHeptaneConvergenceTest(KSP ksp, double *rtol)
+{
+  KSP_Heptane            *h   = (KSP_Heptane *)ksp->data;
+  KSPConvergedDefaultCtx *ctx = (KSPConvergedDefaultCtx *)ksp->cnvP;
+
+  PetscFunctionBegin;
+  if (ksp->converged != KSPConvergedDefault) {
+    if (ksp->converged != KSPConvergedSkip)
+      PetscCall(KSPHeptaneWarn(ksp, "a convergence test set with KSPSetConvergenceTest is not called inside heptane's loop: heptane stops on its own test, ||r|| <= max(rtol ||b||, atol) with the unpreconditioned residual (use a PETSc KSP with "
+                                    "-pc_type hamg/hcpr to keep your test)"));
+    PetscFunctionReturn(0);
+  }
+  if (!ctx || ksp->guess_zero || !(ctx->initialrtol || ctx->mininitialrtol)) PetscFunctionReturn(0);
+  {
+    Mat       A;
+    Vec       r;
+    PetscReal rn, bn;
+    PetscCall(KSPGetOperators(ksp, &A, NULL));
+    PetscCall(VecDuplicate(ksp->vec_rhs, &r));
+    PetscCall(MatMult(A, ksp->vec_sol, r));
+    PetscCall(VecAYPX(r, -1.0, ksp->vec_rhs)); /* r0 = b - A x0 */
+    PetscCall(VecNorm(r, NORM_2, &rn));
+    PetscCall(VecNorm(ksp->vec_rhs, NORM_2, &bn));
+    PetscCall(VecDestroy(&r));
+    if (bn > 0) *rtol = ksp->rtol * (ctx->initialrtol ? rn : PetscMin(rn, bn)) / bn;
+    PetscCall(PetscInfo(ksp, "%s: -ksp_converged_use_%sinitial_residual_norm: ||b - A x0|| = %g, ||b|| = %g, so heptane's rtol (relative to ||b||) is %g\n", KSPHeptaneName(h), ctx->initialrtol ? "" : "min_", (double)rn, (double)bn, *rtol));
+  }
+  PetscFunctionReturn(0);
+}
+
 static PetscErrorCode KSPSolve_Heptane(KSP ksp)
 {
   KSP_Heptane           *h    = (KSP_Heptane *)ksp->data;
@@ -1828,7 +1864,7 @@ static PetscErrorCode KSPSolve_Heptane(KSP ksp)
     opts.rtol = 0;
     opts.atol = 0;
     opts.dtol = 1e300;
-  }
+  } else PetscCall(KSPHeptaneConvergenceTest(ksp, &opts.rtol));
   h->monitor_error = 0;
   opts.monitor     = [ksp, h](const heptane::IterationInfo &info) {
     if (!h->monitor_error) h->monitor_error = KSPHeptaneMonitor(ksp, info.iteration, info.residual_norm);
@@ -1864,6 +1900,8 @@ static PetscErrorCode KSPSolve_Heptane(KSP ksp)
   ksp->rnorm  = st.residual_norm;
   ksp->rnorm0 = st.initial_residual_norm;
   ksp->reason = KSPHeptaneReason(h, st.reason);
+  if (ksp->normtype != KSP_NORM_NONE && st.reason == heptane::Reason::diverged_max_it && ksp->converged == KSPConvergedDefault && ksp->cnvP && ((KSPConvergedDefaultCtx *)ksp->cnvP)->convmaxits)
+    ksp->reason = KSP_CONVERGED_ITS; /* -ksp_converged_maxits */
   if (ksp->normtype == KSP_NORM_NONE && (st.converged() || st.reason == heptane::Reason::diverged_max_it || (st.residual_norm == 0 && st.iterations > 0)))
     ksp->reason = ksp->converged == KSPConvergedSkip ? KSP_CONVERGED_ITS : KSP_DIVERGED_ITS; /* as PETSc's KSPs: its convergence test decides */
   if (nullsp) PetscCall(KSPHeptaneRemoveNullSpace(ksp, nullsp));
@@ -1904,7 +1942,11 @@ static PetscErrorCode KSPView_Heptane(KSP ksp, PetscViewer viewer)
   PetscFunctionBegin;
   PetscCall(PetscObjectTypeCompare((PetscObject)viewer, PETSCVIEWERASCII, &isascii));
   if (!isascii) PetscFunctionReturn(0);
-  const char *stop = ksp->normtype == KSP_NORM_NONE ? "no convergence test (-ksp_norm_type none): -ksp_max_it iterations" : "stopping on the unpreconditioned ||r|| <= max(rtol ||b||, atol)";
+  const KSPConvergedDefaultCtx *cctx = ksp->converged == KSPConvergedDefault ? (const KSPConvergedDefaultCtx *)ksp->cnvP : NULL;
+  const char                   *stop = ksp->normtype == KSP_NORM_NONE ? "no convergence test (-ksp_norm_type none): -ksp_max_it iterations"
+                                     : cctx && cctx->initialrtol      ? "stopping on the unpreconditioned ||r|| <= max(rtol ||b - A x0||, atol) (-ksp_converged_use_initial_residual_norm)"
+                                     : cctx && cctx->mininitialrtol   ? "stopping on the unpreconditioned ||r|| <= max(rtol min(||b||, ||b - A x0||), atol) (-ksp_converged_use_min_initial_residual_norm)"
+                                                                      : "stopping on the unpreconditioned ||r|| <= max(rtol ||b||, atol)";
   if (h->solver == heptane::SolverType::gmres) PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane GMRES(%" PetscInt_FMT ") (flexible, restarted; -ksp_gmres_restart), right-preconditioned inside heptane; %s\n", h->restart, stop));
   else PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane %s, right-preconditioned inside heptane; %s\n", h->solver == heptane::SolverType::bicgstab ? "BiCGStab (fused loop)" : "CG", stop));
   PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane options: -heptane_format %s -heptane_device %s -heptane_precision %s -heptane_check_every %" PetscInt_FMT " -heptane_ilu %s -heptane_fold %s -heptane_refine %s -heptane_check_true_residual %s\n", HeptaneFormats[h->format], h->device, HeptanePrecisions[h->precision], h->check_every, HeptaneIluOrders[h->ilu], PetscBools[h->fold], PetscBools[h->refine], PetscBools[h->check_true]));

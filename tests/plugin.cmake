@@ -144,6 +144,22 @@ heptane_plugin_test(plugin_host_hbcgs_as_gamg_smoother
   --heptane "-ksp_type fgmres -pc_type gamg -mg_levels_ksp_type hbcgs -mg_levels_pc_type jacobi -mg_levels_ksp_max_it 2 -ksp_view"
   --expect "heptane BiCGStab \\(fused loop\\), right-preconditioned inside heptane. no convergence test"
   --reject MISMATCH -- ${host} -solves 2 -n 16)
+# PETSc's default test as its options set it, from a nonzero initial guess: rtol times ||b - A x0||
+# (-ksp_converged_use_initial_residual_norm) or the smaller of it and ||b||, the same
+# iterations as PETSc's bcgs (one more than with ||b|| here); -ksp_converged_maxits: max_it
+# iterations are KSP_CONVERGED_ITS (before 2026-12-03 all three were ignored)
+foreach(v "initial_residual_norm;-ksp_converged_use_initial_residual_norm" "min_initial_residual_norm;-ksp_converged_use_min_initial_residual_norm")
+  list(GET v 0 tag)
+  list(GET v 1 opt)
+  heptane_plugin_test(plugin_host_converged_use_${tag}_as_petsc
+    ${solves} ${host_checks} --its-diff 0 --solves 2 --
+    --plugin ${plugin_so} --ref "${ref_bcgs} ${opt}" --heptane "-ksp_type hbcgs ${opt} -ksp_view"
+    --expect "stopping on the unpreconditioned .*\\(${opt}\\)" --reject MISMATCH -- ${host} -x0 1 -solves 2)
+endforeach()
+heptane_plugin_test(plugin_host_converged_maxits_as_petsc
+  ${solves} --reason CONVERGED_ITS --max-error 1e-4 --its host=3:3 --ref-its host=3:3 --solves 2 --
+  --plugin ${plugin_so} --ref "${ref_bcgs} -ksp_converged_maxits -ksp_max_it 3" --heptane "-ksp_type hbcgs -ksp_converged_maxits -ksp_max_it 3"
+  -- ${host} -x0 1 -solves 2)
 # A singular system with its null space declared (MatSetNullSpace, the constants: a pure-Neumann
 # pressure): PETSc removes the transpose null space from b, heptane the null space from the
 # solution's correction after the solve (x = x0 + P (x - x0), PETSc's answer: x_exact, or
@@ -665,6 +681,13 @@ if(HEPTANE_HAVE_CUDA)
       --plugin ${plugin_so} --ref "${ref_bcgs} -pc_type jacobi -dm_mat_type aijcusparse -dm_vec_type cuda -use_gpu_aware_mpi 0" --heptane "-ksp_type hbcgs -pc_type jacobi -heptane_device gpu -ksp_view -dm_mat_type aijcusparse -dm_vec_type cuda -use_gpu_aware_mpi 0"
       --expect "heptane vectors: b and x read and written on the GPU where PETSc keeps them" --expect "heptane Krylov products: PETSc's MatMult of the KSP's Amat \\(type shell\\)"
       --reject MISMATCH -- ${host} -dof 2 -solves 3 -x0 1 -shell_amat 1 -pmat_shift 10)
+    # a declared null space with PETSc's CUDA vectors: the constant removed on the GPU
+    # (MatNullSpaceRemove of a CUDA Vec), heptane's AMG on the device with its generalized inverse
+    heptane_plugin_gpu_test(plugin_host_gpu_cuda_vectors_neumann_null_space_hcg_hamg
+      ${solves} ${host_checks} --its host=3:60 --ref-its host=3:30 --solves 2 --
+      --plugin ${plugin_so} --ref "-ksp_type cg -pc_type gamg -dm_mat_type aijcusparse -dm_vec_type cuda -use_gpu_aware_mpi 0" --heptane "-ksp_type hcg -pc_type hamg -heptane_device gpu -ksp_view -dm_mat_type aijcusparse -dm_vec_type cuda -use_gpu_aware_mpi 0"
+      --expect "heptane vectors: b and x read and written on the GPU where PETSc keeps them" --expect "heptane null space: Amat's \\(MatSetNullSpace, 1 vector\\) removed"
+      --expect "generalized inverse, rank" --reject MISMATCH -- ${host} -neumann 1 -convection 0 -solves 2 -x0 1 -n 16)
   endif()
   # Amat a MATSHELL, Pmat A + 10 I, heptane on the GPU: its operator and ILU(0) from Pmat on the
   # device, the Krylov loop's products Amat's MatMult on the host (the vector down and up each
@@ -674,6 +697,12 @@ if(HEPTANE_HAVE_CUDA)
     --plugin ${plugin_so} --ref "${ref_bcgs} -pc_type ilu" --heptane "-ksp_type hbcgs -pc_type ilu -heptane_ilu natural -heptane_device gpu -ksp_view"
     --expect "heptane operator: bdiagh [0-9x]+ Nc=2 D=7 fp64 on cuda" --expect "heptane Krylov products: PETSc's MatMult of the KSP's Amat \\(type shell\\), which is not its Pmat"
     --reject MISMATCH -- ${host} -dof 2 -solves 3 -shell_amat 1 -pmat_shift 10)
+  # a declared null space, heptane's AMG on the device (the generalized inverse placed there)
+  heptane_plugin_gpu_test(plugin_host_gpu_neumann_null_space_hcg_hamg
+    ${solves} ${host_checks} --its host=3:60 --ref-its host=3:30 --solves 2 --
+    --plugin ${plugin_so} --ref "-ksp_type cg -pc_type gamg" --heptane "-ksp_type hcg -pc_type hamg -heptane_device gpu -ksp_view"
+    --expect "heptane null space: Amat's \\(MatSetNullSpace, 1 vector\\) removed" --expect "generalized inverse, rank"
+    --expect "fp64 on cuda" --reject MISMATCH -- ${host} -neumann 1 -convection 0 -solves 2 -x0 1 -n 16)
   heptane_plugin_gpu_test(plugin_host_gpu_without_prewarm
     ${solves} ${host_checks} --
     --plugin ${plugin_so} --ref "${ref_bcgs} -pc_type pbjacobi" --heptane "-ksp_type hbcgs -pc_type pbjacobi -heptane_device gpu -heptane_prewarm 0 -ksp_view"
