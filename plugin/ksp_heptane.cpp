@@ -119,6 +119,7 @@ typedef struct {
   Mat                            rows_from; /* the matrix they were read from (not referenced) */
   PetscMPIInt                    ranks;     /* of the KSP's communicator */
   PetscInt                       full_builds, value_refreshes, solves;
+  PetscInt                       pc_reuses;    /* values-only setups that kept the preconditioner (KSPSetReusePreconditioner) */
   PetscLogDouble                 rank_entries; /* several ranks: this rank's entries (MatGetInfo) at the last new pattern */
   PetscErrorCode                 monitor_error;
   /* a PC type heptane does not have (lu, asm, ilu(k), gamg, ...): PETSc's own PC, set up by
@@ -1528,9 +1529,22 @@ static PetscErrorCode KSPHeptaneUpdate(KSP ksp)
   } else {
     if (updated == 2 || KSPHeptanePcOptionsChanged(h) || KSPHeptaneResolvePC(h) != h->pc_built) h->over_ranks_refused = PETSC_FALSE; /* try the AMG over the ranks again */
     rebuild_pc = (PetscBool)(updated || !h->krylov->has_preconditioner() || h->krylov->host_preconditioner() || KSPHeptaneResolvePC(h) != h->pc_built || KSPHeptanePcOptionsChanged(h));
+    { /* KSPSetReusePreconditioner (-ksp_reuse_preconditioner; SNES sets it on the steps
+         -snes_lag_preconditioner skips): new values in the same pattern refresh the operator
+         only, the preconditioner is kept as it is, as PETSc's PCSetUp does then */
+      PC        pc;
+      PetscBool reuse = PETSC_FALSE;
+      PetscCall(KSPGetPC(ksp, &pc));
+      PetscCall(PCGetReusePreconditioner(pc, &reuse));
+      if (reuse && rebuild_pc && updated == 1 && h->krylov->has_preconditioner() && !h->krylov->host_preconditioner() && KSPHeptaneResolvePC(h) == h->pc_built && !KSPHeptanePcOptionsChanged(h)) {
+        rebuild_pc = PETSC_FALSE;
+        h->pc_reuses++;
+        PetscCall(PetscInfo(ksp, "%s: new values, the preconditioner reused (KSPSetReusePreconditioner)\n", KSPHeptaneName(h)));
+      }
+    }
     if (rebuild_pc) PetscCall(KSPHeptaneBuildPC(ksp, Pmat, (PetscBool)(updated == 1 && !h->krylov->host_preconditioner())));
   }
-  if (h->ranks > 1) PetscCall(KSPHeptaneCoarse(ksp, (PetscBool)(updated || rebuild_pc)));
+  if (h->ranks > 1) PetscCall(KSPHeptaneCoarse(ksp, (PetscBool)(updated == 2 || rebuild_pc)));
   if (updated || rebuild_pc) {
     char        line[512];
     const auto &mt    = h->engine->timings();
@@ -1538,6 +1552,7 @@ static PetscErrorCode KSPHeptaneUpdate(KSP ksp)
     if (h->petsc_pc)
       PetscCall(PetscSNPrintf(line, sizeof(line), "%s: operator %s in %.3f ms; the preconditioner is PETSc's PCSetUp (PCSetUp in -log_view)", updated == 2 ? "new pattern" : "same pattern", updated == 2 ? "built" : "values refreshed", updated == 2 ? mt.last_build_ms : mt.last_refresh_ms));
     else if (updated == 2) PetscCall(PetscSNPrintf(line, sizeof(line), "new pattern: operator built in %.3f ms (detection %.3f ms), preconditioner %.3f ms (%s)", mt.last_build_ms, mt.last_detect_ms, h->krylov->timings().last_pc_ms, where));
+    else if (updated == 1 && !rebuild_pc) PetscCall(PetscSNPrintf(line, sizeof(line), "same pattern: values refreshed in %.3f ms, preconditioner reused as it was (KSPSetReusePreconditioner)", mt.last_refresh_ms));
     else if (updated == 1)
       PetscCall(PetscSNPrintf(line, sizeof(line), "same pattern: values refreshed in %.3f ms, preconditioner %s in %.3f ms (%s)", mt.last_refresh_ms, h->pc_refreshed ? "refactored (numeric only, symbolic setup kept)" : "set up from scratch",
                               h->krylov->timings().last_pc_ms, where));
@@ -2004,6 +2019,8 @@ static PetscErrorCode KSPView_Heptane(KSP ksp, PetscViewer viewer)
                                        : "numeric part redone on its kept symbolic setup"));
   }
   PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane setups: %" PetscInt_FMT " full (new pattern), %" PetscInt_FMT " values-only; %" PetscInt_FMT " solves\n", h->full_builds, h->value_refreshes, h->solves));
+  if (h->pc_reuses)
+    PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane preconditioner reused: %" PetscInt_FMT " values-only setup%s kept it as it was (KSPSetReusePreconditioner, -snes_lag_preconditioner)\n", h->pc_reuses, h->pc_reuses == 1 ? "" : "s"));
   if (!h->petsc_pc) PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane preconditioner setups: %d full (symbolic + numeric), %d values-only (numeric only, symbolic setup kept)\n", h->krylov->timings().pc_builds, h->krylov->timings().pc_refreshes));
   if (h->krylov->has_preconditioner() && !h->petsc_pc) PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane preconditioner, last setup: %s\n", h->krylov->numeric_path().c_str()));
   if (!h->last_update->empty()) PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane last setup: %s\n", h->last_update->c_str()));

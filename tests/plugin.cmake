@@ -160,6 +160,15 @@ heptane_plugin_test(plugin_host_converged_maxits_as_petsc
   ${solves} --reason CONVERGED_ITS --max-error 1e-4 --its host=3:3 --ref-its host=3:3 --solves 2 --
   --plugin ${plugin_so} --ref "${ref_bcgs} -ksp_converged_maxits -ksp_max_it 3" --heptane "-ksp_type hbcgs -ksp_converged_maxits -ksp_max_it 3"
   -- ${host} -x0 1 -solves 2)
+# KSPSetReusePreconditioner (-ksp_reuse_preconditioner; SNES sets it on the steps
+# -snes_lag_preconditioner skips): new values refresh the operator only, the preconditioner is
+# kept (before 2026-12-03 heptane refreshed it anyway); PETSc's bcgs with its ILU(0) reused takes the
+# same iterations; on two ranks the AMG over the ranks is kept too
+heptane_plugin_test(plugin_host_reuse_preconditioner_keeps_ilu
+  ${solves} ${host_checks} --its-diff 1 --solves 3 --
+  --plugin ${plugin_so} --ref "${ref_bcgs} -pc_type ilu -ksp_reuse_preconditioner" --heptane "-ksp_type hbcgs -pc_type ilu -ksp_reuse_preconditioner -ksp_view"
+  --expect "heptane preconditioner reused: 2 values-only setups kept it as it was"
+  --expect "preconditioner reused as it was \\(KSPSetReusePreconditioner\\)" --reject MISMATCH -- ${host} -dof 2 -solves 3)
 # A singular system with its null space declared (MatSetNullSpace, the constants: a pure-Neumann
 # pressure): PETSc removes the transpose null space from b, heptane the null space from the
 # solution's correction after the solve (x = x0 + P (x - x0), PETSc's answer: x_exact, or
@@ -1093,6 +1102,10 @@ if(HEPTANE_PETSC_MPIEXEC)
       --plugin ${plugin_so} --mpiexec "${np2}" --ref "${ref_bcgs} -pc_type bjacobi" --heptane "-ksp_type hbcgs -pc_type ilu -ksp_view"
       --expect "heptane Krylov products: PETSc's MatMult of the KSP's Amat \\(type shell\\)"
       --reject MISMATCH -- ${host} -use_dm 0 -dof 2 -solves 2 -shell_amat 1)
+    heptane_plugin_test(plugin_host_two_ranks_reuse_preconditioner_keeps_hamg
+      ${solves} ${host_checks} --its host=3:30 --ref-its host=3:30 --solves 3 --
+      --plugin ${plugin_so} --mpiexec "${np2}" --ref "${ref_bcgs} -pc_type gamg -ksp_reuse_preconditioner" --heptane "-ksp_type hbcgs -pc_type hamg -ksp_reuse_preconditioner -ksp_view"
+      --expect "heptane preconditioner reused: 2 values-only setups kept it as it was" --reject MISMATCH -- ${host} -solves 3)
     # a declared null space on two ranks (the DMDA split in y: the natural map): the AMG over
     # the ranks with its coarsest level by a generalized inverse, the constant removed over the ranks
     heptane_plugin_test(plugin_host_two_ranks_neumann_null_space_hcg_hamg
