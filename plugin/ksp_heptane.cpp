@@ -1441,12 +1441,7 @@ static PetscErrorCode KSPHeptaneUpdate(KSP ksp)
   PetscCheck(Amat->rmap->N == Amat->cmap->N, PETSC_COMM_SELF, PETSC_ERR_ARG_SIZ, "KSP %s: the matrix is %" PetscInt_FMT " x %" PetscInt_FMT ", not square", KSPHeptaneName(h), Amat->rmap->N, Amat->cmap->N);
   PetscCheck(Pmat->rmap->N == Amat->rmap->N && Pmat->cmap->N == Amat->cmap->N && Pmat->rmap->n == Amat->rmap->n, PETSC_COMM_SELF, PETSC_ERR_ARG_SIZ, "KSP %s: Pmat (%" PetscInt_FMT " x %" PetscInt_FMT ", %" PetscInt_FMT " rows here) does not match Amat (%" PetscInt_FMT " x %" PetscInt_FMT ", %" PetscInt_FMT " rows here)", KSPHeptaneName(h),
              Pmat->rmap->N, Pmat->cmap->N, Pmat->rmap->n, Amat->rmap->N, Amat->cmap->N, Amat->rmap->n);
-  { /* a null space declared on Amat or Pmat (MatSetNullSpace): AMG's coarsest level by a generalized inverse */
-    MatNullSpace na = NULL, np = NULL;
-    PetscCall(MatGetNullSpace(Amat, &na));
-    PetscCall(MatGetNullSpace(Pmat, &np));
-    h->pc_opts->amg.singular = h->pc_opts->cpr.amg.singular = (na || np);
-  }
+  PetscCall(HeptanePcOptionsNullSpace(Amat, Pmat, h->pc_opts));
   {
     char who[64];
     PetscCall(PetscSNPrintf(who, sizeof(who), "KSP %s", KSPHeptaneName(h)));
@@ -1699,6 +1694,22 @@ static PetscErrorCode KSPHeptaneRun(KSP ksp, const heptane::SolverOptions &opts,
   PetscFunctionReturn(0);
 }
 
+/* ||b - A x|| and ||b|| for the KSP's b and x, A its Amat (PETSc's MatMult: any layout, fp64). */
+static PetscErrorCode KSPHeptaneResidualNorms(KSP ksp, PetscReal *rn, PetscReal *bn)
+{
+  KSP_Heptane *h = (KSP_Heptane *)ksp->data;
+  Mat          A;
+
+  PetscFunctionBegin;
+  PetscCall(KSPGetOperators(ksp, &A, NULL));
+  if (!h->r_true) PetscCall(VecDuplicate(ksp->vec_rhs, &h->r_true));
+  PetscCall(MatMult(A, ksp->vec_sol, h->r_true));
+  PetscCall(VecAYPX(h->r_true, -1.0, ksp->vec_rhs)); /* r = b - A x */
+  PetscCall(VecNorm(h->r_true, NORM_2, rn));
+  PetscCall(VecNorm(ksp->vec_rhs, NORM_2, bn));
+  PetscFunctionReturn(0);
+}
+
 /* -heptane_precision single (and mixed where it was not refined against an fp64 copy of the
    matrix) stops on the residual of its fp32 recurrence, which can lie below the tolerance while
    the matrix as given leaves ||b - A x|| far above it. After a converged solve the true residual
@@ -1708,19 +1719,13 @@ static PetscErrorCode KSPHeptaneRun(KSP ksp, const heptane::SolverOptions &opts,
 static PetscErrorCode KSPHeptaneCheckTrueResidual(KSP ksp)
 {
   KSP_Heptane *h = (KSP_Heptane *)ksp->data;
-  Mat          A;
   PetscReal    rn, bn, tol;
   const char  *what = h->precision == 1 ? "single" : "mixed";
 
   PetscFunctionBegin;
   h->true_rnorm = -1;
   if (h->precision == 0 || !h->check_true || ksp->reason <= 0 || h->krylov->last_solve_refined()) PetscFunctionReturn(0);
-  PetscCall(KSPGetOperators(ksp, &A, NULL));
-  if (!h->r_true) PetscCall(VecDuplicate(ksp->vec_rhs, &h->r_true));
-  PetscCall(MatMult(A, ksp->vec_sol, h->r_true));
-  PetscCall(VecAYPX(h->r_true, -1.0, ksp->vec_rhs)); /* r = b - A x */
-  PetscCall(VecNorm(h->r_true, NORM_2, &rn));
-  PetscCall(VecNorm(ksp->vec_rhs, NORM_2, &bn));
+  PetscCall(KSPHeptaneResidualNorms(ksp, &rn, &bn));
   tol           = PetscMax(ksp->rtol * bn, ksp->abstol);
   h->true_rnorm = rn;
   PetscCall(PetscInfo(ksp, "%s: -heptane_precision %s, true residual ||b - A x|| = %g (fp64 MatMult), recurrence's %g, tolerance %g\n", KSPHeptaneName(h), what, (double)rn, (double)ksp->rnorm, (double)tol));
@@ -1822,16 +1827,8 @@ static PetscErrorCode KSPHeptaneConvergenceTest(KSP ksp, double *rtol)
   }
   if (!ctx || ksp->guess_zero || !(ctx->initialrtol || ctx->mininitialrtol)) PetscFunctionReturn(0);
   {
-    Mat       A;
-    Vec       r;
     PetscReal rn, bn;
-    PetscCall(KSPGetOperators(ksp, &A, NULL));
-    PetscCall(VecDuplicate(ksp->vec_rhs, &r));
-    PetscCall(MatMult(A, ksp->vec_sol, r));
-    PetscCall(VecAYPX(r, -1.0, ksp->vec_rhs)); /* r0 = b - A x0 */
-    PetscCall(VecNorm(r, NORM_2, &rn));
-    PetscCall(VecNorm(ksp->vec_rhs, NORM_2, &bn));
-    PetscCall(VecDestroy(&r));
+    PetscCall(KSPHeptaneResidualNorms(ksp, &rn, &bn)); /* x is x0 here */
     if (bn > 0) *rtol = ksp->rtol * (ctx->initialrtol ? rn : PetscMin(rn, bn)) / bn;
     PetscCall(PetscInfo(ksp, "%s: -ksp_converged_use_%sinitial_residual_norm: ||b - A x0|| = %g, ||b|| = %g, so heptane's rtol (relative to ||b||) is %g\n", KSPHeptaneName(h), ctx->initialrtol ? "" : "min_", (double)rn, (double)bn, *rtol));
   }

@@ -354,12 +354,7 @@ static PetscErrorCode PCSetUp_Heptane(PC pc)
     PetscCall(HeptaneCheckEntriesReadable((PetscObject)pc, A, who, "The PC is built from the Pmat: give the KSP an assembled one (KSPSetOperators(ksp, Amat, Pmat))."));
   }
   PetscCallMPI(MPI_Comm_size(comm, &p->ranks));
-  { /* a null space declared on Amat or Pmat (MatSetNullSpace): AMG's coarsest level by a generalized inverse */
-    MatNullSpace na = NULL, np = NULL;
-    if (pc->mat) PetscCall(MatGetNullSpace(pc->mat, &na));
-    PetscCall(MatGetNullSpace(A, &np));
-    p->opts->amg.singular = p->opts->cpr.amg.singular = (na || np);
-  }
+  PetscCall(HeptanePcOptionsNullSpace(pc->mat, A, p->opts));
   PetscCall(MatGetNonzeroState(A, &nz));
   PetscCall(PetscObjectGetId((PetscObject)A, &id));
   PetscCall(PCHeptaneBlockSize(pc, A, &nc));

@@ -578,6 +578,17 @@ PetscBool HeptanePcOptionsEqual(const heptane::PcOptions &x, const heptane::PcOp
   return (PetscBool)(same_amg(x.amg, y.amg) && same_amg(x.cpr.amg, y.cpr.amg) && x.cpr.pressure_index == y.cpr.pressure_index && x.cpr.second_stage_auto == y.cpr.second_stage_auto && x.cpr.second_stage == y.cpr.second_stage);
 }
 
+PetscErrorCode HeptanePcOptionsNullSpace(Mat Amat, Mat Pmat, heptane::PcOptions *o)
+{
+  MatNullSpace na = NULL, np = NULL;
+
+  PetscFunctionBegin;
+  if (Amat) PetscCall(MatGetNullSpace(Amat, &na));
+  if (Pmat) PetscCall(MatGetNullSpace(Pmat, &np));
+  o->amg.singular = o->cpr.amg.singular = (na || np);
+  PetscFunctionReturn(0);
+}
+
 PetscErrorCode HeptaneEntriesPerRank(Mat A, MPI_Comm comm, long long *nnz)
 {
   PetscBool   has;

@@ -208,6 +208,9 @@ PetscErrorCode HeptaneRanksPerGpu(MPI_Comm comm, int *k);
 PetscErrorCode HeptaneViewLines(PetscViewer, const char indent[], const std::string &);
 /* Whether two PcOptions ask for the same preconditioner (the fields the options set). */
 PetscBool HeptanePcOptionsEqual(const heptane::PcOptions &, const heptane::PcOptions &);
+/* A null space declared on Amat or Pmat (MatSetNullSpace; either may be NULL): AMG's and CPR's
+   coarsest level by a generalized inverse (AmgOptions::singular) in o. */
+PetscErrorCode HeptanePcOptionsNullSpace(Mat Amat, Mat Pmat, heptane::PcOptions *o);
 
 /* ---- the Mat type bdiagh (mat_bdiagh.cpp) ---- */
 typedef struct {
