@@ -122,6 +122,8 @@ typedef struct {
   PetscInt                       pc_reuses;    /* values-only setups that kept the preconditioner (KSPSetReusePreconditioner) */
   PetscLogDouble                 rank_entries; /* several ranks: this rank's entries (MatGetInfo) at the last new pattern */
   PetscErrorCode                 monitor_error;
+  PetscBool                      host_test;   /* the host's KSPSetConvergenceTest runs inside heptane's loop this solve */
+  KSPConvergedReason             host_reason; /* what it said at the stop */
   /* a PC type heptane does not have (lu, asm, ilu(k), gamg, ...): PETSc's own PC, set up by
      KSPSetUp's PCSetUp and applied through PCApply inside heptane's loop */
   PetscBool      petsc_pc;
@@ -1632,6 +1634,9 @@ static KSPConvergedReason KSPHeptaneReason(KSP_Heptane *h, heptane::Reason r)
   case heptane::Reason::stagnation:
   case heptane::Reason::diverged_true_residual:
     return KSP_DIVERGED_BREAKDOWN;
+  case heptane::Reason::converged_by_caller: /* the host's own test (KSPSetConvergenceTest) */
+  case heptane::Reason::diverged_by_caller:
+    return h->host_reason;
   case heptane::Reason::iterating:
     break;
   }
@@ -1724,7 +1729,7 @@ static PetscErrorCode KSPHeptaneCheckTrueResidual(KSP ksp)
 
   PetscFunctionBegin;
   h->true_rnorm = -1;
-  if (h->precision == 0 || !h->check_true || ksp->reason <= 0 || h->krylov->last_solve_refined()) PetscFunctionReturn(0);
+  if (h->precision == 0 || !h->check_true || ksp->reason <= 0 || h->krylov->last_solve_refined() || h->host_test) PetscFunctionReturn(0); /* the host's test: its criterion, not rtol */
   PetscCall(KSPHeptaneResidualNorms(ksp, &rn, &bn));
   tol           = PetscMax(ksp->rtol * bn, ksp->abstol);
   h->true_rnorm = rn;
@@ -1807,12 +1812,28 @@ static PetscErrorCode KSPHeptaneRemoveNullSpace(KSP ksp, MatNullSpace nullsp)
   PetscFunctionReturn(0);
 }
 
+/* The host's own convergence test (KSPSetConvergenceTest), called by heptane's loop once per
+   iteration (0 = the initial residual) after the monitors, with ksp->its and ksp->rnorm set, as
+   PETSc's KSPs call it: the reason it sets stops the solve at that iteration. With
+   -ksp_norm_type none it (and the monitors) get 0 for the norm, as from PETSc's KSPs. */
+static heptane::Verdict KSPHeptaneHostTest(KSP ksp, PetscInt it, PetscReal rnorm)
+{
+  KSP_Heptane *h = (KSP_Heptane *)ksp->data;
+
+  if (h->monitor_error) return heptane::Verdict::diverged; /* an error of the monitor or the test: stop, KSPSolve returns it */
+  ksp->reason      = KSP_CONVERGED_ITERATING;
+  h->monitor_error = (*ksp->converged)(ksp, it, rnorm, &ksp->reason, ksp->cnvP);
+  if (h->monitor_error) return heptane::Verdict::diverged;
+  h->host_reason = ksp->reason;
+  return ksp->reason > 0 ? heptane::Verdict::converged : ksp->reason < 0 ? heptane::Verdict::diverged : heptane::Verdict::go_on;
+}
+
 /* PETSc's default convergence test, as the KSP's options set it: -ksp_converged_use_initial_residual_norm
    (KSPConvergedDefaultSetUIRNorm: rtol times ||b - A x0|| instead of ||b||) and
    -ksp_converged_use_min_initial_residual_norm (the smaller of the two), from a nonzero initial
    guess, become heptane's rtol relative to ||b|| (||b - A x0|| taken with PETSc's MatMult of
-   Amat; ||b|| where b = 0). Another test (KSPSetConvergenceTest) heptane cannot call from its
-   loop: a warning says so once, and heptane's own test is used. */
+   Amat; ||b|| where b = 0). Another test (KSPSetConvergenceTest, not KSPConvergedSkip) is the
+   host's: h->host_test, and heptane's loop calls it (KSPHeptaneHostTest). */
 static PetscErrorCode KSPHeptaneConvergenceTest(KSP ksp, double *rtol)
 {
   KSP_Heptane            *h   = (KSP_Heptane *)ksp->data;
@@ -1820,9 +1841,10 @@ static PetscErrorCode KSPHeptaneConvergenceTest(KSP ksp, double *rtol)
 
   PetscFunctionBegin;
   if (ksp->converged != KSPConvergedDefault) {
-    if (ksp->converged != KSPConvergedSkip)
-      PetscCall(KSPHeptaneWarn(ksp, "a convergence test set with KSPSetConvergenceTest is not called inside heptane's loop: heptane stops on its own test, ||r|| <= max(rtol ||b||, atol) with the unpreconditioned residual (use a PETSc KSP with "
-                                    "-pc_type hamg/hcpr to keep your test)"));
+    if (ksp->converged != KSPConvergedSkip) {
+      h->host_test = PETSC_TRUE;
+      PetscCall(PetscInfo(ksp, "%s: the host's convergence test (KSPSetConvergenceTest) decides: heptane calls it every iteration and reads the residual back each time (no batched checks)\n", KSPHeptaneName(h)));
+    }
     PetscFunctionReturn(0);
   }
   if (!ctx || ksp->guess_zero || !(ctx->initialrtol || ctx->mininitialrtol)) PetscFunctionReturn(0);
@@ -1872,15 +1894,24 @@ static PetscErrorCode KSPSolve_Heptane(KSP ksp)
   opts.dtol        = ksp->divtol > 0 ? ksp->divtol : 1e300;
   opts.max_it      = (int)ksp->max_it;
   opts.check_every = (int)h->check_every;
+  h->host_test     = PETSC_FALSE;
+  h->host_reason   = KSP_CONVERGED_ITERATING;
   if (ksp->normtype == KSP_NORM_NONE) { /* no convergence test: max_it iterations (or an exact answer before) */
     opts.rtol = 0;
     opts.atol = 0;
     opts.dtol = 1e300;
-  } else PetscCall(KSPHeptaneConvergenceTest(ksp, &opts.rtol));
+  }
+  if (ksp->normtype != KSP_NORM_NONE || (ksp->converged != KSPConvergedDefault && ksp->converged != KSPConvergedSkip)) PetscCall(KSPHeptaneConvergenceTest(ksp, &opts.rtol));
   h->monitor_error = 0;
   opts.monitor     = [ksp, h](const heptane::IterationInfo &info) {
-    if (!h->monitor_error) h->monitor_error = KSPHeptaneMonitor(ksp, info.iteration, info.residual_norm);
+    if (!h->monitor_error) h->monitor_error = KSPHeptaneMonitor(ksp, info.iteration, ksp->normtype == KSP_NORM_NONE ? 0.0 : info.residual_norm); /* none: 0, as PETSc's KSPs */
   };
+  if (h->host_test) { /* the host's test alone decides (breakdowns, NaN and max_it still stop) */
+    opts.rtol      = 0;
+    opts.atol      = 0;
+    opts.dtol      = 1e300;
+    opts.stop_test = [ksp](const heptane::IterationInfo &info) { return KSPHeptaneHostTest(ksp, info.iteration, ksp->normtype == KSP_NORM_NONE ? 0.0 : info.residual_norm); };
+  }
   /* -heptane_ilu auto on a GPU: a multi-colour ILU(0) that does not converge is retried with
      the natural ILU(0) from the same initial guess (as heptane's solve_system does) */
   fallback = (PetscBool)(!h->petsc_pc && h->pc_built == heptane::PcType::ilu0_mc && h->ilu == 0);
@@ -1909,12 +1940,12 @@ static PetscErrorCode KSPSolve_Heptane(KSP ksp)
     PetscCall(ierr);
   }
   ksp->its    = st.iterations;
-  ksp->rnorm  = st.residual_norm;
+  ksp->rnorm  = ksp->normtype == KSP_NORM_NONE ? 0.0 : st.residual_norm; /* none: 0, as PETSc's KSPs */
   ksp->rnorm0 = st.initial_residual_norm;
   ksp->reason = KSPHeptaneReason(h, st.reason);
   if (ksp->normtype != KSP_NORM_NONE && st.reason == heptane::Reason::diverged_max_it && ksp->converged == KSPConvergedDefault && ksp->cnvP && ((KSPConvergedDefaultCtx *)ksp->cnvP)->convmaxits)
     ksp->reason = KSP_CONVERGED_ITS; /* -ksp_converged_maxits */
-  if (ksp->normtype == KSP_NORM_NONE && (st.converged() || st.reason == heptane::Reason::diverged_max_it || (st.residual_norm == 0 && st.iterations > 0)))
+  if (ksp->normtype == KSP_NORM_NONE && !h->host_test && (st.converged() || st.reason == heptane::Reason::diverged_max_it || (st.residual_norm == 0 && st.iterations > 0)))
     ksp->reason = ksp->converged == KSPConvergedSkip ? KSP_CONVERGED_ITS : KSP_DIVERGED_ITS; /* as PETSc's KSPs: its convergence test decides */
   if (nullsp) PetscCall(KSPHeptaneRemoveNullSpace(ksp, nullsp));
   PetscCall(KSPHeptaneCheckTrueResidual(ksp));
@@ -1955,7 +1986,9 @@ static PetscErrorCode KSPView_Heptane(KSP ksp, PetscViewer viewer)
   PetscCall(PetscObjectTypeCompare((PetscObject)viewer, PETSCVIEWERASCII, &isascii));
   if (!isascii) PetscFunctionReturn(0);
   const KSPConvergedDefaultCtx *cctx = ksp->converged == KSPConvergedDefault ? (const KSPConvergedDefaultCtx *)ksp->cnvP : NULL;
-  const char                   *stop = ksp->normtype == KSP_NORM_NONE ? "no convergence test (-ksp_norm_type none): -ksp_max_it iterations"
+  const bool                    host = ksp->converged != KSPConvergedDefault && ksp->converged != KSPConvergedSkip;
+  const char                   *stop = host ? "stopping on the host's convergence test (KSPSetConvergenceTest), called every iteration with the unpreconditioned ||r|| (0 with -ksp_norm_type none), the residual read back each time"
+                                     : ksp->normtype == KSP_NORM_NONE ? "no convergence test (-ksp_norm_type none): -ksp_max_it iterations"
                                      : cctx && cctx->initialrtol      ? "stopping on the unpreconditioned ||r|| <= max(rtol ||b - A x0||, atol) (-ksp_converged_use_initial_residual_norm)"
                                      : cctx && cctx->mininitialrtol   ? "stopping on the unpreconditioned ||r|| <= max(rtol min(||b||, ||b - A x0||), atol) (-ksp_converged_use_min_initial_residual_norm)"
                                                                       : "stopping on the unpreconditioned ||r|| <= max(rtol ||b||, atol)";

@@ -168,8 +168,8 @@ public:
         : ops_(ops),
           mirrors_(mirrors),
           opts_(opts),
-          check_every_(check_every),
-          ahead_(ahead),
+          check_every_(opts.stop_test ? 1 : check_every),
+          ahead_(ahead && !opts.stop_test),  // a caller's test stops at its own iteration
           graph_(graph)
     {
         if (graph_) graph_->reset();  // the pointers of this solve are recorded anew
@@ -183,6 +183,10 @@ public:
     {
         state_ = ops_.read_state();
         emit(0, state_.rnorm);
+        if (!state_.stop && caller_stop_ != Reason::iterating) {
+            ops_.request_stop(caller_stop_);
+            state_ = ops_.read_state();
+        }
         return state_.stop != 0;
     }
     const KrylovState& initial_state() const noexcept { return state_; }
@@ -271,6 +275,10 @@ private:
         const int last = std::min(s.iter, first + count - 1);
         for (int i = std::max(seen_ + 1, first); i <= last; ++i) emit(i, seg[i - first]);
         if (s.stop) return true;
+        if (caller_stop_ != Reason::iterating) {  // batches of 1, none queued behind: exact
+            ops_.request_stop(caller_stop_);
+            return true;
+        }
         if (stagnated()) {
             ops_.request_stop(Reason::stagnation);
             return true;
@@ -289,6 +297,13 @@ private:
             info.residual_norm = rnorm;
             info.relative_residual = state_.bnorm > 0 ? rnorm / state_.bnorm : 0.0;
             opts_.monitor(info);
+        }
+        if (opts_.stop_test && caller_stop_ == Reason::iterating && !state_.stop) {
+            IterationInfo info;
+            info.iteration = i;
+            info.residual_norm = rnorm;
+            info.relative_residual = state_.bnorm > 0 ? rnorm / state_.bnorm : 0.0;
+            caller_stop_ = reason_of(opts_.stop_test(info));
         }
     }
 
@@ -314,7 +329,8 @@ private:
     KrylovState state_{};
     std::vector<double> history_;
     std::vector<double> prefix_min_;
-    int seen_ = -1;  // last iteration emitted
+    int seen_ = -1;                           // last iteration emitted
+    Reason caller_stop_ = Reason::iterating;  // what SolverOptions::stop_test said
 };
 
 /// What decides whether a solver's workspace serves the next solve: the executor, the size,

@@ -22,15 +22,21 @@ enum class Reason {
     /// given (fp64) does not: a solve with fp32 matrix values (single precision, or mixed
     /// without refinement) whose rounding of A sits above rtol (solve_system)
     diverged_true_residual,
+    /// The caller's own test (SolverOptions::stop_test) said converged: e.g. a PETSc host's
+    /// KSPSetConvergenceTest through the plugin
+    converged_by_caller,
+    /// The caller's own test (SolverOptions::stop_test) said stop without convergence
+    diverged_by_caller,
 };
 
 /// The enumerator's name, e.g. "converged_rtol".
 const char* to_string(Reason r) noexcept;
 
-/// True for converged_rtol and converged_atol.
+/// True for converged_rtol, converged_atol and converged_by_caller.
 inline bool is_converged(Reason r) noexcept
 {
-    return r == Reason::converged_rtol || r == Reason::converged_atol;
+    return r == Reason::converged_rtol || r == Reason::converged_atol ||
+           r == Reason::converged_by_caller;
 }
 
 }  // namespace heptane

@@ -26,9 +26,10 @@ namespace heptane {
 /// not halve ‖r‖ (the floor of the fp32 values for this system), with the inner solve's
 /// reason when that fails, with diverged_max_it after o.max_it iterations in all. The Status
 /// counts every inner iteration; its residuals (and true residuals) are the fp64 matrix's;
-/// its history chains the inner histories. o.monitor sees the iterations numbered across the
-/// corrections. The residual and correction vectors are kept for the next solve of the same
-/// size on the same executor (a Newton loop allocates them once).
+/// its history chains the inner histories. o.monitor and o.stop_test see the iterations
+/// numbered across the corrections (a stop_test verdict ends the refinement with it). The residual
+/// and correction vectors are kept for the next solve of the same size on the same executor (a
+/// Newton loop allocates them once).
 class MixedRefinement {
 public:
     /// Solve A x = b; s.options() is overwritten. corrections(): the inner solves run.
@@ -87,6 +88,15 @@ public:
                     o.monitor(j);
                 };
             }
+            if (o.stop_test) {  // the caller's test sees the iterations as the monitor does
+                io.stop_test = [&, offset = its](const IterationInfo& info) {
+                    if (info.iteration == 0 && offset > 0) return Verdict::go_on;  // seen before
+                    IterationInfo j = info;
+                    j.iteration += offset;
+                    j.relative_residual = total.b_norm > 0 ? info.residual_norm / total.b_norm : 0;
+                    return o.stop_test(j);
+                };
+            }
             s.options() = io;
             const Status st = s.solve(r_, d_);
             its += st.iterations;
@@ -101,7 +111,7 @@ public:
             const double before = rnorm;
             rnorm = ops.norm2(n, r);
             ++corrections_;
-            if (!st.converged()) {
+            if (!st.converged() || st.reason == Reason::converged_by_caller) {
                 total.reason = st.reason;
                 break;
             }

@@ -31,6 +31,10 @@ const char* to_string(Reason r) noexcept
             return "stagnation";
         case Reason::diverged_true_residual:
             return "diverged_true_residual";
+        case Reason::converged_by_caller:
+            return "converged_by_caller";
+        case Reason::diverged_by_caller:
+            return "diverged_by_caller";
     }
     return "unknown";
 }

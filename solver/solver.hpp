@@ -32,6 +32,23 @@ struct IterationInfo {
 /// batches of check_every, after the fact; the solve does not wait for the monitor.
 using Monitor = std::function<void(const IterationInfo&)>;
 
+/// What a caller's own stopping test (SolverOptions::stop_test) says of an iteration.
+enum class Verdict { go_on, converged, diverged };
+
+/// A caller's own stopping test, called once per iteration (iteration 0 = the initial
+/// residual) right after the monitor, with the same IterationInfo; its verdict stops the solve
+/// at that very iteration with Reason::converged_by_caller or diverged_by_caller. A PETSc
+/// host's KSPSetConvergenceTest reaches heptane's KSPs this way.
+using StopTest = std::function<Verdict(const IterationInfo&)>;
+
+/// The Reason a verdict stops with (Reason::iterating for go_on).
+inline Reason reason_of(Verdict v) noexcept
+{
+    return v == Verdict::converged  ? Reason::converged_by_caller
+           : v == Verdict::diverged ? Reason::diverged_by_caller
+                                    : Reason::iterating;
+}
+
 /// Options of every Krylov solver. The names follow PETSc's (-ksp_rtol, -ksp_atol,
 /// -ksp_max_it, -ksp_divtol, -ksp_initial_guess_nonzero, -ksp_monitor).
 struct SolverOptions {
@@ -67,6 +84,13 @@ struct SolverOptions {
     bool compute_true_residual = true;
     /// Called per iteration (see Monitor). Empty = no monitor.
     Monitor monitor;
+    /// The caller's own stopping test (see StopTest), beside heptane's (set rtol = atol = 0
+    /// and dtol huge for the caller's alone; breakdowns, NaN and max_it still stop). Honoured
+    /// by BiCGStab, CG and GMRES on every executor and by the mixed refinement. On a GPU a
+    /// test makes the host read every iteration before the next is queued (check_every = 1,
+    /// no step ahead), so the solve stops exactly where the test says -- as PETSc's own KSPs,
+    /// at the price of one device-to-host wait per iteration. Empty = none.
+    StopTest stop_test;
     /// GPU: replay each batch of check_every iterations from a CUDA graph (recorded once per
     /// solve while the first batch runs) when the operator, the preconditioner and the
     /// reducer are graph-safe; same kernels, same results, far fewer launches. No effect on

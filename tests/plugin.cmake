@@ -144,6 +144,48 @@ heptane_plugin_test(plugin_host_hbcgs_as_gamg_smoother
   --heptane "-ksp_type fgmres -pc_type gamg -mg_levels_ksp_type hbcgs -mg_levels_pc_type jacobi -mg_levels_ksp_max_it 2 -ksp_view"
   --expect "heptane BiCGStab \\(fused loop\\), right-preconditioned inside heptane. no convergence test"
   --reject MISMATCH -- ${host} -solves 2 -n 16)
+# The host's own convergence test (KSPSetConvergenceTest, as simulators set one; plugin_host
+# -host_test): heptane's loop calls it every iteration after the monitors, with KSPGetIterationNumber
+# and KSPGetResidualNorm as passed, and stops where it says with its reason -- the iterations,
+# norms and reasons of PETSc's KSPs. plugin_host prints MISMATCH unless it was called once per
+# iteration 0..its and the solve ended where it said (before 2026-12-03 it was not called: a
+# warning, and heptane's rtol test instead). 1: a tolerance of the host's own (1e-4 ||r0||);
+# 2: KSPConvergedDefault wrapped (its context, ||b|| taken by it from a nonzero initial guess),
+# stopping with KSP_DIVERGED_ITS at -host_test_stop k.
+foreach(v "hbcgs_jacobi;-ksp_type hbcgs -pc_type jacobi;${ref_bcgs} -pc_type jacobi"
+          "hgmres_ilu;-ksp_type hgmres -pc_type ilu;-ksp_type gmres -ksp_pc_side right -pc_type ilu")
+  list(GET v 0 tag)
+  list(GET v 1 hep)
+  list(GET v 2 ref)
+  heptane_plugin_test(plugin_host_host_convergence_test_${tag}_as_petsc
+    ${solves} --max-error 1e-3 --its-diff 1 --solves 2 --
+    --plugin ${plugin_so} --ref "${ref}" --heptane "${hep} -ksp_view"
+    --expect "stopping on the host's convergence test \\(KSPSetConvergenceTest\\)"
+    --expect "host: convergence test called [0-9]+ times, last at iteration [0-9]+, said CONVERGED_RTOL"
+    --reject MISMATCH -- ${host} -host_test 1 -solves 2)
+endforeach()
+heptane_plugin_test(plugin_host_host_convergence_test_hcg_hamg
+  ${solves} --max-error 1e-3 --its host=2:30 --ref-its host=2:30 --solves 2 --
+  --plugin ${plugin_so} --tol 1e-4 --ref "-ksp_type cg -pc_type gamg" --heptane "-ksp_type hcg -pc_type hamg -ksp_view"
+  --expect "host: convergence test called [0-9]+ times, last at iteration [0-9]+, said CONVERGED_RTOL"
+  --reject MISMATCH -- ${host} -host_test 1 -convection 0 -solves 2)
+heptane_plugin_test(plugin_host_host_convergence_test_wraps_the_default_from_x0
+  ${solves} ${host_checks} --its-diff 1 --solves 2 --
+  --plugin ${plugin_so} --ref "${ref_bcgs} -pc_type ilu" --heptane "-ksp_type hbcgs -pc_type ilu -ksp_view"
+  --expect "host: convergence test called [0-9]+ times, last at iteration [0-9]+, said CONVERGED_RTOL"
+  --reject MISMATCH -- ${host} -host_test 2 -x0 1 -dof 2 -solves 2)
+heptane_plugin_test(plugin_host_host_convergence_test_stops_at_its_iteration
+  ${solves} --reason DIVERGED_ITS --max-error 1e-1 --its host=5:5 --ref-its host=5:5 --solves 2 --
+  --plugin ${plugin_so} --ref "${ref_bcgs} -pc_type jacobi" --heptane "-ksp_type hbcgs -pc_type jacobi -ksp_view"
+  --expect "host: convergence test called 6 times, last at iteration 5, said DIVERGED_ITS"
+  --reject MISMATCH -- ${host} -host_test 2 -host_test_stop 5 -solves 2)
+# mixed precision refined against the fp64 matrix: the test sees the iterations numbered across
+# the corrections, and its verdict ends the refinement
+heptane_plugin_test(plugin_host_host_convergence_test_mixed_refined
+  ${solves} ${host_checks} --max-its-ratio 1.5 --solves 2 --
+  --plugin ${plugin_so} --ref "${ref_bcgs} -pc_type jacobi" --heptane "-ksp_type hbcgs -pc_type jacobi -heptane_precision mixed -heptane_refine 1 -ksp_view"
+  --expect "refined against the fp64 matrix" --expect "host: convergence test called [0-9]+ times, last at iteration [0-9]+, said CONVERGED_RTOL"
+  --reject MISMATCH -- ${host} -host_test 2 -solves 2)
 # PETSc's default test as its options set it, from a nonzero initial guess: rtol times ||b - A x0||
 # (-ksp_converged_use_initial_residual_norm) or the smaller of it and ||b||, the same
 # iterations as PETSc's bcgs (one more than with ||b|| here); -ksp_converged_maxits: max_it
@@ -713,6 +755,24 @@ if(HEPTANE_HAVE_CUDA)
     --plugin ${plugin_so} --ref "-ksp_type cg -pc_type gamg" --heptane "-ksp_type hcg -pc_type hamg -heptane_device gpu -ksp_view"
     --expect "heptane null space: Amat's \\(MatSetNullSpace, 1 vector\\) removed" --expect "generalized inverse, rank"
     --expect "fp64 on cuda" --reject MISMATCH -- ${host} -neumann 1 -convection 0 -solves 2 -x0 1 -n 16)
+  # the host's own convergence test on the GPU: the residual read back every iteration before
+  # the next is queued, so the solve stops exactly where the test says, as PETSc's bcgs
+  heptane_plugin_gpu_test(plugin_host_gpu_host_convergence_test_stops_at_its_iteration
+    ${solves} --reason DIVERGED_ITS --max-error 1e-1 --its host=5:5 --ref-its host=5:5 --solves 2 --
+    --plugin ${plugin_so} --ref "${ref_bcgs} -pc_type jacobi" --heptane "-ksp_type hbcgs -pc_type jacobi -heptane_device gpu -ksp_view"
+    --expect "fp64 on cuda" --expect "host: convergence test called 6 times, last at iteration 5, said DIVERGED_ITS"
+    --reject MISMATCH -- ${host} -host_test 2 -host_test_stop 5 -solves 2)
+  foreach(v "hbcgs_jacobi;-ksp_type hbcgs -pc_type jacobi;${ref_bcgs} -pc_type jacobi"
+            "hgmres_ilu;-ksp_type hgmres -pc_type ilu -heptane_ilu natural;-ksp_type gmres -ksp_pc_side right -pc_type ilu")
+    list(GET v 0 tag)
+    list(GET v 1 hep)
+    list(GET v 2 ref)
+    heptane_plugin_gpu_test(plugin_host_gpu_host_convergence_test_${tag}_as_petsc
+      ${solves} --max-error 1e-3 --its-diff 1 --solves 2 --
+      --plugin ${plugin_so} --ref "${ref}" --heptane "${hep} -heptane_device gpu -ksp_view"
+      --expect "fp64 on cuda" --expect "host: convergence test called [0-9]+ times, last at iteration [0-9]+, said CONVERGED_RTOL"
+      --reject MISMATCH -- ${host} -host_test 1 -dof 2 -solves 2)
+  endforeach()
   heptane_plugin_gpu_test(plugin_host_gpu_without_prewarm
     ${solves} ${host_checks} --
     --plugin ${plugin_so} --ref "${ref_bcgs} -pc_type pbjacobi" --heptane "-ksp_type hbcgs -pc_type pbjacobi -heptane_device gpu -heptane_prewarm 0 -ksp_view"
@@ -1115,6 +1175,11 @@ if(HEPTANE_PETSC_MPIEXEC)
       --expect "heptane null space: Amat's \\(MatSetNullSpace, 1 vector\\) removed from the solution's correction"
       --expect "a null space declared \\(MatSetNullSpace\\): the coarsest level by a generalized inverse"
       --reject MISMATCH -- ${host} -neumann 1 -convection 0 -solves 2 -x0 1)
+    heptane_plugin_test(plugin_host_two_ranks_host_convergence_test_hbcgs_ilu
+      ${solves} --max-error 1e-3 --its-diff 1 --solves 2 --
+      --plugin ${plugin_so} --mpiexec "${np2}" --ref "${ref_bcgs} -pc_type bjacobi" --heptane "-ksp_type hbcgs -pc_type ilu -ksp_view"
+      --expect "host: convergence test called [0-9]+ times, last at iteration [0-9]+, said CONVERGED_RTOL"
+      --reject MISMATCH -- ${host} -host_test 1 -solves 2)
     heptane_plugin_test(plugin_host_two_ranks_mffd_amat_hgmres_ilu_matches_gmres
       ${solves} --max-error 1e-6 --its-diff 2 --solves 2 --
       --plugin ${plugin_so} --mpiexec "${np2}" --ref "-ksp_type gmres -ksp_pc_side right -pc_type bjacobi" --heptane "-ksp_type hgmres -pc_type ilu -ksp_view"

@@ -27,6 +27,13 @@
             attached as A's null space (MatSetNullSpace); x_exact has zero mean, so the answer
             PETSc's KSPs give, x0 + a correction with no constant in it, is x_exact (x0 + 1 with
             -x0 1: the initial guess 0.9 x_exact + 1 keeps its constant))
+            -host_test 0|1|2 (0: the host's own convergence test, KSPSetConvergenceTest, as
+            simulators set one: 1 stops at ||r|| < 1e-4 ||r_0||, a tolerance of its own, with
+            KSP_CONVERGED_RTOL; 2 wraps PETSc's KSPConvergedDefault with its own context and
+            stops with KSP_DIVERGED_ITS at iteration -host_test_stop k (0: never) unless that
+            converged first. Either checks it is called once per iteration from 0, in order,
+            with KSPGetIterationNumber and KSPGetResidualNorm as passed, and that the solve
+            stopped where it said; MISMATCH otherwise),
    plus any -ksp_ / -pc_ / -mat_type / -dm_mat_type option (-mat_type sbaij stores the upper
    triangle: a symmetric system, -convection 0 -dof 1).
 
@@ -153,8 +160,41 @@ static PetscErrorCode Assemble(Mat A, DM da, PetscInt n, PetscInt dim, PetscInt 
   PetscFunctionReturn(0);
 }
 
+/* -host_test: the host's own convergence test and what it saw */
+typedef struct {
+  PetscInt           mode, stop_at, calls, last;
+  PetscReal          r0;
+  KSPConvergedReason said;
+  void              *dctx; /* KSPConvergedDefault's context (mode 2) */
+} HostTest;
+
+static PetscErrorCode HostConverged(KSP ksp, PetscInt it, PetscReal rnorm, KSPConvergedReason *reason, void *ctx)
+{
+  HostTest *t = (HostTest *)ctx;
+  PetscInt  kits;
+  PetscReal krn;
+
+  PetscFunctionBeginUser;
+  PetscCall(KSPGetIterationNumber(ksp, &kits));
+  PetscCall(KSPGetResidualNorm(ksp, &krn));
+  if (it != t->calls || kits != it || krn != rnorm)
+    PetscCall(PetscPrintf(PETSC_COMM_WORLD, "host: MISMATCH convergence test call %" PetscInt_FMT " at iteration %" PetscInt_FMT " (KSPGetIterationNumber %" PetscInt_FMT ", KSPGetResidualNorm %.6e, passed %.6e)\n", t->calls, it, kits, (double)krn, (double)rnorm));
+  t->calls++;
+  t->last = it;
+  if (t->mode == 1) {
+    if (it == 0) t->r0 = rnorm;
+    *reason = rnorm < 1e-4 * t->r0 ? KSP_CONVERGED_RTOL : KSP_CONVERGED_ITERATING;
+  } else {
+    PetscCall(KSPConvergedDefault(ksp, it, rnorm, reason, t->dctx));
+    if (*reason == KSP_CONVERGED_ITERATING && t->stop_at > 0 && it >= t->stop_at) *reason = KSP_DIVERGED_ITS;
+  }
+  t->said = *reason;
+  PetscFunctionReturn(0);
+}
+
 int main(int argc, char **argv)
 {
+  HostTest host_test = {0, 0, 0, -1, 0, KSP_CONVERGED_ITERATING, NULL};
   PetscInt           n = 12, dim = 3, dof = 1, solves = 1, new_pattern_at = 0, empty_rank = -1, its, N;
   PetscReal          conv = 0.3, rnorm, tnorm, bnorm, enorm, xnorm, xenorm, pmat_shift = 0;
   PetscBool          use_dm = PETSC_TRUE, x0 = PETSC_FALSE, shell_amat = PETSC_FALSE, mffd_amat = PETSC_FALSE, neumann = PETSC_FALSE;
@@ -181,6 +221,8 @@ int main(int argc, char **argv)
   PetscCall(PetscOptionsGetReal(NULL, NULL, "-pmat_shift", &pmat_shift, NULL));
   PetscCall(PetscOptionsGetBool(NULL, NULL, "-mffd_amat", &mffd_amat, NULL));
   PetscCall(PetscOptionsGetBool(NULL, NULL, "-neumann", &neumann, NULL));
+  PetscCall(PetscOptionsGetInt(NULL, NULL, "-host_test", &host_test.mode, NULL));
+  PetscCall(PetscOptionsGetInt(NULL, NULL, "-host_test_stop", &host_test.stop_at, NULL));
   PetscCheck(!neumann || dof == 1, PETSC_COMM_WORLD, PETSC_ERR_ARG_INCOMP, "-neumann needs -dof 1");
   PetscCheck(!(shell_amat && mffd_amat), PETSC_COMM_WORLD, PETSC_ERR_ARG_INCOMP, "-shell_amat or -mffd_amat, not both");
   PetscCheck(empty_rank < 0 || !use_dm, PETSC_COMM_WORLD, PETSC_ERR_ARG_INCOMP, "-empty_rank needs -use_dm 0");
@@ -255,6 +297,10 @@ int main(int argc, char **argv)
     if (flg) PetscCall(KSPSetOptionsPrefix(ksp, prefix));
   }
   PetscCall(KSPSetTolerances(ksp, 1e-10, PETSC_DEFAULT, PETSC_DEFAULT, 2000));
+  if (host_test.mode) {
+    if (host_test.mode == 2) PetscCall(KSPConvergedDefaultCreate(&host_test.dctx));
+    PetscCall(KSPSetConvergenceTest(ksp, HostConverged, &host_test, NULL));
+  }
   for (PetscInt s = 1; s <= solves; s++) {
     const PetscReal scale = 1.0 + 0.1 * (PetscReal)(s - 1);
     double          t0, t1;
@@ -294,12 +340,20 @@ int main(int argc, char **argv)
       PetscCall(VecScale(x, 0.9));
       if (neumann) PetscCall(VecShift(x, 1.0)); /* a constant the solve keeps: the answer is x_exact + 1 */
     } else PetscCall(VecSet(x, 0.0));
-    t0 = MPI_Wtime();
+    host_test.calls = 0;
+    host_test.last  = -1;
+    host_test.said  = KSP_CONVERGED_ITERATING;
+    t0              = MPI_Wtime();
     PetscCall(KSPSolve(ksp, b, x));
     t1 = MPI_Wtime();
     PetscCall(KSPGetIterationNumber(ksp, &its));
     PetscCall(KSPGetResidualNorm(ksp, &rnorm));
     PetscCall(KSPGetConvergedReason(ksp, &reason));
+    if (host_test.mode) { /* called once per iteration 0..its, and the solve stopped where it said (or at -ksp_max_it) */
+      PetscCall(PetscPrintf(PETSC_COMM_WORLD, "host: convergence test called %" PetscInt_FMT " times, last at iteration %" PetscInt_FMT ", said %s\n", host_test.calls, host_test.last, KSPConvergedReasons[host_test.said]));
+      if (host_test.calls != its + 1 || host_test.last != its || (host_test.said != KSP_CONVERGED_ITERATING && host_test.said != reason))
+        PetscCall(PetscPrintf(PETSC_COMM_WORLD, "host: MISMATCH the convergence test was called %" PetscInt_FMT " times (last at %" PetscInt_FMT ", said %s) for %" PetscInt_FMT " iterations ending %s\n", host_test.calls, host_test.last, KSPConvergedReasons[host_test.said], its, KSPConvergedReasons[reason]));
+    }
     PetscCall(MatMult(A, x, r));
     PetscCall(VecAYPX(r, -1.0, b));
     PetscCall(VecNorm(r, NORM_2, &tnorm));
@@ -317,6 +371,11 @@ int main(int argc, char **argv)
   PetscCall(PetscPrintf(PETSC_COMM_WORLD, "host: ksp=%s solution norm = %.12e\n", ktype, (double)xnorm));
 
   PetscCall(KSPDestroy(&ksp));
+#if PETSC_VERSION_GE(3, 23, 0) /* PetscCtxDestroyFn: void ** since 3.23 */
+  if (host_test.dctx) PetscCall(KSPConvergedDefaultDestroy(&host_test.dctx));
+#else
+  if (host_test.dctx) PetscCall(KSPConvergedDefaultDestroy(host_test.dctx));
+#endif
   PetscCall(VecDestroy(&x));
   PetscCall(VecDestroy(&b));
   PetscCall(VecDestroy(&xe));

@@ -493,6 +493,48 @@ BOOST_AUTO_TEST_CASE(breakdown_lucky_and_not)
     BOOST_TEST(z.x == std::vector<double>(4, 0.0), boost::test_tools::per_element());
 }
 
+BOOST_AUTO_TEST_CASE(a_callers_stop_test_stops_gmres_at_its_own_iteration)
+{
+    // SolverOptions::stop_test: GMRES's host loop sees each iteration before it keeps the
+    // step queued ahead, so the verdict stops it there, across restarts, with x of that
+    // iteration (the estimate is x's true residual)
+    const auto a = seven_point(9, 8, 7, 0.4, 0.05);
+    const auto b = test::random_vector<double>(std::size_t(a.rows), 6);
+    for (int m : {5, 30}) {
+        const Run full = run(SolverType::gmres, a, b, PcType::jacobi, 1, tight(1e-12), m);
+        BOOST_REQUIRE(full.st.converged());
+        const auto& h = full.st.history;
+        std::size_t k = 0;
+        while (k < h.size() && !(h[k] < 1e-5 * h[0])) ++k;
+        BOOST_REQUIRE(k > 2 && k + 1 < h.size());
+        SolverOptions o = tight(0.0);
+        std::vector<int> seen;
+        o.stop_test = [&](const IterationInfo& i) {
+            seen.push_back(i.iteration);
+            return i.residual_norm < 1e-5 * h[0] ? Verdict::converged : Verdict::go_on;
+        };
+        const Run r = run(SolverType::gmres, a, b, PcType::jacobi, 1, o, m);
+        BOOST_TEST(r.st.reason == Reason::converged_by_caller, r.st.summary());
+        BOOST_TEST(r.st.iterations == int(k));
+        BOOST_TEST(int(seen.size()) == int(k) + 1);
+        BOOST_TEST(seen.back() == int(k));
+        BOOST_TEST(std::abs(r.st.true_relative_residual - true_relres(a, r.x, b)) <=
+                   1e-10 * true_relres(a, r.x, b));
+        BOOST_TEST(true_relres(a, r.x, b) < 1e-5 * h[0] / norm2(b) * 1.0001);
+        // diverged at 4, and at 0 (x0 = 0 kept)
+        for (int at : {4, 0}) {
+            SolverOptions d = tight(0.0);
+            d.stop_test = [at](const IterationInfo& i) {
+                return i.iteration == at ? Verdict::diverged : Verdict::go_on;
+            };
+            const Run dr = run(SolverType::gmres, a, b, PcType::jacobi, 1, d, m);
+            BOOST_TEST(dr.st.reason == Reason::diverged_by_caller, dr.st.summary());
+            BOOST_TEST(dr.st.iterations == at);
+            if (at == 0) BOOST_TEST(norm_inf(dr.x) == 0.0);
+        }
+    }
+}
+
 BOOST_AUTO_TEST_CASE(max_it_atol_stagnation_and_initial_guesses)
 {
     const auto a = seven_point(9, 8, 7, 0.4, 0.05);

@@ -517,6 +517,85 @@ BOOST_AUTO_TEST_CASE(stagnation_is_detected)
     BOOST_TEST(s.st.residual_norm >= 1.0 - 1e-12);
 }
 
+BOOST_AUTO_TEST_CASE(a_callers_stop_test_stops_the_solve_at_its_own_iteration)
+{
+    // SolverOptions::stop_test (a PETSc host's KSPSetConvergenceTest through the plugin): its
+    // verdict stops the solve exactly at the iteration it names -- whatever check_every, on
+    // the GPU too (no batch queued behind the host's check) -- with the x of that iteration,
+    // and it sees every iteration from 0 in order, after the monitor.
+    const auto spd = seven_point(10, 9, 8, 0.0, 0.0, true);
+    const auto nonsym = seven_point(9, 8, 7, 0.4, 0.05);
+    struct Case {
+        Method method;
+        BicgstabImpl impl;
+        const Coo<double>* a;
+    };
+    std::vector<Case> cases = {{Method::bicgstab, BicgstabImpl::fused, &nonsym},
+                               {Method::cg, BicgstabImpl::fused, &spd}};
+    if (test::testing_on_gpu())  // the cuBLAS reference loop honours it too
+        cases.push_back({Method::bicgstab, BicgstabImpl::reference, &nonsym});
+    for (const Case& c : cases) {
+        const auto& a = *c.a;
+        const auto b = test::random_vector<double>(std::size_t(a.rows), 4);
+        const PcType pc = PcType::jacobi;
+        const Run full =
+            run(c.method, a, b, pc, 1, tight(1e-12), test::test_executor(), {}, c.impl);
+        BOOST_REQUIRE(full.st.converged());
+        const auto& h = full.st.history;
+        // the caller's test: ‖r‖ < 1e-5 ‖r0‖, which heptane's own (off) would not stop on
+        std::size_t k = 0;
+        while (k < h.size() && !(h[k] < 1e-5 * h[0])) ++k;
+        BOOST_REQUIRE(k > 2 && k + 1 < h.size());
+        for (int check_every : {0, 1, 8}) {
+            SolverOptions o = tight(0.0);
+            o.check_every = check_every;
+            std::vector<int> seen, monitored;
+            double r0 = -1;
+            o.monitor = [&](const IterationInfo& i) { monitored.push_back(i.iteration); };
+            o.stop_test = [&](const IterationInfo& i) {
+                BOOST_TEST(monitored.size() == seen.size() + 1);  // the monitor first
+                seen.push_back(i.iteration);
+                if (i.iteration == 0) r0 = i.residual_norm;
+                return i.residual_norm < 1e-5 * r0 ? Verdict::converged : Verdict::go_on;
+            };
+            const Run r = run(c.method, a, b, pc, 1, o, test::test_executor(), {}, c.impl);
+            BOOST_TEST(r.st.reason == Reason::converged_by_caller, r.st.summary());
+            BOOST_TEST(r.st.converged());
+            BOOST_TEST(r.st.iterations == int(k), "check_every " << check_every);
+            std::vector<int> expect(k + 1);
+            for (std::size_t i = 0; i <= k; ++i) expect[i] = int(i);
+            BOOST_TEST(seen == expect, boost::test_tools::per_element());
+            BOOST_TEST(std::abs(r.st.residual_norm - h[k]) <= 1e-8 * h[k]);
+            // the x of iteration k: what max_it = k leaves
+            SolverOptions m = tight(0.0);
+            m.max_it = int(k);
+            const Run ref = run(c.method, a, b, pc, 1, m, test::test_executor(), {}, c.impl);
+            BOOST_TEST(ref.st.reason == Reason::diverged_max_it);
+            BOOST_TEST(max_abs_diff(r.x, ref.x) <= 1e-10 * norm_inf(ref.x));
+            // its true residual is the x's
+            const double tr = norm2(residual(a, r.x, b)) / norm2(b);
+            BOOST_TEST(std::abs(r.st.true_relative_residual - tr) <= residual_rounding(a, r.x, b));
+        }
+        // a "diverged" verdict at iteration 3; one at iteration 0 leaves x0 (= 0)
+        for (int at : {3, 0}) {
+            SolverOptions o = tight(0.0);
+            o.stop_test = [at](const IterationInfo& i) {
+                return i.iteration == at ? Verdict::diverged : Verdict::go_on;
+            };
+            const Run r = run(c.method, a, b, pc, 1, o, test::test_executor(), {}, c.impl);
+            BOOST_TEST(r.st.reason == Reason::diverged_by_caller, r.st.summary());
+            BOOST_TEST(!r.st.converged());
+            BOOST_TEST(r.st.iterations == at);
+            if (at == 0) BOOST_TEST(norm_inf(r.x) == 0.0);
+        }
+        // heptane's own test, where it is on, stops first when it is met first
+        SolverOptions o = tight(1e-2);
+        o.stop_test = [](const IterationInfo&) { return Verdict::go_on; };
+        const Run own = run(c.method, a, b, pc, 1, o, test::test_executor(), {}, c.impl);
+        BOOST_TEST(own.st.reason == Reason::converged_rtol, own.st.summary());
+    }
+}
+
 BOOST_AUTO_TEST_CASE(nonzero_initial_guess_is_honoured_and_ignored_when_not_asked)
 {
     const auto a = seven_point(9, 8, 7, 0.4, 0.05);

@@ -215,9 +215,13 @@ Status bicgstab_reference_solve(const Operator<double>& A, const Operator<double
         HEPTANE_CUDA_CHECK(
             cudaMemsetAsync(x, 0, sizeof(double) * std::size_t(n), cuda::stream(exec)));
     auto monitor = [&](int i) {
-        if (opts.monitor)
-            opts.monitor(IterationInfo{i, hist[std::size_t(i)],
-                                       st.bnorm > 0 ? hist[std::size_t(i)] / st.bnorm : 0.0});
+        const IterationInfo info{i, hist[std::size_t(i)],
+                                 st.bnorm > 0 ? hist[std::size_t(i)] / st.bnorm : 0.0};
+        if (opts.monitor) opts.monitor(info);
+        if (opts.stop_test && !st.stop) {  // the caller's own test (SolverOptions::stop_test)
+            const Reason r = reason_of(opts.stop_test(info));
+            if (r != Reason::iterating) krylov::stop_with(st, r);
+        }
     };
     monitor(0);
     Status status;

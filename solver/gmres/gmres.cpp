@@ -161,16 +161,18 @@ Status Gmres<VT>::solve(const Array<VT>& b_arr, Array<VT>& x_arr)
         return rn < opts_.atol ? Reason::converged_atol : Reason::converged_rtol;
     };
     std::vector<double> history, prefix_min;
+    // what SolverOptions::stop_test said of the last iteration emitted (GMRES's host loop
+    // sees every iteration before it decides on the next, so the stop is exact)
+    Reason caller_stop = Reason::iterating;
     auto emit = [&](int i, double rn) {
         history.push_back(rn);
         prefix_min.push_back(prefix_min.empty() ? rn : std::min(prefix_min.back(), rn));
-        if (opts_.monitor) {
-            IterationInfo info;
-            info.iteration = i;
-            info.residual_norm = rn;
-            info.relative_residual = bnorm > 0 ? rn / bnorm : 0.0;
-            opts_.monitor(info);
-        }
+        IterationInfo info;
+        info.iteration = i;
+        info.residual_norm = rn;
+        info.relative_residual = bnorm > 0 ? rn / bnorm : 0.0;
+        if (opts_.monitor) opts_.monitor(info);
+        if (opts_.stop_test) caller_stop = reason_of(opts_.stop_test(info));
     };
     // as detail::KrylovDriver: min ‖r‖ of the last window not below (1 − rtol)·(min before)
     auto stagnated = [&] {
@@ -194,6 +196,8 @@ Status Gmres<VT>::solve(const Array<VT>& b_arr, Array<VT>& x_arr)
         ops.fill(n, VT(0), x);  // b = 0: x = 0
     } else if (beta <= tol) {
         reason = converged(beta);
+    } else if (caller_stop != Reason::iterating) {
+        reason = caller_stop;
     } else if (opts_.max_it <= 0) {
         reason = Reason::diverged_max_it;
     }
@@ -303,6 +307,8 @@ Status Gmres<VT>::solve(const Array<VT>& b_arr, Array<VT>& x_arr)
             } else if (est > div_limit) {
                 reason = Reason::diverged_dtol;
             }
+            if (reason == Reason::iterating && caller_stop != Reason::iterating)
+                reason = caller_stop;  // the caller's test (heptane's own first at one iteration)
             if (reason == Reason::iterating && it >= opts_.max_it) reason = Reason::diverged_max_it;
             if (reason == Reason::iterating && stagnated()) reason = Reason::stagnation;
         }
