@@ -322,8 +322,9 @@ const char* pc_options_help =
 const char* null_space_help =
     "  --null-space N    none (default) | constant: A 1 = 0 (a pure-Neumann pressure, a closed\n"
     "                    domain with no accumulation term or well), as PETSc's\n"
-    "                    MatSetNullSpace says it: AMG's (and CPR's) coarsest level is solved\n"
-    "                    by a generalized inverse instead of refused as singular, and the\n"
+    "                    MatSetNullSpace says it: AMG's (and CPR's) coarsest level and\n"
+    "                    --coarse's coarse matrix (mpirun) are solved by a generalized inverse\n"
+    "                    instead of refused as singular, and the\n"
     "                    constant is removed from the solution's correction, x = x0 + P(x -\n"
     "                    x0) (the answer PETSc's KSPs give). b must be consistent (for a\n"
     "                    symmetric A: zero mean). An error if a row of A does not sum to ~0\n"

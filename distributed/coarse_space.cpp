@@ -200,6 +200,8 @@ CoarseSpace<VT>::CoarseSpace(MPI_Comm comm, std::shared_ptr<const Operator<VT>> 
                                        "aggregates, or the AMG coarse solve)");
     cycles_ = opt.cycles;
     amg_opts_ = opt.amg;
+    singular_ = opt.singular;
+    amg_opts_.singular = amg_opts_.singular || opt.singular;
     counts_.resize(static_cast<std::size_t>(ranks_));
     displs_.resize(static_cast<std::size_t>(ranks_));
     for (int p = 0; p < ranks_; ++p) {
@@ -463,6 +465,14 @@ void CoarseSpace<VT>::factor_dense()
     // when it succeeds
     const index_t m = nc_total_;
     std::vector<double> lu = coarse_matrix();
+    if (singular_) {  // a null space declared: a generalized inverse (the same on every rank)
+        std::vector<double> g(lu.size(), 0.0);
+        rank_ = amg::generalized_inverse(lu.data(), g.data(), m, 1e-11);
+        HEPTANE_ENSURE(rank_ > 0, InputError,
+                       "coarse space: the coarse matrix (" << m << " unknowns) is zero");
+        ginv_.swap(g);
+        return;
+    }
     std::vector<index_t> piv(std::size_t(m), 0);
     double scale = 0;
     for (double v : lu) scale = std::max(scale, std::abs(v));
@@ -478,8 +488,10 @@ void CoarseSpace<VT>::factor_dense()
                        "coarse space: the coarse matrix (" << m << " unknowns) is singular at "
                                                            << "unknown " << k + 1
                                                            << " (a matrix whose constants are "
-                                                              "in its kernel has no coarse "
-                                                              "solve: run without it)");
+                                                              "in its kernel: declare them its "
+                                                              "null space -- --null-space "
+                                                              "constant, MatSetNullSpace -- or "
+                                                              "run without it)");
         if (p != k)
             for (index_t j = 0; j < m; ++j)
                 std::swap(lu[std::size_t(k) * std::size_t(m) + std::size_t(j)],
@@ -501,6 +513,16 @@ template <class VT>
 void CoarseSpace<VT>::coarse_solve(const std::vector<double>& rc, std::vector<double>& zc) const
 {
     const index_t m = nc_total_;
+    if (solve_ == CoarseOptions::Solve::dense && singular_) {  // zc = G rc
+        zc.assign(std::size_t(m), 0.0);
+        for (index_t i = 0; i < m; ++i) {
+            double s = 0;
+            for (index_t j = 0; j < m; ++j)
+                s += ginv_[std::size_t(i) * std::size_t(m) + std::size_t(j)] * rc[std::size_t(j)];
+            zc[std::size_t(i)] = s;
+        }
+        return;
+    }
     if (solve_ == CoarseOptions::Solve::dense) {  // L U zc = P rc
         zc = rc;
         for (index_t k = 0; k < m; ++k) {
@@ -582,7 +604,9 @@ std::string CoarseSpace<VT>::describe() const
       << (strength_stalled_ ? "bfs: strength stalled" : to_string(aggregation_)) << "), "
       << acs_.nnz() << " entries; "
       << (solve_ == CoarseOptions::Solve::dense
-              ? std::string("dense LU")
+              ? (singular_ ? "a generalized inverse (null space declared: rank " +
+                                 std::to_string(rank_) + " of " + std::to_string(nc_total_) + ")"
+                           : std::string("dense LU"))
               : "AMG (" + std::to_string(cycles_) + " cycle" + (cycles_ == 1 ? "" : "s") + ", " +
                     std::to_string(amg_->info().levels.size()) + " levels)")
       << " on every rank; " << (symmetric_ ? "symmetric: Q, M, Q" : "A-DEF2: Q then M")

@@ -87,6 +87,12 @@ struct CoarseOptions {
     /// options (its Nc is the fine matrix's).
     int cycles = 2;
     AmgOptions amg;
+    /// The caller declared the constants (per component) a null space of A (a pure-Neumann
+    /// pressure: A 1 = 0), so A_c = Pᵀ A P is singular too: the dense solve is then a
+    /// generalized inverse (amg::generalized_inverse, symmetric positive semidefinite for a
+    /// symmetric A_c) and the AMG solve's coarsest level one (AmgOptions::singular), instead of
+    /// the InputError of a singular coarse matrix.
+    bool singular = false;
 };
 /// "bfs", "strength"; InputError naming the choices.
 CoarseOptions::Aggregation parse_coarse_aggregation(const std::string& name);
@@ -103,7 +109,8 @@ public:
     /// preconditioner on the same executor. rows.diag.rows must be a multiple of nc and equal
     /// a->rows(). Throws InputError (the same on every rank) when the coarse matrix is
     /// singular (e.g. a matrix without any Dirichlet-like term, whose constants are in its
-    /// kernel; the AMG solve reports it as its coarsest level's), when the sizes do not fit,
+    /// kernel; the AMG solve reports it as its coarsest level's) and no null space is declared
+    /// (CoarseOptions::singular), when the sizes do not fit,
     /// or when an off-rank column lies outside the matrix.
     CoarseSpace(MPI_Comm comm, std::shared_ptr<const Operator<VT>> a,
                 std::shared_ptr<const Operator<VT>> local, const SplitRows& rows, index_t nc,
@@ -177,6 +184,9 @@ private:
     std::vector<int> vcounts_, vdispls_;  ///< coarse entries per rank (Allgatherv)
     Csr<double> acs_;                     ///< A_c, whole (host)
     std::vector<double> lu_;              ///< dense: its LU factors (row-major, unit L)
+    bool singular_ = false;               ///< CoarseOptions::singular
+    std::vector<double> ginv_;            ///< dense, singular: a generalized inverse (row-major)
+    index_t rank_ = 0;                    ///< dense, singular: the coarse matrix's rank
     std::vector<index_t> piv_;
     std::shared_ptr<const AmgPreconditioner<double>> amg_;  ///< amg: A_c's AMG (host)
     double setup_ms_ = 0;

@@ -313,12 +313,15 @@ struct GlobalCoarseOptions {
   /// With hierarchy and Nc > 1: CPR whose pressure stage is that AMG (dist::DistCpr).
   bool       cpr = false;
   CprOptions cpr_opts;
-  bool       operator==(const GlobalCoarseOptions &o) const noexcept
+  /// A null space declared (MatSetNullSpace): a singular A_c solved by a generalized inverse
+  /// (dist::CoarseOptions::singular)
+  bool singular = false;
+  bool operator==(const GlobalCoarseOptions &o) const noexcept
   {
     const auto same = [](const AmgOptions &a, const AmgOptions &b) {
-      return a.strength_threshold == b.strength_threshold && a.prolongation_weight == b.prolongation_weight && a.prolongation_max_entries == b.prolongation_max_entries && a.coarse_size == b.coarse_size && a.max_levels == b.max_levels && a.smoother == b.smoother && a.pre_sweeps == b.pre_sweeps && a.post_sweeps == b.post_sweeps;
+      return a.strength_threshold == b.strength_threshold && a.prolongation_weight == b.prolongation_weight && a.prolongation_max_entries == b.prolongation_max_entries && a.coarse_size == b.coarse_size && a.max_levels == b.max_levels && a.smoother == b.smoother && a.pre_sweeps == b.pre_sweeps && a.post_sweeps == b.post_sweeps && a.singular == b.singular;
     };
-    return aggregates == o.aggregates && symmetric == o.symmetric && solve == o.solve && cycles == o.cycles && aggregation == o.aggregation && hierarchy == o.hierarchy && (!hierarchy || same(amg, o.amg)) && cpr == o.cpr &&
+    return aggregates == o.aggregates && symmetric == o.symmetric && solve == o.solve && cycles == o.cycles && aggregation == o.aggregation && singular == o.singular && hierarchy == o.hierarchy && (!hierarchy || same(amg, o.amg)) && cpr == o.cpr &&
            (!cpr || (cpr_opts.pressure_index == o.cpr_opts.pressure_index && cpr_opts.second_stage_auto == o.cpr_opts.second_stage_auto && cpr_opts.second_stage == o.cpr_opts.second_stage && same(cpr_opts.amg, o.cpr_opts.amg)));
   }
   bool operator!=(const GlobalCoarseOptions &o) const noexcept { return !(*this == o); }

@@ -705,6 +705,7 @@ std::unique_ptr<GlobalCoarse<VT>> make_global_coarse(MPI_Comm comm, std::shared_
   dist::CoarseOptions o;
   o.aggregates  = g.aggregates;
   o.symmetric   = g.symmetric;
+  o.singular    = g.singular;
   o.solve       = g.solve == 1 ? dist::CoarseOptions::Solve::dense : g.solve == 2 ? dist::CoarseOptions::Solve::amg : dist::CoarseOptions::Solve::automatic;
   o.cycles      = g.cycles;
   o.aggregation = g.aggregation == 1 ? dist::CoarseOptions::Aggregation::strength : dist::CoarseOptions::Aggregation::bfs;

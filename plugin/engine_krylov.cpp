@@ -78,6 +78,18 @@ struct Typed {
       if (y.size() != n || y.exec() != bd.exec()) y = Array<VT>(bd.exec(), n);
       Solver<VT> &s = get_solver(SolverType::bicgstab, restart);
       s.options()   = o;
+      if (o.monitor) // the iterate is y of A M^-1 y = b, not x: none for the monitor
+        s.options().monitor = [&o](const IterationInfo &i) {
+          IterationInfo j = i;
+          j.iterate       = nullptr;
+          o.monitor(j);
+        };
+      if (o.stop_test)
+        s.options().stop_test = [&o](const IterationInfo &i) {
+          IterationInfo j = i;
+          j.iterate       = nullptr;
+          return o.stop_test(j);
+        };
       s.set_operator(folded_op);
       s.set_preconditioner(std::shared_ptr<const Operator<VT>>());
       const Status st = s.solve(bd, y);

@@ -99,31 +99,34 @@ typedef struct {
   Vec             r_true;        /* b - A x of the true-residual check */
   PetscReal       true_rnorm;    /* its norm after the last solve; -1: not checked */
   /* the matrix the engine holds */
-  PetscObjectId                  mat_id;
-  PetscObjectState               mat_nzstate, mat_state;
-  HeptaneAIJCopy                 sbaij;      /* an SBAIJ matrix's AIJ copy (owned) */
-  HeptaneBAIJ                   *baij;       /* a BAIJ matrix's map to scalar CSR (KSPHeptaneCSRGet) */
-  const char                    *input_how;  /* how the matrix is read, for the view */
-  heptane::plugin::MatrixEngine *own;        /* engine for non-bdiagh matrices */
-  heptane::plugin::MatrixEngine *engine;     /* the engine used: own, or the bdiagh matrix's */
-  Mat                            engine_mat; /* the bdiagh matrix lending its engine (referenced) */
-  heptane::plugin::KrylovEngine *krylov;
-  std::string                   *last_update; /* what the last setup did, for the view */
-  std::string                   *grid_source;
-  std::string                   *device_resolved; /* the device -heptane_device names for the last setup */
-  std::string                   *device_why;      /* what -heptane_device auto chose and why */
-  std::string                   *mat_type;
-  std::string                   *pc_note;   /* why the preconditioner is what it is (fallbacks) */
-  HeptaneRows                   *rows;      /* several ranks: this rank's rows (kept for the PC) */
-  struct HeptaneDiagCSR         *pc_rows;   /* several ranks, MPIBAIJ + ILU(0): the diagonal part's scalar CSR (kept: its pattern is made at a new pattern only) */
-  Mat                            rows_from; /* the matrix they were read from (not referenced) */
-  PetscMPIInt                    ranks;     /* of the KSP's communicator */
-  PetscInt                       full_builds, value_refreshes, solves;
-  PetscInt                       pc_reuses;    /* values-only setups that kept the preconditioner (KSPSetReusePreconditioner) */
-  PetscLogDouble                 rank_entries; /* several ranks: this rank's entries (MatGetInfo) at the last new pattern */
-  PetscErrorCode                 monitor_error;
-  PetscBool                      host_test;   /* the host's KSPSetConvergenceTest runs inside heptane's loop this solve */
-  KSPConvergedReason             host_reason; /* what it said at the stop */
+  PetscObjectId                        mat_id;
+  PetscObjectState                     mat_nzstate, mat_state;
+  HeptaneAIJCopy                       sbaij;      /* an SBAIJ matrix's AIJ copy (owned) */
+  HeptaneBAIJ                         *baij;       /* a BAIJ matrix's map to scalar CSR (KSPHeptaneCSRGet) */
+  const char                          *input_how;  /* how the matrix is read, for the view */
+  heptane::plugin::MatrixEngine       *own;        /* engine for non-bdiagh matrices */
+  heptane::plugin::MatrixEngine       *engine;     /* the engine used: own, or the bdiagh matrix's */
+  Mat                                  engine_mat; /* the bdiagh matrix lending its engine (referenced) */
+  heptane::plugin::KrylovEngine       *krylov;
+  std::string                         *last_update; /* what the last setup did, for the view */
+  std::string                         *grid_source;
+  std::string                         *device_resolved; /* the device -heptane_device names for the last setup */
+  std::string                         *device_why;      /* what -heptane_device auto chose and why */
+  std::string                         *mat_type;
+  std::string                         *pc_note;   /* why the preconditioner is what it is (fallbacks) */
+  HeptaneRows                         *rows;      /* several ranks: this rank's rows (kept for the PC) */
+  struct HeptaneDiagCSR               *pc_rows;   /* several ranks, MPIBAIJ + ILU(0): the diagonal part's scalar CSR (kept: its pattern is made at a new pattern only) */
+  Mat                                  rows_from; /* the matrix they were read from (not referenced) */
+  PetscMPIInt                          ranks;     /* of the KSP's communicator */
+  PetscInt                             full_builds, value_refreshes, solves;
+  PetscInt                             pc_reuses;    /* values-only setups that kept the preconditioner (KSPSetReusePreconditioner) */
+  PetscLogDouble                       rank_entries; /* several ranks: this rank's entries (MatGetInfo) at the last new pattern */
+  PetscErrorCode                       monitor_error;
+  PetscBool                            host_test;       /* the host's KSPSetConvergenceTest runs inside heptane's loop this solve */
+  const std::function<void(double *)> *iterate;         /* during a monitor's or the test's call: writes x_i in the solve's order (empty: none) */
+  Vec                                  x_mid, nat_mid;  /* KSPBuildSolution's vectors during the solve (PETSc's layout, the natural one) */
+  PetscBool                            monitor_iterate; /* the last solve: a monitor may build the iterate (SolverOptions::monitor_iterate) */
+  KSPConvergedReason                   host_reason;     /* what it said at the stop */
   /* a PC type heptane does not have (lu, asm, ilu(k), gamg, ...): PETSc's own PC, set up by
      KSPSetUp's PCSetUp and applied through PCApply inside heptane's loop */
   PetscBool      petsc_pc;
@@ -1026,6 +1029,7 @@ static PetscErrorCode KSPHeptaneNaturalMap(KSP ksp, Mat A, DM dm)
   PetscCall(VecScatterDestroy(&h->nat_sc));
   PetscCall(VecDestroy(&h->nat_b));
   PetscCall(VecDestroy(&h->nat_x));
+  PetscCall(VecDestroy(&h->nat_mid));
   HeptaneCallCXX(h->nat_note->clear());
   if (!dm) PetscFunctionReturn(0);
   PetscCall(PetscObjectTypeCompare((PetscObject)dm, DMDA, &isda));
@@ -1395,6 +1399,7 @@ static PetscErrorCode KSPHeptaneCoarse(KSP ksp, PetscBool changed)
   o.solve       = (int)h->coarse_solve;
   o.cycles      = (int)h->coarse_cycles;
   o.aggregation = (int)h->coarse_aggregation;
+  o.singular    = h->pc_opts->amg.singular; /* MatSetNullSpace (HeptanePcOptionsNullSpace) */
   o.hierarchy   = hierarchy;
   if (hierarchy) o.amg = h->pc_opts->amg;
   o.cpr = hierarchy && h->pc == heptane::PcType::cpr;
@@ -1812,6 +1817,22 @@ static PetscErrorCode KSPHeptaneRemoveNullSpace(KSP ksp, MatNullSpace nullsp)
   PetscFunctionReturn(0);
 }
 
+/* Whether a monitor may ask for the iterate (KSPBuildSolution: -ksp_monitor_true_residual,
+   -ksp_monitor_solution, a host's own): every one but PETSc's residual-norm monitors. Then the
+   fused loops read every iteration before queueing the next (SolverOptions::monitor_iterate). */
+static PetscBool KSPHeptaneMonitorsNeedIterate(KSP ksp)
+{
+  typedef void (*Fn)(void);
+  const Fn norm_only[] = {(Fn)KSPMonitorResidual, (Fn)KSPMonitorResidualShort, (Fn)KSPMonitorResidualDrawLG};
+
+  for (PetscInt i = 0; i < ksp->numbermonitors; i++) {
+    PetscBool known = PETSC_FALSE;
+    for (Fn f : norm_only) known = (PetscBool)(known || (Fn)ksp->monitor[i] == f);
+    if (!known) return PETSC_TRUE;
+  }
+  return PETSC_FALSE;
+}
+
 /* The host's own convergence test (KSPSetConvergenceTest), called by heptane's loop once per
    iteration (0 = the initial residual) after the monitors, with ksp->its and ksp->rnorm set, as
    PETSc's KSPs call it: the reason it sets stops the solve at that iteration. With
@@ -1904,13 +1925,22 @@ static PetscErrorCode KSPSolve_Heptane(KSP ksp)
   if (ksp->normtype != KSP_NORM_NONE || (ksp->converged != KSPConvergedDefault && ksp->converged != KSPConvergedSkip)) PetscCall(KSPHeptaneConvergenceTest(ksp, &opts.rtol));
   h->monitor_error = 0;
   opts.monitor     = [ksp, h](const heptane::IterationInfo &info) {
+    h->iterate = &info.iterate;                                                                                                                  /* KSPBuildSolution inside a monitor */
     if (!h->monitor_error) h->monitor_error = KSPHeptaneMonitor(ksp, info.iteration, ksp->normtype == KSP_NORM_NONE ? 0.0 : info.residual_norm); /* none: 0, as PETSc's KSPs */
+    h->iterate = NULL;
   };
+  h->monitor_iterate   = KSPHeptaneMonitorsNeedIterate(ksp);
+  opts.monitor_iterate = (bool)h->monitor_iterate;
   if (h->host_test) { /* the host's test alone decides (breakdowns, NaN and max_it still stop) */
     opts.rtol      = 0;
     opts.atol      = 0;
     opts.dtol      = 1e300;
-    opts.stop_test = [ksp](const heptane::IterationInfo &info) { return KSPHeptaneHostTest(ksp, info.iteration, ksp->normtype == KSP_NORM_NONE ? 0.0 : info.residual_norm); };
+    opts.stop_test = [ksp, h](const heptane::IterationInfo &info) {
+      h->iterate               = &info.iterate; /* KSPBuildSolution inside the test */
+      const heptane::Verdict v = KSPHeptaneHostTest(ksp, info.iteration, ksp->normtype == KSP_NORM_NONE ? 0.0 : info.residual_norm);
+      h->iterate               = NULL;
+      return v;
+    };
   }
   /* -heptane_ilu auto on a GPU: a multi-colour ILU(0) that does not converge is retried with
      the natural ILU(0) from the same initial guess (as heptane's solve_system does) */
@@ -1960,15 +1990,45 @@ static PetscErrorCode KSPSolve_Heptane(KSP ksp)
 
 /* KSPBuildSolution (monitors such as -ksp_monitor_true_residual, KSPBuildResidual): ksp->vec_sol
    is x itself, not a right-preconditioned variable (PETSc's default would apply M^-1 to it, through
-   a PC heptane holds). During the solve the iterate is heptane's, on its device: vec_sol is still
-   the initial guess then, and a warning says so once. */
+   a PC heptane holds). Inside a monitor or the host's test during the solve it is the iterate of
+   that iteration, x_i, from heptane's solver (IterationInfo::iterate: x on its device, or GMRES's
+   x0 + Z y_i), in v or, for v = NULL, a vector of the KSP's kept for it; where the solver cannot
+   give it (mixed precision refined, the folded operator) it is the initial guess, and a warning
+   says so once. */
 static PetscErrorCode KSPBuildSolution_Heptane(KSP ksp, Vec v, Vec *V)
 {
   KSP_Heptane *h = (KSP_Heptane *)ksp->data;
 
   PetscFunctionBegin;
+  if (h->solving && h->iterate && *h->iterate) {
+    Vec          out = v, into;
+    PetscScalar *a;
+
+    if (!out) {
+      PetscInt nx = -1, ns;
+      if (h->x_mid) PetscCall(VecGetLocalSize(h->x_mid, &nx));
+      PetscCall(VecGetLocalSize(ksp->vec_sol, &ns));
+      if (nx != ns) { /* first use, or another size since */
+        PetscCall(VecDestroy(&h->x_mid));
+        PetscCall(VecDuplicate(ksp->vec_sol, &h->x_mid));
+      }
+      out = h->x_mid;
+    }
+    if (h->nat_sc && !h->nat_mid) PetscCall(VecDuplicate(h->nat_x, &h->nat_mid));
+    into = h->nat_sc ? h->nat_mid : out; /* the solve's order: natural under the natural map */
+    PetscCall(VecGetArray(into, &a));
+    HeptaneCallCXX((*h->iterate)((double *)a));
+    PetscCall(VecRestoreArray(into, &a));
+    if (h->nat_sc) {
+      PetscCall(VecScatterBegin(h->nat_sc, h->nat_mid, out, INSERT_VALUES, SCATTER_REVERSE));
+      PetscCall(VecScatterEnd(h->nat_sc, h->nat_mid, out, INSERT_VALUES, SCATTER_REVERSE));
+    }
+    if (V) *V = out;
+    PetscFunctionReturn(0);
+  }
   if (h->solving)
-    PetscCall(KSPHeptaneWarn(ksp, "a monitor asked for the iterate during the solve (e.g. -ksp_monitor_true_residual), but heptane keeps it on its device until the solve returns: what the monitor builds from it (the true residual) is the initial "
+    PetscCall(KSPHeptaneWarn(ksp, "a monitor asked for the iterate during the solve (e.g. -ksp_monitor_true_residual), but this solve cannot give it (mixed precision refined, or the folded operator): what the monitor builds from it (the true "
+                                  "residual) is the initial "
                                   "guess's; the KSP residual norm it prints is heptane's own"));
   if (v) {
     PetscCall(VecCopy(ksp->vec_sol, v));
@@ -2057,6 +2117,9 @@ static PetscErrorCode KSPView_Heptane(KSP ksp, PetscViewer viewer)
   if (h->solves) PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane last solve: %.3f ms\n", h->krylov->timings().last_solve_ms));
   if (h->solves && h->engine && h->engine->built() && h->engine->executor()->is_cuda())
     PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane vectors: %s\n", h->device_vecs ? "b and x read and written on the GPU where PETSc keeps them (CUDA vectors: device-to-device copies, no host copy)" : "b and x from PETSc's host arrays (uploaded and downloaded each solve; with -vec_type cuda (-dm_vec_type cuda) and -heptane_precision double they stay on the GPU)"));
+  if (h->solves && h->monitor_iterate)
+    PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane monitors: one may build the iterate (KSPBuildSolution: not only PETSc's residual-norm monitors), so BiCGStab and CG read each iteration back before queueing the next (on a GPU: one wait an "
+                                             "iteration); GMRES forms x0 + Z y_i aside\n"));
   if (h->solves && h->krylov->last_corrections() > 0)
     PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane last solve: mixed precision refined against the fp64 matrix (-heptane_refine), corrections: %d; residuals of the fp64 matrix\n", h->krylov->last_corrections()));
   if (h->solves && h->true_rnorm >= 0)
@@ -2146,6 +2209,8 @@ static PetscErrorCode KSPHeptaneFreeWork(KSP ksp)
   PetscCall(VecScatterDestroy(&h->nat_sc));
   PetscCall(VecDestroy(&h->nat_b));
   PetscCall(VecDestroy(&h->nat_x));
+  PetscCall(VecDestroy(&h->nat_mid));
+  PetscCall(VecDestroy(&h->x_mid));
   PetscFunctionReturn(0);
 }
 

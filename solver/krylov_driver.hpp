@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstring>
 #include <memory>
+#include <type_traits>
 #include <vector>
 
 #include "core/operator.hpp"
@@ -133,6 +134,19 @@ struct CheckMirrors {
     }
 };
 
+/// x (n entries on `exec`) into host memory `out` as doubles (IterationInfo::iterate).
+template <class VT>
+void iterate_to_host(const Executor& exec, const VT* x, index_t n, double* out)
+{
+    if constexpr (std::is_same_v<VT, double>) {
+        copy_bytes(exec, x, *cpu_executor(), out, sizeof(double) * std::size_t(n));
+    } else {
+        std::vector<VT> tmp(static_cast<std::size_t>(n));
+        copy_bytes(exec, x, *cpu_executor(), tmp.data(), sizeof(VT) * tmp.size());
+        std::copy(tmp.begin(), tmp.end(), out);
+    }
+}
+
 /// The batch of a solve's host checks: SolverOptions::check_every, or for 0 (automatic) 1
 /// with a multigrid preconditioner (AMG, CPR) or a host-paced operator (Operator::host_paced),
 /// 8 otherwise.
@@ -168,14 +182,23 @@ public:
         : ops_(ops),
           mirrors_(mirrors),
           opts_(opts),
-          check_every_(opts.stop_test ? 1 : check_every),
-          ahead_(ahead && !opts.stop_test),  // a caller's test stops at its own iteration
+          exact_(opts.stop_test || opts.monitor_iterate),
+          check_every_(exact_ ? 1 : check_every),
+          ahead_(ahead && !exact_),  // a caller's test stops at its own iteration
           graph_(graph)
     {
         if (graph_) graph_->reset();  // the pointers of this solve are recorded anew
     }
     /// Whether any batch of the last run() was a graph launch.
     bool used_graph() const noexcept { return graph_launches_ > 0; }
+    /// x, the iterate of the solve (n entries on the executor): IterationInfo::iterate reads
+    /// it when every iteration is read before the next is queued (a stop_test or
+    /// SolverOptions::monitor_iterate).
+    void set_iterate(const VT* x, index_t n) noexcept
+    {
+        x_ = x;
+        n_ = n;
+    }
 
     /// After the init kernel: read the state (waits for the executor), record ‖r_0‖.
     /// Returns true when the solve already stopped at iteration 0.
@@ -291,20 +314,16 @@ private:
         history_.push_back(rnorm);
         prefix_min_.push_back(prefix_min_.empty() ? rnorm : std::min(prefix_min_.back(), rnorm));
         seen_ = i;
-        if (opts_.monitor) {
-            IterationInfo info;
-            info.iteration = i;
-            info.residual_norm = rnorm;
-            info.relative_residual = state_.bnorm > 0 ? rnorm / state_.bnorm : 0.0;
-            opts_.monitor(info);
-        }
-        if (opts_.stop_test && caller_stop_ == Reason::iterating && !state_.stop) {
-            IterationInfo info;
-            info.iteration = i;
-            info.residual_norm = rnorm;
-            info.relative_residual = state_.bnorm > 0 ? rnorm / state_.bnorm : 0.0;
-            caller_stop_ = reason_of(opts_.stop_test(info));
-        }
+        const bool test = opts_.stop_test && caller_stop_ == Reason::iterating && !state_.stop;
+        if (!opts_.monitor && !test) return;
+        IterationInfo info;
+        info.iteration = i;
+        info.residual_norm = rnorm;
+        info.relative_residual = state_.bnorm > 0 ? rnorm / state_.bnorm : 0.0;
+        if (exact_ && x_)  // nothing queued behind this iteration: x is x_i
+            info.iterate = [this](double* out) { iterate_to_host(*ops_.exec(), x_, n_, out); };
+        if (opts_.monitor) opts_.monitor(info);
+        if (test) caller_stop_ = reason_of(opts_.stop_test(info));
     }
 
     /// min ‖r‖ over the last `window` iterations not below (1 − stagnation_rtol)·(min before).
@@ -322,6 +341,7 @@ private:
     VectorOps<VT>& ops_;
     CheckMirrors& mirrors_;
     const SolverOptions& opts_;
+    bool exact_ = false;  // every iteration read before the next is queued
     int check_every_ = 8;
     bool ahead_ = true;
     BatchGraph* graph_ = nullptr;
@@ -331,6 +351,8 @@ private:
     std::vector<double> prefix_min_;
     int seen_ = -1;                           // last iteration emitted
     Reason caller_stop_ = Reason::iterating;  // what SolverOptions::stop_test said
+    const VT* x_ = nullptr;                   // the iterate (set_iterate)
+    index_t n_ = 0;
 };
 
 /// What decides whether a solver's workspace serves the next solve: the executor, the size,
@@ -431,6 +453,7 @@ Status run_fused_loop(const Operator<VT>& a, const Operator<VT>* m, VectorOps<VT
 {
     KrylovDriver<VT> driver(ops, mirrors, o, effective_check_every(o, a, m),
                             graphs_allowed(o, a, m) ? &graph : nullptr, !a.host_paced());
+    driver.set_iterate(x, a.rows());
     const bool stopped = driver.start();
     if (stopped && driver.initial_state().bnorm == 0.0) ops.fill(a.rows(), VT(0), x);
     Status st;

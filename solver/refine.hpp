@@ -85,6 +85,7 @@ public:
                     IterationInfo j = info;
                     j.iteration += offset;
                     j.relative_residual = total.b_norm > 0 ? info.residual_norm / total.b_norm : 0;
+                    j.iterate = nullptr;  // the inner iterate is a correction, not x
                     o.monitor(j);
                 };
             }
@@ -94,6 +95,7 @@ public:
                     IterationInfo j = info;
                     j.iteration += offset;
                     j.relative_residual = total.b_norm > 0 ? info.residual_norm / total.b_norm : 0;
+                    j.iterate = nullptr;
                     return o.stop_test(j);
                 };
             }

@@ -25,6 +25,13 @@ struct IterationInfo {
     int iteration = 0;             ///< 0 = the initial residual
     double residual_norm = 0;      ///< recursive ‖r_i‖ (2-norm, unpreconditioned)
     double relative_residual = 0;  ///< ‖r_i‖ / ‖b‖
+    /// Where the solve can give it, writes the iterate x_i of this iteration (x's n entries,
+    /// in x's order, as doubles) into host memory `out`; callable during the call only. Set
+    /// by GMRES always (x_i = x0 + Z y_i formed aside, x untouched) and by the fused loops
+    /// (BiCGStab, CG) and the cuBLAS reference with SolverOptions::monitor_iterate or a
+    /// stop_test (x itself, read after iteration i and before i + 1 is queued); empty
+    /// otherwise (the mixed refinement, whose inner iterate is a correction).
+    std::function<void(double* out)> iterate;
 };
 
 /// Called once per iteration, in order, from the thread that called solve(). On a GPU the
@@ -91,6 +98,10 @@ struct SolverOptions {
     /// no step ahead), so the solve stops exactly where the test says -- as PETSc's own KSPs,
     /// at the price of one device-to-host wait per iteration. Empty = none.
     StopTest stop_test;
+    /// The monitor (or the stop_test) will ask for the iterate (IterationInfo::iterate, e.g.
+    /// for ‖b − A x_i‖): on a GPU the fused loops then read every iteration before the next is
+    /// queued, as with a stop_test (check_every 1, no step ahead). GMRES needs no such mode.
+    bool monitor_iterate = false;
     /// GPU: replay each batch of check_every iterations from a CUDA graph (recorded once per
     /// solve while the first batch runs) when the operator, the preconditioner and the
     /// reducer are graph-safe; same kernels, same results, far fewer launches. No effect on

@@ -4,7 +4,8 @@
 # -- the answer has zero mean from a zero initial guess and keeps the initial guess's constant
 # from --x0 --, the true residual met, the JSON key null_space_removed a number; a matrix whose
 # rows do not sum to zero is refused (exit 1, the row named), a bad value exits 2. Under
-# MPIEXEC (when given) the same on 2 ranks, with one AMG per rank and with --amg-global.
+# MPIEXEC (when given) the same on 2 ranks, with one AMG per rank, with --amg-global and with
+# the global coarse correction (--coarse: its singular A_c by a generalized inverse, or by AMG).
 #   tests/cli_null_space.sh HEPTANE [MPIEXEC [MPI flags...]]
 set -euo pipefail
 heptane=$1
@@ -75,11 +76,17 @@ cat "$dir/bad.out" "$dir/usage.out"
 [ "$rc" = 1 ] && grep -q "row 1 sums to" "$dir/bad.out"
 [ "$rc2" = 2 ] && grep -q "the choices are none and constant" "$dir/usage.out"
 if [ -n "$mpiexec" ]; then
-  for how in "" "--amg-global"; do
+  for how in "--pc amg" "--pc amg --amg-global" "--pc jacobi --coarse" "--pc amg --coarse --coarse-solve amg"; do
     # shellcheck disable=SC2086
     "$mpiexec" -np 2 "${flags[@]}" "$heptane" solve "$dir/A.mtx" -b "$dir/b.mtx" --device cpu \
-      --solver cg --pc amg $how --rtol 1e-9 --null-space constant -o "$dir/x_np2.mtx" --json >"$dir/np2.json"
-    check "2 ranks, cg + amg $how" "$dir/np2.json" "$dir/x_np2.mtx" 0
+      --solver cg $how --rtol 1e-9 --null-space constant -o "$dir/x_np2.mtx" --json >"$dir/np2.json"
+    check "2 ranks, cg $how" "$dir/np2.json" "$dir/x_np2.mtx" 0
+    # the global coarse correction: its singular A_c by a generalized inverse (dense) or AMG's
+    case "$how" in
+    *"--coarse-solve amg"*) grep -q 'global coarse correction' "$dir/np2.json" ;;
+    *--coarse*) grep -q 'a generalized inverse (null space declared: rank' "$dir/np2.json" ||
+      { cat "$dir/np2.json"; echo "coarse: the generalized inverse is not in the report"; exit 1; } ;;
+    esac
   done
 fi
 echo "cli_null_space: OK"

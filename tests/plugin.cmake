@@ -254,14 +254,33 @@ heptane_plugin_test(plugin_host_dmda_entry_off_the_stencil_is_detected
   --plugin ${plugin_so} --ref "${ref_bcgs} -pc_type ilu" --heptane "-ksp_type hbcgs -pc_type ilu -ksp_view"
   --expect "star stencil does not hold the pattern \\(entry \\(0, 3454\\) lies on block offset 1727\\), so the structure was detected: detected: Nc=2 D=8"
   --reject MISMATCH -- ${host} -dof 2 -solves 3 -new_pattern_at 2)
-# -ksp_monitor_true_residual builds the iterate (KSPBuildSolution): heptane's vec_sol is x itself
-# (PETSc's default applied the held PC to it and stopped with 'no PCApply here'); during the solve
-# it is the initial guess, which a warning says once
-heptane_plugin_test(plugin_host_monitor_true_residual_runs_and_warns
-  ${solves} ${host_checks} --its-diff 2 --solves 2 --
-  --plugin ${plugin_so} --ref "${ref_bcgs}" --heptane "-ksp_type hbcgs -ksp_monitor_true_residual"
+# -ksp_monitor_true_residual and a host's own monitor build the iterate (KSPBuildSolution,
+# KSPBuildResidual): inside a monitor heptane gives x_i, the iterate of that iteration (the fused
+# loops read each iteration before queueing the next; GMRES forms x0 + Z y_i aside, across its
+# restarts), so ||b - A x_i|| is the KSP's norm as with PETSc's KSPs -- plugin_host's
+# -true_residual_monitor prints MISMATCH otherwise (before 2026-12-03 the monitor saw the initial
+# guess, with a warning; before that PETSc's default applied the held PC and stopped)
+foreach(v "hbcgs_jacobi;-ksp_type hbcgs -pc_type jacobi;${ref_bcgs} -pc_type jacobi;-dof 2"
+          "hcg_jacobi;-ksp_type hcg -pc_type jacobi;-ksp_type cg -pc_type jacobi;-convection 0"
+          "hgmres_ilu_restart_4;-ksp_type hgmres -pc_type ilu -ksp_gmres_restart 4;-ksp_type gmres -ksp_pc_side right -pc_type ilu -ksp_gmres_restart 4;-dof 2")
+  list(GET v 0 tag)
+  list(GET v 1 hep)
+  list(GET v 2 ref)
+  list(GET v 3 sys)
+  separate_arguments(sys)
+  heptane_plugin_test(plugin_host_monitor_true_residual_sees_each_iterate_${tag}
+    ${solves} ${host_checks} --its-diff 2 --solves 2 --
+    --plugin ${plugin_so} --ref "${ref} -ksp_monitor_true_residual" --heptane "${hep} -ksp_monitor_true_residual"
+    --expect "3 KSP unpreconditioned resid norm [0-9.e+-]+ true resid norm" --expect "host: true-residual monitor checked [0-9]+ iterates"
+    --reject "WARNING \\(heptane\\): a monitor asked" --reject MISMATCH -- ${host} ${sys} -solves 2 -x0 1 -true_residual_monitor 1)
+endforeach()
+# mixed precision refined: the inner iterate is a correction, so a monitor sees the initial guess,
+# and a warning says so once
+heptane_plugin_test(plugin_host_monitor_true_residual_mixed_refined_warns
+  ${solves} ${host_checks} --max-its-ratio 1.5 --solves 2 --
+  --plugin ${plugin_so} --ref "${ref_bcgs}" --heptane "-ksp_type hbcgs -heptane_precision mixed -heptane_refine 1 -ksp_monitor_true_residual"
   --expect "1 KSP unpreconditioned resid norm [0-9.e+-]+ true resid norm" --expect "WARNING \\(heptane\\): a monitor asked for the iterate during the solve"
-  --reject MISMATCH -- ${host} -dof 2 -solves 2 -x0 1)
+  -- ${host} -dof 2 -solves 2 -x0 1)
 heptane_plugin_test(plugin_host_sbaij_hcg_matches_cg
   ${solves} ${host_checks} --its-diff 2 --solves 2 --
   --plugin ${plugin_so} --ref "-ksp_type cg -pc_type jacobi" --heptane "-ksp_type hcg -pc_type jacobi -ksp_view"
@@ -773,6 +792,18 @@ if(HEPTANE_HAVE_CUDA)
       --expect "fp64 on cuda" --expect "host: convergence test called [0-9]+ times, last at iteration [0-9]+, said CONVERGED_RTOL"
       --reject MISMATCH -- ${host} -host_test 1 -dof 2 -solves 2)
   endforeach()
+  # the iterate inside a monitor on the GPU: read after each iteration, before the next is queued
+  foreach(v "hbcgs_jacobi;-ksp_type hbcgs -pc_type jacobi;${ref_bcgs} -pc_type jacobi"
+            "hgmres_ilu_restart_4;-ksp_type hgmres -pc_type ilu -heptane_ilu natural -ksp_gmres_restart 4;-ksp_type gmres -ksp_pc_side right -pc_type ilu -ksp_gmres_restart 4")
+    list(GET v 0 tag)
+    list(GET v 1 hep)
+    list(GET v 2 ref)
+    heptane_plugin_gpu_test(plugin_host_gpu_monitor_true_residual_sees_each_iterate_${tag}
+      ${solves} ${host_checks} --its-diff 2 --solves 2 --
+      --plugin ${plugin_so} --ref "${ref}" --heptane "${hep} -heptane_device gpu -ksp_view"
+      --expect "fp64 on cuda" --expect "host: true-residual monitor checked [0-9]+ iterates"
+      --reject "WARNING \\(heptane\\): a monitor asked" --reject MISMATCH -- ${host} -dof 2 -solves 2 -x0 1 -true_residual_monitor 1)
+  endforeach()
   heptane_plugin_gpu_test(plugin_host_gpu_without_prewarm
     ${solves} ${host_checks} --
     --plugin ${plugin_so} --ref "${ref_bcgs} -pc_type pbjacobi" --heptane "-ksp_type hbcgs -pc_type pbjacobi -heptane_device gpu -heptane_prewarm 0 -ksp_view"
@@ -1180,6 +1211,20 @@ if(HEPTANE_PETSC_MPIEXEC)
       --plugin ${plugin_so} --mpiexec "${np2}" --ref "${ref_bcgs} -pc_type bjacobi" --heptane "-ksp_type hbcgs -pc_type ilu -ksp_view"
       --expect "host: convergence test called [0-9]+ times, last at iteration [0-9]+, said CONVERGED_RTOL"
       --reject MISMATCH -- ${host} -host_test 1 -solves 2)
+    # the iterate inside a monitor on two ranks split in x (PETSc's order is not the grid's:
+    # x_i scattered from the natural order)
+    heptane_plugin_test(plugin_host_two_ranks_monitor_true_residual_sees_each_iterate
+      ${solves} ${host_checks} --its-diff 2 --solves 2 --
+      --plugin ${plugin_so} --mpiexec "${np2}" --ref "${ref_bcgs} -pc_type bjacobi" --heptane "-ksp_type hbcgs -pc_type ilu -ksp_view"
+      --expect "host: true-residual monitor checked [0-9]+ iterates" --expect "heptane numbering: " --expect "heptane monitors: one may build the iterate"
+      --reject "WARNING \\(heptane\\): a monitor asked" --reject MISMATCH -- ${host} -dof 2 -solves 2 -x0 1 -da_processors_x 2 -true_residual_monitor 1)
+    # -heptane_coarse around each rank's jacobi with the null space declared: the singular A_c
+    # solved by a generalized inverse (before 2026-12-03: refused, a warning, no coarse correction)
+    heptane_plugin_test(plugin_host_two_ranks_neumann_null_space_coarse_hcg_jacobi
+      ${solves} ${host_checks} --its host=3:60 --ref-its host=3:120 --solves 2 --
+      --plugin ${plugin_so} --mpiexec "${np2}" --ref "-ksp_type cg -pc_type jacobi" --heptane "-ksp_type hcg -pc_type jacobi -heptane_coarse -ksp_view"
+      --expect "a generalized inverse \\(null space declared: rank [0-9]+ of [0-9]+\\) on every rank"
+      --reject "WARNING \\(heptane\\): -heptane_coarse" --reject MISMATCH -- ${host} -neumann 1 -convection 0 -solves 2 -x0 1)
     heptane_plugin_test(plugin_host_two_ranks_mffd_amat_hgmres_ilu_matches_gmres
       ${solves} --max-error 1e-6 --its-diff 2 --solves 2 --
       --plugin ${plugin_so} --mpiexec "${np2}" --ref "-ksp_type gmres -ksp_pc_side right -pc_type bjacobi" --heptane "-ksp_type hgmres -pc_type ilu -ksp_view"

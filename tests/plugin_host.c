@@ -34,6 +34,9 @@
             converged first. Either checks it is called once per iteration from 0, in order,
             with KSPGetIterationNumber and KSPGetResidualNorm as passed, and that the solve
             stopped where it said; MISMATCH otherwise),
+            -true_residual_monitor 0|1 (0: a monitor of the host's own that builds the residual
+            of each iterate, KSPBuildResidual, and prints MISMATCH where ||b - A x_i|| is not the
+            KSP's residual norm to 1e-6),
    plus any -ksp_ / -pc_ / -mat_type / -dm_mat_type option (-mat_type sbaij stores the upper
    triangle: a symmetric system, -convection 0 -dof 1).
 
@@ -192,8 +195,26 @@ static PetscErrorCode HostConverged(KSP ksp, PetscInt it, PetscReal rnorm, KSPCo
   PetscFunctionReturn(0);
 }
 
+/* -true_residual_monitor: ||b - A x_i|| of each iterate against the KSP's norm */
+static PetscErrorCode TrueResidualMonitor(KSP ksp, PetscInt it, PetscReal rnorm, void *ctx)
+{
+  PetscInt *checked = (PetscInt *)ctx;
+  Vec       r;
+  PetscReal tn;
+
+  PetscFunctionBeginUser;
+  PetscCall(KSPBuildResidual(ksp, NULL, NULL, &r));
+  PetscCall(VecNorm(r, NORM_2, &tn));
+  PetscCall(VecDestroy(&r));
+  if (!(PetscAbsReal(tn - rnorm) <= 1e-6 * rnorm + 1e-12)) PetscCall(PetscPrintf(PETSC_COMM_WORLD, "host: MISMATCH iterate %" PetscInt_FMT ": ||b - A x_i|| = %.10e, the KSP's norm %.10e\n", it, (double)tn, (double)rnorm));
+  (*checked)++;
+  PetscFunctionReturn(0);
+}
+
 int main(int argc, char **argv)
 {
+  PetscInt  monitor_checked = 0;
+  PetscBool true_residual_monitor = PETSC_FALSE;
   HostTest host_test = {0, 0, 0, -1, 0, KSP_CONVERGED_ITERATING, NULL};
   PetscInt           n = 12, dim = 3, dof = 1, solves = 1, new_pattern_at = 0, empty_rank = -1, its, N;
   PetscReal          conv = 0.3, rnorm, tnorm, bnorm, enorm, xnorm, xenorm, pmat_shift = 0;
@@ -222,6 +243,7 @@ int main(int argc, char **argv)
   PetscCall(PetscOptionsGetBool(NULL, NULL, "-mffd_amat", &mffd_amat, NULL));
   PetscCall(PetscOptionsGetBool(NULL, NULL, "-neumann", &neumann, NULL));
   PetscCall(PetscOptionsGetInt(NULL, NULL, "-host_test", &host_test.mode, NULL));
+  PetscCall(PetscOptionsGetBool(NULL, NULL, "-true_residual_monitor", &true_residual_monitor, NULL));
   PetscCall(PetscOptionsGetInt(NULL, NULL, "-host_test_stop", &host_test.stop_at, NULL));
   PetscCheck(!neumann || dof == 1, PETSC_COMM_WORLD, PETSC_ERR_ARG_INCOMP, "-neumann needs -dof 1");
   PetscCheck(!(shell_amat && mffd_amat), PETSC_COMM_WORLD, PETSC_ERR_ARG_INCOMP, "-shell_amat or -mffd_amat, not both");
@@ -297,6 +319,7 @@ int main(int argc, char **argv)
     if (flg) PetscCall(KSPSetOptionsPrefix(ksp, prefix));
   }
   PetscCall(KSPSetTolerances(ksp, 1e-10, PETSC_DEFAULT, PETSC_DEFAULT, 2000));
+  if (true_residual_monitor) PetscCall(KSPMonitorSet(ksp, TrueResidualMonitor, &monitor_checked, NULL));
   if (host_test.mode) {
     if (host_test.mode == 2) PetscCall(KSPConvergedDefaultCreate(&host_test.dctx));
     PetscCall(KSPSetConvergenceTest(ksp, HostConverged, &host_test, NULL));
@@ -349,6 +372,11 @@ int main(int argc, char **argv)
     PetscCall(KSPGetIterationNumber(ksp, &its));
     PetscCall(KSPGetResidualNorm(ksp, &rnorm));
     PetscCall(KSPGetConvergedReason(ksp, &reason));
+    if (true_residual_monitor) {
+      PetscCall(PetscPrintf(PETSC_COMM_WORLD, "host: true-residual monitor checked %" PetscInt_FMT " iterates\n", monitor_checked));
+      if (monitor_checked != its + 1) PetscCall(PetscPrintf(PETSC_COMM_WORLD, "host: MISMATCH the monitor saw %" PetscInt_FMT " iterates of %" PetscInt_FMT " iterations\n", monitor_checked, its));
+      monitor_checked = 0;
+    }
     if (host_test.mode) { /* called once per iteration 0..its, and the solve stopped where it said (or at -ksp_max_it) */
       PetscCall(PetscPrintf(PETSC_COMM_WORLD, "host: convergence test called %" PetscInt_FMT " times, last at iteration %" PetscInt_FMT ", said %s\n", host_test.calls, host_test.last, KSPConvergedReasons[host_test.said]));
       if (host_test.calls != its + 1 || host_test.last != its || (host_test.said != KSP_CONVERGED_ITERATING && host_test.said != reason))

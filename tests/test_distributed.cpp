@@ -1174,6 +1174,34 @@ BOOST_AUTO_TEST_CASE(a_singular_coarse_matrix_is_an_error_on_every_rank)
     for (double v : to_host(z)) zmax = std::max(zmax, std::abs(v));
     BOOST_TEST(std::isfinite(zmax));
     BOOST_TEST(zmax > 0);
+    // its null space declared (CoarseOptions::singular): a generalized inverse of rank
+    // coarse_size - 1 (the constants), dense or AMG's coarsest level, and new values too
+    for (const auto how : {CoarseOptions::Solve::dense, CoarseOptions::Solve::amg}) {
+        CoarseOptions co;
+        co.singular = true;
+        co.solve = how;
+        CoarseSpace<double> qs(comm->comm(), op, pc, split.view(), 1, co);
+        const std::string d = qs.describe();
+        if (how == CoarseOptions::Solve::dense)
+            BOOST_TEST(d.find("a generalized inverse (null space declared: rank " +
+                              std::to_string(qs.coarse_size() - 1) + " of " +
+                              std::to_string(qs.coarse_size()) + ")") != std::string::npos,
+                       d);
+        qs.update_values(split.view());
+        // b - mean(b): consistent; the correction is finite and not zero
+        std::vector<double> bh = rs.sys.b;
+        double sum = 0, cnt = double(bh.size());
+        for (double v : bh) sum += v;
+        double tot[2] = {sum, cnt};
+        MPI_Allreduce(MPI_IN_PLACE, tot, 2, MPI_DOUBLE, MPI_SUM, comm->comm());
+        for (double& v : bh) v -= tot[0] / tot[1];
+        const Array<double> bc = to_exec(bh, exec);
+        qs.apply(bc.data(), z.data());
+        double m = 0;
+        for (double v : to_host(z)) m = std::max(m, std::abs(v));
+        BOOST_TEST(std::isfinite(m));
+        BOOST_TEST(m > 0);
+    }
 }
 
 BOOST_AUTO_TEST_CASE(global_coarse_correction_with_the_amg_coarse_solve)

@@ -10,6 +10,8 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
+#include <vector>
 
 #include "core/error.hpp"
 #include "formats/matrix.hpp"
@@ -532,6 +534,41 @@ BOOST_AUTO_TEST_CASE(a_callers_stop_test_stops_gmres_at_its_own_iteration)
             BOOST_TEST(dr.st.iterations == at);
             if (at == 0) BOOST_TEST(norm_inf(dr.x) == 0.0);
         }
+    }
+}
+
+BOOST_AUTO_TEST_CASE(a_monitor_reads_each_iterate_across_restarts)
+{
+    // IterationInfo::iterate: GMRES forms x_i = x + Z y_i aside at any iteration, across its
+    // restarts, with no mode to ask for it; x_i is the x max_it = i leaves, and the answer and
+    // the iterations do not change
+    const auto a = seven_point(9, 8, 7, 0.4, 0.05);
+    const auto b = test::random_vector<double>(std::size_t(a.rows), 6);
+    const auto x0 = test::random_vector<double>(std::size_t(a.rows), 7);
+    const int m = 4;
+    const Run plain =
+        run(SolverType::gmres, a, b, PcType::jacobi, 1, tight(), m, test::test_executor(), x0);
+    BOOST_REQUIRE(plain.st.converged());
+    BOOST_REQUIRE(plain.st.iterations > 9);
+    std::map<int, std::vector<double>> got;
+    SolverOptions o = tight();
+    o.monitor = [&](const IterationInfo& i) {
+        BOOST_REQUIRE(bool(i.iterate));
+        std::vector<double> xi(std::size_t(a.rows));
+        i.iterate(xi.data());
+        BOOST_TEST(std::abs(norm2(residual(a, xi, b)) - i.residual_norm) <= 1e-8 * norm2(b));
+        got[i.iteration] = xi;
+    };
+    const Run r = run(SolverType::gmres, a, b, PcType::jacobi, 1, o, m, test::test_executor(), x0);
+    BOOST_TEST(r.st.iterations == plain.st.iterations);
+    BOOST_TEST(max_abs_diff(r.x, plain.x) <= 1e-12 * norm_inf(plain.x));
+    BOOST_TEST(max_abs_diff(got[0], x0) == 0.0);
+    for (int k : {3, 4, 6, 9}) {  // inside a cycle, at its end, after a restart
+        SolverOptions q = tight();
+        q.max_it = k;
+        const Run ref =
+            run(SolverType::gmres, a, b, PcType::jacobi, 1, q, m, test::test_executor(), x0);
+        BOOST_TEST(max_abs_diff(got[k], ref.x) <= 1e-12 * norm_inf(ref.x), "iteration " << k);
     }
 }
 

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <memory>
 #include <string>
 #include <utility>
@@ -517,6 +518,24 @@ BOOST_AUTO_TEST_CASE(stagnation_is_detected)
     BOOST_TEST(s.st.residual_norm >= 1.0 - 1e-12);
 }
 
+namespace {
+/// The solvers that take a caller's stop test and give the iterate: the fused BiCGStab (on
+/// `nonsym`), CG (on `spd`) and, on a GPU, the cuBLAS reference BiCGStab.
+struct CallerCase {
+    Method method;
+    BicgstabImpl impl;
+    const Coo<double>* a;
+};
+std::vector<CallerCase> caller_cases(const Coo<double>& spd, const Coo<double>& nonsym)
+{
+    std::vector<CallerCase> cases = {{Method::bicgstab, BicgstabImpl::fused, &nonsym},
+                                     {Method::cg, BicgstabImpl::fused, &spd}};
+    if (test::testing_on_gpu())
+        cases.push_back({Method::bicgstab, BicgstabImpl::reference, &nonsym});
+    return cases;
+}
+}  // namespace
+
 BOOST_AUTO_TEST_CASE(a_callers_stop_test_stops_the_solve_at_its_own_iteration)
 {
     // SolverOptions::stop_test (a PETSc host's KSPSetConvergenceTest through the plugin): its
@@ -525,16 +544,7 @@ BOOST_AUTO_TEST_CASE(a_callers_stop_test_stops_the_solve_at_its_own_iteration)
     // and it sees every iteration from 0 in order, after the monitor.
     const auto spd = seven_point(10, 9, 8, 0.0, 0.0, true);
     const auto nonsym = seven_point(9, 8, 7, 0.4, 0.05);
-    struct Case {
-        Method method;
-        BicgstabImpl impl;
-        const Coo<double>* a;
-    };
-    std::vector<Case> cases = {{Method::bicgstab, BicgstabImpl::fused, &nonsym},
-                               {Method::cg, BicgstabImpl::fused, &spd}};
-    if (test::testing_on_gpu())  // the cuBLAS reference loop honours it too
-        cases.push_back({Method::bicgstab, BicgstabImpl::reference, &nonsym});
-    for (const Case& c : cases) {
+    for (const CallerCase& c : caller_cases(spd, nonsym)) {
         const auto& a = *c.a;
         const auto b = test::random_vector<double>(std::size_t(a.rows), 4);
         const PcType pc = PcType::jacobi;
@@ -593,6 +603,58 @@ BOOST_AUTO_TEST_CASE(a_callers_stop_test_stops_the_solve_at_its_own_iteration)
         o.stop_test = [](const IterationInfo&) { return Verdict::go_on; };
         const Run own = run(c.method, a, b, pc, 1, o, test::test_executor(), {}, c.impl);
         BOOST_TEST(own.st.reason == Reason::converged_rtol, own.st.summary());
+    }
+}
+
+BOOST_AUTO_TEST_CASE(a_monitor_reads_each_iterate_with_monitor_iterate)
+{
+    // SolverOptions::monitor_iterate: IterationInfo::iterate gives x_i, the x of that very
+    // iteration (what max_it = i leaves), on the GPU too; without it the fused loops give
+    // none (their x may be iterations ahead on a GPU). The answer does not change.
+    const auto spd = seven_point(10, 9, 8, 0.0, 0.0, true);
+    const auto nonsym = seven_point(9, 8, 7, 0.4, 0.05);
+    for (const CallerCase& c : caller_cases(spd, nonsym)) {
+        const auto& a = *c.a;
+        const auto b = test::random_vector<double>(std::size_t(a.rows), 8);
+        const auto x0 = test::random_vector<double>(std::size_t(a.rows), 9);
+        const Run plain =
+            run(c.method, a, b, PcType::jacobi, 1, tight(), test::test_executor(), x0, c.impl);
+        BOOST_REQUIRE(plain.st.converged());
+        SolverOptions o = tight();
+        o.monitor_iterate = true;
+        std::map<int, std::vector<double>> got;
+        int calls = 0;
+        o.monitor = [&](const IterationInfo& i) {
+            ++calls;
+            BOOST_REQUIRE(bool(i.iterate));
+            if (i.iteration != 0 && i.iteration != 2 && i.iteration != 5) return;
+            std::vector<double> xi(std::size_t(a.rows));
+            i.iterate(xi.data());
+            // its true residual is the recursive one, up to the recursion's drift
+            const double tr = norm2(residual(a, xi, b));
+            BOOST_TEST(std::abs(tr - i.residual_norm) <= 1e-8 * norm2(b));
+            got[i.iteration] = xi;
+        };
+        const Run r = run(c.method, a, b, PcType::jacobi, 1, o, test::test_executor(), x0, c.impl);
+        BOOST_TEST(r.st.iterations == plain.st.iterations);
+        BOOST_TEST(max_abs_diff(r.x, plain.x) <= 1e-12 * norm_inf(plain.x));
+        BOOST_TEST(calls == r.st.iterations + 1);
+        BOOST_REQUIRE(got.size() == 3u);
+        BOOST_TEST(max_abs_diff(got[0], x0) == 0.0);
+        for (int k : {2, 5}) {
+            SolverOptions m = tight();
+            m.max_it = k;
+            const Run ref =
+                run(c.method, a, b, PcType::jacobi, 1, m, test::test_executor(), x0, c.impl);
+            BOOST_TEST(max_abs_diff(got[k], ref.x) <= 1e-12 * norm_inf(ref.x), "iteration " << k);
+        }
+        if (c.impl == BicgstabImpl::fused) {  // not asked for: none
+            SolverOptions q = tight();
+            bool any = false;
+            q.monitor = [&](const IterationInfo& i) { any = any || bool(i.iterate); };
+            run(c.method, a, b, PcType::jacobi, 1, q, test::test_executor(), x0, c.impl);
+            BOOST_TEST(!any);
+        }
     }
 }
 

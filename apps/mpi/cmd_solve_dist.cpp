@@ -359,6 +359,7 @@ int cmd_solve_distributed(Args& args, bool json, bool monitor, bool quiet_flag)
     if (coarse_cycles < 1 || coarse_cycles > 100)
         throw UsageError("--coarse-cycles must be in [1, 100]");
     dist::CoarseOptions co;
+    co.singular = null_space;  // a singular A_c by a generalized inverse
     co.aggregates = index_t(aggregates);
     co.cycles = int(coarse_cycles);
     if (coarse_solve)

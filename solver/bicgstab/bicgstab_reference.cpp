@@ -215,8 +215,11 @@ Status bicgstab_reference_solve(const Operator<double>& A, const Operator<double
         HEPTANE_CUDA_CHECK(
             cudaMemsetAsync(x, 0, sizeof(double) * std::size_t(n), cuda::stream(exec)));
     auto monitor = [&](int i) {
-        const IterationInfo info{i, hist[std::size_t(i)],
-                                 st.bnorm > 0 ? hist[std::size_t(i)] / st.bnorm : 0.0};
+        IterationInfo info{i, hist[std::size_t(i)],
+                           st.bnorm > 0 ? hist[std::size_t(i)] / st.bnorm : 0.0, nullptr};
+        info.iterate = [&](double* out) {  // the host loop: x is x_i here
+            copy_bytes(exec, x, *cpu_executor(), out, sizeof(double) * std::size_t(n));
+        };
         if (opts.monitor) opts.monitor(info);
         if (opts.stop_test && !st.stop) {  // the caller's own test (SolverOptions::stop_test)
             const Reason r = reason_of(opts.stop_test(info));

@@ -73,6 +73,7 @@ struct Gmres<VT>::Workspace {
     Array<VT> Z;            // z_j = M⁻¹ v_j, j < m (empty without a preconditioner)
     Array<double> sums;     // pass 1: h[0..j], (w, w) at j + 1; pass 2 from m + 2 on
     Array<double> y;        // the least-squares solution, for x += Z y
+    Array<VT> xi;           // x0 + Z y_i for IterationInfo::iterate (made on first use)
     Array<double> scratch;  // reduction partials of the block kernels
     // host: the rotated Hessenberg (R, column-major, leading dimension m + 1), the Givens
     // rotations, the rotated right-hand side g, y
@@ -164,13 +165,41 @@ Status Gmres<VT>::solve(const Array<VT>& b_arr, Array<VT>& x_arr)
     // what SolverOptions::stop_test said of the last iteration emitted (GMRES's host loop
     // sees every iteration before it decides on the next, so the stop is exact)
     Reason caller_stop = Reason::iterating;
+    // y of R y = g over the cycle's first `cols` columns, into yh
+    auto solve_y = [&](int cols) {
+        for (int i = cols - 1; i >= 0; --i) {
+            double s = g[std::size_t(i)];
+            for (int l = i + 1; l < cols; ++l)
+                s -= H[std::size_t(l) * ldh + std::size_t(i)] * yh[std::size_t(l)];
+            yh[std::size_t(i)] = s / H[std::size_t(i) * ldh + std::size_t(i)];
+        }
+    };
+    // IterationInfo::iterate: x_i = x + Z y_i over the cycle's `iterate_cols` columns so far,
+    // formed aside (x itself changes only at the end of a cycle). Stream order puts it after
+    // the step queued ahead, which writes none of the columns it reads.
+    int iterate_cols = 0;
+    auto iterate = [&](double* out) {
+        const VT* src = x;
+        if (iterate_cols > 0) {
+            if (w.xi.size() != std::size_t(n)) w.xi = Array<VT>(exec, std::size_t(n));
+            solve_y(iterate_cols);
+            copy_bytes(*cpu_executor(), yh.data(), *exec, w.y.data(),
+                       sizeof(double) * std::size_t(iterate_cols));
+            ops.copy(n, x, w.xi.data());
+            multi_axpy(iterate_cols, Z, w.y.data(), 1.0, w.xi.data(), nullptr);
+            src = w.xi.data();
+        }
+        detail::iterate_to_host(*exec, src, n, out);
+    };
     auto emit = [&](int i, double rn) {
         history.push_back(rn);
         prefix_min.push_back(prefix_min.empty() ? rn : std::min(prefix_min.back(), rn));
+        if (!opts_.monitor && !opts_.stop_test) return;
         IterationInfo info;
         info.iteration = i;
         info.residual_norm = rn;
         info.relative_residual = bnorm > 0 ? rn / bnorm : 0.0;
+        info.iterate = iterate;
         if (opts_.monitor) opts_.monitor(info);
         if (opts_.stop_test) caller_stop = reason_of(opts_.stop_test(info));
     };
@@ -292,6 +321,7 @@ Status Gmres<VT>::solve(const Array<VT>& b_arr, Array<VT>& x_arr)
             }
             ++it;
             rnorm = est;
+            iterate_cols = cols;
             emit(it, est);
             if (!std::isfinite(est)) {
                 reason = Reason::diverged_nan;
@@ -313,13 +343,9 @@ Status Gmres<VT>::solve(const Array<VT>& b_arr, Array<VT>& x_arr)
             if (reason == Reason::iterating && stagnated()) reason = Reason::stagnation;
         }
         // x += Z y with R y = g
+        iterate_cols = 0;  // x is x_i again once the cycle's columns are added
         if (cols > 0) {
-            for (int i = cols - 1; i >= 0; --i) {
-                double s = g[std::size_t(i)];
-                for (int l = i + 1; l < cols; ++l)
-                    s -= H[std::size_t(l) * ldh + std::size_t(i)] * yh[std::size_t(l)];
-                yh[std::size_t(i)] = s / H[std::size_t(i) * ldh + std::size_t(i)];
-            }
+            solve_y(cols);
             copy_bytes(*cpu_executor(), yh.data(), *exec, w.y.data(),
                        sizeof(double) * std::size_t(cols));
             multi_axpy(cols, Z, w.y.data(), 1.0, x, nullptr);
