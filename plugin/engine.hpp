@@ -465,6 +465,7 @@ struct PcTimings {
   int    builds        = 0; ///< full setups (new pattern)
   int    refreshes     = 0; ///< values-only (numeric only: AMG keeps its aggregates, P and R)
   long   applies       = 0;
+  long   device_applies = 0; ///< of them: on a CUDA Vec's device arrays where they are (apply_device)
 };
 
 /// A heptane preconditioner on its own, for PETSc's PC types hamg and hcpr under PETSc's own
@@ -490,7 +491,14 @@ public:
   /// InputError when there is none, or the pattern or size differs (build instead).
   void refresh(const CsrView &a);
   /// z = M^-1 r; r and z host arrays of rows() doubles.
-  void        apply(const double *r, double *z);
+  void apply(const double *r, double *z);
+  /// Whether r and z are device memory of the preconditioner's GPU (a PETSc CUDA Vec's
+  /// arrays), so that apply_device can run on them where they are.
+  bool on_device(const double *r, const double *z) const;
+  /// z = M^-1 r with r and z in the preconditioner's GPU memory (on_device): after a
+  /// device-wide synchronisation (the caller's work on them, on its own stream, done), on
+  /// the arrays themselves, no copy; synchronised before it returns.
+  void        apply_device(const double *r, double *z);
   bool        built() const noexcept;
   index_t     rows() const noexcept;
   PcType      type() const noexcept;

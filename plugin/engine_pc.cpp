@@ -4,6 +4,7 @@
 #include "plugin/engine_impl.hpp"
 
 #include "plugin/device_pool.hpp"
+#include "plugin/pinned_upload.hpp"
 
 namespace heptane::plugin
 {
@@ -73,6 +74,25 @@ void PcEngine::apply(const double *r, double *z)
   p.exec->synchronize();
   p.timings.apply_ms += ms_since(t0);
   ++p.timings.applies;
+}
+
+bool PcEngine::on_device(const double *r, const double *z) const
+{
+  const Impl &p = *impl_;
+  return p.pc && p.exec && p.exec->is_cuda() && r != z && is_device_memory_of(*p.exec, r) && is_device_memory_of(*p.exec, z);
+}
+
+void PcEngine::apply_device(const double *r, double *z)
+{
+  const auto t0 = clock_type::now();
+  Impl      &p  = *impl_;
+  HEPTANE_ENSURE(on_device(r, z), InputError, "apply_device: r and z must be two arrays in the memory of the preconditioner's GPU");
+  synchronize_device(*p.exec); // r written by the caller's stream
+  p.pc->apply(r, z);
+  p.exec->synchronize();
+  p.timings.apply_ms += ms_since(t0);
+  ++p.timings.applies;
+  ++p.timings.device_applies;
 }
 
 bool PcEngine::built() const noexcept

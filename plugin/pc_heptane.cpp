@@ -414,6 +414,23 @@ static PetscErrorCode PCApply_Heptane(PC pc, Vec x, Vec y)
   PetscFunctionBegin;
   PetscCall(VecGetLocalSize(x, &n));
   PetscCheck(n == (PetscInt)p->engine->rows(), PETSC_COMM_SELF, PETSC_ERR_ARG_SIZ, "PC %s: the vector has %" PetscInt_FMT " local rows, the preconditioner %" PetscInt_FMT, PCHeptaneName(p), n, (PetscInt)p->engine->rows());
+  if (!(p->q && p->q->q) && sizeof(PetscScalar) == sizeof(double)) {
+    /* PETSc's CUDA vectors on the preconditioner's GPU: applied on their device arrays where
+       they are (no copy to the host and back); else the host path below */
+    PetscMemType mx = PETSC_MEMTYPE_HOST, my = PETSC_MEMTYPE_HOST;
+    PetscBool    done = PETSC_FALSE;
+    PetscCall(VecGetArrayReadAndMemType(x, &xa, &mx));
+    if (PetscMemTypeDevice(mx)) {
+      PetscCall(VecGetArrayWriteAndMemType(y, &ya, &my));
+      if (PetscMemTypeDevice(my) && p->engine->on_device((const double *)xa, (const double *)ya)) {
+        HeptaneCallCXX(p->engine->apply_device((const double *)xa, (double *)ya));
+        done = PETSC_TRUE;
+      }
+      PetscCall(VecRestoreArrayWriteAndMemType(y, &ya));
+    }
+    PetscCall(VecRestoreArrayReadAndMemType(x, &xa));
+    if (done) PetscFunctionReturn(0);
+  }
   PetscCall(VecGetArrayRead(x, &xa));
   PetscCall(VecGetArrayWrite(y, &ya));
   if (p->q && p->q->q) HeptaneCallCXX(p->q->q->op()->apply(1.0, xa, 0.0, ya));
@@ -431,7 +448,7 @@ static PetscErrorCode PCView_Heptane(PC pc, PetscViewer viewer)
   PetscFunctionBegin;
   PetscCall(PetscObjectTypeCompare((PetscObject)viewer, PETSCVIEWERASCII, &isascii));
   if (!isascii) PetscFunctionReturn(0);
-  PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane %s, applied by heptane (the Vec's array to the executor and back)\n", p->type == heptane::PcType::amg ? "smoothed-aggregation AMG (one cycle per application)" : "CPR (quasi-IMPES pressure AMG, then a second stage on the whole system)"));
+  PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane %s, applied by heptane (a CUDA Vec on heptane's GPU where it is; else the Vec's host array to the executor and back)\n", p->type == heptane::PcType::amg ? "smoothed-aggregation AMG (one cycle per application)" : "CPR (quasi-IMPES pressure AMG, then a second stage on the whole system)"));
   PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane options: -heptane_device %s %s\n", p->device, HeptanePcOptionsText(*p->opts, (PetscBool)(p->type == heptane::PcType::cpr)).c_str()));
   if (!p->engine->built()) PetscFunctionReturn(0);
   PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane preconditioner: %s\n", p->engine->describe().c_str()));
@@ -456,7 +473,7 @@ static PetscErrorCode PCView_Heptane(PC pc, PetscViewer viewer)
   {
     const heptane::plugin::PcTimings &t = p->engine->timings();
     PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane preconditioner setups: %d full (new pattern), %d values-only (numeric only, hierarchy kept); last: %s\n", t.builds, t.refreshes, p->last->c_str()));
-    PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane applications: %ld, %.3f ms in all\n", t.applies, t.apply_ms));
+    PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane applications: %ld, %.3f ms in all; %ld on PETSc's CUDA vectors where they are (their device arrays, no host copy), %ld through the host arrays\n", t.applies, t.apply_ms, t.device_applies, t.applies - t.device_applies));
   }
   PetscFunctionReturn(0);
 }

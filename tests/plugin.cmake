@@ -467,6 +467,7 @@ if(HEPTANE_BUILD_EXAMPLES)
     --heptane "-ksp_type cg -ksp_norm_type unpreconditioned -pc_type hamg -ksp_view"
     --expect "type: hamg" --expect "${amg_view}" --expect "heptane AMG hierarchy:" --expect "heptane block size Nc=1 from the DMDA's dof, PETSc matrix seqaij"
     --expect "heptane preconditioner setups: 1 full \\(new pattern\\), 2 values-only \\(numeric only, hierarchy kept\\)"
+    --expect "heptane applications: [0-9]+, [0-9.]+ ms in all. 0 on PETSc's CUDA vectors where they are \\(their device arrays, no host copy\\), [1-9][0-9]* through the host arrays"
     --reject "finest level through" -- ${res_p})
   # heptane's CG with its AMG (Chebyshev smoothing: a symmetric cycle)
   heptane_plugin_test(plugin_reservoir_hcg_hamg_matches_cg
@@ -739,6 +740,22 @@ if(HEPTANE_HAVE_CUDA)
       --expect "after a device-to-device copy of the caller's CSR values" --expect "${on_device}" --expect "${two_refreshes}"
       --expect "heptane vectors: b and x read and written on the GPU where PETSc keeps them"
       --reject MISMATCH -- ${host} -dof 3 -solves 3)
+    # PETSc's own KSP on its GPU path (aijcusparse, CUDA vectors) with heptane's AMG as its PC:
+    # applied on the Vecs' device arrays where they are (before 2026-12-03: through their host
+    # arrays, two copies an application); every solve against the known solution
+    foreach(v "cg_hamg;-ksp_type cg -pc_type hamg;-ksp_type cg -pc_type gamg;-convection 0"
+              "fgmres_hcpr;-ksp_type fgmres -pc_type hcpr;-ksp_type fgmres -pc_type gamg;-dof 3")
+      list(GET v 0 tag)
+      list(GET v 1 hep)
+      list(GET v 2 ref)
+      list(GET v 3 sys)
+      separate_arguments(sys)
+      heptane_plugin_gpu_test(plugin_host_gpu_cuda_vectors_petsc_${tag}_pc_on_the_device
+        ${solves} ${host_checks} --its host=2:40 --ref-its host=2:80 --solves 2 --
+        --plugin ${plugin_so} --ref "${ref} -dm_mat_type aijcusparse -dm_vec_type cuda -use_gpu_aware_mpi 0" --heptane "${hep} -heptane_device gpu -ksp_view -dm_mat_type aijcusparse -dm_vec_type cuda -use_gpu_aware_mpi 0"
+        --expect "heptane applications: [0-9]+, [0-9.]+ ms in all. [1-9][0-9]* on PETSc's CUDA vectors where they are" --expect "on PETSc's CUDA vectors where they are \\(their device arrays, no host copy\\), 0 through the host arrays"
+        --reject MISMATCH -- ${host} ${sys} -solves 2 -n 16)
+    endforeach()
     # PETSc's CUDA vectors (MatCreateVecs of an aijcusparse matrix): b, and x as the initial
     # guess, read on the GPU and x written there (device to device); every solve checked
     # against the known solution
