@@ -29,6 +29,7 @@ struct Typed {
   SolverType                          solver_type    = SolverType::bicgstab;
   int                                 solver_restart = 0;
   Array<VT>                           b, x, y;
+  Array<VT>                           xi;         // folded: x_i = M^-1 y_i for IterationInfo::iterate
   std::vector<VT>                     staging;    // float vectors: conversion on the host
   MixedRefinement                     refinement; // mixed: its vectors, kept across solves
   // Â = A M⁻¹ (KrylovEngine::set_fold) and what it was made from
@@ -78,16 +79,26 @@ struct Typed {
       if (y.size() != n || y.exec() != bd.exec()) y = Array<VT>(bd.exec(), n);
       Solver<VT> &s = get_solver(SolverType::bicgstab, restart);
       s.options()   = o;
-      if (o.monitor) // the iterate is y of A M^-1 y = b, not x: none for the monitor
-        s.options().monitor = [&o](const IterationInfo &i) {
+      // the solver's iterate is y_i of A M^-1 y = b: the caller's is x_i = M^-1 y_i (y itself
+      // is y_i whenever the solver gives an iterate: nothing queued behind it)
+      const auto x_of = [this](const IterationInfo &i) -> std::function<void(double *)> {
+        if (!i.iterate) return nullptr;
+        return [this](double *out) {
+          if (xi.size() != y.size() || xi.exec() != y.exec()) xi = Array<VT>(y.exec(), y.size());
+          pc->apply(y.data(), xi.data());
+          download(xi, out);
+        };
+      };
+      if (o.monitor)
+        s.options().monitor = [&o, x_of](const IterationInfo &i) {
           IterationInfo j = i;
-          j.iterate       = nullptr;
+          j.iterate       = x_of(i);
           o.monitor(j);
         };
       if (o.stop_test)
-        s.options().stop_test = [&o](const IterationInfo &i) {
+        s.options().stop_test = [&o, x_of](const IterationInfo &i) {
           IterationInfo j = i;
-          j.iterate       = nullptr;
+          j.iterate       = x_of(i);
           return o.stop_test(j);
         };
       s.set_operator(folded_op);

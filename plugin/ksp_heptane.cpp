@@ -1992,9 +1992,9 @@ static PetscErrorCode KSPSolve_Heptane(KSP ksp)
    is x itself, not a right-preconditioned variable (PETSc's default would apply M^-1 to it, through
    a PC heptane holds). Inside a monitor or the host's test during the solve it is the iterate of
    that iteration, x_i, from heptane's solver (IterationInfo::iterate: x on its device, or GMRES's
-   x0 + Z y_i), in v or, for v = NULL, a vector of the KSP's kept for it; where the solver cannot
-   give it (mixed precision refined, the folded operator) it is the initial guess, and a warning
-   says so once. */
+   x0 + Z y_i; with the folded operator M^-1 y_i; refined in mixed precision x + d_i), in v or,
+   for v = NULL, a vector of the KSP's kept for it; where the solver cannot give it (none of
+   heptane's now) it is the initial guess, and a warning says so once. */
 static PetscErrorCode KSPBuildSolution_Heptane(KSP ksp, Vec v, Vec *V)
 {
   KSP_Heptane *h = (KSP_Heptane *)ksp->data;
@@ -2027,7 +2027,7 @@ static PetscErrorCode KSPBuildSolution_Heptane(KSP ksp, Vec v, Vec *V)
     PetscFunctionReturn(0);
   }
   if (h->solving)
-    PetscCall(KSPHeptaneWarn(ksp, "a monitor asked for the iterate during the solve (e.g. -ksp_monitor_true_residual), but this solve cannot give it (mixed precision refined, or the folded operator): what the monitor builds from it (the true "
+    PetscCall(KSPHeptaneWarn(ksp, "a monitor asked for the iterate during the solve (e.g. -ksp_monitor_true_residual), but this solve cannot give it: what the monitor builds from it (the true "
                                   "residual) is the initial "
                                   "guess's; the KSP residual norm it prints is heptane's own"));
   if (v) {

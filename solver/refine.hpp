@@ -6,7 +6,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <functional>
 #include <memory>
+#include <vector>
 
 #include "core/operator.hpp"
 #include "solver/solver.hpp"
@@ -27,7 +29,8 @@ namespace heptane {
 /// reason when that fails, with diverged_max_it after o.max_it iterations in all. The Status
 /// counts every inner iteration; its residuals (and true residuals) are the fp64 matrix's;
 /// its history chains the inner histories. o.monitor and o.stop_test see the iterations
-/// numbered across the corrections (a stop_test verdict ends the refinement with it). The residual
+/// numbered across the corrections (a stop_test verdict ends the refinement with it), and
+/// their IterationInfo::iterate, where the inner solve gives one, is x + d_i. The residual
 /// and correction vectors are kept for the next solve of the same size on the same executor (a
 /// Newton loop allocates them once).
 class MixedRefinement {
@@ -73,6 +76,17 @@ public:
                 total.reason = Reason::diverged_max_it;
                 break;
             }
+            // the inner iterate is a correction d_i: x_i = x + d_i
+            auto with_x = [&](const IterationInfo& info) -> std::function<void(double*)> {
+                if (!info.iterate) return nullptr;
+                return [&, inner = info.iterate](double* out) {
+                    inner(out);
+                    xh_.resize(std::size_t(n));
+                    copy_bytes(*exec, x.data(), *cpu_executor(), xh_.data(),
+                               sizeof(double) * std::size_t(n));
+                    for (index_t i = 0; i < n; ++i) out[i] += xh_[std::size_t(i)];
+                };
+            };
             SolverOptions io = o;
             io.rtol = std::max(tol / rnorm, 1e-6);
             io.atol = 0;
@@ -85,7 +99,7 @@ public:
                     IterationInfo j = info;
                     j.iteration += offset;
                     j.relative_residual = total.b_norm > 0 ? info.residual_norm / total.b_norm : 0;
-                    j.iterate = nullptr;  // the inner iterate is a correction, not x
+                    j.iterate = with_x(info);
                     o.monitor(j);
                 };
             }
@@ -95,7 +109,7 @@ public:
                     IterationInfo j = info;
                     j.iteration += offset;
                     j.relative_residual = total.b_norm > 0 ? info.residual_norm / total.b_norm : 0;
-                    j.iterate = nullptr;
+                    j.iterate = with_x(info);
                     return o.stop_test(j);
                 };
             }
@@ -141,6 +155,7 @@ public:
 private:
     std::unique_ptr<VectorOps<double>> ops_;
     Array<double> r_, d_;
+    std::vector<double> xh_;  // x on the host for IterationInfo::iterate
     int corrections_ = 0;
 };
 

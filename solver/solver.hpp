@@ -29,8 +29,8 @@ struct IterationInfo {
     /// in x's order, as doubles) into host memory `out`; callable during the call only. Set
     /// by GMRES always (x_i = x0 + Z y_i formed aside, x untouched) and by the fused loops
     /// (BiCGStab, CG) and the cuBLAS reference with SolverOptions::monitor_iterate or a
-    /// stop_test (x itself, read after iteration i and before i + 1 is queued); empty
-    /// otherwise (the mixed refinement, whose inner iterate is a correction).
+    /// stop_test (x itself, read after iteration i and before i + 1 is queued), and by the
+    /// mixed refinement where its inner solve gives one (x + d_i); empty otherwise.
     std::function<void(double* out)> iterate;
 };
 

@@ -274,13 +274,20 @@ foreach(v "hbcgs_jacobi;-ksp_type hbcgs -pc_type jacobi;${ref_bcgs} -pc_type jac
     --expect "3 KSP unpreconditioned resid norm [0-9.e+-]+ true resid norm" --expect "host: true-residual monitor checked [0-9]+ iterates"
     --reject "WARNING \\(heptane\\): a monitor asked" --reject MISMATCH -- ${host} ${sys} -solves 2 -x0 1 -true_residual_monitor 1)
 endforeach()
-# mixed precision refined: the inner iterate is a correction, so a monitor sees the initial guess,
-# and a warning says so once
-heptane_plugin_test(plugin_host_monitor_true_residual_mixed_refined_warns
+# the preconditioner folded into the operator (-heptane_fold, the default for (pb)jacobi from a zero
+# guess): BiCGStab's iterate is y of A M^-1 y = b, the monitor gets x_i = M^-1 y_i
+heptane_plugin_test(plugin_host_monitor_true_residual_sees_each_iterate_hbcgs_pbjacobi_folded
+  ${solves} ${host_checks} --its-diff 2 --solves 2 --
+  --plugin ${plugin_so} --ref "${ref_bcgs} -pc_type pbjacobi" --heptane "-ksp_type hbcgs -pc_type pbjacobi -ksp_monitor_true_residual -ksp_view"
+  --expect "preconditioner folded into the operator" --expect "host: true-residual monitor checked [0-9]+ iterates"
+  --reject "WARNING \\(heptane\\): a monitor asked" --reject MISMATCH -- ${host} -dof 3 -solves 2 -true_residual_monitor 1)
+# mixed precision refined: the inner iterate is a correction d_i, the monitor gets x + d_i, whose
+# fp64 residual is the inner recursion's up to the rounding of the fp32 matrix values (1e-8 ||b||)
+heptane_plugin_test(plugin_host_monitor_true_residual_mixed_refined_sees_x_plus_correction
   ${solves} ${host_checks} --max-its-ratio 1.5 --solves 2 --
   --plugin ${plugin_so} --ref "${ref_bcgs}" --heptane "-ksp_type hbcgs -heptane_precision mixed -heptane_refine 1 -ksp_monitor_true_residual"
-  --expect "1 KSP unpreconditioned resid norm [0-9.e+-]+ true resid norm" --expect "WARNING \\(heptane\\): a monitor asked for the iterate during the solve"
-  -- ${host} -dof 2 -solves 2 -x0 1)
+  --expect "1 KSP unpreconditioned resid norm [0-9.e+-]+ true resid norm" --expect "host: true-residual monitor checked [0-9]+ iterates"
+  --reject "WARNING \\(heptane\\): a monitor asked" --reject MISMATCH -- ${host} -dof 2 -solves 2 -x0 1 -true_residual_monitor 1 -true_residual_monitor_btol 1e-8)
 heptane_plugin_test(plugin_host_sbaij_hcg_matches_cg
   ${solves} ${host_checks} --its-diff 2 --solves 2 --
   --plugin ${plugin_so} --ref "-ksp_type cg -pc_type jacobi" --heptane "-ksp_type hcg -pc_type jacobi -ksp_view"
@@ -810,6 +817,12 @@ if(HEPTANE_HAVE_CUDA)
       --reject MISMATCH -- ${host} -host_test 1 -dof 2 -solves 2)
   endforeach()
   # the iterate inside a monitor on the GPU: read after each iteration, before the next is queued
+  # (pbjacobi from a zero guess: folded into the operator, x_i = M^-1 y_i made on the device)
+  heptane_plugin_gpu_test(plugin_host_gpu_monitor_true_residual_sees_each_iterate_hbcgs_pbjacobi_folded
+    ${solves} ${host_checks} --its-diff 2 --solves 2 --
+    --plugin ${plugin_so} --ref "${ref_bcgs} -pc_type pbjacobi" --heptane "-ksp_type hbcgs -pc_type pbjacobi -heptane_device gpu -ksp_view"
+    --expect "fp64 on cuda" --expect "preconditioner folded into the operator" --expect "host: true-residual monitor checked [0-9]+ iterates"
+    --reject "WARNING \\(heptane\\): a monitor asked" --reject MISMATCH -- ${host} -dof 3 -solves 2 -true_residual_monitor 1)
   foreach(v "hbcgs_jacobi;-ksp_type hbcgs -pc_type jacobi;${ref_bcgs} -pc_type jacobi"
             "hgmres_ilu_restart_4;-ksp_type hgmres -pc_type ilu -heptane_ilu natural -ksp_gmres_restart 4;-ksp_type gmres -ksp_pc_side right -pc_type ilu -ksp_gmres_restart 4")
     list(GET v 0 tag)

@@ -36,7 +36,7 @@
             stopped where it said; MISMATCH otherwise),
             -true_residual_monitor 0|1 (0: a monitor of the host's own that builds the residual
             of each iterate, KSPBuildResidual, and prints MISMATCH where ||b - A x_i|| is not the
-            KSP's residual norm to 1e-6),
+            KSP's residual norm to 1e-6 of it plus -true_residual_monitor_btol (0) times ||b||),
    plus any -ksp_ / -pc_ / -mat_type / -dm_mat_type option (-mat_type sbaij stores the upper
    triangle: a symmetric system, -convection 0 -dof 1).
 
@@ -195,18 +195,22 @@ static PetscErrorCode HostConverged(KSP ksp, PetscInt it, PetscReal rnorm, KSPCo
   PetscFunctionReturn(0);
 }
 
-/* -true_residual_monitor: ||b - A x_i|| of each iterate against the KSP's norm */
+/* -true_residual_monitor: ||b - A x_i|| of each iterate against the KSP's norm, to 1e-6 of it
+   plus -true_residual_monitor_btol times ||b|| (fp32 matrix values: their rounding) */
+static PetscReal TrueResidualBtol = 0;
 static PetscErrorCode TrueResidualMonitor(KSP ksp, PetscInt it, PetscReal rnorm, void *ctx)
 {
   PetscInt *checked = (PetscInt *)ctx;
-  Vec       r;
-  PetscReal tn;
+  Vec       r, b;
+  PetscReal tn, bn;
 
   PetscFunctionBeginUser;
   PetscCall(KSPBuildResidual(ksp, NULL, NULL, &r));
   PetscCall(VecNorm(r, NORM_2, &tn));
   PetscCall(VecDestroy(&r));
-  if (!(PetscAbsReal(tn - rnorm) <= 1e-6 * rnorm + 1e-12)) PetscCall(PetscPrintf(PETSC_COMM_WORLD, "host: MISMATCH iterate %" PetscInt_FMT ": ||b - A x_i|| = %.10e, the KSP's norm %.10e\n", it, (double)tn, (double)rnorm));
+  PetscCall(KSPGetRhs(ksp, &b));
+  PetscCall(VecNorm(b, NORM_2, &bn));
+  if (!(PetscAbsReal(tn - rnorm) <= 1e-6 * rnorm + TrueResidualBtol * bn + 1e-12)) PetscCall(PetscPrintf(PETSC_COMM_WORLD, "host: MISMATCH iterate %" PetscInt_FMT ": ||b - A x_i|| = %.10e, the KSP's norm %.10e\n", it, (double)tn, (double)rnorm));
   (*checked)++;
   PetscFunctionReturn(0);
 }
@@ -244,6 +248,7 @@ int main(int argc, char **argv)
   PetscCall(PetscOptionsGetBool(NULL, NULL, "-neumann", &neumann, NULL));
   PetscCall(PetscOptionsGetInt(NULL, NULL, "-host_test", &host_test.mode, NULL));
   PetscCall(PetscOptionsGetBool(NULL, NULL, "-true_residual_monitor", &true_residual_monitor, NULL));
+  PetscCall(PetscOptionsGetReal(NULL, NULL, "-true_residual_monitor_btol", &TrueResidualBtol, NULL));
   PetscCall(PetscOptionsGetInt(NULL, NULL, "-host_test_stop", &host_test.stop_at, NULL));
   PetscCheck(!neumann || dof == 1, PETSC_COMM_WORLD, PETSC_ERR_ARG_INCOMP, "-neumann needs -dof 1");
   PetscCheck(!(shell_amat && mffd_amat), PETSC_COMM_WORLD, PETSC_ERR_ARG_INCOMP, "-shell_amat or -mffd_amat, not both");
