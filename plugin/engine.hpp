@@ -460,11 +460,11 @@ private:
 
 /// Times and counts of a PcEngine.
 struct PcTimings {
-  double last_setup_ms = 0; ///< the last build or refresh
-  double apply_ms      = 0; ///< all applies together (with the copies to and from the executor)
-  int    builds        = 0; ///< full setups (new pattern)
-  int    refreshes     = 0; ///< values-only (numeric only: AMG keeps its aggregates, P and R)
-  long   applies       = 0;
+  double last_setup_ms  = 0; ///< the last build or refresh
+  double apply_ms       = 0; ///< all applies together (with the copies to and from the executor)
+  int    builds         = 0; ///< full setups (new pattern)
+  int    refreshes      = 0; ///< values-only (numeric only: AMG keeps its aggregates, P and R)
+  long   applies        = 0;
   long   device_applies = 0; ///< of them: on a CUDA Vec's device arrays where they are (apply_device)
 };
 
