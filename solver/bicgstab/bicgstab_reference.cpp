@@ -215,6 +215,7 @@ Status bicgstab_reference_solve(const Operator<double>& A, const Operator<double
         HEPTANE_CUDA_CHECK(
             cudaMemsetAsync(x, 0, sizeof(double) * std::size_t(n), cuda::stream(exec)));
     auto monitor = [&](int i) {
+        if (!opts.monitor && !opts.stop_test) return;  // nothing to call: no info to build
         IterationInfo info{i, hist[std::size_t(i)],
                            st.bnorm > 0 ? hist[std::size_t(i)] / st.bnorm : 0.0, nullptr};
         info.iterate = [&](double* out) {  // the host loop: x is x_i here
