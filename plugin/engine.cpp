@@ -105,7 +105,8 @@ struct BdiaStore final : TypedStore<VT> {
       if (exec->is_cpu()) {
         m     = bdia_zeros<MT>(n, n, nc, std::move(offsets));
         slot_ = std::move(slot);
-        kernels::scatter_values(*cpu_executor(), nnz_, slot_.data(), a.values, m.data.data());
+        make_plan(a, index_t(m.block_offsets.size()) * nc);
+        host_scatter(a.values, m.data.data());
       } else {
         m       = bdia_zeros_on<MT>(n, nc, std::move(offsets), exec);
         upload_ = shared_pinned_upload(exec);
@@ -250,8 +251,11 @@ struct BdiaStore final : TypedStore<VT> {
     HEPTANE_ENSURE(a.nnz() == nnz_, InputError, "values-only refresh: " << a.nnz() << " entries, the pattern had " << nnz_);
     Array<MT> &data = own_->matrix().data;
     device_refresh_ = false;
-    if (data.on_host() && slot_.empty()) slot_ = bdia_slot_map(a, own_->matrix().block_size, own_->matrix().block_offsets, "(values-only refresh)"); // built from blocks: the map at its first CSR refresh
-    if (data.on_host()) kernels::scatter_values(*cpu_executor(), nnz_, slot_.data(), a.values, data.data());
+    if (data.on_host() && slot_.empty()) { // built from blocks: the map at its first CSR refresh
+      slot_ = bdia_slot_map(a, own_->matrix().block_size, own_->matrix().block_offsets, "(values-only refresh)");
+      make_plan(a, index_t(own_->matrix().block_offsets.size()) * own_->matrix().block_size);
+    }
+    if (data.on_host()) host_scatter(a.values, data.data());
     else scatter_device(a, data.data());
     if constexpr (keeps_fp64) scatter_fp64(a.values);
   }
@@ -362,6 +366,8 @@ struct BdiaStore final : TypedStore<VT> {
   std::string note() const override
   {
     const std::string what = "values scattered through the CSR->BDIA slot map (" + std::to_string(nnz_) + " entries)";
+    if (values_.empty() && !plan_.runs.empty())
+      return "values copied row by row: " + std::to_string(plan_.full_entries()) + " of " + std::to_string(nnz_) + " entries in rows that hold every slot of the block offsets (no map read), the others through the CSR->BDIA slot map";
     if (values_.empty()) return what;
     std::ostringstream o;
     if (device_refresh_) {
@@ -413,10 +419,24 @@ struct BdiaStore final : TypedStore<VT> {
   {
     double *dst = own64_->matrix().data.data();
     if (own64_->matrix().data.on_host()) {
-      kernels::scatter_values(*cpu_executor(), nnz_, slot_.data(), host_values, dst);
+      host_scatter(host_values, dst);
       return;
     }
     dispatch_executor(*values_.exec(), [&](const auto &e) { scatter_slots(e, values_.data(), dst); });
+  }
+  // CPU: the copy plan of the pattern a (runs of full rows copied without the map) where most
+  // entries are in such rows; else none, and the host copies go through the slot map
+  void make_plan(const CsrView &a, index_t width)
+  {
+    plan_ = kernels::bdia_csr_copy_plan(a.rows, width, a.row_ptr, slot_.data());
+    if (2 * plan_.full_entries() < nnz_) plan_ = kernels::BdiaCsrCopyPlan();
+  }
+  // CPU: the CSR values (the pattern's order) into the BDIA slots dst
+  template <class T>
+  void host_scatter(const double *values, T *dst) const
+  {
+    if (!plan_.runs.empty()) kernels::bdia_values_from_csr(*cpu_executor(), plan_, values, dst);
+    else kernels::scatter_values(*cpu_executor(), nnz_, slot_.data(), values, dst);
   }
   // the CSR values v (device) through the slot map into the BDIA slots dst
   template <class E, class T>
@@ -439,6 +459,7 @@ struct BdiaStore final : TypedStore<VT> {
   std::shared_ptr<Op64>         own64_; // mixed: the fp64 matrix (op_fp64)
   offset_t                      nnz_ = 0;
   std::vector<offset_t>         slot_;                    // CPU: the slot map
+  kernels::BdiaCsrCopyPlan      plan_;                    // CPU: the copy by runs of full rows (make_plan), or none
   BigVector<offset_t>           permuted_;                // CPU: slot_ through refresh_permuted's pos
   BigVector<std::int32_t>       permuted32_;              //   (one of the two: 32-bit where slots fit)
   const index_t                *permuted_from_ = nullptr; // that pos

@@ -1108,6 +1108,79 @@ BOOST_AUTO_TEST_CASE(bdia_slots_from_csr_put_each_entry_where_bdia_from_coo_does
         }
 }
 
+// The map-free CSR -> BDIA-GH copy (kernels::bdia_values_from_csr, CPU): every slot equals
+// bdia_from_coo's from the same matrix (fp64 bit for bit, fp32 its rounding) and slots of no
+// entry keep what they held, for a full stencil, for one with entries dropped from interior
+// rows (those rows through their slots), and with the offsets in descending order (no row in
+// slot order: no row in a run, every entry through its slot).
+BOOST_AUTO_TEST_CASE(bdia_values_from_csr_puts_each_entry_where_bdia_from_coo_does)
+{
+    for (bool drop : {false, true})
+        for (bool descending : {false, true})
+            for (index_t nc : {1, 3}) {
+                BOOST_TEST_CONTEXT("drop " << drop << " descending " << descending << " Nc " << nc)
+                {
+                    Coo<double> coo = hepta(9, 7, 5, nc, true, 29);
+                    if (drop) {  // every 37th off-diagonal entry gone: a few interior rows short
+                        std::vector<index_t> r, c;
+                        std::vector<double> v;
+                        for (offset_t k = 0; k < coo.nnz(); ++k) {
+                            const std::size_t i = std::size_t(k);
+                            if (coo.row[i] != coo.col[i] && k % 37 == 0) continue;
+                            r.push_back(coo.row[i]);
+                            c.push_back(coo.col[i]);
+                            v.push_back(coo.val[i]);
+                        }
+                        coo =
+                            Coo<double>{coo.rows, coo.cols, Array<index_t>(std::move(r)),
+                                        Array<index_t>(std::move(c)), Array<double>(std::move(v))};
+                    }
+                    const Csr<double> csr = csr_from_coo(coo);
+                    std::vector<index_t> offs = hepta_offsets(9, 7);
+                    std::sort(offs.begin(), offs.end());
+                    if (descending) std::reverse(offs.begin(), offs.end());
+                    const Bdia<double> ref = bdia_from_coo(coo, nc, offs);  // ascending
+                    const std::vector<double> asc = ref.data.to(cpu_executor()).to_vector();
+                    const index_t n = csr.rows, nq = index_t(offs.size());
+                    const offset_t nnz = csr.nnz();
+                    std::vector<index_t> ptr(std::size_t(n) + 1);
+                    for (index_t r = 0; r <= n; ++r)
+                        ptr[std::size_t(r)] = index_t(csr.row_ptr.data()[r]);
+                    const std::vector<index_t> col(csr.col_idx.data(), csr.col_idx.data() + nnz);
+                    std::vector<offset_t> slot(static_cast<std::size_t>(nnz));
+                    const CpuExecutor& cpu = *cpu_executor();
+                    BOOST_REQUIRE(kernels::bdia_slots_from_csr(cpu, n, nc, ptr.data(), col.data(),
+                                                               offs.data(), nq, slot.data()) == -1);
+                    const kernels::BdiaCsrCopyPlan plan =
+                        kernels::bdia_csr_copy_plan(n, nq * nc, ptr.data(), slot.data());
+                    const offset_t full = plan.full_entries();
+                    BOOST_TEST(full + offset_t(plan.other_entry.size()) == nnz);
+                    if (descending)
+                        BOOST_TEST(full == 0);  // no row in slot order
+                    else
+                        BOOST_TEST(full > nnz / 4, full << " of " << nnz << " entries in runs");
+                    // expected: each entry at its slot (checked against bdia_from_coo in
+                    // ascending order), a marker that must survive in slots of no entry
+                    std::vector<double> expect(asc.size(), -7.0);
+                    for (offset_t k = 0; k < nnz; ++k)
+                        expect[std::size_t(slot[std::size_t(k)])] = csr.values[std::size_t(k)];
+                    if (!descending)
+                        for (std::size_t i = 0; i < asc.size(); ++i)
+                            BOOST_TEST_REQUIRE(
+                                (expect[i] == -7.0 ? asc[i] == 0.0 : expect[i] == asc[i]));
+                    std::vector<double> d(expect.size(), -7.0);
+                    std::vector<float> f(expect.size(), -7.0f);
+                    kernels::bdia_values_from_csr(cpu, plan, csr.values.data(), d.data());
+                    kernels::bdia_values_from_csr(cpu, plan, csr.values.data(), f.data());
+                    offset_t wrong = 0;
+                    for (std::size_t i = 0; i < expect.size(); ++i) {
+                        if (d[i] != expect[i] || f[i] != float(expect[i])) ++wrong;
+                    }
+                    BOOST_TEST(wrong == 0, wrong << " of " << expect.size() << " slots wrong");
+                }
+            }
+}
+
 // BAIJ's blocks straight into BDIA-GH slots (kernels::bdia_values_from_blocks, CPU): with the
 // block offsets in bdia_from_coo's order, every slot equals bdia_from_coo's from the same
 // matrix (fp64 bit for bit, fp32 the rounding of it), slots of no block untouched; a block off

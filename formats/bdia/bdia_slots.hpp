@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "core/executor.hpp"
 #include "core/types.hpp"
@@ -53,6 +54,40 @@ offset_t bdia_values_from_blocks(const CpuExecutor& exec, index_t block_rows, in
                                  const index_t* block_ptr, const index_t* block_col,
                                  const double* values, const index_t* offsets, index_t nq, MT* dst,
                                  const index_t* col_map = nullptr, index_t first_block_row = 0);
+
+/// A values-only CSR -> BDIA-GH copy on the CPU that reads no map for most rows. A row is
+/// full when it holds every slot of the block offsets in slot order, slot[row_ptr[r] + j] =
+/// j * n + r for j < width = nq * Nc (every column the offsets give, ascending: an interior
+/// cell of a stencil); a run of consecutive full rows is a (rows x width) array whose
+/// transpose is the run's part of dst, copied in tiles that stay in L1; the other rows' entries
+/// keep their slots here and are copied after the run before them, in row order (the lines
+/// they write are the ones just written). Made once per pattern from the slot map
+/// (bdia_slots_from_csr); the copy needs only the values then, in the pattern's order. With no full
+/// rows it is the slot map's scatter with 16 bytes a map entry instead of 8: the caller keeps the
+/// map then.
+struct BdiaCsrCopyPlan {
+    struct Run {
+        index_t first = 0, last = 0;               // full rows [first, last)
+        offset_t entry = 0;                        // row_ptr[first]
+        offset_t other_first = 0, other_last = 0;  // then the other rows' entries up to the next
+    };
+    index_t n = 0, width = 0;
+    std::vector<Run> runs;                          // in row order, covering every row
+    std::vector<offset_t> other_entry, other_slot;  // the other rows' entries and their slots
+    offset_t full_entries() const noexcept;         // entries in the runs
+};
+
+/// The plan for the n x n pattern row_ptr with the slot map `slot` (bdia_slots_from_csr's,
+/// every entry on an offset) and width = nq * Nc.
+BdiaCsrCopyPlan bdia_csr_copy_plan(index_t n, index_t width, const index_t* row_ptr,
+                                   const offset_t* slot);
+
+/// dst[slot of entry k] = values[k] for every entry of the plan's pattern (MT = double or
+/// float); slots of no entry keep what they hold. The same result as scatter_values through
+/// the slot map.
+template <class MT>
+void bdia_values_from_csr(const CpuExecutor& exec, const BdiaCsrCopyPlan& plan,
+                          const double* values, MT* dst);
 
 /// The most block offsets bdia_slots_from_csr takes on a GPU (a 27-point box stencil has 27).
 constexpr index_t bdia_slots_max_offsets = 64;

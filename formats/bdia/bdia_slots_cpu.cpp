@@ -1,5 +1,5 @@
-// bdia_slots_from_csr and bdia_values_from_blocks on the CPU (formats/bdia/bdia_slots.hpp): one
-// pass over the rows, OpenMP.
+// bdia_slots_from_csr, bdia_values_from_blocks and bdia_values_from_csr on the CPU
+// (formats/bdia/bdia_slots.hpp): one pass over the rows, OpenMP.
 #include <algorithm>
 #include <cstdint>
 
@@ -32,6 +32,92 @@ offset_t bdia_slots_from_csr(const CpuExecutor&, index_t n, index_t nc, const in
     }
     return bad;
 }
+
+offset_t BdiaCsrCopyPlan::full_entries() const noexcept
+{
+    offset_t e = 0;
+    for (const Run& r : runs) e += offset_t(r.last - r.first) * width;
+    return e;
+}
+
+BdiaCsrCopyPlan bdia_csr_copy_plan(index_t n, index_t width, const index_t* row_ptr,
+                                   const offset_t* slot)
+{
+    BdiaCsrCopyPlan p;
+    p.n = n;
+    p.width = width;
+    std::vector<char> is_full(std::size_t(n) + 1, 0);  // row n: not full (ends the last run)
+    offset_t others = 0;
+#pragma omp parallel for schedule(static) reduction(+ : others) if (n > 32768)
+    for (index_t r = 0; r < n; ++r) {
+        const offset_t* s = slot + row_ptr[r];
+        bool f = width > 0 && row_ptr[r + 1] - row_ptr[r] == width;
+        for (index_t j = 0; j < width && f; ++j) f = s[j] == offset_t(j) * n + r;
+        is_full[std::size_t(r)] = f;
+        if (!f) others += row_ptr[r + 1] - row_ptr[r];
+    }
+    const auto full = [&](index_t r) { return is_full[std::size_t(r)] != 0; };
+    p.other_entry.reserve(std::size_t(others));
+    p.other_slot.reserve(std::size_t(others));
+    for (index_t r = 0; r < n;) {
+        BdiaCsrCopyPlan::Run run;  // full rows [first, last), then the other rows up to the next
+        run.first = r;
+        run.entry = row_ptr[r];
+        while (r < n && full(r)) ++r;
+        run.last = r;
+        run.other_first = offset_t(p.other_entry.size());
+        for (; r < n && !full(r); ++r)
+            for (offset_t k = row_ptr[r]; k < row_ptr[r + 1]; ++k) {
+                p.other_entry.push_back(k);
+                p.other_slot.push_back(slot[k]);
+            }
+        run.other_last = offset_t(p.other_entry.size());
+        p.runs.push_back(run);
+    }
+    return p;
+}
+
+template <class MT>
+void bdia_values_from_csr(const CpuExecutor&, const BdiaCsrCopyPlan& p, const double* values,
+                          MT* dst)
+{
+    const index_t w = p.width;
+    const offset_t n = p.n;
+    // rows per tile: its values (tile * width doubles) in 16 KB, at least 8 rows a store run
+    const index_t tile =
+        std::max<index_t>(8, std::min<index_t>(256, 2048 / std::max<index_t>(w, 1)));
+    const std::int64_t runs = std::int64_t(p.runs.size());
+    // in row order (static): the other rows after a run write the lines the run just wrote
+#pragma omp parallel for schedule(static) if (n > 32768)
+    for (std::int64_t i = 0; i < runs; ++i) {
+        const BdiaCsrCopyPlan::Run& run = p.runs[std::size_t(i)];
+        for (index_t t0 = run.first; t0 < run.last; t0 += tile) {
+            const index_t t1 = std::min(run.last, t0 + tile);
+            const double* v = values + run.entry + offset_t(t0 - run.first) * w;
+            for (index_t j = 0; j < w; ++j) {  // unrolled by hand: 1.5-2x the compiler's loop
+                MT* __restrict d = dst + offset_t(j) * n;
+                const double* __restrict src = v + j;
+                index_t r = t0;
+                for (; r + 4 <= t1; r += 4, src += 4 * offset_t(w)) {
+                    const double a = src[0], b = src[w], c = src[2 * offset_t(w)],
+                                 e = src[3 * offset_t(w)];
+                    d[r] = MT(a);
+                    d[r + 1] = MT(b);
+                    d[r + 2] = MT(c);
+                    d[r + 3] = MT(e);
+                }
+                for (; r < t1; ++r, src += w) d[r] = MT(*src);
+            }
+        }
+        for (offset_t e = run.other_first; e < run.other_last; ++e)
+            dst[p.other_slot[std::size_t(e)]] = MT(values[p.other_entry[std::size_t(e)]]);
+    }
+}
+
+template void bdia_values_from_csr<double>(const CpuExecutor&, const BdiaCsrCopyPlan&,
+                                           const double*, double*);
+template void bdia_values_from_csr<float>(const CpuExecutor&, const BdiaCsrCopyPlan&, const double*,
+                                          float*);
 
 template <class MT>
 offset_t bdia_values_from_blocks(const CpuExecutor&, index_t block_rows, index_t nc,
