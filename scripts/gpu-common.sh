@@ -31,7 +31,7 @@ gpu_petsc() {
     local t work
     t=$(date +%s)
     work=$(mktemp -d /tmp/petsc-build.XXXXXX)
-    PETSC_BUILD_DIR=$work bash .tools/petsc-from-source.sh build .tools/petsc-3.18.5.tar.xz "$prefix" \
+    PETSC_BUILD_DIR=$work bash scripts/petsc-build.sh .tools/petsc-3.18.5.tar.xz "$prefix" \
       >"$logs/petsc-build.log" 2>&1 || { note "PETSc build FAILED"; tail -20 "$logs/petsc-build.log"; finish 1; }
     rm -rf "$work"
     note "$1 built in $(($(date +%s) - t)) s"

@@ -65,7 +65,7 @@ if [ "$plugin" = 1 ]; then
   if ! [ -f "$petsc_prefix/lib/pkgconfig/PETSc.pc" ] && ! [ -f "$petsc_prefix/lib/pkgconfig/petsc.pc" ]; then
     t0=$(date +%s)
     work=$(mktemp -d /tmp/petsc-build.XXXXXX)
-    PETSC_BUILD_DIR=$work bash .tools/petsc-from-source.sh build .tools/petsc-3.18.5.tar.xz \
+    PETSC_BUILD_DIR=$work bash scripts/petsc-build.sh .tools/petsc-3.18.5.tar.xz \
       "$petsc_prefix" >"$out/logs/petsc-build.log" 2>&1 ||
       { note "PETSc build FAILED"; tail -20 "$out/logs/petsc-build.log"; exit 1; }
     rm -rf "$work"

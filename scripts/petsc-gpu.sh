@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The PETSc plugin on the GPU machine, end to end:
 #   1. build PETSc 3.18 (CPU, MPI) from the tarball in .tools/ into $PETSC_PREFIX [/tmp/petsc]
-#      (.tools/petsc-from-source.sh, ~90 s on 16 cores; skipped when it is already there);
+#      (scripts/petsc-build.sh, ~90 s on 16 cores; skipped when it is already there);
 #   2. configure heptane with that PETSc (PETSC_DIR and PKG_CONFIG_PATH) and the CUDA back end,
 #      build the plugin (libheptane_petsc.so) and the reservoir example;
 #   3. run the example at >= 10^6 cells (128 x 128 x 64 by default) with PETSc's bcgs on 16 MPI
@@ -48,7 +48,7 @@ else
   say "building PETSc from $tarball into $prefix (log: $logdir/petsc-build.log)"
   t0=$SECONDS
   work=$(mktemp -d /tmp/petsc-build.XXXXXX)
-  PETSC_BUILD_DIR=$work bash "$root/.tools/petsc-from-source.sh" build "$tarball" "$prefix" \
+  PETSC_BUILD_DIR=$work bash "$root/scripts/petsc-build.sh" "$tarball" "$prefix" \
     >"$logdir/petsc-build.log" 2>&1 || fail "PETSc build" "$logdir/petsc-build.log"
   rm -rf "$work"
   say "PETSc built in $((SECONDS - t0)) s"

@@ -114,7 +114,7 @@ if [ "$petsc318" = 1 ] && [ -n "$loaded_grids" ]; then
     note "PETSc 3.18: using the install in $prefix318"
   else
     (PETSC_BUILD_DIR=$(mktemp -d /tmp/petsc318-build.XXXXXX) timeout -k 10 400 \
-      bash .tools/petsc-from-source.sh build "$tarball318" "$prefix318") >"$logs/petsc318-build.log" 2>&1 &
+      bash scripts/petsc-build.sh "$tarball318" "$prefix318") >"$logs/petsc318-build.log" 2>&1 &
     p318_pid=$!
   fi
 fi
@@ -127,7 +127,7 @@ else
   work=$(mktemp -d /tmp/petsc325-build.XXXXXX)
   lim=$(allow 400 120)
   if [ "$lim" = 0 ] || ! CUDA=${PETSC_CUDA:-1} PETSC_BUILD_DIR=$work timeout -k 10 "$lim" \
-    bash .tools/petsc-from-source.sh build "$tarball" "$prefix" >"$logs/petsc-build.log" 2>&1; then
+    bash scripts/petsc-build.sh "$tarball" "$prefix" >"$logs/petsc-build.log" 2>&1; then
     failed "PETSc 3.25.4 build (limit ${lim} s, $(($(date +%s) - t0)) s)"
     grep -E "error|Error|ERROR" "$logs/petsc-build.log" | head -20 | tee -a "$summary"
     tail -5 "$logs/petsc-build.log" | tee -a "$summary"

@@ -38,7 +38,7 @@ say "$(date -u +%FT%TZ), device $device, $gpus GPUs"
 if ! [ -f "$prefix/lib/pkgconfig/PETSc.pc" ] && ! [ -f "$prefix/lib/pkgconfig/petsc.pc" ]; then
   t0=$SECONDS
   work=$(mktemp -d /tmp/petsc-build.XXXXXX)
-  PETSC_BUILD_DIR=$work bash "$root/.tools/petsc-from-source.sh" build "$tarball" "$prefix" \
+  PETSC_BUILD_DIR=$work bash "$root/scripts/petsc-build.sh" "$tarball" "$prefix" \
     >"$out/petsc-build.log" 2>&1 || { say "PETSc build FAILED"; tail -20 "$out/petsc-build.log"; exit 1; }
   rm -rf "$work"
   say "PETSc built in $((SECONDS - t0)) s"
