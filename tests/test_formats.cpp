@@ -1154,7 +1154,7 @@ BOOST_AUTO_TEST_CASE(bdia_values_from_csr_puts_each_entry_where_bdia_from_coo_do
                     const kernels::BdiaCsrCopyPlan plan =
                         kernels::bdia_csr_copy_plan(n, nq * nc, ptr.data(), slot.data());
                     const offset_t full = plan.full_entries();
-                    BOOST_TEST(full + offset_t(plan.other_entry.size()) == nnz);
+                    BOOST_TEST(full + offset_t(plan.other_slot.size()) == nnz);
                     if (descending)
                         BOOST_TEST(full == 0);  // no row in slot order
                     else

@@ -63,18 +63,17 @@ offset_t bdia_values_from_blocks(const CpuExecutor& exec, index_t block_rows, in
 /// keep their slots here and are copied after the run before them, in row order (the lines
 /// they write are the ones just written). Made once per pattern from the slot map
 /// (bdia_slots_from_csr); the copy needs only the values then, in the pattern's order. With no full
-/// rows it is the slot map's scatter with 16 bytes a map entry instead of 8: the caller keeps the
-/// map then.
+/// rows it is the slot map's scatter.
 struct BdiaCsrCopyPlan {
     struct Run {
-        index_t first = 0, last = 0;               // full rows [first, last)
-        offset_t entry = 0;                        // row_ptr[first]
-        offset_t other_first = 0, other_last = 0;  // then the other rows' entries up to the next
+        index_t first = 0, last = 0;  // full rows [first, last), then other rows up to the next
+        offset_t entry = 0;           // row_ptr[first]; the other rows' entries follow the run's
+        offset_t other_first = 0, other_last = 0;  // their slots in other_slot
     };
     index_t n = 0, width = 0;
-    std::vector<Run> runs;                          // in row order, covering every row
-    std::vector<offset_t> other_entry, other_slot;  // the other rows' entries and their slots
-    offset_t full_entries() const noexcept;         // entries in the runs
+    std::vector<Run> runs;                   // in row order, covering every row
+    std::vector<offset_t> other_slot;        // the slots of the other rows' entries, in entry order
+    offset_t full_entries() const noexcept;  // entries in the runs
 };
 
 /// The plan for the n x n pattern row_ptr with the slot map `slot` (bdia_slots_from_csr's,

@@ -57,7 +57,6 @@ BdiaCsrCopyPlan bdia_csr_copy_plan(index_t n, index_t width, const index_t* row_
         if (!f) others += row_ptr[r + 1] - row_ptr[r];
     }
     const auto full = [&](index_t r) { return is_full[std::size_t(r)] != 0; };
-    p.other_entry.reserve(std::size_t(others));
     p.other_slot.reserve(std::size_t(others));
     for (index_t r = 0; r < n;) {
         BdiaCsrCopyPlan::Run run;  // full rows [first, last), then the other rows up to the next
@@ -65,13 +64,10 @@ BdiaCsrCopyPlan bdia_csr_copy_plan(index_t n, index_t width, const index_t* row_
         run.entry = row_ptr[r];
         while (r < n && full(r)) ++r;
         run.last = r;
-        run.other_first = offset_t(p.other_entry.size());
+        run.other_first = offset_t(p.other_slot.size());
         for (; r < n && !full(r); ++r)
-            for (offset_t k = row_ptr[r]; k < row_ptr[r + 1]; ++k) {
-                p.other_entry.push_back(k);
-                p.other_slot.push_back(slot[k]);
-            }
-        run.other_last = offset_t(p.other_entry.size());
+            for (offset_t k = row_ptr[r]; k < row_ptr[r + 1]; ++k) p.other_slot.push_back(slot[k]);
+        run.other_last = offset_t(p.other_slot.size());
         p.runs.push_back(run);
     }
     return p;
@@ -109,8 +105,10 @@ void bdia_values_from_csr(const CpuExecutor&, const BdiaCsrCopyPlan& p, const do
                 for (; r < t1; ++r, src += w) d[r] = MT(*src);
             }
         }
+        // the other rows' entries: contiguous after the run's
+        const double* v = values + run.entry + offset_t(run.last - run.first) * w;
         for (offset_t e = run.other_first; e < run.other_last; ++e)
-            dst[p.other_slot[std::size_t(e)]] = MT(values[p.other_entry[std::size_t(e)]]);
+            dst[p.other_slot[std::size_t(e)]] = MT(v[e - run.other_first]);
     }
 }
 
