@@ -112,6 +112,8 @@ int bench_precond(int argc, char** argv)
         // the detected block offsets, as heptane solve passes them (detection is not timed)
         cfg.format_options.block_offsets =
             cfg.format == Format::bdia ? s.block_offsets : std::vector<index_t>{};
+        if (s.hepta && s.grid_dims > 0)
+            cfg.pc_options.amg.grid = cfg.pc_options.cpr.amg.grid = s.grid;
         for (PcType pc : pc_list) {
             cfg.pc = pc;
             Row best;

@@ -584,6 +584,9 @@ int cmd_solve(int argc, char** argv)
     cfg.format_options.block_size = s.block_size;
     cfg.block_size = s.block_size;
     if (cfg.format == Format::bdia) cfg.format_options.block_offsets = s.block_offsets;
+    // the grid behind the pattern, for --amg-aggregation box (AMG's matrix and CPR's pressure
+    // matrix have a cell a row), so that AMG need not find it again
+    if (s.hepta && s.grid_dims > 0) cfg.pc_options.amg.grid = cfg.pc_options.cpr.amg.grid = s.grid;
 
     // out of core: the matrix in host chunks, streamed at every product (solver vectors: about
     // 10 of the rows, GMRES's basis aside)

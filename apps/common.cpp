@@ -307,12 +307,20 @@ const char* pc_options_help =
     "                        else chebyshev), chebyshev, jacobi, l1jacobi, ilu0mc\n"
     "  --amg-sweeps N        Chebyshev degree / smoothing sweeps before and after (default 2)\n"
     "  --amg-cycle C         v (default) or w\n"
-    "  --amg-coarse-size N   coarsest level at most N rows, solved by dense LU (default 300)\n"
+    "  --amg-coarse-size N   coarsest level at most N rows, solved by dense LU (default 300;\n"
+    "                        box aggregation: at most min(N, 64))\n"
     "  --amg-max-levels N    at most N levels (default 20)\n"
     "  --amg-setup W         where the hierarchy is built: auto (default: the device for a GPU\n"
     "                        and Nc = 1, else the host), host, device\n"
     "  --amg-lambda-its N    Chebyshev's lambda_max(D^-1 A): 0 (default) Gershgorin's bound, one\n"
     "                        pass; N > 0: estimated by N power and N + 2 Lanczos steps\n"
+    "  --amg-aggregation A   mis (default: smoothed aggregation's independent sets, any\n"
+    "                        pattern) or box (2 cells a box along each strongly coupled axis\n"
+    "                        of the matrix's grid, Nc = 1; mis where there is no grid)\n"
+    "  --amg-box-ratio R     box: an axis is halved when its mean strength is >= R times the\n"
+    "                        strongest axis' (default 0.25)\n"
+    "  --amg-p-weight W      prolongator smoothing weight over rho(D^-1 A) (default 4/3; 0:\n"
+    "                        plain aggregation, whose coarse levels keep a 7-point stencil)\n"
     "  --amg-p-max N         with --amg-global: at most N entries a row of the smoothed P, the\n"
     "                        largest, the row's sum kept (default 6; 0: all)\n"
     "  --cpr-pressure-index P  the pressure unknown of each cell for --pc cpr (default 0)\n"
@@ -366,6 +374,14 @@ PcOptions parse_pc_options(Args& args)
     const long long pm = args.get_int("--amg-p-max", a.prolongation_max_entries);
     if (pm < 0 || pm > 1000) throw UsageError("--amg-p-max must be in 0..1000");
     a.prolongation_max_entries = int(pm);
+    if (auto g = args.get("--amg-aggregation"))
+        a.aggregation = usage_checked([&] { return parse_amg_aggregation(*g); });
+    a.box_ratio = args.get_double("--amg-box-ratio", a.box_ratio);
+    if (!(a.box_ratio > 0 && a.box_ratio <= 1))
+        throw UsageError("--amg-box-ratio must be in (0, 1]");
+    a.prolongation_weight = args.get_double("--amg-p-weight", a.prolongation_weight);
+    if (!(a.prolongation_weight >= 0 && a.prolongation_weight < 2))
+        throw UsageError("--amg-p-weight must be in [0, 2)");
     o.cpr.amg = a;
     const long long p = args.get_int("--cpr-pressure-index", 0);
     if (p < 0) throw UsageError("--cpr-pressure-index must be >= 0");

@@ -268,10 +268,14 @@ std::string numeric_path_note(bool in_place, bool pattern_on_device, const Matri
 KrylovEngine::KrylovEngine() : impl_(std::make_unique<Impl>()) { }
 KrylovEngine::~KrylovEngine() = default;
 
-void KrylovEngine::build_preconditioner(PcType type, const CsrView &a, const MatrixEngine &m, const PcOptions &opts)
+void KrylovEngine::build_preconditioner(PcType type, const CsrView &a, const MatrixEngine &m, const PcOptions &opts_in)
 {
   const auto t0 = clock_type::now();
-  Impl      &k  = *impl_;
+  // the operator's grid for box aggregation (-heptane_amg_aggregation box: AMG's and CPR's
+  // pressure matrices have a cell a row), so that AMG need not find it again
+  PcOptions opts = opts_in;
+  if (!m.distributed() && m.rows() == a.rows) opts.amg.grid = opts.cpr.amg.grid = m.grid();
+  Impl &k = *impl_;
   HEPTANE_ENSURE(m.built(), InputError, "preconditioner requested before the operator");
   k.d.pc.reset();
   k.f.pc.reset();

@@ -2377,8 +2377,10 @@ static PetscErrorCode KSPCreate_Heptane_Private(KSP ksp, heptane::SolverType sol
 .  -heptane_amg_threshold <theta> -heptane_amg_smoother <auto,chebyshev,jacobi,l1jacobi,ilu0mc>
    -heptane_amg_sweeps <k> -heptane_amg_cycle <v,w> -heptane_amg_coarse_size <n>
    -heptane_amg_max_levels <L> -heptane_amg_setup <auto,host,device>
-   -heptane_amg_lambda_its <N> -heptane_amg_p_max <N> - AMG (-pc_type hamg, and CPR's pressure
-   stage; -heptane_amg_p_max: the AMG over the ranks keeps at most N entries a row of P, default 6)
+   -heptane_amg_lambda_its <N> -heptane_amg_p_max <N> -heptane_amg_aggregation <mis,box>
+   -heptane_amg_box_ratio <r> -heptane_amg_p_weight <w> - AMG (-pc_type hamg, and CPR's pressure
+   stage; -heptane_amg_p_max: the AMG over the ranks keeps at most N entries a row of P, default 6;
+   box: boxes of the operator's grid, with -heptane_amg_p_weight 0 every level 7-point)
 .  -heptane_cpr_pressure_index <p> -heptane_cpr_second <auto,bilu0,bilu0mc,bjacobi> - CPR
    (-pc_type hcpr)
 

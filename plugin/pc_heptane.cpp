@@ -574,7 +574,7 @@ static PetscErrorCode PCCreate_Heptane_Private(PC pc, heptane::PcType type)
    for a non-symmetric block system, Nc > 1, else chebyshev)
 .  -heptane_amg_sweeps <k> - pre- and post-smoothing sweeps (default 2)
 .  -heptane_amg_cycle <v,w> - cycle (default v)
-.  -heptane_amg_coarse_size <n> - stop coarsening at n rows (default 300)
+.  -heptane_amg_coarse_size <n> - stop coarsening at n rows (default 300; box aggregation: min(n, 64))
 .  -heptane_amg_max_levels <L> - at most L levels (default 20)
 .  -heptane_amg_setup <auto,host,device> - where the hierarchy is built (default auto: the GPU
    for a GPU run and a scalar system)
@@ -582,6 +582,12 @@ static PetscErrorCode PCCreate_Heptane_Private(PC pc, heptane::PcType type)
    N > 0 estimated by N power and N + 2 Lanczos steps
 .  -heptane_amg_p_max <N> - the AMG over the ranks: at most N entries a row of the smoothed P (the
    largest, the row's sum kept; default 6, 0: all)
+.  -heptane_amg_aggregation <mis,box> - aggregates: mis (default; any pattern) or box (2 cells a box
+   along each strongly coupled axis of the operator's grid, Nc = 1; mis where there is no grid)
+.  -heptane_amg_box_ratio <r> - box: an axis is halved when its mean strength is >= r times the
+   strongest axis' (default 0.25)
+.  -heptane_amg_p_weight <w> - prolongator smoothing weight over rho(D^-1 A) (default 4/3; 0: plain
+   aggregation, whose coarse levels keep a 7-point stencil)
 .  -heptane_amg_global <true,false> - hamg (hcpr: its pressure stage) on several ranks: one AMG
    hierarchy over all ranks (levels split over the ranks, smoothed through the distributed
    product; chebyshev, jacobi or l1jacobi; on the host) applied instead of each rank's AMG; a

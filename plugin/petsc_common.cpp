@@ -476,10 +476,11 @@ PetscErrorCode HeptaneCheckDevice(const char device[])
   PetscFunctionReturn(0);
 }
 
-static const char *const HeptaneAmgSmoothers[] = {"chebyshev", "jacobi", "l1jacobi", "ilu0mc", "auto"};
-static const char *const HeptaneAmgCycles[]    = {"v", "w"};
-static const char *const HeptaneAmgSetups[]    = {"auto", "host", "device"};
-static const char *const HeptaneCprSeconds[]   = {"auto", "bilu0", "bilu0mc", "bjacobi"};
+static const char *const HeptaneAmgSmoothers[]    = {"chebyshev", "jacobi", "l1jacobi", "ilu0mc", "auto"};
+static const char *const HeptaneAmgCycles[]       = {"v", "w"};
+static const char *const HeptaneAmgSetups[]       = {"auto", "host", "device"};
+static const char *const HeptaneAmgAggregations[] = {"mis", "box"};
+static const char *const HeptaneCprSeconds[]      = {"auto", "bilu0", "bilu0mc", "bjacobi"};
 
 PetscErrorCode HeptanePcOptionsFromOptions(HeptaneOptionItems PetscOptionsObject, heptane::PcOptions *opts, PetscBool cpr, const char man[])
 {
@@ -511,6 +512,16 @@ PetscErrorCode HeptanePcOptionsFromOptions(HeptaneOptionItems PetscOptionsObject
   PetscInt pmax      = a.prolongation_max_entries;
   PetscCall(PetscOptionsBoundedInt("-heptane_amg_p_max", "AMG over the ranks (-heptane_amg_global): at most this many entries a row of the smoothed P, the largest, the row's sum kept (0: all; hypre's P_max_elmts)", man, pmax, &pmax, NULL, 0));
   a.prolongation_max_entries = (int)pmax;
+  PetscInt agg               = (PetscInt)a.aggregation;
+  PetscCall(PetscOptionsEList("-heptane_amg_aggregation", "AMG aggregates: mis (smoothed aggregation's independent sets, any pattern) or box (2 cells a box along each strongly coupled axis of the operator's grid, Nc = 1; mis where there is no grid)", man, HeptaneAmgAggregations, 2, HeptaneAmgAggregations[agg], &agg, NULL));
+  a.aggregation    = (heptane::AmgAggregation)agg;
+  PetscReal bratio = a.box_ratio, pw = a.prolongation_weight;
+  PetscCall(PetscOptionsReal("-heptane_amg_box_ratio", "AMG box aggregation: an axis is halved when its mean strength is at least this fraction of the strongest axis'", man, bratio, &bratio, NULL));
+  PetscCheck(bratio > 0 && bratio <= 1, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "-heptane_amg_box_ratio %g: must be in (0, 1]", (double)bratio);
+  a.box_ratio = bratio;
+  PetscCall(PetscOptionsReal("-heptane_amg_p_weight", "AMG prolongator smoothing weight over rho(D^-1 A) (0: plain aggregation, whose coarse levels keep a 7-point stencil)", man, pw, &pw, NULL));
+  PetscCheck(pw >= 0 && pw < 2, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "-heptane_amg_p_weight %g: must be in [0, 2)", (double)pw);
+  a.prolongation_weight = pw;
   {
     PetscBool global = a.over_ranks == heptane::AmgOverRanks::yes ? PETSC_TRUE : PETSC_FALSE, set;
     PetscCall(PetscOptionsBool("-heptane_amg_global",
@@ -563,7 +574,8 @@ std::string HeptanePcOptionsText(const heptane::PcOptions &o, PetscBool cpr)
 {
   std::ostringstream os;
   os << "-heptane_amg_threshold " << o.amg.strength_threshold << " -heptane_amg_smoother " << HeptaneAmgSmoothers[(int)o.amg.smoother] << " -heptane_amg_sweeps " << o.amg.pre_sweeps << " -heptane_amg_cycle " << HeptaneAmgCycles[(int)o.amg.cycle] << " -heptane_amg_coarse_size "
-     << o.amg.coarse_size << " -heptane_amg_max_levels " << o.amg.max_levels << " -heptane_amg_setup " << HeptaneAmgSetups[(int)o.amg.setup] << " -heptane_amg_lambda_its " << o.amg.power_iterations << " -heptane_amg_p_max " << o.amg.prolongation_max_entries;
+     << o.amg.coarse_size << " -heptane_amg_max_levels " << o.amg.max_levels << " -heptane_amg_setup " << HeptaneAmgSetups[(int)o.amg.setup] << " -heptane_amg_lambda_its " << o.amg.power_iterations << " -heptane_amg_p_max " << o.amg.prolongation_max_entries << " -heptane_amg_aggregation "
+     << HeptaneAmgAggregations[(int)o.amg.aggregation] << " -heptane_amg_box_ratio " << o.amg.box_ratio << " -heptane_amg_p_weight " << o.amg.prolongation_weight;
   if (!cpr) os << " -heptane_amg_global " << (o.amg.over_ranks == heptane::AmgOverRanks::yes ? "true" : o.amg.over_ranks == heptane::AmgOverRanks::no ? "false" : "(not given)");
   if (cpr) os << " -heptane_cpr_pressure_index " << o.cpr.pressure_index << " -heptane_cpr_second " << HeptaneCprSeconds[o.cpr.second_stage_auto ? 0 : 1 + (int)o.cpr.second_stage];
   if ((cpr ? o.cpr.amg : o.amg).singular) os << "; a null space declared (MatSetNullSpace): the coarsest level by a generalized inverse";
@@ -573,7 +585,7 @@ std::string HeptanePcOptionsText(const heptane::PcOptions &o, PetscBool cpr)
 PetscBool HeptanePcOptionsEqual(const heptane::PcOptions &x, const heptane::PcOptions &y)
 {
   const auto same_amg = [](const heptane::AmgOptions &a, const heptane::AmgOptions &b) {
-    return a.strength_threshold == b.strength_threshold && a.smoother == b.smoother && a.pre_sweeps == b.pre_sweeps && a.post_sweeps == b.post_sweeps && a.cycle == b.cycle && a.coarse_size == b.coarse_size && a.max_levels == b.max_levels && a.setup == b.setup && a.power_iterations == b.power_iterations && a.over_ranks == b.over_ranks && a.prolongation_max_entries == b.prolongation_max_entries && a.singular == b.singular;
+    return a.strength_threshold == b.strength_threshold && a.smoother == b.smoother && a.pre_sweeps == b.pre_sweeps && a.post_sweeps == b.post_sweeps && a.cycle == b.cycle && a.coarse_size == b.coarse_size && a.max_levels == b.max_levels && a.setup == b.setup && a.power_iterations == b.power_iterations && a.over_ranks == b.over_ranks && a.prolongation_max_entries == b.prolongation_max_entries && a.singular == b.singular && a.aggregation == b.aggregation && a.box_ratio == b.box_ratio && a.prolongation_weight == b.prolongation_weight;
   };
   return (PetscBool)(same_amg(x.amg, y.amg) && same_amg(x.cpr.amg, y.cpr.amg) && x.cpr.pressure_index == y.cpr.pressure_index && x.cpr.second_stage_auto == y.cpr.second_stage_auto && x.cpr.second_stage == y.cpr.second_stage);
 }

@@ -41,6 +41,18 @@ grep -q '"preconditioner": "amg (smoothed aggregation' "$dir/amg.json"
   --amg-smoother l1jacobi --amg-coarse-size 1000 --amg-sweeps 3 --json >"$dir/opts.json"
 grep -q '"converged": true' "$dir/opts.json"
 grep -q 'l1jacobi(3,3), W-cycle' "$dir/opts.json"
+# box aggregation with plain prolongation: every level a box of the grid below, 7-point
+"$heptane" solve --generate $gen --device $device --solver cg --pc amg --amg-aggregation box \
+  --amg-p-weight 0 --rtol 1e-8 --json >"$dir/box.json"
+grep -q '"converged": true' "$dir/box.json"
+grep -q '"preconditioner": "amg (plain aggregation' "$dir/box.json"
+grep -q 'aggregates box, grids 24x24x12/' "$dir/box.json"
+relres=$(json_num "$dir/box.json" true_relres)
+awk -v r="$relres" 'BEGIN { exit (r + 0 >= 0 && r + 0 <= 1.01e-8) ? 0 : 1 }'
+if "$heptane" solve --generate $gen --pc amg --amg-aggregation boxes >/dev/null 2>"$dir/bad.txt"; then
+  exit 1
+fi
+grep -q "choices: mis, box" "$dir/bad.txt"
 # CPR on a coupled system
 "$heptane" solve --generate 16x12x8x3:channelized --device $device --pc cpr --rtol 1e-8 --json \
   >"$dir/cpr.json"

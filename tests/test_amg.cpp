@@ -358,6 +358,246 @@ BOOST_AUTO_TEST_CASE(block_aggregation_keeps_the_block_size)
 
 BOOST_AUTO_TEST_SUITE_END()
 
+BOOST_AUTO_TEST_SUITE(amg_box)
+
+// a 7-point matrix on an nx x ny x nz grid with couplings -wx, -wy, -wz and a diagonal that
+// sums them plus `shift` (SPD)
+Csr<double> anisotropic(index_t nx, index_t ny, index_t nz, double wx, double wy, double wz,
+                        double shift = 0.01)
+{
+    Coo<double> c;
+    c.rows = c.cols = nx * ny * nz;
+    std::vector<index_t> r, col;
+    std::vector<double> v;
+    for (index_t z = 0; z < nz; ++z)
+        for (index_t y = 0; y < ny; ++y)
+            for (index_t x = 0; x < nx; ++x) {
+                const index_t i = x + nx * (y + ny * z);
+                double diag = shift;
+                auto add = [&](index_t j, double a) {
+                    r.push_back(i);
+                    col.push_back(j);
+                    v.push_back(a);
+                };
+                if (z > 0) add(i - nx * ny, -wz), diag += wz;
+                if (y > 0) add(i - nx, -wy), diag += wy;
+                if (x > 0) add(i - 1, -wx), diag += wx;
+                add(i, 0);
+                const std::size_t d = v.size() - 1;
+                if (x < nx - 1) add(i + 1, -wx), diag += wx;
+                if (y < ny - 1) add(i + nx, -wy), diag += wy;
+                if (z < nz - 1) add(i + nx * ny, -wz), diag += wz;
+                v[d] = diag;
+            }
+    c.row = Array<index_t>(std::move(r));
+    c.col = Array<index_t>(std::move(col));
+    c.val = Array<double>(std::move(v));
+    return csr_from_coo(c);
+}
+
+BOOST_AUTO_TEST_CASE(box_steps_halve_only_the_strongly_coupled_axes)
+{
+    const amg::Grid g{12, 10, 8};
+    auto steps = [&](const Csr<double>& a, const amg::Grid& grid) {
+        return amg::box_steps(amg::axis_strength(a, grid), grid, 0.25);
+    };
+    BOOST_TEST((steps(anisotropic(12, 10, 8, 1, 1, 1), g) == amg::Grid{2, 2, 2}));
+    // z coupled 100x more strongly than x and y: semi-coarsening in z alone
+    BOOST_TEST((steps(anisotropic(12, 10, 8, 1, 1, 100), g) == amg::Grid{1, 1, 2}));
+    // x weak (a tenth): y and z only
+    BOOST_TEST((steps(anisotropic(12, 10, 8, 0.1, 1, 1), g) == amg::Grid{1, 2, 2}));
+    // a 2-D grid: the third axis has one cell and stays
+    BOOST_TEST(
+        (steps(anisotropic(12, 10, 1, 1, 1, 1), amg::Grid{12, 10, 1}) == amg::Grid{2, 2, 1}));
+    // the grid behind the pattern
+    BOOST_TEST((amg::find_grid(anisotropic(12, 10, 8, 1, 1, 1)) == g));
+    BOOST_TEST(
+        (amg::find_grid(generated(9, 7, 5, 1, HeptaModel::reservoir)) == amg::Grid{9, 7, 5}));
+}
+
+BOOST_AUTO_TEST_CASE(box_aggregates_are_boxes_and_plain_galerkin_keeps_the_seven_point_grid)
+{
+    // 13 x 10 x 7: odd sizes, so the last cells of an axis join the box before them
+    const Csr<double> a = generated(13, 10, 7, 1, HeptaModel::reservoir, 0.0, 4);
+    const amg::Grid g = amg::find_grid(a);
+    BOOST_TEST((g == amg::Grid{13, 10, 7}));
+    const amg::Grid step = amg::box_steps(amg::axis_strength(a, g), g, 0.25);
+    const amg::Aggregates agg = amg::box_aggregate(g, step);
+    const amg::Grid cg = amg::box_coarse_grid(g, step);
+    BOOST_TEST(agg.count == cg[0] * cg[1] * cg[2]);
+    // every aggregate is a box: its cells fill their bounding box, at most 3 cells an axis
+    // (2 where halved, 3 at an odd end), 1 where the axis is not halved
+    const std::size_t nagg = std::size_t(agg.count);
+    std::vector<std::array<index_t, 6>> bb(nagg, {1 << 30, 1 << 30, 1 << 30, -1, -1, -1});
+    std::vector<index_t> cells(nagg, 0);
+    for (index_t i = 0; i < a.rows; ++i) {
+        const index_t q = agg.of_node[std::size_t(i)];
+        BOOST_REQUIRE(q >= 0);
+        BOOST_REQUIRE(q < agg.count);
+        const index_t xyz[3] = {i % g[0], (i / g[0]) % g[1], i / (g[0] * g[1])};
+        for (int d = 0; d < 3; ++d) {
+            bb[std::size_t(q)][std::size_t(d)] =
+                std::min(bb[std::size_t(q)][std::size_t(d)], xyz[d]);
+            bb[std::size_t(q)][std::size_t(d + 3)] =
+                std::max(bb[std::size_t(q)][std::size_t(d + 3)], xyz[d]);
+        }
+        ++cells[std::size_t(q)];
+    }
+    for (std::size_t q = 0; q < nagg; ++q) {
+        index_t vol = 1;
+        for (int d = 0; d < 3; ++d) {
+            const index_t ext = bb[q][std::size_t(d + 3)] - bb[q][std::size_t(d)] + 1;
+            BOOST_TEST(ext <= (step[std::size_t(d)] == 2 ? 3 : 1));
+            vol *= ext;
+        }
+        BOOST_TEST(vol == cells[q]);
+    }
+    // the plain Galerkin product against the entries summed box by box (dense, independent of
+    // galerkin()): a_c(I, J) = sum of a_ij over i in box I, j in box J
+    const Csr<double> p = amg::prolongator(a, 1, amg::Strength{}, agg, 0.0);
+    const Csr<double> c = amg::galerkin(transpose(p), a, p);
+    Eigen::MatrixXd ref = Eigen::MatrixXd::Zero(agg.count, agg.count);
+    for (index_t i = 0; i < a.rows; ++i)
+        for (offset_t k = a.row_ptr[i]; k < a.row_ptr[i + 1]; ++k)
+            ref(agg.of_node[std::size_t(i)], agg.of_node[std::size_t(a.col_idx[k])]) += a.values[k];
+    BOOST_CHECK_SMALL((dense(c) - ref).norm() / ref.norm(), 1e-13);
+    // ... a 7-point matrix on the coarse grid again
+    BOOST_TEST((amg::find_grid(c) == cg));
+    // the whole hierarchy: grids down to the coarsest, operator complexity of 7-point levels
+    AmgOptions o;
+    o.aggregation = AmgAggregation::box;
+    o.prolongation_weight = 0;
+    o.coarse_size = 20;
+    const AmgInfo info = amg_hierarchy(a, 1, o);
+    BOOST_TEST(info.aggregation.rfind("box, grids 13x10x7/", 0) == 0, info.aggregation);
+    BOOST_TEST(info.levels.size() >= 3u);
+    BOOST_TEST(info.operator_complexity < 1.25);
+}
+
+BOOST_AUTO_TEST_CASE(box_amg_solves_the_reservoir_pressure_as_the_mis_one_does)
+{
+    // CG with plain box aggregation, smoothed box aggregation and the default (mis): each
+    // meets the true residual; box within a band of mis' iterations (64x64x32 here: 6 = 6)
+    const Csr<double> a = generated(24, 24, 12, 1, HeptaModel::reservoir, 0.0, 2);
+    const std::vector<double> b = times(a, test::random_vector<double>(std::size_t(a.rows), 9));
+    auto exec = test_executor();
+    AmgOptions mis;
+    AmgOptions box = mis;
+    box.aggregation = AmgAggregation::box;
+    AmgOptions plain = box;
+    plain.prolongation_weight = 0;
+    int its[3] = {0, 0, 0};
+    const AmgOptions* opts[3] = {&mis, &box, &plain};
+    for (int k = 0; k < 3; ++k) {
+        auto m = std::make_shared<AmgPreconditioner<double>>(a, 1, exec, *opts[k]);
+        BOOST_TEST((k == 0 ? m->info().aggregation == "mis"
+                           : m->info().aggregation.rfind("box, grids 24x24x12/", 0) == 0),
+                   m->info().aggregation);
+        const Run r = solve_with<Cg<double>>(a, b, m, 1e-8, 200);
+        BOOST_TEST(r.st.converged(), r.st.summary());
+        BOOST_TEST(true_relres(a, r.x, b) < 1e-7);
+        its[k] = r.st.iterations;
+    }
+    BOOST_TEST(its[2] <= 2 * its[0] + 2, its[0] << " (mis) vs " << its[2] << " (plain box)");
+    BOOST_TEST(its[1] <= 2 * its[0] + 2, its[0] << " (mis) vs " << its[1] << " (smoothed box)");
+}
+
+BOOST_AUTO_TEST_CASE(box_aggregation_without_a_grid_falls_back_to_mis_and_says_why)
+{
+    auto exec = test_executor();
+    AmgOptions o;
+    o.aggregation = AmgAggregation::box;
+    o.prolongation_weight = 0;
+    // a coupled system (Nc = 3)
+    const Csr<double> ab = generated(8, 6, 4, 3, HeptaModel::reservoir);
+    const AmgInfo ib = amg_hierarchy(ab, 3, o);
+    BOOST_TEST(ib.aggregation.find("Nc = 1") != std::string::npos, ib.aggregation);
+    // a pattern with a long-range coupling: no grid behind it; the AMG still solves it
+    Csr<double> a = poisson(10);
+    {
+        Coo<double> c = to_coo(a);
+        std::vector<index_t> r = c.row.to_vector(), col = c.col.to_vector();
+        std::vector<double> v = c.val.to_vector();
+        r.push_back(0), col.push_back(a.rows - 1), v.push_back(-0.5);
+        r.push_back(a.rows - 1), col.push_back(0), v.push_back(-0.5);
+        Coo<double> d;
+        d.rows = d.cols = a.rows;
+        d.row = Array<index_t>(std::move(r));
+        d.col = Array<index_t>(std::move(col));
+        d.val = Array<double>(std::move(v));
+        canonicalize(d);
+        a = csr_from_coo(d);
+    }
+    BOOST_TEST((amg::find_grid(a) == amg::Grid{0, 0, 0}));
+    auto m = std::make_shared<AmgPreconditioner<double>>(a, 1, exec, o);
+    BOOST_TEST(m->info().aggregation.find("no grid") != std::string::npos, m->info().aggregation);
+    BOOST_TEST(m->describe().find("no grid") != std::string::npos);
+    const std::vector<double> b(std::size_t(a.rows), 1.0);
+    const Run r = solve_with<Cg<double>>(a, b, m);
+    BOOST_TEST(r.st.converged(), r.st.summary());
+    // a grid given by the caller that does not match A's rows is not used: the pattern's is
+    o.grid = {3, 3, 3};
+    const AmgInfo ig = amg_hierarchy(poisson(8), 1, o);
+    BOOST_TEST(ig.aggregation.rfind("box, grids 8x8x8/", 0) == 0, ig.aggregation);
+}
+
+BOOST_AUTO_TEST_CASE(box_setup_on_the_device_equals_the_host_one)
+{
+    // On a GPU: the device's boxes are the host's, its levels have the host's sizes, both
+    // preconditioners apply alike, and a values-only refresh equals a fresh setup. On the CPU
+    // the host setup is the one there is (the same checks against amg:: functions).
+    const Csr<double> a = generated(20, 18, 10, 1, HeptaModel::channelized, 0.0, 5);
+    auto exec = test_executor();
+    AmgOptions o;
+    o.aggregation = AmgAggregation::box;
+    o.prolongation_weight = 0;
+    o.coarse_size = 40;
+    AmgOptions oh = o;
+    oh.setup = AmgSetup::host;
+    AmgPreconditioner<double> md(a, 1, exec, o), mh(a, 1, exec, oh);
+    BOOST_TEST(md.info().aggregation == mh.info().aggregation);
+    BOOST_TEST(md.info().levels.size() == mh.info().levels.size());
+    for (std::size_t l = 0; l < md.info().levels.size(); ++l) {
+        BOOST_TEST(md.info().levels[l].rows == mh.info().levels[l].rows);
+        BOOST_TEST(md.info().levels[l].nnz == mh.info().levels[l].nnz);
+    }
+#ifdef HEPTANE_HAVE_CUDA
+    if (exec->is_cuda()) {
+        BOOST_TEST(md.info().setup_on == "device");
+        const amg::DeviceHierarchy dh(
+            a,
+            [&] {
+                AmgOptions d = o;
+                d.grid = amg::find_grid(a);
+                return d;
+            }(),
+            exec);
+        const amg::Grid g = amg::find_grid(a);
+        const amg::Aggregates agg =
+            amg::box_aggregate(g, amg::box_steps(amg::axis_strength(a, g), g, o.box_ratio));
+        BOOST_TEST(dh.aggregates(0) == agg.of_node);
+        BOOST_TEST(dh.grids().size() == std::size_t(dh.levels()));
+    }
+#endif
+    const std::vector<double> rv = test::random_vector<double>(static_cast<std::size_t>(a.rows), 6);
+    Array<double> r = Array<double>(rv).to(exec), z1(exec, rv.size()), z2(exec, rv.size());
+    md.apply(r.data(), z1.data());
+    mh.apply(r.data(), z2.data());
+    BOOST_CHECK_SMALL(test::rel_max_diff(z1.to_vector(), z2.to_vector()), 1e-9);
+    // new values, same pattern: the refresh equals a fresh setup
+    Csr<double> a2 = a;
+    for (std::size_t k = 0; k < a2.values.size(); ++k)
+        a2.values.host()[k] *= 1.0 + 0.1 * double(k % 5);
+    const Csr<double>& a3 = a2;
+    md.update_values(a3);
+    AmgPreconditioner<double> fresh(a3, 1, exec, o);
+    md.apply(r.data(), z1.data());
+    fresh.apply(r.data(), z2.data());
+    BOOST_CHECK_SMALL(test::rel_max_diff(z1.to_vector(), z2.to_vector()), 1e-9);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
 BOOST_AUTO_TEST_SUITE(amg_cycle)
 
 BOOST_AUTO_TEST_CASE(cg_with_amg_solves_poisson_to_eigens_solution_in_few_iterations)

@@ -62,6 +62,18 @@ AmgSetup parse_amg_setup(const std::string& name)
                   "unknown AMG setup place '" << name << "' (choices: auto, host, device)");
 }
 
+AmgAggregation parse_amg_aggregation(const std::string& name)
+{
+    if (name == "mis") return AmgAggregation::mis;
+    if (name == "box") return AmgAggregation::box;
+    HEPTANE_THROW(InputError, "unknown AMG aggregation '" << name << "' (choices: mis, box)");
+}
+
+const char* to_string(AmgAggregation a) noexcept
+{
+    return a == AmgAggregation::box ? "box" : "mis";
+}
+
 const char* to_string(AmgSetup s) noexcept
 {
     switch (s) {
@@ -118,6 +130,7 @@ double ms_since(clock_type::time_point t0)
 struct HostHierarchy {
     std::vector<Csr<double>> a;  // a[0] empty (the caller's matrix)
     std::vector<Csr<double>> p, r;
+    std::vector<amg::Grid> grids;  // box aggregation: every level's grid
     bool dense_coarse = true;
     double ms[4] = {0, 0, 0, 0};  // strength, aggregation, P and R, Galerkin products
 };
@@ -130,6 +143,45 @@ void check_options(const AmgOptions& o)
                    "AMG: coarse_size (" << o.coarse_size << ") must be >= 1");
     HEPTANE_ENSURE(o.strength_threshold >= 0, InputError,
                    "AMG: strength threshold (" << o.strength_threshold << ") must be >= 0");
+}
+
+// Box aggregation needs Nc = 1 and a grid of a's size: the caller's (AmgOptions::grid) or the
+// one behind a's pattern (formats/detect, on the host). Where there is none, mis instead, and
+// `note` says why.
+AmgOptions resolve_aggregation(const AmgOptions& o, const Csr<double>& a, index_t nc,
+                               std::string& note)
+{
+    AmgOptions r = o;
+    if (o.aggregation != AmgAggregation::box) return r;
+    const auto cells = [](const amg::Grid& g) {
+        return double(g[0]) * double(g[1]) * double(g[2]);
+    };
+    if (nc != 1) {
+        note = "box aggregation needs Nc = 1 (here " + std::to_string(nc) + "): mis";
+    } else {
+        if (!(r.grid[0] > 0 && r.grid[1] > 0 && r.grid[2] > 0 && cells(r.grid) == double(a.rows))) {
+            if (a.exec()->is_cpu())
+                r.grid = amg::find_grid(a);
+            else
+                r.grid = amg::find_grid(a.to(cpu_executor()));
+        }
+        if (r.grid[0] > 0 && cells(r.grid) == double(a.rows)) return r;
+        note = "box aggregation: no grid behind A's pattern: mis";
+    }
+    r.aggregation = AmgAggregation::mis;
+    r.grid = {0, 0, 0};
+    return r;
+}
+
+// "mis" or "box, grids 128x128x64/64x64x32/…"
+std::string aggregation_text(const std::vector<amg::Grid>& grids, const std::string& note)
+{
+    if (grids.empty()) return note.empty() ? "mis" : note;
+    std::string t = "box, grids";
+    for (std::size_t l = 0; l < grids.size(); ++l)
+        t += (l ? "/" : " ") + std::to_string(grids[l][0]) + "x" + std::to_string(grids[l][1]) +
+             "x" + std::to_string(grids[l][2]);
+    return t;
 }
 
 // Whether the hierarchy is built on the device (AmgOptions::setup)
@@ -201,12 +253,26 @@ HostHierarchy build_host(const Csr<double>& a0, index_t nc, const AmgOptions& o)
     HostHierarchy h;
     h.a.emplace_back();
     const Csr<double>* cur = &a0;
-    while (int(h.a.size()) < o.max_levels && cur->rows > o.coarse_size) {
+    // box aggregation: the current level's grid (resolve_aggregation made sure of it)
+    const bool box = o.aggregation == AmgAggregation::box;
+    if (box) h.grids.push_back(o.grid);
+    while (int(h.a.size()) < o.max_levels && cur->rows > amg::coarse_limit(o)) {
         auto t = clock_type::now();
-        const amg::Strength s = amg::strength(*cur, nc, o.strength_threshold);
+        // (boxes with plain aggregation read no strength: the boxes come from the axes' mean
+        // strength, T from the boxes)
+        const amg::Strength s = box && o.prolongation_weight == 0
+                                    ? amg::Strength{}
+                                    : amg::strength(*cur, nc, o.strength_threshold);
         h.ms[0] += ms_since(t);
         t = clock_type::now();
-        const amg::Aggregates g = amg::aggregate(s);
+        amg::Grid step{1, 1, 1};
+        if (box) {
+            step = amg::box_steps(amg::axis_strength(*cur, h.grids.back()), h.grids.back(),
+                                  o.box_ratio);
+            if (step[0] * step[1] * step[2] == 1) break;  // nothing left to halve
+        }
+        const amg::Aggregates g =
+            box ? amg::box_aggregate(h.grids.back(), step) : amg::aggregate(s);
         h.ms[1] += ms_since(t);
         const index_t nc_rows = g.count * nc;
         if (g.count == 0 || double(nc_rows) * 1.2 > double(cur->rows)) break;  // stalled
@@ -220,6 +286,7 @@ HostHierarchy build_host(const Csr<double>& a0, index_t nc, const AmgOptions& o)
         h.p.push_back(std::move(p));
         h.r.push_back(std::move(r));
         h.a.push_back(std::move(ac));
+        if (box) h.grids.push_back(amg::box_coarse_grid(h.grids.back(), step));
         cur = &h.a.back();
     }
     h.dense_coarse = amg::dense_coarse(cur->rows, a0.nnz(), o.coarse_size);
@@ -605,7 +672,8 @@ AmgPreconditioner<VT>::AmgPreconditioner(const Csr<double>& a_in, index_t nc,
     };
     Impl& m = *impl_;
     m.exec = exec;
-    m.opts = opts;
+    std::string aggregation_note;
+    m.opts = resolve_aggregation(opts, a, nc, aggregation_note);
     if (m.opts.smoother == AmgSmoother::automatic)
         m.opts.smoother = nc > 1 && !symmetric_a() ? AmgSmoother::ilu0mc : AmgSmoother::chebyshev;
     m.nc = nc;
@@ -618,14 +686,16 @@ AmgPreconditioner<VT>::AmgPreconditioner(const Csr<double>& a_in, index_t nc,
                        "AMG: the matrix is " << a.rows << " x " << a.cols << ", not square");
         const bool reuse = a_on_exec && a_on_exec->exec() == exec && a_on_exec->rows == a.rows &&
                            a_on_exec->nnz() == a.nnz();
-        m.dev = std::make_unique<amg::DeviceHierarchy>(reuse ? *a_on_exec : a_in, opts, exec);
+        m.dev = std::make_unique<amg::DeviceHierarchy>(reuse ? *a_on_exec : a_in, m.opts, exec);
+        m.info.aggregation = aggregation_text(m.dev->grids(), aggregation_note);
         m.dense_coarse = m.dev->dense_coarse();
         nl = m.dev->levels();
         std::copy(m.dev->phase_ms(), m.dev->phase_ms() + 4, m.info.phase_ms);
         m.info.setup_on = "device";
 #endif
     } else {
-        m.host = build_host(a, nc, opts);
+        m.host = build_host(a, nc, m.opts);
+        m.info.aggregation = aggregation_text(m.host.grids, aggregation_note);
         m.dense_coarse = m.host.dense_coarse;
         nl = int(m.host.a.size());
         std::copy(m.host.ms, m.host.ms + 4, m.info.phase_ms);
@@ -840,7 +910,8 @@ std::string AmgPreconditioner<VT>::details() const
 {
     const Impl& m = *impl_;
     std::ostringstream os;
-    os << "(smoothed aggregation, " << m.levels.size() << " levels, rows";
+    os << "(" << (m.opts.prolongation_weight > 0 ? "smoothed" : "plain") << " aggregation, "
+       << m.levels.size() << " levels, rows";
     for (std::size_t l = 0; l < m.info.levels.size(); ++l)
         os << (l ? "/" : " ") << m.info.levels[l].rows;
     char c[64];
@@ -848,6 +919,7 @@ std::string AmgPreconditioner<VT>::details() const
     os << c << ", " << to_string(m.opts.smoother) << "(" << m.opts.pre_sweeps << ","
        << m.opts.post_sweeps << "), " << (m.opts.cycle == AmgCycle::v ? "V" : "W")
        << "-cycle, theta " << m.opts.strength_threshold << ", coarsest " << m.info.coarse_solve;
+    if (m.info.aggregation != "mis") os << ", aggregates " << m.info.aggregation;
     if (m.opts.singular && m.dense_coarse && !m.levels.empty())
         os << " (null space declared: a generalized inverse, rank " << m.coarse_rank << " of "
            << m.info.levels.back().rows << ")";
@@ -876,8 +948,10 @@ AmgInfo amg_hierarchy(const Csr<double>& a, index_t nc, const AmgOptions& opts)
     HEPTANE_ENSURE(nc >= 1 && a.rows % nc == 0, InputError,
                    "AMG: block size " << nc << " does not divide the " << a.rows << " rows");
     const auto t0 = clock_type::now();
-    const HostHierarchy h = build_host(a, nc, opts);
+    std::string note;
+    const HostHierarchy h = build_host(a, nc, resolve_aggregation(opts, a, nc, note));
     AmgInfo info;
+    info.aggregation = aggregation_text(h.grids, note);
     info.hierarchy_ms = ms_since(t0);
     std::copy(h.ms, h.ms + 4, info.phase_ms);
     double nnz = 0, rows = 0;

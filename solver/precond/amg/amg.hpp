@@ -53,6 +53,9 @@ struct AmgInfo {
     /// "ILU(0) sweeps (coarsening stalled)" for a non-symmetric A or "smoothed (coarsening
     /// stalled)" (the level's smoother, keeping the cycle symmetric) for a symmetric one.
     std::string coarse_solve;
+    /// How the levels were coarsened: "mis", "box, grids 128x128x64/64x64x32/…", or why box
+    /// aggregation was asked for and mis used.
+    std::string aggregation = "mis";
     /// Where the hierarchy was built: "host" or "device" (AmgOptions::setup).
     std::string setup_on = "host";
     double hierarchy_ms = 0;            ///< strength, aggregation, P and R, Galerkin products

@@ -96,6 +96,50 @@ __global__ void strong_fill(index_t n, const offset_t* __restrict__ rp,
     }
 }
 
+// box aggregation: each axis' sum of |a_ij| / sqrt(|a_ii a_jj|) and count (sums[0..2],
+// sums[3..5]), one thread a row, a warp's partial sums added once
+__global__ void axis_sums(index_t n, index_t nx, index_t ny, const offset_t* __restrict__ rp,
+                          const index_t* __restrict__ ci, const double* __restrict__ v,
+                          const double* __restrict__ d, double* __restrict__ sums)
+{
+    const long long i = thread_index();
+    double s[6] = {0, 0, 0, 0, 0, 0};
+    if (i < n)
+        for (offset_t k = rp[i]; k < rp[i + 1]; ++k) {
+            const index_t j = ci[k];
+            const int axis = j == i ? -1 : grid_axis(index_t(i), j, nx, ny);
+            if (axis < 0) continue;
+            const double dd = d[i] * d[j];
+            s[axis] += dd > 0 ? fabs(v[k]) / sqrt(dd) : 0.0;
+            s[axis + 3] += 1;
+        }
+    for (int q = 0; q < 6; ++q) {
+        double x = s[q];
+        for (int o = 16; o > 0; o /= 2) x += __shfl_down_sync(0xffffffffU, x, o);
+        if ((threadIdx.x & 31) == 0 && x != 0) atomicAdd(sums + q, x);
+    }
+}
+
+// T of box aggregation: row i holds a single 1 in its box's column
+__global__ void tentative_rows(index_t n, const index_t* __restrict__ id,
+                               offset_t* __restrict__ ptr, index_t* __restrict__ col,
+                               double* __restrict__ val)
+{
+    const long long i = thread_index();
+    if (i >= n) return;
+    ptr[i] = i;
+    col[i] = id[i];
+    val[i] = 1;
+    if (i == n - 1) ptr[n] = n;
+}
+
+__global__ void box_ids(index_t n, index_t nx, index_t ny, index_t sx, index_t sy, index_t sz,
+                        index_t cx, index_t cy, index_t cz, index_t* __restrict__ id)
+{
+    const long long i = thread_index();
+    if (i < n) id[i] = box_of(index_t(i), nx, ny, sx, sy, sz, cx, cy, cz);
+}
+
 // the distance-2 independent set: one synchronous round = keys, max over distance 1, max over
 // distance 2 and the new states
 __global__ void mis_init(index_t n, const offset_t* __restrict__ sp, std::uint8_t* __restrict__ st)
@@ -501,6 +545,7 @@ struct DeviceHierarchy::Impl {
         }
     };
     std::vector<std::unique_ptr<Level>> levels;
+    std::vector<Grid> grids;  // box aggregation: every level's grid
     bool dense_coarse = true;
     double ms[4] = {0, 0, 0, 0};
     Array<char> scan_tmp;
@@ -518,32 +563,14 @@ struct DeviceHierarchy::Impl {
         return read_back(*ce, out.data() + n);
     }
 
-    // level l's coarsening: false when it stalls (then level l is the coarsest)
-    bool coarsen(Level& L, const AmgOptions& o)
+    // the smoothed-aggregation aggregates of the strong graph (sp, adj, w) into id; their count
+    index_t mis_aggregates(const Csr<double>& a, const Array<offset_t>& sp,
+                           const Array<index_t>& adj, const Array<float>& w, Array<offset_t>& cnt,
+                           Array<index_t>& id)
     {
         const CudaExecutor& ce = *this->ce;
-        const Csr<double>& a = L.a;
         const index_t n = a.rows;
         const std::size_t nn = std::size_t(n);
-        auto t = clock_type::now();
-        // strength
-        Array<double> d(exec, nn);
-        Array<char> keep(exec, std::size_t(a.nnz()));
-        Array<offset_t> cnt(exec, nn + 1), sp(exec, nn + 1);
-        zero(ce, cnt.data() + n);
-        HEPTANE_LAUNCH(abs_diagonal, n, n, a.row_ptr.data(), a.col_idx.data(), a.values.data(),
-                       d.data());
-        HEPTANE_LAUNCH(strong_count, n, n, a.row_ptr.data(), a.col_idx.data(), a.values.data(),
-                       d.data(), o.strength_threshold, keep.data(), cnt.data());
-        const offset_t strong = scan(cnt, sp, nn);
-        Array<index_t> adj(exec, std::size_t(strong));
-        Array<float> w(exec, std::size_t(strong));
-        HEPTANE_LAUNCH(strong_fill, n, n, a.row_ptr.data(), a.col_idx.data(), a.values.data(),
-                       d.data(), keep.data(), sp.data(), adj.data(), w.data());
-        HEPTANE_CUDA_CHECK(cudaStreamSynchronize(cuda::stream(ce)));
-        ms[0] += ms_since(t);
-        // aggregation
-        t = clock_type::now();
         Array<std::uint8_t> st(exec, nn);
         Array<std::uint64_t> key(exec, nn), m1(exec, nn);
         Array<unsigned long long> counter(exec, 1);
@@ -559,7 +586,7 @@ struct DeviceHierarchy::Impl {
         HEPTANE_LAUNCH(flag_roots, n, n, st.data(), cnt.data());
         Array<offset_t> pos(exec, nn + 1);
         index_t count = index_t(scan(cnt, pos, nn));
-        Array<index_t> id(exec, nn), next(exec, nn);
+        Array<index_t> next(exec, nn);
         HEPTANE_LAUNCH(number_roots, n, n, st.data(), pos.data(), id.data());
         Array<int> changed(exec, 1);
         for (int pass = 0;; ++pass) {  // pass 0: the roots' neighbours; then the rest
@@ -574,36 +601,107 @@ struct DeviceHierarchy::Impl {
         if (left > 0)
             HEPTANE_LAUNCH(number_leftovers, n, n, count, pos.data(), sp.data(), id.data());
         count += left;
+        return count;
+    }
+
+    // level l's coarsening: false when it stalls (then level l is the coarsest)
+    bool coarsen(Level& L, const AmgOptions& o)
+    {
+        const CudaExecutor& ce = *this->ce;
+        const Csr<double>& a = L.a;
+        const index_t n = a.rows;
+        const std::size_t nn = std::size_t(n);
+        auto t = clock_type::now();
+        // strength (boxes with plain aggregation need only |a_ii|: the boxes come from the
+        // axes' mean strength, T from the boxes)
+        const bool plain_box = o.aggregation == AmgAggregation::box && o.prolongation_weight == 0;
+        Array<double> d(exec, nn);
+        Array<char> keep;
+        Array<offset_t> cnt(exec, nn + 1), sp;
+        Array<index_t> adj;
+        Array<float> w;
+        HEPTANE_LAUNCH(abs_diagonal, n, n, a.row_ptr.data(), a.col_idx.data(), a.values.data(),
+                       d.data());
+        if (!plain_box) {
+            keep = Array<char>(exec, std::size_t(a.nnz()));
+            sp = Array<offset_t>(exec, nn + 1);
+            zero(ce, cnt.data() + n);
+            HEPTANE_LAUNCH(strong_count, n, n, a.row_ptr.data(), a.col_idx.data(), a.values.data(),
+                           d.data(), o.strength_threshold, keep.data(), cnt.data());
+            const offset_t strong = scan(cnt, sp, nn);
+            adj = Array<index_t>(exec, std::size_t(strong));
+            w = Array<float>(exec, std::size_t(strong));
+            HEPTANE_LAUNCH(strong_fill, n, n, a.row_ptr.data(), a.col_idx.data(), a.values.data(),
+                           d.data(), keep.data(), sp.data(), adj.data(), w.data());
+        }
+        HEPTANE_CUDA_CHECK(cudaStreamSynchronize(cuda::stream(ce)));
+        ms[0] += ms_since(t);
+        // aggregation
+        t = clock_type::now();
+        Array<index_t> id(exec, nn);
+        index_t count = 0;
+        Grid step{1, 1, 1};
+        if (o.aggregation == AmgAggregation::box) {
+            const Grid& g = grids.back();
+            Array<double> sums(exec, 6);
+            zero(ce, sums.data(), 6);
+            HEPTANE_LAUNCH(axis_sums, n, n, g[0], g[1], a.row_ptr.data(), a.col_idx.data(),
+                           a.values.data(), d.data(), sums.data());
+            double h[6];
+            HEPTANE_CUDA_CHECK(cudaMemcpyAsync(h, sums.data(), sizeof h, cudaMemcpyDeviceToHost,
+                                               cuda::stream(ce)));
+            HEPTANE_CUDA_CHECK(cudaStreamSynchronize(cuda::stream(ce)));
+            std::array<double, 3> mean{};
+            for (int q = 0; q < 3; ++q) mean[std::size_t(q)] = h[q + 3] > 0 ? h[q] / h[q + 3] : 0.0;
+            step = box_steps(mean, g, o.box_ratio);
+            if (step[0] * step[1] * step[2] == 1) return false;  // nothing left to halve
+            const Grid c = box_coarse_grid(g, step);
+            HEPTANE_LAUNCH(box_ids, n, n, g[0], g[1], step[0], step[1], step[2], c[0], c[1], c[2],
+                           id.data());
+            count = c[0] * c[1] * c[2];
+        } else {
+            count = mis_aggregates(a, sp, adj, w, cnt, id);
+        }
         ms[1] += ms_since(t);
         if (count == 0 || double(count) * 1.2 > double(n)) return false;  // stalled
+        if (o.aggregation == AmgAggregation::box)
+            grids.push_back(box_coarse_grid(grids.back(), step));
         // P = (I − ω D_F⁻¹ A_F) T and R = Pᵀ
         t = clock_type::now();
-        Array<double> dF(exec, nn);
-        Array<unsigned long long> rho_bits(exec, 1);
-        zero(ce, rho_bits.data());
-        HEPTANE_LAUNCH(filtered_diagonal, n, n, a.row_ptr.data(), a.col_idx.data(), a.values.data(),
-                       keep.data(), dF.data(), rho_bits.data());
-        const unsigned long long rb = read_back(ce, rho_bits.data());
-        double rho = 0;
-        std::memcpy(&rho, &rb, sizeof rho);
-        const double omega = rho > 0 ? o.prolongation_weight / rho : 0.0;
-        PEntries e{a.row_ptr.data(),
-                   a.col_idx.data(),
-                   a.values.data(),
-                   keep.data(),
-                   id.data(),
-                   dF.data(),
-                   omega};
         Csr<double>& p = L.p;
         p.rows = n;
         p.cols = count;
         p.row_ptr = Array<offset_t>(exec, nn + 1);
-        HEPTANE_LAUNCH(prolongator_rows, n, n, e, nullptr, cnt.data(), nullptr, nullptr);
-        const offset_t pnnz = scan(cnt, p.row_ptr, nn);
-        p.col_idx = Array<index_t>(exec, std::size_t(pnnz));
-        p.values = Array<double>(exec, std::size_t(pnnz));
-        HEPTANE_LAUNCH(prolongator_rows, n, n, e, p.row_ptr.data(), nullptr, p.col_idx.data(),
-                       p.values.data());
+        offset_t pnnz = n;
+        if (plain_box) {  // T: every cell in its box
+            p.col_idx = Array<index_t>(exec, nn);
+            p.values = Array<double>(exec, nn);
+            HEPTANE_LAUNCH(tentative_rows, n, n, id.data(), p.row_ptr.data(), p.col_idx.data(),
+                           p.values.data());
+        } else {
+            Array<double> dF(exec, nn);
+            Array<unsigned long long> rho_bits(exec, 1);
+            zero(ce, rho_bits.data());
+            HEPTANE_LAUNCH(filtered_diagonal, n, n, a.row_ptr.data(), a.col_idx.data(),
+                           a.values.data(), keep.data(), dF.data(), rho_bits.data());
+            const unsigned long long rb = read_back(ce, rho_bits.data());
+            double rho = 0;
+            std::memcpy(&rho, &rb, sizeof rho);
+            const double omega = rho > 0 ? o.prolongation_weight / rho : 0.0;
+            PEntries e{a.row_ptr.data(),
+                       a.col_idx.data(),
+                       a.values.data(),
+                       keep.data(),
+                       id.data(),
+                       dF.data(),
+                       omega};
+            HEPTANE_LAUNCH(prolongator_rows, n, n, e, nullptr, cnt.data(), nullptr, nullptr);
+            pnnz = scan(cnt, p.row_ptr, nn);
+            p.col_idx = Array<index_t>(exec, std::size_t(pnnz));
+            p.values = Array<double>(exec, std::size_t(pnnz));
+            HEPTANE_LAUNCH(prolongator_rows, n, n, e, p.row_ptr.data(), nullptr, p.col_idx.data(),
+                           p.values.data());
+        }
         L.p_ptr32 = ptr32(exec, p);
         Csr<double>& r = L.r;
         r.rows = count;
@@ -687,7 +785,8 @@ DeviceHierarchy::DeviceHierarchy(const Csr<double>& a0, const AmgOptions& o,
     first->a_ptr32 = ptr32(m.exec, first->a);
     first->a_desc = describe(first->a, first->a_ptr32.data());
     m.levels.push_back(std::move(first));
-    while (int(m.levels.size()) < o.max_levels && m.levels.back()->a.rows > o.coarse_size)
+    if (o.aggregation == AmgAggregation::box) m.grids.push_back(o.grid);
+    while (int(m.levels.size()) < o.max_levels && m.levels.back()->a.rows > coarse_limit(o))
         if (!m.coarsen(*m.levels.back(), o)) break;
     m.dense_coarse =
         amg::dense_coarse(m.levels.back()->a.rows, m.levels.front()->a.nnz(), o.coarse_size);
@@ -719,6 +818,11 @@ bool DeviceHierarchy::dense_coarse() const noexcept
 {
     return impl_->dense_coarse;
 }
+const std::vector<Grid>& DeviceHierarchy::grids() const noexcept
+{
+    return impl_->grids;
+}
+
 const double* DeviceHierarchy::phase_ms() const noexcept
 {
     return impl_->ms;

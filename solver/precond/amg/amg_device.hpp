@@ -4,7 +4,9 @@
 //
 //   strength     one thread per row (the CPU rule and operations: the same strong set)
 //   aggregate    the distance-2 independent set in synchronous rounds and the two joining
-//                passes with the rules of amg_setup.hpp (the same aggregates as the CPU's)
+//                passes with the rules of amg_setup.hpp (the same aggregates as the CPU's);
+//                or boxes of the level's grid (AmgAggregation::box: the axes' mean strengths
+//                summed on the device, the boxes by box_of, as the CPU's)
 //   prolongator  one thread per row, the entries summed in the CPU's order with unfused
 //                multiplies (the same P, bit for bit)
 //   R = Pᵀ       cuSPARSE csr2csc
@@ -23,6 +25,7 @@
 
 #include "formats/csr/csr.hpp"
 #include "solver/precond/amg/amg_options.hpp"
+#include "solver/precond/amg/amg_setup.hpp"
 
 namespace heptane::amg {
 
@@ -43,6 +46,8 @@ public:
     const Csr<double>& r(int l) const;
     /// Level l's aggregate of each node (−1: none), copied to the host (tests).
     std::vector<index_t> aggregates(int l) const;
+    /// Box aggregation (AmgOptions::aggregation): every level's grid; empty with mis.
+    const std::vector<Grid>& grids() const noexcept;
     /// Whether the coarsest level is small enough for the dense inverse.
     bool dense_coarse() const noexcept;
     /// Milliseconds of the phases: strength, aggregation, P and R, Galerkin products.

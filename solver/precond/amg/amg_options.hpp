@@ -3,6 +3,7 @@
 // the setup code.
 #pragma once
 
+#include <array>
 #include <string>
 
 #include "core/types.hpp"
@@ -41,6 +42,24 @@ enum class AmgSetup { automatic, host, device };
 /// "auto", "host", "device". Throws InputError naming the choices.
 AmgSetup parse_amg_setup(const std::string& name);
 const char* to_string(AmgSetup s) noexcept;
+
+/// How the cells of a level are grouped into the next level's unknowns.
+///   mis  (the default) smoothed aggregation's aggregates: a maximal distance-2 independent
+///        set of the strong graph, its neighbours joined (amg_setup.hpp); any pattern
+///   box  boxes of a structured grid's cells (AmgOptions::grid, or the grid formats/detect
+///        finds behind A's pattern): each direction whose mean strength
+///        |a_ij| / sqrt(|a_ii a_jj|) is at least box_ratio times the strongest direction's
+///        is halved (semi-coarsening where one direction dominates, as hypre's PFMG), an odd
+///        last cell joining the box before it; the coarse cells are a grid again, numbered
+///        in natural order, so every level keeps a grid — and with plain aggregation
+///        (prolongation_weight 0) a 7-point stencil stays 7-point on every level; coarsening
+///        goes on down to min(coarse_size, 64) rows (amg::box_coarse_size). Nc = 1
+///        only; without a grid (or with Nc > 1) the setup uses mis and says so. The AMG over
+///        the ranks (dist::DistAmg) always uses mis.
+enum class AmgAggregation { mis, box };
+/// "mis", "box". Throws InputError naming the choices.
+AmgAggregation parse_amg_aggregation(const std::string& name);
+const char* to_string(AmgAggregation a) noexcept;
 
 /// One AMG per MPI rank (no), one hierarchy over the ranks (yes), or the caller's choice
 /// (automatic); AmgOptions::over_ranks.
@@ -95,6 +114,14 @@ struct AmgOptions {
     int power_iterations = 0;
     AmgCycle cycle = AmgCycle::v;
     AmgSetup setup = AmgSetup::automatic;
+    AmgAggregation aggregation = AmgAggregation::mis;
+    /// aggregation = box: a direction is halved when its mean strength is at least this
+    /// fraction of the strongest direction's.
+    double box_ratio = 0.25;
+    /// The grid of cells behind A_0's pattern, {nx, ny, nz} in natural order (x fastest), when
+    /// the caller knows it (a BDIA-GH operator's); {0, 0, 0}: found from A's pattern
+    /// (formats/detect) where box aggregation needs it.
+    std::array<index_t, 3> grid{0, 0, 0};
     /// Several MPI ranks: one hierarchy over all of them (yes: dist::DistAmg,
     /// distributed/dist_amg.hpp: levels split over the ranks, every level smoothed through the
     /// distributed product; chebyshev, jacobi or l1jacobi) or one AMG per rank's diagonal block

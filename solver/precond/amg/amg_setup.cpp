@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "core/error.hpp"
+#include "formats/detect/detect.hpp"
 #include "solver/precond/block_utils.hpp"
 
 namespace heptane::amg {
@@ -227,6 +228,75 @@ Aggregates aggregate(const Strength& s)
     for (index_t i = 0; i < n; ++i)
         if (id[i] < 0 && s.ptr[i] < s.ptr[i + 1]) id[i] = g.count++;
     return g;
+}
+
+std::array<double, 3> axis_strength(const Csr<double>& a, const Grid& g)
+{
+    const index_t n = a.rows, nx = g[0], ny = g[1];
+    const offset_t* rp = a.row_ptr.data();
+    const index_t* ci = a.col_idx.data();
+    const double* v = a.values.data();
+    std::vector<double> d(static_cast<std::size_t>(n), 0.0);
+#pragma omp parallel for schedule(static)
+    for (index_t i = 0; i < n; ++i)
+        for (offset_t k = rp[i]; k < rp[i + 1]; ++k)
+            if (ci[k] == i) d[std::size_t(i)] = std::abs(v[k]);
+    double s0 = 0, s1 = 0, s2 = 0, c0 = 0, c1 = 0, c2 = 0;
+#pragma omp parallel for schedule(static) reduction(+ : s0, s1, s2, c0, c1, c2)
+    for (index_t i = 0; i < n; ++i)
+        for (offset_t k = rp[i]; k < rp[i + 1]; ++k) {
+            const index_t j = ci[k];
+            const int axis = j == i ? -1 : grid_axis(i, j, nx, ny);
+            if (axis < 0) continue;
+            const double dd = d[std::size_t(i)] * d[std::size_t(j)];
+            const double w = dd > 0 ? std::abs(v[k]) / std::sqrt(dd) : 0.0;
+            if (axis == 0) {
+                s0 += w;
+                c0 += 1;
+            } else if (axis == 1) {
+                s1 += w;
+                c1 += 1;
+            } else {
+                s2 += w;
+                c2 += 1;
+            }
+        }
+    return {c0 > 0 ? s0 / c0 : 0.0, c1 > 0 ? s1 / c1 : 0.0, c2 > 0 ? s2 / c2 : 0.0};
+}
+
+Aggregates box_aggregate(const Grid& g, const Grid& step)
+{
+    const Grid c = box_coarse_grid(g, step);
+    const index_t n = g[0] * g[1] * g[2];
+    Aggregates out;
+    out.count = c[0] * c[1] * c[2];
+    out.of_node.resize(static_cast<std::size_t>(n));
+#pragma omp parallel for schedule(static)
+    for (index_t i = 0; i < n; ++i)
+        out.of_node[std::size_t(i)] =
+            box_of(i, g[0], g[1], step[0], step[1], step[2], c[0], c[1], c[2]);
+    return out;
+}
+
+Grid find_grid(const Csr<double>& a)
+{
+    if (a.rows != a.cols || a.rows == 0 || a.nnz() >= std::numeric_limits<index_t>::max())
+        return {0, 0, 0};
+    std::vector<index_t> rp(static_cast<std::size_t>(a.rows) + 1);
+    const offset_t* src = a.row_ptr.data();
+#pragma omp parallel for schedule(static)
+    for (index_t i = 0; i <= a.rows; ++i) rp[std::size_t(i)] = index_t(src[i]);
+    CsrView view;
+    view.rows = a.rows;
+    view.row_ptr = rp.data();
+    view.col_idx = a.col_idx.data();
+    view.values = a.values.data();
+    DetectOptions opt;
+    opt.max_block_size = 1;
+    opt.max_sparse_block_size = 1;
+    const Structure st = detect_structure(view, opt);
+    if (!st.hepta || st.block_size != 1 || st.grid_dims < 1) return {0, 0, 0};
+    return {st.grid[0], st.grid[1], st.grid[2]};
 }
 
 Csr<double> prolongator(const Csr<double>& a, index_t nc, const Strength& s, const Aggregates& agg,

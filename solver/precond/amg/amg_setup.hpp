@@ -20,6 +20,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <vector>
 
@@ -117,6 +118,72 @@ struct Aggregates {
     std::vector<index_t> of_node;  ///< aggregate of each node, −1: none
 };
 Aggregates aggregate(const Strength& s);
+
+// ---- box aggregation (AmgAggregation::box), rules shared by the CPU and CUDA setups ------
+using Grid = std::array<index_t, 3>;
+
+/// The coarse grid when direction d is grouped by step[d] (1 or 2): n_d / step_d boxes, an odd
+/// last cell joining the box before it (at least one box).
+inline Grid box_coarse_grid(const Grid& g, const Grid& step)
+{
+    Grid c{};
+    for (int d = 0; d < 3; ++d)
+        c[std::size_t(d)] = std::max<index_t>(1, g[std::size_t(d)] / step[std::size_t(d)]);
+    return c;
+}
+/// Cell i's box (natural order on both grids, x fastest).
+HEPTANE_AMG_HD inline index_t box_of(index_t i, index_t nx, index_t ny, index_t sx, index_t sy,
+                                     index_t sz, index_t cx, index_t cy, index_t cz)
+{
+    const index_t x = i % nx, y = (i / nx) % ny, z = i / (nx * ny);
+    const index_t bx = x / sx < cx ? x / sx : cx - 1;
+    const index_t by = y / sy < cy ? y / sy : cy - 1;
+    const index_t bz = z / sz < cz ? z / sz : cz - 1;
+    return bx + cx * (by + cy * bz);
+}
+/// The axis (0, 1, 2) of the coupling of cells i and j on grid (nx, ny), −1 when they are not
+/// neighbours along one axis.
+HEPTANE_AMG_HD inline int grid_axis(index_t i, index_t j, index_t nx, index_t ny)
+{
+    const index_t xi = i % nx, yi = (i / nx) % ny, zi = i / (nx * ny);
+    const index_t xj = j % nx, yj = (j / nx) % ny, zj = j / (nx * ny);
+    const index_t dx = xj - xi, dy = yj - yi, dz = zj - zi;
+    const index_t ax = dx < 0 ? -dx : dx, ay = dy < 0 ? -dy : dy, az = dz < 0 ? -dz : dz;
+    if (ax + ay + az != 1) return -1;
+    return ax ? 0 : ay ? 1 : 2;
+}
+/// The directions to halve from the mean strength of each axis' couplings (`mean`, 0 where
+/// there are none): those of at least ratio × the strongest, among the axes with two or more
+/// cells. All 1 (nothing to coarsen) when no axis qualifies.
+inline Grid box_steps(const std::array<double, 3>& mean, const Grid& g, double ratio)
+{
+    double top = 0;
+    for (int d = 0; d < 3; ++d)
+        if (g[std::size_t(d)] > 1) top = std::max(top, mean[std::size_t(d)]);
+    Grid step{1, 1, 1};
+    for (int d = 0; d < 3; ++d)
+        if (g[std::size_t(d)] > 1 && top > 0 && mean[std::size_t(d)] >= ratio * top)
+            step[std::size_t(d)] = 2;
+    return step;
+}
+/// Box aggregation coarsens on while a level has more than min(coarse_size, box_coarse_size)
+/// rows: its coarse levels are 7-point and cost a few µs a cycle, where the coarsest level's
+/// dense inverse costs n³ at every setup and values refresh (256 rows, a 128 x 128 x 64 grid's
+/// 8 x 8 x 4 level: ~5 ms on the H200 machine's host, against ~0.1 ms for 32).
+constexpr index_t box_coarse_size = 64;
+inline index_t coarse_limit(const AmgOptions& o)
+{
+    return o.aggregation == AmgAggregation::box ? std::min(o.coarse_size, box_coarse_size)
+                                                : o.coarse_size;
+}
+/// The mean strength |a_ij| / sqrt(|a_ii a_jj|) of A's couplings along each axis of grid g
+/// (entries between cells that are not axis neighbours are not counted). OpenMP.
+std::array<double, 3> axis_strength(const Csr<double>& a, const Grid& g);
+/// Every cell of grid g in its box (box_of); count = the coarse grid's cells.
+Aggregates box_aggregate(const Grid& g, const Grid& step);
+/// The grid behind a's pattern (formats/detect: a 7-, 5- or 3-point stencil, Nc = 1, no
+/// coupling across the box's faces), {0, 0, 0} when there is none.
+Grid find_grid(const Csr<double>& a);
 
 /// P (rows of A × count·nc) from the aggregates; weight = 0: the tentative T.
 Csr<double> prolongator(const Csr<double>& a, index_t nc, const Strength& s, const Aggregates& agg,
