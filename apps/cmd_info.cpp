@@ -92,7 +92,9 @@ int cmd_info(int argc, char** argv)
     std::optional<AmgInfo> amg;
     if (verbose && p.a.rows == p.a.cols) {
         const index_t nc = s.block_size > 0 && p.a.rows % s.block_size == 0 ? s.block_size : 1;
-        amg = amg_hierarchy(csr_from_coo(p.a), nc, pco.amg);
+        AmgOptions ao = pco.amg;
+        if (s.hepta && s.grid_dims > 0) ao.grid = s.grid;  // for --amg-aggregation box
+        amg = amg_hierarchy(csr_from_coo(p.a), nc, ao);
     }
     if (json) {
         std::string body = to_json(s);
@@ -103,12 +105,15 @@ int cmd_info(int argc, char** argv)
                           std::to_string(amg->levels[l].rows) +
                           ", \"nnz\": " + std::to_string(amg->levels[l].nnz) + "}";
             const std::size_t close = body.rfind('}');
-            char extra[256];
+            char extra[512];
             std::snprintf(extra, sizeof extra,
-                          ", \"amg\": {\"operator_complexity\": %.6g, \"grid_complexity\": "
+                          ", \"amg\": {\"prolongation\": \"%s\", \"aggregates\": %s, "
+                          "\"operator_complexity\": %.6g, \"grid_complexity\": "
                           "%.6g, \"coarse_solve\": %s, \"setup_ms\": %.3f, \"levels\": [",
-                          amg->operator_complexity, amg->grid_complexity,
-                          json_string(amg->coarse_solve).c_str(), amg->hierarchy_ms);
+                          pco.amg.prolongation_weight > 0 ? "smoothed" : "plain",
+                          json_string(amg->aggregation).c_str(), amg->operator_complexity,
+                          amg->grid_complexity, json_string(amg->coarse_solve).c_str(),
+                          amg->hierarchy_ms);
             body = body.substr(0, close) + extra + levels + "]}" + body.substr(close);
         }
         // prepend the source to the object produced by to_json
@@ -116,8 +121,9 @@ int cmd_info(int argc, char** argv)
     } else {
         std::printf("matrix: %s\n%s", p.source.c_str(), to_text(s).c_str());
         if (amg)
-            std::printf("AMG hierarchy (smoothed aggregation, host setup %.1f ms):\n%s\n",
-                        amg->hierarchy_ms, amg->table().c_str());
+            std::printf("AMG hierarchy (%s aggregation, aggregates %s, host setup %.1f ms):\n%s\n",
+                        pco.amg.prolongation_weight > 0 ? "smoothed" : "plain",
+                        amg->aggregation.c_str(), amg->hierarchy_ms, amg->table().c_str());
         else if (verbose)
             std::printf("AMG hierarchy: none (the matrix is not square)\n");
     }
