@@ -546,6 +546,15 @@ heptane_plugin_test(plugin_host_hcg_hamg_options
   --heptane "-ksp_type hcg -pc_type hamg -heptane_amg_smoother l1jacobi -heptane_amg_sweeps 3 -heptane_amg_cycle w -heptane_amg_coarse_size 50 -heptane_amg_threshold 0.02 -heptane_amg_max_levels 3 -ksp_view"
   --expect "amg \\(smoothed aggregation, 3 levels, rows 4096/[0-9]+/[0-9]+, .*l1jacobi\\(3,3\\), W-cycle, theta 0.02"
   --reject MISMATCH -- ${host} -convection 0 -n 16)
+# box aggregation on the DMDA's 16^3 grid (the operator's grid, no detection): plain, every
+# level a 7-point box grid, down to 64 rows
+heptane_plugin_test(plugin_host_hcg_hamg_box
+  ${solves} --its host=4:24 ${host_checks} --solves 1 --
+  --plugin ${plugin_so} --ref "-ksp_type cg -pc_type jacobi"
+  --heptane "-ksp_type hcg -pc_type hamg -heptane_amg_aggregation box -heptane_amg_p_weight 0 -ksp_view"
+  --expect "amg \\(plain aggregation, 3 levels, rows 4096/512/64, .*aggregates box, grids 16x16x16/8x8x8/4x4x4"
+  --expect "heptane AMG options: .*aggregation box -heptane_amg_box_ratio 0.25 -heptane_amg_p_weight 0"
+  --reject MISMATCH -- ${host} -convection 0 -n 16)
 heptane_plugin_test(plugin_host_hgmres_restart
   ${solves} --its host=8:30 --its-diff 1 ${host_checks} --solves 2 --
   --plugin ${plugin_so} --ref "-ksp_type fgmres -ksp_gmres_restart 5 -pc_type ilu" --heptane "-ksp_type hgmres -ksp_gmres_restart 5 -pc_type ilu -heptane_ilu natural -ksp_view"
