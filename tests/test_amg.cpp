@@ -69,35 +69,43 @@ Csr<double> generated(index_t j, index_t h, index_t i, index_t nc, HeptaModel mo
     return csr_from_coo(generate_hepta_coo<double>(s));
 }
 
-// 3-D Poisson, 7-point, Dirichlet: SPD
-Csr<double> poisson(index_t m)
+// a 7-point matrix on an nx x ny x nz grid, Dirichlet: couplings -wx, -wy, -wz and the
+// diagonal 2 (wx + wy + wz) + shift in every row (SPD)
+Csr<double> anisotropic(index_t nx, index_t ny, index_t nz, double wx, double wy, double wz,
+                        double shift = 0.0)
 {
-    const index_t n = m * m * m;
     Coo<double> c;
-    c.rows = c.cols = n;
+    c.rows = c.cols = nx * ny * nz;
     std::vector<index_t> r, col;
     std::vector<double> v;
-    for (index_t z = 0; z < m; ++z)
-        for (index_t y = 0; y < m; ++y)
-            for (index_t x = 0; x < m; ++x) {
-                const index_t i = x + m * (y + m * z);
+    const double diag = 2 * (wx + wy + wz) + shift;
+    for (index_t z = 0; z < nz; ++z)
+        for (index_t y = 0; y < ny; ++y)
+            for (index_t x = 0; x < nx; ++x) {
+                const index_t i = x + nx * (y + ny * z);
                 auto add = [&](index_t j, double a) {
                     r.push_back(i);
                     col.push_back(j);
                     v.push_back(a);
                 };
-                if (z > 0) add(i - m * m, -1);
-                if (y > 0) add(i - m, -1);
-                if (x > 0) add(i - 1, -1);
-                add(i, 6);
-                if (x < m - 1) add(i + 1, -1);
-                if (y < m - 1) add(i + m, -1);
-                if (z < m - 1) add(i + m * m, -1);
+                if (z > 0) add(i - nx * ny, -wz);
+                if (y > 0) add(i - nx, -wy);
+                if (x > 0) add(i - 1, -wx);
+                add(i, diag);
+                if (x < nx - 1) add(i + 1, -wx);
+                if (y < ny - 1) add(i + nx, -wy);
+                if (z < nz - 1) add(i + nx * ny, -wz);
             }
     c.row = Array<index_t>(std::move(r));
     c.col = Array<index_t>(std::move(col));
     c.val = Array<double>(std::move(v));
     return csr_from_coo(c);
+}
+
+// 3-D Poisson, 7-point, Dirichlet: SPD
+Csr<double> poisson(index_t m)
+{
+    return anisotropic(m, m, m, 1, 1, 1);
 }
 
 // every diagonal entry minus the sum of its row's couplings: A 1 = 0 (pure Neumann)
@@ -359,41 +367,6 @@ BOOST_AUTO_TEST_CASE(block_aggregation_keeps_the_block_size)
 BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE(amg_box)
-
-// a 7-point matrix on an nx x ny x nz grid with couplings -wx, -wy, -wz and a diagonal that
-// sums them plus `shift` (SPD)
-Csr<double> anisotropic(index_t nx, index_t ny, index_t nz, double wx, double wy, double wz,
-                        double shift = 0.01)
-{
-    Coo<double> c;
-    c.rows = c.cols = nx * ny * nz;
-    std::vector<index_t> r, col;
-    std::vector<double> v;
-    for (index_t z = 0; z < nz; ++z)
-        for (index_t y = 0; y < ny; ++y)
-            for (index_t x = 0; x < nx; ++x) {
-                const index_t i = x + nx * (y + ny * z);
-                double diag = shift;
-                auto add = [&](index_t j, double a) {
-                    r.push_back(i);
-                    col.push_back(j);
-                    v.push_back(a);
-                };
-                if (z > 0) add(i - nx * ny, -wz), diag += wz;
-                if (y > 0) add(i - nx, -wy), diag += wy;
-                if (x > 0) add(i - 1, -wx), diag += wx;
-                add(i, 0);
-                const std::size_t d = v.size() - 1;
-                if (x < nx - 1) add(i + 1, -wx), diag += wx;
-                if (y < ny - 1) add(i + nx, -wy), diag += wy;
-                if (z < nz - 1) add(i + nx * ny, -wz), diag += wz;
-                v[d] = diag;
-            }
-    c.row = Array<index_t>(std::move(r));
-    c.col = Array<index_t>(std::move(col));
-    c.val = Array<double>(std::move(v));
-    return csr_from_coo(c);
-}
 
 BOOST_AUTO_TEST_CASE(box_steps_halve_only_the_strongly_coupled_axes)
 {
