@@ -447,6 +447,109 @@ BOOST_AUTO_TEST_CASE(box_aggregates_are_boxes_and_plain_galerkin_keeps_the_seven
     BOOST_TEST(info.operator_complexity < 1.25);
 }
 
+// a nonsymmetric matrix on an nx x ny x nz grid whose couplings reach `reach` cells along
+// each axis (1: a 27-point stencil), each kept with probability 3/4 (a random pattern inside
+// the stencil), random values; the diagonal always
+Csr<double> stencil(index_t nx, index_t ny, index_t nz, index_t reach, std::uint64_t seed)
+{
+    Coo<double> c;
+    c.rows = c.cols = nx * ny * nz;
+    std::vector<index_t> r, col;
+    std::vector<double> v;
+    std::uint64_t state = seed * 0x9e3779b97f4a7c15ULL + 1;
+    auto next = [&] {
+        state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+        return double(state >> 11) / double(1ULL << 53);
+    };
+    for (index_t z = 0; z < nz; ++z)
+        for (index_t y = 0; y < ny; ++y)
+            for (index_t x = 0; x < nx; ++x)
+                for (index_t dz = -reach; dz <= reach; ++dz)
+                    for (index_t dy = -reach; dy <= reach; ++dy)
+                        for (index_t dx = -reach; dx <= reach; ++dx) {
+                            const index_t X = x + dx, Y = y + dy, Z = z + dz;
+                            if (X < 0 || X >= nx || Y < 0 || Y >= ny || Z < 0 || Z >= nz) continue;
+                            const bool self = dx == 0 && dy == 0 && dz == 0;
+                            if (!self && next() < 0.25) continue;
+                            r.push_back(x + nx * (y + ny * z));
+                            col.push_back(X + nx * (Y + ny * Z));
+                            v.push_back(self ? 30.0 : next() - 0.5);
+                        }
+    c.row = Array<index_t>(std::move(r));
+    c.col = Array<index_t>(std::move(col));
+    c.val = Array<double>(std::move(v));
+    return csr_from_coo(c);
+}
+
+BOOST_AUTO_TEST_CASE(box_galerkin_sums_the_boxes_without_a_matrix_product)
+{
+    // box_galerkin (plain box aggregation's A_c = T^T A T, row by row) against the entries
+    // summed box by box (dense) and against the general product galerkin(R, A, P): 7-point
+    // matrices, random 27-point patterns, odd sizes and every kind of step
+    struct Case {
+        Csr<double> a;
+        amg::Grid g, step;
+    };
+    const std::vector<Case> cases = {
+        {generated(13, 10, 7, 1, HeptaModel::reservoir, 0.0, 4), {13, 10, 7}, {2, 2, 2}},
+        {anisotropic(9, 8, 5, 1, 1, 100), {9, 8, 5}, {1, 1, 2}},
+        {stencil(7, 6, 5, 1, 3), {7, 6, 5}, {2, 2, 2}},
+        {stencil(5, 9, 4, 1, 4), {5, 9, 4}, {2, 1, 2}},
+        {stencil(6, 3, 1, 1, 5), {6, 3, 1}, {2, 2, 1}},
+    };
+    for (const Case& k : cases) {
+        const amg::BoxMap map = amg::box_map(k.g, k.step);
+        const std::uint32_t mask = amg::box_stencil(k.a, map);
+        BOOST_REQUIRE(!(mask & amg::box_wide));
+        const Csr<double> c = amg::box_galerkin(k.a, map, mask);
+        const amg::Aggregates agg = amg::box_aggregate(k.g, k.step);
+        BOOST_TEST(c.rows == agg.count);
+        Eigen::MatrixXd ref = Eigen::MatrixXd::Zero(agg.count, agg.count);
+        for (index_t i = 0; i < k.a.rows; ++i)
+            for (offset_t q = k.a.row_ptr[i]; q < k.a.row_ptr[i + 1]; ++q)
+                ref(agg.of_node[std::size_t(i)], agg.of_node[std::size_t(k.a.col_idx[q])]) +=
+                    k.a.values[q];
+        BOOST_CHECK_SMALL((dense(c) - ref).norm() / ref.norm(), 1e-14);
+        const Csr<double> p = amg::prolongator(k.a, 1, amg::Strength{}, agg, 0.0);
+        const Csr<double> g = amg::galerkin(transpose(p), k.a, p);
+        BOOST_CHECK_SMALL((dense(c) - dense(g)).norm() / ref.norm(), 1e-14);
+        // rows sorted, at most 27 entries, the general product's pattern inside its own
+        BOOST_TEST(g.nnz() <= c.nnz());
+        for (index_t i = 0; i < c.rows; ++i) {
+            BOOST_TEST(c.row_ptr[i + 1] - c.row_ptr[i] <= 27);
+            for (offset_t q = c.row_ptr[i] + 1; q < c.row_ptr[i + 1]; ++q)
+                BOOST_TEST(c.col_idx[q - 1] < c.col_idx[q]);
+        }
+        // new values, same pattern: the numeric part alone gives the full product's values
+        Csr<double> a2 = k.a;
+        for (std::size_t q = 0; q < a2.values.size(); ++q)
+            a2.values.host()[q] *= 1.0 + 0.1 * double(q % 7);
+        Csr<double> c2 = c;
+        amg::box_galerkin_numeric(a2, map, c2);
+        const Csr<double> c3 = amg::box_galerkin(a2, map, amg::box_stencil(a2, map));
+        BOOST_TEST(c2.values.to_vector() == c3.values.to_vector());
+        // a pattern that does not fit is refused: c's from a 7-point matrix for a 27-point one
+        if (k.a.nnz() > 7 * k.a.rows) {
+            const Csr<double> a7 = anisotropic(k.g[0], k.g[1], k.g[2], 1, 1, 1);
+            Csr<double> c7 = amg::box_galerkin(a7, map, amg::box_stencil(a7, map));
+            BOOST_CHECK_THROW(amg::box_galerkin_numeric(k.a, map, c7), InputError);
+        }
+    }
+    // couplings two cells away do not join neighbouring boxes: the general product is needed
+    const amg::BoxMap wide = amg::box_map({8, 8, 8}, {2, 2, 2});
+    BOOST_TEST((amg::box_stencil(stencil(8, 8, 8, 3, 7), wide) & amg::box_wide) != 0u);
+    BOOST_TEST((amg::box_stencil(poisson(8), wide) & amg::box_wide) == 0u);
+    BOOST_CHECK_THROW(amg::box_galerkin(stencil(8, 8, 8, 3, 7), wide, amg::box_wide), InputError);
+    // and the hierarchy with such a matrix still solves (box aggregates, the general product)
+    AmgOptions o;
+    o.aggregation = AmgAggregation::box;
+    o.prolongation_weight = 0;
+    o.grid = {8, 8, 8};
+    o.coarse_size = 20;
+    const AmgInfo info = amg_hierarchy(stencil(8, 8, 8, 3, 7), 1, o);
+    BOOST_TEST(info.aggregation.rfind("box, grids 8x8x8/", 0) == 0, info.aggregation);
+}
+
 BOOST_AUTO_TEST_CASE(box_amg_solves_the_reservoir_pressure_as_the_mis_one_does)
 {
     // CG with plain box aggregation, smoothed box aggregation and the default (mis): each
@@ -550,6 +653,20 @@ BOOST_AUTO_TEST_CASE(box_setup_on_the_device_equals_the_host_one)
             amg::box_aggregate(g, amg::box_steps(amg::axis_strength(a, g), g, o.box_ratio));
         BOOST_TEST(dh.aggregates(0) == agg.of_node);
         BOOST_TEST(dh.grids().size() == std::size_t(dh.levels()));
+        // every coarse level is the host's box sums of the level above, bit for bit
+        for (int l = 1; l < dh.levels(); ++l) {
+            const Csr<double> fine = dh.a(l - 1).to(cpu_executor());
+            const Csr<double> dev = dh.a(l).to(cpu_executor());
+            const amg::Grid& gl = dh.grids()[std::size_t(l - 1)];
+            const amg::Grid& gc = dh.grids()[std::size_t(l)];
+            amg::Grid step{};
+            for (std::size_t d = 0; d < 3; ++d) step[d] = gc[d] == gl[d] ? 1 : 2;
+            const amg::BoxMap map = amg::box_map(gl, step);
+            const Csr<double> host = amg::box_galerkin(fine, map, amg::box_stencil(fine, map));
+            BOOST_TEST(dev.row_ptr.to_vector() == host.row_ptr.to_vector());
+            BOOST_TEST(dev.col_idx.to_vector() == host.col_idx.to_vector());
+            BOOST_TEST(dev.values.to_vector() == host.values.to_vector());
+        }
     }
 #endif
     const std::vector<double> rv = test::random_vector<double>(static_cast<std::size_t>(a.rows), 6);

@@ -131,6 +131,9 @@ struct HostHierarchy {
     std::vector<Csr<double>> a;  // a[0] empty (the caller's matrix)
     std::vector<Csr<double>> p, r;
     std::vector<amg::Grid> grids;  // box aggregation: every level's grid
+    // plain box aggregation: A_{l+1} from A_l by box sums (amg::box_galerkin) with map[l]
+    std::vector<char> box_direct;
+    std::vector<amg::BoxMap> box_maps;
     bool dense_coarse = true;
     double ms[4] = {0, 0, 0, 0};  // strength, aggregation, P and R, Galerkin products
 };
@@ -281,7 +284,14 @@ HostHierarchy build_host(const Csr<double>& a0, index_t nc, const AmgOptions& o)
         Csr<double> r = transpose(p);
         h.ms[2] += ms_since(t);
         t = clock_type::now();
-        Csr<double> ac = amg::galerkin(r, *cur, p);
+        // plain box aggregation: the box sums where every coupling joins neighbouring boxes
+        const amg::BoxMap map = box ? amg::box_map(h.grids.back(), step) : amg::BoxMap{};
+        const std::uint32_t mask =
+            box && o.prolongation_weight == 0 ? amg::box_stencil(*cur, map) : amg::box_wide;
+        const bool direct = !(mask & amg::box_wide);
+        Csr<double> ac = direct ? amg::box_galerkin(*cur, map, mask) : amg::galerkin(r, *cur, p);
+        h.box_direct.push_back(char(direct));
+        h.box_maps.push_back(map);
         h.ms[3] += ms_since(t);
         h.p.push_back(std::move(p));
         h.r.push_back(std::move(r));
@@ -837,9 +847,12 @@ void AmgPreconditioner<VT>::refresh(const Csr<double>& a, const double* device_v
 #endif
     if (m.info.setup_on == "host")
         for (int l = 1; l < nl; ++l) {
-            const Csr<double>& prev = l == 1 ? a : m.host.a[std::size_t(l - 1)];
-            amg::galerkin_numeric(m.host.r[std::size_t(l - 1)], prev, m.host.p[std::size_t(l - 1)],
-                                  m.host.a[std::size_t(l)]);
+            const std::size_t f = std::size_t(l - 1);
+            const Csr<double>& prev = l == 1 ? a : m.host.a[f];
+            if (m.host.box_direct[f])
+                amg::box_galerkin_numeric(prev, m.host.box_maps[f], m.host.a[std::size_t(l)]);
+            else
+                amg::galerkin_numeric(m.host.r[f], prev, m.host.p[f], m.host.a[std::size_t(l)]);
         }
     m.info.hierarchy_ms = ms_since(t_hier);
     const auto t_dev = clock_type::now();

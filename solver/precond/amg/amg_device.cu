@@ -140,6 +140,56 @@ __global__ void box_ids(index_t n, index_t nx, index_t ny, index_t sx, index_t s
     if (i < n) id[i] = box_of(index_t(i), nx, ny, sx, sy, sz, cx, cy, cz);
 }
 
+// plain box aggregation's Galerkin product (BoxMap, amg_setup.hpp): the codes of the couplings
+// (a warp's bits or-ed once), each coarse row's entry count and columns, and its values
+__global__ void box_stencil_bits(index_t n, BoxMap m, const offset_t* __restrict__ rp,
+                                 const index_t* __restrict__ ci, unsigned* __restrict__ mask)
+{
+    const long long i = thread_index();
+    unsigned bits = 0;
+    if (i < n)
+        for (offset_t k = rp[i]; k < rp[i + 1]; ++k) {
+            const int q = m.code(index_t(i), ci[k]);
+            bits |= q < 0 ? box_wide : 1u << q;
+        }
+    for (int o = 16; o > 0; o /= 2) bits |= __shfl_xor_sync(0xffffffffU, bits, o);
+    if ((threadIdx.x & 31) == 0 && bits) atomicOr(mask, bits);
+}
+
+__global__ void box_row_counts(index_t nc, BoxMap m, std::uint32_t mask, offset_t* __restrict__ cnt)
+{
+    const long long r = thread_index();
+    if (r >= nc) return;
+    offset_t c = 0;
+    for (int q = 0; q < 27; ++q)
+        if ((mask >> q & 1u) && m.column(index_t(r), q) >= 0) ++c;
+    cnt[r] = c;
+}
+
+__global__ void box_row_columns(index_t nc, BoxMap m, std::uint32_t mask,
+                                const offset_t* __restrict__ ptr, index_t* __restrict__ col)
+{
+    const long long r = thread_index();
+    if (r >= nc) return;
+    offset_t k = ptr[r];
+    for (int q = 0; q < 27; ++q) {
+        const index_t j = (mask >> q & 1u) ? m.column(index_t(r), q) : -1;
+        if (j >= 0) col[k++] = j;
+    }
+}
+
+__global__ void box_row_values(index_t nc, BoxMap m, const offset_t* __restrict__ rp,
+                               const index_t* __restrict__ ci, const double* __restrict__ v,
+                               const offset_t* __restrict__ cp, const index_t* __restrict__ cc,
+                               double* __restrict__ cv)
+{
+    const long long r = thread_index();
+    if (r >= nc) return;
+    double acc[27];
+    m.sum_row(index_t(r), rp, ci, v, acc);  // the pattern holds every code (box_stencil_bits)
+    for (offset_t k = cp[r]; k < cp[r + 1]; ++k) cv[k] = acc[m.coarse_code(index_t(r), cc[k])];
+}
+
 // the distance-2 independent set: one synchronous round = keys, max over distance 1, max over
 // distance 2 and the new states
 __global__ void mis_init(index_t n, const offset_t* __restrict__ sp, std::uint8_t* __restrict__ st)
@@ -536,6 +586,8 @@ struct DeviceHierarchy::Impl {
         cusparseSpMatDescr_t ap_desc = nullptr;  // A P as an input of the second product
         Array<int> perm;                         // the next level's sorted order of rap's output
         bool permuted = false;
+        bool box_direct = false;  // plain box aggregation: the next level by box sums (map)
+        BoxMap map{};
         ~Level()
         {
             if (a_desc) cusparseDestroySpMat(a_desc);
@@ -602,6 +654,44 @@ struct DeviceHierarchy::Impl {
             HEPTANE_LAUNCH(number_leftovers, n, n, count, pos.data(), sp.data(), id.data());
         count += left;
         return count;
+    }
+
+    // plain box aggregation: the next level by box sums when every coupling of L.a joins
+    // neighbouring boxes (false: it does not, the general product instead)
+    bool box_galerkin(Level& L, const Grid& step)
+    {
+        const CudaExecutor& ce = *this->ce;
+        const Csr<double>& a = L.a;
+        const index_t n = a.rows;
+        const BoxMap map = box_map(grids[grids.size() - 2], step);
+        Array<unsigned> bits(exec, 1);
+        const unsigned self = 1u << box_self;
+        HEPTANE_CUDA_CHECK(cudaMemcpyAsync(bits.data(), &self, sizeof self, cudaMemcpyHostToDevice,
+                                           cuda::stream(ce)));
+        HEPTANE_LAUNCH(box_stencil_bits, n, n, map, a.row_ptr.data(), a.col_idx.data(),
+                       bits.data());
+        const std::uint32_t mask = read_back(ce, bits.data());
+        if (mask & box_wide) return false;
+        const index_t nc = map.cx * map.cy * map.cz;
+        const std::size_t ncs = std::size_t(nc);
+        auto next_level = std::make_unique<Level>();
+        Csr<double>& c = next_level->a;
+        c.rows = c.cols = nc;
+        Array<offset_t> cnt(exec, ncs + 1);
+        HEPTANE_LAUNCH(box_row_counts, nc, nc, map, mask, cnt.data());
+        c.row_ptr = Array<offset_t>(exec, ncs + 1);
+        const offset_t cnnz = scan(cnt, c.row_ptr, ncs);
+        c.col_idx = Array<index_t>(exec, std::size_t(cnnz));
+        c.values = Array<double>(exec, std::size_t(cnnz));
+        HEPTANE_LAUNCH(box_row_columns, nc, nc, map, mask, c.row_ptr.data(), c.col_idx.data());
+        HEPTANE_LAUNCH(box_row_values, nc, nc, map, a.row_ptr.data(), a.col_idx.data(),
+                       a.values.data(), c.row_ptr.data(), c.col_idx.data(), c.values.data());
+        next_level->a_ptr32 = ptr32(exec, c);
+        next_level->a_desc = describe(c, next_level->a_ptr32.data());
+        L.box_direct = true;
+        L.map = map;
+        levels.push_back(std::move(next_level));
+        return true;
     }
 
     // level l's coarsening: false when it stalls (then level l is the coarsest)
@@ -729,8 +819,13 @@ struct DeviceHierarchy::Impl {
         L.agg = std::move(id);
         HEPTANE_CUDA_CHECK(cudaStreamSynchronize(cuda::stream(ce)));
         ms[2] += ms_since(t);
-        // A_c = R (A P)
         t = clock_type::now();
+        if (plain_box && box_galerkin(L, step)) {
+            HEPTANE_CUDA_CHECK(cudaStreamSynchronize(cuda::stream(ce)));
+            ms[3] += ms_since(t);
+            return true;
+        }
+        // A_c = R (A P)
         L.p_desc = describe(p, L.p_ptr32.data());
         L.r_desc = describe(r, L.r_ptr32.data());
         L.ap = std::make_unique<SpGemm>(exec, L.a_desc, L.p_desc, n, count);
@@ -848,6 +943,14 @@ void DeviceHierarchy::refresh_values(const double* values, offset_t nnz, const E
     copy_bytes(where, values, *m.exec, first.values.data(), std::size_t(nnz) * sizeof(double));
     for (std::size_t l = 0; l + 1 < m.levels.size(); ++l) {
         Impl::Level& L = *m.levels[l];
+        if (L.box_direct) {
+            const Csr<double>& a = L.a;
+            Csr<double>& c = m.levels[l + 1]->a;
+            HEPTANE_LAUNCH(box_row_values, c.rows, c.rows, L.map, a.row_ptr.data(),
+                           a.col_idx.data(), a.values.data(), c.row_ptr.data(), c.col_idx.data(),
+                           c.values.data());
+            continue;
+        }
         L.ap->compute();
         L.rap->compute();
         Csr<double>& c = m.levels[l + 1]->a;

@@ -278,6 +278,80 @@ Aggregates box_aggregate(const Grid& g, const Grid& step)
     return out;
 }
 
+std::uint32_t box_stencil(const Csr<double>& a, const BoxMap& m)
+{
+    const index_t n = a.rows;
+    const offset_t* rp = a.row_ptr.data();
+    const index_t* ci = a.col_idx.data();
+    std::uint32_t mask = 1u << box_self;
+#pragma omp parallel for schedule(static) reduction(| : mask)
+    for (index_t i = 0; i < n; ++i)
+        for (offset_t k = rp[i]; k < rp[i + 1]; ++k) {
+            const int q = m.code(i, ci[k]);
+            mask |= q < 0 ? box_wide : 1u << q;
+        }
+    return mask;
+}
+
+Csr<double> box_galerkin(const Csr<double>& a, const BoxMap& m, std::uint32_t mask)
+{
+    HEPTANE_ENSURE(!(mask & box_wide), InputError,
+                   "AMG box Galerkin product: a coupling is not between neighbouring boxes");
+    const index_t nc = m.cx * m.cy * m.cz;
+    std::vector<offset_t> counts(static_cast<std::size_t>(nc), 0);
+#pragma omp parallel for schedule(static)
+    for (index_t r = 0; r < nc; ++r)
+        for (int q = 0; q < 27; ++q)
+            if ((mask >> q & 1u) && m.column(r, q) >= 0) ++counts[std::size_t(r)];
+    std::vector<offset_t> ptr = prefix(counts);
+    std::vector<index_t> col(static_cast<std::size_t>(ptr.back()));
+#pragma omp parallel for schedule(static)
+    for (index_t r = 0; r < nc; ++r) {
+        offset_t k = ptr[std::size_t(r)];
+        for (int q = 0; q < 27; ++q) {
+            const index_t j = (mask >> q & 1u) ? m.column(r, q) : -1;
+            if (j >= 0) col[std::size_t(k++)] = j;
+        }
+    }
+    std::vector<double> val(col.size(), 0.0);
+    Csr<double> c = host_csr(nc, nc, std::move(ptr), std::move(col), std::move(val));
+    box_galerkin_numeric(a, m, c);
+    return c;
+}
+
+void box_galerkin_numeric(const Csr<double>& a, const BoxMap& m, Csr<double>& c)
+{
+    const index_t nc = m.cx * m.cy * m.cz;
+    HEPTANE_ENSURE(a.rows == m.nx * m.ny * m.nz && c.rows == nc, InputError,
+                   "AMG box Galerkin product: the matrices do not fit the grids");
+    const offset_t* rp = a.row_ptr.data();
+    const index_t* ci = a.col_idx.data();
+    const double* v = a.values.data();
+    const offset_t* cp = c.row_ptr.data();
+    const index_t* cc = c.col_idx.data();
+    double* cv = c.values.data();
+    int outside = 0;
+#pragma omp parallel for schedule(static) reduction(max : outside)
+    for (index_t r = 0; r < nc; ++r) {
+        double acc[27];
+        if (!m.sum_row(r, rp, ci, v, acc)) outside = 1;
+        std::uint32_t stored = 0;
+        for (offset_t k = cp[r]; k < cp[r + 1]; ++k) {
+            const int q = m.coarse_code(r, cc[k]);
+            if (q < 0 || q >= 27) {  // not a neighbouring box: not box_galerkin's pattern
+                outside = 1;
+                continue;
+            }
+            cv[k] = acc[q];
+            stored |= 1u << q;
+        }
+        for (int q = 0; q < 27; ++q)
+            if (!(stored >> q & 1u) && acc[q] != 0) outside = 1;
+    }
+    HEPTANE_ENSURE(!outside, InputError,
+                   "AMG box Galerkin product: a coupling falls outside the coarse pattern");
+}
+
 Grid find_grid(const Csr<double>& a)
 {
     if (a.rows != a.cols || a.rows == 0 || a.nnz() >= std::numeric_limits<index_t>::max())

@@ -176,6 +176,97 @@ inline index_t coarse_limit(const AmgOptions& o)
     return o.aggregation == AmgAggregation::box ? std::min(o.coarse_size, box_coarse_size)
                                                 : o.coarse_size;
 }
+/// Plain box aggregation's Galerkin product A_c = Tᵀ A T without a sparse matrix product: entry
+/// (I, J) of A_c is the sum of a_ij over the cells i of box I and j of box J, and as every
+/// coupling of a stencil at most one cell wide joins a box to itself or to one of its 26
+/// neighbours, A_c's row I has at most 27 entries, at the offsets of the boxes (its stencil:
+/// 7 for a 7-point A) — formed row by row, a thread per coarse row on the device, in one pass
+/// over A. Where a coupling reaches further (not a grid stencil), the general product instead.
+///
+/// An offset between boxes is coded (dz + 1)·9 + (dy + 1)·3 + (dx + 1) ∈ [0, 27), 13 the box
+/// itself; a pattern is a 27-bit mask of the codes present, box_wide set when some coupling is
+/// wider. Codes in increasing order are columns in increasing order (natural order).
+constexpr std::uint32_t box_wide = 1u << 27;
+constexpr int box_self = 13;
+struct BoxMap {
+    index_t nx, ny, nz;  // the fine grid
+    index_t sx, sy, sz;  // the steps
+    index_t cx, cy, cz;  // the coarse grid
+    HEPTANE_AMG_HD static index_t coarse(index_t x, index_t s, index_t c)
+    {
+        return x / s < c ? x / s : c - 1;
+    }
+    /// The code of the coupling of fine cells i and j, −1 when their boxes are not neighbours.
+    HEPTANE_AMG_HD int code(index_t i, index_t j) const
+    {
+        const index_t dx = coarse(j % nx, sx, cx) - coarse(i % nx, sx, cx);
+        const index_t dy = coarse((j / nx) % ny, sy, cy) - coarse((i / nx) % ny, sy, cy);
+        const index_t dz = coarse(j / (nx * ny), sz, cz) - coarse(i / (nx * ny), sz, cz);
+        if (dx < -1 || dx > 1 || dy < -1 || dy > 1 || dz < -1 || dz > 1) return -1;
+        return int((dz + 1) * 9 + (dy + 1) * 3 + (dx + 1));
+    }
+    /// The code of coarse column J in coarse row I (neighbours by construction of the pattern).
+    HEPTANE_AMG_HD int coarse_code(index_t row, index_t col) const
+    {
+        const index_t dx = col % cx - row % cx;
+        const index_t dy = (col / cx) % cy - (row / cx) % cy;
+        const index_t dz = col / (cx * cy) - row / (cx * cy);
+        return int((dz + 1) * 9 + (dy + 1) * 3 + (dx + 1));
+    }
+    /// Coarse row I's column for a code of the mask, −1 when that neighbour is off the grid.
+    HEPTANE_AMG_HD index_t column(index_t row, int code) const
+    {
+        const index_t x = row % cx + code % 3 - 1, y = (row / cx) % cy + (code / 3) % 3 - 1,
+                      z = row / (cx * cy) + code / 9 - 1;
+        if (x < 0 || x >= cx || y < 0 || y >= cy || z < 0 || z >= cz) return -1;
+        return x + cx * (y + cy * z);
+    }
+    /// The first and one-past-last fine cell of box b along an axis (the last box keeps an
+    /// odd last cell).
+    HEPTANE_AMG_HD static index_t first(index_t b, index_t s) { return b * s; }
+    HEPTANE_AMG_HD static index_t last(index_t b, index_t s, index_t c, index_t n)
+    {
+        return b == c - 1 ? n : (b + 1) * s;
+    }
+    /// Coarse row I's values: every entry of the box's fine rows summed into its code's slot of
+    /// acc (27 values, zeroed here); the same order on the CPU and the device (the same sums,
+    /// bit for bit). Returns false when a coupling is not between neighbouring boxes.
+    HEPTANE_AMG_HD bool sum_row(index_t row, const offset_t* rp, const index_t* ci, const double* v,
+                                double* acc) const
+    {
+        for (int q = 0; q < 27; ++q) acc[q] = 0;
+        const index_t bx = row % cx, by = (row / cx) % cy, bz = row / (cx * cy);
+        bool ok = true;
+        for (index_t z = first(bz, sz); z < last(bz, sz, cz, nz); ++z)
+            for (index_t y = first(by, sy); y < last(by, sy, cy, ny); ++y)
+                for (index_t x = first(bx, sx); x < last(bx, sx, cx, nx); ++x) {
+                    const index_t i = x + nx * (y + ny * z);
+                    for (offset_t k = rp[i]; k < rp[i + 1]; ++k) {
+                        const int q = code(i, ci[k]);
+                        if (q < 0)
+                            ok = false;
+                        else
+                            acc[q] += v[k];
+                    }
+                }
+        return ok;
+    }
+};
+inline BoxMap box_map(const Grid& g, const Grid& step)
+{
+    const Grid c = box_coarse_grid(g, step);
+    return BoxMap{g[0], g[1], g[2], step[0], step[1], step[2], c[0], c[1], c[2]};
+}
+/// The codes of A's couplings on grid g with boxes of `step` (box_self always; box_wide when
+/// some coupling is not between neighbouring boxes). OpenMP.
+std::uint32_t box_stencil(const Csr<double>& a, const BoxMap& m);
+/// A_c = Tᵀ A T for a mask of box_stencil without box_wide: rows sorted, every code of the mask
+/// whose neighbour is on the coarse grid stored (an explicit zero where no coupling gave it).
+Csr<double> box_galerkin(const Csr<double>& a, const BoxMap& m, std::uint32_t mask);
+/// The numeric part alone, into c's pattern (box_galerkin's for a's pattern). Throws InputError
+/// when a coupling falls outside it.
+void box_galerkin_numeric(const Csr<double>& a, const BoxMap& m, Csr<double>& c);
+
 /// The mean strength |a_ij| / sqrt(|a_ii a_jj|) of A's couplings along each axis of grid g
 /// (entries between cells that are not axis neighbours are not counted). OpenMP.
 std::array<double, 3> axis_strength(const Csr<double>& a, const Grid& g);
