@@ -47,6 +47,23 @@ void put_values(Array<MT> &dst, std::vector<MT> &staging)
   copy_bytes(*cpu_executor(), staging.data(), *dst.exec(), dst.data(), dst.bytes());
 }
 
+// "; the last upload: …" for a store's -ksp_view line: where the time of its last upload went
+std::string upload_note(const PinnedUpload &up)
+{
+  const PinnedUpload::Stats &u = up.stats();
+  std::ostringstream         o;
+  if (u.bytes <= 0) return o.str();
+  o << "; the last upload: " << u.bytes / 1e6 << " MB";
+  if (u.registered_bytes > 0) {
+    o << ", read by the copy engine straight from PETSc's array (registered with CUDA once per matrix and nonzero state";
+    if (u.register_ms > 0) o << ": " << u.register_ms << " ms this time";
+    o << "; no host copy)";
+  }
+  if (u.bytes > u.registered_bytes) o << ", host copies into the pinned buffers " << u.host_copy_ms << " ms (" << u.threads << " threads), waits for the copy engine " << u.wait_ms << " ms";
+  if (u.register_ms > 0 && u.registered_bytes <= 0) o << " (CUDA did not register PETSc's array: copied through the pinned buffers)";
+  return o.str();
+}
+
 // The InputError for CSR entry k (row r, column c) that lies on none of the block offsets.
 [[noreturn]] void throw_off_offsets(const CsrView &a, index_t nc, const std::vector<index_t> &offsets, offset_t k, const std::string &where)
 {
@@ -374,10 +391,9 @@ struct BdiaStore final : TypedStore<VT> {
       o << what << " on the device, after a device-to-device copy of the caller's CSR values, which were on this GPU already (PETSc's aijcusparse): no host copy, no upload";
       return o.str();
     }
-    o << what << " on the device, after a pinned, chunked upload of the CSR values";
+    o << what << " on the device, after " << (upload_->stats().registered_bytes > 0 ? "an upload of the CSR values" : "a pinned, chunked upload of the CSR values");
     if (slot_ms_ > 0) o << "; at the first build the pattern went up and the slot map was computed on the device in " << slot_ms_ << " ms, the values went up and were scattered in " << values_ms_ << " ms";
-    const PinnedUpload::Stats &u = upload_->stats();
-    if (u.bytes > 0) o << "; the last upload: " << u.bytes / 1e6 << " MB, host copies into the pinned buffers " << u.host_copy_ms << " ms (" << u.threads << " threads), waits for the copy engine " << u.wait_ms << " ms";
+    o << upload_note(*upload_);
     return o.str();
   }
   std::shared_ptr<const Operator<VT>> right_scaled(const VT *binv, index_t b, const std::shared_ptr<const Operator<VT>> &reuse) const override
@@ -449,7 +465,7 @@ struct BdiaStore final : TypedStore<VT> {
   void scatter_device(const CsrView &a, MT *dst)
   {
     upload_->reset_stats();
-    upload_->upload(a.values, values_.data(), values_.bytes());
+    if (!upload_->upload_registered(a.values, values_.data(), values_.bytes(), this->values_key, this->register_after)) upload_->upload(a.values, values_.data(), values_.bytes());
     dispatch_executor(*values_.exec(), [&](const auto &e) { scatter_slots(e, values_.data(), dst); });
   }
 
@@ -510,7 +526,7 @@ struct CsrStore final : TypedStore<VT> {
     if (v.on_host()) copy_in(a, v.host().data());
     else put(a, v);
   }
-  std::string    note() const override { return upload_ ? "CSR values uploaded in place (pinned, chunked)" : "CSR values copied in place"; }
+  std::string    note() const override { return upload_ ? "CSR values uploaded in place" + upload_note(*upload_) : "CSR values copied in place"; }
   CsrPatternView device_pattern() const override
   {
     CsrPatternView p;
@@ -535,7 +551,8 @@ struct CsrStore final : TypedStore<VT> {
   {
     if constexpr (std::is_same_v<MT, double>) {
       if (!upload_) upload_ = shared_pinned_upload(v.exec());
-      upload_->upload(a.values, v.data(), v.bytes());
+      upload_->reset_stats();
+      if (!upload_->upload_registered(a.values, v.data(), v.bytes(), this->values_key, this->register_after)) upload_->upload(a.values, v.data(), v.bytes());
     } else {
       staging_.resize(v.size());
       copy_in(a, staging_.data());
@@ -860,14 +877,22 @@ bool MatrixEngine::build_blocks(const BlockCsrView &b, const GridHint &hint, con
   return true;
 }
 
-void MatrixEngine::refresh_values(const CsrView &a)
+void MatrixEngine::refresh_values(const CsrView &a, std::uint64_t values_key, int register_after)
 {
   const auto t0 = clock_type::now();
   Impl      &m  = *impl_;
   HEPTANE_ENSURE(m.store, InputError, "values-only refresh before the first build");
   HEPTANE_ENSURE(a.rows == m.rows && a.nnz() == m.nnz, InputError, "values-only refresh: the matrix is " << a.rows << " rows / " << a.nnz() << " entries, the pattern had " << m.rows << " / " << m.nnz);
-  m.store->refresh(a);
-  m.exec->synchronize();
+  m.store->values_key     = values_key;
+  m.store->register_after = register_after;
+  try {
+    m.store->refresh(a);
+  } catch (...) {
+    m.store->values_key = 0;
+    throw;
+  }
+  m.store->values_key = 0;
+  m.exec->synchronize(); // a registered array is read by the copy engine: done before the caller may change it
   m.timings.last_refresh_ms = ms_since(t0);
   ++m.timings.refreshes;
 }

@@ -167,8 +167,12 @@ public:
   /// there.
   bool build_blocks(const BlockCsrView &b, const GridHint &hint, const MatrixConfig &cfg, bool allow_cpu = false, bool allow_gpu = true);
   /// Same pattern as the last build, new values. Throws InputError when the number of
-  /// entries changed (the caller must build instead).
-  void refresh_values(const CsrView &a);
+  /// entries changed (the caller must build instead). values_key (not 0): a.values stays
+  /// allocated at its address while the key is the same (the caller's promise; the plugin
+  /// passes PETSc's Mat id and nonzero state): on a GPU, from the register_after-th refresh
+  /// with that key on (>= 1; 0: never) it is registered with CUDA (once) and read by the copy
+  /// engine, without the host copy into the pinned buffers.
+  void refresh_values(const CsrView &a, std::uint64_t values_key = 0, int register_after = 0);
   /// refresh_values with the values in another order: the value of entry e of the last
   /// build's CsrView is values[pos[e]] (host memory), pos a permutation of 0..nnz-1 that stays
   /// the same until the next build — PETSc's BAIJ array, blocks column-major, read in place

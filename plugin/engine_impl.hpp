@@ -114,6 +114,11 @@ inline std::vector<index_t> star_offsets(const std::array<index_t, 3> &g)
 struct StoreBase {
   virtual ~StoreBase()                   = default;
   virtual void refresh(const CsrView &a) = 0;
+  /// During refresh(): MatrixEngine::refresh_values' values_key (0: none) and register_after,
+  /// under which a GPU store may read the values straight from the caller's registered array
+  /// (PinnedUpload::upload_registered).
+  std::uint64_t values_key     = 0;
+  int           register_after = 0;
   /// The values in another order (MatrixEngine::refresh_values_permuted); false: no such path.
   virtual bool refresh_permuted(const double * /*values*/, const index_t * /*pos*/, index_t /*block_size*/) { return false; }
   /// The values of a block CSR matrix of the build's pattern, read by formula

@@ -76,6 +76,7 @@ typedef struct {
   heptane::plugin::GlobalCoarseOptions *coarse_built;       /* the options the correction in krylov was built with */
   PetscBool                             refine;             /* -heptane_refine: mixed precision refined against the fp64 matrix */
   PetscBool                             check_true;         /* -heptane_check_true_residual: single (and unrefined mixed): ||b - A x|| with PETSc's fp64 MatMult after the solve */
+  PetscInt                              register_after;     /* -heptane_register_after: GPU, AIJ: from this values-only refresh of a matrix on, PETSc's value array registered with CUDA and read in place (0: never) */
   PetscInt                              restart;            /* hgmres: -ksp_gmres_restart (KSPGMRESSetRestart) */
   heptane::PcOptions                   *pc_opts;            /* -heptane_amg_*, -heptane_cpr_* (hamg, hcpr) */
   heptane::PcOptions                   *pc_opts_built;      /* those the preconditioner in krylov was built with */
@@ -1514,7 +1515,7 @@ static PetscErrorCode KSPHeptaneUpdate(KSP ksp)
           PetscCall(KSPHeptaneGridHint(ksp, Pmat, &hint));
         }
         if (updated == 2) HeptaneCallCXX(h->own->build(csr.view, hint, cfg));
-        else HeptaneCallCXX(h->own->refresh_values(csr.view));
+        else HeptaneCallCXX(h->own->refresh_values(csr.view, csr.values_key, (int)h->register_after));
         PetscCall(HeptaneCSRRestore(&csr));
       }
       if (updated == 2) HeptaneCallCXX(*h->grid_source = h->own->structure_note());
@@ -2054,7 +2055,7 @@ static PetscErrorCode KSPView_Heptane(KSP ksp, PetscViewer viewer)
                                                                       : "stopping on the unpreconditioned ||r|| <= max(rtol ||b||, atol)";
   if (h->solver == heptane::SolverType::gmres) PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane GMRES(%" PetscInt_FMT ") (flexible, restarted; -ksp_gmres_restart), right-preconditioned inside heptane; %s\n", h->restart, stop));
   else PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane %s, right-preconditioned inside heptane; %s\n", h->solver == heptane::SolverType::bicgstab ? "BiCGStab (fused loop)" : "CG", stop));
-  PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane options: -heptane_format %s -heptane_device %s -heptane_precision %s -heptane_check_every %" PetscInt_FMT " -heptane_ilu %s -heptane_fold %s -heptane_refine %s -heptane_check_true_residual %s\n", HeptaneFormats[h->format], h->device, HeptanePrecisions[h->precision], h->check_every, HeptaneIluOrders[h->ilu], PetscBools[h->fold], PetscBools[h->refine], PetscBools[h->check_true]));
+  PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane options: -heptane_format %s -heptane_device %s -heptane_precision %s -heptane_check_every %" PetscInt_FMT " -heptane_ilu %s -heptane_fold %s -heptane_refine %s -heptane_check_true_residual %s -heptane_register_after %" PetscInt_FMT "\n", HeptaneFormats[h->format], h->device, HeptanePrecisions[h->precision], h->check_every, HeptaneIluOrders[h->ilu], PetscBools[h->fold], PetscBools[h->refine], PetscBools[h->check_true], h->register_after));
   if (h->petsc_pc) PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane preconditioner: %s (from %s; the PETSc PC below is set up and applied by PETSc)\n", h->petsc_pc_note->c_str(), h->pc_from[0] ? h->pc_from : "-"));
   else
     PetscCall(
@@ -2159,6 +2160,7 @@ static PetscErrorCode KSPSetFromOptions_Heptane(KSP ksp, HeptaneOptionItems Pets
   PetscCall(PetscOptionsEList("-heptane_ilu", "Ordering of -pc_type ilu: auto (multicolor on a GPU, natural on the CPU), natural (PETSc's ILU(0)), multicolor (ILU(0) of a multi-colour permutation)", "KSPHBCGS", HeptaneIluOrders, 3, HeptaneIluOrders[h->ilu], &h->ilu, NULL));
   PetscCall(PetscOptionsBoundedInt("-heptane_check_every", "GPU: the host reads the residual every k iterations (0: automatic, 1 with -pc_type hamg or hcpr, else 8)", "KSPHBCGS", h->check_every, &h->check_every, NULL, 0));
   PetscCall(PetscOptionsBool("-heptane_refine", "-heptane_precision mixed on one rank's bdiagh operator: iterative refinement against an fp64 copy of the matrix, so that the true residual meets -ksp_rtol as in double", "KSPHBCGS", h->refine, &h->refine, NULL));
+  PetscCall(PetscOptionsBoundedInt("-heptane_register_after", "GPU, AIJ (one rank): from the n-th values-only refresh of the same matrix and nonzero state on, PETSc's value array is registered with CUDA (once; page-locked in place) and read by the copy engine instead of copied into pinned buffers on the host; 0: never", "KSPHBCGS", h->register_after, &h->register_after, NULL, 0));
   PetscCall(PetscOptionsBool("-heptane_check_true_residual", "-heptane_precision single (and mixed not refined): after a converged solve, ||b - A x|| with PETSc's fp64 MatMult; above the tolerance the reason is KSP_DIVERGED_BREAKDOWN", "KSPHBCGS", h->check_true, &h->check_true, NULL));
   PetscCall(PetscOptionsBool("-heptane_fold", "hbcgs with -pc_type jacobi/pbjacobi on one rank's bdiagh operator, zero initial guess: BiCGStab on A M^-1 (kept beside A), then x = M^-1 y; the same method without two preconditioner applications per iteration", "KSPHBCGS", h->fold, &h->fold, NULL));
   PetscCall(PetscOptionsBool("-heptane_coarse", "Several ranks: a global coarse correction around heptane's preconditioner of each rank's rows (aggregates per rank, A_c = P^T A P with the couplings between ranks, whole on every rank), so that the iterations grow less with the ranks", "KSPHBCGS", h->coarse, &h->coarse, NULL));
@@ -2292,19 +2294,20 @@ static PetscErrorCode KSPCreate_Heptane_Private(KSP ksp, heptane::SolverType sol
 
   PetscFunctionBegin;
   PetscCall(PetscNew(&h));
-  ksp->data      = h;
-  h->solver      = solver;
-  h->format      = 0; /* auto */
-  h->precision   = 0; /* double */
-  h->check_every = 0;
-  h->fold        = PETSC_TRUE;
-  h->refine      = PETSC_TRUE;
-  h->check_true  = PETSC_TRUE;
-  h->true_rnorm  = -1;
-  h->null_vecs   = -1;
-  h->restart     = 30;
-  h->pc          = heptane::PcType::ilu0;
-  h->pc_built    = heptane::PcType::none;
+  ksp->data         = h;
+  h->solver         = solver;
+  h->format         = 0; /* auto */
+  h->precision      = 0; /* double */
+  h->check_every    = 0;
+  h->fold           = PETSC_TRUE;
+  h->refine         = PETSC_TRUE;
+  h->check_true     = PETSC_TRUE;
+  h->register_after = 2;
+  h->true_rnorm     = -1;
+  h->null_vecs      = -1;
+  h->restart        = 30;
+  h->pc             = heptane::PcType::ilu0;
+  h->pc_built       = heptane::PcType::none;
   h->mat_nzstate = h->mat_state = -1;
   h->check_symmetry             = PETSC_TRUE;
   h->symmetry_tol               = 1e-8;
@@ -2357,6 +2360,9 @@ static PetscErrorCode KSPCreate_Heptane_Private(KSP ksp, heptane::SolverType sol
 .  -heptane_check_true_residual <true,false> - single (and mixed not refined): after a converged
    solve, ||b - A x|| with PETSc's fp64 MatMult; above max(rtol ||b||, atol) the reason is
    KSP_DIVERGED_BREAKDOWN (default true)
+.  -heptane_register_after <n> - GPU, AIJ on one rank: from the n-th values-only refresh of the same
+   matrix and nonzero state on, PETSc's value array is registered with CUDA and read in place
+   (default 2; 0: never)
 .  -heptane_fold <true,false> - hbcgs with jacobi/pbjacobi on one rank: the preconditioner folded
    into a copy of the operator (A M^-1), the same iterates with fewer passes per iteration
 .  -heptane_coarse <true,false> - several ranks: a global coarse correction (aggregates per

@@ -36,6 +36,15 @@ PetscErrorCode HeptaneCSRGet(Mat A, HeptaneCSR *csr)
   PetscCall(MatGetRowIJ(A, 0, PETSC_FALSE, PETSC_FALSE, &csr->n, &csr->ia, &csr->ja, &done));
   PetscCheck(done, PetscObjectComm((PetscObject)A), PETSC_ERR_SUP, "heptane: MatGetRowIJ() gave no CSR for matrix type %s", ((PetscObject)A)->type_name);
   PetscCall(MatSeqAIJGetArrayRead(A, &csr->a));
+  {
+    /* PETSc keeps a SeqAIJ's value array in place until its nonzeros change (a new nonzero
+       state) or the Mat is destroyed (ids are never reused) */
+    PetscObjectId    id;
+    PetscObjectState nz;
+    PetscCall(PetscObjectGetId((PetscObject)A, &id));
+    PetscCall(MatGetNonzeroState(A, &nz));
+    csr->values_key = (std::uint64_t(id) << 32) ^ std::uint64_t(nz);
+  }
   csr->view.rows   = (heptane::index_t)csr->n;
   csr->view.values = csr->a;
   if (sizeof(PetscInt) == sizeof(heptane::index_t)) {

@@ -72,6 +72,7 @@ typedef struct {
   const PetscScalar            *a;
   std::vector<heptane::index_t> ia32, ja32; /* only when PetscInt is 64-bit */
   heptane::plugin::CsrView      view;
+  std::uint64_t                 values_key; /* mat's id and nonzero state: its value array stays where it is while they do (MatrixEngine::refresh_values) */
 } HeptaneCSR;
 
 PETSC_INTERN PetscErrorCode HeptaneCSRGet(Mat, HeptaneCSR *);

@@ -75,6 +75,7 @@ PinnedUpload::PinnedUpload(std::shared_ptr<const Executor> exec, std::size_t max
 
 PinnedUpload::~PinnedUpload()
 {
+  while (!registered_.empty()) drop(registered_.size() - 1);
   for (int b = 0; b < 2; ++b) {
     if (done_[b]) {
       cudaEventSynchronize(static_cast<cudaEvent_t>(done_[b])); // no copy may still read the buffer
@@ -105,6 +106,64 @@ void PinnedUpload::upload(const void *src, void *dst, std::size_t bytes)
     HEPTANE_CUDA_CHECK(cudaMemcpyAsync(static_cast<char *>(dst) + off, buf_[b], len, cudaMemcpyHostToDevice, s));
     HEPTANE_CUDA_CHECK(cudaEventRecord(static_cast<cudaEvent_t>(done_[b]), s));
   }
+}
+
+void PinnedUpload::drop(std::size_t i)
+{
+  const Registered r = registered_[i];
+  registered_.erase(registered_.begin() + std::ptrdiff_t(i));
+  if (!r.registered) return;
+  // no copy may still read it; its pages may already be unmapped (a freed array): CUDA's
+  // answer does not matter then, nothing of it is used again
+  cudaStreamSynchronize(cuda::stream(static_cast<const CudaExecutor &>(*exec_)));
+  if (cudaHostUnregister(const_cast<void *>(r.p)) != cudaSuccess) (void)cudaGetLastError();
+}
+
+bool PinnedUpload::upload_registered(const void *src, void *dst, std::size_t bytes, std::uint64_t key, int after)
+{
+  if (key == 0 || after < 1 || bytes < min_register_bytes) return false;
+  const auto &dev = static_cast<const CudaExecutor &>(*exec_);
+  HEPTANE_CUDA_CHECK(cudaSetDevice(dev.device()));
+  const auto     lo = reinterpret_cast<std::uintptr_t>(src), hi = lo + bytes;
+  constexpr auto page = std::uintptr_t(4096);
+  Registered    *hit  = nullptr;
+  for (std::size_t i = registered_.size(); i-- > 0;) {
+    Registered &r = registered_[i];
+    if (r.p == src && r.bytes == bytes && r.key == key) {
+      hit = &r;
+      break;
+    }
+    // the same place under another key, or pages shared with it: an older array's (a
+    // destroyed Mat's, moved nonzeros'): dropped before the new one is registered
+    const auto rlo = reinterpret_cast<std::uintptr_t>(r.p), rhi = rlo + r.bytes;
+    if (rlo / page <= (hi - 1) / page && lo / page <= (rhi - 1) / page) drop(i);
+  }
+  if (!hit) {
+    while (registered_.size() >= max_registered) {
+      std::size_t lru = 0;
+      for (std::size_t i = 1; i < registered_.size(); ++i)
+        if (registered_[i].used < registered_[lru].used) lru = i;
+      drop(lru);
+    }
+    registered_.push_back(Registered{src, bytes, key, 0, 0, false, false});
+    hit = &registered_.back();
+  }
+  hit->used = ++uses_;
+  ++hit->seen;
+  if (!hit->registered && !hit->refused && hit->seen >= after) {
+    const auto t0 = std::chrono::steady_clock::now();
+    if (cudaHostRegister(const_cast<void *>(src), bytes, cudaHostRegisterDefault) == cudaSuccess) hit->registered = true;
+    else {
+      (void)cudaGetLastError();
+      hit->refused = true;
+    }
+    stats_.register_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  }
+  if (!hit->registered) return false;
+  HEPTANE_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, cuda::stream(dev)));
+  stats_.bytes += double(bytes);
+  stats_.registered_bytes += double(bytes);
+  return true;
 }
 
 void zero_device_bytes(const Executor &exec, void *dst, std::size_t bytes)
@@ -150,6 +209,11 @@ void PinnedUpload::upload(const void *, void *, std::size_t)
 {
   HEPTANE_THROW(NotSupported, "PinnedUpload: this build of heptane has no CUDA back end");
 }
+bool PinnedUpload::upload_registered(const void *, void *, std::size_t, std::uint64_t, int)
+{
+  return false;
+}
+void PinnedUpload::drop(std::size_t) { }
 void zero_device_bytes(const Executor &, void *, std::size_t)
 {
   HEPTANE_THROW(NotSupported, "zero_device_bytes: this build of heptane has no CUDA back end");

@@ -7,7 +7,9 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "core/executor.hpp"
 
@@ -31,17 +33,46 @@ public:
   /// still be running (exec->synchronize() waits for it).
   void upload(const void *src, void *dst, std::size_t bytes);
 
+  /// As upload(), but the copy engine reads src itself (no host copy) once (src, bytes, key)
+  /// has come `after` times (>= 1): it is then registered with CUDA (cudaHostRegister,
+  /// page-locked in place) and stays registered while the same key comes back, so a values-only
+  /// refresh costs the link's time alone. The caller promises that the array stays allocated at
+  /// src while `key` (not 0) names it: the plugin's key is PETSc's Mat id with its nonzero state
+  /// (a new Mat, or new nonzeros that may move the array, give a new key; whatever was kept at
+  /// or beside src under an old key is dropped first, as its pages may belong to a freed array).
+  /// At most max_registered ranges are kept (the least recently used dropped). Returns false,
+  /// doing nothing, when key is 0, bytes < min_register_bytes, the range has not come `after`
+  /// times yet, or CUDA refuses it (then upload()). The copy is queued on exec's stream: src must
+  /// not change until exec->synchronize().
+  bool                         upload_registered(const void *src, void *dst, std::size_t bytes, std::uint64_t key, int after);
+  static constexpr std::size_t min_register_bytes = std::size_t(4) << 20;
+  static constexpr std::size_t max_registered     = 4;
+
   /// Where the time of the uploads since the last reset_stats() went: bytes moved, host
   /// copies into the pinned buffers (ms, wall clock of the parallel copies), and waits for
-  /// the copy engine to free a buffer (ms). For -ksp_view (a slow upload: which side).
+  /// the copy engine to free a buffer (ms); bytes read straight from registered host memory
+  /// and the time of new registrations (cudaHostRegister). For -ksp_view (a slow upload:
+  /// which side).
   struct Stats {
     double bytes = 0, host_copy_ms = 0, wait_ms = 0;
-    int    threads = 0; // of the host copies (HEPTANE_UPLOAD_THREADS, else OpenMP's default)
+    int    threads          = 0; // of the host copies (HEPTANE_UPLOAD_THREADS, else OpenMP's default)
+    double registered_bytes = 0, register_ms = 0;
   };
   const Stats &stats() const noexcept { return stats_; }
   void         reset_stats() noexcept { stats_ = Stats{}; }
 
 private:
+  struct Registered {
+    const void   *p     = nullptr;
+    std::size_t   bytes = 0;
+    std::uint64_t key = 0, used = 0;
+    int           seen       = 0;     // times this range came with this key
+    bool          registered = false; // with CUDA (else not yet, or refused)
+    bool          refused    = false; // CUDA did not register it: upload() for this key
+  };
+  void                            drop(std::size_t i);
+  std::vector<Registered>         registered_;
+  std::uint64_t                   uses_ = 0;
   Stats                           stats_;
   std::shared_ptr<const Executor> exec_;
   std::size_t                     chunk_   = 0;

@@ -688,6 +688,12 @@ heptane_plugin_test(plugin_host_entry_off_the_grid_is_an_error
 heptane_plugin_test(plugin_host_baij_entry_off_the_grid_is_an_error
   ${compare} --heptane "-ksp_type hbcgs -pc_type pbjacobi -heptane_device cpu -heptane_grid 12,144,1"
   --expect-error "entry \\(0, 144\\) lies on block offset 144, not one of the block offsets \\{-12,-1,0,1,12\\} \\(-heptane_grid\\)" -- ${host} -use_dm 0 -mat_type baij)
+# a host that frees its matrix and makes a new one of the same pattern (KSPReset first): a new
+# build, then values-only refreshes of the new matrix, every solve's answer checked
+heptane_plugin_test(plugin_host_new_matrix_after_reset_same_pattern
+  ${solves} ${host_checks} --solves 5 --
+  --plugin ${plugin_so} --ref "${ref_bcgs} -pc_type jacobi" --heptane "-ksp_type hbcgs -pc_type jacobi -ksp_view"
+  --expect "heptane_register_after 2" --reject MISMATCH -- ${host} -solves 5 -recreate_mat_every 2)
 if(NOT HEPTANE_HAVE_CUDA)
   heptane_plugin_test(plugin_host_gpu_without_cuda_is_an_error
     ${compare} --heptane "-ksp_type hbcgs -heptane_device gpu"
@@ -736,6 +742,26 @@ if(HEPTANE_HAVE_CUDA)
       --expect "heptane vectors: b and x from PETSc's host arrays"
       --reject MISMATCH -- ${host} -dof 3 -solves 3)
   endforeach()
+  # AIJ values-only refreshes from PETSc's value array registered with CUDA (above 4 MiB: a
+  # 50^3 grid), each solve's answer checked. The default (-heptane_register_after 2): the first
+  # refresh of a matrix copies, the second registers, the third reads the registered array. At
+  # every refresh (1), with a new matrix of the same pattern every two solves, made after the
+  # old one was freed (its array may land where the old one's was): registered again, not read
+  # through the old registration. 0: the pinned copies always.
+  heptane_plugin_gpu_test(plugin_host_gpu_aij_values_read_from_the_registered_array
+    ${solves} ${host_checks} --solves 4 --
+    --plugin ${plugin_so} --ref "${ref_bcgs} -pc_type jacobi" --heptane "-ksp_type hbcgs -pc_type jacobi -heptane_device gpu -ksp_view"
+    --expect "read by the copy engine straight from PETSc's array" --expect "heptane_register_after 2"
+    --reject MISMATCH -- ${host} -n 50 -solves 4)
+  heptane_plugin_gpu_test(plugin_host_gpu_aij_values_registered_new_matrix_same_place
+    ${solves} ${host_checks} --solves 6 --
+    --plugin ${plugin_so} --ref "${ref_bcgs} -pc_type jacobi" --heptane "-ksp_type hbcgs -pc_type jacobi -heptane_device gpu -ksp_view -heptane_register_after 1"
+    --expect "read by the copy engine straight from PETSc's array" --reject MISMATCH -- ${host} -n 50 -solves 6 -recreate_mat_every 2)
+  heptane_plugin_gpu_test(plugin_host_gpu_aij_values_register_never_copies
+    ${solves} ${host_checks} --solves 4 --
+    --plugin ${plugin_so} --ref "${ref_bcgs} -pc_type jacobi" --heptane "-ksp_type hbcgs -pc_type jacobi -heptane_device gpu -ksp_view -heptane_register_after 0"
+    --expect "host copies into the pinned buffers" --reject "straight from PETSc's array"
+    --reject MISMATCH -- ${host} -n 50 -solves 4)
   # PETSc with its own CUDA back end (the GPU machine's 3.25.4): an aijcusparse matrix whose
   # newest values are on the GPU (plugin_host's MatMult for b put them there) is refreshed from
   # PETSc's device array, device to device, and pbjacobi's numeric part from that copy

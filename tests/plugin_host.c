@@ -10,7 +10,9 @@
    "solution norm" line the tests compare.
 
    Options: -n N (cells per dimension, 12), -dim 2|3 (3), -dof d (1), -use_dm 0|1 (1),
-            -solves k (1), -new_pattern_at k (0 = never), -convection c (0.3), -x0 0|1 (0),
+            -solves k (1), -new_pattern_at k (0 = never), -recreate_mat_every k (0 = never: with
+            the DMDA, before solves 1 + k, 1 + 2k, ... KSPReset, MatDestroy and a new matrix of the
+            same pattern), -convection c (0.3), -x0 0|1 (0),
             -prefix p (the KSP's options prefix; none), -permute 0|1 (0: with -use_dm 0, the cells
             numbered by a fixed pseudo-random permutation, a numbering that is no grid's),
             -empty_rank r (-1: with -use_dm 0, rank r owns no rows, the others split the cells),
@@ -220,7 +222,7 @@ int main(int argc, char **argv)
   PetscInt  monitor_checked = 0;
   PetscBool true_residual_monitor = PETSC_FALSE;
   HostTest host_test = {0, 0, 0, -1, 0, KSP_CONVERGED_ITERATING, NULL};
-  PetscInt           n = 12, dim = 3, dof = 1, solves = 1, new_pattern_at = 0, empty_rank = -1, its, N;
+  PetscInt           n = 12, dim = 3, dof = 1, solves = 1, new_pattern_at = 0, empty_rank = -1, recreate_every = 0, its, N;
   PetscReal          conv = 0.3, rnorm, tnorm, bnorm, enorm, xnorm, xenorm, pmat_shift = 0;
   PetscBool          use_dm = PETSC_TRUE, x0 = PETSC_FALSE, shell_amat = PETSC_FALSE, mffd_amat = PETSC_FALSE, neumann = PETSC_FALSE;
   Mat                S = NULL, P = NULL;
@@ -237,6 +239,7 @@ int main(int argc, char **argv)
   PetscCall(PetscOptionsGetInt(NULL, NULL, "-dof", &dof, NULL));
   PetscCall(PetscOptionsGetInt(NULL, NULL, "-solves", &solves, NULL));
   PetscCall(PetscOptionsGetInt(NULL, NULL, "-new_pattern_at", &new_pattern_at, NULL));
+  PetscCall(PetscOptionsGetInt(NULL, NULL, "-recreate_mat_every", &recreate_every, NULL));
   PetscCall(PetscOptionsGetReal(NULL, NULL, "-convection", &conv, NULL));
   PetscCall(PetscOptionsGetBool(NULL, NULL, "-use_dm", &use_dm, NULL));
   PetscCall(PetscOptionsGetBool(NULL, NULL, "-x0", &x0, NULL));
@@ -252,6 +255,7 @@ int main(int argc, char **argv)
   PetscCall(PetscOptionsGetInt(NULL, NULL, "-host_test_stop", &host_test.stop_at, NULL));
   PetscCheck(!neumann || dof == 1, PETSC_COMM_WORLD, PETSC_ERR_ARG_INCOMP, "-neumann needs -dof 1");
   PetscCheck(!(shell_amat && mffd_amat), PETSC_COMM_WORLD, PETSC_ERR_ARG_INCOMP, "-shell_amat or -mffd_amat, not both");
+  PetscCheck(recreate_every <= 0 || (use_dm && pmat_shift == 0 && !shell_amat && !mffd_amat), PETSC_COMM_WORLD, PETSC_ERR_ARG_INCOMP, "-recreate_mat_every needs -use_dm 1 and no -pmat_shift, -shell_amat, -mffd_amat");
   PetscCheck(empty_rank < 0 || !use_dm, PETSC_COMM_WORLD, PETSC_ERR_ARG_INCOMP, "-empty_rank needs -use_dm 0");
   PetscCheck(!Permute || !use_dm, PETSC_COMM_WORLD, PETSC_ERR_ARG_INCOMP, "-permute needs -use_dm 0");
   if (Permute) PetscCall(MakePermutation(n * n * (dim == 3 ? n : 1)));
@@ -332,6 +336,15 @@ int main(int argc, char **argv)
   for (PetscInt s = 1; s <= solves; s++) {
     const PetscReal scale = 1.0 + 0.1 * (PetscReal)(s - 1);
     double          t0, t1;
+    if (recreate_every > 0 && s > 1 && (s - 1) % recreate_every == 0) {
+      /* a host that makes a new matrix of the same pattern: the KSP let go of the old one first,
+         so the new one's arrays may land where the old one's were */
+      PetscCall(KSPReset(ksp));
+      PetscCall(MatDestroy(&A));
+      PetscCall(DMCreateMatrix(da, &A));
+      PetscCall(MatSetOption(A, MAT_NEW_NONZERO_ALLOCATION_ERR, PETSC_FALSE));
+      PetscCall(MatSetOption(A, MAT_NEW_NONZERO_LOCATION_ERR, PETSC_FALSE));
+    }
     PetscCall(Assemble(A, da, n, dim, dof, conv, scale, (PetscBool)(new_pattern_at > 0 && s >= new_pattern_at), neumann));
     PetscCall(MatMult(A, xe, b));
     if (pmat_shift != 0) { /* Pmat: A + shift I, the same object each solve (new values, or a new pattern) */
