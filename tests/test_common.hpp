@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
@@ -19,6 +20,19 @@
 #endif
 
 namespace heptane::test {
+
+/// For programs that test CUDA code only (tests/cuda.cmake): without HEPTANE_TEST_DEVICE=cuda
+/// and a CUDA device, print why and exit 77 (ctest: skipped). `program` names it in the message.
+inline void skip_unless_gpu(const char* program, const char* what)
+{
+    const char* dev = std::getenv("HEPTANE_TEST_DEVICE");
+    if (!dev || std::string(dev) != "cuda" || CudaExecutor::device_count() == 0) {
+        std::printf(
+            "SKIPPED: %s tests %s only; it needs HEPTANE_TEST_DEVICE=cuda and a CUDA device\n",
+            program, what);
+        std::exit(77);
+    }
+}
 
 /// The executor the tests run on: CUDA when HEPTANE_TEST_DEVICE=cuda, the CPU otherwise.
 inline std::shared_ptr<const Executor> test_executor()

@@ -35,16 +35,7 @@ using namespace heptane;
 namespace {
 
 struct GpuOnly {
-    GpuOnly()
-    {
-        const char* dev = std::getenv("HEPTANE_TEST_DEVICE");
-        if (!dev || std::string(dev) != "cuda" || CudaExecutor::device_count() == 0) {
-            std::printf(
-                "SKIPPED: test_cuda_spmv tests CUDA kernels only; it needs "
-                "HEPTANE_TEST_DEVICE=cuda and a CUDA device\n");
-            std::exit(77);
-        }
-    }
+    GpuOnly() { test::skip_unless_gpu("test_cuda_spmv", "CUDA kernels"); }
 };
 
 std::shared_ptr<const CudaExecutor> gpu()

@@ -1,0 +1,132 @@
+// The plugin's uploads of host arrays (plugin/pinned_upload.hpp) on a GPU: through the pinned
+// buffers, and straight from a registered host array (PinnedUpload::upload_registered) — that a
+// registered array is read as it is now (new values under the same key), that registration waits
+// for the `after`-th call, and that an array freed and replaced by another one at the same
+// address (the case the plugin's key exists for) is registered again under its new key and read,
+// not the old pages behind the old registration. Each upload is read back and compared with what
+// the host array holds.
+//
+// GPU-only (CUDA code and nothing else): without a device (or without HEPTANE_TEST_DEVICE=cuda)
+// it prints why and exits 77 (skipped); tests/cuda.cmake registers only its _gpu variant, and
+// only in builds with the CUDA back end.
+#include <sys/mman.h>
+
+#include <boost/test/unit_test.hpp>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "core/array.hpp"
+#include "core/cuda_common.hpp"
+#include "plugin/pinned_upload.hpp"
+#include "tests/test_common.hpp"
+
+using namespace heptane;
+using heptane::plugin::PinnedUpload;
+
+namespace {
+
+struct GpuOnly {
+    GpuOnly() { test::skip_unless_gpu("test_pinned_upload", "CUDA uploads"); }
+};
+BOOST_TEST_GLOBAL_FIXTURE(GpuOnly);
+
+constexpr std::size_t count = std::size_t(3) << 20;  // 24 MiB of doubles: above the 4 MiB floor
+constexpr std::size_t bytes = count * sizeof(double);
+
+// page-aligned anonymous memory at `at` (nullptr: anywhere), every value v
+double* map_pages(void* at, double v)
+{
+    const int flags = MAP_PRIVATE | MAP_ANONYMOUS | (at ? MAP_FIXED : 0);
+    void* p = mmap(at, bytes, PROT_READ | PROT_WRITE, flags, -1, 0);
+    BOOST_REQUIRE(p != MAP_FAILED);
+    auto* d = static_cast<double*>(p);
+    for (std::size_t i = 0; i < count; ++i) d[i] = v + double(i % 7);
+    return d;
+}
+
+// whether the device copy holds v + i % 7 everywhere
+bool holds(const Array<double>& dev, double v)
+{
+    const std::vector<double> h = dev.to_vector();
+    for (std::size_t i = 0; i < count; ++i)
+        if (h[i] != v + double(i % 7)) return false;
+    return true;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(registered_uploads_read_the_array_as_it_is_and_follow_the_key)
+{
+    auto exec = test::test_executor();
+    PinnedUpload up(exec, bytes);
+    Array<double> dev(exec, count);
+    double* a = map_pages(nullptr, 1.0);
+
+    // through the pinned buffers
+    up.upload(a, dev.data(), bytes);
+    exec->synchronize();
+    BOOST_TEST(holds(dev, 1.0));
+    // no key, or too small: not registered
+    BOOST_TEST(!up.upload_registered(a, dev.data(), bytes, 0, 1));
+    BOOST_TEST(!up.upload_registered(a, dev.data(), PinnedUpload::min_register_bytes - 8, 5, 1));
+    // `after` = 3: the first two calls are refused (the caller copies), the third registers
+    up.reset_stats();
+    BOOST_TEST(!up.upload_registered(a, dev.data(), bytes, 1, 3));
+    BOOST_TEST(!up.upload_registered(a, dev.data(), bytes, 1, 3));
+    BOOST_TEST(up.stats().register_ms == 0.0);
+    for (std::size_t i = 0; i < count; ++i) a[i] = 2.0 + double(i % 7);
+    BOOST_TEST(up.upload_registered(a, dev.data(), bytes, 1, 3));
+    exec->synchronize();
+    BOOST_TEST(up.stats().register_ms > 0.0);
+    BOOST_TEST(up.stats().registered_bytes == double(bytes));
+    BOOST_TEST(holds(dev, 2.0));
+    // new values under the same key: read as they are now, no new registration
+    for (std::size_t i = 0; i < count; ++i) a[i] = 4.0 + double(i % 7);
+    up.reset_stats();
+    BOOST_TEST(up.upload_registered(a, dev.data(), bytes, 1, 3));
+    exec->synchronize();
+    BOOST_TEST(up.stats().register_ms == 0.0);
+    BOOST_TEST(holds(dev, 4.0));
+    // the array freed and new pages mapped at the same address (a new Mat whose array landed
+    // where the old one was): under its new key it is registered again and its values are read,
+    // not the old pages (4.0) the old registration had locked
+    BOOST_REQUIRE(munmap(a, bytes) == 0);
+    double* b = map_pages(a, 8.0);
+    BOOST_REQUIRE(b == a);
+    up.reset_stats();
+    BOOST_TEST(up.upload_registered(b, dev.data(), bytes, 2, 1));
+    exec->synchronize();
+    BOOST_TEST(up.stats().register_ms > 0.0);
+    BOOST_TEST(holds(dev, 8.0));
+    // an array beside it sharing no page: both stay registered (no refusal, no re-registration)
+    double* c = map_pages(nullptr, 16.0);
+    BOOST_TEST(up.upload_registered(c, dev.data(), bytes, 3, 1));
+    exec->synchronize();
+    BOOST_TEST(holds(dev, 16.0));
+    up.reset_stats();
+    BOOST_TEST(up.upload_registered(b, dev.data(), bytes, 2, 1));
+    exec->synchronize();
+    BOOST_TEST(up.stats().register_ms == 0.0);
+    BOOST_TEST(holds(dev, 8.0));
+    // more than max_registered arrays: the least recently used is dropped, and registered again
+    // (and read right) when it comes back
+    std::vector<double*> more;
+    for (std::size_t k = 0; k < PinnedUpload::max_registered; ++k) {
+        more.push_back(map_pages(nullptr, 32.0 + double(k)));
+        BOOST_TEST(up.upload_registered(more.back(), dev.data(), bytes, 10 + k, 1));
+        exec->synchronize();
+        BOOST_TEST(holds(dev, 32.0 + double(k)));
+    }
+    up.reset_stats();
+    BOOST_TEST(up.upload_registered(c, dev.data(), bytes, 3, 1));
+    exec->synchronize();
+    BOOST_TEST(up.stats().register_ms > 0.0);
+    BOOST_TEST(holds(dev, 16.0));
+    exec->synchronize();
+    for (double* p : more) munmap(p, bytes);
+    munmap(b, bytes);
+    munmap(c, bytes);
+}
