@@ -57,9 +57,10 @@ std::string upload_note(const PinnedUpload &up)
   if (u.registered_bytes > 0) {
     o << ", read by the copy engine straight from PETSc's array (registered with CUDA once per matrix and nonzero state";
     if (u.register_ms > 0) o << ": " << u.register_ms << " ms this time";
-    o << "; no host copy)";
-  }
-  if (u.bytes > u.registered_bytes) o << ", host copies into the pinned buffers " << u.host_copy_ms << " ms (" << u.threads << " threads), waits for the copy engine " << u.wait_ms << " ms";
+    o << "; no host copy";
+    if (u.bytes > u.registered_bytes) o << " but of its partial first and last pages, " << u.bytes - u.registered_bytes << " bytes, through the pinned buffers";
+    o << ")";
+  } else o << ", host copies into the pinned buffers " << u.host_copy_ms << " ms (" << u.threads << " threads), waits for the copy engine " << u.wait_ms << " ms";
   if (u.register_ms > 0 && u.registered_bytes <= 0) o << " (CUDA did not register PETSc's array: copied through the pinned buffers)";
   return o.str();
 }

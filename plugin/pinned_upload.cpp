@@ -116,7 +116,7 @@ void PinnedUpload::drop(std::size_t i)
   // no copy may still read it; its pages may already be unmapped (a freed array): CUDA's
   // answer does not matter then, nothing of it is used again
   cudaStreamSynchronize(cuda::stream(static_cast<const CudaExecutor &>(*exec_)));
-  if (cudaHostUnregister(const_cast<void *>(r.p)) != cudaSuccess) (void)cudaGetLastError();
+  if (cudaHostUnregister(reinterpret_cast<void *>(r.lo)) != cudaSuccess) (void)cudaGetLastError();
 }
 
 bool PinnedUpload::upload_registered(const void *src, void *dst, std::size_t bytes, std::uint64_t key, int after)
@@ -124,19 +124,21 @@ bool PinnedUpload::upload_registered(const void *src, void *dst, std::size_t byt
   if (key == 0 || after < 1 || bytes < min_register_bytes) return false;
   const auto &dev = static_cast<const CudaExecutor &>(*exec_);
   HEPTANE_CUDA_CHECK(cudaSetDevice(dev.device()));
-  const auto     lo = reinterpret_cast<std::uintptr_t>(src), hi = lo + bytes;
-  constexpr auto page = std::uintptr_t(4096);
-  Registered    *hit  = nullptr;
+  // the whole pages inside [src, src + bytes) are registered; the partial first and last pages,
+  // which another live array may share, go through the pinned buffers. Two live arrays so never
+  // overlap in what they register, and a range that overlaps a kept one is a freed array's: it
+  // is dropped before the new one is registered
+  constexpr std::uintptr_t page = 4096;
+  const std::uintptr_t     lo = reinterpret_cast<std::uintptr_t>(src), hi = lo + bytes;
+  const std::uintptr_t     plo = (lo + page - 1) / page * page, phi = hi / page * page;
+  Registered              *hit = nullptr;
   for (std::size_t i = registered_.size(); i-- > 0;) {
     Registered &r = registered_[i];
     if (r.p == src && r.bytes == bytes && r.key == key) {
       hit = &r;
       break;
     }
-    // the same place under another key, or pages shared with it: an older array's (a
-    // destroyed Mat's, moved nonzeros'): dropped before the new one is registered
-    const auto rlo = reinterpret_cast<std::uintptr_t>(r.p), rhi = rlo + r.bytes;
-    if (rlo / page <= (hi - 1) / page && lo / page <= (rhi - 1) / page) drop(i);
+    if (r.lo < phi && plo < r.hi) drop(i); // the same pages under another key: a freed array's
   }
   if (!hit) {
     while (registered_.size() >= max_registered) {
@@ -145,14 +147,14 @@ bool PinnedUpload::upload_registered(const void *src, void *dst, std::size_t byt
         if (registered_[i].used < registered_[lru].used) lru = i;
       drop(lru);
     }
-    registered_.push_back(Registered{src, bytes, key, 0, 0, false, false});
+    registered_.push_back(Registered{src, bytes, key, 0, plo, phi, 0, false, false});
     hit = &registered_.back();
   }
   hit->used = ++uses_;
   ++hit->seen;
   if (!hit->registered && !hit->refused && hit->seen >= after) {
     const auto t0 = std::chrono::steady_clock::now();
-    if (cudaHostRegister(const_cast<void *>(src), bytes, cudaHostRegisterDefault) == cudaSuccess) hit->registered = true;
+    if (cudaHostRegister(reinterpret_cast<void *>(plo), phi - plo, cudaHostRegisterDefault) == cudaSuccess) hit->registered = true;
     else {
       (void)cudaGetLastError();
       hit->refused = true;
@@ -160,9 +162,12 @@ bool PinnedUpload::upload_registered(const void *src, void *dst, std::size_t byt
     stats_.register_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   }
   if (!hit->registered) return false;
-  HEPTANE_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, cuda::stream(dev)));
-  stats_.bytes += double(bytes);
-  stats_.registered_bytes += double(bytes);
+  char *d = static_cast<char *>(dst);
+  if (plo > lo) upload(src, d, plo - lo);
+  HEPTANE_CUDA_CHECK(cudaMemcpyAsync(d + (plo - lo), reinterpret_cast<const void *>(plo), phi - plo, cudaMemcpyHostToDevice, cuda::stream(dev)));
+  if (hi > phi) upload(reinterpret_cast<const void *>(phi), d + (phi - lo), hi - phi);
+  stats_.bytes += double(phi - plo);
+  stats_.registered_bytes += double(phi - plo);
   return true;
 }
 

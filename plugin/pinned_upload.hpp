@@ -34,9 +34,10 @@ public:
   void upload(const void *src, void *dst, std::size_t bytes);
 
   /// As upload(), but the copy engine reads src itself (no host copy) once (src, bytes, key)
-  /// has come `after` times (>= 1): it is then registered with CUDA (cudaHostRegister,
-  /// page-locked in place) and stays registered while the same key comes back, so a values-only
-  /// refresh costs the link's time alone. The caller promises that the array stays allocated at
+  /// has come `after` times (>= 1): its whole pages are then registered with CUDA
+  /// (cudaHostRegister, page-locked in place; the partial first and last pages, which a
+  /// neighbouring array may share, go through the pinned buffers) and stay registered while the
+  /// same key comes back, so a values-only refresh costs the link's time alone. The caller promises that the array stays allocated at
   /// src while `key` (not 0) names it: the plugin's key is PETSc's Mat id with its nonzero state
   /// (a new Mat, or new nonzeros that may move the array, give a new key; whatever was kept at
   /// or beside src under an old key is dropped first, as its pages may belong to a freed array).
@@ -63,12 +64,13 @@ public:
 
 private:
   struct Registered {
-    const void   *p     = nullptr;
-    std::size_t   bytes = 0;
-    std::uint64_t key = 0, used = 0;
-    int           seen       = 0;     // times this range came with this key
-    bool          registered = false; // with CUDA (else not yet, or refused)
-    bool          refused    = false; // CUDA did not register it: upload() for this key
+    const void    *p     = nullptr;
+    std::size_t    bytes = 0;
+    std::uint64_t  key = 0, used = 0;
+    std::uintptr_t lo = 0, hi = 0;     // the whole pages inside [p, p + bytes): what is registered
+    int            seen       = 0;     // times this range came with this key
+    bool           registered = false; // with CUDA (else not yet, or refused)
+    bool           refused    = false; // CUDA did not register it: upload() for this key
   };
   void                            drop(std::size_t i);
   std::vector<Registered>         registered_;

@@ -130,3 +130,41 @@ BOOST_AUTO_TEST_CASE(registered_uploads_read_the_array_as_it_is_and_follow_the_k
     munmap(b, bytes);
     munmap(c, bytes);
 }
+
+BOOST_AUTO_TEST_CASE(two_live_arrays_that_share_a_page_stay_registered_side_by_side)
+{
+    // arrays one after the other in one mapping, the boundary inside a page (as a heap puts two
+    // matrices' arrays): each registers its own whole pages, so neither drops the other and
+    // alternate uploads register nothing again; the shared page goes through the pinned
+    // buffers, and every upload reads what its array holds now
+    auto exec = test::test_executor();
+    PinnedUpload up(exec, bytes);
+    double* base = map_pages(nullptr, 0.0);  // 24 MiB
+    const std::size_t n1 = count / 2 + 100, n2 = count - n1;
+    double* a = base;
+    double* b = base + n1;  // 800 bytes into a page
+    Array<double> da(exec, n1), db(exec, n2);
+    auto fill = [](double* p, std::size_t n, double v) {
+        for (std::size_t i = 0; i < n; ++i) p[i] = v + double(i % 5);
+    };
+    auto same = [](const Array<double>& d, std::size_t n, double v) {
+        const std::vector<double> h = d.to_vector();
+        for (std::size_t i = 0; i < n; ++i)
+            if (h[i] != v + double(i % 5)) return false;
+        return true;
+    };
+    for (int round = 0; round < 3; ++round) {
+        fill(a, n1, 100.0 * round + 1);
+        fill(b, n2, 100.0 * round + 2);
+        up.reset_stats();
+        BOOST_TEST(up.upload_registered(a, da.data(), n1 * sizeof(double), 20, 1));
+        BOOST_TEST(up.upload_registered(b, db.data(), n2 * sizeof(double), 21, 1));
+        exec->synchronize();
+        BOOST_TEST((up.stats().register_ms > 0.0) == (round == 0), "round " << round);
+        BOOST_TEST(up.stats().registered_bytes > 0.0);
+        BOOST_TEST(up.stats().bytes > up.stats().registered_bytes);  // the shared page copied
+        BOOST_TEST(same(da, n1, 100.0 * round + 1));
+        BOOST_TEST(same(db, n2, 100.0 * round + 2));
+    }
+    munmap(base, bytes);
+}
