@@ -310,6 +310,9 @@ const char* pc_options_help =
     "  --amg-coarse-size N   coarsest level at most N rows, solved by dense LU (default 300;\n"
     "                        box aggregation: at most min(N, 64))\n"
     "  --amg-max-levels N    at most N levels (default 20)\n"
+    "  --amg-tail-rows N     the levels of at most N rows, down to the coarsest, run as one\n"
+    "                        launch (one CTA on a GPU; smoothers chebyshev, jacobi,\n"
+    "                        l1jacobi; default 0: every step its own launch)\n"
     "  --amg-setup W         where the hierarchy is built: auto (default: the device for a GPU\n"
     "                        and Nc = 1, else the host), host, device\n"
     "  --amg-lambda-its N    Chebyshev's lambda_max(D^-1 A): 0 (default) Gershgorin's bound, one\n"
@@ -366,6 +369,9 @@ PcOptions parse_pc_options(Args& args)
     const long long ml = args.get_int("--amg-max-levels", a.max_levels);
     if (ml < 1 || ml > 50) throw UsageError("--amg-max-levels must be in 1..50");
     a.max_levels = int(ml);
+    const long long tr = args.get_int("--amg-tail-rows", a.tail_rows);
+    if (tr < 0 || tr > 1000000) throw UsageError("--amg-tail-rows must be in 0..1000000");
+    a.tail_rows = index_t(tr);
     if (auto w = args.get("--amg-setup"))
         a.setup = usage_checked([&] { return parse_amg_setup(*w); });
     const long long li = args.get_int("--amg-lambda-its", a.power_iterations);

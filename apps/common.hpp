@@ -110,7 +110,7 @@ bool first_rank_of_launch();
 class Args;
 /// The multigrid and CPR options of solve, info and bench precond (--amg-threshold,
 /// --amg-smoother, --amg-sweeps, --amg-cycle, --amg-coarse-size, --amg-max-levels,
-/// --amg-setup, --amg-lambda-its, --amg-p-max, --amg-aggregation, --amg-box-ratio,
+/// --amg-tail-rows, --amg-setup, --amg-lambda-its, --amg-p-max, --amg-aggregation, --amg-box-ratio,
 /// --amg-p-weight, --cpr-pressure-index, --cpr-second); UsageError for
 /// bad values.
 PcOptions parse_pc_options(Args& args);

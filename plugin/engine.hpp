@@ -323,7 +323,7 @@ struct GlobalCoarseOptions {
   bool operator==(const GlobalCoarseOptions &o) const noexcept
   {
     const auto same = [](const AmgOptions &a, const AmgOptions &b) {
-      return a.strength_threshold == b.strength_threshold && a.prolongation_weight == b.prolongation_weight && a.prolongation_max_entries == b.prolongation_max_entries && a.coarse_size == b.coarse_size && a.max_levels == b.max_levels && a.smoother == b.smoother && a.pre_sweeps == b.pre_sweeps && a.post_sweeps == b.post_sweeps && a.singular == b.singular;
+      return a.strength_threshold == b.strength_threshold && a.prolongation_weight == b.prolongation_weight && a.prolongation_max_entries == b.prolongation_max_entries && a.coarse_size == b.coarse_size && a.max_levels == b.max_levels && a.tail_rows == b.tail_rows && a.smoother == b.smoother && a.pre_sweeps == b.pre_sweeps && a.post_sweeps == b.post_sweeps && a.singular == b.singular;
     };
     return aggregates == o.aggregates && symmetric == o.symmetric && solve == o.solve && cycles == o.cycles && aggregation == o.aggregation && singular == o.singular && hierarchy == o.hierarchy && (!hierarchy || same(amg, o.amg)) && cpr == o.cpr &&
            (!cpr || (cpr_opts.pressure_index == o.cpr_opts.pressure_index && cpr_opts.second_stage_auto == o.cpr_opts.second_stage_auto && cpr_opts.second_stage == o.cpr_opts.second_stage && same(cpr_opts.amg, o.cpr_opts.amg)));

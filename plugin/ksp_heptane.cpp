@@ -2382,7 +2382,7 @@ static PetscErrorCode KSPCreate_Heptane_Private(KSP ksp, heptane::SolverType sol
    loaded (one rank; read at load, without prefix, with -heptane_device)
 .  -heptane_amg_threshold <theta> -heptane_amg_smoother <auto,chebyshev,jacobi,l1jacobi,ilu0mc>
    -heptane_amg_sweeps <k> -heptane_amg_cycle <v,w> -heptane_amg_coarse_size <n>
-   -heptane_amg_max_levels <L> -heptane_amg_setup <auto,host,device>
+   -heptane_amg_max_levels <L> -heptane_amg_tail_rows <n> -heptane_amg_setup <auto,host,device>
    -heptane_amg_lambda_its <N> -heptane_amg_p_max <N> -heptane_amg_aggregation <mis,box>
    -heptane_amg_box_ratio <r> -heptane_amg_p_weight <w> - AMG (-pc_type hamg, and CPR's pressure
    stage; -heptane_amg_p_max: the AMG over the ranks keeps at most N entries a row of P, default 6;

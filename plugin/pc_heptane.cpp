@@ -576,6 +576,8 @@ static PetscErrorCode PCCreate_Heptane_Private(PC pc, heptane::PcType type)
 .  -heptane_amg_cycle <v,w> - cycle (default v)
 .  -heptane_amg_coarse_size <n> - stop coarsening at n rows (default 300; box aggregation: min(n, 64))
 .  -heptane_amg_max_levels <L> - at most L levels (default 20)
+.  -heptane_amg_tail_rows <n> - the levels of at most n rows, down to the coarsest, run as one launch
+   (one CTA on a GPU; chebyshev, jacobi, l1jacobi; default 0: every step its own launch)
 .  -heptane_amg_setup <auto,host,device> - where the hierarchy is built (default auto: the GPU
    for a GPU run and a scalar system)
 .  -heptane_amg_lambda_its <N> - Chebyshev's lambda_max(D^-1 A): 0 (default) Gershgorin's bound,

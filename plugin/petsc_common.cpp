@@ -511,7 +511,10 @@ PetscErrorCode HeptanePcOptionsFromOptions(HeptaneOptionItems PetscOptionsObject
   PetscCall(PetscOptionsBoundedInt("-heptane_amg_coarse_size", "AMG: stop coarsening at this many rows or fewer (the coarsest level is solved by a dense LU)", man, coarse, &coarse, NULL, 1));
   a.coarse_size = (heptane::index_t)coarse;
   PetscCall(PetscOptionsBoundedInt("-heptane_amg_max_levels", "AMG: at most this many levels", man, levels, &levels, NULL, 1));
-  a.max_levels   = (int)levels;
+  a.max_levels  = (int)levels;
+  PetscInt tail = a.tail_rows;
+  PetscCall(PetscOptionsBoundedInt("-heptane_amg_tail_rows", "AMG: the levels of at most this many rows, down to the coarsest, run as one launch (one CTA on a GPU; chebyshev, jacobi, l1jacobi); 0: every step its own launch", man, tail, &tail, NULL, 0));
+  a.tail_rows    = (heptane::index_t)tail;
   PetscInt setup = (PetscInt)a.setup;
   PetscCall(PetscOptionsEList("-heptane_amg_setup", "AMG: where the hierarchy is built: auto (the GPU for a GPU run and a scalar system, else the host), host, device", man, HeptaneAmgSetups, 3, HeptaneAmgSetups[setup], &setup, NULL));
   a.setup       = (heptane::AmgSetup)setup;
@@ -583,8 +586,8 @@ std::string HeptanePcOptionsText(const heptane::PcOptions &o, PetscBool cpr)
 {
   std::ostringstream os;
   os << "-heptane_amg_threshold " << o.amg.strength_threshold << " -heptane_amg_smoother " << HeptaneAmgSmoothers[(int)o.amg.smoother] << " -heptane_amg_sweeps " << o.amg.pre_sweeps << " -heptane_amg_cycle " << HeptaneAmgCycles[(int)o.amg.cycle] << " -heptane_amg_coarse_size "
-     << o.amg.coarse_size << " -heptane_amg_max_levels " << o.amg.max_levels << " -heptane_amg_setup " << HeptaneAmgSetups[(int)o.amg.setup] << " -heptane_amg_lambda_its " << o.amg.power_iterations << " -heptane_amg_p_max " << o.amg.prolongation_max_entries << " -heptane_amg_aggregation "
-     << HeptaneAmgAggregations[(int)o.amg.aggregation] << " -heptane_amg_box_ratio " << o.amg.box_ratio << " -heptane_amg_p_weight " << o.amg.prolongation_weight;
+     << o.amg.coarse_size << " -heptane_amg_max_levels " << o.amg.max_levels << " -heptane_amg_tail_rows " << o.amg.tail_rows << " -heptane_amg_setup " << HeptaneAmgSetups[(int)o.amg.setup] << " -heptane_amg_lambda_its " << o.amg.power_iterations << " -heptane_amg_p_max "
+     << o.amg.prolongation_max_entries << " -heptane_amg_aggregation " << HeptaneAmgAggregations[(int)o.amg.aggregation] << " -heptane_amg_box_ratio " << o.amg.box_ratio << " -heptane_amg_p_weight " << o.amg.prolongation_weight;
   if (!cpr) os << " -heptane_amg_global " << (o.amg.over_ranks == heptane::AmgOverRanks::yes ? "true" : o.amg.over_ranks == heptane::AmgOverRanks::no ? "false" : "(not given)");
   if (cpr) os << " -heptane_cpr_pressure_index " << o.cpr.pressure_index << " -heptane_cpr_second " << HeptaneCprSeconds[o.cpr.second_stage_auto ? 0 : 1 + (int)o.cpr.second_stage];
   if ((cpr ? o.cpr.amg : o.amg).singular) os << "; a null space declared (MatSetNullSpace): the coarsest level by a generalized inverse";
@@ -594,7 +597,7 @@ std::string HeptanePcOptionsText(const heptane::PcOptions &o, PetscBool cpr)
 PetscBool HeptanePcOptionsEqual(const heptane::PcOptions &x, const heptane::PcOptions &y)
 {
   const auto same_amg = [](const heptane::AmgOptions &a, const heptane::AmgOptions &b) {
-    return a.strength_threshold == b.strength_threshold && a.smoother == b.smoother && a.pre_sweeps == b.pre_sweeps && a.post_sweeps == b.post_sweeps && a.cycle == b.cycle && a.coarse_size == b.coarse_size && a.max_levels == b.max_levels && a.setup == b.setup && a.power_iterations == b.power_iterations && a.over_ranks == b.over_ranks && a.prolongation_max_entries == b.prolongation_max_entries && a.singular == b.singular && a.aggregation == b.aggregation && a.box_ratio == b.box_ratio && a.prolongation_weight == b.prolongation_weight;
+    return a.strength_threshold == b.strength_threshold && a.smoother == b.smoother && a.pre_sweeps == b.pre_sweeps && a.post_sweeps == b.post_sweeps && a.cycle == b.cycle && a.coarse_size == b.coarse_size && a.max_levels == b.max_levels && a.tail_rows == b.tail_rows && a.setup == b.setup && a.power_iterations == b.power_iterations && a.over_ranks == b.over_ranks && a.prolongation_max_entries == b.prolongation_max_entries && a.singular == b.singular && a.aggregation == b.aggregation && a.box_ratio == b.box_ratio && a.prolongation_weight == b.prolongation_weight;
   };
   return (PetscBool)(same_amg(x.amg, y.amg) && same_amg(x.cpr.amg, y.cpr.amg) && x.cpr.pressure_index == y.cpr.pressure_index && x.cpr.second_stage_auto == y.cpr.second_stage_auto && x.cpr.second_stage == y.cpr.second_stage);
 }

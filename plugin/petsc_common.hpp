@@ -177,6 +177,7 @@ PETSC_INTERN PetscErrorCode HeptaneCheckDevice(const char[]);
      -heptane_amg_cycle v|w
      -heptane_amg_coarse_size n        stop coarsening at n rows or fewer
      -heptane_amg_max_levels L
+     -heptane_amg_tail_rows n          the levels of at most n rows in one launch (0: none)
    and with cpr also
      -heptane_cpr_pressure_index p     the pressure unknown of each cell
      -heptane_cpr_second auto|bilu0|bilu0mc|bjacobi   the second stage (auto: BILU(0) on the

@@ -41,6 +41,12 @@ grep -q '"preconditioner": "amg (smoothed aggregation' "$dir/amg.json"
   --amg-smoother l1jacobi --amg-coarse-size 1000 --amg-sweeps 3 --json >"$dir/opts.json"
 grep -q '"converged": true' "$dir/opts.json"
 grep -q 'l1jacobi(3,3), W-cycle' "$dir/opts.json"
+# the coarse levels in one launch (--amg-tail-rows): said in the description, still converged
+"$heptane" solve --generate $gen --device $device --solver cg --pc amg --amg-tail-rows 100000 \
+  --rtol 1e-8 --json >"$dir/tail.json"
+grep -q '"converged": true' "$dir/tail.json"
+grep -q 'levels 1-[0-9]* (at most 100000 rows) in one launch' "$dir/tail.json"
+! grep -q 'in one launch' "$dir/opts.json"
 # box aggregation with plain prolongation: every level a box of the grid below, 7-point
 "$heptane" solve --generate $gen --device $device --solver cg --pc amg --amg-aggregation box \
   --amg-p-weight 0 --rtol 1e-8 --json >"$dir/box.json"
@@ -80,7 +86,7 @@ cat "$dir/bench.md"
 ! grep -q ',0,[0-9.e+-]*,[0-9.e+-]*,[0-9.e+-]*,[0-9.e+-]*,[0-9.e+-]*$' "$dir/bench.csv"
 # bad input: usage errors exit 2
 for bad in "--amg-smoother sor" "--amg-cycle x" "--amg-sweeps 0" "--amg-threshold -1" \
-  "--cpr-second foo"; do
+  "--cpr-second foo" "--amg-tail-rows -1"; do
   set +e
   # shellcheck disable=SC2086
   "$heptane" solve --generate 8x8x4x1 --device $device --pc amg $bad >/dev/null 2>&1

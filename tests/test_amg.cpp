@@ -890,6 +890,120 @@ BOOST_AUTO_TEST_CASE(every_smoother_and_cycle_converges_on_the_reservoir_model)
         }
 }
 
+BOOST_AUTO_TEST_CASE(the_tail_in_one_launch_applies_as_the_cycle_step_by_step)
+{
+    // AmgOptions::tail_rows: the coarse levels' cycle as one launch (amg_tail.hpp) takes the
+    // steps of the cycle launched step by step (tail_rows = 0) in the same order: on the CPU
+    // the same sums (to 1e-14), on a GPU to rounding (the launched CSR product sums a row in a
+    // warp's order). Every point smoother, V and W, mis and box aggregates, smoothed and plain
+    // P, a dense and a smoothed coarsest level, tails from the finest level and from the
+    // middle, fp64 and fp32, and after a values-only refresh.
+    auto exec = test_executor();
+    const bool gpu = exec->is_cuda();
+    struct Case {
+        AmgSmoother sm;
+        AmgCycle cy;
+        AmgAggregation ag;
+        double p_weight;
+        int sweeps;
+        int max_levels;
+        bool big;  // a 24^3 Poisson matrix stopped at 2 levels: a smoothed coarsest level
+    };
+    const Case cases[] = {
+        {AmgSmoother::chebyshev, AmgCycle::v, AmgAggregation::mis, 4.0 / 3.0, 2, 20, false},
+        {AmgSmoother::chebyshev, AmgCycle::w, AmgAggregation::mis, 4.0 / 3.0, 3, 20, false},
+        {AmgSmoother::jacobi, AmgCycle::v, AmgAggregation::mis, 4.0 / 3.0, 2, 20, false},
+        {AmgSmoother::l1jacobi, AmgCycle::w, AmgAggregation::mis, 4.0 / 3.0, 1, 20, false},
+        {AmgSmoother::chebyshev, AmgCycle::v, AmgAggregation::box, 0.0, 2, 20, false},
+        {AmgSmoother::chebyshev, AmgCycle::w, AmgAggregation::box, 0.0, 2, 20, false},
+        {AmgSmoother::chebyshev, AmgCycle::v, AmgAggregation::mis, 4.0 / 3.0, 2, 2, true},
+        {AmgSmoother::jacobi, AmgCycle::v, AmgAggregation::mis, 4.0 / 3.0, 2, 2, true},
+    };
+    const Csr<double> small = generated(24, 20, 10, 1, HeptaModel::channelized, 0.0, 3);
+    const Csr<double> big = poisson(24);
+    int tails = 0;
+    for (const Case& c : cases) {
+        const Csr<double>& a = c.big ? big : small;
+        AmgOptions o;
+        o.smoother = c.sm;
+        o.cycle = c.cy;
+        o.aggregation = c.ag;
+        o.prolongation_weight = c.p_weight;
+        o.pre_sweeps = o.post_sweeps = c.sweeps;
+        o.max_levels = c.max_levels;
+        o.coarse_size = 20;
+        o.tail_rows = 0;
+        const AmgPreconditioner<double> steps(a, 1, exec, o);
+        const std::string what = std::string(to_string(c.sm)) + "/" +
+                                 (c.cy == AmgCycle::v ? "V" : "W") + "/" + to_string(c.ag) +
+                                 (c.big ? " (smoothed coarsest)" : "");
+        BOOST_TEST(steps.describe().find("in one launch") == std::string::npos, what);
+        if (c.big) BOOST_TEST(steps.info().coarse_solve == "smoothed (coarsening stalled)", what);
+        const std::size_t nl = steps.info().levels.size();
+        BOOST_REQUIRE_MESSAGE(nl >= 2, what);
+        const std::vector<double> r = test::random_vector<double>(std::size_t(a.rows), 17);
+        Array<double> rd = Array<double>(r).to(exec), z0(exec, r.size()), z1(exec, r.size());
+        steps.apply(rd.data(), z0.data());
+        const std::vector<double> ref = z0.to_vector();
+        // a tail from the finest level (every level) and one from level 1 (where that leaves
+        // two levels or more: the coarsest alone is no tail)
+        std::vector<index_t> from_rows{a.rows};
+        if (nl >= 3) from_rows.push_back(steps.info().levels[1].rows);
+        for (const index_t rows : from_rows) {
+            o.tail_rows = rows;
+            AmgPreconditioner<double> tail(a, 1, exec, o);
+            const std::string from = rows == a.rows ? "levels 0-" : "levels 1-";
+            BOOST_TEST(tail.describe().find(from + std::to_string(nl - 1) + " (at most " +
+                                            std::to_string(rows) + " rows) in one launch") !=
+                           std::string::npos,
+                       what << ": " << tail.describe());
+            tail.apply(rd.data(), z1.data());
+            BOOST_CHECK_SMALL(test::rel_max_diff(z1.to_vector(), ref), gpu ? 1e-11 : 1e-14);
+            ++tails;
+            if (rows != a.rows || c.big) continue;
+            // a values-only refresh rebuilds the tail from the new smoother data
+            Csr<double> a2 = a;
+            for (std::size_t k = 0; k < a2.values.size(); ++k)
+                a2.values.host()[k] *= 1.0 + 0.5 * double(k % 3 == 0);
+            AmgOptions o0 = o;
+            o0.tail_rows = 0;
+            AmgPreconditioner<double> steps2(a, 1, exec, o0);
+            steps2.update_values(a2);
+            tail.update_values(a2);
+            steps2.apply(rd.data(), z0.data());
+            tail.apply(rd.data(), z1.data());
+            BOOST_CHECK_SMALL(test::rel_max_diff(z1.to_vector(), z0.to_vector()),
+                              gpu ? 1e-11 : 1e-14);
+        }
+    }
+    BOOST_TEST(tails == 14);
+    // fp32 levels: the same steps in float
+    {
+        AmgOptions o;
+        o.coarse_size = 20;
+        o.tail_rows = 0;
+        const AmgPreconditioner<float> steps(small, 1, exec, o);
+        o.tail_rows = small.rows;
+        const AmgPreconditioner<float> tail(small, 1, exec, o);
+        BOOST_TEST(tail.describe().find("in one launch") != std::string::npos);
+        const std::vector<double> r = test::random_vector<double>(std::size_t(small.rows), 18);
+        const std::vector<float> rf(r.begin(), r.end());
+        Array<float> rd = Array<float>(rf).to(exec), z0(exec, rf.size()), z1(exec, rf.size());
+        steps.apply(rd.data(), z0.data());
+        tail.apply(rd.data(), z1.data());
+        const std::vector<float> f0 = z0.to_vector(), f1 = z1.to_vector();
+        BOOST_CHECK_SMALL(test::rel_max_diff(std::vector<double>(f1.begin(), f1.end()),
+                                             std::vector<double>(f0.begin(), f0.end())),
+                          gpu ? 1e-4 : 1e-6);
+    }
+    // ILU(0) smoothing is not a point smoother: no tail
+    AmgOptions o;
+    o.smoother = AmgSmoother::ilu0mc;
+    o.tail_rows = small.rows;
+    BOOST_TEST(AmgPreconditioner<double>(small, 1, exec, o).describe().find("in one launch") ==
+               std::string::npos);
+}
+
 BOOST_AUTO_TEST_CASE(float_amg_matches_double_iterations)
 {
     const Csr<double> a = poisson(16);

@@ -6,11 +6,13 @@
 #include <cstdint>
 #include <cstdio>
 #include <sstream>
+#include <vector>
 
 #include "core/error.hpp"
 #include "solver/precond/amg/amg_kernels.hpp"
 #include "solver/precond/amg/amg_level.hpp"
 #include "solver/precond/amg/amg_setup.hpp"
+#include "solver/precond/amg/amg_tail.hpp"
 #ifdef HEPTANE_HAVE_CUDA
 #include "solver/precond/amg/amg_device.hpp"
 #endif
@@ -146,6 +148,8 @@ void check_options(const AmgOptions& o)
                    "AMG: coarse_size (" << o.coarse_size << ") must be >= 1");
     HEPTANE_ENSURE(o.strength_threshold >= 0, InputError,
                    "AMG: strength threshold (" << o.strength_threshold << ") must be >= 0");
+    HEPTANE_ENSURE(o.tail_rows >= 0, InputError,
+                   "AMG: tail_rows (" << o.tail_rows << ") must be >= 0");
 }
 
 // Box aggregation needs Nc = 1 and a grid of a's size: the caller's (AmgOptions::grid) or the
@@ -332,6 +336,9 @@ struct AmgPreconditioner<VT>::Impl {
     std::unique_ptr<amg::DeviceHierarchy> dev;  // … or on the device
 #endif
     std::uint64_t pattern = 0;  // A_0's pattern fingerprint, for update_values' check
+    // the levels from tail_start on run as one launch (amg_tail.hpp); -1: none
+    int tail_start = -1;
+    kernels::AmgTail<VT> tail;
     AmgInfo info;
     std::unique_ptr<VectorOps<VT>> ops;
 
@@ -394,6 +401,7 @@ struct AmgPreconditioner<VT>::Impl {
             }
             if (opts.smoother == AmgSmoother::chebyshev) L.lambda = timed_lambda(L, a);
         }
+        build_tail();
         exec->synchronize();
         info.device_ms += ms_since(t0);
         for (int l = 0; l < nl; ++l) info.levels[l].lambda_max = levels[l].lambda;
@@ -520,6 +528,104 @@ struct AmgPreconditioner<VT>::Impl {
         return hi;
     }
 
+    // The (a_k, b_k) of smoothing step k (d = a_k d + b_k (dinv ∘ r); x += d), k < steps, on
+    // level L: Chebyshev's recurrence on [λ/ratio, λ] (an estimate of λ gets 10 % of room,
+    // Gershgorin's bound none), or (0, ω) for Jacobi, (0, 1) for l1-Jacobi
+    void smoothing_steps(const Level& L, int steps, double* a, double* b) const
+    {
+        if (opts.smoother == AmgSmoother::jacobi || opts.smoother == AmgSmoother::l1jacobi) {
+            const double w = opts.smoother == AmgSmoother::jacobi ? opts.jacobi_weight : 1.0;
+            for (int k = 0; k < steps; ++k) {
+                a[k] = 0;
+                b[k] = w;
+            }
+            return;
+        }
+        const double hi = (opts.power_iterations > 0 ? 1.1 : 1.0) * L.lambda;
+        const double lo = L.lambda / opts.chebyshev_ratio;
+        const double theta = 0.5 * (hi + lo), delta = 0.5 * (hi - lo);
+        const double sigma = theta / delta;
+        double rho = 1.0 / sigma;
+        for (int k = 0; k < steps; ++k) {
+            if (k == 0) {
+                a[k] = 0;
+                b[k] = 1.0 / theta;
+                continue;
+            }
+            const double rho_new = 1.0 / (2.0 * sigma - rho);
+            a[k] = rho_new * rho;
+            b[k] = 2.0 * rho_new / delta;
+            rho = rho_new;
+        }
+    }
+
+    // The tail (amg_tail.hpp): the last levels of at most opts.tail_rows rows, where the
+    // smoother and the levels allow it; made again after every numeric setup (the smoother
+    // data may have moved)
+    void build_tail()
+    {
+        using kernels::amg_tail_max_levels;
+        using kernels::amg_tail_max_steps;
+        tail_start = -1;
+        tail = kernels::AmgTail<VT>{};
+        const int nl = int(levels.size());
+        const bool point_smoother = opts.smoother == AmgSmoother::chebyshev ||
+                                    opts.smoother == AmgSmoother::jacobi ||
+                                    opts.smoother == AmgSmoother::l1jacobi;
+        const int coarse_steps = std::max(1, opts.pre_sweeps + opts.post_sweeps);
+        if (opts.tail_rows <= 0 || nl < 2 || !point_smoother || coarse_ilu ||
+            std::max(opts.pre_sweeps, opts.post_sweeps) > amg_tail_max_steps ||
+            (!dense_coarse && coarse_steps > amg_tail_max_steps))
+            return;
+        auto fits = [&](int l) {
+            const Level& L = levels[std::size_t(l)];
+            if (L.n > opts.tail_rows) return false;
+            return (l == nl - 1 && dense_coarse) || L.own != nullptr;
+        };
+        int s = nl - 1;
+        if (!fits(s)) return;
+        while (s > 0 && fits(s - 1) && nl - (s - 1) <= amg_tail_max_levels) --s;
+        if (nl - s < 2) return;  // the coarsest alone is one launch already
+        kernels::AmgTail<VT>& g = tail;
+        g.levels = nl - s;
+        g.pre = opts.pre_sweeps;
+        g.post = opts.post_sweeps;
+        g.coarse_steps = coarse_steps;
+        g.chebyshev = opts.smoother == AmgSmoother::chebyshev;
+        g.w_cycle = opts.cycle == AmgCycle::w;
+        g.coarse_inv = dense_coarse ? coarse_inv.data() : nullptr;
+        auto csr = [](const Csr<VT>& m) {
+            return kernels::AmgTailCsr<VT>{m.row_ptr.data(), m.col_idx.data(), m.values.data()};
+        };
+        for (int l = s; l < nl; ++l) {
+            const Level& L = levels[std::size_t(l)];
+            kernels::AmgTailLevel<VT>& T = g.lv[l - s];
+            T.n = L.n;
+            if (L.own) T.a = csr(L.own->matrix());
+            if (l < nl - 1) {
+                T.r = csr(L.r);
+                T.p = csr(L.p);
+            }
+            T.dinv = L.dinv.data();
+            T.res = L.res.data();
+            T.d = L.d.data();
+            T.b = L.b.data();
+            T.x = L.x.data();
+            T.b2 = L.b2.data();
+            T.e2 = L.e2.data();
+            const bool coarsest = l == nl - 1;
+            if (coarsest && dense_coarse) continue;
+            const int steps = coarsest ? coarse_steps : std::max(opts.pre_sweeps, opts.post_sweeps);
+            double a[amg_tail_max_steps] = {}, b[amg_tail_max_steps] = {};
+            smoothing_steps(L, steps, a, b);
+            for (int k = 0; k < steps; ++k) {
+                T.step_a[k] = VT(a[k]);
+                T.step_b[k] = VT(b[k]);
+            }
+        }
+        tail_start = s;
+    }
+
     // ---- the cycle ------------------------------------------------------------------------
 
     void residual(const Level& L, const VT* b, const VT* x, VT* r) const
@@ -540,20 +646,15 @@ struct AmgPreconditioner<VT>::Impl {
         switch (opts.smoother) {
             case AmgSmoother::automatic:  // resolved by the constructor: never here
             case AmgSmoother::chebyshev: {
-                // an estimate (from below) gets 10 % of room, Gershgorin's bound none
-                const double hi = (opts.power_iterations > 0 ? 1.1 : 1.0) * L.lambda;
-                const double lo = L.lambda / opts.chebyshev_ratio;
-                const double theta = 0.5 * (hi + lo), delta = 0.5 * (hi - lo);
-                const double sigma = theta / delta;
-                double rho = 1.0 / sigma;
+                std::vector<double> ca(static_cast<std::size_t>(sweeps)), cb(ca.size());
+                smoothing_steps(L, sweeps, ca.data(), cb.data());
                 const VT* r = b;
                 if (!zero) {
                     residual(L, b, x, L.res.data());
                     r = L.res.data();
                 }
                 on_exec([&](const auto& e) {
-                    kernels::smooth_step(e, n, VT(0), VT(1.0 / theta), L.dinv.data(), r, L.d.data(),
-                                         x);
+                    kernels::smooth_step(e, n, VT(0), VT(cb[0]), L.dinv.data(), r, L.d.data(), x);
                 });
                 for (int k = 1; k < sweeps; ++k) {
                     if (r == b) {
@@ -562,12 +663,10 @@ struct AmgPreconditioner<VT>::Impl {
                     } else {
                         L.a->apply(VT(-1), L.d.data(), VT(1), L.res.data());  // r −= A d
                     }
-                    const double rho_new = 1.0 / (2.0 * sigma - rho);
                     on_exec([&](const auto& e) {
-                        kernels::smooth_step(e, n, VT(rho_new * rho), VT(2.0 * rho_new / delta),
+                        kernels::smooth_step(e, n, VT(ca[std::size_t(k)]), VT(cb[std::size_t(k)]),
                                              L.dinv.data(), L.res.data(), L.d.data(), x);
                     });
-                    rho = rho_new;
                 }
                 return;
             }
@@ -610,6 +709,10 @@ struct AmgPreconditioner<VT>::Impl {
     // x ≈ A_l⁻¹ b from x = 0
     void cycle(int l, const VT* b, VT* x) const
     {
+        if (l == tail_start) {  // this level and every coarser one in one launch
+            on_exec([&](const auto& e) { kernels::amg_tail(e, tail, b, x); });
+            return;
+        }
         const Level& L = levels[l];
         const int nl = int(levels.size());
         if (l == nl - 1) {
@@ -933,6 +1036,9 @@ std::string AmgPreconditioner<VT>::details() const
        << m.opts.post_sweeps << "), " << (m.opts.cycle == AmgCycle::v ? "V" : "W")
        << "-cycle, theta " << m.opts.strength_threshold << ", coarsest " << m.info.coarse_solve;
     if (m.info.aggregation != "mis") os << ", aggregates " << m.info.aggregation;
+    if (m.tail_start >= 0)
+        os << ", levels " << m.tail_start << "-" << m.levels.size() - 1 << " (at most "
+           << m.opts.tail_rows << " rows) in one launch";
     if (m.opts.singular && m.dense_coarse && !m.levels.empty())
         os << " (null space declared: a generalized inverse, rank " << m.coarse_rank << " of "
            << m.info.levels.back().rows << ")";

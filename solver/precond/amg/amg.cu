@@ -3,6 +3,7 @@
 #include "core/cuda_common.hpp"
 #include "core/error.hpp"
 #include "solver/precond/amg/amg_kernels.hpp"
+#include "solver/precond/amg/amg_tail.hpp"
 
 namespace heptane::kernels {
 
@@ -203,7 +204,52 @@ template void cpr_stage_two<float, float>(const CudaExecutor&, const CprBdia<flo
 template void cpr_stage_two<double, float>(const CudaExecutor&, const CprBdia<double>&,
                                            const float*, const float*, const float*, float*);
 
+namespace {
+
+/// amg_tail's team on CUDA: the threads of one CTA (host stand-ins where nvcc also compiles
+/// the team's callers for the host; never run there)
+#ifdef __CUDA_ARCH__
+#define HEPTANE_ON_DEVICE(device, host) device
+#else
+#define HEPTANE_ON_DEVICE(device, host) host
+#endif
+struct BlockTeam {
+    HEPTANE_HD index_t first() const
+    {
+        return HEPTANE_ON_DEVICE(static_cast<index_t>(threadIdx.x), 0);
+    }
+    HEPTANE_HD index_t stride() const
+    {
+        return HEPTANE_ON_DEVICE(static_cast<index_t>(blockDim.x), 1);
+    }
+    HEPTANE_HD void sync() const { HEPTANE_ON_DEVICE(__syncthreads(), (void)0); }
+};
+#undef HEPTANE_ON_DEVICE
+
+constexpr int tail_threads = 1024;
+
+template <class VT>
+__global__ void __launch_bounds__(tail_threads)
+    amg_tail_kernel(AmgTail<VT> g, const VT* __restrict__ b, VT* __restrict__ x)
+{
+    BlockTeam team;
+    amg_tail_cycle(team, g, b, x);
+}
+
+}  // namespace
+
+template <class VT>
+void amg_tail(const CudaExecutor& exec, const AmgTail<VT>& g, const VT* b, VT* x)
+{
+    static_assert(sizeof(AmgTail<VT>) <= 4000, "a kernel parameter holds at most 4 KB");
+    if (g.levels <= 0) return;
+    set_device(exec);
+    amg_tail_kernel<VT><<<1, tail_threads, 0, cuda::stream(exec)>>>(g, b, x);
+    HEPTANE_CUDA_LAUNCH_CHECK();
+}
+
 #define HEPTANE_INSTANTIATE(VT)                                                                    \
+    template void amg_tail<VT>(const CudaExecutor&, const AmgTail<VT>&, const VT*, VT*);           \
     template void start_vector<VT>(const CudaExecutor&, index_t, VT*);                             \
     template void smooth_step<VT>(const CudaExecutor&, index_t, VT, VT, const VT*, const VT*, VT*, \
                                   VT*);                                                            \

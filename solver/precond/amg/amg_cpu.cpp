@@ -1,5 +1,6 @@
 // Multigrid and CPR kernels on the CPU (OpenMP); declared in amg_kernels.hpp.
 #include "solver/precond/amg/amg_kernels.hpp"
+#include "solver/precond/amg/amg_tail.hpp"
 
 #include <algorithm>
 #include <vector>
@@ -146,7 +147,15 @@ double gershgorin_bound(const CpuExecutor&, index_t n, const offset_t* row_ptr, 
     return bound;
 }
 
+template <class VT>
+void amg_tail(const CpuExecutor&, const AmgTail<VT>& g, const VT* b, VT* x)
+{
+    SerialTeam team;
+    amg_tail_cycle(team, g, b, x);
+}
+
 #define HEPTANE_INSTANTIATE(VT)                                                                   \
+    template void amg_tail<VT>(const CpuExecutor&, const AmgTail<VT>&, const VT*, VT*);           \
     template void start_vector<VT>(const CpuExecutor&, index_t, VT*);                             \
     template void smooth_step<VT>(const CpuExecutor&, index_t, VT, VT, const VT*, const VT*, VT*, \
                                   VT*);                                                           \

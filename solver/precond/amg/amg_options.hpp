@@ -113,6 +113,17 @@ struct AmgOptions {
     /// 16 → 17 at 128x128x28; reservoir: 6 either way).
     int power_iterations = 0;
     AmgCycle cycle = AmgCycle::v;
+    /// The levels of at most this many rows, down to the coarsest, run as one launch (the
+    /// cycle's "tail", amg_tail.hpp: one CTA on a GPU, in place of ~14 launches a level with
+    /// next to no work in them); 0 (the default): every step its own launch. Smoothers
+    /// chebyshev, jacobi and l1jacobi; the levels AMG owns (not the solver's operator); at most
+    /// 8 levels and 8 smoothing steps a visit. The same steps in the same order either way.
+    /// Not the default because it did not win where measured (H200, CG rtol 1e-6, 1 M and
+    /// 8.4 M cells, docs/benchmarks.md "The coarse levels in one launch"): with the launches
+    /// replayed from a CUDA graph, one CTA walking levels of 256-2048 rows took as long as
+    /// their launches (box: 2.6-2.7 against 2.8 ms of solve at 1 M cells) or longer (818-row
+    /// mis levels: 4.3 against 3.2 ms; 16 K rows: 3.7 ms).
+    index_t tail_rows = 0;
     AmgSetup setup = AmgSetup::automatic;
     AmgAggregation aggregation = AmgAggregation::mis;
     /// aggregation = box: a direction is halved when its mean strength is at least this
