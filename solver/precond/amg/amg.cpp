@@ -642,7 +642,7 @@ struct AmgPreconditioner<VT>::Impl {
             if (zero) ops->fill(n, VT(0), x);
             return;
         }
-        if (zero) ops->fill(n, VT(0), x);
+        // zero: the first step writes x = d (no fill, x not read)
         switch (opts.smoother) {
             case AmgSmoother::automatic:  // resolved by the constructor: never here
             case AmgSmoother::chebyshev: {
@@ -654,7 +654,8 @@ struct AmgPreconditioner<VT>::Impl {
                     r = L.res.data();
                 }
                 on_exec([&](const auto& e) {
-                    kernels::smooth_step(e, n, VT(0), VT(cb[0]), L.dinv.data(), r, L.d.data(), x);
+                    kernels::smooth_step(e, n, VT(0), VT(cb[0]), L.dinv.data(), r, L.d.data(), x,
+                                         zero);
                 });
                 for (int k = 1; k < sweeps; ++k) {
                     if (r == b) {
@@ -680,7 +681,8 @@ struct AmgPreconditioner<VT>::Impl {
                         r = L.res.data();
                     }
                     on_exec([&](const auto& e) {
-                        kernels::smooth_step(e, n, VT(0), w, L.dinv.data(), r, L.d.data(), x);
+                        kernels::smooth_step(e, n, VT(0), w, L.dinv.data(), r, L.d.data(), x,
+                                             zero && k == 0);
                     });
                 }
                 return;

@@ -19,7 +19,7 @@ __global__ void start_vector_kernel(index_t n, VT* __restrict__ v)
         v[i] = VT(0.5 + double(start_hash(static_cast<unsigned long long>(i)) >> 11) * 0x1.0p-53);
 }
 
-template <class VT, bool keep_d>
+template <class VT, bool keep_d, bool fresh>
 __global__ void smooth_step_kernel(index_t n, VT a, VT b, const VT* __restrict__ dinv,
                                    const VT* __restrict__ r, VT* __restrict__ d, VT* __restrict__ x)
 {
@@ -27,7 +27,7 @@ __global__ void smooth_step_kernel(index_t n, VT a, VT b, const VT* __restrict__
     if (i >= n) return;
     const VT t = keep_d ? a * d[i] + b * (dinv[i] * r[i]) : b * (dinv[i] * r[i]);
     d[i] = t;
-    x[i] += t;
+    x[i] = fresh ? t : x[i] + t;
 }
 
 // one warp per row of the dense inverse
@@ -133,16 +133,20 @@ void start_vector(const CudaExecutor& exec, index_t n, VT* v)
 
 template <class VT>
 void smooth_step(const CudaExecutor& exec, index_t n, VT a, VT b, const VT* dinv, const VT* r,
-                 VT* d, VT* x)
+                 VT* d, VT* x, bool fresh)
 {
     if (n == 0) return;
     set_device(exec);
     const unsigned g = cuda::grid_for(n, threads);
-    if (a == VT(0))
-        smooth_step_kernel<VT, false>
-            <<<g, threads, 0, cuda::stream(exec)>>>(n, a, b, dinv, r, d, x);
+    auto s = cuda::stream(exec);
+    if (a == VT(0) && fresh)
+        smooth_step_kernel<VT, false, true><<<g, threads, 0, s>>>(n, a, b, dinv, r, d, x);
+    else if (a == VT(0))
+        smooth_step_kernel<VT, false, false><<<g, threads, 0, s>>>(n, a, b, dinv, r, d, x);
+    else if (fresh)
+        smooth_step_kernel<VT, true, true><<<g, threads, 0, s>>>(n, a, b, dinv, r, d, x);
     else
-        smooth_step_kernel<VT, true><<<g, threads, 0, cuda::stream(exec)>>>(n, a, b, dinv, r, d, x);
+        smooth_step_kernel<VT, true, false><<<g, threads, 0, s>>>(n, a, b, dinv, r, d, x);
     HEPTANE_CUDA_LAUNCH_CHECK();
 }
 
@@ -252,7 +256,7 @@ void amg_tail(const CudaExecutor& exec, const AmgTail<VT>& g, const VT* b, VT* x
     template void amg_tail<VT>(const CudaExecutor&, const AmgTail<VT>&, const VT*, VT*);           \
     template void start_vector<VT>(const CudaExecutor&, index_t, VT*);                             \
     template void smooth_step<VT>(const CudaExecutor&, index_t, VT, VT, const VT*, const VT*, VT*, \
-                                  VT*);                                                            \
+                                  VT*, bool);                                                      \
     template void dense_apply<VT>(const CudaExecutor&, index_t, const VT*, const VT*, VT*);        \
     template void cpr_restrict<VT>(const CudaExecutor&, index_t, index_t, const VT*, const VT*,    \
                                    VT*);                                                           \

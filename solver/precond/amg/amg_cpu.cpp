@@ -12,19 +12,19 @@ namespace heptane::kernels {
 
 template <class VT>
 void smooth_step(const CpuExecutor&, index_t n, VT a, VT b, const VT* dinv, const VT* r, VT* d,
-                 VT* x)
+                 VT* x, bool fresh)
 {
     if (a == VT(0)) {
 #pragma omp parallel for schedule(static)
         for (index_t i = 0; i < n; ++i) {
             d[i] = b * (dinv[i] * r[i]);
-            x[i] += d[i];
+            x[i] = fresh ? d[i] : x[i] + d[i];
         }
     } else {
 #pragma omp parallel for schedule(static)
         for (index_t i = 0; i < n; ++i) {
             d[i] = a * d[i] + b * (dinv[i] * r[i]);
-            x[i] += d[i];
+            x[i] = fresh ? d[i] : x[i] + d[i];
         }
     }
 }
@@ -158,7 +158,7 @@ void amg_tail(const CpuExecutor&, const AmgTail<VT>& g, const VT* b, VT* x)
     template void amg_tail<VT>(const CpuExecutor&, const AmgTail<VT>&, const VT*, VT*);           \
     template void start_vector<VT>(const CpuExecutor&, index_t, VT*);                             \
     template void smooth_step<VT>(const CpuExecutor&, index_t, VT, VT, const VT*, const VT*, VT*, \
-                                  VT*);                                                           \
+                                  VT*, bool);                                                     \
     template void dense_apply<VT>(const CpuExecutor&, index_t, const VT*, const VT*, VT*);        \
     template void cpr_restrict<VT>(const CpuExecutor&, index_t, index_t, const VT*, const VT*,    \
                                    VT*);                                                          \

@@ -10,15 +10,17 @@
 
 namespace heptane::kernels {
 
-/// One smoothing step: d = a·d + b·(dinv ∘ r); x += d. With a = 0, d is only written (it
-/// may hold garbage). A Jacobi sweep is (a, b) = (0, ω); a Chebyshev step (ρ_k ρ_{k−1},
-/// 2ρ_k/δ) (solver/precond/amg/amg.cpp). Traffic: 5 passes (3 with a = 0).
+/// One smoothing step: d = a·d + b·(dinv ∘ r); x += d, or x = d where `fresh` (x was 0:
+/// the cycle's first step on a level, which then neither fills x with zeros nor reads it).
+/// With a = 0, d is only written (it may hold garbage). A Jacobi sweep is (a, b) = (0, ω); a
+/// Chebyshev step (ρ_k ρ_{k−1}, 2ρ_k/δ) (solver/precond/amg/amg.cpp). Traffic: 5 passes (3
+/// with a = 0, 1 fewer when fresh).
 template <class VT>
 void smooth_step(const CpuExecutor& exec, index_t n, VT a, VT b, const VT* dinv, const VT* r, VT* d,
-                 VT* x);
+                 VT* x, bool fresh = false);
 template <class VT>
 void smooth_step(const CudaExecutor& exec, index_t n, VT a, VT b, const VT* dinv, const VT* r,
-                 VT* d, VT* x);
+                 VT* d, VT* x, bool fresh = false);
 
 /// x = Ainv b for a dense row-major n × n Ainv (the coarsest level).
 template <class VT>
