@@ -319,6 +319,7 @@ struct AmgPreconditioner<VT>::Impl {
         Array<VT> dinv;
         double lambda = 0;
         std::unique_ptr<Preconditioner<VT>> ilu;  // ilu0mc smoother
+        std::vector<double> step_a, step_b;       // smoothing step k's (a_k, b_k), per numeric()
         mutable Array<VT> x, b, res, d, b2, e2;
     };
     std::shared_ptr<const Executor> exec;
@@ -400,6 +401,15 @@ struct AmgPreconditioner<VT>::Impl {
                 L.dinv = place<VT>(dinv, exec);
             }
             if (opts.smoother == AmgSmoother::chebyshev) L.lambda = timed_lambda(L, a);
+        }
+        // every visit's smoothing steps (at most pre + post, on a smoothed coarsest level)
+        const int steps =
+            std::max({1, opts.pre_sweeps, opts.post_sweeps, opts.pre_sweeps + opts.post_sweeps});
+        for (Level& L : levels) {
+            if (L.dinv.size() == 0) continue;  // a dense coarsest level, ILU(0) smoothing
+            L.step_a.assign(std::size_t(steps), 0.0);
+            L.step_b.assign(std::size_t(steps), 0.0);
+            smoothing_steps(L, steps, L.step_a.data(), L.step_b.data());
         }
         build_tail();
         exec->synchronize();
@@ -616,11 +626,9 @@ struct AmgPreconditioner<VT>::Impl {
             const bool coarsest = l == nl - 1;
             if (coarsest && dense_coarse) continue;
             const int steps = coarsest ? coarse_steps : std::max(opts.pre_sweeps, opts.post_sweeps);
-            double a[amg_tail_max_steps] = {}, b[amg_tail_max_steps] = {};
-            smoothing_steps(L, steps, a, b);
             for (int k = 0; k < steps; ++k) {
-                T.step_a[k] = VT(a[k]);
-                T.step_b[k] = VT(b[k]);
+                T.step_a[k] = VT(L.step_a[std::size_t(k)]);
+                T.step_b[k] = VT(L.step_b[std::size_t(k)]);
             }
         }
         tail_start = s;
@@ -646,8 +654,7 @@ struct AmgPreconditioner<VT>::Impl {
         switch (opts.smoother) {
             case AmgSmoother::automatic:  // resolved by the constructor: never here
             case AmgSmoother::chebyshev: {
-                std::vector<double> ca(static_cast<std::size_t>(sweeps)), cb(ca.size());
-                smoothing_steps(L, sweeps, ca.data(), cb.data());
+                const std::vector<double>&ca = L.step_a, &cb = L.step_b;  // numeric() made them
                 const VT* r = b;
                 if (!zero) {
                     residual(L, b, x, L.res.data());
