@@ -50,7 +50,8 @@ namespace {
 const char* usage =
     "usage: heptane bench solve [--solver bicgstab|gmres] [--restart M]\n"
     "                           [--sizes thesis|small|LIST] [--formats bdiagh,csr,bsr]\n"
-    "                           [--impl fused,fused-nodots,reference] [--device auto|cpu|gpu]\n"
+    "                           [--impl fused,fused-apart,fused-nodots,reference]\n"
+    "                           [--device auto|cpu|gpu]\n"
     "                           [--pc none|jacobi|bjacobi|ilu0] [--rtol R] [--max-it N]\n"
     "                           [--model uniform|reservoir] [--reps N] [--steady-its N]\n"
     "                           [--copy-gbs G] [--csv FILE] [--json FILE]\n\n"
@@ -79,9 +80,11 @@ const char* usage =
     "               the 5-iteration thesis protocol and the solve to --rtol included, is GMRES's\n"
     "  --restart M  gmres: basis vectors per cycle (default 30); a usage error with bicgstab\n"
     "  --impl       bicgstab only (a usage error with gmres). fused: heptane's loop (dot\n"
-    "               products fused into the BDIA-GH products on a GPU); fused-nodots: the same\n"
-    "               loop with those dot products reduced in kernels of their own; reference:\n"
-    "               the thesis-style cuBLAS/cuSPARSE loop (default fused)\n"
+    "               products fused into the BDIA-GH products on a GPU, whose last CTA also\n"
+    "               adds them up and takes alpha and omega); fused-apart: the same with the\n"
+    "               products' partial sums added up in kernels of their own; fused-nodots: the\n"
+    "               same loop with those dot products reduced in kernels of their own;\n"
+    "               reference: the thesis-style cuBLAS/cuSPARSE loop (default fused)\n"
     "  --reps       repetitions of each timed measurement (default 5)\n"
     "  --steady-its iterations per steady-state solve (at least 1; default 50, gmres 4M: four\n"
     "               whole cycles, as its floor averages over whole cycles; give a multiple of\n"
@@ -270,14 +273,17 @@ int bench_solve(int argc, char** argv)
             for (const auto& iname : impl_list) {
                 SolveConfig cfg;
                 cfg.format = usage_checked([&] { return parse_format(fname); });
-                // fused-nodots: the fused loop with the dot products reduced apart
+                // fused-nodots: the fused loop with the dot products reduced apart;
+                // fused-apart: fused dot products, their partial sums reduced apart
                 const bool nodots = iname == "fused-nodots";
+                const bool apart = iname == "fused-apart";
                 cfg.solver = solver;
                 cfg.restart = m;
                 if (!gmres)
                     cfg.impl = usage_checked(
-                        [&] { return parse_bicgstab_impl(nodots ? "fused" : iname); });
+                        [&] { return parse_bicgstab_impl(nodots || apart ? "fused" : iname); });
                 cfg.options.fused_dots = !nodots;
+                cfg.options.fused_finish = !apart;
                 cfg.pc = usage_checked([&] { return parse_pc(pc); });
                 cfg.executor = exec;
                 cfg.format_options.block_size = st.block_size;

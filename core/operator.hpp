@@ -12,6 +12,8 @@
 
 namespace heptane {
 
+struct DotsFinish;  // solver/vector/dots_finish.hpp
+
 /// A linear map y = alpha * op(A) * x + beta * y on vectors of value type VT that live in the
 /// memory of executor(). When beta == 0, y is not read.
 template <class VT>
@@ -53,9 +55,13 @@ public:
     /// order is the dot product. Returns 0, computing nothing, where this operator cannot fuse
     /// (the default): the caller applies and reduces separately. w may be x; y aliases
     /// neither. `capacity`: doubles at `partials` (fused_dots_capacity(count) is enough).
+    /// `finish` (one process only): the product also adds up the partial sums, in an order
+    /// fixed by its launch shape, and runs the step's finalize on them (DotsFinish), so no
+    /// reduction is left to the caller; null: the caller reduces the partials.
     /// Device work only, like apply (graph-safe where apply is).
     virtual index_t apply_fused_dots(const VT* /*x*/, VT* /*y*/, const VT* /*w*/, int /*count*/,
-                                     double* /*partials*/, std::size_t /*capacity*/) const
+                                     double* /*partials*/, std::size_t /*capacity*/,
+                                     const DotsFinish* /*finish*/ = nullptr) const
     {
         return 0;
     }

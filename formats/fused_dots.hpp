@@ -38,17 +38,18 @@ std::size_t fused_dots_capacity(const Executor& exec, const M& m, kernels::BdiaK
 /// Operator::apply_fused_dots for matrix `m` of format M on `exec` with `kernel`.
 template <class M, class VT>
 index_t apply_fused_dots(const Executor& exec, const M& m, kernels::BdiaKernel kernel, const VT* x,
-                         VT* y, const VT* w, int count, double* partials, std::size_t capacity)
+                         VT* y, const VT* w, int count, double* partials, std::size_t capacity,
+                         const DotsFinish* finish)
 {
     if constexpr (is_bdia<M>::value) {
 #ifdef HEPTANE_HAVE_CUDA
         if (exec.is_cuda() && kernel != kernels::BdiaKernel::thesis)
             return kernels::spmv_dots(static_cast<const CudaExecutor&>(exec), m, x, y, w, count,
-                                      partials, capacity);
+                                      partials, capacity, finish);
 #endif
     }
     (void)exec, (void)m, (void)kernel, (void)x, (void)y, (void)w, (void)count, (void)partials,
-        (void)capacity;
+        (void)capacity, (void)finish;
     return 0;
 }
 

@@ -80,10 +80,11 @@ public:
         return exec_->is_cuda() && !std::is_same_v<M, Csr<MT>> && !at_;
     }
     index_t apply_fused_dots(const VT* x, VT* y, const VT* w, int count, double* partials,
-                             std::size_t capacity) const override
+                             std::size_t capacity,
+                             const DotsFinish* finish = nullptr) const override
     {
         return heptane::apply_fused_dots(*exec_, a_, opt_.bdia_kernel, x, y, w, count, partials,
-                                         capacity);
+                                         capacity, finish);
     }
     std::size_t fused_dots_capacity(int count) const override
     {

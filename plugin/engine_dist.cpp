@@ -193,8 +193,8 @@ public:
   std::string                     describe() const override { return op_->describe() + suffix_; }
   const Reducer                  *reducer() const override { return op_->reducer(); }
   bool                            graph_safe() const override { return op_->graph_safe(); }
-  index_t                         apply_fused_dots(const VT *x, VT *y, const VT *w, int count, double *partials, std::size_t capacity) const override { return op_->apply_fused_dots(x, y, w, count, partials, capacity); }
-  std::size_t                     fused_dots_capacity(int count) const override { return op_->fused_dots_capacity(count); }
+  index_t     apply_fused_dots(const VT *x, VT *y, const VT *w, int count, double *partials, std::size_t capacity, const DotsFinish *finish = nullptr) const override { return op_->apply_fused_dots(x, y, w, count, partials, capacity, finish); }
+  std::size_t fused_dots_capacity(int count) const override { return op_->fused_dots_capacity(count); }
 
 private:
   std::shared_ptr<const Operator<VT>> op_;

@@ -16,6 +16,7 @@
 #include "core/operator.hpp"
 #include "solver/precond/preconditioner.hpp"
 #include "solver/solver.hpp"
+#include "solver/vector/dots_finish.hpp"
 #include "solver/vector/vector_ops.hpp"
 
 namespace heptane::detail {
@@ -39,24 +40,38 @@ private:
 /// or SolverOptions::fused_dots is off), and whether a product has fused in this solve.
 class FusedDots {
 public:
+    /// `in_product`: the product itself finishes the step (SolverOptions::fused_finish), where
+    /// `ctx` has no reducer (one process).
     template <class VT>
-    FusedDots(const Operator<VT>& a, bool enabled, Array<double>& scratch)
+    FusedDots(const Operator<VT>& a, const SolverOptions& o, Array<double>& scratch,
+              const kernels::StepContext& ctx)
     {
-        cap_ = enabled ? std::max(a.fused_dots_capacity(1), a.fused_dots_capacity(3)) : 0;
+        cap_ = o.fused_dots ? std::max(a.fused_dots_capacity(1), a.fused_dots_capacity(3)) : 0;
         if (cap_ > scratch.size()) scratch = Array<double>(a.executor(), cap_);
         partials_ = scratch.data();
+        in_product_ = o.fused_finish && !ctx.reducer;
+        state_ = ctx.state;
+        history_ = ctx.history;
     }
     /// y = A x with the `count` dot products of the step that follows (w as in
-    /// apply_fused_dots): fused where the operator can, then finish(parts, partials) ends
-    /// the step; else A.apply(x, y) and then apart() reduces y on its own.
+    /// apply_fused_dots): fused where the operator can, the product then finishing the step
+    /// `kind` itself (one process, fused_finish) or finish(parts, partials) ending it; else
+    /// A.apply(x, y) and then apart() reduces y on its own.
     template <class VT, class Finish, class Apart>
-    void apply(const Operator<VT>& a, const VT* x, VT* y, const VT* w, int count, Finish&& finish,
-               Apart&& apart)
+    void apply(const Operator<VT>& a, const VT* x, VT* y, const VT* w, int count,
+               DotsFinish::Kind kind, Finish&& finish, Apart&& apart)
     {
-        if (const index_t parts = cap_ ? a.apply_fused_dots(x, y, w, count, partials_, cap_) : 0) {
-            finish(parts, static_cast<const double*>(partials_));
-            used_ = true;
-            return;
+        if (cap_) {
+            DotsFinish f;
+            f.kind = kind;
+            f.state = state_;
+            f.history = history_;
+            const DotsFinish* in = in_product_ ? &f : nullptr;
+            if (const index_t parts = a.apply_fused_dots(x, y, w, count, partials_, cap_, in)) {
+                if (!in) finish(parts, static_cast<const double*>(partials_));
+                used_ = true;
+                return;
+            }
         }
         a.apply(x, y);
         apart();
@@ -66,6 +81,9 @@ public:
 private:
     std::size_t cap_ = 0;
     double* partials_ = nullptr;
+    bool in_product_ = false;
+    KrylovState* state_ = nullptr;
+    double* history_ = nullptr;
     bool used_ = false;
 };
 

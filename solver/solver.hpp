@@ -113,6 +113,12 @@ struct SolverOptions {
     /// iteration; the sums come in another order, so the iterates agree with the unfused
     /// ones to rounding. No effect where the operator cannot fuse.
     bool fused_dots = true;
+    /// With fused_dots on one process: the product's last CTA also adds up its partial sums
+    /// and takes the step's scalars (α, ω; solver/vector/dots_finish.hpp), so no reduction
+    /// kernel follows the product. False: a reduction kernel of its own does that (as on
+    /// several processes, where the sums are added over them first). The same sums in another
+    /// order.
+    bool fused_finish = true;
 };
 
 /// Wall-clock times of one solve in milliseconds (host clock around synchronised regions).

@@ -19,6 +19,7 @@
 #include "formats/bdia/bdia_slots.hpp"
 #include "formats/matrix.hpp"
 #include "formats/registry.hpp"
+#include "solver/vector/dots_finish.hpp"
 #include "solver/vector/vector_ops.hpp"
 #include "tests/test_formats_common.hpp"
 
@@ -1316,6 +1317,91 @@ BOOST_AUTO_TEST_CASE(bdia_values_from_blocks_of_one_rank_are_its_rows_of_the_who
 
 namespace {
 
+// A KrylovState in the executor's memory, written from and read back to the host.
+Array<double> state_on(const std::shared_ptr<const Executor>& exec, const KrylovState& s)
+{
+    Array<double> d(exec, sizeof(KrylovState) / sizeof(double));
+    copy_bytes(*cpu_executor(), &s, *exec, d.data(), sizeof(KrylovState));
+    return d;
+}
+KrylovState state_of(const Array<double>& d)
+{
+    KrylovState s;
+    copy_bytes(*d.exec(), d.data(), *cpu_executor(), &s, sizeof(KrylovState));
+    return s;
+}
+
+// apply_fused_dots with a DotsFinish (GPU): the product's last CTA adds the partial sums up
+// and runs the step's finalize: α = ρ / (w, y) for BiCGStab and CG (count 1; CG stops as
+// indefinite where (w, y) <= 0); with count 3, ω = (w, y) / (y, y) and the half-step test on
+// ‖w‖ (w plays s, y plays t); the ticket is back at 0 (the next launch counts from it); a
+// stopped state is left as it was; y is the plain product's. The reference: the sums in
+// double from the same y (`want`), and the finalize rules run on the host on those.
+template <class VT>
+void check_fused_finish(const Operator<VT>& op, const VT* x, const VT* w, int count,
+                        std::size_t cap, const double (&want)[3], const double (&scale)[3],
+                        const std::vector<VT>& yr)
+{
+    const auto exec = op.executor();
+    const std::size_t n = yr.size();
+    Array<double> partials(exec, std::max<std::size_t>(cap, 1));
+    const std::vector<int> kinds =
+        count == 1 ? std::vector<int>{DotsFinish::bicgstab_alpha, DotsFinish::cg_alpha}
+                   : std::vector<int>{DotsFinish::bicgstab_s_omega};
+    for (int kind : kinds)
+        for (double tol : {0.0, 2.0 * std::sqrt(want[2])})
+            for (int stopped : {0, 1}) {
+                if (count == 1 && tol > 0) continue;  // the tolerance plays no part in α
+                BOOST_TEST_CONTEXT("finish kind " << kind << ", tol " << tol
+                                                  << (stopped ? ", stopped" : ""))
+                {
+                    KrylovState s0;
+                    s0.rho = 2.5;
+                    s0.alpha = s0.omega = 7.0;
+                    s0.tol = tol;
+                    s0.stop = stopped;
+                    Array<double> st = state_on(exec, s0);
+                    DotsFinish f;
+                    f.kind = kind;
+                    f.state = reinterpret_cast<KrylovState*>(st.data());
+                    Array<VT> y(exec, n);
+                    const index_t parts =
+                        op.apply_fused_dots(x, y.data(), w, count, partials.data(), cap, &f);
+                    BOOST_TEST_REQUIRE(parts > 0);
+                    BOOST_TEST(y.to_vector() == yr, boost::test_tools::per_element());
+                    const KrylovState s = state_of(st);
+                    KrylovState e = s0;  // the rules on the host, on the reference sums
+                    DotsFinish fh = f;
+                    fh.state = &e;
+                    finish_dots(fh, want);
+                    BOOST_TEST(s.ticket == 0u);
+                    BOOST_TEST(s.stop == e.stop);
+                    BOOST_TEST(s.reason == e.reason);
+                    BOOST_TEST(s.half == e.half);
+                    BOOST_TEST(s.pending == e.pending);
+                    if (stopped) {
+                        BOOST_TEST(s.alpha == 7.0);
+                        BOOST_TEST(s.omega == 7.0);
+                    }
+                    // α and ω: quotients of the sums, to the sums' accuracy
+                    const double rel = 1e-11 * scale[0] / std::abs(want[0]);
+                    BOOST_TEST(std::abs(s.alpha - e.alpha) <= rel * std::abs(e.alpha),
+                               s.alpha << " vs " << e.alpha);
+                    BOOST_TEST(std::abs(s.omega - e.omega) <= rel * std::abs(e.omega),
+                               s.omega << " vs " << e.omega);
+                    if (count == 3 && !stopped) BOOST_TEST(e.half == (tol > 0 ? 1 : 0));
+                }
+            }
+    // a finish of the wrong kind for the count is refused
+    DotsFinish bad;
+    bad.kind = count == 1 ? int(DotsFinish::bicgstab_s_omega) : int(DotsFinish::cg_alpha);
+    Array<double> st = state_on(exec, KrylovState{});
+    bad.state = reinterpret_cast<KrylovState*>(st.data());
+    Array<VT> y(exec, n);
+    BOOST_CHECK_THROW(op.apply_fused_dots(x, y.data(), w, count, partials.data(), cap, &bad),
+                      InputError);
+}
+
 // Operator::apply_fused_dots of a BDIA-GH operator in precision (MT, VT), block size nc:
 // on a GPU, y bit for bit the plain product's, and the partial sums add up to (w, y) and,
 // with count 3, (y, y) and (w, w), computed here in double from the same y; w apart from x
@@ -1380,6 +1466,7 @@ void check_fused_dots(const std::string& what, const Coo<double>& a64, index_t n
                     BOOST_TEST(std::abs(got - want[k]) <= 1e-12 * scale[k],
                                "sum " << k << ": " << got << " vs " << want[k]);
                 }
+                check_fused_finish(*op, x.data(), wp, count, cap, want, scale, yr);
             }
         }
 }

@@ -1049,7 +1049,9 @@ BOOST_AUTO_TEST_CASE(fused_dots_follow_the_separate_reductions)
     // inside the products (Operator::apply_fused_dots); the sums come in another order, so
     // the loop follows the unfused one to rounding: the same iterations (give or take one),
     // residual histories and solutions agreeing to 1e-8. Status::fused_dots says which ran;
-    // on the CPU nothing fuses and both runs are the same loop.
+    // on the CPU nothing fuses and the runs are the same loop. Fused two ways: the products'
+    // partial sums added up by a reduction kernel (fused_finish off), and by the product's
+    // last CTA, which also takes α and ω (SolverOptions::fused_finish, the default).
     auto exec = test::test_executor();
     HeptaSpec spec;
     spec.J = 12;
@@ -1074,31 +1076,37 @@ BOOST_AUTO_TEST_CASE(fused_dots_follow_the_separate_reductions)
             const auto op = make_matrix_operator<double, double>(a, Format::bdia, exec, fo);
             const auto m = make_preconditioner<double>(pc, csr_from_coo(a), nc, exec);
             const Array<double> bd = Array<double>(rhs).to(exec);
-            Status st[2];
-            std::vector<double> x[2];
-            for (int fused = 0; fused < 2; ++fused) {
+            Status st[3];
+            std::vector<double> x[3];
+            for (int fused = 0; fused < 3; ++fused) {
                 SolverOptions o = tight();
-                o.fused_dots = fused == 1;
+                o.fused_dots = fused >= 1;
+                o.fused_finish = fused == 2;
                 Array<double> xd(exec, rhs.size());
                 st[fused] = solve_with(method, *op, *m, o, bd, xd);
                 x[fused] = xd.to_vector();
             }
-            BOOST_TEST_CONTEXT((method == Method::cg ? "cg" : "bicgstab")
-                               << " pc=" << to_string(pc) << " on " << exec->name())
-            {
-                BOOST_TEST(st[1].converged(), st[1].summary());
-                BOOST_TEST(st[0].converged(), st[0].summary());
-                BOOST_TEST(st[1].fused_dots == exec->is_cuda());
-                BOOST_TEST(!st[0].fused_dots);
-                BOOST_TEST(std::abs(st[1].iterations - st[0].iterations) <= 1);
-                const std::size_t k = std::min<std::size_t>(8, st[0].history.size());
-                for (std::size_t i = 0; i < k; ++i)
-                    BOOST_TEST(
-                        std::abs(st[1].history[i] - st[0].history[i]) <= 1e-8 * st[0].history[0],
-                        "iteration " << i);
-                BOOST_TEST(max_abs_diff(x[1], x[0]) <= 1e-8 * norm_inf(x[0]));
-                BOOST_TEST(st[1].true_relative_residual <= 1e-9);
-            }
+            for (int f = 1; f < 3; ++f)
+                BOOST_TEST_CONTEXT((method == Method::cg ? "cg" : "bicgstab")
+                                   << " pc=" << to_string(pc) << " on " << exec->name()
+                                   << (f == 2 ? ", finished in the product" : ", reduced apart"))
+                {
+                    BOOST_TEST(st[f].converged(), st[f].summary());
+                    BOOST_TEST(st[0].converged(), st[0].summary());
+                    BOOST_TEST(st[f].reason == st[0].reason);
+                    BOOST_TEST(st[f].fused_dots == exec->is_cuda());
+                    BOOST_TEST(!st[0].fused_dots);
+                    BOOST_TEST(std::abs(st[f].iterations - st[0].iterations) <= 1);
+                    const std::size_t k = std::min<std::size_t>(8, st[0].history.size());
+                    for (std::size_t i = 0; i < k; ++i)
+                        BOOST_TEST(std::abs(st[f].history[i] - st[0].history[i]) <=
+                                       1e-8 * st[0].history[0],
+                                   "iteration " << i);
+                    BOOST_TEST(max_abs_diff(x[f], x[0]) <= 1e-8 * norm_inf(x[0]));
+                    BOOST_TEST(st[f].true_relative_residual <= 1e-9);
+                }
+            // the two fused runs add the same partial sums in another order
+            BOOST_TEST(std::abs(st[2].iterations - st[1].iterations) <= 1);
         }
 }
 

@@ -8,6 +8,10 @@
 
 #include "formats/bdia/bdia_kernels.hpp"
 
+namespace heptane {
+struct DotsFinish;  // solver/vector/dots_finish.hpp
+}
+
 namespace heptane::kernels {
 
 /// Launch shape of the optimized BDIA kernels (0 = the tuned default).
@@ -67,10 +71,14 @@ void spmv_bdia_rows(const CudaExecutor& exec, const BdiaRows<MT>& b, Op op, VT a
 /// reduces separately. Throws InputError when count is not 1 or 3 or `capacity` (doubles at
 /// partials) is below count * parts (spmv_dots_capacity gives enough), DimensionMismatch as
 /// spmv does. The tuned launch shape; the bytes of the product plus one read of w (none when
-/// w is x).
+/// w is x). `finish` (non-null): the last CTA to finish (a ticket in finish->state) also
+/// adds up the partials, each thread a fixed stride of them and then the block sum, and runs
+/// finish_dots on the totals (solver/vector/dots_finish.hpp), so the step needs no
+/// reduction kernel; the partials are still written.
 template <class MT, class VT>
 index_t spmv_dots(const CudaExecutor& exec, const Bdia<MT>& a, const VT* x, VT* y, const VT* w,
-                  int count, double* partials, std::size_t capacity);
+                  int count, double* partials, std::size_t capacity,
+                  const DotsFinish* finish = nullptr);
 
 /// Doubles of `partials` that spmv_dots needs for `count` sums over a matrix of `rows` rows
 /// (one per 256 rows, rounded up, per sum).

@@ -24,8 +24,10 @@
 // + 1 pass.
 // Launches per iteration: 5 vector kernels (3 reductions whose last block computes the
 // scalars: α; ‖s‖ with ω; ρ with ‖r‖ -- and 2 element-wise; fused, the α and ω ones only
-// reduce the partials) + 2 SpMV (+ 2 preconditioner applications); the host is not involved
-// until the check. Distributed, each of the 3 reduction points is one all-reduce.
+// reduce the partials, and on one process (SolverOptions::fused_finish) the products' last
+// CTAs do that, so 3 vector kernels remain) + 2 SpMV (+ 2 preconditioner applications); the
+// host is not involved until the check. Distributed, each of the 3 reduction points is one
+// all-reduce.
 #include "solver/bicgstab/bicgstab.hpp"
 
 #include "solver/bicgstab/bicgstab_reference.hpp"
@@ -118,7 +120,7 @@ Status Bicgstab<VT>::solve(const Array<VT>& b_arr, Array<VT>& x_arr)
     detail::initial_residual(A, ops, opts_, b, x, r);  // r = b − A x0
     // r̂ = r, p = v = 0, ‖b‖, ‖r0‖, ρ = (r̂, r) = ‖r0‖²
     ops.bicgstab_init(n, b, r, r_hat, p, v, detail::stop_params(opts_));
-    detail::FusedDots fused(A, opts_.fused_dots, w.partials);
+    detail::FusedDots fused(A, opts_, w.partials, ops.context());
     Status st = detail::run_fused_loop(
         A, M, ops, w.mirrors, w.graph, opts_, fused, x, setup_clock,
         [&, &A = A, M = M, n = n, &ops = ops] {  // C++17: bindings by init-capture
@@ -126,7 +128,7 @@ Status Bicgstab<VT>::solve(const Array<VT>& b_arr, Array<VT>& x_arr)
             if (M) M->apply(p, p_hat);           // p̂ = M⁻¹ p
             // v = A p̂, α = ρ/(r̂, v)
             fused.apply(
-                A, p_hat, v, r_hat, 1,
+                A, p_hat, v, r_hat, 1, DotsFinish::bicgstab_alpha,
                 [&](index_t parts, const double* sums) {
                     ops.bicgstab_alpha_partials(parts, sums);
                 },
@@ -135,7 +137,7 @@ Status Bicgstab<VT>::solve(const Array<VT>& b_arr, Array<VT>& x_arr)
             if (M) M->apply(s, s_hat);          // ŝ = M⁻¹ s
             // t = A ŝ with (t, s), (t, t), (s, s) → half-step test, ω = (t,s)/(t,t)
             fused.apply(
-                A, s_hat, t, s, 3,
+                A, s_hat, t, s, 3, DotsFinish::bicgstab_s_omega,
                 [&](index_t parts, const double* sums) {
                     ops.bicgstab_omega_partials(parts, sums);
                 },

@@ -62,13 +62,13 @@ Status Cg<VT>::solve(const Array<VT>& b_arr, Array<VT>& x_arr)
     ops.cg_init(n, b, r, detail::stop_params(opts_));  // ‖b‖, ‖r0‖, tests at iteration 0
     if (M) M->apply(r, z);                             // z = M⁻¹ r
     ops.cg_start(n, r, z, p);                          // p = z, ρ = (r, z)
-    detail::FusedDots fused(A, opts_.fused_dots, w.partials);
+    detail::FusedDots fused(A, opts_, w.partials, ops.context());
     Status st = detail::run_fused_loop(
         A, M, ops, w.mirrors, w.graph, opts_, fused, x, setup_clock,
         [&, &A = A, M = M, n = n, &ops = ops] {  // C++17: bindings by init-capture
             // q = A p, α = ρ/(p, q)
             fused.apply(
-                A, p, q, p, 1,
+                A, p, q, p, 1, DotsFinish::cg_alpha,
                 [&](index_t parts, const double* sums) { ops.cg_alpha_partials(parts, sums); },
                 [&] { ops.cg_alpha(n, p, q); });
             ops.cg_update_xr(n, p, q, x, r, M == nullptr);  // x += αp, r −= αq, ‖r‖
