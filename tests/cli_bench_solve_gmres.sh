@@ -4,7 +4,9 @@
 # --copy-gbs, prints the floor of GMRES(M)'s traffic model (solver/gmres/gmres_traffic.hpp),
 # which must agree with BiCGStab's floor of the same run through the matrix bytes they share;
 # without a bandwidth on the CPU there is no floor; --help documents --solver and --restart;
-# --impl with gmres, --restart with bicgstab, a bad --restart and --solver cg exit 2.
+# BiCGStab's --impl fused, fused-apart and fused-nodots each give a converged row per format;
+# --impl with gmres, --restart with bicgstab, a bad --restart, --solver cg and an unknown --impl
+# exit 2.
 # No speed thresholds.
 #   tests/cli_bench_solve_gmres.sh HEPTANE
 # On the CPU by default; with HEPTANE_TEST_DEVICE=cuda on the GPU (exits 77, skipped, where
@@ -66,6 +68,24 @@ awk -F, 'FNR == 1 { f++; next }
                  if (!(want > 0) || d > 1e-4 * want) bad = 1; c++ }
                exit (bad || c != 2) }' "$dir/bcgs.cut" "$dir/gmres.cut"
 
+# BiCGStab's loops side by side: fused (the dot products in the products, the step finished
+# by the product's last CTA on one GPU), fused-apart (the products' partial sums reduced by a
+# kernel of their own), fused-nodots (no dot products in the products): a row each per format,
+# each converged to tolerance, in iteration counts within one of each other (on the CPU nothing
+# fuses: the same loop; on a GPU the sums come in another order)
+"$heptane" bench solve "${common[@]}" --steady-its 5 --impl fused,fused-apart,fused-nodots \
+  --csv "$dir/impl.csv" >"$dir/impl.md"
+cat "$dir/impl.md"
+for impl in fused fused-apart fused-nodots; do
+  [ "$(main_rows "$dir/impl.md" | grep -c "| $impl |")" = 2 ]
+done
+sed 's/^"[^"]*",//' "$dir/impl.csv" >"$dir/impl.cut"
+awk -F, 'NR > 1 { if ($12 != "\"converged_rtol\"" || !($7 > 0)) { print "bad row: " $0; bad = 1 }
+                  k = $3; if (!(k in lo) || $9 < lo[k]) lo[k] = $9; if ($9 > hi[k]) hi[k] = $9; n++ }
+         END { for (k in lo) if (hi[k] - lo[k] > 1) { print k ": iterations " lo[k] "-" hi[k]; bad = 1 }
+               exit (bad || n != 6) }' "$dir/impl.cut"
+grep -q "fused-apart" <("$heptane" bench solve --help)
+
 # no bandwidth on the CPU: no floor
 if [ "$device" = cpu ]; then
   "$heptane" bench solve --sizes 8x8x4x1 --formats csr --device cpu --reps 1 --solver gmres \
@@ -83,7 +103,7 @@ grep -q "k(M) = 2M + 13 + 8/M" "$dir/help.txt"
 
 # usage errors: exit status 2
 for bad in "--solver gmres --impl fused" "--restart 5" "--solver gmres --restart 0" \
-  "--solver cg"; do
+  "--solver cg" "--impl fused-sideways"; do
   set +e
   # shellcheck disable=SC2086
   "$heptane" bench solve --sizes 4x4x4x1 --device "$device" $bad >/dev/null 2>"$dir/err.txt"
