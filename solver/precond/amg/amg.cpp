@@ -402,9 +402,9 @@ struct AmgPreconditioner<VT>::Impl {
             }
             if (opts.smoother == AmgSmoother::chebyshev) L.lambda = timed_lambda(L, a);
         }
-        // every visit's smoothing steps (at most pre + post, on a smoothed coarsest level)
-        const int steps =
-            std::max({1, opts.pre_sweeps, opts.post_sweeps, opts.pre_sweeps + opts.post_sweeps});
+        // every visit's smoothing steps (at most pre + post, on a smoothed coarsest level;
+        // both are checked >= 0)
+        const int steps = std::max(1, opts.pre_sweeps + opts.post_sweeps);
         for (Level& L : levels) {
             if (L.dinv.size() == 0) continue;  // a dense coarsest level, ILU(0) smoothing
             L.step_a.assign(std::size_t(steps), 0.0);
