@@ -50,7 +50,8 @@ namespace {
 const char* usage =
     "usage: heptane bench solve [--solver bicgstab|gmres] [--restart M]\n"
     "                           [--sizes thesis|small|LIST] [--formats bdiagh,csr,bsr]\n"
-    "                           [--impl fused,fused-apart,fused-nodots,reference]\n"
+    "                           [--impl fused,fused-apart,fused-inputs,fused-sinput,\n"
+    "                                   fused-noinputs,fused-nodots,reference]\n"
     "                           [--device auto|cpu|gpu]\n"
     "                           [--pc none|jacobi|bjacobi|ilu0] [--rtol R] [--max-it N]\n"
     "                           [--model uniform|reservoir] [--reps N] [--steady-its N]\n"
@@ -81,9 +82,13 @@ const char* usage =
     "  --restart M  gmres: basis vectors per cycle (default 30); a usage error with bicgstab\n"
     "  --impl       bicgstab only (a usage error with gmres). fused: heptane's loop (dot\n"
     "               products fused into the BDIA-GH products on a GPU, whose last CTA also\n"
-    "               adds them up and takes alpha and omega); fused-apart: the same with the\n"
-    "               products' partial sums added up in kernels of their own; fused-nodots: the\n"
-    "               same loop with those dot products reduced in kernels of their own;\n"
+    "               adds them up and takes alpha and omega; without a preconditioner the\n"
+    "               products also form their inputs p and s up to 2^19 rows: 3 kernels per\n"
+    "               iteration instead of 5); fused-apart: the same with the products' partial\n"
+    "               sums added up in kernels of their own; fused-inputs: p and s always formed\n"
+    "               in the products; fused-sinput: s alone (4 kernels); fused-noinputs: p and s\n"
+    "               never (5 kernels); fused-nodots: the loop with the dot products reduced in\n"
+    "               kernels of their own (and p, s in their own);\n"
     "               reference: the thesis-style cuBLAS/cuSPARSE loop (default fused)\n"
     "  --reps       repetitions of each timed measurement (default 5)\n"
     "  --steady-its iterations per steady-state solve (at least 1; default 50, gmres 4M: four\n"
@@ -150,13 +155,12 @@ double steady_per_it_ms(const Coo<double>& a, const std::vector<double>& b, cons
         cfg.pc.value_or(PcType::none), csr, cfg.block_size > 0 ? cfg.block_size : 1, exec);
     const Array<double> b_dev = Array<double>(b).to(exec);
     Array<double> x_dev(exec, b.size());
-    SolverOptions opts;
+    SolverOptions opts = cfg.options;  // the --impl's fused_dots, fused_finish, fused_inputs
     opts.rtol = 0;
     opts.atol = 0;
     opts.max_it = its;
     opts.record_history = false;
     opts.compute_true_residual = false;
-    opts.fused_dots = cfg.options.fused_dots;
     SolverExtras extras;
     extras.bicgstab_impl = cfg.impl;
     extras.restart = cfg.restart;
@@ -274,16 +278,27 @@ int bench_solve(int argc, char** argv)
                 SolveConfig cfg;
                 cfg.format = usage_checked([&] { return parse_format(fname); });
                 // fused-nodots: the fused loop with the dot products reduced apart;
-                // fused-apart: fused dot products, their partial sums reduced apart
+                // fused-apart: fused dot products, their partial sums reduced apart;
+                // fused-inputs / -sinput / -noinputs: p and s, s alone, neither formed in the
+                // products (fused: SolverOptions' automatic choice)
                 const bool nodots = iname == "fused-nodots";
                 const bool apart = iname == "fused-apart";
+                const bool noinputs = iname == "fused-noinputs";
+                const bool sinput = iname == "fused-sinput";
+                const bool inputs = iname == "fused-inputs";
                 cfg.solver = solver;
                 cfg.restart = m;
                 if (!gmres)
-                    cfg.impl = usage_checked(
-                        [&] { return parse_bicgstab_impl(nodots || apart ? "fused" : iname); });
+                    cfg.impl = usage_checked([&] {
+                        return parse_bicgstab_impl(
+                            nodots || apart || noinputs || sinput || inputs ? "fused" : iname);
+                    });
                 cfg.options.fused_dots = !nodots;
                 cfg.options.fused_finish = !apart;
+                cfg.options.fused_inputs = noinputs ? FusedInputs::none
+                                           : sinput ? FusedInputs::s
+                                           : inputs ? FusedInputs::p_and_s
+                                                    : FusedInputs::automatic;
                 cfg.pc = usage_checked([&] { return parse_pc(pc); });
                 cfg.executor = exec;
                 cfg.format_options.block_size = st.block_size;

@@ -84,7 +84,9 @@ const char* solve_usage =
     "                    not gmres, whose host reads the Hessenberg column every iteration)\n"
     "  --no-fused-dots   GPU, BDIA-GH: reduce the dot products after each product in kernels\n"
     "                    of their own instead of inside the product (the default saves 2-3\n"
-    "                    vector passes per iteration; the results agree to rounding)\n"
+    "                    vector passes per iteration, and BiCGStab without a preconditioner\n"
+    "                    forms p and s inside the products too; the results agree to\n"
+    "                    rounding)\n"
     "  --x0 FILE         initial guess (a vector file)\n"
     "%s"
     "  -o FILE           write x (Matrix Market vector; PETSc binary for FILE.petsc)\n"
@@ -185,7 +187,8 @@ int report(const SolveResult& r, const SolveConfig& cfg, const Report& o,
             "\"format\": "
             "\"%s\", "
             "\"format_reason\": %s, \"operator\": %s, \"precision\": \"%s\", \"device\": %s, "
-            "\"device_choice\": %s, \"cuda_graph\": %s, \"fused_dots\": %s, "
+            "\"device_choice\": %s, \"cuda_graph\": %s, \"fused_dots\": %s, \"fused_inputs\": "
+            "\"%s\", "
             "\"corrections\": %d, \"null_space_removed\": %s, \"rows\": %d, \"nnz\": %lld}\n",
             json_string(o.source).c_str(), st.converged() ? "true" : "false", to_string(st.reason),
             st.iterations, st.relative_residual, json_number(st.true_relative_residual).c_str(),
@@ -195,8 +198,9 @@ int report(const SolveResult& r, const SolveConfig& cfg, const Report& o,
             json_string(o.format_reason).c_str(), json_string(r.format).c_str(),
             o.precision.c_str(), json_string(r.device).c_str(),
             o.device_why.empty() ? "null" : json_string(o.device_why).c_str(),
-            st.cuda_graph ? "true" : "false", st.fused_dots ? "true" : "false", r.corrections,
-            json_number(r.null_space_removed).c_str(), o.rows, static_cast<long long>(o.nnz));
+            st.cuda_graph ? "true" : "false", st.fused_dots ? "true" : "false",
+            to_string(st.fused_inputs), r.corrections, json_number(r.null_space_removed).c_str(),
+            o.rows, static_cast<long long>(o.nnz));
     } else {
         std::printf("system    %s: %d rows, %lld entries\n", o.source.c_str(), o.rows,
                     static_cast<long long>(o.nnz));
@@ -211,10 +215,14 @@ int report(const SolveResult& r, const SolveConfig& cfg, const Report& o,
                 r.null_space_removed);
         std::printf(
             "time      setup %.3f s (operator %.3f, preconditioner %.3f, upload %.3f), "
-            "solve %.3f s, %.4f ms per iteration%s%s, total %.3f s\n",
+            "solve %.3f s, %.4f ms per iteration%s%s%s, total %.3f s\n",
             setup_s, t.operator_ms / 1e3, t.preconditioner_ms / 1e3, t.upload_ms / 1e3,
             t.solve_ms / 1e3, t.per_iteration_ms, st.cuda_graph ? " (CUDA graph)" : "",
-            st.fused_dots ? " (dot products fused into the products)" : "", t.total_ms / 1e3);
+            st.fused_dots ? " (dot products fused into the products)" : "",
+            st.fused_inputs == FusedInputs::p_and_s ? " (p and s formed in them)"
+            : st.fused_inputs == FusedInputs::s     ? " (s formed in them)"
+                                                    : "",
+            t.total_ms / 1e3);
     }
     return st.converged() ? 0 : 1;
 }

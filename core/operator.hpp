@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 
+#include "core/error.hpp"
 #include "core/executor.hpp"
 #include "core/reducer.hpp"
 #include "core/types.hpp"
@@ -13,6 +14,8 @@
 namespace heptane {
 
 struct DotsFinish;  // solver/vector/dots_finish.hpp
+template <class VT>
+struct StepInput;  // solver/vector/dots_finish.hpp
 
 /// A linear map y = alpha * op(A) * x + beta * y on vectors of value type VT that live in the
 /// memory of executor(). When beta == 0, y is not read.
@@ -67,6 +70,21 @@ public:
     }
     /// Doubles apply_fused_dots needs at `partials` for `count` sums; 0 when it never fuses.
     virtual std::size_t fused_dots_capacity(int /*count*/) const { return 0; }
+    /// Whether apply_step_dots works here (BDIA-GH on one GPU; false by default).
+    virtual bool forms_step_inputs() const { return false; }
+    /// apply_fused_dots on an input that the product forms itself from a BiCGStab step's
+    /// vectors (StepInput: p = r + β (p − ω v) or s = r − α v, each row's own entry written to
+    /// input.z; for s, w is the input): the vector kernel that formed it and its pass over
+    /// the input are saved. Returns the partial sums' count as apply_fused_dots does. Only
+    /// where forms_step_inputs() (else NotSupported); one process (the input's entries of
+    /// neighbouring rows are formed, never exchanged). Device work only.
+    virtual index_t apply_step_dots(const StepInput<VT>& /*input*/, VT* /*y*/, const VT* /*w*/,
+                                    int /*count*/, double* /*partials*/, std::size_t /*capacity*/,
+                                    const DotsFinish* /*finish*/ = nullptr) const
+    {
+        HEPTANE_THROW(NotSupported,
+                      describe() << ": no product that forms a BiCGStab step's input itself");
+    }
 };
 
 }  // namespace heptane

@@ -90,6 +90,17 @@ public:
     {
         return heptane::fused_dots_capacity(*exec_, a_, opt_.bdia_kernel, count);
     }
+    bool forms_step_inputs() const override
+    {
+        return heptane::forms_step_inputs(*exec_, a_, opt_.bdia_kernel);
+    }
+    index_t apply_step_dots(const StepInput<VT>& input, VT* y, const VT* w, int count,
+                            double* partials, std::size_t capacity,
+                            const DotsFinish* finish = nullptr) const override
+    {
+        return heptane::apply_step_dots(*exec_, a_, opt_.bdia_kernel, input, y, w, count, partials,
+                                        capacity, finish);
+    }
 
     Format format() const override { return kFormat; }
     void update_values(const double* values, offset_t count) override

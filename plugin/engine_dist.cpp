@@ -195,6 +195,11 @@ public:
   bool                            graph_safe() const override { return op_->graph_safe(); }
   index_t     apply_fused_dots(const VT *x, VT *y, const VT *w, int count, double *partials, std::size_t capacity, const DotsFinish *finish = nullptr) const override { return op_->apply_fused_dots(x, y, w, count, partials, capacity, finish); }
   std::size_t fused_dots_capacity(int count) const override { return op_->fused_dots_capacity(count); }
+  bool        forms_step_inputs() const override { return op_->forms_step_inputs(); }
+  index_t     apply_step_dots(const StepInput<VT> &input, VT *y, const VT *w, int count, double *partials, std::size_t capacity, const DotsFinish *finish = nullptr) const override
+  {
+    return op_->apply_step_dots(input, y, w, count, partials, capacity, finish);
+  }
 
 private:
   std::shared_ptr<const Operator<VT>> op_;

@@ -50,8 +50,9 @@ public:
         if (cap_ > scratch.size()) scratch = Array<double>(a.executor(), cap_);
         partials_ = scratch.data();
         in_product_ = o.fused_finish && !ctx.reducer;
+        inputs_ =
+            cap_ && o.fused_inputs != FusedInputs::none && !ctx.reducer && a.forms_step_inputs();
         state_ = ctx.state;
-        history_ = ctx.history;
     }
     /// y = A x with the `count` dot products of the step that follows (w as in
     /// apply_fused_dots): fused where the operator can, the product then finishing the step
@@ -62,10 +63,7 @@ public:
                DotsFinish::Kind kind, Finish&& finish, Apart&& apart)
     {
         if (cap_) {
-            DotsFinish f;
-            f.kind = kind;
-            f.state = state_;
-            f.history = history_;
+            const DotsFinish f{kind, state_};
             const DotsFinish* in = in_product_ ? &f : nullptr;
             if (const index_t parts = a.apply_fused_dots(x, y, w, count, partials_, cap_, in)) {
                 if (!in) finish(parts, static_cast<const double*>(partials_));
@@ -76,14 +74,31 @@ public:
         a.apply(x, y);
         apart();
     }
+    /// Whether the products may form a BiCGStab step's inputs (apply_step): fused dot
+    /// products, SolverOptions::fused_inputs, one process, Operator::forms_step_inputs.
+    bool forms_inputs() const noexcept { return inputs_; }
+    /// y = A z with z formed in the product from `in` (Operator::apply_step_dots; the state
+    /// is filled in here) and the step's dot products, ended as in apply(). Only where
+    /// forms_inputs().
+    template <class VT, class Finish>
+    void apply_step(const Operator<VT>& a, StepInput<VT> in, VT* y, const VT* w, int count,
+                    DotsFinish::Kind kind, Finish&& finish)
+    {
+        in.state = state_;
+        const DotsFinish f{kind, state_};
+        const DotsFinish* fin = in_product_ ? &f : nullptr;
+        const index_t parts = a.apply_step_dots(in, y, w, count, partials_, cap_, fin);
+        if (!fin) finish(parts, static_cast<const double*>(partials_));
+        used_ = true;
+    }
     bool used() const noexcept { return used_; }
 
 private:
     std::size_t cap_ = 0;
     double* partials_ = nullptr;
     bool in_product_ = false;
+    bool inputs_ = false;
     KrylovState* state_ = nullptr;
-    double* history_ = nullptr;
     bool used_ = false;
 };
 
@@ -185,6 +200,17 @@ bool graphs_allowed(const SolverOptions& o, const Operator<VT>& a, const Operato
 {
     return o.cuda_graphs && a.executor()->is_cuda() && a.graph_safe() && (!m || m->graph_safe()) &&
            (!a.reducer() || a.reducer()->graph_safe());
+}
+
+/// The iterations one recorded CUDA graph of a solve replays (KrylovDriver's batch: 1 with a
+/// caller's stop_test or monitor_iterate, else effective_check_every); 0 where no graph is
+/// recorded. A loop whose launch arguments alternate between iterations (BiCGStab forming its
+/// inputs in the products) replays correctly only when this is even.
+template <class VT>
+int replay_batch(const SolverOptions& o, const Operator<VT>& a, const Operator<VT>* m)
+{
+    if (!graphs_allowed(o, a, m)) return 0;
+    return o.stop_test || o.monitor_iterate ? 1 : effective_check_every(o, a, m);
 }
 
 template <class VT>

@@ -4,6 +4,21 @@
 
 namespace heptane {
 
+const char* to_string(FusedInputs f) noexcept
+{
+    switch (f) {
+        case FusedInputs::none:
+            return "none";
+        case FusedInputs::s:
+            return "s";
+        case FusedInputs::p_and_s:
+            return "p_and_s";
+        case FusedInputs::automatic:
+            return "automatic";
+    }
+    return "?";
+}
+
 const char* to_string(Reason r) noexcept
 {
     switch (r) {

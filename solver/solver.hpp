@@ -56,6 +56,23 @@ inline Reason reason_of(Verdict v) noexcept
                                     : Reason::iterating;
 }
 
+/// Which inputs of unpreconditioned BiCGStab's two products the products form themselves
+/// (SolverOptions::fused_inputs; solver/bicgstab/bicgstab.cpp has the traffic):
+///   none     p = r + β (p − ω v) and s = r − α v by vector kernels of their own: 5 kernels and
+///            19 vector passes per iteration
+///   s        s formed inside t = A s: 4 kernels, 18 passes
+///   p_and_s  both; p's and v's buffers then alternate with s's and t's, so a recorded CUDA
+///            graph must hold an even number of iterations (else s only): 3 kernels, 17 passes
+///   automatic  p_and_s up to 2^19 rows, s above: on the H200 (docs/benchmarks.md, 2026-12-04,
+///            thirty-fourth session) forming both was the fastest up to 524 K rows (3-10 %
+///            per iteration ahead of none on the small thesis systems, where the launches it
+///            saves weigh most) and up to 3 % slower than none from 786 K rows (forming each
+///            neighbour's entry from three vectors costs the product more than the passes it
+///            saves); s alone was never more than 0.6 % behind none and up to 2 % ahead
+enum class FusedInputs { none, s, p_and_s, automatic };
+/// "none", "s", "p_and_s", "automatic".
+const char* to_string(FusedInputs f) noexcept;
+
 /// Options of every Krylov solver. The names follow PETSc's (-ksp_rtol, -ksp_atol,
 /// -ksp_max_it, -ksp_divtol, -ksp_initial_guess_nonzero, -ksp_monitor).
 struct SolverOptions {
@@ -119,6 +136,11 @@ struct SolverOptions {
     /// several processes, where the sums are added over them first). The same sums in another
     /// order.
     bool fused_finish = true;
+    /// With fused_dots, BiCGStab without a preconditioner on one process, where the operator
+    /// forms inputs (Operator::forms_step_inputs: BDIA-GH on a GPU): which of the products'
+    /// inputs the products form themselves from the step's vectors instead of a vector kernel
+    /// before them (FusedInputs). Same arithmetic per entry.
+    FusedInputs fused_inputs = FusedInputs::automatic;
 };
 
 /// Wall-clock times of one solve in milliseconds (host clock around synchronised regions).
@@ -144,6 +166,8 @@ struct Status {
     bool cuda_graph = false;  ///< some iterations were replayed from a CUDA graph
     /// some products computed the dot products after them (Operator::apply_fused_dots)
     bool fused_dots = false;
+    /// which inputs the products formed (SolverOptions::fused_inputs; none where they did not)
+    FusedInputs fused_inputs = FusedInputs::none;
 
     bool converged() const noexcept { return is_converged(reason); }
     /// One line, e.g. "converged_rtol in 42 iterations: ‖r‖/‖b‖ = 8.1e-09 (true 8.3e-09)".

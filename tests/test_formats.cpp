@@ -1402,6 +1402,15 @@ void check_fused_finish(const Operator<VT>& op, const VT* x, const VT* w, int co
                       InputError);
 }
 
+// The BDIA-GH operator of a64 in precision (MT, VT), block size nc, on exec.
+template <class MT, class VT>
+auto bdia_operator(const Coo<double>& a64, index_t nc, const std::shared_ptr<const Executor>& exec)
+{
+    FormatOptions opt;
+    opt.block_size = nc;
+    return make_matrix_operator<MT, VT>(a64, Format::bdia, exec, opt);
+}
+
 // Operator::apply_fused_dots of a BDIA-GH operator in precision (MT, VT), block size nc:
 // on a GPU, y bit for bit the plain product's, and the partial sums add up to (w, y) and,
 // with count 3, (y, y) and (w, w), computed here in double from the same y; w apart from x
@@ -1411,9 +1420,7 @@ template <class MT, class VT>
 void check_fused_dots(const std::string& what, const Coo<double>& a64, index_t nc)
 {
     const auto exec = test::test_executor();
-    FormatOptions opt;
-    opt.block_size = nc;
-    const auto op = make_matrix_operator<MT, VT>(a64, Format::bdia, exec, opt);
+    const auto op = bdia_operator<MT, VT>(a64, nc, exec);
     const std::size_t n = std::size_t(a64.rows);
     const std::vector<VT> xh = test::random_vector<VT>(n, 11), wh = test::random_vector<VT>(n, 12);
     const Array<VT> x = Array<VT>(std::vector<VT>(xh)).to(exec);
@@ -1471,10 +1478,142 @@ void check_fused_dots(const std::string& what, const Coo<double>& a64, index_t n
         }
 }
 
+// Operator::apply_step_dots (GPU: BDIA-GH forms a BiCGStab step's input in the product): z =
+// r + β (a − ω b) (count 1, (w, y)) and z = r − α b (count 3, w = z: (z, y), (y, y), (z, z)),
+// with the scalars from the state. The reference: z formed here in double from the same
+// vectors and scalars, y = A z by the plain product of the z the kernel wrote, and the sums
+// in double from those. A finish takes α from the sums as in check_fused_finish; a stopped
+// state leaves y, z and the ticket alone; a kind that does not match the count and a z that
+// aliases an operand are refused. Elsewhere (the CPU) forms_step_inputs is false and the call
+// throws NotSupported.
+template <class MT, class VT>
+void check_step_dots(const std::string& what, const Coo<double>& a64, index_t nc)
+{
+    const auto exec = test::test_executor();
+    const auto op = bdia_operator<MT, VT>(a64, nc, exec);
+    const std::size_t n = std::size_t(a64.rows);
+    const std::vector<VT> rh = test::random_vector<VT>(n, 31), ah = test::random_vector<VT>(n, 32),
+                          bh = test::random_vector<VT>(n, 33), wh = test::random_vector<VT>(n, 34);
+    const Array<VT> r = Array<VT>(std::vector<VT>(rh)).to(exec);
+    const Array<VT> a = Array<VT>(std::vector<VT>(ah)).to(exec);
+    const Array<VT> b = Array<VT>(std::vector<VT>(bh)).to(exec);
+    const Array<VT> w = Array<VT>(std::vector<VT>(wh)).to(exec);
+    const VT nan = std::numeric_limits<VT>::quiet_NaN();
+    const std::size_t cap = op->fused_dots_capacity(3);
+    Array<double> partials(exec, std::max<std::size_t>(cap, 1));
+    KrylovState s0;
+    s0.rho = 2.5;
+    s0.beta = 0.75;
+    s0.omega = 1.25;
+    s0.alpha = 0.625;
+    BOOST_TEST(op->forms_step_inputs() == exec->is_cuda(), what);
+    for (int kind : {int(StepInput<VT>::bicgstab_p), int(StepInput<VT>::bicgstab_s)})
+        for (int stopped : {0, 1})
+            for (bool finish : {false, true}) {
+                const bool p_step = kind == StepInput<VT>::bicgstab_p;
+                const int count = p_step ? 1 : 3;
+                BOOST_TEST_CONTEXT(what << " " << op->describe() << ", kind " << kind
+                                        << (stopped ? ", stopped" : "")
+                                        << (finish ? ", finished" : ""))
+                {
+                    KrylovState si = s0;
+                    si.stop = stopped;
+                    Array<double> st = state_on(exec, si);
+                    auto* state = reinterpret_cast<KrylovState*>(st.data());
+                    Array<VT> y = Array<VT>(std::vector<VT>(n, nan)).to(exec);
+                    Array<VT> z = Array<VT>(std::vector<VT>(n, nan)).to(exec);
+                    const StepInput<VT> in{kind,     state,   r.data(), p_step ? a.data() : nullptr,
+                                           b.data(), z.data()};
+                    const VT* wp = p_step ? w.data() : nullptr;
+                    DotsFinish f;
+                    f.kind = p_step ? int(DotsFinish::bicgstab_alpha)
+                                    : int(DotsFinish::bicgstab_s_omega);
+                    f.state = state;
+                    if (!exec->is_cuda()) {
+                        BOOST_CHECK_THROW(
+                            op->apply_step_dots(in, y.data(), wp, count, partials.data(), cap),
+                            NotSupported);
+                        continue;
+                    }
+                    const index_t parts = op->apply_step_dots(
+                        in, y.data(), wp, count, partials.data(), cap, finish ? &f : nullptr);
+                    BOOST_TEST_REQUIRE(parts > 0);
+                    const std::vector<VT> yh = y.to_vector(), zh = z.to_vector();
+                    const KrylovState s = state_of(st);
+                    BOOST_TEST(s.ticket == 0u);
+                    if (stopped) {  // nothing written
+                        BOOST_TEST(std::all_of(yh.begin(), yh.end(), [](VT v) { return v != v; }));
+                        BOOST_TEST(std::all_of(zh.begin(), zh.end(), [](VT v) { return v != v; }));
+                        BOOST_TEST(s.alpha == s0.alpha);
+                        continue;
+                    }
+                    std::vector<double> zw(n);  // z in double from the same vectors
+                    for (std::size_t i = 0; i < n; ++i)
+                        zw[i] = p_step ? double(rh[i]) +
+                                             s0.beta * (double(ah[i]) - s0.omega * double(bh[i]))
+                                       : double(rh[i]) - s0.alpha * double(bh[i]);
+                    const double tol = sizeof(VT) == 8 ? 1e-13 : 1e-5;
+                    BOOST_TEST(test::rel_max_diff(zh, zw) <= tol,
+                               "z: " << test::rel_max_diff(zh, zw));
+                    Array<VT> y_ref = Array<VT>(std::vector<VT>(n, nan)).to(exec);
+                    op->apply(z.data(), y_ref.data());  // A of the z written
+                    const std::vector<VT> yr = y_ref.to_vector();
+                    BOOST_TEST(test::rel_max_diff(yh, yr) <= tol,
+                               "y: " << test::rel_max_diff(yh, yr));
+                    double want[3] = {0, 0, 0}, scale[3] = {0, 0, 0};
+                    for (std::size_t i = 0; i < n; ++i) {
+                        const double wi = p_step ? double(wh[i]) : double(zh[i]), yi = yh[i];
+                        want[0] += wi * yi;
+                        want[1] += yi * yi;
+                        want[2] += wi * wi;
+                        scale[0] += std::abs(wi * yi);
+                    }
+                    if (!finish) {
+                        const std::vector<double> ph = partials.to_vector();
+                        for (int k = 0; k < count; ++k) {
+                            double got = 0;
+                            for (index_t c = 0; c < parts; ++c)
+                                got += ph[std::size_t(k) * std::size_t(parts) + std::size_t(c)];
+                            const double sc = k == 0 ? scale[0] : want[k];
+                            BOOST_TEST(std::abs(got - want[k]) <= 1e-12 * sc,
+                                       "sum " << k << ": " << got << " vs " << want[k]);
+                        }
+                        BOOST_TEST(s.alpha == s0.alpha);  // left to the caller
+                    } else {
+                        KrylovState e = s0;  // the finalize rules on the host
+                        DotsFinish fh = f;
+                        fh.state = &e;
+                        finish_dots(fh, want);
+                        const double rel = 1e-11 * scale[0] / std::abs(want[0]);
+                        BOOST_TEST(std::abs(s.alpha - e.alpha) <= rel * std::abs(e.alpha),
+                                   s.alpha << " vs " << e.alpha);
+                        BOOST_TEST(std::abs(s.omega - e.omega) <= rel * std::abs(e.omega),
+                                   s.omega << " vs " << e.omega);
+                        BOOST_TEST(s.stop == e.stop);
+                        BOOST_TEST(s.half == e.half);
+                    }
+                }
+            }
+    if (!exec->is_cuda()) return;
+    // refused: a kind that does not match the count, a z that aliases r
+    Array<double> st = state_on(exec, s0);
+    auto* state = reinterpret_cast<KrylovState*>(st.data());
+    Array<VT> y(exec, n), z(exec, n);
+    const StepInput<VT> p_in{
+        StepInput<VT>::bicgstab_p, state, r.data(), a.data(), b.data(), z.data()};
+    BOOST_CHECK_THROW(op->apply_step_dots(p_in, y.data(), w.data(), 3, partials.data(), cap),
+                      InputError);
+    StepInput<VT> alias = p_in;
+    alias.z = const_cast<VT*>(r.data());
+    BOOST_CHECK_THROW(op->apply_step_dots(alias, y.data(), w.data(), 1, partials.data(), cap),
+                      InputError);
+}
+
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(bdia_fused_dots_give_the_product_and_its_dot_products)
 {
+    // check_step_dots: the same products with a BiCGStab step's input formed in them
     // every block size with a compiled kernel (1, 2, 3, 4, 8, 16) and the generic one (5);
     // several CTAs each (>= 576 rows); banded and grid variants
     for (index_t nc : {1, 2, 3, 4, 5, 8, 16}) {
@@ -1483,6 +1622,9 @@ BOOST_AUTO_TEST_CASE(bdia_fused_dots_give_the_product_and_its_dot_products)
         check_fused_dots<double, double>(what, a, nc);
         check_fused_dots<float, float>(what, a, nc);
         check_fused_dots<float, double>(what, a, nc);
+        check_step_dots<double, double>(what, a, nc);
+        check_step_dots<float, float>(what, a, nc);
+        check_step_dots<float, double>(what, a, nc);
     }
     // extra block diagonals (9, not 7): the generic kernel
     const auto h = hepta(6, 5, 4, 2, false, 80);
@@ -1513,6 +1655,17 @@ BOOST_AUTO_TEST_CASE(fused_dots_are_declined_by_other_formats_and_the_thesis_ker
         BOOST_TEST(
             op->apply_fused_dots(x.data(), y.data(), x.data(), 1, partials.data(), 4096) == 0,
             op->describe());
+        BOOST_TEST(!op->forms_step_inputs(), op->describe());
+        Array<double> state(exec, sizeof(KrylovState) / sizeof(double));
+        Array<double> z(exec, std::size_t(a.rows));
+        const StepInput<double> in{StepInput<double>::bicgstab_s,
+                                   reinterpret_cast<KrylovState*>(state.data()),
+                                   x.data(),
+                                   nullptr,
+                                   x.data(),
+                                   z.data()};
+        BOOST_CHECK_THROW(op->apply_step_dots(in, y.data(), nullptr, 3, partials.data(), 4096),
+                          NotSupported);
     }
 }
 

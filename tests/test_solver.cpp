@@ -1051,7 +1051,10 @@ BOOST_AUTO_TEST_CASE(fused_dots_follow_the_separate_reductions)
     // residual histories and solutions agreeing to 1e-8. Status::fused_dots says which ran;
     // on the CPU nothing fuses and the runs are the same loop. Fused two ways: the products'
     // partial sums added up by a reduction kernel (fused_finish off), and by the product's
-    // last CTA, which also takes α and ω (SolverOptions::fused_finish, the default).
+    // last CTA, which also takes α and ω (SolverOptions::fused_finish, the default); and
+    // BiCGStab without a preconditioner with p and s formed inside the products
+    // (SolverOptions::fused_inputs), whose buffers swap roles each iteration: only where a
+    // recorded graph holds an even number of iterations.
     auto exec = test::test_executor();
     HeptaSpec spec;
     spec.J = 12;
@@ -1076,25 +1079,50 @@ BOOST_AUTO_TEST_CASE(fused_dots_follow_the_separate_reductions)
             const auto op = make_matrix_operator<double, double>(a, Format::bdia, exec, fo);
             const auto m = make_preconditioner<double>(pc, csr_from_coo(a), nc, exec);
             const Array<double> bd = Array<double>(rhs).to(exec);
-            Status st[3];
-            std::vector<double> x[3];
-            for (int fused = 0; fused < 3; ++fused) {
+            // 0: no fused dots; 1: reduced apart; 2: finished in the product (no inputs formed);
+            // BiCGStab without a preconditioner on a GPU forms its inputs in the products:
+            // 3 automatic (both, this system is small), 4 both, reduced apart, 5 both with
+            // check_every 2 (graphs of an even batch); 6 both asked with check_every 3 (an odd
+            // batch) and 7 with a monitor of the iterates (batches of 1) form s alone; 8 s
+            const FusedInputs ask[] = {
+                FusedInputs::none,      FusedInputs::none,    FusedInputs::none,
+                FusedInputs::automatic, FusedInputs::p_and_s, FusedInputs::p_and_s,
+                FusedInputs::p_and_s,   FusedInputs::p_and_s, FusedInputs::s};
+            constexpr int runs = 9;
+            Status st[runs];
+            std::vector<double> x[runs];
+            int monitored = 0;
+            for (int fused = 0; fused < runs; ++fused) {
                 SolverOptions o = tight();
                 o.fused_dots = fused >= 1;
-                o.fused_finish = fused == 2;
+                o.fused_finish = fused != 1 && fused != 4;
+                o.fused_inputs = ask[fused];
+                if (fused == 5) o.check_every = 2;
+                if (fused == 6) o.check_every = 3;
+                if (fused == 7) {  // each iterate read: batches of 1
+                    o.monitor = [&](const IterationInfo&) { ++monitored; };
+                    o.monitor_iterate = true;
+                }
                 Array<double> xd(exec, rhs.size());
                 st[fused] = solve_with(method, *op, *m, o, bd, xd);
                 x[fused] = xd.to_vector();
             }
-            for (int f = 1; f < 3; ++f)
+            BOOST_TEST(monitored == st[7].iterations + 1);
+            const bool forms = exec->is_cuda() && method == Method::bicgstab && pc == PcType::none;
+            for (int f = 1; f < runs; ++f)
                 BOOST_TEST_CONTEXT((method == Method::cg ? "cg" : "bicgstab")
-                                   << " pc=" << to_string(pc) << " on " << exec->name()
-                                   << (f == 2 ? ", finished in the product" : ", reduced apart"))
+                                   << " pc=" << to_string(pc) << " on " << exec->name() << ", run "
+                                   << f)
                 {
                     BOOST_TEST(st[f].converged(), st[f].summary());
                     BOOST_TEST(st[0].converged(), st[0].summary());
                     BOOST_TEST(st[f].reason == st[0].reason);
                     BOOST_TEST(st[f].fused_dots == exec->is_cuda());
+                    const FusedInputs formed = !forms             ? FusedInputs::none
+                                               : f >= 3 && f <= 5 ? FusedInputs::p_and_s
+                                               : f >= 6           ? FusedInputs::s
+                                                                  : FusedInputs::none;
+                    BOOST_TEST(int(st[f].fused_inputs) == int(formed));
                     BOOST_TEST(!st[0].fused_dots);
                     BOOST_TEST(std::abs(st[f].iterations - st[0].iterations) <= 1);
                     const std::size_t k = std::min<std::size_t>(8, st[0].history.size());
@@ -1105,8 +1133,9 @@ BOOST_AUTO_TEST_CASE(fused_dots_follow_the_separate_reductions)
                     BOOST_TEST(max_abs_diff(x[f], x[0]) <= 1e-8 * norm_inf(x[0]));
                     BOOST_TEST(st[f].true_relative_residual <= 1e-9);
                 }
-            // the two fused runs add the same partial sums in another order
+            // the fused runs add the same partial sums in another order
             BOOST_TEST(std::abs(st[2].iterations - st[1].iterations) <= 1);
+            BOOST_TEST(std::abs(st[3].iterations - st[2].iterations) <= 1);
         }
 }
 

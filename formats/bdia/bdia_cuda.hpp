@@ -10,7 +10,9 @@
 
 namespace heptane {
 struct DotsFinish;  // solver/vector/dots_finish.hpp
-}
+template <class VT>
+struct StepInput;  // solver/vector/dots_finish.hpp
+}  // namespace heptane
 
 namespace heptane::kernels {
 
@@ -79,6 +81,28 @@ template <class MT, class VT>
 index_t spmv_dots(const CudaExecutor& exec, const Bdia<MT>& a, const VT* x, VT* y, const VT* w,
                   int count, double* partials, std::size_t capacity,
                   const DotsFinish* finish = nullptr);
+
+/// spmv_dots whose input the product forms itself from a BiCGStab step's vectors (StepInput,
+/// solver/vector/dots_finish.hpp): y = A z with z = r + β (a − ω b) (bicgstab_p, count 1,
+/// (w, y)) or z = r − α b (bicgstab_s, count 3 with w = z: (z, y), (y, y), (z, z)), each
+/// row's own z entry written to input.z; the scalars from input.state, nothing done once it
+/// has stopped. Saves the vector kernel that wrote z and its pass over z. Throws InputError
+/// for a kind that does not match count, missing vectors or a z that aliases r, a, b or y,
+/// NotSupported where spmv_dots would return 0 (the caller must then not form inputs);
+/// otherwise as spmv_dots. Instantiated for (double, double), (float, float) and (float,
+/// double) (formats/bdia/bdia_step_*.cu).
+template <class MT, class VT>
+index_t spmv_step_dots(const CudaExecutor& exec, const Bdia<MT>& a, const StepInput<VT>& input,
+                       VT* y, const VT* w, int count, double* partials, std::size_t capacity,
+                       const DotsFinish* finish = nullptr);
+
+/// Whether spmv_dots and spmv_step_dots have a kernel for `a` (not empty, at most 64 block
+/// diagonals).
+template <class MT>
+bool spmv_dots_fuses(const Bdia<MT>& a)
+{
+    return a.rows > 0 && a.num_block_diagonals() > 0 && a.num_block_diagonals() <= 64;
+}
 
 /// Doubles of `partials` that spmv_dots needs for `count` sums over a matrix of `rows` rows
 /// (one per 256 rows, rounded up, per sum).

@@ -18,6 +18,14 @@
 // The product is the tuned kernel's (bdia_impl.cuh: row_sum / row_sum2, the tuned launch
 // shape of each block size), with beta = 0; the bytes are the product's plus one read of w
 // when w is not x.
+//
+// Unpreconditioned BiCGStab's products can also form their own input (spmv_step_dots,
+// StepInput): p = r + β (p − ω v) in v = A p and s = r − α v in t = A s, the vector kernels
+// that wrote p and s gone. Each x entry a row reads is then formed from r, p, v (or r, v) at
+// that entry -- a row's neighbours' entries are read by their own threads too, so these are
+// L1/L2 hits, and DRAM sees each vector once -- and each row writes its own entry (p or s,
+// needed by the x, r update). Per iteration 17 passes instead of 19, 3 kernels instead of 5.
+// Instantiated apart (bdia_step_*.cu).
 #pragma once
 
 #include "core/cuda_block_sum.cuh"
@@ -38,18 +46,45 @@ __device__ __forceinline__ void add_dots(double (&acc)[ND], VT wr, VT yr)
     }
 }
 
-/// thread_row (bdia_impl.cuh) for tile `tile` of blockDim.x * RPT rows instead of blockIdx.x.
-template <int NC, int RPT>
-__device__ __forceinline__ long long tile_row(const Params& p, long long tile, bool& interior)
-{
-    const long long cta_rows = static_cast<long long>(blockDim.x) * RPT;
-    const long long r_begin = tile * cta_rows;
-    const long long r_end = r_begin + cta_rows < p.n ? r_begin + cta_rows : p.n;
-    const int nc = NC > 0 ? NC : p.nc;
-    interior =
-        r_begin >= static_cast<long long>(p.lo) * nc && r_end <= static_cast<long long>(p.hi) * nc;
-    return r_begin + static_cast<long long>(threadIdx.x) * RPT;
-}
+/// BiCGStab's p = r + beta (a - omega b), formed on the fly (StepInput::bicgstab_p): the
+/// arithmetic of the vector kernel it replaces (solver/vector: UpdatePMap).
+template <class VT>
+struct PInput {
+    using value_type = VT;
+    const KrylovState* state;
+    const VT* __restrict__ r;
+    const VT* __restrict__ a;
+    const VT* __restrict__ b;
+    VT beta, omega;
+    __device__ __forceinline__ void load()
+    {
+        beta = VT(state->beta);
+        omega = VT(state->omega);
+    }
+    __device__ __forceinline__ VT operator()(long long i) const
+    {
+        return ldg(r + i) + beta * (ldg(a + i) - omega * ldg(b + i));
+    }
+};
+
+/// BiCGStab's s = r - alpha b, formed on the fly (StepInput::bicgstab_s; UpdateSMap's
+/// arithmetic).
+template <class VT>
+struct SInput {
+    using value_type = VT;
+    const KrylovState* state;
+    const VT* __restrict__ r;
+    const VT* __restrict__ b;
+    VT alpha;
+    __device__ __forceinline__ void load() { alpha = VT(state->alpha); }
+    __device__ __forceinline__ VT operator()(long long i) const
+    {
+        return ldg(r + i) - alpha * ldg(b + i);
+    }
+};
+
+template <class X>
+constexpr bool formed_input = !std::is_pointer_v<X>;
 
 /// The last CTA of a fused product with a DotsFinish: the partials of every CTA added up
 /// (thread t: CTAs t, t + blockDim.x, ... in order; then the block sum) and the step's
@@ -78,12 +113,19 @@ __device__ void finish_partials(const double* partials, const DotsFinish& finish
 /// slower than the plain product plus a reduction kernel). Every thread reaches the block
 /// sum; threads past the last row add nothing. finish.kind != 0: the last CTA
 /// (finish.state->ticket, which it wraps back to 0) finishes the step (finish_partials).
-template <int NC, int D, int G, int RPT, int ND, class MT, class VT>
+/// X: an array, or an input formed on the fly (PInput, SInput): then each row's own entry
+/// of it is written to z, w null means w is that input, and nothing runs once the state has
+/// stopped (every CTA returns before its ticket, so the ticket stays at 0).
+template <int NC, int D, int G, int RPT, int ND, class MT, class X, class VT>
 __global__ void __launch_bounds__(256)
-    ax_dots_kernel(Params p, const MT* __restrict__ data, const VT* __restrict__ x,
-                   VT* __restrict__ y, const VT* __restrict__ w, double* __restrict__ partials,
+    ax_dots_kernel(Params p, const MT* __restrict__ data, X x, VT* __restrict__ y,
+                   const VT* __restrict__ w, VT* __restrict__ z, double* __restrict__ partials,
                    long long tiles, DotsFinish finish)
 {
+    if constexpr (formed_input<X>) {
+        if (x.state->stop) return;
+        x.load();
+    }
     double acc[ND];
 #pragma unroll
     for (int k = 0; k < ND; ++k) acc[k] = 0.0;
@@ -96,7 +138,13 @@ __global__ void __launch_bounds__(256)
 #pragma unroll
             for (int k = 0; k < RPT; ++k) {
                 y[r + k] = s[k];
-                add_dots<ND>(acc, ldg(w + r + k), s[k]);
+                if constexpr (formed_input<X>) {
+                    const VT zk = x(r + k);
+                    z[r + k] = zk;
+                    add_dots<ND>(acc, w ? ldg(w + r + k) : zk, s[k]);
+                } else {
+                    add_dots<ND>(acc, ldg(w + r + k), s[k]);
+                }
             }
         }
     }
@@ -120,9 +168,9 @@ __global__ void __launch_bounds__(256)
 
 /// Launch the fused product for compile-time NC (0: generic) in the tuned shape of (MT, VT);
 /// returns the CTA count (partials per sum).
-template <int NC, int D, int ND, class MT, class VT>
-index_t launch_ax_dots(const CudaExecutor& exec, const Params& p, const MT* data, const VT* x,
-                       VT* y, const VT* w, double* partials, std::size_t capacity,
+template <int NC, int D, int ND, class MT, class X, class VT>
+index_t launch_ax_dots(const CudaExecutor& exec, const Params& p, const MT* data, const X& x, VT* y,
+                       const VT* w, VT* z, double* partials, std::size_t capacity,
                        const DotsFinish& finish)
 {
     constexpr int RPT = NC > 0 && NC % 2 == 0 ? tuned_rows_per_thread<MT>(NC) : 1;
@@ -130,7 +178,7 @@ index_t launch_ax_dots(const CudaExecutor& exec, const Params& p, const MT* data
                       : tuned_alt_stage<MT, VT>(NC) ? alt_stage(NC)
                                                     : primary_stage(NC, D);
     constexpr int block = 256;
-    const auto kernel = ax_dots_kernel<NC, D, G, RPT, ND, MT, VT>;
+    const auto kernel = ax_dots_kernel<NC, D, G, RPT, ND, MT, X, VT>;
     // as many CTAs as are resident at once (the occupancy of this instantiation, asked once),
     // the tiles shared out evenly: ceil(tiles / grid) each
     static const int resident = [&] {
@@ -150,44 +198,40 @@ index_t launch_ax_dots(const CudaExecutor& exec, const Params& p, const MT* data
                    "fused BDIA product: " << std::size_t(ND) * grid
                                           << " partial sums do not fit the " << capacity
                                           << " given (spmv_dots_capacity)");
-    kernel<<<grid, block, 0, cuda::stream(exec)>>>(p, data, x, y, w, partials, tiles, finish);
+    kernel<<<grid, block, 0, cuda::stream(exec)>>>(p, data, x, y, w, z, partials, tiles, finish);
     HEPTANE_CUDA_LAUNCH_CHECK();
     return static_cast<index_t>(grid);
 }
 
-template <int ND, class MT, class VT>
-index_t spmv_dots_nd(const CudaExecutor& exec, const Params& p, const MT* data, const VT* x, VT* y,
-                     const VT* w, double* partials, std::size_t capacity, const DotsFinish& finish)
+template <int ND, class MT, class X, class VT>
+index_t spmv_dots_nd(const CudaExecutor& exec, const Params& p, const MT* data, const X& x, VT* y,
+                     const VT* w, VT* z, double* partials, std::size_t capacity,
+                     const DotsFinish& finish)
 {
+#define HEPTANE_BDIA_DOTS_CASE(NC) \
+    case NC:                       \
+        return launch_ax_dots<NC, 7, ND>(exec, p, data, x, y, w, z, partials, capacity, finish);
     if (p.nd == 7) {
         switch (p.nc) {
-            case 1:
-                return launch_ax_dots<1, 7, ND>(exec, p, data, x, y, w, partials, capacity, finish);
-            case 2:
-                return launch_ax_dots<2, 7, ND>(exec, p, data, x, y, w, partials, capacity, finish);
-            case 3:
-                return launch_ax_dots<3, 7, ND>(exec, p, data, x, y, w, partials, capacity, finish);
-            case 4:
-                return launch_ax_dots<4, 7, ND>(exec, p, data, x, y, w, partials, capacity, finish);
-            case 8:
-                return launch_ax_dots<8, 7, ND>(exec, p, data, x, y, w, partials, capacity, finish);
-            case 16:
-                return launch_ax_dots<16, 7, ND>(exec, p, data, x, y, w, partials, capacity,
-                                                 finish);
+            HEPTANE_BDIA_DOTS_CASE(1)
+            HEPTANE_BDIA_DOTS_CASE(2)
+            HEPTANE_BDIA_DOTS_CASE(3)
+            HEPTANE_BDIA_DOTS_CASE(4)
+            HEPTANE_BDIA_DOTS_CASE(8)
+            HEPTANE_BDIA_DOTS_CASE(16)
             default:
                 break;
         }
     }
-    return launch_ax_dots<0, 0, ND>(exec, p, data, x, y, w, partials, capacity, finish);
+#undef HEPTANE_BDIA_DOTS_CASE
+    return launch_ax_dots<0, 0, ND>(exec, p, data, x, y, w, z, partials, capacity, finish);
 }
 
-template <class MT, class VT>
-index_t spmv_dots_impl(const CudaExecutor& exec, const Bdia<MT>& a, const VT* x, VT* y, const VT* w,
-                       int count, double* partials, std::size_t capacity, const DotsFinish* finish)
+/// The checks every fused product makes; false where there is no fused kernel for `a`.
+template <class MT>
+bool fused_checks(const CudaExecutor& exec, const Bdia<MT>& a)
 {
-    HEPTANE_ENSURE(count == 1 || count == 3, InputError,
-                   "fused BDIA product: " << count << " dot products (1 or 3)");
-    if (a.rows == 0 || a.num_block_diagonals() == 0) return 0;  // nothing to fuse into
+    if (a.rows == 0 || a.num_block_diagonals() == 0) return false;  // nothing to fuse into
     make_current(exec);
     HEPTANE_ENSURE(
         a.block_size > 0 && a.rows % a.block_size == 0 && a.cols % a.block_size == 0,
@@ -196,12 +240,18 @@ index_t spmv_dots_impl(const CudaExecutor& exec, const Bdia<MT>& a, const VT* x,
     HEPTANE_ENSURE(a.rows == a.cols, DimensionMismatch,
                    "fused BDIA product: w and y share rows, so A must be square, not "
                        << a.rows << " x " << a.cols);
-    if (a.num_block_diagonals() > max_block_diagonals) return 0;
+    if (a.num_block_diagonals() > max_block_diagonals) return false;
     ensure_on_device(exec, *a.exec(), "BDIA");
     HEPTANE_ENSURE(a.data.size() == static_cast<std::size_t>(a.slots()), DimensionMismatch,
                    "BDIA data holds " << a.data.size() << " values, expected " << a.slots());
-    const Params p = make_params(a, Op::normal);
-    DotsFinish fin;  // kind 0: leave the partials to the caller
+    return true;
+}
+
+/// The DotsFinish the kernel gets (kind 0: leave the partials to the caller), checked
+/// against `count`.
+inline DotsFinish checked_finish(const DotsFinish* finish, int count)
+{
+    DotsFinish fin;
     if (finish) {
         const bool three = finish->kind == DotsFinish::bicgstab_s_omega;
         const bool one =
@@ -211,9 +261,50 @@ index_t spmv_dots_impl(const CudaExecutor& exec, const Bdia<MT>& a, const VT* x,
                                                                << " dot products");
         fin = *finish;
     }
+    return fin;
+}
+
+template <class MT, class VT>
+index_t spmv_dots_impl(const CudaExecutor& exec, const Bdia<MT>& a, const VT* x, VT* y, const VT* w,
+                       int count, double* partials, std::size_t capacity, const DotsFinish* finish)
+{
+    HEPTANE_ENSURE(count == 1 || count == 3, InputError,
+                   "fused BDIA product: " << count << " dot products (1 or 3)");
+    if (!fused_checks(exec, a)) return 0;
+    const Params p = make_params(a, Op::normal);
+    const DotsFinish fin = checked_finish(finish, count);
     if (count == 1)
-        return spmv_dots_nd<1>(exec, p, a.data.data(), x, y, w, partials, capacity, fin);
-    return spmv_dots_nd<3>(exec, p, a.data.data(), x, y, w, partials, capacity, fin);
+        return spmv_dots_nd<1>(exec, p, a.data.data(), x, y, w, static_cast<VT*>(nullptr), partials,
+                               capacity, fin);
+    return spmv_dots_nd<3>(exec, p, a.data.data(), x, y, w, static_cast<VT*>(nullptr), partials,
+                           capacity, fin);
+}
+
+template <class MT, class VT>
+index_t spmv_step_dots_impl(const CudaExecutor& exec, const Bdia<MT>& a, const StepInput<VT>& in,
+                            VT* y, const VT* w, int count, double* partials, std::size_t capacity,
+                            const DotsFinish* finish)
+{
+    const bool p_step = in.kind == StepInput<VT>::bicgstab_p;
+    const bool s_step = in.kind == StepInput<VT>::bicgstab_s;
+    HEPTANE_ENSURE(
+        (p_step && count == 1 && in.a) || (s_step && count == 3), InputError,
+        "fused BDIA product: an input of kind " << in.kind << " for " << count << " dot products");
+    HEPTANE_ENSURE(in.state && in.r && in.b && in.z, InputError,
+                   "fused BDIA product: the formed input lacks its state or vectors");
+    HEPTANE_ENSURE(in.z != in.r && in.z != in.a && in.z != in.b && in.z != y, InputError,
+                   "fused BDIA product: the formed input's z aliases a vector it is formed from");
+    HEPTANE_ENSURE(fused_checks(exec, a), NotSupported,
+                   "fused BDIA product: no fused kernel for this matrix (empty, or more than "
+                       << max_block_diagonals << " block diagonals) to form its input in");
+    const Params p = make_params(a, Op::normal);
+    const DotsFinish fin = checked_finish(finish, count);
+    if (p_step)
+        return spmv_dots_nd<1>(exec, p, a.data.data(),
+                               PInput<VT>{in.state, in.r, in.a, in.b, VT(0), VT(0)}, y, w, in.z,
+                               partials, capacity, fin);
+    return spmv_dots_nd<3>(exec, p, a.data.data(), SInput<VT>{in.state, in.r, in.b, VT(0)}, y,
+                           static_cast<const VT*>(nullptr), in.z, partials, capacity, fin);
 }
 
 }  // namespace heptane::kernels::bdia_detail
@@ -227,9 +318,24 @@ index_t spmv_dots(const CudaExecutor& exec, const Bdia<MT>& a, const VT* x, VT* 
     return bdia_detail::spmv_dots_impl<MT, VT>(exec, a, x, y, w, count, partials, capacity, finish);
 }
 
+template <class MT, class VT>
+index_t spmv_step_dots(const CudaExecutor& exec, const Bdia<MT>& a, const StepInput<VT>& input,
+                       VT* y, const VT* w, int count, double* partials, std::size_t capacity,
+                       const DotsFinish* finish)
+{
+    return bdia_detail::spmv_step_dots_impl<MT, VT>(exec, a, input, y, w, count, partials, capacity,
+                                                    finish);
+}
+
 }  // namespace heptane::kernels
 
 /// Instantiate the fused BDIA product for one (MT, VT) pair (inside heptane::kernels).
 #define HEPTANE_INSTANTIATE_BDIA_DOTS(MT, VT)                                                \
     template index_t spmv_dots<MT, VT>(const CudaExecutor&, const Bdia<MT>&, const VT*, VT*, \
                                        const VT*, int, double*, std::size_t, const DotsFinish*);
+
+/// Instantiate the fused product with a formed input for one (MT, VT) pair.
+#define HEPTANE_INSTANTIATE_BDIA_STEP_DOTS(MT, VT)                                              \
+    template index_t spmv_step_dots<MT, VT>(const CudaExecutor&, const Bdia<MT>&,               \
+                                            const StepInput<VT>&, VT*, const VT*, int, double*, \
+                                            std::size_t, const DotsFinish*);

@@ -53,6 +53,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <type_traits>
+#include <utility>
 
 #include "formats/bdia/bdia_cuda.hpp"
 #include "formats/cuda_spmv_common.cuh"
@@ -161,11 +162,29 @@ __global__ void __launch_bounds__(256)
 // back to back (all D*NC of them for NC <= 4, NC per block diagonal for larger blocks).
 // NC = 0 / D = 0: run-time values (generic path).
 
-/// The NC values x[xq .. xq+NC) of one block column (16-byte loads when NC is even: xq is
+/// Where the tuned product reads x from: an array (const VT*), or an input the product forms
+/// on the fly from other vectors (a functor with value_type and operator()(i), e.g. a Krylov
+/// step's p = r + beta (p - omega v): bdia_dots.cuh). x_at(x, i) is x[i] (read-only path
+/// for an array); x_value<X> its type.
+template <class VT>
+__device__ __forceinline__ VT x_at(const VT* __restrict__ x, long long i)
+{
+    return ldg(x + i);
+}
+template <class X>
+__device__ __forceinline__ typename X::value_type x_at(const X& x, long long i)
+{
+    return x(i);
+}
+template <class X>
+using x_value = std::decay_t<decltype(x_at(std::declval<const X&>(), 0LL))>;
+
+/// The NC values x[i .. i+NC) of one block column (16-byte loads when NC is even: i is
 /// a multiple of NC, so 16-byte aligned).
 template <int NC, class VT>
-__device__ __forceinline__ void load_x_block(const VT* __restrict__ xq, VT (&xv)[NC])
+__device__ __forceinline__ void load_x_block(const VT* __restrict__ x, long long i, VT (&xv)[NC])
 {
+    const VT* __restrict__ xq = x + i;
     if constexpr (NC % 2 == 0) {
         using V2 = typename vec2<VT>::type;
 #pragma unroll
@@ -179,13 +198,21 @@ __device__ __forceinline__ void load_x_block(const VT* __restrict__ xq, VT (&xv)
         for (int s = 0; s < NC; ++s) xv[s] = ldg(xq + s);
     }
 }
+/// The same for an input formed on the fly: entry by entry.
+template <int NC, class X>
+__device__ __forceinline__ void load_x_block(const X& x, long long i,
+                                             typename X::value_type (&xv)[NC])
+{
+#pragma unroll
+    for (int s = 0; s < NC; ++s) xv[s] = x(i + s);
+}
 
 /// Block diagonal q of row r (r in block row br): its NC values and the NC x entries, or
 /// zeros when the block column is outside the matrix (checked copy only; never loads then).
-template <int NC, bool checked, class MT, class VT>
+template <int NC, bool checked, class MT, class X, class VT>
 __device__ __forceinline__ void load_diagonal(const Params& p, int q, long long r, long long br,
-                                              const MT* __restrict__ data, const VT* __restrict__ x,
-                                              MT (&v)[NC], VT (&xv)[NC])
+                                              const MT* __restrict__ data, const X& x, MT (&v)[NC],
+                                              VT (&xv)[NC])
 {
     const int dq = p.boff[q];
     const long long cb = br + dq;
@@ -200,12 +227,12 @@ __device__ __forceinline__ void load_diagonal(const Params& p, int q, long long 
     const MT* d = data + static_cast<long long>(q) * NC * p.n + r;
 #pragma unroll
     for (int s = 0; s < NC; ++s) v[s] = ldcs(d + s * p.n);
-    load_x_block<NC>(x + cb * NC, xv);
+    load_x_block<NC>(x, cb * NC, xv);
 }
 
-template <int NC, int D, int G, bool checked, class MT, class VT>
+template <int NC, int D, int G, bool checked, class MT, class X, class VT = x_value<X>>
 __device__ __forceinline__ VT row_sum(const Params& p, long long r, const MT* __restrict__ data,
-                                      const VT* __restrict__ x)
+                                      const X& x)
 {
     VT sum = 0;
     if constexpr (NC > 0 && D > 0) {
@@ -232,10 +259,10 @@ __device__ __forceinline__ VT row_sum(const Params& p, long long r, const MT* __
             const int dq = p.boff[q];
             const long long cb = br + dq;
             if (checked && (cb < 0 || cb >= p.nbc)) continue;
-            const VT* xq = x + cb * nc;
+            const long long xq = cb * nc;
             const MT* d = data + static_cast<long long>(q) * nc * p.n + r;
 #pragma unroll 4
-            for (int s = 0; s < nc; ++s) sum += VT(ldcs(d + s * p.n)) * ldg(xq + s);
+            for (int s = 0; s < nc; ++s) sum += VT(ldcs(d + s * p.n)) * x_at(x, xq + s);
         }
     }
     return sum;
@@ -243,9 +270,9 @@ __device__ __forceinline__ VT row_sum(const Params& p, long long r, const MT* __
 
 // Two consecutive rows r, r+1 of one block (NC even, N even, r even): 2-wide value loads,
 // shared x loads.
-template <int NC, int D, int G, bool checked, class MT, class VT>
+template <int NC, int D, int G, bool checked, class MT, class X, class VT>
 __device__ __forceinline__ void row_sum2(const Params& p, long long r, const MT* __restrict__ data,
-                                         const VT* __restrict__ x, VT& s0, VT& s1)
+                                         const X& x, VT& s0, VT& s1)
 {
     static_assert(NC > 0 && NC % 2 == 0 && D > 0, "2 rows per thread need an even Nc");
     using M2 = typename vec2<MT>::type;
@@ -272,7 +299,7 @@ __device__ __forceinline__ void row_sum2(const Params& p, long long r, const MT*
             const MT* d = data + static_cast<long long>(q) * NC * p.n + r;
 #pragma unroll
             for (int s = 0; s < NC; ++s) v[g][s] = ldcs2(d + s * p.n);
-            load_x_block<NC>(x + cb * NC, xv[g]);
+            load_x_block<NC>(x, cb * NC, xv[g]);
         }
 #pragma unroll
         for (int g = 0; g < G; ++g) {
@@ -286,13 +313,13 @@ __device__ __forceinline__ void row_sum2(const Params& p, long long r, const MT*
     }
 }
 
-/// The first of the RPT rows of this thread, and whether the whole CTA lies in the interior
-/// block rows (block-uniform: no bounds tests there).
+/// The first of the RPT rows of this thread in tile `tile` (blockDim.x * RPT rows), and whether
+/// the whole tile lies in the interior block rows (block-uniform: no bounds tests there).
 template <int NC, int RPT>
-__device__ __forceinline__ long long thread_row(const Params& p, bool& interior)
+__device__ __forceinline__ long long tile_row(const Params& p, long long tile, bool& interior)
 {
     const long long cta_rows = static_cast<long long>(blockDim.x) * RPT;
-    const long long r_begin = blockIdx.x * cta_rows;
+    const long long r_begin = tile * cta_rows;
     const long long r_end = r_begin + cta_rows < p.n ? r_begin + cta_rows : p.n;
     const int nc = NC > 0 ? NC : p.nc;
     interior =
@@ -300,12 +327,18 @@ __device__ __forceinline__ long long thread_row(const Params& p, bool& interior)
     return r_begin + static_cast<long long>(threadIdx.x) * RPT;
 }
 
+/// tile_row of this CTA's tile (one tile per CTA).
+template <int NC, int RPT>
+__device__ __forceinline__ long long thread_row(const Params& p, bool& interior)
+{
+    return tile_row<NC, RPT>(p, blockIdx.x, interior);
+}
+
 /// The sums of the RPT rows r, r+1, .. of this thread into s (checked copy unless the CTA is
 /// interior).
-template <int NC, int D, int G, int RPT, class MT, class VT>
+template <int NC, int D, int G, int RPT, class MT, class X, class VT>
 __device__ __forceinline__ void thread_sums(const Params& p, long long r, bool interior,
-                                            const MT* __restrict__ data, const VT* __restrict__ x,
-                                            VT (&s)[RPT])
+                                            const MT* __restrict__ data, const X& x, VT (&s)[RPT])
 {
     if constexpr (RPT == 1) {
         s[0] = interior ? row_sum<NC, D, G, false>(p, r, data, x)

@@ -22,6 +22,11 @@
 // its own x: no pass at all). BENCHMARKS.md counts ≈ 25 passes for one kernel per vector
 // operation and 15–17 when fused into the SpMVs. With a preconditioner: + 2 applications,
 // + 1 pass.
+// Forming the inputs in the products (SolverOptions::fused_inputs; no preconditioner, one
+// process, BDIA-GH on a GPU): p = r + β(p − ωv) inside v = A p (it reads r, p, v and writes p,
+// v, reads r̂: 6 passes for update_p's 4 + 3) and s = r − αv inside t = A s (reads r, v,
+// writes s, t: 4 for 3 + 2): 17 passes and 3 kernels per iteration with both (p_and_s), 18
+// and 4 with s alone.
 // Launches per iteration: 5 vector kernels (3 reductions whose last block computes the
 // scalars: α; ‖s‖ with ω; ρ with ‖r‖ -- and 2 element-wise; fused, the α and ω ones only
 // reduce the partials, and on one process (SolverOptions::fused_finish) the products' last
@@ -54,6 +59,24 @@ BicgstabImpl parse_bicgstab_impl(const std::string& name)
     HEPTANE_THROW(InputError,
                   "unknown BiCGStab implementation '" << name << "' (choices: fused, reference)");
 }
+
+namespace {
+/// SolverOptions::fused_inputs resolved for one solve: none with a preconditioner or where the
+/// products cannot form inputs (FusedDots::forms_inputs: fused dots, one process, BDIA-GH on a
+/// GPU); automatic by the rows; p_and_s only where a recorded graph holds an even number of
+/// iterations (detail::replay_batch), else s.
+template <class VT>
+FusedInputs formed_inputs(const SolverOptions& o, const Operator<VT>& a, const Operator<VT>* m,
+                          const detail::FusedDots& fused)
+{
+    if (m || !fused.forms_inputs()) return FusedInputs::none;
+    FusedInputs f = o.fused_inputs;
+    if (f == FusedInputs::automatic)
+        f = a.rows() <= (index_t(1) << 19) ? FusedInputs::p_and_s : FusedInputs::s;
+    if (f == FusedInputs::p_and_s && detail::replay_batch(o, a, m) % 2 != 0) f = FusedInputs::s;
+    return f;
+}
+}  // namespace
 
 template <class VT>
 struct Bicgstab<VT>::Workspace : detail::FusedWorkspace<VT> {
@@ -121,6 +144,42 @@ Status Bicgstab<VT>::solve(const Array<VT>& b_arr, Array<VT>& x_arr)
     // r̂ = r, p = v = 0, ‖b‖, ‖r0‖, ρ = (r̂, r) = ‖r0‖²
     ops.bicgstab_init(n, b, r, r_hat, p, v, detail::stop_params(opts_));
     detail::FusedDots fused(A, opts_, w.partials, ops.context());
+    const FusedInputs form = formed_inputs(opts_, A, M, fused);
+    if (form == FusedInputs::p_and_s) {
+        // The products form both their inputs (SolverOptions::fused_inputs): 3 kernels per
+        // iteration. p and s share two buffers, v and t two more: the product that forms
+        // p_new from p_old and v_old writes p_new and v_new into the other two, and s and t
+        // then go where p_old and v_old were. The roles swap every iteration, so a recorded
+        // graph must hold an even number of iterations (replay_batch).
+        VT* pb[2] = {p, s};
+        VT* vb[2] = {v, t};
+        int cur = 0;
+        Status st = detail::run_fused_loop(
+            A, M, ops, w.mirrors, w.graph, opts_, fused, x, setup_clock,
+            [&, &A = A, n = n, &ops = ops] {  // C++17: bindings by init-capture
+                VT *p_old = pb[cur], *p_new = pb[cur ^ 1], *v_old = vb[cur], *v_new = vb[cur ^ 1];
+                // v = A p with p = r + β(p − ωv) formed in the product; α = ρ/(r̂, v)
+                fused.apply_step(
+                    A, StepInput<VT>{StepInput<VT>::bicgstab_p, nullptr, r, p_old, v_old, p_new},
+                    v_new, r_hat, 1, DotsFinish::bicgstab_alpha,
+                    [&](index_t parts, const double* sums) {
+                        ops.bicgstab_alpha_partials(parts, sums);
+                    });
+                // t = A s with s = r − αv formed in the product; (t, s), (t, t), (s, s) → ω
+                VT *s_new = p_old, *t_new = v_old;
+                fused.apply_step(
+                    A, StepInput<VT>{StepInput<VT>::bicgstab_s, nullptr, r, nullptr, v_new, s_new},
+                    t_new, static_cast<const VT*>(nullptr), 3, DotsFinish::bicgstab_s_omega,
+                    [&](index_t parts, const double* sums) {
+                        ops.bicgstab_omega_partials(parts, sums);
+                    });
+                ops.bicgstab_update_xr(n, p_new, s_new, s_new, t_new, r_hat, x, r);  // x, r, ρ, β
+                cur ^= 1;
+            });
+        st.fused_inputs = form;
+        detail::true_residual(A, ops, opts_, b, x, t, st);
+        return st;
+    }
     Status st = detail::run_fused_loop(
         A, M, ops, w.mirrors, w.graph, opts_, fused, x, setup_clock,
         [&, &A = A, M = M, n = n, &ops = ops] {  // C++17: bindings by init-capture
@@ -133,17 +192,28 @@ Status Bicgstab<VT>::solve(const Array<VT>& b_arr, Array<VT>& x_arr)
                     ops.bicgstab_alpha_partials(parts, sums);
                 },
                 [&] { ops.bicgstab_alpha(n, r_hat, v); });
-            ops.bicgstab_update_s(n, r, v, s);  // s = r − αv
-            if (M) M->apply(s, s_hat);          // ŝ = M⁻¹ s
-            // t = A ŝ with (t, s), (t, t), (s, s) → half-step test, ω = (t,s)/(t,t)
-            fused.apply(
-                A, s_hat, t, s, 3, DotsFinish::bicgstab_s_omega,
-                [&](index_t parts, const double* sums) {
-                    ops.bicgstab_omega_partials(parts, sums);
-                },
-                [&] { ops.bicgstab_omega(n, t, s); });
+            if (form == FusedInputs::s) {
+                // t = A s with s = r − αv formed in the product (M = I); ω as below
+                fused.apply_step(
+                    A, StepInput<VT>{StepInput<VT>::bicgstab_s, nullptr, r, nullptr, v, s}, t,
+                    static_cast<const VT*>(nullptr), 3, DotsFinish::bicgstab_s_omega,
+                    [&](index_t parts, const double* sums) {
+                        ops.bicgstab_omega_partials(parts, sums);
+                    });
+            } else {
+                ops.bicgstab_update_s(n, r, v, s);  // s = r − αv
+                if (M) M->apply(s, s_hat);          // ŝ = M⁻¹ s
+                // t = A ŝ with (t, s), (t, t), (s, s) → half-step test, ω = (t,s)/(t,t)
+                fused.apply(
+                    A, s_hat, t, s, 3, DotsFinish::bicgstab_s_omega,
+                    [&](index_t parts, const double* sums) {
+                        ops.bicgstab_omega_partials(parts, sums);
+                    },
+                    [&] { ops.bicgstab_omega(n, t, s); });
+            }
             ops.bicgstab_update_xr(n, p_hat, s_hat, s, t, r_hat, x, r);  // x, r, ρ, β
         });
+    st.fused_inputs = form;
     detail::true_residual(A, ops, opts_, b, x, t, st);
     return st;
 }

@@ -15,7 +15,7 @@
 
 namespace heptane {
 
-/// Which step the summed dot products end, the KrylovState it updates and the history.
+/// Which step the summed dot products end and the KrylovState it updates.
 struct DotsFinish {
     enum Kind : int {
         bicgstab_alpha = 1,    ///< count 1: α = ρ / (r̂, v)
@@ -24,7 +24,30 @@ struct DotsFinish {
     };
     int kind = 0;
     KrylovState* state = nullptr;
-    double* history = nullptr;
+};
+
+/// The input of a fused product that the product forms itself from a BiCGStab step's vectors,
+/// instead of a vector kernel writing it before the product reads it (solver/bicgstab: the
+/// unpreconditioned loop on one process). Each row's product reads its neighbours' entries
+/// and computes them from r, a, b (cache hits: those rows' own threads read them too); the
+/// row's own entry is written to z. The scalars are the state's (β, ω after the last step;
+/// α after the α step), read by the kernel; once the state has stopped it does nothing.
+///     bicgstab_p: z = p_new = r + β (a − ω b)    a = p, b = v of the last iteration
+///     bicgstab_s: z = s     = r − α b            b = v = A p_new;  w (the dot products'
+///                                                 other vector) is then s itself
+/// z aliases none of r, a, b (their neighbours' entries are read while z is written).
+template <class VT>
+struct StepInput {
+    enum Kind : int {
+        bicgstab_p = 1,
+        bicgstab_s = 2,
+    };
+    int kind = 0;
+    const KrylovState* state = nullptr;
+    const VT* r = nullptr;
+    const VT* a = nullptr;
+    const VT* b = nullptr;
+    VT* z = nullptr;
 };
 
 /// Runs the finalize of `f.kind` on the summed dot products `v` (as many as the kind
