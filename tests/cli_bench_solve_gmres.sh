@@ -70,21 +70,24 @@ awk -F, 'FNR == 1 { f++; next }
 
 # BiCGStab's loops side by side: fused (the dot products in the products, the step finished
 # by the product's last CTA on one GPU), fused-apart (the products' partial sums reduced by a
-# kernel of their own), fused-nodots (no dot products in the products): a row each per format,
+# kernel of their own), fused-inputs / fused-sinput / fused-noinputs (BiCGStab's p and s, s
+# alone, neither formed inside the products), fused-nodots (no dot products in the products):
+# a row each per format,
 # each converged to tolerance, in iteration counts within one of each other (on the CPU nothing
 # fuses: the same loop; on a GPU the sums come in another order)
-"$heptane" bench solve "${common[@]}" --steady-its 5 --impl fused,fused-apart,fused-nodots \
+impls="fused fused-apart fused-inputs fused-sinput fused-noinputs fused-nodots"
+"$heptane" bench solve "${common[@]}" --steady-its 5 --impl "${impls// /,}" \
   --csv "$dir/impl.csv" >"$dir/impl.md"
 cat "$dir/impl.md"
-for impl in fused fused-apart fused-nodots; do
+for impl in $impls; do
   [ "$(main_rows "$dir/impl.md" | grep -c "| $impl |")" = 2 ]
 done
 sed 's/^"[^"]*",//' "$dir/impl.csv" >"$dir/impl.cut"
 awk -F, 'NR > 1 { if ($12 != "\"converged_rtol\"" || !($7 > 0)) { print "bad row: " $0; bad = 1 }
                   k = $3; if (!(k in lo) || $9 < lo[k]) lo[k] = $9; if ($9 > hi[k]) hi[k] = $9; n++ }
          END { for (k in lo) if (hi[k] - lo[k] > 1) { print k ": iterations " lo[k] "-" hi[k]; bad = 1 }
-               exit (bad || n != 6) }' "$dir/impl.cut"
-grep -q "fused-apart" <("$heptane" bench solve --help)
+               exit (bad || n != 12) }' "$dir/impl.cut"
+for impl in $impls; do grep -q -- "$impl" <("$heptane" bench solve --help); done
 
 # no bandwidth on the CPU: no floor
 if [ "$device" = cpu ]; then
