@@ -29,6 +29,7 @@
 #pragma once
 
 #include "core/cuda_block_sum.cuh"
+#include "core/cuda_dependent_launch.cuh"
 #include "formats/bdia/bdia_impl.cuh"
 #include "solver/vector/dots_finish.hpp"
 
@@ -122,6 +123,8 @@ __global__ void __launch_bounds__(256)
                    const VT* __restrict__ w, VT* __restrict__ z, double* __restrict__ partials,
                    long long tiles, DotsFinish finish)
 {
+    cuda_detail::wait_for_prior_kernels();  // cuda::launch_dependent
+    cuda_detail::allow_dependents();
     if constexpr (formed_input<X>) {
         if (x.state->stop) return;
         x.load();
@@ -198,8 +201,7 @@ index_t launch_ax_dots(const CudaExecutor& exec, const Params& p, const MT* data
                    "fused BDIA product: " << std::size_t(ND) * grid
                                           << " partial sums do not fit the " << capacity
                                           << " given (spmv_dots_capacity)");
-    kernel<<<grid, block, 0, cuda::stream(exec)>>>(p, data, x, y, w, z, partials, tiles, finish);
-    HEPTANE_CUDA_LAUNCH_CHECK();
+    cuda::launch_dependent(exec, kernel, grid, block, p, data, x, y, w, z, partials, tiles, finish);
     return static_cast<index_t>(grid);
 }
 

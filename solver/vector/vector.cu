@@ -6,11 +6,14 @@
 // back to 0 for the next launch) adds the partials in block order and runs the finalize
 // function of krylov_state.hpp on the KrylovState in device memory. The sums are therefore
 // reproducible run to run for a given device, and alpha, beta, omega and the stopping tests
-// never visit the host.
+// never visit the host. The reductions and element-wise steps are launched as programmatic
+// dependents (core/cuda_dependent_launch.cuh): each is scheduled while the kernel before it
+// finishes and waits for it before touching memory.
 #include <cstddef>
 
 #include "core/cuda_block_sum.cuh"
 #include "core/cuda_common.hpp"
+#include "core/cuda_dependent_launch.cuh"
 #include "solver/vector/vector_kernels.hpp"
 
 namespace heptane::kernels {
@@ -40,6 +43,8 @@ template <int NS, class Map, class Fin>
 __global__ void __launch_bounds__(block_size)
     reduce_kernel(index_t n, Map map, Fin fin, StepContext ctx, bool gated)
 {
+    cuda_detail::wait_for_prior_kernels();  // cuda::launch_dependent
+    cuda_detail::allow_dependents();
     KrylovState* st = ctx.state;
     if (gated && st->stop) return;
     map.load(*st);
@@ -74,6 +79,8 @@ __global__ void __launch_bounds__(block_size)
 template <class Map>
 __global__ void __launch_bounds__(block_size) map_kernel(index_t n, Map map, StepContext ctx)
 {
+    cuda_detail::wait_for_prior_kernels();  // cuda::launch_dependent
+    cuda_detail::allow_dependents();
     if (ctx.state->stop) return;
     map.load(*ctx.state);
     const long long stride = static_cast<long long>(blockDim.x) * gridDim.x;
@@ -110,8 +117,8 @@ void launch_reduce(const CudaExecutor& exec, index_t n, Map map, Fin fin, StepCo
 {
     const unsigned blocks = blocks_for(exec, n);
     if (!ctx.reducer) {
-        reduce_kernel<NS><<<blocks, block_size, 0, cuda::stream(exec)>>>(n, map, fin, ctx, gated);
-        HEPTANE_CUDA_LAUNCH_CHECK();
+        cuda::launch_dependent(exec, reduce_kernel<NS, Map, Fin>, blocks, block_size, n, map, fin,
+                               ctx, gated);
         return;
     }
     // local sums -> one reduction of the NS sums over the processes -> finalize. A gated
@@ -130,8 +137,7 @@ void launch_reduce(const CudaExecutor& exec, index_t n, Map map, Fin fin, StepCo
 template <class Map>
 void launch_map(const CudaExecutor& exec, index_t n, Map map, StepContext ctx)
 {
-    map_kernel<<<blocks_for(exec, n), block_size, 0, cuda::stream(exec)>>>(n, map, ctx);
-    HEPTANE_CUDA_LAUNCH_CHECK();
+    cuda::launch_dependent(exec, map_kernel<Map>, blocks_for(exec, n), block_size, n, map, ctx);
 }
 
 // ---- plain kernels ------------------------------------------------------------------------
