@@ -16,6 +16,10 @@ struct StepInput;  // solver/vector/dots_finish.hpp
 
 namespace heptane::kernels {
 
+/// The most block diagonals the CUDA BDIA-GH kernels take (their offsets travel in the
+/// kernels' parameter space).
+constexpr int bdia_max_block_diagonals = 64;
+
 /// Launch shape of the optimized BDIA kernels (0 = the tuned default).
 struct BdiaLaunch {
     int block = 0;            ///< threads per CTA: 64, 128 or 256
@@ -96,12 +100,13 @@ index_t spmv_step_dots(const CudaExecutor& exec, const Bdia<MT>& a, const StepIn
                        VT* y, const VT* w, int count, double* partials, std::size_t capacity,
                        const DotsFinish* finish = nullptr);
 
-/// Whether spmv_dots and spmv_step_dots have a kernel for `a` (not empty, at most 64 block
-/// diagonals).
+/// Whether spmv_dots and spmv_step_dots have a kernel for `a` (not empty, at most
+/// bdia_max_block_diagonals block diagonals).
 template <class MT>
 bool spmv_dots_fuses(const Bdia<MT>& a)
 {
-    return a.rows > 0 && a.num_block_diagonals() > 0 && a.num_block_diagonals() <= 64;
+    return a.rows > 0 && a.num_block_diagonals() > 0 &&
+           a.num_block_diagonals() <= bdia_max_block_diagonals;
 }
 
 /// Doubles of `partials` that spmv_dots needs for `count` sums over a matrix of `rows` rows

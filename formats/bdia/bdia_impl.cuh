@@ -62,7 +62,7 @@ namespace heptane::kernels::bdia_detail {
 
 using namespace cuda_detail;
 
-constexpr int max_block_diagonals = 64;
+constexpr int max_block_diagonals = bdia_max_block_diagonals;
 
 /// Everything a BDIA kernel needs about A, passed by value (kernel parameter space).
 struct Params {
