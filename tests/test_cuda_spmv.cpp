@@ -401,6 +401,98 @@ void check_bdia(const std::string& what, const Bdia<double>& a64, bool shapes)
 
 }  // namespace
 
+namespace {
+
+// A BDIA-GH matrix whose main block diagonal is the identity and says so
+// (Bdia::unit_main_block, what kernels::bdia_right_scale makes of A M⁻¹): the tuned product
+// for Nc = 1 with the hepta's 7 block diagonals adds x there instead of reading those values.
+// There the device copy stores 7s in their place, so a product that read them would be off;
+// elsewhere (other block sizes, which read the stored I) it stores the identity and the flag
+// must change nothing. A x by the tuned default and every launch shape, and the fused product
+// with its dot products, against the CPU reference of the matrix with its identity. (A^T x
+// and the thesis kernel read the stored values: not run with the 7s.)
+template <class MT, class VT>
+void check_unit_main(const std::string& what, const Bdia<double>& a64)
+{
+    const index_t q0 = a64.main_block_diagonal();
+    BOOST_TEST_REQUIRE(q0 >= 0, what);
+    const index_t nc = a64.block_size;
+    const bool skipped = nc == 1 && a64.num_block_diagonals() == 7 && q0 == 3;
+    const std::size_t n = std::size_t(a64.rows);
+    std::vector<MT> v(a64.data.host().begin(), a64.data.host().end());
+    std::vector<MT> stored = v;
+    for (index_t s = 0; s < nc; ++s)
+        for (std::size_t r = 0; r < n; ++r) {
+            const std::size_t k = std::size_t(q0 * nc + s) * n + r;
+            v[k] = index_t(r % std::size_t(nc)) == s ? MT(1) : MT(0);
+            stored[k] = skipped ? MT(7) : v[k];
+        }
+    const Bdia<MT> h{a64.rows,   a64.cols, nc, a64.block_offsets, Array<MT>(std::move(v)),
+                     a64.pattern};
+    const Csr<MT> ref = csr_from_coo(to_coo(h));
+    const Bdia<MT> g{a64.rows,    a64.cols, nc, a64.block_offsets, Array<MT>(std::move(stored)),
+                     a64.pattern, true};
+    const Bdia<MT> d = g.to(gpu());
+    BOOST_TEST(d.unit_main_block, what);
+    const std::vector<Op> normal = {Op::normal};
+    check_against_csr<MT, VT>(
+        what + " identity main blocks, tuned", ref,
+        [&](Op op, VT al, const VT* x, VT be, VT* y) {
+            kernels::spmv(*gpu(), d, op, al, x, be, y);
+        },
+        all_ab, normal);
+    for (int block : {64, 256})
+        for (int rpt : {1, 2})
+            for (int stage : {1, 2}) {
+                const kernels::BdiaLaunch l{block, rpt, stage};
+                check_against_csr<MT, VT>(
+                    what + " identity main blocks, block " + std::to_string(block) +
+                        " rows/thread " + std::to_string(rpt) + " staging " + std::to_string(stage),
+                    ref,
+                    [&](Op op, VT al, const VT* x, VT be, VT* y) {
+                        kernels::spmv_bdia(*gpu(), d, op, al, x, be, y,
+                                           kernels::BdiaKernel::optimized, l);
+                    },
+                    one_ab, normal);
+            }
+    // the fused product (y = A x and (x, y), (y, y), (x, x))
+    check_against_csr<MT, VT>(
+        what + " identity main blocks, fused with its dot products", ref,
+        [&](Op, VT, const VT* x, VT, VT* y) {
+            const std::size_t cap = kernels::spmv_dots_capacity(d.rows, 3);
+            Array<double> partials(gpu(), cap);
+            BOOST_TEST(kernels::spmv_dots(*gpu(), d, x, y, x, 3, partials.data(), cap) > 0);
+        },
+        std::vector<AlphaBeta>{AlphaBeta{1, 0}}, normal);
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(bdia_identity_main_blocks_give_the_product_read_or_not)
+{
+    // every block size with a compiled kernel and the generic one (5), 3-D (D = 7) grids; a
+    // 2-D one at Nc = 1 (D = 5: the generic kernel, which reads the identity)
+    struct Case {
+        index_t nc, I;
+    };
+    for (Case c : {Case{1, 6}, Case{1, 1}, Case{2, 6}, Case{3, 6}, Case{4, 6}, Case{5, 3},
+                   Case{8, 3}, Case{16, 3}})
+        for (bool banded : {true, false}) {
+            HeptaSpec s;
+            s.J = 9;
+            s.H = 7;
+            s.I = c.I;
+            s.Nc = c.nc;
+            s.banded = banded;
+            s.seed = 50 + c.nc;
+            const Bdia<double> a = generate_hepta_bdia<double>(s);
+            const std::string what = describe(s);
+            check_unit_main<double, double>(what, a);
+            check_unit_main<float, float>(what, a);
+            check_unit_main<float, double>(what, a);
+        }
+}
+
 BOOST_AUTO_TEST_CASE(bdia_generated_gh_every_block_size_matches_cpu_reference)
 {
     // tiny grids (few or no interior rows: the checked path) and larger ones (both paths),

@@ -1732,6 +1732,109 @@ BOOST_AUTO_TEST_CASE(bdia_right_scale_equals_the_product_with_the_block_diagonal
         InputError);
 }
 
+BOOST_AUTO_TEST_CASE(bdia_right_scale_by_the_main_blocks_inverses_writes_the_identity)
+{
+    // unit_main: B is the inverse of A's main blocks, so A B holds exactly I there and says so
+    // (Bdia::unit_main_block); every other slot as without it; A B x against A (B x) in double
+    const auto exec = test::test_executor();
+    for (index_t nc : {1, 3}) {
+        auto a64 = hepta(7, 5, 4, nc, false, 95 + unsigned(nc));
+        for (offset_t k = 0; k < a64.nnz(); ++k)  // invertible main blocks (dominant diagonal)
+            if (a64.row[std::size_t(k)] == a64.col[std::size_t(k)])
+                a64.val[std::size_t(k)] = 4.0 + a64.val[std::size_t(k)];
+        const Bdia<double> a_host = bdia_from_coo(a64, nc);
+        const index_t q0 = a_host.main_block_diagonal();
+        BOOST_TEST_REQUIRE(q0 >= 0);
+        const std::size_t n = std::size_t(a64.rows), nb = n / std::size_t(nc);
+        const std::vector<double>& ad = a_host.data.host();
+        std::vector<double> binv(nb * std::size_t(nc * nc));  // row-major inverses
+        for (std::size_t p = 0; p < nb; ++p) {
+            double m[3][3] = {{1, 0, 0}, {0, 1, 0}, {0, 0, 1}};
+            for (index_t i = 0; i < nc; ++i)  // A(p nc + i, p nc + s) = slot (q0, s) of row i
+                for (index_t s2 = 0; s2 < nc; ++s2)
+                    m[i][s2] = ad[std::size_t(q0 * nc + s2) * n + p * std::size_t(nc) + i];
+            double inv[3][3];
+            if (nc == 1) {
+                inv[0][0] = 1.0 / m[0][0];
+            } else {  // adjugate / determinant
+                const double det = m[0][0] * (m[1][1] * m[2][2] - m[1][2] * m[2][1]) -
+                                   m[0][1] * (m[1][0] * m[2][2] - m[1][2] * m[2][0]) +
+                                   m[0][2] * (m[1][0] * m[2][1] - m[1][1] * m[2][0]);
+                for (int i = 0; i < 3; ++i)
+                    for (int j = 0; j < 3; ++j) {
+                        const int r0 = (j + 1) % 3, r1 = (j + 2) % 3, c0 = (i + 1) % 3,
+                                  c1 = (i + 2) % 3;
+                        inv[i][j] = (m[r0][c0] * m[r1][c1] - m[r0][c1] * m[r1][c0]) / det;
+                    }
+            }
+            for (index_t i = 0; i < nc; ++i)
+                for (index_t j = 0; j < nc; ++j)
+                    binv[p * std::size_t(nc * nc) + std::size_t(i * nc + j)] = inv[i][j];
+        }
+        const Array<double> bd = Array<double>(std::vector<double>(binv)).to(exec);
+        const Bdia<double> a = a_host.to(exec);
+        Bdia<double> plain = a_host.to(exec), unit = a_host.to(exec);
+        dispatch_executor(*exec, [&](const auto& e) {
+            kernels::bdia_right_scale(e, a, nc, bd.data(), plain);
+            kernels::bdia_right_scale(e, a, nc, bd.data(), unit, true);
+        });
+        BOOST_TEST(!plain.unit_main_block);
+        BOOST_TEST(unit.unit_main_block);
+        BOOST_TEST(unit.to(cpu_executor()).unit_main_block);  // kept by to()
+        const std::vector<double> ph = plain.data.to_vector(), uv = unit.data.to_vector();
+        std::size_t off_identity = 0, other_differs = 0;
+        for (std::size_t k = 0; k < uv.size(); ++k) {
+            const std::size_t slot = k / n, r = k % n;
+            if (index_t(slot) / nc == q0) {
+                const double want = index_t(slot) % nc == index_t(r % std::size_t(nc)) ? 1 : 0;
+                off_identity += uv[k] != want;
+            } else {
+                other_differs += uv[k] != ph[k];
+            }
+        }
+        BOOST_TEST(off_identity == 0u, "Nc=" << nc);
+        BOOST_TEST(other_differs == 0u, "Nc=" << nc);
+        // A B x against A (B x): the identity is A_ii B_i up to the rounding of the inverse
+        const std::vector<double> x = test::random_vector<double>(n, 23);
+        std::vector<double> bx(n, 0.0), want(n, 0.0);
+        for (std::size_t p = 0; p < nb; ++p)
+            for (index_t i = 0; i < nc; ++i)
+                for (index_t j = 0; j < nc; ++j)
+                    bx[p * nc + i] += binv[p * nc * nc + std::size_t(i * nc + j)] * x[p * nc + j];
+        for (offset_t k = 0; k < a64.nnz(); ++k)
+            want[std::size_t(a64.row[std::size_t(k)])] +=
+                a64.val[std::size_t(k)] * bx[std::size_t(a64.col[std::size_t(k)])];
+        const Array<double> xd = Array<double>(std::vector<double>(x)).to(exec);
+        Array<double> yd(exec, n);
+        dispatch_executor(*exec, [&](const auto& e) {
+            kernels::spmv(e, unit, Op::normal, 1.0, xd.data(), 0.0, yd.data());
+        });
+        BOOST_TEST(test::rel_max_diff(yd.to_vector(), want) <= 1e-12,
+                   "Nc=" << nc << ": " << test::rel_max_diff(yd.to_vector(), want));
+        // again without it: the flag cleared
+        dispatch_executor(
+            *exec, [&](const auto& e) { kernels::bdia_right_scale(e, a, nc, bd.data(), unit); });
+        BOOST_TEST(!unit.unit_main_block);
+        if (nc == 3) {  // blocks of 1 are not the main blocks' inverses
+            BOOST_CHECK_THROW(dispatch_executor(*exec,
+                                                [&](const auto& e) {
+                                                    kernels::bdia_right_scale(e, a, 1, bd.data(),
+                                                                              unit, true);
+                                                }),
+                              InputError);
+        }
+    }
+    // no block diagonal at offset 0
+    const Bdia<double> z = bdia_zeros<double>(8, 8, 1, {-1, 1}).to(exec);
+    Bdia<double> zo = bdia_zeros<double>(8, 8, 1, {-1, 1}).to(exec);
+    const Array<double> ones = Array<double>(std::vector<double>(8, 1.0)).to(exec);
+    BOOST_CHECK_THROW(
+        dispatch_executor(
+            *exec,
+            [&](const auto& e) { kernels::bdia_right_scale(e, z, 1, ones.data(), zo, true); }),
+        InputError);
+}
+
 // ------------------------------------------------------------------------- the format registry
 
 BOOST_AUTO_TEST_CASE(every_registered_format_parses_builds_round_trips_and_multiplies)

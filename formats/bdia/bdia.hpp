@@ -25,10 +25,23 @@ struct Bdia {
     std::vector<index_t> block_offsets;  ///< d_q, ascending, in blocks (host copy)
     Array<T> data;                       ///< D*Nc*rows values, column-major
     Array<std::uint64_t> pattern;        ///< bitset over data: 1 = stored entry
+    /// The block diagonal at offset 0 holds the identity (its stored values are exactly I).
+    /// The tuned CUDA product A x for Nc = 1 with 7 block diagonals (the hepta's, offset 0
+    /// in the middle) adds x there instead of reading those values (8 of a row's 56 bytes of
+    /// fp64 values); every other kernel reads the stored I, so the flag never changes a
+    /// result. Set by kernels::bdia_right_scale for A M⁻¹ with M A's main blocks.
+    bool unit_main_block = false;
 
     index_t num_block_diagonals() const noexcept
     {
         return static_cast<index_t>(block_offsets.size());
+    }
+    /// The index q of the block diagonal at offset 0, or -1 when there is none.
+    index_t main_block_diagonal() const noexcept
+    {
+        for (std::size_t q = 0; q < block_offsets.size(); ++q)
+            if (block_offsets[q] == 0) return static_cast<index_t>(q);
+        return -1;
     }
     index_t num_diagonals() const noexcept { return num_block_diagonals() * block_size; }
     /// Element offset of diagonal k: d_q*Nc + s.
@@ -40,7 +53,9 @@ struct Bdia {
     const std::shared_ptr<const Executor>& exec() const noexcept { return data.exec(); }
     Bdia to(std::shared_ptr<const Executor> exec) const
     {
-        return Bdia{rows, cols, block_size, block_offsets, data.to(exec), pattern.to(exec)};
+        return Bdia{rows,           cols,          block_size,
+                    block_offsets,  data.to(exec), pattern.to(exec),
+                    unit_main_block};
     }
 };
 

@@ -286,9 +286,9 @@ void spmv(const CpuExecutor&, const Bdia<MT>& a, Op op, VT alpha, const VT* x, V
 
 template <class MT, class VT>
 void bdia_right_scale(const CpuExecutor&, const Bdia<MT>& a, index_t b, const VT* binv,
-                      Bdia<MT>& out)
+                      Bdia<MT>& out, bool unit_main)
 {
-    check_right_scale(a, b, out);
+    check_right_scale(a, b, out, unit_main);
     HEPTANE_ENSURE(a.exec()->is_cpu() && out.data.exec()->is_cpu(), DimensionMismatch,
                    "BDIA right scaling on the host: the matrices are not on the host");
     const offset_t n = a.rows;
@@ -297,6 +297,7 @@ void bdia_right_scale(const CpuExecutor&, const Bdia<MT>& a, index_t b, const VT
     const index_t* dq = a.block_offsets.data();
     const MT* in = a.data.data();
     MT* o = out.data.data();
+    const int unit_q = unit_main ? int(a.main_block_diagonal()) : -1;
     // row r, block diagonal q, column c = cb·Nc + s of pc block P = c / b, j = c mod b:
     //     out(r, (q, s)) = sum_i A(r, (q, s − j + i)) · B_P(i, j)
 #pragma omp parallel for schedule(static) if (n >= 32768)
@@ -307,7 +308,9 @@ void bdia_right_scale(const CpuExecutor&, const Bdia<MT>& a, index_t b, const VT
             const bool inside = cb >= 0 && cb < nbc;
             for (int s = 0; s < nc; ++s) {
                 double sum = 0;
-                if (inside) {
+                if (q == unit_q)  // A_ii B_i = I
+                    sum = s == int(r - br * nc) ? 1.0 : 0.0;
+                else if (inside) {
                     const offset_t c = cb * nc + s;
                     const int j = int(c % b);
                     const VT* bp = binv + (c / b) * offset_t(b) * b + j;
@@ -318,12 +321,13 @@ void bdia_right_scale(const CpuExecutor&, const Bdia<MT>& a, index_t b, const VT
             }
         }
     }
+    out.unit_main_block = unit_main;
 }
 
 #define HEPTANE_INSTANTIATE(MT, VT)                                                              \
     template void spmv<MT, VT>(const CpuExecutor&, const Bdia<MT>&, Op, VT, const VT*, VT, VT*); \
     template void bdia_right_scale<MT, VT>(const CpuExecutor&, const Bdia<MT>&, index_t,         \
-                                           const VT*, Bdia<MT>&);
+                                           const VT*, Bdia<MT>&, bool);
 HEPTANE_PRECISION_TYPES(HEPTANE_INSTANTIATE)
 #undef HEPTANE_INSTANTIATE
 

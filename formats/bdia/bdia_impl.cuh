@@ -77,6 +77,10 @@ struct Params {
     /// A^T x of a row block of a larger matrix (spmv_bdia_rows): y += alpha * sum by atomicAdd
     /// (beta unused), as other row blocks may add into the same entries on other streams.
     int atomic_out;
+    /// The block diagonal holding the identity (Bdia::unit_main_block; A x only), -1: none.
+    /// The tuned kernel for Nc = 1 and D = 7 adds x there instead of reading its values when
+    /// it is the middle one (the hepta's offset 0); every other kernel reads the stored I.
+    int unit_q = -1;
 };
 
 /// 2-wide vectors for the 2-rows-per-thread kernel.
@@ -209,11 +213,19 @@ __device__ __forceinline__ void load_x_block(const X& x, long long i,
 
 /// Block diagonal q of row r (r in block row br): its NC values and the NC x entries, or
 /// zeros when the block column is outside the matrix (checked copy only; never loads then).
-template <int NC, bool checked, class MT, class X, class VT>
+/// U >= 0: block diagonal U is the identity (NC = 1 only; q and U compile-time constants once
+/// unrolled): its value 1, not loaded.
+template <int NC, bool checked, int U = -1, class MT, class X, class VT>
 __device__ __forceinline__ void load_diagonal(const Params& p, int q, long long r, long long br,
                                               const MT* __restrict__ data, const X& x, MT (&v)[NC],
                                               VT (&xv)[NC])
 {
+    static_assert(U < 0 || NC == 1, "an identity block diagonal is compiled for Nc = 1 only");
+    if (U >= 0 && q == U) {
+        v[0] = MT(1);
+        load_x_block<NC>(x, r, xv);  // the block column is the row's own
+        return;
+    }
     const int dq = p.boff[q];
     const long long cb = br + dq;
     if (checked && (cb < 0 || cb >= p.nbc)) {
@@ -230,7 +242,7 @@ __device__ __forceinline__ void load_diagonal(const Params& p, int q, long long 
     load_x_block<NC>(x, cb * NC, xv);
 }
 
-template <int NC, int D, int G, bool checked, class MT, class X, class VT = x_value<X>>
+template <int NC, int D, int G, bool checked, int U = -1, class MT, class X, class VT = x_value<X>>
 __device__ __forceinline__ VT row_sum(const Params& p, long long r, const MT* __restrict__ data,
                                       const X& x)
 {
@@ -244,7 +256,8 @@ __device__ __forceinline__ VT row_sum(const Params& p, long long r, const MT* __
             VT xv[G][NC];
 #pragma unroll
             for (int g = 0; g < G; ++g)
-                if (q0 + g < D) load_diagonal<NC, checked>(p, q0 + g, r, br, data, x, v[g], xv[g]);
+                if (q0 + g < D)
+                    load_diagonal<NC, checked, U>(p, q0 + g, r, br, data, x, v[g], xv[g]);
 #pragma unroll
             for (int g = 0; g < G; ++g)
                 if (q0 + g < D) {
@@ -341,6 +354,13 @@ __device__ __forceinline__ void thread_sums(const Params& p, long long r, bool i
                                             const MT* __restrict__ data, const X& x, VT (&s)[RPT])
 {
     if constexpr (RPT == 1) {
+        if constexpr (NC == 1 && D == 7) {  // the identity in the middle: x added, not read
+            if (p.unit_q == D / 2) {
+                s[0] = interior ? row_sum<NC, D, G, false, D / 2>(p, r, data, x)
+                                : row_sum<NC, D, G, true, D / 2>(p, r, data, x);
+                return;
+            }
+        }
         s[0] = interior ? row_sum<NC, D, G, false>(p, r, data, x)
                         : row_sum<NC, D, G, true>(p, r, data, x);
     } else {
@@ -508,6 +528,7 @@ Params make_params(const Bdia<MT>& a, Op op)
         p.hi = std::min<index_t>(p.nbc, p.nbr + dmin);
     }
     if (p.hi < p.lo) p.hi = p.lo;  // no interior
+    if (op == Op::normal && a.unit_main_block) p.unit_q = a.main_block_diagonal();
     return p;
 }
 

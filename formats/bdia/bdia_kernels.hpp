@@ -35,13 +35,24 @@ void spmv(const CudaExecutor& exec, const Bdia<MT>& a, Op op, VT alpha, const VT
 /// and residuals are those of the right-preconditioned method. Traffic: A read once, out
 /// written once, binv ~once. Throws DimensionMismatch for shapes that do not fit, InputError
 /// when b does not divide Nc.
+///
+/// `unit_main`: B's blocks are the inverses of A's main blocks (b = Nc), so A's main block
+/// diagonal times B is the identity: it is written as exactly I (1 where A_ii B_i rounds to
+/// 1 ± an ulp at Nc = 1; for Nc > 1 the difference is A_ii's conditioning times the rounding,
+/// which the caller must judge) and `out.unit_main_block` is set, so the tuned CUDA product
+/// skips those loads (Bdia::unit_main_block). Otherwise the flag is cleared. InputError when
+/// b ≠ Nc or A has no block diagonal at offset 0.
 /// The shape checks of bdia_right_scale (both executors).
 template <class MT>
-void check_right_scale(const Bdia<MT>& a, index_t b, const Bdia<MT>& out)
+void check_right_scale(const Bdia<MT>& a, index_t b, const Bdia<MT>& out, bool unit_main)
 {
     HEPTANE_ENSURE(
         b >= 1 && a.block_size % b == 0, InputError,
         "BDIA right scaling: blocks of " << b << " do not divide the block size " << a.block_size);
+    HEPTANE_ENSURE(!unit_main || (b == a.block_size && a.main_block_diagonal() >= 0), InputError,
+                   "BDIA right scaling with the identity on the main blocks: needs blocks of the "
+                   "block size ("
+                       << b << " vs " << a.block_size << ") and a block diagonal at offset 0");
     HEPTANE_ENSURE(a.data.size() == std::size_t(a.slots()) && out.rows == a.rows &&
                        out.cols == a.cols && out.block_size == a.block_size &&
                        out.block_offsets == a.block_offsets && out.data.size() == a.data.size(),
@@ -50,9 +61,9 @@ void check_right_scale(const Bdia<MT>& a, index_t b, const Bdia<MT>& out)
 
 template <class MT, class VT>
 void bdia_right_scale(const CpuExecutor& exec, const Bdia<MT>& a, index_t b, const VT* binv,
-                      Bdia<MT>& out);
+                      Bdia<MT>& out, bool unit_main = false);
 template <class MT, class VT>
 void bdia_right_scale(const CudaExecutor& exec, const Bdia<MT>& a, index_t b, const VT* binv,
-                      Bdia<MT>& out);
+                      Bdia<MT>& out, bool unit_main = false);
 
 }  // namespace heptane::kernels

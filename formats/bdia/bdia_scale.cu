@@ -10,7 +10,7 @@ namespace {
 
 template <class MT, class VT>
 __global__ void __launch_bounds__(256)
-    right_scale_kernel(bdia_detail::Params p, index_t b, const MT* __restrict__ in,
+    right_scale_kernel(bdia_detail::Params p, index_t b, int unit_q, const MT* __restrict__ in,
                        const VT* __restrict__ binv, MT* __restrict__ out)
 {
     const long long r = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x;
@@ -21,7 +21,9 @@ __global__ void __launch_bounds__(256)
         const bool inside = cb >= 0 && cb < p.nbc;
         for (int s = 0; s < p.nc; ++s) {
             double sum = 0;
-            if (inside) {
+            if (q == unit_q)  // A_ii B_i = I
+                sum = s == static_cast<int>(r - br * p.nc) ? 1.0 : 0.0;
+            else if (inside) {
                 const long long c = cb * p.nc + s;
                 const int j = static_cast<int>(c % b);
                 const VT* bp = binv + (c / b) * static_cast<long long>(b) * b + j;
@@ -38,9 +40,10 @@ __global__ void __launch_bounds__(256)
 
 template <class MT, class VT>
 void bdia_right_scale(const CudaExecutor& exec, const Bdia<MT>& a, index_t b, const VT* binv,
-                      Bdia<MT>& out)
+                      Bdia<MT>& out, bool unit_main)
 {
-    check_right_scale(a, b, out);
+    check_right_scale(a, b, out, unit_main);
+    out.unit_main_block = unit_main;
     if (a.rows == 0 || a.num_block_diagonals() == 0) return;
     cuda_detail::make_current(exec);
     cuda_detail::ensure_on_device(exec, *a.exec(), "BDIA");
@@ -50,13 +53,13 @@ void bdia_right_scale(const CudaExecutor& exec, const Bdia<MT>& a, index_t b, co
                                                                << " block diagonals");
     const bdia_detail::Params p = bdia_detail::make_params(a, Op::normal);
     right_scale_kernel<MT, VT><<<cuda::grid_for(p.n, 256), 256, 0, cuda::stream(exec)>>>(
-        p, b, a.data.data(), binv, out.data.data());
+        p, b, unit_main ? int(a.main_block_diagonal()) : -1, a.data.data(), binv, out.data.data());
     HEPTANE_CUDA_LAUNCH_CHECK();
 }
 
 #define HEPTANE_INSTANTIATE(MT, VT)                                                       \
     template void bdia_right_scale<MT, VT>(const CudaExecutor&, const Bdia<MT>&, index_t, \
-                                           const VT*, Bdia<MT>&);
+                                           const VT*, Bdia<MT>&, bool);
 HEPTANE_PRECISION_TYPES(HEPTANE_INSTANTIATE)
 #undef HEPTANE_INSTANTIATE
 
