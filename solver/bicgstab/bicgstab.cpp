@@ -145,6 +145,15 @@ Status Bicgstab<VT>::solve(const Array<VT>& b_arr, Array<VT>& x_arr)
     ops.bicgstab_init(n, b, r, r_hat, p, v, detail::stop_params(opts_));
     detail::FusedDots fused(A, opts_, w.partials, ops.context());
     const FusedInputs form = formed_inputs(opts_, A, M, fused);
+    // t = A s with s = r − αv formed in the product from v (M = I), s written to s_out;
+    // (t, s), (t, t), (s, s) → half-step test, ω = (t,s)/(t,t) (both forming loops)
+    const auto product_forming_s = [&fused, &ops = ops, r](const auto& op, const VT* v_in,
+                                                           VT* s_out, VT* t_out) {
+        fused.apply_step(
+            op, StepInput<VT>{StepInput<VT>::bicgstab_s, nullptr, r, nullptr, v_in, s_out}, t_out,
+            static_cast<const VT*>(nullptr), 3, DotsFinish::bicgstab_s_omega,
+            [&](index_t parts, const double* sums) { ops.bicgstab_omega_partials(parts, sums); });
+    };
     if (form == FusedInputs::p_and_s) {
         // The products form both their inputs (SolverOptions::fused_inputs): 3 kernels per
         // iteration. p and s share two buffers, v and t two more: the product that forms
@@ -165,14 +174,9 @@ Status Bicgstab<VT>::solve(const Array<VT>& b_arr, Array<VT>& x_arr)
                     [&](index_t parts, const double* sums) {
                         ops.bicgstab_alpha_partials(parts, sums);
                     });
-                // t = A s with s = r − αv formed in the product; (t, s), (t, t), (s, s) → ω
+                // t = A s with s = r − αv formed in the product, into p's and v's old buffers
                 VT *s_new = p_old, *t_new = v_old;
-                fused.apply_step(
-                    A, StepInput<VT>{StepInput<VT>::bicgstab_s, nullptr, r, nullptr, v_new, s_new},
-                    t_new, static_cast<const VT*>(nullptr), 3, DotsFinish::bicgstab_s_omega,
-                    [&](index_t parts, const double* sums) {
-                        ops.bicgstab_omega_partials(parts, sums);
-                    });
+                product_forming_s(A, v_new, s_new, t_new);
                 ops.bicgstab_update_xr(n, p_new, s_new, s_new, t_new, r_hat, x, r);  // x, r, ρ, β
                 cur ^= 1;
             });
@@ -193,13 +197,7 @@ Status Bicgstab<VT>::solve(const Array<VT>& b_arr, Array<VT>& x_arr)
                 },
                 [&] { ops.bicgstab_alpha(n, r_hat, v); });
             if (form == FusedInputs::s) {
-                // t = A s with s = r − αv formed in the product (M = I); ω as below
-                fused.apply_step(
-                    A, StepInput<VT>{StepInput<VT>::bicgstab_s, nullptr, r, nullptr, v, s}, t,
-                    static_cast<const VT*>(nullptr), 3, DotsFinish::bicgstab_s_omega,
-                    [&](index_t parts, const double* sums) {
-                        ops.bicgstab_omega_partials(parts, sums);
-                    });
+                product_forming_s(A, v, s, t);  // t = A s, s = r − αv formed in it; ω
             } else {
                 ops.bicgstab_update_s(n, r, v, s);  // s = r − αv
                 if (M) M->apply(s, s_hat);          // ŝ = M⁻¹ s
