@@ -16,7 +16,8 @@
 #     PETSc 3.25's cg + gamg and cg + jacobi on aijcusparse, the plugin's hcg + hamg, `heptane
 #     solve A.petsc --pc amg` (the CLI, same GPU) and, when .tools/petsc-3.18.5.tar.xz is there
 #     (PETSC318=1), PETSc 3.18's cg + gamg on NP318 [16] CPU ranks (built in the background);
-#   - COUPLED_VARIANTS: more plugin runs on the coupled system (name:options;name:options...).
+#   - COUPLED_VARIANTS, PRESSURE_VARIANTS: more plugin runs on the coupled / pressure system
+#     (name:options;name:options...; leading VAR=value words set the run's environment).
 # PETSc's runs use -ksp_pc_side right, so that both stop on ||b - A x|| <= rtol ||b|| (docs/petsc.md),
 # and -dm_mat_type aijcusparse -dm_vec_type cuda: both programs make their matrix and vectors with
 # DMCreateMatrix/DMCreateGlobalVector, which read the -dm_ options, not -mat_type/-vec_type. The
@@ -35,9 +36,10 @@
 #   COUPLED_HAMG [0] (1: hbcgs + hamg on the coupled system too), HEPTANE_DEVICE [gpu],
 #   PETSC_GPU_OPTS [-dm_mat_type aijcusparse -dm_vec_type cuda -use_gpu_aware_mpi 0],
 #   CMAKE_EXTRA [], JOBS [nproc], LOADED_GRIDS ["128x128x64 256x256x128"; "" for none],
-#   PETSC318 [1 when its tarball is in .tools], NP318 [16], RESERVOIR [1], EX45 [1],
+#   PETSC318 [1 when its tarball is in .tools], NP318 [16], RESERVOIR [1], COUPLED [1] (0: the
+#   reservoir's pressure system alone), EX45 [1],
 #   LOADED_RUNS ["petsc318 petsc-gamg petsc-jacobi plugin cli-amg cli-jacobi": which runs],
-#   COUPLED_VARIANTS [], PLUGIN_DEVICE_VECS [1] (1: the plugin's jacobi/pbjacobi runs once more with
+#   COUPLED_VARIANTS [], PRESSURE_VARIANTS [] (the same on the pressure system), PLUGIN_DEVICE_VECS [1] (1: the plugin's jacobi/pbjacobi runs once more with
 #   PETSC_GPU_OPTS, i.e. aijcusparse matrices and CUDA vectors, which heptane takes on the GPU
 #   where they are: "-cudavecs-" in the run's name). (A CPU check of the script:
 #   PETSC_PREFIX=<CPU install> PETSC_CUDA=0 HEPTANE_DEVICE=cpu PETSC_GPU_OPTS="-dm_mat_type aij"
@@ -271,11 +273,13 @@ res() { echo "$reservoir $grid $steps -system $1"; }
   # the multigrid runs on the coupled system last: neither AMG is made for it (CPR is), they
   # may run to max_it; hamg there only with COUPLED_HAMG=1 (on the CPU at 16x16x8 it did not
   # converge and the second Newton step's AMG setup stopped on a zero diagonal of level 1)
-  for pc in jacobi pbjacobi; do run "coupled-petsc-bcgs-$pc" "$run_cap" -- $(res coupled) $petsc -pc_type $pc $common; done
-  for pc in pbjacobi hcpr; do run "coupled-plugin-hbcgs-$pc" "$run_cap" -- $(res coupled) $heptane -ksp_type hbcgs -pc_type $pc $common; done
-  [ "$device_vecs" = 1 ] && run "coupled-plugin-cudavecs-hbcgs-pbjacobi" "$run_cap" -- $(res coupled) $heptane $gpu_opts -ksp_type hbcgs -pc_type pbjacobi -ksp_view $common
-  run coupled-petsc-bcgs-gamg "$run_cap" -- $(res coupled) $petsc -pc_type gamg $common
-  [ "${COUPLED_HAMG:-0}" = 1 ] && run coupled-plugin-hbcgs-hamg "$run_cap" -- $(res coupled) $heptane -ksp_type hbcgs -pc_type hamg $common
+  [ "${COUPLED:-1}" = 1 ] && {
+    for pc in jacobi pbjacobi; do run "coupled-petsc-bcgs-$pc" "$run_cap" -- $(res coupled) $petsc -pc_type $pc $common; done
+    for pc in pbjacobi hcpr; do run "coupled-plugin-hbcgs-$pc" "$run_cap" -- $(res coupled) $heptane -ksp_type hbcgs -pc_type $pc $common; done
+    [ "$device_vecs" = 1 ] && run "coupled-plugin-cudavecs-hbcgs-pbjacobi" "$run_cap" -- $(res coupled) $heptane $gpu_opts -ksp_type hbcgs -pc_type pbjacobi -ksp_view $common
+    run coupled-petsc-bcgs-gamg "$run_cap" -- $(res coupled) $petsc -pc_type gamg $common
+    [ "${COUPLED_HAMG:-0}" = 1 ] && run coupled-plugin-hbcgs-hamg "$run_cap" -- $(res coupled) $heptane -ksp_type hbcgs -pc_type hamg $common
+  }
 }
 # ---- 7. the channelized pressure systems from files (examples/petsc_solve) -------------------
 if [ -n "$loaded_grids" ]; then
@@ -316,12 +320,22 @@ if [ -n "$loaded_grids" ]; then
   done
   rm -rf "$data"
 fi
-# ---- 8. more plugin runs on the coupled system: COUPLED_VARIANTS="name:options;name:options"
-IFS=';' read -ra variants <<<"${COUPLED_VARIANTS:-}"
-for v in "${variants[@]}"; do
-  [ -n "$v" ] || continue
-  # shellcheck disable=SC2086,SC2046
-  run "coupled-plugin-${v%%:*}" "$run_cap" -- $(res coupled) $heptane ${v#*:} $common
+# ---- 8. more plugin runs: COUPLED_VARIANTS / PRESSURE_VARIANTS="name:options;name:options"
+# (options may start with VAR=value words: the run's environment, e.g. HEPTANE_PDL=0)
+for system in coupled pressure; do
+  if [ "$system" = coupled ]; then list=${COUPLED_VARIANTS:-}; else list=${PRESSURE_VARIANTS:-}; fi
+  IFS=';' read -ra variants <<<"$list"
+  for v in "${variants[@]}"; do
+    [ -n "$v" ] || continue
+    read -ra words <<<"${v#*:}"
+    envs=()
+    while [ "${#words[@]}" -gt 0 ] && [[ ${words[0]} == [A-Z]*=* ]]; do
+      envs+=("${words[0]}")
+      words=("${words[@]:1}")
+    done
+    # shellcheck disable=SC2086,SC2046
+    run "$system-plugin-${v%%:*}" "$run_cap" -- env "${envs[@]}" $(res $system) $heptane "${words[@]}" $common
+  done
 done
 
 note "## table (also in $out/runs.txt)"
