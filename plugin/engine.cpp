@@ -394,6 +394,13 @@ struct BdiaStore final : TypedStore<VT> {
   {
     return own64_;
   }
+  const Bdia<double> *host_bdia() const override
+  {
+    if (!own_ || !own_->executor()->is_cpu()) return nullptr;
+    if constexpr (std::is_same_v<MT, double>) return &own_->matrix();
+    else if constexpr (keeps_fp64) return own64_ && own64_->matrix().data.on_host() ? &own64_->matrix() : nullptr;
+    else return nullptr;
+  }
   std::string note() const override
   {
     const std::string what = "values scattered through the CSR->BDIA slot map (" + std::to_string(nnz_) + " entries)";
@@ -761,6 +768,7 @@ MatrixEngine::~MatrixEngine() = default;
 static void build_csr(MatrixEngine::Impl &m, const CsrView &a, const GridHint &hint, const MatrixConfig &cfg, bool use_grid, const std::string &prefix, clock_type::time_point t0)
 {
   m.store.reset(); // free the old operator (device memory) before building the new one
+  m.csr_values              = nullptr;
   const index_t          n  = a.rows;
   index_t                nc = 1;
   std::vector<index_t>   offsets;
@@ -818,6 +826,7 @@ static void build_csr(MatrixEngine::Impl &m, const CsrView &a, const GridHint &h
     break;
   }
   record_build(m, cfg, device, exec, f, n, a.nnz(), nc, std::move(offsets), grid, note.str(), detect_ms, t0);
+  m.csr_values = a.values;
 }
 
 // A DMDA's star stencil that the pattern leaves (an entry off its block offsets: a well's
@@ -854,6 +863,7 @@ bool MatrixEngine::build_blocks(const BlockCsrView &b, const GridHint &hint, con
   const auto t0 = clock_type::now();
   Impl      &m  = *impl_;
   if (b.block_size < 1 || b.block_rows < 1) return false;
+  m.csr_values                      = nullptr;
   const index_t                n    = b.rows();
   const index_t                nc   = hint.block_size > 0 ? hint.block_size : 1;
   const std::array<index_t, 3> grid = hint.grid;
@@ -916,6 +926,7 @@ void MatrixEngine::refresh_values(const CsrView &a, std::uint64_t values_key, in
   }
   m.store->values_key = 0;
   m.exec->synchronize(); // a registered array is read by the copy engine: done before the caller may change it
+  m.csr_values              = a.values;
   m.timings.last_refresh_ms = ms_since(t0);
   ++m.timings.refreshes;
 }
@@ -925,6 +936,7 @@ bool MatrixEngine::refresh_values_blocks(const BlockCsrView &b)
   const auto t0 = clock_type::now();
   Impl      &m  = *impl_;
   HEPTANE_ENSURE(m.store, InputError, "values-only refresh before the first build");
+  m.csr_values = nullptr;
   HEPTANE_ENSURE(b.nnz() == m.nnz, InputError, "values-only refresh: " << b.nnz() << " entries, the pattern had " << m.nnz);
   if (m.distributed || !m.store->refresh_blocks(b)) return false;
   m.timings.last_refresh_ms = ms_since(t0);
@@ -937,6 +949,7 @@ bool MatrixEngine::refresh_values_device(const double *values, offset_t nnz)
   const auto t0 = clock_type::now();
   Impl      &m  = *impl_;
   HEPTANE_ENSURE(m.store, InputError, "values-only refresh before the first build");
+  m.csr_values = nullptr;
   HEPTANE_ENSURE(nnz == m.nnz, InputError, "values-only refresh: " << nnz << " entries, the pattern had " << m.nnz);
   if (m.distributed || !m.store->refresh_device(values)) return false;
   m.exec->synchronize();
@@ -950,6 +963,7 @@ bool MatrixEngine::refresh_values_blocks(const DistBlocksView &b)
   const auto t0 = clock_type::now();
   Impl      &m  = *impl_;
   HEPTANE_ENSURE(m.store, InputError, "values-only refresh before the first build");
+  m.csr_values = nullptr;
   if (!m.distributed || !m.store->refresh_dist_blocks(b)) return false;
   m.timings.last_refresh_ms = ms_since(t0);
   ++m.timings.refreshes;
@@ -961,6 +975,7 @@ bool MatrixEngine::refresh_values_permuted(const double *values, const index_t *
   const auto t0 = clock_type::now();
   Impl      &m  = *impl_;
   HEPTANE_ENSURE(m.store, InputError, "values-only refresh before the first build");
+  m.csr_values = nullptr;
   HEPTANE_ENSURE(nnz == m.nnz, InputError, "values-only refresh: " << nnz << " entries, the pattern had " << m.nnz);
   if (m.distributed || !m.store->refresh_permuted(values, pos, block_size)) return false;
   m.exec->synchronize();
@@ -1079,6 +1094,12 @@ const std::string &MatrixEngine::device_choice() const noexcept
 std::string MatrixEngine::refresh_note() const
 {
   return impl_->store ? impl_->store->note() : std::string();
+}
+const Bdia<double> *MatrixEngine::host_bdia(const double *values) const
+{
+  const Impl &m = *impl_;
+  if (!m.store || m.distributed || !values || values != m.csr_values) return nullptr;
+  return m.store->host_bdia();
 }
 const double *MatrixEngine::csr_values_on_device() const noexcept
 {

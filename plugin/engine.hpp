@@ -59,6 +59,7 @@
 #include "core/executor.hpp"
 #include "core/operator.hpp"
 #include "core/types.hpp"
+#include "formats/bdia/bdia.hpp"
 #include "formats/matrix.hpp"
 #include "solver/precond/preconditioner.hpp"
 #include "solver/krylov.hpp"
@@ -268,6 +269,12 @@ public:
   /// given) in the executor's device memory, where the operator keeps a copy there (bdiagh,
   /// and csr in fp64, on a GPU); nullptr otherwise. Valid until the next build.
   const double *csr_values_on_device() const noexcept;
+  /// The operator's BDIA-GH matrix in fp64 in host memory (one rank, the CPU; mixed precision:
+  /// its fp64 copy) when its last build or refresh_values read `values` (a CsrView's values
+  /// array); nullptr otherwise (another array, another kind of refresh, another format or
+  /// device). A preconditioner refreshed after the operator reads its diagonal blocks there
+  /// (KrylovEngine::refresh_preconditioner). Valid until the next build or refresh.
+  const Bdia<double> *host_bdia(const double *values) const;
   /// The CSR pattern of the last build (the CsrView's row pointers and columns) in the
   /// executor's device memory (on_executor set), where the operator keeps it there (bdiagh on
   /// a GPU, slot map made on the device); a view with rows = 0 otherwise. Valid until the

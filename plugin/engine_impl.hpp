@@ -143,6 +143,9 @@ struct StoreBase {
   /// Mixed precision: the matrix in fp64 beside the operator's fp32 values, where the store
   /// keeps one (bdiagh), for the residuals of the refinement; else nullptr.
   virtual std::shared_ptr<const Operator<double>> op_fp64() const { return nullptr; }
+  /// The operator's BDIA-GH matrix in fp64 in host memory (the CPU; mixed precision: the fp64
+  /// copy), as of the last build or refresh; else nullptr.
+  virtual const Bdia<double> *host_bdia() const { return nullptr; }
 };
 
 template <class VT>
@@ -306,6 +309,7 @@ struct MatrixEngine::Impl {
   std::array<index_t, 3>             grid{0, 0, 0};
   std::string                        note;
   MatrixTimings                      timings;
+  const double                      *csr_values = nullptr; // the CsrView values of the last build or refresh_values (nullptr after other refreshes)
   /* several ranks (build_distributed) */
   bool                                      distributed = false;
   index_t                                   row_begin   = 0;

@@ -355,6 +355,17 @@ void KrylovEngine::refresh_preconditioner(const CsrView &a, const MatrixEngine &
   // values into the kept host CSR, the pattern compared
   const double *values = k.in_place && k.values_from == &m && k.values_of == m.timings().builds ? values_on_executor(a, m) : nullptr;
   bool          done   = false;
+  // the CPU, the operator refreshed from these very values (BDIA-GH in fp64): Jacobi and block
+  // Jacobi read their blocks off its main block diagonal (contiguous), not from the CSR values
+  // spread over every entry
+  const Bdia<double> *bdia = values && k.d.pc && k.setup_nnz == a.nnz() ? m.host_bdia(a.values) : nullptr;
+  if (bdia && k.d.pc->update_values_bdia(*bdia)) {
+    k.pc_path            = "numeric part on the host, from the diagonal blocks of the operator's BDIA-GH values (refreshed from the same matrix just before)";
+    k.pc_desc            = k.d.pc->describe();
+    k.timings.last_pc_ms = ms_since(t0);
+    ++k.timings.pc_refreshes;
+    return;
+  }
   if (values) done = k.f.pc ? k.f.pc->update_values_device(values, a.nnz()) : k.d.pc->update_values_device(values, a.nnz());
   if (!done) {
     copy_view(a, k.csr);

@@ -334,14 +334,17 @@ foreach(pc none jacobi pbjacobi ilu)
     --expect "from -pc_type ${pc}" --reject MISMATCH -- ${host} -dof 2)
 endforeach()
 # Jacobi and block Jacobi folded into the operator (BiCGStab on A M^-1, x = M^-1 y): the same
-# answers as PETSc, made again after each values-only setup; -heptane_fold 0, a nonzero initial
-# guess and CG keep the preconditioner apart
+# answers as PETSc, made again after each values-only setup (on the CPU the preconditioner's
+# numeric part then reads the operator's BDIA-GH diagonal blocks, refreshed from the same AIJ
+# values just before); -heptane_fold 0, a nonzero initial guess and CG keep the preconditioner
+# apart
 foreach(pc jacobi pbjacobi)
   heptane_plugin_test(plugin_host_${pc}_folded_into_the_operator
     ${solves} ${host_checks} --its-diff 2 --
     --plugin ${plugin_so} --ref "${ref_bcgs} -pc_type ${pc}" --heptane "-ksp_type hbcgs -pc_type ${pc} -ksp_view"
     --expect "preconditioner folded into the operator \\(-heptane_fold\\): BiCGStab on A M\\^-1 \\(made for this solve"
     --expect "heptane setups: 1 full \\(new pattern\\), 2 values-only"
+    --expect "heptane preconditioner, last setup: numeric part on the host, from the diagonal blocks of the operator's BDIA-GH values"
     --reject MISMATCH -- ${host} -dof 3 -solves 3)
 endforeach()
 heptane_plugin_test(plugin_host_fold_off_keeps_the_preconditioner_apart

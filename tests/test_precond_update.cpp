@@ -23,6 +23,7 @@
 #include <string>
 #include <tuple>
 
+#include "formats/bdia/bdia.hpp"
 #include "formats/csr/csr.hpp"
 #include "formats/values_kernels.hpp"
 #include "generators/hepta.hpp"
@@ -634,6 +635,50 @@ BOOST_AUTO_TEST_CASE(update_values_blocks_applies_as_a_fresh_setup_bit_for_bit)
                 BOOST_TEST_REQUIRE((diag != first + holed.block_ptr[1]));
                 *diag = holed.block_rows - 1;  // block (0, 0) moved far off
                 BOOST_TEST(!update(*m, holed));
+                BOOST_TEST(same_bits(apply_pc(*m, r), z1));
+            }
+        }
+}
+
+// A itself as BDIA-GH in host memory (update_values_bdia: the PETSc plugin's operator,
+// refreshed from the same values just before): Jacobi and block Jacobi on the CPU read their
+// blocks off its main block diagonal, checked by check_values_path for a BDIA block size equal
+// to the preconditioner's and a multiple of it; a block size the preconditioner's does not
+// divide, a matrix of another size or one whose main block diagonal is marked as the identity:
+// false, nothing changed.
+BOOST_AUTO_TEST_CASE(update_values_bdia_applies_as_a_fresh_setup_bit_for_bit)
+{
+    const auto exec = test::test_executor();
+    const auto bdia_of = [](const Csr<double>& a, index_t bs) {
+        return bdia_from_coo(to_coo(a), bs);
+    };
+    for (PcType type : {PcType::none, PcType::jacobi, PcType::block_jacobi, PcType::ilu0})
+        for (auto [nc, bs] : {std::pair<index_t, index_t>{1, 1}, {1, 3}, {3, 3}, {2, 2}, {2, 4}}) {
+            if (type == PcType::jacobi && nc != 1) continue;
+            BOOST_TEST_CONTEXT(to_string(type) << " Nc=" << nc << " BDIA block size " << bs)
+            {
+                const Csr<double> a1 = reservoir_csr(5, 4, 3, bs, false, 31);
+                check_values_path(type, nc, a1, [&](auto& m, const Csr<double>& a) {
+                    return m.update_values_bdia(bdia_of(a, bs));
+                });
+                if (type == PcType::none || type == PcType::ilu0 || !exec->is_cpu()) continue;
+                auto m = make_preconditioner<double>(type, a1, nc, exec);
+                const auto r = test::random_vector<double>(std::size_t(a1.rows), 3);
+                const auto z1 = apply_pc(*m, r);
+                const Csr<double> a2 = new_values(a1, 15);
+                if (bs % 3 != 0 && nc == 1) {  // a BDIA block size this one does not divide
+                    const Csr<double> a3 = reservoir_csr(5, 4, 3, 3, false, 31);
+                    auto m3 = make_preconditioner<double>(PcType::block_jacobi, a3, 3, exec);
+                    const auto z3 = apply_pc(*m3, test::random_vector<double>(a3.rows, 4));
+                    BOOST_TEST(!m3->update_values_bdia(bdia_of(new_values(a3, 16), 1)));
+                    BOOST_TEST(
+                        same_bits(apply_pc(*m3, test::random_vector<double>(a3.rows, 4)), z3));
+                }
+                Bdia<double> marked = bdia_of(a2, bs);
+                marked.unit_main_block = true;
+                BOOST_TEST(!m->update_values_bdia(marked));
+                BOOST_TEST(
+                    !m->update_values_bdia(bdia_of(reservoir_csr(5, 4, 4, bs, false, 31), bs)));
                 BOOST_TEST(same_bits(apply_pc(*m, r), z1));
             }
         }

@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "formats/bdia/bdia.hpp"
 #include "solver/precond/block_kernels.hpp"
 #include "solver/precond/pc_common.hpp"
 #include "solver/precond/precond_kernels.hpp"
@@ -47,6 +48,11 @@ public:
     }
     bool update_values_blocks(const double*, index_t, index_t, const index_t*,
                               const index_t*) override
+    {
+        this->setup_ms_ = 0;
+        return true;
+    }
+    bool update_values_bdia(const Bdia<double>&) override
     {
         this->setup_ms_ = 0;
         return true;
@@ -289,6 +295,31 @@ public:
         return true;
     }
 
+    bool update_values_bdia(const Bdia<double>& a) override
+    {
+        const index_t nc = this->nc_, q0 = a.main_block_diagonal();
+        if (!this->exec_->is_cpu() || !a.data.on_host() || !dups_.empty() || map_.empty() ||
+            q0 < 0 || a.unit_main_block || a.rows != this->n_ || a.cols != this->n_ ||
+            a.block_size % nc != 0 || a.data.size() != std::size_t(a.slots()))
+            return false;
+        if (full_blocks_ < 0)  // the setup's pattern held every entry of every diagonal block
+            full_blocks_ = std::none_of(map_.begin(), map_.end(), [](offset_t k) { return k < 0; });
+        if (full_blocks_ == 0) return false;  // (the gather map's path says which entry is 0)
+        const auto t0 = clock_type::now();
+        // PC block c, entry (i, j): row c·nc + i, column c·nc + j, which lies in a's main block
+        // (nc divides a's block size): element diagonal q0·Nc + column mod Nc of a's values,
+        // contiguous in the row; read by formula (no map)
+        const index_t big = a.block_size;
+        const double* d = a.data.data();
+        const offset_t rows = a.rows;
+        invert_blocks_of([=](index_t c, index_t i, index_t j) {
+            const index_t col = c * nc + j;
+            return d[std::size_t(offset_t(q0 * big + col % big) * rows + offset_t(c) * nc + i)];
+        });
+        this->setup_ms_ = ms_since(t0);
+        return true;
+    }
+
 private:
     // update_values_blocks where the blocks are the preconditioner's (bs = Nc) and the setup's
     // pattern held every entry of each diagonal block: block row c's diagonal block is one
@@ -320,27 +351,41 @@ private:
             }
             diag_from_ = block_col;
         }
-        if (next_.size() != binv_.size()) next_ = Array<VT>(this->exec_, binv_.size());
         const std::size_t n2 = nc2();
         const offset_t* at = diag_at_.data();
+        invert_blocks_of([=](index_t c, index_t i, index_t j) {  // column-major blocks
+            return values[std::size_t(at[c]) * n2 + std::size_t(j * bs + i)];
+        });
+        return true;
+    }
+
+    // The inverse of every diagonal block, entry (i, j) of block c being value(c, i, j), into
+    // binv_ (through next_, swapped in only when every block inverted: a singular one throws
+    // the setup's message and keeps the previous values). 0 + value and invert_block_core, as
+    // the gather map's path (block_diag_invert): the same bits.
+    template <class Value>
+    void invert_blocks_of(const Value& value)
+    {
+        if (next_.size() != binv_.size()) next_ = Array<VT>(this->exec_, binv_.size());
+        const index_t nb = nblocks(), nc = this->nc_;
+        const std::size_t n2 = nc2();
         VT* inv = next_.data();
         constexpr index_t none = std::numeric_limits<index_t>::max();
         index_t bad = none;
-        detail::dispatch_block_size(bs, [&](auto NC) {
+        detail::dispatch_block_size(nc, [&](auto NC) {
             constexpr int B = decltype(NC)::value;
-            const std::size_t n = B > 0 ? std::size_t(B) : std::size_t(bs);
-#pragma omp parallel reduction(min : bad) if (nb * bs >= 65536)
+            const std::size_t n = B > 0 ? std::size_t(B) : std::size_t(nc);
+#pragma omp parallel reduction(min : bad) if (nb * nc >= 65536)
             {
                 std::vector<double> scratch(3 * n2);
                 double* b = scratch.data();
                 double* out = b + n2;
 #pragma omp for schedule(static)
                 for (index_t c = 0; c < nb; ++c) {
-                    const double* blk = values + std::size_t(at[c]) * n2;
-                    for (std::size_t i = 0; i < n; ++i)  // row-major from column-major
+                    for (std::size_t i = 0; i < n; ++i)
                         for (std::size_t j = 0; j < n; ++j) {
                             double x = 0.0;
-                            x += blk[j * n + i];
+                            x += value(c, index_t(i), index_t(j));
                             b[i * n + j] = x;
                         }
                     if (detail::invert_block_core<B>(b, out, index_t(n), out + n2).singular) {
@@ -354,11 +399,9 @@ private:
         });
         if (bad != none)
             fail(bad, [&](std::size_t s, offset_t) {
-                return values[std::size_t(at[bad]) * n2 + (s % std::size_t(bs)) * std::size_t(bs) +
-                              s / std::size_t(bs)];
+                return value(bad, index_t(s / std::size_t(nc)), index_t(s % std::size_t(nc)));
             });
         binv_.swap(next_);
-        return true;
     }
 
 protected:
@@ -577,10 +620,11 @@ private:
     std::vector<std::int32_t> permuted_;      // map_ through update_values_permuted's pos
     const index_t* permuted_from_ = nullptr;  // that pos
     std::vector<std::int32_t> blocks_map_;    // map_ into update_values_blocks's block array
-    const index_t* blocks_from_ = nullptr;    // that array's block columns
-    std::vector<offset_t> diag_at_;           // bs = Nc: each block row's diagonal block there
-    const index_t* diag_from_ = nullptr;      // that array's block columns
-    Array<std::int32_t> map32_;               // the gather map on a GPU (one of the two)
+    int full_blocks_ = -1;  // update_values_bdia: map_ has every entry (1), not (0), not known (-1)
+    const index_t* blocks_from_ = nullptr;  // that array's block columns
+    std::vector<offset_t> diag_at_;         // bs = Nc: each block row's diagonal block there
+    const index_t* diag_from_ = nullptr;    // that array's block columns
+    Array<std::int32_t> map32_;             // the gather map on a GPU (one of the two)
     Array<std::int64_t> map64_;
     Array<VT> binv_;           // the live inverses (nc² per block; Jacobi: 1 / a_ii)
     Array<VT> next_;           // the next ones, swapped in when all inverted

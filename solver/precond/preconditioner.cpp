@@ -117,6 +117,12 @@ bool Preconditioner<VT>::update_values_blocks(const double*, index_t, index_t, c
     return false;
 }
 
+template <class VT>
+bool Preconditioner<VT>::update_values_bdia(const Bdia<double>&)
+{
+    return false;
+}
+
 namespace {
 
 void check_setup(const Executor* exec, index_t block_size)

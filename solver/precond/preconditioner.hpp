@@ -50,6 +50,9 @@
 
 namespace heptane {
 
+template <class T>
+struct Bdia;  // formats/bdia/bdia.hpp
+
 enum class PcType { none, jacobi, block_jacobi, ilu0, ilu0_mc, amg, cpr };
 
 /// A square host CSR nonzero pattern, borrowed, not owned (e.g. PETSc's SeqAIJ arrays):
@@ -142,6 +145,16 @@ public:
     /// or set up from a pattern the blocks do not hold. Throws as update_values_device.
     virtual bool update_values_blocks(const double* values, index_t block_rows, index_t bs,
                                       const index_t* block_ptr, const index_t* block_col);
+    /// update_values_device with A itself as a BDIA-GH matrix `a` in host memory, holding the
+    /// values of the matrix the preconditioner was set up from (the caller guarantees it: an
+    /// operator refreshed from the same values). Jacobi and block Jacobi on the CPU read their
+    /// blocks off a's main block diagonal, a contiguous stretch per element diagonal, instead
+    /// of gathering them from CSR values spread over nnz entries. Returns false, changing
+    /// nothing, where there is no such path: every type but none, Jacobi and block Jacobi;
+    /// those on a GPU, with an entry stored twice, for another size, a block size that does
+    /// not divide a's or an `a` without a block diagonal at offset 0 (or with it marked as the
+    /// identity: Bdia::unit_main_block). none: true. Throws as update_values_device.
+    virtual bool update_values_bdia(const Bdia<double>& a);
     /// Jacobi and block Jacobi: M⁻¹'s diagonal blocks as the apply uses them, n/b blocks of
     /// b × b values, row-major, in the executor's memory (b = block_size(); Jacobi: b = 1,
     /// 1/a_ii), for a caller that folds M⁻¹ into the operator (kernels::bdia_right_scale).
