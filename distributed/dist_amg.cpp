@@ -10,6 +10,7 @@
 #include <tuple>
 
 #include "core/error.hpp"
+#include "distributed/column_plan.hpp"
 #include "distributed/host_stage.hpp"
 #include "formats/csr/csr.hpp"
 #include "formats/csr/csr_kernels.hpp"
@@ -19,13 +20,7 @@ namespace heptane::dist {
 
 namespace {
 
-/// Who sends what to whom for a halo of global columns: halo positions
-/// [recv_at[q], recv_at[q] + recv_n[q]) come from recv_peer[q]; this rank's
-/// rows send_rows[q] go to send_peer[q].
-struct Plan {
-    std::vector<int> recv_peer, recv_at, recv_n, send_peer;
-    std::vector<std::vector<index_t>> send_rows;
-};
+using Plan = ColumnPlan;
 
 }  // namespace
 
@@ -81,67 +76,11 @@ Csr<double> empty_csr(index_t rows, index_t cols)
     return make_csr(rows, cols, std::vector<offset_t>(std::size_t(rows) + 1, 0), {}, {});
 }
 
-/// Row starts of every rank (ranks + 1 entries) from each rank's row count.
-std::vector<long long> starts_of(MPI_Comm comm, index_t n)
-{
-    int ranks = 1;
-    MPI_Comm_size(comm, &ranks);
-    std::vector<long long> s(std::size_t(ranks) + 1, 0);
-    long long mine = n;
-    MPI_Allgather(&mine, 1, MPI_LONG_LONG, s.data() + 1, 1, MPI_LONG_LONG, comm);
-    for (int p = 0; p < ranks; ++p) s[std::size_t(p) + 1] += s[std::size_t(p)];
-    return s;
-}
-
 void ensure_all(MPI_Comm comm, bool ok, const std::string& what)
 {
     int bad = ok ? 0 : 1;
     MPI_Allreduce(MPI_IN_PLACE, &bad, 1, MPI_INT, MPI_MAX, comm);
     HEPTANE_ENSURE(bad == 0, InputError, "distributed AMG: " << what);
-}
-
-/// The plan of a halo of global columns (ascending, none of this rank's rows
-/// [begin, ...)), `starts` the ranks' row starts (collective: each owner learns
-/// which of its rows to send).
-Plan make_plan(MPI_Comm comm, const std::vector<long long>& halo,
-               const std::vector<long long>& starts, long long begin)
-{
-    int ranks = 1;
-    MPI_Comm_size(comm, &ranks);
-    Plan pl;
-    // who owns which halo columns (contiguous runs: the halo ascends, the ranges
-    // do too)
-    std::vector<int> want(std::size_t(ranks), 0);
-    for (std::size_t h = 0; h < halo.size(); ++h) {
-        const int p =
-            int(std::upper_bound(starts.begin(), starts.end(), halo[h]) - starts.begin()) - 1;
-        if (pl.recv_peer.empty() || pl.recv_peer.back() != p) {
-            pl.recv_peer.push_back(p);
-            pl.recv_at.push_back(int(h));
-            pl.recv_n.push_back(0);
-        }
-        ++pl.recv_n.back();
-        ++want[std::size_t(p)];
-    }
-    std::vector<int> give(std::size_t(ranks), 0);
-    MPI_Alltoall(want.data(), 1, MPI_INT, give.data(), 1, MPI_INT, comm);
-    std::vector<int> sd(std::size_t(ranks) + 1, 0), rd(std::size_t(ranks) + 1, 0);
-    for (int p = 0; p < ranks; ++p) {
-        sd[std::size_t(p) + 1] = sd[std::size_t(p)] + want[std::size_t(p)];
-        rd[std::size_t(p) + 1] = rd[std::size_t(p)] + give[std::size_t(p)];
-    }
-    std::vector<long long> asked(std::size_t(rd.back()));
-    MPI_Alltoallv(halo.data(), want.data(), sd.data(), MPI_LONG_LONG, asked.data(), give.data(),
-                  rd.data(), MPI_LONG_LONG, comm);
-    for (int p = 0; p < ranks; ++p) {
-        if (give[std::size_t(p)] == 0) continue;
-        pl.send_peer.push_back(p);
-        std::vector<index_t> rows;
-        for (int k = rd[std::size_t(p)]; k < rd[std::size_t(p) + 1]; ++k)
-            rows.push_back(index_t(asked[std::size_t(k)] - begin));
-        pl.send_rows.push_back(std::move(rows));
-    }
-    return pl;
 }
 
 /// halo (positions of the plan) = x at the owners' rows (blocking; T is double
@@ -150,21 +89,9 @@ template <class T>
 void forward(MPI_Comm comm, const Plan& pl, const T* x, T* halo, MPI_Datatype type, int tag,
              std::vector<T>& buf)
 {
-    std::vector<MPI_Request> req(pl.recv_peer.size() + pl.send_peer.size());
-    std::size_t nr = 0;
-    for (std::size_t q = 0; q < pl.recv_peer.size(); ++q)
-        MPI_Irecv(halo + pl.recv_at[q], pl.recv_n[q], type, pl.recv_peer[q], tag, comm, &req[nr++]);
-    std::size_t total = 0;
-    for (const auto& rows : pl.send_rows) total += rows.size();
-    buf.resize(total);
-    std::size_t at = 0;
-    for (std::size_t q = 0; q < pl.send_peer.size(); ++q) {
-        T* b = buf.data() + at;
-        for (std::size_t k = 0; k < pl.send_rows[q].size(); ++k) b[k] = x[pl.send_rows[q][k]];
-        MPI_Isend(b, int(pl.send_rows[q].size()), type, pl.send_peer[q], tag, comm, &req[nr++]);
-        at += pl.send_rows[q].size();
-    }
-    MPI_Waitall(int(nr), req.data(), MPI_STATUSES_IGNORE);
+    std::vector<MPI_Request> req;
+    start_exchange(comm, pl, x, halo, type, tag, buf, req);
+    MPI_Waitall(int(req.size()), req.data(), MPI_STATUSES_IGNORE);
 }
 
 /// y (this rank's rows) += the values of every rank's halo positions it owns
@@ -175,9 +102,7 @@ void reverse_add(MPI_Comm comm, const Plan& pl, const double* halo, double* y, i
 {
     std::vector<MPI_Request> req(pl.recv_peer.size() + pl.send_peer.size());
     std::size_t nr = 0;
-    std::size_t total = 0;
-    for (const auto& rows : pl.send_rows) total += rows.size();
-    buf.resize(total);
+    buf.resize(pl.send_count());
     std::size_t at = 0;
     for (std::size_t q = 0; q < pl.send_peer.size(); ++q) {
         MPI_Irecv(buf.data() + at, int(pl.send_rows[q].size()), MPI_DOUBLE, pl.send_peer[q], tag,
@@ -242,7 +167,7 @@ std::vector<offset_t> set_halo(MPI_Comm comm, L& lv, const std::vector<long long
     }
     for (index_t i = 0; i < lv.n; ++i) rp[std::size_t(i) + 1] += rp[std::size_t(i)];
     lv.off = make_csr(lv.n, index_t(lv.halo.size()), std::move(rp), std::move(ci), std::move(va));
-    lv.plan = make_plan(comm, lv.halo, starts, lv.begin);
+    lv.plan = make_column_plan(comm, lv.halo, starts, lv.begin);
     return slot;
 }
 
@@ -741,7 +666,7 @@ void DistAmg<VT>::setup(const SplitRows& rows, index_t row_begin)
     auto first = std::make_unique<Level>();
     Level& f = *first;
     f.n = n_;
-    std::vector<long long> starts = starts_of(comm_, n_);
+    std::vector<long long> starts = row_starts(comm_, n_);
     ensure_all(comm_, starts[std::size_t(rank)] == row_begin,
                "the ranks' rows are not contiguous ranges in rank order");
     f.begin = row_begin;
@@ -816,7 +741,7 @@ void DistAmg<VT>::setup(const SplitRows& rows, index_t row_begin)
                                       offset_t(info[0].nnz), opts_.coarse_size);
             if (dense) {
                 inv = dense_coarsest(comm_, L, li.rows, l, opts_.singular);
-                const std::vector<long long> st = starts_of(comm_, L.n);
+                const std::vector<long long> st = row_starts(comm_, L.n);
                 cnt.assign(std::size_t(ranks), 0);
                 dsp.assign(std::size_t(ranks), 0);
                 for (int q = 0; q < ranks; ++q) {
@@ -831,7 +756,7 @@ void DistAmg<VT>::setup(const SplitRows& rows, index_t row_begin)
         auto next = std::make_unique<Level>();
         Level& C = *next;
         C.n = L.n > 0 ? g.count * nc_ : 0;
-        const std::vector<long long> cst = starts_of(comm_, C.n);
+        const std::vector<long long> cst = row_starts(comm_, C.n);
         C.begin = cst[std::size_t(rank)];
         const long long own_lo = C.begin, own_hi = C.begin + C.n;
         const int tag = tag_base + 8 * int(l);
@@ -936,7 +861,7 @@ void DistAmg<VT>::setup(const SplitRows& rows, index_t row_begin)
             L.po =
                 make_csr(L.n, index_t(L.pho.size()), std::move(qp), std::move(qcl), std::move(qv));
         }
-        L.pplan = make_plan(comm_, L.pho, cst, C.begin);
+        L.pplan = make_column_plan(comm_, L.pho, cst, C.begin);
         L.phx.resize(L.pho.size());
         // the whole rows of P of the halo columns, from their owners (global
         // columns)
@@ -1022,26 +947,11 @@ template <class L>
 void product(MPI_Comm comm, const L& lv, int tag, double alpha, const double* x, double beta,
              double* y)
 {
-    const Plan& pl = lv.plan;
-    std::vector<MPI_Request> req(pl.recv_peer.size() + pl.send_peer.size());
-    std::size_t nr = 0;
-    for (std::size_t q = 0; q < pl.recv_peer.size(); ++q)
-        MPI_Irecv(lv.hx.data() + pl.recv_at[q], pl.recv_n[q], MPI_DOUBLE, pl.recv_peer[q], tag,
-                  comm, &req[nr++]);
-    std::size_t total = 0;
-    for (const auto& rows : pl.send_rows) total += rows.size();
-    lv.sbuf.resize(total);
-    std::size_t at = 0;
-    for (std::size_t q = 0; q < pl.send_peer.size(); ++q) {
-        double* buf = lv.sbuf.data() + at;
-        for (std::size_t k = 0; k < pl.send_rows[q].size(); ++k) buf[k] = x[pl.send_rows[q][k]];
-        MPI_Isend(buf, int(pl.send_rows[q].size()), MPI_DOUBLE, pl.send_peer[q], tag, comm,
-                  &req[nr++]);
-        at += pl.send_rows[q].size();
-    }
+    std::vector<MPI_Request> req;
+    start_exchange(comm, lv.plan, x, lv.hx.data(), MPI_DOUBLE, tag, lv.sbuf, req);
     const auto& cpu = *cpu_executor();
     if (lv.n > 0) kernels::spmv(cpu, lv.diag, Op::normal, alpha, x, beta, y);
-    MPI_Waitall(int(nr), req.data(), MPI_STATUSES_IGNORE);
+    MPI_Waitall(int(req.size()), req.data(), MPI_STATUSES_IGNORE);
     if (lv.n > 0 && lv.off.nnz() > 0)
         kernels::spmv(cpu, lv.off, Op::normal, alpha, lv.hx.data(), 1.0, y);
 }

@@ -13,12 +13,14 @@
 #include <limits>
 #include <map>
 #include <memory>
+#include <random>
 #include <vector>
 
 #include "distributed/coarse_space.hpp"
 #include "distributed/dist_amg.hpp"
 #include "distributed/dist_bdia.hpp"
 #include "distributed/dist_cpr.hpp"
+#include "distributed/dist_csr.hpp"
 #include "distributed/gathered_rows.hpp"
 #ifdef HEPTANE_HAVE_CUDA
 #include "distributed/peer.hpp"
@@ -1813,4 +1815,186 @@ BOOST_AUTO_TEST_CASE(bad_partitions_are_errors)
                 comm, part, generate_hepta_bdia_rows<double>(s, r0, part.end(comm->rank())), exec,
                 DistOptions{HaloModel::nccl})),
             Error);
+}
+
+// ---- the general row-split operator (DistributedCsr): a matrix that is no hepta grid's ----
+
+namespace {
+
+/// y = alpha A x + beta y0 on rows [r0, r1) of the whole host COO a, in long double: the
+/// reference, independent of the split, the plans and the CSR kernels.
+std::vector<long double> whole_product(const Coo<double>& a, const std::vector<double>& x,
+                                       double alpha, double beta, const std::vector<double>& y0,
+                                       index_t r0, index_t r1)
+{
+    std::vector<long double> y(std::size_t(r1 - r0), 0.0L);
+    for (offset_t k = 0; k < a.nnz(); ++k)
+        if (a.row[k] >= r0 && a.row[k] < r1)
+            y[std::size_t(a.row[k] - r0)] += (long double)a.val[k] * x[std::size_t(a.col[k])];
+    for (std::size_t i = 0; i < y.size(); ++i) y[i] = alpha * y[i] + beta * y0[i];
+    return y;
+}
+
+/// A hepta system whose unknowns are numbered in a random order: no grid's numbering, as a
+/// host without a DMDA (or an unstructured grid) hands it over.
+Coo<double> scrambled_hepta(const HeptaSpec& s, unsigned seed)
+{
+    const Coo<double> g = generate_hepta_coo<double>(s);
+    std::vector<index_t> perm(std::size_t(g.rows));
+    for (std::size_t i = 0; i < perm.size(); ++i) perm[i] = index_t(i);
+    std::mt19937 gen(seed);
+    std::shuffle(perm.begin(), perm.end(), gen);
+    std::vector<index_t> r(std::size_t(g.nnz())), c(std::size_t(g.nnz()));
+    for (offset_t k = 0; k < g.nnz(); ++k) {
+        r[std::size_t(k)] = perm[std::size_t(g.row[k])];
+        c[std::size_t(k)] = perm[std::size_t(g.col[k])];
+    }
+    return Coo<double>{g.rows, g.cols, Array<index_t>(std::move(r)), Array<index_t>(std::move(c)),
+                       Array<double>(g.val.to_vector())};
+}
+
+/// Uneven contiguous ranges, rank 0 without rows on more than one rank: [0, 0), then the rest
+/// split as partition_rows does over the other ranks.
+std::pair<index_t, index_t> uneven_rows(index_t n, const Communicator& comm)
+{
+    if (comm.size() == 1) return {0, n};
+    if (comm.rank() == 0) return {0, 0};
+    const RowPartition p = partition_rows(n, 1, comm.size() - 1);
+    return {p.begin(comm.rank() - 1), p.end(comm.rank() - 1)};
+}
+
+template <class MT, class VT>
+void check_distributed_csr_product(const Coo<double>& a, index_t r0, index_t r1, double tol)
+{
+    const auto comm = world();
+    const OwnedSplitRows s = split_coo_rows(a, r0, r1);
+    DistributedCsr<MT, VT> op(comm, s.view(), cpu_executor());
+    BOOST_TEST(op.rows() == r1 - r0);
+    BOOST_TEST(op.partition().global_rows() == a.rows);
+    std::vector<double> x(std::size_t(a.rows)), y0(std::size_t(r1 - r0));
+    for (std::size_t i = 0; i < x.size(); ++i) x[i] = std::sin(0.37 * double(i) + 0.1);
+    for (std::size_t i = 0; i < y0.size(); ++i) y0[i] = std::cos(0.21 * double(i + r0));
+    // the operator rounds its values to MT and reads x as VT: the reference sees the same
+    const std::vector<VT> xl(x.begin() + r0, x.begin() + r1);
+    std::vector<VT> y(y0.begin(), y0.end());
+    op.apply(VT(1.5), xl.data(), VT(-0.5), y.data());
+    Coo<double> ar = a;  // the values as the operator holds them
+    std::vector<double> av = a.val.to_vector();
+    for (double& v : av) v = double(MT(v));
+    ar.val = Array<double>(std::move(av));
+    std::vector<double> xr(x.size());
+    for (std::size_t i = 0; i < x.size(); ++i) xr[i] = double(VT(x[i]));
+    const std::vector<long double> ref = whole_product(ar, xr, 1.5, -0.5, y0, r0, r1);
+    long double scale = 1, worst = 0;
+    for (std::size_t i = 0; i < ref.size(); ++i) {
+        scale = std::max(scale, std::abs(ref[i]));
+        worst = std::max(worst, std::abs((long double)y[i] - ref[i]));
+    }
+    BOOST_TEST(double(worst / scale) <= tol, "rank " << comm->rank() << ": " << op.describe());
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(distributed_csr_product_matches_the_whole_matrix)
+{
+    const auto comm = world();
+    // random pattern: couplings anywhere, rows of 1 to 9 entries; and a hepta grid in a random
+    // numbering; each split evenly and unevenly (one rank without rows)
+    const Coo<double> r = test::random_coo<double>(157, 157, 1, 9, 11);
+    const Coo<double> h = scrambled_hepta(spec_of(6, 5, 4, 2, false, HeptaModel::reservoir), 5);
+    for (const Coo<double>* a : {&r, &h}) {
+        const RowPartition even = partition_rows(a->rows, 1, comm->size());
+        const auto [u0, u1] = uneven_rows(a->rows, *comm);
+        for (const auto& [r0, r1] :
+             {std::pair<index_t, index_t>{even.begin(comm->rank()), even.end(comm->rank())},
+              std::pair<index_t, index_t>{u0, u1}}) {
+            check_distributed_csr_product<double, double>(*a, r0, r1, 1e-14);
+            check_distributed_csr_product<float, double>(*a, r0, r1, 1e-14);
+            check_distributed_csr_product<float, float>(*a, r0, r1, 2e-6);
+        }
+    }
+}
+
+BOOST_AUTO_TEST_CASE(distributed_csr_solves_a_system_in_no_grid_numbering)
+{
+    const auto comm = world();
+    const HeptaSpec spec = spec_of(8, 6, 5, 2, false, HeptaModel::reservoir);
+    const Coo<double> a = scrambled_hepta(spec, 3);
+    const RowPartition part = partition_rows(a.rows, 1, comm->size());
+    const index_t r0 = part.begin(comm->rank()), r1 = part.end(comm->rank());
+    const OwnedSplitRows s = split_coo_rows(a, r0, r1);
+    DistributedCsr<double, double> op(comm, s.view(), cpu_executor());
+    // b = A x_true with x_true known, over the whole matrix
+    std::vector<double> xt(std::size_t(a.rows));
+    for (std::size_t i = 0; i < xt.size(); ++i) xt[i] = 1.0 + 0.5 * std::sin(double(i));
+    const std::vector<long double> bl =
+        whole_product(a, xt, 1.0, 0.0, std::vector<double>(std::size_t(r1 - r0), 0.0), r0, r1);
+    const std::vector<double> b(bl.begin(), bl.end());
+    // the rank's preconditioner from its diagonal block, as on one process
+    const Csr<double> diag{
+        r1 - r0, r1 - r0, Array<offset_t>(std::vector<offset_t>(s.dp.begin(), s.dp.end())),
+        Array<index_t>(std::vector<index_t>(s.dc)), Array<double>(std::vector<double>(s.dv))};
+    for (SolverType st : {SolverType::bicgstab, SolverType::gmres}) {
+        const auto m = make_preconditioner<double>(PcType::ilu0, diag, 1, cpu_executor());
+        SolverOptions opts;
+        opts.rtol = 1e-10;
+        opts.max_it = 2000;
+        const std::unique_ptr<Solver<double>> solver = make_solver<double>(st, opts, {});
+        solver->set_operator(op);
+        solver->set_preconditioner(*m);
+        const Array<double> bb{std::vector<double>(b)};
+        Array<double> x(cpu_executor(), std::size_t(r1 - r0));
+        const Status status = solver->solve(bb, x);
+        BOOST_TEST(status.converged(), solver->name() << ": " << status.summary());
+        // the error against x_true over all ranks
+        const std::vector<double> xh = x.to_vector();
+        double err = 0;
+        for (std::size_t i = 0; i < xh.size(); ++i)
+            err = std::max(err, std::abs(xh[i] - xt[std::size_t(r0) + i]));
+        MPI_Allreduce(MPI_IN_PLACE, &err, 1, MPI_DOUBLE, MPI_MAX, comm->comm());
+        BOOST_TEST(err < 1e-6, solver->name() << ": max error " << err);
+    }
+}
+
+BOOST_AUTO_TEST_CASE(distributed_csr_new_values_and_bad_input)
+{
+    const auto comm = world();
+    const Coo<double> a = test::random_coo<double>(64, 64, 2, 6, 23);
+    const RowPartition part = partition_rows(a.rows, 1, comm->size());
+    const index_t r0 = part.begin(comm->rank()), r1 = part.end(comm->rank());
+    OwnedSplitRows s = split_coo_rows(a, r0, r1);
+    DistributedCsr<double, double> op(comm, s.view(), cpu_executor());
+    std::vector<double> x(std::size_t(r1 - r0), 1.0), y1(x.size()), y2(x.size());
+    op.apply(x.data(), y1.data());
+    for (double& v : s.dv) v *= 2;
+    for (double& v : s.ov) v *= 2;
+    op.update_values(s.view());
+    op.apply(x.data(), y2.data());
+    for (std::size_t i = 0; i < x.size(); ++i) BOOST_TEST(y2[i] == 2 * y1[i]);
+    // another pattern's values: refused, the operator unchanged
+    OwnedSplitRows fewer = s;
+    if (!fewer.dv.empty()) {
+        fewer.dv.pop_back();
+        fewer.dc.pop_back();
+        fewer.dp.back() -= 1;
+        BOOST_CHECK_THROW(op.update_values(fewer.view()), InputError);
+    }
+    std::vector<double> y3(x.size());
+    op.apply(x.data(), y3.data());
+    BOOST_TEST(y3 == y2);
+    // a column of the rank's own rows in the off part (on the last rank only): InputError on
+    // every rank, none left waiting
+    OwnedSplitRows wrong = s;
+    if (comm->rank() == comm->size() - 1 && r1 > r0) {
+        wrong.oc.insert(wrong.oc.begin(), r0);
+        wrong.ov.insert(wrong.ov.begin(), 1.0);
+        for (std::size_t i = 1; i < wrong.op.size(); ++i) wrong.op[i] += 1;
+    }
+    BOOST_CHECK_THROW((DistributedCsr<double, double>(comm, wrong.view(), cpu_executor())),
+                      InputError);
+    // a diagonal-block column outside the rank's rows
+    OwnedSplitRows far = s;
+    if (!far.dc.empty()) far.dc.front() = r1 - r0;
+    BOOST_CHECK_THROW((DistributedCsr<double, double>(comm, far.view(), cpu_executor())),
+                      InputError);
 }
