@@ -119,6 +119,10 @@ DistributedCsr<MT, VT>::DistributedCsr(std::shared_ptr<const Communicator> comm,
     std::vector<long long> gcol(std::size_t(rows.off.nnz()));
     for (offset_t k = 0; bad.str().empty() && k < rows.off.nnz(); ++k) {
         const index_t j = rows.off.col_idx[k];
+        if (j < 0 && rows.off_cols) {
+            bad << "rank " << comm_->rank() << ": off-diagonal column position " << j;
+            break;
+        }
         const long long c = rows.off_cols ? (long long)rows.off_cols[j] : (long long)j;
         if (c < 0 || c >= global || (c >= begin && c < end))
             bad << "rank " << comm_->rank() << ": off-diagonal column " << c
@@ -129,12 +133,29 @@ DistributedCsr<MT, VT>::DistributedCsr(std::shared_ptr<const Communicator> comm,
     agree(comm_->comm(), bad.str());
 
     diag_ = host_csr<MT>(n_, n_, rows.diag.row_ptr, rows.diag.col_idx, rows.diag.values);
-    halo_ = gcol;
-    std::sort(halo_.begin(), halo_.end());
-    halo_.erase(std::unique(halo_.begin(), halo_.end()), halo_.end());
-    std::vector<index_t> local(gcol.size());
-    for (std::size_t k = 0; k < gcol.size(); ++k)
-        local[k] = index_t(std::lower_bound(halo_.begin(), halo_.end(), gcol[k]) - halo_.begin());
+    // the halo: the distinct off columns ascending, and each entry's position in it. Columns
+    // given through an ascending off_cols (PETSc's garray) are positions already.
+    index_t width = 0;
+    for (offset_t k = 0; k < rows.off.nnz(); ++k) width = std::max(width, rows.off.col_idx[k] + 1);
+    bool positions = rows.off_cols != nullptr;
+    for (index_t j = 0; positions && j < width; ++j) {
+        const long long c = rows.off_cols[j];
+        positions =
+            (j == 0 || rows.off_cols[j - 1] < c) && c >= 0 && c < global && (c < begin || c >= end);
+    }
+    std::vector<index_t> local;
+    if (positions) {
+        halo_.assign(rows.off_cols, rows.off_cols + width);
+        local.assign(rows.off.col_idx, rows.off.col_idx + rows.off.nnz());
+    } else {
+        halo_ = gcol;
+        std::sort(halo_.begin(), halo_.end());
+        halo_.erase(std::unique(halo_.begin(), halo_.end()), halo_.end());
+        local.resize(gcol.size());
+        for (std::size_t k = 0; k < gcol.size(); ++k)
+            local[k] =
+                index_t(std::lower_bound(halo_.begin(), halo_.end(), gcol[k]) - halo_.begin());
+    }
     if (rows.off.nnz() > 0)
         off_ = host_csr<MT>(n_, index_t(halo_.size()), rows.off.row_ptr, local.data(),
                             rows.off.values);
@@ -191,7 +212,11 @@ std::string DistributedCsr<MT, VT>::describe() const
       << part_.global_rows() << " on rank " << comm_->rank() << "/" << comm_->size() << ", "
       << diag_.nnz() << " + " << off_.nnz() << " entries, halo " << halo_.size() << " columns from "
       << plan_.recv_peer.size() << " ranks by " << exchange_name() << ", reductions by "
-      << reduction_name() << " on " << exec_->name();
+      << reduction_name() << ", "
+      << (std::is_same_v<MT, double>   ? "fp64"
+          : std::is_same_v<VT, double> ? "fp32 values/fp64 vectors"
+                                       : "fp32")
+      << " on " << exec_->name();
     return o.str();
 }
 

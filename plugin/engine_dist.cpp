@@ -35,6 +35,7 @@
 #include "distributed/dist_amg.hpp"
 #include "distributed/dist_cpr.hpp"
 #include "distributed/dist_bdia.hpp"
+#include "distributed/dist_csr.hpp"
 #include "distributed/reducers.hpp"
 #include "distributed/symmetry.hpp"
 #include "formats/bdia/bdia.hpp"
@@ -485,7 +486,7 @@ namespace
 bool build_dist(MatrixEngine::Impl &m, index_t n, index_t off_rows, long long nnz_local, index_t row_begin, MPI_Comm comm, const GridHint &hint, const MatrixConfig &cfg, const std::function<std::vector<index_t>(index_t, std::size_t)> &local_offsets, const std::function<std::unique_ptr<StoreBase>(const std::vector<index_t> &, const dist::RowPartition &, const std::shared_ptr<const Executor> &)> &make, bool cpu_only)
 {
   const auto t0 = clock_type::now();
-  HEPTANE_ENSURE(cfg.format == "auto" || cfg.format == "bdiagh", NotSupported, "-heptane_format " << cfg.format << ": on several MPI ranks heptane's operator is the distributed BDIA-GH (auto or bdiagh); the other formats run on one rank");
+  HEPTANE_ENSURE(cfg.format == "auto" || cfg.format == "bdiagh", NotSupported, "-heptane_format " << cfg.format << ": on several MPI ranks heptane's operator is the distributed BDIA-GH (auto or bdiagh) or, on CPU ranks, the distributed CSR (csr); the other formats run on one rank");
   // one duplicate of the caller's communicator for the life of the engine
   if (!m.comm || m.comm_src != comm) {
     m.comm     = std::make_shared<const dist::Communicator>(comm);
@@ -655,6 +656,81 @@ void MatrixEngine::build_distributed_callback(const CsrView &a, index_t row_begi
   m.timings.last_detect_ms = 0;
   m.timings.last_build_ms  = ms_since(t0);
   ++m.timings.builds;
+}
+
+namespace
+{
+dist::SplitRows split_of(const DistRows &r)
+{
+  return dist::SplitRows{r.diag, r.off, r.off_cols};
+}
+
+// heptane's general row-split operator (build_distributed_csr): values copied at each refresh.
+template <class MT, class VT>
+struct DistCsrStore final : detail::TypedStore<VT> {
+  DistCsrStore(const std::shared_ptr<const dist::Communicator> &comm, const DistRows &rows, index_t row_begin, const std::shared_ptr<const Executor> &exec, bool fp64_too) : row_begin_(row_begin)
+  {
+    op_csr_   = std::make_shared<dist::DistributedCsr<MT, VT>>(comm, split_of(rows), exec);
+    this->op_ = op_csr_;
+    if (fp64_too) op64_ = std::make_shared<dist::DistributedCsr<double, double>>(comm, split_of(rows), exec);
+  }
+  void refresh(const CsrView &a) override
+  {
+    SplitCopy       copy;
+    const DistRows &rows = dist_rows(a, row_begin_, copy);
+    op_csr_->update_values(split_of(rows));
+    if (op64_) op64_->update_values(split_of(rows));
+  }
+  std::shared_ptr<const Operator<double>> op_fp64() const override { return op64_; }
+  std::string                             note() const override { return "values copied into the distributed CSR operator's arrays in their order (the pattern kept)"; }
+
+  index_t                                               row_begin_;
+  std::shared_ptr<dist::DistributedCsr<MT, VT>>         op_csr_;
+  std::shared_ptr<dist::DistributedCsr<double, double>> op64_;
+};
+} // namespace
+
+bool MatrixEngine::build_distributed_csr(const CsrView &a, index_t row_begin, index_t nc, MPI_Comm comm, const MatrixConfig &cfg)
+{
+  const auto t0 = clock_type::now();
+  Impl      &m  = *impl_;
+  if (!m.comm || m.comm_src != comm) {
+    m.comm     = std::make_shared<const dist::Communicator>(comm);
+    m.comm_src = comm;
+  }
+  const dist::Communicator &C = *m.comm;
+  const auto [device, exec]   = rank_device(m, C, cfg);
+  int cpu = exec->is_cpu() ? 1 : 0, all = 0;
+  MPI_Allreduce(&cpu, &all, 1, MPI_INT, MPI_LAND, C.comm());
+  if (!all) return false;
+  SplitCopy                  copy;
+  const DistRows            &rows = dist_rows(a, row_begin, copy);
+  std::unique_ptr<StoreBase> store;
+  if (cfg.precision == Precision::single) store = std::make_unique<DistCsrStore<float, float>>(m.comm, rows, row_begin, exec, false);
+  else if (cfg.precision == Precision::mixed) store = std::make_unique<DistCsrStore<float, double>>(m.comm, rows, row_begin, exec, true);
+  else store = std::make_unique<DistCsrStore<double, double>>(m.comm, rows, row_begin, exec, false);
+  const std::string        what = cfg.precision == Precision::single ? store->op_single()->describe() : store->op_double()->describe();
+  const dist::RowPartition part = dist::partition_from_local(C, a.rows);
+  m.store                       = std::move(store);
+  m.cfg                         = cfg;
+  m.device                      = device;
+  m.exec                        = exec;
+  m.format                      = Format::csr;
+  m.rows                        = a.rows;
+  m.nnz                         = a.nnz(); // what refresh_values is given: the diagonal block's with a DistRowsScope
+  m.nc                          = nc > 0 ? nc : 1;
+  m.offsets.clear();
+  m.grid                   = {0, 0, 0};
+  m.note                   = "heptane's distributed CSR operator (" + what + "); " + std::to_string(C.size()) + " ranks, rows " + part.describe();
+  m.distributed            = true;
+  m.row_begin              = row_begin;
+  m.global_rows            = part.global_rows();
+  m.ranks                  = C.size();
+  m.csr_values             = nullptr;
+  m.timings.last_detect_ms = 0;
+  m.timings.last_build_ms  = ms_since(t0);
+  ++m.timings.builds;
+  return true;
 }
 
 SymmetryCheck check_symmetry_ranks(MPI_Comm comm, const CsrView &diag, const CsrView &off, const index_t *off_cols, index_t row_begin, double tol)

@@ -921,10 +921,19 @@ static PetscErrorCode KSPHeptaneRanksEngine(KSP ksp, Mat A, MPI_Comm comm, int t
 
   PetscFunctionBegin;
   heptane::plugin::DistRowsScope scope(h->rows->split);
+  if (todo == 2 && cfg.format == "csr") { /* asked for: heptane's distributed CSR (CPU ranks) */
+    bool csr = false;
+    HeptaneCallCXX(csr = h->own->build_distributed_csr(h->rows->split.diag, (heptane::index_t)h->rows->rstart, hint->block_size, comm, cfg));
+    PetscCheck(csr, comm, PETSC_ERR_SUP, "-heptane_format csr on several ranks: heptane's distributed CSR operator runs on CPU ranks only for now (-heptane_device cpu), and this rank's device is a GPU");
+    HeptaneCallCXX(
+        *h->grid_source = "-heptane_format csr: the operator is heptane's distributed CSR (this rank's diagonal block and its couplings to other ranks' rows through a halo of the columns it reads, exchanged while the diagonal block's product runs)");
+    PetscFunctionReturn(0);
+  }
   if (todo == 2) {
     std::string refused;
     /* a numbering that is no grid's, or a DMDA's matrix with entries off its stencil (a well's
-       long-range coupling), falls back to PETSc's MatMult as the operator (the ranks agree:
+       long-range coupling), falls back to heptane's distributed CSR on CPU ranks, else to
+       PETSc's MatMult as the operator (the ranks agree:
        every one throws or none does), unless the grid was named (-heptane_grid), the format
        asked for (-heptane_format bdiagh) or the ranks' rows are not whole blocks (a block size
        to fix) */
@@ -934,6 +943,14 @@ static PetscErrorCode KSPHeptaneRanksEngine(KSP ksp, Mat A, MPI_Comm comm, int t
         refused = e.what();
       });
     if (!refused.empty()) {
+      /* heptane's general row-split operator on CPU ranks; on GPU ranks (not there yet) PETSc's MatMult */
+      bool csr = false;
+      HeptaneCallCXX(csr = h->own->build_distributed_csr(h->rows->split.diag, (heptane::index_t)h->rows->rstart, hint->block_size, comm, cfg));
+      if (csr) {
+        HeptaneCallCXX(*h->grid_source = std::string(hint->has_grid() ? "the matrix is not on its DMDA's stencil" : "the global numbering is not a grid's") + ", so the operator is heptane's distributed CSR (this rank's diagonal block and its couplings to other ranks' rows through a halo of the columns it reads, exchanged while the diagonal block's product runs): " + refused);
+        PetscCall(PetscInfo(ksp, "%s: %s\n", KSPHeptaneName(h), h->grid_source->c_str()));
+        PetscFunctionReturn(0);
+      }
       PetscCall(KSPHeptaneMatMultOperator(ksp, A, comm, hint, cfg, refused));
       PetscFunctionReturn(0);
     }
@@ -973,7 +990,7 @@ static PetscErrorCode KSPHeptaneRanksBlocks(KSP ksp, Mat A, int todo, const hept
   PetscFunctionBegin;
   *done = PETSC_FALSE;
   PetscCall(PetscObjectBaseTypeCompare((PetscObject)A, MATMPIBAIJ, &ismpibaij));
-  if (!ismpibaij) PetscFunctionReturn(0); /* the same type on every rank */
+  if (!ismpibaij || cfg.format == "csr") PetscFunctionReturn(0); /* the same type on every rank; -heptane_format csr takes the rows */
   if (todo == 2 && !h->petsc_pc && !KSPHeptanePCFromDiagBlocks(KSPHeptaneResolvePC(h)) && !KSPHeptanePCFromRows(KSPHeptaneResolvePC(h))) PetscFunctionReturn(0);
   PetscCall(MatMPIBAIJGetSeqBAIJ(A, &Ad, &Ao, &garray));
   PetscCall(HeptaneBAIJBlocksGet(Ad, NULL, &b.diag));
@@ -2046,6 +2063,7 @@ static PetscErrorCode KSPView_Heptane(KSP ksp, PetscViewer viewer)
   PetscFunctionBegin;
   PetscCall(PetscObjectTypeCompare((PetscObject)viewer, PETSCVIEWERASCII, &isascii));
   if (!isascii) PetscFunctionReturn(0);
+  HeptaneThreadsScope           threads(h); /* the executors' names say the thread count the work runs on */
   const KSPConvergedDefaultCtx *cctx = ksp->converged == KSPConvergedDefault ? (const KSPConvergedDefaultCtx *)ksp->cnvP : NULL;
   const bool                    host = ksp->converged != KSPConvergedDefault && ksp->converged != KSPConvergedSkip;
   const char                   *stop = host ? "stopping on the host's convergence test (KSPSetConvergenceTest), called every iteration with the unpreconditioned ||r|| (0 with -ksp_norm_type none), the residual read back each time"

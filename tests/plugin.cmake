@@ -1140,8 +1140,8 @@ if(HEPTANE_PETSC_MPIEXEC)
         --plugin ${plugin_so} --mpiexec "${np2}" --ref "${ref_bcgs} -pc_type gamg -da_processors_x 2" --heptane "-ksp_type hbcgs -pc_type hamg -da_processors_x 2 -ksp_view"
         --expect "${renumbered} 2 x 1 x 1" -- $<TARGET_FILE:reservoir> -nx 16 -ny 12 -nz 8 -steps 3 -ksp_rtol 1e-10 -system pressure)
       heptane_plugin_test(plugin_reservoir_two_ranks_other_format_is_an_error
-        ${compare} --mpiexec "${np2}" --heptane "-ksp_type hbcgs -heptane_format csr"
-        --expect-error "on several MPI ranks heptane's operator is the distributed BDIA-GH" -- ${reservoir2})
+        ${compare} --mpiexec "${np2}" --heptane "-ksp_type hbcgs -heptane_format ell"
+        --expect-error "on several MPI ranks heptane's operator is the distributed BDIA-GH \\(auto or bdiagh\\) or, on CPU ranks, the distributed CSR \\(csr\\)" -- ${reservoir2})
       # (f) AMG per rank (block Jacobi over the ranks, each rank's diagonal block), inside
       # heptane's BiCGStab (9 iterations a solve; PETSc's bcgs with GAMG on 2 ranks: 12) and as
       # PETSc's CG's PC; CPR per rank on the coupled system (10-12; bjacobi/ILU: 19-23)
@@ -1217,18 +1217,38 @@ if(HEPTANE_PETSC_MPIEXEC)
       --plugin ${plugin_so} --mpiexec "${np2}" --heptane "-ksp_type hcg -ksp_view"
       --expect "KSP hcg: the matrix is not symmetric \\(NOT symmetric: a\\([0-9]+, [0-9]+\\) = .* but a\\([0-9]+, [0-9]+\\) = .* \\(relative difference .* > -heptane_symmetry_tol 1e-08\\)\\)" -- ${host} -use_dm 0)
     # a numbering that is no grid's and no DMDA to renumber by: heptane's loop and preconditioner
-    # around PETSc's own MatMult, the same iterations as PETSc's bcgs with the same PC
-    set(matmult "heptane structure: the global numbering is not a grid's, so the operator is PETSc's own MatMult")
-    heptane_plugin_test(plugin_host_two_ranks_any_numbering_on_petsc_matmult
+    # around heptane's distributed CSR operator (CPU ranks; before 2026-12-05 PETSc's own
+    # MatMult, which GPU ranks keep), the same iterations as PETSc's bcgs with the same PC, in
+    # every precision
+    set(dcsr "heptane structure: the global numbering is not a grid's, so the operator is heptane's distributed CSR")
+    heptane_plugin_test(plugin_host_two_ranks_any_numbering_on_distributed_csr
       ${solves} ${host_checks} --its-diff 1 --solves 2 --
       --plugin ${plugin_so} --mpiexec "${np2}" --ref ${ref_bcgs} --heptane "-ksp_type hbcgs -ksp_view"
-      --expect "${matmult}" --expect "heptane operator: PETSc's MatMult of the mpiaij matrix"
+      --expect "${dcsr}" --expect "heptane operator: csr rows .0, [0-9]+\\) of [0-9]+ on rank 0/2, [0-9]+ \\+ [0-9]+ entries, halo [0-9]+ columns from 1 ranks by host, reductions by mpi, fp64 on cpu \\(1 threads\\) \\(PETSc matrix mpiaij\\)"
+      --expect "heptane values-only update: values copied into the distributed CSR operator's arrays"
       --reject MISMATCH -- ${host} -use_dm 0 -permute 1 -dof 2 -solves 2)
     heptane_plugin_test(plugin_host_three_ranks_any_numbering_baij_pbjacobi
       ${solves} ${host_checks} --its-diff 1 --solves 2 --
       --plugin ${plugin_so} --mpiexec "${np3}" --ref "${ref_bcgs} -pc_type pbjacobi" --heptane "-ksp_type hbcgs -pc_type pbjacobi -ksp_view"
-      --expect "${matmult}" --expect "heptane operator: PETSc's MatMult of the mpibaij matrix"
+      --expect "${dcsr}" --expect "heptane operator: csr rows .* from 2 ranks by host, reductions by mpi, fp64 on cpu \\(1 threads\\) \\(PETSc matrix mpibaij\\)"
       --reject MISMATCH -- ${host} -use_dm 0 -permute 1 -mat_type baij -dof 3 -solves 2)
+    foreach(prec single mixed)
+      set(refined "")
+      if(prec STREQUAL "mixed")
+        set(refined --expect "refined against the fp64 matrix \\(-heptane_refine\\), corrections: [1-9]")
+      endif()
+      heptane_plugin_test(plugin_host_two_ranks_any_numbering_distributed_csr_${prec}
+        ${solves} --max-error 1e-3 --its-diff 3 --solves 2 --
+        --plugin ${plugin_so} --tol 1e-4 --mpiexec "${np2}" --ref "${ref_bcgs} -ksp_rtol 1e-5" --heptane "-ksp_type hbcgs -ksp_rtol 1e-5 -heptane_precision ${prec} -ksp_view"
+        --expect "${dcsr}" --expect "heptane operator: csr rows .*, fp32( values/fp64 vectors)? on cpu" ${refined}
+        --reject MISMATCH -- ${host} -use_dm 0 -permute 1 -dof 2 -solves 2)
+    endforeach()
+    # asked for on a grid's natural numbering (a DMDA split along z): -heptane_format csr
+    heptane_plugin_test(plugin_host_two_ranks_heptane_format_csr
+      ${solves} ${host_checks} --its-diff 1 --solves 2 --
+      --plugin ${plugin_so} --mpiexec "${np2}" --ref "${ref_bcgs} -pc_type bjacobi" --heptane "-ksp_type hbcgs -pc_type ilu -heptane_format csr -ksp_view"
+      --expect "heptane structure: -heptane_format csr: the operator is heptane's distributed CSR" --expect "heptane operator: csr rows"
+      --reject MISMATCH -- ${host} -dof 2 -solves 2)
     # a layout where one rank owns no rows (MatSetSizes with a local size of 0): every rank's
     # part of the setup, the products and the preconditioners take the empty rank in their
     # stride; the same iterations and solution as PETSc's own bcgs with the same PC
@@ -1314,10 +1334,10 @@ if(HEPTANE_PETSC_MPIEXEC)
       --plugin ${plugin_so} --mpiexec "${np2}" --ref "${ref_bcgs} -pc_type bjacobi" --heptane "-ksp_type hbcgs -pc_type ilu -ksp_view"
       --expect "heptane setups: 2 full \\(new pattern\\), 1 values-only"
       --reject MISMATCH -- ${host} -dof 2 -solves 3 -dm_mat_type baij -new_pattern_at 2)
-    heptane_plugin_test(plugin_host_two_ranks_dmda_entry_off_the_stencil_matmult
+    heptane_plugin_test(plugin_host_two_ranks_dmda_entry_off_the_stencil_distributed_csr
       ${solves} ${host_checks} --its-diff 2 --solves 3 --
       --plugin ${plugin_so} --mpiexec "${np2}" --ref "${ref_bcgs} -pc_type bjacobi" --heptane "-ksp_type hbcgs -pc_type ilu -ksp_view"
-      --expect "the matrix is not on its DMDA's stencil, so the operator is PETSc's own MatMult"
+      --expect "the matrix is not on its DMDA's stencil, so the operator is heptane's distributed CSR"
       --reject MISMATCH -- ${host} -dof 2 -solves 3 -new_pattern_at 2)
     heptane_plugin_test(plugin_host_two_ranks_shell_amat_petsc_bcgs_hamg_pc
       ${solves} ${host_checks} --its host=3:30 --ref-its host=3:30 --solves 2 --

@@ -26,6 +26,7 @@
 #include "distributed/dist_amg.hpp"
 #include "distributed/dist_bdia.hpp"
 #include "distributed/dist_cpr.hpp"
+#include "distributed/dist_csr.hpp"
 #include "formats/coo/coo.hpp"
 #include "formats/csr/csr.hpp"
 #include "formats/detect/detect.hpp"
@@ -45,10 +46,13 @@ double seconds_since(Clock::time_point t0)
     return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
-/// This rank's rows, b, x0 (empty: zero) and (when known) x_true, from --generate or a file.
+/// This rank's rows, b, x0 (empty: zero) and (when known) x_true, from --generate or a file:
+/// a BDIA-GH block (a hepta grid in natural order), or for any other matrix (or --format csr)
+/// its rows as MPIAIJ splits them, for the distributed CSR operator (CPU ranks).
 struct LocalProblem {
     dist::RowPartition part;
     Bdia<double> local;
+    std::optional<dist::OwnedSplitRows> csr;
     std::vector<double> b, x0, x_true;
     std::string source;
     index_t global_rows = 0;
@@ -69,10 +73,22 @@ std::vector<double> read_local_rows(const std::string& path, const char* what,
     return std::vector<double>(v.begin() + part.begin(rank), v.begin() + part.end(rank));
 }
 
+/// b = A * 1 on rows [r0, r1), x_true = 1.
+void b_is_a_times_one(const Coo<double>& a, index_t r0, index_t r1, LocalProblem& p)
+{
+    p.b.assign(std::size_t(r1 - r0), 0.0);
+    for (offset_t k = 0; k < a.nnz(); ++k) {
+        const index_t r = a.row[k];
+        if (r >= r0 && r < r1) p.b[std::size_t(r - r0)] += a.val[k];
+    }
+    p.x_true.assign(std::size_t(r1 - r0), 1.0);
+}
+
 LocalProblem build_local(const dist::Communicator& comm, const std::optional<std::string>& file,
                          const std::optional<std::string>& gen,
                          const std::optional<std::string>& bfile,
-                         const std::optional<std::string>& x0file, const std::string& split)
+                         const std::optional<std::string>& x0file, const std::string& split,
+                         bool want_csr, bool cpu)
 {
     LocalProblem p;
     const int rank = comm.rank(), size = comm.size();
@@ -101,28 +117,28 @@ LocalProblem build_local(const dist::Communicator& comm, const std::optional<std
         HEPTANE_ENSURE(a.rows == a.cols, DimensionMismatch,
                        "A is " << a.rows << " x " << a.cols << ": solve needs a square matrix");
         const Structure st = detect_structure(a);
-        HEPTANE_ENSURE(st.hepta, InputError,
-                       *file << " is not a general-hepta matrix (" << st.hepta_reason
-                             << "): under mpirun the operator is BDIA-GH split over the ranks; "
-                                "solve it on one process");
         p.global_rows = a.rows;
         p.nnz = a.nnz();
         p.block_size = st.block_size;
-        const Bdia<double> whole = bdia_from_coo(a, st.block_size, st.block_offsets);
-        const index_t plane = st.grid_dims == 3 ? st.grid[0] * st.grid[1] * st.block_size : 0;
-        p.part = split == "planes" && plane > 0 && a.rows / plane >= size
-                     ? dist::partition_planes(a.rows / plane, plane, size)
-                     : dist::partition_rows(a.rows, st.block_size, size);
-        const index_t r0 = p.part.begin(rank), r1 = p.part.end(rank);
-        p.local = dist::bdia_rows(whole, r0, r1);
-        if (!bfile) {  // b = A * 1
-            p.b.assign(std::size_t(r1 - r0), 0.0);
-            for (offset_t k = 0; k < a.nnz(); ++k) {
-                const index_t r = a.row[k];
-                if (r >= r0 && r < r1) p.b[std::size_t(r - r0)] += a.val[k];
-            }
-            p.x_true.assign(std::size_t(r1 - r0), 1.0);
+        if (!st.hepta || want_csr) {  // the distributed CSR operator, rows in blocks of Nc
+            HEPTANE_ENSURE(
+                cpu, NotSupported,
+                *file << (want_csr ? " with --format csr"
+                                   : " is not a general-hepta matrix (" + st.hepta_reason + ")")
+                      << ": under mpirun such a matrix runs on the distributed CSR "
+                         "operator, on CPU ranks only for now (--device cpu), or "
+                         "solve it on one process");
+            p.part = dist::partition_rows(a.rows, st.block_size, size);
+            p.csr = dist::split_coo_rows(a, p.part.begin(rank), p.part.end(rank));
+        } else {
+            const index_t plane = st.grid_dims == 3 ? st.grid[0] * st.grid[1] * st.block_size : 0;
+            p.part = split == "planes" && plane > 0 && a.rows / plane >= size
+                         ? dist::partition_planes(a.rows / plane, plane, size)
+                         : dist::partition_rows(a.rows, st.block_size, size);
+            p.local = dist::bdia_rows(bdia_from_coo(a, st.block_size, st.block_offsets),
+                                      p.part.begin(rank), p.part.end(rank));
         }
+        if (!bfile) b_is_a_times_one(a, p.part.begin(rank), p.part.end(rank), p);
     }
     if (bfile) p.b = read_local_rows(*bfile, "b", p.part, rank);
     if (x0file) p.x0 = read_local_rows(*x0file, "x0", p.part, rank);
@@ -154,22 +170,9 @@ struct RankSolve {
 /// This rank's rows of its BDIA-GH block (the couplings to other ranks' rows are in its data,
 /// not in its pattern: generate_hepta_bdia_rows, bdia_rows) as MPIAIJ splits them, for the
 /// global coarse correction: the diagonal block and the rest in global columns.
-struct SplitStore {
-    std::vector<index_t> dp{0}, dc, op{0}, oc;
-    std::vector<double> dv, ov;
-    dist::SplitRows view() const
-    {
-        dist::SplitRows v;
-        v.diag = CsrView{index_t(dp.size()) - 1, dp.data(), dc.data(), dv.data()};
-        v.off = CsrView{index_t(op.size()) - 1, op.data(), oc.data(), ov.data()};
-        v.off_cols = nullptr;  // global columns
-        return v;
-    }
-};
-
-SplitStore split_rows(const Bdia<double>& a, index_t row_begin, index_t global_rows)
+dist::OwnedSplitRows split_rows(const Bdia<double>& a, index_t row_begin, index_t global_rows)
 {
-    SplitStore s;
+    dist::OwnedSplitRows s;
     const index_t rows = a.rows, nc = a.block_size, nk = a.num_diagonals();
     const std::uint64_t* bits = a.pattern.data();
     const double* data = a.data.data();
@@ -193,6 +196,16 @@ SplitStore split_rows(const Bdia<double>& a, index_t row_begin, index_t global_r
     return s;
 }
 
+/// The diagonal block of rows split as MPIAIJ's, as a heptane CSR (for the rank's
+/// preconditioner).
+Csr<double> diagonal_block(const dist::OwnedSplitRows& s)
+{
+    const index_t n = index_t(s.dp.size()) - 1;
+    return Csr<double>{n, n, Array<offset_t>(std::vector<offset_t>(s.dp.begin(), s.dp.end())),
+                       Array<index_t>(std::vector<index_t>(s.dc)),
+                       Array<double>(std::vector<double>(s.dv))};
+}
+
 /// The preconditioner of this rank's diagonal block (VT, from the fp64 block as on one
 /// process), the operator with MT values, and the solve in VT from p.x0 (zero when empty);
 /// `coarse`: with the global coarse correction around that preconditioner (dist::CoarseSpace
@@ -209,26 +222,41 @@ RankSolve solve_on_ranks(const std::shared_ptr<const dist::Communicator>& comm, 
     RankSolve r;
     const std::size_t n = std::size_t(p.part.rows(comm->rank()));
     auto t = Clock::now();
-    const SplitStore split = coarse || global
-                                 ? split_rows(p.local, p.part.begin(comm->rank()), p.global_rows)
-                                 : SplitStore{};
+    const dist::OwnedSplitRows split =
+        p.csr              ? *p.csr
+        : coarse || global ? split_rows(p.local, p.part.begin(comm->rank()), p.global_rows)
+                           : dist::OwnedSplitRows{};
     const bool global_cpr = global && pc == PcType::cpr && p.block_size > 1;
     std::shared_ptr<const Operator<VT>> m =
         global_cpr ? nullptr  // made below, with the distributed operator
         : global   ? std::shared_ptr<const Operator<VT>>(std::make_shared<dist::DistAmg<VT>>(
                        comm->comm(), exec, split.view(), p.part.begin(comm->rank()), p.block_size,
                        pc_options.amg))
-                   : make_preconditioner<VT>(pc, csr_from_coo(to_coo(p.local)), p.block_size, exec,
-                                           pc_options);
+                   : make_preconditioner<VT>(
+                       pc, p.csr ? diagonal_block(*p.csr) : csr_from_coo(to_coo(p.local)),
+                       p.block_size, exec, pc_options);
     r.pc_s = seconds_since(t);
 
     t = Clock::now();
-    Bdia<MT> local;
-    if constexpr (std::is_same_v<MT, double>)
-        local = std::move(p.local);
-    else
-        local = with_float_values(std::exchange(p.local, Bdia<double>{}));
-    dist::DistributedBdia<MT, VT> op(comm, p.part, std::move(local), exec, dopt);
+    std::unique_ptr<Operator<VT>> opp;
+    if (p.csr) {
+        auto c = std::make_unique<dist::DistributedCsr<MT, VT>>(comm, p.csr->view(), exec);
+        r.exchange = c->exchange_name();
+        r.reduction = c->reduction_name();
+        opp = std::move(c);
+    } else {
+        Bdia<MT> local;
+        if constexpr (std::is_same_v<MT, double>)
+            local = std::move(p.local);
+        else
+            local = with_float_values(std::exchange(p.local, Bdia<double>{}));
+        auto d = std::make_unique<dist::DistributedBdia<MT, VT>>(comm, p.part, std::move(local),
+                                                                 exec, dopt);
+        r.exchange = d->exchange_name();
+        r.reduction = d->reduction_name();
+        opp = std::move(d);
+    }
+    const Operator<VT>& op = *opp;
     const Array<VT> b = Array<VT>(std::vector<VT>(p.b.begin(), p.b.end())).to(exec);
     Array<VT> x = p.x0.empty() ? Array<VT>(exec, n)
                                : Array<VT>(std::vector<VT>(p.x0.begin(), p.x0.end())).to(exec);
@@ -261,8 +289,6 @@ RankSolve solve_on_ranks(const std::shared_ptr<const dist::Communicator>& comm, 
     const std::vector<VT> xh = n > 0 ? x.to_vector() : std::vector<VT>{};
     r.x.assign(xh.begin(), xh.end());
     r.op = op.describe();
-    r.exchange = op.exchange_name();
-    r.reduction = op.reduction_name();
     r.pc = q ? q->describe() : m->describe();
     return r;
 }
@@ -333,11 +359,13 @@ int cmd_solve_distributed(Args& args, bool json, bool monitor, bool quiet_flag)
     opts.check_every = static_cast<int>(args.get_int("--check-every", opts.check_every));
     opts.cuda_graphs = !args.flag("--no-graphs");
     args.finish(gen ? 0 : 1, gen ? 0 : 1);
-    if (fmt != "auto" && fmt != "bdiagh")
+    if (fmt != "auto" && fmt != "bdiagh" && fmt != "csr")
         throw UsageError(
-            "under mpirun the operator is BDIA-GH split over the ranks: --format "
-            "auto or bdiagh, not " +
+            "under mpirun the operator is BDIA-GH split over the ranks (a hepta grid), else the "
+            "distributed CSR: --format auto, bdiagh or csr, not " +
             fmt);
+    if (fmt == "csr" && gen)
+        throw UsageError("--format csr under mpirun takes a matrix file (--generate is BDIA-GH)");
     const Precision precision = precision_option(prec);
     if (impl != "fused")
         throw UsageError(
@@ -379,7 +407,7 @@ int cmd_solve_distributed(Args& args, bool json, bool monitor, bool quiet_flag)
         build_local(*comm,
                     args.positionals().empty() ? std::nullopt
                                                : std::optional<std::string>(args.positionals()[0]),
-                    gen, bfile, x0file, split);
+                    gen, bfile, x0file, split, fmt == "csr", exec->is_cpu());
     const double t_build = seconds_since(t0);
 
     // preconditioner of this rank's diagonal block
@@ -454,18 +482,18 @@ int cmd_solve_distributed(Args& args, bool json, bool monitor, bool quiet_flag)
             "\"solve_seconds\": %.6f, \"setup_seconds\": %.6f, \"total_seconds\": %.6f, "
             "\"per_iteration_ms\": %.6f, \"solver\": \"%s\", \"restart\": %s, "
             "\"preconditioner\": %s, "
-            "\"format\": \"bdiagh\", \"operator\": %s, \"precision\": \"%s\", "
+            "\"format\": \"%s\", \"operator\": %s, \"precision\": \"%s\", "
             "\"device\": %s, \"ranks\": %d, \"partition\": %s, \"halo\": \"%s\", "
             "\"reduce\": \"%s\", \"cuda_graph\": %s, \"null_space_removed\": %s, \"rows\": %d, "
             "\"nnz\": %lld}\n",
             json_string(p.source).c_str(), st.converged() ? "true" : "false", to_string(st.reason),
             st.iterations, st.relative_residual, st.true_relative_residual,
             json_number(err).c_str(), solve_s, setup_s, total_s, per_it, solver_name.c_str(),
-            restart_json.c_str(), json_string(r.pc).c_str(), json_string(r.op).c_str(),
-            prec.c_str(), json_string(exec->name()).c_str(), comm->size(),
-            json_string(p.part.describe()).c_str(), r.exchange.c_str(), r.reduction.c_str(),
-            st.cuda_graph ? "true" : "false", json_number(null_removed).c_str(), p.global_rows,
-            static_cast<long long>(p.nnz));
+            restart_json.c_str(), json_string(r.pc).c_str(), p.csr ? "csr" : "bdiagh",
+            json_string(r.op).c_str(), prec.c_str(), json_string(exec->name()).c_str(),
+            comm->size(), json_string(p.part.describe()).c_str(), r.exchange.c_str(),
+            r.reduction.c_str(), st.cuda_graph ? "true" : "false",
+            json_number(null_removed).c_str(), p.global_rows, static_cast<long long>(p.nnz));
     } else {
         std::printf("system    %s: %d rows, %lld entries, on %d ranks\n", p.source.c_str(),
                     p.global_rows, static_cast<long long>(p.nnz), comm->size());
