@@ -25,8 +25,7 @@ const Command commands[] = {
      heptane::cli::cmd_convert},
     {"spmv", "one sparse matrix-vector product: result, time and bandwidth",
      heptane::cli::cmd_spmv},
-    {"solve",
-     "solve A x = b with BiCGStab or CG (CPU or GPU; under mpirun over the ranks, a GPU each)",
+    {"solve", "solve A x = b: BiCGStab, CG or GMRES (CPU or GPU; under mpirun over the ranks)",
      heptane::cli::cmd_solve},
     {"mlem", "emission tomography: MLEM / OSEM image from counts, log-likelihood per iteration",
      heptane::cli::cmd_mlem},
@@ -35,7 +34,7 @@ const Command commands[] = {
     {"pet", "generate a PET-like system: ring scanner matrix, phantom, Poisson counts",
      heptane::cli::cmd_pet},
     {"bench",
-     "benchmarks (spmv, solve, mlem, lsqr, mmread; comm, scale under mpirun); tables, CSV/JSON",
+     "benchmarks (spmv, solve, precond, setup, mlem, lsqr, mmread; comm, scale under mpirun)",
      heptane::cli::cmd_bench},
 };
 
