@@ -447,8 +447,10 @@ static PetscErrorCode KSPHeptaneCSRGet(KSP ksp, Mat A, HeptaneCSR *csr)
     PetscCall(HeptaneBAIJGet(Ad, NULL, h->baij, &csr->view));
     PetscFunctionReturn(0);
   }
-  PetscCheck(issbaij || ismpisbaij, PetscObjectComm((PetscObject)ksp), PETSC_ERR_SUP, "KSP %s: matrix type %s is not supported; use aij, baij, sbaij, bdiagh (or their mpi types), or a DMDA matrix of these types", KSPHeptaneName(h), ((PetscObject)A)->type_name);
-  h->input_how = "SBAIJ converted to AIJ once per pattern (MatConvert), MAT_REUSE_MATRIX for new values";
+  if (issbaij || ismpisbaij) h->input_how = "SBAIJ converted to AIJ once per pattern (MatConvert), MAT_REUSE_MATRIX for new values";
+  else { /* any other assembled type (sell, dense, nest, ...): an AIJ copy, as for SBAIJ */ PetscCall(HeptaneCheckEntriesReadable((PetscObject)ksp, A, KSPHeptaneName(h), "Or use a PETSc KSP (e.g. -ksp_type bcgs)."));
+    h->input_how = "converted to AIJ once per pattern (MatConvert), MAT_REUSE_MATRIX for new values (a type heptane does not read where it is: it reads aij, baij and bdiagh so)";
+  }
   PetscCall(HeptaneAIJCopyGet(A, &h->sbaij, &Ad));
   if (ismpisbaij) PetscCall(MatMPIAIJGetSeqAIJ(h->sbaij.aij, &Ad, &Ao, &colmap));
   PetscCall(HeptaneCSRGet(Ad, csr));

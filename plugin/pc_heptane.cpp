@@ -124,7 +124,9 @@ static PetscErrorCode PCHeptaneCSRGet(PC pc, Mat A, HeptaneCSR *csr)
     PetscCall(HeptaneBAIJGet(Ad, NULL, p->baij, &csr->view));
     PetscFunctionReturn(0);
   }
-  PetscCheck(issbaij, PetscObjectComm((PetscObject)pc), PETSC_ERR_SUP, "PC %s: matrix type %s is not supported; use aij, baij, sbaij, bdiagh (or their mpi types), or a DMDA matrix of these types", PCHeptaneName(p), ((PetscObject)A)->type_name);
+  /* SBAIJ (only its upper triangle is stored) and any other assembled type (sell, dense, nest,
+     ...): an AIJ copy, converted once per pattern */
+  if (!issbaij) PetscCall(HeptaneCheckEntriesReadable((PetscObject)pc, A, PCHeptaneName(p), "Or use a PETSc PC."));
   PetscCall(HeptaneAIJCopyGet(A, &p->sbaij, &Ad));
   PetscCall(PetscObjectBaseTypeCompare((PetscObject)Ad, MATMPIAIJ, &ismpiaij));
   if (ismpiaij) PetscCall(MatMPIAIJGetSeqAIJ(Ad, &Ad, &Ao, &colmap));

@@ -536,6 +536,18 @@ heptane_plugin_test(plugin_host_petsc_cg_with_hamg_pc_sbaij
   --plugin ${plugin_so} --ref "-ksp_type cg -pc_type jacobi" --heptane "-ksp_type cg -pc_type hamg -ksp_view"
   --expect "PETSc matrix seqsbaij" --expect "heptane preconditioner setups: 1 full \\(new pattern\\), 1 values-only"
   --reject MISMATCH -- ${host} -use_dm 0 -mat_type sbaij -convection 0 -solves 2)
+# any other assembled type (here SELL and dense; since 2026-12-05, before refused): an AIJ copy
+# once per pattern, MAT_REUSE_MATRIX at each values-only step, under heptane's KSP and PC
+heptane_plugin_test(plugin_host_sell_through_an_aij_copy
+  ${solves} ${host_checks} --its-diff 1 --solves 2 --
+  --plugin ${plugin_so} --ref "${ref_bcgs} -pc_type jacobi" --heptane "-ksp_type hbcgs -pc_type jacobi -ksp_view"
+  --expect "PETSc matrix seqsell" --expect "heptane matrix input: converted to AIJ once per pattern \\(MatConvert\\)"
+  --expect "heptane setups: 1 full \\(new pattern\\), 1 values-only" --reject MISMATCH -- ${host} -use_dm 0 -mat_type sell -dof 2 -solves 2)
+heptane_plugin_test(plugin_host_petsc_cg_with_hamg_pc_dense
+  ${solves} --its host=3:20 ${host_checks} --solves 2 --
+  --plugin ${plugin_so} --ref "-ksp_type cg -pc_type jacobi" --heptane "-ksp_type cg -pc_type hamg -ksp_view"
+  --expect "PETSc matrix seqdense" --expect "heptane preconditioner setups: 1 full \\(new pattern\\), 1 values-only"
+  --reject MISMATCH -- ${host} -use_dm 0 -n 8 -mat_type dense -convection 0 -solves 2)
 # a new pattern in the Newton loop: the PC is set up again from scratch
 heptane_plugin_test(plugin_host_petsc_cg_hamg_pc_new_pattern
   ${solves} --its host=5:20 ${host_checks} --solves 3 --
