@@ -1255,6 +1255,11 @@ if(HEPTANE_PETSC_MPIEXEC)
         --expect "${dcsr}" --expect "heptane operator: csr rows .*, fp32( values/fp64 vectors)? on cpu" ${refined}
         --reject MISMATCH -- ${host} -use_dm 0 -permute 1 -dof 2 -solves 2)
     endforeach()
+    # ... with a rank that owns no rows
+    heptane_plugin_test(plugin_host_three_ranks_rank_1_owns_no_rows_distributed_csr
+      ${solves} ${host_checks} --its-diff 1 --solves 2 --
+      --plugin ${plugin_so} --mpiexec "${np3}" --ref "${ref_bcgs} -pc_type bjacobi" --heptane "-ksp_type hbcgs -pc_type ilu -ksp_view"
+      --expect "${dcsr}" --reject MISMATCH -- ${host} -use_dm 0 -permute 1 -dof 2 -solves 2 -empty_rank 1)
     # asked for on a grid's natural numbering (a DMDA split along z): -heptane_format csr
     heptane_plugin_test(plugin_host_two_ranks_heptane_format_csr
       ${solves} ${host_checks} --its-diff 1 --solves 2 --
