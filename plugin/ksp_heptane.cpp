@@ -2170,7 +2170,7 @@ static PetscErrorCode KSPSetFromOptions_Heptane(KSP ksp, HeptaneOptionItems Pets
   PetscFunctionBegin;
   PetscOptionsHeadBegin(PetscOptionsObject, h->solver == heptane::SolverType::bicgstab ? "KSP hbcgs options (heptane BiCGStab)" : (h->solver == heptane::SolverType::cg ? "KSP hcg options (heptane CG)" : "KSP hgmres options (heptane GMRES)"));
   if (h->solver == heptane::SolverType::gmres) PetscCall(PetscOptionsBoundedInt("-ksp_gmres_restart", "Number of Krylov search directions (restart length m of heptane's flexible GMRES)", "KSPGMRESSetRestart", h->restart, &h->restart, NULL, 1));
-  PetscCall(PetscOptionsEList("-heptane_format", "Matrix format heptane solves with (auto: BDIA-GH on a grid, else detected)", "KSPHBCGS", HeptaneFormats, HeptaneNumFormats, HeptaneFormats[h->format], &h->format, NULL));
+  PetscCall(PetscOptionsEList("-heptane_format", "Matrix format heptane solves with (auto: BDIA-GH on a grid, else detected; several ranks: auto, bdiagh, or csr on CPU ranks)", "KSPHBCGS", HeptaneFormats, HeptaneNumFormats, HeptaneFormats[h->format], &h->format, NULL));
   PetscCall(PetscOptionsString("-heptane_device", "Where heptane runs: auto (one rank: the GPU where the measured model of heptane solve --device auto says it wins for this matrix's stored entries and -heptane_threads, else the CPU; several ranks: the same on the entries per rank, the GPU being the node-local rank's), cpu, gpu, gpu:N", "KSPHBCGS", h->device, device, sizeof(device), &flg));
   if (flg) {
     PetscCall(HeptaneCheckDevice(device));
@@ -2370,7 +2370,7 @@ static PetscErrorCode KSPCreate_Heptane_Private(KSP ksp, heptane::SolverType sol
    KSPHBCGS - "hbcgs": BiCGStab on heptane's engine (CPU, or a GPU with -heptane_device gpu).
 
    Options Database Keys:
-+  -heptane_format <auto,csr,bdiagh,ell,hyb,dia,bsr,coo> - matrix format (auto: BDIA-GH on a grid, else detected)
++  -heptane_format <auto,csr,bdiagh,ell,hyb,dia,bsr,coo> - matrix format (auto: BDIA-GH on a grid, else detected; several ranks: auto, bdiagh, or csr on CPU ranks)
 .  -heptane_device <auto,cpu,gpu,gpu:N> - where heptane runs
 .  -heptane_precision <double,single,mixed> - value precision
 .  -heptane_check_every <k> - GPU: the host reads the residual every k iterations (default 0:
