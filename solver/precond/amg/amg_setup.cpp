@@ -35,6 +35,42 @@ Csr<double> host_csr(index_t rows, index_t cols, std::vector<offset_t> ptr,
     return c;
 }
 
+/// The host CSR matrix whose row i form(i, col, val) appends to col and val (columns
+/// ascending), each row formed once: every thread into buffers of its own (rows taken 256 at a
+/// time), then copied into place (a counting pass first would form every row twice).
+template <class Form>
+Csr<double> rows_formed_once(index_t n, index_t cols, Form&& form)
+{
+    std::vector<offset_t> cnt(static_cast<std::size_t>(n)), at(static_cast<std::size_t>(n));
+    std::vector<int> owner(static_cast<std::size_t>(n));
+    std::vector<std::vector<index_t>> tcol(static_cast<std::size_t>(omp_get_max_threads()));
+    std::vector<std::vector<double>> tval(tcol.size());
+#pragma omp parallel
+    {
+        const int t = omp_get_thread_num();
+        std::vector<index_t>& col = tcol[static_cast<std::size_t>(t)];
+        std::vector<double>& val = tval[static_cast<std::size_t>(t)];
+#pragma omp for schedule(dynamic, 256)
+        for (index_t i = 0; i < n; ++i) {
+            const std::size_t base = col.size();
+            form(i, col, val);
+            owner[i] = t;
+            at[i] = offset_t(base);
+            cnt[i] = offset_t(col.size() - base);
+        }
+    }
+    std::vector<offset_t> ptr = prefix(cnt);
+    std::vector<index_t> col(static_cast<std::size_t>(ptr.back()));
+    std::vector<double> val(static_cast<std::size_t>(ptr.back()));
+#pragma omp parallel for schedule(static)
+    for (index_t i = 0; i < n; ++i) {
+        const std::size_t t = static_cast<std::size_t>(owner[i]);
+        std::copy_n(tcol[t].begin() + std::ptrdiff_t(at[i]), cnt[i], col.begin() + ptr[i]);
+        std::copy_n(tval[t].begin() + std::ptrdiff_t(at[i]), cnt[i], val.begin() + ptr[i]);
+    }
+    return host_csr(n, cols, std::move(ptr), std::move(col), std::move(val));
+}
+
 }  // namespace
 
 Strength strength(const Csr<double>& a, index_t nc, double theta)
@@ -413,8 +449,8 @@ Csr<double> prolongator(const Csr<double>& a, index_t nc, const Strength& s, con
         if (d != 0) rho = std::max(rho, 1.0 + off / std::abs(d));
     }
     const double omega = rho > 0 ? weight / rho : 0.0;
-    // P row i = T row i − ω/d_F Σ_{kept j} a_F_ij T row j, built twice (count, then fill)
-    // with a small buffer per thread instead of a scratch array of A's size
+    // P row i = T row i − ω/d_F Σ_{kept j} a_F_ij T row j, built once (rows_formed_once) with
+    // a small buffer per thread instead of a scratch array of A's size
     auto build_row = [&](index_t i, std::vector<std::pair<index_t, double>>& e) {
         e.clear();
         const index_t ti = tcol(i);
@@ -447,32 +483,17 @@ Csr<double> prolongator(const Csr<double>& a, index_t nc, const Strength& s, con
                   [](const auto& x, const auto& y) { return x.first < y.first; });
         e.resize(w);
     };
-    std::vector<offset_t> cnt(static_cast<std::size_t>(n));
-#pragma omp parallel
-    {
-        std::vector<std::pair<index_t, double>> e;
-#pragma omp for schedule(static)
-        for (index_t i = 0; i < n; ++i) {
-            build_row(i, e);
-            cnt[i] = offset_t(e.size());
+    std::vector<std::vector<std::pair<index_t, double>>> rows(
+        static_cast<std::size_t>(omp_get_max_threads()));
+    return rows_formed_once(n, cols, [&](index_t i, std::vector<index_t>& col,
+                                         std::vector<double>& val) {
+        auto& e = rows[static_cast<std::size_t>(omp_get_thread_num())];
+        build_row(i, e);
+        for (const auto& [c, x] : e) {
+            col.push_back(c);
+            val.push_back(x);
         }
-    }
-    std::vector<offset_t> ptr = prefix(cnt);
-    std::vector<index_t> col(static_cast<std::size_t>(ptr.back()));
-    std::vector<double> val(static_cast<std::size_t>(ptr.back()));
-#pragma omp parallel
-    {
-        std::vector<std::pair<index_t, double>> e;
-#pragma omp for schedule(static)
-        for (index_t i = 0; i < n; ++i) {
-            build_row(i, e);
-            for (std::size_t q = 0; q < e.size(); ++q) {
-                col[ptr[i] + offset_t(q)] = e[q].first;
-                val[ptr[i] + offset_t(q)] = e[q].second;
-            }
-        }
-    }
-    return host_csr(n, cols, std::move(ptr), std::move(col), std::move(val));
+    });
 }
 
 namespace {
@@ -516,52 +537,36 @@ Csr<double> galerkin(const Csr<double>& r, const Csr<double>& a, const Csr<doubl
 {
     // R A P row by row without forming A P: row I of the result sums r_Ij a_jk p_kl over the
     // entries of R's row I, A's rows j and P's rows k (a dense accumulator per thread over
-    // the coarse columns)
+    // the coarse columns). One pass: each thread forms its rows into buffers of its own, then
+    // they are copied to their places (the triple loop is most of the work: a counting pass
+    // before it would run it twice)
     HEPTANE_ENSURE(r.cols == a.rows && a.cols == p.rows, DimensionMismatch,
                    "galerkin: R " << r.rows << "x" << r.cols << ", A " << a.rows << "x" << a.cols
                                   << ", P " << p.rows << "x" << p.cols);
-    const index_t n = r.rows, m = p.cols;
     const RapRows rap(r, a, p);
-    std::vector<offset_t> cnt(static_cast<std::size_t>(n));
-#pragma omp parallel
-    {
-        std::vector<index_t> mark(static_cast<std::size_t>(m), -1);
-#pragma omp for schedule(dynamic, 256)
-        for (index_t i = 0; i < n; ++i) {
-            offset_t c = 0;
-            rap.row(i, [&](index_t l, double) {
-                if (mark[l] != i) {
-                    mark[l] = i;
-                    ++c;
-                }
-            });
-            cnt[i] = c;
+    std::vector<std::vector<index_t>> marks(static_cast<std::size_t>(omp_get_max_threads()));
+    std::vector<std::vector<double>> accs(marks.size());
+    return rows_formed_once(r.rows, p.cols, [&](index_t i, std::vector<index_t>& col,
+                                                std::vector<double>& val) {
+        const std::size_t t = static_cast<std::size_t>(omp_get_thread_num());
+        std::vector<index_t>& mark = marks[t];
+        std::vector<double>& acc = accs[t];
+        if (mark.empty()) {
+            mark.assign(static_cast<std::size_t>(p.cols), -1);
+            acc.resize(static_cast<std::size_t>(p.cols));
         }
-    }
-    std::vector<offset_t> ptr = prefix(cnt);
-    std::vector<index_t> col(static_cast<std::size_t>(ptr.back()));
-    std::vector<double> val(static_cast<std::size_t>(ptr.back()));
-#pragma omp parallel
-    {
-        std::vector<index_t> mark(static_cast<std::size_t>(m), -1);
-        std::vector<double> acc(static_cast<std::size_t>(m));
-#pragma omp for schedule(dynamic, 256)
-        for (index_t i = 0; i < n; ++i) {
-            const offset_t base = ptr[i];
-            offset_t c = 0;
-            rap.row(i, [&](index_t l, double v) {
-                if (mark[l] != i) {
-                    mark[l] = i;
-                    acc[l] = 0;
-                    col[base + c++] = l;
-                }
-                acc[l] += v;
-            });
-            std::sort(col.begin() + base, col.begin() + base + c);
-            for (offset_t q = 0; q < c; ++q) val[base + q] = acc[col[base + q]];
-        }
-    }
-    return host_csr(n, m, std::move(ptr), std::move(col), std::move(val));
+        const std::size_t base = col.size();
+        rap.row(i, [&](index_t l, double v) {
+            if (mark[l] != i) {
+                mark[l] = i;
+                acc[l] = 0;
+                col.push_back(l);
+            }
+            acc[l] += v;
+        });
+        std::sort(col.begin() + std::ptrdiff_t(base), col.end());
+        for (std::size_t q = base; q < col.size(); ++q) val.push_back(acc[col[q]]);
+    });
 }
 
 void galerkin_numeric(const Csr<double>& r, const Csr<double>& a, const Csr<double>& p,
