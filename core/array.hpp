@@ -81,6 +81,11 @@ public:
     /// A copy of this array on `exec` (a plain copy when it already lives there).
     Array to(std::shared_ptr<const Executor> exec) const
     {
+        if (exec_->is_cpu() && exec->is_cpu()) {  // a plain copy: no zero fill before it
+            Array out(*this);
+            out.exec_ = std::move(exec);
+            return out;
+        }
         Array out(exec, size());
         copy_bytes(*exec_, data(), *out.exec_, out.data(), bytes());
         return out;
