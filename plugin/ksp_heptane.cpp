@@ -448,7 +448,7 @@ static PetscErrorCode KSPHeptaneCSRGet(KSP ksp, Mat A, HeptaneCSR *csr)
     PetscFunctionReturn(0);
   }
   if (issbaij || ismpisbaij) h->input_how = "SBAIJ converted to AIJ once per pattern (MatConvert), MAT_REUSE_MATRIX for new values";
-  else { /* any other assembled type (sell, dense, nest, ...): an AIJ copy, as for SBAIJ */ PetscCall(HeptaneCheckEntriesReadable((PetscObject)ksp, A, KSPHeptaneName(h), "Or use a PETSc KSP (e.g. -ksp_type bcgs)."));
+  else { /* any other assembled type (sell, dense, ...): an AIJ copy, as for SBAIJ */ PetscCall(HeptaneCheckEntriesReadable((PetscObject)ksp, A, KSPHeptaneName(h), "Or use a PETSc KSP (e.g. -ksp_type bcgs)."));
     h->input_how = "converted to AIJ once per pattern (MatConvert), MAT_REUSE_MATRIX for new values (a type heptane does not read where it is: it reads aij, baij and bdiagh so)";
   }
   PetscCall(HeptaneAIJCopyGet(A, &h->sbaij, &Ad));

@@ -124,8 +124,8 @@ static PetscErrorCode PCHeptaneCSRGet(PC pc, Mat A, HeptaneCSR *csr)
     PetscCall(HeptaneBAIJGet(Ad, NULL, p->baij, &csr->view));
     PetscFunctionReturn(0);
   }
-  /* SBAIJ (only its upper triangle is stored) and any other assembled type (sell, dense, nest,
-     ...): an AIJ copy, converted once per pattern */
+  /* SBAIJ (only its upper triangle is stored) and any other assembled type with MatGetRow
+     (sell, dense, ...): an AIJ copy, converted once per pattern */
   if (!issbaij) PetscCall(HeptaneCheckEntriesReadable((PetscObject)pc, A, PCHeptaneName(p), "Or use a PETSc PC."));
   PetscCall(HeptaneAIJCopyGet(A, &p->sbaij, &Ad));
   PetscCall(PetscObjectBaseTypeCompare((PetscObject)Ad, MATMPIAIJ, &ismpiaij));
