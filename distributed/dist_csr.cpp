@@ -162,7 +162,9 @@ DistributedCsr<MT, VT>::DistributedCsr(std::shared_ptr<const Communicator> comm,
     else  // no couplings (or no off part given): an empty one
         off_ = Csr<MT>{n_, 0, Array<offset_t>(std::vector<offset_t>(std::size_t(n_) + 1, 0)),
                        Array<index_t>(std::vector<index_t>{}), Array<MT>(std::vector<MT>{})};
-    plan_ = make_column_plan(comm_->comm(), halo_, row_starts(comm_->comm(), n_), begin);
+    plan_ =
+        make_column_plan(comm_->comm(), halo_,
+                         std::vector<long long>(part_.starts.begin(), part_.starts.end()), begin);
     hx_.resize(halo_.size());
     if (comm_->size() > 1) reducer_ = make_reducer(ReduceModel::mpi, comm_, exec_);
 }

@@ -72,9 +72,8 @@ public:
     void update_values(const SplitRows& rows);
 
     const RowPartition& partition() const noexcept { return part_; }
-    /// Global columns this rank reads from other ranks, and from how many ranks.
+    /// Global columns this rank reads from other ranks.
     index_t halo_size() const noexcept { return index_t(halo_.size()); }
-    int neighbours() const noexcept { return int(plan_.recv_peer.size()); }
     /// "host" (MPI_Isend/Irecv of host vectors) on several ranks, "none" on one.
     std::string exchange_name() const { return comm_->size() > 1 ? "host" : "none"; }
     std::string reduction_name() const { return reducer_ ? "mpi" : "none"; }

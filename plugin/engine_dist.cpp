@@ -479,6 +479,16 @@ std::pair<std::string, std::shared_ptr<const Executor>> rank_device(MatrixEngine
 
 namespace
 {
+// The communicator of the engine: one duplicate of the caller's for its life.
+const dist::Communicator &engine_comm(MatrixEngine::Impl &m, MPI_Comm comm)
+{
+  if (!m.comm || m.comm_src != comm) {
+    m.comm     = std::make_shared<const dist::Communicator>(comm);
+    m.comm_src = comm;
+  }
+  return *m.comm;
+}
+
 // What build_distributed and build_distributed_blocks share, collective: the checks (agreed over
 // the ranks), the block offsets (local_offsets(nc, limit): this rank's, ascending), the
 // partition and the device; then make(offsets, part, exec) makes the store. cpu_only: return
@@ -487,12 +497,7 @@ bool build_dist(MatrixEngine::Impl &m, index_t n, index_t off_rows, long long nn
 {
   const auto t0 = clock_type::now();
   HEPTANE_ENSURE(cfg.format == "auto" || cfg.format == "bdiagh", NotSupported, "-heptane_format " << cfg.format << ": on several MPI ranks heptane's operator is the distributed BDIA-GH (auto or bdiagh) or, on CPU ranks, the distributed CSR (csr); the other formats run on one rank");
-  // one duplicate of the caller's communicator for the life of the engine
-  if (!m.comm || m.comm_src != comm) {
-    m.comm     = std::make_shared<const dist::Communicator>(comm);
-    m.comm_src = comm;
-  }
-  const dist::Communicator &C  = *m.comm;
+  const dist::Communicator &C  = engine_comm(m, comm);
   const index_t             nc = hint.block_size > 0 ? hint.block_size : 1;
   std::ostringstream        err;
 
@@ -615,6 +620,33 @@ bool MatrixEngine::build_distributed_blocks(const DistBlocksView &b, index_t row
 
 namespace
 {
+// What every distributed CSR-like build records (build_distributed_callback,
+// build_distributed_csr): the store, device, sizes (nnz: the diagonal block's, what
+// refresh_values is given with a DistRowsScope), no grid, the note and the timing.
+void record_distributed_csr(MatrixEngine::Impl &m, std::unique_ptr<StoreBase> store, const std::string &device, std::shared_ptr<const Executor> exec, const MatrixConfig &cfg, const CsrView &a, index_t row_begin, index_t nc, const std::string &what, clock_type::time_point t0)
+{
+  const dist::RowPartition part = dist::partition_from_local(*m.comm, a.rows);
+  m.store                       = std::move(store);
+  m.cfg                         = cfg;
+  m.device                      = device;
+  m.exec                        = std::move(exec);
+  m.format                      = Format::csr;
+  m.rows                        = a.rows;
+  m.nnz                         = a.nnz();
+  m.nc                          = nc > 0 ? nc : 1;
+  m.offsets.clear();
+  m.grid                   = {0, 0, 0};
+  m.note                   = what + "; " + std::to_string(m.comm->size()) + " ranks, rows " + part.describe();
+  m.distributed            = true;
+  m.row_begin              = row_begin;
+  m.global_rows            = part.global_rows();
+  m.ranks                  = m.comm->size();
+  m.csr_values             = nullptr;
+  m.timings.last_detect_ms = 0;
+  m.timings.last_build_ms  = ms_since(t0);
+  ++m.timings.builds;
+}
+
 // The caller's product as the operator (build_distributed_callback): nothing to refresh.
 struct CallbackStore final : detail::TypedStore<double> {
   explicit CallbackStore(std::shared_ptr<const Operator<double>> op) { op_ = std::move(op); }
@@ -629,33 +661,11 @@ void MatrixEngine::build_distributed_callback(const CsrView &a, index_t row_begi
   Impl      &m  = *impl_;
   m.store.reset();
   HEPTANE_ENSURE(cfg.precision == Precision::double_, NotSupported, "-heptane_precision " << to_string(cfg.precision) << ": the fallback operator on several ranks (the caller's own product, for a numbering that is not a grid's) is fp64 only");
-  if (!m.comm || m.comm_src != comm) {
-    m.comm     = std::make_shared<const dist::Communicator>(comm);
-    m.comm_src = comm;
-  }
-  const dist::Communicator &C    = *m.comm;
-  const dist::RowPartition  part = dist::partition_from_local(C, a.rows);
-  const auto [device, exec]      = rank_device(m, C, cfg);
-  auto op                        = std::make_shared<detail::HostCallbackOperator<double>>(a.rows, exec, std::move(apply), describe + " on " + exec->name());
-  op->reducer_                   = dist::make_reducer(dist::ReduceModel::mpi, m.comm, exec);
-  m.store                        = std::make_unique<CallbackStore>(op);
-  m.cfg                          = cfg;
-  m.device                       = device;
-  m.exec                         = exec;
-  m.format                       = Format::csr;
-  m.rows                         = a.rows;
-  m.nnz                          = a.nnz();
-  m.nc                           = nc > 0 ? nc : 1;
-  m.offsets.clear();
-  m.grid                   = {0, 0, 0};
-  m.note                   = describe + "; " + std::to_string(C.size()) + " ranks, rows " + part.describe();
-  m.distributed            = true;
-  m.row_begin              = row_begin;
-  m.global_rows            = part.global_rows();
-  m.ranks                  = C.size();
-  m.timings.last_detect_ms = 0;
-  m.timings.last_build_ms  = ms_since(t0);
-  ++m.timings.builds;
+  const dist::Communicator &C = engine_comm(m, comm);
+  const auto [device, exec]   = rank_device(m, C, cfg);
+  auto op                     = std::make_shared<detail::HostCallbackOperator<double>>(a.rows, exec, std::move(apply), describe + " on " + exec->name());
+  op->reducer_                = dist::make_reducer(dist::ReduceModel::mpi, m.comm, exec);
+  record_distributed_csr(m, std::make_unique<CallbackStore>(op), device, exec, cfg, a, row_begin, nc, describe, t0);
 }
 
 namespace
@@ -692,14 +702,10 @@ struct DistCsrStore final : detail::TypedStore<VT> {
 
 bool MatrixEngine::build_distributed_csr(const CsrView &a, index_t row_begin, index_t nc, MPI_Comm comm, const MatrixConfig &cfg)
 {
-  const auto t0 = clock_type::now();
-  Impl      &m  = *impl_;
-  if (!m.comm || m.comm_src != comm) {
-    m.comm     = std::make_shared<const dist::Communicator>(comm);
-    m.comm_src = comm;
-  }
-  const dist::Communicator &C = *m.comm;
-  const auto [device, exec]   = rank_device(m, C, cfg);
+  const auto                t0 = clock_type::now();
+  Impl                     &m  = *impl_;
+  const dist::Communicator &C  = engine_comm(m, comm);
+  const auto [device, exec]    = rank_device(m, C, cfg);
   int cpu = exec->is_cpu() ? 1 : 0, all = 0;
   MPI_Allreduce(&cpu, &all, 1, MPI_INT, MPI_LAND, C.comm());
   if (!all) return false;
@@ -709,27 +715,8 @@ bool MatrixEngine::build_distributed_csr(const CsrView &a, index_t row_begin, in
   if (cfg.precision == Precision::single) store = std::make_unique<DistCsrStore<float, float>>(m.comm, rows, row_begin, exec, false);
   else if (cfg.precision == Precision::mixed) store = std::make_unique<DistCsrStore<float, double>>(m.comm, rows, row_begin, exec, true);
   else store = std::make_unique<DistCsrStore<double, double>>(m.comm, rows, row_begin, exec, false);
-  const std::string        what = cfg.precision == Precision::single ? store->op_single()->describe() : store->op_double()->describe();
-  const dist::RowPartition part = dist::partition_from_local(C, a.rows);
-  m.store                       = std::move(store);
-  m.cfg                         = cfg;
-  m.device                      = device;
-  m.exec                        = exec;
-  m.format                      = Format::csr;
-  m.rows                        = a.rows;
-  m.nnz                         = a.nnz(); // what refresh_values is given: the diagonal block's with a DistRowsScope
-  m.nc                          = nc > 0 ? nc : 1;
-  m.offsets.clear();
-  m.grid                   = {0, 0, 0};
-  m.note                   = "heptane's distributed CSR operator (" + what + "); " + std::to_string(C.size()) + " ranks, rows " + part.describe();
-  m.distributed            = true;
-  m.row_begin              = row_begin;
-  m.global_rows            = part.global_rows();
-  m.ranks                  = C.size();
-  m.csr_values             = nullptr;
-  m.timings.last_detect_ms = 0;
-  m.timings.last_build_ms  = ms_since(t0);
-  ++m.timings.builds;
+  const std::string what = "heptane's distributed CSR operator (" + (cfg.precision == Precision::single ? store->op_single()->describe() : store->op_double()->describe()) + ")";
+  record_distributed_csr(m, std::move(store), device, exec, cfg, a, row_begin, nc, what, t0);
   return true;
 }
 

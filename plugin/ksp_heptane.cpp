@@ -917,6 +917,9 @@ static PetscErrorCode KSPHeptaneMatMultOperator(KSP ksp, Mat A, MPI_Comm comm, c
   PetscFunctionReturn(0);
 }
 
+/* What -ksp_view says of heptane's distributed CSR operator (MatrixEngine::build_distributed_csr). */
+static const char *const HeptaneDistCsrWhat = "heptane's distributed CSR (this rank's diagonal block and its couplings to other ranks' rows through a halo of the columns it reads, exchanged while the diagonal block's product runs)";
+
 static PetscErrorCode KSPHeptaneRanksEngine(KSP ksp, Mat A, MPI_Comm comm, int todo, const heptane::plugin::GridHint *hint, const heptane::plugin::MatrixConfig &cfg)
 {
   KSP_Heptane *h = (KSP_Heptane *)ksp->data;
@@ -927,8 +930,7 @@ static PetscErrorCode KSPHeptaneRanksEngine(KSP ksp, Mat A, MPI_Comm comm, int t
     bool csr = false;
     HeptaneCallCXX(csr = h->own->build_distributed_csr(h->rows->split.diag, (heptane::index_t)h->rows->rstart, hint->block_size, comm, cfg));
     PetscCheck(csr, comm, PETSC_ERR_SUP, "-heptane_format csr on several ranks: heptane's distributed CSR operator runs on CPU ranks only for now (-heptane_device cpu), and this rank's device is a GPU");
-    HeptaneCallCXX(
-        *h->grid_source = "-heptane_format csr: the operator is heptane's distributed CSR (this rank's diagonal block and its couplings to other ranks' rows through a halo of the columns it reads, exchanged while the diagonal block's product runs)");
+    HeptaneCallCXX(*h->grid_source = std::string("-heptane_format csr: the operator is ") + HeptaneDistCsrWhat);
     PetscFunctionReturn(0);
   }
   if (todo == 2) {
@@ -949,7 +951,7 @@ static PetscErrorCode KSPHeptaneRanksEngine(KSP ksp, Mat A, MPI_Comm comm, int t
       bool csr = false;
       HeptaneCallCXX(csr = h->own->build_distributed_csr(h->rows->split.diag, (heptane::index_t)h->rows->rstart, hint->block_size, comm, cfg));
       if (csr) {
-        HeptaneCallCXX(*h->grid_source = std::string(hint->has_grid() ? "the matrix is not on its DMDA's stencil" : "the global numbering is not a grid's") + ", so the operator is heptane's distributed CSR (this rank's diagonal block and its couplings to other ranks' rows through a halo of the columns it reads, exchanged while the diagonal block's product runs): " + refused);
+        HeptaneCallCXX(*h->grid_source = std::string(hint->has_grid() ? "the matrix is not on its DMDA's stencil" : "the global numbering is not a grid's") + ", so the operator is " + HeptaneDistCsrWhat + ": " + refused);
         PetscCall(PetscInfo(ksp, "%s: %s\n", KSPHeptaneName(h), h->grid_source->c_str()));
         PetscFunctionReturn(0);
       }
