@@ -39,6 +39,9 @@ const char* solve_usage =
     "from its values (fp64: double; fp32: mixed (default) or single).\n"
     "  --solver S        bicgstab (default) | cg (symmetric positive definite A) | gmres\n"
     "                    (restarted flexible GMRES(m), right-preconditioned; also: fgmres)\n"
+    "  --no-symmetry-check  cg: run even when A is not symmetric (by default a matrix with\n"
+    "                    |a_ij - a_ji| > 1e-8 max(|a_ij|, |a_ji|) anywhere stops before the\n"
+    "                    solve with that pair named, exit 1; not checked for a chunk file)\n"
     "  --restart M       gmres: basis vectors per cycle before a restart (default 30; keeps\n"
     "                    2M+1 vectors with a preconditioner, M+1 without; --max-it counts\n"
     "                    the iterations of all cycles)\n"
@@ -406,7 +409,7 @@ int cmd_solve(int argc, char** argv)
 {
     Args args(argc, argv,
               {"--monitor", "--json", "--quiet", "--no-graphs", "--no-fused-dots", "--no-refine",
-               "--coarse", "--amg-global"});
+               "--coarse", "--amg-global", "--no-symmetry-check"});
     if (args.help()) {
         std::printf(solve_usage, pc_options_help, format_help(20).c_str(), null_space_help,
                     out_of_core_help, chunk_file_help);
@@ -486,6 +489,7 @@ int cmd_solve(int argc, char** argv)
     cfg.options.cuda_graphs = !args.flag("--no-graphs");
     cfg.options.fused_dots = !args.flag("--no-fused-dots");
     cfg.refine = !args.flag("--no-refine");
+    const bool check_symmetry_for_cg = !args.flag("--no-symmetry-check");
     cfg.null_space_constant = parse_null_space(args);
     const OutOfCoreChoice occ = parse_out_of_core(args, true);
     const bool prec_given = args.get("--precision").has_value();
@@ -554,6 +558,8 @@ int cmd_solve(int argc, char** argv)
     cfg.executor = exec;  // solve_system runs on it (no second stream and handles)
     HEPTANE_ENSURE(p.a.rows == p.a.cols, DimensionMismatch,
                    "A is " << p.a.rows << " x " << p.a.cols << ": solve needs a square matrix");
+    if (cfg.solver == SolverType::cg && check_symmetry_for_cg)
+        require_symmetric_for_cg(symmetry_of(p.a));
 
     // right-hand side
     std::vector<double> b, x_true;

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <limits>
 #include <sstream>
 #include <stdexcept>
 
@@ -233,6 +234,27 @@ std::string json_string(const std::string& s)
         }
     }
     return o + "\"";
+}
+
+SymmetryCheck symmetry_of(const Coo<double>& a)
+{
+    if (a.nnz() >= offset_t(std::numeric_limits<index_t>::max())) return {};
+    const std::vector<offset_t> rp = canonical_row_ptr(a, "the symmetry check (--solver cg)");
+    const std::vector<index_t> row_ptr(rp.begin(), rp.end());
+    return check_symmetry(CsrView{a.rows, row_ptr.data(), a.col.data(), a.val.data(), a.cols},
+                          cg_symmetry_tol);
+}
+
+void require_symmetric_for_cg(const SymmetryCheck& s)
+{
+    HEPTANE_ENSURE(s.symmetric, InputError,
+                   "A is not symmetric: a("
+                       << s.i + 1 << ", " << s.j + 1 << ") = " << s.aij << " but a(" << s.j + 1
+                       << ", " << s.i + 1 << ") = " << s.aji << " (relative difference " << s.worst
+                       << " > " << cg_symmetry_tol
+                       << "); --solver cg needs a symmetric positive "
+                          "definite matrix: use --solver bicgstab or "
+                          "gmres, or --no-symmetry-check to run CG anyway");
 }
 
 void print_result(const Status& st, double err)

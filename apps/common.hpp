@@ -13,6 +13,7 @@
 #include "core/error.hpp"
 #include "core/executor.hpp"
 #include "formats/coo/coo.hpp"
+#include "formats/csr/csr.hpp"
 #include "formats/matrix.hpp"
 #include "formats/outofcore/outofcore.hpp"
 #include "generators/hepta.hpp"
@@ -82,6 +83,15 @@ struct Problem {
 HeptaSpec parse_generate_spec(const std::string& s);
 Problem load_problem(const std::optional<std::string>& file,
                      const std::optional<std::string>& generate, bool quiet);
+
+/// --solver cg: the relative tolerance of the symmetry check (as the plugin's
+/// -heptane_symmetry_tol), and the check itself on canonical host COO (check_symmetry; a
+/// matrix of 2^31 entries or more is not checked: symmetric is returned).
+constexpr double cg_symmetry_tol = 1e-8;
+SymmetryCheck symmetry_of(const Coo<double>& a);
+/// --solver cg on a matrix that is not symmetric: InputError (exit 1) naming the worst pair
+/// (1-based, as in a Matrix Market file) and what to use instead; nothing when symmetric.
+void require_symmetric_for_cg(const SymmetryCheck& s);
 
 /// The "result" lines of heptane solve: converged or not after how many iterations, the
 /// reason, recursive and true relative residuals, and the error against x_true when err >= 0.

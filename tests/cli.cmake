@@ -36,3 +36,10 @@ if(TARGET heptane_cli)
       LABELS "gpu;cli" ENVIRONMENT "HEPTANE_TEST_DEVICE=cuda")
   endif()
 endif()
+# --solver cg stops on a matrix that is not symmetric (with MPI: tests/distributed.cmake runs
+# the same script on 2 ranks too)
+if(TARGET heptane_cli AND NOT TARGET heptane_distributed)
+  add_test(NAME cli_cg_symmetry COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/cli_cg_symmetry.sh
+    $<TARGET_FILE:heptane_cli>)
+  set_tests_properties(cli_cg_symmetry PROPERTIES TIMEOUT 300 LABELS "cpu;cli")
+endif()

@@ -64,6 +64,11 @@ if(TARGET heptane_distributed AND TARGET heptane_cli)
     $<TARGET_FILE:heptane_cli> ${MPIEXEC_EXECUTABLE} ${mpi_flags})
   set_tests_properties(cli_solve_mpirun PROPERTIES TIMEOUT 600 LABELS "cpu;distributed"
     ENVIRONMENT "OMP_NUM_THREADS=1")
+  # --solver cg stops on a matrix that is not symmetric, on one process and on 2 ranks
+  add_test(NAME cli_cg_symmetry COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/cli_cg_symmetry.sh
+    $<TARGET_FILE:heptane_cli> ${MPIEXEC_EXECUTABLE} ${mpi_flags})
+  set_tests_properties(cli_cg_symmetry PROPERTIES TIMEOUT 300 LABELS "cpu;cli;distributed"
+    ENVIRONMENT "OMP_NUM_THREADS=1")
   # --null-space constant on 2 ranks too (one AMG per rank, and over the ranks)
   add_test(NAME cli_null_space_mpirun COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/cli_null_space.sh
     $<TARGET_FILE:heptane_cli> ${MPIEXEC_EXECUTABLE} ${mpi_flags})

@@ -27,6 +27,7 @@
 #include "distributed/dist_bdia.hpp"
 #include "distributed/dist_cpr.hpp"
 #include "distributed/dist_csr.hpp"
+#include "distributed/symmetry.hpp"
 #include "formats/coo/coo.hpp"
 #include "formats/csr/csr.hpp"
 #include "formats/detect/detect.hpp"
@@ -84,11 +85,16 @@ void b_is_a_times_one(const Coo<double>& a, index_t r0, index_t r1, LocalProblem
     p.x_true.assign(std::size_t(r1 - r0), 1.0);
 }
 
+dist::OwnedSplitRows split_rows(const Bdia<double>& a, index_t row_begin, index_t global_rows);
+
+/// check_sym: --solver cg without --no-symmetry-check (a file: every rank checks the whole
+/// matrix it read; generated: the ranks' rows together, collective); the same InputError on
+/// every rank where A is not symmetric.
 LocalProblem build_local(const dist::Communicator& comm, const std::optional<std::string>& file,
                          const std::optional<std::string>& gen,
                          const std::optional<std::string>& bfile,
                          const std::optional<std::string>& x0file, const std::string& split,
-                         bool want_csr, bool cpu)
+                         bool want_csr, bool cpu, bool check_sym)
 {
     LocalProblem p;
     const int rank = comm.rank(), size = comm.size();
@@ -106,6 +112,9 @@ LocalProblem build_local(const dist::Communicator& comm, const std::optional<std
                                   : dist::partition_planes(s.I, s.J * s.H * s.Nc, size);
         const index_t r0 = p.part.begin(rank), r1 = p.part.end(rank);
         p.local = generate_hepta_bdia_rows<double>(s, r0, r1);
+        if (check_sym)
+            require_symmetric_for_cg(dist::check_symmetry(
+                comm.comm(), split_rows(p.local, r0, p.global_rows).view(), r0, cg_symmetry_tol));
         if (!bfile) {
             LinearSystem<double> sys = make_rhs_rows(s, p.local, r0);
             p.b = std::move(sys.b);
@@ -116,6 +125,7 @@ LocalProblem build_local(const dist::Communicator& comm, const std::optional<std
         const Coo<double> a = read_matrix_file(*file).a;
         HEPTANE_ENSURE(a.rows == a.cols, DimensionMismatch,
                        "A is " << a.rows << " x " << a.cols << ": solve needs a square matrix");
+        if (check_sym) require_symmetric_for_cg(symmetry_of(a));
         const Structure st = detect_structure(a);
         p.global_rows = a.rows;
         p.nnz = a.nnz();
@@ -358,6 +368,7 @@ int cmd_solve_distributed(Args& args, bool json, bool monitor, bool quiet_flag)
     opts.max_it = static_cast<int>(args.get_int("--max-it", opts.max_it));
     opts.check_every = static_cast<int>(args.get_int("--check-every", opts.check_every));
     opts.cuda_graphs = !args.flag("--no-graphs");
+    const bool check_sym = solver == SolverType::cg && !args.flag("--no-symmetry-check");
     args.finish(gen ? 0 : 1, gen ? 0 : 1);
     if (fmt != "auto" && fmt != "bdiagh" && fmt != "csr")
         throw UsageError(
@@ -407,7 +418,7 @@ int cmd_solve_distributed(Args& args, bool json, bool monitor, bool quiet_flag)
         build_local(*comm,
                     args.positionals().empty() ? std::nullopt
                                                : std::optional<std::string>(args.positionals()[0]),
-                    gen, bfile, x0file, split, fmt == "csr", exec->is_cpu());
+                    gen, bfile, x0file, split, fmt == "csr", exec->is_cpu(), check_sym);
     const double t_build = seconds_since(t0);
 
     // preconditioner of this rank's diagonal block

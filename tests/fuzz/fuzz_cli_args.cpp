@@ -110,7 +110,7 @@ const std::vector<Profile>& profiles()
         {"solve",
          nullptr,
          {"--monitor", "--json", "--quiet", "--no-graphs", "--no-fused-dots", "--no-refine",
-          "--coarse"},
+          "--coarse", "--no-symmetry-check"},
          {"--halo",     "--reduce",    "--split",   "--coarse-aggregates",
           "--generate", "-b",          "--x0",      "-o",
           "--history",  "--solver",    "--restart", "--pc",
