@@ -26,7 +26,11 @@ const char* info_usage =
     "block_size, grid ([J,H,I], [J,H] or null), block_offsets, format, format_reason).\n"
     "--verbose also builds the algebraic multigrid hierarchy `--pc amg` would use (on the\n"
     "host, block size = the detected Nc) and prints its levels (rows, nonzeros, nonzeros per\n"
-    "row), operator and grid complexity and the setup time (JSON key amg). AMG options:\n";
+    "row), operator and grid complexity and the setup time (JSON key amg). A square matrix\n"
+    "is checked for symmetry, |a_ij - a_ji| <= 1e-8 max(|a_ij|, |a_ji|) (what heptane solve\n"
+    "--solver cg requires): JSON keys symmetric (true, false; null when not square) and\n"
+    "symmetry_worst (the worst pair, 1-based row and col, its two values and their relative\n"
+    "difference; null when symmetric). AMG options:\n";
 
 // A chunk file (.hoc): its table only, no block read (JSON keys: source, chunk_file, rows,
 // cols, nnz, values, chunk_format, block_size, chunks, bytes, max_chunk_bytes).
@@ -89,6 +93,8 @@ int cmd_info(int argc, char** argv)
     if (file && !gen && is_ooc_file(*file)) return chunk_file_info(*file, json);
     Problem p = load_problem(file, gen, quiet);
     Structure s = detect_structure(p.a);
+    std::optional<SymmetryCheck> sym;
+    if (p.a.rows == p.a.cols) sym = symmetry_of(p.a);
     std::optional<AmgInfo> amg;
     if (verbose && p.a.rows == p.a.cols) {
         const index_t nc = s.block_size > 0 && p.a.rows % s.block_size == 0 ? s.block_size : 1;
@@ -116,10 +122,36 @@ int cmd_info(int argc, char** argv)
                           amg->hierarchy_ms);
             body = body.substr(0, close) + extra + levels + "]}" + body.substr(close);
         }
+        {  // "symmetric" and "symmetry_worst" before the closing brace
+            std::string extra = ", \"symmetric\": null, \"symmetry_worst\": null";
+            if (sym && sym->symmetric) {
+                extra = ", \"symmetric\": true, \"symmetry_worst\": null";
+            } else if (sym) {
+                char w[256];
+                std::snprintf(w, sizeof w,
+                              ", \"symmetric\": false, \"symmetry_worst\": {\"row\": %d, "
+                              "\"col\": %d, \"aij\": %.17g, \"aji\": %.17g, "
+                              "\"relative_difference\": %.6g}",
+                              sym->i + 1, sym->j + 1, sym->aij, sym->aji, sym->worst);
+                extra = w;
+            }
+            const std::size_t close = body.rfind('}');
+            body = body.substr(0, close) + extra + body.substr(close);
+        }
         // prepend the source to the object produced by to_json
         std::printf("{\"source\": %s, %s\n", json_string(p.source).c_str(), body.c_str() + 1);
     } else {
         std::printf("matrix: %s\n%s", p.source.c_str(), to_text(s).c_str());
+        if (sym && sym->symmetric)
+            std::printf(
+                "symmetric   yes (to a relative %g: --solver cg applies where A is also "
+                "positive definite)\n",
+                cg_symmetry_tol);
+        else if (sym)
+            std::printf(
+                "symmetric   no: a(%d, %d) = %.6g but a(%d, %d) = %.6g (relative difference "
+                "%.3g): --solver bicgstab or gmres, not cg\n",
+                sym->i + 1, sym->j + 1, sym->aij, sym->j + 1, sym->i + 1, sym->aji, sym->worst);
         if (amg)
             std::printf("AMG hierarchy (%s aggregation, aggregates %s, host setup %.1f ms):\n%s\n",
                         pco.amg.prolongation_weight > 0 ? "smoothed" : "plain",

@@ -3,7 +3,7 @@
 # mirrored pair that differs (or an entry whose mirror is missing) stops with exit 1 and that
 # pair named (1-based, as in the file); a difference within the relative 1e-8 passes; the
 # symmetric matrix converges; --no-symmetry-check runs CG anyway; the other solvers are not
-# checked. The matrices are written here with their pairs known. With MPIEXEC (and its flags):
+# checked; heptane info reports the same pair. The matrices are written here with their pairs known. With MPIEXEC (and its flags):
 # the same on 2 ranks (the file read by every rank; and --generate, whose Nc = 3 model is not
 # symmetric and Nc = 1 model is, checked over the ranks together).
 #   tests/cli_cg_symmetry.sh HEPTANE [MPIEXEC MPI flags...]
@@ -66,6 +66,16 @@ run 0 "" "${h[@]}" "$dir/pair.mtx" --solver bicgstab
 run 0 "" "${h[@]}" "$dir/pair.mtx" --solver gmres
 run 1 "A is not symmetric" "${h[@]}" --generate 6x5x4x3 --solver cg
 run 0 "" "${h[@]}" --generate 6x5x4x1 --solver cg
+# heptane info names the same pair (text and JSON), and says yes for the symmetric one
+"$heptane" info "$dir/pair.mtx" --quiet >"$dir/info.txt"
+grep -qF "symmetric   no: a(3, 4) = -1 but a(4, 3) = -2 (relative difference 0.5)" "$dir/info.txt" ||
+  { echo "FAIL: info: $(grep symmetric "$dir/info.txt")"; fail=1; }
+"$heptane" info "$dir/pair.mtx" --json >"$dir/info.json"
+grep -qF '"symmetric": false, "symmetry_worst": {"row": 3, "col": 4, "aij": -1, "aji": -2, "relative_difference": 0.5}' "$dir/info.json" ||
+  { echo "FAIL: info --json: $(cat "$dir/info.json")"; fail=1; }
+"$heptane" info "$dir/near.mtx" --json | grep -qF '"symmetric": true, "symmetry_worst": null' ||
+  { echo "FAIL: info --json on the matrix symmetric within 1e-8"; fail=1; }
+"$heptane" info "$dir/sym.mtx" --quiet | grep -q "^symmetric   yes" || { echo "FAIL: info on the symmetric matrix"; fail=1; }
 if [ "${#mpi[@]}" -gt 0 ]; then
   m=("${mpi[0]}" -np 2 "${mpi[@]:1}" "$heptane" solve --device cpu --quiet --rtol 1e-10)
   run 1 "A is not symmetric: a(3, 4) = -1 but a(4, 3) = -2" "${m[@]}" "$dir/pair.mtx" --solver cg
