@@ -30,7 +30,8 @@ const char* info_usage =
     "is checked for symmetry, |a_ij - a_ji| <= 1e-8 max(|a_ij|, |a_ji|) (what heptane solve\n"
     "--solver cg requires): JSON keys symmetric (true, false; null when not square) and\n"
     "symmetry_worst (the worst pair, 1-based row and col, its two values and their relative\n"
-    "difference; null when symmetric). AMG options:\n";
+    "difference; null when symmetric); both null with 2^31 entries or more (not checked).\n"
+    "AMG options:\n";
 
 // A chunk file (.hoc): its table only, no block read (JSON keys: source, chunk_file, rows,
 // cols, nnz, values, chunk_format, block_size, chunks, bytes, max_chunk_bytes).
@@ -93,8 +94,10 @@ int cmd_info(int argc, char** argv)
     if (file && !gen && is_ooc_file(*file)) return chunk_file_info(*file, json);
     Problem p = load_problem(file, gen, quiet);
     Structure s = detect_structure(p.a);
-    std::optional<SymmetryCheck> sym;
-    if (p.a.rows == p.a.cols) sym = symmetry_of(p.a);
+    // square: checked (none when too large for the check); else not asked
+    const bool square = p.a.rows == p.a.cols;
+    const std::optional<SymmetryCheck> sym =
+        square ? symmetry_of(p.a) : std::optional<SymmetryCheck>();
     std::optional<AmgInfo> amg;
     if (verbose && p.a.rows == p.a.cols) {
         const index_t nc = s.block_size > 0 && p.a.rows % s.block_size == 0 ? s.block_size : 1;
@@ -147,6 +150,8 @@ int cmd_info(int argc, char** argv)
                 "symmetric   yes (to a relative %g: --solver cg applies where A is also "
                 "positive definite)\n",
                 cg_symmetry_tol);
+        else if (square && !sym)
+            std::printf("symmetric   not checked (2^31 entries or more)\n");
         else if (sym)
             std::printf(
                 "symmetric   no: a(%d, %d) = %.6g but a(%d, %d) = %.6g (relative difference "

@@ -559,7 +559,7 @@ int cmd_solve(int argc, char** argv)
     HEPTANE_ENSURE(p.a.rows == p.a.cols, DimensionMismatch,
                    "A is " << p.a.rows << " x " << p.a.cols << ": solve needs a square matrix");
     if (cfg.solver == SolverType::cg && check_symmetry_for_cg)
-        require_symmetric_for_cg(symmetry_of(p.a));
+        require_symmetric_for_cg(symmetry_of(p.a), quiet);
 
     // right-hand side
     std::vector<double> b, x_true;

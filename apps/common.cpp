@@ -236,17 +236,25 @@ std::string json_string(const std::string& s)
     return o + "\"";
 }
 
-SymmetryCheck symmetry_of(const Coo<double>& a)
+std::optional<SymmetryCheck> symmetry_of(const Coo<double>& a)
 {
-    if (a.nnz() >= offset_t(std::numeric_limits<index_t>::max())) return {};
+    if (a.nnz() >= offset_t(std::numeric_limits<index_t>::max())) return std::nullopt;
     const std::vector<offset_t> rp = canonical_row_ptr(a, "the symmetry check (--solver cg)");
     const std::vector<index_t> row_ptr(rp.begin(), rp.end());
     return check_symmetry(CsrView{a.rows, row_ptr.data(), a.col.data(), a.val.data(), a.cols},
                           cg_symmetry_tol);
 }
 
-void require_symmetric_for_cg(const SymmetryCheck& s)
+void require_symmetric_for_cg(const std::optional<SymmetryCheck>& check, bool quiet)
 {
+    if (!check) {
+        if (!quiet)
+            std::fprintf(stderr,
+                         "symmetry not checked (2^31 entries or more): --solver cg assumes A is "
+                         "symmetric positive definite\n");
+        return;
+    }
+    const SymmetryCheck& s = *check;
     HEPTANE_ENSURE(s.symmetric, InputError,
                    "A is not symmetric: a("
                        << s.i + 1 << ", " << s.j + 1 << ") = " << s.aij << " but a(" << s.j + 1

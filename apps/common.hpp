@@ -85,13 +85,14 @@ Problem load_problem(const std::optional<std::string>& file,
                      const std::optional<std::string>& generate, bool quiet);
 
 /// --solver cg: the relative tolerance of the symmetry check (as the plugin's
-/// -heptane_symmetry_tol), and the check itself on canonical host COO (check_symmetry; a
-/// matrix of 2^31 entries or more is not checked: symmetric is returned).
+/// -heptane_symmetry_tol), and the check itself on canonical host COO (check_symmetry; none,
+/// nullopt, for a matrix of 2^31 entries or more, which its 32-bit row pointers cannot hold).
 constexpr double cg_symmetry_tol = 1e-8;
-SymmetryCheck symmetry_of(const Coo<double>& a);
+std::optional<SymmetryCheck> symmetry_of(const Coo<double>& a);
 /// --solver cg on a matrix that is not symmetric: InputError (exit 1) naming the worst pair
-/// (1-based, as in a Matrix Market file) and what to use instead; nothing when symmetric.
-void require_symmetric_for_cg(const SymmetryCheck& s);
+/// (1-based, as in a Matrix Market file) and what to use instead; nothing when symmetric, a
+/// line on stderr (unless quiet) when the check could not run.
+void require_symmetric_for_cg(const std::optional<SymmetryCheck>& s, bool quiet);
 
 /// The "result" lines of heptane solve: converged or not after how many iterations, the
 /// reason, recursive and true relative residuals, and the error against x_true when err >= 0.

@@ -113,8 +113,10 @@ LocalProblem build_local(const dist::Communicator& comm, const std::optional<std
         const index_t r0 = p.part.begin(rank), r1 = p.part.end(rank);
         p.local = generate_hepta_bdia_rows<double>(s, r0, r1);
         if (check_sym)
-            require_symmetric_for_cg(dist::check_symmetry(
-                comm.comm(), split_rows(p.local, r0, p.global_rows).view(), r0, cg_symmetry_tol));
+            require_symmetric_for_cg(
+                dist::check_symmetry(comm.comm(), split_rows(p.local, r0, p.global_rows).view(), r0,
+                                     cg_symmetry_tol),
+                true);
         if (!bfile) {
             LinearSystem<double> sys = make_rhs_rows(s, p.local, r0);
             p.b = std::move(sys.b);
@@ -125,7 +127,7 @@ LocalProblem build_local(const dist::Communicator& comm, const std::optional<std
         const Coo<double> a = read_matrix_file(*file).a;
         HEPTANE_ENSURE(a.rows == a.cols, DimensionMismatch,
                        "A is " << a.rows << " x " << a.cols << ": solve needs a square matrix");
-        if (check_sym) require_symmetric_for_cg(symmetry_of(a));
+        if (check_sym) require_symmetric_for_cg(symmetry_of(a), comm.rank() != 0);
         const Structure st = detect_structure(a);
         p.global_rows = a.rows;
         p.nnz = a.nnz();
