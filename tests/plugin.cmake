@@ -254,6 +254,13 @@ heptane_plugin_test(plugin_host_dmda_entry_off_the_stencil_is_detected
   --plugin ${plugin_so} --ref "${ref_bcgs} -pc_type ilu" --heptane "-ksp_type hbcgs -pc_type ilu -ksp_view"
   --expect "star stencil does not hold the pattern \\(entry \\(0, 3454\\) lies on block offset 1727\\), so the structure was detected: detected: Nc=2 D=8"
   --reject MISMATCH -- ${host} -dof 2 -solves 3 -new_pattern_at 2)
+# the same with BAIJ (bs = 1: its blocks go straight into the slots of the DMDA's stencil, one
+# rank) -- the new pattern's entry off the stencil was an error there
+heptane_plugin_test(plugin_host_dmda_entry_off_the_stencil_is_detected_baij
+  ${solves} ${host_checks} --its-diff 1 --solves 3 --
+  --plugin ${plugin_so} --ref "${ref_bcgs} -pc_type ilu -dm_mat_type baij" --heptane "-ksp_type hbcgs -pc_type ilu -dm_mat_type baij -ksp_view"
+  --expect "star stencil does not hold the pattern \\(entry \\(0, 1727\\) lies on block offset 1727\\), so the structure was detected: detected: Nc=1 D=8"
+  --reject MISMATCH -- ${host} -solves 3 -new_pattern_at 2)
 # -ksp_monitor_true_residual and a host's own monitor build the iterate (KSPBuildSolution,
 # KSPBuildResidual): inside a monitor heptane gives x_i, the iterate of that iteration (the fused
 # loops read each iteration before queueing the next; GMRES forms x0 + Z y_i aside, across its
