@@ -1267,6 +1267,18 @@ if(HEPTANE_PETSC_MPIEXEC)
       ${solves} ${host_checks} --its-diff 1 --solves 2 --
       --plugin ${plugin_so} --mpiexec "${np3}" --ref "${ref_bcgs} -pc_type bjacobi" --heptane "-ksp_type hbcgs -pc_type ilu -ksp_view"
       --expect "${dcsr}" --reject MISMATCH -- ${host} -use_dm 0 -permute 1 -dof 2 -solves 2 -empty_rank 1)
+    # hcg with a preconditioner on a rank that owns no rows: that rank's preconditioner is an
+    # empty one of the same kind, so its CG takes the preconditioned path with the others
+    # (before 2026-12-05 it was the identity there, its CG skipped a reduction the others made,
+    # and the solve hung); -convection 0 -dof 1: symmetric
+    heptane_plugin_test(plugin_host_two_ranks_rank_0_owns_no_rows_hcg_jacobi
+      ${solves} ${host_checks} --its-diff 1 --solves 2 --
+      --plugin ${plugin_so} --mpiexec "${np2}" --ref "-ksp_type cg -pc_type jacobi" --heptane "-ksp_type hcg -pc_type jacobi -ksp_view"
+      --expect "${dcsr}" --reject MISMATCH -- ${host} -use_dm 0 -permute 1 -convection 0 -solves 2 -empty_rank 0)
+    heptane_plugin_test(plugin_host_two_ranks_rank_0_owns_no_rows_hcg_hamg
+      ${solves} ${host_checks} --max-its-ratio 2 --solves 2 --
+      --plugin ${plugin_so} --mpiexec "${np2}" --tol 1e-4 --ref "-ksp_type cg -pc_type gamg" --heptane "-ksp_type hcg -pc_type hamg -ksp_view"
+      --expect "${dcsr}" --reject MISMATCH -- ${host} -use_dm 0 -permute 1 -convection 0 -solves 2 -empty_rank 0)
     # asked for on a grid's natural numbering (a DMDA split along z): -heptane_format csr
     heptane_plugin_test(plugin_host_two_ranks_heptane_format_csr
       ${solves} ${host_checks} --its-diff 1 --solves 2 --

@@ -160,6 +160,11 @@ struct ScalarPattern {
 template <class VT>
 std::unique_ptr<Preconditioner<VT>> make_identity_pc(index_t n,
                                                      std::shared_ptr<const Executor> exec);
+/// The preconditioner of a process that owns no rows: nothing to apply, of the type the other
+/// processes set up (so that the solvers on every process take the same path).
+template <class VT>
+std::unique_ptr<Preconditioner<VT>> make_empty_pc(PcType type,
+                                                  std::shared_ptr<const Executor> exec);
 /// Jacobi (nc = 1) or block Jacobi from a Csr anywhere (numeric part on the host).
 template <class VT>
 std::unique_ptr<Preconditioner<VT>> make_block_diag_pc(PcType type, const Csr<double>& a,

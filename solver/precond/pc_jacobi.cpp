@@ -20,14 +20,18 @@ using namespace detail;  // NOLINT(google-build-using-namespace): this file's ow
 
 // ---- none ------------------------------------------------------------------------------
 
+// `as`: the type it stands for -- none, or, on a process that owns no rows, the type the other
+// processes set up (an empty Jacobi, ILU(0), AMG...), so that every process's solver takes
+// the same path (a preconditioned CG, the AMG's check of every iteration) and meets the others
+// in each reduction; with no rows its apply does nothing either way.
 template <class VT>
 class IdentityPc final : public Preconditioner<VT> {
 public:
-    IdentityPc(index_t n, std::shared_ptr<const Executor> exec)
-        : Preconditioner<VT>(n, 1, std::move(exec))
+    IdentityPc(index_t n, std::shared_ptr<const Executor> exec, PcType as = PcType::none)
+        : Preconditioner<VT>(n, 1, std::move(exec)), as_(as)
     {
     }
-    PcType type() const noexcept override { return PcType::none; }
+    PcType type() const noexcept override { return as_; }
     void update_values(const Csr<double>& a) override
     {
         HEPTANE_ENSURE(a.rows == this->n_ && a.cols == this->n_, InputError,
@@ -65,6 +69,9 @@ protected:
         dispatch_executor(*this->exec_, [&](const auto& e) { kernels::copy(e, n, r, z); });
     }
     bool symmetric_apply() const noexcept override { return true; }
+
+private:
+    PcType as_;
 };
 
 // ---- Jacobi and block-Jacobi -------------------------------------------------------------
@@ -643,6 +650,12 @@ std::unique_ptr<Preconditioner<VT>> make_identity_pc(index_t n,
     return std::make_unique<IdentityPc<VT>>(n, std::move(exec));
 }
 template <class VT>
+std::unique_ptr<Preconditioner<VT>> make_empty_pc(PcType type,
+                                                  std::shared_ptr<const Executor> exec)
+{
+    return std::make_unique<IdentityPc<VT>>(0, std::move(exec), type);
+}
+template <class VT>
 std::unique_ptr<Preconditioner<VT>> make_block_diag_pc(PcType type, const Csr<double>& a,
                                                        index_t nc,
                                                        std::shared_ptr<const Executor> exec)
@@ -660,6 +673,8 @@ std::unique_ptr<Preconditioner<VT>> make_block_diag_pc(PcType type, const CsrPat
 #define HEPTANE_INSTANTIATE(VT)                                                \
     template std::unique_ptr<Preconditioner<VT>> make_identity_pc<VT>(         \
         index_t, std::shared_ptr<const Executor>);                             \
+    template std::unique_ptr<Preconditioner<VT>> make_empty_pc<VT>(            \
+        PcType, std::shared_ptr<const Executor>);                              \
     template std::unique_ptr<Preconditioner<VT>> make_block_diag_pc<VT>(       \
         PcType, const Csr<double>&, index_t, std::shared_ptr<const Executor>); \
     template std::unique_ptr<Preconditioner<VT>> make_block_diag_pc<VT>(       \

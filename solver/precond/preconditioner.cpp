@@ -185,7 +185,7 @@ std::unique_ptr<Preconditioner<VT>> make_preconditioner(PcType type, const Csr<d
 {
     check_setup(exec.get(), block_size);
     // no rows (a rank that owns none of a distributed matrix): nothing to precondition
-    if (a.rows == 0) return detail::make_identity_pc<VT>(0, std::move(exec));
+    if (a.rows == 0) return detail::make_empty_pc<VT>(type, std::move(exec));  // no rows
     // Jacobi and block Jacobi from A already on a GPU: the gather map and the inverses are
     // made there (nothing of A crosses the bus; 126 ms on the host at 1 M cells, Nc = 3)
     const bool on_device = a_on_exec && exec->is_cuda() && a_on_exec->exec() == exec &&
@@ -230,7 +230,7 @@ std::unique_ptr<Preconditioner<VT>> make_preconditioner(PcType type, const CsrPa
                                                         std::shared_ptr<const Executor> exec)
 {
     check_setup(exec.get(), block_size);
-    if (pattern.rows == 0) return detail::make_identity_pc<VT>(0, std::move(exec));  // no rows
+    if (pattern.rows == 0) return detail::make_empty_pc<VT>(type, std::move(exec));  // no rows
     switch (type) {
         case PcType::none:
             return detail::make_identity_pc<VT>(pattern.rows, std::move(exec));
