@@ -1295,6 +1295,26 @@ static PetscErrorCode KSPHeptaneAmatOperator(KSP ksp, Mat Amat, Mat Pmat)
    |a_ij - a_ji| <= tol max(|a_ij|, |a_ji|), a missing transpose counting as 0; several ranks:
    MatIsSymmetric (|a_ij - a_ji| <= tol ||A||_inf) where the matrix type has it. A matrix marked
    with MatSetOption(MAT_SYMMETRIC) is taken at its word. */
+/* MatIsSymmetricKnown over the matrix's ranks: known only where every rank knows it, symmetric
+   only where every rank says so. PETSc keeps the flag on each rank (MatSetOption is not
+   collective: a host may set it where it assembles), and the check that follows an unknown
+   answer is collective, so every rank must take the same branch. */
+static PetscErrorCode HeptaneSymmetricKnown(Mat M, PetscBool *set, PetscBool *flg)
+{
+  PetscMPIInt size;
+
+  PetscFunctionBegin;
+  PetscCall(MatIsSymmetricKnown(M, set, flg));
+  PetscCallMPI(MPI_Comm_size(PetscObjectComm((PetscObject)M), &size));
+  if (size > 1) {
+    PetscMPIInt v[2] = {*set ? 1 : 0, *set && *flg ? 1 : 0};
+    PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, v, 2, MPI_INT, MPI_MIN, PetscObjectComm((PetscObject)M)));
+    *set = v[0] ? PETSC_TRUE : PETSC_FALSE;
+    *flg = v[1] ? PETSC_TRUE : PETSC_FALSE;
+  }
+  PetscFunctionReturn(0);
+}
+
 static PetscErrorCode KSPHeptaneCheckSymmetry(KSP ksp, Mat Amat, Mat Pmat)
 {
   KSP_Heptane     *h   = (KSP_Heptane *)ksp->data;
@@ -1310,14 +1330,19 @@ static PetscErrorCode KSPHeptaneCheckSymmetry(KSP ksp, Mat Amat, Mat Pmat)
   }
   /* the entries read are Pmat's: Amat's too where it is Pmat; a separate Amat (KSPHeptaneAmatOperator)
      is taken at its word where it has one (MAT_SYMMETRIC), else its Pmat stands for it */
-  PetscCall(MatIsSymmetricKnown(Amat, &set, &flg));
+  PetscCall(HeptaneSymmetricKnown(Amat, &set, &flg));
   Mat M = set || Amat == Pmat ? Amat : Pmat;
   PetscCall(PetscObjectStateGet((PetscObject)M, &st));
   PetscCall(PetscObjectGetId((PetscObject)M, &id));
-  if (h->symmetric >= 0 && st == h->sym_state && id == h->sym_id) PetscFunctionReturn(0);
+  {
+    /* kept only where every rank kept it: the checks below are collective */
+    PetscMPIInt keep = h->symmetric >= 0 && st == h->sym_state && id == h->sym_id;
+    if (h->ranks > 1) PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, &keep, 1, MPI_INT, MPI_MIN, PetscObjectComm((PetscObject)ksp)));
+    if (keep) PetscFunctionReturn(0);
+  }
   h->sym_state = st;
   h->sym_id    = id;
-  if (!set) PetscCall(MatIsSymmetricKnown(M, &set, &flg));
+  if (!set) PetscCall(HeptaneSymmetricKnown(M, &set, &flg));
   if (set) {
     h->symmetric = flg ? 1 : 0;
     PetscCall(PetscSNPrintf(line, sizeof(line), "the matrix is marked %s (MatSetOption MAT_SYMMETRIC)", flg ? "symmetric" : "not symmetric"));

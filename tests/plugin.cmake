@@ -1279,6 +1279,13 @@ if(HEPTANE_PETSC_MPIEXEC)
       ${solves} ${host_checks} --max-its-ratio 2 --solves 2 --
       --plugin ${plugin_so} --mpiexec "${np2}" --tol 1e-4 --ref "-ksp_type cg -pc_type gamg" --heptane "-ksp_type hcg -pc_type hamg -ksp_view"
       --expect "${dcsr}" --reject MISMATCH -- ${host} -use_dm 0 -permute 1 -convection 0 -solves 2 -empty_rank 0)
+    # an MPISBAIJ whose new pattern is new on one rank only (-new_pattern_at: an entry in rank
+    # 0's rows): every rank makes its AIJ copy anew together (before 2026-12-05 rank 1 reused its
+    # copy while rank 0 made a new one, inside a collective MatConvert: the solve hung)
+    heptane_plugin_test(plugin_host_two_ranks_sbaij_new_pattern_on_one_rank
+      ${solves} ${host_checks} --its-diff 1 --solves 3 --
+      --plugin ${plugin_so} --mpiexec "${np2}" --ref "${ref_bcgs} -pc_type none" --heptane "-ksp_type hbcgs -pc_type none -ksp_view"
+      --expect "${dcsr}" --reject MISMATCH -- ${host} -use_dm 0 -permute 1 -convection 0 -mat_type sbaij -solves 3 -new_pattern_at 2)
     # asked for on a grid's natural numbering (a DMDA split along z): -heptane_format csr
     heptane_plugin_test(plugin_host_two_ranks_heptane_format_csr
       ${solves} ${host_checks} --its-diff 1 --solves 2 --
