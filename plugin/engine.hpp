@@ -451,11 +451,21 @@ public:
   /// The name of the solver of the last solve (Solver::name(), e.g. "gmres(30)"), or empty.
   const std::string &solver_name() const noexcept;
   void               set_fold(bool fold) noexcept;
-  /// Precision mixed on an operator that keeps the fp64 matrix too (MatrixEngine::
-  /// operator_fp64): iterative refinement (solver/refine.hpp), so that the true residual
-  /// meets rtol as in double (refine, the default); corrections of the last solve.
+  /// Precision mixed: iterative refinement (solver/refine.hpp), so that the true residual
+  /// meets rtol as in double (refine, the default), against the fp64 matrix the operator keeps
+  /// (MatrixEngine::operator_fp64: one rank's bdiagh), else against the caller's fp64 products
+  /// (set_host_operator's, else set_fp64_product's); corrections of the last solve.
   void set_refine(bool refine) noexcept;
-  int  last_corrections() const noexcept;
+  /// The caller's product y = A x with the fp64 matrix, host arrays of m's rows (a PETSc
+  /// MatMult on several ranks), for the refinement of a mixed solve whose operator keeps no
+  /// fp64 copy (one rank's CSR, ELL, ...; the distributed operators). Only read for the
+  /// residual of each correction: a few products per solve. `describe` is what
+  /// last_refined_against() says. Kept until replaced.
+  void set_fp64_product(std::function<void(const double *x, double *y)> apply, const std::string &describe);
+  /// What the last refined solve's residuals came from ("the fp64 copy of the matrix" or the
+  /// caller's description).
+  const std::string &last_refined_against() const noexcept;
+  int                last_corrections() const noexcept;
   /// Whether the last solve was refined so (its residuals then are the fp64 matrix's).
   bool last_solve_refined() const noexcept;
   /// Whether the last solve ran on the folded operator, and how long making it took (ms; 0

@@ -215,9 +215,12 @@ struct KrylovEngine::Impl {
   bool   folded  = false;
   double fold_ms = 0;
   // mixed precision refined against the fp64 matrix (set_refine)
-  bool refine      = true;
-  bool refined     = false; // the last solve was refined against the fp64 matrix
-  int  corrections = 0;
+  bool                                          refine      = true;
+  bool                                          refined     = false; // the last solve was refined against the fp64 matrix
+  int                                           corrections = 0;
+  std::function<void(const double *, double *)> fp64_mult; // set_fp64_product's
+  std::string                                   fp64_mult_desc;
+  std::string                                   refined_against; // the last refined solve's residuals
   // GMRES's restart (set_restart) and the last solver's name
   int         restart = 30;
   std::string solver_name;
@@ -522,9 +525,16 @@ Status KrylovEngine::solve(SolverType solver, const MatrixEngine &m, const Solve
   // folded into the operator where that is the same method (the refinement's corrections
   // always start from zero)
   std::shared_ptr<const Operator<double>> op64 = k.refine && m.precision() == Precision::mixed ? m.operator_fp64() : nullptr;
-  if (op64 && k.host_mult) { // refined against the caller's products, in fp64
-    auto h               = std::make_shared<detail::HostCallbackOperator<double>>(op64->rows(), op64->executor(), k.host_mult, k.host_mult_desc);
-    h->borrowed_reducer_ = op64->reducer();
+  k.refined_against                            = "the fp64 copy of the matrix";
+  if (k.refine && m.precision() == Precision::mixed && (k.host_mult || (!op64 && k.fp64_mult))) {
+    // refined against the caller's products, in fp64: Amat's (set_host_operator), or, where
+    // the operator keeps no fp64 copy, the matrix's (set_fp64_product); the rows, executor and
+    // ranks' sums of the operator
+    const auto &base     = op64 ? *op64 : static_cast<const Operator<double> &>(*m.operator_double());
+    const bool  amat     = k.host_mult != nullptr;
+    auto        h        = std::make_shared<detail::HostCallbackOperator<double>>(base.rows(), base.executor(), amat ? k.host_mult : k.fp64_mult, amat ? k.host_mult_desc : k.fp64_mult_desc);
+    h->borrowed_reducer_ = base.reducer();
+    k.refined_against    = amat ? k.host_mult_desc : k.fp64_mult_desc;
     op64                 = std::move(h);
   }
   const auto run = [&](auto &t, auto op) {
@@ -564,6 +574,15 @@ const std::string &KrylovEngine::solver_name() const noexcept
 void KrylovEngine::set_fold(bool fold) noexcept
 {
   impl_->fold = fold;
+}
+void KrylovEngine::set_fp64_product(std::function<void(const double *x, double *y)> apply, const std::string &describe)
+{
+  impl_->fp64_mult      = std::move(apply);
+  impl_->fp64_mult_desc = describe;
+}
+const std::string &KrylovEngine::last_refined_against() const noexcept
+{
+  return impl_->refined_against;
 }
 void KrylovEngine::set_refine(bool refine) noexcept
 {

@@ -1290,6 +1290,26 @@ static PetscErrorCode KSPHeptaneAmatOperator(KSP ksp, Mat Amat, Mat Pmat)
   PetscFunctionReturn(0);
 }
 
+/* -heptane_precision mixed with -heptane_refine: where heptane's operator keeps no fp64 copy of
+   the matrix (one rank's CSR, ELL, ... or the distributed operators on several ranks), the
+   refinement's residuals are PETSc's MatMult of the KSP's Amat, fp64 in PETSc's layout (a few
+   products a solve: one per correction). One rank's bdiagh refines against its own fp64 copy. */
+static PetscErrorCode KSPHeptaneFp64Product(KSP ksp, Mat Pmat)
+{
+  KSP_Heptane *h = (KSP_Heptane *)ksp->data;
+
+  PetscFunctionBegin;
+  if (h->precision != 2 || !h->refine) PetscFunctionReturn(0);
+  PetscCall(KSPHeptanePetscVecs(ksp, Pmat));
+  HeptaneCallCXX(h->krylov->set_fp64_product(
+    [ksp, h](const double *x, double *y) {
+      h->pc_apply_error = KSPHeptaneInPetscLayout(ksp, x, y, KSPHeptaneAmatMultOp);
+      if (h->pc_apply_error) throw HeptaneCallbackFailed();
+    },
+    "PETSc's MatMult of the KSP's operator (fp64; heptane's operator keeps no fp64 copy)"));
+  PetscFunctionReturn(0);
+}
+
 /* hcg: whether the operator is symmetric, once per matrix state (pattern or values). One rank:
    every entry against its transpose (a binary search in the sorted row), relative difference
    |a_ij - a_ji| <= tol max(|a_ij|, |a_ji|), a missing transpose counting as 0; several ranks:
@@ -1613,6 +1633,7 @@ static PetscErrorCode KSPHeptaneUpdate(KSP ksp)
   h->mat_nzstate = nz;
   h->mat_state   = st;
   PetscCall(KSPHeptaneAmatOperator(ksp, Amat, Pmat));
+  PetscCall(KSPHeptaneFp64Product(ksp, Pmat));
   PetscCall(KSPHeptaneCheckSymmetry(ksp, Amat, Pmat));
   PetscFunctionReturn(0);
 }
@@ -1793,7 +1814,7 @@ static PetscErrorCode KSPHeptaneCheckTrueResidual(KSP ksp)
     PetscCall(PetscSNPrintf(msg, sizeof(msg),
                             "KSP %s: -heptane_precision %s stopped on the residual of its fp32 recurrence, but the true residual ||b - A x|| with the fp64 matrix is above max(rtol ||b||, atol) (numbers in -info and -ksp_view), so the reason is "
                             "KSP_DIVERGED_BREAKDOWN, not converged. "
-                            "The fp32 rounding of the matrix limits how far the answer can go: use -heptane_precision double, or mixed with -heptane_refine on one rank's bdiagh operator; -heptane_check_true_residual 0 skips this check",
+                            "The fp32 rounding of the matrix limits how far the answer can go: use -heptane_precision double, or mixed with -heptane_refine (the default); -heptane_check_true_residual 0 skips this check",
                             KSPHeptaneName(h), what));
     PetscCall(KSPHeptaneWarn(ksp, msg));
   }
@@ -2169,7 +2190,8 @@ static PetscErrorCode KSPView_Heptane(KSP ksp, PetscViewer viewer)
     PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane monitors: one may build the iterate (KSPBuildSolution: not only PETSc's residual-norm monitors), so BiCGStab and CG read each iteration back before queueing the next (on a GPU: one wait an "
                                              "iteration); GMRES forms x0 + Z y_i aside\n"));
   if (h->solves && h->krylov->last_corrections() > 0)
-    PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane last solve: mixed precision refined against the fp64 matrix (-heptane_refine), corrections: %d; residuals of the fp64 matrix\n", h->krylov->last_corrections()));
+    PetscCall(
+      PetscViewerASCIIPrintf(viewer, "  heptane last solve: mixed precision refined against the fp64 matrix (-heptane_refine), corrections: %d; residuals of the fp64 matrix, from %s\n", h->krylov->last_corrections(), h->krylov->last_refined_against().c_str()));
   if (h->solves && h->true_rnorm >= 0)
     PetscCall(
       PetscViewerASCIIPrintf(viewer, "  heptane last solve: -heptane_precision %s stopped on its fp32 recurrence; true residual ||b - A x|| = %g with PETSc's fp64 MatMult (-heptane_check_true_residual)\n", HeptanePrecisions[h->precision], (double)h->true_rnorm));
@@ -2206,7 +2228,7 @@ static PetscErrorCode KSPSetFromOptions_Heptane(KSP ksp, HeptaneOptionItems Pets
   PetscCall(PetscOptionsEList("-heptane_precision", "double; single (fp32 matrix and vectors); mixed (fp32 matrix values, fp64 vectors)", "KSPHBCGS", HeptanePrecisions, HeptaneNumPrecisions, HeptanePrecisions[h->precision], &h->precision, NULL));
   PetscCall(PetscOptionsEList("-heptane_ilu", "Ordering of -pc_type ilu: auto (multicolor on a GPU, natural on the CPU), natural (PETSc's ILU(0)), multicolor (ILU(0) of a multi-colour permutation)", "KSPHBCGS", HeptaneIluOrders, 3, HeptaneIluOrders[h->ilu], &h->ilu, NULL));
   PetscCall(PetscOptionsBoundedInt("-heptane_check_every", "GPU: the host reads the residual every k iterations (0: automatic, 1 with -pc_type hamg or hcpr, else 8)", "KSPHBCGS", h->check_every, &h->check_every, NULL, 0));
-  PetscCall(PetscOptionsBool("-heptane_refine", "-heptane_precision mixed on one rank's bdiagh operator: iterative refinement against an fp64 copy of the matrix, so that the true residual meets -ksp_rtol as in double", "KSPHBCGS", h->refine, &h->refine, NULL));
+  PetscCall(PetscOptionsBool("-heptane_refine", "-heptane_precision mixed: iterative refinement against the fp64 matrix (one rank's bdiagh operator: its fp64 copy; any other operator: PETSc's MatMult), so that the true residual meets -ksp_rtol as in double", "KSPHBCGS", h->refine, &h->refine, NULL));
   PetscCall(PetscOptionsBoundedInt("-heptane_register_after", "GPU, AIJ (one rank): from the n-th values-only refresh of the same matrix and nonzero state on, PETSc's value array is registered with CUDA (once; page-locked in place) and read by the copy engine instead of copied into pinned buffers on the host; 0: never", "KSPHBCGS", h->register_after, &h->register_after, NULL, 0));
   PetscCall(PetscOptionsBool("-heptane_check_true_residual", "-heptane_precision single (and mixed not refined): after a converged solve, ||b - A x|| with PETSc's fp64 MatMult; above the tolerance the reason is KSP_DIVERGED_BREAKDOWN", "KSPHBCGS", h->check_true, &h->check_true, NULL));
   PetscCall(PetscOptionsBool("-heptane_fold", "hbcgs with -pc_type jacobi/pbjacobi on one rank's bdiagh operator, zero initial guess: BiCGStab on A M^-1 (kept beside A), then x = M^-1 y; the same method without two preconditioner applications per iteration", "KSPHBCGS", h->fold, &h->fold, NULL));
@@ -2402,8 +2424,9 @@ static PetscErrorCode KSPCreate_Heptane_Private(KSP ksp, heptane::SolverType sol
 .  -heptane_precision <double,single,mixed> - value precision
 .  -heptane_check_every <k> - GPU: the host reads the residual every k iterations (default 0:
    automatic, 1 with -pc_type hamg or hcpr, else 8)
-.  -heptane_refine <true,false> - -heptane_precision mixed on one rank's bdiagh: refined against an
-   fp64 copy of the matrix until the true residual meets -ksp_rtol
+.  -heptane_refine <true,false> - -heptane_precision mixed: refined against the fp64 matrix (one
+   rank's bdiagh: its fp64 copy; other operators: PETSc's MatMult) until the true residual meets
+   -ksp_rtol
 .  -heptane_check_true_residual <true,false> - single (and mixed not refined): after a converged
    solve, ||b - A x|| with PETSc's fp64 MatMult; above max(rtol ||b||, atol) the reason is
    KSP_DIVERGED_BREAKDOWN (default true)

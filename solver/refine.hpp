@@ -43,8 +43,11 @@ public:
     {
         const auto exec = a64.executor();
         const index_t n = a64.rows();
-        if (!ops_ || ops_->exec() != exec || r_.size() != std::size_t(n)) {
-            ops_ = std::make_unique<VectorOps<double>>(exec, 0);
+        if (!ops_ || ops_->exec() != exec || r_.size() != std::size_t(n) ||
+            reducer_ != a64.reducer()) {
+            // several ranks: the norms summed over them as the fp64 operator's products are
+            reducer_ = a64.reducer();
+            ops_ = std::make_unique<VectorOps<double>>(exec, 0, reducer_);
             r_ = Array<double>(exec, std::size_t(n));
             d_ = Array<double>(exec, std::size_t(n));
         }
@@ -154,6 +157,7 @@ public:
 
 private:
     std::unique_ptr<VectorOps<double>> ops_;
+    const Reducer* reducer_ = nullptr;  // ops_'s (a64's)
     Array<double> r_, d_;
     std::vector<double> xh_;  // x on the host for IterationInfo::iterate
     int corrections_ = 0;

@@ -385,6 +385,14 @@ heptane_plugin_test(plugin_host_mixed_precision_unrefined
   ${solves} --max-error 1e-3 --
   --plugin ${plugin_so} --tol 1e-4 --ref "${ref_bcgs} -ksp_rtol 1e-6" --heptane "-ksp_type hbcgs -heptane_precision mixed -heptane_refine 0 -ksp_rtol 1e-6 -ksp_view"
   --expect "fp32 values/fp64 vectors" --reject "refined against" -- ${host} -dof 2)
+# mixed precision on an operator without an fp64 copy (one rank's ELL/CSR of a numbering that
+# is no grid's): refined against PETSc's MatMult, so the true residual meets rtol 1e-9 as in
+# double (before 2026-12-05: KSP_DIVERGED_BREAKDOWN)
+heptane_plugin_test(plugin_host_mixed_refined_through_petsc_matmult
+  ${solves} --max-error 1e-7 --its-diff 3 --solves 2 --
+  --plugin ${plugin_so} --tol 1e-6 --ref "${ref_bcgs} -ksp_rtol 1e-9" --heptane "-ksp_type hbcgs -heptane_precision mixed -ksp_rtol 1e-9 -ksp_view"
+  --expect "fp32 values/fp64 vectors" --expect "refined against the fp64 matrix \\(-heptane_refine\\), corrections: [1-9]. residuals of the fp64 matrix, from PETSc's MatMult"
+  -- ${host} -use_dm 0 -permute 1 -solves 2)
 # single precision stops on its fp32 recurrence; the true residual is checked after the solve
 # with PETSc's fp64 MatMult: met at a loose rtol (converged, the view gives it), out of reach
 # of fp32 values at 1e-9 (KSP_DIVERGED_BREAKDOWN and a warning instead of CONVERGED_RTOL)
@@ -1286,6 +1294,14 @@ if(HEPTANE_PETSC_MPIEXEC)
       ${solves} ${host_checks} --its-diff 1 --solves 3 --
       --plugin ${plugin_so} --mpiexec "${np2}" --ref "${ref_bcgs} -pc_type none" --heptane "-ksp_type hbcgs -pc_type none -ksp_view"
       --expect "${dcsr}" --reject MISMATCH -- ${host} -use_dm 0 -permute 1 -convection 0 -mat_type sbaij -solves 3 -new_pattern_at 2)
+    # ... mixed precision refined there: the ranks' norms summed in the refinement (before
+    # 2026-12-05 each rank's own: the rank without rows said "converged" at once and the others
+    # waited in the next product -- a segmentation fault)
+    heptane_plugin_test(plugin_host_three_ranks_empty_rank_mixed_refined
+      ${solves} --max-error 1e-7 --its-diff 3 --solves 2 --
+      --plugin ${plugin_so} --tol 1e-6 --mpiexec "${np3}" --ref "${ref_bcgs} -ksp_rtol 1e-9" --heptane "-ksp_type hbcgs -heptane_precision mixed -ksp_rtol 1e-9 -ksp_view"
+      --expect "fp32 values/fp64 vectors" --expect "refined against the fp64 matrix \\(-heptane_refine\\), corrections: [1-9]"
+      -- ${host} -use_dm 0 -permute 1 -empty_rank 1 -solves 2)
     # asked for on a grid's natural numbering (a DMDA split along z): -heptane_format csr
     heptane_plugin_test(plugin_host_two_ranks_heptane_format_csr
       ${solves} ${host_checks} --its-diff 1 --solves 2 --

@@ -35,6 +35,7 @@
 #include "generators/matrix_file.hpp"
 #include "solver/krylov.hpp"
 #include "solver/precond/preconditioner.hpp"
+#include "solver/refine.hpp"
 #include "solver/solve.hpp"
 
 namespace heptane::cli {
@@ -229,8 +230,10 @@ RankSolve solve_on_ranks(const std::shared_ptr<const dist::Communicator>& comm, 
                          const std::shared_ptr<const Executor>& exec, const dist::DistOptions& dopt,
                          SolverType solver, const SolverExtras& extras, PcType pc,
                          const PcOptions& pc_options, SolverOptions opts, bool coarse,
-                         dist::CoarseOptions co, bool global)
+                         dist::CoarseOptions co, bool global, bool refine)
 {
+    constexpr bool fp32_values = !std::is_same_v<MT, double>;
+    refine = refine && fp32_values && std::is_same_v<VT, double>;
     RankSolve r;
     const std::size_t n = std::size_t(p.part.rows(comm->rank()));
     auto t = Clock::now();
@@ -251,17 +254,29 @@ RankSolve solve_on_ranks(const std::shared_ptr<const dist::Communicator>& comm, 
 
     t = Clock::now();
     std::unique_ptr<Operator<VT>> opp;
+    // fp32 values: the matrix as given (fp64) too -- on the executor for the refinement's
+    // residuals (mixed), else on the host for the true residual after the solve (single,
+    // mixed with --no-refine), as one process does
+    std::unique_ptr<Operator<double>> op64;
+    const std::shared_ptr<const Executor> exec64 = refine ? exec : cpu_executor();
     if (p.csr) {
         auto c = std::make_unique<dist::DistributedCsr<MT, VT>>(comm, p.csr->view(), exec);
         r.exchange = c->exchange_name();
         r.reduction = c->reduction_name();
         opp = std::move(c);
+        if (fp32_values)
+            op64 =
+                std::make_unique<dist::DistributedCsr<double, double>>(comm, p.csr->view(), exec64);
     } else {
         Bdia<MT> local;
-        if constexpr (std::is_same_v<MT, double>)
+        if constexpr (std::is_same_v<MT, double>) {
             local = std::move(p.local);
-        else
-            local = with_float_values(std::exchange(p.local, Bdia<double>{}));
+        } else {
+            local = with_float_values(p.local);
+            op64 = std::make_unique<dist::DistributedBdia<double, double>>(
+                comm, p.part, std::exchange(p.local, Bdia<double>{}), exec64,
+                refine ? dopt : dist::DistOptions{});
+        }
         auto d = std::make_unique<dist::DistributedBdia<MT, VT>>(comm, p.part, std::move(local),
                                                                  exec, dopt);
         r.exchange = d->exchange_name();
@@ -296,10 +311,41 @@ RankSolve solve_on_ranks(const std::shared_ptr<const dist::Communicator>& comm, 
     const std::unique_ptr<Solver<VT>> s = make_solver<VT>(solver, opts, extras);
     s->set_operator(op);
     s->set_preconditioner(q ? *q : *m);
-    r.status = s->solve(b, x);
     r.solver = s->name();
+    bool refined = false;
+    if constexpr (std::is_same_v<VT, double>) {
+        if (refine) {
+            MixedRefinement refinement;
+            r.status = refinement.solve(*s, *op64, b, x, opts);
+            const int k = refinement.corrections();
+            r.solver += ", fp64 iterative refinement (" + std::to_string(k) +
+                        (k == 1 ? " correction)" : " corrections)");
+            refined = true;
+        }
+    }
+    if (!refined) r.status = s->solve(b, x);
     const std::vector<VT> xh = n > 0 ? x.to_vector() : std::vector<VT>{};
     r.x.assign(xh.begin(), xh.end());
+    if (op64 && !refined && opts.compute_true_residual) {
+        // the solver's true residual is the rounded matrix's; the one against the matrix as
+        // given, on the host, summed over the ranks; a "converged" it denies is not kept
+        const auto t0 = Clock::now();
+        std::vector<double> res(p.b);
+        op64->apply(-1.0, r.x.data(), 1.0, res.data());  // collective (the halo exchange)
+        double sums[2] = {0, 0};
+        for (std::size_t i = 0; i < n; ++i) {
+            sums[0] += res[i] * res[i];
+            sums[1] += p.b[i] * p.b[i];
+        }
+        MPI_Allreduce(MPI_IN_PLACE, sums, 2, MPI_DOUBLE, MPI_SUM, comm->comm());
+        r.status.true_residual_norm = std::sqrt(sums[0]);
+        r.status.true_relative_residual =
+            sums[1] > 0 ? std::sqrt(sums[0] / sums[1]) : std::sqrt(sums[0]);
+        r.status.timings.true_residual_ms += seconds_since(t0) * 1e3;
+        const double tol = std::max(opts.rtol * std::sqrt(sums[1]), opts.atol);
+        if (r.status.converged() && r.status.true_residual_norm > tol)
+            r.status.reason = Reason::diverged_true_residual;
+    }
     r.op = op.describe();
     r.pc = q ? q->describe() : m->describe();
     return r;
@@ -356,6 +402,7 @@ int cmd_solve_distributed(Args& args, bool json, bool monitor, bool quiet_flag)
     const std::string split = args.get_or("--split", "planes");
     const bool coarse = args.flag("--coarse");
     const bool amg_global = args.flag("--amg-global");
+    const bool refine = !args.flag("--no-refine");
     const bool has_aggregates = args.get("--coarse-aggregates").has_value();
     const long long aggregates = args.get_int("--coarse-aggregates", 0);
     const auto coarse_solve = args.get("--coarse-solve");
@@ -445,12 +492,12 @@ int cmd_solve_distributed(Args& args, bool json, bool monitor, bool quiet_flag)
     const RankSolve r =
         precision == Precision::single
             ? solve_on_ranks<float, float>(comm, p, exec, dopt, solver, extras, pc, pc_options,
-                                           opts, coarse, co, amg_global)
+                                           opts, coarse, co, amg_global, false)
         : precision == Precision::mixed
             ? solve_on_ranks<float, double>(comm, p, exec, dopt, solver, extras, pc, pc_options,
-                                            opts, coarse, co, amg_global)
+                                            opts, coarse, co, amg_global, refine)
             : solve_on_ranks<double, double>(comm, p, exec, dopt, solver, extras, pc, pc_options,
-                                             opts, coarse, co, amg_global);
+                                             opts, coarse, co, amg_global, false);
     const Status& st = r.status;
     std::vector<double> xh = r.x;
     double null_removed = -1;  // --null-space constant: the constant of x - x0, over the ranks
