@@ -41,6 +41,16 @@ for np in 2 3; do
   grep -q "\"ranks\": $np" "$dir/np$np.json"
   compare "$dir/x$np.mtx" "$dir/x1.mtx"
 done
+# a generated grid with fewer z-planes than ranks: block-aligned ranges instead of whole planes
+# (before 2026-12-05 an error, "2 z-planes cannot be split over 3 ranks")
+thin=(--generate 6x5x2x2 --rtol 1e-11 --max-it 2000 --pc bjacobi --device "$device")
+"$heptane" solve "${thin[@]}" -o "$dir/thin1.mtx" >/dev/null
+"$mpiexec" -np 3 "${flags[@]}" "$heptane" solve "${thin[@]}" -o "$dir/thin3.mtx" --json \
+  >"$dir/thin.json"
+cat "$dir/thin.json"
+grep -q '"converged": true' "$dir/thin.json"
+grep -q '"partition": "0:\[0,40) 1:\[40,80) 2:\[80,120)"' "$dir/thin.json"
+compare "$dir/thin3.mtx" "$dir/thin1.mtx"
 json_int() {  # the integer value of key $1 in the JSON object in file $2
   sed -n "s/.*\"$1\": \([0-9]*\).*/\1/p" "$2"
 }

@@ -109,8 +109,10 @@ LocalProblem build_local(const dist::Communicator& comm, const std::optional<std
         p.global_rows = index_t(s.rows());
         p.nnz = hepta_nnz(s);
         p.block_size = s.Nc;
-        p.part = split == "cells" ? dist::partition_rows(p.global_rows, s.Nc, size)
-                                  : dist::partition_planes(s.I, s.J * s.H * s.Nc, size);
+        // whole z-planes where there are as many as ranks (as for a file's grid), else cells
+        p.part = split == "planes" && s.I >= size
+                     ? dist::partition_planes(s.I, s.J * s.H * s.Nc, size)
+                     : dist::partition_rows(p.global_rows, s.Nc, size);
         const index_t r0 = p.part.begin(rank), r1 = p.part.end(rank);
         p.local = generate_hepta_bdia_rows<double>(s, r0, r1);
         if (check_sym)
