@@ -133,6 +133,11 @@ RowPartition partition_rows(index_t rows, index_t block, int parts)
 {
     HEPTANE_ENSURE(block >= 1 && rows % block == 0, InputError,
                    "partition: block " << block << " does not divide " << rows << " rows");
+    HEPTANE_ENSURE(parts >= 1 && rows / block >= parts, InputError,
+                   "partition: " << rows / block << " blocks of " << block << " row"
+                                 << (block > 1 ? "s" : "") << " cannot be split over " << parts
+                                 << " ranks (each rank needs at least one block): run on at most "
+                                 << rows / block << " ranks");
     return partition_planes(rows / block, block, parts);
 }
 

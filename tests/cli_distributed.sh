@@ -51,6 +51,15 @@ cat "$dir/thin.json"
 grep -q '"converged": true' "$dir/thin.json"
 grep -q '"partition": "0:\[0,40) 1:\[40,80) 2:\[80,120)"' "$dir/thin.json"
 compare "$dir/thin3.mtx" "$dir/thin1.mtx"
+# fewer blocks than ranks: a clear error that says how many ranks can run it (it said "z-planes"
+# with --split cells too)
+set +e
+"$mpiexec" -np 3 "${flags[@]}" "$heptane" solve --generate 2x1x1 --device "$device" \
+  >"$dir/tiny.out" 2>&1
+rc=$?
+set -e
+[ "$rc" = 1 ] && grep -q "2 blocks of 1 row cannot be split over 3 ranks .*run on at most 2 ranks" \
+  "$dir/tiny.out" || { cat "$dir/tiny.out"; echo "2 cells on 3 ranks: exit $rc"; exit 1; }
 json_int() {  # the integer value of key $1 in the JSON object in file $2
   sed -n "s/.*\"$1\": \([0-9]*\).*/\1/p" "$2"
 }
