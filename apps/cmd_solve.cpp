@@ -138,7 +138,11 @@ const char* solve_usage =
     "                    ranks, each smoothed through the distributed product (--amg-smoother\n"
     "                    chebyshev, jacobi or l1jacobi; auto is chebyshev), the coarsest\n"
     "                    gathered and inverted on every rank; the cycle runs on the host (GPU\n"
-    "                    vectors go down and up)\n"
+    "                    vectors go down and up). The default on CPU ranks for --pc amg on a\n"
+    "                    scalar system (Nc = 1) and for --pc cpr, without --coarse or the\n"
+    "                    ilu0mc smoother (refused -- a zero diagonal, a singular coarsest\n"
+    "                    level --: each rank's own instead); the report says which and why\n"
+    "  --amg-per-rank    one AMG (CPR) per rank's diagonal block: block Jacobi over the ranks\n"
     "A chunk file under mpirun (mpirun -np P heptane solve A.hoc ...): each rank reads and\n"
     "streams its own group of the file's chunks (about equal bytes; --host-memory and\n"
     "--device-memory per rank), x is gathered on every rank at every product and the dot\n"
@@ -410,7 +414,7 @@ int cmd_solve(int argc, char** argv)
 {
     Args args(argc, argv,
               {"--monitor", "--json", "--quiet", "--no-graphs", "--no-fused-dots", "--no-refine",
-               "--coarse", "--amg-global", "--no-symmetry-check"});
+               "--coarse", "--amg-global", "--amg-per-rank", "--no-symmetry-check"});
     if (args.help()) {
         std::printf(solve_usage, pc_options_help, format_help(20).c_str(), null_space_help,
                     out_of_core_help, chunk_file_help);
@@ -462,10 +466,11 @@ int cmd_solve(int argc, char** argv)
         if (args.flag("--coarse"))
             throw UsageError(
                 "--coarse applies under mpirun only (one process has no ranks to couple)");
-        if (args.flag("--amg-global"))
-            throw UsageError(
-                "--amg-global applies under mpirun only (one process has one AMG hierarchy "
-                "already)");
+        for (const char* o : {"--amg-global", "--amg-per-rank"})
+            if (args.flag(o))
+                throw UsageError(std::string(o) +
+                                 " applies under mpirun only (one process has one AMG hierarchy "
+                                 "already)");
     }
     auto gen = args.get("--generate");
     auto bfile = args.get("-b");

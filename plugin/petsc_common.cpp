@@ -563,29 +563,40 @@ PetscErrorCode HeptanePcOptionsFromOptions(HeptaneOptionItems PetscOptionsObject
 
 bool HeptaneAmgOverRanks(const heptane::AmgOptions &a, heptane::PcType type, int ranks, bool cpu, heptane::index_t nc, bool coarse, bool refused, std::string *why)
 {
-  const auto say = [why](const char *s) {
-    if (why) *why = s;
-  };
+  using W = heptane::OverRanksWhy;
   if (refused) return false; /* *why: the caller's account of the refusal */
-  say("");
-  if (ranks < 2 || (type != heptane::PcType::amg && type != heptane::PcType::cpr)) return false;
-  if (a.over_ranks == heptane::AmgOverRanks::yes) {
-    say("asked for");
-    return true;
-  }
-  if (a.over_ranks == heptane::AmgOverRanks::no) {
-    say("-heptane_amg_global false");
-    return false;
-  }
-  if (!cpu) say("GPU ranks: per rank, on the device, unless -heptane_amg_global (the hierarchy over the ranks runs on the host)");
-  else if (coarse) say("-heptane_coarse: its correction around each rank's own");
-  else if (a.smoother == heptane::AmgSmoother::ilu0mc) say("-heptane_amg_smoother ilu0mc: per rank (not built over the ranks)");
-  else if (type == heptane::PcType::amg && nc != 1) say("Nc > 1: per rank (its ilu0mc smoother) unless -heptane_amg_global; -pc_type hcpr for a coupled system");
-  else {
-    say(type == heptane::PcType::cpr ? "not given; the default for CPR on CPU ranks, -heptane_amg_global false for CPR per rank" : "not given; the default for a scalar system on CPU ranks, -heptane_amg_global false for one AMG per rank");
-    return true;
-  }
-  return false;
+  const bool               cpr = type == heptane::PcType::cpr;
+  const heptane::OverRanks o   = heptane::amg_over_ranks(a.over_ranks, a.smoother, type == heptane::PcType::amg, cpr, ranks, cpu, nc, coarse);
+  if (why) switch (o.why) {
+    case W::not_amg:
+      *why = "";
+      break;
+    case W::asked:
+      *why = "asked for";
+      break;
+    case W::declined:
+      *why = "-heptane_amg_global false";
+      break;
+    case W::gpu_ranks:
+      *why = "GPU ranks: per rank, on the device, unless -heptane_amg_global (the hierarchy over the ranks runs on the host)";
+      break;
+    case W::coarse:
+      *why = "-heptane_coarse: its correction around each rank's own";
+      break;
+    case W::ilu0mc_smoother:
+      *why = "-heptane_amg_smoother ilu0mc: per rank (not built over the ranks)";
+      break;
+    case W::block_system:
+      *why = "Nc > 1: per rank (its ilu0mc smoother) unless -heptane_amg_global; -pc_type hcpr for a coupled system";
+      break;
+    case W::default_cpr:
+      *why = "not given; the default for CPR on CPU ranks, -heptane_amg_global false for CPR per rank";
+      break;
+    case W::default_scalar:
+      *why = "not given; the default for a scalar system on CPU ranks, -heptane_amg_global false for one AMG per rank";
+      break;
+    }
+  return o.yes;
 }
 
 std::string HeptanePcOptionsText(const heptane::PcOptions &o, PetscBool cpr)

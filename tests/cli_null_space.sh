@@ -4,8 +4,9 @@
 # -- the answer has zero mean from a zero initial guess and keeps the initial guess's constant
 # from --x0 --, the true residual met, the JSON key null_space_removed a number; a matrix whose
 # rows do not sum to zero is refused (exit 1, the row named), a bad value exits 2. Under
-# MPIEXEC (when given) the same on 2 ranks, with one AMG per rank, with --amg-global and with
-# the global coarse correction (--coarse: its singular A_c by a generalized inverse, or by AMG).
+# MPIEXEC (when given) the same on 2 ranks, with one AMG per rank, one over the ranks (the default
+# on CPU ranks) and with the global coarse correction (--coarse: its singular A_c by a
+# generalized inverse, or by AMG).
 #   tests/cli_null_space.sh HEPTANE [MPIEXEC [MPI flags...]]
 set -euo pipefail
 heptane=$1
@@ -76,7 +77,7 @@ cat "$dir/bad.out" "$dir/usage.out"
 [ "$rc" = 1 ] && grep -q "row 1 sums to" "$dir/bad.out"
 [ "$rc2" = 2 ] && grep -q "the choices are none and constant" "$dir/usage.out"
 if [ -n "$mpiexec" ]; then
-  for how in "--pc amg" "--pc amg --amg-global" "--pc jacobi --coarse" "--pc amg --coarse --coarse-solve amg"; do
+  for how in "--pc amg --amg-per-rank" "--pc amg" "--pc jacobi --coarse" "--pc amg --coarse --coarse-solve amg"; do
     # shellcheck disable=SC2086
     "$mpiexec" -np 2 "${flags[@]}" "$heptane" solve "$dir/A.mtx" -b "$dir/b.mtx" --device cpu \
       --solver cg $how --rtol 1e-9 --null-space constant -o "$dir/x_np2.mtx" --json >"$dir/np2.json"

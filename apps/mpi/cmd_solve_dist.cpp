@@ -179,6 +179,7 @@ struct RankSolve {
     Status status;
     std::vector<double> x;  ///< this rank's rows of the last iterate
     std::string solver, op, exchange, reduction, pc;
+    std::string over_ranks_refused;  ///< the AMG/CPR over the ranks by default, refused: why
     double pc_s = 0, op_s = 0;
 };
 
@@ -232,7 +233,7 @@ RankSolve solve_on_ranks(const std::shared_ptr<const dist::Communicator>& comm, 
                          const std::shared_ptr<const Executor>& exec, const dist::DistOptions& dopt,
                          SolverType solver, const SolverExtras& extras, PcType pc,
                          const PcOptions& pc_options, SolverOptions opts, bool coarse,
-                         dist::CoarseOptions co, bool global, bool refine)
+                         dist::CoarseOptions co, bool global, bool global_by_default, bool refine)
 {
     constexpr bool fp32_values = !std::is_same_v<MT, double>;
     refine = refine && fp32_values && std::is_same_v<VT, double>;
@@ -244,14 +245,30 @@ RankSolve solve_on_ranks(const std::shared_ptr<const dist::Communicator>& comm, 
         : coarse || global ? split_rows(p.local, p.part.begin(comm->rank()), p.global_rows)
                            : dist::OwnedSplitRows{};
     const bool global_cpr = global && pc == PcType::cpr && p.block_size > 1;
-    std::shared_ptr<const Operator<VT>> m =
-        global_cpr ? nullptr  // made below, with the distributed operator
-        : global   ? std::shared_ptr<const Operator<VT>>(std::make_shared<dist::DistAmg<VT>>(
-                       comm->comm(), exec, split.view(), p.part.begin(comm->rank()), p.block_size,
-                       pc_options.amg))
-                   : make_preconditioner<VT>(
-                       pc, p.csr ? diagonal_block(*p.csr) : csr_from_coo(to_coo(p.local)),
-                       p.block_size, exec, pc_options);
+    const auto per_rank = [&] {
+        return make_preconditioner<VT>(
+            pc, p.csr ? diagonal_block(*p.csr) : csr_from_coo(to_coo(p.local)), p.block_size, exec,
+            pc_options);
+    };
+    // the AMG/CPR over the ranks that the default chose, refused (on every rank alike: a zero
+    // diagonal, a singular coarsest level): each rank's own instead, as the plugin does
+    const auto refused = [&](const std::exception& e) {
+        if (!global_by_default) throw;
+        r.over_ranks_refused = e.what();
+    };
+    std::shared_ptr<const Operator<VT>> m;
+    if (global && !global_cpr) {
+        try {
+            m = std::make_shared<dist::DistAmg<VT>>(comm->comm(), exec, split.view(),
+                                                    p.part.begin(comm->rank()), p.block_size,
+                                                    pc_options.amg);
+        } catch (const InputError& e) {
+            refused(e);
+        } catch (const NotSupported& e) {
+            refused(e);
+        }
+    }
+    if (!m && !global_cpr) m = per_rank();
     r.pc_s = seconds_since(t);
 
     t = Clock::now();
@@ -292,9 +309,16 @@ RankSolve solve_on_ranks(const std::shared_ptr<const dist::Communicator>& comm, 
     r.op_s = seconds_since(t);
     if (global_cpr) {
         t = Clock::now();
-        m = std::make_shared<dist::DistCpr<VT>>(
-            comm->comm(), std::shared_ptr<const Operator<VT>>(std::shared_ptr<void>(), &op),
-            split.view(), p.part.begin(comm->rank()), p.block_size, pc_options.cpr);
+        try {
+            m = std::make_shared<dist::DistCpr<VT>>(
+                comm->comm(), std::shared_ptr<const Operator<VT>>(std::shared_ptr<void>(), &op),
+                split.view(), p.part.begin(comm->rank()), p.block_size, pc_options.cpr);
+        } catch (const InputError& e) {
+            refused(e);
+        } catch (const NotSupported& e) {
+            refused(e);
+        }
+        if (!m) m = per_rank();
         r.pc_s += seconds_since(t);
     }
 
@@ -353,6 +377,35 @@ RankSolve solve_on_ranks(const std::shared_ptr<const dist::Communicator>& comm, 
     return r;
 }
 
+/// Why the AMG (CPR) runs over the ranks or per rank, in the CLI's options.
+const char* over_ranks_words(OverRanksWhy w)
+{
+    switch (w) {
+        case OverRanksWhy::not_amg:
+            return "";
+        case OverRanksWhy::asked:
+            return "--amg-global";
+        case OverRanksWhy::declined:
+            return "--amg-per-rank";
+        case OverRanksWhy::gpu_ranks:
+            return "GPU ranks: one per rank, on the device; --amg-global for one hierarchy over "
+                   "the ranks, on the host";
+        case OverRanksWhy::coarse:
+            return "--coarse: its correction around each rank's own";
+        case OverRanksWhy::ilu0mc_smoother:
+            return "--amg-smoother ilu0mc: not built over the ranks";
+        case OverRanksWhy::block_system:
+            return "Nc > 1 (its ilu0mc smoother), unless --amg-global; --pc cpr for a coupled "
+                   "system";
+        case OverRanksWhy::default_scalar:
+            return "the default for a scalar system on CPU ranks; --amg-per-rank for one AMG per "
+                   "rank";
+        case OverRanksWhy::default_cpr:
+            return "the default for CPR on CPU ranks; --amg-per-rank for CPR per rank";
+    }
+    return "";
+}
+
 /// The one-process operator line's words for the precision.
 const char* precision_words(Precision p)
 {
@@ -403,7 +456,8 @@ int cmd_solve_distributed(Args& args, bool json, bool monitor, bool quiet_flag)
     const std::string impl = args.get_or("--impl", "fused");
     const std::string split = args.get_or("--split", "planes");
     const bool coarse = args.flag("--coarse");
-    const bool amg_global = args.flag("--amg-global");
+    const bool amg_global_flag = args.flag("--amg-global");
+    const bool amg_per_rank = args.flag("--amg-per-rank");
     const bool refine = !args.flag("--no-refine");
     const bool has_aggregates = args.get("--coarse-aggregates").has_value();
     const long long aggregates = args.get_int("--coarse-aggregates", 0);
@@ -475,12 +529,26 @@ int cmd_solve_distributed(Args& args, bool json, bool monitor, bool quiet_flag)
     // preconditioner of this rank's diagonal block
     PcType pc = default_preconditioners(exec->kind(), solver, 1, /*distributed=*/true).front();
     if (pc_name) pc = usage_checked([&] { return parse_pc(*pc_name); });
-    if (amg_global && pc != PcType::amg && pc != PcType::cpr)
+    if (amg_global_flag && amg_per_rank)
+        throw UsageError("--amg-global and --amg-per-rank: give one of them");
+    if (amg_global_flag && pc != PcType::amg && pc != PcType::cpr)
         throw UsageError("--amg-global applies with --pc amg or cpr only");
-    if (amg_global && coarse)
+    if (amg_per_rank && pc != PcType::amg && pc != PcType::cpr)
+        throw UsageError("--amg-per-rank applies with --pc amg or cpr only");
+    if (amg_global_flag && coarse)
         throw UsageError(
             "--amg-global and --coarse: the AMG over the ranks has its own coarse levels; give "
             "one of them");
+    // one AMG (CPR) over the ranks or one per rank: the rule the plugin shares
+    const OverRanks over = amg_over_ranks(
+        amg_global_flag ? AmgOverRanks::yes
+        : amg_per_rank  ? AmgOverRanks::no
+                        : AmgOverRanks::automatic,
+        pc == PcType::cpr ? pc_options.cpr.amg.smoother : pc_options.amg.smoother,
+        pc == PcType::amg, pc == PcType::cpr, comm->size(), exec->is_cpu(), p.block_size, coarse);
+    const bool amg_global = over.yes;
+    const bool amg_default =
+        over.why == OverRanksWhy::default_scalar || over.why == OverRanksWhy::default_cpr;
 
     double last_print = 0;
     opts.monitor = [&](const IterationInfo& it) {
@@ -494,12 +562,12 @@ int cmd_solve_distributed(Args& args, bool json, bool monitor, bool quiet_flag)
     const RankSolve r =
         precision == Precision::single
             ? solve_on_ranks<float, float>(comm, p, exec, dopt, solver, extras, pc, pc_options,
-                                           opts, coarse, co, amg_global, false)
+                                           opts, coarse, co, amg_global, amg_default, false)
         : precision == Precision::mixed
             ? solve_on_ranks<float, double>(comm, p, exec, dopt, solver, extras, pc, pc_options,
-                                            opts, coarse, co, amg_global, refine)
+                                            opts, coarse, co, amg_global, amg_default, refine)
             : solve_on_ranks<double, double>(comm, p, exec, dopt, solver, extras, pc, pc_options,
-                                             opts, coarse, co, amg_global, false);
+                                             opts, coarse, co, amg_global, amg_default, false);
     const Status& st = r.status;
     std::vector<double> xh = r.x;
     double null_removed = -1;  // --null-space constant: the constant of x - x0, over the ranks
@@ -533,6 +601,17 @@ int cmd_solve_distributed(Args& args, bool json, bool monitor, bool quiet_flag)
     if (!root) return st.converged() ? 0 : 1;
 
     if (xfile) write_vector_file(*xfile, x_all, "x from heptane solve: " + st.summary());
+    const bool over_used = amg_global && r.over_ranks_refused.empty();
+    const std::string over_why =
+        std::string(over_ranks_words(over.why)) +
+        (r.over_ranks_refused.empty()
+             ? ""
+             : "; refused (" + r.over_ranks_refused + "): each rank's own instead");
+    const std::string over_json = over.why == OverRanksWhy::not_amg ? "null"
+                                  : over_used                       ? "true"
+                                                                    : "false";
+    const std::string over_why_json =
+        over.why == OverRanksWhy::not_amg ? "null" : json_string(over_why);
     if (hist) write_history_csv(*hist, st);
     const std::string& solver_name = r.solver;
     const std::string restart_json =
@@ -547,7 +626,7 @@ int cmd_solve_distributed(Args& args, bool json, bool monitor, bool quiet_flag)
             "\"format\": \"%s\", \"operator\": %s, \"precision\": \"%s\", "
             "\"device\": %s, \"ranks\": %d, \"partition\": %s, \"halo\": \"%s\", "
             "\"reduce\": \"%s\", \"cuda_graph\": %s, \"null_space_removed\": %s, \"rows\": %d, "
-            "\"nnz\": %lld}\n",
+            "\"nnz\": %lld, \"amg_over_ranks\": %s, \"amg_over_ranks_why\": %s}\n",
             json_string(p.source).c_str(), st.converged() ? "true" : "false", to_string(st.reason),
             st.iterations, st.relative_residual, st.true_relative_residual,
             json_number(err).c_str(), solve_s, setup_s, total_s, per_it, solver_name.c_str(),
@@ -555,15 +634,20 @@ int cmd_solve_distributed(Args& args, bool json, bool monitor, bool quiet_flag)
             json_string(r.op).c_str(), prec.c_str(), json_string(exec->name()).c_str(),
             comm->size(), json_string(p.part.describe()).c_str(), r.exchange.c_str(),
             r.reduction.c_str(), st.cuda_graph ? "true" : "false",
-            json_number(null_removed).c_str(), p.global_rows, static_cast<long long>(p.nnz));
+            json_number(null_removed).c_str(), p.global_rows, static_cast<long long>(p.nnz),
+            over_json.c_str(), over_why_json.c_str());
     } else {
         std::printf("system    %s: %d rows, %lld entries, on %d ranks\n", p.source.c_str(),
                     p.global_rows, static_cast<long long>(p.nnz), comm->size());
         std::printf("split     %s\n", p.part.describe().c_str());
         std::printf("operator  %s (rank 0), precision %s (%s)\n", r.op.c_str(), prec.c_str(),
                     precision_words(precision));
-        std::printf("solver    %s, preconditioner %s per rank\n", solver_name.c_str(),
-                    r.pc.c_str());
+        std::printf("solver    %s, preconditioner %s%s\n", solver_name.c_str(), r.pc.c_str(),
+                    over_used || coarse ? "" : " per rank");
+        if (over.why != OverRanksWhy::not_amg)
+            std::printf("%-10s%s: %s\n", pc == PcType::cpr ? "cpr" : "amg",
+                        over_used ? "one hierarchy over the ranks" : "one per rank",
+                        over_why.c_str());
         print_result(st, err);
         if (null_removed >= 0)
             std::printf(

@@ -76,6 +76,20 @@ const char* to_string(AmgAggregation a) noexcept
     return a == AmgAggregation::box ? "box" : "mis";
 }
 
+OverRanks amg_over_ranks(AmgOverRanks asked, AmgSmoother smoother, bool amg, bool cpr, int ranks,
+                         bool cpu, index_t nc, bool coarse)
+{
+    using W = OverRanksWhy;
+    if (ranks < 2 || !(amg || cpr)) return {false, W::not_amg};
+    if (asked == AmgOverRanks::yes) return {true, W::asked};
+    if (asked == AmgOverRanks::no) return {false, W::declined};
+    if (!cpu) return {false, W::gpu_ranks};
+    if (coarse) return {false, W::coarse};
+    if (smoother == AmgSmoother::ilu0mc) return {false, W::ilu0mc_smoother};
+    if (amg && nc != 1) return {false, W::block_system};
+    return {true, cpr ? W::default_cpr : W::default_scalar};
+}
+
 const char* to_string(AmgSetup s) noexcept
 {
     switch (s) {

@@ -150,6 +150,31 @@ struct AmgOptions {
     bool singular = false;
 };
 
+/// Why amg_over_ranks decided as it did (each caller words it for its own options).
+enum class OverRanksWhy {
+    not_amg,          ///< one rank, or the preconditioner is neither AMG nor CPR: no
+    asked,            ///< asked for (AmgOverRanks::yes): yes
+    declined,         ///< asked not to (AmgOverRanks::no): no
+    gpu_ranks,        ///< automatic on GPU ranks: no (the hierarchy over the ranks is the host's)
+    coarse,           ///< automatic with the global coarse correction: no (it has its own)
+    ilu0mc_smoother,  ///< automatic with the ilu0mc smoother: no (not built over the ranks)
+    block_system,     ///< automatic, AMG of an Nc > 1 system: no (CPR for a coupled one)
+    default_scalar,   ///< automatic, AMG of a scalar system on CPU ranks: yes
+    default_cpr,      ///< automatic, CPR on CPU ranks: yes
+};
+struct OverRanks {
+    bool yes = false;
+    OverRanksWhy why = OverRanksWhy::not_amg;
+};
+/// Whether AMG (`cpr`: CPR's pressure stage) runs as one hierarchy over all `ranks` ranks
+/// (dist::DistAmg, dist::DistCpr) or as one per rank's diagonal block (block Jacobi over the
+/// ranks) -- the rule `heptane solve` under mpirun and the PETSc plugin share. Automatic: over
+/// the ranks on CPU ranks for AMG of a scalar system and for CPR, unless the global coarse
+/// correction is on or the smoother is ilu0mc (16 CPU ranks, the reservoir example's 1 M-cell
+/// pressure: 12 BiCGStab iterations against 116 with one AMG per rank; docs/petsc.md).
+OverRanks amg_over_ranks(AmgOverRanks asked, AmgSmoother smoother, bool amg, bool cpr, int ranks,
+                         bool cpu, index_t nc, bool coarse);
+
 /// The second stage of CPR on the whole system.
 enum class CprSmoother { bilu0, bilu0mc, bjacobi };
 
