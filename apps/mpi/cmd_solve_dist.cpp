@@ -318,7 +318,10 @@ RankSolve solve_on_ranks(const std::shared_ptr<const dist::Communicator>& comm, 
         } catch (const NotSupported& e) {
             refused(e);
         }
-        if (!m) m = per_rank();
+        // (p.local has gone into the operator by now: the diagonal block from the split rows)
+        if (!m)
+            m = make_preconditioner<VT>(pc, diagonal_block(p.csr ? *p.csr : split), p.block_size,
+                                        exec, pc_options);
         r.pc_s += seconds_since(t);
     }
 
