@@ -650,8 +650,7 @@ std::unique_ptr<Preconditioner<VT>> make_identity_pc(index_t n,
     return std::make_unique<IdentityPc<VT>>(n, std::move(exec));
 }
 template <class VT>
-std::unique_ptr<Preconditioner<VT>> make_empty_pc(PcType type,
-                                                  std::shared_ptr<const Executor> exec)
+std::unique_ptr<Preconditioner<VT>> make_empty_pc(PcType type, std::shared_ptr<const Executor> exec)
 {
     return std::make_unique<IdentityPc<VT>>(0, std::move(exec), type);
 }
