@@ -473,7 +473,11 @@ void KrylovEngine::set_global_coarse(const CsrView &diag, const CsrView &off, co
   HEPTANE_ENSURE(m.distributed(), InputError, "a global coarse correction needs an operator over several ranks");
   HEPTANE_ENSURE(k.d.pc || k.f.pc, InputError, "a global coarse correction needs heptane's own preconditioner, set up first");
   const auto go = [&](auto &t, auto op) {
-    if (t.coarse && t.coarse_of_build == m.timings().builds && t.coarse_opts == o) {
+    // kept only where every rank keeps it: making it is collective (a rank that owns no rows may
+    // count its operator's builds differently from the others)
+    int keep = t.coarse && t.coarse_of_build == m.timings().builds && t.coarse_opts == o ? 1 : 0;
+    MPI_Allreduce(MPI_IN_PLACE, &keep, 1, MPI_INT, MPI_MIN, comm);
+    if (keep) {
       t.coarse->set_local(t.pc);
       t.coarse->update(diag, off, off_cols);
       return;

@@ -1287,6 +1287,13 @@ if(HEPTANE_PETSC_MPIEXEC)
       ${solves} ${host_checks} --max-its-ratio 2 --solves 2 --
       --plugin ${plugin_so} --mpiexec "${np2}" --tol 1e-4 --ref "-ksp_type cg -pc_type gamg" --heptane "-ksp_type hcg -pc_type hamg -ksp_view"
       --expect "${dcsr}" --reject MISMATCH -- ${host} -use_dm 0 -permute 1 -convection 0 -solves 2 -empty_rank 0)
+    # the global coarse correction, a rank that owns no rows, a Newton loop of three solves: kept
+    # or made anew on every rank alike (before 2026-12-05 the empty rank kept it and the others
+    # made it anew at the second solve: a hang)
+    heptane_plugin_test(plugin_host_three_ranks_rank_0_owns_no_rows_coarse_newton
+      ${solves} ${host_checks} --max-its-ratio 2 --solves 3 --
+      --plugin ${plugin_so} --mpiexec "${np3}" --ref "${ref_bcgs} -pc_type jacobi" --heptane "-ksp_type hbcgs -pc_type jacobi -heptane_coarse -ksp_view"
+      --expect "heptane global coarse correction" --reject MISMATCH -- ${host} -use_dm 0 -dof 3 -mat_type baij -solves 3 -empty_rank 0)
     # an MPISBAIJ whose new pattern is new on one rank only (-new_pattern_at: an entry in rank
     # 0's rows): every rank makes its AIJ copy anew together (before 2026-12-05 rank 1 reused its
     # copy while rank 0 made a new one, inside a collective MatConvert: the solve hung)
