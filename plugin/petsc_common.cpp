@@ -297,17 +297,17 @@ PetscErrorCode HeptaneAIJCopyGet(Mat A, HeptaneAIJCopy *c, Mat *aij)
   PetscCall(PetscObjectStateGet((PetscObject)A, &st));
   PetscCall(PetscObjectGetId((PetscObject)A, &id));
   MatInfo     info;
-  PetscMPIInt size, todo;
+  PetscMPIInt size, action; /* 2: make anew, 1: refresh the values, 0: keep */
   PetscCall(MatGetInfo(A, MAT_LOCAL, &info));
-  todo = !c->aij || id != c->id || nz != c->nz || info.nz_used != c->entries ? 2 : st != c->state ? 1 : 0;
+  action = !c->aij || id != c->id || nz != c->nz || info.nz_used != c->entries ? 2 : st != c->state ? 1 : 0;
   /* MatConvert is collective: every rank does what one needs (an entry new on one rank's rows
      changes only that rank's count -- and, for MPISBAIJ, its nonzero state) */
   PetscCallMPI(MPI_Comm_size(PetscObjectComm((PetscObject)A), &size));
-  if (size > 1) PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, &todo, 1, MPI_INT, MPI_MAX, PetscObjectComm((PetscObject)A)));
-  if (todo == 2) {
+  if (size > 1) PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, &action, 1, MPI_INT, MPI_MAX, PetscObjectComm((PetscObject)A)));
+  if (action == 2) {
     PetscCall(MatDestroy(&c->aij));
     PetscCall(MatConvert(A, MATAIJ, MAT_INITIAL_MATRIX, &c->aij));
-  } else if (todo == 1) {
+  } else if (action == 1) {
     PetscCall(MatConvert(A, MATAIJ, MAT_REUSE_MATRIX, &c->aij));
   }
   c->id      = id;

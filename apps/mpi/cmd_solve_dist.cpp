@@ -245,11 +245,6 @@ RankSolve solve_on_ranks(const std::shared_ptr<const dist::Communicator>& comm, 
         : coarse || global ? split_rows(p.local, p.part.begin(comm->rank()), p.global_rows)
                            : dist::OwnedSplitRows{};
     const bool global_cpr = global && pc == PcType::cpr && p.block_size > 1;
-    const auto per_rank = [&] {
-        return make_preconditioner<VT>(
-            pc, p.csr ? diagonal_block(*p.csr) : csr_from_coo(to_coo(p.local)), p.block_size, exec,
-            pc_options);
-    };
     // the AMG/CPR over the ranks that the default chose, refused (on every rank alike: a zero
     // diagonal, a singular coarsest level): each rank's own instead, as the plugin does
     const auto refused = [&](const std::exception& e) {
@@ -268,7 +263,10 @@ RankSolve solve_on_ranks(const std::shared_ptr<const dist::Communicator>& comm, 
             refused(e);
         }
     }
-    if (!m && !global_cpr) m = per_rank();
+    if (!m && !global_cpr)
+        m = make_preconditioner<VT>(pc,
+                                    p.csr ? diagonal_block(*p.csr) : csr_from_coo(to_coo(p.local)),
+                                    p.block_size, exec, pc_options);
     r.pc_s = seconds_since(t);
 
     t = Clock::now();
