@@ -1821,18 +1821,24 @@ static PetscErrorCode KSPHeptaneCheckTrueResidual(KSP ksp)
   PetscFunctionReturn(0);
 }
 
-/* PETSc's own PC failed (its setup or an apply, e.g. a zero pivot): the KSP's reason becomes
-   KSP_DIVERGED_PC_FAILED. */
+/* PETSc's own PC failed (its setup or an apply, e.g. a zero pivot) on any rank: the KSP's
+   reason becomes KSP_DIVERGED_PC_FAILED on every rank. Collective: PCGetFailedReason is the
+   rank's own, and a rank whose PC did not fail (a rank with no rows, say) would otherwise go on
+   into the solve's reductions alone and hang. */
 static PetscErrorCode KSPHeptanePetscPCFailed(KSP ksp, PetscBool *failed)
 {
   KSP_Heptane   *h = (KSP_Heptane *)ksp->data;
   PC             pc;
   PCFailedReason pcreason;
+  int            mine, worst;
 
   PetscFunctionBegin;
   PetscCall(KSPGetPC(ksp, &pc));
   PetscCall(PCGetFailedReason(pc, &pcreason));
-  *failed = pcreason ? PETSC_TRUE : PETSC_FALSE;
+  mine = pcreason == PC_NOERROR ? -2 : (int)pcreason; /* PC_SETUP_ERROR is -1 */
+  PetscCallMPI(MPI_Allreduce(&mine, &worst, 1, MPI_INT, MPI_MAX, PetscObjectComm((PetscObject)ksp)));
+  pcreason = worst == -2 ? PC_NOERROR : (PCFailedReason)worst;
+  *failed  = pcreason ? PETSC_TRUE : PETSC_FALSE;
   if (*failed) {
     ksp->reason = KSP_DIVERGED_PC_FAILED;
     PetscCall(PetscInfo(ksp, "%s: PETSc's PC %s failed (%s)\n", KSPHeptaneName(h), ((PetscObject)pc)->type_name, PCFailedReasons[pcreason]));

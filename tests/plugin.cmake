@@ -1287,6 +1287,15 @@ if(HEPTANE_PETSC_MPIEXEC)
       ${solves} ${host_checks} --max-its-ratio 2 --solves 2 --
       --plugin ${plugin_so} --mpiexec "${np2}" --tol 1e-4 --ref "-ksp_type cg -pc_type gamg" --heptane "-ksp_type hcg -pc_type hamg -ksp_view"
       --expect "${dcsr}" --reject MISMATCH -- ${host} -use_dm 0 -permute 1 -convection 0 -solves 2 -empty_rank 0)
+    # PETSc's own PC (asm) failing on the rank that owns rows (a zero pivot: every pivot below
+    # -sub_pc_factor_zeropivot 1e3) and not on the rank that owns none: KSP_DIVERGED_PC_FAILED on
+    # both, as PETSc's bcgs says (before 2026-12-05 the rank with rows stopped, the other went on
+    # into the solve's reductions alone and the run hung)
+    heptane_plugin_test(plugin_host_two_ranks_rank_1_owns_no_rows_petsc_pc_fails
+      ${solves} --reason DIVERGED_PC_FAILED --solves 2 --
+      --plugin ${plugin_so} --mpiexec "${np2}" --heptane "-ksp_type hbcgs -pc_type asm -sub_pc_factor_zeropivot 1e3"
+      --expect "solve 2 N=81 its=0 reason=DIVERGED_PC_FAILED" --reject MISMATCH
+      -- ${host} -n 9 -dim 2 -use_dm 0 -permute 1 -solves 2 -empty_rank 1)
     # the global coarse correction, a rank that owns no rows, a Newton loop of three solves: kept
     # or made anew on every rank alike (before 2026-12-05 the empty rank kept it and the others
     # made it anew at the second solve: a hang)
