@@ -1,6 +1,7 @@
 // The boundary part of a distributed BDIA product on CUDA (coupling_kernels.hpp): one thread
 // per boundary row, the D*Nc slots of the row in turn (reads of one slot are coalesced over
-// the rows). A small fraction of the rows (about 2 planes of a rank's range).
+// the rows). A small fraction of the rows (about 2 planes of a rank's range). And the pack of a
+// halo of arbitrary rows (one thread a value).
 #include "core/cuda_common.hpp"
 #include "distributed/coupling_kernels.hpp"
 
@@ -41,6 +42,14 @@ __global__ void coupling_kernel(CouplingParams p, const MT* __restrict__ data, V
     y[r] += alpha * sum;
 }
 
+template <class VT>
+__global__ void gather_rows_kernel(index_t n, const index_t* __restrict__ rows,
+                                   const VT* __restrict__ x, VT* __restrict__ out)
+{
+    const long long k = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x;
+    if (k < n) out[k] = x[rows[k]];
+}
+
 }  // namespace
 
 template <class MT, class VT>
@@ -69,5 +78,18 @@ template void bdia_coupling<float, float>(const CudaExecutor&, const Bdia<float>
                                           float, const float*, float*);
 template void bdia_coupling<float, double>(const CudaExecutor&, const Bdia<float>&, CouplingRows,
                                            double, const double*, double*);
+
+template <class VT>
+void gather_rows(const CudaExecutor& exec, index_t n, const index_t* rows, const VT* x, VT* out)
+{
+    if (n <= 0) return;
+    gather_rows_kernel<<<cuda::grid_for(n, 256), 256, 0, cuda::stream(exec)>>>(n, rows, x, out);
+    HEPTANE_CUDA_LAUNCH_CHECK();
+}
+
+template void gather_rows<double>(const CudaExecutor&, index_t, const index_t*, const double*,
+                                  double*);
+template void gather_rows<float>(const CudaExecutor&, index_t, const index_t*, const float*,
+                                 float*);
 
 }  // namespace heptane::kernels

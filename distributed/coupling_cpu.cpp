@@ -1,4 +1,5 @@
-// The boundary part of a distributed BDIA product on the CPU (coupling_kernels.hpp).
+// The boundary part of a distributed BDIA product and the pack of a halo on the CPU
+// (coupling_kernels.hpp).
 #include "distributed/coupling_kernels.hpp"
 
 namespace heptane::kernels {
@@ -36,5 +37,15 @@ template void bdia_coupling<float, float>(const CpuExecutor&, const Bdia<float>&
                                           float, const float*, float*);
 template void bdia_coupling<float, double>(const CpuExecutor&, const Bdia<float>&, CouplingRows,
                                            double, const double*, double*);
+
+template <class VT>
+void gather_rows(const CpuExecutor&, index_t n, const index_t* rows, const VT* x, VT* out)
+{
+    for (index_t k = 0; k < n; ++k) out[k] = x[rows[k]];
+}
+
+template void gather_rows<double>(const CpuExecutor&, index_t, const index_t*, const double*,
+                                  double*);
+template void gather_rows<float>(const CpuExecutor&, index_t, const index_t*, const float*, float*);
 
 }  // namespace heptane::kernels

@@ -7,6 +7,10 @@
 // with halo(c) = halo[lower + c] for -lower <= c < 0 and halo[lower + c - n] for
 // n <= c < n + upper (slots beyond the halo are outside the global matrix: skipped). Only
 // the rows [0, lower_rows) and [upper_begin, n) can have such slots.
+//
+// And the pack of a halo of arbitrary rows (the distributed CSR operator, dist_csr.hpp):
+//
+//     out[k] = x[rows[k]],  k < n
 #pragma once
 
 #include "core/executor.hpp"
@@ -27,5 +31,10 @@ void bdia_coupling(const CpuExecutor& exec, const Bdia<MT>& a, CouplingRows rows
 template <class MT, class VT>
 void bdia_coupling(const CudaExecutor& exec, const Bdia<MT>& a, CouplingRows rows, VT alpha,
                    const VT* halo, VT* y);
+
+template <class VT>
+void gather_rows(const CpuExecutor& exec, index_t n, const index_t* rows, const VT* x, VT* out);
+template <class VT>
+void gather_rows(const CudaExecutor& exec, index_t n, const index_t* rows, const VT* x, VT* out);
 
 }  // namespace heptane::kernels

@@ -6,7 +6,9 @@
 #include <type_traits>
 
 #include "core/error.hpp"
+#include "distributed/coupling_kernels.hpp"
 #include "formats/csr/csr_kernels.hpp"
+#include "solver/vector/vector_ops.hpp"
 
 namespace heptane::dist {
 
@@ -96,12 +98,6 @@ DistributedCsr<MT, VT>::DistributedCsr(std::shared_ptr<const Communicator> comm,
     : comm_(std::move(comm)), exec_(std::move(exec))
 {
     HEPTANE_ENSURE(comm_ && exec_, InputError, "DistributedCsr: no communicator or executor");
-    // the same answer on every rank: a GPU rank anywhere stops them all
-    int gpu = exec_->is_cpu() ? 0 : 1;
-    MPI_Allreduce(MPI_IN_PLACE, &gpu, 1, MPI_INT, MPI_MAX, comm_->comm());
-    HEPTANE_ENSURE(gpu == 0, NotSupported,
-                   "the distributed CSR operator (a matrix that is no hepta grid's, on several "
-                   "ranks) runs on CPU ranks only for now");
     n_ = rows.diag.rows;
     part_ = partition_from_local(*comm_, n_);
     const long long begin = part_.begin(comm_->rank()), end = begin + n_;
@@ -166,6 +162,16 @@ DistributedCsr<MT, VT>::DistributedCsr(std::shared_ptr<const Communicator> comm,
         make_column_plan(comm_->comm(), halo_,
                          std::vector<long long>(part_.starts.begin(), part_.starts.end()), begin);
     hx_.resize(halo_.size());
+    if (!exec_->is_cpu()) {  // the operator on the device, the halo's rows packed there
+        diag_ = diag_.to(exec_);
+        off_ = off_.to(exec_);
+        std::vector<index_t> rows_out;
+        for (const auto& r : plan_.send_rows) rows_out.insert(rows_out.end(), r.begin(), r.end());
+        sbuf_.resize(rows_out.size());
+        send_rows_dev_ = Array<index_t>(std::move(rows_out)).to(exec_);
+        sbuf_dev_ = Array<VT>(exec_, sbuf_.size());
+        hx_dev_ = Array<VT>(exec_, hx_.size());
+    }
     if (comm_->size() > 1) reducer_ = make_reducer(ReduceModel::mpi, comm_, exec_);
 }
 
@@ -173,8 +179,47 @@ template <class MT, class VT>
 DistributedCsr<MT, VT>::~DistributedCsr() = default;
 
 template <class MT, class VT>
+void DistributedCsr<MT, VT>::apply_staged(VT alpha, const VT* x, VT beta, VT* y) const
+{
+    const auto& cpu = *cpu_executor();
+    const std::size_t bytes = sizeof(VT);
+    req_.clear();
+    if (comm_->size() > 1) {  // pack on the device, down, post the messages
+        dispatch_executor(*exec_, [&](const auto& e) {
+            kernels::gather_rows(e, index_t(sbuf_.size()), send_rows_dev_.data(), x,
+                                 sbuf_dev_.data());
+        });
+        copy_bytes(*exec_, sbuf_dev_.data(), cpu, sbuf_.data(), sbuf_.size() * bytes);
+        for (std::size_t q = 0; q < plan_.recv_peer.size(); ++q) {
+            req_.emplace_back();
+            MPI_Irecv(hx_.data() + plan_.recv_at[q], plan_.recv_n[q], mpi_type<VT>(),
+                      plan_.recv_peer[q], tag, comm_->comm(), &req_.back());
+        }
+        std::size_t at = 0;
+        for (std::size_t q = 0; q < plan_.send_peer.size(); ++q) {
+            const int count = int(plan_.send_rows[q].size());
+            req_.emplace_back();
+            MPI_Isend(sbuf_.data() + at, count, mpi_type<VT>(), plan_.send_peer[q], tag,
+                      comm_->comm(), &req_.back());
+            at += std::size_t(count);
+        }
+    }
+    dispatch_executor(*exec_, [&](const auto& e) {  // queued: runs while the messages fly
+        if (n_ > 0) kernels::spmv(e, diag_, Op::normal, alpha, x, beta, y);
+    });
+    if (!req_.empty()) MPI_Waitall(int(req_.size()), req_.data(), MPI_STATUSES_IGNORE);
+    if (n_ > 0 && off_.nnz() > 0) {
+        copy_bytes(cpu, hx_.data(), *exec_, hx_dev_.data(), hx_.size() * bytes);
+        dispatch_executor(*exec_, [&](const auto& e) {
+            kernels::spmv(e, off_, Op::normal, alpha, hx_dev_.data(), VT(1), y);
+        });
+    }
+}
+
+template <class MT, class VT>
 void DistributedCsr<MT, VT>::apply(VT alpha, const VT* x, VT beta, VT* y) const
 {
+    if (!exec_->is_cpu()) return apply_staged(alpha, x, beta, y);
     const auto& cpu = static_cast<const CpuExecutor&>(*exec_);
     req_.clear();
     if (comm_->size() > 1)
@@ -200,10 +245,13 @@ void DistributedCsr<MT, VT>::update_values(const SplitRows& rows)
             << rows.diag.rows << " rows, " << rows.diag.nnz() << " + " << rows.off.nnz()
             << " entries, where the pattern has " << n_ << " rows, " << diag_.nnz() << " + "
             << off_.nnz());
-    MT* d = diag_.values.data();
-    for (offset_t k = 0; k < diag_.nnz(); ++k) d[k] = MT(rows.diag.values[k]);
-    MT* o = off_.values.data();
-    for (offset_t k = 0; k < off_.nnz(); ++k) o[k] = MT(rows.off.values[k]);
+    // rounded to MT on the host, then copied to the operator's executor (a memcpy on the CPU)
+    std::vector<MT> v;
+    for (auto [part, from] : {std::pair<Csr<MT>*, const double*>{&diag_, rows.diag.values},
+                              std::pair<Csr<MT>*, const double*>{&off_, rows.off.values}}) {
+        v.assign(from, from + part->nnz());
+        copy_bytes(*cpu_executor(), v.data(), *exec_, part->values.data(), v.size() * sizeof(MT));
+    }
 }
 
 template <class MT, class VT>

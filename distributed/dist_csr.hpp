@@ -11,8 +11,10 @@
 // diagonal block's product runs. An Operator<VT> on local vectors: the solvers do not change;
 // reducer() makes their dot products global.
 //
-// CPU ranks only for now: on a GPU executor the constructor throws NotSupported (the callers
-// keep their own product there).
+// On a GPU executor diag and off live on the device and the halo goes through the host: the
+// rows the neighbours read packed on the device (one gather), down, MPI_Isend/Irecv, the
+// received halo up; the diagonal block's product runs on the device while the messages are in
+// flight, the off part's after them (ranks that share a GPU work too).
 //
 //     OwnedSplitRows s = split_coo_rows(a, r0, r1);      // or PETSc's two blocks as SplitRows
 //     DistributedCsr<double, double> op(comm, s.view(), cpu_executor());   // collective
@@ -50,9 +52,9 @@ template <class MT, class VT>
 class DistributedCsr final : public Operator<VT> {
 public:
     /// rows: this rank's rows (off's column j is off_cols[j], or global when off_cols is
-    /// null), copied (rounded to MT). Collective; throws InputError on every rank alike for a
-    /// diagonal-block column outside the rank's rows or an off column outside the matrix or
-    /// inside the rank's own rows, NotSupported on a GPU executor.
+    /// null), copied (rounded to MT) to exec. Collective; throws InputError on every rank alike
+    /// for a diagonal-block column outside the rank's rows or an off column outside the matrix
+    /// or inside the rank's own rows.
     DistributedCsr(std::shared_ptr<const Communicator> comm, const SplitRows& rows,
                    std::shared_ptr<const Executor> exec);
     ~DistributedCsr() override;
@@ -74,8 +76,12 @@ public:
     const RowPartition& partition() const noexcept { return part_; }
     /// Global columns this rank reads from other ranks.
     index_t halo_size() const noexcept { return index_t(halo_.size()); }
-    /// "host" (MPI_Isend/Irecv of host vectors) on several ranks, "none" on one.
-    std::string exchange_name() const { return comm_->size() > 1 ? "host" : "none"; }
+    /// On several ranks "host" (MPI_Isend/Irecv of host vectors) or, on GPUs, "staged" (packed
+    /// on the device, through host memory); "none" on one.
+    std::string exchange_name() const
+    {
+        return comm_->size() == 1 ? "none" : exec_->is_cpu() ? "host" : "staged";
+    }
     std::string reduction_name() const { return reducer_ ? "mpi" : "none"; }
 
 private:
@@ -89,6 +95,12 @@ private:
     std::unique_ptr<Reducer> reducer_;
     mutable std::vector<VT> hx_, sbuf_;
     mutable std::vector<MPI_Request> req_;
+    // GPU: the rows the neighbours read (plan_'s send_rows in order) and the packed values and
+    // the halo on the device
+    Array<index_t> send_rows_dev_;
+    mutable Array<VT> sbuf_dev_, hx_dev_;
+
+    void apply_staged(VT alpha, const VT* x, VT beta, VT* y) const;
 };
 
 extern template class DistributedCsr<double, double>;

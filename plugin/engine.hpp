@@ -227,23 +227,14 @@ public:
   /// changing nothing, elsewhere (the caller builds from the scalar rows); collective, with
   /// build_distributed's checks and errors.
   bool build_distributed_blocks(const DistBlocksView &b, index_t row_begin, MPI_Comm comm, const GridHint &hint, const MatrixConfig &cfg);
-  /// Several MPI ranks whose numbering is not a GH one (build_distributed refused it): the
-  /// operator is the caller's own product, y = A x on this rank's rows [row_begin, row_begin +
-  /// a.rows) (the PETSc plugin: MatMult), called on host arrays by every rank together, with the
-  /// ranks' reductions (MPI) for the solver's dot products; `a` (this rank's diagonal block,
-  /// local columns) is what the preconditioner will be built from and what refresh_values is
-  /// given (nothing to copy then: the caller's product reads the current values). fp64 only
-  /// (NotSupported otherwise); on a GPU the vectors go to the host and back at each product.
-  void build_distributed_callback(const CsrView &a, index_t row_begin, index_t nc, MPI_Comm comm, std::function<void(const double *x, double *y)> apply, const std::string &describe, const MatrixConfig &cfg);
   /// Several MPI ranks whose numbering is not a GH one, or cfg.format "csr": the operator is
   /// heptane's general row-split one (dist::DistributedCsr: this rank's diagonal block and its
   /// other entries over a halo of exactly the columns it reads), from `a` as build_distributed
   /// takes it (a DistRowsScope: both parts where they are; else global columns), in the
-  /// precision asked for (mixed: the fp64 copy beside it for the refinement). Returns false on
-  /// every rank, changing nothing, where the device resolves to a GPU on any rank (not there
-  /// yet: the caller keeps build_distributed_callback); collective; InputError (agreed) for
+  /// precision asked for (mixed: the fp64 copy beside it for the refinement), on the rank's
+  /// device (a GPU: the halo staged through the host); collective; InputError (agreed) for
   /// columns outside the matrix.
-  bool build_distributed_csr(const CsrView &a, index_t row_begin, index_t nc, MPI_Comm comm, const MatrixConfig &cfg);
+  void build_distributed_csr(const CsrView &a, index_t row_begin, index_t nc, MPI_Comm comm, const MatrixConfig &cfg);
 
   bool                            built() const noexcept;
   bool                            distributed() const noexcept; ///< built by build_distributed

@@ -496,7 +496,7 @@ const dist::Communicator &engine_comm(MatrixEngine::Impl &m, MPI_Comm comm)
 bool build_dist(MatrixEngine::Impl &m, index_t n, index_t off_rows, long long nnz_local, index_t row_begin, MPI_Comm comm, const GridHint &hint, const MatrixConfig &cfg, const std::function<std::vector<index_t>(index_t, std::size_t)> &local_offsets, const std::function<std::unique_ptr<StoreBase>(const std::vector<index_t> &, const dist::RowPartition &, const std::shared_ptr<const Executor> &)> &make, bool cpu_only)
 {
   const auto t0 = clock_type::now();
-  HEPTANE_ENSURE(cfg.format == "auto" || cfg.format == "bdiagh", NotSupported, "-heptane_format " << cfg.format << ": on several MPI ranks heptane's operator is the distributed BDIA-GH (auto or bdiagh) or, on CPU ranks, the distributed CSR (csr); the other formats run on one rank");
+  HEPTANE_ENSURE(cfg.format == "auto" || cfg.format == "bdiagh", NotSupported, "-heptane_format " << cfg.format << ": on several MPI ranks heptane's operator is the distributed BDIA-GH (auto or bdiagh) or the distributed CSR (csr); the other formats run on one rank");
   const dist::Communicator &C  = engine_comm(m, comm);
   const index_t             nc = hint.block_size > 0 ? hint.block_size : 1;
   std::ostringstream        err;
@@ -523,7 +523,8 @@ bool build_dist(MatrixEngine::Impl &m, index_t n, index_t off_rows, long long nn
       offsets = star_offsets(grid);
       for (index_t d : found)
         HEPTANE_ENSURE(std::binary_search(offsets.begin(), offsets.end(), d), InputError,
-                       "the matrix has entries at block offset " << d << ", which is not one of the " << offsets.size() << " of the " << grid[0] << "x" << grid[1] << "x" << grid[2] << " grid " << offsets_text(offsets) << " (" << hint.source << ", all offsets found: " << offsets_text(found) << "): the global numbering over the " << C.size() << " ranks is not the grid's natural order (x fastest). heptane's distributed operator needs every rank to own whole z-planes in natural order: split a DMDA along z only (-da_processors_x 1 -da_processors_y 1)");
+                       "the matrix has entries at block offset " << d << ", which is not one of the " << offsets.size() << " of the " << grid[0] << "x" << grid[1] << "x" << grid[2] << " grid " << offsets_text(offsets) << " (" << hint.source << ", all offsets found: " << offsets_text(found) << "): entries off the grid's star stencil (a well's long-range coupling, say), or a global numbering over the " << C.size() << " ranks that is not the grid's natural order (x fastest; heptane renumbers a DMDA split in x or y, not a plain matrix). BDIA-GH cannot hold them: "
+                                                                 << (hint.source == "DMDA" ? "-heptane_format auto (the default) runs such a matrix on heptane's distributed CSR operator" : "leave out " + hint.source + " to have the structure detected (heptane's distributed CSR operator where it is no grid's)"));
     } else {
       offsets = found;
     }
@@ -620,8 +621,7 @@ bool MatrixEngine::build_distributed_blocks(const DistBlocksView &b, index_t row
 
 namespace
 {
-// What every distributed CSR-like build records (build_distributed_callback,
-// build_distributed_csr): the store, device, sizes (nnz: the diagonal block's, what
+// What a distributed CSR build records (build_distributed_csr): the store, device, sizes (nnz: the diagonal block's, what
 // refresh_values is given with a DistRowsScope), no grid, the note and the timing.
 void record_distributed_csr(MatrixEngine::Impl &m, std::unique_ptr<StoreBase> store, const std::string &device, std::shared_ptr<const Executor> exec, const MatrixConfig &cfg, const CsrView &a, index_t row_begin, index_t nc, const std::string &what, clock_type::time_point t0)
 {
@@ -647,29 +647,6 @@ void record_distributed_csr(MatrixEngine::Impl &m, std::unique_ptr<StoreBase> st
   ++m.timings.builds;
 }
 
-// The caller's product as the operator (build_distributed_callback): nothing to refresh.
-struct CallbackStore final : detail::TypedStore<double> {
-  explicit CallbackStore(std::shared_ptr<const Operator<double>> op) { op_ = std::move(op); }
-  void        refresh(const CsrView &) override { }
-  std::string note() const override { return "nothing to copy: the operator is the caller's own product on the current values"; }
-};
-} // namespace
-
-void MatrixEngine::build_distributed_callback(const CsrView &a, index_t row_begin, index_t nc, MPI_Comm comm, std::function<void(const double *, double *)> apply, const std::string &describe, const MatrixConfig &cfg)
-{
-  const auto t0 = clock_type::now();
-  Impl      &m  = *impl_;
-  m.store.reset();
-  HEPTANE_ENSURE(cfg.precision == Precision::double_, NotSupported, "-heptane_precision " << to_string(cfg.precision) << ": the fallback operator on several ranks (the caller's own product, for a numbering that is not a grid's) is fp64 only");
-  const dist::Communicator &C = engine_comm(m, comm);
-  const auto [device, exec]   = rank_device(m, C, cfg);
-  auto op                     = std::make_shared<detail::HostCallbackOperator<double>>(a.rows, exec, std::move(apply), describe + " on " + exec->name());
-  op->reducer_                = dist::make_reducer(dist::ReduceModel::mpi, m.comm, exec);
-  record_distributed_csr(m, std::make_unique<CallbackStore>(op), device, exec, cfg, a, row_begin, nc, describe, t0);
-}
-
-namespace
-{
 dist::SplitRows split_of(const DistRows &r)
 {
   return dist::SplitRows{r.diag, r.off, r.off_cols};
@@ -700,15 +677,12 @@ struct DistCsrStore final : detail::TypedStore<VT> {
 };
 } // namespace
 
-bool MatrixEngine::build_distributed_csr(const CsrView &a, index_t row_begin, index_t nc, MPI_Comm comm, const MatrixConfig &cfg)
+void MatrixEngine::build_distributed_csr(const CsrView &a, index_t row_begin, index_t nc, MPI_Comm comm, const MatrixConfig &cfg)
 {
   const auto                t0 = clock_type::now();
   Impl                     &m  = *impl_;
   const dist::Communicator &C  = engine_comm(m, comm);
   const auto [device, exec]    = rank_device(m, C, cfg);
-  int cpu = exec->is_cpu() ? 1 : 0, all = 0;
-  MPI_Allreduce(&cpu, &all, 1, MPI_INT, MPI_LAND, C.comm());
-  if (!all) return false;
   SplitCopy                  copy;
   const DistRows            &rows = dist_rows(a, row_begin, copy);
   std::unique_ptr<StoreBase> store;
@@ -717,7 +691,6 @@ bool MatrixEngine::build_distributed_csr(const CsrView &a, index_t row_begin, in
   else store = std::make_unique<DistCsrStore<double, double>>(m.comm, rows, row_begin, exec, false);
   const std::string what = "heptane's distributed CSR operator (" + (cfg.precision == Precision::single ? store->op_single()->describe() : store->op_double()->describe()) + ")";
   record_distributed_csr(m, std::move(store), device, exec, cfg, a, row_begin, nc, what, t0);
-  return true;
 }
 
 SymmetryCheck check_symmetry_ranks(MPI_Comm comm, const CsrView &diag, const CsrView &off, const index_t *off_cols, index_t row_begin, double tol)

@@ -134,8 +134,7 @@ typedef struct {
   PetscBool      force_petsc_pc; /* -heptane_petsc_pc: do so for every PC type */
   Vec            pc_r, pc_z;     /* PETSc-layout vectors (Pmat's type) for a PETSc call in heptane's loop: PCApply, Amat's MatMult (arrays placed or scattered) */
   Vec            nat_r, nat_z;   /* natural-layout vectors without arrays (natural map) */
-  PetscErrorCode pc_apply_error; /* of PCApply or the fallback operator's MatMult */
-  Vec            op_x, op_y;     /* the fallback operator's vectors (arrays placed) */
+  PetscErrorCode pc_apply_error; /* of PCApply or PETSc's MatMult of Amat */
   std::string   *petsc_pc_note;  /* why, for the view */
   /* a PC type heptane applies itself: PETSc's PC keeps its type (PCGetType, -ksp_view), its
      own setup and apply are replaced by no-ops while heptane's KSP holds it */
@@ -880,43 +879,6 @@ static PetscErrorCode KSPHeptaneBuildPC(KSP ksp, Mat A, PetscBool values_only)
 
 /* Several ranks: build (todo 2) or refresh (todo 1) the distributed operator from this rank's
    rows as HeptaneRowsGet gives them (DistRowsScope: both parts read where they are). */
-/* y = A x with PETSc's MatMult on this rank's rows (the fallback operator), x and y placed. */
-static PetscErrorCode KSPHeptaneMatMult(KSP ksp, const double *x, double *y)
-{
-  KSP_Heptane *h = (KSP_Heptane *)ksp->data;
-
-  PetscFunctionBegin;
-  PetscCall(VecPlaceArray(h->op_x, x));
-  PetscCall(VecPlaceArray(h->op_y, y));
-  PetscCall(MatMult(h->rows_from, h->op_x, h->op_y));
-  PetscCall(VecResetArray(h->op_x));
-  PetscCall(VecResetArray(h->op_y));
-  PetscFunctionReturn(0);
-}
-
-/* Several ranks, a numbering BDIA-GH cannot take and no DMDA to renumber by: heptane's Krylov
-   loop and preconditioner (built from this rank's diagonal block, as always) on PETSc's own
-   MatMult of the matrix, instead of stopping. */
-static PetscErrorCode KSPHeptaneMatMultOperator(KSP ksp, Mat A, MPI_Comm comm, const heptane::plugin::GridHint *hint, const heptane::plugin::MatrixConfig &cfg, const std::string &why)
-{
-  KSP_Heptane *h = (KSP_Heptane *)ksp->data;
-
-  PetscFunctionBegin;
-  PetscCall(VecDestroy(&h->op_x));
-  PetscCall(VecDestroy(&h->op_y));
-  PetscCall(MatCreateVecs(A, &h->op_x, &h->op_y));
-  HeptaneCallCXX(h->own->build_distributed_callback(
-    h->rows->split.diag, (heptane::index_t)h->rows->rstart, hint->block_size, comm,
-    [ksp, h](const double *x, double *y) {
-      h->pc_apply_error = KSPHeptaneMatMult(ksp, x, y);
-      if (h->pc_apply_error) throw HeptaneCallbackFailed();
-    },
-    std::string("PETSc's MatMult of the ") + ((PetscObject)A)->type_name + " matrix", cfg);
-                 *h->grid_source = std::string(hint->has_grid() ? "the matrix is not on its DMDA's stencil" : "the global numbering is not a grid's") + ", so the operator is PETSc's own MatMult (heptane's Krylov loop and preconditioner around it): " + why);
-  PetscCall(PetscInfo(ksp, "%s: %s\n", KSPHeptaneName(h), h->grid_source->c_str()));
-  PetscFunctionReturn(0);
-}
-
 /* What -ksp_view says of heptane's distributed CSR operator (MatrixEngine::build_distributed_csr). */
 static const char *const HeptaneDistCsrWhat = "heptane's distributed CSR (this rank's diagonal block and its couplings to other ranks' rows through a halo of the columns it reads, exchanged while the diagonal block's product runs)";
 
@@ -926,19 +888,16 @@ static PetscErrorCode KSPHeptaneRanksEngine(KSP ksp, Mat A, MPI_Comm comm, int t
 
   PetscFunctionBegin;
   heptane::plugin::DistRowsScope scope(h->rows->split);
-  if (todo == 2 && cfg.format == "csr") { /* asked for: heptane's distributed CSR (CPU ranks) */
-    bool csr = false;
-    HeptaneCallCXX(csr = h->own->build_distributed_csr(h->rows->split.diag, (heptane::index_t)h->rows->rstart, hint->block_size, comm, cfg));
-    PetscCheck(csr, comm, PETSC_ERR_SUP, "-heptane_format csr on several ranks: heptane's distributed CSR operator runs on CPU ranks only for now (-heptane_device cpu), and this rank's device is a GPU");
+  if (todo == 2 && cfg.format == "csr") { /* asked for: heptane's distributed CSR */
+    HeptaneCallCXX(h->own->build_distributed_csr(h->rows->split.diag, (heptane::index_t)h->rows->rstart, hint->block_size, comm, cfg));
     HeptaneCallCXX(*h->grid_source = std::string("-heptane_format csr: the operator is ") + HeptaneDistCsrWhat);
     PetscFunctionReturn(0);
   }
   if (todo == 2) {
     std::string refused;
     /* a numbering that is no grid's, or a DMDA's matrix with entries off its stencil (a well's
-       long-range coupling), falls back to heptane's distributed CSR on CPU ranks, else to
-       PETSc's MatMult as the operator (the ranks agree:
-       every one throws or none does), unless the grid was named (-heptane_grid), the format
+       long-range coupling), falls back to heptane's distributed CSR (the ranks agree: every
+       one throws or none does), unless the grid was named (-heptane_grid), the format
        asked for (-heptane_format bdiagh) or the ranks' rows are not whole blocks (a block size
        to fix) */
     HeptaneCallCXX(
@@ -946,16 +905,10 @@ static PetscErrorCode KSPHeptaneRanksEngine(KSP ksp, Mat A, MPI_Comm comm, int t
         if ((hint->has_grid() && (hint->source != "DMDA" || cfg.format != "auto")) || std::string(e.what()).find("not whole blocks") != std::string::npos) throw;
         refused = e.what();
       });
-    if (!refused.empty()) {
-      /* heptane's general row-split operator on CPU ranks; on GPU ranks (not there yet) PETSc's MatMult */
-      bool csr = false;
-      HeptaneCallCXX(csr = h->own->build_distributed_csr(h->rows->split.diag, (heptane::index_t)h->rows->rstart, hint->block_size, comm, cfg));
-      if (csr) {
-        HeptaneCallCXX(*h->grid_source = std::string(hint->has_grid() ? "the matrix is not on its DMDA's stencil" : "the global numbering is not a grid's") + ", so the operator is " + HeptaneDistCsrWhat + ": " + refused);
-        PetscCall(PetscInfo(ksp, "%s: %s\n", KSPHeptaneName(h), h->grid_source->c_str()));
-        PetscFunctionReturn(0);
-      }
-      PetscCall(KSPHeptaneMatMultOperator(ksp, A, comm, hint, cfg, refused));
+    if (!refused.empty()) { /* heptane's general row-split operator, on the ranks' devices */
+      HeptaneCallCXX(h->own->build_distributed_csr(h->rows->split.diag, (heptane::index_t)h->rows->rstart, hint->block_size, comm, cfg));
+      HeptaneCallCXX(*h->grid_source = std::string(hint->has_grid() ? "the matrix is not on its DMDA's stencil" : "the global numbering is not a grid's") + ", so the operator is " + HeptaneDistCsrWhat + ": " + refused);
+      PetscCall(PetscInfo(ksp, "%s: %s\n", KSPHeptaneName(h), h->grid_source->c_str()));
       PetscFunctionReturn(0);
     }
     std::string how;
@@ -2225,7 +2178,7 @@ static PetscErrorCode KSPSetFromOptions_Heptane(KSP ksp, HeptaneOptionItems Pets
   PetscFunctionBegin;
   PetscOptionsHeadBegin(PetscOptionsObject, h->solver == heptane::SolverType::bicgstab ? "KSP hbcgs options (heptane BiCGStab)" : (h->solver == heptane::SolverType::cg ? "KSP hcg options (heptane CG)" : "KSP hgmres options (heptane GMRES)"));
   if (h->solver == heptane::SolverType::gmres) PetscCall(PetscOptionsBoundedInt("-ksp_gmres_restart", "Number of Krylov search directions (restart length m of heptane's flexible GMRES)", "KSPGMRESSetRestart", h->restart, &h->restart, NULL, 1));
-  PetscCall(PetscOptionsEList("-heptane_format", "Matrix format heptane solves with (auto: BDIA-GH on a grid, else detected; several ranks: auto, bdiagh, or csr on CPU ranks)", "KSPHBCGS", HeptaneFormats, HeptaneNumFormats, HeptaneFormats[h->format], &h->format, NULL));
+  PetscCall(PetscOptionsEList("-heptane_format", "Matrix format heptane solves with (auto: BDIA-GH on a grid, else detected; several ranks: auto, bdiagh or csr)", "KSPHBCGS", HeptaneFormats, HeptaneNumFormats, HeptaneFormats[h->format], &h->format, NULL));
   PetscCall(PetscOptionsString("-heptane_device", "Where heptane runs: auto (one rank: the GPU where the measured model of heptane solve --device auto says it wins for this matrix's stored entries and -heptane_threads, else the CPU; several ranks: the same on the entries per rank, the GPU being the node-local rank's), cpu, gpu, gpu:N", "KSPHBCGS", h->device, device, sizeof(device), &flg));
   if (flg) {
     PetscCall(HeptaneCheckDevice(device));
@@ -2277,8 +2230,6 @@ static PetscErrorCode KSPHeptaneFreeWork(KSP ksp)
   PetscCall(VecDestroy(&h->r_true));
   PetscCall(VecDestroy(&h->pc_r));
   PetscCall(VecDestroy(&h->pc_z));
-  PetscCall(VecDestroy(&h->op_x));
-  PetscCall(VecDestroy(&h->op_y));
   PetscCall(VecDestroy(&h->nat_r));
   PetscCall(VecDestroy(&h->nat_z));
   PetscCall(ISDestroy(&h->nat_is));
@@ -2425,7 +2376,7 @@ static PetscErrorCode KSPCreate_Heptane_Private(KSP ksp, heptane::SolverType sol
    KSPHBCGS - "hbcgs": BiCGStab on heptane's engine (CPU, or a GPU with -heptane_device gpu).
 
    Options Database Keys:
-+  -heptane_format <auto,csr,bdiagh,ell,hyb,dia,bsr,coo> - matrix format (auto: BDIA-GH on a grid, else detected; several ranks: auto, bdiagh, or csr on CPU ranks)
++  -heptane_format <auto,csr,bdiagh,ell,hyb,dia,bsr,coo> - matrix format (auto: BDIA-GH on a grid, else detected; several ranks: auto, bdiagh or csr)
 .  -heptane_device <auto,cpu,gpu,gpu:N> - where heptane runs
 .  -heptane_precision <double,single,mixed> - value precision
 .  -heptane_check_every <k> - GPU: the host reads the residual every k iterations (default 0:

@@ -1168,7 +1168,7 @@ if(HEPTANE_PETSC_MPIEXEC)
         --expect "${renumbered} 2 x 1 x 1" -- $<TARGET_FILE:reservoir> -nx 16 -ny 12 -nz 8 -steps 3 -ksp_rtol 1e-10 -system pressure)
       heptane_plugin_test(plugin_reservoir_two_ranks_other_format_is_an_error
         ${compare} --mpiexec "${np2}" --heptane "-ksp_type hbcgs -heptane_format ell"
-        --expect-error "on several MPI ranks heptane's operator is the distributed BDIA-GH \\(auto or bdiagh\\) or, on CPU ranks, the distributed CSR \\(csr\\)" -- ${reservoir2})
+        --expect-error "on several MPI ranks heptane's operator is the distributed BDIA-GH \\(auto or bdiagh\\) or the distributed CSR \\(csr\\)" -- ${reservoir2})
       # (f) AMG per rank (block Jacobi over the ranks, each rank's diagonal block), inside
       # heptane's BiCGStab (9 iterations a solve; PETSc's bcgs with GAMG on 2 ranks: 12) and as
       # PETSc's CG's PC; CPR per rank on the coupled system (10-12; bjacobi/ILU: 19-23)
@@ -1270,6 +1270,35 @@ if(HEPTANE_PETSC_MPIEXEC)
         --expect "${dcsr}" --expect "heptane operator: csr rows .*, fp32( values/fp64 vectors)? on cpu" ${refined}
         --reject MISMATCH -- ${host} -use_dm 0 -permute 1 -dof 2 -solves 2)
     endforeach()
+    # ... on GPUs (ranks share one where there are fewer GPUs than ranks; skipped without a GPU):
+    # the operator on the device, the rows the other ranks read packed there and staged through
+    # the host (before 2026-12-05 GPU ranks ran PETSc's MatMult on the host instead); fp64 and
+    # mixed, and three ranks of which one owns no rows
+    if(HEPTANE_HAVE_CUDA)
+      set(any_gpu "nvidia-smi -L 2>/dev/null | grep -q '^GPU' || exit 77 && exec \"$@\"")
+      set(dcsr_gpu "heptane operator: csr rows .0, [0-9]+\\) of [0-9]+ on rank 0/[23], [0-9]+ \\+ [0-9]+ entries, halo [0-9]+ columns from [12] ranks by staged, reductions by mpi, fp")
+      heptane_plugin_test(plugin_host_two_ranks_any_numbering_distributed_csr_gpu
+        sh -c "${any_gpu}" sh ${solves} ${host_checks} --its-diff 1 --solves 2 --
+        --plugin ${plugin_so} --mpiexec "${np2}" --ref "${ref_bcgs} -pc_type jacobi" --heptane "-ksp_type hbcgs -pc_type jacobi -heptane_device gpu -ksp_view"
+        --expect "${dcsr}" --expect "${dcsr_gpu}64 on cuda"
+        --expect "heptane values-only update: values copied into the distributed CSR operator's arrays"
+        --reject MISMATCH -- ${host} -use_dm 0 -permute 1 -dof 2 -solves 2)
+      heptane_plugin_test(plugin_host_two_ranks_any_numbering_distributed_csr_gpu_mixed
+        sh -c "${any_gpu}" sh ${solves} --max-error 1e-3 --its-diff 3 --solves 2 --
+        --plugin ${plugin_so} --tol 1e-4 --mpiexec "${np2}" --ref "${ref_bcgs} -pc_type jacobi -ksp_rtol 1e-5" --heptane "-ksp_type hbcgs -pc_type jacobi -ksp_rtol 1e-5 -heptane_precision mixed -heptane_device gpu -ksp_view"
+        --expect "${dcsr}" --expect "${dcsr_gpu}32 values/fp64 vectors on cuda"
+        --expect "refined against the fp64 matrix \\(-heptane_refine\\), corrections: [1-9]"
+        --reject MISMATCH -- ${host} -use_dm 0 -permute 1 -dof 2 -solves 2)
+      heptane_plugin_test(plugin_host_three_ranks_rank_1_owns_no_rows_distributed_csr_gpu
+        sh -c "${any_gpu}" sh ${solves} ${host_checks} --its-diff 1 --solves 2 --
+        --plugin ${plugin_so} --mpiexec "${np3}" --ref "${ref_bcgs} -pc_type jacobi" --heptane "-ksp_type hbcgs -pc_type jacobi -heptane_device gpu -ksp_view"
+        --expect "${dcsr}" --expect "${dcsr_gpu}64 on cuda"
+        --reject MISMATCH -- ${host} -use_dm 0 -permute 1 -dof 2 -solves 2 -empty_rank 1)
+      set_tests_properties(plugin_host_two_ranks_any_numbering_distributed_csr_gpu
+        plugin_host_two_ranks_any_numbering_distributed_csr_gpu_mixed
+        plugin_host_three_ranks_rank_1_owns_no_rows_distributed_csr_gpu
+        PROPERTIES LABELS "plugin;gpu" SKIP_RETURN_CODE 77)
+    endif()
     # ... with a rank that owns no rows
     heptane_plugin_test(plugin_host_three_ranks_rank_1_owns_no_rows_distributed_csr
       ${solves} ${host_checks} --its-diff 1 --solves 2 --

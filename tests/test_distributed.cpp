@@ -14,6 +14,7 @@
 #include <map>
 #include <memory>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "distributed/coarse_space.hpp"
@@ -53,8 +54,11 @@ struct MpiFixture {
     {
         MPI_Init(nullptr, nullptr);
         // on GPUs every rank needs its own (the peer and NCCL models this program tests run
-        // only so): fewer GPUs than ranks on a node is a skip (77), not a pass without them
-        if (test::testing_on_gpu() && built_with_cuda()) {
+        // only so): fewer GPUs than ranks on a node is a skip (77), not a pass without them --
+        // unless HEPTANE_TEST_SHARE_GPU=1 (ranks share what there is; for the cases that run
+        // through the host, chosen with --run_test)
+        const char* share = std::getenv("HEPTANE_TEST_SHARE_GPU");
+        if (test::testing_on_gpu() && built_with_cuda() && !(share && std::string(share) == "1")) {
             MPI_Comm node;
             int node_size = 1, rank = 0;
             MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
@@ -1867,9 +1871,17 @@ template <class MT, class VT>
 void check_distributed_csr_product(const Coo<double>& a, index_t r0, index_t r1, double tol)
 {
     const auto comm = world();
+    const auto exec = rank_executor();  // a GPU's with HEPTANE_TEST_DEVICE=cuda
     const OwnedSplitRows s = split_coo_rows(a, r0, r1);
-    DistributedCsr<MT, VT> op(comm, s.view(), cpu_executor());
+    DistributedCsr<MT, VT> op(comm, s.view(), exec);
     BOOST_TEST(op.rows() == r1 - r0);
+    // y = 1.5 A x - 0.5 y on the operator's executor, back on the host
+    const auto product = [&](const DistributedCsr<MT, VT>& o, const std::vector<VT>& xv,
+                             std::vector<VT>& yv) {
+        Array<VT> xd = to_exec(xv, exec), yd = to_exec(yv, exec);
+        o.apply(VT(1.5), xd.data(), VT(-0.5), yd.data());
+        yv = to_host(yd);
+    };
     BOOST_TEST(op.partition().global_rows() == a.rows);
     std::vector<double> x(std::size_t(a.rows)), y0(std::size_t(r1 - r0));
     for (std::size_t i = 0; i < x.size(); ++i) x[i] = std::sin(0.37 * double(i) + 0.1);
@@ -1877,7 +1889,7 @@ void check_distributed_csr_product(const Coo<double>& a, index_t r0, index_t r1,
     // the operator rounds its values to MT and reads x as VT: the reference sees the same
     const std::vector<VT> xl(x.begin() + r0, x.begin() + r1);
     std::vector<VT> y(y0.begin(), y0.end());
-    op.apply(VT(1.5), xl.data(), VT(-0.5), y.data());
+    product(op, xl, y);
     Coo<double> ar = a;  // the values as the operator holds them
     std::vector<double> av = a.val.to_vector();
     for (double& v : av) v = double(MT(v));
@@ -1902,10 +1914,10 @@ void check_distributed_csr_product(const Coo<double>& a, index_t r0, index_t r1,
     SplitRows g = s.view();
     g.off.col_idx = pos.data();
     g.off_cols = garray.data();
-    DistributedCsr<MT, VT> opg(comm, g, cpu_executor());
+    DistributedCsr<MT, VT> opg(comm, g, exec);
     BOOST_TEST(opg.halo_size() == op.halo_size());
     std::vector<VT> yg(y0.begin(), y0.end());
-    opg.apply(VT(1.5), xl.data(), VT(-0.5), yg.data());
+    product(opg, xl, yg);
     BOOST_TEST(yg == y);
 }
 
@@ -1939,7 +1951,8 @@ BOOST_AUTO_TEST_CASE(distributed_csr_solves_a_system_in_no_grid_numbering)
     const RowPartition part = partition_rows(a.rows, 1, comm->size());
     const index_t r0 = part.begin(comm->rank()), r1 = part.end(comm->rank());
     const OwnedSplitRows s = split_coo_rows(a, r0, r1);
-    DistributedCsr<double, double> op(comm, s.view(), cpu_executor());
+    const auto exec = rank_executor();
+    DistributedCsr<double, double> op(comm, s.view(), exec);
     // b = A x_true with x_true known, over the whole matrix
     std::vector<double> xt(std::size_t(a.rows));
     for (std::size_t i = 0; i < xt.size(); ++i) xt[i] = 1.0 + 0.5 * std::sin(double(i));
@@ -1951,19 +1964,20 @@ BOOST_AUTO_TEST_CASE(distributed_csr_solves_a_system_in_no_grid_numbering)
         r1 - r0, r1 - r0, Array<offset_t>(std::vector<offset_t>(s.dp.begin(), s.dp.end())),
         Array<index_t>(std::vector<index_t>(s.dc)), Array<double>(std::vector<double>(s.dv))};
     for (SolverType st : {SolverType::bicgstab, SolverType::gmres}) {
-        const auto m = make_preconditioner<double>(PcType::ilu0, diag, 1, cpu_executor());
+        const auto m = make_preconditioner<double>(
+            test::testing_on_gpu() ? PcType::ilu0_mc : PcType::ilu0, diag, 1, exec);
         SolverOptions opts;
         opts.rtol = 1e-10;
         opts.max_it = 2000;
         const std::unique_ptr<Solver<double>> solver = make_solver<double>(st, opts, {});
         solver->set_operator(op);
         solver->set_preconditioner(*m);
-        const Array<double> bb{std::vector<double>(b)};
-        Array<double> x(cpu_executor(), std::size_t(r1 - r0));
+        const Array<double> bb = to_exec(b, exec);
+        Array<double> x = to_exec(std::vector<double>(std::size_t(r1 - r0), 0.0), exec);
         const Status status = solver->solve(bb, x);
         BOOST_TEST(status.converged(), solver->name() << ": " << status.summary());
         // the error against x_true over all ranks
-        const std::vector<double> xh = x.to_vector();
+        const std::vector<double> xh = to_host(x);
         double err = 0;
         for (std::size_t i = 0; i < xh.size(); ++i)
             err = std::max(err, std::abs(xh[i] - xt[std::size_t(r0) + i]));
@@ -1979,14 +1993,20 @@ BOOST_AUTO_TEST_CASE(distributed_csr_new_values_and_bad_input)
     const RowPartition part = partition_rows(a.rows, 1, comm->size());
     const index_t r0 = part.begin(comm->rank()), r1 = part.end(comm->rank());
     OwnedSplitRows s = split_coo_rows(a, r0, r1);
-    DistributedCsr<double, double> op(comm, s.view(), cpu_executor());
-    std::vector<double> x(std::size_t(r1 - r0), 1.0), y1(x.size()), y2(x.size());
-    op.apply(x.data(), y1.data());
+    const auto exec = rank_executor();  // a GPU's with HEPTANE_TEST_DEVICE=cuda
+    DistributedCsr<double, double> op(comm, s.view(), exec);
+    const Array<double> xd = to_exec(std::vector<double>(std::size_t(r1 - r0), 1.0), exec);
+    Array<double> yd(exec, xd.size());
+    const auto product = [&] {
+        op.apply(xd.data(), yd.data());
+        return to_host(yd);
+    };
+    const std::vector<double> y1 = product();
     for (double& v : s.dv) v *= 2;
     for (double& v : s.ov) v *= 2;
     op.update_values(s.view());
-    op.apply(x.data(), y2.data());
-    for (std::size_t i = 0; i < x.size(); ++i) BOOST_TEST(y2[i] == 2 * y1[i]);
+    const std::vector<double> y2 = product();
+    for (std::size_t i = 0; i < y1.size(); ++i) BOOST_TEST(y2[i] == 2 * y1[i]);
     // another pattern's values: refused, the operator unchanged
     OwnedSplitRows fewer = s;
     if (!fewer.dv.empty()) {
@@ -1995,9 +2015,7 @@ BOOST_AUTO_TEST_CASE(distributed_csr_new_values_and_bad_input)
         fewer.dp.back() -= 1;
         BOOST_CHECK_THROW(op.update_values(fewer.view()), InputError);
     }
-    std::vector<double> y3(x.size());
-    op.apply(x.data(), y3.data());
-    BOOST_TEST(y3 == y2);
+    BOOST_TEST(product() == y2);
     // a column of the rank's own rows in the off part (on the last rank only): InputError on
     // every rank, none left waiting
     OwnedSplitRows wrong = s;
@@ -2006,11 +2024,9 @@ BOOST_AUTO_TEST_CASE(distributed_csr_new_values_and_bad_input)
         wrong.ov.insert(wrong.ov.begin(), 1.0);
         for (std::size_t i = 1; i < wrong.op.size(); ++i) wrong.op[i] += 1;
     }
-    BOOST_CHECK_THROW((DistributedCsr<double, double>(comm, wrong.view(), cpu_executor())),
-                      InputError);
+    BOOST_CHECK_THROW((DistributedCsr<double, double>(comm, wrong.view(), exec)), InputError);
     // a diagonal-block column outside the rank's rows
     OwnedSplitRows far = s;
     if (!far.dc.empty()) far.dc.front() = r1 - r0;
-    BOOST_CHECK_THROW((DistributedCsr<double, double>(comm, far.view(), cpu_executor())),
-                      InputError);
+    BOOST_CHECK_THROW((DistributedCsr<double, double>(comm, far.view(), exec)), InputError);
 }

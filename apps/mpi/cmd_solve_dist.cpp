@@ -50,7 +50,7 @@ double seconds_since(Clock::time_point t0)
 
 /// This rank's rows, b, x0 (empty: zero) and (when known) x_true, from --generate or a file:
 /// a BDIA-GH block (a hepta grid in natural order), or for any other matrix (or --format csr)
-/// its rows as MPIAIJ splits them, for the distributed CSR operator (CPU ranks).
+/// its rows as MPIAIJ splits them, for the distributed CSR operator.
 struct LocalProblem {
     dist::RowPartition part;
     Bdia<double> local;
@@ -95,7 +95,7 @@ LocalProblem build_local(const dist::Communicator& comm, const std::optional<std
                          const std::optional<std::string>& gen,
                          const std::optional<std::string>& bfile,
                          const std::optional<std::string>& x0file, const std::string& split,
-                         bool want_csr, bool cpu, bool check_sym)
+                         bool want_csr, bool check_sym)
 {
     LocalProblem p;
     const int rank = comm.rank(), size = comm.size();
@@ -136,13 +136,6 @@ LocalProblem build_local(const dist::Communicator& comm, const std::optional<std
         p.nnz = a.nnz();
         p.block_size = st.block_size;
         if (!st.hepta || want_csr) {  // the distributed CSR operator, rows in blocks of Nc
-            HEPTANE_ENSURE(
-                cpu, NotSupported,
-                *file << (want_csr ? " with --format csr"
-                                   : " is not a general-hepta matrix (" + st.hepta_reason + ")")
-                      << ": under mpirun such a matrix runs on the distributed CSR "
-                         "operator, on CPU ranks only for now (--device cpu), or "
-                         "solve it on one process");
             p.part = dist::partition_rows(a.rows, st.block_size, size);
             p.csr = dist::split_coo_rows(a, p.part.begin(rank), p.part.end(rank));
         } else {
@@ -524,7 +517,7 @@ int cmd_solve_distributed(Args& args, bool json, bool monitor, bool quiet_flag)
         build_local(*comm,
                     args.positionals().empty() ? std::nullopt
                                                : std::optional<std::string>(args.positionals()[0]),
-                    gen, bfile, x0file, split, fmt == "csr", exec->is_cpu(), check_sym);
+                    gen, bfile, x0file, split, fmt == "csr", check_sym);
     const double t_build = seconds_since(t0);
 
     // preconditioner of this rank's diagonal block
