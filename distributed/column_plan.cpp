@@ -63,25 +63,35 @@ ColumnPlan make_column_plan(MPI_Comm comm, const std::vector<long long>& halo,
     return pl;
 }
 
+void post_exchange(MPI_Comm comm, const ColumnPlan& pl, const void* packed, void* halo,
+                   MPI_Datatype type, int tag, std::vector<MPI_Request>& req)
+{
+    int size = 0;
+    MPI_Type_size(type, &size);
+    for (std::size_t q = 0; q < pl.recv_peer.size(); ++q) {
+        req.emplace_back();
+        MPI_Irecv(static_cast<char*>(halo) + std::size_t(pl.recv_at[q]) * std::size_t(size),
+                  pl.recv_n[q], type, pl.recv_peer[q], tag, comm, &req.back());
+    }
+    std::size_t at = 0;
+    for (std::size_t q = 0; q < pl.send_peer.size(); ++q) {
+        const std::size_t n = pl.send_rows[q].size();
+        req.emplace_back();
+        MPI_Isend(static_cast<const char*>(packed) + at * std::size_t(size), int(n), type,
+                  pl.send_peer[q], tag, comm, &req.back());
+        at += n;
+    }
+}
+
 template <class T>
 void start_exchange(MPI_Comm comm, const ColumnPlan& pl, const T* x, T* halo, MPI_Datatype type,
                     int tag, std::vector<T>& sbuf, std::vector<MPI_Request>& req)
 {
-    for (std::size_t q = 0; q < pl.recv_peer.size(); ++q) {
-        req.emplace_back();
-        MPI_Irecv(halo + pl.recv_at[q], pl.recv_n[q], type, pl.recv_peer[q], tag, comm,
-                  &req.back());
-    }
     sbuf.resize(pl.send_count());
     std::size_t at = 0;
-    for (std::size_t q = 0; q < pl.send_peer.size(); ++q) {
-        T* b = sbuf.data() + at;
-        const std::vector<index_t>& rows = pl.send_rows[q];
-        for (std::size_t k = 0; k < rows.size(); ++k) b[k] = x[rows[k]];
-        req.emplace_back();
-        MPI_Isend(b, int(rows.size()), type, pl.send_peer[q], tag, comm, &req.back());
-        at += rows.size();
-    }
+    for (const std::vector<index_t>& rows : pl.send_rows)
+        for (const index_t r : rows) sbuf[at++] = x[r];
+    post_exchange(comm, pl, sbuf.data(), halo, type, tag, req);
 }
 
 template void start_exchange<double>(MPI_Comm, const ColumnPlan&, const double*, double*,

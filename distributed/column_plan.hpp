@@ -8,7 +8,8 @@
 //     ... work that needs no halo ...
 //     MPI_Waitall(req)                                          // halo_values now hold x there
 //
-// Host memory only.
+// Host memory only (a GPU's values are packed on the device and copied down first:
+// post_exchange).
 #pragma once
 
 #include <mpi.h>
@@ -37,6 +38,12 @@ std::vector<long long> row_starts(MPI_Comm comm, index_t n);
 /// rows to send).
 ColumnPlan make_column_plan(MPI_Comm comm, const std::vector<long long>& halo,
                             const std::vector<long long>& starts, long long begin);
+
+/// Posts the exchange from values already packed: `packed` holds the plan's send_rows in order
+/// (send_count() values of `type`), `halo` receives at the plan's positions. The requests are
+/// appended to req; MPI_Waitall on them finishes it (packed untouched until then).
+void post_exchange(MPI_Comm comm, const ColumnPlan& pl, const void* packed, void* halo,
+                   MPI_Datatype type, int tag, std::vector<MPI_Request>& req);
 
 /// Posts the exchange that fills halo (the plan's positions) with x at the owners' rows: the
 /// receives, this rank's rows packed into sbuf, the sends. The requests are appended to req;

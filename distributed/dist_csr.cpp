@@ -190,19 +190,7 @@ void DistributedCsr<MT, VT>::apply_staged(VT alpha, const VT* x, VT beta, VT* y)
                                  sbuf_dev_.data());
         });
         copy_bytes(*exec_, sbuf_dev_.data(), cpu, sbuf_.data(), sbuf_.size() * bytes);
-        for (std::size_t q = 0; q < plan_.recv_peer.size(); ++q) {
-            req_.emplace_back();
-            MPI_Irecv(hx_.data() + plan_.recv_at[q], plan_.recv_n[q], mpi_type<VT>(),
-                      plan_.recv_peer[q], tag, comm_->comm(), &req_.back());
-        }
-        std::size_t at = 0;
-        for (std::size_t q = 0; q < plan_.send_peer.size(); ++q) {
-            const int count = int(plan_.send_rows[q].size());
-            req_.emplace_back();
-            MPI_Isend(sbuf_.data() + at, count, mpi_type<VT>(), plan_.send_peer[q], tag,
-                      comm_->comm(), &req_.back());
-            at += std::size_t(count);
-        }
+        post_exchange(comm_->comm(), plan_, sbuf_.data(), hx_.data(), mpi_type<VT>(), tag, req_);
     }
     dispatch_executor(*exec_, [&](const auto& e) {  // queued: runs while the messages fly
         if (n_ > 0) kernels::spmv(e, diag_, Op::normal, alpha, x, beta, y);
