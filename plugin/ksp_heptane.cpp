@@ -877,11 +877,11 @@ static PetscErrorCode KSPHeptaneBuildPC(KSP ksp, Mat A, PetscBool values_only)
   PetscFunctionReturn(0);
 }
 
-/* Several ranks: build (todo 2) or refresh (todo 1) the distributed operator from this rank's
-   rows as HeptaneRowsGet gives them (DistRowsScope: both parts read where they are). */
 /* What -ksp_view says of heptane's distributed CSR operator (MatrixEngine::build_distributed_csr). */
 static const char *const HeptaneDistCsrWhat = "heptane's distributed CSR (this rank's diagonal block and its couplings to other ranks' rows through a halo of the columns it reads, exchanged while the diagonal block's product runs)";
 
+/* Several ranks: build (todo 2) or refresh (todo 1) the distributed operator from this rank's
+   rows as HeptaneRowsGet gives them (DistRowsScope: both parts read where they are). */
 static PetscErrorCode KSPHeptaneRanksEngine(KSP ksp, Mat A, MPI_Comm comm, int todo, const heptane::plugin::GridHint *hint, const heptane::plugin::MatrixConfig &cfg)
 {
   KSP_Heptane *h = (KSP_Heptane *)ksp->data;
