@@ -238,6 +238,17 @@ done
 grep -q '"format": "csr"' "$dir/gc.json"
 "$heptane" solve "$dir/grid.mtx" --rtol 1e-11 --pc bjacobi -o "$dir/g1.mtx" >/dev/null
 compare "$dir/gc.mtx" "$dir/g1.mtx"
+# --generate with --format csr: the generated rows on the distributed CSR operator, the answer of
+# the same grid's BDIA-GH rows
+"$mpiexec" -np 3 "${flags[@]}" "$heptane" solve --generate 8x6x7x3:reservoir --device "$device" \
+  --rtol 1e-11 --pc bjacobi --format csr -o "$dir/genc.mtx" --json >"$dir/genc.json"
+cat "$dir/genc.json"
+grep -q '"converged": true' "$dir/genc.json"
+grep -q '"format": "csr", "operator": "csr rows \[0, [0-9]*) of 1008 on rank 0/3' "$dir/genc.json"
+"$mpiexec" -np 3 "${flags[@]}" "$heptane" solve --generate 8x6x7x3:reservoir --device "$device" \
+  --rtol 1e-11 --pc bjacobi -o "$dir/genb.mtx" --json >"$dir/genb.json"
+grep -q '"format": "bdiagh"' "$dir/genb.json"
+compare "$dir/genc.mtx" "$dir/genb.mtx"
 # out of core is one process's: a usage error under mpirun
 set +e
 "$mpiexec" -np 2 "${flags[@]}" "$heptane" solve "${common[@]}" --out-of-core on >"$dir/ooc.out" 2>&1

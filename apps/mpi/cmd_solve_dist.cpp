@@ -125,6 +125,10 @@ LocalProblem build_local(const dist::Communicator& comm, const std::optional<std
             p.b = std::move(sys.b);
             p.x_true = std::move(sys.x_true);
         }
+        if (want_csr) {  // --format csr: the same rows as the distributed CSR operator
+            p.csr = split_rows(p.local, r0, p.global_rows);
+            p.local = Bdia<double>{};
+        }
     } else {
         p.source = *file;
         const Coo<double> a = read_matrix_file(*file).a;
@@ -474,8 +478,6 @@ int cmd_solve_distributed(Args& args, bool json, bool monitor, bool quiet_flag)
             "under mpirun the operator is BDIA-GH split over the ranks (a hepta grid), else the "
             "distributed CSR: --format auto, bdiagh or csr, not " +
             fmt);
-    if (fmt == "csr" && gen)
-        throw UsageError("--format csr under mpirun takes a matrix file (--generate is BDIA-GH)");
     const Precision precision = precision_option(prec);
     if (impl != "fused")
         throw UsageError(
