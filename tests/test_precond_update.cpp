@@ -1100,3 +1100,27 @@ BOOST_AUTO_TEST_CASE(a_block_with_no_rows_gets_a_preconditioner_that_does_nothin
                    0);
     }
 }
+
+// A square matrix with rows but no stored entries (a Matrix Market file with nnz 0): every
+// factorising type refuses it with an InputError naming the first singular row, as for a
+// stored zero diagonal -- the block pattern of such a matrix is not "every block dense" (its
+// slot map is empty because there are no entries, not because the blocks are full), which
+// once read past the column indices and crashed ILU(0).
+BOOST_AUTO_TEST_CASE(a_matrix_with_no_stored_entries_is_refused_not_read_past_its_end)
+{
+    const auto exec = test::test_executor();
+    for (const index_t nc : {1, 2, 3}) {
+        Csr<double> e;
+        e.rows = e.cols = 3 * nc;
+        e.row_ptr = Array<offset_t>(std::vector<offset_t>(std::size_t(e.rows) + 1, 0));
+        const detail::BlockPattern p = detail::block_pattern(e, nc, "test");
+        BOOST_TEST(!p.dense());
+        for (const PcType type :
+             {PcType::jacobi, PcType::block_jacobi, PcType::ilu0, PcType::ilu0_mc}) {
+            BOOST_TEST_CONTEXT("nc " << nc << ", " << to_string(type))
+            {
+                BOOST_CHECK_THROW(make_preconditioner<double>(type, e, nc, exec), InputError);
+            }
+        }
+    }
+}

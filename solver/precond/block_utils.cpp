@@ -117,7 +117,10 @@ BlockPattern block_pattern(const Csr<double>& a_in, index_t nc, const char* who)
             }
         }
     }
-    if (dense) return p;
+    if (dense) {
+        p.all_dense = true;
+        return p;
+    }
     // pass 3: where each entry goes
     p.slot.resize(std::size_t(rp[n]));
     const index_t nc2 = nc * nc;

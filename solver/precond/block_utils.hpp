@@ -44,7 +44,10 @@ struct BlockPattern {
     /// order (no duplicates; for Nc = 1: every diagonal entry stored). Then the entries of a
     /// row are its blocks' rows one after the other.
     std::vector<index_t> slot;
-    bool dense() const noexcept { return slot.empty(); }
+    /// Every block dense (no slot map); not slot.empty(), which a matrix with no stored
+    /// entries also has (its rows are no dense blocks: each block row has its diagonal block).
+    bool all_dense = false;
+    bool dense() const noexcept { return all_dense; }
 };
 /// Throws as block_csr_from_csr.
 BlockPattern block_pattern(const Csr<double>& a, index_t nc, const char* who);
