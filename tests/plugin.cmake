@@ -1251,13 +1251,13 @@ if(HEPTANE_PETSC_MPIEXEC)
     heptane_plugin_test(plugin_host_two_ranks_any_numbering_on_distributed_csr
       ${solves} ${host_checks} --its-diff 1 --solves 2 --
       --plugin ${plugin_so} --mpiexec "${np2}" --ref ${ref_bcgs} --heptane "-ksp_type hbcgs -ksp_view"
-      --expect "${dcsr}" --expect "heptane operator: csr rows .0, [0-9]+\\) of [0-9]+ on rank 0/2, [0-9]+ \\+ [0-9]+ entries, halo [0-9]+ columns from 1 ranks by host, reductions by mpi, fp64 on cpu \\(1 threads\\) \\(PETSc matrix mpiaij\\)"
+      --expect "${dcsr}" --expect "heptane operator: csr rows .0, [0-9]+\\) of [0-9]+ on rank 0/2, [0-9]+ \\+ [0-9]+ entries, halo [0-9]+ columns from 1 ranks by host, reductions by mpi, fp64 on cpu \\([0-9]+ threads\\) \\(PETSc matrix mpiaij\\)"
       --expect "heptane values-only update: values copied into the distributed CSR operator's arrays"
       --reject MISMATCH -- ${host} -use_dm 0 -permute 1 -dof 2 -solves 2)
     heptane_plugin_test(plugin_host_three_ranks_any_numbering_baij_pbjacobi
       ${solves} ${host_checks} --its-diff 1 --solves 2 --
       --plugin ${plugin_so} --mpiexec "${np3}" --ref "${ref_bcgs} -pc_type pbjacobi" --heptane "-ksp_type hbcgs -pc_type pbjacobi -ksp_view"
-      --expect "${dcsr}" --expect "heptane operator: csr rows .* from 2 ranks by host, reductions by mpi, fp64 on cpu \\(1 threads\\) \\(PETSc matrix mpibaij\\)"
+      --expect "${dcsr}" --expect "heptane operator: csr rows .* from 2 ranks by host, reductions by mpi, fp64 on cpu \\([0-9]+ threads\\) \\(PETSc matrix mpibaij\\)"
       --reject MISMATCH -- ${host} -use_dm 0 -permute 1 -mat_type baij -dof 3 -solves 2)
     foreach(prec single mixed)
       set(refined "")
