@@ -30,6 +30,30 @@ const char* to_string(FileFormat f) noexcept
     return f == FileFormat::petsc_binary ? "PETSc binary" : "Matrix Market";
 }
 
+namespace {
+
+/// A file that is not PETSc binary and does not begin as Matrix Market does ('%', after a
+/// UTF-8 byte order mark): an InputError naming both formats, rather than the Matrix Market
+/// reader's "missing banner" alone (a binary file of another program, say). An empty or
+/// unreadable file is left to the readers' own messages.
+void ensure_a_known_format(const std::string& path)
+{
+    std::ifstream in(path, std::ios::binary);
+    unsigned char b[4] = {};
+    in.read(reinterpret_cast<char*>(b), sizeof b);
+    const std::size_t n = std::size_t(in.gcount());
+    if (n == 0) return;
+    const bool bom = n >= 3 && b[0] == 0xEF && b[1] == 0xBB && b[2] == 0xBF;
+    if ((bom ? (n < 4 || b[3] == '%') : b[0] == '%') || is_petsc_binary(path)) return;
+    HEPTANE_THROW(InputError,
+                  path << ": neither a Matrix Market file (its first line would begin with "
+                          "'%%MatrixMarket') nor a PETSc binary file (it would begin with "
+                          "PETSc's Mat or Vec class id, 1211216 or 1211214, as a big-endian "
+                          "32- or 64-bit integer)");
+}
+
+}  // namespace
+
 MatrixFile read_matrix_file(const std::string& path)
 {
     {  // a heptane out-of-core chunk file (formats/outofcore) is neither format: say what it is
@@ -42,6 +66,7 @@ MatrixFile read_matrix_file(const std::string& path)
                                              "heptane info describes it; `heptane convert "
                                           << path << " -o A.mtx` writes it as Matrix Market");
     }
+    ensure_a_known_format(path);
     MatrixFile m;
     m.format = file_format_of(path);
     if (m.format == FileFormat::matrix_market) {
@@ -59,6 +84,7 @@ MatrixFile read_matrix_file(const std::string& path)
 
 std::vector<double> read_vector_file(const std::string& path)
 {
+    ensure_a_known_format(path);
     if (file_format_of(path) == FileFormat::petsc_binary) return read_petsc_binary_vector(path);
     return read_matrix_market_vector<double>(path);
 }

@@ -250,6 +250,33 @@ BOOST_AUTO_TEST_CASE(malformed_files_are_refused_with_where_and_why)
     BOOST_CHECK_THROW(read_petsc_binary(t.path("does_not_exist")), IoError);
 }
 
+// A file of neither format (another program's binary, a PETSc file with its class id
+// damaged, text without a banner): the format-neutral readers name both formats; a file
+// that begins as Matrix Market does keeps the Matrix Market reader's own message.
+BOOST_AUTO_TEST_CASE(a_file_of_neither_format_is_refused_naming_both)
+{
+    TmpDir t;
+    Bytes damaged{4, example(4).s};
+    damaged.s[0] = 'x';
+    for (const std::string& bytes :
+         {std::string("garbage!garbage!"), damaged.s, std::string("1 2 3\n4 5 6\n"),
+          std::string("\xEF\xBB\xBFgarbage\n")}) {
+        const std::string p = t.file("neither", bytes);
+        for (const std::string& m : {message_of<InputError>([&] { read_matrix_file(p); }),
+                                     message_of<InputError>([&] { read_vector_file(p); })}) {
+            BOOST_TEST_CONTEXT(m)
+            {
+                BOOST_TEST(m.find("neither a Matrix Market file") != std::string::npos);
+                BOOST_TEST(m.find("nor a PETSc binary file") != std::string::npos);
+            }
+        }
+    }
+    const std::string mm = t.file("mm", "%%MatrixMarket matrix coordinate real general\n2 2 1\n");
+    const std::string m = message_of<InputError>([&] { read_matrix_file(mm); });
+    BOOST_TEST(m.find("neither") == std::string::npos);
+    BOOST_TEST(m.find("ends after") != std::string::npos, m);
+}
+
 BOOST_AUTO_TEST_CASE(matrix_market_and_petsc_binary_hold_the_same_generated_matrix)
 {
     // a non-symmetric matrix with empty rows and columns, through both writers and readers
