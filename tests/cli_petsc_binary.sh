@@ -8,17 +8,20 @@
 #      and its x agrees with PETSc's to the tolerance, as does heptane's from the Matrix Market
 #      copy of the same system;
 #   4. bad files: a truncated one and a PETSc file of the wrong kind are refused with exit 1.
-#   cli_petsc_binary.sh HEPTANE PETSC_SOLVE
+#   cli_petsc_binary.sh HEPTANE PETSC_SOLVE [--petsc-int64]
+# (--petsc-int64: PETSc was built with 64-bit indices; heptane gen writes its files so)
 set -euo pipefail
 h=$1
 ps=$2
+int64=${3:-}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cd "$tmp"
 fail() { echo "FAIL: $*" >&2; exit 1; }
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS=1
 
-"$h" gen --grid 20x14x6 --model channelized -o A.petsc --rhs b.petsc --quiet
+# shellcheck disable=SC2086
+"$h" gen --grid 20x14x6 --model channelized -o A.petsc --rhs b.petsc --quiet $int64
 "$h" gen --grid 20x14x6 --model channelized -o A.mtx --rhs b.mtx --quiet
 sa=$(stat -c %s A.petsc)
 # 1 + 2: PETSc reads heptane's files, solves, writes them back

@@ -416,8 +416,19 @@ heptane_plugin_test(plugin_host_initial_guess_nonzero
 # ---- PETSc binary files: heptane's writer and reader against PETSc's MatLoad/MatView, and a
 # system loaded from a file (examples/petsc_solve) solved by options alone -------------------
 if(HEPTANE_BUILD_EXAMPLES AND TARGET heptane_cli)
+  # a PETSc built with 64-bit indices (--with-64-bit-indices) reads binary files whose integers
+  # are 64-bit: heptane gen writes those with --petsc-int64
+  get_target_property(petsc_inc PkgConfig::PETSC INTERFACE_INCLUDE_DIRECTORIES)
+  find_file(heptane_petscconf petscconf.h PATHS ${petsc_inc} NO_DEFAULT_PATH)
+  set(petsc_int_flag "")
+  if(heptane_petscconf)
+    file(STRINGS "${heptane_petscconf}" petsc_int64_line REGEX "^#define PETSC_USE_64BIT_INDICES 1")
+    if(petsc_int64_line)
+      set(petsc_int_flag --petsc-int64)
+    endif()
+  endif()
   add_test(NAME cli_petsc_binary COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/cli_petsc_binary.sh
-    $<TARGET_FILE:heptane_cli> $<TARGET_FILE:petsc_solve>)
+    $<TARGET_FILE:heptane_cli> $<TARGET_FILE:petsc_solve> ${petsc_int_flag})
   set_tests_properties(cli_petsc_binary PROPERTIES LABELS "plugin;cpu" ENVIRONMENT "${plugin_env}" TIMEOUT 300)
   # the channelized model (contrast 1e7) written by heptane gen, loaded by MatLoad: heptane's CG
   # + AMG against PETSc's CG + GAMG, both to rtol 1e-9 on the true residual, 3 solves each from
@@ -426,7 +437,7 @@ if(HEPTANE_BUILD_EXAMPLES AND TARGET heptane_cli)
   set(loaded ${CMAKE_CURRENT_BINARY_DIR}/loaded_)
   add_test(NAME plugin_loaded_system_written
     COMMAND $<TARGET_FILE:heptane_cli> gen --grid 24x24x12 --model channelized -o ${loaded}A.petsc
-      --rhs ${loaded}b.petsc --quiet)
+      --rhs ${loaded}b.petsc --quiet ${petsc_int_flag})
   set_tests_properties(plugin_loaded_system_written PROPERTIES LABELS "plugin;cpu" FIXTURES_SETUP loaded_system)
   heptane_plugin_test(plugin_loaded_system_hcg_hamg_matches_gamg
     ${solves} --its loaded=12:28 --ref-its loaded=14:30 --max-its-ratio 1.5 --max-relres 1e-9 --solves 3 --

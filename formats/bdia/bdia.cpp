@@ -186,6 +186,26 @@ std::vector<index_t> block_offsets_of(index_t rows, index_t cols, index_t nc,
     return offsets;
 }
 
+// BDIA-GH stores every slot of its block diagonals: a matrix whose entries lie on many of them
+// (a random pattern, a numbering that is no grid's) would store far more values than entries.
+// An InputError rather than an allocation of gigabytes (an explicit --format bdiagh): more than
+// 1024 block diagonals (DIA's limit), or more than 32 values stored per entry beyond 2^24 slots.
+void check_storage(index_t rows, index_t cols, index_t nc, std::size_t block_diagonals,
+                   offset_t nnz, const char* who)
+{
+    const std::size_t slots = block_diagonals * std::size_t(nc) * std::size_t(rows);
+    HEPTANE_ENSURE(
+        block_diagonals <= 1024 && (slots <= (std::size_t(1) << 24) ||
+                                    slots <= 32 * std::size_t(std::max<offset_t>(nnz, 0))),
+        InputError,
+        who << ": BDIA-GH would need " << block_diagonals << " block diagonals of block size " << nc
+            << " for this " << rows << " x " << cols << " matrix and store " << slots
+            << " values for its " << nnz
+            << " entries (limits: 1024 block diagonals, 32 values an entry beyond 2^24): "
+               "its entries do not lie on a few block diagonals (use CSR, ELL or HYB; "
+               "--format auto chooses)");
+}
+
 // BDIA-GH with these offsets from host CSR arrays (the checks done), on `exec`: placed on the
 // host, or on a GPU from `dev` (the same arrays already there) or an upload of them. An entry
 // outside the matrix or off the offsets is an InputError naming it.
@@ -294,6 +314,7 @@ Bdia<T> bdia_from_coo(const Coo<T>& a, index_t block_size, std::vector<index_t> 
     const std::vector<offset_t> ptr = canonical_row_ptr(a, "bdia_from_coo");
     block_offsets = block_offsets_of(a.rows, a.cols, block_size, std::move(block_offsets),
                                      ptr.data(), a.col.data(), "bdia_from_coo");
+    check_storage(a.rows, a.cols, block_size, block_offsets.size(), a.nnz(), "bdia_from_coo");
     return place_csr<T>(a.rows, a.cols, block_size, std::move(block_offsets), ptr.data(),
                         a.col.data(), a.val.data(), exec, nullptr, "bdia_from_coo");
 }
@@ -315,6 +336,7 @@ Bdia<T> bdia_from_csr(const Csr<T>& a, index_t block_size, std::vector<index_t> 
         "this executor");
     block_offsets = block_offsets_of(a.rows, a.cols, block_size, std::move(block_offsets),
                                      a.row_ptr.data(), a.col_idx.data(), "bdia_from_csr");
+    check_storage(a.rows, a.cols, block_size, block_offsets.size(), a.nnz(), "bdia_from_csr");
     return place_csr(a.rows, a.cols, block_size, std::move(block_offsets), a.row_ptr.data(),
                      a.col_idx.data(), a.values.data(), exec, exec->is_cpu() ? nullptr : on_exec,
                      "bdia_from_csr");
