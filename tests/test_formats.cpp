@@ -567,6 +567,54 @@ BOOST_AUTO_TEST_CASE(bdia_refuses_a_pattern_on_too_many_block_diagonals)
     BOOST_TEST(back.val.host() == small.val.host(), boost::test_tools::per_element());
 }
 
+// The other padded formats likewise: an arrow matrix (one full row) as ELL, a scattered
+// pattern as DIA within its diagonal count, large blocks of a scattered pattern as BSR -- each
+// an InputError naming what it would store, where the build allocated gigabytes -- and the
+// same shapes small enough (below 2^24 slots) still built exactly.
+BOOST_AUTO_TEST_CASE(padded_formats_refuse_mostly_padding_before_allocating)
+{
+    const auto arrow = [](index_t n) {  // row 0 full, then the diagonal
+        std::vector<index_t> r, c;
+        std::vector<double> v;
+        for (index_t j = 0; j < n; ++j) {
+            r.push_back(0);
+            c.push_back(j);
+            v.push_back(j == 0 ? 4.0 * n : 1.0);
+        }
+        for (index_t i = 1; i < n; ++i) {
+            r.push_back(i);
+            c.push_back(i);
+            v.push_back(4.0);
+        }
+        return Coo<double>{n, n, Array<index_t>(std::move(r)), Array<index_t>(std::move(c)),
+                           Array<double>(std::move(v))};
+    };
+    BOOST_TEST(throws_input_error_mentioning([&] { ell_from_coo(arrow(5000)); }, "use HYB"));
+    BOOST_TEST(ell_from_coo(arrow(1000)).width == 1000);  // 10^6 slots: built
+    // 901 diagonals of 40,000 rows, 2 entries a row
+    std::vector<index_t> r, c;
+    std::vector<double> v;
+    const index_t n = 40000;
+    for (index_t i = 0; i < n; ++i) {
+        // offsets 0 and -1 ... -900 (901 diagonals: within DIA's count of 1024)
+        const index_t cols[2] = {i, i >= 900 ? i - 1 - (i * 7919 + 13) % 900 : i};
+        for (const index_t cc : {std::min(cols[0], cols[1]), std::max(cols[0], cols[1])}) {
+            if (!r.empty() && r.back() == i && c.back() == cc) continue;
+            r.push_back(i);
+            c.push_back(cc);
+            v.push_back(1.0);
+        }
+    }
+    const Coo<double> scattered{n, n, Array<index_t>(std::vector<index_t>(r)),
+                                Array<index_t>(std::vector<index_t>(c)),
+                                Array<double>(std::vector<double>(v))};
+    BOOST_TEST(throws_input_error_mentioning([&] { dia_from_coo(scattered); },
+                                             "do not fill their diagonals"));
+    BOOST_TEST(throws_input_error_mentioning([&] { bsr_from_coo(scattered, 200); },
+                                             "do not form dense 200 x 200 blocks"));
+    BOOST_TEST(bsr_from_coo(arrow(1000), 10).rows == 1000);  // 2 * 10^5 values: built
+}
+
 BOOST_AUTO_TEST_CASE(bdia_built_on_the_executor_round_trips_and_matches_the_host_build)
 {
     // bdia_from_coo with an executor (on a GPU: the entries uploaded and placed by a kernel)

@@ -66,6 +66,17 @@ Bsr<T> bsr_from_coo(const Coo<T>& a, index_t block_size)
     // other block rows, so only those get an atomic OR (an atomic per entry costs more than
     // the rest of the pass).
     const std::size_t bb = std::size_t(b) * b;
+    // refused before allocating where the blocks would be mostly padding (a block size that
+    // does not match the matrix's coupled unknowns on a scattered pattern)
+    HEPTANE_ENSURE(std::size_t(nnzb) * bb <= (std::size_t(1) << 24) ||
+                       std::size_t(nnzb) * bb <= 32 * std::size_t(std::max<offset_t>(a.nnz(), 0)),
+                   InputError,
+                   "BSR with block size " << b << " would store " << nnzb << " blocks, "
+                                          << std::size_t(nnzb) * bb << " values for " << a.nnz()
+                                          << " entries (limit: 32 values an entry beyond 2^24): "
+                                             "the entries do not form dense "
+                                          << b << " x " << b
+                                          << " blocks (a smaller --block-size, or CSR)");
     std::vector<index_t> bci(nnzb);
     std::vector<T> values(nnzb * bb, T(0));
     Array<std::uint64_t> pattern = make_bitset(nnzb * bb, false);

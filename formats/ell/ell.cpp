@@ -31,11 +31,22 @@ Ell<T> ell_from_coo(const Coo<T>& a, index_t width)
                    "ELL width " << width << " is too small: row " << longest_row
                                 << " (0-based) has " << longest
                                 << " entries (use HYB for a few long rows)");
+    const std::size_t slots = std::size_t(rows) * std::size_t(width);
+    // every row padded to the width: refused before allocating where that is far more than the
+    // entries (a few long rows -- an arrow matrix, a well's row -- are HYB's case)
+    HEPTANE_ENSURE(slots <= (std::size_t(1) << 24) ||
+                       slots <= 32 * std::size_t(std::max<offset_t>(a.nnz(), 0)),
+                   InputError,
+                   "ELL of width " << width << " would store " << slots << " slots for " << a.nnz()
+                                   << " entries (row " << longest_row << " (0-based) has "
+                                   << longest << ", the mean is "
+                                   << (rows > 0 ? double(a.nnz()) / rows : 0.0)
+                                   << "; limit: 32 slots an entry beyond 2^24): use HYB (ELL "
+                                      "for the common rows, COO for the long ones) or CSR");
     Ell<T> m;
     m.rows = rows;
     m.cols = a.cols;
     m.width = width;
-    const std::size_t slots = std::size_t(rows) * std::size_t(width);
     std::vector<index_t> ci(slots);
     std::vector<T> v(slots);
     const index_t* c = a.col.data();
