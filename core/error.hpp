@@ -26,6 +26,13 @@ private:
 class InputError : public Error {
     using Error::Error;
 };
+/// A preconditioner's setup met a matrix it cannot factor or invert: a zero pivot, a zero
+/// diagonal entry, a singular diagonal block or coarsest level. An InputError (the values are
+/// at fault, not the call); a caller that treats a failed solve as a signal (a PETSc host's
+/// KSP_DIVERGED_PC_FAILED, on which a simulator cuts its time step) can tell it from the rest.
+class SingularError : public InputError {
+    using InputError::InputError;
+};
 /// Operands whose sizes do not fit together.
 class DimensionMismatch : public Error {
     using Error::Error;

@@ -115,6 +115,10 @@ typedef struct {
   std::string                         *device_why;      /* what -heptane_device auto chose and why */
   std::string                         *mat_type;
   std::string                         *pc_note;   /* why the preconditioner is what it is (fallbacks) */
+  std::string                         *pc_failed; /* heptane's PC could not be set up (a zero pivot, a zero diagonal,
+                                                     a singular block: heptane::SingularError on some rank): the
+                                                     solve stops with KSP_DIVERGED_PC_FAILED, as PETSc's PCs do;
+                                                     empty when it was set up */
   HeptaneRows                         *rows;      /* several ranks: this rank's rows (kept for the PC) */
   struct HeptaneDiagCSR               *pc_rows;   /* several ranks, MPIBAIJ + ILU(0): the diagonal part's scalar CSR (kept: its pattern is made at a new pattern only) */
   Mat                                  rows_from; /* the matrix they were read from (not referenced) */
@@ -745,6 +749,37 @@ static bool KSPHeptaneOverRanks(KSP_Heptane *h, heptane::PcType type, std::strin
   return HeptaneAmgOverRanks(h->pc_opts->amg, type, h->ranks, h->engine->executor()->is_cpu(), h->engine->block_size(), h->coarse, h->over_ranks_refused, why);
 }
 
+/* A values-only refresh in place that meets a singular matrix: not done (false), so that the
+   full setup that follows in KSPHeptaneBuildPC meets it too and says so (h->pc_failed). */
+template <class F>
+static bool KSPHeptaneRefreshOrNot(F &&refresh)
+{
+  try {
+    return refresh();
+  } catch (const heptane::SingularError &) {
+    return false;
+  }
+}
+
+/* heptane's PC could not be set up on some rank (h->pc_failed): every rank agrees (collective
+   on several ranks; a rank whose block was fine would go into the solve's reductions alone),
+   and PETSc's PC object carries the reason (-ksp_converged_reason: "PC failed due to
+   FACTOR_NUMERIC_ZEROPIVOT"), cleared again once a setup succeeds. */
+static PetscErrorCode KSPHeptanePCFailedOverRanks(KSP ksp)
+{
+  KSP_Heptane *h = (KSP_Heptane *)ksp->data;
+  PC           pc;
+  int          mine = h->pc_failed->empty() ? 0 : 1, any = mine;
+
+  PetscFunctionBegin;
+  if (h->engine->distributed()) PetscCallMPI(MPI_Allreduce(&mine, &any, 1, MPI_INT, MPI_MAX, PetscObjectComm((PetscObject)ksp)));
+  if (any && !mine) HeptaneCallCXX(*h->pc_failed = "its setup failed on another rank");
+  PetscCall(KSPGetPC(ksp, &pc));
+  if (!h->petsc_pc) PetscCall(PCSetFailedReason(pc, any ? PC_FACTOR_NUMERIC_ZEROPIVOT : PC_NOERROR));
+  if (any) PetscCall(PetscInfo(ksp, "%s: the preconditioner could not be set up (%s): KSPSolve stops with KSP_DIVERGED_PC_FAILED\n", KSPHeptaneName(h), h->pc_failed->c_str()));
+  PetscFunctionReturn(0);
+}
+
 static PetscErrorCode KSPHeptaneBuildPC(KSP ksp, Mat A, PetscBool values_only)
 {
   KSP_Heptane                    *h    = (KSP_Heptane *)ksp->data;
@@ -756,12 +791,21 @@ static PetscErrorCode KSPHeptaneBuildPC(KSP ksp, Mat A, PetscBool values_only)
   HeptaneDiagCSR                  diag;
 
   PetscFunctionBegin;
-  values_only = (PetscBool)(values_only && h->krylov->has_preconditioner() && want == h->pc_built && !KSPHeptanePcOptionsChanged(h));
+  values_only = (PetscBool)(values_only && h->pc_failed->empty() && h->krylov->has_preconditioner() && want == h->pc_built && !KSPHeptanePcOptionsChanged(h));
+  if (!h->pc_failed->empty()) { /* the last setup failed: a full one now, and the reason cleared */
+    PC pc;
+    PetscCall(KSPGetPC(ksp, &pc));
+    if (!h->petsc_pc) PetscCall(PCSetFailedReason(pc, PC_NOERROR));
+    h->pc_failed->clear();
+  }
   if (values_only && h->device_values) { /* the operator copied the values on the GPU: the PC's
                                             numeric part from that device copy (no host read,
                                             which would bring PETSc's values back to the host) */
     PetscBool done = PETSC_FALSE;
-    HeptaneCallCXX(done = h->krylov->refresh_preconditioner_permuted(NULL, NULL, (heptane::offset_t)h->device_nnz, *h->engine) ? PETSC_TRUE : PETSC_FALSE);
+    HeptaneCallCXX(
+      try { done = h->krylov->refresh_preconditioner_permuted(NULL, NULL, (heptane::offset_t)h->device_nnz, *h->engine) ? PETSC_TRUE : PETSC_FALSE; } catch (const heptane::SingularError &) {
+        done = PETSC_FALSE; /* the full setup below says so */
+      });
     if (done) {
       h->pc_refreshed = PETSC_TRUE;
       PetscFunctionReturn(0);
@@ -772,7 +816,7 @@ static PetscErrorCode KSPHeptaneBuildPC(KSP ksp, Mat A, PetscBool values_only)
        this rank's); every rank agrees, so that all or none go on to the collective part below */
     PetscBool done, all;
     PetscCall(HeptaneWithBAIJBlocks(
-      h->rows_from, NULL, [h](const heptane::plugin::BlockCsrView &b) { return h->krylov->refresh_preconditioner_blocks(b, *h->engine); }, &done));
+      h->rows_from, NULL, [h](const heptane::plugin::BlockCsrView &b) { return KSPHeptaneRefreshOrNot([&] { return h->krylov->refresh_preconditioner_blocks(b, *h->engine); }); }, &done));
     PetscCallMPI(MPI_Allreduce(&done, &all, 1, HEPTANE_MPIU_BOOL, MPI_LAND, PetscObjectComm((PetscObject)ksp)));
     if (all) {
       h->pc_refreshed = PETSC_TRUE;
@@ -782,13 +826,13 @@ static PetscErrorCode KSPHeptaneBuildPC(KSP ksp, Mat A, PetscBool values_only)
   if (values_only && !h->engine->distributed()) { /* BAIJ: its values in place where the PC can */
     PetscBool done;
     PetscCall(KSPHeptaneBAIJBlocksInPlace(
-      ksp, A, [h](const heptane::plugin::BlockCsrView &b) { return h->krylov->refresh_preconditioner_blocks(b, *h->engine); }, &done));
+      ksp, A, [h](const heptane::plugin::BlockCsrView &b) { return KSPHeptaneRefreshOrNot([&] { return h->krylov->refresh_preconditioner_blocks(b, *h->engine); }); }, &done));
     if (done) {
       h->pc_refreshed = PETSC_TRUE;
       PetscFunctionReturn(0);
     }
     PetscCall(KSPHeptaneBAIJInPlace(
-      ksp, A, [h](const double *v, const heptane::index_t *pos, heptane::offset_t nnz, heptane::index_t) { return h->krylov->refresh_preconditioner_permuted(v, pos, nnz, *h->engine); }, &done));
+      ksp, A, [h](const double *v, const heptane::index_t *pos, heptane::offset_t nnz, heptane::index_t) { return KSPHeptaneRefreshOrNot([&] { return h->krylov->refresh_preconditioner_permuted(v, pos, nnz, *h->engine); }); }, &done));
     if (done) {
       h->pc_refreshed = PETSC_TRUE;
       PetscFunctionReturn(0);
@@ -851,9 +895,13 @@ static PetscErrorCode KSPHeptaneBuildPC(KSP ksp, Mat A, PetscBool values_only)
   if (!refreshed)
     HeptaneCallCXX(
       try { h->krylov->build_preconditioner(build, *view, *h->engine, *h->pc_opts); } catch (const heptane::InputError &e) {
-        if (want != heptane::PcType::ilu0_mc || h->ilu != 0) throw;
-        why  = e.what();
-        fell = PETSC_TRUE;
+        if (want != heptane::PcType::ilu0_mc || h->ilu != 0) {
+          if (!dynamic_cast<const heptane::SingularError *>(&e) || ksp->errorifnotconverged) throw;
+          *h->pc_failed = e.what(); /* as PETSc's PCs: KSP_DIVERGED_PC_FAILED, not an error */
+        } else {
+          why  = e.what();
+          fell = PETSC_TRUE;
+        }
       });
   if (!refused.empty()) PetscCall(PetscInfo(ksp, "%s: values-only preconditioner refresh refused (%s); set up from scratch\n", KSPHeptaneName(h), refused.c_str()));
   fell_any = fell;
@@ -861,10 +909,18 @@ static PetscErrorCode KSPHeptaneBuildPC(KSP ksp, Mat A, PetscBool values_only)
   if (h->engine->distributed()) PetscCallMPI(MPI_Allreduce(&fell, &fell_any, 1, HEPTANE_MPIU_BOOL, MPI_LOR, PetscObjectComm((PetscObject)ksp)));
   if (fell_any) {
     want = heptane::PcType::ilu0;
-    HeptaneCallCXX(h->krylov->build_preconditioner(want, *view, *h->engine); *h->pc_note = "natural ILU(0) after multi-colour ILU(0) could not be factored: " + (fell ? why : std::string("on another rank")));
+    HeptaneCallCXX(
+      try {
+        h->krylov->build_preconditioner(want, *view, *h->engine);
+        *h->pc_note = "natural ILU(0) after multi-colour ILU(0) could not be factored: " + (fell ? why : std::string("on another rank"));
+      } catch (const heptane::SingularError &e) {
+        if (ksp->errorifnotconverged) throw;
+        *h->pc_failed = e.what();
+      });
     fell      = PETSC_TRUE;
     refreshed = PETSC_FALSE;
   }
+  PetscCall(KSPHeptanePCFailedOverRanks(ksp));
   PetscCall(HeptaneCSRRestore(&csr));
   if (h->engine->distributed()) PetscCall(HeptaneRowsRestore(h->rows));
   if (fell) {
@@ -1408,7 +1464,9 @@ static PetscErrorCode KSPHeptaneCoarse(KSP ksp, PetscBool changed)
 
   PetscFunctionBegin;
   const bool hierarchy = !h->petsc_pc && KSPHeptaneOverRanks(h, h->pc_built, h->over_ranks_why);
-  if (!(h->coarse || hierarchy) || h->petsc_pc || h->krylov->host_preconditioner() || !h->engine->distributed()) {
+  /* a failed setup of the rank's own preconditioner (agreed over the ranks: h->pc_failed) ends
+     there: the solve stops with KSP_DIVERGED_PC_FAILED, nothing is built around it */
+  if (!(h->coarse || hierarchy) || h->petsc_pc || !h->pc_failed->empty() || h->krylov->host_preconditioner() || !h->engine->distributed()) {
     HeptaneCallCXX(h->krylov->clear_global_coarse());
     PetscFunctionReturn(0);
   }
@@ -1550,7 +1608,7 @@ static PetscErrorCode KSPHeptaneUpdate(KSP ksp)
     rebuild_pc = PETSC_FALSE;
   } else {
     if (updated == 2 || KSPHeptanePcOptionsChanged(h) || KSPHeptaneResolvePC(h) != h->pc_built) h->over_ranks_refused = PETSC_FALSE; /* try the AMG over the ranks again */
-    rebuild_pc = (PetscBool)(updated || !h->krylov->has_preconditioner() || h->krylov->host_preconditioner() || KSPHeptaneResolvePC(h) != h->pc_built || KSPHeptanePcOptionsChanged(h));
+    rebuild_pc = (PetscBool)(updated || (!h->krylov->has_preconditioner() && h->pc_failed->empty()) || h->krylov->host_preconditioner() || KSPHeptaneResolvePC(h) != h->pc_built || KSPHeptanePcOptionsChanged(h));
     { /* KSPSetReusePreconditioner (-ksp_reuse_preconditioner; SNES sets it on the steps
          -snes_lag_preconditioner skips): new values in the same pattern refresh the operator
          only, the preconditioner is kept as it is, as PETSc's PCSetUp does then */
@@ -1558,7 +1616,7 @@ static PetscErrorCode KSPHeptaneUpdate(KSP ksp)
       PetscBool reuse = PETSC_FALSE;
       PetscCall(KSPGetPC(ksp, &pc));
       PetscCall(PCGetReusePreconditioner(pc, &reuse));
-      if (reuse && rebuild_pc && updated == 1 && h->krylov->has_preconditioner() && !h->krylov->host_preconditioner() && KSPHeptaneResolvePC(h) == h->pc_built && !KSPHeptanePcOptionsChanged(h)) {
+      if (reuse && rebuild_pc && updated == 1 && h->pc_failed->empty() && h->krylov->has_preconditioner() && !h->krylov->host_preconditioner() && KSPHeptaneResolvePC(h) == h->pc_built && !KSPHeptanePcOptionsChanged(h)) {
         rebuild_pc = PETSC_FALSE;
         h->pc_reuses++;
         PetscCall(PetscInfo(ksp, "%s: new values, the preconditioner reused (KSPSetReusePreconditioner)\n", KSPHeptaneName(h)));
@@ -1937,6 +1995,14 @@ static PetscErrorCode KSPSolve_Heptane(KSP ksp)
     PetscCall(KSPHeptanePetscPCFailed(ksp, &failed));
     if (failed) PetscFunctionReturn(0);
   }
+  if (!h->pc_failed->empty()) { /* heptane's PC could not be set up (every rank agrees): as PETSc's
+                                   KSPs after a failed PCSetUp, no iterations and x as given */
+    PetscCall(VecNorm(ksp->vec_rhs, NORM_2, &ksp->rnorm));
+    ksp->rnorm0 = ksp->rnorm;
+    ksp->reason = KSP_DIVERGED_PC_FAILED;
+    PetscCall(PetscInfo(ksp, "%s: KSP_DIVERGED_PC_FAILED: %s\n", KSPHeptaneName(h), h->pc_failed->c_str()));
+    PetscFunctionReturn(0);
+  }
   opts.rtol        = ksp->rtol;
   opts.atol        = ksp->abstol;
   opts.dtol        = ksp->divtol > 0 ? ksp->divtol : 1e300;
@@ -2101,6 +2167,8 @@ static PetscErrorCode KSPView_Heptane(KSP ksp, PetscViewer viewer)
     else PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane threads: OpenMP's own count per rank, %d here (%s)\n", omp_get_max_threads(), h->threads_set ? "-heptane_threads 0" : "OMP_NUM_THREADS is set"));
   }
   if (!h->pc_note->empty()) PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane preconditioner fallback: %s\n", h->pc_note->c_str()));
+  if (!h->pc_failed->empty())
+    PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane preconditioner setup FAILED: %s (KSPSolve stops with KSP_DIVERGED_PC_FAILED, as after a failed PCSetUp; -ksp_error_if_not_converged makes it an error)\n", h->pc_failed->c_str()));
   const bool over_ranks = !h->petsc_pc && KSPHeptaneOverRanks(h, h->pc_built, NULL);
   if (h->krylov->has_global_coarse() && over_ranks)
     PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane %s over the ranks (-heptane_amg_global: %s), applied instead of each rank's %s: %s; last setup %.3f ms; rank 0's shown\n", h->pc == heptane::PcType::cpr ? "CPR" : "AMG", h->over_ranks_why->c_str(), h->pc == heptane::PcType::cpr ? "CPR" : "AMG",
@@ -2277,6 +2345,7 @@ static PetscErrorCode KSPDestroy_Heptane(KSP ksp)
   delete h->rows;
   delete h->pc_rows;
   delete h->pc_note;
+  delete h->pc_failed;
   delete h->petsc_pc_note;
   delete h->warned;
   delete h->sym_note;
@@ -2341,7 +2410,7 @@ static PetscErrorCode KSPCreate_Heptane_Private(KSP ksp, heptane::SolverType sol
   h->threads                    = getenv("OMP_NUM_THREADS") ? 0 : 1; /* one per rank unless told */
   h->coarse_cycles              = 2;
   PetscCall(PetscStrncpy(h->device, "auto", sizeof(h->device)));
-  HeptaneCallCXX(h->own = new heptane::plugin::MatrixEngine(); h->krylov = new heptane::plugin::KrylovEngine(); h->last_update = new std::string(); h->grid_source = new std::string(); h->device_resolved = new std::string(); h->device_why = new std::string(); h->mat_type = new std::string(); h->pc_note = new std::string(); h->pc_opts = new heptane::PcOptions();
+  HeptaneCallCXX(h->own = new heptane::plugin::MatrixEngine(); h->krylov = new heptane::plugin::KrylovEngine(); h->last_update = new std::string(); h->grid_source = new std::string(); h->device_resolved = new std::string(); h->device_why = new std::string(); h->mat_type = new std::string(); h->pc_note = new std::string(); h->pc_failed = new std::string(); h->pc_opts = new heptane::PcOptions();
                  h->pc_opts->amg.over_ranks = heptane::AmgOverRanks::automatic; h->pc_opts->cpr.amg.over_ranks = heptane::AmgOverRanks::automatic; h->pc_opts_built = new heptane::PcOptions(); h->over_ranks_why = new std::string(); h->petsc_pc_note = new std::string(); h->warned = new std::string(); h->sym_note = new std::string(); h->nat_note = new std::string(); h->baij = new HeptaneBAIJ(); h->coarse_built = new heptane::plugin::GlobalCoarseOptions());
   h->engine = h->own;
   PetscCall(KSPHeptaneCheckComm(ksp));

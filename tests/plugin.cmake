@@ -38,6 +38,33 @@ function(heptane_plugin_test name)
   add_test(NAME ${name} COMMAND ${ARGN})
   set_tests_properties(${name} PROPERTIES LABELS "plugin;cpu" ENVIRONMENT "${plugin_env}" TIMEOUT 600)
 endfunction()
+# examples/petsc_solve on zero_pivot.petsc (below) with heptane's hbcgs and a PC that cannot be
+# set up, against PETSc's bcgs with block Jacobi (or pbjacobi): both KSP_DIVERGED_PC_FAILED,
+# twice (x is not compared: PETSc leaves inf in it, heptane the initial guess)
+function(heptane_zero_pivot_tests np launcher)
+  set(pcs ilu pbjacobi)
+  if(launcher) # over the ranks: hamg's point Jacobi of each rank's rows (one AMG on one rank
+    list(APPEND pcs hamg) # solves this 6 x 6 system on its coarsest level, exactly)
+  endif()
+  foreach(pc ${pcs})
+    set(ref "-ksp_type bcgs -pc_type bjacobi")
+    if(pc STREQUAL "pbjacobi")
+      set(ref "-ksp_type bcgs -pc_type pbjacobi")
+    endif()
+    set(mpi "")
+    if(launcher)
+      set(mpi --mpiexec "${launcher}") # one string: the list was joined with spaces
+    endif()
+    heptane_plugin_test(plugin_loaded_zero_pivot_np${np}_${pc}_diverged_pc_failed
+      ${solves} --reason DIVERGED_PC_FAILED --its 0:0 --max-relres 10 --ref-nan-ok 1 --solves 2 --
+      --plugin ${plugin_so} ${mpi} --no-values --ref "${ref} -ksp_converged_reason"
+      --heptane "-ksp_type hbcgs -pc_type ${pc} -ksp_converged_reason -ksp_view"
+      --expect "PC failed due to FACTOR_NUMERIC_ZEROPIVOT"
+      --expect "heptane preconditioner setup FAILED: .*(pivot|diagonal|another rank)"
+      -- $<TARGET_FILE:petsc_solve> -f ${CMAKE_CURRENT_BINARY_DIR}/zero_pivot.petsc -solves 2)
+    set_tests_properties(plugin_loaded_zero_pivot_np${np}_${pc}_diverged_pc_failed PROPERTIES FIXTURES_REQUIRED zero_pivot)
+  endforeach()
+endfunction()
 
 # ---- results match PETSc's own KSPs --------------------------------------------------------
 heptane_plugin_test(plugin_host_bcgs_matches_petsc
@@ -446,6 +473,33 @@ if(HEPTANE_BUILD_EXAMPLES AND TARGET heptane_cli)
     --expect "heptane preconditioner: amg \\(smoothed aggregation"
     -- $<TARGET_FILE:petsc_solve> -f ${loaded}A.petsc -rhs ${loaded}b.petsc -ksp_rtol 1e-9 -solves 3)
   set_tests_properties(plugin_loaded_system_hcg_hamg_matches_gamg PROPERTIES FIXTURES_REQUIRED loaded_system)
+  # a matrix heptane's preconditioners cannot factor (a stored zero diagonal in row 1; rows 2-6
+  # are fine): PETSc's KSPs stop with KSP_DIVERGED_PC_FAILED ("PC failed due to
+  # FACTOR_NUMERIC_ZEROPIVOT") and the host goes on (a simulator cuts its step); heptane's KSPs
+  # stop the same way, on every rank when only one rank's block is singular (before 2026-12-05:
+  # a PETSc error that ended the host)
+  file(WRITE ${CMAKE_CURRENT_BINARY_DIR}/zero_pivot.mtx "%%MatrixMarket matrix coordinate real general
+6 6 14
+1 1 0
+1 2 1
+2 1 1
+2 2 4
+2 3 -1
+3 2 -1
+3 3 4
+3 4 -1
+4 3 -1
+4 4 4
+4 5 -1
+5 5 4
+5 6 -1
+6 6 4
+")
+  add_test(NAME plugin_zero_pivot_written
+    COMMAND $<TARGET_FILE:heptane_cli> convert ${CMAKE_CURRENT_BINARY_DIR}/zero_pivot.mtx -o
+      ${CMAKE_CURRENT_BINARY_DIR}/zero_pivot.petsc ${petsc_int_flag})
+  set_tests_properties(plugin_zero_pivot_written PROPERTIES LABELS "plugin;cpu" FIXTURES_SETUP zero_pivot)
+  heptane_zero_pivot_tests(1 "")
 endif()
 
 # ---- the reservoir example: same solution to the tolerance, by options alone ---------------
@@ -975,6 +1029,10 @@ if(HEPTANE_PETSC_MPIEXEC)
   list(JOIN np2 " " np2)
   list(JOIN np3 " " np3)
   list(JOIN np4 " " np4)
+  if(TEST plugin_zero_pivot_written) # only rank 0's block is singular: every rank stops alike
+    heptane_zero_pivot_tests(2 "${np2}")
+    heptane_zero_pivot_tests(3 "${np3}")
+  endif()
   set(hep "-dll_append ${plugin_so}")
   if(TARGET heptane_distributed)
     if(HEPTANE_BUILD_EXAMPLES)

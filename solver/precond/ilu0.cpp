@@ -187,9 +187,9 @@ void ilu0_numeric(const Ilu0Symbolic& s, double* lower, double* upper, double* d
     dispatch_block_size(s.lower.nc,
                         [&](auto NC) { fail = factor_rows<decltype(NC)::value>(s, f, groups); });
     if (fail.row != std::numeric_limits<index_t>::max())
-        HEPTANE_THROW(InputError, (s.lower.nc == 1 ? "ILU(0)" : "BILU(0)")
-                                      << ": singular pivot block after elimination, "
-                                      << describe_pivot_failure(fail.row, s.lower.nc, fail.f));
+        HEPTANE_THROW(SingularError, (s.lower.nc == 1 ? "ILU(0)" : "BILU(0)")
+                                         << ": singular pivot block after elimination, "
+                                         << describe_pivot_failure(fail.row, s.lower.nc, fail.f));
 }
 
 Ilu0Factors ilu0_factorize(const BlockCsrHost& a)

@@ -584,11 +584,11 @@ private:
         }
         detail::gather_block<0>(local.data(), vals.data(), this->nc_, blk.data());
         if (type_ == PcType::jacobi)
-            HEPTANE_THROW(InputError, "Jacobi: the diagonal entry of row " << std::int64_t(c) + 1
-                                                                           << " is " << blk[0]);
+            HEPTANE_THROW(SingularError, "Jacobi: the diagonal entry of row " << std::int64_t(c) + 1
+                                                                              << " is " << blk[0]);
         const detail::PivotFailure f = detail::invert_block(blk.data(), inv.data(), this->nc_);
-        HEPTANE_THROW(InputError, "block-Jacobi: singular diagonal block, "
-                                      << detail::describe_pivot_failure(c, this->nc_, f));
+        HEPTANE_THROW(SingularError, "block-Jacobi: singular diagonal block, "
+                                         << detail::describe_pivot_failure(c, this->nc_, f));
     }
 
     // the device-pattern setup (from_device_pattern): no host pattern, no host map

@@ -976,7 +976,7 @@ Array<VT> inverse_diagonal_device(const Csr<double>& a, bool l1, int level,
                    a.values.data(), l1, d.data(), bad.data());
     const int first = read_back(ce, bad.data());
     HEPTANE_ENSURE(
-        first == none, InputError,
+        first == none, SingularError,
         "AMG: level " << level + 1 << " has a zero diagonal entry in row " << first + 1
                       << (level == 0 ? " of the matrix" : "") << " (its smoother divides by a_ii"
                       << (level > 0 ? "; a Galerkin product gave it: for a coupled system, CPR "

@@ -708,7 +708,7 @@ std::vector<double> dense_inverse(const Csr<double>& a, int level, bool singular
     }
     if (rank) *rank = n;
     const detail::PivotFailure f = detail::invert_block(d.data(), inv.data(), n);
-    HEPTANE_ENSURE(!f.singular, InputError,
+    HEPTANE_ENSURE(!f.singular, SingularError,
                    "AMG: the coarsest level (level " << level + 1 << ", " << n
                                                      << " rows) is singular: pivot " << f.step + 1
                                                      << " is " << f.pivot
@@ -752,7 +752,7 @@ std::vector<double> inverse_diagonal(const Csr<double>& a, bool l1, int level)
                 if (a.col_idx[k] == first) diag += a.values[k];
             if (diag == 0 || !std::isfinite(diag)) break;
         }
-        HEPTANE_THROW(InputError,
+        HEPTANE_THROW(SingularError,
                       "AMG: level "
                           << level + 1 << " has a zero diagonal entry in row " << first + 1
                           << (level == 0 ? " of the matrix" : "")
