@@ -189,21 +189,21 @@ std::vector<index_t> block_offsets_of(index_t rows, index_t cols, index_t nc,
 // BDIA-GH stores every slot of its block diagonals: a matrix whose entries lie on many of them
 // (a random pattern, a numbering that is no grid's) would store far more values than entries.
 // An InputError rather than an allocation of gigabytes (an explicit --format bdiagh): more than
-// 1024 block diagonals (DIA's limit), or more than 32 values stored per entry beyond 2^24 slots.
+// 32 values stored per entry, once beyond 2^24 slots (a small matrix on many block diagonals,
+// e.g. a least-squares system's 1200, is still built).
 void check_storage(index_t rows, index_t cols, index_t nc, std::size_t block_diagonals,
                    offset_t nnz, const char* who)
 {
     const std::size_t slots = block_diagonals * std::size_t(nc) * std::size_t(rows);
     HEPTANE_ENSURE(
-        block_diagonals <= 1024 && (slots <= (std::size_t(1) << 24) ||
-                                    slots <= 32 * std::size_t(std::max<offset_t>(nnz, 0))),
+        slots <= (std::size_t(1) << 24) || slots <= 32 * std::size_t(std::max<offset_t>(nnz, 0)),
         InputError,
         who << ": BDIA-GH would need " << block_diagonals << " block diagonals of block size " << nc
             << " for this " << rows << " x " << cols << " matrix and store " << slots
             << " values for its " << nnz
-            << " entries (limits: 1024 block diagonals, 32 values an entry beyond 2^24): "
-               "its entries do not lie on a few block diagonals (use CSR, ELL or HYB; "
-               "--format auto chooses)");
+            << " entries (limit: 32 values an entry beyond 2^24): its entries do not "
+               "lie on a few block diagonals (use CSR, ELL or HYB; --format auto "
+               "chooses)");
 }
 
 // BDIA-GH with these offsets from host CSR arrays (the checks done), on `exec`: placed on the
