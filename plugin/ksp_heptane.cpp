@@ -2057,6 +2057,13 @@ static PetscErrorCode KSPSolve_Heptane(KSP ksp)
     PetscCall(KSPGetOperators(ksp, NULL, &Pmat));
     PetscCall(KSPHeptaneBuildPC(ksp, Pmat, PETSC_FALSE));
     if (!ksp->guess_zero) PetscCall(VecCopy(h->x0, ksp->vec_sol));
+    if (!h->pc_failed->empty()) { /* natural ILU(0) could not be set up either (every rank agrees) */
+      if (ksp->guess_zero) PetscCall(VecSet(ksp->vec_sol, 0.0));
+      ksp->its    = 0;
+      ksp->reason = KSP_DIVERGED_PC_FAILED;
+      PetscCall(PetscInfo(ksp, "%s: KSP_DIVERGED_PC_FAILED: %s\n", KSPHeptaneName(h), h->pc_failed->c_str()));
+      PetscFunctionReturn(0);
+    }
     h->solving = PETSC_TRUE;
     ierr       = KSPHeptaneRun(ksp, opts, &st);
     h->solving = PETSC_FALSE;
