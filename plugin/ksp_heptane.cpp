@@ -806,6 +806,12 @@ static PetscErrorCode KSPHeptaneBuildPC(KSP ksp, Mat A, PetscBool values_only)
       try { done = h->krylov->refresh_preconditioner_permuted(NULL, NULL, (heptane::offset_t)h->device_nnz, *h->engine) ? PETSC_TRUE : PETSC_FALSE; } catch (const heptane::SingularError &) {
         done = PETSC_FALSE; /* the full setup below says so */
       });
+    if (h->engine->distributed()) { /* a rank whose block is singular goes on to the full setup
+                                       below, whose reductions every rank must join */
+      PetscBool all;
+      PetscCallMPI(MPI_Allreduce(&done, &all, 1, HEPTANE_MPIU_BOOL, MPI_LAND, PetscObjectComm((PetscObject)ksp)));
+      done = all;
+    }
     if (done) {
       h->pc_refreshed = PETSC_TRUE;
       PetscFunctionReturn(0);
