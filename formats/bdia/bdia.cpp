@@ -13,6 +13,7 @@
 #include "core/parallel.hpp"
 #include "formats/bdia/bdia_build.hpp"
 #include "formats/padded_to_coo.hpp"
+#include "formats/padding_limit.hpp"
 
 namespace heptane {
 
@@ -195,15 +196,13 @@ void check_storage(index_t rows, index_t cols, index_t nc, std::size_t block_dia
                    offset_t nnz, const char* who)
 {
     const std::size_t slots = block_diagonals * std::size_t(nc) * std::size_t(rows);
-    HEPTANE_ENSURE(
-        slots <= (std::size_t(1) << 24) || slots <= 32 * std::size_t(std::max<offset_t>(nnz, 0)),
-        InputError,
-        who << ": BDIA-GH would need " << block_diagonals << " block diagonals of block size " << nc
-            << " for this " << rows << " x " << cols << " matrix and store " << slots
-            << " values for its " << nnz
-            << " entries (limit: 32 values an entry beyond 2^24): its entries do not "
-               "lie on a few block diagonals (use CSR, ELL or HYB; --format auto "
-               "chooses)");
+    HEPTANE_ENSURE(padding_within_limit(slots, nnz), InputError,
+                   who << ": BDIA-GH would need " << block_diagonals
+                       << " block diagonals of block size " << nc << " for this " << rows << " x "
+                       << cols << " matrix and store " << slots << " values for its " << nnz
+                       << " entries (limit: 32 values an entry beyond 2^24): its entries do not "
+                          "lie on a few block diagonals (use CSR, ELL or HYB; --format auto "
+                          "chooses)");
 }
 
 // BDIA-GH with these offsets from host CSR arrays (the checks done), on `exec`: placed on the

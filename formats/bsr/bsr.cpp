@@ -11,6 +11,7 @@
 #include "core/error.hpp"
 #include "core/parallel.hpp"
 #include "formats/padded_to_coo.hpp"
+#include "formats/padding_limit.hpp"
 
 namespace heptane {
 
@@ -68,9 +69,7 @@ Bsr<T> bsr_from_coo(const Coo<T>& a, index_t block_size)
     const std::size_t bb = std::size_t(b) * b;
     // refused before allocating where the blocks would be mostly padding (a block size that
     // does not match the matrix's coupled unknowns on a scattered pattern)
-    HEPTANE_ENSURE(std::size_t(nnzb) * bb <= (std::size_t(1) << 24) ||
-                       std::size_t(nnzb) * bb <= 32 * std::size_t(std::max<offset_t>(a.nnz(), 0)),
-                   InputError,
+    HEPTANE_ENSURE(padding_within_limit(std::size_t(nnzb) * bb, a.nnz()), InputError,
                    "BSR with block size " << b << " would store " << nnzb << " blocks, "
                                           << std::size_t(nnzb) * bb << " values for " << a.nnz()
                                           << " entries (limit: 32 values an entry beyond 2^24): "

@@ -10,6 +10,7 @@
 #include "core/error.hpp"
 #include "core/parallel.hpp"
 #include "formats/padded_to_coo.hpp"
+#include "formats/padding_limit.hpp"
 
 namespace heptane {
 
@@ -43,14 +44,12 @@ Dia<T> dia_from_coo(const Coo<T>& a, index_t max_diagonals)
 
     const index_t nd = index_t(offsets.size());
     const std::size_t slots = std::size_t(nd) * rows;
-    HEPTANE_ENSURE(
-        slots <= (std::size_t(1) << 24) || slots <= 32 * std::size_t(std::max<offset_t>(nnz, 0)),
-        InputError,
-        "DIA would store " << slots << " values (" << nd << " diagonals of " << rows
-                           << " rows) for " << nnz
-                           << " entries (limit: 32 values an entry beyond 2^24): the "
-                              "entries do not fill their diagonals (use CSR, ELL or "
-                              "HYB)");
+    HEPTANE_ENSURE(padding_within_limit(slots, nnz), InputError,
+                   "DIA would store " << slots << " values (" << nd << " diagonals of " << rows
+                                      << " rows) for " << nnz
+                                      << " entries (limit: 32 values an entry beyond 2^24): the "
+                                         "entries do not fill their diagonals (use CSR, ELL or "
+                                         "HYB)");
     std::vector<T> data(slots, T(0));
     Array<std::uint64_t> pattern = make_bitset(slots, false);
     std::uint64_t* bits = pattern.data();

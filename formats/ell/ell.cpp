@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "core/error.hpp"
+#include "formats/padding_limit.hpp"
 
 namespace heptane {
 
@@ -34,9 +35,7 @@ Ell<T> ell_from_coo(const Coo<T>& a, index_t width)
     const std::size_t slots = std::size_t(rows) * std::size_t(width);
     // every row padded to the width: refused before allocating where that is far more than the
     // entries (a few long rows -- an arrow matrix, a well's row -- are HYB's case)
-    HEPTANE_ENSURE(slots <= (std::size_t(1) << 24) ||
-                       slots <= 32 * std::size_t(std::max<offset_t>(a.nnz(), 0)),
-                   InputError,
+    HEPTANE_ENSURE(padding_within_limit(slots, a.nnz()), InputError,
                    "ELL of width " << width << " would store " << slots << " slots for " << a.nnz()
                                    << " entries (row " << longest_row << " (0-based) has "
                                    << longest << ", the mean is "
