@@ -67,6 +67,9 @@ typedef struct {
   PetscBool                   over_ranks;         /* the last setup asked for the AMG/CPR over the ranks (HeptaneAmgOverRanks) */
   PetscBool                   over_ranks_refused; /* ... which was refused at this pattern: each rank's own */
   std::string                *over_ranks_why;     /* what decided, for the view */
+  std::string                *failed;             /* the last setup met a singular matrix on some rank (heptane::SingularError:
+                                                     a zero pivot, a zero diagonal, a singular block or coarsest level): as
+                                                     PETSc's own PCs, PC_FACTOR_NUMERIC_ZEROPIVOT and Inf from PCApply */
 } PC_Heptane;
 
 /* Several ranks, -heptane_coarse: dist::CoarseSpace around the engine (engine_impl.hpp's
@@ -202,9 +205,10 @@ static PetscErrorCode PCHeptaneDevice(PC pc, Mat A, std::string *device)
 
 /* Build (values_only false) or refresh the engine from `a`; an error is kept in *msg (with its
    PETSc error code in *code), not raised, so that the ranks can agree on it. */
-static void PCHeptaneEngine(PC_Heptane *p, const heptane::plugin::CsrView &a, PetscBool values_only, const std::string &device, std::string *msg, PetscErrorCode *code, PetscBool *refreshed, std::string *refused)
+static void PCHeptaneEngine(PC_Heptane *p, const heptane::plugin::CsrView &a, PetscBool values_only, const std::string &device, std::string *msg, PetscErrorCode *code, PetscBool *refreshed, std::string *refused, PetscBool *singular)
 {
   *code      = 0;
+  *singular  = PETSC_FALSE;
   *refreshed = PETSC_FALSE;
   try {
     if (values_only) {
@@ -227,6 +231,10 @@ static void PCHeptaneEngine(PC_Heptane *p, const heptane::plugin::CsrView &a, Pe
   } catch (const heptane::DeviceError &e) {
     *code = PETSC_ERR_GPU;
     *msg  = std::string(e.what()) + " [" + e.where() + "]";
+  } catch (const heptane::SingularError &e) {
+    *code     = PETSC_ERR_MAT_LU_ZRPVT;
+    *singular = PETSC_TRUE;
+    *msg      = std::string(e.what()) + " [" + e.where() + "]";
   } catch (const heptane::Error &e) {
     *code = PETSC_ERR_ARG_WRONG;
     *msg  = std::string(e.what()) + " [" + e.where() + "]";
@@ -320,16 +328,32 @@ static PetscErrorCode PCHeptaneCoarse(PC pc, Mat src, PetscBool values_only, Pet
 }
 
 /* After PCHeptaneEngine: several ranks stop together on an error of one (none is left waiting
-   in a collective), with the message on the rank that had it. Collective. */
-static PetscErrorCode PCHeptaneAgree(PC_Heptane *p, MPI_Comm comm, PetscErrorCode code, const std::string &msg)
+   in a collective), with the message on the rank that had it. A singular matrix (*singular on
+   some rank) is not an error, as for PETSc's own PCs (a zero pivot in ILU, LU, bjacobi): unless
+   -ksp_error_if_not_converged (pc->erroriffailure), every rank records it in p->failed and sets
+   PC_FACTOR_NUMERIC_ZEROPIVOT, *failed is true, and KSPSolve ends with KSP_DIVERGED_PC_FAILED.
+   Collective. */
+static PetscErrorCode PCHeptaneAgree(PC pc, PetscErrorCode code, PetscBool singular, const std::string &msg, PetscBool *failed)
 {
-  PetscMPIInt failed = code ? 1 : 0, any = failed, rank = 0;
+  PC_Heptane *p    = (PC_Heptane *)pc->data;
+  MPI_Comm    comm = PetscObjectComm((PetscObject)pc);
+  /* 0 ok, 1 singular (a PC failure), 2 an error */
+  PetscMPIInt mine = code ? (singular && !pc->erroriffailure ? 1 : 2) : 0, any = mine, rank = 0;
 
   PetscFunctionBegin;
-  if (p->ranks > 1) PetscCallMPI(MPI_Allreduce(&failed, &any, 1, MPI_INT, MPI_MAX, comm));
+  *failed = PETSC_FALSE;
+  if (p->ranks > 1) PetscCallMPI(MPI_Allreduce(&mine, &any, 1, MPI_INT, MPI_MAX, comm));
   PetscCallMPI(MPI_Comm_rank(comm, &rank));
-  PetscCheck(!failed, PETSC_COMM_SELF, code, "PC %s%s: heptane: %s", PCHeptaneName(p), p->ranks > 1 ? (" on rank " + std::to_string(rank)).c_str() : "", msg.c_str());
-  PetscCheck(!any, PETSC_COMM_SELF, PETSC_ERR_LIB, "PC %s: the setup failed on another rank", PCHeptaneName(p));
+  const std::string where = p->ranks > 1 ? " on rank " + std::to_string(rank) : "";
+  PetscCheck(mine < 2, PETSC_COMM_SELF, code, "PC %s%s: heptane: %s", PCHeptaneName(p), where.c_str(), msg.c_str());
+  PetscCheck(any < 2, PETSC_COMM_SELF, PETSC_ERR_LIB, "PC %s: the setup failed on another rank", PCHeptaneName(p));
+  if (any == 1) {
+    HeptaneCallCXX(*p->failed = mine ? msg + where : "its setup failed on another rank");
+    PetscCall(PCSetFailedReason(pc, PC_FACTOR_NUMERIC_ZEROPIVOT));
+    PetscCall(PetscInfo(pc, "%s: the preconditioner could not be set up (%s): PC_FACTOR_NUMERIC_ZEROPIVOT, KSPSolve stops with KSP_DIVERGED_PC_FAILED\n", PCHeptaneName(p), p->failed->c_str()));
+    p->mat_id = 0; /* the next setup is a full one */
+    *failed   = PETSC_TRUE;
+  }
   PetscFunctionReturn(0);
 }
 
@@ -341,7 +365,7 @@ static PetscErrorCode PCSetUp_Heptane(PC pc)
   PetscObjectState                nz;
   PetscObjectId                   id;
   PetscInt                        nc;
-  PetscBool                       values_only, refreshed = PETSC_FALSE;
+  PetscBool                       values_only, refreshed = PETSC_FALSE, singular = PETSC_FALSE, failed = PETSC_FALSE;
   PetscErrorCode                  code = 0;
   std::string                     device, msg, refused;
   MPI_Comm                        comm = PetscObjectComm((PetscObject)pc);
@@ -356,6 +380,10 @@ static PetscErrorCode PCSetUp_Heptane(PC pc)
     PetscCall(HeptaneCheckEntriesReadable((PetscObject)pc, A, who, "The PC is built from the Pmat: give the KSP an assembled one (KSPSetOperators(ksp, Amat, Pmat))."));
   }
   PetscCallMPI(MPI_Comm_size(comm, &p->ranks));
+  if (!p->failed->empty()) { /* the last setup failed: a full one now, the reason cleared */
+    HeptaneCallCXX(p->failed->clear());
+    PetscCall(PCSetFailedReason(pc, PC_NOERROR));
+  }
   PetscCall(HeptanePcOptionsNullSpace(pc->mat, A, p->opts));
   PetscCall(MatGetNonzeroState(A, &nz));
   PetscCall(PetscObjectGetId((PetscObject)A, &id));
@@ -376,10 +404,15 @@ static PetscErrorCode PCSetUp_Heptane(PC pc)
     PetscCall(PCHeptaneCSRGet(pc, A, &csr));
     view = &csr.view;
   }
-  PCHeptaneEngine(p, *view, values_only, device, &msg, &code, &refreshed, &refused);
+  PCHeptaneEngine(p, *view, values_only, device, &msg, &code, &refreshed, &refused, &singular);
   PetscCall(HeptaneCSRRestore(&csr));
   if (p->rows) PetscCall(HeptaneRowsRestore(p->rows));
-  PetscCall(PCHeptaneAgree(p, comm, code, msg));
+  PetscCall(PCHeptaneAgree(pc, code, singular, msg, &failed));
+  if (failed) { /* no coarse correction around a preconditioner that is not there */
+    PetscCall(PCHeptaneCoarseFree(p));
+    HeptaneCallCXX(*p->device_built = device; *p->mat_type = ((PetscObject)A)->type_name; *p->last = "FAILED");
+    PetscFunctionReturn(0);
+  }
   if (!refused.empty()) PetscCall(PetscInfo(pc, "%s: values-only refresh refused (%s); set up from scratch\n", PCHeptaneName(p), refused.c_str()));
   if (p->ranks > 1 || p->q) {
     PetscBool fall_back;
@@ -387,10 +420,11 @@ static PetscErrorCode PCSetUp_Heptane(PC pc)
     if (fall_back) { /* the AMG/CPR over the ranks refused: each rank's own, from its rows */
       const std::string why = *p->over_ranks_why;
       PetscCall(HeptaneRowsGet(p->rows && p->sbaij.aij ? p->sbaij.aij : A, p->rows));
-      PCHeptaneEngine(p, p->rows->split.diag, PETSC_FALSE, device, &msg, &code, &refreshed, &refused);
+      PCHeptaneEngine(p, p->rows->split.diag, PETSC_FALSE, device, &msg, &code, &refreshed, &refused, &singular);
       PetscCall(HeptaneRowsRestore(p->rows));
       HeptaneCallCXX(*p->over_ranks_why = why);
-      PetscCall(PCHeptaneAgree(p, comm, code, msg));
+      PetscCall(PCHeptaneAgree(pc, code, singular, msg, &failed));
+      if (failed) PetscFunctionReturn(0);
       PetscCall(PetscInfo(pc, "%s: the AMG/CPR over the ranks was refused; each rank's own instead\n", PCHeptaneName(p)));
     }
   }
@@ -415,6 +449,11 @@ static PetscErrorCode PCApply_Heptane(PC pc, Vec x, Vec y)
 
   PetscFunctionBegin;
   PetscCall(VecGetLocalSize(x, &n));
+  if (!p->failed->empty()) { /* a failed setup: Inf, as PETSc's MatSolve of a failed factor, so that
+                                 the KSP stops with KSP_DIVERGED_PC_FAILED */
+    PetscCall(VecSetInf(y));
+    PetscFunctionReturn(0);
+  }
   PetscCheck(n == (PetscInt)p->engine->rows(), PETSC_COMM_SELF, PETSC_ERR_ARG_SIZ, "PC %s: the vector has %" PetscInt_FMT " local rows, the preconditioner %" PetscInt_FMT, PCHeptaneName(p), n, (PetscInt)p->engine->rows());
   if (!(p->q && p->q->q) && sizeof(PetscScalar) == sizeof(double)) {
     /* PETSc's CUDA vectors on the preconditioner's GPU: applied on their device arrays where
@@ -452,6 +491,11 @@ static PetscErrorCode PCView_Heptane(PC pc, PetscViewer viewer)
   if (!isascii) PetscFunctionReturn(0);
   PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane %s, applied by heptane (a CUDA Vec on heptane's GPU where it is; else the Vec's host array to the executor and back)\n", p->type == heptane::PcType::amg ? "smoothed-aggregation AMG (one cycle per application)" : "CPR (quasi-IMPES pressure AMG, then a second stage on the whole system)"));
   PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane options: -heptane_device %s %s\n", p->device, HeptanePcOptionsText(*p->opts, (PetscBool)(p->type == heptane::PcType::cpr)).c_str()));
+  if (!p->failed->empty()) {
+    PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane preconditioner setup FAILED: %s (PC_FACTOR_NUMERIC_ZEROPIVOT: KSPSolve stops with KSP_DIVERGED_PC_FAILED, as after a zero pivot in PETSc's own PCs; -ksp_error_if_not_converged makes it an error)\n",
+                                     p->failed->c_str()));
+    PetscFunctionReturn(0);
+  }
   if (!p->engine->built()) PetscFunctionReturn(0);
   PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane preconditioner: %s\n", p->engine->describe().c_str()));
   if (!p->device_why->empty()) PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane device: %s\n", p->device_why->c_str()));
@@ -518,6 +562,7 @@ static PetscErrorCode PCReset_Heptane(PC pc)
   HeptaneCallCXX(p->engine = new heptane::plugin::PcEngine());
   p->mat_id      = 0;
   p->mat_nzstate = -1;
+  HeptaneCallCXX(p->failed->clear());
   PetscFunctionReturn(0);
 }
 
@@ -539,6 +584,7 @@ static PetscErrorCode PCDestroy_Heptane(PC pc)
   delete p->device_built;
   delete p->device_why;
   delete p->over_ranks_why;
+  delete p->failed;
   PetscCall(PetscFree(pc->data));
   PetscFunctionReturn(0);
 }
@@ -554,7 +600,7 @@ static PetscErrorCode PCCreate_Heptane_Private(PC pc, heptane::PcType type)
   p->type          = type;
   p->mat_nzstate   = -1;
   PetscCall(PetscStrncpy(p->device, "auto", sizeof(p->device)));
-  HeptaneCallCXX(p->opts = new heptane::PcOptions(); p->opts->amg.over_ranks = heptane::AmgOverRanks::automatic; p->opts->cpr.amg.over_ranks = heptane::AmgOverRanks::automatic; p->opts_built = new heptane::PcOptions(); p->over_ranks_why = new std::string(); p->engine = new heptane::plugin::PcEngine(); p->nc_from = new std::string(); p->mat_type = new std::string(); p->last = new std::string(); p->device_built = new std::string(); p->device_why = new std::string(); p->baij = new HeptaneBAIJ());
+  HeptaneCallCXX(p->opts = new heptane::PcOptions(); p->opts->amg.over_ranks = heptane::AmgOverRanks::automatic; p->opts->cpr.amg.over_ranks = heptane::AmgOverRanks::automatic; p->opts_built = new heptane::PcOptions(); p->over_ranks_why = new std::string(); p->failed = new std::string(); p->engine = new heptane::plugin::PcEngine(); p->nc_from = new std::string(); p->mat_type = new std::string(); p->last = new std::string(); p->device_built = new std::string(); p->device_why = new std::string(); p->baij = new HeptaneBAIJ());
   pc->ops->setup          = PCSetUp_Heptane;
   pc->ops->apply          = PCApply_Heptane;
   pc->ops->view           = PCView_Heptane;

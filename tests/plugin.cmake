@@ -38,31 +38,44 @@ function(heptane_plugin_test name)
   add_test(NAME ${name} COMMAND ${ARGN})
   set_tests_properties(${name} PROPERTIES LABELS "plugin;cpu" ENVIRONMENT "${plugin_env}" TIMEOUT 600)
 endfunction()
-# examples/petsc_solve on zero_pivot.petsc (below) with heptane's hbcgs and a PC that cannot be
-# set up, against PETSc's bcgs with block Jacobi (or pbjacobi): both KSP_DIVERGED_PC_FAILED,
-# twice (x is not compared: PETSc leaves inf in it, heptane the initial guess)
+# examples/petsc_solve on zero_pivot.petsc (below) with a heptane PC that cannot be set up,
+# against PETSc's bcgs with block Jacobi (or pbjacobi): both KSP_DIVERGED_PC_FAILED, twice.
+# Inside heptane's hbcgs (name "<pc>"; x is not compared: PETSc leaves inf in it, heptane the
+# initial guess), and as the PC of PETSc's own bcgs ("petsc_bcgs_<pc>": hcpr, whose second stage
+# is ILU(0), and hamg, PC_FACTOR_NUMERIC_ZEROPIVOT and Inf from PCApply as PETSc's factor PCs,
+# so x is Inf in both runs). hamg on several ranks only: over the ranks each rank keeps point
+# Jacobi of its rows; one AMG on one rank solves this 6 x 6 system on its coarsest level, exactly.
 function(heptane_zero_pivot_tests np launcher)
-  set(pcs ilu pbjacobi)
-  if(launcher) # over the ranks: hamg's point Jacobi of each rank's rows (one AMG on one rank
-    list(APPEND pcs hamg) # solves this 6 x 6 system on its coarsest level, exactly)
+  set(cases hbcgs:ilu hbcgs:pbjacobi bcgs:hcpr)
+  if(launcher)
+    list(APPEND cases hbcgs:hamg bcgs:hamg)
   endif()
-  foreach(pc ${pcs})
+  set(mpi "")
+  if(launcher)
+    set(mpi --mpiexec "${launcher}") # one string: the list was joined with spaces
+  endif()
+  foreach(case ${cases})
+    string(REPLACE ":" ";" kp "${case}")
+    list(GET kp 0 ksp)
+    list(GET kp 1 pc)
     set(ref "-ksp_type bcgs -pc_type bjacobi")
     if(pc STREQUAL "pbjacobi")
       set(ref "-ksp_type bcgs -pc_type pbjacobi")
     endif()
-    set(mpi "")
-    if(launcher)
-      set(mpi --mpiexec "${launcher}") # one string: the list was joined with spaces
+    set(name ${pc})
+    set(nan --ref-nan-ok 1)
+    if(ksp STREQUAL "bcgs")
+      set(name petsc_bcgs_${pc})
+      set(nan --nan-ok 1)
     endif()
-    heptane_plugin_test(plugin_loaded_zero_pivot_np${np}_${pc}_diverged_pc_failed
-      ${solves} --reason DIVERGED_PC_FAILED --its 0:0 --max-relres 10 --ref-nan-ok 1 --solves 2 --
+    heptane_plugin_test(plugin_loaded_zero_pivot_np${np}_${name}_diverged_pc_failed
+      ${solves} --reason DIVERGED_PC_FAILED --its 0:0 --max-relres 10 ${nan} --solves 2 --
       --plugin ${plugin_so} ${mpi} --no-values --ref "${ref} -ksp_converged_reason"
-      --heptane "-ksp_type hbcgs -pc_type ${pc} -ksp_converged_reason -ksp_view"
+      --heptane "-ksp_type ${ksp} -pc_type ${pc} -ksp_converged_reason -ksp_view"
       --expect "PC failed due to FACTOR_NUMERIC_ZEROPIVOT"
       --expect "heptane preconditioner setup FAILED: .*(pivot|diagonal|another rank)"
       -- $<TARGET_FILE:petsc_solve> -f ${CMAKE_CURRENT_BINARY_DIR}/zero_pivot.petsc -solves 2)
-    set_tests_properties(plugin_loaded_zero_pivot_np${np}_${pc}_diverged_pc_failed PROPERTIES FIXTURES_REQUIRED zero_pivot)
+    set_tests_properties(plugin_loaded_zero_pivot_np${np}_${name}_diverged_pc_failed PROPERTIES FIXTURES_REQUIRED zero_pivot)
   endforeach()
 endfunction()
 

@@ -3,7 +3,7 @@
 
     plugin_solves.py [--its [SYSTEM=]LO:HI]... [--ref-its [SYSTEM=]LO:HI]...
         [--max-its-ratio R] [--its-diff K] [--reason REGEX] [--max-error E] [--max-relres E]
-        [--solves N] [--ref-nan-ok 1]
+        [--solves N] [--ref-nan-ok 1] [--nan-ok 1]
         -- PLUGIN_COMPARE_ARGS...
 
 Runs tests/plugin_compare.py with PLUGIN_COMPARE_ARGS (everything after the first "--"; its
@@ -22,7 +22,8 @@ coupled, loaded; or for all), for the reference run in --ref-its; --max-its-rati
 takes at most R times the iterations of the reference run's solve of the same number (e.g.
 AMG against Jacobi); --its-diff K: every heptane solve takes the reference's iterations +-K
 (the same method, e.g. hgmres against PETSc's fgmres). --solves N: each run reports exactly N solves (default: at least one).
---ref-nan-ok 1: a NaN error/relres of the reference run passes (PETSc's x after a failed PC).
+--ref-nan-ok 1: a NaN error/relres of the reference run passes (PETSc's x after a failed PC);
+--nan-ok 1: of both runs (heptane's PCs under PETSc's KSPs leave PETSc's Inf in x too).
 Exit status 0 when everything holds.
 """
 import math
@@ -78,6 +79,7 @@ def main():
     max_error = max_relres = None
     count = None
     ref_nan_ok = False
+    nan_ok = False
     i = 0
     while i < len(mine):
         opt, val = mine[i], mine[i + 1] if i + 1 < len(mine) else None
@@ -101,6 +103,8 @@ def main():
             count = int(val)
         elif opt == "--ref-nan-ok":
             ref_nan_ok = val == "1"
+        elif opt == "--nan-ok":
+            nan_ok = val == "1"
         else:
             sys.exit(f"plugin_solves.py: unknown option {opt}")
         i += 2
@@ -136,7 +140,7 @@ def main():
             if not re.fullmatch(reason, why):
                 flags.append(f"reason {why} not /{reason}/")
             limit = max_error if kind == "error" else max_relres
-            if limit is not None and not value <= limit and not (r == 1 and ref_nan_ok and math.isnan(value)):
+            if limit is not None and not value <= limit and not ((nan_ok or (r == 1 and ref_nan_ok)) and math.isnan(value)):
                 flags.append(f"{kind} {value:.3e} > {limit:.1e}")
             band = f"[{b[0]},{b[1]}]" if b else "-"
             print(f"{name:<10} {system:<9} {k + 1:>3} {n:>6} {band:>10}  {why:<22} {value:>12.3e}" + ("  <-- " + "; ".join(flags) if flags else ""))
