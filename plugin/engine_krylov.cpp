@@ -323,8 +323,8 @@ void KrylovEngine::build_preconditioner(PcType type, const CsrView &a, const Mat
     CsrPatternView p    = m.csr_pattern_on_device();
     k.pattern_on_device = p.on_executor && p.rows == a.rows && type != PcType::none;
     if (!k.pattern_on_device) p = pattern_view(a);
-    if (m.precision() == Precision::single) k.f.pc = make_preconditioner<float>(type, p, values, nc, m.executor());
-    else k.d.pc = make_preconditioner<double>(type, p, values, nc, m.executor());
+    if (m.precision() == Precision::single) k.f.pc = make_preconditioner<float>(type, p, values, nc, m.executor(), opts);
+    else k.d.pc = make_preconditioner<double>(type, p, values, nc, m.executor(), opts);
   } else if (multigrid) {
     // AMG/CPR on the CPU or from a distributed operator: set up from a host copy; m's
     // operator as above where it is A itself, otherwise (other formats are rebuilt on a
@@ -334,8 +334,8 @@ void KrylovEngine::build_preconditioner(PcType type, const CsrView &a, const Mat
     else k.d.pc = make_preconditioner<double>(type, k.csr, nc, m.executor(), opts, stable ? m.operator_double() : nullptr);
   } else {
     copy_view(a, k.csr);
-    if (m.precision() == Precision::single) k.f.pc = make_preconditioner<float>(type, k.csr, nc, m.executor());
-    else k.d.pc = make_preconditioner<double>(type, k.csr, nc, m.executor());
+    if (m.precision() == Precision::single) k.f.pc = make_preconditioner<float>(type, k.csr, nc, m.executor(), opts);
+    else k.d.pc = make_preconditioner<double>(type, k.csr, nc, m.executor(), opts);
   }
   k.pc_desc     = k.f.pc ? k.f.pc->describe() : k.d.pc->describe();
   k.pc_path     = numeric_path_note(k.in_place, k.pattern_on_device, m);

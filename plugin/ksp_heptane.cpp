@@ -362,6 +362,17 @@ static PetscErrorCode KSPHeptaneTakePC(KSP ksp)
     if (levels != 0) PetscCall(PetscSNPrintf(why, sizeof(why), "-pc_factor_levels %" PetscInt_FMT " (heptane has ILU(0))", levels));
   }
   if (isbjacobi) PetscCall(KSPHeptaneBJacobiIsILU0(ksp, pc, why, sizeof(why)));
+  if (isjacobi) { /* heptane's Jacobi is 1/a_ii: PETSc's other kinds of it are PETSc's to apply */
+    PCJacobiType jtype;
+    PetscBool    useabs, fixdiag;
+    PetscCall(PCJacobiGetType(pc, &jtype));
+    PetscCall(PCJacobiGetUseAbs(pc, &useabs));
+    PetscCall(PCJacobiGetFixDiagonal(pc, &fixdiag));
+    if (jtype != PC_JACOBI_DIAGONAL) PetscCall(PetscSNPrintf(why, sizeof(why), "-pc_jacobi_type %s (heptane's Jacobi is the diagonal)", PCJacobiTypes[jtype]));
+    else if (useabs) PetscCall(PetscStrncpy(why, "-pc_jacobi_abs (heptane's Jacobi is 1/a_ii, signed)", sizeof(why)));
+    /* a zero diagonal entry as PETSc's PCJACOBI: 1 there (-pc_jacobi_fixdiagonal, its default), else 0 */
+    h->pc_opts->jacobi_zero_diagonal = fixdiag ? heptane::ZeroDiagonal::one : heptane::ZeroDiagonal::zero;
+  }
   if (!(isjacobi || ispbjacobi || isilu || isbjacobi || isamg || iscpr)) PetscCall(PetscSNPrintf(why, sizeof(why), "heptane has no PC type %s", type));
   if (h->force_petsc_pc && !why[0]) PetscCall(PetscStrncpy(why, "-heptane_petsc_pc", sizeof(why)));
   if (why[0]) { /* PETSc's own PC, through PCApply */
@@ -402,10 +413,10 @@ static heptane::PcType KSPHeptaneResolvePC(KSP_Heptane *h)
 }
 
 /* hamg/hcpr whose -heptane_amg_ or -heptane_cpr_ options changed since the preconditioner was
-   built (KSPSetFromOptions again): set it up again. */
+   built (KSPSetFromOptions again), or jacobi whose -pc_jacobi_fixdiagonal did: set it up again. */
 static bool KSPHeptanePcOptionsChanged(KSP_Heptane *h)
 {
-  return (h->pc == heptane::PcType::amg || h->pc == heptane::PcType::cpr) && !HeptanePcOptionsEqual(*h->pc_opts, *h->pc_opts_built);
+  return (h->pc == heptane::PcType::amg || h->pc == heptane::PcType::cpr || h->pc == heptane::PcType::jacobi) && !HeptanePcOptionsEqual(*h->pc_opts, *h->pc_opts_built);
 }
 
 /* The CSR of the operator on one rank, restored by HeptaneCSRRestore: in place for AIJ (any

@@ -616,7 +616,7 @@ PetscBool HeptanePcOptionsEqual(const heptane::PcOptions &x, const heptane::PcOp
   const auto same_amg = [](const heptane::AmgOptions &a, const heptane::AmgOptions &b) {
     return a.strength_threshold == b.strength_threshold && a.smoother == b.smoother && a.pre_sweeps == b.pre_sweeps && a.post_sweeps == b.post_sweeps && a.cycle == b.cycle && a.coarse_size == b.coarse_size && a.max_levels == b.max_levels && a.tail_rows == b.tail_rows && a.setup == b.setup && a.power_iterations == b.power_iterations && a.over_ranks == b.over_ranks && a.prolongation_max_entries == b.prolongation_max_entries && a.singular == b.singular && a.aggregation == b.aggregation && a.box_ratio == b.box_ratio && a.prolongation_weight == b.prolongation_weight;
   };
-  return (PetscBool)(same_amg(x.amg, y.amg) && same_amg(x.cpr.amg, y.cpr.amg) && x.cpr.pressure_index == y.cpr.pressure_index && x.cpr.second_stage_auto == y.cpr.second_stage_auto && x.cpr.second_stage == y.cpr.second_stage);
+  return (PetscBool)(same_amg(x.amg, y.amg) && same_amg(x.cpr.amg, y.cpr.amg) && x.cpr.pressure_index == y.cpr.pressure_index && x.cpr.second_stage_auto == y.cpr.second_stage_auto && x.cpr.second_stage == y.cpr.second_stage && x.jacobi_zero_diagonal == y.jacobi_zero_diagonal);
 }
 
 PetscErrorCode HeptanePcOptionsNullSpace(Mat Amat, Mat Pmat, heptane::PcOptions *o)

@@ -77,6 +77,16 @@ function(heptane_zero_pivot_tests np launcher)
       -- $<TARGET_FILE:petsc_solve> -f ${CMAKE_CURRENT_BINARY_DIR}/zero_pivot.petsc -solves 2)
     set_tests_properties(plugin_loaded_zero_pivot_np${np}_${name}_diverged_pc_failed PROPERTIES FIXTURES_REQUIRED zero_pivot)
   endforeach()
+  # -pc_type jacobi: PETSc's PCJACOBI takes the zero diagonal as 1 (-pc_jacobi_fixdiagonal, its
+  # default) and converges; heptane's Jacobi inside hbcgs does the same (no fold of M^-1 into A,
+  # whose diagonal would not be 1 there)
+  heptane_plugin_test(plugin_loaded_zero_pivot_np${np}_jacobi_takes_one
+    ${solves} --max-relres 1e-9 --solves 2 -- --plugin ${plugin_so} ${mpi}
+    --ref "-ksp_type bcgs -pc_type jacobi -ksp_rtol 1e-10 -ksp_converged_reason"
+    --heptane "-ksp_type hbcgs -pc_type jacobi -ksp_rtol 1e-10 -ksp_converged_reason -ksp_view"
+    --expect "jacobi \\(a zero diagonal entry taken as 1\\)"
+    -- $<TARGET_FILE:petsc_solve> -f ${CMAKE_CURRENT_BINARY_DIR}/zero_pivot.petsc -solves 2)
+  set_tests_properties(plugin_loaded_zero_pivot_np${np}_jacobi_takes_one PROPERTIES FIXTURES_REQUIRED zero_pivot)
 endfunction()
 
 # ---- results match PETSc's own KSPs --------------------------------------------------------

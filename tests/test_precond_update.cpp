@@ -1124,3 +1124,77 @@ BOOST_AUTO_TEST_CASE(a_matrix_with_no_stored_entries_is_refused_not_read_past_it
         }
     }
 }
+
+// Point Jacobi at a zero diagonal entry (a stored zero in row 3, no entry at all in row 7):
+// by default a SingularError naming the row; with PcOptions::jacobi_zero_diagonal as PETSc's
+// PCJACOBI (one: -pc_jacobi_fixdiagonal, its default; zero: without it) M⁻¹ holds 1 or 0 there
+// and 1/a_ii elsewhere -- from a host Csr, from values on the executor, and after values-only
+// updates (host and executor), each against 1/a_ii computed here. block_inverse() is not
+// offered after such a row (a caller folding M⁻¹ into A writes A's diagonal times it as 1),
+// and is again once the values have no zero diagonal. Block Jacobi ignores the option.
+BOOST_AUTO_TEST_CASE(jacobi_takes_a_zero_diagonal_as_petsc_does_when_told_to)
+{
+    const auto exec = test::test_executor();
+    const Csr<double> good = reservoir_csr(4, 3, 3, 1, false, 21);
+    const Csr<double> bad = edit_pattern(good, [](std::vector<std::map<index_t, double>>& rows) {
+        rows[3][3] = 0.0;
+        rows[7].erase(7);
+    });
+    const Csr<double> bad2 = new_values(bad, 22);  // the same pattern, other values
+    const auto r = test::random_vector<double>(std::size_t(good.rows), 23);
+    BOOST_CHECK_THROW(make_preconditioner<double>(PcType::jacobi, bad, 1, exec), SingularError);
+    for (const ZeroDiagonal zd : {ZeroDiagonal::one, ZeroDiagonal::zero}) {
+        BOOST_TEST_CONTEXT((zd == ZeroDiagonal::one ? "one" : "zero"))
+        {
+            PcOptions o;
+            o.jacobi_zero_diagonal = zd;
+            const auto expect = [&](const Csr<double>& a) {
+                std::vector<double> z(r.size());
+                for (index_t i = 0; i < a.rows; ++i) {
+                    double d = 0;
+                    for (offset_t k = a.row_ptr[i]; k < a.row_ptr[i + 1]; ++k)
+                        if (a.col_idx[std::size_t(k)] == i) d += a.values[std::size_t(k)];
+                    const double inv = d != 0 ? 1.0 / d : (zd == ZeroDiagonal::one ? 1.0 : 0.0);
+                    z[std::size_t(i)] = inv * r[std::size_t(i)];
+                }
+                return z;
+            };
+            const auto close = [](const std::vector<double>& x, const std::vector<double>& y) {
+                for (std::size_t i = 0; i < x.size(); ++i)
+                    if (!(std::abs(x[i] - y[i]) <= 1e-14 * std::max(1.0, std::abs(y[i]))))
+                        return false;
+                return x.size() == y.size();
+            };
+            auto m = make_preconditioner<double>(PcType::jacobi, bad, 1, exec, o);
+            BOOST_TEST(close(apply_pc(*m, r), expect(bad)));
+            BOOST_TEST(m->block_inverse() == nullptr);
+            BOOST_TEST(m->describe().find("zero diagonal entry") != std::string::npos);
+            m->update_values(bad2);
+            BOOST_TEST(close(apply_pc(*m, r), expect(bad2)));
+            // from the values on the executor (the pattern on the host)
+            const Csr<double> on_exec = bad.to(exec);
+            CsrPatternView p;
+            p.rows = bad.rows;
+            p.row_ptr64 = bad.row_ptr.data();
+            p.col_idx = bad.col_idx.data();
+            auto mv =
+                make_preconditioner<double>(PcType::jacobi, p, on_exec.values.data(), 1, exec, o);
+            BOOST_TEST(close(apply_pc(*mv, r), expect(bad)));
+            const Csr<double> on_exec2 = bad2.to(exec);
+            BOOST_TEST(mv->update_values_device(on_exec2.values.data(), bad2.nnz()));
+            BOOST_TEST(close(apply_pc(*mv, r), expect(bad2)));
+            // no zero diagonal any more: the inverse is 1/a_ii everywhere, offered again
+            const Csr<double> fixed =
+                edit_pattern(bad, [](std::vector<std::map<index_t, double>>& rows) {
+                    rows[3][3] = 6.0;
+                    rows[7][7] = 6.0;
+                });
+            auto mf = make_preconditioner<double>(PcType::jacobi, fixed, 1, exec, o);
+            BOOST_TEST(mf->block_inverse() != nullptr);
+            BOOST_TEST(close(apply_pc(*mf, r), expect(fixed)));
+            // block Jacobi (Nc = 1 blocks) keeps its error
+            BOOST_CHECK_THROW(make_preconditioner<double>(PcType::block_jacobi, bad, 1, exec, o),
+                              SingularError);
+        }
+    }
+}

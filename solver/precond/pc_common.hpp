@@ -165,16 +165,19 @@ std::unique_ptr<Preconditioner<VT>> make_identity_pc(index_t n,
 template <class VT>
 std::unique_ptr<Preconditioner<VT>> make_empty_pc(PcType type,
                                                   std::shared_ptr<const Executor> exec);
-/// Jacobi (nc = 1) or block Jacobi from a Csr anywhere (numeric part on the host).
+/// Jacobi (nc = 1) or block Jacobi from a Csr anywhere (numeric part on the host); `zero`:
+/// point Jacobi at a zero diagonal entry (PcOptions::jacobi_zero_diagonal).
 template <class VT>
 std::unique_ptr<Preconditioner<VT>> make_block_diag_pc(PcType type, const Csr<double>& a,
                                                        index_t nc,
-                                                       std::shared_ptr<const Executor> exec);
+                                                       std::shared_ptr<const Executor> exec,
+                                                       ZeroDiagonal zero = ZeroDiagonal::error);
 /// The same from a pattern and values in the executor's memory (numeric part there).
 template <class VT>
 std::unique_ptr<Preconditioner<VT>> make_block_diag_pc(PcType type, const CsrPatternView& p,
                                                        const double* values, index_t nc,
-                                                       std::shared_ptr<const Executor> exec);
+                                                       std::shared_ptr<const Executor> exec,
+                                                       ZeroDiagonal zero = ZeroDiagonal::error);
 template <class VT>
 std::unique_ptr<Preconditioner<VT>> make_ilu0_pc(const Csr<double>& a, index_t nc,
                                                  std::shared_ptr<const Executor> exec);

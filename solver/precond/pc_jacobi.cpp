@@ -90,7 +90,8 @@ public:
     /// Setup from a Csr (anywhere): symbolic and numeric part on the host.
     static std::unique_ptr<Preconditioner<VT>> from_csr(PcType type, const Csr<double>& a_in,
                                                         index_t nc,
-                                                        std::shared_ptr<const Executor> exec)
+                                                        std::shared_ptr<const Executor> exec,
+                                                        ZeroDiagonal zero)
     {
         const auto t0 = clock_type::now();
         HEPTANE_ENSURE(
@@ -99,6 +100,7 @@ public:
         Csr<double> keep;
         const Csr<double>& a = host_csr(a_in, keep);
         auto pc = std::make_unique<BlockDiagPc>(type, pattern_of(a), nc, std::move(exec));
+        pc->zero_ = zero;
         pc->numeric_host(a.values.data());
         pc->setup_ms_ = ms_since(t0);
         return pc;
@@ -107,11 +109,12 @@ public:
     /// CsrPatternView overload).
     static std::unique_ptr<Preconditioner<VT>> from_values(PcType type, const CsrPatternView& p,
                                                            const double* values, index_t nc,
-                                                           std::shared_ptr<const Executor> exec)
+                                                           std::shared_ptr<const Executor> exec,
+                                                           ZeroDiagonal zero)
     {
         const auto t0 = clock_type::now();
         if (p.on_executor && !exec->is_cpu()) {
-            if (auto pc = from_device_pattern(type, p, values, nc, exec)) {
+            if (auto pc = from_device_pattern(type, p, values, nc, exec, zero)) {
                 pc->setup_ms_ = ms_since(t0);
                 return pc;
             }
@@ -137,9 +140,10 @@ public:
             std::vector<index_t> col(static_cast<std::size_t>(nnz));
             copy_bytes(*exec, p.col_idx, *cpu_executor(), col.data(), col.size() * sizeof(index_t));
             h.col_idx = col.data();
-            return from_values(type, h, values, nc, std::move(exec));
+            return from_values(type, h, values, nc, std::move(exec), zero);
         }
         auto pc = std::make_unique<BlockDiagPc>(type, p, nc, std::move(exec));
+        pc->zero_ = zero;
         if (!pc->numeric_on_executor(values)) {  // no path there: the values to the host
             std::vector<double> h(std::size_t(p.nnz()));
             copy_bytes(*pc->exec_, values, *cpu_executor(), h.data(), h.size() * sizeof(double));
@@ -167,7 +171,7 @@ public:
     /// 8, an entry stored twice): the caller takes the host pattern.
     static std::unique_ptr<BlockDiagPc> from_device_pattern(
         PcType type, const CsrPatternView& p, const double* values, index_t nc,
-        const std::shared_ptr<const Executor>& exec)
+        const std::shared_ptr<const Executor>& exec, ZeroDiagonal zero)
     {
         HEPTANE_ENSURE(p.rows % nc == 0, InputError,
                        (type == PcType::jacobi ? "Jacobi" : "block-Jacobi")
@@ -186,6 +190,7 @@ public:
         // the map holds positions < nnz: 32 bits
         if (nnz > offset_t(std::numeric_limits<std::int32_t>::max())) return nullptr;
         std::unique_ptr<BlockDiagPc> pc(new BlockDiagPc(type, p.rows, nc, nnz, exec));
+        pc->zero_ = zero;
         const index_t nb = pc->nblocks();
         const std::size_t len = std::size_t(nb) * pc->nc2();
         pc->map32_ = Array<std::int32_t>(exec, len);
@@ -396,6 +401,7 @@ private:
                             b[i * n + j] = x;
                         }
                     if (detail::invert_block_core<B>(b, out, index_t(n), out + n2).singular) {
+                        if (fixes_zero()) inv[std::size_t(c)] = zero_inverse();  // a_ii = 0
                         bad = std::min(bad, c);
                         continue;
                     }
@@ -404,7 +410,8 @@ private:
                 }
             }
         });
-        if (bad != none)
+        zero_met_ = fixes_zero() && bad != none;
+        if (bad != none && !fixes_zero())
             fail(bad, [&](std::size_t s, offset_t) {
                 return value(bad, index_t(s / std::size_t(nc)), index_t(s % std::size_t(nc)));
             });
@@ -412,6 +419,12 @@ private:
     }
 
 protected:
+    std::string details() const override
+    {
+        if (!fixes_zero()) return {};
+        return zero_ == ZeroDiagonal::one ? "(a zero diagonal entry taken as 1)"
+                                          : "(a zero diagonal entry: 0 in M^-1)";
+    }
     void solve(const VT* r, VT* z) const override  // z_c = A_cc⁻¹ r_c
     {
         const VT* b = binv_.data();
@@ -431,7 +444,9 @@ protected:
 public:
     const VT* block_inverse() const noexcept override
     {
-        return binv_.data();
+        // not after a zero diagonal taken as 1 or 0 (ZeroDiagonal): a_ii (M⁻¹)_ii is not 1
+        // there, which a caller folding M⁻¹ into A may assume (its main diagonal written as I)
+        return zero_met_ ? nullptr : binv_.data();
     }
 
 private:
@@ -500,9 +515,11 @@ private:
         if (on_host && next_.size() != binv_.size()) next_ = Array<VT>(this->exec_, binv_.size());
         if (!on_host) staging_.resize(binv_.size());
         VT* out = on_host ? next_.data() : staging_.data();
+        if (fixes_zero()) std::fill(out, out + binv_.size(), zero_inverse());  // what stays
         const index_t bad = kernels::block_diag_invert(*cpu_executor(), nblocks(), this->nc_,
                                                        map_.data(), v, out, nullptr);
-        if (bad >= 0) fail(bad, [&](std::size_t, offset_t k) { return v[k]; });
+        zero_met_ = fixes_zero() && bad >= 0;
+        if (bad >= 0 && !fixes_zero()) fail(bad, [&](std::size_t, offset_t k) { return v[k]; });
         if (on_host)
             binv_.swap(next_);
         else
@@ -514,9 +531,11 @@ private:
     void numeric_through(const std::vector<std::int32_t>& m, const double* values)
     {
         if (next_.size() != binv_.size()) next_ = Array<VT>(this->exec_, binv_.size());
+        if (fixes_zero()) std::fill(next_.data(), next_.data() + next_.size(), zero_inverse());
         const index_t bad = kernels::block_diag_invert(*cpu_executor(), nblocks(), this->nc_,
                                                        m.data(), values, next_.data(), nullptr);
-        if (bad >= 0)
+        zero_met_ = fixes_zero() && bad >= 0;
+        if (bad >= 0 && !fixes_zero())
             fail(bad,
                  [&](std::size_t s, offset_t) { return values[m[std::size_t(bad) * nc2() + s]]; });
         binv_.swap(next_);
@@ -535,13 +554,18 @@ private:
         if (next_.size() != binv_.size()) next_ = Array<VT>(this->exec_, binv_.size());
         if (flag_.empty()) flag_ = Array<index_t>(this->exec_, 1);
         const index_t nb = nblocks(), nc = this->nc_;
+        if (fixes_zero())  // what the kernel leaves where a_ii = 0
+            dispatch_executor(*this->exec_, [&](const auto& e) {
+                kernels::fill(e, index_t(next_.size()), zero_inverse(), next_.data());
+            });
         const index_t bad = dispatch_executor(*this->exec_, [&](const auto& e) {
             return map32_.empty() ? kernels::block_diag_invert(e, nb, nc, map64_.data(), v,
                                                                next_.data(), flag_.data())
                                   : kernels::block_diag_invert(e, nb, nc, map32_.data(), v,
                                                                next_.data(), flag_.data());
         });
-        if (bad >= 0) {
+        zero_met_ = fixes_zero() && bad >= 0;
+        if (bad >= 0 && !fixes_zero()) {
             fail(bad, [&](std::size_t, offset_t k) {  // the failing block's few values, one by one
                 double x = 0;
                 copy_bytes(*this->exec_, v + k, *cpu_executor(), &x, sizeof(double));
@@ -618,8 +642,21 @@ private:
         return m;
     }
 
+    // point Jacobi told to take a zero diagonal entry (the only 1 x 1 block that fails to
+    // invert: |a_ii| <= eps |a_ii|) as PETSc's PCJACOBI does, not to stop
+    bool fixes_zero() const noexcept
+    {
+        return type_ == PcType::jacobi && this->nc_ == 1 && zero_ != ZeroDiagonal::error;
+    }
+    VT zero_inverse() const noexcept
+    {
+        return zero_ == ZeroDiagonal::one ? VT(1) : VT(0);
+    }
+
     PcType type_;
-    offset_t nnz_ = 0;  // the entries of the pattern set up from
+    ZeroDiagonal zero_ = ZeroDiagonal::error;
+    bool zero_met_ = false;  // the last numeric part met a_ii = 0 (and took it as zero_ says)
+    offset_t nnz_ = 0;       // the entries of the pattern set up from
     ScalarPattern pattern_;
     std::vector<offset_t> map_;  // the gather map, host (none after from_device_pattern)
     std::vector<std::pair<offset_t, offset_t>> dups_;
@@ -657,27 +694,30 @@ std::unique_ptr<Preconditioner<VT>> make_empty_pc(PcType type, std::shared_ptr<c
 template <class VT>
 std::unique_ptr<Preconditioner<VT>> make_block_diag_pc(PcType type, const Csr<double>& a,
                                                        index_t nc,
-                                                       std::shared_ptr<const Executor> exec)
+                                                       std::shared_ptr<const Executor> exec,
+                                                       ZeroDiagonal zero)
 {
-    return BlockDiagPc<VT>::from_csr(type, a, nc, std::move(exec));
+    return BlockDiagPc<VT>::from_csr(type, a, nc, std::move(exec), zero);
 }
 template <class VT>
 std::unique_ptr<Preconditioner<VT>> make_block_diag_pc(PcType type, const CsrPatternView& p,
                                                        const double* values, index_t nc,
-                                                       std::shared_ptr<const Executor> exec)
+                                                       std::shared_ptr<const Executor> exec,
+                                                       ZeroDiagonal zero)
 {
-    return BlockDiagPc<VT>::from_values(type, p, values, nc, std::move(exec));
+    return BlockDiagPc<VT>::from_values(type, p, values, nc, std::move(exec), zero);
 }
 
-#define HEPTANE_INSTANTIATE(VT)                                                \
-    template std::unique_ptr<Preconditioner<VT>> make_identity_pc<VT>(         \
-        index_t, std::shared_ptr<const Executor>);                             \
-    template std::unique_ptr<Preconditioner<VT>> make_empty_pc<VT>(            \
-        PcType, std::shared_ptr<const Executor>);                              \
-    template std::unique_ptr<Preconditioner<VT>> make_block_diag_pc<VT>(       \
-        PcType, const Csr<double>&, index_t, std::shared_ptr<const Executor>); \
-    template std::unique_ptr<Preconditioner<VT>> make_block_diag_pc<VT>(       \
-        PcType, const CsrPatternView&, const double*, index_t, std::shared_ptr<const Executor>);
+#define HEPTANE_INSTANTIATE(VT)                                                                 \
+    template std::unique_ptr<Preconditioner<VT>> make_identity_pc<VT>(                          \
+        index_t, std::shared_ptr<const Executor>);                                              \
+    template std::unique_ptr<Preconditioner<VT>> make_empty_pc<VT>(                             \
+        PcType, std::shared_ptr<const Executor>);                                               \
+    template std::unique_ptr<Preconditioner<VT>> make_block_diag_pc<VT>(                        \
+        PcType, const Csr<double>&, index_t, std::shared_ptr<const Executor>, ZeroDiagonal);    \
+    template std::unique_ptr<Preconditioner<VT>> make_block_diag_pc<VT>(                        \
+        PcType, const CsrPatternView&, const double*, index_t, std::shared_ptr<const Executor>, \
+        ZeroDiagonal);
 HEPTANE_INSTANTIATE(double)
 HEPTANE_INSTANTIATE(float)
 #undef HEPTANE_INSTANTIATE

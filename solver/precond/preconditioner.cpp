@@ -201,13 +201,14 @@ std::unique_ptr<Preconditioner<VT>> make_preconditioner(PcType type, const Csr<d
         v.on_executor = true;
         return detail::make_block_diag_pc<VT>(type, v, a_on_exec->values.data(),
                                               type == PcType::jacobi ? 1 : block_size,
-                                              std::move(exec));
+                                              std::move(exec), options.jacobi_zero_diagonal);
     }
     switch (type) {
         case PcType::none:
             return detail::make_identity_pc<VT>(a.rows, std::move(exec));
         case PcType::jacobi:
-            return detail::make_block_diag_pc<VT>(type, a, 1, std::move(exec));
+            return detail::make_block_diag_pc<VT>(type, a, 1, std::move(exec),
+                                                  options.jacobi_zero_diagonal);
         case PcType::block_jacobi:
             return detail::make_block_diag_pc<VT>(type, a, block_size, std::move(exec));
         case PcType::ilu0:
@@ -254,6 +255,9 @@ std::unique_ptr<Preconditioner<VT>> make_preconditioner(PcType type, const CsrPa
                                                         std::shared_ptr<const Operator<VT>> a_op)
 {
     check_setup(exec.get(), block_size);
+    if (type == PcType::jacobi && pattern.rows > 0)
+        return detail::make_block_diag_pc<VT>(type, pattern, values, 1, std::move(exec),
+                                              options.jacobi_zero_diagonal);
     if ((type != PcType::amg && type != PcType::cpr) || pattern.rows == 0)
         return make_preconditioner<VT>(type, pattern, values, block_size, std::move(exec));
     // A as CSR in the executor's memory (device to device on a GPU where the pattern is

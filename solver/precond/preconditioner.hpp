@@ -21,7 +21,8 @@
 // Setup takes the canonical host CSR of A in double (whatever precision the solve uses),
 // the block size, and the executor the preconditioner lives on; the factors are stored in
 // VT on that executor. Setup errors (thrown as InputError, naming the block row and the
-// pivot): a zero diagonal (Jacobi), a singular diagonal block (block-Jacobi), a zero or
+// pivot): a zero diagonal (Jacobi, unless PcOptions::jacobi_zero_diagonal takes it as PETSc's
+// PCJACOBI does), a singular diagonal block (block-Jacobi), a zero or
 // singular pivot block (ILU(0)), a size that Nc does not divide.
 //
 // Setup is a symbolic part, which depends on the nonzero pattern only (the block pattern
@@ -158,7 +159,8 @@ public:
     /// Jacobi and block Jacobi: M⁻¹'s diagonal blocks as the apply uses them, n/b blocks of
     /// b × b values, row-major, in the executor's memory (b = block_size(); Jacobi: b = 1,
     /// 1/a_ii), for a caller that folds M⁻¹ into the operator (kernels::bdia_right_scale).
-    /// Valid until the next update_values or update_values_device. nullptr for the others.
+    /// Valid until the next update_values or update_values_device. nullptr for the others, and
+    /// for Jacobi after a zero diagonal entry taken as PcOptions::jacobi_zero_diagonal says.
     virtual const VT* block_inverse() const noexcept { return nullptr; }
 
 protected:
@@ -180,10 +182,18 @@ private:
     mutable Array<VT> tmp_;  // for alpha != 1 or beta != 0 (not used by the solvers)
 };
 
-/// Options of the preconditioners that have any (AMG, CPR).
+/// What point Jacobi does at a zero (or unstored) diagonal entry a_ii.
+enum class ZeroDiagonal {
+    error,  ///< SingularError naming the row (the default: a zero diagonal is usually a bug)
+    one,    ///< (M⁻¹)_ii = 1: PETSc's PCJACOBI with -pc_jacobi_fixdiagonal (its default)
+    zero,   ///< (M⁻¹)_ii = 0: PETSc's PCJACOBI without it (VecReciprocal leaves 0)
+};
+
+/// Options of the preconditioners that have any (Jacobi, AMG, CPR).
 struct PcOptions {
     AmgOptions amg;
     CprOptions cpr;
+    ZeroDiagonal jacobi_zero_diagonal = ZeroDiagonal::error;  ///< point Jacobi only
 };
 
 /// Build a preconditioner from host CSR `a` (double) with block size `block_size` (≥ 1;
