@@ -451,7 +451,12 @@ static PetscErrorCode PCApply_Heptane(PC pc, Vec x, Vec y)
   PetscCall(VecGetLocalSize(x, &n));
   if (!p->failed->empty()) { /* a failed setup: Inf, as PETSc's MatSolve of a failed factor, so that
                                  the KSP stops with KSP_DIVERGED_PC_FAILED */
-    PetscCall(VecSetInf(y));
+    PetscScalar *inf;
+    PetscInt     m;
+    PetscCall(VecGetLocalSize(y, &m));
+    PetscCall(VecGetArrayWrite(y, &inf)); /* not VecSetInf: deprecated in 3.22, gone from 3.25's library */
+    for (PetscInt i = 0; i < m; ++i) inf[i] = PETSC_INFINITY;
+    PetscCall(VecRestoreArrayWrite(y, &inf));
     PetscFunctionReturn(0);
   }
   PetscCheck(n == (PetscInt)p->engine->rows(), PETSC_COMM_SELF, PETSC_ERR_ARG_SIZ, "PC %s: the vector has %" PetscInt_FMT " local rows, the preconditioner %" PetscInt_FMT, PCHeptaneName(p), n, (PetscInt)p->engine->rows());
