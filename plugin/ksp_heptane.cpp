@@ -102,12 +102,13 @@ typedef struct {
   /* the matrix the engine holds */
   PetscObjectId                        mat_id;
   PetscObjectState                     mat_nzstate, mat_state;
-  HeptaneAIJCopy                       sbaij;      /* an SBAIJ matrix's AIJ copy (owned) */
-  HeptaneBAIJ                         *baij;       /* a BAIJ matrix's map to scalar CSR (KSPHeptaneCSRGet) */
-  const char                          *input_how;  /* how the matrix is read, for the view */
-  heptane::plugin::MatrixEngine       *own;        /* engine for non-bdiagh matrices */
-  heptane::plugin::MatrixEngine       *engine;     /* the engine used: own, or the bdiagh matrix's */
-  Mat                                  engine_mat; /* the bdiagh matrix lending its engine (referenced) */
+  HeptaneAIJCopy                       sbaij;                  /* an SBAIJ matrix's AIJ copy (owned) */
+  HeptaneBAIJ                         *baij;                   /* a BAIJ matrix's map to scalar CSR (KSPHeptaneCSRGet) */
+  HeptaneBlockIndex32                 *blk32_diag, *blk32_off; /* several ranks, 64-bit PetscInt: an MPIBAIJ's block indices in 32 bits */
+  const char                          *input_how;              /* how the matrix is read, for the view */
+  heptane::plugin::MatrixEngine       *own;                    /* engine for non-bdiagh matrices */
+  heptane::plugin::MatrixEngine       *engine;                 /* the engine used: own, or the bdiagh matrix's */
+  Mat                                  engine_mat;             /* the bdiagh matrix lending its engine (referenced) */
   heptane::plugin::KrylovEngine       *krylov;
   std::string                         *last_update; /* what the last setup did, for the view */
   std::string                         *grid_source;
@@ -513,10 +514,11 @@ static PetscErrorCode KSPHeptaneBAIJInPlace(KSP ksp, Mat A, What what, PetscBool
 /* what(blocks) on a BAIJ matrix's blocks and values (SeqBAIJ; an MPIBAIJ's diagonal block:
    the whole matrix on one rank, this rank's diagonal blocks on several), lent in place and
    given back after, also when what throws. *done: what returned; false where A is no BAIJ or
-   its blocks cannot be lent as they are (complex values, 64-bit indices). b: where the scalar
-   row pointers are kept (HeptaneBAIJBlocksGet), or NULL. */
+   its blocks cannot be lent as they are (complex values; 64-bit indices with nowhere to copy
+   them into 32 bits). b: where the scalar row pointers are kept (HeptaneBAIJBlocksGet), or
+   NULL; store: where 64-bit PetscInt's block indices go in 32 bits (else b's). */
 template <class What>
-static PetscErrorCode HeptaneWithBAIJBlocks(Mat A, HeptaneBAIJ *b, What what, PetscBool *done)
+static PetscErrorCode HeptaneWithBAIJBlocks(Mat A, HeptaneBAIJ *b, What what, PetscBool *done, HeptaneBlockIndex32 *store = NULL)
 {
   PetscBool                     isbaij, ismpibaij;
   Mat                           Ad = A, Ao;
@@ -530,7 +532,7 @@ static PetscErrorCode HeptaneWithBAIJBlocks(Mat A, HeptaneBAIJ *b, What what, Pe
   PetscCall(PetscObjectBaseTypeCompare((PetscObject)A, MATMPIBAIJ, &ismpibaij));
   if (!isbaij && !ismpibaij) PetscFunctionReturn(0);
   if (ismpibaij) PetscCall(MatMPIBAIJGetSeqBAIJ(A, &Ad, &Ao, &colmap));
-  PetscCall(HeptaneBAIJBlocksGet(Ad, b, &blocks));
+  PetscCall(HeptaneBAIJBlocksGet(Ad, b, &blocks, store));
   if (!blocks.block_ptr) PetscFunctionReturn(0);
   PetscErrorCode ierr = 0;
   HeptaneCallCXX(
@@ -833,7 +835,7 @@ static PetscErrorCode KSPHeptaneBuildPC(KSP ksp, Mat A, PetscBool values_only)
        this rank's); every rank agrees, so that all or none go on to the collective part below */
     PetscBool done, all;
     PetscCall(HeptaneWithBAIJBlocks(
-      h->rows_from, NULL, [h](const heptane::plugin::BlockCsrView &b) { return KSPHeptaneRefreshOrNot([&] { return h->krylov->refresh_preconditioner_blocks(b, *h->engine); }); }, &done));
+      h->rows_from, NULL, [h](const heptane::plugin::BlockCsrView &b) { return KSPHeptaneRefreshOrNot([&] { return h->krylov->refresh_preconditioner_blocks(b, *h->engine); }); }, &done, h->blk32_diag));
     PetscCallMPI(MPI_Allreduce(&done, &all, 1, HEPTANE_MPIU_BOOL, MPI_LAND, PetscObjectComm((PetscObject)ksp)));
     if (all) {
       h->pc_refreshed = PETSC_TRUE;
@@ -865,7 +867,7 @@ static PetscErrorCode KSPHeptaneBuildPC(KSP ksp, Mat A, PetscBool values_only)
         HeptaneDiagBlocks(b, diag);
         return true;
       },
-      &lent));
+      &lent, h->blk32_diag));
     PetscCheck(lent, PETSC_COMM_SELF, PETSC_ERR_PLIB, "heptane: the BAIJ blocks the operator was built from are gone");
     view = &diag.view;
   } else if (h->engine->distributed() && h->rows->baij && h->baij_blocks && !h->petsc_pc && KSPHeptanePCFromRows(want)) {
@@ -880,7 +882,7 @@ static PetscErrorCode KSPHeptaneBuildPC(KSP ksp, Mat A, PetscBool values_only)
         HeptaneBlocksCSR(b, *h->pc_rows, values_only);
         return true;
       },
-      &lent));
+      &lent, h->blk32_diag));
     PetscCheck(lent, PETSC_COMM_SELF, PETSC_ERR_PLIB, "heptane: the MPIBAIJ blocks the operator was built from are gone");
     view = &h->pc_rows->view;
   } else if (h->engine->distributed()) { /* several ranks: this rank's diagonal block (MPIAIJ's Ad,
@@ -1023,9 +1025,12 @@ static PetscErrorCode KSPHeptaneRanksBlocks(KSP ksp, Mat A, int todo, const hept
   if (!ismpibaij || cfg.format == "csr") PetscFunctionReturn(0); /* the same type on every rank; -heptane_format csr takes the rows */
   if (todo == 2 && !h->petsc_pc && !KSPHeptanePCFromDiagBlocks(KSPHeptaneResolvePC(h)) && !KSPHeptanePCFromRows(KSPHeptaneResolvePC(h))) PetscFunctionReturn(0);
   PetscCall(MatMPIBAIJGetSeqBAIJ(A, &Ad, &Ao, &garray));
-  PetscCall(HeptaneBAIJBlocksGet(Ad, NULL, &b.diag));
-  PetscCall(HeptaneBAIJBlocksGet(Ao, NULL, &b.off));
-  b.off_cols = (const heptane::index_t *)garray; /* read only where the blocks were lent: 32-bit PetscInt */
+  PetscCall(HeptaneBAIJBlocksGet(Ad, NULL, &b.diag, h->blk32_diag));
+  PetscCall(HeptaneBAIJBlocksGet(Ao, NULL, &b.off, h->blk32_off));
+  if (sizeof(PetscInt) == sizeof(heptane::index_t)) b.off_cols = (const heptane::index_t *)garray;
+  else if (b.off.block_ptr) { /* 64-bit PetscInt: garray in 32 bits (global block columns; the blocks were lent, so they fit) */ HeptaneCallCXX(h->blk32_off->garray.assign(garray, garray + Ao->cmap->n / (Ao->cmap->bs > 0 ? Ao->cmap->bs : 1)));
+    b.off_cols = h->blk32_off->garray.data();
+  }
   HeptaneCallCXX(
     try {
       if (todo == 1) ok = h->own->refresh_values_blocks(b);
@@ -2375,6 +2380,8 @@ static PetscErrorCode KSPDestroy_Heptane(KSP ksp)
   delete h->sym_note;
   delete h->nat_note;
   delete h->baij;
+  delete h->blk32_diag;
+  delete h->blk32_off;
   delete h->coarse_built;
   delete h->over_ranks_why;
   delete h->last_update;
@@ -2435,7 +2442,7 @@ static PetscErrorCode KSPCreate_Heptane_Private(KSP ksp, heptane::SolverType sol
   h->coarse_cycles              = 2;
   PetscCall(PetscStrncpy(h->device, "auto", sizeof(h->device)));
   HeptaneCallCXX(h->own = new heptane::plugin::MatrixEngine(); h->krylov = new heptane::plugin::KrylovEngine(); h->last_update = new std::string(); h->grid_source = new std::string(); h->device_resolved = new std::string(); h->device_why = new std::string(); h->mat_type = new std::string(); h->pc_note = new std::string(); h->pc_failed = new std::string(); h->pc_opts = new heptane::PcOptions();
-                 h->pc_opts->amg.over_ranks = heptane::AmgOverRanks::automatic; h->pc_opts->cpr.amg.over_ranks = heptane::AmgOverRanks::automatic; h->pc_opts_built = new heptane::PcOptions(); h->over_ranks_why = new std::string(); h->petsc_pc_note = new std::string(); h->warned = new std::string(); h->sym_note = new std::string(); h->nat_note = new std::string(); h->baij = new HeptaneBAIJ(); h->coarse_built = new heptane::plugin::GlobalCoarseOptions());
+                 h->pc_opts->amg.over_ranks = heptane::AmgOverRanks::automatic; h->pc_opts->cpr.amg.over_ranks = heptane::AmgOverRanks::automatic; h->pc_opts_built = new heptane::PcOptions(); h->over_ranks_why = new std::string(); h->petsc_pc_note = new std::string(); h->warned = new std::string(); h->sym_note = new std::string(); h->nat_note = new std::string(); h->baij = new HeptaneBAIJ(); h->blk32_diag = new HeptaneBlockIndex32(); h->blk32_off = new HeptaneBlockIndex32(); h->coarse_built = new heptane::plugin::GlobalCoarseOptions());
   h->engine = h->own;
   PetscCall(KSPHeptaneCheckComm(ksp));
 

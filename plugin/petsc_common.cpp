@@ -238,25 +238,34 @@ PetscErrorCode HeptaneBAIJValuesGet(Mat A, HeptaneBAIJ *b, PetscBool want_pos, c
   PetscFunctionReturn(0);
 }
 
-PetscErrorCode HeptaneBAIJBlocksGet(Mat A, HeptaneBAIJ *b, heptane::plugin::BlockCsrView *blocks)
+PetscErrorCode HeptaneBAIJBlocksGet(Mat A, HeptaneBAIJ *b, heptane::plugin::BlockCsrView *blocks, HeptaneBlockIndex32 *store)
 {
   PetscInt        nb, bs;
   const PetscInt *ia, *ja;
   PetscBool       done;
   PetscScalar    *a;
+  const bool      copy = sizeof(PetscInt) != sizeof(heptane::index_t); /* 64-bit PetscInt */
 
   PetscFunctionBegin;
   *blocks = heptane::plugin::BlockCsrView();
-  if (sizeof(PetscScalar) != sizeof(double) || sizeof(PetscInt) != sizeof(heptane::index_t)) PetscFunctionReturn(0);
+  if (!store && b) store = &b->blk32;
+  if (sizeof(PetscScalar) != sizeof(double) || (copy && !store)) PetscFunctionReturn(0);
   if (b) PetscCall(HeptaneBAIJMap(A, NULL, b, PETSC_FALSE));
   PetscCall(MatGetBlockSize(A, &bs));
   PetscCall(MatGetRowIJ(A, 0, PETSC_FALSE, PETSC_TRUE, &nb, &ia, &ja, &done));
   PetscCheck(done, PETSC_COMM_SELF, PETSC_ERR_SUP, "heptane: MatGetRowIJ() gave no block CSR for matrix type %s", ((PetscObject)A)->type_name);
+  if (copy) { /* the block indices into 32 bits, the values still in place; MatGetRowIJ given back now */
+    const bool fits = nb < 2147483647 && ia[nb] < 2147483647;
+    if (fits) HeptaneCallCXX(store->ptr.assign(ia, ia + nb + 1); store->col.assign(ja, ja + ia[nb]));
+    PetscInt nr = nb; /* MatRestoreRowIJ may set it (and clears ia, ja) */
+    PetscCall(MatRestoreRowIJ(A, 0, PETSC_FALSE, PETSC_TRUE, &nr, &ia, &ja, &done));
+    if (!fits) PetscFunctionReturn(0);
+  }
   PetscCall(MatSeqBAIJGetArray(A, &a));
   blocks->block_rows = (heptane::index_t)nb;
   blocks->block_size = (heptane::index_t)bs;
-  blocks->block_ptr  = (const heptane::index_t *)ia;
-  blocks->block_col  = (const heptane::index_t *)ja;
+  blocks->block_ptr  = copy ? store->ptr.data() : (const heptane::index_t *)ia;
+  blocks->block_col  = copy ? store->col.data() : (const heptane::index_t *)ja;
   blocks->values     = (const double *)a;
   PetscFunctionReturn(0);
 }
@@ -271,7 +280,7 @@ PetscErrorCode HeptaneBAIJBlocksRestore(Mat A, heptane::plugin::BlockCsrView *bl
   PetscFunctionBegin;
   if (blocks->block_ptr) {
     PetscCall(MatSeqBAIJRestoreArray(A, &a));
-    PetscCall(MatRestoreRowIJ(A, 0, PETSC_FALSE, PETSC_TRUE, &nb, &ia, &ja, &done));
+    if (sizeof(PetscInt) == sizeof(heptane::index_t)) PetscCall(MatRestoreRowIJ(A, 0, PETSC_FALSE, PETSC_TRUE, &nb, &ia, &ja, &done)); /* 64-bit: given back in Get */
   }
   *blocks = heptane::plugin::BlockCsrView();
   PetscFunctionReturn(0);

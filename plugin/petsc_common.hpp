@@ -87,6 +87,11 @@ PETSC_INTERN PetscErrorCode HeptaneCSRRestore(HeptaneCSR *);
    off-diagonal block): the global block column of each of its block columns; NULL: the
    columns as they are. `src` (each entry's position in the BAIJ array) is made only for
    HeptaneBAIJValuesGet's callers that ask for it. */
+/* 64-bit PetscInt: a block CSR pattern's indices copied into heptane's 32-bit ones (made
+   again at each HeptaneBAIJBlocksGet: block entries, not scalar ones), and an MPIBAIJ's garray */
+struct HeptaneBlockIndex32 {
+  std::vector<heptane::index_t> ptr, col, garray;
+};
 struct HeptaneBAIJ {
   PetscObjectId                                id      = 0;
   PetscObjectState                             nz      = -1;
@@ -97,6 +102,7 @@ struct HeptaneBAIJ {
   heptane::plugin::BigVector<heptane::index_t> ptr, col;              /* (plugin/big_alloc.hpp: huge pages, no zero fill) */
   heptane::plugin::BigVector<heptane::index_t> src;
   heptane::plugin::BigVector<double>           val;
+  HeptaneBlockIndex32                          blk32; /* HeptaneBAIJBlocksGet with 64-bit PetscInt */
 };
 PETSC_INTERN PetscErrorCode HeptaneBAIJGet(Mat, const PetscInt bcolmap[], HeptaneBAIJ *, heptane::plugin::CsrView *);
 /* A SeqBAIJ matrix's values in place, in their own order (MatSeqBAIJGetArray): the value of
@@ -112,8 +118,10 @@ PETSC_INTERN PetscErrorCode HeptaneBAIJValuesRestore(Mat, const double **values)
    and its values (MatSeqBAIJGetArray) in place; the HeptaneBAIJ's scalar row pointers are
    made too (once per pattern, no columns, no values: the view a preconditioner set up from the
    operator's device copies is given; not with b = NULL). blocks->block_ptr = NULL where
-   PetscInt is not 32-bit or the values are not doubles. Restored by HeptaneBAIJBlocksRestore. */
-PETSC_INTERN PetscErrorCode HeptaneBAIJBlocksGet(Mat, HeptaneBAIJ *, heptane::plugin::BlockCsrView *blocks);
+   the values are not doubles, or where PetscInt is 64-bit and there is nowhere to copy the block
+   indices into 32 bits (`store`, else b's; NULL both) or they do not fit. Restored by
+   HeptaneBAIJBlocksRestore. */
+PETSC_INTERN PetscErrorCode HeptaneBAIJBlocksGet(Mat, HeptaneBAIJ *, heptane::plugin::BlockCsrView *blocks, HeptaneBlockIndex32 *store = NULL);
 PETSC_INTERN PetscErrorCode HeptaneBAIJBlocksRestore(Mat, heptane::plugin::BlockCsrView *blocks);
 
 /* An SBAIJ matrix (only its upper triangle is stored) as AIJ (seq or mpi, as the matrix is):
