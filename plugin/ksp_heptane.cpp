@@ -392,6 +392,14 @@ static PetscErrorCode KSPHeptaneTakePC(KSP ksp)
       PetscCall(KSPHeptaneWarn(ksp, msg));
     }
     PetscCall(PCGetOptionsPrefix(pc, &prefix));
+    {
+      PetscReal zeropivot;
+      PetscCall(PetscOptionsGetReal(((PetscObject)pc)->options, prefix, "-pc_factor_zeropivot", &zeropivot, &flg));
+      if (flg) {
+        PetscCall(PetscSNPrintf(msg, sizeof(msg), "KSP %s: -pc_factor_zeropivot %g is not applied by heptane's ILU(0), whose pivot test is relative (a pivot block is singular when a pivot is <= Nc*eps*max|a_ij| of its block row, after partial pivoting). Add -heptane_petsc_pc to apply PETSc's own ILU with that tolerance", KSPHeptaneName(h), (double)zeropivot));
+        PetscCall(KSPHeptaneWarn(ksp, msg));
+      }
+    }
     PetscCall(PetscOptionsGetString(((PetscObject)pc)->options, prefix, "-pc_factor_mat_ordering_type", opt, sizeof(opt), &flg));
     if (flg && strcmp(opt, MATORDERINGNATURAL)) {
       PetscCall(PetscSNPrintf(msg, sizeof(msg), "KSP %s: -pc_factor_mat_ordering_type %s is not applied: heptane's ILU(0) factors in the natural order (-heptane_ilu natural) or a multi-colour one (-heptane_ilu multicolor). Add -heptane_petsc_pc to apply PETSc's own ILU with that ordering", KSPHeptaneName(h), opt));

@@ -758,6 +758,11 @@ heptane_plugin_test(plugin_host_ilu_shift_is_warned
     --plugin ${plugin_so} --heptane "-ksp_type hbcgs -pc_factor_shift_type inblocks"
   --expect "WARNING \\(heptane\\): KSP hbcgs: the ILU zero-pivot shift INBLOCKS \\(-pc_factor_shift_type\\) is not applied by heptane's ILU\\(0\\)"
   -- ${host} -dof 2)
+heptane_plugin_test(plugin_host_ilu_zeropivot_is_warned
+  ${solves} ${host_checks} --
+    --plugin ${plugin_so} --heptane "-ksp_type hbcgs -pc_factor_zeropivot 1e-8"
+  --expect "WARNING \\(heptane\\): KSP hbcgs: -pc_factor_zeropivot 1e-08 is not applied by heptane's ILU\\(0\\), whose pivot test is relative"
+  -- ${host} -dof 2)
 # ---- hcg on a matrix that is not symmetric: stopped before iterating, with a warning that
 # points to hbcgs; a symmetric one passes the check
 heptane_plugin_test(plugin_host_hcg_nonsymmetric_stops
