@@ -1036,7 +1036,9 @@ static PetscErrorCode KSPHeptaneRanksBlocks(KSP ksp, Mat A, int todo, const hept
   PetscCall(HeptaneBAIJBlocksGet(Ad, NULL, &b.diag, h->blk32_diag));
   PetscCall(HeptaneBAIJBlocksGet(Ao, NULL, &b.off, h->blk32_off));
   if (sizeof(PetscInt) == sizeof(heptane::index_t)) b.off_cols = (const heptane::index_t *)garray;
-  else if (b.off.block_ptr) { /* 64-bit PetscInt: garray in 32 bits (global block columns; the blocks were lent, so they fit) */ HeptaneCallCXX(h->blk32_off->garray.assign(garray, garray + Ao->cmap->n / (Ao->cmap->bs > 0 ? Ao->cmap->bs : 1)));
+  else if (b.off.block_ptr) {
+    /* 64-bit PetscInt: garray (the global block columns) in 32 bits; the blocks were lent, so they fit */
+    HeptaneCallCXX(h->blk32_off->garray.assign(garray, garray + Ao->cmap->n / (Ao->cmap->bs > 0 ? Ao->cmap->bs : 1)));
     b.off_cols = h->blk32_off->garray.data();
   }
   HeptaneCallCXX(

@@ -515,11 +515,13 @@ private:
         if (on_host && next_.size() != binv_.size()) next_ = Array<VT>(this->exec_, binv_.size());
         if (!on_host) staging_.resize(binv_.size());
         VT* out = on_host ? next_.data() : staging_.data();
-        if (fixes_zero()) std::fill(out, out + binv_.size(), zero_inverse());  // what stays
-        const index_t bad = kernels::block_diag_invert(*cpu_executor(), nblocks(), this->nc_,
-                                                       map_.data(), v, out, nullptr);
-        zero_met_ = fixes_zero() && bad >= 0;
-        if (bad >= 0 && !fixes_zero()) fail(bad, [&](std::size_t, offset_t k) { return v[k]; });
+        const index_t bad = invert_or_fix(
+            [&] {
+                return kernels::block_diag_invert(*cpu_executor(), nblocks(), this->nc_,
+                                                  map_.data(), v, out, nullptr);
+            },
+            [&] { std::fill(out, out + binv_.size(), zero_inverse()); });
+        if (bad >= 0) fail(bad, [&](std::size_t, offset_t k) { return v[k]; });
         if (on_host)
             binv_.swap(next_);
         else
@@ -531,11 +533,13 @@ private:
     void numeric_through(const std::vector<std::int32_t>& m, const double* values)
     {
         if (next_.size() != binv_.size()) next_ = Array<VT>(this->exec_, binv_.size());
-        if (fixes_zero()) std::fill(next_.data(), next_.data() + next_.size(), zero_inverse());
-        const index_t bad = kernels::block_diag_invert(*cpu_executor(), nblocks(), this->nc_,
-                                                       m.data(), values, next_.data(), nullptr);
-        zero_met_ = fixes_zero() && bad >= 0;
-        if (bad >= 0 && !fixes_zero())
+        const index_t bad = invert_or_fix(
+            [&] {
+                return kernels::block_diag_invert(*cpu_executor(), nblocks(), this->nc_, m.data(),
+                                                  values, next_.data(), nullptr);
+            },
+            [&] { std::fill(next_.data(), next_.data() + next_.size(), zero_inverse()); });
+        if (bad >= 0)
             fail(bad,
                  [&](std::size_t s, offset_t) { return values[m[std::size_t(bad) * nc2() + s]]; });
         binv_.swap(next_);
@@ -554,18 +558,21 @@ private:
         if (next_.size() != binv_.size()) next_ = Array<VT>(this->exec_, binv_.size());
         if (flag_.empty()) flag_ = Array<index_t>(this->exec_, 1);
         const index_t nb = nblocks(), nc = this->nc_;
-        if (fixes_zero())  // what the kernel leaves where a_ii = 0
-            dispatch_executor(*this->exec_, [&](const auto& e) {
-                kernels::fill(e, index_t(next_.size()), zero_inverse(), next_.data());
+        const index_t bad = invert_or_fix(
+            [&] {
+                return dispatch_executor(*this->exec_, [&](const auto& e) {
+                    return map32_.empty() ? kernels::block_diag_invert(e, nb, nc, map64_.data(), v,
+                                                                       next_.data(), flag_.data())
+                                          : kernels::block_diag_invert(e, nb, nc, map32_.data(), v,
+                                                                       next_.data(), flag_.data());
+                });
+            },
+            [&] {
+                dispatch_executor(*this->exec_, [&](const auto& e) {
+                    kernels::fill(e, index_t(next_.size()), zero_inverse(), next_.data());
+                });
             });
-        const index_t bad = dispatch_executor(*this->exec_, [&](const auto& e) {
-            return map32_.empty() ? kernels::block_diag_invert(e, nb, nc, map64_.data(), v,
-                                                               next_.data(), flag_.data())
-                                  : kernels::block_diag_invert(e, nb, nc, map32_.data(), v,
-                                                               next_.data(), flag_.data());
-        });
-        zero_met_ = fixes_zero() && bad >= 0;
-        if (bad >= 0 && !fixes_zero()) {
+        if (bad >= 0) {
             fail(bad, [&](std::size_t, offset_t k) {  // the failing block's few values, one by one
                 double x = 0;
                 copy_bytes(*this->exec_, v + k, *cpu_executor(), &x, sizeof(double));
@@ -651,6 +658,21 @@ private:
     VT zero_inverse() const noexcept
     {
         return zero_ == ZeroDiagonal::one ? VT(1) : VT(0);
+    }
+    // invert() (kernels::block_diag_invert into the next inverses: their lowest failing block,
+    // -1 for none; failed blocks are not written). Where it fails and fixes_zero(), every
+    // failure is an a_ii = 0: fill() sets all the next inverses to zero_inverse() and invert()
+    // runs again, writing every other entry, so only a failed setup pays the second pass.
+    // Returns the block the setup must stop at, -1 for none.
+    template <class Invert, class Fill>
+    index_t invert_or_fix(Invert&& invert, Fill&& fill)
+    {
+        const index_t bad = invert();
+        zero_met_ = bad >= 0 && fixes_zero();
+        if (!zero_met_) return bad;
+        fill();
+        invert();
+        return -1;
     }
 
     PcType type_;
