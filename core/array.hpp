@@ -35,19 +35,25 @@ public:
     /// n elements on `exec`: value-initialised on the host, uninitialised on a device.
     Array(std::shared_ptr<const Executor> exec, std::size_t n) : exec_(std::move(exec))
     {
-        if (exec_->is_cpu())
+        if (exec_->is_cpu()) {
             host_.resize(n);
-        else
+            if (n) exec_->count_allocation();
+        } else {
             allocate_device(n);
+        }
     }
     /// Take over a host vector (no copy).
     Array(std::vector<T>&& v) : exec_(cpu_executor()), host_(std::move(v)) {}  // NOLINT
-    Array(const std::vector<T>& v) : exec_(cpu_executor()), host_(v) {}        // NOLINT
+    Array(const std::vector<T>& v) : exec_(cpu_executor()), host_(v)           // NOLINT
+    {
+        if (!v.empty()) exec_->count_allocation();
+    }
 
     Array(const Array& other) : exec_(other.exec_)
     {
         if (exec_->is_cpu()) {
             host_ = other.host_;
+            if (!host_.empty()) exec_->count_allocation();
         } else {
             allocate_device(other.size_);
             copy_bytes(*exec_, other.dev_, *exec_, dev_, bytes());

@@ -214,6 +214,7 @@ void* CudaExecutor::alloc(std::size_t bytes) const
         HEPTANE_THROW(DeviceError, "allocation of " << bytes << " bytes on device " << impl_->device
                                                     << " failed: " << cudaGetErrorString(err));
     }
+    count_allocation();
     return p;
 }
 

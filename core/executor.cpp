@@ -48,6 +48,7 @@ void* CpuExecutor::alloc(std::size_t bytes) const
     // 64-byte alignment: whole cache lines, and AVX-512 friendly.
     void* p = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
     if (!p) HEPTANE_THROW(DeviceError, "host allocation of " << bytes << " bytes failed");
+    count_allocation();
     return p;
 }
 

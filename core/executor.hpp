@@ -2,7 +2,9 @@
 // This header is free of CUDA so that CPU-only code and CPU-only builds can include it.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -23,6 +25,18 @@ public:
     virtual void synchronize() const = 0;
     bool is_cpu() const noexcept { return kind() == ExecKind::cpu; }
     bool is_cuda() const noexcept { return kind() == ExecKind::cuda; }
+    /// Allocations of one byte or more on this executor so far: alloc()'s, and an Array's host
+    /// storage on the CPU (a diagnostic: e.g. a solve after Solver::prepare allocates nothing,
+    /// which the tests and the plugin's -info check).
+    std::uint64_t allocations() const noexcept
+    {
+        return allocations_.load(std::memory_order_relaxed);
+    }
+    /// Count one allocation (alloc() and Array's host storage call it).
+    void count_allocation() const noexcept { allocations_.fetch_add(1, std::memory_order_relaxed); }
+
+private:
+    mutable std::atomic<std::uint64_t> allocations_{0};
 };
 
 /// Host executor; kernels are OpenMP-parallel over omp_get_max_threads() threads.

@@ -46,13 +46,23 @@ public:
     FusedDots(const Operator<VT>& a, const SolverOptions& o, Array<double>& scratch,
               const kernels::StepContext& ctx)
     {
-        cap_ = o.fused_dots ? std::max(a.fused_dots_capacity(1), a.fused_dots_capacity(3)) : 0;
-        if (cap_ > scratch.size()) scratch = Array<double>(a.executor(), cap_);
+        cap_ = reserve(a, o, scratch);
         partials_ = scratch.data();
         in_product_ = o.fused_finish && !ctx.reducer;
         inputs_ =
             cap_ && o.fused_inputs != FusedInputs::none && !ctx.reducer && a.forms_step_inputs();
         state_ = ctx.state;
+    }
+    /// Size `scratch` for the partial sums of a's fused products (none where it cannot fuse
+    /// or SolverOptions::fused_dots is off); returns its capacity in partial sums.
+    template <class VT>
+    static std::size_t reserve(const Operator<VT>& a, const SolverOptions& o,
+                               Array<double>& scratch)
+    {
+        const std::size_t cap =
+            o.fused_dots ? std::max(a.fused_dots_capacity(1), a.fused_dots_capacity(3)) : 0;
+        if (cap > scratch.size()) scratch = Array<double>(a.executor(), cap);
+        return cap;
     }
     /// y = A x with the `count` dot products of the step that follows (w as in
     /// apply_fused_dots): fused where the operator can, the product then finishing the step
@@ -462,6 +472,21 @@ struct FusedFrame {
     W& w;
     VectorOps<VT>& ops;
 };
+
+/// Solver::prepare of a fused solver (BiCGStab, CG): the workspace W of the next solve, the
+/// partial sums of its fused products and the read-back slots of its checks, as the solve's
+/// start (FusedFrame, FusedDots, KrylovDriver::run) would make them.
+template <class VT, class W>
+void prepare_fused(const Operator<VT>& a, const std::shared_ptr<const Operator<VT>>& m,
+                   const SolverOptions& o, std::unique_ptr<W>& ws)
+{
+    FusedFrame<VT, W> frame(a, m, o, ws);
+    FusedDots::reserve(a, o, frame.w.partials);
+    frame.w.mirrors.ensure(
+        a.executor(),
+        sizeof(KrylovState) +
+            sizeof(double) * std::size_t(std::max(1, effective_check_every(o, a, frame.M))));
+}
 
 /// r = b − A x0 with the guess in x (SolverOptions::nonzero_initial_guess), else x = 0, r = b.
 template <class VT>

@@ -208,6 +208,14 @@ public:
     /// Status describes). b is not modified.
     virtual Status solve(const Array<VT>& b, Array<VT>& x) = 0;
 
+    /// Make now what the next solve would allocate at its start for the operator, the
+    /// preconditioner and the options set now (its vectors, the partial sums of fused
+    /// products, the pinned slots its checks read back): a host that sets up before it solves
+    /// (PETSc's KSPSetUp) pays for them there, not in the first solve. Optional: solve() makes
+    /// whatever is missing; a later solve with the same executor, rows, max_it (GMRES: restart)
+    /// and preconditioner presence uses what this made. Needs the operator set.
+    virtual void prepare() = 0;
+
     /// The method, e.g. "bicgstab (fused)", "cg", "gmres(30)".
     virtual std::string name() const = 0;
 

@@ -722,6 +722,75 @@ private:
 
 }  // namespace
 
+// Solver::prepare makes what a solve would allocate at its start: a solve after it allocates
+// nothing on the executor (Executor::allocations), a solve without it does, and the answers
+// are the same bit for bit; a larger max_it (BiCGStab, CG: the history) or another restart
+// (GMRES) makes the workspace again, as the solve would. Each solver, without a
+// preconditioner and with Jacobi, on the test executor (the CPU, or the GPU under
+// HEPTANE_TEST_DEVICE=cuda).
+BOOST_AUTO_TEST_CASE(prepare_moves_a_solves_allocations_before_it)
+{
+    const auto a = seven_point(12, 10, 9, 0.0, 0.0, true);  // SPD: CG too
+    std::vector<double> b(std::size_t(a.rows));
+    for (std::size_t i = 0; i < b.size(); ++i) b[i] = 1.0 + double(i % 7);
+    auto exec = test::test_executor();
+    const std::shared_ptr<const Operator<double>> op(
+        make_matrix_operator<double, double>(a, Format::csr, exec));
+    const std::shared_ptr<const Operator<double>> jacobi(
+        make_preconditioner<double>(PcType::jacobi, csr_from_coo(a), 1, exec));
+    const Array<double> bd = Array<double>(b).to(exec);
+    SolverOptions o;
+    o.rtol = 1e-8;
+    o.max_it = 500;
+    const auto make = [&](int method) -> std::unique_ptr<Solver<double>> {
+        if (method == 0) return std::make_unique<Bicgstab<double>>(o);
+        if (method == 1) return std::make_unique<Cg<double>>(o);
+        return std::make_unique<Gmres<double>>(o, 12);
+    };
+    for (int method = 0; method < 3; ++method) {
+        for (const auto& m : {std::shared_ptr<const Operator<double>>(), jacobi}) {
+            auto cold = make(method), warm = make(method);
+            BOOST_TEST_CONTEXT(cold->name() << (m ? " + jacobi" : ""))
+            {
+                BOOST_CHECK_THROW(warm->prepare(), InputError);  // no operator yet
+                for (auto* s : {cold.get(), warm.get()}) {
+                    s->set_operator(op);
+                    s->set_preconditioner(m);
+                }
+                Array<double> x_cold(exec, b.size()), x_warm(exec, b.size());
+                std::uint64_t before = exec->allocations();
+                const Status st_cold = cold->solve(bd, x_cold);
+                BOOST_TEST(exec->allocations() > before);  // the solve made its workspace
+                before = exec->allocations();
+                warm->prepare();
+                BOOST_TEST(exec->allocations() > before);
+                before = exec->allocations();
+                const Status st_warm = warm->solve(bd, x_warm);
+                BOOST_TEST(exec->allocations() == before);  // nothing left to make
+                BOOST_TEST(st_warm.converged(), st_warm.summary());
+                BOOST_TEST(st_warm.iterations == st_cold.iterations);
+                BOOST_TEST(x_warm.to_vector() == x_cold.to_vector(),
+                           boost::test_tools::per_element());
+                before = exec->allocations();
+                warm->prepare();  // the same key: nothing new
+                BOOST_TEST(exec->allocations() == before);
+                // a workspace for another shape: made again by prepare, then a solve without
+                // allocations and with the same answer
+                if (auto* g = dynamic_cast<Gmres<double>*>(warm.get()))
+                    g->set_restart(20);
+                else
+                    warm->options().max_it = 800;
+                warm->prepare();
+                BOOST_TEST(exec->allocations() > before);
+                before = exec->allocations();
+                const Status st_again = warm->solve(bd, x_warm);
+                BOOST_TEST(exec->allocations() == before);
+                BOOST_TEST(st_again.converged(), st_again.summary());
+            }
+        }
+    }
+}
+
 BOOST_AUTO_TEST_CASE(host_paced_operators_get_no_products_past_the_stop)
 {
     // an out-of-core product streams the matrix: iterations queued past the stop would cost

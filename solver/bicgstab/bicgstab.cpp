@@ -114,6 +114,13 @@ std::string Bicgstab<VT>::name() const
 }
 
 template <class VT>
+void Bicgstab<VT>::prepare()
+{
+    HEPTANE_ENSURE(a_, InputError, "Bicgstab::prepare: no operator (call set_operator first)");
+    if (impl_ == BicgstabImpl::fused) detail::prepare_fused(*a_, m_, opts_, ws_);
+}
+
+template <class VT>
 Status Bicgstab<VT>::solve(const Array<VT>& b_arr, Array<VT>& x_arr)
 {
     detail::check_operands("Bicgstab", a_.get(), m_.get(), b_arr, x_arr);

@@ -47,6 +47,7 @@ public:
     /// it is overwritten with 0 first; on return it holds the last iterate (the one the
     /// Status describes, also when the solve did not converge). b is not modified.
     Status solve(const Array<VT>& b, Array<VT>& x) override;
+    void prepare() override;
 
     /// "bicgstab (fused)" or "bicgstab (reference)".
     std::string name() const override;

@@ -46,6 +46,13 @@ template <class VT>
 Cg<VT>& Cg<VT>::operator=(Cg&&) noexcept = default;
 
 template <class VT>
+void Cg<VT>::prepare()
+{
+    HEPTANE_ENSURE(a_, InputError, "Cg::prepare: no operator (call set_operator first)");
+    detail::prepare_fused(*a_, m_, opts_, ws_);
+}
+
+template <class VT>
 Status Cg<VT>::solve(const Array<VT>& b_arr, Array<VT>& x_arr)
 {
     detail::check_operands("Cg", a_.get(), m_.get(), b_arr, x_arr);

@@ -26,6 +26,7 @@ public:
 
     /// Solve A x = b; x as for Bicgstab::solve.
     Status solve(const Array<VT>& b, Array<VT>& x) override;
+    void prepare() override;
 
     /// "cg".
     std::string name() const override { return "cg"; }

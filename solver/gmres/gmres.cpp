@@ -109,6 +109,15 @@ std::string Gmres<VT>::name() const
 }
 
 template <class VT>
+void Gmres<VT>::prepare()
+{
+    HEPTANE_ENSURE(a_, InputError, "Gmres::prepare: no operator (call set_operator first)");
+    const Operator<VT>* M = detail::applied_preconditioner(m_);
+    detail::workspace_for(ws_, detail::WorkspaceKey{a_->executor(), a_->rows(), restart_,
+                                                    M != nullptr, a_->reducer()});
+}
+
+template <class VT>
 Status Gmres<VT>::solve(const Array<VT>& b_arr, Array<VT>& x_arr)
 {
     detail::check_operands("Gmres", a_.get(), m_.get(), b_arr, x_arr);

@@ -53,6 +53,7 @@ public:
     /// Solve A x = b; x as for Bicgstab::solve. The preconditioner need not be the same linear
     /// map at every application (flexible GMRES).
     Status solve(const Array<VT>& b, Array<VT>& x) override;
+    void prepare() override;
 
     /// "gmres(m)", e.g. "gmres(30)".
     std::string name() const override;
