@@ -299,6 +299,8 @@ private:
 struct KrylovTimings {
   double last_pc_ms    = 0; ///< preconditioner setup or refresh (the last one)
   double last_solve_ms = 0; ///< upload b (and x0), iterate, download x
+  double last_in_ms    = 0; ///< of last_solve_ms: b (and x0) into heptane's vectors
+  double last_out_ms   = 0; ///< of last_solve_ms: x back into the caller's
   int    pc_builds     = 0; ///< full setups (symbolic + numeric)
   int    pc_refreshes  = 0; ///< values-only refreshes (numeric only)
 };
@@ -433,6 +435,15 @@ public:
   /// vectors, as vectors_on_device() checked): they are copied on the device, never through
   /// the host, and the device is synchronised before b is read and after x is written.
   Status solve(SolverType solver, const MatrixEngine &m, const SolverOptions &opts, bool nonzero_guess, const double *b, double *x, bool device_vectors = false);
+  /// Make now what the next solve(solver, m, opts, nonzero_guess, ...) would make at its start:
+  /// b's and x's copies on the executor, Â (set_fold) where that solve folds, and the solver's
+  /// workspace (Solver::prepare), so that a host's KSPSetUp pays for them instead of its first
+  /// KSPSolve. Optional (solve makes whatever is missing); where the solve wraps the operator or
+  /// the preconditioner anew each time (host products or preconditioner, a global coarse
+  /// correction, mixed precision refined), only b and x. Returns the allocations it made.
+  std::uint64_t prepare(SolverType solver, const MatrixEngine &m, const SolverOptions &opts, bool nonzero_guess);
+  /// Whether the last fold (last_fold_ms) was made by prepare() rather than by a solve.
+  bool fold_made_at_prepare() const noexcept;
   /// Whether solve() can take b and x where they are: both in the device memory of the GPU
   /// m's operator runs on, and m in fp64 (single and mixed precision convert on the host).
   static bool vectors_on_device(const MatrixEngine &m, const double *b, const double *x);

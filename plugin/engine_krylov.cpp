@@ -36,6 +36,7 @@ struct Typed {
   std::shared_ptr<const Operator<VT>> folded;
   const MatrixEngine                 *folded_m = nullptr;
   std::array<int, 4>                  folded_for{-1, -1, -1, -1};
+  double                              in_ms = 0, out_ms = 0; // the last solve's b/x in and x out
   // several ranks: the global coarse correction around pc (set_global_coarse), for this
   // operator build (MatrixEngine::timings().builds) and with these options
   std::unique_ptr<GlobalCoarse<VT>> coarse;
@@ -115,6 +116,33 @@ struct Typed {
     else s.set_preconditioner(pc);
     return s.solve(bd, xd);
   }
+  // solve_on's solver, set up as solve_on would set it, with its workspace made (Solver::prepare)
+  void prepare_on(SolverType type, int restart, const std::shared_ptr<const Operator<VT>> &op, const std::shared_ptr<const Operator<VT>> &folded_op, const SolverOptions &o)
+  {
+    if (folded_op) {
+      const std::size_t n = std::size_t(folded_op->rows());
+      if (y.size() != n || y.exec() != folded_op->executor()) y = Array<VT>(folded_op->executor(), n);
+      Solver<VT> &s = get_solver(SolverType::bicgstab, restart);
+      s.options()   = o;
+      s.set_operator(folded_op);
+      s.set_preconditioner(std::shared_ptr<const Operator<VT>>());
+      s.prepare();
+      return;
+    }
+    Solver<VT> &s = get_solver(type, restart);
+    s.options()   = o;
+    s.set_operator(op);
+    s.set_preconditioner(pc);
+    s.prepare();
+  }
+  // b and x on op's executor (solve's)
+  void prepare_vectors(const Operator<VT> &op)
+  {
+    const auto        exec = op.executor();
+    const std::size_t n    = std::size_t(op.rows());
+    if (b.size() != n || b.exec() != exec) b = Array<VT>(exec, n);
+    if (x.size() != n || x.exec() != exec) x = Array<VT>(exec, n);
+  }
   // the refinement's inner solver: one correction A32 d = r (MixedRefinement)
   struct Correction {
     Typed                              &t;
@@ -133,6 +161,7 @@ struct Typed {
   {
     const auto        exec = op->executor();
     const std::size_t n    = std::size_t(op->rows());
+    const auto        t_in = clock_type::now();
     if (b.size() != n || b.exec() != exec) b = Array<VT>(exec, n);
     if (x.size() != n || x.exec() != exec) x = Array<VT>(exec, n);
     if (device) {
@@ -147,6 +176,7 @@ struct Typed {
       upload(bh, b);
       if (nonzero_guess) upload(xh, x);
     }
+    in_ms                   = ms_since(t_in);
     SolverOptions o         = opts;
     o.nonzero_initial_guess = nonzero_guess;
     Status st;
@@ -161,14 +191,17 @@ struct Typed {
       }
     }
     if (!refined) st = solve_on(solver, restart, op, folded_op, o, b, x);
+    const auto t_out = clock_type::now();
     if constexpr (std::is_same_v<VT, double>) {
       if (device) {
         copy_bytes(*exec, x.data(), *exec, xh, n * sizeof(double)); // xh checked above
         exec->synchronize();                                        // x written before the caller uses it
+        out_ms = ms_since(t_out);
         return st;
       }
     }
     download(x, xh);
+    out_ms = ms_since(t_out);
     return st;
   }
   void upload(const double *h, Array<VT> &d)
@@ -214,6 +247,10 @@ struct KrylovEngine::Impl {
   bool   fold    = true;
   bool   folded  = false;
   double fold_ms = 0;
+  // a fold prepare() made for the next solve (its time), and whether the last solve's was one
+  bool   fold_pending    = false;
+  double fold_pending_ms = 0;
+  bool   fold_prepared   = false;
   // mixed precision refined against the fp64 matrix (set_refine)
   bool                                          refine      = true;
   bool                                          refined     = false; // the last solve was refined against the fp64 matrix
@@ -552,16 +589,57 @@ Status KrylovEngine::solve(SolverType solver, const MatrixEngine &m, const Solve
     }
     std::decay_t<decltype(op)> folded;
     if (k.fold && !k.host_mult && solver == SolverType::bicgstab && (op64 || !nonzero_guess) && t.pc && t.pc->block_inverse() && !t.coarse) folded = t.fold(m, k.timings, k.fold_ms);
-    k.folded        = folded != nullptr;
-    const Status st = t.solve(solver, k.restart, op, folded, op64, opts, nonzero_guess, b, x, k.corrections, device_vectors);
-    k.solver_name   = t.solver->name();
+    k.folded              = folded != nullptr;
+    const Status st       = t.solve(solver, k.restart, op, folded, op64, opts, nonzero_guess, b, x, k.corrections, device_vectors);
+    k.solver_name         = t.solver->name();
+    k.timings.last_in_ms  = t.in_ms;
+    k.timings.last_out_ms = t.out_ms;
     return st;
   };
+  // a fold prepare() made for this solve is reported as this solve's, made before it
+  const bool   pending    = k.fold_pending;
+  const double pending_ms = k.fold_pending_ms;
+  k.fold_pending          = false;
+  k.fold_pending_ms       = 0;
   k.fold_ms               = 0;
   k.refined               = op64 != nullptr;
   Status st               = m.precision() == Precision::single ? run(k.f, m.operator_single()) : run(k.d, m.operator_double());
+  k.fold_prepared         = k.folded && k.fold_ms == 0 && pending;
+  if (k.fold_prepared) k.fold_ms = pending_ms;
   k.timings.last_solve_ms = ms_since(t0);
   return st;
+}
+std::uint64_t KrylovEngine::prepare(SolverType solver, const MatrixEngine &m, const SolverOptions &opts, bool nonzero_guess)
+{
+  Impl &k = *impl_;
+  if (!m.built()) return 0;
+  const auto go = [&](auto &t, auto op) -> std::uint64_t {
+    const auto          exec   = op->executor();
+    const std::uint64_t before = exec->allocations();
+    t.prepare_vectors(*op);
+    // solve() wraps these anew at every solve, or refines through MixedRefinement: b and x only
+    const bool wrapped = k.host_apply || k.host_mult || t.coarse || (k.refine && m.precision() == Precision::mixed);
+    if (!wrapped) {
+      std::decay_t<decltype(op)> folded;
+      if (k.fold && solver == SolverType::bicgstab && !nonzero_guess && t.pc && t.pc->block_inverse()) {
+        double made_ms = 0;
+        folded         = t.fold(m, k.timings, made_ms);
+        if (made_ms > 0) { // made here for the next solve, which reports it
+          k.fold_pending    = true;
+          k.fold_pending_ms = made_ms;
+        }
+      }
+      SolverOptions o         = opts;
+      o.nonzero_initial_guess = nonzero_guess;
+      t.prepare_on(solver, k.restart, op, folded, o);
+    }
+    return exec->allocations() - before;
+  };
+  return m.precision() == Precision::single ? go(k.f, m.operator_single()) : go(k.d, m.operator_double());
+}
+bool KrylovEngine::fold_made_at_prepare() const noexcept
+{
+  return impl_->fold_prepared;
 }
 void KrylovEngine::set_restart(int restart) noexcept
 {

@@ -125,6 +125,8 @@ typedef struct {
   Mat                                  rows_from; /* the matrix they were read from (not referenced) */
   PetscMPIInt                          ranks;     /* of the KSP's communicator */
   PetscInt                             full_builds, value_refreshes, solves;
+  long long                            prepared_allocs, solve_allocs; /* the executor's allocations in the last KSPHeptanePrepare / KSPSolve */
+  double                               prepared_ms;
   PetscInt                             pc_reuses;    /* values-only setups that kept the preconditioner (KSPSetReusePreconditioner) */
   PetscLogDouble                       rank_entries; /* several ranks: this rank's entries (MatGetInfo) at the last new pattern */
   PetscErrorCode                       monitor_error;
@@ -1537,6 +1539,32 @@ static PetscErrorCode KSPHeptaneCoarse(KSP ksp, PetscBool changed)
   PetscFunctionReturn(0);
 }
 
+/* What the next KSPSolve would make at its start -- heptane's copies of b and x, the operator
+   with M^-1 folded in (-heptane_fold) and the solver's workspace (vectors, the pinned slots its
+   checks read back) -- made here, in KSPSetUp, as PETSc's own KSPs make their work vectors there
+   (KSPSetWorkVecs), so that KSPSolve iterates. HEPTANE_PREPARE=0 in the environment leaves them to
+   the solve (for comparisons). */
+static PetscErrorCode KSPHeptanePrepare(KSP ksp)
+{
+  KSP_Heptane           *h = (KSP_Heptane *)ksp->data;
+  heptane::SolverOptions opts;
+  static const bool      off = [] {
+    const char *v = getenv("HEPTANE_PREPARE");
+    return v && !strcmp(v, "0");
+  }();
+
+  PetscFunctionBegin;
+  h->prepared_allocs = 0;
+  h->prepared_ms     = 0;
+  if (off || !h->pc_failed->empty() || h->symmetric == 0 || !h->engine->built()) PetscFunctionReturn(0);
+  opts.max_it      = (int)ksp->max_it;
+  opts.check_every = (int)h->check_every;
+  const double t0  = MPI_Wtime();
+  HeptaneCallCXX(h->krylov->set_fold(h->fold); h->krylov->set_refine(h->refine); h->krylov->set_restart((int)h->restart); h->prepared_allocs = (long long)h->krylov->prepare(h->solver, *h->engine, opts, !ksp->guess_zero));
+  h->prepared_ms = (MPI_Wtime() - t0) * 1e3;
+  PetscFunctionReturn(0);
+}
+
 /* Bring the operator and the preconditioner up to date with the KSP's matrix. */
 static PetscErrorCode KSPHeptaneUpdate(KSP ksp)
 {
@@ -1678,6 +1706,7 @@ static PetscErrorCode KSPHeptaneUpdate(KSP ksp)
   PetscCall(KSPHeptaneAmatOperator(ksp, Amat, Pmat));
   PetscCall(KSPHeptaneFp64Product(ksp, Pmat));
   PetscCall(KSPHeptaneCheckSymmetry(ksp, Amat, Pmat));
+  if (updated || rebuild_pc) PetscCall(KSPHeptanePrepare(ksp));
   PetscFunctionReturn(0);
 }
 
@@ -2003,15 +2032,18 @@ static PetscErrorCode KSPSolve_Heptane(KSP ksp)
   heptane::SolverOptions opts;
   PetscBool              fallback;
   MatNullSpace           nullsp;
+  const double           t_solve = MPI_Wtime();
 
   PetscFunctionBegin;
   PetscCheck(!ksp->transpose_solve, PetscObjectComm((PetscObject)ksp), PETSC_ERR_SUP, "KSP %s: KSPSolveTranspose() is not supported (heptane solves A x = b only)", KSPHeptaneName(h));
   PetscCall(KSPHeptaneResolveDevice(ksp)); /* the matrix may have changed since KSPSetUp */
   HeptaneThreadsScope threads(h);
   PetscCall(KSPHeptaneUpdate(ksp)); /* no-op unless the matrix changed since KSPSetUp */
-  ksp->its      = 0;
-  ksp->rnorm    = 0;
-  h->true_rnorm = -1;
+  const std::shared_ptr<const heptane::Executor> exec    = h->engine->built() ? h->engine->executor() : nullptr;
+  const std::uint64_t                            allocs0 = exec ? exec->allocations() : 0;
+  ksp->its                                               = 0;
+  ksp->rnorm                                             = 0;
+  h->true_rnorm                                          = -1;
   if (h->symmetric == 0) { /* hcg on a nonsymmetric matrix: stop before iterating */
     char msg[768];
     PetscCall(VecNorm(ksp->vec_rhs, NORM_2, &ksp->rnorm));
@@ -2116,7 +2148,15 @@ static PetscErrorCode KSPSolve_Heptane(KSP ksp)
     PetscCall(KSPHeptanePetscPCFailed(ksp, &failed));
   }
   h->solves++;
-  PetscCall(PetscInfo(ksp, "%s: %s (%s), %.3f ms\n", KSPHeptaneName(h), st.summary().c_str(), heptane::to_string(st.reason), h->krylov->timings().last_solve_ms));
+  h->solve_allocs = exec ? (long long)(exec->allocations() - allocs0) : 0;
+  {
+    const heptane::plugin::KrylovTimings &kt = h->krylov->timings();
+    /* where a solve's time goes: the fold of M^-1 into the operator (made for this solve, else 0),
+       b in, the solver's start (its vectors, r0 and the norms), the iterations, x out, and
+       KSPSolve's own (norms for the host's test, null spaces, checks) around them */
+    PetscCall(PetscInfo(ksp, "%s: %s (%s), %.3f ms: fold %.3f, b in %.3f, start %.3f, iterations %.3f, true residual %.3f, x out %.3f; KSPSolve %.3f ms, %lld allocations on the executor (KSPSetUp made %lld in %.3f ms)\n", KSPHeptaneName(h),
+                        st.summary().c_str(), heptane::to_string(st.reason), kt.last_solve_ms, h->krylov->fold_made_at_prepare() ? 0.0 : h->krylov->last_fold_ms(), kt.last_in_ms, st.timings.setup_ms, st.timings.solve_ms, st.timings.true_residual_ms, kt.last_out_ms, (MPI_Wtime() - t_solve) * 1e3, h->solve_allocs, h->prepared_allocs, h->prepared_ms));
+  }
   PetscFunctionReturn(0);
 }
 
@@ -2249,7 +2289,8 @@ static PetscErrorCode KSPView_Heptane(KSP ksp, PetscViewer viewer)
   if (!h->petsc_pc) PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane preconditioner setups: %d full (symbolic + numeric), %d values-only (numeric only, symbolic setup kept)\n", h->krylov->timings().pc_builds, h->krylov->timings().pc_refreshes));
   if (h->krylov->has_preconditioner() && !h->petsc_pc) PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane preconditioner, last setup: %s\n", h->krylov->numeric_path().c_str()));
   if (!h->last_update->empty()) PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane last setup: %s\n", h->last_update->c_str()));
-  if (h->solves) PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane last solve: %.3f ms\n", h->krylov->timings().last_solve_ms));
+  if (h->solves)
+    PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane last solve: %.3f ms, %lld allocations on the executor (its vectors and workspace are made at KSPSetUp: %lld allocations, %.3f ms, at the last setup)\n", h->krylov->timings().last_solve_ms, h->solve_allocs, h->prepared_allocs, h->prepared_ms));
   if (h->solves && h->engine && h->engine->built() && h->engine->executor()->is_cuda())
     PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane vectors: %s\n", h->device_vecs ? "b and x read and written on the GPU where PETSc keeps them (CUDA vectors: device-to-device copies, no host copy)" : "b and x from PETSc's host arrays (uploaded and downloaded each solve; with -vec_type cuda (-dm_vec_type cuda) and -heptane_precision double they stay on the GPU)"));
   if (h->solves && h->monitor_iterate)
@@ -2263,7 +2304,7 @@ static PetscErrorCode KSPView_Heptane(KSP ksp, PetscViewer viewer)
       PetscViewerASCIIPrintf(viewer, "  heptane last solve: -heptane_precision %s stopped on its fp32 recurrence; true residual ||b - A x|| = %g with PETSc's fp64 MatMult (-heptane_check_true_residual)\n", HeptanePrecisions[h->precision], (double)h->true_rnorm));
   if (h->solves && h->krylov->last_solve_folded())
     PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane last solve: preconditioner folded into the operator (-heptane_fold): BiCGStab on A M^-1 (%s), then x = M^-1 y\n",
-                                     h->krylov->last_fold_ms() > 0 ? ("made for this solve in " + std::to_string(h->krylov->last_fold_ms()) + " ms").c_str() : "kept from the solve before"));
+                                     h->krylov->last_fold_ms() > 0 ? ((h->krylov->fold_made_at_prepare() ? "made at KSPSetUp for this solve in " : "made for this solve in ") + std::to_string(h->krylov->last_fold_ms()) + " ms").c_str() : "kept from the solve before"));
   {
     const heptane::plugin::PrewarmReport w = heptane::plugin::prewarm_report();
     if (!w.device.empty())

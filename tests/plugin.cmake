@@ -214,6 +214,31 @@ foreach(v "hbcgs_jacobi;-ksp_type hbcgs -pc_type jacobi;${ref_bcgs} -pc_type jac
     --expect "host: convergence test called [0-9]+ times, last at iteration [0-9]+, said CONVERGED_RTOL"
     --reject MISMATCH -- ${host} -host_test 1 -solves 2)
 endforeach()
+# A solve after KSPSetUp allocates nothing on heptane's executor: heptane's copies of b and x,
+# the folded operator (pbjacobi) and the solver's workspace are made at KSPSetUp (after each
+# values-only refresh too), as PETSc's KSPs make their work vectors there; with HEPTANE_PREPARE=0
+# (the solve makes them, as before) the first solve's -ksp_view says it allocated. Three solves,
+# new values at each, the answers PETSc's.
+foreach(v "hbcgs_pbjacobi;-ksp_type hbcgs -pc_type pbjacobi;${ref_bcgs} -pc_type pbjacobi;-dof 2"
+          "hcg_jacobi;-ksp_type hcg -pc_type jacobi;-ksp_type cg -pc_type jacobi;-convection 0"
+          "hgmres_ilu;-ksp_type hgmres -pc_type ilu;-ksp_type gmres -ksp_pc_side right -pc_type ilu;-dof 1")
+  list(GET v 0 tag)
+  list(GET v 1 hep)
+  list(GET v 2 ref)
+  list(GET v 3 extra)
+  separate_arguments(extra)
+  heptane_plugin_test(plugin_host_solve_allocates_nothing_after_setup_${tag}
+    ${solves} ${host_checks} --its-diff 1 --solves 3 --
+    --plugin ${plugin_so} --ref "${ref}" --heptane "${hep} -ksp_view"
+    --expect "heptane last solve: [0-9.]+ ms, 0 allocations on the executor \\(its vectors and workspace are made at KSPSetUp: [1-9][0-9]* allocations"
+    --reject "heptane last solve: [0-9.]+ ms, [1-9][0-9]* allocations" --reject MISMATCH -- ${host} -solves 3 ${extra})
+endforeach()
+heptane_plugin_test(plugin_host_solve_allocates_without_prepare
+  ${CMAKE_COMMAND} -E env HEPTANE_PREPARE=0
+  ${solves} ${host_checks} --its-diff 1 --solves 3 --
+  --plugin ${plugin_so} --ref "${ref_bcgs} -pc_type pbjacobi" --heptane "-ksp_type hbcgs -pc_type pbjacobi -ksp_view"
+  --expect "heptane last solve: [0-9.]+ ms, [1-9][0-9]* allocations on the executor \\(its vectors and workspace are made at KSPSetUp: 0 allocations"
+  --reject MISMATCH -- ${host} -solves 3 -dof 2)
 heptane_plugin_test(plugin_host_host_convergence_test_hcg_hamg
   ${solves} --max-error 1e-3 --its host=2:30 --ref-its host=2:30 --solves 2 --
   --plugin ${plugin_so} --tol 1e-4 --ref "-ksp_type cg -pc_type gamg" --heptane "-ksp_type hcg -pc_type hamg -ksp_view"
@@ -399,7 +424,7 @@ foreach(pc jacobi pbjacobi)
   heptane_plugin_test(plugin_host_${pc}_folded_into_the_operator
     ${solves} ${host_checks} --its-diff 2 --
     --plugin ${plugin_so} --ref "${ref_bcgs} -pc_type ${pc}" --heptane "-ksp_type hbcgs -pc_type ${pc} -ksp_view"
-    --expect "preconditioner folded into the operator \\(-heptane_fold\\): BiCGStab on A M\\^-1 \\(made for this solve"
+    --expect "preconditioner folded into the operator \\(-heptane_fold\\): BiCGStab on A M\\^-1 \\(made at KSPSetUp for this solve"
     --expect "heptane setups: 1 full \\(new pattern\\), 2 values-only"
     --expect "heptane preconditioner, last setup: numeric part on the host, from the diagonal blocks of the operator's BDIA-GH values"
     --reject MISMATCH -- ${host} -dof 3 -solves 3)
