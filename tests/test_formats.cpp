@@ -1802,6 +1802,12 @@ BOOST_AUTO_TEST_CASE(bdia_right_scale_equals_the_product_with_the_block_diagonal
             check_right_scale<float, float>(a, nc, b, 1e-5);
         }
     }
+    // several tiles of block rows (the host kernel's 1024) and the threaded path (>= 32768 rows)
+    for (index_t nc : {1, 3}) {
+        const auto a = hepta(40, 30, 30, nc, false, 80 + unsigned(nc));
+        check_right_scale<double, double>(a, nc, nc, 1e-13);
+        if (nc > 1) check_right_scale<double, double>(a, nc, 1, 1e-13);
+    }
     // blocks that do not divide the block size
     const auto exec = test::test_executor();
     const Bdia<double> a = bdia_from_coo(hepta(4, 3, 3, 3, false, 99), 3).to(exec);
