@@ -14,6 +14,7 @@
 
 #include "solver/precond/amg/cpr.hpp"
 #include "solver/solve.hpp"
+#include "solver/warm_up.hpp"
 
 namespace heptane::plugin
 {
@@ -55,12 +56,12 @@ void join_worker(Pool &p)
 
 } // namespace
 
-void prewarm_device(const std::string &device, bool multigrid)
+void prewarm_device(const std::string &device, const PrewarmWork &work)
 {
   Pool                       &p = pool();
   std::lock_guard<std::mutex> lock(p.mutex);
   if (p.worker.joinable() || !p.execs.empty()) return;
-  p.worker = std::thread([&p, device, multigrid] {
+  p.worker = std::thread([&p, device, work] {
     const auto t0 = std::chrono::steady_clock::now();
     try {
       const std::string name = canonical(resolve_device(device));
@@ -77,7 +78,17 @@ void prewarm_device(const std::string &device, bool multigrid)
       // one OpenMP thread here: a team of this thread's own would compete with the host
       // program's (the warm-up's host work is a few microseconds)
       omp_set_num_threads(1);
-      if (multigrid) p.report.multigrid_ms = warm_up_multigrid(exec);
+      if (work.multigrid) p.report.multigrid_ms = warm_up_multigrid(exec);
+      if (!work.solvers.empty() && !work.block_sizes.empty()) {
+        const WarmUpReport k   = warm_up_krylov(exec, work.solvers, work.block_sizes);
+        p.report.krylov_ms     = k.ms;
+        p.report.krylov_solves = k.solves;
+        std::ostringstream o;
+        for (std::size_t i = 0; i < work.solvers.size(); ++i) o << (i ? ", " : "") << to_string(work.solvers[i]);
+        o << " at Nc";
+        for (std::size_t i = 0; i < work.block_sizes.size(); ++i) o << (i ? ", " : " ") << work.block_sizes[i];
+        p.report.krylov_what = o.str();
+      }
     } catch (const std::exception &e) {
       p.report.error = e.what();
     }

@@ -13,9 +13,11 @@
 #include <cstddef>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "core/executor.hpp"
 #include "plugin/pinned_upload.hpp"
+#include "solver/krylov.hpp"
 
 namespace heptane::plugin
 {
@@ -34,9 +36,17 @@ std::string resolve_device(const std::string &device, long long nnz = -1, int th
 /// Nothing for cpu, for auto without a GPU, or when a device is already made or in the
 /// making. Errors on the thread are kept, not thrown: shared_executor then makes the
 /// executor itself and reports its own error.
-/// `multigrid`: also load the device code of AMG and CPR (warm_up_multigrid, cpr.hpp), for a
-/// run whose options name hamg or hcpr.
-void prewarm_device(const std::string &device, bool multigrid = false);
+/// What else the thread loads once the device is set up, so that the first setup and solve
+/// do not load it (CUDA loads a kernel at its first launch).
+struct PrewarmWork {
+  /// the device code of AMG and CPR (warm_up_multigrid, cpr.hpp): options name hamg or hcpr
+  bool multigrid = false;
+  /// the device code of these Krylov solves with Jacobi/block Jacobi, folded and not, at these
+  /// block sizes (warm_up_krylov, solver/warm_up.hpp); none: nothing
+  std::vector<SolverType> solvers;
+  std::vector<index_t>    block_sizes;
+};
+void prewarm_device(const std::string &device, const PrewarmWork &work = PrewarmWork{});
 
 /// The process's executor for `device` (resolve_device's names: cpu, cuda, cuda:N): the one
 /// prewarm_device made (waiting for it if it is still in the making), the one an earlier
@@ -50,9 +60,12 @@ std::shared_ptr<PinnedUpload> shared_pinned_upload(const std::shared_ptr<const E
 /// Milliseconds the background thread took (0 when it did not run), and whether it was
 /// still running when the first shared_executor call for its device came (that call waited).
 struct PrewarmReport {
-  double      ms           = 0;
-  double      multigrid_ms = 0; // of ms: AMG's and CPR's device code loaded (warm_up_multigrid)
-  bool        waited       = false;
+  double      ms            = 0;
+  double      multigrid_ms  = 0; // of ms: AMG's and CPR's device code loaded (warm_up_multigrid)
+  double      krylov_ms     = 0; // of ms: the Krylov solves' device code loaded (warm_up_krylov)
+  int         krylov_solves = 0;
+  std::string krylov_what; // "BiCGStab, CG at Nc 1, 2, 3"
+  bool        waited = false;
   std::string device; // what it made ("cuda:0"), or empty
   std::string error;  // what it could not make (its exception's message), or empty
 };

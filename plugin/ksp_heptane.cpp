@@ -2308,8 +2308,10 @@ static PetscErrorCode KSPView_Heptane(KSP ksp, PetscViewer viewer)
   {
     const heptane::plugin::PrewarmReport w = heptane::plugin::prewarm_report();
     if (!w.device.empty())
-      PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane device set-up: %s made on a background thread at load (-heptane_prewarm) in %.3f ms%s; the first setup %s\n", w.device.c_str(), w.ms,
-                                       w.multigrid_ms > 0 ? (", of which " + std::to_string(w.multigrid_ms) + " ms loading AMG's and CPR's device code (an option names hamg or hcpr)").c_str() : "", w.waited ? "waited for it" : "found it ready"));
+      PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane device set-up: %s made on a background thread at load (-heptane_prewarm) in %.3f ms%s%s; the first setup %s%s\n", w.device.c_str(), w.ms,
+                                       w.multigrid_ms > 0 ? (", of which " + std::to_string(w.multigrid_ms) + " ms loading AMG's and CPR's device code (an option names hamg or hcpr)").c_str() : "",
+                                       w.krylov_ms > 0 ? (", " + std::to_string(w.krylov_ms) + " ms loading the Krylov solves' device code (" + std::to_string(w.krylov_solves) + " tiny solves: " + w.krylov_what + ")").c_str() : "", w.waited ? "waited for it" : "found it ready",
+                                       w.error.empty() ? "" : ("; the loading stopped: " + w.error).c_str()));
     else if (!w.error.empty()) PetscCall(PetscViewerASCIIPrintf(viewer, "  heptane device set-up at load failed (%s); the device was set up at the first setup instead\n", w.error.c_str()));
   }
   PetscFunctionReturn(0);
@@ -2355,7 +2357,7 @@ static PetscErrorCode KSPSetFromOptions_Heptane(KSP ksp, HeptaneOptionItems Pets
   PetscCall(PetscOptionsIntArray("-heptane_grid", "Grid J,H,I behind the matrix (x fastest) when it has no DMDA (default: from the DMDA, else detected)", "KSPHBCGS", grid, &n, NULL));
   PetscCall(PetscOptionsInt("-heptane_block", "Unknowns per cell Nc with -heptane_grid (default: from the DMDA, else detected)", "KSPHBCGS", nc, &nc, NULL));
   /* read once, when the plugin is loaded (register.cpp); listed here for -help */
-  PetscCall(PetscOptionsBool("-heptane_prewarm", "One rank, -heptane_device auto or a GPU: set the GPU up (context, stream, handles, pinned buffers) on a background thread when the plugin is loaded, read at load only", "KSPHBCGS", prewarm, &prewarm, NULL));
+  PetscCall(PetscOptionsBool("-heptane_prewarm", "One rank, -heptane_device auto or a GPU: set the GPU up (context, stream, handles, pinned buffers) and load the solves' device code on a background thread when the plugin is loaded, read at load only", "KSPHBCGS", prewarm, &prewarm, NULL));
   /* -pc_type hamg / hcpr: heptane's AMG / CPR inside its loop */
   PetscCall(HeptanePcOptionsFromOptions(PetscOptionsObject, h->pc_opts, PETSC_TRUE, "KSPHBCGS"));
   PetscOptionsHeadEnd();
@@ -2556,8 +2558,9 @@ static PetscErrorCode KSPCreate_Heptane_Private(KSP ksp, heptane::SolverType sol
    on a scalar system (Nc = 1), off otherwise; a hierarchy that is refused (a zero diagonal on a level, a
    singular coarsest level) gives each rank its own AMG/CPR until the pattern changes
 .  -heptane_grid J,H,I -heptane_block Nc - the grid when the matrix has no DMDA
-.  -heptane_prewarm <true,false> - set the GPU up on a background thread when the plugin is
-   loaded (one rank; read at load, without prefix, with -heptane_device)
+.  -heptane_prewarm <true,false> - set the GPU up and load the solves' device code on a
+   background thread when the plugin is loaded (one rank; read at load, without prefix, with
+   -heptane_device)
 .  -heptane_amg_threshold <theta> -heptane_amg_smoother <auto,chebyshev,jacobi,l1jacobi,ilu0mc>
    -heptane_amg_sweeps <k> -heptane_amg_cycle <v,w> -heptane_amg_coarse_size <n>
    -heptane_amg_max_levels <L> -heptane_amg_tail_rows <n> -heptane_amg_setup <auto,host,device>

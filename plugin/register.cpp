@@ -12,7 +12,9 @@
    auto or a GPU. Several ranks take their GPU by node-local rank at the first distributed
    setup and are not prewarmed.
 */
+#include <cstdlib>
 #include <cstring>
+#include <vector>
 
 #include "plugin/device_pool.hpp"
 #include "plugin/petsc_common.hpp"
@@ -40,9 +42,22 @@ static PetscErrorCode HeptanePrewarm(void)
      otherwise load cuSPARSE's and heptane's setup kernels: 45-75 ms on an H100) */
   char *all = NULL;
   PetscCall(PetscOptionsGetAll(NULL, &all));
-  const bool multigrid = all && (strstr(all, "hamg") || strstr(all, "hcpr"));
+  heptane::plugin::PrewarmWork work;
+  work.multigrid = all && (strstr(all, "hamg") || strstr(all, "hcpr"));
+  /* the Krylov solves' device code (their first solve would otherwise load it: ~5-7 ms on an
+     H100): the heptane KSPs the options name, BiCGStab where they name none (a host may set
+     its KSP type in code); Nc 1, 2 and 3, or 1 and -heptane_block's (with any prefix) */
+  if (all && strstr(all, "hbcgs")) work.solvers.push_back(heptane::SolverType::bicgstab);
+  if (all && strstr(all, "hcg")) work.solvers.push_back(heptane::SolverType::cg);
+  if (all && strstr(all, "hgmres")) work.solvers.push_back(heptane::SolverType::gmres);
+  if (work.solvers.empty()) work.solvers.push_back(heptane::SolverType::bicgstab);
+  work.block_sizes = {1, 2, 3};
+  if (const char *blk = all ? strstr(all, "heptane_block ") : NULL) {
+    const long nc = strtol(blk + strlen("heptane_block "), NULL, 10);
+    if (nc >= 1 && nc <= 8) work.block_sizes = nc == 1 ? std::vector<heptane::index_t>{1} : std::vector<heptane::index_t>{1, (heptane::index_t)nc};
+  }
   PetscCall(PetscFree(all));
-  HeptaneCallCXX(heptane::plugin::prewarm_device(device, multigrid));
+  HeptaneCallCXX(heptane::plugin::prewarm_device(device, work));
   PetscCall(PetscInfo(NULL, "heptane: setting up device '%s' on a background thread (-heptane_prewarm)\n", device));
   PetscFunctionReturn(0);
 }

@@ -887,6 +887,7 @@ if(HEPTANE_HAVE_CUDA)
       --expect "${on_device}" --expect "${two_refreshes}" --expect "on the device, after a pinned, chunked upload"
       --expect "symbolic part on the device, from the operator's device copy of the pattern"
       --expect "cuda:0 made on a background thread at load" --expect "preconditioner folded into the operator"
+      --expect "ms loading the Krylov solves' device code \\(6 tiny solves: bicgstab at Nc 1, 2, 3\\)"
       --expect "heptane vectors: b and x from PETSc's host arrays"
       --reject MISMATCH -- ${host} -dof 3 -solves 3)
   endforeach()

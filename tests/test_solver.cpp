@@ -24,6 +24,7 @@
 #include "solver/krylov_driver.hpp"
 #include "solver/precond/preconditioner.hpp"
 #include "solver/solve.hpp"
+#include "solver/warm_up.hpp"
 #include "tests/test_common.hpp"
 
 using namespace heptane;
@@ -728,6 +729,41 @@ private:
 // (GMRES) makes the workspace again, as the solve would. Each solver, without a
 // preconditioner and with Jacobi, on the test executor (the CPU, or the GPU under
 // HEPTANE_TEST_DEVICE=cuda).
+BOOST_AUTO_TEST_CASE(warm_up_runs_each_solver_and_leaves_the_executor_as_it_was)
+{
+    // the PETSc plugin's prewarm: tiny solves that load the device code (a GPU); every one must
+    // converge, and a solve after them gives what it gave before, bit for bit
+    auto exec = test::test_executor();
+    const auto a = seven_point(11, 9, 8, 0.0, 0.0, true);
+    std::vector<double> b(std::size_t(a.rows));
+    for (std::size_t i = 0; i < b.size(); ++i) b[i] = 1.0 + double(i % 5);
+    const std::shared_ptr<const Operator<double>> op(
+        make_matrix_operator<double, double>(a, Format::bdia, exec));
+    const std::shared_ptr<const Operator<double>> jacobi(
+        make_preconditioner<double>(PcType::jacobi, csr_from_coo(a), 1, exec));
+    const Array<double> bd = Array<double>(b).to(exec);
+    const auto solve = [&] {
+        Bicgstab<double> s;
+        s.options().rtol = 1e-8;
+        s.set_operator(op);
+        s.set_preconditioner(jacobi);
+        Array<double> x(exec, b.size());
+        const Status st = s.solve(bd, x);
+        BOOST_TEST(st.converged(), st.summary());
+        return std::make_pair(st.iterations, x.to_vector());
+    };
+    const auto before = solve();
+    const WarmUpReport rep =
+        warm_up_krylov(exec, {SolverType::bicgstab, SolverType::cg, SolverType::gmres}, {1, 3});
+    BOOST_TEST(rep.solves == 2 * (2 + 1 + 1));  // BiCGStab folded and not, CG, GMRES; Nc 1, 3
+    BOOST_TEST(rep.ms > 0);
+    const auto after = solve();
+    BOOST_TEST(after.first == before.first);
+    BOOST_TEST(after.second == before.second, boost::test_tools::per_element());
+    BOOST_TEST(warm_up_krylov(exec, {}, {1}).solves == 0);
+    BOOST_CHECK_THROW(warm_up_krylov(exec, {SolverType::cg}, {9}), InputError);
+}
+
 BOOST_AUTO_TEST_CASE(prepare_moves_a_solves_allocations_before_it)
 {
     const auto a = seven_point(12, 10, 9, 0.0, 0.0, true);  // SPD: CG too
