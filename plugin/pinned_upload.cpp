@@ -32,14 +32,17 @@ namespace
   return n;
 }
 
-// dst = src, `bytes` bytes, in 1 MiB pieces over the threads (one thread below 4 MiB), handed
-// out one at a time (dynamic), so that a slow thread does not hold up its share of a chunk.
-// (It did not remove the refresh-to-refresh spread seen on the H100 node, the same 524 MB in
-// 10 ms in one refresh and 39-125 ms in another, 16 threads: docs/benchmarks.md.)
+// dst = src, `bytes` bytes, in 1 MiB pieces over the threads (256 KiB below 8 MiB; one thread
+// below 1 MiB), handed out one at a time (dynamic), so that a slow thread does not hold up its
+// share of a chunk. (It did not remove the refresh-to-refresh spread seen on the H100 node, the
+// same 524 MB in 10 ms in one refresh and 39-125 ms in another, 16 threads: docs/benchmarks.md.)
+// A vector's pieces (PinnedUpload::upload_vector, download: ~2 MiB at 1 M rows) went through
+// one thread with 1 MiB pieces, 0.7-0.9 ms for 8.4 MB each way on the H100, slower than the
+// pageable copy (s43).
 [[maybe_unused]] void parallel_copy(void *dst, const void *src, std::size_t bytes)
 {
-  constexpr std::size_t piece  = std::size_t(1) << 20;
-  const std::int64_t    pieces = std::int64_t((bytes + piece - 1) / piece);
+  const std::size_t  piece  = bytes < (std::size_t(8) << 20) ? std::size_t(256) << 10 : std::size_t(1) << 20;
+  const std::int64_t pieces = std::int64_t((bytes + piece - 1) / piece);
 #pragma omp parallel for schedule(dynamic, 1) num_threads(upload_threads()) if (pieces > 4)
   for (std::int64_t p = 0; p < pieces; ++p) {
     const std::size_t lo = std::size_t(p) * piece;
@@ -87,11 +90,54 @@ PinnedUpload::~PinnedUpload()
 
 void PinnedUpload::upload(const void *src, void *dst, std::size_t bytes)
 {
+  copy_in(src, dst, bytes, chunk_, true);
+}
+
+std::size_t PinnedUpload::vector_piece(std::size_t bytes) const noexcept
+{
+  constexpr std::size_t page = 4096;
+  const std::size_t     q    = (bytes / 4 + page - 1) / page * page;
+  return std::min(chunk_, std::max(q, std::size_t(1) << 20));
+}
+
+void PinnedUpload::upload_vector(const void *src, void *dst, std::size_t bytes)
+{
+  copy_in(src, dst, bytes, vector_piece(bytes), false);
+}
+
+void PinnedUpload::download(const void *src, void *dst, std::size_t bytes)
+{
   const auto  &dev = static_cast<const CudaExecutor &>(*exec_);
   cudaStream_t s   = cuda::stream(dev);
   HEPTANE_CUDA_CHECK(cudaSetDevice(dev.device()));
-  for (std::size_t off = 0, i = 0; off < bytes; off += chunk_, ++i) {
-    const std::size_t len = std::min(chunk_, bytes - off);
+  const std::size_t piece = vector_piece(bytes);
+  const std::size_t n     = (bytes + piece - 1) / piece;
+  // piece i goes device -> buffer i % 2 on the stream; the host copies it out of the buffer
+  // while piece i + 1 is on the link, then queues piece i + 2 into the buffer it emptied
+  const auto queue = [&](std::size_t i) {
+    const std::size_t off = i * piece;
+    const int         b   = int(i % 2);
+    HEPTANE_CUDA_CHECK(cudaEventSynchronize(static_cast<cudaEvent_t>(done_[b]))); // an upload may still read it
+    HEPTANE_CUDA_CHECK(cudaMemcpyAsync(buf_[b], static_cast<const char *>(src) + off, std::min(piece, bytes - off), cudaMemcpyDeviceToHost, s));
+    HEPTANE_CUDA_CHECK(cudaEventRecord(static_cast<cudaEvent_t>(done_[b]), s));
+  };
+  for (std::size_t i = 0; i < std::min<std::size_t>(n, 2); ++i) queue(i);
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::size_t off = i * piece;
+    const int         b   = int(i % 2);
+    HEPTANE_CUDA_CHECK(cudaEventSynchronize(static_cast<cudaEvent_t>(done_[b])));
+    parallel_copy(static_cast<char *>(dst) + off, buf_[b], std::min(piece, bytes - off));
+    if (i + 2 < n) queue(i + 2);
+  }
+}
+
+void PinnedUpload::copy_in(const void *src, void *dst, std::size_t bytes, std::size_t piece, bool count)
+{
+  const auto  &dev = static_cast<const CudaExecutor &>(*exec_);
+  cudaStream_t s   = cuda::stream(dev);
+  HEPTANE_CUDA_CHECK(cudaSetDevice(dev.device()));
+  for (std::size_t off = 0, i = 0; off < bytes; off += piece, ++i) {
+    const std::size_t len = std::min(piece, bytes - off);
     const int         b   = int(i % 2);
     // buffer b is free once the copy that last read it is done (an event never recorded is)
     const auto t0 = std::chrono::steady_clock::now();
@@ -99,10 +145,12 @@ void PinnedUpload::upload(const void *src, void *dst, std::size_t bytes)
     const auto t1 = std::chrono::steady_clock::now();
     parallel_copy(buf_[b], static_cast<const char *>(src) + off, len);
     const auto t2 = std::chrono::steady_clock::now();
-    stats_.wait_ms += std::chrono::duration<double, std::milli>(t1 - t0).count();
-    stats_.host_copy_ms += std::chrono::duration<double, std::milli>(t2 - t1).count();
-    stats_.bytes += double(len);
-    stats_.threads = upload_threads();
+    if (count) {
+      stats_.wait_ms += std::chrono::duration<double, std::milli>(t1 - t0).count();
+      stats_.host_copy_ms += std::chrono::duration<double, std::milli>(t2 - t1).count();
+      stats_.bytes += double(len);
+      stats_.threads = upload_threads();
+    }
     HEPTANE_CUDA_CHECK(cudaMemcpyAsync(static_cast<char *>(dst) + off, buf_[b], len, cudaMemcpyHostToDevice, s));
     HEPTANE_CUDA_CHECK(cudaEventRecord(static_cast<cudaEvent_t>(done_[b]), s));
   }
@@ -217,6 +265,19 @@ void PinnedUpload::upload(const void *, void *, std::size_t)
 bool PinnedUpload::upload_registered(const void *, void *, std::size_t, std::uint64_t, int)
 {
   return false;
+}
+void PinnedUpload::upload_vector(const void *, void *, std::size_t)
+{
+  HEPTANE_THROW(NotSupported, "PinnedUpload: this build of heptane has no CUDA back end");
+}
+void PinnedUpload::download(const void *, void *, std::size_t)
+{
+  HEPTANE_THROW(NotSupported, "PinnedUpload: this build of heptane has no CUDA back end");
+}
+void        PinnedUpload::copy_in(const void *, void *, std::size_t, std::size_t, bool) { }
+std::size_t PinnedUpload::vector_piece(std::size_t) const noexcept
+{
+  return 0;
 }
 void PinnedUpload::drop(std::size_t) { }
 void zero_device_bytes(const Executor &, void *, std::size_t)

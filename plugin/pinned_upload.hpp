@@ -33,6 +33,15 @@ public:
   /// still be running (exec->synchronize() waits for it).
   void upload(const void *src, void *dst, std::size_t bytes);
 
+  /// A vector's copies (the plugin's b in, x out): in pieces of a quarter of `bytes` (1 MiB at
+  /// least, the buffers' size at most) through the two buffers, so the host copies of one
+  /// piece overlap the link's transfer of the next; not counted in stats() (the matrix's
+  /// uploads are). upload_vector queues as upload() does; download waits: dst (host memory)
+  /// holds src (exec's device memory, after the work queued on exec's stream before it) when
+  /// it returns. Measured on the H100 for a 1 M-row vector (8.4 MB): see docs/petsc.md.
+  void upload_vector(const void *src, void *dst, std::size_t bytes);
+  void download(const void *src, void *dst, std::size_t bytes);
+
   /// As upload(), but the copy engine reads src itself (no host copy) once (src, bytes, key)
   /// has come `after` times (>= 1): its whole pages are then registered with CUDA
   /// (cudaHostRegister, page-locked in place; the partial first and last pages, which a
@@ -73,6 +82,8 @@ private:
     bool           refused    = false; // CUDA did not register it: upload() for this key
   };
   void                            drop(std::size_t i);
+  void                            copy_in(const void *src, void *dst, std::size_t bytes, std::size_t piece, bool count);
+  std::size_t                     vector_piece(std::size_t bytes) const noexcept;
   std::vector<Registered>         registered_;
   std::uint64_t                   uses_ = 0;
   Stats                           stats_;

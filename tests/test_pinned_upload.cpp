@@ -168,3 +168,37 @@ BOOST_AUTO_TEST_CASE(two_live_arrays_that_share_a_page_stay_registered_side_by_s
     }
     munmap(base, bytes);
 }
+
+BOOST_AUTO_TEST_CASE(vectors_go_up_and_come_down_in_pieces_as_they_are)
+{
+    // the plugin's b in and x out (PinnedUpload::upload_vector, download): sizes of 0 bytes to
+    // several pieces, with buffers of 1 MiB and of 32 MiB, a last piece of any length; each copy
+    // compared with the host's values, the other direction through Array (a plain copy); the
+    // matrix uploads' statistics untouched
+    auto exec = test::test_executor();
+    for (const std::size_t buffer : {std::size_t(1) << 20, std::size_t(32) << 20}) {
+        PinnedUpload up(exec, buffer);
+        for (const std::size_t n :
+             {std::size_t(0), std::size_t(1), std::size_t(1000), std::size_t(131072),
+              std::size_t(655361), std::size_t(3) << 20}) {
+            BOOST_TEST_CONTEXT("buffer " << buffer << ", " << n << " doubles")
+            {
+                std::vector<double> h(n);
+                for (std::size_t i = 0; i < n; ++i) h[i] = 0.5 + double(i % 11) + 1e-3 * double(i);
+                Array<double> d(exec, n);
+                up.reset_stats();
+                up.upload_vector(h.data(), d.data(), n * sizeof(double));
+                exec->synchronize();
+                BOOST_TEST(d.to_vector() == h, boost::test_tools::per_element());
+                BOOST_TEST(up.stats().bytes == 0.0);
+                // the device copy changed, then downloaded into a host array holding other values
+                std::vector<double> g(n);
+                for (std::size_t i = 0; i < n; ++i) g[i] = -h[i] - 1.0;
+                d = Array<double>(g).to(exec);
+                std::vector<double> back(n, 7.0);
+                up.download(d.data(), back.data(), n * sizeof(double));
+                BOOST_TEST(back == g, boost::test_tools::per_element());
+            }
+        }
+    }
+}
