@@ -74,53 +74,10 @@ struct Typed {
     }
     return *solver;
   }
-  // One solve on device arrays (x: the initial guess when o.nonzero_initial_guess). folded:
-  // BiCGStab on Â y = b (zero initial guess), then x = M⁻¹ y.
-  Status solve_on(SolverType type, int restart, const std::shared_ptr<const Operator<VT>> &op, const std::shared_ptr<const Operator<VT>> &folded_op, const SolverOptions &o, const Array<VT> &bd, Array<VT> &xd)
-  {
-    if (folded_op) {
-      const std::size_t n = bd.size();
-      if (y.size() != n || y.exec() != bd.exec()) y = Array<VT>(bd.exec(), n);
-      Solver<VT> &s = get_solver(SolverType::bicgstab, restart);
-      s.options()   = o;
-      // the solver's iterate is y_i of A M^-1 y = b: the caller's is x_i = M^-1 y_i (y itself
-      // is y_i whenever the solver gives an iterate: nothing queued behind it)
-      const auto x_of = [this](const IterationInfo &i) -> std::function<void(double *)> {
-        if (!i.iterate) return nullptr;
-        return [this](double *out) {
-          if (xi.size() != y.size() || xi.exec() != y.exec()) xi = Array<VT>(y.exec(), y.size());
-          pc->apply(y.data(), xi.data());
-          download(xi, out);
-        };
-      };
-      if (o.monitor)
-        s.options().monitor = [&o, x_of](const IterationInfo &i) {
-          IterationInfo j = i;
-          j.iterate       = x_of(i);
-          o.monitor(j);
-        };
-      if (o.stop_test)
-        s.options().stop_test = [&o, x_of](const IterationInfo &i) {
-          IterationInfo j = i;
-          j.iterate       = x_of(i);
-          return o.stop_test(j);
-        };
-      s.set_operator(folded_op);
-      s.set_preconditioner(std::shared_ptr<const Operator<VT>>());
-      const Status st = s.solve(bd, y);
-      pc->apply(y.data(), xd.data()); // x = M⁻¹ y
-      return st;
-    }
-    Solver<VT> &s = get_solver(type, restart);
-    s.options()   = o;
-    s.set_operator(op);
-    if (host_pc) s.set_preconditioner(host_pc);
-    else if (coarse) s.set_preconditioner(coarse->op());
-    else s.set_preconditioner(pc);
-    return s.solve(bd, xd);
-  }
-  // solve_on's solver, set up as solve_on would set it, with its workspace made (Solver::prepare)
-  void prepare_on(SolverType type, int restart, const std::shared_ptr<const Operator<VT>> &op, const std::shared_ptr<const Operator<VT>> &folded_op, const SolverOptions &o)
+  // The solver solve_on runs for these arguments, set up as it runs it (options, operator,
+  // preconditioner; the monitor and stop test not yet wrapped): folded, BiCGStab on Â with no
+  // preconditioner and y (its iterate) made for Â's rows.
+  Solver<VT> &setup_solver(SolverType type, int restart, const std::shared_ptr<const Operator<VT>> &op, const std::shared_ptr<const Operator<VT>> &folded_op, const SolverOptions &o)
   {
     if (folded_op) {
       const std::size_t n = std::size_t(folded_op->rows());
@@ -129,15 +86,50 @@ struct Typed {
       s.options()   = o;
       s.set_operator(folded_op);
       s.set_preconditioner(std::shared_ptr<const Operator<VT>>());
-      s.prepare();
-      return;
+      return s;
     }
     Solver<VT> &s = get_solver(type, restart);
     s.options()   = o;
     s.set_operator(op);
-    s.set_preconditioner(pc);
-    s.prepare();
+    if (host_pc) s.set_preconditioner(host_pc);
+    else if (coarse) s.set_preconditioner(coarse->op());
+    else s.set_preconditioner(pc);
+    return s;
   }
+  // One solve on device arrays (x: the initial guess when o.nonzero_initial_guess). folded:
+  // BiCGStab on Â y = b (zero initial guess), then x = M⁻¹ y.
+  Status solve_on(SolverType type, int restart, const std::shared_ptr<const Operator<VT>> &op, const std::shared_ptr<const Operator<VT>> &folded_op, const SolverOptions &o, const Array<VT> &bd, Array<VT> &xd)
+  {
+    Solver<VT> &s = setup_solver(type, restart, op, folded_op, o);
+    if (!folded_op) return s.solve(bd, xd);
+    // the solver's iterate is y_i of A M^-1 y = b: the caller's is x_i = M^-1 y_i (y itself
+    // is y_i whenever the solver gives an iterate: nothing queued behind it)
+    const auto x_of = [this](const IterationInfo &i) -> std::function<void(double *)> {
+      if (!i.iterate) return nullptr;
+      return [this](double *out) {
+        if (xi.size() != y.size() || xi.exec() != y.exec()) xi = Array<VT>(y.exec(), y.size());
+        pc->apply(y.data(), xi.data());
+        download(xi, out);
+      };
+    };
+    if (o.monitor)
+      s.options().monitor = [&o, x_of](const IterationInfo &i) {
+        IterationInfo j = i;
+        j.iterate       = x_of(i);
+        o.monitor(j);
+      };
+    if (o.stop_test)
+      s.options().stop_test = [&o, x_of](const IterationInfo &i) {
+        IterationInfo j = i;
+        j.iterate       = x_of(i);
+        return o.stop_test(j);
+      };
+    const Status st = s.solve(bd, y);
+    pc->apply(y.data(), xd.data()); // x = M⁻¹ y
+    return st;
+  }
+  // solve_on's solver, set up as solve_on sets it, with its workspace made (Solver::prepare)
+  void prepare_on(SolverType type, int restart, const std::shared_ptr<const Operator<VT>> &op, const std::shared_ptr<const Operator<VT>> &folded_op, const SolverOptions &o) { setup_solver(type, restart, op, folded_op, o).prepare(); }
   // b and x on op's executor (solve's)
   void prepare_vectors(const Operator<VT> &op)
   {
@@ -580,6 +572,20 @@ bool KrylovEngine::vectors_on_device(const MatrixEngine &m, const double *b, con
   return m.built() && m.precision() == Precision::double_ && m.executor() && m.executor()->is_cuda() && is_device_memory_of(*m.executor(), b) && is_device_memory_of(*m.executor(), x);
 }
 
+namespace
+{
+
+// Whether a solve (and prepare() for it) runs BiCGStab on Â = A M⁻¹ (set_fold): M a (block)
+// Jacobi with its inverse blocks, no caller's product around A, no global coarse correction,
+// and a zero initial guess -- or a refined mixed solve, whose corrections start from zero.
+template <class T>
+bool folds(const KrylovEngine::Impl &k, const T &t, SolverType solver, bool nonzero_guess, bool refined)
+{
+  return k.fold && !k.host_mult && solver == SolverType::bicgstab && (refined || !nonzero_guess) && t.pc && t.pc->block_inverse() && !t.coarse;
+}
+
+} // namespace
+
 Status KrylovEngine::solve(SolverType solver, const MatrixEngine &m, const SolverOptions &opts, bool nonzero_guess, const double *b, double *x, bool device_vectors)
 {
   const auto t0 = clock_type::now();
@@ -611,7 +617,7 @@ Status KrylovEngine::solve(SolverType solver, const MatrixEngine &m, const Solve
       op                   = std::move(h);
     }
     std::decay_t<decltype(op)> folded;
-    if (k.fold && !k.host_mult && solver == SolverType::bicgstab && (op64 || !nonzero_guess) && t.pc && t.pc->block_inverse() && !t.coarse) folded = t.fold(m, k.timings, k.fold_ms);
+    if (folds(k, t, solver, nonzero_guess, op64 != nullptr)) folded = t.fold(m, k.timings, k.fold_ms);
     k.folded              = folded != nullptr;
     const Status st       = t.solve(solver, k.restart, op, folded, op64, opts, nonzero_guess, b, x, k.corrections, device_vectors);
     k.solver_name         = t.solver->name();
@@ -644,7 +650,7 @@ std::uint64_t KrylovEngine::prepare(SolverType solver, const MatrixEngine &m, co
     const bool wrapped = k.host_apply || k.host_mult || t.coarse || (k.refine && m.precision() == Precision::mixed);
     if (!wrapped) {
       std::decay_t<decltype(op)> folded;
-      if (k.fold && solver == SolverType::bicgstab && !nonzero_guess && t.pc && t.pc->block_inverse()) {
+      if (folds(k, t, solver, nonzero_guess, false)) {
         double made_ms = 0;
         folded         = t.fold(m, k.timings, made_ms);
         if (made_ms > 0) { // made here for the next solve, which reports it
