@@ -239,6 +239,65 @@ BOOST_AUTO_TEST_CASE(bicgstab_steps_match_host_math)
     BOOST_TEST(h1 == st.rnorm);
 }
 
+// The x/r update on every element, with its arrays 16-byte aligned (CUDA: two elements a
+// thread through 16-byte loads) and one element off (the element-at-a-time form), an odd and
+// an even length, ω ≠ 0 and ω = 0 (x += α p̂ only, r = s): each x and r against the host
+// formula, the two sums against long-double references.
+BOOST_AUTO_TEST_CASE(bicgstab_update_xr_matches_the_host_on_every_element)
+{
+    for (const index_t n : {index_t(1), index_t(2), index_t(4097), index_t(70000)})
+        for (const int off : {0, 1})
+            for (const double omega : {-1.25, 0.0}) {
+                BOOST_TEST_CONTEXT("n " << n << ", offset " << off << ", omega " << omega)
+                {
+                    const std::size_t m = std::size_t(n + off);
+                    VectorOps<double> ops(test::test_executor(), 10);
+                    KrylovState st;
+                    st.alpha = 0.625;
+                    st.omega = omega;
+                    st.rho = 3.0;
+                    st.bnorm = 1.0;
+                    st.div_limit = 1e300;  // no stop on the residual: ρ is taken
+                    st.max_it = 100;
+                    write_state(ops, st);
+                    const auto ph = test::random_vector<double>(m, 31),
+                               shh = test::random_vector<double>(m, 32);
+                    const auto sh = test::random_vector<double>(m, 33),
+                               th = test::random_vector<double>(m, 34);
+                    const auto rh = test::random_vector<double>(m, 35),
+                               xh = test::random_vector<double>(m, 36);
+                    auto p = on_exec(ph), s_hat = on_exec(shh), s = on_exec(sh), t = on_exec(th);
+                    auto r_hat = on_exec(rh), x = on_exec(xh);
+                    auto r = on_exec(std::vector<double>(m, nan_v));
+                    ops.bicgstab_update_xr(n, p.data() + off, s_hat.data() + off, s.data() + off,
+                                           t.data() + off, r_hat.data() + off, x.data() + off,
+                                           r.data() + off);
+                    const auto after = ops.read_state();
+                    const auto xn = x.to_vector(), rn = r.to_vector();
+                    std::vector<double> rr(static_cast<std::size_t>(n)),
+                        rhv(static_cast<std::size_t>(n));
+                    bool x_ok = true, r_ok = true;
+                    for (std::size_t i = std::size_t(off); i < m; ++i) {
+                        const double xr = omega != 0.0 ? xh[i] + 0.625 * ph[i] + omega * shh[i]
+                                                       : xh[i] + 0.625 * ph[i];
+                        const double r_ref = omega != 0.0 ? sh[i] - omega * th[i] : sh[i];
+                        x_ok = x_ok && std::abs(xn[i] - xr) <= 1e-14 * (2 + std::abs(omega));
+                        r_ok = r_ok && std::abs(rn[i] - r_ref) <= 1e-14 * (1 + std::abs(omega));
+                        rr[i - std::size_t(off)] = rn[i];
+                        rhv[i - std::size_t(off)] = rh[i];
+                    }
+                    BOOST_TEST(x_ok);
+                    BOOST_TEST(r_ok);
+                    if (off) BOOST_TEST(xn[0] == xh[0]);  // outside the range: untouched
+                    const auto [rhr, rhra] = ref_dot(rhv, rr);
+                    const auto [r2, r2a] = ref_dot(rr, rr);
+                    BOOST_TEST(std::abs(after.rho - double(rhr)) <= sum_tol(std::size_t(n), rhra));
+                    BOOST_TEST(std::abs(after.rnorm - std::sqrt(double(r2))) <=
+                               1e-12 * std::sqrt(double(r2)) + 1e-300);
+                }
+            }
+}
+
 BOOST_AUTO_TEST_CASE(step_kernels_do_nothing_once_stopped)
 {
     const index_t n = 1000;

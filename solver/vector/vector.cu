@@ -10,6 +10,8 @@
 // dependents (core/cuda_dependent_launch.cuh): each is scheduled while the kernel before it
 // finishes and waits for it before touching memory.
 #include <cstddef>
+#include <cstdint>
+#include <type_traits>
 
 #include "core/cuda_block_sum.cuh"
 #include "core/cuda_common.hpp"
@@ -35,6 +37,32 @@ unsigned blocks_for(const CudaExecutor& exec, index_t n)
     return g < m ? g : m;
 }
 
+/// CTAs of a reduction: 4 a multiprocessor (half of max_blocks). Measured on the H100
+/// (2026-12-06, BiCGStab's x/r update with its two sums at 1-16.8 M rows): 4 CTAs of 256
+/// threads a multiprocessor took 1.8-6 us less per launch than 8 -- fewer partials for the
+/// last CTA, a shorter tail.
+unsigned reduce_blocks_for(const CudaExecutor& exec, index_t n)
+{
+    const unsigned g = cuda::grid_for(n, block_size);
+    const unsigned m = static_cast<unsigned>(max_blocks(exec) / 2);
+    return g < m ? g : m;
+}
+
+/// A map with a paired form (Map::pair(i, acc): elements 2i and 2i + 1 through 16-byte loads
+/// and stores; Map::paired names it), which the reduction takes when map.use_pairs was set at
+/// launch (aligned arrays).
+template <class Map, class = void>
+struct has_pair : std::false_type {
+};
+template <class Map>
+struct has_pair<Map, std::void_t<typename Map::paired>> : std::true_type {
+};
+
+inline bool aligned16(const void* p)
+{
+    return (reinterpret_cast<std::uintptr_t>(p) & 15u) == 0;
+}
+
 using cuda_detail::block_sum;
 
 /// Map: load(state) once per thread, then (i, acc) for each element. Fin(state, sums, hist)
@@ -52,9 +80,17 @@ __global__ void __launch_bounds__(block_size)
 #pragma unroll
     for (int k = 0; k < NS; ++k) acc[k] = 0.0;
     const long long stride = static_cast<long long>(blockDim.x) * gridDim.x;
-    for (long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
-         i += stride)
-        map(i, acc);
+    const long long first = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
+    bool scalar = true;
+    if constexpr (has_pair<Map>::value) {
+        if (map.use_pairs) {  // elements 2i, 2i + 1 a step; an odd last element by thread 0
+            scalar = false;
+            for (long long i = first; i < n / 2; i += stride) map.template pair<NS>(i, acc);
+            if ((n & 1) && first == 0) map(n - 1, acc);
+        }
+    }
+    if (scalar)
+        for (long long i = first; i < n; i += stride) map(i, acc);
     block_sum<NS>(acc);
     __shared__ bool last;
     if (threadIdx.x == 0) {
@@ -115,7 +151,7 @@ template <int NS, class Map, class Fin>
 void launch_reduce(const CudaExecutor& exec, index_t n, Map map, Fin fin, StepContext ctx,
                    bool gated)
 {
-    const unsigned blocks = blocks_for(exec, n);
+    const unsigned blocks = reduce_blocks_for(exec, n);
     if (!ctx.reducer) {
         cuda::launch_dependent(exec, reduce_kernel<NS, Map, Fin>, blocks, block_size, n, map, fin,
                                ctx, gated);
@@ -290,6 +326,8 @@ struct UpdateXrMap {  // x += α p̂ + ω ŝ; r = s − ω t; (r̂, r), (r, r)
     VT* r;
     VT alpha, omega;
     bool use_s;
+    bool use_pairs;  // double and every array 16-byte aligned (set at launch): pair()
+    using paired = void;
     __device__ void load(const KrylovState& st)
     {
         alpha = VT(st.alpha);
@@ -309,6 +347,40 @@ struct UpdateXrMap {  // x += α p̂ + ω ŝ; r = s − ω t; (r̂, r), (r, r)
         r[i] = ri;
         a[0] += double(r_hat[i]) * double(ri);
         a[1] += double(ri) * double(ri);
+    }
+    // Elements 2i and 2i + 1, each as operator() computes it (the same operations in the
+    // same order), through 16-byte loads and stores: at 1-2 M rows on the H100 the scalar
+    // form moved 2.2-2.4 TB/s, this one 2.6-2.7 (2026-12-06 microbenchmark, .cu beside the
+    // log). Only for double, where use_pairs is set.
+    template <int NS>
+    __device__ void pair(long long i, double (&a)[NS]) const
+    {
+        if constexpr (std::is_same_v<VT, double>) {
+            static_assert(NS == 2, "UpdateXrMap has two sums");
+            const double2 ph = reinterpret_cast<const double2*>(p_hat)[i];
+            const double2 sh = reinterpret_cast<const double2*>(s_hat)[i];
+            const double2 si = reinterpret_cast<const double2*>(s)[i];
+            const double2 ti = reinterpret_cast<const double2*>(t)[i];
+            const double2 rh = reinterpret_cast<const double2*>(r_hat)[i];
+            double2 xi = reinterpret_cast<const double2*>(x)[i];
+            double2 ri;
+            if (use_s) {
+                xi.x += alpha * ph.x + omega * sh.x;
+                xi.y += alpha * ph.y + omega * sh.y;
+                ri.x = si.x - omega * ti.x;
+                ri.y = si.y - omega * ti.y;
+            } else {
+                xi.x += alpha * ph.x;
+                xi.y += alpha * ph.y;
+                ri = si;
+            }
+            reinterpret_cast<double2*>(x)[i] = xi;
+            reinterpret_cast<double2*>(r)[i] = ri;
+            a[0] += rh.x * ri.x;
+            a[1] += ri.x * ri.x;
+            a[0] += rh.y * ri.y;
+            a[1] += ri.y * ri.y;
+        }
     }
 };
 struct XrFin {
@@ -583,7 +655,11 @@ template <class VT>
 void bicgstab_update_xr(const CudaExecutor& exec, index_t n, const VT* p_hat, const VT* s_hat,
                         const VT* s, const VT* t, const VT* r_hat, VT* x, VT* r, StepContext ctx)
 {
-    launch_reduce<2>(exec, n, UpdateXrMap<VT>{p_hat, s_hat, s, t, r_hat, x, r, VT(0), VT(0), false},
+    const bool pairs = std::is_same_v<VT, double> && aligned16(p_hat) && aligned16(s_hat) &&
+                       aligned16(s) && aligned16(t) && aligned16(r_hat) && aligned16(x) &&
+                       aligned16(r);
+    launch_reduce<2>(exec, n,
+                     UpdateXrMap<VT>{p_hat, s_hat, s, t, r_hat, x, r, VT(0), VT(0), false, pairs},
                      XrFin{}, ctx, true);
 }
 
