@@ -38,9 +38,10 @@ unsigned blocks_for(const CudaExecutor& exec, index_t n)
 }
 
 /// CTAs of a reduction: 4 a multiprocessor (half of max_blocks). Measured on the H100
-/// (2026-12-06, BiCGStab's x/r update with its two sums at 1-16.8 M rows): 4 CTAs of 256
-/// threads a multiprocessor took 1.8-6 us less per launch than 8 -- fewer partials for the
-/// last CTA, a shorter tail.
+/// (2026-12-06, BiCGStab's x/r update with its two sums at 1-16.8 M rows, element at a time;
+/// docs/logs/bicgstab-update-xr-h100-2026-12-06-s44.md): 4 CTAs of 256
+/// threads a multiprocessor took 1.7-5.8 us less per launch than 8 (why was not measured
+/// apart: fewer partials for the last CTA to add and a shorter tail are the likely reasons).
 unsigned reduce_blocks_for(const CudaExecutor& exec, index_t n)
 {
     const unsigned g = cuda::grid_for(n, block_size);
@@ -350,8 +351,9 @@ struct UpdateXrMap {  // x += α p̂ + ω ŝ; r = s − ω t; (r̂, r), (r, r)
     }
     // Elements 2i and 2i + 1, each as operator() computes it (the same operations in the
     // same order), through 16-byte loads and stores: at 1-2 M rows on the H100 the scalar
-    // form moved 2.2-2.4 TB/s, this one 2.6-2.7 (2026-12-06 microbenchmark, .cu beside the
-    // log). Only for double, where use_pairs is set.
+    // form moved 2.2-2.4 TB/s, this one with 4 CTAs a multiprocessor 2.7 (2026-12-06
+    // microbenchmark, docs/logs/bicgstab-update-xr-h100-2026-12-06-s44.md). Only for double,
+    // where use_pairs is set.
     template <int NS>
     __device__ void pair(long long i, double (&a)[NS]) const
     {
