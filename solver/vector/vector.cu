@@ -657,9 +657,13 @@ template <class VT>
 void bicgstab_update_xr(const CudaExecutor& exec, index_t n, const VT* p_hat, const VT* s_hat,
                         const VT* s, const VT* t, const VT* r_hat, VT* x, VT* r, StepContext ctx)
 {
-    const bool pairs = std::is_same_v<VT, double> && aligned16(p_hat) && aligned16(s_hat) &&
-                       aligned16(s) && aligned16(t) && aligned16(r_hat) && aligned16(x) &&
-                       aligned16(r);
+    // The element form reads s and t after writing x, and r̂ after writing r; the paired form
+    // loads all before it stores. They agree unless those alias (BiCGStab's never do): then
+    // the element form.
+    const bool apart = s != x && t != x && r_hat != x && r_hat != r;
+    const bool pairs = std::is_same_v<VT, double> && apart && aligned16(p_hat) &&
+                       aligned16(s_hat) && aligned16(s) && aligned16(t) && aligned16(r_hat) &&
+                       aligned16(x) && aligned16(r);
     launch_reduce<2>(exec, n,
                      UpdateXrMap<VT>{p_hat, s_hat, s, t, r_hat, x, r, VT(0), VT(0), false, pairs},
                      XrFin{}, ctx, true);
