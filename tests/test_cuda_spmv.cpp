@@ -475,8 +475,10 @@ BOOST_AUTO_TEST_CASE(bdia_identity_main_blocks_give_the_product_read_or_not)
     struct Case {
         index_t nc, I;
     };
-    for (Case c : {Case{1, 6}, Case{1, 1}, Case{2, 6}, Case{3, 6}, Case{4, 6}, Case{5, 3},
-                   Case{8, 3}, Case{16, 3}})
+    // (Nc = 1, I = 40: 2520 rows, interior tiles of the fused product's two rows a thread;
+    // I = 41: 2583 rows, odd, one row a thread)
+    for (Case c : {Case{1, 6}, Case{1, 1}, Case{1, 40}, Case{1, 41}, Case{2, 6}, Case{3, 6},
+                   Case{4, 6}, Case{5, 3}, Case{8, 3}, Case{16, 3}})
         for (bool banded : {true, false}) {
             HeptaSpec s;
             s.J = 9;

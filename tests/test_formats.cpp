@@ -1707,6 +1707,21 @@ BOOST_AUTO_TEST_CASE(bdia_fused_dots_give_the_product_and_its_dot_products)
         check_step_dots<float, float>(what, a, nc);
         check_step_dots<float, double>(what, a, nc);
     }
+    // Nc = 1 with interior tiles: N even takes two rows a thread on the GPU (pairs of 16-byte
+    // loads; offsets ±J, ±JH even, then odd), N odd one row a thread
+    struct Grid {
+        index_t J, H, I;
+    };
+    for (Grid g : {Grid{16, 12, 16}, Grid{17, 12, 16}, Grid{17, 13, 15}}) {
+        const auto a = hepta(g.J, g.H, g.I, 1, false, 90 + unsigned(g.J + g.H));
+        const std::string what = "hepta " + std::to_string(g.J) + "x" + std::to_string(g.H) + "x" +
+                                 std::to_string(g.I) + " Nc=1";
+        check_fused_dots<double, double>(what, a, 1);
+        check_fused_dots<float, double>(what, a, 1);
+        check_step_dots<double, double>(what, a, 1);
+        check_step_dots<float, float>(what, a, 1);
+        check_step_dots<float, double>(what, a, 1);
+    }
     // extra block diagonals (9, not 7): the generic kernel
     const auto h = hepta(6, 5, 4, 2, false, 80);
     FormatOptions opt;

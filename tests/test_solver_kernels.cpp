@@ -298,6 +298,37 @@ BOOST_AUTO_TEST_CASE(bicgstab_update_xr_matches_the_host_on_every_element)
             }
 }
 
+// p = r + β (p − ω v) on every element: pairs of elements on the GPU where every array is
+// 16-byte aligned (offset 0), one at a time where it is not (offset 1), an odd last element.
+BOOST_AUTO_TEST_CASE(bicgstab_update_p_matches_the_host_on_every_element)
+{
+    for (const index_t n : {index_t(1), index_t(2), index_t(4097), index_t(70000)})
+        for (const int off : {0, 1}) {
+            BOOST_TEST_CONTEXT("n " << n << ", offset " << off)
+            {
+                const std::size_t m = std::size_t(n + off);
+                VectorOps<double> ops(test::test_executor(), 10);
+                KrylovState st;
+                st.beta = 0.75;
+                st.omega = -1.25;
+                write_state(ops, st);
+                const auto rh = test::random_vector<double>(m, 41),
+                           vh = test::random_vector<double>(m, 42),
+                           ph = test::random_vector<double>(m, 43);
+                auto r = on_exec(rh), v = on_exec(vh), p = on_exec(ph);
+                ops.bicgstab_update_p(n, r.data() + off, v.data() + off, p.data() + off);
+                const auto pn = p.to_vector();
+                bool ok = true;
+                for (std::size_t i = std::size_t(off); i < m; ++i) {
+                    const double want = rh[i] + 0.75 * (ph[i] + 1.25 * vh[i]);
+                    ok = ok && std::abs(pn[i] - want) <= 1e-14 * 4;
+                }
+                BOOST_TEST(ok);
+                if (off) BOOST_TEST(pn[0] == ph[0]);  // outside the range: untouched
+            }
+        }
+}
+
 BOOST_AUTO_TEST_CASE(step_kernels_do_nothing_once_stopped)
 {
     const index_t n = 1000;

@@ -28,6 +28,8 @@
 // Instantiated apart (bdia_step_*.cu).
 #pragma once
 
+#include <cstdlib>
+
 #include "core/cuda_block_sum.cuh"
 #include "core/cuda_dependent_launch.cuh"
 #include "formats/bdia/bdia_impl.cuh"
@@ -82,6 +84,13 @@ struct SInput {
     {
         return ldg(r + i) - alpha * ldg(b + i);
     }
+    /// entries i and i + 1 (i even) through one 16-byte load per vector (8-byte for float)
+    __device__ __forceinline__ typename vec2<VT>::type pair(long long i) const
+    {
+        const auto rr = ldg2(r + i), bb = ldg2(b + i);
+        return {rr.x - alpha * bb.x, rr.y - alpha * bb.y};
+    }
+    bool pairs_aligned() const { return aligned2(r) && aligned2(b); }
 };
 
 template <class X>
@@ -138,15 +147,30 @@ __global__ void __launch_bounds__(256)
         if (r < p.n) {
             VT s[RPT];
             thread_sums<NC, D, G, RPT>(p, r, interior, data, x, s);
-#pragma unroll
-            for (int k = 0; k < RPT; ++k) {
-                y[r + k] = s[k];
+            if constexpr (NC == 1 && RPT == 2) {  // aligned pairs (launch_ax_dots checked)
+                st2(y + r, s[0], s[1]);
                 if constexpr (formed_input<X>) {
-                    const VT zk = x(r + k);
-                    z[r + k] = zk;
-                    add_dots<ND>(acc, w ? ldg(w + r + k) : zk, s[k]);
+                    const auto zk = x.pair(r);
+                    st2(z + r, zk.x, zk.y);
+                    const auto wk = w ? ldg2(w + r) : zk;
+                    add_dots<ND>(acc, wk.x, s[0]);
+                    add_dots<ND>(acc, wk.y, s[1]);
                 } else {
-                    add_dots<ND>(acc, ldg(w + r + k), s[k]);
+                    const auto wk = ldg2(w + r);
+                    add_dots<ND>(acc, wk.x, s[0]);
+                    add_dots<ND>(acc, wk.y, s[1]);
+                }
+            } else {
+#pragma unroll
+                for (int k = 0; k < RPT; ++k) {
+                    y[r + k] = s[k];
+                    if constexpr (formed_input<X>) {
+                        const VT zk = x(r + k);
+                        z[r + k] = zk;
+                        add_dots<ND>(acc, w ? ldg(w + r + k) : zk, s[k]);
+                    } else {
+                        add_dots<ND>(acc, ldg(w + r + k), s[k]);
+                    }
                 }
             }
         }
@@ -169,14 +193,13 @@ __global__ void __launch_bounds__(256)
     if (last) finish_partials<ND>(partials, finish);
 }
 
-/// Launch the fused product for compile-time NC (0: generic) in the tuned shape of (MT, VT);
-/// returns the CTA count (partials per sum).
-template <int NC, int D, int ND, class MT, class X, class VT>
-index_t launch_ax_dots(const CudaExecutor& exec, const Params& p, const MT* data, const X& x, VT* y,
-                       const VT* w, VT* z, double* partials, std::size_t capacity,
-                       const DotsFinish& finish)
+/// Launch the fused product for compile-time NC (0: generic) and RPT rows a thread; returns the
+/// CTA count (partials per sum).
+template <int NC, int D, int ND, int RPT, class MT, class X, class VT>
+index_t launch_ax_dots_rpt(const CudaExecutor& exec, const Params& p, const MT* data, const X& x,
+                           VT* y, const VT* w, VT* z, double* partials, std::size_t capacity,
+                           const DotsFinish& finish)
 {
-    constexpr int RPT = NC > 0 && NC % 2 == 0 ? tuned_rows_per_thread<MT>(NC) : 1;
     constexpr int G = NC == 0                       ? 0
                       : tuned_alt_stage<MT, VT>(NC) ? alt_stage(NC)
                                                     : primary_stage(NC, D);
@@ -203,6 +226,51 @@ index_t launch_ax_dots(const CudaExecutor& exec, const Params& p, const MT* data
                                           << " given (spmv_dots_capacity)");
     cuda::launch_dependent(exec, kernel, grid, block, p, data, x, y, w, z, partials, tiles, finish);
     return static_cast<index_t>(grid);
+}
+
+/// Whether the Nc = 1 product may take two rows a thread (row_pair_nc1): N even and every
+/// array it reads or writes aligned for pairs; HEPTANE_PAIRS=0 turns it off (read once; for
+/// measuring one form against the other, as for BiCGStab's p update in solver/vector).
+/// Measured on the H100 (2026-12-06, BiCGStab without a preconditioner, ms an iteration,
+/// docs/benchmarks.md): with x an array or s formed (SInput) in pairs, and p updated in pairs,
+/// 1.05 M rows 0.1018 -> 0.1003, 2.1 M 0.1999 -> 0.1965, 16.8 M 1.5768 -> 1.4535; with p formed
+/// in the product too (PInput) the pairs lost at 1-2 M rows (0.1030 -> 0.1060, 0.1962 ->
+/// 0.2000), so PInput keeps one row a thread.
+template <class X>
+constexpr bool pairs_pay = !std::is_same_v<X, PInput<typename X::value_type>>;
+template <class VT>
+constexpr bool pairs_pay<const VT*> = true;
+
+template <class MT, class X, class VT>
+bool nc1_pairs(const Params& p, const MT* data, const X& x, const VT* y, const VT* w, const VT* z)
+{
+    static const bool on = [] {
+        const char* e = std::getenv("HEPTANE_PAIRS");
+        return !(e && e[0] == '0' && e[1] == '\0');
+    }();
+    bool ok = on && p.n % 2 == 0 && aligned2(data) && aligned2(y) && aligned2(w) && aligned2(z);
+    if constexpr (formed_input<X>)
+        ok = ok && x.pairs_aligned();
+    else
+        ok = ok && aligned2(x);
+    return ok;
+}
+
+/// The fused product for compile-time NC in the tuned shape of (MT, VT): two rows a thread for
+/// even Nc with fp32 values, and at Nc = 1 where nc1_pairs allows; one otherwise.
+template <int NC, int D, int ND, class MT, class X, class VT>
+index_t launch_ax_dots(const CudaExecutor& exec, const Params& p, const MT* data, const X& x, VT* y,
+                       const VT* w, VT* z, double* partials, std::size_t capacity,
+                       const DotsFinish& finish)
+{
+    if constexpr (NC == 1 && D == 7 && pairs_pay<X>) {
+        if (nc1_pairs(p, data, x, y, w, z))
+            return launch_ax_dots_rpt<NC, D, ND, 2>(exec, p, data, x, y, w, z, partials, capacity,
+                                                    finish);
+    }
+    constexpr int RPT = NC > 0 && NC % 2 == 0 ? tuned_rows_per_thread<MT>(NC) : 1;
+    return launch_ax_dots_rpt<NC, D, ND, RPT>(exec, p, data, x, y, w, z, partials, capacity,
+                                              finish);
 }
 
 template <int ND, class MT, class X, class VT>

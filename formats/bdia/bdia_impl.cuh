@@ -100,6 +100,22 @@ __device__ __forceinline__ typename vec2<T>::type ldcs2(const T* p)
 {
     return __ldcs(reinterpret_cast<const typename vec2<T>::type*>(p));
 }
+template <class T>
+__device__ __forceinline__ typename vec2<T>::type ldg2(const T* p)
+{
+    return __ldg(reinterpret_cast<const typename vec2<T>::type*>(p));
+}
+template <class T>
+__device__ __forceinline__ void st2(T* p, T a, T b)
+{
+    *reinterpret_cast<typename vec2<T>::type*>(p) = typename vec2<T>::type{a, b};
+}
+/// Whether p may be read as pairs (2 * sizeof(T)-byte aligned); null counts as aligned.
+template <class T>
+inline bool aligned2(const T* p)
+{
+    return (reinterpret_cast<std::uintptr_t>(p) % (2 * sizeof(T))) == 0;
+}
 
 // ------------------------------------------------------------------------------------------
 // Thesis kernel (the baseline): one thread per row, the D*Nc element offsets in shared
@@ -326,6 +342,52 @@ __device__ __forceinline__ void row_sum2(const Params& p, long long r, const MT*
     }
 }
 
+/// x[i], x[i + 1] (i even) of an array or of an input formed on the fly (its pair()).
+template <class VT>
+__device__ __forceinline__ typename vec2<VT>::type x_pair(const VT* __restrict__ x, long long i)
+{
+    return ldg2(x + i);
+}
+template <class X>
+__device__ __forceinline__ auto x_pair(const X& x, long long i)
+{
+    return x.pair(i);
+}
+
+/// Rows r and r + 1 of an interior tile at Nc = 1 (N even, r even): the values of each block
+/// diagonal as one 16-byte load (8-byte for float), x as one aligned pair where the offset is
+/// even and as the pair before plus one entry where it is odd (the entries r + d and
+/// r + d + 1 either way). The same products summed in the same order as row_sum, so each row's
+/// sum is row_sum's. U >= 0: block diagonal U is the identity (its values 1, not loaded).
+template <int D, int U, class MT, class X, class VT>
+__device__ __forceinline__ void row_pair_nc1(const Params& p, long long r,
+                                             const MT* __restrict__ data, const X& x, VT& s0,
+                                             VT& s1)
+{
+    using M2 = typename vec2<MT>::type;
+    M2 v[D];
+    VT x0[D], x1[D];
+#pragma unroll
+    for (int q = 0; q < D; ++q) {
+        if (q == U)
+            v[q] = M2{MT(1), MT(1)};
+        else
+            v[q] = ldcs2(data + static_cast<long long>(q) * p.n + r);
+        const long long c = r + p.boff[q];
+        const bool odd = (c & 1) != 0;
+        const auto t = x_pair(x, odd ? c - 1 : c);
+        x0[q] = odd ? t.y : t.x;
+        x1[q] = odd ? x_at(x, c + 1) : t.y;
+    }
+    s0 = 0;
+    s1 = 0;
+#pragma unroll
+    for (int q = 0; q < D; ++q) {
+        s0 += VT(v[q].x) * x0[q];
+        s1 += VT(v[q].y) * x1[q];
+    }
+}
+
 /// The first of the RPT rows of this thread in tile `tile` (blockDim.x * RPT rows), and whether
 /// the whole tile lies in the interior block rows (block-uniform: no bounds tests there).
 template <int NC, int RPT>
@@ -363,6 +425,19 @@ __device__ __forceinline__ void thread_sums(const Params& p, long long r, bool i
         }
         s[0] = interior ? row_sum<NC, D, G, false>(p, r, data, x)
                         : row_sum<NC, D, G, true>(p, r, data, x);
+    } else if constexpr (NC == 1) {  // two rows (N even): pairs inside, row by row at the edges
+        static_assert(RPT == 2 && D > 0, "Nc = 1 takes 1 or 2 rows per thread");
+        const bool unit = D == 7 && p.unit_q == D / 2;
+        if (!interior) {
+            s[0] = unit ? row_sum<NC, D, G, true, D / 2>(p, r, data, x)
+                        : row_sum<NC, D, G, true>(p, r, data, x);
+            s[1] = unit ? row_sum<NC, D, G, true, D / 2>(p, r + 1, data, x)
+                        : row_sum<NC, D, G, true>(p, r + 1, data, x);
+        } else if (unit) {
+            row_pair_nc1<D, D / 2>(p, r, data, x, s[0], s[1]);
+        } else {
+            row_pair_nc1<D, -1>(p, r, data, x, s[0], s[1]);
+        }
     } else {
         if (interior)
             row_sum2<NC, D, G, false>(p, r, data, x, s[0], s[1]);

@@ -11,6 +11,7 @@
 // finishes and waits for it before touching memory.
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <type_traits>
 
 #include "core/cuda_block_sum.cuh"
@@ -62,6 +63,18 @@ struct has_pair<Map, std::void_t<typename Map::paired>> : std::true_type {
 inline bool aligned16(const void* p)
 {
     return (reinterpret_cast<std::uintptr_t>(p) & 15u) == 0;
+}
+
+/// HEPTANE_PAIRS=0: the p update one element at a time even where its arrays allow pairs (read
+/// once; for measuring one form against the other, as for the fused Nc = 1 product in
+/// formats/bdia/bdia_dots.cuh).
+bool pairs_allowed()
+{
+    static const bool on = [] {
+        const char* e = std::getenv("HEPTANE_PAIRS");
+        return !(e && e[0] == '0' && e[1] == '\0');
+    }();
+    return on;
 }
 
 using cuda_detail::block_sum;
@@ -121,9 +134,15 @@ __global__ void __launch_bounds__(block_size) map_kernel(index_t n, Map map, Ste
     if (ctx.state->stop) return;
     map.load(*ctx.state);
     const long long stride = static_cast<long long>(blockDim.x) * gridDim.x;
-    for (long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
-         i += stride)
-        map(i);
+    const long long first = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
+    if constexpr (has_pair<Map>::value) {
+        if (map.use_pairs) {  // elements 2i, 2i + 1 a step; an odd last element by thread 0
+            for (long long i = first; i < n / 2; i += stride) map.pair(i);
+            if ((n & 1) && first == 0) map(n - 1);
+            return;
+        }
+    }
+    for (long long i = first; i < n; i += stride) map(i);
 }
 
 /// Distributed solves, first half: the last block stores the local sums in state->sums.
@@ -175,6 +194,12 @@ template <class Map>
 void launch_map(const CudaExecutor& exec, index_t n, Map map, StepContext ctx)
 {
     cuda::launch_dependent(exec, map_kernel<Map>, blocks_for(exec, n), block_size, n, map, ctx);
+}
+/// A map over n elements taking `work` steps (n / 2 rounded up in pairs): the grid for `work`.
+template <class Map>
+void launch_map(const CudaExecutor& exec, index_t work, index_t n, Map map, StepContext ctx)
+{
+    cuda::launch_dependent(exec, map_kernel<Map>, blocks_for(exec, work), block_size, n, map, ctx);
 }
 
 // ---- plain kernels ------------------------------------------------------------------------
@@ -277,7 +302,22 @@ struct UpdatePMap {  // p = r + β (p − ω v)
         beta = VT(s.beta);
         omega = VT(s.omega);
     }
+    bool use_pairs;  // double and every array 16-byte aligned (set at launch): pair()
+    using paired = void;
     __device__ void operator()(long long i) const { p[i] = r[i] + beta * (p[i] - omega * v[i]); }
+    // Elements 2i and 2i + 1 as operator() computes them, through 16-byte loads and stores
+    // (as UpdateXrMap::pair). Only for double, where use_pairs is set.
+    __device__ void pair(long long i) const
+    {
+        if constexpr (std::is_same_v<VT, double>) {
+            const double2 ri = reinterpret_cast<const double2*>(r)[i];
+            const double2 vi = reinterpret_cast<const double2*>(v)[i];
+            double2 pi = reinterpret_cast<const double2*>(p)[i];
+            pi.x = ri.x + beta * (pi.x - omega * vi.x);
+            pi.y = ri.y + beta * (pi.y - omega * vi.y);
+            reinterpret_cast<double2*>(p)[i] = pi;
+        }
+    }
 };
 
 struct AlphaFin {
@@ -598,7 +638,10 @@ template <class VT>
 void bicgstab_update_p(const CudaExecutor& exec, index_t n, const VT* r, const VT* v, VT* p,
                        StepContext ctx)
 {
-    launch_map(exec, n, UpdatePMap<VT>{r, v, p, VT(0), VT(0)}, ctx);
+    const bool pairs = std::is_same_v<VT, double> && pairs_allowed() && aligned16(r) &&
+                       aligned16(v) && aligned16(p);
+    launch_map(exec, pairs ? n / 2 + (n & 1) : n, n, UpdatePMap<VT>{r, v, p, VT(0), VT(0), pairs},
+               ctx);
 }
 
 template <class VT>
