@@ -17,7 +17,8 @@
 //
 // The product is the tuned kernel's (bdia_impl.cuh: row_sum / row_sum2, the tuned launch
 // shape of each block size), with beta = 0; the bytes are the product's plus one read of w
-// when w is not x.
+// when w is not x. At Nc = 1 a thread takes two rows (row_pair_nc1: 16-byte loads) where N is
+// even and the arrays are aligned, except when p is formed in it (nc1_pairs, pairs_pay).
 //
 // Unpreconditioned BiCGStab's products can also form their own input (spmv_step_dots,
 // StepInput): p = r + β (p − ω v) in v = A p and s = r − α v in t = A s, the vector kernels
