@@ -8,6 +8,7 @@
 #include <cusparse.h>
 
 #include <cstddef>
+#include <cstdlib>
 #include <memory>
 
 #include "core/error.hpp"
@@ -29,6 +30,18 @@ inline cusparseHandle_t cusparse(const CudaExecutor& e)
 }
 
 const char* cublas_status_string(cublasStatus_t s) noexcept;
+
+/// Whether the paired forms (two entries a thread through 16-byte loads) of the Nc = 1 fused
+/// BDIA-GH products and of BiCGStab's p update are taken where their arrays allow: yes, unless
+/// the environment sets HEPTANE_PAIRS=0 (read once; for measuring one form against the other).
+inline bool paired_forms()
+{
+    static const bool on = [] {
+        const char* e = std::getenv("HEPTANE_PAIRS");
+        return !(e && e[0] == '0' && e[1] == '\0');
+    }();
+    return on;
+}
 
 /// Grid size for a 1-D launch of n work items with `block` threads each.
 inline unsigned grid_for(long long n, int block)

@@ -11,7 +11,6 @@
 // finishes and waits for it before touching memory.
 #include <cstddef>
 #include <cstdint>
-#include <cstdlib>
 #include <type_traits>
 
 #include "core/cuda_block_sum.cuh"
@@ -63,18 +62,6 @@ struct has_pair<Map, std::void_t<typename Map::paired>> : std::true_type {
 inline bool aligned16(const void* p)
 {
     return (reinterpret_cast<std::uintptr_t>(p) & 15u) == 0;
-}
-
-/// HEPTANE_PAIRS=0: the p update one element at a time even where its arrays allow pairs (read
-/// once; for measuring one form against the other, as for the fused Nc = 1 product in
-/// formats/bdia/bdia_dots.cuh).
-bool pairs_allowed()
-{
-    static const bool on = [] {
-        const char* e = std::getenv("HEPTANE_PAIRS");
-        return !(e && e[0] == '0' && e[1] == '\0');
-    }();
-    return on;
 }
 
 using cuda_detail::block_sum;
@@ -638,7 +625,7 @@ template <class VT>
 void bicgstab_update_p(const CudaExecutor& exec, index_t n, const VT* r, const VT* v, VT* p,
                        StepContext ctx)
 {
-    const bool pairs = std::is_same_v<VT, double> && pairs_allowed() && aligned16(r) &&
+    const bool pairs = std::is_same_v<VT, double> && cuda::paired_forms() && aligned16(r) &&
                        aligned16(v) && aligned16(p);
     launch_map(exec, pairs ? n / 2 + (n & 1) : n, n, UpdatePMap<VT>{r, v, p, VT(0), VT(0), pairs},
                ctx);
