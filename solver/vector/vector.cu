@@ -180,12 +180,9 @@ void launch_reduce(const CudaExecutor& exec, index_t n, Map map, Fin fin, StepCo
 template <class Map>
 void launch_map(const CudaExecutor& exec, index_t n, Map map, StepContext ctx)
 {
-    cuda::launch_dependent(exec, map_kernel<Map>, blocks_for(exec, n), block_size, n, map, ctx);
-}
-/// A map over n elements taking `work` steps (n / 2 rounded up in pairs): the grid for `work`.
-template <class Map>
-void launch_map(const CudaExecutor& exec, index_t work, index_t n, Map map, StepContext ctx)
-{
+    index_t work = n;  // steps of the grid-stride loop: half as many in pairs
+    if constexpr (has_pair<Map>::value)
+        if (map.use_pairs) work = n / 2 + (n & 1);
     cuda::launch_dependent(exec, map_kernel<Map>, blocks_for(exec, work), block_size, n, map, ctx);
 }
 
@@ -627,8 +624,7 @@ void bicgstab_update_p(const CudaExecutor& exec, index_t n, const VT* r, const V
 {
     const bool pairs = std::is_same_v<VT, double> && cuda::paired_forms() && aligned16(r) &&
                        aligned16(v) && aligned16(p);
-    launch_map(exec, pairs ? n / 2 + (n & 1) : n, n, UpdatePMap<VT>{r, v, p, VT(0), VT(0), pairs},
-               ctx);
+    launch_map(exec, n, UpdatePMap<VT>{r, v, p, VT(0), VT(0), pairs}, ctx);
 }
 
 template <class VT>
