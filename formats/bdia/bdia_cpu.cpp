@@ -284,6 +284,65 @@ void spmv(const CpuExecutor&, const Bdia<MT>& a, Op op, VT alpha, const VT* x, V
     }
 }
 
+namespace {
+
+/// One tile of block rows [br0, br1) of bdia_right_scale: NC and B compile-time where they are
+/// nonzero (the runtime nc and b otherwise), so that the loops over a block's entries unroll.
+template <int NC, int B, class MT, class VT>
+void right_scale_tile(const Bdia<MT>& a, int nc_rt, int b_rt, const VT* binv, MT* o, int unit_q,
+                      offset_t br0, offset_t br1)
+{
+    const int nc = NC > 0 ? NC : nc_rt;
+    const int b = B > 0 ? B : b_rt;
+    const offset_t n = a.rows, nbc = a.cols / nc;
+    const int nq = a.num_block_diagonals();
+    const index_t* dq = a.block_offsets.data();
+    const MT* in = a.data.data();
+    const int per = nc / b;  // pc blocks per block column
+    for (int q = 0; q < nq; ++q) {
+        MT* __restrict__ oq = o + offset_t(q) * nc * n;  // Â and A are two arrays
+        const MT* __restrict__ aq = in + offset_t(q) * nc * n;
+        if (q == unit_q) {  // A_ii B_i = I
+            for (int s = 0; s < nc; ++s)
+                for (offset_t br = br0; br < br1; ++br)
+                    for (int t = 0; t < nc; ++t)
+                        oq[offset_t(s) * n + br * nc + t] = MT(s == t ? 1.0 : 0.0);
+            continue;
+        }
+        // the block rows whose block column cb = br + d_q lies inside the matrix; the others
+        // are padding: their slots lie outside it
+        const offset_t d = dq[q];
+        const offset_t lo = std::max(br0, std::min(br1, -d));
+        const offset_t hi = std::max(lo, std::min(br1, nbc - d));
+        const auto zero = [&](offset_t from, offset_t to) {
+            for (int s = 0; s < nc; ++s)
+                for (offset_t br = from; br < to; ++br)
+                    for (int t = 0; t < nc; ++t) oq[offset_t(s) * n + br * nc + t] = MT(0);
+        };
+        zero(br0, lo);
+        zero(hi, br1);
+        // a block row at a time: with compile-time sizes its Nc × Nc block of A and the
+        // pc blocks it meets stay in registers for all Nc² outputs
+        for (offset_t br = lo; br < hi; ++br) {
+            const offset_t cb = br + d;
+            for (int s = 0; s < nc; ++s) {
+                const int j = s % b;
+                const VT* bp = binv + (cb * per + s / b) * offset_t(b) * b + j;
+                const MT* ap = aq + offset_t(s - j) * n + br * nc;
+                MT* op = oq + offset_t(s) * n + br * nc;
+                for (int t = 0; t < nc; ++t) {
+                    double sum = 0;
+                    for (int i = 0; i < b; ++i)
+                        sum += double(ap[offset_t(i) * n + t]) * double(bp[i * b]);
+                    op[t] = MT(sum);
+                }
+            }
+        }
+    }
+}
+
+}  // namespace
+
 template <class MT, class VT>
 void bdia_right_scale(const CpuExecutor&, const Bdia<MT>& a, index_t b, const VT* binv,
                       Bdia<MT>& out, bool unit_main)
@@ -292,57 +351,35 @@ void bdia_right_scale(const CpuExecutor&, const Bdia<MT>& a, index_t b, const VT
     HEPTANE_ENSURE(a.exec()->is_cpu() && out.data.exec()->is_cpu(), DimensionMismatch,
                    "BDIA right scaling on the host: the matrices are not on the host");
     const offset_t n = a.rows;
-    const int nc = a.block_size, nq = a.num_block_diagonals();
-    const offset_t nbr = n / nc, nbc = a.cols / nc;
-    const index_t* dq = a.block_offsets.data();
-    const MT* in = a.data.data();
+    const int nc = a.block_size;
+    const offset_t nbr = n / nc;
     MT* o = out.data.data();
     const int unit_q = unit_main ? int(a.main_block_diagonal()) : -1;
-    const int per = nc / int(b);  // pc blocks per block column
     // row r = br·Nc + t, block diagonal q, column c = cb·Nc + s (cb = br + d_q) of pc block
     // P = c / b = cb·per + s / b, j = c mod b = s mod b (b divides Nc):
     //     out(r, (q, s)) = sum_i A(r, (q, s − j + i)) · B_P(i, j)
     // Tiles of block rows, and within a tile one block diagonal at a time: its Nc input and Nc
     // output slots are the only streams (2 Nc of them; a row at a time over all slots was
-    // 2 D Nc streams, more than the prefetchers follow), each value of A read once. The sum
-    // over i in the same order as before: the same results bit for bit.
+    // 2 D Nc streams, more than the prefetchers follow), each value of A read once. The sum over i
+    // in the same order whatever the tiling: the same results bit for bit. Nc = b = 1..4 and b = 1
+    // with Nc = 2..4 unroll their block loops (compile-time sizes).
     constexpr offset_t tile = 1024;  // block rows: 2 Nc streams of Nc·8 KiB at fp64
     const offset_t tiles = (nbr + tile - 1) / tile;
-#pragma omp parallel for schedule(static) if (n >= 32768)
-    for (offset_t tb = 0; tb < tiles; ++tb) {
-        const offset_t br0 = tb * tile, br1 = std::min(nbr, br0 + tile);
-        for (int q = 0; q < nq; ++q) {
-            MT* oq = o + offset_t(q) * nc * n;
-            const MT* aq = in + offset_t(q) * nc * n;
-            if (q == unit_q) {  // A_ii B_i = I
-                for (int s = 0; s < nc; ++s)
-                    for (offset_t br = br0; br < br1; ++br)
-                        for (int t = 0; t < nc; ++t)
-                            oq[offset_t(s) * n + br * nc + t] = MT(s == t ? 1.0 : 0.0);
-                continue;
-            }
-            for (offset_t br = br0; br < br1; ++br) {
-                const offset_t cb = br + dq[q];
-                if (cb < 0 || cb >= nbc) {  // padding: the slots lie outside the matrix
-                    for (int s = 0; s < nc; ++s)
-                        for (int t = 0; t < nc; ++t) oq[offset_t(s) * n + br * nc + t] = MT(0);
-                    continue;
-                }
-                for (int s = 0; s < nc; ++s) {
-                    const int j = s % int(b);
-                    const VT* bp = binv + (cb * per + s / int(b)) * offset_t(b) * b + j;
-                    const MT* ap = aq + offset_t(s - j) * n + br * nc;
-                    MT* op = oq + offset_t(s) * n + br * nc;
-                    for (int t = 0; t < nc; ++t) {
-                        double sum = 0;
-                        for (int i = 0; i < int(b); ++i)
-                            sum += double(ap[offset_t(i) * n + t]) * double(bp[i * b]);
-                        op[t] = MT(sum);
-                    }
-                }
-            }
-        }
+    using Tile = void (*)(const Bdia<MT>&, int, int, const VT*, MT*, int, offset_t, offset_t);
+    Tile f = &right_scale_tile<0, 0, MT, VT>;
+    if (nc == int(b)) {
+        if (nc == 1) f = &right_scale_tile<1, 1, MT, VT>;
+        if (nc == 2) f = &right_scale_tile<2, 2, MT, VT>;
+        if (nc == 3) f = &right_scale_tile<3, 3, MT, VT>;
+        if (nc == 4) f = &right_scale_tile<4, 4, MT, VT>;
+    } else if (b == 1) {
+        if (nc == 2) f = &right_scale_tile<2, 1, MT, VT>;
+        if (nc == 3) f = &right_scale_tile<3, 1, MT, VT>;
+        if (nc == 4) f = &right_scale_tile<4, 1, MT, VT>;
     }
+#pragma omp parallel for schedule(static) if (n >= 32768)
+    for (offset_t tb = 0; tb < tiles; ++tb)
+        f(a, nc, int(b), binv, o, unit_q, tb * tile, std::min(nbr, tb * tile + tile));
     out.unit_main_block = unit_main;
 }
 
