@@ -18,7 +18,7 @@
 // The product is the tuned kernel's (bdia_impl.cuh: row_sum / row_sum2, the tuned launch
 // shape of each block size), with beta = 0; the bytes are the product's plus one read of w
 // when w is not x. At Nc = 1 a thread takes two rows (row_pair_nc1: 16-byte loads) where N is
-// even and the arrays are aligned, except when p is formed in it (nc1_pairs, pairs_pay).
+// even and the arrays are aligned (nc1_pairs).
 //
 // Unpreconditioned BiCGStab's products can also form their own input (spmv_step_dots,
 // StepInput): p = r + β (p − ω v) in v = A p and s = r − α v in t = A s, the vector kernels
@@ -67,6 +67,13 @@ struct PInput {
     {
         return ldg(r + i) + beta * (ldg(a + i) - omega * ldg(b + i));
     }
+    /// entries i and i + 1 (i even) through one 16-byte load per vector (8-byte for float)
+    __device__ __forceinline__ typename vec2<VT>::type pair(long long i) const
+    {
+        const auto rr = ldg2(r + i), aa = ldg2(a + i), bb = ldg2(b + i);
+        return {rr.x + beta * (aa.x - omega * bb.x), rr.y + beta * (aa.y - omega * bb.y)};
+    }
+    bool pairs_aligned() const { return aligned2(r) && aligned2(a) && aligned2(b); }
 };
 
 /// BiCGStab's s = r - alpha b, formed on the fly (StepInput::bicgstab_s; UpdateSMap's
@@ -231,14 +238,13 @@ index_t launch_ax_dots_rpt(const CudaExecutor& exec, const Params& p, const MT* 
 /// array it reads or writes aligned for pairs; HEPTANE_PAIRS=0 turns it off (cuda::paired_forms).
 /// Measured on the H100 (2026-12-06, BiCGStab without a preconditioner, ms an iteration,
 /// docs/benchmarks.md): with x an array or s formed (SInput) in pairs, and p updated in pairs,
-/// 1.05 M rows 0.1018 -> 0.1003, 2.1 M 0.1999 -> 0.1965, 16.8 M 1.5768 -> 1.4535; with p formed
-/// in the product too (PInput) the pairs lost at 1-2 M rows (0.1030 -> 0.1060, 0.1962 ->
-/// 0.2000), so PInput keeps one row a thread.
-template <class X>
-constexpr bool pairs_pay = !std::is_same_v<X, PInput<typename X::value_type>>;
-template <class VT>
-constexpr bool pairs_pay<const VT*> = true;
-
+/// 1.05 M rows 0.1018 -> 0.1003, 2.1 M 0.1999 -> 0.1965, 16.8 M 1.5768 -> 1.4535. With p formed
+/// in the product (PInput) the pairs lost at 1-2 M rows (0.1030 -> 0.1060, 0.1962 -> 0.2000),
+/// but PInput takes them too: a thread's two rows add their dot-product terms in another order
+/// than two threads do, so a solve whose products form p (SolverOptions::fused_inputs, chosen by
+/// the batch a CUDA graph holds) and one whose array-input products do not would round apart
+/// (test_solver cuda_graph_replay_matches_plain_launches). PInput serves only up to 2^19 rows
+/// unless asked for.
 template <class MT, class X, class VT>
 bool nc1_pairs(const Params& p, const MT* data, const X& x, const VT* y, const VT* w, const VT* z)
 {
@@ -258,7 +264,7 @@ index_t launch_ax_dots(const CudaExecutor& exec, const Params& p, const MT* data
                        const VT* w, VT* z, double* partials, std::size_t capacity,
                        const DotsFinish& finish)
 {
-    if constexpr (NC == 1 && D == 7 && pairs_pay<X>) {
+    if constexpr (NC == 1 && D == 7) {
         if (nc1_pairs(p, data, x, y, w, z))
             return launch_ax_dots_rpt<NC, D, ND, 2>(exec, p, data, x, y, w, z, partials, capacity,
                                                     finish);
