@@ -262,6 +262,44 @@ int CudaExecutor::multiprocessors() const noexcept
     return impl_->prop.multiProcessorCount;
 }
 
+std::size_t CudaExecutor::persist_l2(const void* base, std::size_t bytes) const
+{
+    const cudaDeviceProp& prop = impl_->prop;
+    if (!base || bytes == 0 || prop.persistingL2CacheMaxSize <= 0 ||
+        prop.accessPolicyMaxWindowSize <= 0)
+        return 0;
+    const std::size_t window = std::min(bytes, std::size_t(prop.accessPolicyMaxWindowSize));
+    std::size_t aside = 0;
+    HEPTANE_CUDA_CHECK(cudaDeviceGetLimit(&aside, cudaLimitPersistingL2CacheSize));
+    const std::size_t want = std::min(window, std::size_t(prop.persistingL2CacheMaxSize));
+    if (aside < want) {  // raised once to what the largest window asked (never lowered)
+        HEPTANE_CUDA_CHECK(cudaDeviceSetLimit(cudaLimitPersistingL2CacheSize, want));
+        HEPTANE_CUDA_CHECK(cudaDeviceGetLimit(&aside, cudaLimitPersistingL2CacheSize));
+    }
+    if (aside == 0) return 0;
+    cudaStreamAttrValue v{};
+    v.accessPolicyWindow.base_ptr = const_cast<void*>(base);
+    v.accessPolicyWindow.num_bytes = window;
+    // the share of the window's lines that may persist: all of them where the set-aside holds
+    // the window, else the fraction it holds (the others stream, not thrash the persisting ones)
+    v.accessPolicyWindow.hitRatio =
+        static_cast<float>(std::min(1.0, double(aside) / double(window)));
+    v.accessPolicyWindow.hitProp = cudaAccessPropertyPersisting;
+    v.accessPolicyWindow.missProp = cudaAccessPropertyStreaming;
+    HEPTANE_CUDA_CHECK(
+        cudaStreamSetAttribute(impl_->stream, cudaStreamAttributeAccessPolicyWindow, &v));
+    return std::min(aside, window);
+}
+
+void CudaExecutor::release_l2() const noexcept
+{
+    cudaStreamAttrValue v{};
+    v.accessPolicyWindow.num_bytes = 0;
+    cudaStreamSetAttribute(impl_->stream, cudaStreamAttributeAccessPolicyWindow, &v);
+    cudaCtxResetPersistingL2Cache();  // the persisting lines back to normal ones
+    cudaGetLastError();
+}
+
 void copy_bytes(const Executor& src_exec, const void* src, const Executor& dst_exec, void* dst,
                 std::size_t bytes)
 {

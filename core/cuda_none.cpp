@@ -58,6 +58,11 @@ int CudaExecutor::multiprocessors() const noexcept
 {
     return 0;
 }
+std::size_t CudaExecutor::persist_l2(const void*, std::size_t) const
+{
+    return 0;
+}
+void CudaExecutor::release_l2() const noexcept {}
 
 void copy_bytes(const Executor& src_exec, const void* src, const Executor& dst_exec, void* dst,
                 std::size_t bytes)

@@ -80,6 +80,15 @@ public:
     void* cusparse_handle() const noexcept;
     /// Device properties used by kernels to size their grids.
     int multiprocessors() const noexcept;
+    /// Keep [base, base + bytes) in the L2 cache across the kernels of this executor's stream
+    /// (CUDA's access policy window, its lines "persisting"; the device's persisting set-aside
+    /// raised to cover it as far as the device allows): the bytes of the window that the
+    /// set-aside holds, 0 where the device has none or bytes is 0. Kernels recorded into a graph
+    /// from this stream carry the window (BatchGraph). release_l2 ends it and returns the
+    /// persisting lines to normal ones. For vectors read and written several times an
+    /// iteration that fit the L2 together (solver/bicgstab).
+    std::size_t persist_l2(const void* base, std::size_t bytes) const;
+    void release_l2() const noexcept;
 
     struct Impl;
 

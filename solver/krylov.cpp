@@ -1,6 +1,9 @@
 #include "solver/krylov.hpp"
 
+#include <cstdlib>
+
 #include "core/error.hpp"
+#include "solver/krylov_driver.hpp"
 
 namespace heptane {
 
@@ -11,6 +14,32 @@ SolverType parse_solver(const std::string& name)
     if (name == "gmres" || name == "fgmres") return SolverType::gmres;
     HEPTANE_THROW(InputError, "unknown solver '" << name << "' (choices: bicgstab, cg, gmres)");
 }
+
+namespace detail {
+
+int hot_l2_vectors()
+{
+    static const int k = [] {
+        const char* e = std::getenv("HEPTANE_L2");
+        if (!e || e[0] < '0' || e[0] > '4' || e[1] != '\0') return 0;
+        return e[0] - '0';
+    }();
+    return k;
+}
+
+L2Window::L2Window(const Executor& exec, const void* base, std::size_t bytes)
+{
+    if (!exec.is_cuda() || bytes == 0) return;
+    const auto& cuda = static_cast<const CudaExecutor&>(exec);
+    if (cuda.persist_l2(base, bytes) > 0) cuda_ = &cuda;
+}
+
+L2Window::~L2Window()
+{
+    if (cuda_) cuda_->release_l2();
+}
+
+}  // namespace detail
 
 const char* to_string(SolverType s) noexcept
 {

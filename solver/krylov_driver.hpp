@@ -409,6 +409,24 @@ private:
     index_t n_ = 0;
 };
 
+/// How many of BiCGStab's most-used vectors (p, r, v, r̂, in that order) a CUDA solve keeps
+/// in the L2 cache (L2Window): HEPTANE_L2=k in the environment, 0 to 4 (read once; default 0,
+/// none: a measurement switch until the window is shown to pay).
+int hot_l2_vectors();
+
+/// For the life of the object, [base, base + bytes) persisting in the L2 cache of a CUDA
+/// executor's stream (CudaExecutor::persist_l2); nothing on the CPU or for 0 bytes.
+class L2Window {
+public:
+    L2Window(const Executor& exec, const void* base, std::size_t bytes);
+    ~L2Window();
+    L2Window(const L2Window&) = delete;
+    L2Window& operator=(const L2Window&) = delete;
+
+private:
+    const CudaExecutor* cuda_ = nullptr;
+};
+
 /// What decides whether a solver's workspace serves the next solve: the executor, the size,
 /// `extent` (the iteration limit of BiCGStab and CG: their history; GMRES's restart m), whether
 /// M is applied, and the reducer of a distributed operator.

@@ -5,6 +5,11 @@ find_package(Eigen3 3.3 REQUIRED NO_MODULE)
 heptane_add_test(test_solver_kernels SOURCES test_solver_kernels.cpp GPU LABELS solver)
 heptane_add_test(test_solver SOURCES test_solver.cpp GPU LABELS solver)
 target_link_libraries(test_solver PRIVATE Eigen3::Eigen)
+# the same program with BiCGStab's L2 window on (HEPTANE_L2=3: p, r, v persisting; kernel
+# nodes of the recorded graphs carry it): the same answers as without it
+add_test(NAME test_solver_l2_gpu COMMAND test_solver)
+set_tests_properties(test_solver_l2_gpu PROPERTIES SKIP_RETURN_CODE 77 LABELS "gpu;solver"
+  ENVIRONMENT "HEPTANE_TEST_DEVICE=cuda;HEPTANE_L2=3")
 heptane_add_test(test_solver_data SOURCES test_solver_data.cpp DATA GPU LABELS solver)
 heptane_add_test(test_precond_mc SOURCES test_precond_mc.cpp GPU LABELS solver)
 target_link_libraries(test_precond_mc PRIVATE Eigen3::Eigen)

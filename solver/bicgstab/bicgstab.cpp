@@ -82,17 +82,24 @@ template <class VT>
 struct Bicgstab<VT>::Workspace : detail::FusedWorkspace<VT> {
     explicit Workspace(const detail::WorkspaceKey& k)
         : detail::FusedWorkspace<VT>(k),
-          r(k.exec, k.n),
-          r_hat(k.exec, k.n),
-          p(k.exec, k.n),
-          v(k.exec, k.n),
+          stride((std::size_t(k.n) + 31) / 32 * 32),
+          hot(k.exec, 4 * stride),
           s(k.exec, k.n),
           t(k.exec, k.n),
           p_hat(k.exec, k.precond ? k.n : 0),
           s_hat(k.exec, k.precond ? k.n : 0)
     {
     }
-    Array<VT> r, r_hat, p, v, s, t, p_hat, s_hat;
+    /// p, r, v and r̂ side by side (each slice 256-byte aligned): the vectors an iteration
+    /// touches most (p 4 times, r and v 3, r̂ 2), so that one L2 window can hold the first
+    /// k of them (hot_l2_vectors).
+    std::size_t stride;
+    Array<VT> hot;
+    Array<VT> s, t, p_hat, s_hat;
+    VT* p() { return hot.data(); }
+    VT* r() { return hot.data() + stride; }
+    VT* v() { return hot.data() + 2 * stride; }
+    VT* r_hat() { return hot.data() + 3 * stride; }
 };
 
 template <class VT>
@@ -142,8 +149,11 @@ Status Bicgstab<VT>::solve(const Array<VT>& b_arr, Array<VT>& x_arr)
     detail::FusedFrame<VT, Workspace> frame(*a_, m_, opts_, ws_);
     auto& [A, M, n, w, ops] = frame;
     const VT* b = b_arr.data();
-    VT *x = x_arr.data(), *r = w.r.data(), *r_hat = w.r_hat.data(), *p = w.p.data();
-    VT *v = w.v.data(), *s = w.s.data(), *t = w.t.data();
+    VT *x = x_arr.data(), *r = w.r(), *r_hat = w.r_hat(), *p = w.p();
+    VT *v = w.v(), *s = w.s.data(), *t = w.t.data();
+    // the first hot_l2_vectors() of p, r, v, r̂ kept in the L2 cache for the solve (CUDA)
+    const detail::L2Window l2(*ops.exec(), w.hot.data(),
+                              detail::hot_l2_vectors() * w.stride * sizeof(VT));
     VT* p_hat = M ? w.p_hat.data() : p;
     VT* s_hat = M ? w.s_hat.data() : s;
 

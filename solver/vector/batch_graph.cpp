@@ -2,6 +2,8 @@
 // CUDA graph, instantiated once and updated in place by later recordings.
 #include "solver/vector/vector_ops.hpp"
 
+#include <vector>
+
 #ifdef HEPTANE_HAVE_CUDA
 #include "core/cuda_common.hpp"
 #endif
@@ -20,6 +22,30 @@ cudaStream_t stream_of(const Executor& exec)
 {
     HEPTANE_ENSURE(exec.is_cuda(), InputError, "BatchGraph: a CUDA graph needs a CUDA executor");
     return cuda::stream(static_cast<const CudaExecutor&>(exec));
+}
+/// The stream's L2 access policy window (CudaExecutor::persist_l2), if it has one, on every
+/// kernel node of a graph recorded from it, so that the replays keep it.
+void carry_l2_window(cudaStream_t stream, cudaGraph_t graph)
+{
+    cudaStreamAttrValue w{};
+    if (cudaStreamGetAttribute(stream, cudaStreamAttributeAccessPolicyWindow, &w) != cudaSuccess ||
+        w.accessPolicyWindow.num_bytes == 0) {
+        cudaGetLastError();
+        return;
+    }
+    std::size_t count = 0;
+    HEPTANE_CUDA_CHECK(cudaGraphGetNodes(graph, nullptr, &count));
+    std::vector<cudaGraphNode_t> nodes(count);
+    HEPTANE_CUDA_CHECK(cudaGraphGetNodes(graph, nodes.data(), &count));
+    cudaKernelNodeAttrValue v{};
+    v.accessPolicyWindow = w.accessPolicyWindow;
+    for (cudaGraphNode_t node : nodes) {
+        cudaGraphNodeType type{};
+        HEPTANE_CUDA_CHECK(cudaGraphNodeGetType(node, &type));
+        if (type == cudaGraphNodeTypeKernel)
+            HEPTANE_CUDA_CHECK(cudaGraphKernelNodeSetAttribute(
+                node, cudaKernelNodeAttributeAccessPolicyWindow, &v));
+    }
 }
 }  // namespace
 
@@ -42,6 +68,7 @@ void BatchGraph::end(const Executor& exec)
 {
     cudaGraph_t graph = nullptr;
     HEPTANE_CUDA_CHECK(cudaStreamEndCapture(stream_of(exec), &graph));
+    carry_l2_window(stream_of(exec), graph);
     auto inst = static_cast<cudaGraphExec_t>(instance_);
     if (inst) {
         cudaGraphExecUpdateResultInfo info{};
