@@ -269,6 +269,7 @@ std::size_t CudaExecutor::persist_l2(const void* base, std::size_t bytes) const
         prop.accessPolicyMaxWindowSize <= 0)
         return 0;
     const std::size_t window = std::min(bytes, std::size_t(prop.accessPolicyMaxWindowSize));
+    HEPTANE_CUDA_CHECK(cudaSetDevice(impl_->device));  // the limit is the current device's
     std::size_t aside = 0;
     HEPTANE_CUDA_CHECK(cudaDeviceGetLimit(&aside, cudaLimitPersistingL2CacheSize));
     const std::size_t want = std::min(window, std::size_t(prop.persistingL2CacheMaxSize));
@@ -296,7 +297,8 @@ void CudaExecutor::release_l2() const noexcept
     cudaStreamAttrValue v{};
     v.accessPolicyWindow.num_bytes = 0;
     cudaStreamSetAttribute(impl_->stream, cudaStreamAttributeAccessPolicyWindow, &v);
-    cudaCtxResetPersistingL2Cache();  // the persisting lines back to normal ones
+    cudaSetDevice(impl_->device);
+    cudaCtxResetPersistingL2Cache();  // the persisting lines back to normal ones (this device)
     cudaGetLastError();
 }
 
