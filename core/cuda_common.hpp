@@ -32,15 +32,22 @@ inline cusparseHandle_t cusparse(const CudaExecutor& e)
 const char* cublas_status_string(cublasStatus_t s) noexcept;
 
 /// Whether the paired forms (two entries a thread through 16-byte loads) of the Nc = 1 fused
-/// BDIA-GH products and of BiCGStab's p update are taken where their arrays allow: yes, unless
-/// the environment sets HEPTANE_PAIRS=0 (read once; for measuring one form against the other).
-inline bool paired_forms()
+/// BDIA-GH products and of BiCGStab's p update are taken for n rows where their arrays allow:
+/// from 2^20 rows, unless the environment sets HEPTANE_PAIRS=0 (never) or 1 (at every size; read
+/// once; for measuring one form against the other). Measured on the H100 (2026-12-06, BiCGStab
+/// without a preconditioner, ms an iteration, off -> on): 1.05 M rows 0.1018 -> 0.1003, 2.1 M
+/// 0.1999 -> 0.1965, 16.8 M 1.5768 -> 1.4535, but 32 K 0.0168 -> 0.0176, 262 K 0.0312 -> 0.0332,
+/// 524 K 0.0522 -> 0.0547 (docs/benchmarks.md). The choice depends on n alone, so every product
+/// of one solve takes the same form (bdia_dots.cuh, nc1_pairs: their sums' order).
+inline bool paired_forms(long long n)
 {
-    static const bool on = [] {
+    static const int mode = [] {  // 0 never, 1 always, 2 from 2^20 rows
         const char* e = std::getenv("HEPTANE_PAIRS");
-        return !(e && e[0] == '0' && e[1] == '\0');
+        if (e && e[0] == '0' && e[1] == '\0') return 0;
+        if (e && e[0] == '1' && e[1] == '\0') return 1;
+        return 2;
     }();
-    return on;
+    return mode == 1 || (mode == 2 && n >= (1LL << 20));
 }
 
 /// Grid size for a 1-D launch of n work items with `block` threads each.

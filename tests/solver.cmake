@@ -10,6 +10,11 @@ target_link_libraries(test_solver PRIVATE Eigen3::Eigen)
 add_test(NAME test_solver_l2_gpu COMMAND test_solver)
 set_tests_properties(test_solver_l2_gpu PROPERTIES SKIP_RETURN_CODE 77 LABELS "gpu;solver"
   ENVIRONMENT "HEPTANE_TEST_DEVICE=cuda;HEPTANE_L2=3")
+# and with the paired Nc = 1 forms at every size (HEPTANE_PAIRS=1; by default only from 2^20
+# rows, above these tests' systems): CUDA graphs and plain launches still agree bit for bit
+add_test(NAME test_solver_pairs_gpu COMMAND test_solver)
+set_tests_properties(test_solver_pairs_gpu PROPERTIES SKIP_RETURN_CODE 77 LABELS "gpu;solver"
+  ENVIRONMENT "HEPTANE_TEST_DEVICE=cuda;HEPTANE_PAIRS=1")
 heptane_add_test(test_solver_data SOURCES test_solver_data.cpp DATA GPU LABELS solver)
 heptane_add_test(test_precond_mc SOURCES test_precond_mc.cpp GPU LABELS solver)
 target_link_libraries(test_precond_mc PRIVATE Eigen3::Eigen)

@@ -235,7 +235,7 @@ index_t launch_ax_dots_rpt(const CudaExecutor& exec, const Params& p, const MT* 
 }
 
 /// Whether the Nc = 1 product may take two rows a thread (row_pair_nc1): N even and every
-/// array it reads or writes aligned for pairs; HEPTANE_PAIRS=0 turns it off (cuda::paired_forms).
+/// array it reads or writes aligned for pairs, from 2^20 rows (cuda::paired_forms, HEPTANE_PAIRS).
 /// Measured on the H100 (2026-12-06, BiCGStab without a preconditioner, ms an iteration,
 /// docs/benchmarks.md): with x an array or s formed (SInput) in pairs, and p updated in pairs,
 /// 1.05 M rows 0.1018 -> 0.1003, 2.1 M 0.1999 -> 0.1965, 16.8 M 1.5768 -> 1.4535. With p formed
@@ -248,7 +248,7 @@ index_t launch_ax_dots_rpt(const CudaExecutor& exec, const Params& p, const MT* 
 template <class MT, class X, class VT>
 bool nc1_pairs(const Params& p, const MT* data, const X& x, const VT* y, const VT* w, const VT* z)
 {
-    bool ok = cuda::paired_forms() && p.n % 2 == 0 && aligned2(data) && aligned2(y) &&
+    bool ok = cuda::paired_forms(p.n) && p.n % 2 == 0 && aligned2(data) && aligned2(y) &&
               aligned2(w) && aligned2(z);
     if constexpr (formed_input<X>)
         ok = ok && x.pairs_aligned();

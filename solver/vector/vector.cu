@@ -622,7 +622,7 @@ template <class VT>
 void bicgstab_update_p(const CudaExecutor& exec, index_t n, const VT* r, const VT* v, VT* p,
                        StepContext ctx)
 {
-    const bool pairs = std::is_same_v<VT, double> && cuda::paired_forms() && aligned16(r) &&
+    const bool pairs = std::is_same_v<VT, double> && cuda::paired_forms(n) && aligned16(r) &&
                        aligned16(v) && aligned16(p);
     launch_map(exec, n, UpdatePMap<VT>{r, v, p, VT(0), VT(0), pairs}, ctx);
 }
