@@ -149,6 +149,7 @@ public:
                        "CPR: pressure index " << o.pressure_index
                                               << " is not an unknown of a cell (Nc = " << nc
                                               << ")");
+        t_phase_ = clock_type::now();
         if (!(a_exec && setup_on_executor(*a_exec, a_op.get()))) {
             // the block structure once (symbolic) on the host; a values refresh refills it
             const Csr<double>& a = host();
@@ -160,8 +161,10 @@ public:
             const Csr<double> ap = pressure_csr(pattern_.blocks, std::move(ap_val));
             cells_ = ap.rows;
             w_ = amg::place<VT>(w, exec);
+            lap(setup_phase_[0]);
             amg_ = std::make_unique<AmgPreconditioner<VT>>(ap, 1, exec, o.amg);
         }
+        lap(setup_phase_[1]);
         if (a_op) {
             a_ = std::move(a_op);
         } else {
@@ -189,6 +192,7 @@ public:
             m2_ = make_preconditioner<VT>(PcType::ilu0, host(), nc, exec);
             fallback_ = std::string("ilu0-mc failed: ") + e.what();
         }
+        lap(setup_phase_[2]);
         // the second stage fused into one pass where A is BDIA-GH (cpr_stage_two): only the
         // pressure column of A's blocks is read; with block Jacobi as M₂ its inverses too
         bdia64_ = bdia_behind<double>(a_.get());
@@ -204,7 +208,8 @@ public:
         t_ = Array<VT>(exec, std::size_t(a_any.rows));
         d_ = Array<VT>(exec, std::size_t(a_any.rows));
         exec->synchronize();
-        this->setup_ms_ = ms_since(t0);
+        lap(setup_phase_[3]);
+        this->setup_ms_ = first_setup_ms_ = ms_since(t0);
     }
     PcType type() const noexcept override { return PcType::cpr; }
     bool graph_safe() const override
@@ -215,6 +220,7 @@ public:
     void update_values(const Csr<double>& a_in) override
     {
         const auto t0 = clock_type::now();
+        start_refresh();
         if (on_exec_) {
             refresh_on_executor(a_in);
             this->exec_->synchronize();
@@ -231,7 +237,9 @@ public:
         const Csr<double> ap = pressure_csr(pattern_.blocks, std::move(ap_val));
         std::vector<VT> wv(w.begin(), w.end());
         copy_bytes(*cpu_executor(), wv.data(), *this->exec_, w_.data(), wv.size() * sizeof(VT));
+        lap(refresh_phase_[0]);
         amg_->update_values(ap);
+        lap(refresh_phase_[1]);
         m2_->update_values(a);
         if (own_) {
             std::vector<VT> v(a.values.host().begin(), a.values.host().end());
@@ -240,7 +248,7 @@ public:
             copy_bytes(*cpu_executor(), v.data(), *this->exec_, own_->matrix().values.data(),
                        v.size() * sizeof(VT));
         }
-        this->exec_->synchronize();
+        lap(refresh_phase_[2]);
         this->setup_ms_ = ms_since(t0);
     }
     // A's new values on the executor, where the setup was made there from a pattern kept
@@ -254,6 +262,7 @@ public:
                        "CPR update_values_device: " << nnz << " values for a matrix of "
                                                     << col_exec_.size() << " entries");
         const auto t0 = clock_type::now();
+        start_refresh();
         refresh_values_on_executor(ptr_exec_.data(), col_exec_.data(), values, nnz);
         this->exec_->synchronize();
         this->setup_ms_ = ms_since(t0);
@@ -313,6 +322,15 @@ protected:
             os << "; second stage fused with A's pressure columns (BDIA-GH"
                << (m2_->block_inverse() ? ", block Jacobi in the same pass)" : ")");
         if (fine_) os << "; A_p's products through BDIA-GH";
+        os.setf(std::ios::fixed);
+        os.precision(1);
+        os << "; setup " << first_setup_ms_ << " ms (A_p and weights " << setup_phase_[0]
+           << ", AMG " << setup_phase_[1] << ", second stage " << setup_phase_[2] << ", rest "
+           << setup_phase_[3] << ")";
+        if (refreshes_ > 0)
+            os << ", last of " << refreshes_ << " values refreshes " << this->setup_ms_
+               << " ms (A_p and weights " << refresh_phase_[0] << ", AMG " << refresh_phase_[1]
+               << ", second stage " << refresh_phase_[2] << ")";
         if (!fallback_.empty()) os << " [" << fallback_ << "]";
         os << ")";
         return os.str();
@@ -358,6 +376,7 @@ private:
             col_exec_ = ad.col_idx;
         }
         cells_ = cells;
+        lap(setup_phase_[0]);
         // AMG starts from A_p where it is (it copies it to the host only where its options
         // need it there)
         amg_ = std::make_unique<AmgPreconditioner<VT>>(ap, 1, exec, opts_.amg, make_fine(a_op, ap),
@@ -446,7 +465,9 @@ private:
         });
         // AMG's values refresh from A_p where it is (on the device where its hierarchy is)
         refresh_fine();
+        lap(refresh_phase_[0]);
         amg_->update_values(ap_exec_);
+        lap(refresh_phase_[1]);
         Csr<double> host;  // A on the host where a step needs it there
         auto on_host_once = [&]() -> const Csr<double>& {
             if (a_in.exec()->is_cpu()) return a_in;
@@ -467,6 +488,7 @@ private:
             copy_bytes(*cpu_executor(), v.data(), *exec, own_->matrix().values.data(),
                        v.size() * sizeof(VT));
         }
+        lap(refresh_phase_[2]);
     }
 
     // update_values_device: the weights, A_p's values and AMG's refresh, and M₂'s, from A's
@@ -480,9 +502,12 @@ private:
                                          ap_exec_.values.data(), w_.data());
         });
         refresh_fine();
+        lap(refresh_phase_[0]);
         amg_->update_values(ap_exec_);
+        lap(refresh_phase_[1]);
         HEPTANE_ENSURE(m2_->update_values_device(values, nnz), NotSupported,
                        "CPR update_values_device: the second stage has no device refresh");
+        lap(refresh_phase_[2]);
     }
 
     CprOptions opts_;
@@ -511,6 +536,26 @@ private:
     const Bdia<float>* bdia32_ = nullptr;
     bool fused_ = false;
     FormatOperator<Bdia<double>, double, double>* fine_ = nullptr;
+    // where the setup's and the last values refresh's time went (details()): each phase ends
+    // with the executor synchronised, so a phase's work is counted in it and not the next
+    // (the refresh ends with a synchronisation anyway; the setup's few extra ones cost µs)
+    clock_type::time_point t_phase_;
+    double setup_phase_[4] = {0, 0, 0, 0};  // A_p and weights, AMG, second stage, the rest
+    double refresh_phase_[3] = {0, 0, 0};   // A_p and weights, AMG, second stage
+    int refreshes_ = 0;
+    double first_setup_ms_ = 0;
+    void lap(double& phase)
+    {
+        this->exec_->synchronize();
+        phase += ms_since(t_phase_);
+        t_phase_ = clock_type::now();
+    }
+    void start_refresh()
+    {
+        for (double& x : refresh_phase_) x = 0;
+        ++refreshes_;
+        t_phase_ = clock_type::now();
+    }
 };
 
 }  // namespace
