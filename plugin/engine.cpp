@@ -73,7 +73,8 @@ std::string upload_note(const PinnedUpload &up)
     o << "; no host copy";
     if (u.bytes > u.registered_bytes) o << " but of its partial first and last pages, " << u.bytes - u.registered_bytes << " bytes, through the pinned buffers";
     o << ")";
-  } else o << ", host copies into the pinned buffers " << u.host_copy_ms << " ms (" << u.threads << " threads), waits for the copy engine " << u.wait_ms << " ms";
+  } else
+    o << ", host copies into the pinned buffers " << u.host_copy_ms << " ms (" << u.threads << " threads; " << u.page_faults << " minor page faults and " << u.context_switches << " involuntary context switches in the process meanwhile), waits for the copy engine " << u.wait_ms << " ms";
   if (u.register_ms > 0 && u.registered_bytes <= 0) o << " (CUDA did not register PETSc's array: copied through the pinned buffers)";
   return o.str();
 }

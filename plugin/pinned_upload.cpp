@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include <omp.h>
+#include <sys/resource.h>
 
 #include "core/error.hpp"
 
@@ -131,8 +132,22 @@ void PinnedUpload::download(const void *src, void *dst, std::size_t bytes)
   }
 }
 
+namespace
+{
+// the process's minor page faults and involuntary context switches so far (all threads)
+void faults_and_switches(long &faults, long &switches)
+{
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  faults   = u.ru_minflt;
+  switches = u.ru_nivcsw;
+}
+} // namespace
+
 void PinnedUpload::copy_in(const void *src, void *dst, std::size_t bytes, std::size_t piece, bool count)
 {
+  long f0 = 0, c0 = 0;
+  if (count) faults_and_switches(f0, c0);
   const auto  &dev = static_cast<const CudaExecutor &>(*exec_);
   cudaStream_t s   = cuda::stream(dev);
   HEPTANE_CUDA_CHECK(cudaSetDevice(dev.device()));
@@ -153,6 +168,12 @@ void PinnedUpload::copy_in(const void *src, void *dst, std::size_t bytes, std::s
     }
     HEPTANE_CUDA_CHECK(cudaMemcpyAsync(static_cast<char *>(dst) + off, buf_[b], len, cudaMemcpyHostToDevice, s));
     HEPTANE_CUDA_CHECK(cudaEventRecord(static_cast<cudaEvent_t>(done_[b]), s));
+  }
+  if (count) {
+    long f1 = 0, c1 = 0;
+    faults_and_switches(f1, c1);
+    stats_.page_faults += double(f1 - f0);
+    stats_.context_switches += double(c1 - c0);
   }
 }
 

@@ -67,6 +67,10 @@ public:
     double bytes = 0, host_copy_ms = 0, wait_ms = 0;
     int    threads          = 0; // of the host copies (HEPTANE_UPLOAD_THREADS, else OpenMP's default)
     double registered_bytes = 0, register_ms = 0;
+    // during the host copies, the whole process's (getrusage): minor page faults (e.g. the
+    // kernel's NUMA balancing unmapping pages to sample them) and involuntary context switches
+    // (a copy thread preempted): what a slow host copy ran into
+    double page_faults = 0, context_switches = 0;
   };
   const Stats &stats() const noexcept { return stats_; }
   void         reset_stats() noexcept { stats_ = Stats{}; }
