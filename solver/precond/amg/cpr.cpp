@@ -207,8 +207,7 @@ public:
         rp_ = Array<VT>(exec, std::size_t(cells_));
         t_ = Array<VT>(exec, std::size_t(a_any.rows));
         d_ = Array<VT>(exec, std::size_t(a_any.rows));
-        exec->synchronize();
-        lap(setup_phase_[3]);
+        lap(setup_phase_[3]);  // synchronises
         this->setup_ms_ = first_setup_ms_ = ms_since(t0);
     }
     PcType type() const noexcept override { return PcType::cpr; }
@@ -222,8 +221,7 @@ public:
         const auto t0 = clock_type::now();
         start_refresh();
         if (on_exec_) {
-            refresh_on_executor(a_in);
-            this->exec_->synchronize();
+            refresh_on_executor(a_in);  // ends synchronised (lap)
             this->setup_ms_ = ms_since(t0);
             return;
         }
@@ -263,8 +261,8 @@ public:
                                                     << col_exec_.size() << " entries");
         const auto t0 = clock_type::now();
         start_refresh();
-        refresh_values_on_executor(ptr_exec_.data(), col_exec_.data(), values, nnz);
-        this->exec_->synchronize();
+        refresh_values_on_executor(ptr_exec_.data(), col_exec_.data(), values,
+                                   nnz);  // ends synchronised
         this->setup_ms_ = ms_since(t0);
         return true;
     }
