@@ -363,6 +363,21 @@ public:
   /// another pattern), or when the values cannot be factored; the preconditioner then keeps
   /// its previous values (build_preconditioner to start over).
   void refresh_preconditioner(const CsrView &a, const MatrixEngine &m);
+  /// The host CSR the ILU(0) types are set up and refreshed from (their copy of the matrix),
+  /// as writable arrays of `rows` rows and `nnz` entries: kept where they have that size (then
+  /// `kept`: what the caller wrote there last is still there), else made anew. A caller that
+  /// makes the matrix itself (PETSc's MPIBAIJ expanded by formula) writes it there (row
+  /// pointers, columns, values) and passes a view of these columns and values (row pointers of
+  /// its own) to build_preconditioner or refresh_preconditioner, which then copy nothing: one
+  /// copy of the matrix on the host, not two. Valid until a preconditioner of another kind
+  /// (Jacobi, AMG on a GPU, a host preconditioner) drops the copy.
+  struct HostCsr {
+    offset_t *row_ptr = nullptr;
+    index_t  *col_idx = nullptr;
+    double   *values  = nullptr;
+    bool      kept    = false;
+  };
+  HostCsr host_csr(index_t rows, offset_t nnz);
   /// refresh_preconditioner with the values in another order (see
   /// MatrixEngine::refresh_values_permuted; m refreshed from the same values first): on the
   /// CPU through Preconditioner::update_values_permuted (none, Jacobi, block Jacobi); on a GPU

@@ -52,7 +52,9 @@ inline Csr<double> csr_from_view(const CsrView &a)
 
 // The borrowed CSR into `c`: only the values when its pattern is c's (a Newton step's
 // refresh: compared, not copied, and no allocation), else a new copy (whose pattern the
-// preconditioner then checks against its own).
+// preconditioner then checks against its own). A view of c's own columns and values (the
+// caller wrote them there: KrylovEngine::host_csr) is neither compared nor copied; its row
+// pointers still are.
 inline void copy_view(const CsrView &a, Csr<double> &c)
 {
   const offset_t nnz  = a.nnz();
@@ -61,13 +63,13 @@ inline void copy_view(const CsrView &a, Csr<double> &c)
   if (same) {
     const offset_t *ptr = c.row_ptr.data();
     for (index_t r = 0; r <= a.rows && same; ++r) same = ptr[r] == offset_t(a.row_ptr[r]);
-    same = same && std::memcmp(c.col_idx.data(), a.col_idx, sizeof(index_t) * std::size_t(nnz)) == 0;
+    same = same && (a.col_idx == c.col_idx.data() || std::memcmp(c.col_idx.data(), a.col_idx, sizeof(index_t) * std::size_t(nnz)) == 0);
   }
   if (!same) {
     c = csr_from_view(a);
     return;
   }
-  std::memcpy(c.values.data(), a.values, sizeof(double) * std::size_t(nnz));
+  if (a.values != c.values.data()) std::memcpy(c.values.data(), a.values, sizeof(double) * std::size_t(nnz));
 }
 
 // The AMG hierarchy's table of a preconditioner, or "" when it is not AMG.

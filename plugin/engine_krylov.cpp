@@ -434,6 +434,24 @@ void KrylovEngine::refresh_preconditioner(const CsrView &a, const MatrixEngine &
   ++k.timings.pc_refreshes;
 }
 
+KrylovEngine::HostCsr KrylovEngine::host_csr(index_t rows, offset_t nnz)
+{
+  Csr<double> &c = impl_->csr;
+  HostCsr      h;
+  h.kept = c.rows == rows && c.cols == rows && c.nnz() == nnz && c.row_ptr.size() == std::size_t(rows) + 1 && c.col_idx.size() == std::size_t(nnz) && c.values.on_host();
+  if (!h.kept) {
+    c      = Csr<double>();
+    c.rows = c.cols = rows;
+    c.row_ptr       = Array<offset_t>(cpu_executor(), std::size_t(rows) + 1);
+    c.col_idx       = Array<index_t>(cpu_executor(), std::size_t(nnz));
+    c.values        = Array<double>(cpu_executor(), std::size_t(nnz));
+  }
+  h.row_ptr = c.row_ptr.data();
+  h.col_idx = c.col_idx.data();
+  h.values  = c.values.data();
+  return h;
+}
+
 bool KrylovEngine::refresh_preconditioner_blocks(const BlockCsrView &b, const MatrixEngine &m)
 {
   const auto t0 = clock_type::now();

@@ -121,7 +121,7 @@ typedef struct {
                                                      solve stops with KSP_DIVERGED_PC_FAILED, as PETSc's PCs do;
                                                      empty when it was set up */
   HeptaneRows                         *rows;      /* several ranks: this rank's rows (kept for the PC) */
-  struct HeptaneDiagCSR               *pc_rows;   /* several ranks, MPIBAIJ + ILU(0): the diagonal part's scalar CSR (kept: its pattern is made at a new pattern only) */
+  struct HeptanePcRows                *pc_rows;   /* several ranks, MPIBAIJ + ILU(0): the diagonal part's scalar row pointers (kept: made at a new pattern only) */
   Mat                                  rows_from; /* the matrix they were read from (not referenced) */
   PetscMPIInt                          ranks;     /* of the KSP's communicator */
   PetscInt                             full_builds, value_refreshes, solves;
@@ -700,22 +700,38 @@ static void HeptaneDiagBlocks(const heptane::plugin::BlockCsrView &b, HeptaneDia
   d.view.values  = d.val.data();
 }
 
+/* Several ranks, MPIBAIJ + ILU(0): the row pointers of this rank's diagonal part as scalar CSR
+   (kept: made at a new pattern only) and the view of that matrix the preconditioner is set up
+   and refreshed from. */
+struct HeptanePcRows {
+  std::vector<heptane::index_t> ptr;
+  heptane::offset_t             nnz = -1;
+  heptane::plugin::CsrView      view;
+};
+
 /* A block CSR matrix (a SeqBAIJ: an MPIBAIJ's diagonal part) as its scalar CSR, made by formula
    on the host (kernels::block_pattern_to_csr, block_values_to_csr: row r of block row ib takes
-   row r of each of ib's blocks in turn), into d. */
-static void HeptaneBlocksCSR(const heptane::plugin::BlockCsrView &b, HeptaneDiagCSR &d, bool same_pattern)
+   row r of each of ib's blocks in turn) straight into the KSP's preconditioner copy
+   (KrylovEngine::host_csr: the ILU(0) types' host copy of the matrix, which build and refresh
+   then take as it is, so the matrix is expanded once and not copied again); the row pointers
+   (32-bit, for the view and the values' formula) into d. */
+static void HeptaneBlocksCSR(const heptane::plugin::BlockCsrView &b, HeptanePcRows &d, heptane::plugin::KrylovEngine &k, bool same_pattern)
 {
-  const heptane::index_t n = b.rows();
-  same_pattern             = same_pattern && d.ptr.size() == (size_t)n + 1 && d.col.size() == (size_t)b.nnz();
-  d.ptr.resize((size_t)n + 1);
-  d.col.resize((size_t)b.nnz());
-  d.val.resize((size_t)b.nnz());
-  if (!same_pattern) heptane::kernels::block_pattern_to_csr(*heptane::cpu_executor(), b.block_rows, b.block_size, b.block_ptr, b.block_col, d.ptr.data(), d.col.data());
-  heptane::kernels::block_values_to_csr(*heptane::cpu_executor(), n, b.block_size, d.ptr.data(), b.values, d.val.data());
+  const heptane::index_t  n   = b.rows();
+  const heptane::offset_t nnz = b.nnz();
+  const auto              c   = k.host_csr(n, nnz);
+  same_pattern                = same_pattern && c.kept && d.ptr.size() == (size_t)n + 1 && d.nnz == nnz;
+  if (!same_pattern) {
+    d.ptr.resize((size_t)n + 1);
+    heptane::kernels::block_pattern_to_csr(*heptane::cpu_executor(), b.block_rows, b.block_size, b.block_ptr, b.block_col, d.ptr.data(), c.col_idx);
+    for (heptane::index_t r = 0; r <= n; r++) c.row_ptr[r] = d.ptr[(size_t)r];
+    d.nnz = nnz;
+  }
+  heptane::kernels::block_values_to_csr(*heptane::cpu_executor(), n, b.block_size, d.ptr.data(), b.values, c.values);
   d.view.rows    = n;
   d.view.row_ptr = d.ptr.data();
-  d.view.col_idx = d.col.data();
-  d.view.values  = d.val.data();
+  d.view.col_idx = c.col_idx;
+  d.view.values  = c.values;
 }
 
 /* One rank, a new pattern: a BAIJ matrix (SeqBAIJ, a one-rank MPIBAIJ's diagonal block) with
@@ -883,13 +899,14 @@ static PetscErrorCode KSPHeptaneBuildPC(KSP ksp, Mat A, PetscBool values_only)
   } else if (h->engine->distributed() && h->rows->baij && h->baij_blocks && !h->petsc_pc && KSPHeptanePCFromRows(want)) {
     /* several ranks, MPIBAIJ, the operator from its blocks, ILU(0): this rank's diagonal block
        is its diagonal SeqBAIJ, expanded into scalar CSR by formula (kernels::block_pattern_to_csr,
-       block_values_to_csr): nothing of the off-diagonal part gathered */
+       block_values_to_csr) straight into the preconditioner's host copy: nothing of the
+       off-diagonal part gathered, and no second copy */
     PetscBool lent;
-    if (!h->pc_rows) HeptaneCallCXX(h->pc_rows = new HeptaneDiagCSR());
+    if (!h->pc_rows) HeptaneCallCXX(h->pc_rows = new HeptanePcRows());
     PetscCall(HeptaneWithBAIJBlocks(
       h->rows_from, NULL,
       [&](const heptane::plugin::BlockCsrView &b) {
-        HeptaneBlocksCSR(b, *h->pc_rows, values_only);
+        HeptaneBlocksCSR(b, *h->pc_rows, *h->krylov, values_only);
         return true;
       },
       &lent, h->blk32_diag));
