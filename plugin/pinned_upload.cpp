@@ -177,10 +177,25 @@ void PinnedUpload::copy_in(const void *src, void *dst, std::size_t bytes, std::s
   }
 }
 
+void PinnedUpload::take_pending(Registered &r, bool count)
+{
+  if (!r.pending) return;
+  const auto t0  = std::chrono::steady_clock::now();
+  const auto res = r.pending->get();
+  r.pending.reset();
+  r.registered = res.first;
+  r.refused    = !res.first;
+  if (count) {
+    stats_.register_wait_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    stats_.register_background_ms += res.second;
+  }
+}
+
 void PinnedUpload::drop(std::size_t i)
 {
-  const Registered r = registered_[i];
+  Registered r = registered_[i];
   registered_.erase(registered_.begin() + std::ptrdiff_t(i));
+  take_pending(r, false); // a registration still running: its pages are unregistered below
   if (!r.registered) return;
   // no copy may still read it; its pages may already be unmapped (a freed array): CUDA's
   // answer does not matter then, nothing of it is used again
@@ -216,12 +231,25 @@ bool PinnedUpload::upload_registered(const void *src, void *dst, std::size_t byt
         if (registered_[i].used < registered_[lru].used) lru = i;
       drop(lru);
     }
-    registered_.push_back(Registered{src, bytes, key, 0, plo, phi, 0, false, false});
+    registered_.push_back(Registered{src, bytes, key, 0, plo, phi, 0, false, false, nullptr});
     hit = &registered_.back();
   }
   hit->used = ++uses_;
   ++hit->seen;
-  if (!hit->registered && !hit->refused && hit->seen >= after) {
+  if (hit->pending && hit->seen >= after) take_pending(*hit, true);
+  if (!hit->registered && !hit->refused && !hit->pending && after >= 2 && hit->seen == after - 1) {
+    // on a background thread, while the caller solves with this call's copy
+    const int            device = dev.device();
+    const std::uintptr_t from = plo, to = phi;
+    hit->pending = std::make_shared<std::future<std::pair<bool, double>>>(std::async(std::launch::async, [device, from, to] {
+      const auto t0 = std::chrono::steady_clock::now();
+      bool       ok = cudaSetDevice(device) == cudaSuccess && cudaHostRegister(reinterpret_cast<void *>(from), to - from, cudaHostRegisterDefault) == cudaSuccess;
+      if (!ok) (void)cudaGetLastError();
+      return std::make_pair(ok, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    }));
+    return false;
+  }
+  if (!hit->registered && !hit->refused && !hit->pending && hit->seen >= after) {
     const auto t0 = std::chrono::steady_clock::now();
     if (cudaHostRegister(reinterpret_cast<void *>(plo), phi - plo, cudaHostRegisterDefault) == cudaSuccess) hit->registered = true;
     else {

@@ -8,7 +8,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <future>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "core/executor.hpp"
@@ -50,10 +52,15 @@ public:
   /// src while `key` (not 0) names it: the plugin's key is PETSc's Mat id with its nonzero state
   /// (a new Mat, or new nonzeros that may move the array, give a new key; whatever was kept at
   /// or beside src under an old key is dropped first, as its pages may belong to a freed array).
-  /// At most max_registered ranges are kept (the least recently used dropped). Returns false,
-  /// doing nothing, when key is 0, bytes < min_register_bytes, the range has not come `after`
-  /// times yet, or CUDA refuses it (then upload()). The copy is queued on exec's stream: src must
-  /// not change until exec->synchronize().
+  /// At most max_registered ranges are kept (the least recently used dropped). With after >= 2
+  /// the registration starts on a background thread at the (after - 1)-th call (which returns
+  /// false: the caller copies), so it runs while the caller solves; the after-th call waits for
+  /// it if it is still running. Registering costs about as much as 3-4 host copies (30-86 ms for
+  /// 524 MB on the H100 machine), which a short Newton loop never paid back when it was done in
+  /// line. Returns false, doing nothing (or only starting the registration), when key is 0,
+  /// bytes < min_register_bytes, the range has not come `after` times yet, or CUDA refuses it
+  /// (then upload()). The copy is queued on exec's stream: src must not change until
+  /// exec->synchronize().
   bool                         upload_registered(const void *src, void *dst, std::size_t bytes, std::uint64_t key, int after);
   static constexpr std::size_t min_register_bytes = std::size_t(4) << 20;
   static constexpr std::size_t max_registered     = 4;
@@ -61,12 +68,14 @@ public:
   /// Where the time of the uploads since the last reset_stats() went: bytes moved, host
   /// copies into the pinned buffers (ms, wall clock of the parallel copies), and waits for
   /// the copy engine to free a buffer (ms); bytes read straight from registered host memory
-  /// and the time of new registrations (cudaHostRegister). For -ksp_view (a slow upload:
-  /// which side).
+  /// and the time of new registrations (cudaHostRegister: register_ms in line, or
+  /// register_background_ms on the background thread, of which register_wait_ms this call
+  /// waited for). For -ksp_view (a slow upload: which side).
   struct Stats {
     double bytes = 0, host_copy_ms = 0, wait_ms = 0;
     int    threads          = 0; // of the host copies (HEPTANE_UPLOAD_THREADS, else OpenMP's default)
     double registered_bytes = 0, register_ms = 0;
+    double register_background_ms = 0, register_wait_ms = 0;
     // during the host copies, the whole process's (getrusage): minor page faults (e.g. the
     // kernel's NUMA balancing unmapping pages to sample them) and involuntary context switches
     // (a copy thread preempted): what a slow host copy ran into
@@ -84,7 +93,11 @@ private:
     int            seen       = 0;     // times this range came with this key
     bool           registered = false; // with CUDA (else not yet, or refused)
     bool           refused    = false; // CUDA did not register it: upload() for this key
+    // a registration running on a background thread (after >= 2): its result (registered or
+    // not, and the milliseconds it took) once joined
+    std::shared_ptr<std::future<std::pair<bool, double>>> pending;
   };
+  void                            take_pending(Registered &r, bool count);
   void                            drop(std::size_t i);
   void                            copy_in(const void *src, void *dst, std::size_t bytes, std::size_t piece, bool count);
   std::size_t                     vector_piece(std::size_t bytes) const noexcept;

@@ -1420,7 +1420,8 @@ BOOST_AUTO_TEST_CASE(cpr_kernels_match_the_host_reference_bit_for_bit)
         {"a singular diagonal block", singular, 3},
         {"a diagonal block not stored", without_diagonal_block(r3, 3, 7), 3},
         {"Nc=1", generated(6, 5, 4, 1, HeptaModel::reservoir), 1},
-        {"Nc=5", generated(4, 4, 3, 5, HeptaModel::reservoir, 0.5, 3), 5},
+        {"Nc=5 (the CUDA kernels' block size at run time)",
+         generated(4, 4, 3, 5, HeptaModel::reservoir, 0.5, 3), 5},
     };
     for (const auto& c : cases)
         for (index_t p : {index_t(0), c.nc - 1}) {

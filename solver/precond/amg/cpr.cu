@@ -2,8 +2,10 @@
 // amg_kernels.hpp, the per-cell work shared with the CPU (cpr_cell.hpp). A thread per cell: its nc
 // rows are walked together, ~7·nc² entries for a 7-point stencil, so the warps read scattered rows
 // but each entry once per pass.
+#include <cstdlib>
 #include <cstring>
 #include <cub/device/device_scan.cuh>
+#include <string>
 
 #include "core/cuda_common.hpp"
 #include "core/error.hpp"
@@ -17,30 +19,38 @@ namespace {
 constexpr int threads = 128;
 constexpr index_t max_nc = 8;  // cur and work live in local arrays
 
-__global__ void cpr_count_kernel(index_t ncells, index_t nc, const offset_t* __restrict__ row_ptr,
+// NC > 0: the block size known at compile time (the divisions by it become multiplies, the
+// scratch arrays their exact size); 0: nc at run time, up to max_nc. The same operations
+// either way (cpr_cell.hpp), so the same bits.
+template <int NC>
+__global__ void cpr_count_kernel(index_t ncells, index_t nc_rt,
+                                 const offset_t* __restrict__ row_ptr,
                                  const index_t* __restrict__ col, offset_t* __restrict__ counts,
                                  int* defects)
 {
+    const index_t nc = NC > 0 ? index_t(NC) : nc_rt;
     const long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
     if (i >= ncells) return;
-    offset_t cur[max_nc];
+    offset_t cur[NC > 0 ? NC : max_nc];
     const int d = detail::cpr_cell_defects(index_t(i), nc, ncells * nc, row_ptr, col);
     if (d) atomicOr(defects, d);
     counts[i] = d ? 0 : detail::cpr_cell_count(index_t(i), nc, row_ptr, col, cur);
 }
 
-template <class VT>
-__global__ void cpr_values_kernel(index_t ncells, index_t nc, index_t p,
+template <int NC, class VT>
+__global__ void cpr_values_kernel(index_t ncells, index_t nc_rt, index_t p,
                                   const offset_t* __restrict__ row_ptr,
                                   const index_t* __restrict__ col, const double* __restrict__ val,
                                   const offset_t* __restrict__ ap_ptr, index_t* __restrict__ ap_col,
                                   double* __restrict__ ap_val, VT* __restrict__ w,
                                   unsigned long long* singular)
 {
+    constexpr int m = NC > 0 ? NC : int(max_nc);
+    const index_t nc = NC > 0 ? index_t(NC) : nc_rt;
     const long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
     if (i >= ncells) return;
-    offset_t cur[max_nc];
-    double work[3 * max_nc * max_nc];
+    offset_t cur[m];
+    double work[3 * m * m];
     if (!detail::cpr_cell_values(index_t(i), nc, p, row_ptr, col, val, ap_ptr, ap_col, ap_val, w,
                                  cur, work))
         atomicAdd(singular, 1ull);
@@ -69,6 +79,17 @@ __global__ void gershgorin_kernel(index_t n, const offset_t* __restrict__ row_pt
 
 using cuda::read_back;
 
+// the block size for the kernels' templates: nc where it has one (1-4), else 0 (at run time);
+// HEPTANE_CPR_KERNEL=runtime: always 0 (before/after measurements in one binary)
+int compiled_nc(index_t nc)
+{
+    static const bool runtime = [] {
+        const char* e = std::getenv("HEPTANE_CPR_KERNEL");
+        return e && std::string(e) == "runtime";
+    }();
+    return runtime || nc < 1 || nc > 4 ? 0 : int(nc);
+}
+
 }  // namespace
 
 int cpr_pressure_pattern(const CudaExecutor& exec, index_t ncells, index_t nc,
@@ -82,8 +103,28 @@ int cpr_pressure_pattern(const CudaExecutor& exec, index_t ncells, index_t nc,
     int* defects = nullptr;
     HEPTANE_CUDA_CHECK(cudaMallocAsync(&defects, sizeof(int), s));
     HEPTANE_CUDA_CHECK(cudaMemsetAsync(defects, 0, sizeof(int), s));
-    cpr_count_kernel<<<cuda::grid_for(ncells, threads), threads, 0, s>>>(ncells, nc, row_ptr, col,
-                                                                         ap_ptr + 1, defects);
+    const auto grid = cuda::grid_for(ncells, threads);
+    switch (compiled_nc(nc)) {
+        case 1:
+            cpr_count_kernel<1>
+                <<<grid, threads, 0, s>>>(ncells, nc, row_ptr, col, ap_ptr + 1, defects);
+            break;
+        case 2:
+            cpr_count_kernel<2>
+                <<<grid, threads, 0, s>>>(ncells, nc, row_ptr, col, ap_ptr + 1, defects);
+            break;
+        case 3:
+            cpr_count_kernel<3>
+                <<<grid, threads, 0, s>>>(ncells, nc, row_ptr, col, ap_ptr + 1, defects);
+            break;
+        case 4:
+            cpr_count_kernel<4>
+                <<<grid, threads, 0, s>>>(ncells, nc, row_ptr, col, ap_ptr + 1, defects);
+            break;
+        default:
+            cpr_count_kernel<0>
+                <<<grid, threads, 0, s>>>(ncells, nc, row_ptr, col, ap_ptr + 1, defects);
+    }
     HEPTANE_CUDA_LAUNCH_CHECK();
     // the row pointers: an inclusive scan of the counts in place
     std::size_t bytes = 0;
@@ -111,8 +152,27 @@ index_t cpr_pressure_values(const CudaExecutor& exec, index_t ncells, index_t nc
     unsigned long long* singular = nullptr;
     HEPTANE_CUDA_CHECK(cudaMallocAsync(&singular, sizeof(*singular), s));
     HEPTANE_CUDA_CHECK(cudaMemsetAsync(singular, 0, sizeof(*singular), s));
-    cpr_values_kernel<VT><<<cuda::grid_for(ncells, threads), threads, 0, s>>>(
-        ncells, nc, p, row_ptr, col, val, ap_ptr, ap_col, ap_val, w, singular);
+    const auto grid = cuda::grid_for(ncells, threads);
+    const auto launch = [&](auto kernel) {
+        kernel<<<grid, threads, 0, s>>>(ncells, nc, p, row_ptr, col, val, ap_ptr, ap_col, ap_val, w,
+                                        singular);
+    };
+    switch (compiled_nc(nc)) {
+        case 1:
+            launch(cpr_values_kernel<1, VT>);
+            break;
+        case 2:
+            launch(cpr_values_kernel<2, VT>);
+            break;
+        case 3:
+            launch(cpr_values_kernel<3, VT>);
+            break;
+        case 4:
+            launch(cpr_values_kernel<4, VT>);
+            break;
+        default:
+            launch(cpr_values_kernel<0, VT>);
+    }
     HEPTANE_CUDA_LAUNCH_CHECK();
     const unsigned long long n = read_back(exec, singular);
     HEPTANE_CUDA_CHECK(cudaFreeAsync(singular, s));
