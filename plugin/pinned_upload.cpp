@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <system_error>
 
 #include <omp.h>
 #include <sys/resource.h>
@@ -241,12 +242,16 @@ bool PinnedUpload::upload_registered(const void *src, void *dst, std::size_t byt
     // on a background thread, while the caller solves with this call's copy
     const int            device = dev.device();
     const std::uintptr_t from = plo, to = phi;
-    hit->pending = std::make_shared<std::future<std::pair<bool, double>>>(std::async(std::launch::async, [device, from, to] {
-      const auto t0 = std::chrono::steady_clock::now();
-      bool       ok = cudaSetDevice(device) == cudaSuccess && cudaHostRegister(reinterpret_cast<void *>(from), to - from, cudaHostRegisterDefault) == cudaSuccess;
-      if (!ok) (void)cudaGetLastError();
-      return std::make_pair(ok, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-    }));
+    try {
+      hit->pending = std::make_shared<std::future<std::pair<bool, double>>>(std::async(std::launch::async, [device, from, to] {
+        const auto t0 = std::chrono::steady_clock::now();
+        bool       ok = cudaSetDevice(device) == cudaSuccess && cudaHostRegister(reinterpret_cast<void *>(from), to - from, cudaHostRegisterDefault) == cudaSuccess;
+        if (!ok) (void)cudaGetLastError();
+        return std::make_pair(ok, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+      }));
+    } catch (const std::system_error &) {
+      hit->pending.reset(); // no thread to be had: registered in line at the after-th call
+    }
     return false;
   }
   if (!hit->registered && !hit->refused && !hit->pending && hit->seen >= after) {
