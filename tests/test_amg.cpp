@@ -7,6 +7,7 @@
 #include <Eigen/Sparse>
 #include <boost/test/unit_test.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -1362,6 +1363,41 @@ Csr<double> without_diagonal_block(const Csr<double>& a, index_t nc, index_t cel
     return csr_from_coo(c);
 }
 
+// A with cell `cell`'s nc rows coupled to every unknown of cells [0, span) (entries added
+// where none is stored, small values): a well's cell, rows far longer than the rest, so the
+// CUDA kernels' block of cells around it does not fit the shared memory sized for the
+// average row and reads global memory, the other blocks staged
+Csr<double> with_long_cell(const Csr<double>& a, index_t nc, index_t cell, index_t span)
+{
+    Coo<double> c;
+    c.rows = a.rows;
+    c.cols = a.cols;
+    std::vector<index_t> r, col;
+    std::vector<double> v;
+    for (index_t i = 0; i < a.rows; ++i) {
+        std::vector<std::pair<index_t, double>> row;
+        for (offset_t k = a.row_ptr[i]; k < a.row_ptr[i + 1]; ++k)
+            row.emplace_back(a.col_idx[k], a.values[k]);
+        if (i / nc == cell) {
+            std::vector<bool> stored(std::size_t(a.cols), false);
+            for (const auto& e : row) stored[std::size_t(e.first)] = true;
+            for (index_t j = 0; j < span * nc; ++j)
+                if (!stored[std::size_t(j)])
+                    row.emplace_back(j, 1e-3 * double(1 + (i + 3 * j) % 7));
+            std::sort(row.begin(), row.end());
+        }
+        for (const auto& e : row) {
+            r.push_back(i);
+            col.push_back(e.first);
+            v.push_back(e.second);
+        }
+    }
+    c.row = Array<index_t>(std::move(r));
+    c.col = Array<index_t>(std::move(col));
+    c.val = Array<double>(std::move(v));
+    return csr_from_coo(c);
+}
+
 // kernels::cpr_pressure_pattern / _values on the test executor, back on the host
 struct CprKernelResult {
     int defects = 0;
@@ -1422,6 +1458,12 @@ BOOST_AUTO_TEST_CASE(cpr_kernels_match_the_host_reference_bit_for_bit)
         {"Nc=1", generated(6, 5, 4, 1, HeptaModel::reservoir), 1},
         {"Nc=5 (the CUDA kernels' block size at run time)",
          generated(4, 4, 3, 5, HeptaModel::reservoir, 0.5, 3), 5},
+        // many blocks of cells on CUDA, the last one partial
+        {"770 cells Nc=3", generated(11, 10, 7, 3, HeptaModel::reservoir, 0.5, 4), 3},
+        {"770 cells Nc=1", generated(11, 10, 7, 1, HeptaModel::channelized, 1.0, 5), 1},
+        // one cell's rows far longer than the rest, in the middle of a block of cells
+        {"a long cell", with_long_cell(generated(11, 10, 7, 3, HeptaModel::reservoir), 3, 40, 300),
+         3},
     };
     for (const auto& c : cases)
         for (index_t p : {index_t(0), c.nc - 1}) {

@@ -13,6 +13,9 @@
 // The rows are walked together, one cursor per row (a merge): each row's columns must be
 // increasing (sorted, none repeated); cpr_cell_defects says where they are not, and the
 // callers then take the host path.
+//
+// row_ptr, col and val are pointers or anything indexed like them with global positions
+// (the CUDA kernels pass windows onto copies in shared memory, cpr_window below).
 #pragma once
 
 #include <climits>
@@ -22,10 +25,20 @@
 
 namespace heptane::detail {
 
+/// A window onto a copy of a stretch of an array, indexed with the array's own positions:
+/// w[i] = p[i - base].
+template <class T>
+struct cpr_window {
+    const T* p;
+    offset_t base;
+    HEPTANE_HD T operator[](offset_t i) const { return p[i - base]; }
+};
+
 /// Defects of cell I's rows that the merge below cannot take: bit 0 a column not greater
 /// than the one before it in its row (unsorted or repeated), bit 1 a column outside [0, n).
-HEPTANE_HD inline int cpr_cell_defects(index_t I, index_t nc, index_t n, const offset_t* row_ptr,
-                                       const index_t* col)
+template <class RP, class CI>
+HEPTANE_HD inline int cpr_cell_defects(index_t I, index_t nc, index_t n, const RP& row_ptr,
+                                       const CI& col)
 {
     int d = 0;
     for (index_t c = 0; c < nc; ++c) {
@@ -43,9 +56,9 @@ HEPTANE_HD inline int cpr_cell_defects(index_t I, index_t nc, index_t n, const o
 /// its entries are passed: cur[c] is then the first entry of row (I, c) in block column J (or
 /// past it). The diagonal block J = I comes in its place even where no row stores it.
 /// `cur`: nc offsets of scratch.
-template <class F>
-HEPTANE_HD inline void cpr_cell_walk(index_t I, index_t nc, const offset_t* row_ptr,
-                                     const index_t* col, offset_t* cur, F&& f)
+template <class RP, class CI, class F>
+HEPTANE_HD inline void cpr_cell_walk(index_t I, index_t nc, const RP& row_ptr, const CI& col,
+                                     offset_t* cur, F&& f)
 {
     const offset_t r0 = offset_t(I) * nc;
     for (index_t c = 0; c < nc; ++c) cur[c] = row_ptr[r0 + c];
@@ -72,8 +85,9 @@ HEPTANE_HD inline void cpr_cell_walk(index_t I, index_t nc, const offset_t* row_
 }
 
 /// The number of block columns of cell I (the length of A_p's row I).
-HEPTANE_HD inline offset_t cpr_cell_count(index_t I, index_t nc, const offset_t* row_ptr,
-                                          const index_t* col, offset_t* cur)
+template <class RP, class CI>
+HEPTANE_HD inline offset_t cpr_cell_count(index_t I, index_t nc, const RP& row_ptr, const CI& col,
+                                          offset_t* cur)
 {
     offset_t count = 0;
     cpr_cell_walk(I, nc, row_ptr, col, cur, [&](index_t, const offset_t*) { ++count; });
@@ -82,11 +96,11 @@ HEPTANE_HD inline offset_t cpr_cell_count(index_t I, index_t nc, const offset_t*
 
 /// Cell I's weights (w[I·nc + c], as VT) and its row of A_p (ap_col, ap_val from ap_ptr[I]).
 /// scratch: nc offsets (cur) and 3·nc² doubles (work). Returns false where D is singular.
-template <class VT>
-HEPTANE_HD inline bool cpr_cell_values(index_t I, index_t nc, index_t p, const offset_t* row_ptr,
-                                       const index_t* col, const double* val,
-                                       const offset_t* ap_ptr, index_t* ap_col, double* ap_val,
-                                       VT* w, offset_t* cur, double* work)
+template <class VT, class RP, class CI, class VA>
+HEPTANE_HD inline bool cpr_cell_values(index_t I, index_t nc, index_t p, const RP& row_ptr,
+                                       const CI& col, const VA& val, const offset_t* ap_ptr,
+                                       index_t* ap_col, double* ap_val, VT* w, offset_t* cur,
+                                       double* work)
 {
     const std::size_t nc2 = std::size_t(nc) * std::size_t(nc);
     double* d = work;
