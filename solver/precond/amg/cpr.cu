@@ -11,6 +11,7 @@
 #include <cstring>
 #include <cub/device/device_scan.cuh>
 #include <string>
+#include <type_traits>
 
 #include "core/cuda_common.hpp"
 #include "core/error.hpp"
@@ -235,6 +236,29 @@ int compiled_nc(index_t nc)
     return runtime || nc < 1 || nc > 4 ? 0 : int(nc);
 }
 
+// f(std::integral_constant<int, N>{}) with N = compiled_nc(nc): the one dispatch from a run-time
+// block size to the kernels' template argument
+template <class F>
+void with_compiled_nc(index_t nc, F&& f)
+{
+    switch (compiled_nc(nc)) {
+        case 1:
+            f(std::integral_constant<int, 1>{});
+            break;
+        case 2:
+            f(std::integral_constant<int, 2>{});
+            break;
+        case 3:
+            f(std::integral_constant<int, 3>{});
+            break;
+        case 4:
+            f(std::integral_constant<int, 4>{});
+            break;
+        default:
+            f(std::integral_constant<int, 0>{});
+    }
+}
+
 }  // namespace
 
 int cpr_pressure_pattern(const CudaExecutor& exec, index_t ncells, index_t nc,
@@ -260,22 +284,10 @@ int cpr_pressure_pattern(const CudaExecutor& exec, index_t ncells, index_t nc,
                 ncells, nc, st.cap, row_ptr, col, ap_ptr + 1, defects);
         }
     };
-    switch (compiled_nc(nc)) {
-        case 1:
-            launch(cpr_count_kernel<1>, cpr_count_staged_kernel<1>);
-            break;
-        case 2:
-            launch(cpr_count_kernel<2>, cpr_count_staged_kernel<2>);
-            break;
-        case 3:
-            launch(cpr_count_kernel<3>, cpr_count_staged_kernel<3>);
-            break;
-        case 4:
-            launch(cpr_count_kernel<4>, cpr_count_staged_kernel<4>);
-            break;
-        default:
-            launch(cpr_count_kernel<0>, cpr_count_staged_kernel<0>);
-    }
+    with_compiled_nc(nc, [&](auto k) {
+        constexpr int N = decltype(k)::value;
+        launch(cpr_count_kernel<N>, cpr_count_staged_kernel<N>);
+    });
     HEPTANE_CUDA_LAUNCH_CHECK();
     // the row pointers: an inclusive scan of the counts in place
     std::size_t bytes = 0;
@@ -315,22 +327,10 @@ index_t cpr_pressure_values(const CudaExecutor& exec, index_t ncells, index_t nc
                 ncells, nc, p, st.cap, row_ptr, col, val, ap_ptr, ap_col, ap_val, w, singular);
         }
     };
-    switch (compiled_nc(nc)) {
-        case 1:
-            launch(cpr_values_kernel<1, VT>, cpr_values_staged_kernel<1, VT>);
-            break;
-        case 2:
-            launch(cpr_values_kernel<2, VT>, cpr_values_staged_kernel<2, VT>);
-            break;
-        case 3:
-            launch(cpr_values_kernel<3, VT>, cpr_values_staged_kernel<3, VT>);
-            break;
-        case 4:
-            launch(cpr_values_kernel<4, VT>, cpr_values_staged_kernel<4, VT>);
-            break;
-        default:
-            launch(cpr_values_kernel<0, VT>, cpr_values_staged_kernel<0, VT>);
-    }
+    with_compiled_nc(nc, [&](auto k) {
+        constexpr int N = decltype(k)::value;
+        launch(cpr_values_kernel<N, VT>, cpr_values_staged_kernel<N, VT>);
+    });
     HEPTANE_CUDA_LAUNCH_CHECK();
     const unsigned long long n = read_back(exec, singular);
     HEPTANE_CUDA_CHECK(cudaFreeAsync(singular, s));
