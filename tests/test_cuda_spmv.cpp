@@ -243,7 +243,10 @@ BOOST_AUTO_TEST_CASE(csr_every_kernel_matches_cpu_reference)
                                        {2500, 2500, 5, 40},
                                        {700, 700, 100, 300},
                                        {1500, 900, 0, 20},
-                                       {900, 1500, 0, 20}};
+                                       {900, 1500, 0, 20},
+                                       // a warp a row and more than 4 x 4096 rows: A^T x takes
+                                       // the rows from 4096 stripes (5 rows each, the last short)
+                                       {20000, 6000, 60, 100}};
     unsigned seed = 1;
     std::vector<Coo<double>> mats;
     for (const auto& s : shapes)

@@ -231,9 +231,10 @@ void launch_vector(const CudaExecutor& exec, const Csr<MT>& a, VT alpha, const V
 template <int G, class MT, class VT>
 void launch_scatter(const CudaExecutor& exec, const Csr<MT>& a, VT alpha, const VT* x, VT* y)
 {
-    const unsigned grid = cuda::grid_for(static_cast<long long>(a.rows) * G, 256);
+    const ScatterStripes st = scatter_stripes(a.rows, G);
+    const unsigned grid = cuda::grid_for(st.groups(a.rows) * G, 256);
     csr_scatter_kernel<G, offset_t, index_t, MT, VT><<<grid, 256, 0, cuda::stream(exec)>>>(
-        a.rows, a.row_ptr.data(), a.col_idx.data(), a.values.data(), alpha, x, y);
+        a.rows, st, a.row_ptr.data(), a.col_idx.data(), a.values.data(), alpha, x, y);
     HEPTANE_CUDA_LAUNCH_CHECK();
 }
 

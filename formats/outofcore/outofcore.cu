@@ -19,10 +19,11 @@ template <int G, class MT, class VT>
 void launch(cudaStream_t s, const OocChunkView<MT>& c, VT alpha, const VT* x, VT beta, VT* y,
             bool transpose)
 {
-    const unsigned grid = cuda::grid_for(static_cast<long long>(c.rows) * G, 256);
+    const ScatterStripes st = transpose ? scatter_stripes(c.rows, G) : ScatterStripes{};
+    const unsigned grid = cuda::grid_for(st.groups(c.rows) * G, 256);
     if (transpose)
         csr_scatter_kernel<G, std::uint32_t, std::uint32_t, MT, VT>
-            <<<grid, 256, 0, s>>>(c.rows, c.row_ptr, c.col, c.val, alpha, x, y);
+            <<<grid, 256, 0, s>>>(c.rows, st, c.row_ptr, c.col, c.val, alpha, x, y);
     else
         csr_vector_kernel<G, std::uint32_t, std::uint32_t, MT, VT>
             <<<grid, 256, 0, s>>>(c.rows, c.row_ptr, c.col, c.val, alpha, x, beta, y);
