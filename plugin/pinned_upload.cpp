@@ -239,7 +239,7 @@ bool PinnedUpload::upload_registered(const void *src, void *dst, std::size_t byt
   ++hit->seen;
   if (hit->pending && hit->seen >= after) take_pending(*hit, true);
   if (!hit->registered && !hit->refused && !hit->pending && after >= 2 && hit->seen == after - 1) {
-    // on a background thread, while the caller solves with this call's copy
+    // on a background thread (the caller's CUDA calls wait while it runs: docs/petsc.md)
     const int            device = dev.device();
     const std::uintptr_t from = plo, to = phi;
     try {

@@ -54,10 +54,11 @@ public:
   /// or beside src under an old key is dropped first, as its pages may belong to a freed array).
   /// At most max_registered ranges are kept (the least recently used dropped). With after >= 2
   /// the registration starts on a background thread at the (after - 1)-th call (which returns
-  /// false: the caller copies), so it runs while the caller solves; the after-th call waits for
-  /// it if it is still running. Registering costs about as much as 3-4 host copies (30-86 ms for
-  /// 524 MB on the H100 machine), which a short Newton loop never paid back when it was done in
-  /// line. Returns false, doing nothing (or only starting the registration), when key is 0,
+  /// false: the caller copies); the after-th call waits for it if it is still running.
+  /// Registering costs about as much as 3-4 host copies (30-86 ms for 524 MB on the H100
+  /// machine), and the thread does not hide it: the caller's own CUDA calls wait while it runs
+  /// (measured on the H100: the (after - 1)-th refresh took its copies plus the whole
+  /// registration), so it pays back only over a long Newton loop. Returns false, doing nothing (or only starting the registration), when key is 0,
   /// bytes < min_register_bytes, the range has not come `after` times yet, or CUDA refuses it
   /// (then upload()). The copy is queued on exec's stream: src must not change until
   /// exec->synchronize().
