@@ -43,7 +43,7 @@ __global__ void __launch_bounds__(256)
 // columns). The lane groups can therefore take rows far apart: group g takes row
 // (g mod S) * span + g / S, S stripes of span rows, every row once, each row's entries still
 // read by its G lanes together. Measured on the H100 (docs/benchmarks.md, "A^T x from
-// stripes of rows"): with 4096 stripes, a warp a row (G = 32) gained 3-7 % (PET back
+// stripes of rows"): with 4096 stripes, a warp a row (G = 32) gained 3.5-7.7 % (PET back
 // projection, GH Nc = 16), shorter rows lost up to 20 % at 0.5-2 M rows (GH Nc = 4, 8), so the
 // stripes are taken for G = 32 only.
 struct ScatterStripes {
