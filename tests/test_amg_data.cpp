@@ -15,23 +15,13 @@
 #include "solver/solve.hpp"
 #include "solver/vector/vector_ops.hpp"
 #include "tests/test_common.hpp"
+#include "tests/test_systems.hpp"
 
 using namespace heptane;
 
 namespace {
 
-double true_relres(const Coo<double>& a, const std::vector<double>& x, const std::vector<double>& b)
-{
-    std::vector<long double> r(b.begin(), b.end());
-    for (offset_t k = 0; k < a.nnz(); ++k)
-        r[std::size_t(a.row[k])] -= (long double)a.val[k] * x[std::size_t(a.col[k])];
-    long double rr = 0, bb = 0;
-    for (std::size_t i = 0; i < b.size(); ++i) {
-        rr += r[i] * r[i];
-        bb += (long double)b[i] * b[i];
-    }
-    return double(std::sqrt(rr / bb));
-}
+using test::true_relres;
 
 SolveResult run(const Coo<double>& a, const std::vector<double>& b, PcType pc, index_t nc)
 {

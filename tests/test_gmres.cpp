@@ -22,6 +22,7 @@
 #include "solver/solve.hpp"
 #include "solver/vector/vector_ops.hpp"
 #include "tests/test_common.hpp"
+#include "tests/test_systems.hpp"
 
 using namespace heptane;
 
@@ -38,70 +39,15 @@ std::ostream& operator<<(std::ostream& os, SolverType s)
 
 namespace {
 
-Coo<double> make_coo(index_t n, std::vector<index_t> r, std::vector<index_t> c,
-                     std::vector<double> v)
-{
-    Coo<double> a;
-    a.rows = a.cols = n;
-    a.row = Array<index_t>(std::move(r));
-    a.col = Array<index_t>(std::move(c));
-    a.val = Array<double>(std::move(v));
-    canonicalize(a);
-    return a;
-}
-
-/// 7-point stencil on nx × ny × nz with a convection term c (nonsymmetric for c ≠ 0),
-/// diagonal = Σ|off-diagonals| + margin (as in test_solver.cpp).
-Coo<double> seven_point(index_t nx, index_t ny, index_t nz, double c, double margin)
-{
-    std::vector<index_t> r, cc;
-    std::vector<double> v;
-    const index_t n = nx * ny * nz;
-    for (index_t k = 0; k < nz; ++k)
-        for (index_t j = 0; j < ny; ++j)
-            for (index_t i = 0; i < nx; ++i) {
-                const index_t row = i + nx * (j + ny * k);
-                double off = 0;
-                auto add = [&](index_t col, double val) {
-                    r.push_back(row);
-                    cc.push_back(col);
-                    v.push_back(val);
-                    off += std::abs(val);
-                };
-                if (i > 0) add(row - 1, -1 - c);
-                if (i + 1 < nx) add(row + 1, -1 + c);
-                if (j > 0) add(row - nx, -1 - 0.5 * c);
-                if (j + 1 < ny) add(row + nx, -1 + 0.5 * c);
-                if (k > 0) add(row - nx * ny, -1 - 0.25 * c);
-                if (k + 1 < nz) add(row + nx * ny, -1 + 0.25 * c);
-                r.push_back(row);
-                cc.push_back(row);
-                v.push_back(off + margin);
-            }
-    return make_coo(n, std::move(r), std::move(cc), std::move(v));
-}
-
-/// Random nonsymmetric, strictly diagonally dominant by `margin`, diagonal of both signs.
-Coo<double> random_dd(index_t n, unsigned seed, double margin)
-{
-    auto a = test::random_coo<double>(n, n, 2, 9, seed);
-    std::vector<double> off(std::size_t(n), 0.0);
-    std::vector<index_t> r, c;
-    std::vector<double> v;
-    for (offset_t k = 0; k < a.nnz(); ++k)
-        if (a.row[k] != a.col[k]) {
-            off[std::size_t(a.row[k])] += std::abs(a.val[k]);
-            r.push_back(a.row[k]);
-            c.push_back(a.col[k]);
-            v.push_back(a.val[k]);
-        }
-    for (index_t i = 0; i < n; ++i) {
-        r.push_back(i);
-        c.push_back(i);
-        v.push_back((i % 2 ? -1.0 : 1.0) * (off[std::size_t(i)] + margin));
-    }
-    return make_coo(n, std::move(r), std::move(c), std::move(v));
-}
+using test::dominance_margin;
+using test::max_abs_diff;
+using test::norm2;
+using test::norm_inf;
+using test::random_dd;
+using test::residual;
+using test::seven_point;
+using test::square_coo;
+using test::true_relres;
 
 HeptaSpec reservoir_spec(index_t nc, unsigned seed = 7)
 {
@@ -115,48 +61,6 @@ HeptaSpec reservoir_spec(index_t nc, unsigned seed = 7)
     spec.difficulty = 1.0;
     spec.seed = seed;
     return spec;
-}
-
-/// min_i (|a_ii| − Σ_{j≠i} |a_ij|): ‖A⁻¹‖∞ ≤ 1/δ (Varah).
-double dominance_margin(const Coo<double>& a)
-{
-    std::vector<double> d(std::size_t(a.rows), 0.0), off(std::size_t(a.rows), 0.0);
-    for (offset_t k = 0; k < a.nnz(); ++k)
-        (a.row[k] == a.col[k] ? d : off)[std::size_t(a.row[k])] += std::abs(a.val[k]);
-    double m = std::numeric_limits<double>::infinity();
-    for (index_t i = 0; i < a.rows; ++i) m = std::min(m, d[std::size_t(i)] - off[std::size_t(i)]);
-    return m;
-}
-
-std::vector<double> residual(const Coo<double>& a, const std::vector<double>& x,
-                             const std::vector<double>& b)
-{
-    std::vector<long double> r(b.begin(), b.end());
-    for (offset_t k = 0; k < a.nnz(); ++k)
-        r[std::size_t(a.row[k])] -= (long double)a.val[k] * x[std::size_t(a.col[k])];
-    return std::vector<double>(r.begin(), r.end());
-}
-double norm2(const std::vector<double>& v)
-{
-    long double s = 0;
-    for (double e : v) s += (long double)e * e;
-    return std::sqrt(double(s));
-}
-double norm_inf(const std::vector<double>& v)
-{
-    double m = 0;
-    for (double e : v) m = std::max(m, std::abs(e));
-    return m;
-}
-double max_abs_diff(const std::vector<double>& a, const std::vector<double>& b)
-{
-    double m = 0;
-    for (std::size_t i = 0; i < a.size(); ++i) m = std::max(m, std::abs(a[i] - b[i]));
-    return m;
-}
-double true_relres(const Coo<double>& a, const std::vector<double>& x, const std::vector<double>& b)
-{
-    return norm2(residual(a, x, b)) / norm2(b);
 }
 
 std::vector<double> sparse_lu(const Coo<double>& a, const std::vector<double>& b)
@@ -329,7 +233,7 @@ BOOST_AUTO_TEST_CASE(full_gmres_is_exact_in_at_most_n_iterations)
         c.push_back(i);
         v.push_back(1.0);
     }
-    const auto shift = make_coo(n, r, c, v);
+    const auto shift = square_coo(n, r, c, v);
     std::vector<double> b(std::size_t(n), 0.0), x_exact(std::size_t(n), 0.0);
     b[0] = 1.0;
     x_exact[std::size_t(n - 1)] = 1.0;
@@ -360,7 +264,7 @@ BOOST_AUTO_TEST_CASE(full_gmres_is_exact_in_at_most_n_iterations)
         d.push_back(i);
         dv.push_back(i % 3 == 0 ? 1.0 : i % 3 == 1 ? 2.0 : 5.0);
     }
-    const auto diag3 = make_coo(50, d, d, dv);
+    const auto diag3 = square_coo(50, d, d, dv);
     const auto bd = test::random_vector<double>(50, 8);
     const Run three = run(SolverType::gmres, diag3, bd, PcType::none, 1, tight(1e-13), 30);
     BOOST_TEST(three.st.converged(), three.st.summary());
@@ -482,13 +386,13 @@ BOOST_AUTO_TEST_CASE(nan_stops_with_diverged_nan_and_keeps_the_last_good_iterate
 BOOST_AUTO_TEST_CASE(breakdown_lucky_and_not)
 {
     // A = 2 I: A v_0 = 2 v_0, the space is invariant after one step and exact: converged
-    const auto two = make_coo(3, {0, 1, 2}, {0, 1, 2}, {2.0, 2.0, 2.0});
+    const auto two = square_coo(3, {0, 1, 2}, {0, 1, 2}, {2.0, 2.0, 2.0});
     const Run lucky = run(SolverType::gmres, two, {2, -4, 6}, PcType::none, 1, tight());
     BOOST_TEST(lucky.st.converged(), lucky.st.summary());
     BOOST_TEST(lucky.st.iterations == 1);
     BOOST_TEST(max_abs_diff(lucky.x, {1.0, -2.0, 3.0}) <= 1e-15);
     // A = 0: A v_0 = 0, no direction and no progress: breakdown, x = 0
-    const auto zero = make_coo(4, {0, 1, 2, 3}, {0, 1, 2, 3}, {0, 0, 0, 0});
+    const auto zero = square_coo(4, {0, 1, 2, 3}, {0, 1, 2, 3}, {0, 0, 0, 0});
     const Run z = run(SolverType::gmres, zero, {1, 2, 3, 4}, PcType::none, 1, tight());
     BOOST_TEST(z.st.reason == Reason::breakdown_rho, z.st.summary());
     BOOST_TEST(z.st.iterations == 1);
@@ -603,7 +507,7 @@ BOOST_AUTO_TEST_CASE(max_it_atol_stagnation_and_initial_guesses)
     BOOST_TEST(at.st.reason == Reason::converged_atol, at.st.summary());
     BOOST_TEST(at.st.residual_norm < o.atol);
     // stagnation: GMRES(1) on a rotation never moves ((r, A r) = 0 for every r)
-    const auto rot = make_coo(2, {0, 1}, {1, 0}, {1.0, -1.0});
+    const auto rot = square_coo(2, {0, 1}, {1, 0}, {1.0, -1.0});
     o = tight();
     o.stagnation_window = 5;
     const Run st = run(SolverType::gmres, rot, {1, 2}, PcType::none, 1, o, 1);

@@ -26,6 +26,7 @@
 #include "solver/solve.hpp"
 #include "solver/warm_up.hpp"
 #include "tests/test_common.hpp"
+#include "tests/test_systems.hpp"
 
 using namespace heptane;
 
@@ -39,134 +40,17 @@ std::ostream& operator<<(std::ostream& os, Reason r)
 
 namespace {
 
+using test::dominance_margin;
+using test::max_abs_diff;
+using test::norm2;
+using test::norm_inf;
+using test::random_dd;
+using test::residual;
+using test::residual_rounding;
+using test::seven_point;
+using test::square_coo;
+
 const double nan_v = std::numeric_limits<double>::quiet_NaN();
-
-Coo<double> make_coo(index_t n, std::vector<index_t> r, std::vector<index_t> c,
-                     std::vector<double> v)
-{
-    Coo<double> a;
-    a.rows = a.cols = n;
-    a.row = Array<index_t>(std::move(r));
-    a.col = Array<index_t>(std::move(c));
-    a.val = Array<double>(std::move(v));
-    canonicalize(a);
-    return a;
-}
-
-/// 7-point stencil on an nx × ny × nz grid (x fastest). Off-diagonals −1 − c toward the
-/// lower neighbour and −1 + c toward the upper one (c ≠ 0: nonsymmetric, a convection
-/// term); diagonal = Σ|off-diagonals of the row| + margin (margin > 0: strictly diagonally
-/// dominant). c = 0, margin = 0 with diag 6 fixed gives the Dirichlet Laplacian instead.
-Coo<double> seven_point(index_t nx, index_t ny, index_t nz, double c, double margin,
-                        bool laplacian = false)
-{
-    std::vector<index_t> r, cc;
-    std::vector<double> v;
-    const index_t n = nx * ny * nz;
-    for (index_t k = 0; k < nz; ++k)
-        for (index_t j = 0; j < ny; ++j)
-            for (index_t i = 0; i < nx; ++i) {
-                const index_t row = i + nx * (j + ny * k);
-                double off = 0;
-                auto add = [&](index_t col, double val) {
-                    r.push_back(row);
-                    cc.push_back(col);
-                    v.push_back(val);
-                    off += std::abs(val);
-                };
-                if (i > 0) add(row - 1, -1 - c);
-                if (i + 1 < nx) add(row + 1, -1 + c);
-                if (j > 0) add(row - nx, -1 - 0.5 * c);
-                if (j + 1 < ny) add(row + nx, -1 + 0.5 * c);
-                if (k > 0) add(row - nx * ny, -1 - 0.25 * c);
-                if (k + 1 < nz) add(row + nx * ny, -1 + 0.25 * c);
-                r.push_back(row);
-                cc.push_back(row);
-                v.push_back(laplacian ? 6.0 : off + margin);
-            }
-    return make_coo(n, std::move(r), std::move(cc), std::move(v));
-}
-
-/// Random nonsymmetric, strictly diagonally dominant by `margin`.
-Coo<double> random_dd(index_t n, unsigned seed, double margin)
-{
-    auto a = test::random_coo<double>(n, n, 2, 9, seed);
-    std::vector<double> off(std::size_t(n), 0.0);
-    std::vector<index_t> r, c;
-    std::vector<double> v;
-    for (offset_t k = 0; k < a.nnz(); ++k)
-        if (a.row[k] != a.col[k]) {
-            off[std::size_t(a.row[k])] += std::abs(a.val[k]);
-            r.push_back(a.row[k]);
-            c.push_back(a.col[k]);
-            v.push_back(a.val[k]);
-        }
-    for (index_t i = 0; i < n; ++i) {
-        r.push_back(i);
-        c.push_back(i);
-        v.push_back((i % 2 ? -1.0 : 1.0) * (off[std::size_t(i)] + margin));
-    }
-    return make_coo(n, std::move(r), std::move(c), std::move(v));
-}
-
-/// min_i (|a_ii| − Σ_{j≠i} |a_ij|): ‖A⁻¹‖∞ ≤ 1/δ (Varah), so ‖x − x*‖∞ ≤ ‖b − A x‖∞ / δ.
-double dominance_margin(const Coo<double>& a)
-{
-    std::vector<double> d(std::size_t(a.rows), 0.0), off(std::size_t(a.rows), 0.0);
-    for (offset_t k = 0; k < a.nnz(); ++k)
-        (a.row[k] == a.col[k] ? d : off)[std::size_t(a.row[k])] += std::abs(a.val[k]);
-    double m = std::numeric_limits<double>::infinity();
-    for (index_t i = 0; i < a.rows; ++i) m = std::min(m, d[std::size_t(i)] - off[std::size_t(i)]);
-    return m;
-}
-
-std::vector<double> residual(const Coo<double>& a, const std::vector<double>& x,
-                             const std::vector<double>& b)
-{
-    std::vector<long double> r(b.begin(), b.end());
-    for (offset_t k = 0; k < a.nnz(); ++k)
-        r[std::size_t(a.row[k])] -= (long double)a.val[k] * x[std::size_t(a.col[k])];
-    return std::vector<double>(r.begin(), r.end());
-}
-/// The rounding error of ‖b − A x‖/‖b‖ evaluated in double: (row length + 2)·eps·‖|A||x| +
-/// |b|‖/‖b‖.
-double residual_rounding(const Coo<double>& a, const std::vector<double>& x,
-                         const std::vector<double>& b)
-{
-    std::vector<double> s(b.size(), 0.0);
-    std::vector<int> len(b.size(), 0);
-    for (std::size_t i = 0; i < b.size(); ++i) s[i] = std::abs(b[i]);
-    for (offset_t k = 0; k < a.nnz(); ++k) {
-        s[std::size_t(a.row[k])] += std::abs(a.val[k] * x[std::size_t(a.col[k])]);
-        ++len[std::size_t(a.row[k])];
-    }
-    double ss = 0, bb = 0;
-    for (std::size_t i = 0; i < b.size(); ++i) {
-        ss += s[i] * s[i];
-        bb += b[i] * b[i];
-    }
-    const int max_len = *std::max_element(len.begin(), len.end());
-    return (max_len + 2) * std::numeric_limits<double>::epsilon() * std::sqrt(ss / bb);
-}
-
-double norm_inf(const std::vector<double>& v)
-{
-    double m = 0;
-    for (double e : v) m = std::max(m, std::abs(e));
-    return m;
-}
-double norm2(const std::vector<double>& v)
-{
-    long double s = 0;
-    for (double e : v) s += (long double)e * e;
-    return std::sqrt(double(s));
-}
-double max_abs_diff(const std::vector<double>& a, const std::vector<double>& b)
-{
-    double m = 0;
-    for (std::size_t i = 0; i < a.size(); ++i) m = std::max(m, std::abs(a[i] - b[i]));
-    return m;
-}
 
 Eigen::SparseMatrix<double> to_eigen(const Coo<double>& a)
 {
@@ -396,13 +280,13 @@ BOOST_AUTO_TEST_CASE(every_preconditioner_reduces_iterations)
 BOOST_AUTO_TEST_CASE(breakdown_rv_on_a_zero_matrix_and_a_rotation)
 {
     // A = 0: v = A p = 0, (r̂, v) = 0
-    const auto zero = make_coo(4, {0, 1, 2, 3}, {0, 1, 2, 3}, {0, 0, 0, 0});
+    const auto zero = square_coo(4, {0, 1, 2, 3}, {0, 1, 2, 3}, {0, 0, 0, 0});
     const Run z = run(Method::bicgstab, zero, {1, 2, 3, 4}, PcType::none, 1, tight());
     BOOST_TEST(z.st.reason == Reason::breakdown_rv, z.st.summary());
     BOOST_TEST(z.st.iterations == 0);
     BOOST_TEST(z.x == std::vector<double>(4, 0.0), boost::test_tools::per_element());
     // a 90° rotation: (r, A r) = 0 for every r
-    const auto rot = make_coo(2, {0, 1}, {1, 0}, {1.0, -1.0});
+    const auto rot = square_coo(2, {0, 1}, {1, 0}, {1.0, -1.0});
     const Run r = run(Method::bicgstab, rot, {1, 2}, PcType::none, 1, tight());
     BOOST_TEST(r.st.reason == Reason::breakdown_rv, r.st.summary());
     BOOST_TEST(r.st.iterations == 0);
@@ -413,7 +297,7 @@ BOOST_AUTO_TEST_CASE(bicgstab_stops_at_the_half_step_when_s_vanishes)
 {
     // A = 2 I: α = 1/2 makes s = r − α A r = 0, so ‖s‖ ≤ tol ends the first iteration at the
     // half step x = α p = b / 2 (ω = 0, no breakdown reported although t = A ŝ = 0 too)
-    const auto a = make_coo(3, {0, 1, 2}, {0, 1, 2}, {2.0, 2.0, 2.0});
+    const auto a = square_coo(3, {0, 1, 2}, {0, 1, 2}, {2.0, 2.0, 2.0});
     const Run r = run(Method::bicgstab, a, {2, -4, 6}, PcType::none, 1, tight());
     BOOST_TEST(is_converged(r.st.reason), r.st.summary());
     BOOST_TEST(r.st.iterations == 1);
@@ -424,7 +308,7 @@ BOOST_AUTO_TEST_CASE(breakdown_omega_when_t_is_orthogonal_to_s)
 {
     // A = [[1, 1], [1, 0]], b = e1: α = 1, s = (0, −1), t = A s = (−1, 0), (t, s) = 0 → ω = 0.
     // The half step x = α p = (1, 0) is kept, r = s.
-    const auto a = make_coo(2, {0, 0, 1}, {0, 1, 0}, {1.0, 1.0, 1.0});
+    const auto a = square_coo(2, {0, 0, 1}, {0, 1, 0}, {1.0, 1.0, 1.0});
     const Run r = run(Method::bicgstab, a, {1, 0}, PcType::none, 1, tight());
     BOOST_TEST(r.st.reason == Reason::breakdown_omega, r.st.summary());
     BOOST_TEST(r.st.iterations == 1);
@@ -436,8 +320,8 @@ BOOST_AUTO_TEST_CASE(breakdown_rho_when_r_is_orthogonal_to_r_hat)
 {
     // A = [[1,1,1],[1,2,1],[-1,0,2]], b = e1: s = (0,-1,1), t = (0,-1,2), ω = 3/5,
     // r1 = s − ω t has r1[0] = 0 exactly, so ρ1 = (e1, r1) = 0 while r1 ≠ 0.
-    const auto a =
-        make_coo(3, {0, 0, 0, 1, 1, 1, 2, 2}, {0, 1, 2, 0, 1, 2, 0, 2}, {1, 1, 1, 1, 2, 1, -1, 2});
+    const auto a = square_coo(3, {0, 0, 0, 1, 1, 1, 2, 2}, {0, 1, 2, 0, 1, 2, 0, 2},
+                              {1, 1, 1, 1, 2, 1, -1, 2});
     const Run r = run(Method::bicgstab, a, {1, 0, 0}, PcType::none, 1, tight());
     BOOST_TEST(r.st.reason == Reason::breakdown_rho, r.st.summary());
     BOOST_TEST(r.st.iterations == 1);
@@ -508,7 +392,7 @@ BOOST_AUTO_TEST_CASE(stagnation_is_detected)
         c.push_back(i);
         v.push_back(i + 1 < n ? 1.0 + i : 0.0);
     }
-    const auto a = make_coo(n, r, c, v);
+    const auto a = square_coo(n, r, c, v);
     std::vector<double> b(std::size_t(n), 1.0);
     SolverOptions o = tight();
     o.stagnation_window = 10;
@@ -1094,7 +978,7 @@ BOOST_AUTO_TEST_CASE(reference_bicgstab_matches_fused_on_the_gpu)
         BOOST_TEST(std::abs(fused.st.iterations - ref.st.iterations) <= 1);
     }
     // the reference reports breakdowns the same way
-    const auto rot = make_coo(2, {0, 1}, {1, 0}, {1.0, -1.0});
+    const auto rot = square_coo(2, {0, 1}, {1, 0}, {1.0, -1.0});
     const Run r = run(Method::bicgstab, rot, {1, 2}, PcType::none, 1, tight(),
                       test::test_executor(), {}, BicgstabImpl::reference);
     BOOST_TEST(r.st.reason == Reason::breakdown_rv);

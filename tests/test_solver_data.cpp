@@ -12,10 +12,14 @@
 #include "generators/matrix_market.hpp"
 #include "solver/solve.hpp"
 #include "tests/test_common.hpp"
+#include "tests/test_systems.hpp"
 
 using namespace heptane;
 
 namespace {
+
+using test::residual_rounding;
+using test::true_relres;
 
 struct Problem {
     std::string matrix;
@@ -27,41 +31,6 @@ std::vector<double> ones_rhs(const Coo<double>& a)
     std::vector<double> b(std::size_t(a.rows), 0.0);
     for (offset_t k = 0; k < a.nnz(); ++k) b[std::size_t(a.row[k])] += a.val[k];
     return b;
-}
-
-/// The rounding error of ‖b − A x‖/‖b‖ evaluated in double: (row length + 2)·eps·‖|A||x| +
-/// |b|‖/‖b‖.
-double residual_rounding(const Coo<double>& a, const std::vector<double>& x,
-                         const std::vector<double>& b)
-{
-    std::vector<double> s(b.size(), 0.0);
-    std::vector<int> len(b.size(), 0);
-    for (std::size_t i = 0; i < b.size(); ++i) s[i] = std::abs(b[i]);
-    for (offset_t k = 0; k < a.nnz(); ++k) {
-        s[std::size_t(a.row[k])] += std::abs(a.val[k] * x[std::size_t(a.col[k])]);
-        ++len[std::size_t(a.row[k])];
-    }
-    double ss = 0, bb = 0;
-    for (std::size_t i = 0; i < b.size(); ++i) {
-        ss += s[i] * s[i];
-        bb += b[i] * b[i];
-    }
-    const int max_len = *std::max_element(len.begin(), len.end());
-    return (max_len + 2) * std::numeric_limits<double>::epsilon() * std::sqrt(ss / bb);
-}
-
-double true_relative_residual(const Coo<double>& a, const std::vector<double>& x,
-                              const std::vector<double>& b)
-{
-    std::vector<long double> r(b.begin(), b.end());
-    for (offset_t k = 0; k < a.nnz(); ++k)
-        r[std::size_t(a.row[k])] -= (long double)a.val[k] * x[std::size_t(a.col[k])];
-    long double rr = 0, bb = 0;
-    for (std::size_t i = 0; i < b.size(); ++i) {
-        rr += r[i] * r[i];
-        bb += (long double)b[i] * b[i];
-    }
-    return double(std::sqrt(rr / bb));
 }
 
 void solve_and_check(const Problem& p, const std::string& device,
@@ -77,7 +46,7 @@ void solve_and_check(const Problem& p, const std::string& device,
     cfg.options.rtol = 1e-9;
     cfg.options.max_it = 5000;
     const SolveResult res = solve_system(a, b, cfg);
-    const double rel = true_relative_residual(a, res.x, b);
+    const double rel = true_relres(a, res.x, b);
     BOOST_TEST_MESSAGE(p.matrix << " on " << res.device << " with " << res.preconditioner << ": "
                                 << res.status.summary() << ", host-checked true residual " << rel
                                 << ", solve " << res.timings.solve_ms << " ms, "
