@@ -58,7 +58,8 @@ public:
   /// Registering costs about as much as 3-4 host copies (30-86 ms for 524 MB on the H100
   /// machine), and the thread does not hide it: the caller's own CUDA calls wait while it runs
   /// (measured on the H100: the (after - 1)-th refresh took its copies plus the whole
-  /// registration), so it pays back only over a long Newton loop. Returns false, doing nothing (or only starting the registration), when key is 0,
+  /// registration), so it pays back only over a long Newton loop. Returns false, doing nothing
+  /// (or only starting the registration), when key is 0,
   /// bytes < min_register_bytes, the range has not come `after` times yet, or CUDA refuses it
   /// (then upload()). The copy is queued on exec's stream: src must not change until
   /// exec->synchronize().

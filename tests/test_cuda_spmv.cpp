@@ -245,7 +245,8 @@ BOOST_AUTO_TEST_CASE(csr_every_kernel_matches_cpu_reference)
                                        {1500, 900, 0, 20},
                                        {900, 1500, 0, 20},
                                        // a warp a row and more than 4 x 4096 rows: A^T x takes
-                                       // the rows from 4096 stripes (5 rows each, the last short)
+                                       // the rows from 4096 stripes of 5 rows (the last 96
+                                       // stripes empty: 480 lane groups find no row)
                                        {20000, 6000, 60, 100}};
     unsigned seed = 1;
     std::vector<Coo<double>> mats;
