@@ -125,6 +125,19 @@ std::shared_ptr<PinnedUpload> shared_pinned_upload(const std::shared_ptr<const E
   return up;
 }
 
+void start_deferred_registrations(const std::shared_ptr<const Executor> &exec)
+{
+  std::shared_ptr<PinnedUpload> up;
+  {
+    Pool                       &p = pool();
+    std::lock_guard<std::mutex> lock(p.mutex);
+    auto                        it = p.pinned.find(exec.get());
+    if (it == p.pinned.end() || !it->second) return;
+    up = it->second;
+  }
+  up->start_deferred();
+}
+
 PrewarmReport prewarm_report()
 {
   Pool                       &p = pool();

@@ -57,6 +57,11 @@ std::shared_ptr<const Executor> shared_executor(const std::string &device);
 /// by whoever uploads on it (one host thread: the uploads do not overlap).
 std::shared_ptr<PinnedUpload> shared_pinned_upload(const std::shared_ptr<const Executor> &exec);
 
+/// PinnedUpload::start_deferred on exec's pinned upload buffers, where they were made (nothing
+/// otherwise): the plugin calls it after a solve, when no CUDA call of its own follows until the
+/// host hands over its next matrix.
+void start_deferred_registrations(const std::shared_ptr<const Executor> &exec);
+
 /// Milliseconds the background thread took (0 when it did not run), and whether it was
 /// still running when the first shared_executor call for its device came (that call waited).
 struct PrewarmReport {

@@ -70,7 +70,7 @@ std::string upload_note(const PinnedUpload &up)
   if (u.registered_bytes > 0) {
     o << ", read by the copy engine straight from PETSc's array (registered with CUDA once per matrix and nonzero state";
     if (u.register_ms > 0) o << ": " << u.register_ms << " ms this time";
-    if (u.register_background_ms > 0) o << ": on a background thread since the refresh before, " << u.register_background_ms << " ms, of which this refresh waited " << u.register_wait_ms << " ms";
+    if (u.register_background_ms > 0) o << ": on a background thread since the solve before, " << u.register_background_ms << " ms, of which this refresh waited " << u.register_wait_ms << " ms";
     o << "; no host copy";
     if (u.bytes > u.registered_bytes) o << " but of its partial first and last pages, " << u.bytes - u.registered_bytes << " bytes, through the pinned buffers";
     o << ")";

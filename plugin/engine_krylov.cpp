@@ -654,6 +654,10 @@ Status KrylovEngine::solve(SolverType solver, const MatrixEngine &m, const Solve
   k.fold_prepared         = k.folded && k.fold_ms == 0 && pending;
   if (k.fold_prepared) k.fold_ms = pending_ms;
   k.timings.last_solve_ms = ms_since(t0);
+  // the solve's device work is done and x is back: a registration of the matrix's host values
+  // that the last refresh asked for runs now, while the host assembles its next matrix
+  // (PinnedUpload::start_deferred: the caller's CUDA calls would wait for it)
+  if (m.executor()->is_cuda()) start_deferred_registrations(m.executor());
   return st;
 }
 std::uint64_t KrylovEngine::prepare(SolverType solver, const MatrixEngine &m, const SolverOptions &opts, bool nonzero_guess)

@@ -232,28 +232,17 @@ bool PinnedUpload::upload_registered(const void *src, void *dst, std::size_t byt
         if (registered_[i].used < registered_[lru].used) lru = i;
       drop(lru);
     }
-    registered_.push_back(Registered{src, bytes, key, 0, plo, phi, 0, false, false, nullptr});
+    registered_.push_back(Registered{src, bytes, key, 0, plo, phi, 0, false, false, false, nullptr});
     hit = &registered_.back();
   }
   hit->used = ++uses_;
   ++hit->seen;
   if (hit->pending && hit->seen >= after) take_pending(*hit, true);
   if (!hit->registered && !hit->refused && !hit->pending && after >= 2 && hit->seen == after - 1) {
-    // on a background thread (the caller's CUDA calls wait while it runs: docs/petsc.md)
-    const int            device = dev.device();
-    const std::uintptr_t from = plo, to = phi;
-    try {
-      hit->pending = std::make_shared<std::future<std::pair<bool, double>>>(std::async(std::launch::async, [device, from, to] {
-        const auto t0 = std::chrono::steady_clock::now();
-        bool       ok = cudaSetDevice(device) == cudaSuccess && cudaHostRegister(reinterpret_cast<void *>(from), to - from, cudaHostRegisterDefault) == cudaSuccess;
-        if (!ok) (void)cudaGetLastError();
-        return std::make_pair(ok, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-      }));
-    } catch (const std::system_error &) {
-      hit->pending.reset(); // no thread to be had: registered in line at the after-th call
-    }
+    hit->deferred = true; // registered by the next start_deferred(), else in line at the after-th call
     return false;
   }
+  hit->deferred = false;
   if (!hit->registered && !hit->refused && !hit->pending && hit->seen >= after) {
     const auto t0 = std::chrono::steady_clock::now();
     if (cudaHostRegister(reinterpret_cast<void *>(plo), phi - plo, cudaHostRegisterDefault) == cudaSuccess) hit->registered = true;
@@ -271,6 +260,28 @@ bool PinnedUpload::upload_registered(const void *src, void *dst, std::size_t byt
   stats_.bytes += double(phi - plo);
   stats_.registered_bytes += double(phi - plo);
   return true;
+}
+
+void PinnedUpload::start_deferred()
+{
+  const int device = static_cast<const CudaExecutor &>(*exec_).device();
+  for (Registered &r : registered_) {
+    if (!r.deferred) continue;
+    r.deferred = false;
+    if (r.registered || r.refused || r.pending) continue;
+    // on a background thread: the caller's CUDA calls would wait while it runs (docs/petsc.md)
+    const std::uintptr_t from = r.lo, to = r.hi;
+    try {
+      r.pending = std::make_shared<std::future<std::pair<bool, double>>>(std::async(std::launch::async, [device, from, to] {
+        const auto t0 = std::chrono::steady_clock::now();
+        bool       ok = cudaSetDevice(device) == cudaSuccess && cudaHostRegister(reinterpret_cast<void *>(from), to - from, cudaHostRegisterDefault) == cudaSuccess;
+        if (!ok) (void)cudaGetLastError();
+        return std::make_pair(ok, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+      }));
+    } catch (const std::system_error &) {
+      r.pending.reset(); // no thread to be had: registered in line at the after-th call
+    }
+  }
 }
 
 void zero_device_bytes(const Executor &exec, void *dst, std::size_t bytes)
@@ -334,6 +345,7 @@ std::size_t PinnedUpload::vector_piece(std::size_t) const noexcept
   return 0;
 }
 void PinnedUpload::drop(std::size_t) { }
+void PinnedUpload::start_deferred() { }
 void zero_device_bytes(const Executor &, void *, std::size_t)
 {
   HEPTANE_THROW(NotSupported, "zero_device_bytes: this build of heptane has no CUDA back end");

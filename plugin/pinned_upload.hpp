@@ -53,17 +53,22 @@ public:
   /// (a new Mat, or new nonzeros that may move the array, give a new key; whatever was kept at
   /// or beside src under an old key is dropped first, as its pages may belong to a freed array).
   /// At most max_registered ranges are kept (the least recently used dropped). With after >= 2
-  /// the registration starts on a background thread at the (after - 1)-th call (which returns
-  /// false: the caller copies); the after-th call waits for it if it is still running.
-  /// Registering costs about as much as 3-4 host copies (30-86 ms for 524 MB on the H100
-  /// machine), and the thread does not hide it: the caller's own CUDA calls wait while it runs
-  /// (measured on the H100: the (after - 1)-th refresh took its copies plus the whole
-  /// registration), so it pays back only over a long Newton loop. Returns false, doing nothing
-  /// (or only starting the registration), when key is 0,
+  /// the (after - 1)-th call (which returns false: the caller copies) marks the range, and the
+  /// next start_deferred() registers it on a background thread; the after-th call waits for it
+  /// if it is still running, or registers in line if no start_deferred() came. Registering
+  /// costs about as much as 3-4 host copies (30-86 ms for 524 MB on the H100 machine), and the
+  /// caller's own CUDA calls wait while it runs (measured on the H100 when the thread started
+  /// inside the (after - 1)-th refresh: that refresh took its copies plus the whole
+  /// registration), so the caller starts it where it makes no CUDA calls for a while: the
+  /// plugin after a solve, while the host assembles its next matrix. Returns false, doing
+  /// nothing (or only marking the range), when key is 0,
   /// bytes < min_register_bytes, the range has not come `after` times yet, or CUDA refuses it
   /// (then upload()). The copy is queued on exec's stream: src must not change until
   /// exec->synchronize().
-  bool                         upload_registered(const void *src, void *dst, std::size_t bytes, std::uint64_t key, int after);
+  bool upload_registered(const void *src, void *dst, std::size_t bytes, std::uint64_t key, int after);
+  /// Starts the registrations that upload_registered marked (after >= 2) on a background
+  /// thread each, and returns at once; nothing when none is marked.
+  void                         start_deferred();
   static constexpr std::size_t min_register_bytes = std::size_t(4) << 20;
   static constexpr std::size_t max_registered     = 4;
 
@@ -95,6 +100,7 @@ private:
     int            seen       = 0;     // times this range came with this key
     bool           registered = false; // with CUDA (else not yet, or refused)
     bool           refused    = false; // CUDA did not register it: upload() for this key
+    bool           deferred   = false; // marked by the (after - 1)-th call for start_deferred()
     // a registration running on a background thread (after >= 2): its result (registered or
     // not, and the milliseconds it took) once joined
     std::shared_ptr<std::future<std::pair<bool, double>>> pending;

@@ -893,8 +893,9 @@ if(HEPTANE_HAVE_CUDA)
   endforeach()
   # AIJ values-only refreshes from PETSc's value array registered with CUDA (above 4 MiB: a
   # 50^3 grid), each solve's answer checked. The default (-heptane_register_after 2): the first
-  # refresh of a matrix copies and starts the registration on a background thread, the second
-  # waits for it (if still running) and reads the registered array, as the third does. At
+  # refresh of a matrix copies, the solve after it starts the registration on a background
+  # thread as it returns, the second refresh waits for it (if still running) and reads the
+  # registered array, as the third does. At
   # every refresh (1), with a new matrix of the same pattern every two solves, made after the
   # old one was freed: each new matrix registered under its own key and read. (PETSc put the new
   # arrays elsewhere in a trial on the CPU; the same address, an array freed and new pages mapped
@@ -903,7 +904,7 @@ if(HEPTANE_HAVE_CUDA)
     ${solves} ${host_checks} --solves 4 --
     --plugin ${plugin_so} --ref "${ref_bcgs} -pc_type jacobi" --heptane "-ksp_type hbcgs -pc_type jacobi -heptane_device gpu -ksp_view"
     --expect "read by the copy engine straight from PETSc's array" --expect "heptane_register_after 2"
-    --expect "on a background thread since the refresh before"
+    --expect "on a background thread since the solve before"
     --reject MISMATCH -- ${host} -n 50 -solves 4)
   heptane_plugin_gpu_test(plugin_host_gpu_aij_values_registered_new_matrix_every_two_solves
     ${solves} ${host_checks} --solves 6 --

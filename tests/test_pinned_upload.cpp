@@ -72,12 +72,16 @@ BOOST_AUTO_TEST_CASE(registered_uploads_read_the_array_as_it_is_and_follow_the_k
     // no key, or too small: not registered
     BOOST_TEST(!up.upload_registered(a, dev.data(), bytes, 0, 1));
     BOOST_TEST(!up.upload_registered(a, dev.data(), PinnedUpload::min_register_bytes - 8, 5, 1));
-    // `after` = 3: the first two calls are refused (the caller copies), the second starting
-    // the registration on a background thread (the array written meanwhile, as a host
-    // assembling its next matrix would), the third waits for it and reads the array
+    // `after` = 3: the first two calls are refused (the caller copies), the second marking the
+    // range; start_deferred() (the plugin's, after a solve) registers it on a background
+    // thread (the array written meanwhile, as a host assembling its next matrix would), the
+    // third call waits for it and reads the array
     up.reset_stats();
+    up.start_deferred();  // nothing marked: nothing started
     BOOST_TEST(!up.upload_registered(a, dev.data(), bytes, 1, 3));
     BOOST_TEST(!up.upload_registered(a, dev.data(), bytes, 1, 3));
+    exec->synchronize();
+    up.start_deferred();
     for (std::size_t i = 0; i < count; ++i) a[i] = 2.0 + double(i % 7);
     BOOST_TEST(up.stats().register_ms == 0.0);
     BOOST_TEST(up.stats().register_background_ms == 0.0);
@@ -95,6 +99,20 @@ BOOST_AUTO_TEST_CASE(registered_uploads_read_the_array_as_it_is_and_follow_the_k
     exec->synchronize();
     BOOST_TEST(up.stats().register_ms == 0.0);
     BOOST_TEST(holds(dev, 4.0));
+    // marked by the (after - 1)-th call but no start_deferred() before the after-th: registered
+    // there, in line, and read
+    double* e = map_pages(nullptr, 6.0);
+    up.reset_stats();
+    BOOST_TEST(!up.upload_registered(e, dev.data(), bytes, 4, 2));
+    up.upload(e, dev.data(), bytes);  // the caller's copy, as the plugin makes it
+    exec->synchronize();
+    BOOST_TEST(holds(dev, 6.0));
+    for (std::size_t i = 0; i < count; ++i) e[i] = 3.0 + double(i % 7);
+    BOOST_TEST(up.upload_registered(e, dev.data(), bytes, 4, 2));
+    exec->synchronize();
+    BOOST_TEST(up.stats().register_ms > 0.0);
+    BOOST_TEST(up.stats().register_background_ms == 0.0);
+    BOOST_TEST(holds(dev, 3.0));
     // the array freed and new pages mapped at the same address (a new Mat whose array landed
     // where the old one was): under its new key it is registered again and its values are read,
     // not the old pages (4.0) the old registration had locked
@@ -132,6 +150,7 @@ BOOST_AUTO_TEST_CASE(registered_uploads_read_the_array_as_it_is_and_follow_the_k
     BOOST_TEST(holds(dev, 16.0));
     exec->synchronize();
     for (double* p : more) munmap(p, bytes);
+    munmap(e, bytes);
     munmap(b, bytes);
     munmap(c, bytes);
 }
