@@ -381,7 +381,7 @@ struct BdiaStore final : TypedStore<VT> {
       permuted_from_ = formula ? nullptr : pos;
     }
     upload_->reset_stats();
-    upload_->upload(values, pvalues_.data(), pvalues_.bytes());
+    if (!upload_->upload_registered(values, pvalues_.data(), pvalues_.bytes(), this->values_key, this->register_after)) upload_->upload(values, pvalues_.data(), pvalues_.bytes());
     const double *pv = pvalues_.data();
     double       *v  = values_.data();
     dispatch_executor(*exec, [&](const auto &e) {
@@ -981,15 +981,26 @@ bool MatrixEngine::refresh_values_blocks(const DistBlocksView &b)
   return true;
 }
 
-bool MatrixEngine::refresh_values_permuted(const double *values, const index_t *pos, offset_t nnz, index_t block_size)
+bool MatrixEngine::refresh_values_permuted(const double *values, const index_t *pos, offset_t nnz, index_t block_size, std::uint64_t values_key, int register_after)
 {
   const auto t0 = clock_type::now();
   Impl      &m  = *impl_;
   HEPTANE_ENSURE(m.store, InputError, "values-only refresh before the first build");
   m.csr_values = nullptr;
   HEPTANE_ENSURE(nnz == m.nnz, InputError, "values-only refresh: " << nnz << " entries, the pattern had " << m.nnz);
-  if (m.distributed || !m.store->refresh_permuted(values, pos, block_size)) return false;
-  m.exec->synchronize();
+  if (m.distributed) return false;
+  m.store->values_key     = values_key;
+  m.store->register_after = register_after;
+  bool done               = false;
+  try {
+    done = m.store->refresh_permuted(values, pos, block_size);
+  } catch (...) {
+    m.store->values_key = 0;
+    throw;
+  }
+  m.store->values_key = 0;
+  if (!done) return false;
+  m.exec->synchronize(); // a registered array is read by the copy engine: done before the caller may change it
   m.timings.last_refresh_ms = ms_since(t0);
   ++m.timings.refreshes;
   return true;

@@ -185,8 +185,9 @@ public:
   /// the values go up as they are and a kernel puts them into CSR order there, by
   /// block_values_to_csr's formula where block_size > 0 and the pattern is on the device,
   /// else through pos's inverse uploaded once); the caller then gathers and calls
-  /// refresh_values.
-  bool refresh_values_permuted(const double *values, const index_t *pos, offset_t nnz, index_t block_size = 0);
+  /// refresh_values. values_key and register_after: as refresh_values' (on a GPU the values
+  /// array is registered and read in place from the register_after-th refresh with that key).
+  bool refresh_values_permuted(const double *values, const index_t *pos, offset_t nnz, index_t block_size = 0, std::uint64_t values_key = 0, int register_after = 0);
   /// A values-only refresh from a block CSR matrix of the build's pattern (PETSc's BAIJ), read
   /// by formula: where the operator is BDIA-GH on the CPU with Nc = the block size, every
   /// block goes straight into its slots (kernels::bdia_values_from_blocks: no map, nothing

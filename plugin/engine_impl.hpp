@@ -116,7 +116,8 @@ inline std::vector<index_t> star_offsets(const std::array<index_t, 3> &g)
 struct StoreBase {
   virtual ~StoreBase()                   = default;
   virtual void refresh(const CsrView &a) = 0;
-  /// During refresh(): MatrixEngine::refresh_values' values_key (0: none) and register_after,
+  /// During refresh() and refresh_permuted(): MatrixEngine::refresh_values' (or
+  /// refresh_values_permuted's) values_key (0: none) and register_after,
   /// under which a GPU store may read the values straight from the caller's registered array
   /// (PinnedUpload::upload_registered).
   std::uint64_t values_key     = 0;

@@ -76,7 +76,7 @@ typedef struct {
   heptane::plugin::GlobalCoarseOptions *coarse_built;       /* the options the correction in krylov was built with */
   PetscBool                             refine;             /* -heptane_refine: mixed precision refined against the fp64 matrix */
   PetscBool                             check_true;         /* -heptane_check_true_residual: single (and unrefined mixed): ||b - A x|| with PETSc's fp64 MatMult after the solve */
-  PetscInt                              register_after;     /* -heptane_register_after: GPU, AIJ: from this values-only refresh of a matrix on, PETSc's value array registered with CUDA and read in place (0: never) */
+  PetscInt                              register_after;     /* -heptane_register_after: GPU, AIJ or BAIJ: from this values-only refresh of a matrix on, PETSc's value array registered with CUDA and read in place (0: never) */
   PetscInt                              restart;            /* hgmres: -ksp_gmres_restart (KSPGMRESSetRestart) */
   heptane::PcOptions                   *pc_opts;            /* -heptane_amg_*, -heptane_cpr_* (hamg, hcpr) */
   heptane::PcOptions                   *pc_opts_built;      /* those the preconditioner in krylov was built with */
@@ -487,7 +487,9 @@ static PetscErrorCode KSPHeptaneCSRGet(KSP ksp, Mat A, HeptaneCSR *csr)
    (the operator's or the preconditioner's permuted path); *done: whether that path took them.
    Nothing is gathered into CSR order. pos (each entry's place in BAIJ's array) is made only
    for an operator on the CPU: on a GPU the position follows from the pattern there and the
-   block size (kernels::block_values_to_csr), so pos is null. */
+   block size (kernels::block_values_to_csr), so pos is null. what's last argument names the
+   array as HeptaneCSRGet's values_key does (the SeqBAIJ's id and nonzero state: PETSc keeps
+   the array in place while they stay). */
 template <class What>
 static PetscErrorCode KSPHeptaneBAIJInPlace(KSP ksp, Mat A, What what, PetscBool *done)
 {
@@ -509,9 +511,14 @@ static PetscErrorCode KSPHeptaneBAIJInPlace(KSP ksp, Mat A, What what, PetscBool
   const bool on_cpu = !h->engine->built() || !h->engine->executor() || h->engine->executor()->is_cpu();
   PetscCall(HeptaneBAIJValuesGet(Ad, h->baij, (PetscBool)on_cpu, &v, &pos, &nnz, &bs));
   if (!v) PetscFunctionReturn(0);
-  PetscErrorCode ierr = 0;
+  PetscObjectId    id;
+  PetscObjectState nzs;
+  PetscCall(PetscObjectGetId((PetscObject)Ad, &id));
+  PetscCall(MatGetNonzeroState(Ad, &nzs));
+  const std::uint64_t key  = (std::uint64_t(id) << 32) ^ std::uint64_t(nzs);
+  PetscErrorCode      ierr = 0;
   HeptaneCallCXX(
-    try { ok = what(v, pos, (heptane::offset_t)nnz, (heptane::index_t)bs); } catch (...) {
+    try { ok = what(v, pos, (heptane::offset_t)nnz, (heptane::index_t)bs, key); } catch (...) {
       ierr = HeptaneBAIJValuesRestore(Ad, &v);
       throw;
     });
@@ -877,7 +884,7 @@ static PetscErrorCode KSPHeptaneBuildPC(KSP ksp, Mat A, PetscBool values_only)
       PetscFunctionReturn(0);
     }
     PetscCall(KSPHeptaneBAIJInPlace(
-      ksp, A, [h](const double *v, const heptane::index_t *pos, heptane::offset_t nnz, heptane::index_t) { return KSPHeptaneRefreshOrNot([&] { return h->krylov->refresh_preconditioner_permuted(v, pos, nnz, *h->engine); }); }, &done));
+      ksp, A, [h](const double *v, const heptane::index_t *pos, heptane::offset_t nnz, heptane::index_t, std::uint64_t) { return KSPHeptaneRefreshOrNot([&] { return h->krylov->refresh_preconditioner_permuted(v, pos, nnz, *h->engine); }); }, &done));
     if (done) {
       h->pc_refreshed = PETSC_TRUE;
       PetscFunctionReturn(0);
@@ -1647,7 +1654,7 @@ static PetscErrorCode KSPHeptaneUpdate(KSP ksp)
         h->input_how = h->own->format() == heptane::Format::bsr ? "BAIJ (no MatConvert); its arrays are the operator, read in place on the host: a values-only update copies nothing (-heptane_format bdiagh copies them into BDIA-GH instead)" : "BAIJ (no MatConvert); values-only refreshes read its blocks in place, each straight into its BDIA-GH slots (the CPU, Nc = the block size: positions by the block pattern, no map of the entries)";
       else {
         PetscCall(KSPHeptaneBAIJInPlace(
-          ksp, Pmat, [h](const double *v, const heptane::index_t *pos, heptane::offset_t nnz, heptane::index_t bs) { return h->own->refresh_values_permuted(v, pos, nnz, bs); }, &in_place));
+          ksp, Pmat, [h](const double *v, const heptane::index_t *pos, heptane::offset_t nnz, heptane::index_t bs, std::uint64_t key) { return h->own->refresh_values_permuted(v, pos, nnz, bs, key, (int)h->register_after); }, &in_place));
         if (in_place)
           h->input_how = "BAIJ (no MatConvert); values-only refreshes read its values in place, in BAIJ's own order (no gather on the host: on the CPU through the BDIA-GH slot map composed once with each entry's place in BAIJ's array; "
                          "on a GPU uploaded as they are and put into CSR order there, by formula)";
@@ -2355,7 +2362,7 @@ static PetscErrorCode KSPSetFromOptions_Heptane(KSP ksp, HeptaneOptionItems Pets
   PetscCall(PetscOptionsEList("-heptane_ilu", "Ordering of -pc_type ilu: auto (multicolor on a GPU, natural on the CPU), natural (PETSc's ILU(0)), multicolor (ILU(0) of a multi-colour permutation)", "KSPHBCGS", HeptaneIluOrders, 3, HeptaneIluOrders[h->ilu], &h->ilu, NULL));
   PetscCall(PetscOptionsBoundedInt("-heptane_check_every", "GPU: the host reads the residual every k iterations (0: automatic, 1 with -pc_type hamg or hcpr, else 8)", "KSPHBCGS", h->check_every, &h->check_every, NULL, 0));
   PetscCall(PetscOptionsBool("-heptane_refine", "-heptane_precision mixed: iterative refinement against the fp64 matrix (one rank's bdiagh operator: its fp64 copy; any other operator: PETSc's MatMult), so that the true residual meets -ksp_rtol as in double", "KSPHBCGS", h->refine, &h->refine, NULL));
-  PetscCall(PetscOptionsBoundedInt("-heptane_register_after", "GPU, AIJ (one rank): from the n-th values-only refresh of the same matrix and nonzero state on, PETSc's value array is registered with CUDA (once; page-locked in place, on a background thread from the refresh before when n >= 2) and read by the copy engine instead of copied into pinned buffers on the host; 0: never", "KSPHBCGS", h->register_after, &h->register_after, NULL, 0));
+  PetscCall(PetscOptionsBoundedInt("-heptane_register_after", "GPU, AIJ or BAIJ (one rank): from the n-th values-only refresh of the same matrix and nonzero state on, PETSc's value array is registered with CUDA (once; page-locked in place; with n >= 2 on a background thread started after the solve that follows the (n-1)-th refresh) and read by the copy engine instead of copied into pinned buffers on the host; 0: never", "KSPHBCGS", h->register_after, &h->register_after, NULL, 0));
   PetscCall(PetscOptionsBool("-heptane_check_true_residual", "-heptane_precision single (and mixed not refined): after a converged solve, ||b - A x|| with PETSc's fp64 MatMult; above the tolerance the reason is KSP_DIVERGED_BREAKDOWN", "KSPHBCGS", h->check_true, &h->check_true, NULL));
   PetscCall(PetscOptionsBool("-heptane_fold", "hbcgs with -pc_type jacobi/pbjacobi on one rank's bdiagh operator, zero initial guess: BiCGStab on A M^-1 (kept beside A), then x = M^-1 y; the same method without two preconditioner applications per iteration", "KSPHBCGS", h->fold, &h->fold, NULL));
   PetscCall(PetscOptionsBool("-heptane_coarse", "Several ranks: a global coarse correction around heptane's preconditioner of each rank's rows (aggregates per rank, A_c = P^T A P with the couplings between ranks, whole on every rank), so that the iterations grow less with the ranks", "KSPHBCGS", h->coarse, &h->coarse, NULL));
@@ -2557,10 +2564,10 @@ static PetscErrorCode KSPCreate_Heptane_Private(KSP ksp, heptane::SolverType sol
 .  -heptane_check_true_residual <true,false> - single (and mixed not refined): after a converged
    solve, ||b - A x|| with PETSc's fp64 MatMult; above max(rtol ||b||, atol) the reason is
    KSP_DIVERGED_BREAKDOWN (default true)
-.  -heptane_register_after <n> - GPU, AIJ on one rank: from the n-th values-only refresh of the same
-   matrix and nonzero state on, PETSc's value array is registered with CUDA and read in place
-   (the registration runs on a background thread from the refresh before, n >= 2; default 2;
-   0: never)
+.  -heptane_register_after <n> - GPU, AIJ or BAIJ on one rank: from the n-th values-only refresh
+   of the same matrix and nonzero state on, PETSc's value array is registered with CUDA and read
+   in place (with n >= 2 the registration runs on a background thread started after the solve that
+   follows the (n-1)-th refresh, while the host assembles; default 2; 0: never)
 .  -heptane_fold <true,false> - hbcgs with jacobi/pbjacobi on one rank: the preconditioner folded
    into a copy of the operator (A M^-1), the same iterates with fewer passes per iteration
 .  -heptane_coarse <true,false> - several ranks: a global coarse correction (aggregates per

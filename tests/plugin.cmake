@@ -875,6 +875,15 @@ if(HEPTANE_HAVE_CUDA)
       --expect "block CSR with bs = ${dof} expanded on the device"
       --reject MISMATCH -- ${host} -dof ${dof} -solves 3)
   endforeach()
+  # ... and, above 4 MiB of values (30^3 cells, bs 3), BAIJ's array registered with CUDA and
+  # read in place from the second values-only refresh on, as AIJ's (the registration started
+  # after the solve that follows the first refresh); every solve's answer checked
+  heptane_plugin_gpu_test(plugin_host_gpu_baij_values_read_from_the_registered_array
+    ${solves} ${host_checks} --solves 4 --
+    --plugin ${plugin_so} --ref "${ref_bcgs} -pc_type pbjacobi -dm_mat_type baij" --heptane "-ksp_type hbcgs -pc_type pbjacobi -heptane_device gpu -ksp_view -dm_mat_type baij"
+    --expect "on a GPU uploaded as they are and put into CSR order there" --expect "read by the copy engine straight from PETSc's array"
+    --expect "on a background thread since the solve before"
+    --reject MISMATCH -- ${host} -dof 3 -n 30 -solves 4)
   # BAIJ built from its blocks on the device: an entry off the grid's star offsets is named as
   # on the CPU (from the scalar pattern made there)
   heptane_plugin_gpu_test(plugin_host_gpu_baij_entry_off_the_grid_is_an_error
