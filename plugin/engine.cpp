@@ -921,21 +921,30 @@ bool MatrixEngine::build_blocks(const BlockCsrView &b, const GridHint &hint, con
   return true;
 }
 
+namespace
+{
+// f() with the store's values_key and register_after set (PinnedUpload::upload_registered reads
+// them during the refresh), the key cleared after, also when f throws
+template <class F>
+auto with_values_key(StoreBase &s, std::uint64_t key, int after, F &&f)
+{
+  struct Clear {
+    StoreBase &s;
+    ~Clear() { s.values_key = 0; }
+  } clear{s};
+  s.values_key     = key;
+  s.register_after = after;
+  return f();
+}
+} // namespace
+
 void MatrixEngine::refresh_values(const CsrView &a, std::uint64_t values_key, int register_after)
 {
   const auto t0 = clock_type::now();
   Impl      &m  = *impl_;
   HEPTANE_ENSURE(m.store, InputError, "values-only refresh before the first build");
   HEPTANE_ENSURE(a.rows == m.rows && a.nnz() == m.nnz, InputError, "values-only refresh: the matrix is " << a.rows << " rows / " << a.nnz() << " entries, the pattern had " << m.rows << " / " << m.nnz);
-  m.store->values_key     = values_key;
-  m.store->register_after = register_after;
-  try {
-    m.store->refresh(a);
-  } catch (...) {
-    m.store->values_key = 0;
-    throw;
-  }
-  m.store->values_key = 0;
+  with_values_key(*m.store, values_key, register_after, [&] { m.store->refresh(a); });
   m.exec->synchronize(); // a registered array is read by the copy engine: done before the caller may change it
   m.csr_values              = a.values;
   m.timings.last_refresh_ms = ms_since(t0);
@@ -988,18 +997,7 @@ bool MatrixEngine::refresh_values_permuted(const double *values, const index_t *
   HEPTANE_ENSURE(m.store, InputError, "values-only refresh before the first build");
   m.csr_values = nullptr;
   HEPTANE_ENSURE(nnz == m.nnz, InputError, "values-only refresh: " << nnz << " entries, the pattern had " << m.nnz);
-  if (m.distributed) return false;
-  m.store->values_key     = values_key;
-  m.store->register_after = register_after;
-  bool done               = false;
-  try {
-    done = m.store->refresh_permuted(values, pos, block_size);
-  } catch (...) {
-    m.store->values_key = 0;
-    throw;
-  }
-  m.store->values_key = 0;
-  if (!done) return false;
+  if (m.distributed || !with_values_key(*m.store, values_key, register_after, [&] { return m.store->refresh_permuted(values, pos, block_size); })) return false;
   m.exec->synchronize(); // a registered array is read by the copy engine: done before the caller may change it
   m.timings.last_refresh_ms = ms_since(t0);
   ++m.timings.refreshes;

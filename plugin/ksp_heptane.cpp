@@ -488,8 +488,7 @@ static PetscErrorCode KSPHeptaneCSRGet(KSP ksp, Mat A, HeptaneCSR *csr)
    Nothing is gathered into CSR order. pos (each entry's place in BAIJ's array) is made only
    for an operator on the CPU: on a GPU the position follows from the pattern there and the
    block size (kernels::block_values_to_csr), so pos is null. what's last argument names the
-   array as HeptaneCSRGet's values_key does (the SeqBAIJ's id and nonzero state: PETSc keeps
-   the array in place while they stay). */
+   array (HeptaneValuesKey of the SeqBAIJ). */
 template <class What>
 static PetscErrorCode KSPHeptaneBAIJInPlace(KSP ksp, Mat A, What what, PetscBool *done)
 {
@@ -511,12 +510,9 @@ static PetscErrorCode KSPHeptaneBAIJInPlace(KSP ksp, Mat A, What what, PetscBool
   const bool on_cpu = !h->engine->built() || !h->engine->executor() || h->engine->executor()->is_cpu();
   PetscCall(HeptaneBAIJValuesGet(Ad, h->baij, (PetscBool)on_cpu, &v, &pos, &nnz, &bs));
   if (!v) PetscFunctionReturn(0);
-  PetscObjectId    id;
-  PetscObjectState nzs;
-  PetscCall(PetscObjectGetId((PetscObject)Ad, &id));
-  PetscCall(MatGetNonzeroState(Ad, &nzs));
-  const std::uint64_t key  = (std::uint64_t(id) << 32) ^ std::uint64_t(nzs);
-  PetscErrorCode      ierr = 0;
+  std::uint64_t key;
+  PetscCall(HeptaneValuesKey(Ad, &key));
+  PetscErrorCode ierr = 0;
   HeptaneCallCXX(
     try { ok = what(v, pos, (heptane::offset_t)nnz, (heptane::index_t)bs, key); } catch (...) {
       ierr = HeptaneBAIJValuesRestore(Ad, &v);

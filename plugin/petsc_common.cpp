@@ -27,6 +27,18 @@ const char *const        HeptaneCoarseSolves[]       = {"auto", "dense", "amg"};
 const char *const        HeptaneCoarseAggregations[] = {"bfs", "strength"};
 const PetscInt           HeptaneNumPrecisions        = 3;
 
+PetscErrorCode HeptaneValuesKey(Mat A, std::uint64_t *key)
+{
+  PetscObjectId    id;
+  PetscObjectState nz;
+
+  PetscFunctionBegin;
+  PetscCall(PetscObjectGetId((PetscObject)A, &id));
+  PetscCall(MatGetNonzeroState(A, &nz));
+  *key = (std::uint64_t(id) << 32) ^ std::uint64_t(nz);
+  PetscFunctionReturn(0);
+}
+
 PetscErrorCode HeptaneCSRGet(Mat A, HeptaneCSR *csr)
 {
   PetscBool done;
@@ -36,15 +48,7 @@ PetscErrorCode HeptaneCSRGet(Mat A, HeptaneCSR *csr)
   PetscCall(MatGetRowIJ(A, 0, PETSC_FALSE, PETSC_FALSE, &csr->n, &csr->ia, &csr->ja, &done));
   PetscCheck(done, PetscObjectComm((PetscObject)A), PETSC_ERR_SUP, "heptane: MatGetRowIJ() gave no CSR for matrix type %s", ((PetscObject)A)->type_name);
   PetscCall(MatSeqAIJGetArrayRead(A, &csr->a));
-  {
-    /* PETSc keeps a SeqAIJ's value array in place until its nonzeros change (a new nonzero
-       state) or the Mat is destroyed (ids are never reused) */
-    PetscObjectId    id;
-    PetscObjectState nz;
-    PetscCall(PetscObjectGetId((PetscObject)A, &id));
-    PetscCall(MatGetNonzeroState(A, &nz));
-    csr->values_key = (std::uint64_t(id) << 32) ^ std::uint64_t(nz);
-  }
+  PetscCall(HeptaneValuesKey(A, &csr->values_key));
   csr->view.rows   = (heptane::index_t)csr->n;
   csr->view.values = csr->a;
   if (sizeof(PetscInt) == sizeof(heptane::index_t)) {

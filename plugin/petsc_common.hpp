@@ -76,6 +76,11 @@ typedef struct {
 } HeptaneCSR;
 
 PETSC_INTERN PetscErrorCode HeptaneCSRGet(Mat, HeptaneCSR *);
+/* The key under which a sequential matrix's value array may be registered with CUDA
+   (MatrixEngine::refresh_values' values_key): its id and nonzero state, between which PETSc
+   keeps the array where it is (a new nonzero state, or a new Mat, may move it; ids are never
+   reused). */
+PETSC_INTERN PetscErrorCode HeptaneValuesKey(Mat, std::uint64_t *);
 PETSC_INTERN PetscErrorCode HeptaneCSRRestore(HeptaneCSR *);
 
 /* A SeqBAIJ matrix (or MPIBAIJ's diagonal or off-diagonal block) as heptane's scalar CSR,
