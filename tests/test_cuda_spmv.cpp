@@ -327,6 +327,28 @@ BOOST_AUTO_TEST_CASE(coo_ell_hyb_match_cpu_reference)
     }
 }
 
+BOOST_AUTO_TEST_CASE(hyb_with_both_parts_matches_cpu_reference)
+{
+    // rows of 0-4 entries and three of 3,000: HYB's ELL part has width 3 (its width needs
+    // >= 4096 rows that long, so the matrices above have none) and its COO part the rest;
+    // ELL alone refuses the matrix (its padding limit)
+    const Coo<double> coo = irregular_coo(20000, 15000, 24);
+    const Hyb<double> both = hyb_from_coo(coo);
+    BOOST_TEST(both.ell.width == 3);
+    BOOST_TEST(both.coo.nnz() > 0);
+    BOOST_CHECK_THROW(ell_from_coo(coo), InputError);
+    for_each_precision([&](auto mt, auto vt) {
+        using MT = decltype(mt);
+        using VT = decltype(vt);
+        const Coo<MT> c = convert_values<MT>(coo);
+        const Hyb<MT> hd = hyb_from_coo(c).to(gpu());
+        check_against_csr<MT, VT>("HYB (ELL width 3 and COO)", csr_from_coo(c),
+                                  [&](Op op, VT al, const VT* x, VT be, VT* y) {
+                                      kernels::spmv(*gpu(), hd, op, al, x, be, y);
+                                  });
+    });
+}
+
 BOOST_AUTO_TEST_CASE(dia_matches_cpu_reference)
 {
     const std::vector<Coo<double>> mats = {
