@@ -74,8 +74,11 @@ std::string upload_note(const PinnedUpload &up)
     o << "; no host copy";
     if (u.bytes > u.registered_bytes) o << " but of its partial first and last pages, " << u.bytes - u.registered_bytes << " bytes, through the pinned buffers";
     o << ")";
-  } else
-    o << ", host copies into the pinned buffers " << u.host_copy_ms << " ms (" << u.threads << " threads; " << u.page_faults << " minor page faults and " << u.context_switches << " involuntary context switches in the process meanwhile), waits for the copy engine " << u.wait_ms << " ms";
+  } else {
+    o << ", host copies into the pinned buffers " << u.host_copy_ms << " ms (" << u.threads << " threads; " << u.page_faults << " minor page faults and " << u.context_switches << " involuntary context switches in the process meanwhile";
+    if (!u.sched.empty()) o << "; HEPTANE_UPLOAD_SCHEDSTAT: " << u.sched << " (the snapshots took " << u.sched_probe_ms << " ms more)";
+    o << "), waits for the copy engine " << u.wait_ms << " ms";
+  }
   if (u.register_ms > 0 && u.registered_bytes <= 0) o << " (CUDA did not register PETSc's array: copied through the pinned buffers)";
   return o.str();
 }
@@ -493,6 +496,10 @@ struct BdiaStore final : TypedStore<VT> {
     if (slot32_.empty()) kernels::scatter_values(e, nnz_, slot64_.data(), v, dst);
     else kernels::scatter_values(e, nnz_, slot32_.data(), v, dst);
   }
+  bool mark_values(const void *values, std::size_t bytes, std::uint64_t key) override
+  {
+    return upload_ && !values_.empty() && bytes == values_.bytes() && upload_->mark(values, bytes, key);
+  }
   // PETSc's values up into values_, then scattered on the device into dst
   void scatter_device(const CsrView &a, MT *dst)
   {
@@ -578,6 +585,7 @@ struct CsrStore final : TypedStore<VT> {
     }
     return nullptr;
   }
+  bool mark_values(const void *values, std::size_t bytes, std::uint64_t key) override { return upload_ && bytes == own_->matrix().values.bytes() && upload_->mark(values, bytes, key); }
   // the values into v on the device
   void put(const CsrView &a, Array<MT> &v)
   {
@@ -949,6 +957,12 @@ void MatrixEngine::refresh_values(const CsrView &a, std::uint64_t values_key, in
   m.csr_values              = a.values;
   m.timings.last_refresh_ms = ms_since(t0);
   ++m.timings.refreshes;
+}
+
+bool MatrixEngine::mark_values(const double *values, offset_t nnz, std::uint64_t values_key)
+{
+  const Impl &m = *impl_;
+  return m.store && !m.distributed && values && m.store->mark_values(values, sizeof(double) * std::size_t(nnz), values_key);
 }
 
 bool MatrixEngine::refresh_values_blocks(const BlockCsrView &b)

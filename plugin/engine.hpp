@@ -174,6 +174,13 @@ public:
   /// with that key on (>= 1; 0: never) it is registered with CUDA (once) and read by the copy
   /// engine, without the host copy into the pinned buffers.
   void refresh_values(const CsrView &a, std::uint64_t values_key = 0, int register_after = 0);
+  /// After a build on a GPU, for register_after = 1: marks the caller's host array of the
+  /// values (nnz doubles, the array a later refresh_values or refresh_values_permuted passes
+  /// under values_key) so that the solve after the build registers it with CUDA on a
+  /// background thread and the first values-only refresh reads it in place. Returns false,
+  /// doing nothing, on the CPU, on several ranks, for a store that does not upload host
+  /// values, when values_key is 0 or the array is below PinnedUpload::min_register_bytes.
+  bool mark_values(const double *values, offset_t nnz, std::uint64_t values_key);
   /// refresh_values with the values in another order: the value of entry e of the last
   /// build's CsrView is values[pos[e]] (host memory), pos a permutation of 0..nnz-1 that stays
   /// the same until the next build — PETSc's BAIJ array, blocks column-major, read in place

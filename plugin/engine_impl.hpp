@@ -130,6 +130,10 @@ struct StoreBase {
   /// The CSR values in the executor's device memory already (MatrixEngine::
   /// refresh_values_device); false: no such path.
   virtual bool refresh_device(const double * /*values*/) { return false; }
+  /// A GPU store that uploads the caller's host values (PinnedUpload): marks the array
+  /// (values, bytes, key) so that the solve after the build registers it and the first
+  /// values-only refresh reads it in place (MatrixEngine::mark_values); false: not marked.
+  virtual bool mark_values(const void * /*values*/, std::size_t /*bytes*/, std::uint64_t /*key*/) { return false; }
   /// Several ranks: the same from this rank's two block CSR parts (MatrixEngine::
   /// refresh_values_blocks(DistBlocksView)); collective; false on every rank: no such path.
   virtual bool                                    refresh_dist_blocks(const DistBlocksView                                    &/*b*/) { return false; }

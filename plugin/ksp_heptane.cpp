@@ -1671,11 +1671,19 @@ static PetscErrorCode KSPHeptaneUpdate(KSP ksp)
           updated = 2;
           PetscCall(KSPHeptaneGridHint(ksp, Pmat, &hint));
         }
-        if (updated == 2) HeptaneCallCXX(h->own->build(csr.view, hint, cfg));
-        else HeptaneCallCXX(h->own->refresh_values(csr.view, csr.values_key, (int)h->register_after));
+        if (updated == 2) {
+          HeptaneCallCXX(h->own->build(csr.view, hint, cfg));
+          /* -heptane_register_after 1: the solve after this build registers PETSc's value array, the first refresh reads it */
+          if (h->register_after == 1) HeptaneCallCXX((void)h->own->mark_values(csr.view.values, csr.view.nnz(), csr.values_key));
+        } else HeptaneCallCXX(h->own->refresh_values(csr.view, csr.values_key, (int)h->register_after));
         PetscCall(HeptaneCSRRestore(&csr));
       }
       if (updated == 2) HeptaneCallCXX(*h->grid_source = h->own->structure_note());
+      if (updated == 2 && blocks && h->register_after == 1 && h->own->executor() && !h->own->executor()->is_cpu()) { /* as for AIJ above: BAIJ's value array */
+        PetscBool marked;
+        PetscCall(KSPHeptaneBAIJInPlace(
+          ksp, Pmat, [h](const double *v, const heptane::index_t *, heptane::offset_t nnz, heptane::index_t, std::uint64_t key) { return h->own->mark_values(v, nnz, key); }, &marked));
+      }
       h->baij_blocks = blocks;
     }
   }
@@ -2358,7 +2366,7 @@ static PetscErrorCode KSPSetFromOptions_Heptane(KSP ksp, HeptaneOptionItems Pets
   PetscCall(PetscOptionsEList("-heptane_ilu", "Ordering of -pc_type ilu: auto (multicolor on a GPU, natural on the CPU), natural (PETSc's ILU(0)), multicolor (ILU(0) of a multi-colour permutation)", "KSPHBCGS", HeptaneIluOrders, 3, HeptaneIluOrders[h->ilu], &h->ilu, NULL));
   PetscCall(PetscOptionsBoundedInt("-heptane_check_every", "GPU: the host reads the residual every k iterations (0: automatic, 1 with -pc_type hamg or hcpr, else 8)", "KSPHBCGS", h->check_every, &h->check_every, NULL, 0));
   PetscCall(PetscOptionsBool("-heptane_refine", "-heptane_precision mixed: iterative refinement against the fp64 matrix (one rank's bdiagh operator: its fp64 copy; any other operator: PETSc's MatMult), so that the true residual meets -ksp_rtol as in double", "KSPHBCGS", h->refine, &h->refine, NULL));
-  PetscCall(PetscOptionsBoundedInt("-heptane_register_after", "GPU, AIJ or BAIJ (one rank): from the n-th values-only refresh of the same matrix and nonzero state on, PETSc's value array is registered with CUDA (once; page-locked in place; with n >= 2 on a background thread started after the solve that follows the (n-1)-th refresh) and read by the copy engine instead of copied into pinned buffers on the host; 0: never", "KSPHBCGS", h->register_after, &h->register_after, NULL, 0));
+  PetscCall(PetscOptionsBoundedInt("-heptane_register_after", "GPU, AIJ or BAIJ (one rank): from the n-th values-only refresh of the same matrix and nonzero state on, PETSc's value array is registered with CUDA (once; page-locked in place, on a background thread started after the solve that follows the (n-1)-th refresh, the build for n = 1) and read by the copy engine instead of copied into pinned buffers on the host; 0: never", "KSPHBCGS", h->register_after, &h->register_after, NULL, 0));
   PetscCall(PetscOptionsBool("-heptane_check_true_residual", "-heptane_precision single (and mixed not refined): after a converged solve, ||b - A x|| with PETSc's fp64 MatMult; above the tolerance the reason is KSP_DIVERGED_BREAKDOWN", "KSPHBCGS", h->check_true, &h->check_true, NULL));
   PetscCall(PetscOptionsBool("-heptane_fold", "hbcgs with -pc_type jacobi/pbjacobi on one rank's bdiagh operator, zero initial guess: BiCGStab on A M^-1 (kept beside A), then x = M^-1 y; the same method without two preconditioner applications per iteration", "KSPHBCGS", h->fold, &h->fold, NULL));
   PetscCall(PetscOptionsBool("-heptane_coarse", "Several ranks: a global coarse correction around heptane's preconditioner of each rank's rows (aggregates per rank, A_c = P^T A P with the couplings between ranks, whole on every rank), so that the iterations grow less with the ranks", "KSPHBCGS", h->coarse, &h->coarse, NULL));
@@ -2562,8 +2570,8 @@ static PetscErrorCode KSPCreate_Heptane_Private(KSP ksp, heptane::SolverType sol
    KSP_DIVERGED_BREAKDOWN (default true)
 .  -heptane_register_after <n> - GPU, AIJ or BAIJ on one rank: from the n-th values-only refresh
    of the same matrix and nonzero state on, PETSc's value array is registered with CUDA and read
-   in place (with n >= 2 the registration runs on a background thread started after the solve that
-   follows the (n-1)-th refresh, while the host assembles; default 2; 0: never)
+   in place (the registration runs on a background thread started after the solve that follows
+   the (n-1)-th refresh -- for n = 1, the build -- while the host assembles; default 2; 0: never)
 .  -heptane_fold <true,false> - hbcgs with jacobi/pbjacobi on one rank: the preconditioner folded
    into a copy of the operator (A M^-1), the same iterates with fewer passes per iteration
 .  -heptane_coarse <true,false> - several ranks: a global coarse correction (aggregates per

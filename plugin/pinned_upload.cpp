@@ -12,6 +12,7 @@
 #include <sys/resource.h>
 
 #include "core/error.hpp"
+#include "core/sched_probe.hpp"
 
 #ifdef HEPTANE_HAVE_CUDA
   #include "core/cuda_common.hpp"
@@ -32,6 +33,25 @@ namespace
     return v > 0 ? v : omp_get_max_threads();
   }();
   return n;
+}
+
+// HEPTANE_UPLOAD_SCHEDSTAT=1: each host copy of 8 MiB or more is bracketed by snapshots of the
+// scheduler's account of every thread on the machine (core/sched_probe.hpp; a few ms each).
+// Read at each copy (a getenv beside a copy of megabytes)
+[[maybe_unused]] bool upload_schedstat()
+{
+  const char *e = std::getenv("HEPTANE_UPLOAD_SCHEDSTAT");
+  return e && std::atoi(e) > 0;
+}
+
+// The kernel's ids of the threads of the copies' OpenMP team (the same team as parallel_copy's:
+// same thread, same size)
+[[maybe_unused]] std::vector<int> upload_team()
+{
+  std::vector<int> tids(std::size_t(upload_threads()), 0);
+#pragma omp parallel num_threads(upload_threads())
+  tids[std::size_t(omp_get_thread_num())] = this_thread_id();
+  return tids;
 }
 
 // dst = src, `bytes` bytes, in 1 MiB pieces over the threads (256 KiB below 8 MiB; one thread
@@ -149,6 +169,13 @@ void PinnedUpload::copy_in(const void *src, void *dst, std::size_t bytes, std::s
 {
   long f0 = 0, c0 = 0;
   if (count) faults_and_switches(f0, c0);
+  const bool       probe = count && bytes >= (std::size_t(8) << 20) && upload_schedstat();
+  std::vector<int> team;
+  SchedSnapshot    before;
+  if (probe) {
+    team   = upload_team();
+    before = SchedSnapshot::take(true);
+  }
   const auto  &dev = static_cast<const CudaExecutor &>(*exec_);
   cudaStream_t s   = cuda::stream(dev);
   HEPTANE_CUDA_CHECK(cudaSetDevice(dev.device()));
@@ -175,6 +202,11 @@ void PinnedUpload::copy_in(const void *src, void *dst, std::size_t bytes, std::s
     faults_and_switches(f1, c1);
     stats_.page_faults += double(f1 - f0);
     stats_.context_switches += double(c1 - c0);
+  }
+  if (probe) {
+    const SchedSnapshot after = SchedSnapshot::take(true);
+    stats_.sched              = sched_delta(before, after, team).text();
+    stats_.sched_probe_ms += before.took_ms + after.took_ms;
   }
 }
 
@@ -204,11 +236,8 @@ void PinnedUpload::drop(std::size_t i)
   if (cudaHostUnregister(reinterpret_cast<void *>(r.lo)) != cudaSuccess) (void)cudaGetLastError();
 }
 
-bool PinnedUpload::upload_registered(const void *src, void *dst, std::size_t bytes, std::uint64_t key, int after)
+PinnedUpload::Registered *PinnedUpload::find_or_add(const void *src, std::size_t bytes, std::uint64_t key)
 {
-  if (key == 0 || after < 1 || bytes < min_register_bytes) return false;
-  const auto &dev = static_cast<const CudaExecutor &>(*exec_);
-  HEPTANE_CUDA_CHECK(cudaSetDevice(dev.device()));
   // the whole pages inside [src, src + bytes) are registered; the partial first and last pages,
   // which another live array may share, go through the pinned buffers. Two live arrays so never
   // overlap in what they register, and a range that overlaps a kept one is a freed array's: it
@@ -216,25 +245,40 @@ bool PinnedUpload::upload_registered(const void *src, void *dst, std::size_t byt
   constexpr std::uintptr_t page = 4096;
   const std::uintptr_t     lo = reinterpret_cast<std::uintptr_t>(src), hi = lo + bytes;
   const std::uintptr_t     plo = (lo + page - 1) / page * page, phi = hi / page * page;
-  Registered              *hit = nullptr;
   for (std::size_t i = registered_.size(); i-- > 0;) {
     Registered &r = registered_[i];
-    if (r.p == src && r.bytes == bytes && r.key == key) {
-      hit = &r;
-      break;
-    }
+    if (r.p == src && r.bytes == bytes && r.key == key) return &r;
     if (r.lo < phi && plo < r.hi) drop(i); // the same pages under another key: a freed array's
   }
-  if (!hit) {
-    while (registered_.size() >= max_registered) {
-      std::size_t lru = 0;
-      for (std::size_t i = 1; i < registered_.size(); ++i)
-        if (registered_[i].used < registered_[lru].used) lru = i;
-      drop(lru);
-    }
-    registered_.push_back(Registered{src, bytes, key, 0, plo, phi, 0, false, false, false, nullptr});
-    hit = &registered_.back();
+  while (registered_.size() >= max_registered) {
+    std::size_t lru = 0;
+    for (std::size_t i = 1; i < registered_.size(); ++i)
+      if (registered_[i].used < registered_[lru].used) lru = i;
+    drop(lru);
   }
+  registered_.push_back(Registered{src, bytes, key, 0, plo, phi, 0, false, false, false, nullptr});
+  return &registered_.back();
+}
+
+bool PinnedUpload::mark(const void *src, std::size_t bytes, std::uint64_t key)
+{
+  if (key == 0 || bytes < min_register_bytes) return false;
+  HEPTANE_CUDA_CHECK(cudaSetDevice(static_cast<const CudaExecutor &>(*exec_).device()));
+  Registered *r = find_or_add(src, bytes, key);
+  r->used       = ++uses_;
+  if (r->registered || r->refused || r->pending) return false;
+  r->deferred = true;
+  return true;
+}
+
+bool PinnedUpload::upload_registered(const void *src, void *dst, std::size_t bytes, std::uint64_t key, int after)
+{
+  if (key == 0 || after < 1 || bytes < min_register_bytes) return false;
+  const auto &dev = static_cast<const CudaExecutor &>(*exec_);
+  HEPTANE_CUDA_CHECK(cudaSetDevice(dev.device()));
+  const std::uintptr_t lo = reinterpret_cast<std::uintptr_t>(src), hi = lo + bytes;
+  Registered          *hit = find_or_add(src, bytes, key);
+  const std::uintptr_t plo = hit->lo, phi = hit->hi;
   hit->used = ++uses_;
   ++hit->seen;
   if (hit->pending && hit->seen >= after) take_pending(*hit, true);
@@ -328,6 +372,10 @@ void PinnedUpload::upload(const void *, void *, std::size_t)
   HEPTANE_THROW(NotSupported, "PinnedUpload: this build of heptane has no CUDA back end");
 }
 bool PinnedUpload::upload_registered(const void *, void *, std::size_t, std::uint64_t, int)
+{
+  return false;
+}
+bool PinnedUpload::mark(const void *, std::size_t, std::uint64_t)
 {
   return false;
 }

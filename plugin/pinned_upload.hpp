@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <future>
 #include <memory>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -53,7 +54,8 @@ public:
   /// (a new Mat, or new nonzeros that may move the array, give a new key; whatever was kept at
   /// or beside src under an old key is dropped first, as its pages may belong to a freed array).
   /// At most max_registered ranges are kept (the least recently used dropped). With after >= 2
-  /// the (after - 1)-th call (which returns false: the caller copies) marks the range, and the
+  /// the (after - 1)-th call (which returns false: the caller copies) marks the range (with
+  /// after = 1, mark() at the build does), and the
   /// next start_deferred() registers it on a background thread; the after-th call waits for it
   /// if it is still running, or registers in line if no start_deferred() came. Registering
   /// costs about as much as 3-4 host copies (30-86 ms for 524 MB on the H100 machine), and the
@@ -66,7 +68,13 @@ public:
   /// (then upload()). The copy is queued on exec's stream: src must not change until
   /// exec->synchronize().
   bool upload_registered(const void *src, void *dst, std::size_t bytes, std::uint64_t key, int after);
-  /// Starts the registrations that upload_registered marked (after >= 2) on a background
+  /// Marks (src, bytes, key) for the next start_deferred() as the (after - 1)-th call does, for
+  /// after = 1: the plugin calls it at a matrix's build (the values' first upload), so the solve
+  /// after the build registers the array and the first values-only refresh (after = 1) reads it
+  /// in place. Returns whether it marked: false when key is 0, bytes < min_register_bytes, or the
+  /// range is registered, refused or registering already.
+  bool mark(const void *src, std::size_t bytes, std::uint64_t key);
+  /// Starts the registrations that upload_registered (after >= 2) or mark() marked on a background
   /// thread each, and returns at once; nothing when none is marked.
   void                         start_deferred();
   static constexpr std::size_t min_register_bytes = std::size_t(4) << 20;
@@ -87,6 +95,11 @@ public:
     // kernel's NUMA balancing unmapping pages to sample them) and involuntary context switches
     // (a copy thread preempted): what a slow host copy ran into
     double page_faults = 0, context_switches = 0;
+    // HEPTANE_UPLOAD_SCHEDSTAT=1: the scheduler's account of the last host copy of 8 MiB or
+    // more (core/sched_probe.hpp: how long the copy threads waited for a CPU, who else ran),
+    // and the time its /proc snapshots took (outside the copy's time)
+    std::string sched;
+    double      sched_probe_ms = 0;
   };
   const Stats &stats() const noexcept { return stats_; }
   void         reset_stats() noexcept { stats_ = Stats{}; }
@@ -100,11 +113,14 @@ private:
     int            seen       = 0;     // times this range came with this key
     bool           registered = false; // with CUDA (else not yet, or refused)
     bool           refused    = false; // CUDA did not register it: upload() for this key
-    bool           deferred   = false; // marked by the (after - 1)-th call for start_deferred()
-    // a registration running on a background thread (after >= 2): its result (registered or
+    bool           deferred   = false; // marked by the (after - 1)-th call or mark() for start_deferred()
+    // a registration running on a background thread (started by start_deferred()): its result (registered or
     // not, and the milliseconds it took) once joined
     std::shared_ptr<std::future<std::pair<bool, double>>> pending;
   };
+  // the kept range (src, bytes, key), or a new one (seen 0) after dropping any kept range that
+  // shares its whole pages under another key and, at max_registered, the least recently used
+  Registered                     *find_or_add(const void *src, std::size_t bytes, std::uint64_t key);
   void                            take_pending(Registered &r, bool count);
   void                            drop(std::size_t i);
   void                            copy_in(const void *src, void *dst, std::size_t bytes, std::size_t piece, bool count);

@@ -884,6 +884,13 @@ if(HEPTANE_HAVE_CUDA)
     --expect "on a GPU uploaded as they are and put into CSR order there" --expect "read by the copy engine straight from PETSc's array"
     --expect "on a background thread since the solve before"
     --reject MISMATCH -- ${host} -dof 3 -n 30 -solves 4)
+  # the same with -heptane_register_after 1: the build from BAIJ's blocks marks its value array,
+  # the first refresh reads it in place
+  heptane_plugin_gpu_test(plugin_host_gpu_baij_values_register_after_one
+    ${solves} ${host_checks} --solves 3 --
+    --plugin ${plugin_so} --ref "${ref_bcgs} -pc_type pbjacobi -dm_mat_type baij" --heptane "-ksp_type hbcgs -pc_type pbjacobi -heptane_device gpu -ksp_view -dm_mat_type baij -heptane_register_after 1"
+    --expect "BAIJ's blocks and values uploaded as they are" --expect "on a background thread since the solve before"
+    --reject "ms this time" --reject MISMATCH -- ${host} -dof 3 -n 30 -solves 3)
   # BAIJ built from its blocks on the device: an entry off the grid's star offsets is named as
   # on the CPU (from the scalar pattern made there)
   heptane_plugin_gpu_test(plugin_host_gpu_baij_entry_off_the_grid_is_an_error
@@ -919,6 +926,13 @@ if(HEPTANE_HAVE_CUDA)
     ${solves} ${host_checks} --solves 6 --
     --plugin ${plugin_so} --ref "${ref_bcgs} -pc_type jacobi" --heptane "-ksp_type hbcgs -pc_type jacobi -heptane_device gpu -ksp_view -heptane_register_after 1"
     --expect "read by the copy engine straight from PETSc's array" --reject MISMATCH -- ${host} -n 50 -solves 6 -recreate_mat_every 2)
+  # -heptane_register_after 1: the build marks PETSc's array, the first solve registers it as
+  # it returns, and the first refresh already reads it in place (it waited for that thread)
+  heptane_plugin_gpu_test(plugin_host_gpu_aij_values_register_after_one_reads_from_the_first_refresh
+    ${solves} ${host_checks} --solves 3 --
+    --plugin ${plugin_so} --ref "${ref_bcgs} -pc_type jacobi" --heptane "-ksp_type hbcgs -pc_type jacobi -heptane_device gpu -ksp_view -heptane_register_after 1"
+    --expect "on a background thread since the solve before" --expect "heptane_register_after 1"
+    --reject "ms this time" --reject MISMATCH -- ${host} -n 50 -solves 3)
   heptane_plugin_gpu_test(plugin_host_gpu_aij_values_register_never_copies
     ${solves} ${host_checks} --solves 4 --
     --plugin ${plugin_so} --ref "${ref_bcgs} -pc_type jacobi" --heptane "-ksp_type hbcgs -pc_type jacobi -heptane_device gpu -ksp_view -heptane_register_after 0"

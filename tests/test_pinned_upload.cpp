@@ -193,6 +193,72 @@ BOOST_AUTO_TEST_CASE(two_live_arrays_that_share_a_page_stay_registered_side_by_s
     munmap(base, bytes);
 }
 
+BOOST_AUTO_TEST_CASE(an_array_marked_at_the_build_is_read_in_place_from_the_first_refresh)
+{
+    // after = 1 (the plugin's -heptane_register_after 1): mark() at the build, start_deferred()
+    // after the solve registers it on a background thread, the first upload_registered(.., 1)
+    // waits for it and reads the array as it is then; a second array marked with no
+    // start_deferred() before its first refresh is registered there, in line; nothing is marked
+    // under key 0, below the size floor, or once registered
+    auto exec = test::test_executor();
+    PinnedUpload up(exec, bytes);
+    Array<double> dev(exec, count);
+    double* a = map_pages(nullptr, 1.0);
+    BOOST_TEST(!up.mark(a, bytes, 0));
+    BOOST_TEST(!up.mark(a, PinnedUpload::min_register_bytes - 8, 30));
+    BOOST_TEST(up.mark(a, bytes, 30));
+    up.upload(a, dev.data(), bytes);  // the build's own upload, through the pinned buffers
+    exec->synchronize();
+    BOOST_TEST(holds(dev, 1.0));
+    up.start_deferred();
+    for (std::size_t i = 0; i < count; ++i)
+        a[i] = 5.0 + double(i % 7);  // written while it registers
+    up.reset_stats();
+    BOOST_TEST(up.upload_registered(a, dev.data(), bytes, 30, 1));
+    exec->synchronize();
+    BOOST_TEST(up.stats().register_ms == 0.0);  // not in line
+    BOOST_TEST(up.stats().register_background_ms > 0.0);
+    BOOST_TEST(up.stats().registered_bytes == double(bytes));
+    BOOST_TEST(holds(dev, 5.0));
+    BOOST_TEST(!up.mark(a, bytes, 30));  // registered already
+    double* b = map_pages(nullptr, 2.0);
+    BOOST_TEST(up.mark(b, bytes, 31));
+    up.reset_stats();
+    BOOST_TEST(up.upload_registered(b, dev.data(), bytes, 31, 1));  // no solve came: in line
+    exec->synchronize();
+    BOOST_TEST(up.stats().register_ms > 0.0);
+    BOOST_TEST(up.stats().register_background_ms == 0.0);
+    BOOST_TEST(holds(dev, 2.0));
+    munmap(a, bytes);
+    munmap(b, bytes);
+}
+
+BOOST_AUTO_TEST_CASE(the_scheduler_account_of_a_host_copy_is_kept_when_asked_for)
+{
+    // HEPTANE_UPLOAD_SCHEDSTAT=1 (read at each copy): Stats::sched names the copy threads'
+    // time; without /proc's schedstat it says there are none
+    setenv("HEPTANE_UPLOAD_SCHEDSTAT", "1", 1);
+    auto exec = test::test_executor();
+    PinnedUpload up(exec, bytes);
+    Array<double> dev(exec, count);
+    double* a = map_pages(nullptr, 9.0);
+    up.reset_stats();
+    up.upload(a, dev.data(), bytes);
+    exec->synchronize();
+    BOOST_TEST(holds(dev, 9.0));
+    BOOST_TEST_MESSAGE(up.stats().sched);
+    const bool copy_threads = up.stats().sched.find(" copy threads ran ") != std::string::npos;
+    const bool none = up.stats().sched.find("no scheduler statistics here") != std::string::npos;
+    BOOST_TEST((copy_threads || none), up.stats().sched);
+    BOOST_TEST(up.stats().sched_probe_ms > 0.0);
+    unsetenv("HEPTANE_UPLOAD_SCHEDSTAT");
+    up.reset_stats();
+    up.upload(a, dev.data(), bytes);
+    exec->synchronize();
+    BOOST_TEST(up.stats().sched.empty());
+    munmap(a, bytes);
+}
+
 BOOST_AUTO_TEST_CASE(vectors_go_up_and_come_down_in_pieces_as_they_are)
 {
     // the plugin's b in and x out (PinnedUpload::upload_vector, download): sizes of 0 bytes to
