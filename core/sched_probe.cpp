@@ -111,7 +111,7 @@ SchedSnapshot SchedSnapshot::take(bool all_processes)
 }
 
 SchedDelta sched_delta(const SchedSnapshot& before, const SchedSnapshot& after,
-                       const std::vector<int>& team)
+                       const std::vector<int>& team, std::size_t top_n)
 {
     SchedDelta d;
 #if defined(__linux__)
@@ -152,7 +152,7 @@ SchedDelta sched_delta(const SchedSnapshot& before, const SchedSnapshot& after,
     }
     std::sort(rest.begin(), rest.end(),
               [](const auto& a, const auto& b) { return a.first > b.first; });
-    for (std::size_t i = 0; i < rest.size() && i < 4; ++i) {
+    for (std::size_t i = 0; i < rest.size() && i < top_n; ++i) {
         const TaskSched& t = *rest[i].second;
         std::ostringstream name;
         name << comm_of(t.pid, t.tid) << " (" << t.pid << "/" << t.tid << ")";

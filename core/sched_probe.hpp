@@ -7,6 +7,7 @@
 // the report says so.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -34,7 +35,7 @@ struct SchedDelta {
     double team_wait_ms = 0;      //   runnable but waiting for a CPU
     double process_other_ms = 0;  // this process's other threads, on a CPU
     double others_ms = 0;         // other processes' threads, on a CPU (all_processes snapshots)
-    /// The busiest threads outside the team (0.1 ms or more), most first, at most 4: "comm
+    /// The busiest threads outside the team (0.1 ms or more), most first, at most top_n: "comm
     /// (pid/tid)" and ms; comm "?" for a thread gone by the time sched_delta reads it.
     std::vector<std::pair<std::string, double>> top;
     /// One line for a person: "the N copy threads ran X ms and waited Y ms for a CPU; this
@@ -43,9 +44,10 @@ struct SchedDelta {
 };
 
 /// What ran between two snapshots; `team`: thread ids (this_thread_id) of this process's
-/// threads doing the work. A thread in `after` only (started in between) counts from zero.
+/// threads doing the work; top_n: how many of the busiest other threads SchedDelta::top names.
+/// A thread in `after` only (started in between) counts from zero.
 SchedDelta sched_delta(const SchedSnapshot& before, const SchedSnapshot& after,
-                       const std::vector<int>& team);
+                       const std::vector<int>& team, std::size_t top_n = 4);
 
 /// The calling thread's id as the kernel numbers it (gettid), 0 where there is none.
 int this_thread_id();

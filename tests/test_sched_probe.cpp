@@ -103,7 +103,8 @@ BOOST_AUTO_TEST_CASE(another_process_that_ran_meanwhile_is_named_with_its_time)
     char c = 0;
     BOOST_REQUIRE(read(done[0], &c, 1) == 1);
     const SchedSnapshot after = SchedSnapshot::take(true);
-    const auto d = sched_delta(before, after, {this_thread_id()});  // names read while it lives
+    // every thread that ran named (other tests may run beside this one), read while it lives
+    const auto d = sched_delta(before, after, {this_thread_id()}, 100000);
     BOOST_REQUIRE(write(go[1], &c, 1) == 1);
     int status = 0;
     rusage ru{};
@@ -128,5 +129,5 @@ BOOST_AUTO_TEST_CASE(another_process_that_ran_meanwhile_is_named_with_its_time)
             BOOST_TEST(t.second >= 35.0);
             BOOST_TEST(t.second <= child_ms + 5.0);
         }
-    BOOST_TEST(named, "the child " << tag << " among the busiest: " << d.text());
+    BOOST_TEST(named, "the child " << tag << " among those that ran: " << d.text());
 }
