@@ -206,7 +206,7 @@ void PinnedUpload::copy_in(const void *src, void *dst, std::size_t bytes, std::s
   if (probe) {
     const SchedSnapshot after = SchedSnapshot::take(true);
     stats_.sched              = sched_delta(before, after, team).text();
-    stats_.sched_probe_ms += before.took_ms + after.took_ms;
+    stats_.sched_probe_ms     = before.took_ms + after.took_ms;
   }
 }
 

@@ -97,7 +97,7 @@ public:
     double page_faults = 0, context_switches = 0;
     // HEPTANE_UPLOAD_SCHEDSTAT=1: the scheduler's account of the last host copy of 8 MiB or
     // more (core/sched_probe.hpp: how long the copy threads waited for a CPU, who else ran),
-    // and the time its /proc snapshots took (outside the copy's time)
+    // and the time that copy's /proc snapshots took (outside the copy's time)
     std::string sched;
     double      sched_probe_ms = 0;
   };
