@@ -36,7 +36,9 @@ struct SchedDelta {
     double process_other_ms = 0;  // this process's other threads, on a CPU
     double others_ms = 0;         // other processes' threads, on a CPU (all_processes snapshots)
     /// The busiest threads outside the team (0.1 ms or more), most first, at most top_n: "comm
-    /// (pid/tid)" and ms; comm "?" for a thread gone by the time sched_delta reads it.
+    /// (pid/tid)" and ms; comm "?" for a thread gone by the time sched_delta reads it; for this
+    /// process's threads also what it is doing then: " [state, user and system CPU ms since it
+    /// started, running or in system call N]".
     std::vector<std::pair<std::string, double>> top;
     /// One line for a person: "the N copy threads ran X ms and waited Y ms for a CPU; this
     /// process's other threads ran Z ms, other processes W ms; busiest: ...".

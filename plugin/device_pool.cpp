@@ -3,6 +3,9 @@
 #include "plugin/device_pool.hpp"
 
 #include <omp.h>
+#ifdef __linux__
+  #include <pthread.h>
+#endif
 
 #include <atomic>
 #include <chrono>
@@ -62,6 +65,9 @@ void prewarm_device(const std::string &device, const PrewarmWork &work)
   std::lock_guard<std::mutex> lock(p.mutex);
   if (p.worker.joinable() || !p.execs.empty()) return;
   p.worker = std::thread([&p, device, work] {
+#ifdef __linux__
+    pthread_setname_np(pthread_self(), "heptane-prewarm"); // by name in the scheduler's account
+#endif
     const auto t0 = std::chrono::steady_clock::now();
     try {
       const std::string name = canonical(resolve_device(device));

@@ -75,7 +75,7 @@ std::string upload_note(const PinnedUpload &up)
     if (u.bytes > u.registered_bytes) o << " but of its partial first and last pages, " << u.bytes - u.registered_bytes << " bytes, through the pinned buffers";
     o << ")";
   } else {
-    o << ", host copies into the pinned buffers " << u.host_copy_ms << " ms (" << u.threads << " threads; " << u.page_faults << " minor page faults and " << u.context_switches << " involuntary context switches in the process meanwhile";
+    o << ", host copies into the pinned buffers " << u.host_copy_ms << " ms (" << u.threads << " threads, " << u.team << "; " << u.page_faults << " minor page faults and " << u.context_switches << " involuntary context switches in the process meanwhile";
     if (!u.sched.empty()) o << "; HEPTANE_UPLOAD_SCHEDSTAT: " << u.sched << " (the snapshots took " << u.sched_probe_ms << " ms more)";
     o << "), waits for the copy engine " << u.wait_ms << " ms";
   }

@@ -6,13 +6,18 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 #include <system_error>
 
 #include <omp.h>
+#ifdef __linux__
+  #include <pthread.h>
+#endif
 #include <sys/resource.h>
 
 #include "core/error.hpp"
 #include "core/sched_probe.hpp"
+#include "core/worker_pool.hpp"
 
 #ifdef HEPTANE_HAVE_CUDA
   #include "core/cuda_common.hpp"
@@ -44,10 +49,29 @@ namespace
   return e && std::atoi(e) > 0;
 }
 
-// The kernel's ids of the threads of the copies' OpenMP team (the same team as parallel_copy's:
-// same thread, same size)
-[[maybe_unused]] std::vector<int> upload_team()
+// HEPTANE_UPLOAD_TEAM: who copies -- "pool" (the default): the upload's own WorkerPool
+// (core/worker_pool.hpp), whose threads sleep between copies and whose copy ends when its last
+// piece is copied; "openmp": an OpenMP team of the caller's, which ends each 32 MiB piece at a
+// barrier every thread must reach (slow whenever one more thread wants a CPU than there are:
+// docs/benchmarks.md, fifty-fourth session)
+[[maybe_unused]] bool upload_team_is_pool()
 {
+  static const bool pool = [] {
+    const char *e = std::getenv("HEPTANE_UPLOAD_TEAM");
+    return !(e && std::string(e) == "openmp");
+  }();
+  return pool;
+}
+
+// The kernel's ids of the threads that copy: the pool's workers and the caller, or the
+// caller's OpenMP team (the same team as parallel_copy's: same thread, same size)
+[[maybe_unused]] std::vector<int> upload_team(const WorkerPool *pool)
+{
+  if (pool) {
+    std::vector<int> tids = pool->worker_ids();
+    tids.push_back(this_thread_id());
+    return tids;
+  }
   std::vector<int> tids(std::size_t(upload_threads()), 0);
 #pragma omp parallel num_threads(upload_threads())
   tids[std::size_t(omp_get_thread_num())] = this_thread_id();
@@ -61,15 +85,21 @@ namespace
 // A vector's pieces (PinnedUpload::upload_vector, download: ~2 MiB at 1 M rows) went through
 // one thread with 1 MiB pieces, 0.7-0.9 ms for 8.4 MB each way on the H100, slower than the
 // pageable copy (s43).
-[[maybe_unused]] void parallel_copy(void *dst, const void *src, std::size_t bytes)
+// With a pool, the same pieces go through it (pool->run: one at a time from a counter).
+[[maybe_unused]] void parallel_copy(void *dst, const void *src, std::size_t bytes, WorkerPool *pool)
 {
   const std::size_t  piece  = bytes < (std::size_t(8) << 20) ? std::size_t(256) << 10 : std::size_t(1) << 20;
   const std::int64_t pieces = std::int64_t((bytes + piece - 1) / piece);
-#pragma omp parallel for schedule(dynamic, 1) num_threads(upload_threads()) if (pieces > 4)
-  for (std::int64_t p = 0; p < pieces; ++p) {
+  const auto         copy   = [&](std::int64_t p) {
     const std::size_t lo = std::size_t(p) * piece;
     std::memcpy(static_cast<char *>(dst) + lo, static_cast<const char *>(src) + lo, std::min(piece, bytes - lo));
+  };
+  if (pool && pieces > 4) {
+    pool->run(pieces, copy);
+    return;
   }
+#pragma omp parallel for schedule(dynamic, 1) num_threads(upload_threads()) if (pieces > 4)
+  for (std::int64_t p = 0; p < pieces; ++p) copy(p);
 }
 
 } // namespace
@@ -88,6 +118,13 @@ PinnedUpload::PinnedUpload(std::shared_ptr<const Executor> exec, std::size_t max
       cudaEvent_t ev = nullptr;
       HEPTANE_CUDA_CHECK(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
       done_[b] = ev;
+    }
+    if (upload_team_is_pool() && upload_threads() > 1) {
+      try {
+        pool_ = std::make_unique<WorkerPool>(upload_threads(), "heptane-copy");
+      } catch (const std::system_error &) {
+        pool_.reset(); // no threads to be had: the copies go through OpenMP
+      }
     }
   } catch (...) {
     for (int b = 0; b < 2; ++b) {
@@ -148,7 +185,7 @@ void PinnedUpload::download(const void *src, void *dst, std::size_t bytes)
     const std::size_t off = i * piece;
     const int         b   = int(i % 2);
     HEPTANE_CUDA_CHECK(cudaEventSynchronize(static_cast<cudaEvent_t>(done_[b])));
-    parallel_copy(static_cast<char *>(dst) + off, buf_[b], std::min(piece, bytes - off));
+    parallel_copy(static_cast<char *>(dst) + off, buf_[b], std::min(piece, bytes - off), pool_.get());
     if (i + 2 < n) queue(i + 2);
   }
 }
@@ -173,7 +210,7 @@ void PinnedUpload::copy_in(const void *src, void *dst, std::size_t bytes, std::s
   std::vector<int> team;
   SchedSnapshot    before;
   if (probe) {
-    team   = upload_team();
+    team   = upload_team(pool_.get());
     before = SchedSnapshot::take(true);
   }
   const auto  &dev = static_cast<const CudaExecutor &>(*exec_);
@@ -186,13 +223,14 @@ void PinnedUpload::copy_in(const void *src, void *dst, std::size_t bytes, std::s
     const auto t0 = std::chrono::steady_clock::now();
     HEPTANE_CUDA_CHECK(cudaEventSynchronize(static_cast<cudaEvent_t>(done_[b])));
     const auto t1 = std::chrono::steady_clock::now();
-    parallel_copy(buf_[b], static_cast<const char *>(src) + off, len);
+    parallel_copy(buf_[b], static_cast<const char *>(src) + off, len, pool_.get());
     const auto t2 = std::chrono::steady_clock::now();
     if (count) {
       stats_.wait_ms += std::chrono::duration<double, std::milli>(t1 - t0).count();
       stats_.host_copy_ms += std::chrono::duration<double, std::milli>(t2 - t1).count();
       stats_.bytes += double(len);
-      stats_.threads = upload_threads();
+      stats_.threads = pool_ ? pool_->threads() : upload_threads();
+      stats_.team    = pool_ ? "heptane-copy pool" : "OpenMP team";
     }
     HEPTANE_CUDA_CHECK(cudaMemcpyAsync(static_cast<char *>(dst) + off, buf_[b], len, cudaMemcpyHostToDevice, s));
     HEPTANE_CUDA_CHECK(cudaEventRecord(static_cast<cudaEvent_t>(done_[b]), s));
@@ -317,6 +355,9 @@ void PinnedUpload::start_deferred()
     const std::uintptr_t from = r.lo, to = r.hi;
     try {
       r.pending = std::make_shared<std::future<std::pair<bool, double>>>(std::async(std::launch::async, [device, from, to] {
+  #ifdef __linux__
+        pthread_setname_np(pthread_self(), "heptane-reg"); // by name in the scheduler's account
+  #endif
         const auto t0 = std::chrono::steady_clock::now();
         bool       ok = cudaSetDevice(device) == cudaSuccess && cudaHostRegister(reinterpret_cast<void *>(from), to - from, cudaHostRegisterDefault) == cudaSuccess;
         if (!ok) (void)cudaGetLastError();

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/executor.hpp"
+#include "core/worker_pool.hpp"
 
 namespace heptane::plugin
 {
@@ -87,10 +88,11 @@ public:
   /// register_background_ms on the background thread, of which register_wait_ms this call
   /// waited for). For -ksp_view (a slow upload: which side).
   struct Stats {
-    double bytes = 0, host_copy_ms = 0, wait_ms = 0;
-    int    threads          = 0; // of the host copies (HEPTANE_UPLOAD_THREADS, else OpenMP's default)
-    double registered_bytes = 0, register_ms = 0;
-    double register_background_ms = 0, register_wait_ms = 0;
+    double      bytes = 0, host_copy_ms = 0, wait_ms = 0;
+    int         threads          = 0;  // of the host copies (HEPTANE_UPLOAD_THREADS, else OpenMP's default)
+    const char *team             = ""; // who copied: "heptane-copy pool" or "OpenMP team" (HEPTANE_UPLOAD_TEAM)
+    double      registered_bytes = 0, register_ms = 0;
+    double      register_background_ms = 0, register_wait_ms = 0;
     // during the host copies, the whole process's (getrusage): minor page faults (e.g. the
     // kernel's NUMA balancing unmapping pages to sample them) and involuntary context switches
     // (a copy thread preempted): what a slow host copy ran into
@@ -132,6 +134,7 @@ private:
   std::size_t                     chunk_   = 0;
   void                           *buf_[2]  = {nullptr, nullptr};
   void                           *done_[2] = {nullptr, nullptr}; // cudaEvent_t: the copy that last read buf_[i]
+  std::unique_ptr<WorkerPool>     pool_;                         // the host copies' threads (null: OpenMP)
 };
 
 /// `bytes` bytes of exec's device memory at dst set to zero, queued on exec's stream.

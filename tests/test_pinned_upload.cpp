@@ -250,6 +250,16 @@ BOOST_AUTO_TEST_CASE(the_scheduler_account_of_a_host_copy_is_kept_when_asked_for
     const bool copy_threads = up.stats().sched.find(" copy threads ran ") != std::string::npos;
     const bool none = up.stats().sched.find("no scheduler statistics here") != std::string::npos;
     BOOST_TEST((copy_threads || none), up.stats().sched);
+    // who copied: the upload's pool unless HEPTANE_UPLOAD_TEAM=openmp (this program runs both
+    // ways, tests/cuda.cmake), and every thread of that team found in the account
+    const char* team = std::getenv("HEPTANE_UPLOAD_TEAM");
+    const bool openmp = team && std::string(team) == "openmp";
+    BOOST_TEST(std::string(up.stats().team) ==
+               (openmp || up.stats().threads == 1 ? "OpenMP team" : "heptane-copy pool"));
+    if (copy_threads)
+        BOOST_TEST(up.stats().sched.find("the " + std::to_string(up.stats().threads) +
+                                         " copy threads ran ") == 0,
+                   up.stats().sched << " (" << up.stats().threads << " threads)");
     BOOST_TEST(up.stats().sched_probe_ms > 0.0);
     unsetenv("HEPTANE_UPLOAD_SCHEDSTAT");
     up.reset_stats();

@@ -80,6 +80,20 @@ BOOST_AUTO_TEST_CASE(the_calling_thread_is_accounted_its_own_cpu_time)
     if (!e.top.empty()) {
         BOOST_TEST(e.top.front().first.find(me) != std::string::npos, e.top.front().first);
         BOOST_TEST(e.top.front().second >= used - 0.5);
+        // a thread of this process comes with what it is doing as sched_delta reads it: this
+        // one running (R), in the read of its own /proc file, and its CPU time since it
+        // started from /proc's stat in clock ticks, at least the 30 ms it spun less a tick
+        const std::string& entry = e.top.front().first;
+        BOOST_TEST(entry.find(" [R, user ") != std::string::npos, entry);
+        double user = -1, system = -1;
+        const auto at = entry.find(" [R, user ");
+        if (at != std::string::npos)
+            BOOST_TEST(std::sscanf(entry.c_str() + at, " [R, user %lf ms, system %lf ms", &user,
+                                   &system) == 2,
+                       entry);
+        const double tick_ms = 1000.0 / double(sysconf(_SC_CLK_TCK));
+        BOOST_TEST(user + system >= used - tick_ms, entry << " against " << used << " ms spun");
+        BOOST_TEST(entry.find(", in system call ") != std::string::npos, entry);
     }
 }
 
