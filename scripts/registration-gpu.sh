@@ -86,22 +86,18 @@ if [ "${PLAN:-registration}" = team ]; then
   }
   note "BLAS: $(ldconfig -p | grep -E 'libblas.so.3 |libopenblas' | head -3 | tr '\n' ' ') -> $(readlink -f /lib/x86_64-linux-gnu/libblas.so.3 2>&1)"
   team quiet-auto-r1 auto 0
-  team quiet-openmp-r1 openmp 0
   team quiet-pool-r1 pool 0
-  team hog1-auto-r1 auto 1
-  team hog1-openmp-r1 openmp 1
   OPENBLAS_NUM_THREADS=1 team quiet-pool-blas1-r1 pool 0
   OMP_WAIT_POLICY=passive team quiet-pool-passive-r1 pool 0
-  team quiet-auto-r2 auto 0
-  team hog1-auto-r2 auto 1
+  team hog1-auto-r1 auto 1
+  OPENBLAS_NUM_THREADS=1 team quiet-openmp-blas1-r1 openmp 0
   team hog2-auto-r1 auto 2
   maybe hcpr-auto-r1 $hcpr
-  maybe hcpr-auto-r2 $hcpr
   HOG=1 maybe hcpr-hog1-auto-r1 $hcpr
+  maybe hcpr-auto-r2 $hcpr
+  team hog1-auto-r2 auto 1
   maybe hcpr-auto-r3 $hcpr
-  maybe hcpr-reg1-auto-r1 $hcpr -heptane_register_after 1
-  HOG=1 maybe hcpr-reg1-hog1-auto-r1 $hcpr -heptane_register_after 1
-  maybe hcpr-auto-r4 $hcpr
+  OPENBLAS_NUM_THREADS=1 maybe hcpr-auto-blas1-r1 $hcpr
   note "team runs done $(el) s"
   PLAN_DONE=1
 fi
