@@ -76,7 +76,6 @@ std::string upload_note(const PinnedUpload &up)
     o << ")";
   } else {
     o << ", host copies into the pinned buffers " << u.host_copy_ms << " ms (" << u.threads << " threads, " << u.team << "; " << u.page_faults << " minor page faults and " << u.context_switches << " involuntary context switches in the process meanwhile";
-    if (u.slow_openmp_copies > 0) o << "; " << u.slow_openmp_copies << " OpenMP copies slow (the last " << u.slow_openmp_ms << " ms, " << u.slow_openmp_rate << " GB/s): the heptane-copy pool copied for 2 s after each";
     if (!u.sched.empty()) o << "; HEPTANE_UPLOAD_SCHEDSTAT: " << u.sched << " (the snapshots took " << u.sched_probe_ms << " ms more)";
     o << "), waits for the copy engine " << u.wait_ms << " ms";
   }

@@ -49,27 +49,20 @@ namespace
   return e && std::atoi(e) > 0;
 }
 
-// HEPTANE_UPLOAD_TEAM: who copies. "openmp": an OpenMP team of the caller's, whose regions end
-// at a barrier every thread must reach -- fast on a quiet machine, ~20x slower whenever one more
-// thread wants a CPU than there are (one thread waits a time slice while the others spin).
-// "pool": the upload's own WorkerPool (core/worker_pool.hpp), whose threads sleep between copies
-// and whose copy ends at its last piece -- unhurt by such a thread, but slower beside the
-// OpenMP team's threads still spinning after the program's last region. "auto" (the default):
-// OpenMP, and the pool for the next 2 s after an OpenMP copy ran at under a quarter of the best
-// rate seen or under 10 GB/s (docs/benchmarks.md, fifty-fourth session).
-enum class UploadTeam {
-  openmp,
-  pool,
-  automatic
-};
-[[maybe_unused]] UploadTeam upload_team_choice()
+// HEPTANE_UPLOAD_TEAM: who copies. "openmp" (the default): an OpenMP team of the caller's, whose
+// regions end at a barrier every thread must reach -- fastest on a quiet machine, ~15x slower
+// whenever one more thread wants a CPU than there are (one team thread waits a time slice while
+// the others spin on their CPUs). "pool": the upload's own WorkerPool (core/worker_pool.hpp),
+// whose threads sleep between copies and whose copy ends at its last piece -- unhurt by such a
+// thread, but slower beside threads that spin yielding (a threaded OpenBLAS after PETSc's vector
+// operations). docs/benchmarks.md, fifty-fourth session; docs/petsc.md.
+[[maybe_unused]] bool upload_team_is_pool()
 {
-  static const UploadTeam t = [] {
-    const char       *e = std::getenv("HEPTANE_UPLOAD_TEAM");
-    const std::string v = e ? e : "";
-    return v == "openmp" ? UploadTeam::openmp : v == "pool" ? UploadTeam::pool : UploadTeam::automatic;
+  static const bool pool = [] {
+    const char *e = std::getenv("HEPTANE_UPLOAD_TEAM");
+    return e && std::string(e) == "pool";
   }();
-  return t;
+  return pool;
 }
 
 // The kernel's ids of the threads that copy: the pool's workers and the caller, or the
@@ -128,7 +121,7 @@ PinnedUpload::PinnedUpload(std::shared_ptr<const Executor> exec, std::size_t max
       HEPTANE_CUDA_CHECK(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
       done_[b] = ev;
     }
-    if (upload_team_choice() != UploadTeam::openmp && upload_threads() > 1) {
+    if (upload_team_is_pool() && upload_threads() > 1) {
       try {
         pool_ = std::make_unique<WorkerPool>(upload_threads(), "heptane-copy");
       } catch (const std::system_error &) {
@@ -194,37 +187,14 @@ void PinnedUpload::download(const void *src, void *dst, std::size_t bytes)
     const std::size_t off = i * piece;
     const int         b   = int(i % 2);
     HEPTANE_CUDA_CHECK(cudaEventSynchronize(static_cast<cudaEvent_t>(done_[b])));
-    host_copy(static_cast<char *>(dst) + off, buf_[b], std::min(piece, bytes - off), false);
+    host_copy(static_cast<char *>(dst) + off, buf_[b], std::min(piece, bytes - off));
     if (i + 2 < n) queue(i + 2);
   }
 }
 
-WorkerPool *PinnedUpload::pool_now() const
+void PinnedUpload::host_copy(void *dst, const void *src, std::size_t bytes)
 {
-  if (!pool_) return nullptr;
-  if (upload_team_choice() == UploadTeam::pool) return pool_.get();
-  return std::chrono::steady_clock::now() < pool_until_ ? pool_.get() : nullptr;
-}
-
-void PinnedUpload::host_copy(void *dst, const void *src, std::size_t bytes, bool count)
-{
-  WorkerPool *pool = pool_now();
-  last_pool_       = pool != nullptr;
-  const auto t0    = std::chrono::steady_clock::now();
-  parallel_copy(dst, src, bytes, pool);
-  if (pool || !pool_ || bytes < (std::size_t(1) << 20)) return; // auto watches OpenMP copies of 1 MiB or more
-  const auto   t1   = std::chrono::steady_clock::now();
-  const double ms   = std::chrono::duration<double, std::milli>(t1 - t0).count();
-  const double rate = double(bytes) / std::max(ms, 1e-6) * 1e-6; // GB/s
-  if (ms > 0.5 && (rate < 10.0 || rate < 0.25 * best_rate_)) {
-    pool_until_ = t1 + std::chrono::seconds(2);
-    if (count) {
-      ++stats_.slow_openmp_copies;
-      stats_.slow_openmp_ms   = ms;
-      stats_.slow_openmp_rate = rate;
-    }
-  }
-  best_rate_ = std::max(best_rate_, rate);
+  parallel_copy(dst, src, bytes, pool_.get());
 }
 
 namespace
@@ -247,7 +217,7 @@ void PinnedUpload::copy_in(const void *src, void *dst, std::size_t bytes, std::s
   std::vector<int> team;
   SchedSnapshot    before;
   if (probe) {
-    team   = upload_team(pool_now());
+    team   = upload_team(pool_.get());
     before = SchedSnapshot::take(true);
   }
   const auto  &dev = static_cast<const CudaExecutor &>(*exec_);
@@ -260,14 +230,14 @@ void PinnedUpload::copy_in(const void *src, void *dst, std::size_t bytes, std::s
     const auto t0 = std::chrono::steady_clock::now();
     HEPTANE_CUDA_CHECK(cudaEventSynchronize(static_cast<cudaEvent_t>(done_[b])));
     const auto t1 = std::chrono::steady_clock::now();
-    host_copy(buf_[b], static_cast<const char *>(src) + off, len, count);
+    host_copy(buf_[b], static_cast<const char *>(src) + off, len);
     const auto t2 = std::chrono::steady_clock::now();
     if (count) {
       stats_.wait_ms += std::chrono::duration<double, std::milli>(t1 - t0).count();
       stats_.host_copy_ms += std::chrono::duration<double, std::milli>(t2 - t1).count();
       stats_.bytes += double(len);
-      stats_.threads = last_pool_ ? pool_->threads() : upload_threads();
-      stats_.team    = last_pool_ ? "heptane-copy pool" : "OpenMP team";
+      stats_.threads = pool_ ? pool_->threads() : upload_threads();
+      stats_.team    = pool_ ? "heptane-copy pool" : "OpenMP team";
     }
     HEPTANE_CUDA_CHECK(cudaMemcpyAsync(static_cast<char *>(dst) + off, buf_[b], len, cudaMemcpyHostToDevice, s));
     HEPTANE_CUDA_CHECK(cudaEventRecord(static_cast<cudaEvent_t>(done_[b]), s));

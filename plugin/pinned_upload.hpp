@@ -6,7 +6,6 @@
 // for the BDIA-GH and CSR stores on a GPU).
 #pragma once
 
-#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <future>
@@ -90,14 +89,10 @@ public:
   /// waited for). For -ksp_view (a slow upload: which side).
   struct Stats {
     double      bytes = 0, host_copy_ms = 0, wait_ms = 0;
-    int         threads = 0;  // of the host copies (HEPTANE_UPLOAD_THREADS, else OpenMP's default)
-    const char *team    = ""; // who copied last: "heptane-copy pool" or "OpenMP team" (HEPTANE_UPLOAD_TEAM)
-    // HEPTANE_UPLOAD_TEAM=auto: OpenMP copies found slow (the pool copies for 2 s after each),
-    // and the last one's time (ms) and rate (GB/s)
-    int    slow_openmp_copies = 0;
-    double slow_openmp_ms = 0, slow_openmp_rate = 0;
-    double registered_bytes = 0, register_ms = 0;
-    double register_background_ms = 0, register_wait_ms = 0;
+    int         threads          = 0;  // of the host copies (HEPTANE_UPLOAD_THREADS, else OpenMP's default)
+    const char *team             = ""; // who copied: "heptane-copy pool" or "OpenMP team" (HEPTANE_UPLOAD_TEAM)
+    double      registered_bytes = 0, register_ms = 0;
+    double      register_background_ms = 0, register_wait_ms = 0;
     // during the host copies, the whole process's (getrusage): minor page faults (e.g. the
     // kernel's NUMA balancing unmapping pages to sample them) and involuntary context switches
     // (a copy thread preempted): what a slow host copy ran into
@@ -127,25 +122,21 @@ private:
   };
   // the kept range (src, bytes, key), or a new one (seen 0) after dropping any kept range that
   // shares its whole pages under another key and, at max_registered, the least recently used
-  Registered                           *find_or_add(const void *src, std::size_t bytes, std::uint64_t key);
-  void                                  take_pending(Registered &r, bool count);
-  void                                  drop(std::size_t i);
-  void                                  copy_in(const void *src, void *dst, std::size_t bytes, std::size_t piece, bool count);
-  std::size_t                           vector_piece(std::size_t bytes) const noexcept;
-  std::vector<Registered>               registered_;
-  std::uint64_t                         uses_ = 0;
-  Stats                                 stats_;
-  std::shared_ptr<const Executor>       exec_;
-  std::size_t                           chunk_   = 0;
-  void                                 *buf_[2]  = {nullptr, nullptr};
-  void                                 *done_[2] = {nullptr, nullptr}; // cudaEvent_t: the copy that last read buf_[i]
-  std::unique_ptr<WorkerPool>           pool_;                         // the host copies' threads (null: OpenMP)
-  std::chrono::steady_clock::time_point pool_until_{};                 // auto: the pool copies until then
-  double                                best_rate_ = 0;                // auto: the best OpenMP copy rate seen (GB/s)
-  bool                                  last_pool_ = false;            // whether the last host copy went through the pool
-  WorkerPool                           *pool_now() const;              // the pool, when it is the one to copy now
-  // one host copy of `bytes` (pool or OpenMP, as pool_now() says; auto watches the OpenMP ones)
-  void host_copy(void *dst, const void *src, std::size_t bytes, bool count);
+  Registered                     *find_or_add(const void *src, std::size_t bytes, std::uint64_t key);
+  void                            take_pending(Registered &r, bool count);
+  void                            drop(std::size_t i);
+  void                            copy_in(const void *src, void *dst, std::size_t bytes, std::size_t piece, bool count);
+  std::size_t                     vector_piece(std::size_t bytes) const noexcept;
+  std::vector<Registered>         registered_;
+  std::uint64_t                   uses_ = 0;
+  Stats                           stats_;
+  std::shared_ptr<const Executor> exec_;
+  std::size_t                     chunk_   = 0;
+  void                           *buf_[2]  = {nullptr, nullptr};
+  void                           *done_[2] = {nullptr, nullptr}; // cudaEvent_t: the copy that last read buf_[i]
+  std::unique_ptr<WorkerPool>     pool_;                         // the host copies' threads (null: OpenMP)
+  // one host copy of `bytes` into or out of the pinned buffers: the pool's threads, or OpenMP's
+  void host_copy(void *dst, const void *src, std::size_t bytes);
 };
 
 /// `bytes` bytes of exec's device memory at dst set to zero, queued on exec's stream.

@@ -9,13 +9,13 @@
 # (-heptane_register_after 0) with HEPTANE_UPLOAD_SCHEDSTAT=1 (who ran while a host copy ran);
 # the plugin's other GPU tests with the time left. CAP (seconds, default 560) bounds the script;
 # $OUT/summary.txt and $OUT/logs.tar.gz hold the results.
-# PLAN=team (s54) runs instead, after the same build and tests (test_worker_pool and the
-# OpenMP-team variant of test_pinned_upload added): the copies at every refresh
-# (-heptane_register_after 0, HEPTANE_UPLOAD_SCHEDSTAT=1) with HEPTANE_UPLOAD_TEAM = pool
-# and openmp, and auto (the default), quiet and beside HOG busy-loop processes (one more thread
-# wanting a CPU than the machine has, as the slow runs had); the pool with OpenBLAS on one
-# thread and with OpenMP's passive wait (whose spinning threads the pool met); then hcpr's
-# defaults (auto), with and without a busy loop beside it.
+# PLAN=team (s54) runs instead, after the same build and tests (test_worker_pool and the pool
+# variant of test_pinned_upload added): the copies at every refresh (-heptane_register_after 0,
+# HEPTANE_UPLOAD_SCHEDSTAT=1) on the OpenMP team (the default) and on the upload's pool
+# (HEPTANE_UPLOAD_TEAM=pool), quiet and beside HOG busy-loop processes (one more thread wanting
+# a CPU than the machine has, as the slow runs had), with OpenBLAS on one thread
+# (OPENBLAS_NUM_THREADS=1: its threads spin yielding after PETSc's vector operations), then
+# hcpr's defaults the same ways.
 # shellcheck disable=SC2086  # the PETSc options ($hcpr, $box, ...) are words on purpose
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
@@ -46,7 +46,7 @@ cmake -S . -B $build "${cfg[@]}" > "$logs/configure.log" 2>&1 || { note "configu
 grep -E "heptane: (MPI|CUDA|PETSc)" "$logs/configure.log" | tee -a "$summary"
 cmake --build $build -j 16 --target heptane_petsc reservoir petsc_solve plugin_host test_pinned_upload test_cuda_spmv test_sched_probe test_worker_pool > "$logs/build.log" 2>&1 || { note "build FAILED"; grep -E "error" "$logs/build.log" | head -40 | tee -a "$summary"; finish 1; }
 note "built $(el) s"
-(cd "$build" && ctest -R "^test_pinned_upload_gpu$|^test_pinned_upload_openmp_gpu$|^test_pinned_upload_pool_gpu$|^test_worker_pool$|^test_cuda_spmv_gpu$|^test_sched_probe$|plugin_host_gpu_aij_values|plugin_host_gpu_baij|hcpr.*gpu|gpu.*hcpr" --output-on-failure --timeout 200 -j 4 > "$logs/ctest-first.log" 2>&1) || status=1
+(cd "$build" && ctest -R "^test_pinned_upload_gpu$|^test_pinned_upload_pool_gpu$|^test_worker_pool$|^test_cuda_spmv_gpu$|^test_sched_probe$|plugin_host_gpu_aij_values|plugin_host_gpu_baij|hcpr.*gpu|gpu.*hcpr" --output-on-failure --timeout 200 -j 4 > "$logs/ctest-first.log" 2>&1) || status=1
 note "first tests: $(grep -E 'tests passed|tests failed|\(Failed\)|\(Timeout\)|Skipped|Not Run' "$logs/ctest-first.log" | tr '\n' ' ') $(el) s"
 ex=$build/examples/reservoir; plugin=$(readlink -f "$build/lib/libheptane_petsc.so")
 TIMEV=; [ -x /usr/bin/time ] && TIMEV="/usr/bin/time -o $logs/time.txt -f %e_s_%c_invol_%w_vol_%P_cpu"
@@ -80,24 +80,24 @@ sched() {  # the scheduler's account of every host copy: register_after 0 copies
 }
 if [ "${PLAN:-registration}" = team ]; then
   team() {  # name team hog: the copies at every refresh, with their scheduler account
-    export HEPTANE_UPLOAD_SCHEDSTAT=1 HEPTANE_UPLOAD_TEAM=$2  # auto: the default
+    export HEPTANE_UPLOAD_SCHEDSTAT=1 HEPTANE_UPLOAD_TEAM=$2  # openmp: the default
     HOG=$3 maybe "$1" $hcpr -heptane_register_after 0
     unset HEPTANE_UPLOAD_SCHEDSTAT HEPTANE_UPLOAD_TEAM
   }
   note "BLAS: $(ldconfig -p | grep -E 'libblas.so.3 |libopenblas' | head -3 | tr '\n' ' ') -> $(readlink -f /lib/x86_64-linux-gnu/libblas.so.3 2>&1)"
-  team quiet-auto-r1 auto 0
+  team quiet-openmp-r1 openmp 0
+  OPENBLAS_NUM_THREADS=1 team quiet-openmp-blas1-r1 openmp 0
   team quiet-pool-r1 pool 0
   OPENBLAS_NUM_THREADS=1 team quiet-pool-blas1-r1 pool 0
-  OMP_WAIT_POLICY=passive team quiet-pool-passive-r1 pool 0
-  team hog1-auto-r1 auto 1
-  OPENBLAS_NUM_THREADS=1 team quiet-openmp-blas1-r1 openmp 0
-  team hog2-auto-r1 auto 2
-  maybe hcpr-auto-r1 $hcpr
-  HOG=1 maybe hcpr-hog1-auto-r1 $hcpr
-  maybe hcpr-auto-r2 $hcpr
-  team hog1-auto-r2 auto 1
-  maybe hcpr-auto-r3 $hcpr
-  OPENBLAS_NUM_THREADS=1 maybe hcpr-auto-blas1-r1 $hcpr
+  team hog1-openmp-r1 openmp 1
+  team hog1-pool-r1 pool 1
+  OPENBLAS_NUM_THREADS=1 team hog1-pool-blas1-r1 pool 1
+  maybe hcpr-openmp-r1 $hcpr
+  OPENBLAS_NUM_THREADS=1 maybe hcpr-openmp-blas1-r1 $hcpr
+  HEPTANE_UPLOAD_TEAM=pool OPENBLAS_NUM_THREADS=1 maybe hcpr-pool-blas1-r1 $hcpr
+  maybe hcpr-openmp-r2 $hcpr
+  OPENBLAS_NUM_THREADS=1 maybe hcpr-openmp-blas1-r2 $hcpr
+  HEPTANE_UPLOAD_TEAM=pool OPENBLAS_NUM_THREADS=1 maybe hcpr-pool-blas1-r2 $hcpr
   note "team runs done $(el) s"
   PLAN_DONE=1
 fi

@@ -89,7 +89,10 @@ BOOST_AUTO_TEST_CASE(registered_uploads_read_the_array_as_it_is_and_follow_the_k
     exec->synchronize();
     BOOST_TEST(up.stats().register_ms == 0.0);  // not in line: on the background thread
     BOOST_TEST(up.stats().register_background_ms > 0.0);
-    BOOST_TEST(up.stats().register_wait_ms <= up.stats().register_background_ms + 1.0);
+    // the wait is this thread's (it includes being woken), the registration the other's: both
+    // reported, neither bounded by the other (s54: 4.8 ms waited for 3.6 ms of registration
+    // with four tests running side by side)
+    BOOST_TEST(up.stats().register_wait_ms >= 0.0);
     BOOST_TEST(up.stats().registered_bytes == double(bytes));
     BOOST_TEST(holds(dev, 2.0));
     // new values under the same key: read as they are now, no new registration
@@ -250,20 +253,12 @@ BOOST_AUTO_TEST_CASE(the_scheduler_account_of_a_host_copy_is_kept_when_asked_for
     const bool copy_threads = up.stats().sched.find(" copy threads ran ") != std::string::npos;
     const bool none = up.stats().sched.find("no scheduler statistics here") != std::string::npos;
     BOOST_TEST((copy_threads || none), up.stats().sched);
-    // who copied: HEPTANE_UPLOAD_TEAM (this program runs with auto, openmp and pool,
-    // tests/cuda.cmake): openmp its OpenMP team, pool the upload's own pool, auto the OpenMP
-    // team unless an OpenMP copy was slow; and every thread of that team found in the account
+    // who copied: the OpenMP team, or the upload's pool with HEPTANE_UPLOAD_TEAM=pool (this
+    // program runs both ways, tests/cuda.cmake); and every thread of that team found in the
+    // account
     const char* choice = std::getenv("HEPTANE_UPLOAD_TEAM");
-    const std::string mode = choice ? choice : "auto";
-    const std::string team = up.stats().team;
-    if (mode == "openmp" || up.stats().threads == 1)
-        BOOST_TEST(team == "OpenMP team");
-    else if (mode == "pool")
-        BOOST_TEST(team == "heptane-copy pool");
-    else
-        BOOST_TEST((team == "OpenMP team" ||
-                    (team == "heptane-copy pool" && up.stats().slow_openmp_copies > 0)),
-                   team << " after " << up.stats().slow_openmp_copies << " slow OpenMP copies");
+    const bool pool = choice && std::string(choice) == "pool" && up.stats().threads > 1;
+    BOOST_TEST(std::string(up.stats().team) == (pool ? "heptane-copy pool" : "OpenMP team"));
     if (copy_threads)
         BOOST_TEST(up.stats().sched.find("the " + std::to_string(up.stats().threads) +
                                          " copy threads ran ") == 0,
