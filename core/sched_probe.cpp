@@ -34,11 +34,17 @@ void each_number(const char* dir, F&& f)
     ::closedir(d);
 }
 
+// /proc/<pid>/task/<tid>/<name>, opened for reading (null where it cannot be)
+std::FILE* open_task_file(int pid, int tid, const char* name)
+{
+    char path[96];
+    std::snprintf(path, sizeof(path), "/proc/%d/task/%d/%s", pid, tid, name);
+    return std::fopen(path, "re");
+}
+
 bool read_schedstat(int pid, int tid, TaskSched& t)
 {
-    char path[64];
-    std::snprintf(path, sizeof(path), "/proc/%d/task/%d/schedstat", pid, tid);
-    std::FILE* f = std::fopen(path, "re");
+    std::FILE* f = open_task_file(pid, tid, "schedstat");
     if (!f) return false;
     unsigned long long run = 0, wait = 0;
     const bool ok = std::fscanf(f, "%llu %llu", &run, &wait) == 2;
@@ -60,9 +66,7 @@ void add_process(int pid, std::vector<TaskSched>& out)
 
 std::string comm_of(int pid, int tid)
 {
-    char path[64];
-    std::snprintf(path, sizeof(path), "/proc/%d/task/%d/comm", pid, tid);
-    std::FILE* f = std::fopen(path, "re");
+    std::FILE* f = open_task_file(pid, tid, "comm");
     if (!f) return "?";
     char buf[64] = {};
     const bool ok = std::fgets(buf, sizeof(buf), f) != nullptr;
@@ -78,9 +82,7 @@ std::string comm_of(int pid, int tid)
 // this process's own threads): " [R, user 130 ms, system 0 ms, running]"; "" where unreadable.
 std::string state_of(int pid, int tid)
 {
-    char path[64];
-    std::snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", pid, tid);
-    std::FILE* f = std::fopen(path, "re");
+    std::FILE* f = open_task_file(pid, tid, "stat");
     if (!f) return "";
     char buf[1024] = {};
     const std::size_t got = std::fread(buf, 1, sizeof(buf) - 1, f);
@@ -100,8 +102,7 @@ std::string state_of(int pid, int tid)
     o.precision(0);
     o << " [" << state << ", user " << double(utime) * tick_ms << " ms, system "
       << double(stime) * tick_ms << " ms since it started";
-    std::snprintf(path, sizeof(path), "/proc/%d/task/%d/syscall", pid, tid);
-    if (std::FILE* g = std::fopen(path, "re")) {
+    if (std::FILE* g = open_task_file(pid, tid, "syscall")) {
         char call[64] = {};
         if (std::fgets(call, sizeof(call), g)) {
             std::string c(call);
